@@ -1,0 +1,21 @@
+"""Maps the repository's top-level folders into the ``innet`` namespace.
+
+DESIGN.md §2 keeps ``switch/``, ``controller/``, ``host/``, ``testbed/`` and ``p4/`` at the
+top level, yet everything must import as ``innet.<part>``; a static list in pyproject.toml
+would have to name every sub-package, so the mapping is computed here.
+"""
+
+from setuptools import find_packages, setup
+
+PARTS = ("switch", "controller", "host", "testbed", "p4")
+
+packages = ["innet"] + [
+    "innet." + name for name in find_packages(include=[p for part in PARTS for p in (part, part + ".*")])
+]
+
+setup(
+    packages=packages,
+    package_dir={"innet": "."},
+    package_data={"innet.p4": ["*.p4", "*.stf", "include/*.p4", "**/*.p4", "**/*.stf"], "innet": ["py.typed"]},
+    include_package_data=False,
+)

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs everything innet needs on a fresh Debian bookworm machine, as root:
+# Debian packages (Mininet, cpp, iproute2, ...) and a venv at .venv built on Debian's
+# python3 (so that Mininet, a Debian package, imports from it) with innet installed editable.
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+APT_PKGS=(mininet cpp iproute2 iputils-ping ethtool tcpdump python3-venv python3-dev gcc procps psmisc)
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup.sh: missing Debian packages (${missing[*]}) and not root: run as root once" >&2
+    exit 2
+  fi
+  echo "setup.sh: apt-get install ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PY=/usr/bin/python3
+if [ ! -x .venv/bin/python ]; then
+  echo "setup.sh: creating .venv on $($PY --version)"
+  $PY -m venv --system-site-packages .venv
+fi
+stamp=.venv/.innet-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
+  echo "setup.sh: pip install -e .[test,plot,ml]"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[test,plot,ml]'
+  touch "$stamp"
+fi
+echo "setup.sh: ready (.venv/bin/innet, .venv/bin/python -m pytest)"

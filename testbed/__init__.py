@@ -1,0 +1,1 @@
+"""innet.testbed."""
