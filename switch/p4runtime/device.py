@@ -1,0 +1,336 @@
+"""One P4Runtime device: its forwarding pipeline config, entity state and packet path.
+
+Everything that touches the running pipeline holds ``Device.lock``: a Write batch is
+applied as a whole between two packets, never half-way relative to packet processing,
+and a pipeline swap happens between packets too. gRPC-free, so it is tested directly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
+
+import grpc
+from finsy.proto import p4i, p4r
+
+from innet.switch.p4runtime.device_config import unwrap_device_config
+from innet.switch.p4runtime.errors import (
+    P4RuntimeError,
+    invalid,
+    no_pipeline,
+    unimplemented,
+)
+from innet.switch.p4runtime.externs import ExternState
+from innet.switch.p4runtime.packetio import pack_packet_out, unpack_packet_in
+from innet.switch.p4runtime.schema import Schema
+from innet.switch.p4runtime.tables import TableState
+from innet.switch.p4runtime.target import LoadedConfig, Target, TargetError
+
+LOG = logging.getLogger(__name__)
+
+Set = p4r.SetForwardingPipelineConfigRequest
+Get = p4r.GetForwardingPipelineConfigRequest
+ControllerSink = Callable[[p4r.StreamMessageResponse], None]
+
+
+@dataclass
+class _Active:
+    config: p4r.ForwardingPipelineConfig
+    loaded: LoadedConfig
+    schema: Schema
+    tables: TableState
+    externs: ExternState
+
+    @classmethod
+    def build(cls, config: p4r.ForwardingPipelineConfig, loaded: LoadedConfig) -> "_Active":
+        schema = Schema.build(loaded.p4info)
+        tables = TableState(schema, loaded.pipeline)
+        return cls(config, loaded, schema, tables, ExternState(schema, loaded.pipeline, tables))
+
+
+class Device:
+    """A device with id ``device_id`` whose pipelines are built by ``target``."""
+
+    def __init__(self, device_id: int, target: Target, cpu_port: int | None = None) -> None:
+        import threading
+
+        self.device_id = device_id
+        self.target = target
+        self.cpu_port = cpu_port
+        self.lock = threading.RLock()
+        self.controller_sink: ControllerSink | None = None
+        """Receives PacketIn and DigestList messages for the primary controller."""
+        self._active: _Active | None = None
+        self._saved: tuple[p4r.ForwardingPipelineConfig, LoadedConfig] | None = None
+        self._list_ids = itertools.count(1)
+
+    # -- pipeline config -----------------------------------------------------------------
+
+    @property
+    def has_pipeline(self) -> bool:
+        return self._active is not None
+
+    def _verify(self, config: p4r.ForwardingPipelineConfig) -> LoadedConfig:
+        if not config.p4_device_config:
+            raise invalid("SetForwardingPipelineConfig: config has no p4_device_config")
+        p4info = config.p4info if config.HasField("p4info") else None
+        try:
+            return self.target.load(p4info, unwrap_device_config(bytes(config.p4_device_config)))
+        except TargetError as error:
+            raise invalid(f"SetForwardingPipelineConfig: device config rejected: {error}") from None
+
+    def set_pipeline(self, action: int, config: p4r.ForwardingPipelineConfig) -> None:
+        """Apply a SetForwardingPipelineConfig action (P4Runtime spec semantics)."""
+        if action == Set.VERIFY:
+            self._verify(config)
+        elif action == Set.VERIFY_AND_SAVE:
+            loaded = self._verify(config)
+            with self.lock:
+                self._saved = (self._stored_config(config, loaded), loaded)
+        elif action == Set.COMMIT:
+            with self.lock:
+                if self._saved is None:
+                    raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION,
+                                         "COMMIT: no config was saved with VERIFY_AND_SAVE")
+                stored, loaded = self._saved
+                self._saved = None
+                self._active = _Active.build(stored, loaded)
+        elif action == Set.VERIFY_AND_COMMIT:
+            loaded = self._verify(config)
+            active = _Active.build(self._stored_config(config, loaded), loaded)
+            with self.lock:
+                self._active, self._saved = active, None
+        elif action == Set.RECONCILE_AND_COMMIT:
+            loaded = self._verify(config)
+            active = _Active.build(self._stored_config(config, loaded), loaded)
+            with self.lock:
+                old, self._active = self._active, active
+                if old is not None:
+                    self._reconcile(old, active)
+        else:
+            raise invalid(f"SetForwardingPipelineConfig: action {action} is not one of VERIFY, "
+                          "VERIFY_AND_SAVE, VERIFY_AND_COMMIT, COMMIT, RECONCILE_AND_COMMIT")
+
+    def load(self, device_config: bytes, p4info: p4i.P4Info | None = None) -> None:
+        """Commit a pipeline given locally (the command line's program)."""
+        config = p4r.ForwardingPipelineConfig(p4_device_config=device_config)
+        if p4info is not None:
+            config.p4info.CopyFrom(p4info)
+        self.set_pipeline(Set.VERIFY_AND_COMMIT, config)
+
+    @staticmethod
+    def _stored_config(config: p4r.ForwardingPipelineConfig, loaded: LoadedConfig
+                       ) -> p4r.ForwardingPipelineConfig:
+        stored = p4r.ForwardingPipelineConfig()
+        stored.CopyFrom(config)
+        if not config.HasField("p4info"):
+            stored.p4info.CopyFrom(loaded.p4info)
+        return stored
+
+    def _reconcile(self, old: _Active, new: _Active) -> None:
+        """Replay the old forwarding state into the new pipeline; drop what no longer fits."""
+        updates: list[p4r.Update] = []
+        for table in old.tables.entries.values():
+            for installed in table.values():
+                if installed.handle is not None:
+                    updates.append(p4r.Update(type=p4r.Update.INSERT,
+                                              entity=p4r.Entity(table_entry=installed.entry)))
+        for table_id, action in old.tables.default_modified.items():
+            entry = p4r.TableEntry(table_id=table_id, is_default_action=True)
+            entry.action.action.CopyFrom(action)
+            updates.append(p4r.Update(type=p4r.Update.MODIFY, entity=p4r.Entity(table_entry=entry)))
+        for group in old.externs.groups.values():
+            pre = p4r.PacketReplicationEngineEntry(multicast_group_entry=group)
+            updates.append(p4r.Update(type=p4r.Update.INSERT,
+                                      entity=p4r.Entity(packet_replication_engine_entry=pre)))
+        for session in old.externs.sessions.values():
+            pre = p4r.PacketReplicationEngineEntry(clone_session_entry=session)
+            updates.append(p4r.Update(type=p4r.Update.INSERT,
+                                      entity=p4r.Entity(packet_replication_engine_entry=pre)))
+        for result, update in zip(self._apply(new, updates), updates):
+            if result is not None:
+                LOG.warning("RECONCILE_AND_COMMIT dropped state: %s", result.message)
+
+    def get_pipeline(self, response_type: int) -> p4r.ForwardingPipelineConfig:
+        """The committed config, trimmed to ``response_type``."""
+        with self.lock:
+            active = self._active
+        if active is None:
+            raise no_pipeline()
+        out = p4r.ForwardingPipelineConfig()
+        if active.config.HasField("cookie"):
+            out.cookie.CopyFrom(active.config.cookie)
+        if response_type in (Get.ALL, Get.P4INFO_AND_COOKIE):
+            out.p4info.CopyFrom(active.config.p4info)
+        if response_type in (Get.ALL, Get.DEVICE_CONFIG_AND_COOKIE):
+            out.p4_device_config = active.config.p4_device_config
+        if response_type not in (Get.ALL, Get.COOKIE_ONLY, Get.P4INFO_AND_COOKIE,
+                                 Get.DEVICE_CONFIG_AND_COOKIE):
+            raise invalid(f"GetForwardingPipelineConfig: unknown response_type {response_type}")
+        return out
+
+    def schema(self) -> Schema:
+        """Schema of the committed pipeline, or FAILED_PRECONDITION."""
+        active = self._active
+        if active is None:
+            raise no_pipeline()
+        return active.schema
+
+    # -- write / read --------------------------------------------------------------------
+
+    def write(self, updates: Iterable[p4r.Update],
+              atomicity: int = p4r.WriteRequest.CONTINUE_ON_ERROR) -> list[P4RuntimeError | None]:
+        """Apply a batch; one result per update (None = success)."""
+        if atomicity != p4r.WriteRequest.CONTINUE_ON_ERROR:
+            name = p4r.WriteRequest.Atomicity.Name(atomicity)
+            raise unimplemented(f"Write atomicity {name} is not supported; use CONTINUE_ON_ERROR "
+                                "(each batch is applied between two packets anyway)")
+        with self.lock:
+            active = self._active
+            if active is None:
+                raise no_pipeline()
+            return self._apply(active, list(updates))
+
+    def _apply(self, active: _Active, updates: list[p4r.Update]) -> list[P4RuntimeError | None]:
+        results: list[P4RuntimeError | None] = []
+        for update in updates:
+            try:
+                self._apply_one(active, update)
+                results.append(None)
+            except P4RuntimeError as error:
+                results.append(error)
+            except TargetError as error:
+                results.append(invalid(str(error)))
+            except Exception as error:  # a target bug must not kill the server
+                LOG.exception("write of %s failed inside the target", update.entity.WhichOneof("entity"))
+                results.append(P4RuntimeError(grpc.StatusCode.INTERNAL,
+                                              f"target failure: {type(error).__name__}: {error}"))
+        return results
+
+    def _apply_one(self, active: _Active, update: p4r.Update) -> None:
+        kind = update.type
+        if kind not in (p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE):
+            raise invalid(f"update type {kind} is not INSERT, MODIFY or DELETE")
+        entity = update.entity
+        which = entity.WhichOneof("entity")
+        ext = active.externs
+        if which == "table_entry":
+            active.tables.write(kind, entity.table_entry)
+        elif which == "counter_entry":
+            ext.write_counter(kind, entity.counter_entry)
+        elif which == "direct_counter_entry":
+            ext.write_direct_counter(kind, entity.direct_counter_entry)
+        elif which == "meter_entry":
+            ext.write_meter(kind, entity.meter_entry)
+        elif which == "direct_meter_entry":
+            ext.write_direct_meter(kind, entity.direct_meter_entry)
+        elif which == "register_entry":
+            ext.write_register(kind, entity.register_entry)
+        elif which == "packet_replication_engine_entry":
+            ext.write_pre(kind, entity.packet_replication_engine_entry)
+        elif which == "digest_entry":
+            ext.write_digest(kind, entity.digest_entry)
+        elif which is None:
+            raise invalid("update has no entity")
+        else:
+            raise unimplemented(f"{which} entities are not supported by innet's target")
+
+    def read(self, entities: Iterable[p4r.Entity]) -> list[p4r.Entity]:
+        """All entities selected by the (possibly wildcard) ``entities``."""
+        with self.lock:
+            active = self._active
+            if active is None:
+                raise no_pipeline()
+            out: list[p4r.Entity] = []
+            for entity in entities:
+                out.extend(self._read_one(active, entity))
+            return out
+
+    def _read_one(self, active: _Active, entity: p4r.Entity) -> Iterator[p4r.Entity]:
+        which = entity.WhichOneof("entity")
+        ext = active.externs
+        if which == "table_entry":
+            for t in active.tables.read(entity.table_entry):
+                yield p4r.Entity(table_entry=t)
+        elif which == "counter_entry":
+            for c in ext.read_counter(entity.counter_entry):
+                yield p4r.Entity(counter_entry=c)
+        elif which == "direct_counter_entry":
+            for dc in ext.read_direct_counter(entity.direct_counter_entry):
+                yield p4r.Entity(direct_counter_entry=dc)
+        elif which == "meter_entry":
+            for m in ext.read_meter(entity.meter_entry):
+                yield p4r.Entity(meter_entry=m)
+        elif which == "direct_meter_entry":
+            for dm in ext.read_direct_meter(entity.direct_meter_entry):
+                yield p4r.Entity(direct_meter_entry=dm)
+        elif which == "register_entry":
+            for r in ext.read_register(entity.register_entry):
+                yield p4r.Entity(register_entry=r)
+        elif which == "packet_replication_engine_entry":
+            for p in ext.read_pre(entity.packet_replication_engine_entry):
+                yield p4r.Entity(packet_replication_engine_entry=p)
+        elif which == "digest_entry":
+            for d in ext.read_digest(entity.digest_entry):
+                yield p4r.Entity(digest_entry=d)
+        elif which is None:
+            raise invalid("read request entity has no type")
+        else:
+            raise unimplemented(f"reading {which} entities is not supported by innet's target")
+
+    # -- packets -------------------------------------------------------------------------
+
+    def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        """Run a packet from ``port``; return outputs for real ports.
+
+        Outputs to the CPU port and digests go to ``controller_sink`` (dropped when no
+        pipeline is set: the switch drops everything until configured, like BMv2).
+        """
+        with self.lock:
+            active = self._active
+            if active is None:
+                return []
+            outputs = active.loaded.pipeline.process(port, data)
+            digests = active.loaded.pipeline.take_digests()
+            messages = self._controller_messages(active, outputs, digests)
+            real = [(p, d) for p, d in outputs if p != self.cpu_port]
+        sink = self.controller_sink
+        if sink is not None:
+            for message in messages:
+                sink(message)
+        return real
+
+    def _controller_messages(self, active: _Active, outputs: list[tuple[int, bytes]],
+                             digests: list) -> list[p4r.StreamMessageResponse]:
+        messages = []
+        header = active.schema.packet_header("packet_in")
+        for port, data in outputs:
+            if port == self.cpu_port:
+                try:
+                    messages.append(p4r.StreamMessageResponse(packet=unpack_packet_in(header, data)))
+                except P4RuntimeError as error:
+                    LOG.warning("dropped packet to CPU port: %s", error.message)
+        for digest in digests:
+            found = active.externs.digest_data(digest)
+            if found is None:
+                LOG.debug("digest %s dropped: not configured by a DigestEntry", digest.name)
+                continue
+            digest_id, data = found
+            dl = p4r.DigestList(digest_id=digest_id, list_id=next(self._list_ids))
+            dl.data.add().CopyFrom(data)
+            messages.append(p4r.StreamMessageResponse(digest=dl))
+        return messages
+
+    def packet_out(self, packet: p4r.PacketOut) -> list[tuple[int, bytes]]:
+        """Inject a PacketOut on the CPU port; return outputs for real ports."""
+        with self.lock:
+            active = self._active
+            if active is None:
+                raise no_pipeline()
+            if self.cpu_port is None:
+                raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION,
+                                     "PacketOut: the switch was started without --cpu-port")
+            data = pack_packet_out(active.schema.packet_header("packet_out"), packet)
+        return self.process(self.cpu_port, data)

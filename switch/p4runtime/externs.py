@@ -1,0 +1,308 @@
+"""Extern entities: counters, meters, registers, the replication engine and digests.
+
+RegisterEntry reads and writes are an innet extension: BMv2's PI server answers them
+with UNIMPLEMENTED (DESIGN.md §5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from finsy.proto import p4d, p4i, p4r
+
+from innet.switch.p4runtime.errors import (
+    already_exists,
+    invalid,
+    not_found,
+    out_of_range,
+)
+from innet.switch.p4runtime.schema import Schema, bitstring_width, decode_bytes, encode_bytes
+from innet.switch.p4runtime.tables import TableState, _meter_rates
+from innet.switch.p4runtime.target import Digest, LoadedPipeline, MeterRates, Replica
+
+PORT_WIDTH = 32
+"""Width of a P4Runtime (SDN) port bytestring in replicas."""
+
+
+def _check_modify(kind: int, what: str) -> None:
+    if kind != p4r.Update.MODIFY:
+        raise invalid(f"{what} can only be modified (MODIFY), not inserted or deleted")
+
+
+def _indexes(has_index: bool, index: int, size: int, what: str) -> range:
+    if not has_index:
+        return range(size)
+    if index < 0 or index >= size:
+        raise out_of_range(f"{what}: index {index} is outside 0..{size - 1}")
+    return range(index, index + 1)
+
+
+def _meter_proto(rates: MeterRates) -> p4r.MeterConfig:
+    return p4r.MeterConfig(cir=rates.cir, cburst=rates.cburst, pir=rates.pir, pburst=rates.pburst)
+
+
+def parse_replicas(replicas: list[p4r.Replica], what: str) -> list[Replica]:
+    """Replicas from ``port`` (bytes) or deprecated ``egress_port``; no duplicates."""
+    out: list[Replica] = []
+    for r in replicas:
+        kind = r.WhichOneof("port_kind")
+        if kind == "port":
+            port = decode_bytes(r.port, PORT_WIDTH, f"{what} replica port")
+        elif kind == "egress_port":
+            port = int(r.egress_port)
+        else:
+            port = 0
+        replica = Replica(port, int(r.instance))
+        if replica in out:
+            raise invalid(f"{what}: replica (port {port}, instance {r.instance}) given twice")
+        out.append(replica)
+    return out
+
+
+def replicas_proto(replicas: list[Replica]) -> list[p4r.Replica]:
+    """Replicas as read back: ``port`` bytestring (canonical)."""
+    return [p4r.Replica(port=encode_bytes(r.port), instance=r.instance) for r in replicas]
+
+
+@dataclass
+class ExternState:
+    """State kept for reads of objects a target cannot describe back by itself."""
+
+    schema: Schema
+    pipeline: LoadedPipeline
+    tables: TableState
+    meters: dict[tuple[int, int], MeterRates] = field(default_factory=dict)
+    groups: dict[int, p4r.MulticastGroupEntry] = field(default_factory=dict)
+    sessions: dict[int, p4r.CloneSessionEntry] = field(default_factory=dict)
+    digest_configs: dict[int, p4r.DigestEntry.Config] = field(default_factory=dict)
+
+    # -- counters ------------------------------------------------------------------------
+
+    def write_counter(self, kind: int, entry: p4r.CounterEntry) -> None:
+        counter = self.schema.lookup("counter", self.schema.counters, entry.counter_id)
+        what = f"counter {counter.preamble.name!r}"
+        _check_modify(kind, what)
+        for i in _indexes(entry.HasField("index"), entry.index.index, int(counter.size), what):
+            self.pipeline.counter_write(counter.preamble.name, i, int(entry.data.byte_count),
+                                        int(entry.data.packet_count))
+
+    def read_counter(self, request: p4r.CounterEntry) -> Iterator[p4r.CounterEntry]:
+        counters = list(self.schema.counters.values()) if request.counter_id == 0 else [
+            self.schema.lookup("counter", self.schema.counters, request.counter_id)]
+        for counter in counters:
+            what = f"counter {counter.preamble.name!r}"
+            for i in _indexes(request.HasField("index"), request.index.index, int(counter.size), what):
+                nbytes, npackets = self.pipeline.counter_read(counter.preamble.name, i)
+                out = p4r.CounterEntry(counter_id=counter.preamble.id)
+                out.index.index = i
+                out.data.byte_count, out.data.packet_count = nbytes, npackets
+                yield out
+
+    def write_direct_counter(self, kind: int, entry: p4r.DirectCounterEntry) -> None:
+        _check_modify(kind, "a direct counter entry")
+        info, installed = self.tables.find(entry.table_entry)
+        if info.direct_counter is None:
+            raise invalid(f"table {info.name!r} has no direct counter")
+        self.pipeline.direct_counter_write(info.name, installed.handle,
+                                           int(entry.data.byte_count), int(entry.data.packet_count))
+
+    def read_direct_counter(self, request: p4r.DirectCounterEntry) -> Iterator[p4r.DirectCounterEntry]:
+        selector = p4r.TableEntry()
+        selector.CopyFrom(request.table_entry)
+        selector.counter_data.SetInParent()
+        for entry in self.tables.read(selector):
+            if self.schema.table(entry.table_id).direct_counter is None or entry.is_const:
+                continue
+            out = p4r.DirectCounterEntry(data=entry.counter_data)
+            entry.ClearField("counter_data")
+            out.table_entry.CopyFrom(entry)
+            yield out
+
+    # -- meters --------------------------------------------------------------------------
+
+    def write_meter(self, kind: int, entry: p4r.MeterEntry) -> None:
+        meter = self.schema.lookup("meter", self.schema.meters, entry.meter_id)
+        what = f"meter {meter.preamble.name!r}"
+        _check_modify(kind, what)
+        rates = _meter_rates(entry.config)
+        for i in _indexes(entry.HasField("index"), entry.index.index, int(meter.size), what):
+            self.pipeline.meter_set(meter.preamble.name, i, rates)
+            if rates is None:
+                self.meters.pop((meter.preamble.id, i), None)
+            else:
+                self.meters[(meter.preamble.id, i)] = rates
+
+    def read_meter(self, request: p4r.MeterEntry) -> Iterator[p4r.MeterEntry]:
+        meters = list(self.schema.meters.values()) if request.meter_id == 0 else [
+            self.schema.lookup("meter", self.schema.meters, request.meter_id)]
+        for meter in meters:
+            what = f"meter {meter.preamble.name!r}"
+            for i in _indexes(request.HasField("index"), request.index.index, int(meter.size), what):
+                out = p4r.MeterEntry(meter_id=meter.preamble.id)
+                out.index.index = i
+                rates = self.meters.get((meter.preamble.id, i))
+                if rates is not None:
+                    out.config.CopyFrom(_meter_proto(rates))
+                yield out
+
+    def write_direct_meter(self, kind: int, entry: p4r.DirectMeterEntry) -> None:
+        _check_modify(kind, "a direct meter entry")
+        info, installed = self.tables.find(entry.table_entry)
+        if info.direct_meter is None:
+            raise invalid(f"table {info.name!r} has no direct meter")
+        rates = _meter_rates(entry.config)
+        self.pipeline.direct_meter_set(info.name, installed.handle, rates)
+        installed.meter = rates
+
+    def read_direct_meter(self, request: p4r.DirectMeterEntry) -> Iterator[p4r.DirectMeterEntry]:
+        selector = p4r.TableEntry()
+        selector.CopyFrom(request.table_entry)
+        selector.meter_config.SetInParent()
+        for entry in self.tables.read(selector):
+            if self.schema.table(entry.table_id).direct_meter is None or entry.is_const:
+                continue
+            out = p4r.DirectMeterEntry()
+            if entry.HasField("meter_config"):
+                out.config.CopyFrom(entry.meter_config)
+            entry.ClearField("meter_config")
+            out.table_entry.CopyFrom(entry)
+            yield out
+
+    # -- registers (innet extension) -----------------------------------------------------
+
+    def write_register(self, kind: int, entry: p4r.RegisterEntry) -> None:
+        register = self.schema.lookup("register", self.schema.registers, entry.register_id)
+        what = f"register {register.preamble.name!r}"
+        _check_modify(kind, what)
+        width = bitstring_width(register.type_spec, what)
+        if entry.data.WhichOneof("data") != "bitstring":
+            raise invalid(f"{what}: data must be a bitstring of {width} bits")
+        value = decode_bytes(entry.data.bitstring, width, what)
+        for i in _indexes(entry.HasField("index"), entry.index.index, int(register.size), what):
+            self.pipeline.register_write(register.preamble.name, i, value)
+
+    def read_register(self, request: p4r.RegisterEntry) -> Iterator[p4r.RegisterEntry]:
+        registers = list(self.schema.registers.values()) if request.register_id == 0 else [
+            self.schema.lookup("register", self.schema.registers, request.register_id)]
+        for register in registers:
+            what = f"register {register.preamble.name!r}"
+            for i in _indexes(request.HasField("index"), request.index.index, int(register.size), what):
+                value = self.pipeline.register_read(register.preamble.name, i)
+                out = p4r.RegisterEntry(register_id=register.preamble.id,
+                                        data=p4d.P4Data(bitstring=encode_bytes(value)))
+                out.index.index = i
+                yield out
+
+    # -- packet replication engine -------------------------------------------------------
+
+    def write_pre(self, kind: int, entry: p4r.PacketReplicationEngineEntry) -> None:
+        which = entry.WhichOneof("type")
+        if which == "multicast_group_entry":
+            self._write_group(kind, entry.multicast_group_entry)
+        elif which == "clone_session_entry":
+            self._write_session(kind, entry.clone_session_entry)
+        else:
+            raise invalid("packet replication engine entry without a multicast group or clone session")
+
+    def _write_group(self, kind: int, group: p4r.MulticastGroupEntry) -> None:
+        gid = int(group.multicast_group_id)
+        what = f"multicast group {gid}"
+        if gid == 0:
+            raise invalid("multicast group id 0 is reserved (no multicast)")
+        exists = gid in self.groups
+        if kind == p4r.Update.INSERT and exists:
+            raise already_exists(f"{what} already exists")
+        if kind in (p4r.Update.MODIFY, p4r.Update.DELETE) and not exists:
+            raise not_found(f"{what} does not exist")
+        if kind == p4r.Update.DELETE:
+            self.pipeline.multicast_group_delete(gid)
+            del self.groups[gid]
+            return
+        if kind not in (p4r.Update.INSERT, p4r.Update.MODIFY):
+            raise invalid(f"{what}: update type {kind} is not INSERT, MODIFY or DELETE")
+        replicas = parse_replicas(list(group.replicas), what)
+        self.pipeline.multicast_group_set(gid, replicas)
+        self.groups[gid] = p4r.MulticastGroupEntry(
+            multicast_group_id=gid, replicas=replicas_proto(replicas), metadata=group.metadata)
+
+    def _write_session(self, kind: int, session: p4r.CloneSessionEntry) -> None:
+        sid = int(session.session_id)
+        what = f"clone session {sid}"
+        if sid == 0:
+            raise invalid("clone session id 0 is reserved")
+        if session.packet_length_bytes < 0:
+            raise invalid(f"{what}: packet_length_bytes {session.packet_length_bytes} is negative")
+        exists = sid in self.sessions
+        if kind == p4r.Update.INSERT and exists:
+            raise already_exists(f"{what} already exists")
+        if kind in (p4r.Update.MODIFY, p4r.Update.DELETE) and not exists:
+            raise not_found(f"{what} does not exist")
+        if kind == p4r.Update.DELETE:
+            self.pipeline.clone_session_delete(sid)
+            del self.sessions[sid]
+            return
+        if kind not in (p4r.Update.INSERT, p4r.Update.MODIFY):
+            raise invalid(f"{what}: update type {kind} is not INSERT, MODIFY or DELETE")
+        replicas = parse_replicas(list(session.replicas), what)
+        self.pipeline.clone_session_set(sid, replicas, int(session.class_of_service),
+                                        int(session.packet_length_bytes))
+        self.sessions[sid] = p4r.CloneSessionEntry(
+            session_id=sid, replicas=replicas_proto(replicas),
+            class_of_service=session.class_of_service,
+            packet_length_bytes=session.packet_length_bytes)
+
+    def read_pre(self, request: p4r.PacketReplicationEngineEntry) -> Iterator[p4r.PacketReplicationEngineEntry]:
+        which = request.WhichOneof("type")
+        if which == "multicast_group_entry":
+            gid = request.multicast_group_entry.multicast_group_id
+            for g in sorted(self.groups):
+                if gid in (0, g):
+                    yield p4r.PacketReplicationEngineEntry(multicast_group_entry=self.groups[g])
+        elif which == "clone_session_entry":
+            sid = request.clone_session_entry.session_id
+            for s in sorted(self.sessions):
+                if sid in (0, s):
+                    yield p4r.PacketReplicationEngineEntry(clone_session_entry=self.sessions[s])
+        else:
+            raise invalid("read of a packet replication engine entry needs a multicast group "
+                          "or clone session (id 0 for all)")
+
+    # -- digests -------------------------------------------------------------------------
+
+    def write_digest(self, kind: int, entry: p4r.DigestEntry) -> None:
+        digest = self.schema.lookup("digest", self.schema.digests, entry.digest_id)
+        what = f"digest {digest.preamble.name!r}"
+        exists = entry.digest_id in self.digest_configs
+        if kind == p4r.Update.INSERT and exists:
+            raise already_exists(f"{what} is already configured")
+        if kind in (p4r.Update.MODIFY, p4r.Update.DELETE) and not exists:
+            raise not_found(f"{what} is not configured")
+        if kind == p4r.Update.DELETE:
+            del self.digest_configs[entry.digest_id]
+        else:
+            self.digest_configs[entry.digest_id] = entry.config
+
+    def read_digest(self, request: p4r.DigestEntry) -> Iterator[p4r.DigestEntry]:
+        for did in sorted(self.digest_configs):
+            if request.digest_id in (0, did):
+                yield p4r.DigestEntry(digest_id=did, config=self.digest_configs[did])
+
+    def digest_data(self, digest: Digest) -> tuple[int, p4d.P4Data] | None:
+        """(digest id, P4Data) of a data-plane digest, or None when not configured."""
+        for info in self.schema.digests.values():
+            if info.preamble.name == digest.name:
+                if info.preamble.id not in self.digest_configs:
+                    return None
+                return info.preamble.id, self._p4data(info, digest.values)
+        return None
+
+    def _p4data(self, info: p4i.Digest, values: tuple[int, ...]) -> p4d.P4Data:
+        spec = info.type_spec
+        if spec.HasField("struct"):
+            out = p4d.P4Data()
+            out.struct.SetInParent()
+            for value in values:
+                out.struct.members.add(bitstring=encode_bytes(value))
+            return out
+        return p4d.P4Data(bitstring=encode_bytes(values[0] if values else 0))

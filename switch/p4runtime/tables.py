@@ -1,0 +1,406 @@
+"""Table entries: P4Runtime ``TableEntry`` <-> target calls, with the spec's checks.
+
+The installed entries are kept here in canonical P4Runtime form (what a Read returns),
+keyed by (match key, priority), next to the handle the target returned for each. That is
+what makes INSERT-of-existing ALREADY_EXISTS and MODIFY/DELETE-of-missing NOT_FOUND
+independent of the target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import grpc
+from finsy.proto import p4i, p4r
+
+from innet.switch.p4runtime.errors import (
+    P4RuntimeError,
+    already_exists,
+    invalid,
+    not_found,
+    permission_denied,
+    unimplemented,
+)
+from innet.switch.p4runtime.schema import Schema, TableInfo, decode_bytes, encode_bytes
+from innet.switch.p4runtime.target import (
+    ActionCall,
+    EntryHandle,
+    ExactMatch,
+    FieldMatch,
+    LoadedPipeline,
+    LpmMatch,
+    MatchKey,
+    MeterRates,
+    OptionalMatch,
+    RangeMatch,
+    TernaryMatch,
+)
+
+_KIND_OF_TYPE = {
+    p4i.MatchField.EXACT: "exact",
+    p4i.MatchField.TERNARY: "ternary",
+    p4i.MatchField.LPM: "lpm",
+    p4i.MatchField.RANGE: "range",
+    p4i.MatchField.OPTIONAL: "optional",
+}
+
+
+@dataclass
+class Installed:
+    """One entry: its canonical form (without counter/meter data) and target handle."""
+
+    entry: p4r.TableEntry
+    handle: EntryHandle | None
+    """None for const entries declared by the program."""
+    meter: MeterRates | None = None
+
+
+def _dont_care(field: p4i.MatchField) -> FieldMatch:
+    width = int(field.bitwidth)
+    match field.match_type:
+        case p4i.MatchField.TERNARY:
+            return TernaryMatch(0, 0)
+        case p4i.MatchField.LPM:
+            return LpmMatch(0, 0)
+        case p4i.MatchField.RANGE:
+            return RangeMatch(0, (1 << width) - 1)
+        case p4i.MatchField.OPTIONAL:
+            return OptionalMatch(None)
+    raise invalid(f"match field {field.name!r} (exact) has no don't-care value; it must be given")
+
+
+def parse_match(info: TableInfo, entry: p4r.TableEntry) -> tuple[MatchKey, list[p4r.FieldMatch]]:
+    """The target key of ``entry`` and its canonical FieldMatch list (P4Info order)."""
+    given: dict[int, p4r.FieldMatch] = {}
+    for fm in entry.match:
+        if fm.field_id not in info.fields:
+            raise invalid(f"table {info.name!r} has no match field with id {fm.field_id}")
+        if fm.field_id in given:
+            raise invalid(f"table {info.name!r}: match field id {fm.field_id} given twice")
+        given[fm.field_id] = fm
+    key: list[FieldMatch] = []
+    canonical: list[p4r.FieldMatch] = []
+    for field in info.table.match_fields:
+        fm = given.get(field.id)
+        if fm is None:
+            if field.match_type == p4i.MatchField.EXACT:
+                raise invalid(f"table {info.name!r}: exact match field {field.name!r} is missing")
+            key.append(_dont_care(field))
+            continue
+        value, out = _parse_field(info, field, fm)
+        key.append(value)
+        canonical.append(out)
+    return tuple(key), canonical
+
+
+def _parse_field(
+    info: TableInfo, field: p4i.MatchField, fm: p4r.FieldMatch
+) -> tuple[FieldMatch, p4r.FieldMatch]:
+    what = f"table {info.name!r} field {field.name!r}"
+    width = int(field.bitwidth)
+    expected = _KIND_OF_TYPE.get(field.match_type)
+    kind = fm.WhichOneof("field_match_type")
+    if expected is None:
+        raise unimplemented(f"{what}: match type {field.other_match_type or field.match_type!r}")
+    if kind != expected:
+        raise invalid(f"{what}: is a {expected} field but the entry gives a {kind} match")
+    out = p4r.FieldMatch(field_id=field.id)
+    if kind == "exact":
+        v = decode_bytes(fm.exact.value, width, what)
+        out.exact.value = encode_bytes(v)
+        return ExactMatch(v), out
+    if kind == "optional":
+        v = decode_bytes(fm.optional.value, width, what)
+        out.optional.value = encode_bytes(v)
+        return OptionalMatch(v), out
+    if kind == "ternary":
+        v = decode_bytes(fm.ternary.value, width, what + " value")
+        m = decode_bytes(fm.ternary.mask, width, what + " mask")
+        if m == 0:
+            raise invalid(f"{what}: ternary mask 0 is a don't-care; omit the field instead")
+        if v & ~m:
+            raise invalid(f"{what}: value {v:#x} has bits outside mask {m:#x}")
+        out.ternary.value, out.ternary.mask = encode_bytes(v), encode_bytes(m)
+        return TernaryMatch(v, m), out
+    if kind == "lpm":
+        v = decode_bytes(fm.lpm.value, width, what)
+        plen = int(fm.lpm.prefix_len)
+        if plen < 0 or plen > width:
+            raise invalid(f"{what}: prefix length {plen} is outside 1..{width}")
+        if plen == 0:
+            raise invalid(f"{what}: prefix length 0 is a don't-care; omit the field instead")
+        if v & ((1 << (width - plen)) - 1):
+            raise invalid(f"{what}: value {v:#x} has bits set beyond the /{plen} prefix")
+        out.lpm.value, out.lpm.prefix_len = encode_bytes(v), plen
+        return LpmMatch(v, plen), out
+    low = decode_bytes(fm.range.low, width, what + " low")
+    high = decode_bytes(fm.range.high, width, what + " high")
+    if low > high:
+        raise invalid(f"{what}: range low {low:#x} is greater than high {high:#x}")
+    if low == 0 and high == (1 << width) - 1:
+        raise invalid(f"{what}: the full range is a don't-care; omit the field instead")
+    out.range.low, out.range.high = encode_bytes(low), encode_bytes(high)
+    return RangeMatch(low, high), out
+
+
+def key_to_proto(info: TableInfo, key: MatchKey) -> list[p4r.FieldMatch]:
+    """Canonical FieldMatch list of a target key (don't-care fields omitted)."""
+    out: list[p4r.FieldMatch] = []
+    for field, value in zip(info.table.match_fields, key):
+        fm = p4r.FieldMatch(field_id=field.id)
+        width = int(field.bitwidth)
+        if isinstance(value, ExactMatch):
+            fm.exact.value = encode_bytes(value.value)
+        elif isinstance(value, TernaryMatch):
+            if value.mask == 0:
+                continue
+            fm.ternary.value, fm.ternary.mask = encode_bytes(value.value), encode_bytes(value.mask)
+        elif isinstance(value, LpmMatch):
+            if value.prefix_len == 0:
+                continue
+            fm.lpm.value, fm.lpm.prefix_len = encode_bytes(value.value), value.prefix_len
+        elif isinstance(value, RangeMatch):
+            if value.low == 0 and value.high == (1 << width) - 1:
+                continue
+            fm.range.low, fm.range.high = encode_bytes(value.low), encode_bytes(value.high)
+        else:
+            if value.value is None:
+                continue
+            fm.optional.value = encode_bytes(value.value)
+        out.append(fm)
+    return out
+
+
+def parse_action(
+    schema: Schema, info: TableInfo, action: p4r.Action, *, default: bool
+) -> tuple[ActionCall, p4r.Action]:
+    """Validate an action for ``info`` (scope, params, widths); return it and its canonical form."""
+    ref = info.actions.get(action.action_id)
+    if ref is None:
+        known = ", ".join(
+            schema.actions[a].preamble.name for a in info.actions if a in schema.actions
+        )
+        raise invalid(
+            f"action id {action.action_id} is not an action of table {info.name!r} "
+            f"(its actions: {known})"
+        )
+    p4action = schema.action(action.action_id)
+    name = p4action.preamble.name
+    if default and ref.scope == p4i.ActionRef.TABLE_ONLY:
+        raise invalid(f"action {name!r} is @tableonly in table {info.name!r}: not a default action")
+    if not default and ref.scope == p4i.ActionRef.DEFAULT_ONLY:
+        raise invalid(f"action {name!r} is @defaultonly in table {info.name!r}: not for entries")
+    params = {p.id: p for p in p4action.params}
+    values: dict[int, int] = {}
+    for param in action.params:
+        spec = params.get(param.param_id)
+        if spec is None:
+            raise invalid(f"action {name!r} has no parameter with id {param.param_id}")
+        if param.param_id in values:
+            raise invalid(f"action {name!r}: parameter {spec.name!r} given twice")
+        values[param.param_id] = decode_bytes(
+            param.value, int(spec.bitwidth), f"action {name!r} parameter {spec.name!r}"
+        )
+    missing = [p.name for p in p4action.params if p.id not in values]
+    if missing:
+        raise invalid(f"action {name!r}: missing parameter(s) {', '.join(missing)}")
+    canonical = p4r.Action(action_id=action.action_id)
+    for p in p4action.params:
+        canonical.params.add(param_id=p.id, value=encode_bytes(values[p.id]))
+    return ActionCall(name, tuple(values[p.id] for p in p4action.params)), canonical
+
+
+def action_to_proto(schema: Schema, call: ActionCall) -> p4r.Action:
+    """The P4Runtime Action of a target ActionCall (looked up by name)."""
+    for action in schema.actions.values():
+        if action.preamble.name == call.action:
+            out = p4r.Action(action_id=action.preamble.id)
+            for param, value in zip(action.params, call.args):
+                out.params.add(param_id=param.id, value=encode_bytes(value))
+            return out
+    raise P4RuntimeError(
+        grpc.StatusCode.INTERNAL, f"target reported action {call.action!r} absent from the P4Info"
+    )
+
+
+def _meter_rates(config: p4r.MeterConfig) -> MeterRates | None:
+    if config.ByteSize() == 0:
+        return None
+    return MeterRates(int(config.cir), int(config.cburst), int(config.pir), int(config.pburst))
+
+
+class TableState:
+    """Entries and default actions of every table of one pipeline."""
+
+    def __init__(self, schema: Schema, pipeline: LoadedPipeline) -> None:
+        self.schema = schema
+        self.pipeline = pipeline
+        self.entries: dict[int, dict[tuple[MatchKey, int], Installed]] = {}
+        self.default_modified: dict[int, p4r.Action] = {}
+        for info in schema.tables.values():
+            table = self.entries.setdefault(info.id, {})
+            for const in pipeline.table_const_entries(info.name):
+                entry = p4r.TableEntry(
+                    table_id=info.id, priority=const.priority, is_const=True,
+                    match=key_to_proto(info, const.key),
+                )
+                entry.action.action.CopyFrom(action_to_proto(schema, const.action))
+                table[(const.key, const.priority)] = Installed(entry, None)
+
+    # -- write ---------------------------------------------------------------------------
+
+    def write(self, kind: int, entry: p4r.TableEntry) -> None:
+        """Apply one INSERT/MODIFY/DELETE of a TableEntry."""
+        info = self.schema.table(entry.table_id)
+        if entry.is_default_action:
+            self._write_default(kind, info, entry)
+            return
+        if info.table.is_const_table:
+            raise permission_denied(
+                f"table {info.name!r} is const (its entries are fixed by the P4 program)"
+            )
+        self._check_priority(info, entry)
+        key, canonical_match = parse_match(info, entry)
+        ident = (key, int(entry.priority))
+        table = self.entries[info.id]
+        existing = table.get(ident)
+        if kind == p4r.Update.INSERT:
+            if existing is not None:
+                raise already_exists(f"table {info.name!r}: an entry with this match key and "
+                                     f"priority {entry.priority} already exists")
+            size = int(info.table.size)
+            if size and sum(1 for e in table.values() if e.handle is not None) >= size:
+                raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                     f"table {info.name!r} is full ({size} entries)")
+            call, action = self._entry_action(info, entry)
+            if entry.idle_timeout_ns and info.table.idle_timeout_behavior == p4i.Table.NO_TIMEOUT:
+                raise invalid(f"table {info.name!r} does not support idle timeout "
+                              f"(idle_timeout_ns {entry.idle_timeout_ns})")
+            handle = self.pipeline.table_insert(info.name, key, int(entry.priority), call)
+            stored = p4r.TableEntry(table_id=info.id, match=canonical_match, priority=entry.priority,
+                                    idle_timeout_ns=entry.idle_timeout_ns, metadata=entry.metadata)
+            stored.action.action.CopyFrom(action)
+            installed = Installed(stored, handle)
+            table[ident] = installed
+            self._apply_resources(info, installed, entry)
+            return
+        if existing is None:
+            raise not_found(f"table {info.name!r}: no entry with this match key and priority "
+                            f"{entry.priority}")
+        if existing.handle is None:
+            raise permission_denied(f"table {info.name!r}: entry is const (declared in the program)")
+        if kind == p4r.Update.MODIFY:
+            if entry.HasField("action"):
+                call, action = self._entry_action(info, entry)
+                self.pipeline.table_modify(info.name, existing.handle, call)
+                existing.entry.action.action.CopyFrom(action)
+            existing.entry.idle_timeout_ns = entry.idle_timeout_ns
+            existing.entry.metadata = entry.metadata
+            self._apply_resources(info, existing, entry)
+            return
+        if kind == p4r.Update.DELETE:
+            self.pipeline.table_delete(info.name, existing.handle)
+            del table[ident]
+            return
+        raise invalid(f"update type {kind} is not INSERT, MODIFY or DELETE")
+
+    def _check_priority(self, info: TableInfo, entry: p4r.TableEntry) -> None:
+        if info.needs_priority and entry.priority <= 0:
+            raise invalid(f"table {info.name!r} has ternary/range/optional fields: priority must "
+                          f"be > 0, got {entry.priority}")
+        if not info.needs_priority and entry.priority != 0:
+            raise invalid(f"table {info.name!r} has only exact/lpm fields: priority must be 0, "
+                          f"got {entry.priority}")
+
+    def _entry_action(self, info: TableInfo, entry: p4r.TableEntry) -> tuple[ActionCall, p4r.Action]:
+        kind = entry.action.WhichOneof("type")
+        if kind is None:
+            raise invalid(f"table {info.name!r}: the entry has no action")
+        if kind != "action":
+            raise unimplemented(f"table {info.name!r}: {kind} (action profiles) is not supported")
+        return parse_action(self.schema, info, entry.action.action, default=False)
+
+    def _apply_resources(self, info: TableInfo, installed: Installed, entry: p4r.TableEntry) -> None:
+        if entry.HasField("counter_data"):
+            if info.direct_counter is None:
+                raise invalid(f"table {info.name!r} has no direct counter (counter_data given)")
+            self.pipeline.direct_counter_write(info.name, installed.handle,
+                                               int(entry.counter_data.byte_count),
+                                               int(entry.counter_data.packet_count))
+        if entry.HasField("meter_config"):
+            if info.direct_meter is None:
+                raise invalid(f"table {info.name!r} has no direct meter (meter_config given)")
+            rates = _meter_rates(entry.meter_config)
+            self.pipeline.direct_meter_set(info.name, installed.handle, rates)
+            installed.meter = rates
+
+    def _write_default(self, kind: int, info: TableInfo, entry: p4r.TableEntry) -> None:
+        if kind != p4r.Update.MODIFY:
+            raise invalid(f"table {info.name!r}: the default entry can only be modified "
+                          "(MODIFY with is_default_action), not inserted or deleted")
+        if entry.match or entry.priority:
+            raise invalid(f"table {info.name!r}: a default entry has no match fields and no priority")
+        if info.table.const_default_action_id:
+            raise permission_denied(f"table {info.name!r} has a const default action")
+        if not entry.HasField("action"):
+            self.pipeline.table_set_default(info.name, None)
+            self.default_modified.pop(info.id, None)
+            return
+        if entry.action.WhichOneof("type") != "action":
+            raise unimplemented(f"table {info.name!r}: default action through an action profile")
+        call, action = parse_action(self.schema, info, entry.action.action, default=True)
+        self.pipeline.table_set_default(info.name, call)
+        self.default_modified[info.id] = action
+
+    # -- read ----------------------------------------------------------------------------
+
+    def read(self, request: p4r.TableEntry) -> Iterator[p4r.TableEntry]:
+        """Entries selected by ``request`` (table_id 0: all tables), in canonical form."""
+        infos = list(self.schema.tables.values()) if request.table_id == 0 else [
+            self.schema.table(request.table_id)]
+        for info in infos:
+            if request.is_default_action:
+                yield self._default_entry(info)
+                continue
+            table = self.entries[info.id]
+            if request.match:
+                key, _ = parse_match(info, request)
+                found = table.get((key, int(request.priority)))
+                selected = [] if found is None else [found]
+            else:
+                selected = list(table.values())
+            for installed in selected:
+                yield self._with_resources(info, installed, request)
+
+    def _default_entry(self, info: TableInfo) -> p4r.TableEntry:
+        out = p4r.TableEntry(table_id=info.id, is_default_action=True)
+        action = self.default_modified.get(info.id)
+        if action is None:
+            action = action_to_proto(self.schema, self.pipeline.table_get_default(info.name))
+        out.action.action.CopyFrom(action)
+        return out
+
+    def _with_resources(self, info: TableInfo, installed: Installed,
+                        request: p4r.TableEntry) -> p4r.TableEntry:
+        out = p4r.TableEntry()
+        out.CopyFrom(installed.entry)
+        if request.HasField("counter_data") and info.direct_counter is not None:
+            if installed.handle is not None:
+                nbytes, npackets = self.pipeline.direct_counter_read(info.name, installed.handle)
+                out.counter_data.byte_count, out.counter_data.packet_count = nbytes, npackets
+        if request.HasField("meter_config") and installed.meter is not None:
+            m = installed.meter
+            out.meter_config.cir, out.meter_config.cburst = m.cir, m.cburst
+            out.meter_config.pir, out.meter_config.pburst = m.pir, m.pburst
+        return out
+
+    def find(self, entry: p4r.TableEntry) -> tuple[TableInfo, Installed]:
+        """The installed entry a DirectCounterEntry/DirectMeterEntry names, or NOT_FOUND."""
+        info = self.schema.table(entry.table_id)
+        key, _ = parse_match(info, entry)
+        found = self.entries[info.id].get((key, int(entry.priority)))
+        if found is None:
+            raise not_found(f"table {info.name!r}: no entry with this match key and priority "
+                            f"{entry.priority}")
+        return info, found
