@@ -8,6 +8,8 @@ then the message is filled block by block in the order of
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from finsy.proto import p4i
 
 from innet.switch.frontend import ir
@@ -356,11 +358,14 @@ class _Builder:
         ids = _allocate_field_ids([p.annotations for p in action.data_params], f"action {action.cp_name}")
         for index, (param, param_id) in enumerate(zip(action.data_params, ids)):
             expr = given[index] if index < len(given) else param.default
-            if not isinstance(expr, ir.Const):
+            if isinstance(expr, ir.Const):
+                value = int(expr.value)
+            elif isinstance(expr, ir.EnumMember) and expr.enum.underlying is not None:
+                value = expr.enum.value_of(expr.member)
+            else:
                 continue
             arg = call.arguments.add()
             arg.param_id = param_id
-            value = int(expr.value)
             arg.value = encode_value(value, bitwidth(param.type))
 
     def _add_extern(self, inst: ir.Instance) -> None:
@@ -390,7 +395,7 @@ class _Builder:
         # direct_counter / direct_meter are described with the table that owns them
 
     @staticmethod
-    def _unit(inst: ir.Instance, index: int, units: dict[str, int], unspecified: int) -> int:
+    def _unit(inst: ir.Instance, index: int, units: Mapping[str, Any], unspecified: Any) -> Any:
         arg = inst.ctor_args[index] if len(inst.ctor_args) > index else None
         member = _enum_member(arg)
         return units.get(member, unspecified) if member is not None else unspecified
