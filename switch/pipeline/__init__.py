@@ -1,1 +1,45 @@
-"""innet.switch.pipeline."""
+"""innet.switch.pipeline: the v1model executor with BMv2 ``simple_switch`` semantics.
+
+Public API
+----------
+``Pipeline(program)`` (or ``Pipeline.load(program)``, ``Pipeline.from_file(path)``)
+    compiles an ``ir.Program`` once into Python functions (see ``compiler``) and owns the
+    switch state.
+
+``pipeline.process(port, data) -> list[tuple[int, bytes]]``
+    runs one packet through parser, verifyChecksum, ingress, traffic manager, egress,
+    computeChecksum and deparser (``v1model``); a pure function of (state, port, bytes).
+
+State, addressed by control-plane name (``cp_name`` / P4Info name, exact or unique
+dotted suffix):
+
+- ``pipeline.table(name)`` -> ``Table``: ``insert/modify/delete(keys, action, params,
+  priority)``, ``set_default``, ``list_entries``; keys are ``KeySpec`` per key
+  (``KeySpec(v)`` exact, ``KeySpec(v, prefix_len=n)`` lpm, ``KeySpec(v, mask=m)``
+  ternary/optional, ``KeySpec(lo, hi=h)`` range). Larger priority wins.
+- ``pipeline.register(name)`` -> ``Register`` (``read``, ``write``, ``read_all``, ``cells``),
+  ``counter(name)`` -> ``Counter`` (``packets``/``bytes`` lists), ``meter(name)`` ->
+  ``Meter`` (``set_rates(index, cir, cburst, pir, pburst)``, rates in units/us),
+  ``direct_counter(name)`` (the owning table: entries carry ``packets``/``bytes``),
+  ``direct_meter(name)``.
+- ``pipeline.pre`` -> ``ReplicationEngine``: multicast groups/nodes, clone sessions.
+- ``pipeline.pop_digests()`` or a ``digest_sink`` callback given to ``Pipeline``.
+
+Thread safety: ``process`` and every ``Pipeline`` control-plane method hold
+``pipeline.lock``; ``with pipeline.atomic():`` groups several updates.
+
+Unsupported constructs raise ``UnsupportedError`` (message starts with file:line:col) at
+load time. See ``v1model`` for the architecture semantics and documented choices.
+"""
+
+from .api import Pipeline, resolve
+from .errors import ControlPlaneError, EntryExistsError, EntryNotFoundError, PipelineError, UnsupportedError
+from .externs import Counter, DigestMessage, Meter, Register
+from .pre import ReplicationEngine
+from .tables import Entry, KeySpec, Table
+
+__all__ = [
+    "Pipeline", "resolve", "ControlPlaneError", "EntryExistsError", "EntryNotFoundError", "PipelineError",
+    "UnsupportedError", "Counter", "DigestMessage", "Meter", "Register", "ReplicationEngine", "Entry",
+    "KeySpec", "Table",
+]

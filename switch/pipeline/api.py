@@ -1,0 +1,189 @@
+"""``Pipeline``: a loaded v1model program plus its switch state, addressed by control-plane name."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..frontend import ir
+from .compiler import ProgramCompiler
+from .errors import ControlPlaneError, suggest
+from .externs import Counter, DigestMessage, Meter, Register
+from .pre import ReplicationEngine
+from .tables import Entry, KeySpec, Table
+from .v1model import Architecture
+
+T = TypeVar("T")
+
+
+def resolve(kind: str, name: str, objects: dict[str, T]) -> T:
+    """The object named ``name`` exactly, or by a unique dotted suffix (``ipv4_lpm`` for
+    ``MyIngress.ipv4_lpm``); raises ControlPlaneError naming near matches otherwise."""
+    if name in objects:
+        return objects[name]
+    hits = [n for n in objects if n.endswith("." + name)]
+    if len(hits) == 1:
+        return objects[hits[0]]
+    if len(hits) > 1:
+        raise ControlPlaneError(f"{kind} name '{name}' is ambiguous: {', '.join(sorted(hits))}")
+    short = {n.split(".")[-1]: n for n in objects}
+    raise ControlPlaneError(
+        f"no {kind} named '{name}' (have: {', '.join(sorted(objects)) or 'none'})."
+        + suggest(name, list(objects) + list(short))
+    )
+
+
+class Pipeline:
+    """A v1model program compiled for execution, with explicit state objects.
+
+    ``process`` is a pure function of (state, port, bytes). Every control-plane method
+    takes ``self.lock``; use ``with pipeline.atomic():`` to apply several updates so that
+    no packet sees a partial batch.
+    """
+
+    def __init__(self, program: ir.Program, *, seed: int | None = None,
+                 digest_sink: Callable[[DigestMessage], None] | None = None) -> None:
+        self.program = program
+        self.compiled = ProgramCompiler(program, seed=seed).compile()
+        self.pre = ReplicationEngine()
+        self.arch = Architecture(self.compiled, self.pre, digest_sink)
+        self.lock = self.arch.lock
+
+    @classmethod
+    def load(cls, program: ir.Program, **kw: Any) -> "Pipeline":
+        """Same as ``Pipeline(program)``."""
+        return cls(program, **kw)
+
+    @classmethod
+    def from_file(cls, path: str | Path, include_dirs: Sequence[str | Path] = (),
+                  defines: dict[str, str] | None = None, **kw: Any) -> "Pipeline":
+        """Compile a P4 file with the front-end and load it (raises P4Error/UnsupportedError)."""
+        from ..frontend import compile_file  # type: ignore[attr-defined]
+
+        return cls(compile_file(str(path), include_dirs=tuple(str(d) for d in include_dirs), defines=defines), **kw)
+
+    # ------------------------------------------------------------------ data plane
+    def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        """Run one packet; returns the output packets ``[(port, bytes), ...]``."""
+        return self.arch.process(port, data)
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator["Pipeline"]:
+        """Hold the packet lock for a batch of control-plane updates."""
+        with self.lock:
+            yield self
+
+    # ------------------------------------------------------------------ objects by name
+    @property
+    def tables(self) -> dict[str, Table]:
+        return self.compiled.tables
+
+    @property
+    def registers(self) -> dict[str, Register]:
+        return self.compiled.registers
+
+    @property
+    def counters(self) -> dict[str, Counter]:
+        return self.compiled.counters
+
+    @property
+    def meters(self) -> dict[str, Meter]:
+        return self.compiled.meters
+
+    def table(self, name: str) -> Table:
+        return resolve("table", name, self.compiled.tables)
+
+    def register(self, name: str) -> Register:
+        return resolve("register", name, self.compiled.registers)
+
+    def counter(self, name: str) -> Counter:
+        return resolve("counter", name, self.compiled.counters)
+
+    def meter(self, name: str) -> Meter:
+        return resolve("meter", name, self.compiled.meters)
+
+    def direct_counter(self, name: str) -> Table:
+        """The table owning direct counter ``name`` (its entries carry packets/bytes)."""
+        return resolve("direct counter", name, self.compiled.direct_counters)
+
+    def direct_meter(self, name: str) -> tuple[Meter, Table]:
+        return resolve("direct meter", name, self.compiled.direct_meters)
+
+    # ------------------------------------------------------------------ tables
+    def table_insert(self, table: str, keys: Sequence[KeySpec], action: str,
+                     params: Sequence[int] | dict[str, int] = (), priority: int = 0) -> Entry:
+        with self.lock:
+            return self.table(table).insert(keys, action, params, priority)
+
+    def table_modify(self, table: str, keys: Sequence[KeySpec], action: str,
+                     params: Sequence[int] | dict[str, int] = (), priority: int = 0) -> Entry:
+        with self.lock:
+            return self.table(table).modify(keys, action, params, priority)
+
+    def table_delete(self, table: str, keys: Sequence[KeySpec], priority: int = 0) -> None:
+        with self.lock:
+            self.table(table).delete(keys, priority)
+
+    def table_set_default(self, table: str, action: str, params: Sequence[int] | dict[str, int] = ()) -> None:
+        with self.lock:
+            self.table(table).set_default(action, params)
+
+    def table_entries(self, table: str) -> list[Entry]:
+        with self.lock:
+            return self.table(table).list_entries()
+
+    # ------------------------------------------------------------------ registers, counters, meters
+    def register_read(self, name: str, index: int | None = None) -> int | list[int]:
+        """One cell, or all cells when ``index`` is None."""
+        with self.lock:
+            r = self.register(name)
+            return r.read_all() if index is None else r.read(index)
+
+    def register_write(self, name: str, index: int, value: int) -> None:
+        with self.lock:
+            self.register(name).write(index, value)
+
+    def counter_read(self, name: str, index: int) -> tuple[int, int]:
+        with self.lock:
+            return self.counter(name).read(index)
+
+    def meter_set_rates(self, name: str, index: int, cir: float, cburst: int, pir: float, pburst: int) -> None:
+        """Rates in units per microsecond, bursts in units (BMv2's ``meter_set_rates``)."""
+        with self.lock:
+            self.meter(name).set_rates(index, cir, cburst, pir, pburst)
+
+    # ------------------------------------------------------------------ PRE and digests
+    def mc_group_create(self, grp: int) -> None:
+        with self.lock:
+            self.pre.group_create(grp)
+
+    def mc_node_create(self, rid: int, ports: Sequence[int]) -> int:
+        with self.lock:
+            return self.pre.node_create(rid, list(ports))
+
+    def mc_node_associate(self, grp: int, handle: int) -> None:
+        with self.lock:
+            self.pre.node_associate(grp, handle)
+
+    def mc_set_group(self, grp: int, replicas: Sequence[tuple[int, int]]) -> None:
+        """Set group ``grp`` to ``(rid, port)`` replicas (P4Runtime MulticastGroupEntry)."""
+        with self.lock:
+            self.pre.set_group(grp, list(replicas))
+
+    def mirroring_add(self, session: int, port: int) -> None:
+        with self.lock:
+            self.pre.mirroring_add(session, port)
+
+    def pop_digests(self) -> list[DigestMessage]:
+        """Digest messages queued since the last call (when no ``digest_sink`` was given)."""
+        with self.lock:
+            out = list(self.arch.digest_queue)
+            self.arch.digest_queue.clear()
+            return out
+
+    @property
+    def source(self) -> str:
+        """The generated Python source (for debugging)."""
+        return self.compiled.source

@@ -1,0 +1,423 @@
+"""Expression and l-value code generation: IR expressions to Python source text.
+
+Every value is kept canonical in its slot: ``bit<W>`` in ``[0, 2**W)``, ``int<W>`` in the
+two's complement range, ``bool`` as a Python bool, enums as their numeric value (the
+member index for non-serializable enums), ``error`` as its BMv2 number. The generated
+expressions therefore only wrap where an operation can leave the range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..frontend import ir
+from .errors import UnsupportedError
+from .layout import field_offset, nslots
+
+if TYPE_CHECKING:
+    from .compiler import ProgramCompiler
+
+
+@dataclass
+class Place:
+    """A slot range: ``base`` is a constant index or a Python expression (runtime index)."""
+
+    base: int | str
+    type: ir.Type
+    union_siblings: tuple[int | str, ...] = ()  # bases of the other members of a header union
+
+    def at(self, off: int = 0) -> str:
+        if isinstance(self.base, int):
+            return str(self.base + off)
+        return f"{self.base}+{off}" if off else str(self.base)
+
+    def sub(self, off: int, t: ir.Type) -> "Place":
+        if isinstance(self.base, int):
+            return Place(self.base + off, t)
+        return Place(f"{self.base}+{off}" if off else self.base, t)
+
+    def span(self) -> str:
+        """``a:b`` covering the whole value."""
+        n = nslots(self.type)
+        if isinstance(self.base, int):
+            return f"{self.base}:{self.base + n}"
+        return f"{self.base}:{self.base}+{n}"
+
+
+def bits(t: ir.Type) -> tuple[int, bool]:
+    """(width, signed) of a scalar serializable type."""
+    if isinstance(t, ir.BitT):
+        return t.width, t.signed
+    if isinstance(t, ir.BoolT):
+        return 1, False
+    if isinstance(t, ir.EnumT) and t.underlying is not None:
+        return t.underlying.width, t.underlying.signed
+    raise TypeError(f"type {t} has no fixed width")
+
+
+def is_scalar(t: ir.Type) -> bool:
+    return not isinstance(t, (ir.HeaderT, ir.StructT, ir.HeaderUnionT, ir.StackT, ir.TupleT))
+
+
+def wrap_expr(x: str, width: int, signed: bool) -> str:
+    m = (1 << width) - 1
+    if signed:
+        h = 1 << (width - 1)
+        return f"((({x}) + {h}) & {m}) - {h}"
+    return f"({x}) & {m}"
+
+
+class ExprGen:
+    """Generates Python source for one function body (base of the statement generator)."""
+
+    def __init__(self, prog: "ProgramCompiler", locals_: dict[int, str] | None = None) -> None:
+        self.prog = prog
+        self.lines: list[str] = []
+        self.ind = 1
+        self.ntmp = 0
+        self.locals: dict[int, str] = dict(locals_ or {})  # uid -> Python local (action data)
+        self.in_parser = False
+        self.packet_uid: int | None = None
+
+    # ------------------------------------------------------------------ helpers
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.ind + line)
+
+    def tmp(self) -> str:
+        self.ntmp += 1
+        return f"_t{self.ntmp}"
+
+    def unsupported(self, what: str, node: Any) -> UnsupportedError:
+        return UnsupportedError(what, getattr(node, "loc", None))
+
+    def simple(self, x: str) -> str:
+        """``x`` if it is cheap and side-effect free to evaluate twice, else a temp holding it."""
+        if x.isidentifier() or x.lstrip("-").isdigit() or (x.startswith("S[") and x.endswith("]") and x[2:-1].isdigit()):
+            return x
+        t = self.tmp()
+        self.emit(f"{t} = {x}")
+        return t
+
+    def oob(self, e: ir.Expr) -> str:
+        """Statement raising a stack index error: StackOutOfBounds in the parser."""
+        if self.in_parser:
+            return "raise _PErr(3)"
+        return f"raise _AssertFail({'header stack index out of bounds at ' + str(e.loc)!r})"
+
+    # ------------------------------------------------------------------ places
+    def place(self, e: ir.Expr) -> Place:
+        """The slot range an l-value or aggregate expression denotes."""
+        if isinstance(e, ir.VarRef):
+            if e.decl.uid in self.locals:
+                raise self.unsupported(f"'{e.decl.name}' (action data) used as an l-value or aggregate", e)
+            return Place(self.prog.layout.var(e.decl.uid, e.decl.type, e.decl.name), e.decl.type)
+        if isinstance(e, ir.Member):
+            bt = e.base.type
+            base = self.place(e.base)
+            off, ft = field_offset(bt, e.name)
+            p = base.sub(off, ft)
+            if isinstance(bt, ir.HeaderUnionT):
+                sibs = []
+                o = 0
+                for f in bt.fields:
+                    if f.name != e.name:
+                        sibs.append(base.sub(o, f.type).base)
+                    o += nslots(f.type)
+                p.union_siblings = tuple(sibs)
+            return p
+        if isinstance(e, ir.StackElem):
+            st = e.base.type
+            assert isinstance(st, ir.StackT)
+            base = self.place(e.base)
+            esz = nslots(st.elem)
+            if isinstance(e.index, ir.Const):
+                i = int(e.index.value)
+                if not 0 <= i < st.size:
+                    raise self.unsupported(f"stack index {i} out of range 0..{st.size - 1}", e)
+                return base.sub(1 + i * esz, st.elem)
+            idx = self.simple(self.expr(e.index))
+            self.emit(f"if {idx} >= {st.size}: {self.oob(e)}")
+            return Place(f"{base.at(1)}+{idx}*{esz}" if esz != 1 else f"{base.at(1)}+{idx}", st.elem)
+        if isinstance(e, ir.StackProp) and e.prop in ("next", "last"):
+            st = e.base.type
+            assert isinstance(st, ir.StackT)
+            base = self.place(e.base)
+            esz = nslots(st.elem)
+            t = self.tmp()
+            if e.prop == "next":
+                self.emit(f"{t} = S[{base.at()}]")
+                self.emit(f"if {t} >= {st.size}: {self.oob(e)}")
+            else:
+                self.emit(f"{t} = S[{base.at()}] - 1")
+                self.emit(f"if {t} < 0: {self.oob(e)}")
+            return Place(f"{base.at(1)}+{t}*{esz}", st.elem)
+        raise self.unsupported(f"expression {type(e).__name__} as an l-value", e)
+
+    # ------------------------------------------------------------------ r-values
+    def expr(self, e: ir.Expr) -> str:
+        """Python expression text for the scalar value of ``e``."""
+        m = getattr(self, "x_" + type(e).__name__, None)
+        if m is None:
+            raise self.unsupported(f"expression {type(e).__name__}", e)
+        return m(e)  # type: ignore[no-any-return]
+
+    def x_Const(self, e: ir.Const) -> str:
+        if isinstance(e.value, bool) or isinstance(e.type, ir.BoolT):
+            return "True" if e.value else "False"
+        return repr(int(e.value))
+
+    def x_ErrorMember(self, e: ir.ErrorMember) -> str:
+        return str(self.prog.error_number(e.name, e))
+
+    def x_EnumMember(self, e: ir.EnumMember) -> str:
+        if e.enum.values is not None:
+            return repr(e.enum.value_of(e.member))
+        return str(e.enum.members.index(e.member))
+
+    def x_VarRef(self, e: ir.VarRef) -> str:
+        name = self.locals.get(e.decl.uid)
+        if name is not None:
+            return name
+        if not is_scalar(e.type):
+            raise self.unsupported(f"aggregate '{e.decl.name}' used as a scalar", e)
+        return f"S[{self.place(e).at()}]"
+
+    def x_Member(self, e: ir.Member) -> str:
+        if isinstance(e.base, ir.TableApply):
+            r = self.table_apply(e.base)
+            if e.name == "hit":
+                return f"{r}[3]"
+            if e.name == "miss":
+                return f"(not {r}[3])"
+            if e.name == "action_run":
+                return f"{r}[2]"
+            raise self.unsupported(f"table apply result member {e.name!r}", e)
+        return f"S[{self.place(e).at()}]"
+
+    def x_StackElem(self, e: ir.StackElem) -> str:
+        return f"S[{self.place(e).at()}]"
+
+    def x_StackProp(self, e: ir.StackProp) -> str:
+        st = e.base.type
+        assert isinstance(st, ir.StackT)
+        if e.prop == "size":
+            return str(st.size)
+        if e.prop == "lastIndex":
+            return f"((S[{self.place(e.base).at()}] - 1) & 0xFFFFFFFF)"
+        raise self.unsupported(f"stack property {e.prop!r} as a value", e)
+
+    def x_Slice(self, e: ir.Slice) -> str:
+        base = self.expr(e.base)
+        m = (1 << (e.hi - e.lo + 1)) - 1
+        return f"(({base}) >> {e.lo} & {m})" if e.lo else f"(({base}) & {m})"
+
+    def x_Unary(self, e: ir.Unary) -> str:
+        x = self.expr(e.e)
+        if e.op == "!":
+            return f"(not {x})"
+        if isinstance(e.type, ir.IntT):
+            return f"({e.op}{x})"
+        w, s = bits(e.type)
+        if e.op == "~":
+            return f"(~{x})" if s else f"({x} ^ {(1 << w) - 1})"
+        if e.op == "-":
+            return f"({wrap_expr('-' + x, w, s)})"
+        raise self.unsupported(f"unary operator {e.op!r}", e)
+
+    def x_Binary(self, e: ir.Binary) -> str:
+        op = e.op
+        if op in ("&&", "||"):
+            a, b = self.expr(e.left), self.cond_free(e.right)
+            return f"({a} {'and' if op == '&&' else 'or'} {b})"
+        a, b = self.expr(e.left), self.expr(e.right)
+        if op in ("==", "!=", "<", "<=", ">", ">="):
+            lt = e.left.type
+            if not is_scalar(lt):
+                raise self.unsupported(f"comparison of {lt} values", e)
+            return f"({a} {op} {b})"
+        t = e.type
+        if isinstance(t, ir.IntT):
+            pyop = {"/": "//"}.get(op, op)
+            return f"({a} {pyop} {b})"
+        w, s = bits(t)
+        m = (1 << w) - 1
+        if op in ("+", "-", "*"):
+            return f"({wrap_expr(f'{a} {op} {b}', w, s)})"
+        if op in ("&", "|", "^"):
+            return f"({a} {op} {b})"
+        if op == "<<":
+            if isinstance(e.right, ir.Const):
+                n = int(e.right.value)
+                return "0" if n >= w else f"({wrap_expr(f'{a} << {n}', w, s)})"
+            return f"_shl({a}, {b}, {w}, {int(s)})"
+        if op == ">>":
+            if isinstance(e.right, ir.Const) and int(e.right.value) == 0:
+                return a
+            return f"({a} >> {b})"
+        if op in ("/", "%"):
+            pyop = "//" if op == "/" else "%"
+            if isinstance(e.right, ir.Const) and int(e.right.value) != 0:
+                return f"({a} {pyop} {b})"
+            return f"_{'div' if op == '/' else 'mod'}({a}, {b})"
+        if op == "++":
+            wl, sl = bits(e.left.type)
+            wr, sr = bits(e.right.type)
+            left = f"({a} & {(1 << wl) - 1})" if sl else a
+            right = f"({b} & {(1 << wr) - 1})" if sr else b
+            x = f"({left} << {wr} | {right})"
+            return f"({wrap_expr(x, w, True)})" if s else x
+        if op == "|+|":
+            if s:
+                return f"min(max({a} + {b}, {-(1 << (w - 1))}), {(1 << (w - 1)) - 1})"
+            return f"min({a} + {b}, {m})"
+        if op == "|-|":
+            if s:
+                return f"min(max({a} - {b}, {-(1 << (w - 1))}), {(1 << (w - 1)) - 1})"
+            return f"max({a} - {b}, 0)"
+        raise self.unsupported(f"binary operator {op!r}", e)
+
+    def cond_free(self, e: ir.Expr) -> str:
+        """Right operand of && / || / ?: : must not need hoisted statements (short-circuit)."""
+        n = len(self.lines)
+        x = self.expr(e)
+        if len(self.lines) != n:
+            raise self.unsupported("a call with side effects on the short-circuited side of &&, || or ?:", e)
+        return x
+
+    def x_Cast(self, e: ir.Cast) -> str:
+        return self.cast(self.expr(e.e), e.e.type, e.type, e)
+
+    def cast(self, x: str, src: ir.Type, dst: ir.Type, node: Any) -> str:
+        if src == dst:
+            return x
+        if isinstance(dst, ir.BoolT):
+            return f"({x} != 0)" if not isinstance(src, ir.BoolT) else x
+        if isinstance(dst, ir.EnumT):
+            if dst.underlying is None:
+                raise self.unsupported(f"cast to non-serializable enum {dst}", node)
+            return self.cast(x, src, dst.underlying, node)
+        if isinstance(src, ir.EnumT):
+            if src.underlying is None:
+                raise self.unsupported(f"cast from non-serializable enum {src}", node)
+            return self.cast(x, src.underlying, dst, node)
+        if isinstance(dst, ir.BitT):
+            w, s = dst.width, dst.signed
+            if isinstance(src, ir.BoolT):
+                return f"int({x})"
+            if isinstance(src, ir.IntT):
+                return f"({wrap_expr(x, w, s)})"
+            if isinstance(src, ir.BitT):
+                if not s:
+                    if src.signed or src.width > w:
+                        return f"({x} & {(1 << w) - 1})"
+                    return x
+                if src.signed and src.width <= w:
+                    return x
+                if not src.signed and src.width < w:
+                    return x
+                return f"({wrap_expr(x, w, True)})"
+        if isinstance(dst, ir.IntT):
+            return x
+        raise self.unsupported(f"cast from {src} to {dst}", node)
+
+    def x_Mux(self, e: ir.Mux) -> str:
+        c = self.expr(e.cond)
+        a = self.cond_free(e.then)
+        b = self.cond_free(e.else_)
+        return f"({a} if {c} else {b})"
+
+    def x_MethodCall(self, e: ir.MethodCall) -> str:
+        r = self.method_call(e)
+        if r is None:
+            raise self.unsupported(f"method {e.method!r} has no value", e)
+        return r
+
+    def x_TableApply(self, e: ir.TableApply) -> str:
+        return self.table_apply(e)
+
+    def x_FunctionCall(self, e: ir.FunctionCall) -> str:
+        r = self.function_call(e)
+        if r is None:
+            raise self.unsupported(f"function {e.func.name!r} returns no value", e)
+        return r
+
+    def x_ExternCall(self, e: ir.ExternCall) -> str:
+        r = self.extern_call(e)
+        if r is None:
+            raise self.unsupported(f"extern {e.name!r} returns no value", e)
+        return r
+
+    # implemented by the statement generator
+    def method_call(self, e: ir.MethodCall) -> str | None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def table_apply(self, e: ir.TableApply) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def function_call(self, e: ir.FunctionCall) -> str | None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def extern_call(self, e: ir.ExternCall) -> str | None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ field lists
+    def flatten(self, e: ir.Expr) -> list[tuple[str, int]]:
+        """Scalar (value expression, width) pairs of a field list / struct / header value."""
+        if isinstance(e, ir.ListExpr):
+            out: list[tuple[str, int]] = []
+            for x in e.elems:
+                out += self.flatten(x)
+            return out
+        if isinstance(e, ir.StructInit):
+            out = []
+            for _, x in e.fields:
+                out += self.flatten(x)
+            return out
+        t = e.type
+        if is_scalar(t):
+            x = self.expr(e)
+            w, _ = bits(t)
+            if isinstance(t, ir.BitT) and t.signed:
+                x = f"({x} & {(1 << w) - 1})"
+            elif isinstance(t, ir.BoolT):
+                x = f"int({x})"
+            return [(x, w)]
+        return self.flatten_place(self.place(e), t)
+
+    def flatten_place(self, p: Place, t: ir.Type) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        if isinstance(t, ir.HeaderT):
+            for i, f in enumerate(t.fields):
+                w, s = bits(f.type)
+                x = f"S[{p.at(1 + i)}]"
+                out.append((f"({x} & {(1 << w) - 1})" if s else x, w))
+            return out
+        if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
+            off = 0
+            for f in t.fields:
+                if is_scalar(f.type):
+                    w, s = bits(f.type)
+                    x = f"S[{p.at(off)}]"
+                    out.append((f"({x} & {(1 << w) - 1})" if s else (f"int({x})" if isinstance(f.type, ir.BoolT) else x), w))
+                else:
+                    out += self.flatten_place(p.sub(off, f.type), f.type)
+                off += nslots(f.type)
+            return out
+        if isinstance(t, ir.StackT):
+            esz = nslots(t.elem)
+            for i in range(t.size):
+                out += self.flatten_place(p.sub(1 + i * esz, t.elem), t.elem)
+            return out
+        raise UnsupportedError(f"field list element of type {t}")
+
+
+def pack_expr(fields: list[tuple[str, int]]) -> tuple[str, int]:
+    """One Python int expression concatenating the fields MSB first, and its width."""
+    parts = []
+    total = sum(w for _, w in fields)
+    shift = total
+    for x, w in fields:
+        shift -= w
+        parts.append(f"({x} << {shift})" if shift else f"{x}")
+    return (" | ".join(parts) if parts else "0"), total

@@ -1,0 +1,355 @@
+"""Code generation for v1model extern functions, extern object methods and packet I/O."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..frontend import ir
+from .exprgen import ExprGen, Place, bits, is_scalar, pack_expr
+from .layout import nslots
+
+PACKET_TOO_SHORT = 1
+STACK_OUT_OF_BOUNDS = 3
+
+
+def _arg(e: Any, name: str, pos: int) -> ir.Expr:
+    for a in e.args:
+        if a.param is not None and a.param.name == name and a.expr is not None:
+            return a.expr  # type: ignore[no-any-return]
+    a = e.args[pos]
+    assert a.expr is not None
+    return a.expr  # type: ignore[no-any-return]
+
+
+class ExternGen(ExprGen):
+    """Extern functions/methods; the packet_in/packet_out methods."""
+
+    # ------------------------------------------------------------------ hashing
+    def algo_name(self, e: ir.Expr) -> str:
+        if isinstance(e, ir.EnumMember):
+            return e.member
+        raise self.unsupported("a hash algorithm that is not a constant HashAlgorithm member", e)
+
+    def hash_expr(self, algo: str, data: ir.Expr, node: Any, payload: bool = False) -> str:
+        """Python expression of H(data) (unsigned, before base/max)."""
+        fields = self.flatten(data)
+        x, total = pack_expr(fields)
+        if algo not in ("crc16", "crc16_custom", "crc32", "crc32_custom", "csum16", "xor16", "identity"):
+            raise self.unsupported(f"hash algorithm {algo}", node)
+        if algo == "csum16" and not payload:
+            pad = -total % 16
+            x = f"({x}) << {pad}" if pad else x
+            return f"_csum16_int({x})"
+        pad = -total % 8
+        nbytes = (total + pad) // 8
+        if algo == "identity" and not payload:
+            return f"(({x}) << {pad}) & 0xFFFFFFFFFFFFFFFF" if pad else f"({x}) & 0xFFFFFFFFFFFFFFFF"
+        data_b = f"(({x}) << {pad}).to_bytes({nbytes}, 'big')" if pad else f"({x}).to_bytes({nbytes}, 'big')"
+        if payload:
+            data_b = f"{data_b} + S[{self.prog.slot_payload}]"
+        fn = {"crc16": "_crc16", "crc16_custom": "_crc16", "crc32": "_crc32", "crc32_custom": "_crc32",
+              "csum16": "_csum16", "xor16": "_xor16", "identity": "_identity"}[algo]
+        return f"{fn}({data_b})"
+
+    # ------------------------------------------------------------------ extern functions
+    def extern_call(self, e: ir.ExternCall) -> str | None:
+        n = e.name
+        sm = self.prog
+        if n == "mark_to_drop":
+            self.emit(f"S[{sm.sm_slot('egress_spec')}] = 511")
+            self.emit(f"S[{sm.sm_slot('mcast_grp')}] = 0")
+            return None
+        if n == "hash":
+            dst = _arg(e, "result", 0)
+            algo = self.algo_name(_arg(e, "algo", 1))
+            base = self.expr(_arg(e, "base", 2))
+            maxe = _arg(e, "max", 4)
+            h = self.hash_expr(algo, _arg(e, "data", 3), e)
+            if isinstance(maxe, ir.Const):
+                mv = int(maxe.value)
+                r = f"{base} + ({h}) % {mv}" if mv else base
+            else:
+                r = f"_hash_result({h}, {base}, {self.expr(maxe)})"
+            w, s = bits(dst.type)
+            self.store(dst, f"({r}) & {(1 << w) - 1}" if not s else f"_wrap({r}, {w}, True)")
+            return None
+        if n == "random":
+            dst = _arg(e, "result", 0)
+            lo, hi = self.expr(_arg(e, "lo", 1)), self.expr(_arg(e, "hi", 2))
+            self.store(dst, f"_rng.randint({lo}, {hi}) if {lo} <= {hi} else {lo}")
+            return None
+        if n in ("verify_checksum", "update_checksum", "verify_checksum_with_payload", "update_checksum_with_payload"):
+            self.checksum(e)
+            return None
+        if n in ("clone", "clone3", "clone_preserving_field_list"):
+            session = self.expr(_arg(e, "session", 1))
+            if n == "clone3":
+                fl = self.prog.ref(self.field_slots(_arg(e, "data", 2)), "FL")
+            elif n == "clone_preserving_field_list":
+                fl = self.prog.ref(self.prog.field_list(self.const_int(_arg(e, "index", 2))), "FL")
+            else:
+                fl = "()"
+            self.emit(f"S[{self.prog.slot_clone}] = ({session}, {fl})")
+            return None
+        if n in ("resubmit", "resubmit_preserving_field_list", "recirculate", "recirculate_preserving_field_list"):
+            if n.endswith("_field_list"):
+                fl = self.prog.ref(self.prog.field_list(self.const_int(_arg(e, "index", 0))), "FL")
+            elif e.args and e.args[0].expr is not None:
+                fl = self.prog.ref(self.field_slots(e.args[0].expr), "FL")
+            else:
+                fl = "()"
+            slot = self.prog.slot_resubmit if n.startswith("resubmit") else self.prog.slot_recirculate
+            self.emit(f"S[{slot}] = {fl}")
+            return None
+        if n == "digest":
+            recv = self.expr(_arg(e, "receiver", 0))
+            data = _arg(e, "data", 1)
+            names, vals = self.digest_fields(data)
+            tname = data.type.name if isinstance(data.type, (ir.StructT, ir.HeaderT)) else ""
+            self.emit(f"_digest(S, {tname!r}, {recv}, {tuple(names)!r}, ({''.join(v + ', ' for v in vals)}))")
+            return None
+        if n == "truncate":
+            self.emit(f"S[{self.prog.slot_truncate}] = {self.expr(_arg(e, 'length', 0))}")
+            return None
+        if n == "log_msg":
+            msg = e.args[0].expr
+            text = msg.value if isinstance(msg, ir.StringLit) else ""
+            vals = [v for v, _ in self.flatten(e.args[1].expr)] if len(e.args) > 1 and e.args[1].expr is not None else []
+            self.emit(f"_log_msg({text!r}, ({''.join(v + ', ' for v in vals)}))")
+            return None
+        if n in ("assert", "assume"):
+            c = self.expr(_arg(e, "check", 0))
+            self.emit(f"if not {c}: raise _AssertFail({n + ' failed at ' + str(e.loc)!r})")
+            return None
+        if n == "verify":
+            c = self.expr(_arg(e, "check", 0))
+            err = self.expr(_arg(e, "toSignal", 1))
+            self.emit(f"if not {c}: raise _PErr({err})")
+            return None
+        if n == "static_assert":
+            return None
+        raise self.unsupported(f"extern function {n}", e)
+
+    def const_int(self, e: ir.Expr) -> int:
+        if isinstance(e, ir.Const):
+            return int(e.value)
+        raise self.unsupported("a non-constant field list index", e)
+
+    def field_slots(self, e: ir.Expr) -> tuple[int, ...]:
+        """Static slot indexes of the l-values in a field list (clone3/resubmit/recirculate data)."""
+        items = e.elems if isinstance(e, ir.ListExpr) else (e,)
+        out: list[int] = []
+        for x in items:
+            if isinstance(x, ir.ListExpr):
+                out += self.field_slots(x)
+                continue
+            p = self.place(x)
+            if not isinstance(p.base, int):
+                raise self.unsupported("a field list element at a runtime index", x)
+            out += range(p.base, p.base + nslots(p.type))
+        return tuple(out)
+
+    def digest_fields(self, data: ir.Expr) -> tuple[list[str], list[str]]:
+        t = data.type
+        if isinstance(data, ir.StructInit):
+            names = [n for n, _ in data.fields]
+            vals = [self.flatten(x)[0][0] if is_scalar(x.type) else "None" for _, x in data.fields]
+            return names, vals
+        if isinstance(data, ir.ListExpr):
+            return [f"f{i}" for i in range(len(data.elems))], [self.flatten(x)[0][0] for x in data.elems]
+        if isinstance(t, (ir.StructT, ir.HeaderT)):
+            p = self.place(data)
+            names, vals = [], []
+            off = 1 if isinstance(t, ir.HeaderT) else 0
+            for f in t.fields:
+                if not is_scalar(f.type):
+                    raise self.unsupported("a digest struct with nested aggregates", data)
+                names.append(f.name)
+                vals.append(f"S[{p.at(off)}]")
+                off += 1
+            return names, vals
+        return ["value"], [self.expr(data)]
+
+    def checksum(self, e: ir.ExternCall) -> None:
+        n = e.name
+        cond = self.expr(_arg(e, "condition", 0))
+        algo = self.algo_name(_arg(e, "algo", 3))
+        ck = _arg(e, "checksum", 2)
+        payload = n.endswith("_with_payload")
+        self.emit(f"if {cond}:")
+        self.ind += 1
+        h = self.hash_expr(algo, _arg(e, "data", 1), e, payload)
+        w, _ = bits(ck.type)
+        if n.startswith("verify"):
+            self.emit(f"if ({h}) & {(1 << w) - 1} != {self.expr(ck)}: S[{self.prog.sm_slot('checksum_error')}] = 1")
+        else:
+            self.store(ck, f"({h}) & {(1 << w) - 1}")
+        self.ind -= 1
+
+    # ------------------------------------------------------------------ extern objects
+    def extern_method(self, inst: ir.Instance, e: ir.MethodCall) -> str | None:
+        st = self.prog.instance_state(inst)
+        kind = inst.type.name if isinstance(inst.type, ir.ExternT) else ""
+        m = e.method
+        name = self.prog.ref(st, "X")
+        if kind == "register":
+            if m == "read":
+                dst = _arg(e, "result", 0)
+                i = self.simple(self.expr(_arg(e, "index", 1)))
+                self.store(dst, f"{name}_c[{i}] if {i} < {st.size} else 0")
+                self.prog.ns[name + "_c"] = st.cells
+                return None
+            if m == "write":
+                i = self.simple(self.expr(_arg(e, "index", 0)))
+                v = self.expr(_arg(e, "value", 1))
+                w, s = st.width, st.signed
+                from .exprgen import wrap_expr
+
+                self.emit(f"if {i} < {st.size}: {name}_c[{i}] = {wrap_expr(v, w, s)}")
+                self.prog.ns[name + "_c"] = st.cells
+                return None
+        if kind == "counter" and m == "count":
+            i = self.simple(self.expr(_arg(e, "index", 0)))
+            self.emit(f"if {i} < {st.size}: {name}.packets[{i}] += 1; {name}.bytes[{i}] += S[{self.prog.sm_slot('packet_length')}]")
+            return None
+        if kind == "direct_counter" and m == "count":
+            return None  # BMv2 counts every hit of the owning table
+        if kind == "meter" and m == "execute_meter":
+            i = self.expr(_arg(e, "index", 0))
+            dst = _arg(e, "result", 1)
+            self.store(dst, f"{name}.execute({i}, S[{self.prog.sm_slot('packet_length')}])")
+            return None
+        if kind == "direct_meter" and m == "read":
+            dst = _arg(e, "result", 0)
+            ent = f"S[{self.prog.slot_entry}]"
+            self.store(dst, f"({ent}.meter.execute({name}.clock(), 1 if {name}.kind == 'packets' else S[{self.prog.sm_slot('packet_length')}]) if {ent} is not None and {ent}.meter is not None else 0)")
+            return None
+        raise self.unsupported(f"method {m} of extern {kind or inst.type}", e)
+
+    # ------------------------------------------------------------------ packets
+    def packet_in_method(self, e: ir.MethodCall) -> str | None:
+        if not self.in_parser:
+            raise self.unsupported(f"packet_in.{e.method} outside the parser", e)
+        m = e.method
+        if m == "extract":
+            if len(e.args) != 1:
+                raise self.unsupported("extract with a variable-size (varbit) argument", e)
+            target = e.args[0].expr
+            assert target is not None
+            p = self.place(target)
+            if not isinstance(p.type, ir.HeaderT):
+                raise self.unsupported(f"extract into {p.type}", e)
+            self.extract_into(p, p.type, advance=True)
+            if isinstance(target, ir.StackProp) and target.prop == "next":
+                sp = self.place(target.base)
+                self.emit(f"S[{sp.at()}] += 1")
+            return None
+        if m == "lookahead":
+            t = e.type
+            if isinstance(t, (ir.BitT, ir.BoolT)) or (isinstance(t, ir.EnumT) and t.underlying):
+                w, s = bits(t)
+                nb = (w + 7) // 8
+                self.emit(f"if pos + {nb} > L: raise _PErr({PACKET_TOO_SHORT})")
+                x = f"int.from_bytes(data[pos:pos + {nb}], 'big')"
+                if nb * 8 != w:
+                    x = f"({x} >> {nb * 8 - w})"
+                if s:
+                    from .exprgen import wrap_expr
+
+                    x = wrap_expr(x, w, True)
+                if isinstance(t, ir.BoolT):
+                    x = f"({x} != 0)"
+                r = self.tmp()
+                self.emit(f"{r} = {x}")
+                return r
+            raise self.unsupported(f"lookahead of {t} in an expression", e)
+        if m == "advance":
+            a = _arg(e, "sizeInBits", 0)
+            if isinstance(a, ir.Const):
+                n = int(a.value)
+                if n % 8:
+                    raise self.unsupported(f"advance by {n} bits (not a whole number of bytes)", e)
+                self.emit(f"if pos + {n // 8} > L: raise _PErr({PACKET_TOO_SHORT})")
+                self.emit(f"pos += {n // 8}")
+            else:
+                t = self.tmp()
+                self.emit(f"{t} = {self.expr(a)}")
+                self.emit(f"if {t} & 7: raise _AssertFail('advance by a number of bits that is not a multiple of 8 at {e.loc}')")
+                self.emit(f"if pos + ({t} >> 3) > L: raise _PErr({PACKET_TOO_SHORT})")
+                self.emit(f"pos += {t} >> 3")
+            return None
+        if m == "length":
+            return "L"
+        raise self.unsupported(f"packet_in.{m}", e)
+
+    def extract_into(self, p: Place, ht: ir.HeaderT, advance: bool) -> None:
+        w = ht.width
+        if w % 8:
+            raise self.unsupported(f"header {ht.name} of {w} bits (not a whole number of bytes)", ht)
+        nb = w // 8
+        self.emit(f"if pos + {nb} > L: raise _PErr({PACKET_TOO_SHORT})")
+        if isinstance(p.base, str):
+            b = self.tmp()
+            self.emit(f"{b} = {p.base}")
+            p = Place(b, p.type, p.union_siblings)
+        v = self.tmp()
+        if nb == 1:
+            self.emit(f"{v} = data[pos]")
+        else:
+            self.emit(f"{v} = int.from_bytes(data[pos:pos + {nb}], 'big')")
+        shift = w
+        targets, values = [], []
+        for i, f in enumerate(ht.fields):
+            fw, s = bits(f.type)
+            shift -= fw
+            x = f"{v} >> {shift}" if shift else v
+            if shift:
+                x = f"({x}) & {(1 << fw) - 1}" if True else x
+            elif fw != w:
+                x = f"{v} & {(1 << fw) - 1}"
+            if s:
+                from .exprgen import wrap_expr
+
+                x = wrap_expr(x, fw, True)
+            if isinstance(f.type, ir.BoolT):
+                x = f"({x}) != 0"
+            targets.append(f"S[{p.at(1 + i)}]")
+            values.append(x)
+        if targets:
+            self.emit(f"{', '.join(targets)} = {', '.join(values)}")
+        self.emit(f"S[{p.at()}] = True")
+        for sb in p.union_siblings:
+            self.emit(f"S[{sb}] = False")
+        if advance:
+            self.emit(f"pos += {nb}")
+
+    def emit_value(self, e: ir.Expr) -> None:
+        p = self.place(e)
+        self.emit_place(p, e.type)
+
+    def emit_place(self, p: Place, t: ir.Type) -> None:
+        if isinstance(t, ir.HeaderT):
+            w = t.width
+            if w % 8:
+                raise self.unsupported(f"emit of header {t.name} of {w} bits (not a whole number of bytes)", t)
+            fields = []
+            for i, f in enumerate(t.fields):
+                fw, s = bits(f.type)
+                x = f"S[{p.at(1 + i)}]"
+                fields.append((f"({x} & {(1 << fw) - 1})" if s else x, fw))
+            x, _ = pack_expr(fields)
+            self.emit(f"if S[{p.at()}]: out.append(({x}).to_bytes({w // 8}, 'big'))")
+            return
+        if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
+            off = 0
+            for f in t.fields:
+                if not is_scalar(f.type):
+                    self.emit_place(p.sub(off, f.type), f.type)
+                off += nslots(f.type)
+            return
+        if isinstance(t, ir.StackT):
+            esz = nslots(t.elem)
+            for i in range(t.size):
+                self.emit_place(p.sub(1 + i * esz, t.elem), t.elem)
+            return
+        raise self.unsupported(f"emit of {t}", t)

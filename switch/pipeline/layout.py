@@ -1,0 +1,125 @@
+"""Storage layout: every runtime value of a packet lives in one flat Python list ``S``.
+
+Each storage object (a header, struct, stack, local variable, parameter) gets a contiguous
+range of slots, so that generated code uses constant indexes (``S[17]``) and whole-header
+or whole-struct copies are list slice assignments.
+
+Slot shapes per type:
+
+- scalar (bit/int/bool/enum/error): one slot;
+- header: ``[valid, field_1, ..., field_n]``;
+- struct / header union: the fields' slots one after the other;
+- stack ``H[n]``: ``[next_index, elem_0 ..., elem_n-1 ...]``;
+- tuple: the elements' slots one after the other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..frontend import ir
+
+
+def nslots(t: ir.Type) -> int:
+    """Number of slots a value of type ``t`` occupies."""
+    if isinstance(t, ir.HeaderT):
+        return 1 + len(t.fields)
+    if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
+        return sum(nslots(f.type) for f in t.fields)
+    if isinstance(t, ir.StackT):
+        return 1 + t.size * nslots(t.elem)
+    if isinstance(t, ir.TupleT):
+        return sum(nslots(e) for e in t.elems)
+    return 1
+
+
+def field_offset(t: ir.Type, name: str) -> tuple[int, ir.Type]:
+    """Slot offset and type of field ``name`` inside a header/struct/union value."""
+    if isinstance(t, ir.HeaderT):
+        for i, f in enumerate(t.fields):
+            if f.name == name:
+                return 1 + i, f.type
+    elif isinstance(t, (ir.StructT, ir.HeaderUnionT)):
+        off = 0
+        for f in t.fields:
+            if f.name == name:
+                return off, f.type
+            off += nslots(f.type)
+    raise KeyError(f"type {t} has no field {name!r}")
+
+
+def default_values(t: ir.Type) -> list[Any]:
+    """Initial slot values: 0 / False, headers invalid, stacks empty."""
+    if isinstance(t, ir.HeaderT):
+        return [False] + [False if isinstance(f.type, ir.BoolT) else 0 for f in t.fields]
+    if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
+        out: list[Any] = []
+        for f in t.fields:
+            out += default_values(f.type)
+        return out
+    if isinstance(t, ir.StackT):
+        return [0] + default_values(t.elem) * t.size
+    if isinstance(t, ir.TupleT):
+        out = []
+        for e in t.elems:
+            out += default_values(e)
+        return out
+    if isinstance(t, ir.BoolT):
+        return [False]
+    return [0]
+
+
+def header_paths(t: ir.Type, base: int) -> list[tuple[int, ir.HeaderT]]:
+    """(slot base, header type) of every header inside a value of type ``t`` at ``base``."""
+    if isinstance(t, ir.HeaderT):
+        return [(base, t)]
+    out: list[tuple[int, ir.HeaderT]] = []
+    if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
+        off = base
+        for f in t.fields:
+            out += header_paths(f.type, off)
+            off += nslots(f.type)
+    elif isinstance(t, ir.StackT):
+        esz = nslots(t.elem)
+        for i in range(t.size):
+            out += header_paths(t.elem, base + 1 + i * esz)
+    return out
+
+
+class Layout:
+    """Allocates slot ranges and builds the per-packet template list."""
+
+    def __init__(self) -> None:
+        self.template: list[Any] = []
+        self.by_uid: dict[int, int] = {}
+        self.names: list[str] = []  # slot index -> debug name
+
+    @property
+    def size(self) -> int:
+        return len(self.template)
+
+    def alloc(self, t: ir.Type, name: str = "") -> int:
+        """A fresh slot range for a value of type ``t``; returns its base."""
+        base = len(self.template)
+        vals = default_values(t)
+        self.template.extend(vals)
+        self.names.extend([name] * len(vals))
+        return base
+
+    def alloc_scalar(self, name: str, init: Any = 0) -> int:
+        """One hidden slot (architecture state such as the clone session)."""
+        self.template.append(init)
+        self.names.append(name)
+        return len(self.template) - 1
+
+    def bind(self, uid: int, base: int) -> None:
+        """Make parameter/variable ``uid`` an alias of an existing slot range."""
+        self.by_uid[uid] = base
+
+    def var(self, uid: int, t: ir.Type, name: str = "") -> int:
+        """The slot base of variable/parameter ``uid`` (allocated on first use)."""
+        base = self.by_uid.get(uid)
+        if base is None:
+            base = self.alloc(t, name)
+            self.by_uid[uid] = base
+        return base

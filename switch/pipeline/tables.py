@@ -1,0 +1,337 @@
+"""Match-action tables: entries, default action and the match engine.
+
+Keys are normalised per match kind:
+
+- ``exact``: the value;
+- ``lpm``: ``(value & mask, prefix_len)``;
+- ``ternary``/``optional``: ``(value & mask, mask)`` (an optional wildcard has mask 0);
+- ``range``: ``(lo, hi)`` inclusive.
+
+Selection: an all-exact table is a dict; a table with one ``lpm`` key (others exact) picks
+the longest prefix; any ternary/range/optional key makes it a priority table where the
+numerically larger priority wins (P4Runtime/STF), ties going to the earlier entry.
+Compile-time ``const entries`` get priorities by position (earlier wins).
+
+Lookups return a *result* tuple ``(action_fn, args, action_index, hit, entry)`` that the
+generated code calls directly; results are cached per key value and the cache is cleared
+on every change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ControlPlaneError, EntryExistsError, EntryNotFoundError, suggest
+
+CACHE_LIMIT = 1 << 16
+
+Result = tuple[Callable[..., Any], tuple[int, ...], int, bool, "Entry | None"]
+
+
+@dataclass(slots=True)
+class ActionInfo:
+    """An action a table may run: its compiled function and control-plane parameters."""
+
+    name: str
+    fn: Callable[..., Any]
+    params: tuple[tuple[str, int], ...]  # (name, width) of the directionless parameters
+    index: int  # position in the table's action list (action_run value)
+
+
+@dataclass(frozen=True, slots=True)
+class KeySpec:
+    """A control-plane key value for one table key.
+
+    ``kind`` is one of exact, lpm, ternary, range, optional; ``value`` with ``mask``
+    (ternary), ``prefix_len`` (lpm) or ``hi`` (range: ``value`` is the low bound).
+    For optional, ``mask`` is 0 for the wildcard, else all ones.
+    """
+
+    value: int
+    mask: int | None = None
+    prefix_len: int | None = None
+    hi: int | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Entry:
+    """An installed table entry (or the default entry when ``match`` is None)."""
+
+    match: tuple[Any, ...] | None
+    priority: int
+    action: str
+    params: tuple[int, ...]
+    handle: int = 0
+    packets: int = 0
+    bytes: int = 0
+    meter: Any = None
+    result: Any = None
+    members: Any = None  # action-profile member/group reference (set by the profile glue)
+
+
+@dataclass
+class KeyDef:
+    """A table key as the executor sees it."""
+
+    name: str
+    kind: str
+    width: int
+
+
+class Table:
+    """State and matcher of one table, addressed by its control-plane name."""
+
+    def __init__(
+        self,
+        name: str,
+        keys: Sequence[KeyDef],
+        actions: Sequence[ActionInfo],
+        default: tuple[str, tuple[int, ...]],
+        default_is_const: bool = False,
+        size: int | None = None,
+        meter_factory: Callable[[], Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.keys = list(keys)
+        self.actions = {a.name: a for a in actions}
+        self.actions_by_index = list(actions)
+        self.size = size
+        self.default_is_const = default_is_const
+        self.meter_factory = meter_factory
+        kinds = [k.kind for k in self.keys]
+        unknown = [k for k in kinds if k not in ("exact", "lpm", "ternary", "range", "optional")]
+        if unknown:
+            raise ControlPlaneError(f"table '{name}': unsupported match kind {unknown[0]!r}")
+        self.needs_priority = any(k in ("ternary", "range", "optional") for k in kinds)
+        self.is_lpm = not self.needs_priority and kinds.count("lpm") == 1
+        if kinds.count("lpm") > 1:
+            self.needs_priority = True
+            self.is_lpm = False
+        self.single = len(self.keys) == 1
+        self.entries: dict[tuple[Any, ...], Entry] = {}
+        self.const = False
+        self.cache: dict[Any, Result] = {}
+        self._next_handle = 0
+        self._sorted: list[Entry] = []
+        self._lpm: list[tuple[int, dict[tuple[Any, ...], Entry]]] = []
+        self.default_entry = Entry(None, 0, "", ())
+        self.set_default(default[0], default[1], _initial=True)
+
+    # ------------------------------------------------------------------ control plane
+    def action(self, name: str) -> ActionInfo:
+        """The action named ``name`` (exactly or by dotted suffix)."""
+        if name in self.actions:
+            return self.actions[name]
+        hits = [a for n, a in self.actions.items() if n.endswith("." + name) or n.split(".")[-1] == name]
+        if len(hits) == 1:
+            return hits[0]
+        raise ControlPlaneError(
+            f"table '{self.name}': no action named '{name}' (actions: {', '.join(self.actions)})."
+            + suggest(name, list(self.actions))
+        )
+
+    def _params(self, info: ActionInfo, params: Sequence[int] | dict[str, int]) -> tuple[int, ...]:
+        if isinstance(params, dict):
+            names = [p for p, _ in info.params]
+            extra = set(params) - set(names)
+            if extra:
+                raise ControlPlaneError(f"action '{info.name}': no parameter named {sorted(extra)[0]!r}")
+            missing = [n for n in names if n not in params]
+            if missing:
+                raise ControlPlaneError(f"action '{info.name}': missing parameter {missing[0]!r}")
+            values = [params[n] for n in names]
+        else:
+            values = list(params)
+            if len(values) != len(info.params):
+                raise ControlPlaneError(
+                    f"action '{info.name}': takes {len(info.params)} parameters, got {len(values)}"
+                )
+        out = []
+        for (pname, width), v in zip(info.params, values):
+            if v < 0 or v >> width:
+                raise ControlPlaneError(f"action '{info.name}': value {v:#x} does not fit parameter {pname} (bit<{width}>)")
+            out.append(v)
+        return tuple(out)
+
+    def set_default(self, action: str, params: Sequence[int] | dict[str, int] = (), *, _initial: bool = False) -> None:
+        """Replace the default (miss) action."""
+        if self.default_is_const and not _initial:
+            raise ControlPlaneError(f"table '{self.name}': the default action is const")
+        info = self.action(action)
+        e = self.default_entry
+        e.action, e.params = info.name, self._params(info, params)
+        e.result = (info.fn, e.params, info.index, False, None)
+        self.cache.clear()
+
+    def _normalise(self, keys: Sequence[KeySpec]) -> tuple[Any, ...]:
+        if len(keys) != len(self.keys):
+            raise ControlPlaneError(f"table '{self.name}': expects {len(self.keys)} keys, got {len(keys)}")
+        out: list[Any] = []
+        for kd, ks in zip(self.keys, keys):
+            full = (1 << kd.width) - 1
+            if ks.value < 0 or ks.value > full:
+                raise ControlPlaneError(f"table '{self.name}': key {kd.name} value {ks.value:#x} does not fit bit<{kd.width}>")
+            if kd.kind == "exact":
+                out.append(ks.value)
+            elif kd.kind == "lpm":
+                plen = kd.width if ks.prefix_len is None else ks.prefix_len
+                if not 0 <= plen <= kd.width:
+                    raise ControlPlaneError(f"table '{self.name}': key {kd.name} prefix length {plen} not in 0..{kd.width}")
+                m = full ^ ((1 << (kd.width - plen)) - 1)
+                out.append((ks.value & m, plen))
+            elif kd.kind in ("ternary", "optional"):
+                m = full if ks.mask is None else ks.mask
+                if kd.kind == "optional" and m not in (0, full):
+                    raise ControlPlaneError(f"table '{self.name}': optional key {kd.name} mask must be 0 or all ones")
+                out.append((ks.value & m, m))
+            else:  # range
+                hi = ks.value if ks.hi is None else ks.hi
+                if hi > full or hi < ks.value:
+                    raise ControlPlaneError(f"table '{self.name}': key {kd.name} range {ks.value}..{hi} is empty or too wide")
+                out.append((ks.value, hi))
+        return tuple(out)
+
+    def _ident(self, match: tuple[Any, ...], priority: int) -> tuple[Any, ...]:
+        return match + (priority,) if self.needs_priority else match
+
+    def insert(self, keys: Sequence[KeySpec], action: str, params: Sequence[int] | dict[str, int] = (), priority: int = 0) -> Entry:
+        """Add an entry; raises EntryExistsError if the same match (and priority) exists."""
+        if self.const:
+            raise ControlPlaneError(f"table '{self.name}' has const entries and cannot be changed")
+        if not self.keys:
+            raise ControlPlaneError(f"table '{self.name}' has no key: only its default action can be set")
+        if self.needs_priority and priority <= 0:
+            raise ControlPlaneError(f"table '{self.name}': ternary/range/optional keys need a priority > 0, got {priority}")
+        match = self._normalise(keys)
+        ident = self._ident(match, priority if self.needs_priority else 0)
+        if ident in self.entries:
+            raise EntryExistsError(f"table '{self.name}': an entry with this key already exists")
+        if self.size is not None and len(self.entries) >= self.size and self.size > 0:
+            raise ControlPlaneError(f"table '{self.name}' is full ({self.size} entries)")
+        info = self.action(action)
+        p = self._params(info, params)
+        e = Entry(match, priority if self.needs_priority else 0, info.name, p, self._next_handle)
+        e.meter = self.meter_factory() if self.meter_factory else None
+        e.result = (info.fn, p, info.index, True, e)
+        self._next_handle += 1
+        self.entries[ident] = e
+        self._rebuild()
+        return e
+
+    def _find(self, keys: Sequence[KeySpec], priority: int) -> tuple[tuple[Any, ...], Entry]:
+        ident = self._ident(self._normalise(keys), priority if self.needs_priority else 0)
+        e = self.entries.get(ident)
+        if e is None:
+            raise EntryNotFoundError(f"table '{self.name}': no entry with this key")
+        return ident, e
+
+    def modify(self, keys: Sequence[KeySpec], action: str, params: Sequence[int] | dict[str, int] = (), priority: int = 0) -> Entry:
+        """Change the action of an existing entry (counters are kept)."""
+        if self.const:
+            raise ControlPlaneError(f"table '{self.name}' has const entries and cannot be changed")
+        _, e = self._find(keys, priority)
+        info = self.action(action)
+        e.action, e.params = info.name, self._params(info, params)
+        e.result = (info.fn, e.params, info.index, True, e)
+        self.cache.clear()
+        return e
+
+    def delete(self, keys: Sequence[KeySpec], priority: int = 0) -> None:
+        """Remove an entry."""
+        if self.const:
+            raise ControlPlaneError(f"table '{self.name}' has const entries and cannot be changed")
+        ident, _ = self._find(keys, priority)
+        del self.entries[ident]
+        self._rebuild()
+
+    def clear(self) -> None:
+        """Remove every (non-const) entry."""
+        if not self.const:
+            self.entries.clear()
+            self._rebuild()
+
+    def list_entries(self) -> list[Entry]:
+        """Installed entries in insertion order."""
+        return sorted(self.entries.values(), key=lambda e: e.handle)
+
+    def add_const_entries(self, entries: Sequence[tuple[Sequence[KeySpec], str, Sequence[int], int | None]]) -> None:
+        """Install ``const entries``: explicit priorities, else earlier entries win."""
+        n = len(entries)
+        for i, (keys, action, params, prio) in enumerate(entries):
+            p = prio if prio is not None else n - i
+            self.insert(keys, action, params, p if self.needs_priority else 0)
+        self.const = True
+
+    # ------------------------------------------------------------------ data plane
+    def _rebuild(self) -> None:
+        self.cache.clear()
+        if self.needs_priority:
+            self._sorted = sorted(self.entries.values(), key=lambda e: (-e.priority, e.handle))
+        elif self.is_lpm:
+            li = [k.kind for k in self.keys].index("lpm")
+            by_len: dict[int, dict[tuple[Any, ...], Entry]] = {}
+            for e in self.entries.values():
+                assert e.match is not None
+                val, plen = e.match[li]
+                k = e.match[:li] + (val,) + e.match[li + 1:]
+                by_len.setdefault(plen, {})[k] = e
+            self._lpm = sorted(by_len.items(), reverse=True)
+
+    def lookup(self, key: Any) -> Result:
+        """The result for key value(s) ``key`` (an int for one key, else a tuple); cached."""
+        r = self._lookup(key if not self.single else (key,))
+        if len(self.cache) >= CACHE_LIMIT:
+            self.cache.clear()
+        self.cache[key] = r
+        return r
+
+    def _lookup(self, key: tuple[Any, ...]) -> Result:
+        if self.needs_priority:
+            for e in self._sorted:
+                if _matches(self.keys, e.match, key):  # type: ignore[arg-type]
+                    return e.result  # type: ignore[no-any-return]
+            return self.default_entry.result  # type: ignore[no-any-return]
+        if self.is_lpm:
+            li = [k.kind for k in self.keys].index("lpm")
+            w = self.keys[li].width
+            full = (1 << w) - 1
+            for plen, d in self._lpm:
+                m = full ^ ((1 << (w - plen)) - 1)
+                k = key[:li] + (key[li] & m,) + key[li + 1:]
+                e = d.get(k)
+                if e is not None:
+                    return e.result  # type: ignore[no-any-return]
+            return self.default_entry.result  # type: ignore[no-any-return]
+        e = self.entries.get(key)
+        return (e.result if e is not None else self.default_entry.result)  # type: ignore[no-any-return]
+
+
+def _matches(keys: Sequence[KeyDef], match: tuple[Any, ...], key: tuple[Any, ...]) -> bool:
+    for kd, m, k in zip(keys, match, key):
+        kind = kd.kind
+        if kind == "exact":
+            if k != m:
+                return False
+        elif kind == "range":
+            if not m[0] <= k <= m[1]:
+                return False
+        elif kind == "lpm":
+            w = kd.width
+            mask = ((1 << w) - 1) ^ ((1 << (w - m[1])) - 1)
+            if k & mask != m[0]:
+                return False
+        else:
+            if k & m[1] != m[0]:
+                return False
+    return True
+
+
+@dataclass
+class ActionProfileState:
+    """Members and groups of an ``action_profile``/``action_selector``."""
+
+    name: str
+    members: dict[int, tuple[str, tuple[int, ...]]] = field(default_factory=dict)
+    groups: dict[int, list[int]] = field(default_factory=dict)

@@ -1,0 +1,217 @@
+"""The v1model architecture with BMv2 ``simple_switch`` semantics around a compiled program.
+
+Per input packet (``Pipeline.process``):
+
+1. ingress pass: parser (errors only set ``parser_error``), verifyChecksum, ingress;
+2. end of ingress, in order: I2E clone (the packet *as received*, parsed again,
+   ``instance_type`` 1), digests, resubmit (the original packet re-enters ingress with
+   only the field-list metadata, ``instance_type`` 6, and this pass produces nothing
+   else), multicast when ``mcast_grp`` != 0 (one copy per replica, ``egress_rid`` = node
+   rid, ``instance_type`` 5), drop when ``egress_spec`` == 511, else unicast;
+3. egress pass: egress; E2E clone (the deparsed output parsed again, ``instance_type``
+   2); drop when ``egress_spec`` == 511; computeChecksum, deparser; recirculate (the
+   deparsed packet re-enters ingress, ``instance_type`` 4) instead of output; output.
+
+``assert``/``assume`` failures and runtime faults (a header stack index out of range
+outside the parser) are logged at ERROR with their source location and drop the packet
+of that pass; other passes of the same input are unaffected.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from typing import Any
+
+from .compiler import AssertFail, Compiled, Exit
+from .externs import DigestMessage
+
+log = logging.getLogger("innet.switch.pipeline")
+
+DROP_PORT = 511
+NORMAL, INGRESS_CLONE, EGRESS_CLONE, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 4, 5, 6
+MAX_PASSES = 64  # resubmit/recirculate loops are cut after this many extra passes
+
+
+class Architecture:
+    """Runs packets through a :class:`Compiled` program (one switch's data path)."""
+
+    def __init__(self, c: Compiled, pre: Any, digest_sink: Any = None) -> None:
+        self.c = c
+        self.pre = pre
+        self.lock = threading.RLock()
+        self.digest_sink = digest_sink  # callable(DigestMessage) or None
+        self.digest_queue: deque[DigestMessage] = deque(maxlen=65536)
+        sm = c.sm
+        self.s_ingress_port = sm["ingress_port"]
+        self.s_egress_spec = sm["egress_spec"]
+        self.s_egress_port = sm["egress_port"]
+        self.s_instance_type = sm["instance_type"]
+        self.s_packet_length = sm["packet_length"]
+        self.s_mcast_grp = sm["mcast_grp"]
+        self.s_egress_rid = sm["egress_rid"]
+        sl = c.slots
+        self.s_clone = sl["clone"]
+        self.s_resubmit = sl["resubmit"]
+        self.s_recirc = sl["recirculate"]
+        self.s_trunc = sl["truncate"]
+        self.s_payload = sl["payload"]
+        self.s_digests = sl["digests"]
+        self.meta_range = c.meta_slots
+        self.sm_range = (min(sm.values()), max(sm.values()) + 1)
+        self._pending_clones: list[tuple[list[Any], int, int]] = []
+
+    # ------------------------------------------------------------------ passes
+    def _parse(self, data: bytes, port: int, itype: int, preserved: tuple[tuple[int, Any], ...]) -> list[Any]:
+        c = self.c
+        S = c.template[:]
+        S[self.s_ingress_port] = port
+        S[self.s_instance_type] = itype
+        S[self.s_packet_length] = len(data)
+        for slot, v in preserved:
+            S[slot] = v
+        pos = c.parser(S, data)
+        S[self.s_payload] = data[pos:] if pos else data
+        return S
+
+    def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        """Outputs ``[(port, bytes), ...]`` for one input packet, in emission order."""
+        with self.lock:
+            return self._process(port, bytes(data))
+
+    def _process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        c = self.c
+        out: list[tuple[int, bytes]] = []
+        ingress_q: deque[tuple[bytes, int, int, tuple[tuple[int, Any], ...]]] = deque([(data, port, NORMAL, ())])
+        passes = 0
+        while ingress_q:
+            pdata, pport, itype, preserved = ingress_q.popleft()
+            passes += 1
+            if passes > MAX_PASSES:
+                log.error("packet from port %d: more than %d resubmit/recirculate passes, dropped", port, MAX_PASSES)
+                break
+            egress_q: list[tuple[list[Any], int]] = []
+            try:
+                S = self._parse(pdata, pport, itype, preserved)
+                c.verify(S)
+                try:
+                    c.ingress(S)
+                except Exit:
+                    pass
+            except AssertFail as e:
+                log.error("ingress: %s; packet dropped", e)
+                continue
+            self._end_of_ingress(S, pdata, pport, ingress_q, egress_q)
+            for S2, eport in egress_q:
+                self._egress(S2, eport, pport, ingress_q, out, 0)
+                while self._pending_clones:
+                    S3, p3, d3 = self._pending_clones.pop(0)
+                    self._egress(S3, p3, pport, ingress_q, out, d3)
+        return out
+
+    def _end_of_ingress(self, S: list[Any], pdata: bytes, pport: int, ingress_q: Any, egress_q: list[tuple[list[Any], int]]) -> None:
+        clone = S[self.s_clone]
+        if clone is not None:
+            session, fl = clone
+            self._clone(session, fl, S, pdata, pport, INGRESS_CLONE, egress_q)
+        digests = S[self.s_digests]
+        if digests:
+            for d in digests:
+                self._deliver_digest(d)
+        resub = S[self.s_resubmit]
+        if resub is not None:
+            ingress_q.append((pdata, pport, RESUBMIT, tuple((i, S[i]) for i in resub)))
+            return
+        grp = S[self.s_mcast_grp]
+        if grp:
+            for rid, p in self.pre.replicas(grp):
+                S2 = S[:]
+                S2[self.s_egress_rid] = rid
+                S2[self.s_instance_type] = REPLICATION
+                egress_q.append((S2, p))
+            return
+        spec = S[self.s_egress_spec]
+        if spec == DROP_PORT:
+            return
+        egress_q.append((S, spec))
+
+    def _clone(self, session: int, fl: tuple[int, ...], S: list[Any], pdata: bytes, pport: int, itype: int,
+               egress_q: list[tuple[list[Any], int]]) -> None:
+        sess = self.pre.sessions.get(session)
+        if sess is None:
+            return
+        preserved = tuple((i, S[i]) for i in fl)
+        targets = [(0, sess.port)] if sess.port is not None else self.pre.replicas(sess.mcast_grp)
+        for rid, p in targets:
+            if p is None:
+                continue
+            S2 = self._parse(pdata, pport, itype, preserved)
+            if sess.port is None:
+                S2[self.s_egress_rid] = rid
+            egress_q.append((S2, p))
+
+    def _egress(self, S: list[Any], eport: int, pport: int, ingress_q: Any, out: list[tuple[int, bytes]], depth: int) -> None:
+        c = self.c
+        S[self.s_egress_port] = eport
+        S[self.s_clone] = None
+        S[self.s_recirc] = None
+        try:
+            try:
+                c.egress(S)
+            except Exit:
+                pass
+            clone = S[self.s_clone]
+            if clone is not None:
+                self._e2e(S, clone, eport, pport, ingress_q, out, depth)
+            if S[self.s_egress_spec] == DROP_PORT:
+                return
+            c.compute(S)
+            parts: list[bytes] = []
+            c.deparser(S, parts)
+        except AssertFail as e:
+            log.error("egress: %s; packet dropped", e)
+            return
+        parts.append(S[self.s_payload])
+        pkt = b"".join(parts)
+        trunc = S[self.s_trunc]
+        if trunc:
+            pkt = pkt[:trunc]
+        recirc = S[self.s_recirc]
+        if recirc is not None:
+            ingress_q.append((pkt, pport, RECIRC, tuple((i, S[i]) for i in recirc)))
+            return
+        out.append((eport, pkt))
+
+    def _e2e(self, S: list[Any], clone: tuple[int, tuple[int, ...]], eport: int, pport: int, ingress_q: Any,
+             out: list[tuple[int, bytes]], depth: int) -> None:
+        """E2E clone as BMv2: a copy of the headers at the end of egress, metadata reset
+        except the field list; it runs egress again (after the original is deparsed)."""
+        if depth >= MAX_PASSES:
+            log.error("E2E clone loop deeper than %d, cut", MAX_PASSES)
+            return
+        session, fl = clone
+        sess = self.pre.sessions.get(session)
+        if sess is None:
+            return
+        targets = [(0, sess.port)] if sess.port is not None else self.pre.replicas(sess.mcast_grp)
+        t = self.c.template
+        for rid, p in targets:
+            S2 = S[:]
+            for lo, hi in (self.meta_range, self.sm_range):
+                S2[lo:hi] = t[lo:hi]
+            for i in fl:
+                S2[i] = S[i]
+            S2[self.s_ingress_port] = pport
+            S2[self.s_instance_type] = EGRESS_CLONE
+            S2[self.s_packet_length] = S[self.s_packet_length]
+            if sess.port is None:
+                S2[self.s_egress_rid] = rid
+            S2[self.s_clone] = None
+            self._pending_clones.append((S2, p, depth + 1))
+
+    def _deliver_digest(self, d: DigestMessage) -> None:
+        if self.digest_sink is not None:
+            self.digest_sink(d)
+        else:
+            self.digest_queue.append(d)

@@ -1,0 +1,338 @@
+"""STF test runner (p4c's ``bmv2stf.py`` dialect) on the embedded pipeline.
+
+Commands: ``add <table> [prio] <key>:<value> ... <action>(<param>:<value>, ...)``,
+``setdefault <table> <action>(...)``, ``packet <port> <hex>``, ``expect <port> [<hex>][$]``
+(``*`` = any nibble, ``$`` = exact length, no data = any packet), ``no_packet [port]``,
+``mc_mgrp_create <grp>``, ``mc_node_create <rid> <ports...>``, ``mc_node_associate <grp>
+<handle>``, ``mirroring_add <session> <port>``, ``register_write <reg> <idx> <value>``,
+``register_read <reg> <idx> <value>`` (a check, evaluated after all packets), ``#`` comments.
+
+Key values: ``0x0a01****`` (``*`` nibbles: a prefix for lpm, a mask for ternary),
+``value/len``, ``value&&&mask``, decimal or hex. Table, key and action names match exactly
+or by dotted suffix. As in p4c's driver, every control-plane command takes effect before
+the first packet; outputs are compared per port, in order, only on ports named in some
+``packet``/``expect`` line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from .pipeline import Pipeline
+from .pipeline.errors import PipelineError
+from .pipeline.tables import KeySpec
+
+
+class StfError(Exception):
+    """A malformed STF line; the message names file:line."""
+
+
+@dataclass
+class Expect:
+    port: int
+    pattern: str  # hex nibbles with '*'; '' = any packet
+    exact: bool
+    line: int
+
+
+@dataclass
+class StfTest:
+    """A parsed STF file."""
+
+    control: list[tuple[int, str, list[str]]] = field(default_factory=list)  # (line, cmd, args)
+    packets: list[tuple[int, int, bytes]] = field(default_factory=list)  # (line, port, data)
+    expects: list[Expect] = field(default_factory=list)
+    checks: list[tuple[int, str, list[str]]] = field(default_factory=list)
+    no_packet_ports: set[int] = field(default_factory=set)
+
+
+@dataclass
+class StfResult:
+    passed: bool
+    message: str
+
+
+CONTROL = {"add", "setdefault", "mc_mgrp_create", "mc_node_create", "mc_node_associate",
+           "mirroring_add", "register_write", "mc_node_update", "mirroring_add_mc"}
+
+
+def parse_stf(text: str, name: str = "<stf>") -> StfTest:
+    """Parse STF text into control-plane commands, packets and expectations."""
+    t = StfTest()
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        cmd, _, rest = line.partition(" ")
+        rest = rest.strip()
+        if cmd == "packet":
+            port, _, data = rest.partition(" ")
+            t.packets.append((lineno, _int(port, name, lineno), _hex_bytes(data, name, lineno)))
+        elif cmd == "expect":
+            port, _, data = rest.partition(" ")
+            data = re.sub(r"\s+", "", data)
+            exact = data.endswith("$")
+            data = data.rstrip("$")
+            if data.lower().startswith("0x"):
+                data = data[2:]
+            if not re.fullmatch(r"[0-9a-fA-F*]*", data):
+                raise StfError(f"{name}:{lineno}: bad expected packet data {data!r}")
+            t.expects.append(Expect(_int(port, name, lineno), data.lower(), exact, lineno))
+        elif cmd == "no_packet":
+            if rest:
+                t.no_packet_ports.add(_int(rest.split()[0], name, lineno))
+        elif cmd in CONTROL:
+            t.control.append((lineno, cmd, [rest] if cmd in ("add", "setdefault") else rest.split()))
+        elif cmd in ("register_read", "counter_read", "check_counter"):
+            t.checks.append((lineno, cmd, rest.split()))
+        elif cmd in ("wait",):
+            continue
+        else:
+            raise StfError(f"{name}:{lineno}: unknown STF command {cmd!r}")
+    return t
+
+
+def _int(s: str, name: str, line: int) -> int:
+    try:
+        return int(s, 0)
+    except ValueError:
+        raise StfError(f"{name}:{line}: expected a number, got {s!r}") from None
+
+
+def _hex_bytes(s: str, name: str, line: int) -> bytes:
+    h = re.sub(r"\s+", "", s)
+    if h.lower().startswith("0x"):
+        h = h[2:]
+    if len(h) % 2 or not re.fullmatch(r"[0-9a-fA-F]*", h):
+        raise StfError(f"{name}:{line}: bad packet data {s!r}")
+    return bytes.fromhex(h)
+
+
+def parse_value(text: str, width: int) -> tuple[int, int, bool]:
+    """``(value, mask, has_wildcards)`` of an STF number with optional ``*`` digits."""
+    s = text.strip().lower()
+    full = (1 << width) - 1
+    if "*" not in s:
+        return int(s, 0) & full, full, False
+    if s.startswith("0x"):
+        digits, bpd = s[2:], 4
+    elif s.startswith("0b"):
+        digits, bpd = s[2:], 1
+    else:
+        raise ValueError(f"'*' digits need a 0x or 0b number: {text!r}")
+    v = m = 0
+    for d in digits:
+        v <<= bpd
+        m <<= bpd
+        if d != "*":
+            v |= int(d, 16)
+            m |= (1 << bpd) - 1
+    return v & full, m & full, True
+
+
+def key_spec(kind: str, text: str, width: int) -> KeySpec:
+    """A KeySpec from an STF key value for a key of ``kind`` and ``width`` bits."""
+    full = (1 << width) - 1
+    if "&&&" in text:
+        v, m = text.split("&&&")
+        value, mask = int(v, 0) & full, int(m, 0) & full
+        if kind == "lpm":
+            plen = bin(mask).count("1")
+            return KeySpec(value & mask, prefix_len=plen)
+        return KeySpec(value & mask, mask=mask)
+    if "/" in text:
+        v, plen_s = text.split("/")
+        value = int(v, 0) & full
+        plen = int(plen_s, 0)
+        if kind == "lpm":
+            return KeySpec(value, prefix_len=plen)
+        mask = full ^ ((1 << (width - plen)) - 1)
+        return KeySpec(value & mask, mask=mask)
+    if ".." in text:
+        lo, hi = text.split("..")
+        return KeySpec(int(lo, 0), hi=int(hi, 0))
+    value, mask, wild = parse_value(text, width)
+    if kind == "lpm":
+        plen = bin(mask).count("1")
+        if mask != full ^ ((1 << (width - plen)) - 1):
+            raise ValueError(f"lpm key value {text!r} is not a prefix")
+        return KeySpec(value & mask, prefix_len=plen)
+    if kind in ("ternary", "optional"):
+        return KeySpec(value & mask, mask=mask)
+    if kind == "range":
+        if wild:
+            lo = value & mask
+            return KeySpec(lo, hi=lo | (full ^ mask))
+        return KeySpec(value, hi=value)
+    if wild:
+        raise ValueError(f"exact key value {text!r} has '*' digits")
+    return KeySpec(value)
+
+
+_ACTION_RE = re.compile(r"^(?P<head>.*?)\s*(?P<action>[A-Za-z_][\w.$]*)\s*\((?P<args>[^()]*)\)\s*$")
+
+
+def _action(text: str) -> tuple[str, str, dict[str, int]]:
+    m = _ACTION_RE.match(text)
+    if not m:
+        raise ValueError(f"no action call at the end of {text!r}")
+    params: dict[str, int] = {}
+    args = m.group("args").strip()
+    if args:
+        for a in args.split(","):
+            pname, _, pval = a.partition(":")
+            if not _:
+                raise ValueError(f"action argument {a.strip()!r} is not name:value")
+            params[pname.strip()] = int(pval.strip(), 0)
+    return m.group("head"), m.group("action"), params
+
+
+def _param_values(table: Any, action: str, params: dict[str, int]) -> dict[str, int]:
+    """Match STF parameter names to the action's (exactly or by suffix after '.')."""
+    info = table.action(action)
+    names = [p for p, _ in info.params]
+    out = {}
+    for k, v in params.items():
+        if k in names:
+            out[k] = v
+        else:
+            hits = [n for n in names if n.split(".")[-1] == k.split(".")[-1]]
+            out[hits[0] if len(hits) == 1 else k] = v
+    return out
+
+
+def apply_control(pl: Pipeline, cmd: str, args: list[str]) -> None:
+    """Execute one STF control-plane command on ``pl``."""
+    if cmd == "add":
+        head, action, params = _action(args[0])
+        toks = head.split()
+        table = pl.table(toks[0])
+        toks = toks[1:]
+        prio = 0
+        if toks and re.fullmatch(r"-?\d+", toks[0]):
+            prio = int(toks.pop(0))
+        given: dict[int, str] = {}
+        for tok in toks:
+            kname, sep, val = tok.rpartition(":")
+            if not sep:
+                raise ValueError(f"key {tok!r} is not name:value")
+            idx = _key_index(table, kname)
+            given[idx] = val
+        specs = []
+        for i, kd in enumerate(table.keys):
+            if i in given:
+                specs.append(key_spec(kd.kind, given[i], kd.width))
+            elif kd.kind in ("ternary", "optional"):
+                specs.append(KeySpec(0, mask=0))
+            elif kd.kind == "lpm":
+                specs.append(KeySpec(0, prefix_len=0))
+            elif kd.kind == "range":
+                specs.append(KeySpec(0, hi=(1 << kd.width) - 1))
+            else:
+                raise ValueError(f"table {table.name}: no value for exact key {kd.name}")
+        if table.needs_priority and prio <= 0:
+            prio = 1
+        table.insert(specs, action, _param_values(table, action, params), prio)
+    elif cmd == "setdefault":
+        head, action, params = _action(args[0])
+        table = pl.table(head.split()[0])
+        table.set_default(action, _param_values(table, action, params))
+    elif cmd == "mc_mgrp_create":
+        pl.pre.group_create(int(args[0], 0))
+    elif cmd == "mc_node_create":
+        pl.pre.node_create(int(args[0], 0), [int(p, 0) for p in args[1:]])
+    elif cmd == "mc_node_update":
+        pl.pre.node_update(int(args[0], 0), [int(p, 0) for p in args[1:]])
+    elif cmd == "mc_node_associate":
+        pl.pre.node_associate(int(args[0], 0), int(args[1], 0))
+    elif cmd == "mirroring_add":
+        pl.pre.mirroring_add(int(args[0], 0), int(args[1], 0))
+    elif cmd == "mirroring_add_mc":
+        pl.pre.mirroring_add_mc(int(args[0], 0), int(args[1], 0))
+    elif cmd == "register_write":
+        pl.register(args[0]).write(int(args[1], 0), int(args[2], 0))
+    else:
+        raise ValueError(f"unknown command {cmd}")
+
+
+def _key_index(table: Any, name: str) -> int:
+    names = [k.name for k in table.keys]
+    if name in names:
+        return names.index(name)
+    hits = [i for i, n in enumerate(names) if n.endswith("." + name) or name.endswith("." + n)]
+    if len(hits) == 1:
+        return hits[0]
+    raise ValueError(f"table {table.name}: no key named {name!r} (keys: {', '.join(names)})")
+
+
+def _matches(exp: Expect, data: bytes) -> bool:
+    if not exp.pattern:
+        return True
+    got = data.hex()
+    pat = exp.pattern
+    if exp.exact and len(got) != len(pat):
+        return False
+    if len(got) < len(pat):
+        return False
+    return all(p == "*" or p == g for p, g in zip(pat, got))
+
+
+def run_test(pl: Pipeline, test: StfTest, name: str = "<stf>") -> StfResult:
+    """Run a parsed STF test on a loaded pipeline."""
+    for lineno, cmd, args in test.control:
+        try:
+            apply_control(pl, cmd, args)
+        except (PipelineError, ValueError) as e:
+            return StfResult(False, f"{name}:{lineno}: {cmd}: {e}")
+    observed = {p for _, p, _ in test.packets} | {e.port for e in test.expects} | test.no_packet_ports
+    got: dict[int, list[bytes]] = {p: [] for p in observed}
+    for _, port, data in test.packets:
+        for oport, odata in pl.process(port, data):
+            if oport in got:
+                got[oport].append(odata)
+    problems = []
+    for port in sorted(observed):
+        exp = [e for e in test.expects if e.port == port]
+        outs = got[port]
+        bad = len(exp) != len(outs) or not all(_matches(e, d) for e, d in zip(exp, outs))
+        if bad:
+            lines = [f"port {port}: expected {len(exp)} packet(s), got {len(outs)}"]
+            for i in range(max(len(exp), len(outs))):
+                e = exp[i] if i < len(exp) else None
+                d = outs[i] if i < len(outs) else None
+                mark = "ok " if e is not None and d is not None and _matches(e, d) else "BAD"
+                es = "-" if e is None else (e.pattern or "<any>") + ("$" if e.exact else "") + f" (line {e.line})"
+                ds = "-" if d is None else d.hex()
+                lines.append(f"  {mark} #{i}: expected {es}\n             got      {ds}")
+            problems.append("\n".join(lines))
+    for lineno, cmd, args in test.checks:
+        if cmd == "register_read":
+            try:
+                v = pl.register(args[0]).read(int(args[1], 0))
+            except PipelineError as e:
+                problems.append(f"line {lineno}: {e}")
+                continue
+            want = int(args[2], 0)
+            if v != want:
+                problems.append(f"line {lineno}: register {args[0]}[{args[1]}] = {v:#x}, expected {want:#x}")
+    if problems:
+        return StfResult(False, f"{name}: output mismatch\n" + "\n".join(problems))
+    return StfResult(True, f"{name}: {len(test.packets)} packet(s), all outputs as expected")
+
+
+def run_stf(p4_path: str | Path, stf_path: str | Path, include_dirs: Sequence[str | Path] = ()) -> StfResult:
+    """Compile ``p4_path`` and run the STF file ``stf_path`` against it.
+
+    Raises the front-end's P4Error / the executor's UnsupportedError on compile problems
+    and StfError on a malformed STF file."""
+    stf_path = Path(stf_path)
+    test = parse_stf(stf_path.read_text(), str(stf_path))
+    pl = Pipeline.from_file(p4_path, include_dirs=include_dirs)
+    return run_test(pl, test, str(stf_path))
+
+
+__all__ = ["StfError", "StfResult", "StfTest", "parse_stf", "run_test", "run_stf", "key_spec", "parse_value",
+           "apply_control"]
