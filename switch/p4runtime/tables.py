@@ -265,7 +265,12 @@ class TableState:
         ident = (key, int(entry.priority))
         table = self.entries[info.id]
         existing = table.get(ident)
+        self._check_resources(info, entry)
         if kind == p4r.Update.INSERT:
+            call, action = self._entry_action(info, entry)
+            if entry.idle_timeout_ns and info.table.idle_timeout_behavior == p4i.Table.NO_TIMEOUT:
+                raise invalid(f"table {info.name!r} does not support idle timeout "
+                              f"(idle_timeout_ns {entry.idle_timeout_ns})")
             if existing is not None:
                 raise already_exists(f"table {info.name!r}: an entry with this match key and "
                                      f"priority {entry.priority} already exists")
@@ -273,10 +278,6 @@ class TableState:
             if size and sum(1 for e in table.values() if e.handle is not None) >= size:
                 raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                      f"table {info.name!r} is full ({size} entries)")
-            call, action = self._entry_action(info, entry)
-            if entry.idle_timeout_ns and info.table.idle_timeout_behavior == p4i.Table.NO_TIMEOUT:
-                raise invalid(f"table {info.name!r} does not support idle timeout "
-                              f"(idle_timeout_ns {entry.idle_timeout_ns})")
             handle = self.pipeline.table_insert(info.name, key, int(entry.priority), call)
             stored = p4r.TableEntry(table_id=info.id, match=canonical_match, priority=entry.priority,
                                     idle_timeout_ns=entry.idle_timeout_ns, metadata=entry.metadata)
@@ -285,6 +286,8 @@ class TableState:
             table[ident] = installed
             self._apply_resources(info, installed, entry)
             return
+        if kind == p4r.Update.MODIFY and entry.HasField("action"):
+            self._entry_action(info, entry)  # an invalid action is reported before NOT_FOUND
         if existing is None:
             raise not_found(f"table {info.name!r}: no entry with this match key and priority "
                             f"{entry.priority}")
@@ -321,16 +324,19 @@ class TableState:
             raise unimplemented(f"table {info.name!r}: {kind} (action profiles) is not supported")
         return parse_action(self.schema, info, entry.action.action, default=False)
 
+    @staticmethod
+    def _check_resources(info: TableInfo, entry: p4r.TableEntry) -> None:
+        if entry.HasField("counter_data") and info.direct_counter is None:
+            raise invalid(f"table {info.name!r} has no direct counter (counter_data given)")
+        if entry.HasField("meter_config") and info.direct_meter is None:
+            raise invalid(f"table {info.name!r} has no direct meter (meter_config given)")
+
     def _apply_resources(self, info: TableInfo, installed: Installed, entry: p4r.TableEntry) -> None:
         if entry.HasField("counter_data"):
-            if info.direct_counter is None:
-                raise invalid(f"table {info.name!r} has no direct counter (counter_data given)")
             self.pipeline.direct_counter_write(info.name, installed.handle,
                                                int(entry.counter_data.byte_count),
                                                int(entry.counter_data.packet_count))
         if entry.HasField("meter_config"):
-            if info.direct_meter is None:
-                raise invalid(f"table {info.name!r} has no direct meter (meter_config given)")
             rates = _meter_rates(entry.meter_config)
             self.pipeline.direct_meter_set(info.name, installed.handle, rates)
             installed.meter = rates

@@ -1,0 +1,156 @@
+"""``innet-switch``: the embedded target as a process, flags shaped like simple_switch_grpc.
+
+    innet-switch [--device-id N] [-i PORT@IFACE]... [-u PORT@HOST:UDPPORT[@PEER:PORT]]...
+                 [--cpu-port N] [--grpc-server-addr HOST:PORT] [--pcap DIR]
+                 [--log-level LEVEL] [--loss DROP,DUP,REORDER,SEED] (PROGRAM | --no-p4)
+
+PROGRAM is a device config written by ``innet-p4c`` or a P4 source file. On start the
+actual gRPC address is printed as ``innet-switch: P4Runtime listening on HOST:PORT``.
+Bad flags, missing interfaces and busy addresses are reported in one line with exit
+status 2; SIGINT/SIGTERM stop the switch cleanly (exit status 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import NoReturn, Sequence
+
+from innet.switch.p4runtime.target import Target
+from innet.switch.ports import IfacePortSpec, LossSpec, PortError, UdpPortSpec
+from innet.switch.server import DEFAULT_GRPC_ADDRESS, SwitchError, SwitchOptions, SwitchServer
+
+PROG = "innet-switch"
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{PROG}: error: {message}\n")
+
+
+class UsageError(Exception):
+    """A flag value is malformed."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="innet's embedded P4 switch with a P4Runtime server.")
+    parser.add_argument("program", nargs="?", type=Path,
+                        help="device config (innet-p4c output) or P4 source to load at start")
+    parser.add_argument("--no-p4", action="store_true",
+                        help="start without a program; wait for SetForwardingPipelineConfig")
+    parser.add_argument("--device-id", type=int, default=1, metavar="N",
+                        help="P4Runtime device id (default 1)")
+    parser.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE",
+                        help="attach switch port PORT to Linux interface IFACE (repeatable)")
+    parser.add_argument("-u", "--udp-port", action="append", default=[],
+                        metavar="PORT@HOST:UDPPORT[@PEER:PORT]",
+                        help="switch port PORT as a UDP socket bound to HOST:UDPPORT; output goes "
+                             "to PEER:PORT if given, else to the last sender (repeatable)")
+    parser.add_argument("--cpu-port", type=int, default=None, metavar="N",
+                        help="port whose packets become PacketIn; PacketOut enters here")
+    parser.add_argument("--grpc-server-addr", default=DEFAULT_GRPC_ADDRESS, metavar="HOST:PORT",
+                        help=f"P4Runtime address (default {DEFAULT_GRPC_ADDRESS}; port 0: any free)")
+    parser.add_argument("--pcap", type=Path, default=None, metavar="DIR",
+                        help="write port<N>_in.pcap / port<N>_out.pcap captures into DIR")
+    parser.add_argument("--log-level", default="info",
+                        choices=["trace", "debug", "info", "warn", "warning", "error", "critical", "off"],
+                        help="log level (debug names ports, tables and actions per packet)")
+    parser.add_argument("--loss", default=None, metavar="DROP,DUP,REORDER[,SEED]",
+                        help="impair UDP port output with these probabilities (tests)")
+    return parser
+
+
+def _loss(text: str | None) -> LossSpec | None:
+    if text is None:
+        return None
+    parts = text.split(",")
+    try:
+        if len(parts) not in (3, 4):
+            raise ValueError
+        drop, dup, reorder = (float(p) for p in parts[:3])
+        seed = int(parts[3]) if len(parts) == 4 else 0
+    except ValueError:
+        raise UsageError(f"--loss {text!r}: expected DROP,DUP,REORDER[,SEED] "
+                         "(probabilities 0..1, integer seed)") from None
+    for name, p in (("drop", drop), ("duplicate", dup), ("reorder", reorder)):
+        if not 0.0 <= p <= 1.0:
+            raise UsageError(f"--loss: {name} probability {p} is outside 0..1")
+    return LossSpec(drop, dup, reorder, seed)
+
+
+def options_from_args(args: argparse.Namespace) -> SwitchOptions:
+    """SwitchOptions from parsed flags; raises UsageError or PortError."""
+    if args.program is not None and args.no_p4:
+        raise UsageError("give either a program or --no-p4, not both")
+    if args.program is None and not args.no_p4:
+        raise UsageError("no program given; pass a device config/P4 file or --no-p4")
+    if args.program is not None and not args.program.is_file():
+        raise UsageError(f"program {str(args.program)!r}: no such file")
+    if args.device_id < 0:
+        raise UsageError(f"--device-id {args.device_id}: must be >= 0")
+    if args.cpu_port is not None and not 0 <= args.cpu_port < 512:
+        raise UsageError(f"--cpu-port {args.cpu_port}: must be in 0..511")
+    host, sep, port = args.grpc_server_addr.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise UsageError(f"--grpc-server-addr {args.grpc_server_addr!r}: expected HOST:PORT")
+    return SwitchOptions(
+        device_id=args.device_id,
+        udp_ports=tuple(UdpPortSpec.parse(u) for u in args.udp_port),
+        iface_ports=tuple(IfacePortSpec.parse(i) for i in args.interface),
+        cpu_port=args.cpu_port,
+        grpc_address=args.grpc_server_addr,
+        pcap_dir=args.pcap,
+        program=args.program,
+        loss=_loss(args.loss),
+    )
+
+
+def _configure_logging(level: str) -> None:
+    names = {"trace": logging.DEBUG, "warn": logging.WARNING, "off": logging.CRITICAL + 10}
+    logging.basicConfig(level=names.get(level, getattr(logging, level.upper(), logging.INFO)),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def default_target() -> Target:
+    """innet's executor behind the target protocol."""
+    from innet.switch.p4runtime.innet_target import InnetTarget
+
+    return InnetTarget()
+
+
+def main(argv: Sequence[str] | None = None, target: Target | None = None) -> int:
+    """Run the switch until SIGINT/SIGTERM; the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        options = options_from_args(args)
+    except (UsageError, PortError) as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    _configure_logging(args.log_level)
+    switch = SwitchServer(options, target if target is not None else default_target())
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: switch.stop())
+    try:
+        switch.start()
+    except (SwitchError, PortError) as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        print(f"{PROG}: P4Runtime listening on {switch.grpc_address}", flush=True)
+        for port in (switch.ports.ports.values() if switch.ports else []):
+            address = getattr(port, "address", None)
+            if address is not None:
+                print(f"{PROG}: port {port.number} on UDP {address[0]}:{address[1]}", flush=True)
+        while not switch.wait(0.5):
+            pass
+    finally:
+        switch.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""The switch process: a device, its ports and the P4Runtime gRPC server, with a lifecycle.
+
+    with SwitchServer(SwitchOptions(udp_ports=(UdpPortSpec.parse("1@127.0.0.1:0"),)),
+                      target) as switch:
+        print(switch.grpc_address)
+
+``start()`` opens ports, loads the optional program and binds gRPC; ``stop()`` (or
+leaving the ``with`` block) undoes all of it, even after a partial start.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent import futures
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+from innet.switch.p4runtime.device import Device
+from innet.switch.p4runtime.errors import P4RuntimeError
+from innet.switch.p4runtime.service import P4RuntimeService, add_to_server
+from innet.switch.p4runtime.target import Target
+from innet.switch.ports import (
+    IfacePort,
+    IfacePortSpec,
+    LossSpec,
+    Port,
+    PortSet,
+    UdpPort,
+    UdpPortSpec,
+)
+
+LOG = logging.getLogger(__name__)
+
+DEFAULT_GRPC_ADDRESS = "127.0.0.1:9559"
+
+
+class SwitchError(Exception):
+    """The switch could not start; the message names the object and the reason."""
+
+
+@dataclass(frozen=True)
+class SwitchOptions:
+    """Everything ``innet-switch`` is started with."""
+
+    device_id: int = 1
+    """P4Runtime device id (clients must send the same)."""
+    udp_ports: tuple[UdpPortSpec, ...] = ()
+    """Ports carried over UDP sockets."""
+    iface_ports: tuple[IfacePortSpec, ...] = ()
+    """Ports on Linux interfaces (AF_PACKET)."""
+    cpu_port: int | None = None
+    """Port whose traffic is PacketIn/PacketOut; None disables packet I/O."""
+    grpc_address: str = DEFAULT_GRPC_ADDRESS
+    """HOST:PORT the P4Runtime server binds; port 0 picks a free one."""
+    pcap_dir: Path | None = None
+    """Directory for per-port pcap captures; None disables capture."""
+    program: Path | None = None
+    """Device config or P4 source loaded at start; None starts without a pipeline."""
+    loss: LossSpec | None = None
+    """Impairments on UDP port output (tests of loss recovery)."""
+    grpc_workers: int = 16
+    """Threads serving gRPC (each open StreamChannel holds one)."""
+
+
+class SwitchServer:
+    """One running switch."""
+
+    def __init__(self, options: SwitchOptions, target: Target) -> None:
+        self.options = options
+        self.device = Device(options.device_id, target, options.cpu_port)
+        self.ports: PortSet | None = None
+        self._server: grpc.Server | None = None
+        self._bound_port: int | None = None
+        self._stopped = threading.Event()
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> "SwitchServer":
+        """Open ports, load the program, start serving; raises SwitchError."""
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        opts = self.options
+        numbers = [s.port for s in opts.udp_ports] + [s.port for s in opts.iface_ports]
+        duplicates = sorted({n for n in numbers if numbers.count(n) > 1})
+        if duplicates:
+            raise SwitchError(f"switch port {duplicates[0]} is given more than once")
+        if opts.cpu_port is not None and opts.cpu_port in numbers:
+            raise SwitchError(f"CPU port {opts.cpu_port} is also given as a data port")
+        ports: list[Port] = []
+        try:
+            for spec in opts.udp_ports:
+                ports.append(UdpPort(spec, opts.loss))
+            for ispec in opts.iface_ports:
+                ports.append(IfacePort(ispec))
+        except Exception:
+            for port in ports:
+                port.close()
+            raise
+        self.ports = PortSet(ports, self.device.process, opts.pcap_dir)
+        if opts.program is not None:
+            self._load_program(opts.program)
+        service = P4RuntimeService(self.device, self.ports.send)
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=opts.grpc_workers,
+                                                        thread_name_prefix="p4rt"),
+                             options=[("grpc.so_reuseport", 0)])  # a busy address is an error
+        add_to_server(service, server)
+        try:
+            bound = server.add_insecure_port(opts.grpc_address)
+        except RuntimeError as error:
+            raise SwitchError(f"gRPC address {opts.grpc_address!r}: cannot bind ({error})") from None
+        if bound == 0:
+            raise SwitchError(f"gRPC address {opts.grpc_address!r}: cannot bind (in use or invalid)")
+        self._server, self._bound_port = server, bound
+        server.start()
+        self.ports.start()
+        LOG.info("P4Runtime listening on %s, device id %d", self.grpc_address, opts.device_id)
+
+    def _load_program(self, path: Path) -> None:
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise SwitchError(f"program {str(path)!r}: {error.strerror}") from None
+        try:
+            self.device.load(data)
+        except P4RuntimeError as error:
+            raise SwitchError(f"program {str(path)!r}: {error.message}") from None
+
+    @property
+    def grpc_address(self) -> str:
+        """The bound address, with the real port when started on port 0."""
+        host = self.options.grpc_address.rpartition(":")[0]
+        return f"{host}:{self._bound_port}"
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until ``stop()``; True when stopped."""
+        return self._stopped.wait(timeout)
+
+    def stop(self) -> None:
+        """Stop serving and release ports and files; safe to call more than once."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.stop(grace=0.5).wait(5)
+        ports, self.ports = self.ports, None
+        if ports is not None:
+            ports.close()
+        self._stopped.set()
+
+    def __enter__(self) -> "SwitchServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,348 @@
+"""P4Runtime server on loopback: a real gRPC client (finsy's protos) against SwitchServer.
+
+The switch runs the fake target (a scripted packet function), so these tests pin the
+P4Runtime behaviour independently of the executor: arbitration, pipeline config, Write
+errors in ``grpc-status-details-bin``, Read wildcards, packet I/O over UDP ports.
+"""
+
+from __future__ import annotations
+
+import queue
+import socket
+import threading
+import time
+from typing import Iterator
+
+import grpc
+import pytest
+from finsy.proto import U128, p4r, p4r_grpc, rpc_code, rpc_status
+
+from innet.switch.p4runtime.errors import NO_PIPELINE_MESSAGE, STATUS_DETAILS_KEY, decode_write_errors
+from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
+from innet.switch.ports import UdpPortSpec
+from innet.switch.server import SwitchOptions, SwitchServer
+
+LPM, FORWARD = 0x02000001, 0x01000001
+CPU = 255
+Set = p4r.SetForwardingPipelineConfigRequest
+
+
+def wait_for(condition, timeout: float = 5.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Stream:
+    """A StreamChannel with a queue of outgoing requests and one of responses."""
+
+    def __init__(self, stub: p4r_grpc.P4RuntimeStub) -> None:
+        self._out: "queue.Queue[p4r.StreamMessageRequest | None]" = queue.Queue()
+        self.responses: "queue.Queue[p4r.StreamMessageResponse | grpc.RpcError]" = queue.Queue()
+        self._call = stub.StreamChannel(self._requests())
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _requests(self) -> Iterator[p4r.StreamMessageRequest]:
+        while (item := self._out.get()) is not None:
+            yield item
+
+    def _read(self) -> None:
+        try:
+            for response in self._call:
+                self.responses.put(response)
+        except grpc.RpcError as error:
+            self.responses.put(error)
+
+    def send(self, request: p4r.StreamMessageRequest) -> None:
+        self._out.put(request)
+
+    def arbitrate(self, election_id: int, device_id: int = 1) -> None:
+        update = p4r.MasterArbitrationUpdate(device_id=device_id, election_id=U128.encode(election_id))
+        self.send(p4r.StreamMessageRequest(arbitration=update))
+
+    def next(self, timeout: float = 5.0):
+        return self.responses.get(timeout=timeout)
+
+    def close(self) -> None:
+        self._out.put(None)
+        self._call.cancel()
+
+
+class Client:
+    def __init__(self, address: str) -> None:
+        self.channel = grpc.insecure_channel(address)
+        self.stub = p4r_grpc.P4RuntimeStub(self.channel)
+        self.streams: list[Stream] = []
+
+    def stream(self, election_id: int | None = None) -> Stream:
+        s = Stream(self.stub)
+        self.streams.append(s)
+        if election_id is not None:
+            s.arbitrate(election_id)
+        return s
+
+    def set_pipeline(self, election_id: int = 1, action=Set.VERIFY_AND_COMMIT, device_config=b"prog",
+                     cookie: int = 42):
+        config = p4r.ForwardingPipelineConfig(p4info=sample_p4info(), p4_device_config=device_config)
+        config.cookie.cookie = cookie
+        return self.stub.SetForwardingPipelineConfig(p4r.SetForwardingPipelineConfigRequest(
+            device_id=1, election_id=U128.encode(election_id), action=action, config=config))
+
+    def write(self, *updates: p4r.Update, election_id: int = 1, device_id: int = 1):
+        return self.stub.Write(p4r.WriteRequest(device_id=device_id, election_id=U128.encode(election_id),
+                                                updates=updates))
+
+    def read(self, *entities: p4r.Entity) -> list[p4r.Entity]:
+        out = []
+        for response in self.stub.Read(p4r.ReadRequest(device_id=1, entities=entities)):
+            out.extend(response.entities)
+        return out
+
+    def close(self) -> None:
+        for s in self.streams:
+            s.close()
+        self.channel.close()
+
+
+def lpm_entry(dst: int = 0x0A000100, port: int = 2) -> p4r.TableEntry:
+    e = p4r.TableEntry(table_id=LPM)
+    e.match.add(field_id=1).exact.value = b"\x08\x00"
+    m = e.match.add(field_id=2)
+    m.lpm.value, m.lpm.prefix_len = dst.to_bytes(4, "big"), 24
+    e.action.action.action_id = FORWARD
+    e.action.action.params.add(param_id=1, value=port.to_bytes(2, "big"))
+    e.action.action.params.add(param_id=2, value=b"\x00\x00\x00\x00\x00\x01")
+    return e
+
+
+def insert(entry: p4r.TableEntry, kind=p4r.Update.INSERT) -> p4r.Update:
+    return p4r.Update(type=kind, entity=p4r.Entity(table_entry=entry))
+
+
+def route(pipeline, port: int, data: bytes):
+    """Packet function of the tests: b'cpu...' goes to the CPU port, else to port data[0]."""
+    if port == CPU:
+        return [(int.from_bytes(data[:2], "big") >> 7, data[2:])]
+    if data.startswith(b"cpu"):
+        return [(CPU, ((port << 7).to_bytes(2, "big")) + data)]
+    return [(data[0], data)]
+
+
+@pytest.fixture
+def switch():
+    options = SwitchOptions(
+        device_id=1, grpc_address="127.0.0.1:0", cpu_port=CPU,
+        udp_ports=(UdpPortSpec.parse("1@127.0.0.1:0"), UdpPortSpec.parse("2@127.0.0.1:0")))
+    with SwitchServer(options, FakeTarget(route)) as server:
+        yield server
+
+
+@pytest.fixture
+def client(switch):
+    c = Client(switch.grpc_address)
+    yield c
+    c.close()
+
+
+def rpc_error(call) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as info:
+        call()
+    return info.value
+
+
+def arbitration(stream: Stream) -> tuple[int, int]:
+    msg = stream.next()
+    assert isinstance(msg, p4r.StreamMessageResponse), msg
+    assert msg.WhichOneof("update") == "arbitration"
+    return msg.arbitration.status.code, U128.decode(msg.arbitration.election_id)
+
+
+# -- arbitration ---------------------------------------------------------------------------
+
+
+def test_primary_backup_and_takeover(client: Client):
+    a = client.stream(5)
+    assert arbitration(a) == (rpc_code.OK, 5)
+    b = client.stream(3)
+    assert arbitration(b) == (rpc_code.ALREADY_EXISTS, 5)
+    c = client.stream(9)
+    assert arbitration(c) == (rpc_code.OK, 9)
+    assert arbitration(a) == (rpc_code.ALREADY_EXISTS, 9)
+    assert arbitration(b) == (rpc_code.ALREADY_EXISTS, 9)
+    c.close()
+    assert arbitration(a) == (rpc_code.NOT_FOUND, 9)
+    assert arbitration(b) == (rpc_code.NOT_FOUND, 9)
+
+
+def test_duplicate_election_id_ends_stream_with_invalid_argument(client: Client):
+    a = client.stream(5)
+    arbitration(a)
+    b = client.stream(5)
+    error = b.next()
+    assert isinstance(error, grpc.RpcError)
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "election id 5 is already used" in error.details()
+
+
+def test_wrong_device_id_ends_stream_with_not_found(client: Client):
+    s = client.stream()
+    s.arbitrate(1, device_id=99)
+    error = s.next()
+    assert isinstance(error, grpc.RpcError) and error.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_write_and_set_from_backup_are_permission_denied(client: Client):
+    arbitration(client.stream(5))
+    arbitration(client.stream(3))
+    error = rpc_error(lambda: client.set_pipeline(election_id=3))
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    client.set_pipeline(election_id=5)
+    error = rpc_error(lambda: client.write(insert(lpm_entry()), election_id=3))
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert "not primary" in error.details()
+    client.write(insert(lpm_entry()), election_id=5)
+
+
+# -- pipeline config -----------------------------------------------------------------------
+
+
+def test_no_pipeline_is_failed_precondition(client: Client):
+    arbitration(client.stream(1))
+    for call in (lambda: client.write(insert(lpm_entry())),
+                 lambda: client.read(p4r.Entity(table_entry=p4r.TableEntry())),
+                 lambda: client.stub.GetForwardingPipelineConfig(
+                     p4r.GetForwardingPipelineConfigRequest(device_id=1))):
+        error = rpc_error(call)
+        assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert error.details() == NO_PIPELINE_MESSAGE
+
+
+def test_capabilities_and_get_config_response_types(client: Client):
+    assert client.stub.Capabilities(p4r.CapabilitiesRequest()).p4runtime_api_version == "1.5.0"
+    arbitration(client.stream(1))
+    client.set_pipeline(cookie=42)
+    Get = p4r.GetForwardingPipelineConfigRequest
+    reply = client.stub.GetForwardingPipelineConfig(Get(device_id=1, response_type=Get.COOKIE_ONLY))
+    assert reply.config.cookie.cookie == 42 and not reply.config.HasField("p4info")
+    reply = client.stub.GetForwardingPipelineConfig(Get(device_id=1, response_type=Get.P4INFO_AND_COOKIE))
+    assert reply.config.p4info == sample_p4info() and not reply.config.p4_device_config
+    reply = client.stub.GetForwardingPipelineConfig(Get(device_id=1, response_type=Get.ALL))
+    assert reply.config.p4_device_config == b"prog"
+
+
+def test_bad_device_config_and_action(client: Client):
+    arbitration(client.stream(1))
+    error = rpc_error(lambda: client.set_pipeline(device_config=b"bad"))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and "device config rejected" in error.details()
+    error = rpc_error(lambda: client.set_pipeline(action=Set.UNSPECIFIED))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    error = rpc_error(lambda: client.set_pipeline(action=Set.COMMIT))
+    assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
+    client.set_pipeline(action=Set.VERIFY_AND_SAVE)
+    client.set_pipeline(action=Set.COMMIT)
+
+
+# -- write / read --------------------------------------------------------------------------
+
+
+def test_write_errors_per_update_in_status_details(client: Client):
+    arbitration(client.stream(1))
+    client.set_pipeline()
+    bad = lpm_entry(port=0x300)  # 9-bit port parameter
+    missing = lpm_entry(dst=0x0B000000)
+    error = rpc_error(lambda: client.write(insert(lpm_entry()), insert(lpm_entry()), insert(bad),
+                                           insert(missing, p4r.Update.DELETE)))
+    assert error.code() == grpc.StatusCode.UNKNOWN
+    trailer = dict(error.trailing_metadata())[STATUS_DETAILS_KEY]
+    status = rpc_status.Status.FromString(trailer)
+    assert status.code == rpc_code.UNKNOWN
+    codes = [e.canonical_code for e in decode_write_errors(status)]
+    assert codes == [rpc_code.OK, rpc_code.ALREADY_EXISTS, rpc_code.INVALID_ARGUMENT, rpc_code.NOT_FOUND]
+    messages = [e.message for e in decode_write_errors(status)]
+    assert "does not fit in 9 bits" in messages[2]
+
+
+def test_write_to_wrong_device_is_not_found(client: Client):
+    error = rpc_error(lambda: client.write(insert(lpm_entry()), device_id=7))
+    assert error.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_wildcard_read_is_canonical_and_streams_many_entities(client: Client):
+    arbitration(client.stream(1))
+    client.set_pipeline()
+    client.write(insert(lpm_entry(port=2)))
+    (entity,) = client.read(p4r.Entity(table_entry=p4r.TableEntry()))
+    assert entity.table_entry.action.action.params[0].value == b"\x02"
+    registers = client.read(p4r.Entity(register_entry=p4r.RegisterEntry()))
+    assert len(registers) == 16
+    counters = client.read(p4r.Entity(counter_entry=p4r.CounterEntry()))
+    assert len(counters) == 8 and all(c.counter_entry.HasField("index") for c in counters)
+
+
+def test_malformed_read_is_an_error_reply_and_server_lives(client: Client):
+    error = rpc_error(lambda: client.read(p4r.Entity()))
+    assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
+    arbitration(client.stream(1))
+    client.set_pipeline()
+    error = rpc_error(lambda: client.read(p4r.Entity()))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    error = rpc_error(lambda: client.read(p4r.Entity(table_entry=p4r.TableEntry(table_id=123))))
+    assert error.code() == grpc.StatusCode.NOT_FOUND
+    assert client.stub.Capabilities(p4r.CapabilitiesRequest()).p4runtime_api_version
+
+
+# -- packets -------------------------------------------------------------------------------
+
+
+def udp_peer(switch: SwitchServer, number: int) -> tuple[socket.socket, tuple[str, int]]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(5)
+    return sock, switch.ports.ports[number].address  # type: ignore[union-attr,attr-defined]
+
+
+def test_udp_forwarding_packet_in_and_packet_out(switch: SwitchServer, client: Client):
+    s = client.stream(1)
+    arbitration(s)
+    client.set_pipeline()
+    host1, port1 = udp_peer(switch, 1)
+    host2, port2 = udp_peer(switch, 2)
+    host2.sendto(b"\x02hello", port2)  # teaches port 2 its peer, and comes back out of port 2
+    assert host2.recvfrom(100)[0] == b"\x02hello"
+    host1.sendto(b"\x02to-two", port1)
+    assert host2.recvfrom(100)[0] == b"\x02to-two"
+    host1.sendto(b"cpu-bound", port1)
+    msg = s.next()
+    assert msg.WhichOneof("update") == "packet"
+    assert msg.packet.payload == b"cpu-bound"
+    assert msg.packet.metadata[0].value == b"\x01"
+    out = p4r.PacketOut(payload=b"from-controller")
+    out.metadata.add(metadata_id=1, value=b"\x00\x02")
+    s.send(p4r.StreamMessageRequest(packet=out))
+    assert host2.recvfrom(100)[0] == b"from-controller"
+    host1.close()
+    host2.close()
+
+
+def test_packet_out_from_backup_is_stream_error(client: Client):
+    arbitration(client.stream(5))
+    b = client.stream(3)
+    arbitration(b)
+    b.send(p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=b"x")))
+    msg = b.next()
+    assert msg.WhichOneof("update") == "error"
+    assert msg.error.canonical_code == rpc_code.PERMISSION_DENIED
+    assert msg.error.packet_out.packet_out.payload == b"x"
+
+
+def test_packets_are_dropped_without_pipeline(switch: SwitchServer):
+    host1, port1 = udp_peer(switch, 1)
+    host1.sendto(b"\x01x", port1)
+    host1.settimeout(0.3)
+    with pytest.raises(socket.timeout):
+        host1.recvfrom(100)
+    host1.close()
