@@ -1,0 +1,49 @@
+"""``innet-stf PROGRAM.p4 TEST.stf``: run a p4c-style STF test on the embedded target.
+
+Exit status: 0 all outputs as expected, 1 output mismatch (expected vs got per port, in
+hex, on stderr), 2 bad command line, compile error, or malformed STF file (one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="innet-stf", description="Run an STF test against a P4_16 v1model program.")
+    parser.add_argument("program", type=Path, help="P4 source file")
+    parser.add_argument("test", type=Path, help="STF test file")
+    parser.add_argument("-I", dest="include_dirs", action="append", default=[], type=Path, metavar="DIR")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log the executor at DEBUG (log_msg output)")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return 2 if e.code else 0
+    if args.verbose:
+        import logging
+
+        logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
+    from innet.switch.frontend.errors import FrontendError
+    from innet.switch.pipeline.errors import PipelineError
+    from innet.switch.stf import StfError, run_stf
+
+    for p in (args.program, args.test):
+        if not p.is_file():
+            print(f"innet-stf: no such file: {p}", file=sys.stderr)
+            return 2
+    try:
+        result = run_stf(args.program, args.test, args.include_dirs)
+    except (FrontendError, PipelineError, StfError) as e:
+        print(f"innet-stf: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
+    if result.passed:
+        print(f"PASS {result.message}")
+        return 0
+    print(f"FAIL {result.message}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
