@@ -1,0 +1,290 @@
+"""Parsers, controls, actions and tables, specialised per instance.
+
+Why specialise: p4c gives every entity inside an instantiated sub-control the name
+``<outer>.<instance>.<local>`` and its own state.  Building a fresh ``ir.Control`` /
+``ir.Parser`` per instance (fresh uids, own tables and extern instances) gives the
+executor independent state and gives P4Info final control-plane names.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lark import Token, Tree
+
+from . import ir
+from .expressions import children
+from .statements import StmtBuilder
+from .symbols import BlockDecl, ConstSym, did_you_mean
+
+
+class BlockBuilder(StmtBuilder):
+    path: str
+    global_scope: Any
+    actions_global: dict[str, ir.Action]
+
+    # ------------------------------------------------------------------ names
+    def cp_name(self, local: str, annos: ir.Annotations) -> str:
+        a = annos.get("name")
+        if a is not None and a.body and isinstance(a.body[0], str):
+            n = a.body[0]
+            if n.startswith("."):
+                return n[1:]
+            local = n
+        return f"{self.path}.{local}" if self.path else local
+
+    def params(self, t: Tree | None, fresh: bool = True) -> tuple[ir.Param, ...]:
+        out: list[ir.Param] = []
+        if t is None:
+            return ()
+        seen: set[str] = set()
+        for p in children(t):
+            annos_t, dir_t, type_t, name_t, default_t = p.children
+            name = self.name_of(name_t)
+            if name in seen:
+                raise self.err(self.loc(name_t), f"duplicate parameter '{name}'")
+            seen.add(name)
+            direction = str(dir_t.children[0]) if dir_t is not None else None
+            ty = self.resolve_type(type_t)
+            default = self.expr(default_t) if default_t is not None else None
+            out.append(ir.Param(name, direction, ty, self.new_uid(), self.loc(name_t),
+                                self.annotations(annos_t), default))
+        return tuple(out)
+
+    def _fresh(self, ps: tuple[ir.Param, ...]) -> tuple[ir.Param, ...]:
+        return tuple(ir.Param(p.name, p.direction, p.type, self.new_uid(), p.loc,
+                              p.annotations, p.default) for p in ps)
+
+    # ------------------------------------------------------------------ specialisation
+    def specialise(self, decl: BlockDecl, ctor_args: tuple[ir.Expr, ...], path: str,
+                   loc: ir.Loc) -> ir.Parser | ir.Control:
+        if len(ctor_args) != len(decl.ctor_params):
+            raise self.err(loc, f"wrong number of constructor arguments for {decl.kind} "
+                           f"{decl.name}: expected {len(decl.ctor_params)}, got {len(ctor_args)}")
+        saved = (self.scope, self.path, self.block_kind, self.return_type)
+        self.scope = self.global_scope.child()
+        self.path = path
+        self.block_kind = decl.kind
+        self.return_type = None
+        try:
+            params = self._fresh(decl.params)
+            for p in params:
+                self.declare(p.name, p, p.loc)
+            for p, a in zip(decl.ctor_params, ctor_args):
+                v = self.coerce(a, p.type, f"constructor argument '{p.name}' of {decl.name}")
+                self.declare(p.name, ConstSym(p.name, v, p.loc), p.loc)
+            body_items = [c for c in decl.tree.children if isinstance(c, Tree)]
+            if decl.kind == "control":
+                return self._control(decl, params, body_items, path)
+            return self._parser(decl, params, body_items, path)
+        finally:
+            self.scope, self.path, self.block_kind, self.return_type = saved
+
+    def _locals(self, items: list[Tree]) -> list[Any]:
+        out: list[Any] = []
+        for it in items:
+            d = it.data
+            if d == "const_decl":
+                self.const_decl(it)
+            elif d == "var_decl":
+                out.append(self.var_decl(it))
+            elif d == "instantiation":
+                out.append(self.instantiation(it))
+            elif d == "action_decl":
+                out.append(self.action(it))
+            elif d == "table_decl":
+                out.append(self.table(it))
+            elif d == "value_set_decl":
+                raise self.unsupported(self.loc(it), "value_set")
+        return out
+
+    def _control(self, decl: BlockDecl, params: tuple[ir.Param, ...], items: list[Tree],
+                 path: str) -> ir.Control:
+        local_items = [i for i in items if i.data in ("const_decl", "var_decl", "instantiation",
+                                                      "action_decl", "table_decl")]
+        locs = self._locals(local_items)
+        body_t = next(i for i in items if i.data == "block")
+        self.block_kind = "control"
+        body = self.block(body_t)
+        return ir.Control(decl.name, params, decl.ctor_params, tuple(locs), body,
+                          decl.annotations, decl.loc, path)
+
+    def _parser(self, decl: BlockDecl, params: tuple[ir.Param, ...], items: list[Tree],
+                path: str) -> ir.Parser:
+        local_items = [i for i in items if i.data in ("const_decl", "var_decl", "instantiation",
+                                                      "value_set_decl")]
+        locs = self._locals(local_items)
+        state_ts = [i for i in items if i.data == "parser_state"]
+        names: dict[str, ir.Loc] = {}
+        for st in state_ts:
+            n = self.name_of(st.children[1])
+            if n in names or n in ("accept", "reject"):
+                raise self.err(self.loc(st.children[1]), f"duplicate parser state '{n}'")
+            names[n] = self.loc(st.children[1])
+        if "start" not in names:
+            raise self.err(decl.loc, f"parser {decl.name} has no 'start' state")
+        states: dict[str, ir.ParserState] = {}
+        for st in state_ts:
+            states[self.name_of(st.children[1])] = self._state(st, names)
+        return ir.Parser(decl.name, params, decl.ctor_params, tuple(locs), states,
+                         decl.annotations, decl.loc, path)
+
+    def _state(self, st: Tree, names: dict[str, ir.Loc]) -> ir.ParserState:
+        annos_t, name_t, *rest = st.children
+        outer = self.scope
+        self.scope = outer.child()
+        try:
+            body = tuple(self.stmt(s) for s in rest[:-1])
+            tr = self._transition(rest[-1], names)
+        finally:
+            self.scope = outer
+        return ir.ParserState(self.name_of(name_t), body, tr, self.loc(st),
+                              self.annotations(annos_t))
+
+    def _target_state(self, t: Tree | Token, names: dict[str, ir.Loc]) -> str:
+        n = self.name_of(t)
+        if n not in names and n not in ("accept", "reject"):
+            raise self.err(self.loc(t), f"transition to undefined state '{n}'."
+                           + did_you_mean(n, list(names) + ["accept", "reject"]))
+        return n
+
+    def _transition(self, t: Tree, names: dict[str, ir.Loc]) -> ir.Goto | ir.Select:
+        loc = self.loc(t)
+        if t.data == "goto":
+            return ir.Goto(self._target_state(t.children[0], names), loc)
+        keys = tuple(self.expr(k) for k in children(t.children[0]))
+        for k in keys:
+            if isinstance(k.type, ir.IntT):
+                raise self.err(k.loc, "select key needs a width")
+        cases: list[ir.SelectCase] = []
+        for c in children(t)[1:]:
+            ks_t, st_t = c.children
+            ks = self.keysets(ks_t, [k.type for k in keys], "select case")
+            cases.append(ir.SelectCase(ks, self._target_state(st_t, names), self.loc(c)))
+        return ir.Select(keys, tuple(cases), loc)
+
+    def keysets(self, t: Tree | Token, types: list[ir.Type], what: str) -> tuple[ir.Expr, ...]:
+        loc = self.loc(t)
+        if isinstance(t, Tree) and t.data == "tuple_keyset":
+            items = children(t)
+            if len(items) != len(types):
+                raise self.err(loc, f"{what} has {len(items)} keyset elements but there are "
+                               f"{len(types)} keys")
+            return tuple(self.keyset(i, ty, what) for i, ty in zip(items, types))
+        if isinstance(t, Tree) and t.data in ("default_key", "dontcare_key"):
+            return tuple(self.keyset(t, ty, what) for ty in types)
+        if len(types) != 1:
+            raise self.err(loc, f"{what} has 1 keyset element but there are {len(types)} keys")
+        return (self.keyset(t, types[0], what),)
+
+    def keyset(self, t: Tree | Token, ty: ir.Type, what: str) -> ir.Expr:
+        loc = self.loc(t)
+        if isinstance(t, Tree):
+            if t.data == "default_key":
+                return ir.DefaultKey(ir.DontCareT(), loc, True)
+            if t.data == "dontcare_key":
+                return ir.DefaultKey(ir.DontCareT(), loc, False)
+            if t.data == "mask":
+                v = self.coerce(self.expr(t.children[0]), ty, f"{what} value")
+                m = self.coerce(self.expr(t.children[1]), ty, f"{what} mask")
+                return ir.Mask(v, m, ty, loc)
+            if t.data == "range":
+                lo = self.coerce(self.expr(t.children[0]), ty, f"{what} range")
+                hi = self.coerce(self.expr(t.children[1]), ty, f"{what} range")
+                return ir.Range(lo, hi, ty, loc)
+        return self.coerce(self.expr(t), ty, what)
+
+    # ------------------------------------------------------------------ instances
+    def instantiation(self, t: Tree) -> ir.Instance:
+        annos_t, type_t, args_t, name_t = t.children
+        name = self.name_of(name_t)
+        annos = self.annotations(annos_t)
+        inst = self.make_instance(type_t, args_t, name, annos, self.loc(name_t),
+                                  self.cp_name(name, annos))
+        self.declare(name, inst, self.loc(name_t))
+        return inst
+
+    def make_instance(self, type_t: Tree, args_t: Tree | None, name: str,
+                      annos: ir.Annotations, loc: ir.Loc, cp_name: str) -> ir.Instance:
+        ty = self.resolve_type(type_t)
+        args = self.arg_list(args_t)
+        if isinstance(ty, ir.ExternT):
+            decl = self.externs[ty.name]
+            if len(ty.type_args) != len(decl.type_params):
+                raise self.err(loc, f"extern {ty.name} takes {len(decl.type_params)} type "
+                               f"arguments, got {len(ty.type_args)}")
+            if not decl.ctors:
+                raise self.err(loc, f"extern {ty.name} cannot be instantiated")
+            sig = self.choose_overload(decl.ctors, len(args), loc, f"constructor of {ty.name}")
+            tv = dict(zip(decl.type_params, ty.type_args))
+            bound = self.bind(sig.params, args, loc, f"constructor of {ty.name}", tv, ())
+            return ir.Instance(name, cp_name, ty, None,
+                               tuple(a.expr for a in bound if a.expr is not None), annos, loc)
+        if isinstance(ty, (ir.ControlT, ir.ParserT)):
+            bdecl = self.scope.lookup_type(ty.name)
+            if not isinstance(bdecl, BlockDecl):
+                raise self.err(loc, f"{ty.name} is a {ty.__class__.__name__[:-1].lower()} type "
+                               "declaration without a body and cannot be instantiated")
+            ctor = tuple(self.expr(a) for _, a in args)
+            blk = self.specialise(bdecl, ctor, cp_name, loc)
+            return ir.Instance(name, cp_name, ty, blk, ctor, annos, loc)
+        raise self.err(loc, f"cannot instantiate a value of type {ty}")
+
+    # ------------------------------------------------------------------ actions
+    def action(self, t: Tree) -> ir.Action:
+        annos_t, name_t, params_t, body_t = t.children
+        name = self.name_of(name_t)
+        annos = self.annotations(annos_t)
+        loc = self.loc(name_t)
+        params = self.params(params_t)
+        seen_data = False
+        for p in params:
+            if p.direction is None:
+                seen_data = True
+            elif seen_data:
+                raise self.err(p.loc, f"action '{name}': directional parameter '{p.name}' "
+                               "must come before the directionless (action data) parameters")
+        cp = name if not self.path else self.cp_name(name, annos)
+        if not self.path and "name" in annos and isinstance(annos["name"].body[0], str):
+            cp = str(annos["name"].body[0]).lstrip(".")
+        saved = (self.scope, self.block_kind, self.return_type)
+        self.scope = self.scope.child()
+        self.block_kind = "action"
+        self.return_type = None
+        try:
+            for p in params:
+                self.declare(p.name, p, p.loc)
+            body = self.block(body_t)
+        finally:
+            self.scope, self.block_kind, self.return_type = saved
+        act = ir.Action(name, cp, params, body, annos, loc)
+        self.declare(name, act, loc)
+        return act
+
+    # ------------------------------------------------------------------ tables
+    def expr_text(self, t: Tree | Token) -> str:
+        """Key expression as p4c prints it (``hdr.ipv4.dstAddr``)."""
+        if isinstance(t, Token):
+            return str(t)
+        d = t.data
+        if d == "name_ref":
+            return self.name_of(t.children[0])
+        if d == "member":
+            return f"{self.expr_text(t.children[0])}.{self.name_of(t.children[1])}"
+        if d == "index":
+            return f"{self.expr_text(t.children[0])}[{self.expr_text(t.children[1])}]"
+        if d == "slice":
+            return (f"{self.expr_text(t.children[0])}[{self.expr_text(t.children[1])}:"
+                    f"{self.expr_text(t.children[2])}]")
+        if d == "call" and not children(t.children[1]):
+            return f"{self.expr_text(t.children[0])}()"
+        if d == "int_lit":
+            return str(t.children[0])
+        if not t.meta.empty:
+            return re.sub(r"\s+", " ", self.pp.text[t.meta.start_pos:t.meta.end_pos]).strip()
+        return d
+
+    def table(self, t: Tree) -> ir.Table:
+        from .tables import build_table
+        return build_table(self, t)

@@ -1,0 +1,550 @@
+"""Expression typing: parse-tree expressions to typed ``ir`` expressions.
+
+Why: this is where P4's typing rules live -- name resolution, implicit conversion of
+unsized literals, the ban on every other implicit conversion, l-value rules, method
+lookup on headers / stacks / externs / tables, and argument binding with directions and
+generic type parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from lark import Token, Tree
+
+from . import consteval as ce
+from . import ir
+from .errors import P4Error, UnsupportedError
+from .parse import convert_annotation, parse_int, tree_loc, unescape_string
+from .preprocess import Preprocessed
+from .symbols import BlockDecl, ConstSym, ExternFnSym, Scope, did_you_mean
+
+_BINOPS = {"lor": "||", "land": "&&", "bor": "|", "bxor": "^", "band": "&", "eq": "==",
+           "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">=", "shl": "<<", "shr": ">>",
+           "add": "+", "sub": "-", "sadd": "|+|", "ssub": "|-|", "concat": "++", "mul": "*",
+           "div": "/", "mod": "%"}
+_UNOPS = {"neg": "-", "lnot": "!", "bnot": "~"}
+_CMP = {"==", "!=", "<", "<=", ">", ">="}
+_SIZE_METHODS = {"minSizeInBits": 1, "minSizeInBytes": 8, "maxSizeInBits": 1,
+                 "maxSizeInBytes": 8, "sizeInBits": 1, "sizeInBytes": 8}
+
+
+class _Callable:
+    """A name that denotes something callable or applicable, not a value."""
+
+    __slots__ = ("obj", "loc", "name")
+
+    def __init__(self, obj: object, loc: ir.Loc, name: str) -> None:
+        self.obj, self.loc, self.name = obj, loc, name
+
+
+def children(t: Tree) -> list[Any]:
+    """Children without the None placeholders of absent optional items."""
+    return [c for c in t.children if c is not None]
+
+
+class ExprBuilder:
+    """Builds typed expressions in the current scope (``self.scope``)."""
+
+    pp: Preprocessed
+    annos: list[Any]
+    scope: Scope
+    errors: list[str]
+    match_kinds: list[str]
+    _uid: int
+    digest_calls: list[ir.ExternCall]
+    externs: dict[str, ir.ExternDecl]
+
+    # ------------------------------------------------------------------ helpers
+    def loc(self, node: Tree | Token) -> ir.Loc:
+        return tree_loc(self.pp, node)
+
+    def err(self, loc: ir.Loc, msg: str) -> P4Error:
+        return P4Error(loc, msg, self.pp.source_line(loc))
+
+    def unsupported(self, loc: ir.Loc, what: str) -> P4Error:
+        return UnsupportedError(loc, f"unsupported: {what} is not supported by innet's "
+                                "embedded target", self.pp.source_line(loc))
+
+    def new_uid(self) -> int:
+        self._uid += 1
+        return self._uid
+
+    def annotations(self, t: Tree | None) -> ir.Annotations:
+        if t is None:
+            return {}
+        out: ir.Annotations = {}
+        for tok in t.children:
+            a = convert_annotation(self.annos[int(tok)])
+            out[a.name] = a
+        return out
+
+    @staticmethod
+    def name_of(t: Tree | Token) -> str:
+        if isinstance(t, Token):
+            return str(t)
+        if t.data in ("name", "kw_name"):
+            return ExprBuilder.name_of(t.children[0])
+        return ExprBuilder.name_of(t.children[0])
+
+    # ------------------------------------------------------------------ types
+    def resolve_type(self, t: Tree) -> ir.Type:
+        d = t.data
+        if d == "type_ref":
+            return self.resolve_type(t.children[0])
+        if d == "base_type":
+            kw = str(t.children[0])
+            return {"bool": ir.BoolT(), "error": ir.ErrorT(), "string": ir.StringT(),
+                    "match_kind": ir.MatchKindT()}[kw]
+        if d == "int_type":
+            return ir.IntT()
+        if d == "bit1_type":
+            return ir.BitT(1)
+        if d in ("bit_type", "sint_type", "varbit_type"):
+            w_tree = next(c for c in t.children if isinstance(c, Tree) and c.data == "width")
+            w = self.width_value(w_tree)
+            if d == "varbit_type":
+                return ir.VarBitT(w)
+            if d == "sint_type" and w < 1:
+                raise self.err(self.loc(t), f"int<{w}>: width must be at least 1")
+            return ir.BitT(w, d == "sint_type")
+        if d == "void_type":
+            return ir.VoidT()
+        if d == "dontcare_type":
+            return ir.DontCareT()
+        if d == "named_type":
+            return self.named_type(t.children[0])
+        if d == "spec_type":
+            name_tok = t.children[0]
+            base = self.named_type(name_tok, allow_generic=True)
+            args = tuple(self.resolve_type(a) for a in children(t.children[1]))
+            if isinstance(base, ir.ExternT):
+                return ir.ExternT(base.name, args)
+            return base
+        if d == "stack_type":
+            elem = self.resolve_type(t.children[0])
+            size = self.const_int(t.children[1], "header stack size")
+            if not isinstance(elem, (ir.HeaderT, ir.HeaderUnionT)):
+                raise self.err(self.loc(t), f"header stack element type must be a header or "
+                               f"header_union, not {elem}")
+            if size < 1:
+                raise self.err(self.loc(t), f"header stack size must be positive, not {size}")
+            return ir.StackT(elem, size)
+        if d == "tuple_type":
+            return ir.TupleT(tuple(self.resolve_type(a) for a in children(t.children[0])))
+        raise self.err(self.loc(t), f"unexpected type syntax {d}")
+
+    def width_value(self, w: Tree) -> int:
+        c = w.children[0]
+        if isinstance(c, Token) and c.type == "INTEGER":
+            v = parse_int(str(c))[0]
+        elif isinstance(c, Token):
+            v = self.const_int(Tree("name_ref", [c], w.meta), "width")
+        else:
+            v = self.const_int(c, "width")
+        if v < 0:
+            raise self.err(self.loc(w), f"width must not be negative, not {v}")
+        return v
+
+    def named_type(self, tok: Token, allow_generic: bool = False) -> ir.Type:
+        name = str(tok)
+        sym = self.scope.lookup_type(name)
+        if sym is None:
+            raise self.err(self.loc(tok), f"unknown type '{name}'."
+                           + did_you_mean(name, self.scope.all_type_names()))
+        if isinstance(sym, ir.Type):
+            return sym
+        if isinstance(sym, ir.ExternDecl):
+            return ir.ExternT(sym.name, ())
+        if isinstance(sym, BlockDecl):
+            return ir.ParserT(name) if sym.kind == "parser" else ir.ControlT(name)
+        kind = getattr(sym, "kind", None)
+        if kind == "parser":
+            return ir.ParserT(name)
+        if kind == "control":
+            return ir.ControlT(name)
+        return ir.PackageT(name)
+
+    def const_int(self, t: Tree | Token, what: str) -> int:
+        e = self.expr(t)
+        if not isinstance(e, ir.Const) or isinstance(e.value, bool):
+            raise self.err(self.loc(t), f"{what} must be a compile-time integer constant")
+        return int(e.value)
+
+    # ------------------------------------------------------------------ conversions
+    def coerce(self, e: ir.Expr, t: ir.Type, what: str) -> ir.Expr:
+        """Implicitly convert ``e`` to ``t`` or raise a located type error."""
+        if e.type == t or isinstance(t, (ir.TypeVarT, ir.DontCareT)):
+            return e
+        if isinstance(e, ir.DefaultKey):
+            return e
+        if isinstance(e, ir.Const) and isinstance(e.type, ir.IntT) and not isinstance(e.value, bool):
+            if isinstance(t, ir.BitT):
+                if not ce.fits(int(e.value), t):
+                    raise self.err(e.loc, f"{what}: value {e.value} does not fit in {t}")
+                return ir.Const(ce.wrap(int(e.value), t), t, e.loc)
+            if isinstance(t, ir.IntT):
+                return e
+        if isinstance(e, ir.ListExpr):
+            if isinstance(t, (ir.StructT, ir.HeaderT)):
+                if len(e.elems) != len(t.fields):
+                    raise self.err(e.loc, f"{what}: {t} has {len(t.fields)} fields but the "
+                                   f"list has {len(e.elems)} elements")
+                return ir.StructInit(t, tuple(
+                    (f.name, self.coerce(x, f.type, f"field '{f.name}' of {t}"))
+                    for f, x in zip(t.fields, e.elems)), e.loc)
+            if isinstance(t, ir.TupleT) and len(t.elems) == len(e.elems):
+                elems = tuple(self.coerce(x, et, what) for x, et in zip(e.elems, t.elems))
+                return ir.ListExpr(elems, ir.TupleT(tuple(x.type for x in elems)), e.loc)
+        if isinstance(e, ir.StructInit) and isinstance(e.type, ir.StructT) and e.type.name == "" \
+                and isinstance(t, (ir.StructT, ir.HeaderT)):
+            given = dict(e.fields)
+            want = [f.name for f in t.fields]
+            for n in given:
+                if n not in want:
+                    raise self.err(e.loc, f"{what}: {t} has no field '{n}'." + did_you_mean(n, want))
+            for n in want:
+                if n not in given:
+                    raise self.err(e.loc, f"{what}: field '{n}' of {t} is not initialised")
+            return ir.StructInit(t, tuple((f.name, self.coerce(given[f.name], f.type,
+                                                                f"field '{f.name}' of {t}"))
+                                          for f in t.fields), e.loc)
+        if ce.is_serializable_enum(e.type) and isinstance(t, ir.BitT) \
+                and e.type.underlying == t:  # type: ignore[union-attr]
+            return ir.Cast(t, e, e.loc)
+        raise self.err(e.loc, f"{what}: cannot convert {e.type} to {t} implicitly; "
+                       "use a cast")
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, t: Tree | Token) -> ir.Expr:
+        r = self._expr(t)
+        if isinstance(r, _Callable):
+            raise self.err(r.loc, f"'{r.name}' cannot be used as a value")
+        return r
+
+    def _expr(self, t: Tree | Token) -> ir.Expr | _Callable:
+        if isinstance(t, Token):
+            return self._expr(Tree("name_ref", [t]))
+        d = t.data
+        loc = self.loc(t)
+        fn: Callable[[Tree, ir.Loc], ir.Expr | _Callable] | None = getattr(self, "_e_" + d, None)
+        if fn is not None:
+            return fn(t, loc)
+        if d in _BINOPS:
+            ch = children(t)
+            rhs = ch[-1]
+            return self.binary(_BINOPS[d], self.expr(ch[0]), self.expr(rhs), loc)
+        if d in _UNOPS:
+            return self.unary(_UNOPS[d], self.expr(t.children[0]), loc)
+        if d == "pos":
+            return self.expr(t.children[0])
+        if d in ("mask", "range", "default_key", "dontcare_key", "tuple_keyset"):
+            raise self.err(loc, "a keyset expression is only allowed in select cases and "
+                           "table entries")
+        raise self.err(loc, f"unsupported expression syntax '{d}'")
+
+    def _e_int_lit(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+        v, w, s = parse_int(str(t.children[0]))
+        if w is None:
+            return ir.Const(v, ir.IntT(), loc)
+        bt = ir.BitT(w, s)
+        return ir.Const(ce.wrap(v, bt), bt, loc)
+
+    def _e_string_lit(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+        return ir.StringLit(unescape_string(str(t.children[0])), ir.StringT(), loc)
+
+    def _e_true_lit(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+        return ir.Const(True, ir.BoolT(), loc)
+
+    def _e_false_lit(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+        return ir.Const(False, ir.BoolT(), loc)
+
+    def _e_name_ref(self, t: Tree, loc: ir.Loc) -> ir.Expr | _Callable:
+        name = self.name_of(t.children[0])
+        sym = self.scope.lookup(name)
+        if sym is None:
+            if self.scope.lookup_type(name) is not None:
+                raise self.err(loc, f"'{name}' is a type, not a value")
+            raise self.err(loc, f"undefined name '{name}'."
+                           + did_you_mean(name, self.scope.all_value_names()))
+        if isinstance(sym, (ir.Param, ir.VarDecl)):
+            return ir.VarRef(sym, sym.type, loc)
+        if isinstance(sym, ConstSym):
+            return self._copy_const(sym.value, loc)
+        if isinstance(sym, ir.Instance):
+            return ir.InstanceRef(sym, sym.type, loc)
+        return _Callable(sym, loc, name)
+
+    @staticmethod
+    def _copy_const(v: ir.Expr, loc: ir.Loc) -> ir.Expr:
+        if isinstance(v, ir.Const):
+            return ir.Const(v.value, v.type, loc)
+        if isinstance(v, ir.EnumMember):
+            return ir.EnumMember(v.enum, v.member, loc=loc)
+        if isinstance(v, ir.ErrorMember):
+            return ir.ErrorMember(v.name, loc=loc)
+        if isinstance(v, ir.StringLit):
+            return ir.StringLit(v.value, v.type, loc)
+        return v
+
+    def _e_error_member(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+        name = self.name_of(children(t)[-1])
+        if name not in self.errors:
+            raise self.err(loc, f"error.{name} is not declared." + did_you_mean(name, self.errors))
+        return ir.ErrorMember(name, ir.ErrorT(), loc)
+
+    def _e_type_member(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+        tname = str(t.children[0])
+        member = self.name_of(t.children[1])
+        ty = self.named_type(t.children[0])
+        if isinstance(ty, ir.EnumT):
+            if member not in ty.members:
+                raise self.err(loc, f"enum {tname} has no member '{member}'."
+                               + did_you_mean(member, ty.members))
+            return ir.EnumMember(ty, member, loc=loc)
+        raise self.err(loc, f"'{tname}.{member}': {tname} is not an enum")
+
+    def _e_list_expr(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+        ch = children(t)
+        elems = tuple(self.expr(x) for x in (children(ch[0]) if ch else []))
+        return ir.ListExpr(elems, ir.TupleT(tuple(e.type for e in elems)), loc)
+
+    def _e_struct_expr(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+        fields: list[tuple[str, ir.Expr]] = []
+        for kv in children(t):
+            n = self.name_of(kv.children[0])
+            if any(n == f for f, _ in fields):
+                raise self.err(self.loc(kv), f"field '{n}' initialised twice")
+            fields.append((n, self.expr(kv.children[1])))
+        anon = ir.StructT("", tuple(ir.Field(n, e.type) for n, e in fields))
+        return ir.StructInit(anon, tuple(fields), loc)
+
+    def _e_ctor_call(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+        raise self.err(loc, "constructor call is only allowed in an instantiation or a "
+                       "table 'implementation' property")
+
+    def _e_cast(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+        ty = self.resolve_type(t.children[0])
+        e = self.expr(t.children[1])
+        return self.cast(ty, e, loc)
+
+    def cast(self, ty: ir.Type, e: ir.Expr, loc: ir.Loc) -> ir.Expr:
+        src = e.type
+        if src == ty:
+            return e
+        ok = False
+        if isinstance(ty, ir.BitT):
+            ok = isinstance(src, (ir.BitT, ir.IntT)) or (isinstance(src, ir.BoolT) and ty.width == 1) \
+                or (ce.is_serializable_enum(src) and src.underlying == ty)  # type: ignore[union-attr]
+            if ce.is_serializable_enum(src) and not ok:
+                ok = True  # cast through the underlying type
+                e = ir.Cast(src.underlying, e, loc)  # type: ignore[union-attr,arg-type]
+        elif isinstance(ty, ir.BoolT):
+            ok = isinstance(src, ir.BitT) and src.width == 1
+        elif isinstance(ty, ir.IntT):
+            ok = isinstance(src, (ir.BitT, ir.IntT)) and isinstance(e, ir.Const)
+        elif ce.is_serializable_enum(ty):
+            ok = isinstance(src, (ir.BitT, ir.IntT)) or src == ty
+            if isinstance(src, ir.BitT) and src != ty.underlying:  # type: ignore[union-attr]
+                e = self.cast(ty.underlying, e, loc)  # type: ignore[union-attr,arg-type]
+            elif isinstance(src, ir.IntT):
+                e = self.coerce(e, ty.underlying, "cast")  # type: ignore[union-attr,arg-type]
+        elif isinstance(ty, (ir.StructT, ir.HeaderT)) and isinstance(e, (ir.ListExpr, ir.StructInit)):
+            return self.coerce(e, ty, "cast")
+        if not ok:
+            raise self.err(loc, f"cannot cast {src} to {ty}")
+        if isinstance(e, ir.Const):
+            f = ce.fold_cast(ty, e, loc)
+            if f is not None:
+                return f
+        return ir.Cast(ty, e, loc)
+
+    def unary(self, op: str, e: ir.Expr, loc: ir.Loc) -> ir.Expr:
+        t = e.type
+        if op == "!":
+            if not isinstance(t, ir.BoolT):
+                raise self.err(loc, f"operator '!' needs a bool operand, not {t}")
+        elif op == "~":
+            if not isinstance(t, ir.BitT):
+                raise self.err(loc, f"operator '~' needs a bit<W> or int<W> operand, not {t}"
+                               + ("; give the literal a width (e.g. 8w0)" if isinstance(t, ir.IntT) else ""))
+        elif not isinstance(t, (ir.BitT, ir.IntT)):
+            raise self.err(loc, f"operator '{op}' needs a numeric operand, not {t}")
+        if isinstance(e, ir.Const):
+            f = ce.fold_unary(op, e, loc)
+            if f is not None:
+                return f
+        return ir.Unary(op, e, t, loc)
+
+    def unify(self, op: str, a: ir.Expr, b: ir.Expr, loc: ir.Loc) -> tuple[ir.Expr, ir.Expr]:
+        ta, tb = a.type, b.type
+        if ta == tb:
+            return a, b
+        if isinstance(ta, ir.IntT) and isinstance(a, ir.Const):
+            return self.coerce(a, tb, f"operand of '{op}'"), b
+        if isinstance(tb, ir.IntT) and isinstance(b, ir.Const):
+            return a, self.coerce(b, ta, f"operand of '{op}'")
+        if ce.is_serializable_enum(ta) and ta.underlying == tb:  # type: ignore[union-attr]
+            return ir.Cast(tb, a, a.loc), b
+        if ce.is_serializable_enum(tb) and tb.underlying == ta:  # type: ignore[union-attr]
+            return a, ir.Cast(ta, b, b.loc)
+        raise self.err(loc, f"operands of '{op}' have different types: {ta} and {tb}; "
+                       "use a cast")
+
+    def binary(self, op: str, a: ir.Expr, b: ir.Expr, loc: ir.Loc) -> ir.Expr:
+        if op in ("&&", "||"):
+            for x in (a, b):
+                if not isinstance(x.type, ir.BoolT):
+                    raise self.err(x.loc, f"operator '{op}' needs bool operands, not {x.type}")
+            t: ir.Type = ir.BoolT()
+        elif op in ("<<", ">>"):
+            if not isinstance(a.type, (ir.BitT, ir.IntT)):
+                raise self.err(a.loc, f"left operand of '{op}' must be numeric, not {a.type}")
+            if isinstance(b.type, ir.BitT) and b.type.signed or not isinstance(b.type, (ir.BitT, ir.IntT)):
+                raise self.err(b.loc, f"shift amount must be an unsigned bit<W> or int, not {b.type}")
+            if isinstance(b, ir.Const) and int(b.value) < 0:
+                raise self.err(b.loc, f"shift amount must not be negative, not {b.value}")
+            if isinstance(a.type, ir.IntT) and not isinstance(b, ir.Const):
+                raise self.err(a.loc, "left operand of a shift by a run-time amount needs a width")
+            t = a.type
+        elif op == "++":
+            for x in (a, b):
+                if not isinstance(x.type, ir.BitT):
+                    raise self.err(x.loc, f"operands of '++' need a width (bit<W>/int<W>), not {x.type}")
+            t = ir.BitT(a.type.width + b.type.width, a.type.signed)  # type: ignore[union-attr]
+        else:
+            a, b = self.unify(op, a, b, loc)
+            ty = a.type
+            if op in ("==", "!="):
+                if not isinstance(ty, (ir.BitT, ir.IntT, ir.BoolT, ir.EnumT, ir.ErrorT)):
+                    raise self.unsupported(loc, f"comparison of {ty} values")
+                t = ir.BoolT()
+            else:
+                if not isinstance(ty, (ir.BitT, ir.IntT)):
+                    raise self.err(loc, f"operator '{op}' needs numeric operands, not {ty}")
+                t = ir.BoolT() if op in _CMP else ty
+        if isinstance(a, ir.Const) and isinstance(b, ir.Const):
+            f = ce.fold_binary(op, a, b, t, loc)
+            if f is not None:
+                return f
+        return ir.Binary(op, a, b, t, loc)
+
+    def _e_mux(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+        c, a, b = (self.expr(x) for x in children(t))
+        if not isinstance(c.type, ir.BoolT):
+            raise self.err(c.loc, f"condition of '?:' must be bool, not {c.type}")
+        if isinstance(c, ir.Const):
+            return a if c.value else b
+        a, b = self.unify("?:", a, b, loc)
+        if isinstance(a.type, ir.IntT):
+            raise self.err(loc, "the branches of '?:' need a width (e.g. 8w1 : 8w0)")
+        return ir.Mux(c, a, b, a.type, loc)
+
+    # ------------------------------------------------------------------ members
+    def _e_member(self, t: Tree, loc: ir.Loc) -> ir.Expr | _Callable:
+        base_t, name_t = t.children[0], t.children[1]
+        name = self.name_of(name_t)
+        base = self._expr(base_t)
+        if isinstance(base, _Callable):
+            return _Callable((base, name), loc, f"{base.name}.{name}")
+        return self.member(base, name, loc)
+
+    def member(self, base: ir.Expr, name: str, loc: ir.Loc) -> ir.Expr | _Callable:
+        bt = base.type
+        if isinstance(bt, (ir.HeaderT, ir.StructT, ir.HeaderUnionT)):
+            f = bt.field(name)
+            if f is not None:
+                return ir.Member(base, name, f.type, loc)
+            if name in ("isValid", "setValid", "setInvalid") or name in _SIZE_METHODS:
+                return _Callable((base, name), loc, name)
+            raise self.err(loc, f"{bt} has no field '{name}'."
+                           + did_you_mean(name, [f.name for f in bt.fields]))
+        if isinstance(bt, ir.StackT):
+            if name in ("next", "last"):
+                return ir.StackProp(base, name, bt.elem, loc)
+            if name == "lastIndex":
+                return ir.StackProp(base, name, ir.BitT(32), loc)
+            if name == "size":
+                return ir.Const(bt.size, ir.IntT(), loc)
+            if name in ("push_front", "pop_front"):
+                return _Callable((base, name), loc, name)
+            raise self.err(loc, f"header stack has no member '{name}'."
+                           + did_you_mean(name, ["next", "last", "lastIndex", "size",
+                                                 "push_front", "pop_front"]))
+        if isinstance(bt, ir.TableApplyT):
+            if name in ("hit", "miss"):
+                return ir.Member(base, name, ir.BoolT(), loc)
+            if name == "action_run":
+                return ir.Member(base, name, ir.ActionEnumT(bt.table_name), loc)
+            raise self.err(loc, f"table apply result has no member '{name}' "
+                           "(expected hit, miss or action_run)")
+        if isinstance(bt, (ir.ExternT, ir.ControlT, ir.ParserT)):
+            return _Callable((base, name), loc, name)
+        raise self.err(loc, f"{bt} has no member '{name}'")
+
+    def _e_index(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+        base = self.expr(t.children[0])
+        idx = self.expr(t.children[1])
+        if not isinstance(base.type, ir.StackT):
+            raise self.err(loc, f"cannot index a value of type {base.type} (only header "
+                           "stacks can be indexed; use [hi:lo] for a bit slice)")
+        if isinstance(idx, ir.Const):
+            v = int(idx.value)
+            if not 0 <= v < base.type.size:
+                raise self.err(idx.loc, f"index {v} out of range for a header stack of size "
+                               f"{base.type.size}")
+            idx = ir.Const(v, ir.BitT(32), idx.loc)
+        elif not isinstance(idx.type, ir.BitT) or idx.type.signed:
+            raise self.err(idx.loc, f"stack index must be unsigned bit<W>, not {idx.type}")
+        return ir.StackElem(base, idx, base.type.elem, loc)
+
+    def _e_slice(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+        base = self.expr(t.children[0])
+        hi = self.const_int(t.children[1], "slice bound")
+        lo = self.const_int(t.children[2], "slice bound")
+        bt = base.type
+        if ce.is_serializable_enum(bt):
+            base = ir.Cast(bt.underlying, base, base.loc)  # type: ignore[union-attr,arg-type]
+            bt = base.type
+        if isinstance(bt, ir.IntT) and isinstance(base, ir.Const):
+            return ir.Const((int(base.value) >> lo) & ((1 << (hi - lo + 1)) - 1),
+                            ir.BitT(hi - lo + 1), loc)
+        if not isinstance(bt, ir.BitT):
+            raise self.err(loc, f"cannot slice a value of type {bt}")
+        if not (0 <= lo <= hi < bt.width):
+            raise self.err(loc, f"slice [{hi}:{lo}] out of range for {bt}")
+        if isinstance(base, ir.Const):
+            return ir.Const((int(base.value) >> lo) & ((1 << (hi - lo + 1)) - 1),
+                            ir.BitT(hi - lo + 1), loc)
+        return ir.Slice(base, hi, lo, ir.BitT(hi - lo + 1), loc)
+
+    def _e_call_member(self, t: Tree, loc: ir.Loc) -> ir.Expr | _Callable:
+        call = self._call(t.children[0], (), t.children[1], loc)
+        return self.member(call, self.name_of(t.children[2]), loc)
+
+    # ------------------------------------------------------------------ l-values
+    def check_lvalue(self, e: ir.Expr, what: str) -> None:
+        """Raise unless ``e`` may be written."""
+        x = e
+        while True:
+            if isinstance(x, ir.VarRef):
+                d = x.decl
+                if isinstance(d, ir.Param) and d.direction in ("in", None):
+                    kind = "an 'in' parameter" if d.direction == "in" else \
+                        "a directionless parameter (read-only)"
+                    raise self.err(e.loc, f"cannot {what} '{d.name}': it is {kind}")
+                if isinstance(d, ir.VarDecl) and d.is_const:
+                    raise self.err(e.loc, f"cannot {what} constant '{d.name}'")
+                return
+            if isinstance(x, (ir.Member, ir.StackElem, ir.Slice)):
+                if isinstance(x, ir.Member) and isinstance(x.base.type, ir.TableApplyT):
+                    break
+                x = x.base
+                continue
+            if isinstance(x, ir.StackProp) and x.prop in ("next", "last"):
+                x = x.base
+                continue
+            break
+        if isinstance(e, (ir.Const, ir.StringLit)):
+            raise self.err(e.loc, f"cannot {what} a literal or constant value")
+        raise self.err(e.loc, f"cannot {what} this expression: it is not an l-value")

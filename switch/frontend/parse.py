@@ -1,0 +1,193 @@
+"""Text to parse tree: lexer pass plus lark's LALR parser, with located syntax errors.
+
+Why lark with a custom lexer: lark's LALR(1) parser is fast (a few ms for a few hundred
+lines) while the token classification P4 needs (type names, ``<`` of type arguments,
+``>>``) lives in ``lexer.py``.  The grammar itself is ``grammar.lark``.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedInput, UnexpectedToken
+from lark.lexer import Lexer
+
+from . import lexer as lx
+from .errors import P4Error
+from .ir import Annotation, Loc
+from .preprocess import Preprocessed
+
+_GRAMMAR = Path(__file__).with_name("grammar.lark")
+_lock = threading.Lock()
+_parser: Lark | None = None
+_kind_to_terminal: dict[str, str] = {}
+
+
+class _TokenFeed(Lexer):
+    """lark 'lexer' that replays the tokens produced by ``lexer.py``."""
+
+    def __init__(self, lexer_conf: object) -> None:
+        pass
+
+    def lex(self, data: list[Token]) -> list[Token]:  # type: ignore[override]
+        return data
+
+
+def _get_parser() -> Lark:
+    global _parser
+    with _lock:
+        if _parser is None:
+            p = Lark(_GRAMMAR.read_text(), parser="lalr", lexer=_TokenFeed,
+                     propagate_positions=True, maybe_placeholders=True)
+            for td in p.terminals:
+                if td.pattern.type == "str":
+                    _kind_to_terminal[td.pattern.value] = td.name
+            _parser = p
+        return _parser
+
+
+@dataclass
+class ParseResult:
+    tree: Tree
+    annotations: list[lx.AnnotationTok]
+    pp: Preprocessed
+
+
+_RENAME = {"L_ANGLE_T": "_LT_T", "SHR_ANGLE": "_SHR"}
+_NICE = {"_LT_T": "'<'", "_SHR": "'>'", "IDENTIFIER": "identifier", "TYPE_IDENTIFIER": "type name", "INTEGER": "integer",
+         "STRING_LITERAL": "string", "$END": "end of file"}
+
+
+def parse(pp: Preprocessed) -> ParseResult:
+    """Parse preprocessed text; raises P4Error for lexical and syntax errors."""
+    parser = _get_parser()
+    store: list[lx.AnnotationTok] = []
+    try:
+        toks = lx.classify(lx.fold_annotations(lx.tokenize(pp.text), pp.text, store))
+    except lx.LexError as e:
+        loc = pp.loc(e.line, e.col)
+        raise P4Error(loc, e.message, pp.source_line(loc)) from None
+    m = _kind_to_terminal
+    feed = [Token(m.get(t.kind, _RENAME.get(t.kind, t.kind)), t.text, t.pos, t.line, t.col, t.line,
+                  t.col + len(t.text), t.pos + len(t.text)) for t in toks]
+    try:
+        tree = parser.parse(feed)  # type: ignore[arg-type]
+    except UnexpectedToken as e:
+        tok = e.token
+        if tok.type == "$END":
+            last = toks[-1] if toks else None
+            loc = pp.loc(last.line, last.col) if last else pp.loc(1, 1)
+            what = "end of input"
+        else:
+            loc = pp.loc(tok.line, tok.column)
+            what = f"'{tok.value}'" if tok.type != "ANNOTATION" else "annotation"
+        expected = sorted(_pretty(x) for x in (e.expected or ()))[:8]
+        msg = f"syntax error: unexpected {what}"
+        if expected:
+            msg += "; expected " + ", ".join(expected)
+        raise P4Error(loc, msg, pp.source_line(loc)) from None
+    except UnexpectedInput as e:  # pragma: no cover - other lark failures
+        loc = pp.loc(getattr(e, "line", 1), getattr(e, "column", 1))
+        raise P4Error(loc, f"syntax error: {e}", pp.source_line(loc)) from None
+    return ParseResult(tree, store, pp)
+
+
+def _pretty(term: str) -> str:
+    if term in _NICE:
+        return _NICE[term]
+    for k, v in _kind_to_terminal.items():
+        if v == term:
+            return f"'{k}'"
+    return term
+
+
+# ----------------------------------------------------------------------------- literals
+
+
+def parse_int(text: str) -> tuple[int, int | None, bool]:
+    """Integer literal -> (value, width or None, signed).  ``8w5``, ``16s-3``, ``0x1F``,
+    ``0b1010``, ``0o17``, ``1_000``."""
+    t = text.replace("_", "")
+    width: int | None = None
+    signed = False
+    low = t.lower()
+    for sep in ("w", "s"):
+        idx = low.find(sep)
+        if idx > 0 and low[:idx].isdigit() and not low.startswith("0x"):
+            width = int(t[:idx])
+            signed = sep == "s"
+            t = t[idx + 1:]
+            break
+    neg = t.startswith("-")
+    if neg:
+        t = t[1:]
+    lt = t.lower()
+    if lt.startswith("0x"):
+        v = int(t[2:], 16)
+    elif lt.startswith("0b"):
+        v = int(t[2:], 2)
+    elif lt.startswith("0o"):
+        v = int(t[2:], 8)
+    elif lt.startswith("0d"):
+        v = int(t[2:], 10)
+    else:
+        v = int(t, 10)
+    return (-v if neg else v), width, signed
+
+
+def unescape_string(text: str) -> str:
+    """Body of a string literal token (quotes removed, simple escapes resolved)."""
+    body = text[1:-1]
+    return body.encode("utf-8").decode("unicode_escape") if "\\" in body else body
+
+
+def convert_annotation(a: lx.AnnotationTok) -> Annotation:
+    """Turn a folded annotation into ``ir.Annotation`` with parsed values."""
+    parts: list[list[lx.Tok]] = [[]]
+    depth = 0
+    for t in a.body:
+        if t.kind in ("(", "[", "{"):
+            depth += 1
+        elif t.kind in (")", "]", "}"):
+            depth -= 1
+        if t.kind == "," and depth == 0:
+            parts.append([])
+        else:
+            parts[-1].append(t)
+    values: list[object] = []
+    for p in parts:
+        if not p:
+            continue
+        values.append(_anno_value(p))
+    return Annotation(a.name, tuple(values), a.text)
+
+
+def _anno_value(p: list[lx.Tok]) -> object:
+    if len(p) == 1:
+        t = p[0]
+        if t.kind == "STRING_LITERAL":
+            return unescape_string(t.text)
+        if t.kind == "INTEGER":
+            return parse_int(t.text)[0]
+        return t.text
+    if len(p) == 2 and p[0].kind == "-" and p[1].kind == "INTEGER":
+        return -parse_int(p[1].text)[0]
+    if len(p) >= 3 and p[1].kind == "=":
+        return (p[0].text, _anno_value(p[2:]))
+    return " ".join(t.text for t in p)
+
+
+def tree_loc(pp: Preprocessed, node: Tree | Token) -> Loc:
+    """Original location of a tree node or token."""
+    if isinstance(node, Token):
+        return pp.loc(node.line or 0, node.column or 0)
+    meta = node.meta
+    if getattr(meta, "empty", True):
+        for ch in node.children:
+            if isinstance(ch, (Tree, Token)):
+                return tree_loc(pp, ch)
+        return pp.loc(0, 0)
+    return pp.loc(meta.line, meta.column)

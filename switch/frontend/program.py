@@ -1,0 +1,407 @@
+"""Top-level declarations and the ``main`` package instance: parse tree to ``ir.Program``.
+
+Why: global declarations are processed in source order (P4 requires declaration before
+use); parser and control declarations are kept as trees and specialised when they are
+instantiated (see ``blocks.py``), starting from the six blocks given to ``V1Switch``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lark import Tree
+
+from . import ir
+from .blocks import BlockBuilder
+from .expressions import children
+from .parse import ParseResult
+from .symbols import (BlockDecl, BlockTypeDecl, ConstSym, DuplicateError, ExternFnSym,
+                      PackageDecl, Scope, decl_loc)
+
+_HEADER_FIELD_TYPES = (ir.BitT, ir.BoolT, ir.VarBitT)
+
+
+class ProgramBuilder(BlockBuilder):
+    def __init__(self, pr: ParseResult) -> None:
+        self.pp = pr.pp
+        self.annos = pr.annotations
+        self.global_scope = Scope()
+        self.scope = self.global_scope
+        self.errors: list[str] = []
+        self.match_kinds: list[str] = []
+        self._uid = 0
+        self.digest_calls: list[ir.ExternCall] = []
+        self.externs: dict[str, ir.ExternDecl] = {}
+        self.block_kind = "control"
+        self.return_type = None
+        self.path = ""
+        self.actions_global: dict[str, ir.Action] = {}
+        self.types: dict[str, ir.Type] = {}
+        self.functions: dict[str, ir.Function] = {}
+        self.consts: dict[str, ir.Expr] = {}
+        self.blocks: dict[str, BlockDecl] = {}
+        self.main: ir.PackageInstance | None = None
+        self.tree = pr.tree
+
+    def declare_type(self, name: str, sym: object, loc: ir.Loc) -> None:
+        try:
+            self.global_scope.add_type(name, sym)
+        except DuplicateError as e:
+            prev = decl_loc(e.previous)
+            where = f" (previous declaration at {prev})" if prev != ir.NOLOC else ""
+            raise self.err(loc, f"duplicate declaration of type '{name}'{where}") from None
+        if isinstance(sym, ir.Type):
+            self.types[name] = sym
+
+    # ------------------------------------------------------------------ entry
+    def build(self) -> ir.Program:
+        for d in self.tree.children:
+            fn = getattr(self, "_d_" + d.data, None)
+            if fn is None:
+                raise self.unsupported(self.loc(d), f"declaration '{d.data}'")
+            fn(d)
+        parsers: dict[str, ir.Parser] = {}
+        controls: dict[str, ir.Control] = {}
+        if self.main is not None:
+            for inst in self.main.args:
+                if isinstance(inst.decl, ir.Parser):
+                    parsers.setdefault(inst.decl.name, inst.decl)
+                elif isinstance(inst.decl, ir.Control):
+                    controls.setdefault(inst.decl.name, inst.decl)
+        for name, bd in self.blocks.items():
+            if name in parsers or name in controls or bd.ctor_params:
+                continue
+            blk = self.specialise(bd, (), self._ext_name(bd), bd.loc)
+            if isinstance(blk, ir.Parser):
+                parsers[name] = blk
+            else:
+                controls[name] = blk
+        return ir.Program(dict(self.types), tuple(self.errors), tuple(self.match_kinds),
+                          parsers, controls, dict(self.actions_global), dict(self.functions),
+                          dict(self.externs), dict(self.consts), self.main,
+                          self.pp.files(), list(self.digest_calls))
+
+    @staticmethod
+    def _ext_name(bd: BlockDecl) -> str:
+        a = bd.annotations.get("name")
+        if a is not None and a.body and isinstance(a.body[0], str):
+            return a.body[0].lstrip(".")
+        return bd.name
+
+    # ------------------------------------------------------------------ simple decls
+    def _d_empty_decl(self, t: Tree) -> None:
+        pass
+
+    def _d_const_decl(self, t: Tree) -> None:
+        sym = self.const_decl(t)
+        self.consts[sym.name] = sym.value
+
+    def _fields(self, items: list[Tree], kind: str, tname: str) -> tuple[ir.Field, ...]:
+        out: list[ir.Field] = []
+        for f in items:
+            annos_t, type_t, name_t = f.children
+            fname = self.name_of(name_t)
+            if any(x.name == fname for x in out):
+                raise self.err(self.loc(name_t), f"duplicate field '{fname}' in {kind} {tname}")
+            ft = self.resolve_type(type_t)
+            if kind == "header" and not (isinstance(ft, _HEADER_FIELD_TYPES) or (
+                    isinstance(ft, ir.EnumT) and ft.underlying is not None)):
+                raise self.err(self.loc(type_t), f"field '{fname}' of header {tname} has type "
+                               f"{ft}; header fields must be bit<W>, int<W>, varbit<W>, bool "
+                               "or a serializable enum")
+            if kind == "header_union" and not isinstance(ft, ir.HeaderT):
+                raise self.err(self.loc(type_t), f"field '{fname}' of header_union {tname} "
+                               f"must be a header, not {ft}")
+            out.append(ir.Field(fname, ft, self.annotations(annos_t)))
+        return tuple(out)
+
+    def _aggregate(self, t: Tree, kind: str) -> None:
+        annos_t, name_t, *fields = t.children
+        name = self.name_of(name_t)
+        annos = self.annotations(annos_t)
+        fs = self._fields([f for f in fields if f is not None], kind, name)
+        cls = {"header": ir.HeaderT, "struct": ir.StructT, "header_union": ir.HeaderUnionT}[kind]
+        self.declare_type(name, cls(name, fs, annos), self.loc(name_t))
+
+    def _d_header_decl(self, t: Tree) -> None:
+        self._aggregate(t, "header")
+
+    def _d_struct_decl(self, t: Tree) -> None:
+        self._aggregate(t, "struct")
+
+    def _d_union_decl(self, t: Tree) -> None:
+        self._aggregate(t, "header_union")
+
+    def _d_enum_decl(self, t: Tree) -> None:
+        annos_t, name_t, *members = t.children
+        names = [self.name_of(m) for m in members if m is not None]
+        self._dup_check(names, t, "enum member")
+        name = self.name_of(name_t)
+        self.declare_type(name, ir.EnumT(name, tuple(names)), self.loc(name_t))
+
+    def _dup_check(self, names: list[str], t: Tree, what: str) -> None:
+        seen: set[str] = set()
+        for n in names:
+            if n in seen:
+                raise self.err(self.loc(t), f"duplicate {what} '{n}'")
+            seen.add(n)
+
+    def _d_ser_enum_decl(self, t: Tree) -> None:
+        annos_t, type_t, name_t, *members = t.children
+        under = self.resolve_type(type_t)
+        name = self.name_of(name_t)
+        if not isinstance(under, ir.BitT):
+            raise self.err(self.loc(type_t), f"underlying type of enum {name} must be bit<W> "
+                           f"or int<W>, not {under}")
+        names: list[str] = []
+        values: list[int] = []
+        for m in members:
+            if m is None:
+                continue
+            names.append(self.name_of(m.children[0]))
+            v = self.coerce(self.expr(m.children[1]), under, f"value of {name}.{names[-1]}")
+            if not isinstance(v, ir.Const):
+                raise self.err(self.loc(m), f"value of {name}.{names[-1]} must be a constant")
+            values.append(int(v.value))
+        self._dup_check(names, t, "enum member")
+        self.declare_type(name, ir.EnumT(name, tuple(names), under, tuple(values)),
+                          self.loc(name_t))
+
+    def _d_typedef_decl(self, t: Tree) -> None:
+        annos_t, type_t, name_t = t.children
+        self.declare_type(self.name_of(name_t), self.resolve_type(type_t), self.loc(name_t))
+
+    _d_newtype_decl = _d_typedef_decl
+
+    def _d_error_decl(self, t: Tree) -> None:
+        for n in children(t):
+            name = self.name_of(n)
+            if name in self.errors:
+                raise self.err(self.loc(n), f"duplicate error member '{name}'")
+            self.errors.append(name)
+
+    def _d_match_kind_decl(self, t: Tree) -> None:
+        for n in children(t):
+            name = self.name_of(n)
+            if name in self.match_kinds:
+                raise self.err(self.loc(n), f"duplicate match_kind '{name}'")
+            self.match_kinds.append(name)
+
+    # ------------------------------------------------------------------ externs
+    def _with_typevars(self, names: list[str]) -> Scope:
+        s = self.global_scope.child()
+        for n in names:
+            s.types[n] = ir.TypeVarT(n)
+        return s
+
+    def _type_param_names(self, t: Tree | None) -> list[str]:
+        return [self.name_of(c) for c in children(t)] if t is not None else []
+
+    def _fn_proto(self, t: Tree, annos: ir.Annotations, outer_tv: list[str]) -> ir.MethodSig:
+        rt_t, name_t, tp_t, params_t = t.children
+        tps = self._type_param_names(tp_t)
+        saved = self.scope
+        self.scope = self._with_typevars(outer_tv + tps)
+        try:
+            rt = self.resolve_type(rt_t.children[0]) if rt_t.data == "type_or_void" else ir.VoidT()
+            ps = self.params(params_t)
+        finally:
+            self.scope = saved
+        return ir.MethodSig(self.name_of(name_t), ps, rt, tuple(tps), annos, self.loc(name_t))
+
+    def _d_extern_obj(self, t: Tree) -> None:
+        annos_t, type_t, *methods = t.children
+        if type_t.data == "named_type":
+            name_tok, tps = type_t.children[0], []
+        elif type_t.data == "spec_type":
+            name_tok = type_t.children[0]
+            tps = [str(c.children[0]) for c in children(type_t.children[1])]
+        else:
+            raise self.err(self.loc(type_t), "expected an extern type name")
+        name = str(name_tok)
+        loc = self.loc(name_tok)
+        decl = ir.ExternDecl(name, tuple(tps), (), (), False, self.annotations(annos_t), loc)
+        self.declare_type(name, decl, loc)
+        self.types.pop(name, None)
+        sigs: list[ir.MethodSig] = []
+        ctors: list[ir.MethodSig] = []
+        for m in methods:
+            if m is None:
+                continue
+            annos = self.annotations(m.children[0])
+            if m.data == "ctor_proto":
+                saved = self.scope
+                self.scope = self._with_typevars(tps)
+                try:
+                    ps = self.params(m.children[2])
+                finally:
+                    self.scope = saved
+                ctors.append(ir.MethodSig(str(m.children[1]), ps, ir.VoidT(), (), annos,
+                                          self.loc(m.children[1])))
+            elif m.data == "abstract_proto":
+                raise self.unsupported(self.loc(m), "abstract extern methods")
+            else:
+                sigs.append(self._fn_proto(m.children[1], annos, tps))
+        decl.methods = tuple(sigs)
+        decl.ctors = tuple(ctors)
+        self.externs[name] = decl
+
+    def _d_extern_fn(self, t: Tree) -> None:
+        annos_t, proto_t = t.children
+        sig = self._fn_proto(proto_t, self.annotations(annos_t), [])
+        existing = self.global_scope.values.get(sig.name)
+        if isinstance(existing, ExternFnSym):
+            if any(len(m.params) == len(sig.params) for m in existing.decl.methods):
+                raise self.err(sig.loc, f"duplicate declaration of extern function "
+                               f"'{sig.name}' with {len(sig.params)} parameters")
+            existing.decl.methods = existing.decl.methods + (sig,)
+            return
+        decl = ir.ExternDecl(sig.name, (), (sig,), (), True, sig.annotations, sig.loc)
+        self.declare(sig.name, ExternFnSym(decl, sig.loc), sig.loc)
+        self.externs[sig.name] = decl
+
+    # ------------------------------------------------------------------ blocks
+    def _block_type(self, t: Tree, kind: str) -> None:
+        annos_t, name_t, tp_t, params_t = t.children
+        tps = self._type_param_names(tp_t)
+        saved = self.scope
+        self.scope = self._with_typevars(tps)
+        try:
+            ps = self.params(params_t)
+        finally:
+            self.scope = saved
+        name = self.name_of(name_t)
+        cls = PackageDecl if kind == "package" else None
+        loc = self.loc(name_t)
+        sym: object = cls(name, tuple(tps), ps, loc) if cls else \
+            BlockTypeDecl(kind, name, tuple(tps), ps, loc)
+        self.declare_type(name, sym, loc)
+
+    def _d_parser_type_decl(self, t: Tree) -> None:
+        self._block_type(t, "parser")
+
+    def _d_control_type_decl(self, t: Tree) -> None:
+        self._block_type(t, "control")
+
+    def _d_package_decl(self, t: Tree) -> None:
+        self._block_type(t, "package")
+
+    def _block_decl(self, t: Tree, kind: str) -> None:
+        annos_t, name_t, tp_t, params_t, ctor_t = t.children[:5]
+        name = self.name_of(name_t)
+        if tp_t is not None:
+            raise self.unsupported(self.loc(tp_t), f"generic {kind} declarations")
+        ps = self.params(params_t)
+        cps = self.params(ctor_t.children[0]) if ctor_t is not None else ()
+        for p in cps:
+            if p.direction is not None:
+                raise self.err(p.loc, f"constructor parameter '{p.name}' must be directionless")
+        bd = BlockDecl(kind, name, t, self.annotations(annos_t), ps, cps, self.loc(name_t))
+        self.declare_type(name, bd, bd.loc)
+        self.blocks[name] = bd
+
+    def _d_parser_decl(self, t: Tree) -> None:
+        self._block_decl(t, "parser")
+
+    def _d_control_decl(self, t: Tree) -> None:
+        self._block_decl(t, "control")
+
+    def _d_action_decl(self, t: Tree) -> None:
+        act = self.action(t)
+        self.actions_global[act.name] = act
+
+    def _d_function_decl(self, t: Tree) -> None:
+        annos_t, rt_t, name_t, tp_t, params_t, body_t = t.children
+        if tp_t is not None:
+            raise self.unsupported(self.loc(tp_t), "generic functions")
+        rt = self.resolve_type(rt_t.children[0]) if rt_t.data == "type_or_void" else ir.VoidT()
+        name = self.name_of(name_t)
+        params = self.params(params_t)
+        saved = (self.scope, self.block_kind, self.return_type)
+        self.scope = self.global_scope.child()
+        self.block_kind, self.return_type = "function", rt
+        try:
+            for p in params:
+                self.declare(p.name, p, p.loc)
+            body = self.block(body_t)
+        finally:
+            self.scope, self.block_kind, self.return_type = saved
+        fn = ir.Function(name, params, rt, body, self.loc(name_t), self.annotations(annos_t))
+        self.declare(name, fn, fn.loc)
+        self.functions[name] = fn
+
+    # ------------------------------------------------------------------ instances
+    def _d_instantiation(self, t: Tree) -> None:
+        annos_t, type_t, args_t, name_t = t.children
+        ty = self.resolve_type(type_t)
+        name = self.name_of(name_t)
+        loc = self.loc(name_t)
+        if isinstance(ty, ir.PackageT):
+            self._package(ty, args_t, name, loc)
+            return
+        self.instantiation(t)
+
+    def _package(self, ty: ir.PackageT, args_t: Tree | None, name: str, loc: ir.Loc) -> None:
+        pkg = self.global_scope.lookup_type(ty.name)
+        assert isinstance(pkg, PackageDecl)
+        args = [a for a in (children(args_t) if args_t is not None else [])]
+        if len(args) != len(pkg.params):
+            raise self.err(loc, f"wrong number of arguments for package {ty.name}: expected "
+                           f"{len(pkg.params)}, got {len(args)}")
+        insts: list[ir.Instance] = []
+        for p, a in zip(pkg.params, args):
+            insts.append(self._package_arg(p, a))
+        if self.main is not None:
+            raise self.err(loc, "only one package instance is supported")
+        self.main = ir.PackageInstance(name, ty.name, tuple(insts), loc)
+        self.declare(name, self.main, loc)
+
+    def _package_arg(self, p: ir.Param, a: Tree) -> ir.Instance:
+        loc = self.loc(a)
+        e = a.children[0] if a.data in ("arg", "named_arg") else a
+        if a.data == "named_arg":
+            e = a.children[1]
+        if isinstance(e, Tree) and e.data == "ctor_call":
+            tname = str(e.children[0])
+            bd = self.global_scope.lookup_type(tname)
+            if not isinstance(bd, BlockDecl):
+                raise self.err(loc, f"'{tname}' is not a parser or control declaration")
+            ctor = tuple(self.expr(x) for _, x in self.arg_list(e.children[-1]))
+            self._check_block_sig(p, bd, loc)
+            path = self._ext_name(bd)
+            blk = self.specialise(bd, ctor, path, loc)
+            ity: ir.Type = ir.ParserT(bd.name) if bd.kind == "parser" else ir.ControlT(bd.name)
+            return ir.Instance(bd.name, path, ity, blk, ctor, bd.annotations, loc)
+        inst = self.expr(e)
+        if not isinstance(inst, ir.InstanceRef) or inst.inst.decl is None:
+            raise self.err(loc, f"argument '{p.name}' of the package must be a parser or "
+                           "control instance")
+        return inst.inst
+
+    def _check_block_sig(self, p: ir.Param, bd: BlockDecl, loc: ir.Loc) -> None:
+        want_kind = "parser" if isinstance(p.type, ir.ParserT) else "control"
+        if bd.kind != want_kind:
+            raise self.err(loc, f"package parameter '{p.name}' expects a {want_kind}, but "
+                           f"{bd.name} is a {bd.kind}")
+        tname = getattr(p.type, "name", "")
+        td = self.global_scope.lookup_type(tname)
+        if isinstance(td, BlockTypeDecl):
+            if len(td.params) != len(bd.params):
+                raise self.err(bd.loc, f"{bd.kind} {bd.name} has {len(bd.params)} parameters "
+                               f"but package parameter '{p.name}' ({tname}) needs "
+                               f"{len(td.params)}")
+            for want, got in zip(td.params, bd.params):
+                if want.direction != got.direction:
+                    raise self.err(got.loc, f"parameter '{got.name}' of {bd.name} must be "
+                                   f"'{want.direction or 'directionless'}' to match {tname}")
+                if not isinstance(want.type, ir.TypeVarT) and want.type != got.type:
+                    raise self.err(got.loc, f"parameter '{got.name}' of {bd.name} has type "
+                                   f"{got.type}, but {tname} needs {want.type}")
+
+
+def build_program(pr: ParseResult) -> ir.Program:
+    """Type-check and lower a parse result to ``ir.Program``."""
+    return ProgramBuilder(pr).build()
+
+
+__all__ = ["build_program", "ProgramBuilder", "ConstSym", "Any"]

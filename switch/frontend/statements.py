@@ -1,0 +1,185 @@
+"""Statements: assignments, calls, if, switch, blocks, local declarations, exit/return.
+
+Why: statement rules are where l-value checks (no writes to constants, ``in`` params,
+literals), bool conditions (``bit<1>`` is not ``bool``), and ``switch`` on
+``t.apply().action_run`` labels are enforced.
+"""
+
+from __future__ import annotations
+
+from lark import Tree
+
+from . import ir
+from .calls import CallBuilder
+from .expressions import children
+from .symbols import ConstSym, DuplicateError, decl_loc
+
+
+class StmtBuilder(CallBuilder):
+    return_type: ir.Type | None
+
+    def declare(self, name: str, sym: object, loc: ir.Loc) -> None:
+        """Add a value name to the current scope, rejecting duplicates."""
+        try:
+            self.scope.add(name, sym)
+        except DuplicateError as e:
+            prev = decl_loc(e.previous)
+            where = f" (previous declaration at {prev})" if prev != ir.NOLOC else ""
+            raise self.err(loc, f"duplicate declaration of '{name}'{where}") from None
+
+    def block(self, t: Tree) -> ir.Block:
+        outer = self.scope
+        self.scope = outer.child()
+        try:
+            stmts = tuple(self.stmt(s) for s in children(t) if s.data != "annos")
+        finally:
+            self.scope = outer
+        return ir.Block(stmts, self.loc(t))
+
+    def as_block(self, t: Tree) -> ir.Block:
+        if t.data == "block":
+            return self.block(t)
+        outer = self.scope
+        self.scope = outer.child()
+        try:
+            s = self.stmt(t)
+        finally:
+            self.scope = outer
+        return ir.Block((s,), s.loc)
+
+    def stmt(self, t: Tree) -> ir.Stmt:
+        d = t.data
+        loc = self.loc(t)
+        if d == "assign":
+            return self.assign(t, loc)
+        if d == "call_stmt":
+            ch = t.children
+            if len(ch) == 2:
+                call = self._call(ch[0], (), ch[1], loc)
+            else:
+                targs = tuple(self.resolve_type(a) for a in children(ch[1]))
+                call = self._call(ch[0], targs, ch[2], loc)
+            return ir.CallStmt(call, loc)
+        if d == "if_stmt":
+            c = self.expr(t.children[0])
+            if not isinstance(c.type, ir.BoolT):
+                raise self.err(c.loc, f"if condition must be bool, not {c.type}"
+                               + (" (compare with == 1)" if isinstance(c.type, ir.BitT) else ""))
+            then = self.as_block(t.children[1])
+            els = self.as_block(t.children[2]) if t.children[2] is not None else None
+            return ir.If(c, then, els, loc)
+        if d == "block":
+            return self.block(t)
+        if d == "switch_stmt":
+            return self.switch(t, loc)
+        if d == "var_decl":
+            return self.var_decl(t)
+        if d == "const_decl":
+            self.const_decl(t)
+            return ir.EmptyStmt(loc)
+        if d == "exit_stmt":
+            return ir.Exit(loc)
+        if d == "return_stmt":
+            return self.return_stmt(t, loc)
+        if d == "empty_stmt":
+            return ir.EmptyStmt(loc)
+        raise self.err(loc, f"unsupported statement '{d}'")
+
+    def return_stmt(self, t: Tree, loc: ir.Loc) -> ir.Stmt:
+        if self.block_kind == "parser":
+            raise self.err(loc, "return is not allowed in a parser state")
+        val = t.children[0]
+        rt = self.return_type
+        if val is None:
+            if rt is not None and not isinstance(rt, ir.VoidT):
+                raise self.err(loc, f"function must return a value of type {rt}")
+            return ir.Return(None, loc)
+        if rt is None or isinstance(rt, ir.VoidT):
+            raise self.err(loc, "return with a value is only allowed in a non-void function")
+        return ir.Return(self.coerce(self.expr(val), rt, "return value"), loc)
+
+    def assign(self, t: Tree, loc: ir.Loc) -> ir.Stmt:
+        lhs_t, rhs_t = t.children
+        if isinstance(lhs_t, Tree) and lhs_t.data == "name_ref":
+            sym = self.scope.lookup(self.name_of(lhs_t.children[0]))
+            if isinstance(sym, ConstSym):
+                raise self.err(self.loc(lhs_t), f"cannot assign to constant '{sym.name}'")
+        if isinstance(lhs_t, Tree) and lhs_t.data in ("int_lit", "true_lit", "false_lit"):
+            raise self.err(self.loc(lhs_t), "cannot assign to a literal")
+        lhs = self.expr(lhs_t)
+        self.check_lvalue(lhs, "assign to")
+        rhs = self.coerce(self.expr(rhs_t), lhs.type, "assignment")
+        return ir.Assign(lhs, rhs, loc)
+
+    def var_decl(self, t: Tree) -> ir.VarDeclStmt:
+        annos_t, type_t, name_t, init_t = t.children
+        ty = self.resolve_type(type_t)
+        name = self.name_of(name_t)
+        loc = self.loc(name_t)
+        init = None
+        if init_t is not None:
+            init = self.coerce(self.expr(init_t), ty, f"initializer of '{name}'")
+        decl = ir.VarDecl(name, ty, self.new_uid(), loc, self.annotations(annos_t))
+        self.declare(name, decl, loc)
+        return ir.VarDeclStmt(decl, init, self.loc(t))
+
+    def const_decl(self, t: Tree) -> ConstSym:
+        annos_t, type_t, name_t, val_t = t.children
+        ty = self.resolve_type(type_t)
+        name = self.name_of(name_t)
+        loc = self.loc(name_t)
+        v = self.coerce(self.expr(val_t), ty, f"constant '{name}'")
+        if not isinstance(v, (ir.Const, ir.EnumMember, ir.ErrorMember, ir.StringLit)):
+            raise self.err(v.loc, f"initializer of constant '{name}' is not a compile-time "
+                           "constant")
+        sym = ConstSym(name, v, loc)
+        self.declare(name, sym, loc)
+        return sym
+
+    def switch(self, t: Tree, loc: ir.Loc) -> ir.Stmt:
+        e = self.expr(t.children[0])
+        table: ir.Table | None = None
+        if isinstance(e, ir.Member) and isinstance(e.type, ir.ActionEnumT):
+            assert isinstance(e.base, ir.TableApply)
+            table = e.base.table
+        elif not isinstance(e.type, (ir.BitT, ir.EnumT, ir.ErrorT)):
+            raise self.err(e.loc, f"cannot switch on a value of type {e.type}")
+        cases: list[ir.SwitchCase] = []
+        seen_default = False
+        for c in children(t)[1:]:
+            label_t, body_t = c.children
+            lloc = self.loc(label_t)
+            if seen_default:
+                raise self.err(lloc, "'default' must be the last switch label")
+            label: ir.Expr
+            if label_t.data == "default_key":
+                label = ir.DefaultKey(ir.DontCareT(), lloc, True)
+                seen_default = True
+            elif table is not None:
+                if label_t.data != "name_ref":
+                    raise self.err(lloc, "labels of a switch on action_run must be action names")
+                an = self.name_of(label_t.children[0])
+                names = [r.action.name for r in table.actions]
+                ref = next((r for r in table.actions if r.action.name == an), None)
+                if ref is None:
+                    from .symbols import did_you_mean
+                    raise self.err(lloc, f"'{an}' is not an action of table '{table.name}'."
+                                   + did_you_mean(an, names))
+                label = ir.ActionLabel(ref.action, ir.VoidT(), lloc)
+            else:
+                label = self.coerce(self.expr(label_t), e.type, "switch label")
+                if not isinstance(label, (ir.Const, ir.EnumMember, ir.ErrorMember)):
+                    raise self.err(lloc, "switch label must be a compile-time constant")
+            body = self.block(body_t) if body_t is not None else None
+            cases.append(ir.SwitchCase((label,), body, lloc))
+        # merge fall-through labels into the case that has the body
+        merged: list[ir.SwitchCase] = []
+        pending: list[ir.Expr] = []
+        for sc in cases:
+            pending.extend(sc.labels)
+            if sc.body is not None:
+                merged.append(ir.SwitchCase(tuple(pending), sc.body, sc.loc))
+                pending = []
+        if pending:
+            merged.append(ir.SwitchCase(tuple(pending), None, cases[-1].loc))
+        return ir.Switch(e, tuple(merged), loc)

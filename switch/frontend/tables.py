@@ -1,0 +1,225 @@
+"""Table declarations: keys, action lists, default action, const entries, properties.
+
+Why separate: table properties have their own rules (actions bound to the list,
+default action must be in the list, entries must match the key, direct resources and
+implementations must be the right extern types) that nothing else shares.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from lark import Tree
+
+from . import ir
+from .expressions import children
+from .symbols import did_you_mean
+
+if TYPE_CHECKING:
+    from .blocks import BlockBuilder
+
+
+def _action_named(b: "BlockBuilder", name_t: Any) -> ir.Action:
+    name = b.name_of(name_t)
+    sym = b.scope.lookup(name)
+    if not isinstance(sym, ir.Action):
+        cands = [n for n in b.scope.all_value_names() if isinstance(b.scope.lookup(n), ir.Action)]
+        raise b.err(b.loc(name_t), f"'{name}' is not an action." + did_you_mean(name, cands)
+                    if sym is not None else f"undefined action '{name}'." + did_you_mean(name, cands))
+    return sym
+
+
+def _bind_prefix(b: "BlockBuilder", act: ir.Action, params: tuple[ir.Param, ...],
+                 args_t: Tree | None, loc: ir.Loc) -> tuple[ir.Expr, ...]:
+    args = b.arg_list(args_t)
+    if len(args) != len(params):
+        raise b.err(loc, f"wrong number of arguments for action '{act.name}': expected "
+                    f"{len(params)}, got {len(args)}")
+    out: list[ir.Expr] = []
+    for p, (n, a) in zip(params, args):
+        if n is not None:
+            raise b.err(loc, "named arguments are not supported here")
+        e = b.coerce(b.expr(a), p.type, f"argument '{p.name}' of action '{act.name}'")
+        if p.direction in ("out", "inout"):
+            b.check_lvalue(e, "pass as out argument")
+        out.append(e)
+    return tuple(out)
+
+
+def _ref_args(b: "BlockBuilder", ref: ir.ActionRef, args_t: Tree | None,
+              loc: ir.Loc) -> tuple[ir.Expr, ...]:
+    """Full argument list for a default action / entry action given the list binding."""
+    act = ref.action
+    nargs = len(b.arg_list(args_t))
+    if nargs == len(act.params):
+        return _bind_prefix(b, act, act.params, args_t, loc)
+    rest = act.params[len(ref.args):]
+    return ref.args + _bind_prefix(b, act, rest, args_t, loc)
+
+
+def _call_parts(b: "BlockBuilder", t: Tree) -> tuple[Any, Tree | None]:
+    if t.data == "call":
+        return t.children[0].children[0], t.children[1]
+    if t.data == "name_ref":
+        return t.children[0], None
+    raise b.err(b.loc(t), "expected an action call like a(1, 2)")
+
+
+def build_table(b: "BlockBuilder", t: Tree) -> ir.Table:
+    annos_t, name_t, *props = t.children
+    name = b.name_of(name_t)
+    annos = b.annotations(annos_t)
+    loc = b.loc(name_t)
+    cp = b.cp_name(name, annos)
+    keys: list[ir.Key] = []
+    refs: list[ir.ActionRef] = []
+    generic: list[Tree] = []
+    entries_t: Tree | None = None
+    seen: set[str] = set()
+    for p in props:
+        pname = {"key_prop": "key", "actions_prop": "actions", "entries_prop": "entries"}.get(
+            p.data) or b.name_of(p.children[2])
+        if pname in seen:
+            raise b.err(b.loc(p), f"table '{name}': property '{pname}' given twice")
+        seen.add(pname)
+        if p.data == "key_prop":
+            for k in children(p)[1:] if p.children[0] is not None else children(p):
+                if k.data != "key_elem":
+                    continue
+                e = b.expr(k.children[0])
+                mk = b.name_of(k.children[1])
+                if mk not in b.match_kinds:
+                    raise b.err(b.loc(k.children[1]), f"unknown match kind '{mk}'."
+                                + did_you_mean(mk, b.match_kinds))
+                if not isinstance(e.type, (ir.BitT, ir.BoolT, ir.EnumT, ir.ErrorT)):
+                    raise b.err(e.loc, f"table key of type {e.type} is not supported")
+                kan = b.annotations(k.children[2])
+                kname = kan["name"].body[0] if "name" in kan and kan["name"].body else \
+                    b.expr_text(k.children[0])
+                keys.append(ir.Key(e, mk, str(kname), kan, b.loc(k)))
+        elif p.data == "actions_prop":
+            for it in children(p):
+                if it.data != "action_item":
+                    continue
+                ia, an, args_t = it.children
+                act = _action_named(b, an)
+                if any(r.action is act for r in refs):
+                    raise b.err(b.loc(an), f"action '{act.name}' listed twice in table '{name}'")
+                nargs = len(b.arg_list(args_t))
+                dirp = tuple(x for x in act.params if x.direction is not None)
+                if nargs > len(dirp):
+                    raise b.err(b.loc(an), f"table '{name}': action '{act.name}' in the actions "
+                                "list may only bind its directional parameters")
+                args = _bind_prefix(b, act, act.params[:nargs], args_t, b.loc(an))
+                refs.append(ir.ActionRef(act, args, b.annotations(ia), b.loc(an)))
+        elif p.data == "entries_prop":
+            if p.children[1] is None:
+                raise b.unsupported(b.loc(p), "non-const table 'entries'")
+            entries_t = p
+        else:
+            generic.append(p)
+    table = ir.Table(name, cp, tuple(keys), tuple(refs), ir.ActionRef(b.actions_global["NoAction"])
+                     if "NoAction" in b.actions_global else ir.ActionRef(refs[0].action) if refs
+                     else ir.ActionRef(ir.Action("NoAction", "NoAction", (), ir.Block(())), ()),
+                     annotations=annos, loc=loc)
+    for p in generic:
+        _generic_prop(b, table, p)
+    if entries_t is not None:
+        table.const_entries = tuple(_entry(b, table, e) for e in children(entries_t)
+                                    if isinstance(e, Tree) and e.data == "entry")
+    return _declare(b, table, loc)
+
+
+def _declare(b: "BlockBuilder", table: ir.Table, loc: ir.Loc) -> ir.Table:
+    b.declare(table.name, table, loc)
+    return table
+
+
+def _find_ref(b: "BlockBuilder", table: ir.Table, name_t: Any, what: str) -> ir.ActionRef:
+    act = _action_named(b, name_t)
+    ref = next((r for r in table.actions if r.action is act), None)
+    if ref is None:
+        raise b.err(b.loc(name_t), f"{what} '{act.name}' is not in the actions list of "
+                    f"table '{table.name}'")
+    return ref
+
+
+def _generic_prop(b: "BlockBuilder", table: ir.Table, p: Tree) -> None:
+    pa, const_t, pn, val_t = p.children
+    pname = b.name_of(pn)
+    ploc = b.loc(p)
+    if pname == "default_action":
+        an, args_t = _call_parts(b, val_t)
+        ref = _find_ref(b, table, an, "default action")
+        args = _ref_args(b, ref, args_t, b.loc(val_t))
+        table.default_action = ir.ActionRef(ref.action, args, ref.annotations, b.loc(val_t))
+        table.default_is_const = const_t is not None
+        table.default_action_given = True
+        if "tableonly" in ref.annotations:
+            raise b.err(b.loc(val_t), f"action '{ref.action.name}' is @tableonly and cannot be "
+                        "the default action")
+        return
+    if pname == "size":
+        table.size = b.const_int(val_t, f"size of table '{table.name}'")
+        return
+    if pname in ("implementation", "counters", "meters"):
+        want = {"implementation": ("action_profile", "action_selector"),
+                "counters": ("direct_counter",), "meters": ("direct_meter",)}[pname]
+        if isinstance(val_t, Tree) and val_t.data == "ctor_call":
+            inst = b.make_instance(Tree("named_type", [val_t.children[0]], val_t.meta)
+                                   if len(val_t.children) == 2 else
+                                   Tree("spec_type", val_t.children[:2], val_t.meta),
+                                   val_t.children[-1], table.name, {}, b.loc(val_t), table.cp_name)
+        else:
+            inst_e = b.expr(val_t)
+            if not isinstance(inst_e, ir.InstanceRef):
+                raise b.err(b.loc(val_t), f"table property '{pname}' must name an instance of "
+                            + " or ".join(want))
+            inst = inst_e.inst
+        if not isinstance(inst.type, ir.ExternT) or inst.type.name not in want:
+            raise b.err(b.loc(val_t), f"table property '{pname}' must be an instance of "
+                        f"{' or '.join(want)}, not {inst.type}")
+        if pname == "implementation":
+            table.implementation = inst
+        elif pname == "counters":
+            table.direct_counter = inst
+        else:
+            table.direct_meter = inst
+        return
+    if pname == "support_timeout":
+        v = b.expr(val_t)
+        if not isinstance(v, ir.Const) or not isinstance(v.type, ir.BoolT):
+            raise b.err(b.loc(val_t), "support_timeout must be true or false")
+        table.idle_timeout = bool(v.value)
+        return
+    try:
+        table.properties[pname] = b.expr(val_t)
+    except Exception:
+        raise b.err(ploc, f"table '{table.name}': cannot evaluate property '{pname}'") from None
+
+
+def _entry(b: "BlockBuilder", table: ir.Table, e: Tree) -> ir.ConstEntry:
+    const_t, prio_t, ks_t, act_t, annos_t = e.children
+    if not table.keys:
+        raise b.err(b.loc(e), f"table '{table.name}' has entries but no key")
+    keys = b.keysets(ks_t, [k.expr.type for k in table.keys], f"entry of table '{table.name}'")
+    for k, ks in zip(table.keys, keys):
+        if isinstance(ks, ir.Mask) and k.match_kind not in ("ternary", "lpm"):
+            raise b.err(ks.loc, f"'&&&' is not allowed for a {k.match_kind} key '{k.name}'")
+        if isinstance(ks, ir.Range) and k.match_kind != "range":
+            raise b.err(ks.loc, f"'..' is only allowed for a range key, '{k.name}' is "
+                        f"{k.match_kind}")
+        if isinstance(ks, ir.DefaultKey) and k.match_kind == "exact":
+            raise b.err(ks.loc, f"'_' / default is not allowed for exact key '{k.name}'")
+    prio = None
+    if prio_t is not None:
+        prio = b.const_int(prio_t.children[0], "entry priority")
+    ach = [c for c in act_t.children if c is not None]
+    ref = _find_ref(b, table, ach[0], "entry action")
+    args_t = ach[1] if len(ach) > 1 else None
+    args = _ref_args(b, ref, args_t, b.loc(act_t))
+    if "defaultonly" in ref.annotations:
+        raise b.err(b.loc(act_t), f"action '{ref.action.name}' is @defaultonly and cannot be "
+                    "used in an entry")
+    return ir.ConstEntry(keys, ir.ActionRef(ref.action, args, b.annotations(annos_t),
+                                            b.loc(act_t)), prio, b.loc(e))
