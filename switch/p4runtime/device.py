@@ -275,6 +275,12 @@ class Device:
         elif which == "digest_entry":
             for d in ext.read_digest(entity.digest_entry):
                 yield p4r.Entity(digest_entry=d)
+        elif which in ("action_profile_member", "action_profile_group"):
+            # writes of these are UNIMPLEMENTED, so a (wildcard) read finds nothing
+            profile_id = getattr(entity, which).action_profile_id
+            if profile_id:
+                active.schema.lookup("action profile", active.schema.action_profiles, profile_id)
+            return
         elif which is None:
             raise invalid("read request entity has no type")
         else:

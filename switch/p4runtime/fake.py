@@ -214,4 +214,8 @@ def sample_p4info() -> p4i.P4Info:
     packet_out.preamble.id, packet_out.preamble.name = 0x04000002, "packet_out"
     packet_out.metadata.add(id=1, name="egress_port", bitwidth=9)
     packet_out.metadata.add(id=2, name="_pad", bitwidth=7)
+    for group in (info.tables, info.actions, info.counters, info.direct_counters, info.meters,
+                  info.registers, info.digests, info.controller_packet_metadata):
+        for obj in group:
+            obj.preamble.alias = obj.preamble.name.split(".")[-1]
     return info
