@@ -41,7 +41,7 @@ def _get_parser() -> Lark:
     with _lock:
         if _parser is None:
             p = Lark(_GRAMMAR.read_text(), parser="lalr", lexer=_TokenFeed,
-                     propagate_positions=True, maybe_placeholders=True)
+                     propagate_positions=True, maybe_placeholders=True, cache=True)
             for td in p.terminals:
                 if td.pattern.type == "str":
                     _kind_to_terminal[td.pattern.value] = td.name
