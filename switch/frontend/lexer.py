@@ -199,7 +199,8 @@ def _collect_type_names(toks: list[Tok]) -> tuple[set[str], list[tuple[str, int,
                             j += 1
                         if j + 1 < n and toks[j + 1].kind == "{":
                             names.add(toks[i + 1].text)
-        elif k in ("typedef", "type"):
+        elif k in ("typedef", "type") and (i == 0 or toks[i - 1].kind in (";", "}", "{",
+                                                                         "ANNOTATION")):
             j = i + 1
             depth = 0
             while j < n and not (toks[j].kind == ";" and depth == 0):

@@ -19,6 +19,7 @@ from . import lexer as lx
 from .errors import P4Error
 from .ir import Annotation, Loc
 from .preprocess import Preprocessed
+from .symbols import did_you_mean
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
 _lock = threading.Lock()
@@ -84,6 +85,18 @@ def parse(pp: Preprocessed) -> ParseResult:
         else:
             loc = pp.loc(tok.line, tok.column)
             what = f"'{tok.value}'" if tok.type != "ANNOTATION" else "annotation"
+            idx = next((i for i, t in enumerate(toks) if t.pos == tok.start_pos), -1)
+            prev = None
+            if tok.type == "IDENTIFIER" and idx > 0 and toks[idx - 1].kind == "IDENTIFIER":
+                prev = toks[idx - 1]
+            elif tok.type == "IDENTIFIER" and 0 <= idx < len(toks) - 1 and \
+                    toks[idx + 1].kind == "IDENTIFIER":
+                prev = toks[idx]
+            if prev is not None:
+                ploc = pp.loc(prev.line, prev.col)
+                names = sorted({t.text for t in toks if t.kind == "TYPE_IDENTIFIER"})
+                raise P4Error(ploc, f"unknown type '{prev.text}'." + did_you_mean(prev.text, names),
+                              pp.source_line(ploc)) from None
         expected = sorted(_pretty(x) for x in (e.expected or ()))[:8]
         msg = f"syntax error: unexpected {what}"
         if expected:

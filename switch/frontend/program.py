@@ -42,14 +42,16 @@ class ProgramBuilder(BlockBuilder):
         self.blocks: dict[str, BlockDecl] = {}
         self.main: ir.PackageInstance | None = None
         self.tree = pr.tree
+        self.type_locs: dict[str, ir.Loc] = {}
 
     def declare_type(self, name: str, sym: object, loc: ir.Loc) -> None:
         try:
             self.global_scope.add_type(name, sym)
         except DuplicateError as e:
-            prev = decl_loc(e.previous)
+            prev = self.type_locs.get(name, decl_loc(e.previous))
             where = f" (previous declaration at {prev})" if prev != ir.NOLOC else ""
             raise self.err(loc, f"duplicate declaration of type '{name}'{where}") from None
+        self.type_locs[name] = loc
         if isinstance(sym, ir.Type):
             self.types[name] = sym
 

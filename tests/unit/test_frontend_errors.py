@@ -1,0 +1,220 @@
+"""Every error class of the front-end: message text and exact file:line:col."""
+
+from __future__ import annotations
+
+import pytest
+
+from innet.switch.frontend import P4Error, UnsupportedError, compile_source
+
+HEAD = """#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<16> c; }
+struct headers_t { h_t h; }
+struct meta_t { bit<8> x; }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+"""  # 8 lines; the ingress control starts on line 9
+ING = "control Ing(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {\n"
+TAIL = """
+control VC(inout headers_t hdr, inout meta_t m) { apply { } }
+control Egr(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers_t hdr, inout meta_t m) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), VC(), Ing(), Egr(), CC(), D()) main;
+"""
+
+
+def ingress_src(locals_: str, body: str) -> str:
+    # line 9: control header, line 10: locals, line 11: apply {, line 12: body
+    return HEAD + ING + locals_ + "\n    apply {\n" + body + "\n    }\n}\n" + TAIL
+
+
+def compile_err(locals_: str, body: str) -> P4Error:
+    with pytest.raises(P4Error) as ei:
+        compile_source(ingress_src(locals_, body), "err.p4")
+    return ei.value
+
+
+def test_error_format_has_source_line_and_caret() -> None:
+    e = compile_err("", "        m.y = 1;")
+    text = str(e)
+    lines = text.splitlines()
+    assert lines[0] == "err.p4:12:9: error: meta_t has no field 'y'."
+    assert lines[1] == "        m.y = 1;"
+    assert lines[2] == "        ^"
+    assert e.loc.file == "err.p4" and (e.loc.line, e.loc.col) == (12, 9)
+
+
+def test_undefined_name_did_you_mean() -> None:
+    with pytest.raises(P4Error, match=r"err\.p4:12:15: error: undefined name 'hdrr'\. "
+                                      r"Did you mean 'hdr'\?"):
+        compile_source(ingress_src("", "        m.x = hdrr.h.a;"), "err.p4")
+
+
+def test_unknown_field_did_you_mean() -> None:
+    with pytest.raises(P4Error, match=r"err\.p4:12:15: error: h_t has no field 'aa'\. "
+                                      r"Did you mean 'a'\?"):
+        compile_source(ingress_src("", "        m.x = hdr.h.aa;"), "err.p4")
+
+
+def test_unknown_type() -> None:
+    with pytest.raises(P4Error, match=r"err\.p4:10:5: error: unknown type 'meta_tt'\. "
+                                      r"Did you mean 'meta_t'\?"):
+        compile_source(ingress_src("    meta_tt q;", "")
+                       , "err.p4")
+
+
+def test_width_mismatch_needs_cast() -> None:
+    with pytest.raises(P4Error, match=r"err\.p4:12:15: error: assignment: cannot convert "
+                                      r"bit<16> to bit<8> implicitly; use a cast"):
+        compile_source(ingress_src("", "        m.x = hdr.h.c;"), "err.p4")
+
+
+def test_int_literal_too_wide() -> None:
+    with pytest.raises(P4Error, match=r"err\.p4:12:15: error: assignment: value 256 does not "
+                                      r"fit in bit<8>"):
+        compile_source(ingress_src("", "        m.x = 256;"), "err.p4")
+
+
+def test_binary_operands_differ() -> None:
+    with pytest.raises(P4Error, match=r"err\.p4:12:15: error: operands of '\+' have different "
+                                      r"types: bit<8> and bit<16>"):
+        compile_source(ingress_src("", "        m.x = hdr.h.a + hdr.h.c;"), "err.p4")
+
+
+def test_bool_vs_bit1_condition() -> None:
+    with pytest.raises(P4Error, match=r"err\.p4:12:13: error: if condition must be bool, "
+                                      r"not bit<1>"):
+        compile_source(ingress_src("", "        if (sm.checksum_error) { m.x = 1; }"), "err.p4")
+
+
+def test_assign_to_const() -> None:
+    src = ingress_src("    const bit<8> K = 3;", "        K = 4;")
+    with pytest.raises(P4Error, match=r"err\.p4:12:9: error: cannot assign to constant 'K'"):
+        compile_source(src, "err.p4")
+
+
+def test_assign_to_in_param() -> None:
+    src = HEAD + ING + "    action a(in bit<8> v) { v = 1; }\n    apply { a(m.x); }\n}\n" + TAIL
+    with pytest.raises(P4Error, match=r"err\.p4:10:29: error: cannot assign to 'v': it is an "
+                                      r"'in' parameter"):
+        compile_source(src, "err.p4")
+
+
+def test_assign_to_action_data_param() -> None:
+    with pytest.raises(P4Error, match=r"err\.p4:10:26: error: cannot assign to 'v': it is a "
+                                      r"directionless parameter"):
+        compile_source(ingress_src("    action a(bit<8> v) { v = 1; }", ""), "err.p4")
+
+
+def test_assign_to_literal() -> None:
+    with pytest.raises(P4Error, match=r"err\.p4:12:9: error: cannot assign to a literal"):
+        compile_source(ingress_src("", "        5 = m.x;"), "err.p4")
+
+
+def test_wrong_argument_count() -> None:
+    with pytest.raises(P4Error, match=r"err\.p4:12:9: error: wrong number of arguments for "
+                                      r"action 'a': missing argument for parameter 'v'"):
+        compile_source(ingress_src("    action a(bit<8> v) { m.x = v; }", "        a();"),
+                       "err.p4")
+
+
+def test_too_many_arguments_extern() -> None:
+    with pytest.raises(P4Error, match=r"err\.p4:12:9: error: wrong number of arguments for "
+                                      r"'clone': expected 2, got 3"):
+        compile_source(ingress_src("", "        clone(CloneType.I2E, 1, 2);"), "err.p4")
+
+
+def test_unknown_method() -> None:
+    with pytest.raises(P4Error, match=r"err\.p4:12:9: error: extern register has no method "
+                                      r"'reed'\. Did you mean 'read'\?"):
+        compile_source(ingress_src("    register<bit<8>>(4) r;", "        r.reed(m.x, 0);"),
+                       "err.p4")
+
+
+def test_out_argument_must_be_lvalue() -> None:
+    with pytest.raises(P4Error, match=r"err\.p4:12:16: error: argument for 'out' parameter "
+                                      r"'result' of register\.read must be a writable l-value"):
+        compile_source(ingress_src("    register<bit<8>>(4) r;", "        r.read(8w3, 0);"),
+                       "err.p4")
+
+
+def test_duplicate_declaration() -> None:
+    with pytest.raises(P4Error, match=r"err\.p4:10:22: error: duplicate declaration of 'q' "
+                                      r"\(previous declaration at err\.p4:10:12\)"):
+        compile_source(ingress_src("    bit<8> q; bit<8> q;", ""), "err.p4")
+
+
+def test_duplicate_type() -> None:
+    src = HEAD.replace("struct meta_t { bit<8> x; }",
+                       "struct meta_t { bit<8> x; }\nheader h_t { bit<8> z; }")
+    with pytest.raises(P4Error, match=r"err\.p4:6:8: error: duplicate declaration of type "
+                                      r"'h_t' \(previous declaration at err\.p4:3:8\)"):
+        compile_source(src + ING + "apply {}\n}\n" + TAIL, "err.p4")
+
+
+def test_undefined_state() -> None:
+    src = HEAD.replace("transition accept;", "transition parse_x;") + ING + "apply {}\n}\n" + TAIL
+    with pytest.raises(P4Error, match=r"err\.p4:7:50: error: transition to undefined state "
+                                      r"'parse_x'"):
+        compile_source(src, "err.p4")
+
+
+def test_default_action_not_in_list() -> None:
+    locs = ("    action a() {} action b() {}\n"
+            "    table t { key = { m.x : exact; } actions = { a; } default_action = b(); }")
+    with pytest.raises(P4Error, match=r"error: default action 'b' is not in the actions list "
+                                      r"of table 't'"):
+        compile_source(ingress_src(locs, ""), "err.p4")
+
+
+def test_unknown_match_kind() -> None:
+    locs = "    action a() {}\n    table t { key = { m.x : exakt; } actions = { a; } }"
+    with pytest.raises(P4Error, match=r"err\.p4:11:29: error: unknown match kind 'exakt'\. "
+                                      r"Did you mean 'exact'\?"):
+        compile_source(ingress_src(locs, ""), "err.p4")
+
+
+def test_syntax_error_located() -> None:
+    with pytest.raises(P4Error, match=r"err\.p4:12:20: error: syntax error: unexpected ';'"):
+        compile_source(ingress_src("", "        m.x = m.x +;"), "err.p4")
+
+
+def test_stack_index_out_of_range() -> None:
+    src = HEAD.replace("struct headers_t { h_t h; }", "struct headers_t { h_t h; h_t[2] s; }")
+    src += ING + "    apply {\n        hdr.s[2].a = 1;\n    }\n}\n" + TAIL
+    with pytest.raises(P4Error, match=r"err\.p4:11:15: error: index 2 out of range for a "
+                                      r"header stack of size 2"):
+        compile_source(src, "err.p4")
+
+
+def test_unsupported_value_set_is_located() -> None:
+    src = HEAD.replace(
+        "    state start",
+        "    value_set<bit<8>>(4) vs;\n    state start") + ING + "apply {}\n}\n" + TAIL
+    with pytest.raises(UnsupportedError, match=r"err\.p4:7:5: error: unsupported: value_set is "
+                                               r"not supported by innet's embedded target"):
+        compile_source(src, "err.p4")
+
+
+def test_unsupported_non_const_entries() -> None:
+    locs = ("    action a() {}\n"
+            "    table t { key = { m.x : exact; } actions = { a; } entries = { 1 : a(); } }")
+    with pytest.raises(UnsupportedError, match=r"err\.p4:11:55: error: unsupported: non-const "
+                                               r"table 'entries'"):
+        compile_source(ingress_src(locs, ""), "err.p4")
+
+
+def test_unsized_hash_base_needs_width() -> None:
+    with pytest.raises(P4Error, match=r"err\.p4:12:40: error: cannot infer a width for "
+                                      r"argument 'base' of 'hash'"):
+        compile_source(ingress_src("", "        hash(m.x, HashAlgorithm.crc16, 0, { m.x }, "
+                                       "32w16);"), "err.p4")
+
+
+def test_package_argument_kind_checked() -> None:
+    src = HEAD + ING + "apply {}\n}\n" + TAIL.replace("V1Switch(P(), VC(),", "V1Switch(VC(), P(),")
+    with pytest.raises(P4Error, match=r"package parameter 'p' expects a parser, but VC is a "
+                                      r"control"):
+        compile_source(src, "err.p4")
