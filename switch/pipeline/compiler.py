@@ -38,6 +38,7 @@ class ParserErr(Exception):
     def __init__(self, code: int) -> None:
         super().__init__(code)
         self.code = code
+        self.pos: int | None = None  # position at the error when raised inside a sub-parser
 
 
 class AssertFail(Exception):
@@ -335,7 +336,7 @@ class ProgramCompiler:
         n = len(self.tables)
         glue = TableGlue(t, f"T{n}_cache", f"T{n}_lookup")
         self.tables[id(t)] = glue
-        for r in t.actions:
+        for r in _action_refs(t):
             fn = self.action_fn(r.action)
             dirs = [p for p in r.action.params if p.direction is not None]
             if dirs:
@@ -369,7 +370,7 @@ class ProgramCompiler:
         t = glue.table
         fns = [self.ns[f] for f in glue.fns]
         actions = []
-        for i, (r, fn) in enumerate(zip(t.actions, fns)):
+        for i, (r, fn) in enumerate(zip(_action_refs(t), fns)):
             params = tuple((p.name, _width(p.type)) for p in r.action.params if p.direction is None)
             actions.append(ActionInfo(r.action.cp_name, fn, params, i))
         keys = [KeyDef(k.name, k.match_kind, _width(k.expr.type)) for k in t.keys]
@@ -395,11 +396,21 @@ class ProgramCompiler:
         g = self._gen("parser")
         g.in_parser = True
         g.ind = 2
+        self._parser_body(g, p)
+        body = "\n".join(g.lines)
+        pe = self.sm_slot("parser_error")
+        self.sources.append(
+            f"def {name}(S, data):\n    L = len(data)\n    pos = 0\n    try:\n{body or '        pass'}\n"
+            f"    except _PErr as _e:\n        S[{pe}] = _e.code\n"
+            f"        if _e.pos is not None: pos = _e.pos\n    return pos\n")
+        return name
+
+    def _parser_body(self, g: StmtGen, p: ir.Parser) -> None:
         for loc in p.locals:
             if isinstance(loc, ir.VarDeclStmt):
                 g.stmt(loc)
-            else:
-                raise UnsupportedError(f"parser local {getattr(loc, 'name', loc)} (value sets, sub-parsers)",
+            elif not (isinstance(loc, ir.Instance) and isinstance(loc.decl, ir.Parser)):
+                raise UnsupportedError(f"parser local {getattr(loc, 'name', loc)} (value sets, extern objects)",
                                        getattr(loc, "loc", None))
         if "start" not in p.states:
             raise UnsupportedError(f"parser {p.name} has no start state", p.loc)
@@ -422,11 +433,28 @@ class ProgramCompiler:
                     "break" if tgt in ("accept", "reject") else f"st = {ids[tgt]}"))
                 g.ind -= 1
             g.ind -= 1
+
+    def subparser_fn(self, p: ir.Parser, bindings: dict[int, int]) -> str:
+        """A sub-parser compiled for one call site: its parameters alias the arguments'
+        slots (p4c inlines sub-parsers); returns the new position, errors carry ``pos``."""
+        name = f"SP{len(self.sources)}_{_ident(p.name)}"
+        saved = {uid: self.layout.by_uid.get(uid) for uid in bindings}
+        self.layout.by_uid.update(bindings)
+        try:
+            g = self._gen("parser")
+            g.in_parser = True
+            g.ind = 2
+            self._parser_body(g, p)
+        finally:
+            for uid, base in saved.items():
+                if base is None:
+                    self.layout.by_uid.pop(uid, None)
+                else:
+                    self.layout.by_uid[uid] = base
         body = "\n".join(g.lines)
-        pe = self.sm_slot("parser_error")
-        src = (f"def {name}(S, data):\n    L = len(data)\n    pos = 0\n    try:\n{body or '        pass'}\n"
-               f"    except _PErr as _e:\n        S[{pe}] = _e.code\n    return pos\n")
-        self.sources.append(src)
+        self.sources.append(f"def {name}(S, data, pos, L):\n    try:\n{body or '        pass'}\n"
+                            f"    except _PErr as _e:\n        if _e.pos is None: _e.pos = pos\n        raise\n"
+                            f"    return pos\n")
         return name
 
     def _inline_state(self, g: StmtGen, states: dict[str, ir.ParserState], name: str) -> None:
@@ -543,6 +571,14 @@ _HELPERS: dict[str, Any] = {
     "_csum16": hashing.csum16, "_xor16": hashing.xor16, "_identity": hashing.identity,
     "_hash_result": hashing.hash_result, "_Exit": Exit, "_PErr": ParserErr, "_AssertFail": AssertFail,
 }
+
+
+def _action_refs(t: ir.Table) -> tuple[ir.ActionRef, ...]:
+    """The table's actions, plus the default action when it is not listed (an implicit
+    ``NoAction`` default, as p4c adds it)."""
+    if any(r.action is t.default_action.action for r in t.actions):
+        return t.actions
+    return t.actions + (ir.ActionRef(t.default_action.action, (), loc=t.loc),)
 
 
 def _ident(name: str) -> str:

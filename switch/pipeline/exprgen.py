@@ -228,13 +228,26 @@ class ExprGen:
     def x_Binary(self, e: ir.Binary) -> str:
         op = e.op
         if op in ("&&", "||"):
-            a, b = self.expr(e.left), self.cond_free(e.right)
-            return f"({a} {'and' if op == '&&' else 'or'} {b})"
+            a = self.expr(e.left)
+            n = len(self.lines)
+            self.ind += 1
+            b = self.expr(e.right)
+            self.ind -= 1
+            if len(self.lines) == n:
+                return f"({a} {'and' if op == '&&' else 'or'} {b})"
+            pre = self.lines[n:]
+            del self.lines[n:]
+            t = self.tmp()
+            self.emit(f"{t} = {a}")
+            self.emit(f"if {'' if op == '&&' else 'not '}{t}:")
+            self.lines.extend(pre)
+            self.emit(f"    {t} = {b}")
+            return t
+        if op in ("==", "!=") and not is_scalar(e.left.type):
+            eq = self.agg_equal(self.place(e.left), self.place(e.right), e.left.type, e)
+            return eq if op == "==" else f"(not {eq})"
         a, b = self.expr(e.left), self.expr(e.right)
         if op in ("==", "!=", "<", "<=", ">", ">="):
-            lt = e.left.type
-            if not is_scalar(lt):
-                raise self.unsupported(f"comparison of {lt} values", e)
             return f"({a} {op} {b})"
         t = e.type
         if isinstance(t, ir.IntT):
@@ -323,9 +336,49 @@ class ExprGen:
 
     def x_Mux(self, e: ir.Mux) -> str:
         c = self.expr(e.cond)
-        a = self.cond_free(e.then)
-        b = self.cond_free(e.else_)
-        return f"({a} if {c} else {b})"
+        n = len(self.lines)
+        self.ind += 1
+        a = self.expr(e.then)
+        pre_a = self.lines[n:]
+        del self.lines[n:]
+        b = self.expr(e.else_)
+        pre_b = self.lines[n:]
+        del self.lines[n:]
+        self.ind -= 1
+        if not pre_a and not pre_b:
+            return f"({a} if {c} else {b})"
+        t = self.tmp()
+        self.emit(f"if {c}:")
+        self.lines.extend(pre_a)
+        self.emit(f"    {t} = {a}")
+        self.emit("else:")
+        self.lines.extend(pre_b)
+        self.emit(f"    {t} = {b}")
+        return t
+
+    def agg_equal(self, a: Place, b: Place, t: ir.Type, node: Any) -> str:
+        """Equality of two header/struct/union/stack values (headers: both invalid, or both
+        valid with equal fields)."""
+        if isinstance(t, ir.HeaderT):
+            n = len(t.fields)
+            fields = f"S[{a.at(1)}:{a.at(1 + n)}] == S[{b.at(1)}:{b.at(1 + n)}]" if n else "True"
+            return f"(S[{a.at()}] == S[{b.at()}] and (not S[{a.at()}] or {fields}))"
+        if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
+            parts = []
+            off = 0
+            for f in t.fields:
+                if is_scalar(f.type):
+                    parts.append(f"S[{a.at(off)}] == S[{b.at(off)}]")
+                else:
+                    parts.append(self.agg_equal(a.sub(off, f.type), b.sub(off, f.type), f.type, node))
+                off += nslots(f.type)
+            return "(" + " and ".join(parts or ["True"]) + ")"
+        if isinstance(t, ir.StackT):
+            esz = nslots(t.elem)
+            parts = [self.agg_equal(a.sub(1 + i * esz, t.elem), b.sub(1 + i * esz, t.elem), t.elem, node)
+                     for i in range(t.size)]
+            return "(" + " and ".join(parts) + ")"
+        raise self.unsupported(f"comparison of {t} values", node)
 
     def x_MethodCall(self, e: ir.MethodCall) -> str:
         r = self.method_call(e)

@@ -353,13 +353,38 @@ class StmtGen(ExternGen):
 
     def sub_apply(self, inst: ir.Instance, e: ir.MethodCall) -> str | None:
         decl = inst.decl
+        if isinstance(decl, ir.Parser):
+            return self.subparser_apply(decl, e)
         if not isinstance(decl, ir.Control):
-            raise self.unsupported("sub-parser apply (parser instances inside parsers)", e)
+            raise self.unsupported(f"apply of {inst.name}", e)
         fn = self.prog.control_fn(decl)
         _, outs = self.bind_args(decl.params, e.args, e)
         self.emit(f"{fn}(S)")
         self.copy_out(outs)
         return None
+
+    def subparser_apply(self, decl: ir.Parser, e: ir.MethodCall) -> None:
+        if not self.in_parser:
+            raise self.unsupported("a parser applied outside a parser", e)
+        bindings: dict[int, int] = {}
+        for i, p in enumerate(decl.params):
+            if isinstance(p.type, ir.ExternT):
+                continue
+            a = e.args[i].expr if i < len(e.args) else None
+            if a is None:
+                raise self.unsupported(f"sub-parser argument {p.name} left out", e)
+            if is_scalar(p.type) and p.direction in (None, "in"):
+                pp = self.prog.layout.var(p.uid, p.type, p.name)
+                self.emit(f"S[{pp}] = {self.expr(a)}")
+                continue
+            place = self.place(a)
+            if not isinstance(place.base, int):
+                raise self.unsupported(f"sub-parser argument {p.name} at a runtime stack index", e)
+            bindings[p.uid] = place.base
+            if p.direction == "out":
+                self.reset(place)
+        fn = self.prog.subparser_fn(decl, bindings)
+        self.emit(f"pos = {fn}(S, data, pos, L)")
 
     def table_apply(self, e: ir.TableApply) -> str:
         t = e.table

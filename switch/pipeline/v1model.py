@@ -154,6 +154,7 @@ class Architecture:
     def _egress(self, S: list[Any], eport: int, pport: int, ingress_q: Any, out: list[tuple[int, bytes]], depth: int) -> None:
         c = self.c
         S[self.s_egress_port] = eport
+        S[self.s_egress_spec] = 0  # BMv2 clears egress_spec at the start of egress
         S[self.s_clone] = None
         S[self.s_recirc] = None
         try:

@@ -1,0 +1,160 @@
+"""Executor throughput benchmark: packets per second of ``Pipeline.process`` on one core.
+
+Run as ``python -m innet.testbed.bench_pipeline [--seconds S] [--out results/]``. Two
+workloads:
+
+- ``basic_forward``: Ethernet/IPv4, LPM lookup (256 /24 routes), TTL decrement, IPv4
+  checksum update (``update_checksum`` csum16) -- target >= 100,000 pkt/s;
+- ``agg64``: 64 bit<32> header values added into 64 register arrays per packet --
+  target >= 30,000 pkt/s.
+
+The programs are ``p4/examples/<name>.p4`` when present (and shaped as expected), else the
+copies under ``testbed/p4/``. Prints a rich table and saves JSON (and a PNG when
+matplotlib is installed) naming the machine and settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parent.parent
+TARGETS = {"basic_forward": 100_000, "agg64": 30_000}
+
+
+def _program(name: str) -> Path:
+    p = REPO / "p4" / "examples" / f"{name}.p4"
+    return p if p.is_file() else REPO / "testbed" / "p4" / f"{name}.p4"
+
+
+def _ipv4(src: int, dst: int, ttl: int = 64) -> bytes:
+    hdr = struct.pack("!BBHHHBBHII", 0x45, 0, 20 + 26, 1, 0, ttl, 17, 0, src, dst)
+    s = sum(struct.unpack("!10H", hdr))
+    s = (s & 0xFFFF) + (s >> 16)
+    s = (s & 0xFFFF) + (s >> 16)
+    hdr = hdr[:10] + struct.pack("!H", ~s & 0xFFFF) + hdr[12:]
+    eth = bytes.fromhex("000000000001" "000000000002" "0800")
+    return eth + hdr + bytes(26)
+
+
+def setup_basic_forward(pl: Any) -> list[tuple[int, bytes]]:
+    from innet.switch.pipeline import KeySpec
+
+    table = next(t for t in pl.tables.values() if any(k.kind == "lpm" for k in t.keys))
+    action = next(a for a in table.actions.values() if len(a.params) == 2)
+    for i in range(256):
+        table.insert([KeySpec((10 << 24) | (i << 8), prefix_len=24)], action.name, [0x0A0000000000 + i, 1 + i % 8])
+    return [(0, _ipv4(0x0A000001, (10 << 24) | ((i % 256) << 8) | 7)) for i in range(1024)]
+
+
+def setup_agg64(pl: Any) -> list[tuple[int, bytes]]:
+    eth = bytes.fromhex("000000000001" "000000000002" "88b5")
+    pkts = []
+    for i in range(1024):
+        vals = struct.pack("!65I", i % 512, *[(i * 64 + j) & 0xFFFFFFFF for j in range(64)])
+        pkts.append((0, eth + vals))
+    return pkts
+
+
+SETUPS: dict[str, Callable[[Any], list[tuple[int, bytes]]]] = {
+    "basic_forward": setup_basic_forward, "agg64": setup_agg64,
+}
+
+
+def measure(pl: Any, pkts: list[tuple[int, bytes]], seconds: float) -> tuple[float, int]:
+    """pkt/s over at least ``seconds`` of back-to-back ``process`` calls."""
+    process = pl.process
+    for port, data in pkts[:64]:  # warm up caches
+        process(port, data)
+    n = 0
+    t0 = time.perf_counter()
+    deadline = t0 + seconds
+    while True:
+        for port, data in pkts:
+            process(port, data)
+        n += len(pkts)
+        now = time.perf_counter()
+        if now >= deadline:
+            break
+    return n / (now - t0), n
+
+
+def run(seconds: float) -> list[dict[str, Any]]:
+    from innet.switch.pipeline import Pipeline
+
+    rows = []
+    for name, setup in SETUPS.items():
+        path = _program(name)
+        pl = Pipeline.from_file(path)
+        pkts = setup(pl)
+        outs = pl.process(*pkts[0])
+        if not outs:
+            raise RuntimeError(f"{name}: the first benchmark packet produced no output")
+        rate, n = measure(pl, pkts, seconds)
+        rows.append({"workload": name, "program": str(path.relative_to(REPO)), "pkt_per_s": round(rate),
+                     "packets": n, "target_pkt_per_s": TARGETS[name], "meets_target": rate >= TARGETS[name]})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench_pipeline", description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=3.0, help="measurement time per workload (default 3)")
+    ap.add_argument("--out", type=Path, default=Path("results"), help="directory for JSON/PNG (default results/)")
+    args = ap.parse_args(argv)
+    rows = run(args.seconds)
+    machine = {"platform": platform.platform(), "python": sys.version.split()[0], "cpu": _cpu(),
+               "cores_used": 1, "backend": "innet embedded pipeline (generated Python)"}
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"innet pipeline throughput, one core ({machine['cpu']}, Python {machine['python']})")
+    for col in ("workload", "program", "pkt/s", "target", "ok"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["workload"], r["program"], f"{r['pkt_per_s']:,}", f"{r['target_pkt_per_s']:,}",
+                      "yes" if r["meets_target"] else "NO")
+    Console().print(table)
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / "bench_pipeline.json"
+    out.write_text(json.dumps({"machine": machine, "time": time.strftime("%Y-%m-%dT%H:%M:%S"), "results": rows}, indent=2))
+    print(f"saved {out}")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(5, 3))
+        ax.bar([r["workload"] for r in rows], [r["pkt_per_s"] for r in rows], color="tab:blue", label="measured")
+        ax.scatter([r["workload"] for r in rows], [r["target_pkt_per_s"] for r in rows], color="red", marker="_", s=400, label="target")
+        ax.set_ylabel("packets/s (one core)")
+        ax.set_title(f"innet pipeline, {machine['cpu'][:40]}", fontsize=8)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(args.out / "bench_pipeline.png", dpi=120)
+        print(f"saved {args.out / 'bench_pipeline.png'}")
+    except ImportError:
+        pass
+    return 0
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Collects STF tests as pytest items.
+
+Every ``tests/**/*.stf`` file is collected where pytest walks; ``p4/**/*.stf`` and the
+shared BMv2 conformance corpus (``<repo>/../shared/conformance/*.stf``, cloned beside the
+repository) are collected through this conftest when pytest walks ``tests/``. Each item
+is named after its ``.stf`` file and runs the same-named ``.p4`` next to it. A missing
+shared corpus is a failing item, never a skip.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared" / "conformance"
+
+
+class StfFailure(Exception):
+    """An STF test whose outputs differ from the expected ones."""
+
+
+class StfItem(pytest.Item):
+    def __init__(self, *, stf: Path, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.stf = stf
+
+    def runtest(self) -> None:
+        from innet.switch.stf import run_stf
+
+        p4 = self.stf.with_suffix(".p4")
+        if not p4.is_file():
+            raise StfFailure(f"{self.stf}: no program {p4.name} next to it")
+        result = run_stf(p4, self.stf)
+        if not result.passed:
+            raise StfFailure(result.message)
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
+        from innet.switch.frontend.errors import FrontendError
+        from innet.switch.pipeline.errors import PipelineError
+
+        if isinstance(excinfo.value, (StfFailure, FrontendError, PipelineError)):
+            return f"{type(excinfo.value).__name__}: {excinfo.value}"
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"stf: {self.name}"
+
+
+class MissingCorpus(pytest.Item):
+    def runtest(self) -> None:
+        raise StfFailure(f"shared conformance corpus not found at {SHARED} "
+                         "(CI clones the repository with shared/ beside it)")
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
+        return str(excinfo.value)
+
+
+class StfFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item]:
+        yield StfItem.from_parent(self, name=self.path.stem, stf=self.path)
+
+
+class StfCorpus(pytest.File):
+    """Out-of-tree STF files: p4/**/*.stf and the shared conformance corpus."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        for stf in sorted((REPO / "p4").rglob("*.stf")):
+            yield StfItem.from_parent(self, name=str(stf.relative_to(REPO)), stf=stf)
+        if not SHARED.is_dir():
+            yield MissingCorpus.from_parent(self, name="shared/conformance")
+            return
+        for stf in sorted(SHARED.glob("*.stf")):
+            yield StfItem.from_parent(self, name=f"shared/conformance/{stf.name}", stf=stf)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.suffix == ".stf":
+        return StfFile.from_parent(parent, path=file_path)
+    if file_path == Path(__file__).resolve():
+        return StfCorpus.from_parent(parent, path=file_path)
+    return None
