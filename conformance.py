@@ -1,0 +1,105 @@
+"""Runs directories of STF tests through the embedded target and summarises them.
+
+Shared by ``innet conformance``/``innet demo`` and by anyone who wants a report object
+rather than pytest items (the pytest collector in tests/conftest.py runs the same files).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """One STF file's outcome."""
+
+    name: str
+    """Path of the .stf file, relative to its suite."""
+    passed: bool
+    message: str
+    """The runner's message: a summary on success, expected vs got per port on failure."""
+    packets: int
+
+
+@dataclass
+class SuiteResult:
+    """All STF files of one directory (searched recursively)."""
+
+    directory: Path
+    results: list[TestResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> int:
+        return sum(r.passed for r in self.results)
+
+    @property
+    def failed(self) -> int:
+        return len(self.results) - self.passed
+
+    @property
+    def packets(self) -> int:
+        return sum(r.packets for r in self.results)
+
+
+@dataclass
+class SuiteReport:
+    suites: list[SuiteResult]
+
+    @property
+    def passed(self) -> int:
+        return sum(s.passed for s in self.suites)
+
+    @property
+    def failed(self) -> int:
+        return sum(s.failed for s in self.suites)
+
+
+def default_suites() -> list[Path]:
+    """The repo's own suites plus the BMv2-confirmed corpus beside the repo (if present)."""
+    dirs = [REPO / "p4", REPO / "tests" / "conformance"]
+    shared = REPO.parent / "shared" / "conformance"
+    if shared.is_dir():
+        dirs.append(shared)
+    return dirs
+
+
+def stf_files(directory: Path) -> list[Path]:
+    """Every ``NAME.stf`` below ``directory`` that has a ``NAME.p4`` beside it."""
+    return sorted(p for p in directory.rglob("*.stf") if p.with_suffix(".p4").is_file())
+
+
+def run_file(stf: Path, suite: Path) -> TestResult:
+    from innet.switch.frontend.errors import FrontendError
+    from innet.switch.pipeline.errors import PipelineError
+    from innet.switch.stf import StfError, parse_stf, run_stf
+
+    name = str(stf.relative_to(suite))
+    try:
+        packets = len(parse_stf(stf.read_text(), str(stf)).packets)
+        result = run_stf(stf.with_suffix(".p4"), stf)
+    except (FrontendError, PipelineError, StfError) as e:
+        return TestResult(name, False, str(e), 0)
+    return TestResult(name, result.passed, result.message, packets)
+
+
+def run_suites(directories: list[Path]) -> SuiteReport:
+    from rich.progress import Progress
+
+    suites = []
+    files = [(d, f) for d in directories for f in stf_files(d)]
+    with Progress(transient=True) as progress:
+        task = progress.add_task("STF tests", total=len(files))
+        for d in directories:
+            suite = SuiteResult(d)
+            start = time.perf_counter()
+            for f in stf_files(d):
+                suite.results.append(run_file(f, d))
+                progress.advance(task)
+            suite.seconds = time.perf_counter() - start
+            suites.append(suite)
+    return SuiteReport(suites)
