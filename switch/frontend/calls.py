@@ -183,8 +183,8 @@ class CallBuilder(ExprBuilder):
                 raise self.err(loc, f"extern {bt.name} has no method '{name}'."
                                + self._suggest(name, [m.name for m in decl.methods]))
             tv: dict[str, ir.Type] = {}
-            for n, t in zip(decl.type_params, bt.type_args):
-                tv[n] = t
+            for pname, targ in zip(decl.type_params, bt.type_args):
+                tv[pname] = targ
             sig = self.choose_overload(sigs, len(args), loc, f"{bt.name}.{name}")
             tv.update(self._explicit_typevars(sig, targs, loc))
             what = f"{bt.name}.{name}"
@@ -260,7 +260,7 @@ class CallBuilder(ExprBuilder):
             if _has_typevar(pt):
                 if isinstance(e.type, ir.IntT):
                     raise self.err(e.loc, f"cannot infer a width for argument '{p.name}' of "
-                                   f"{callee} from an unsized integer; write e.g. 32w{e.value} "
+                                   f"{callee} from an unsized integer; write e.g. 32w{getattr(e, 'value', 0)} "
                                    "or cast it")
                 pt = e.type
             e = self.coerce(e, pt, f"argument '{p.name}' of {callee}")
@@ -274,7 +274,7 @@ class CallBuilder(ExprBuilder):
                 for x in e.elems:
                     if isinstance(x.type, ir.IntT):
                         raise self.err(x.loc, f"list element in argument '{p.name}' of "
-                                       f"{callee} needs a width (e.g. 8w{x.value})"
+                                       f"{callee} needs a width (e.g. 8w{getattr(x, 'value', 0)})"
                                        if isinstance(x, ir.Const) else "list element needs a width")
             out.append(ir.Arg(e, p.direction, p))
         return tuple(out)

@@ -7,6 +7,8 @@ conversion.  Keeping these rules in one module keeps the expression builder read
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from . import ir
 
 
@@ -27,7 +29,7 @@ def fits(value: int, t: ir.BitT) -> bool:
     return -(1 << t.width) < value < (1 << t.width)
 
 
-def is_serializable_enum(t: ir.Type) -> bool:
+def is_serializable_enum(t: ir.Type) -> TypeGuard[ir.EnumT]:
     return isinstance(t, ir.EnumT) and t.underlying is not None
 
 

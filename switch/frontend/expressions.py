@@ -46,6 +46,10 @@ def children(t: Tree) -> list[Any]:
 class ExprBuilder:
     """Builds typed expressions in the current scope (``self.scope``)."""
 
+    def _call(self, target: Tree, targs: tuple[ir.Type, ...], args_tree: Tree | None,
+              loc: ir.Loc) -> ir.Expr:
+        raise NotImplementedError  # provided by calls.CallBuilder
+
     pp: Preprocessed
     annos: list[Any]
     scope: Scope
@@ -75,7 +79,7 @@ class ExprBuilder:
             return {}
         out: ir.Annotations = {}
         for tok in t.children:
-            a = convert_annotation(self.annos[int(tok)])
+            a = convert_annotation(self.annos[int(str(tok))])
             out[a.name] = a
         return out
 
@@ -146,7 +150,7 @@ class ExprBuilder:
             raise self.err(self.loc(w), f"width must not be negative, not {v}")
         return v
 
-    def named_type(self, tok: Token, allow_generic: bool = False) -> ir.Type:
+    def named_type(self, tok: Any, allow_generic: bool = False) -> ir.Type:
         name = str(tok)
         sym = self.scope.lookup_type(name)
         if sym is None:
@@ -210,7 +214,7 @@ class ExprBuilder:
                                                                 f"field '{f.name}' of {t}"))
                                           for f in t.fields), e.loc)
         if ce.is_serializable_enum(e.type) and isinstance(t, ir.BitT) \
-                and e.type.underlying == t:  # type: ignore[union-attr]
+                and e.type.underlying == t:  # type: ignore
             return ir.Cast(t, e, e.loc)
         raise self.err(e.loc, f"{what}: cannot convert {e.type} to {t} implicitly; "
                        "use a cast")
@@ -335,20 +339,20 @@ class ExprBuilder:
         ok = False
         if isinstance(ty, ir.BitT):
             ok = isinstance(src, (ir.BitT, ir.IntT)) or (isinstance(src, ir.BoolT) and ty.width == 1) \
-                or (ce.is_serializable_enum(src) and src.underlying == ty)  # type: ignore[union-attr]
+                or (ce.is_serializable_enum(src) and src.underlying == ty)  # type: ignore
             if ce.is_serializable_enum(src) and not ok:
                 ok = True  # cast through the underlying type
-                e = ir.Cast(src.underlying, e, loc)  # type: ignore[union-attr,arg-type]
+                e = ir.Cast(src.underlying, e, loc)  # type: ignore
         elif isinstance(ty, ir.BoolT):
             ok = isinstance(src, ir.BitT) and src.width == 1
         elif isinstance(ty, ir.IntT):
             ok = isinstance(src, (ir.BitT, ir.IntT)) and isinstance(e, ir.Const)
         elif ce.is_serializable_enum(ty):
             ok = isinstance(src, (ir.BitT, ir.IntT)) or src == ty
-            if isinstance(src, ir.BitT) and src != ty.underlying:  # type: ignore[union-attr]
-                e = self.cast(ty.underlying, e, loc)  # type: ignore[union-attr,arg-type]
+            if isinstance(src, ir.BitT) and src != ty.underlying:  # type: ignore
+                e = self.cast(ty.underlying, e, loc)  # type: ignore
             elif isinstance(src, ir.IntT):
-                e = self.coerce(e, ty.underlying, "cast")  # type: ignore[union-attr,arg-type]
+                e = self.coerce(e, ty.underlying, "cast")  # type: ignore
         elif isinstance(ty, (ir.StructT, ir.HeaderT)) and isinstance(e, (ir.ListExpr, ir.StructInit)):
             return self.coerce(e, ty, "cast")
         if not ok:
@@ -384,9 +388,9 @@ class ExprBuilder:
             return self.coerce(a, tb, f"operand of '{op}'"), b
         if isinstance(tb, ir.IntT) and isinstance(b, ir.Const):
             return a, self.coerce(b, ta, f"operand of '{op}'")
-        if ce.is_serializable_enum(ta) and ta.underlying == tb:  # type: ignore[union-attr]
+        if ce.is_serializable_enum(ta) and ta.underlying == tb:  # type: ignore
             return ir.Cast(tb, a, a.loc), b
-        if ce.is_serializable_enum(tb) and tb.underlying == ta:  # type: ignore[union-attr]
+        if ce.is_serializable_enum(tb) and tb.underlying == ta:  # type: ignore
             return a, ir.Cast(ta, b, b.loc)
         raise self.err(loc, f"operands of '{op}' have different types: {ta} and {tb}; "
                        "use a cast")
@@ -411,7 +415,7 @@ class ExprBuilder:
             for x in (a, b):
                 if not isinstance(x.type, ir.BitT):
                     raise self.err(x.loc, f"operands of '++' need a width (bit<W>/int<W>), not {x.type}")
-            t = ir.BitT(a.type.width + b.type.width, a.type.signed)  # type: ignore[union-attr]
+            t = ir.BitT(a.type.width + b.type.width, a.type.signed)  # type: ignore
         else:
             a, b = self.unify(op, a, b, loc)
             ty = a.type
@@ -504,7 +508,7 @@ class ExprBuilder:
         lo = self.const_int(t.children[2], "slice bound")
         bt = base.type
         if ce.is_serializable_enum(bt):
-            base = ir.Cast(bt.underlying, base, base.loc)  # type: ignore[union-attr,arg-type]
+            base = ir.Cast(bt.underlying, base, base.loc)  # type: ignore
             bt = base.type
         if isinstance(bt, ir.IntT) and isinstance(base, ir.Const):
             return ir.Const((int(base.value) >> lo) & ((1 << (hi - lo + 1)) - 1),
