@@ -388,6 +388,10 @@ class ExprBuilder:
             return self.coerce(a, tb, f"operand of '{op}'"), b
         if isinstance(tb, ir.IntT) and isinstance(b, ir.Const):
             return a, self.coerce(b, ta, f"operand of '{op}'")
+        if isinstance(a, (ir.ListExpr, ir.StructInit)) and isinstance(tb, (ir.StructT, ir.HeaderT)):
+            return self.coerce(a, tb, f"operand of '{op}'"), b
+        if isinstance(b, (ir.ListExpr, ir.StructInit)) and isinstance(ta, (ir.StructT, ir.HeaderT)):
+            return a, self.coerce(b, ta, f"operand of '{op}'")
         if ce.is_serializable_enum(ta) and ta.underlying == tb:  # type: ignore
             return ir.Cast(tb, a, a.loc), b
         if ce.is_serializable_enum(tb) and tb.underlying == ta:  # type: ignore
@@ -420,7 +424,9 @@ class ExprBuilder:
             a, b = self.unify(op, a, b, loc)
             ty = a.type
             if op in ("==", "!="):
-                if not isinstance(ty, (ir.BitT, ir.IntT, ir.BoolT, ir.EnumT, ir.ErrorT)):
+                if not isinstance(ty, (ir.BitT, ir.IntT, ir.BoolT, ir.EnumT, ir.ErrorT,
+                                       ir.StructT, ir.HeaderT, ir.HeaderUnionT, ir.StackT,
+                                       ir.TupleT)):
                     raise self.unsupported(loc, f"comparison of {ty} values")
                 t = ir.BoolT()
             else:

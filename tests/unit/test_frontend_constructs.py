@@ -477,3 +477,13 @@ def test_compiles_300_lines_quickly() -> None:
     p = prog(locs + "\n" + tables, applies)
     assert time.perf_counter() - t0 < 1.0
     assert len(ingress(p).tables) == 60
+
+
+def test_struct_and_header_equality() -> None:
+    p = prog(decls="struct pair_t { bit<8> a; bit<16> b; }\n",
+             ingress_body="pair_t q = { 1, 2 }; pair_t r = q; "
+             "if (q == r && hdr.h != hdr.h && q == { 8w1, 16w2 }) { m.x = 1; }")
+    cond = body(p)[2].cond  # type: ignore[attr-defined]
+    assert isinstance(cond, ir.Binary) and cond.op == "&&"
+    last = cond.right
+    assert isinstance(last, ir.Binary) and isinstance(last.right, ir.StructInit)
