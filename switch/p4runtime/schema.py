@@ -11,7 +11,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Iterable, TypeVar
 
-from finsy.proto import p4i
+from finsy.proto import p4i, p4t
 
 from innet.switch.p4runtime.errors import invalid, not_found
 
@@ -178,7 +178,7 @@ class Schema:
         return self.controller_headers.get(kind)
 
 
-def bitstring_width(spec: p4i.P4DataTypeSpec, what: str) -> int:
+def bitstring_width(spec: p4t.P4DataTypeSpec, what: str) -> int:
     """Width of a ``bit<W>``/``int<W>`` type spec, or INVALID_ARGUMENT for other types."""
     if spec.HasField("bitstring"):
         kind = spec.bitstring.WhichOneof("type_spec")
