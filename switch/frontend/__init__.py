@@ -9,6 +9,11 @@ Pipeline: ``preprocess`` (system cpp, positions mapped back through line markers
 ``lexer`` + ``parse`` (lark LALR) -> ``program``/``blocks``/``statements``/``calls``/
 ``expressions`` (name resolution, typing, constant folding) -> ``ir``.  Errors are
 ``P4Error`` (a ``FrontendError``) with ``.loc``; see ``errors``.
+
+Not supported (located ``UnsupportedError``): ``value_set``, non-const table ``entries``,
+generic parser/control/function declarations, abstract extern methods.  The first error
+is raised (no error recovery).  A program without ``main`` compiles with
+``Program.main`` None.
 """
 
 from __future__ import annotations

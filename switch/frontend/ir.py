@@ -9,6 +9,10 @@ ever switch on the node classes defined here.
 
 Conventions
 -----------
+* ``typedef`` and ``type`` names are resolved to their underlying types (``type`` is not
+  kept as a distinct type).  Unsized ``int`` values only survive as ``Const(IntT)`` for
+  compile-time operands: shift amounts, ``push_front``/``pop_front`` counts, stack ``size``
+  and ``minSizeInBits()``-style results.
 * Types are frozen dataclasses (compared structurally, hashable).  Nodes are
   ``eq=False`` dataclasses: identity matters (two ``VarRef`` to the same ``VarDecl`` are
   distinct nodes, the declarations they point to are shared).
@@ -685,8 +689,9 @@ class If(Stmt):
 
 @dataclass(eq=False, slots=True)
 class SwitchCase:
-    """Labels are Exprs / DefaultKey / ActionLabel.  ``body`` None = fall through to the
-    next case's body."""
+    """Labels are Exprs / DefaultKey / ActionLabel.  The front-end merges fall-through
+    labels (``a: b: {...}``) into one case with several labels, so ``body`` is None only
+    for trailing labels that have no body at all (nothing runs)."""
 
     labels: tuple[Expr, ...]
     body: Block | None
