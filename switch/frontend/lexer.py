@@ -126,7 +126,7 @@ def fold_annotations(toks: list[Tok], text: str, store: list[AnnotationTok]) -> 
         j = i + 2
         body: list[Tok] = []
         raw = ""
-        if j < n and toks[j].kind in ("(", "[") and toks[j].pos == toks[i + 1].pos + len(name):
+        if j < n and toks[j].kind in ("(", "["):
             open_k = toks[j].kind
             close_k = ")" if open_k == "(" else "]"
             depth, k = 0, j
