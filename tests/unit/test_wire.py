@@ -1,0 +1,125 @@
+"""innet.host.wire: build-to-exact-bytes, round trips, framing, scapy dissection."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from innet.host import wire
+from innet.host.wire import Flag, Message, MsgType
+
+
+def test_constants_match_protocol_document() -> None:
+    assert wire.UDP_PORT == 18766 == 0x494E
+    assert wire.HEADER_LEN == 20
+    assert sum(wire.HEADER_BITS) == 8 * wire.HEADER_LEN
+    assert (MsgType.CONTRIB, MsgType.RESULT, MsgType.STATUS) == (1, 2, 3)
+    assert (Flag.VER, Flag.RETRANS) == (1, 2)
+    assert (wire.Mode.SUM, wire.Mode.SGD, wire.Mode.MOMENTUM) == (0, 1, 2)
+
+
+def test_contrib_exact_bytes() -> None:
+    msg = Message(MsgType.CONTRIB, job=0x0102, worker=3, slot=0x0405, chunk=0x06070809,
+                  flags=Flag.VER | Flag.RETRANS, values=np.array([1, -1, 0x7FFFFFFF], np.int32))
+    data = wire.pack(msg, k=4)
+    expected = bytes.fromhex(
+        "01" "03" "0102" "0003" "0405" "06070809" "0003" "0000" "00000000"
+        "00000001" "ffffffff" "7fffffff" "00000000")
+    assert data == expected
+    assert len(data) == wire.message_len(4) == 36
+
+
+@pytest.mark.parametrize("msg_type", list(MsgType))
+def test_round_trip_every_type(msg_type: MsgType) -> None:
+    rng = np.random.default_rng(int(msg_type))
+    values = rng.integers(-(1 << 31), 1 << 31, size=37, dtype=np.int64).astype(np.int32)
+    msg = Message(msg_type, job=65535, worker=31, slot=8191, chunk=(1 << 32) - 1, flags=Flag.VER,
+                  num_workers=8 if msg_type != MsgType.CONTRIB else 0,
+                  bitmap=0xFFFFFFFF if msg_type != MsgType.CONTRIB else 0, values=values)
+    data = wire.pack(msg, k=64)
+    assert len(data) == 20 + 256
+    back = wire.unpack(data, k=64)
+    assert back == msg
+    assert back.count == 37 and back.values.dtype == np.int32
+    assert data[20 + 37 * 4:] == bytes(4 * (64 - 37))
+
+
+def test_status_header_bytes() -> None:
+    msg = Message(MsgType.STATUS, job=7, worker=2, slot=1, chunk=9, num_workers=4, bitmap=0b1011,
+                  values=np.zeros(0, np.int32))
+    assert wire.pack(msg, k=1) == struct.pack("!BBHHHIHHI", 3, 0, 7, 2, 1, 9, 0, 4, 11) + bytes(4)
+
+
+def test_pack_errors_name_field_and_value() -> None:
+    with pytest.raises(wire.WireError, match="'worker': 65536 does not fit in 16 bits"):
+        wire.pack(Message(MsgType.CONTRIB, worker=65536))
+    with pytest.raises(wire.WireError, match="count 5 exceeds K=4"):
+        wire.pack(Message(MsgType.CONTRIB, values=np.zeros(5, np.int32)), k=4)
+    with pytest.raises(wire.WireError, match="outside int32 range"):
+        wire.pack(Message(MsgType.CONTRIB, values=np.array([1 << 31], np.int64)), k=4)
+
+
+def test_unpack_errors() -> None:
+    with pytest.raises(wire.WireError, match="shorter than the 20-byte header"):
+        wire.unpack(b"\x01" * 10)
+    bad = struct.pack("!BBHHHIHHI", 2, 0, 0, 0, 0, 0, 9, 0, 0) + bytes(32)
+    with pytest.raises(wire.WireError, match="count 9 exceeds K=8"):
+        wire.unpack(bad, k=8)
+    with pytest.raises(wire.WireError, match="need 52 for K=8"):
+        wire.unpack(bad[:4] + bytes(8) + b"\x00\x02" + bad[14:40], k=8)
+
+
+def test_frame_exact_bytes_and_parse() -> None:
+    src = wire.Endpoint("02:00:00:00:00:01", "10.0.0.1", 18766)
+    dst = wire.Endpoint("02:00:00:00:00:fe", "10.0.0.254", 18766)
+    payload = wire.pack(Message(MsgType.CONTRIB, job=1, values=np.array([5], np.int32)), k=2)
+    data = wire.frame(src, dst, payload, ident=0x1234)
+    ip_header = bytes.fromhex("4500" "0038" "1234" "4000" "4011" "0000" "0a000001" "0a0000fe")
+    checksum = wire.ipv4_checksum(ip_header)
+    expected = (bytes.fromhex("0200000000fe" "020000000001" "0800")
+                + ip_header[:10] + struct.pack("!H", checksum) + ip_header[12:]
+                + bytes.fromhex("494e" "494e" "0024" "0000") + payload)
+    assert data == expected
+    # a valid header sums to 0xffff with its checksum in place
+    assert wire.ipv4_checksum(data[14:34]) == 0
+    parsed = wire.parse_frame(data + bytes(6))  # Ethernet padding is not payload
+    assert parsed is not None
+    assert parsed.payload == payload
+    assert (parsed.src_port, parsed.dst_port) == (18766, 18766)
+    assert parsed.dst_mac == bytes.fromhex("0200000000fe")
+    assert wire.parse_frame(data[:20]) is None
+    assert wire.parse_frame(data[:12] + b"\x86\xdd" + data[14:]) is None
+
+
+def test_address_errors() -> None:
+    with pytest.raises(wire.WireError, match="MAC address '02:00'"):
+        wire.mac_bytes("02:00")
+    with pytest.raises(wire.WireError, match="IPv4 address '10.0.1'"):
+        wire.ip_bytes("10.0.1")
+
+
+def test_scapy_dissects_full_frame() -> None:
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+
+    from innet.host.scapy_layer import InnetAgg
+
+    values = np.array([3, -4, 1 << 30], np.int32)
+    msg = Message(MsgType.RESULT, job=9, worker=2, slot=5, chunk=77, flags=Flag.VER,
+                  num_workers=4, bitmap=0xF, values=values)
+    data = wire.frame(wire.Endpoint("02:00:00:00:00:fe", "10.0.0.254"),
+                      wire.Endpoint("02:00:00:00:00:02", "10.0.0.2", 40000), wire.pack(msg, k=8))
+    pkt = Ether(data)
+    assert pkt[IP].src == "10.0.0.254" and pkt[UDP].dport == 40000
+    agg = pkt[InnetAgg]
+    assert (agg.msg_type, agg.job, agg.worker, agg.slot, agg.chunk, agg.count,
+            agg.num_workers, agg.bitmap) == (2, 9, 2, 5, 77, 3, 4, 0xF)
+    assert agg.flags.VER and not agg.flags.RETRANS
+    assert list(agg.values()) == [3, -4, 1 << 30]
+    # built by scapy: the same bytes as wire.pack
+    built = bytes(InnetAgg(msg_type=2, flags=1, job=9, worker=2, slot=5, chunk=77, count=3,
+                           num_workers=4, bitmap=0xF))
+    assert built == wire.pack(msg, k=8)[:20]
+    assert [f.name for f in InnetAgg.fields_desc] == list(wire.HEADER_FIELDS)
