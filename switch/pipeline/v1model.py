@@ -61,6 +61,7 @@ class Architecture:
         self.meta_range = c.meta_slots
         self.sm_range = (min(sm.values()), max(sm.values()) + 1)
         self._pending_clones: list[tuple[list[Any], int, int]] = []
+        self._fast = self._make_fast()
 
     # ------------------------------------------------------------------ passes
     def _parse(self, data: bytes, port: int, itype: int, preserved: tuple[tuple[int, Any], ...]) -> list[Any]:
@@ -77,38 +78,111 @@ class Architecture:
 
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
         """Outputs ``[(port, bytes), ...]`` for one input packet, in emission order."""
+        if type(data) is not bytes:
+            data = bytes(data)
         with self.lock:
-            return self._process(port, bytes(data))
+            return self._fast(port, data)
 
-    def _process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+    def _make_fast(self) -> Any:
+        """The common case (one ingress pass, unicast, no clone/digest/resubmit/recirculate)
+        as one closure with every slot index bound; anything else continues on the
+        general path from where the fast path stopped."""
         c = self.c
+        template, parser, verify, ingress, egress, compute, deparser = (
+            c.template, c.parser, c.verify, c.ingress, c.egress, c.compute, c.deparser)
+        IP, PL, PAY, CL, DG, RS, MG, ES, EP, RC, TR = (
+            self.s_ingress_port, self.s_packet_length, self.s_payload, self.s_clone, self.s_digests,
+            self.s_resubmit, self.s_mcast_grp, self.s_egress_spec, self.s_egress_port, self.s_recirc, self.s_trunc)
+        general = self._general
+
+        def fast(port: int, data: bytes) -> list[tuple[int, bytes]]:
+            try:
+                S = template[:]
+                S[IP] = port
+                S[PL] = len(data)
+                pos = parser(S, data)
+                S[PAY] = data[pos:]
+                verify(S)
+                try:
+                    ingress(S)
+                except Exit:
+                    pass
+            except AssertFail as e:
+                log.error("ingress: %s; packet dropped", e)
+                return []
+            if S[CL] is not None or S[DG] or S[RS] is not None or S[MG]:
+                return general(port, data, S)
+            spec = S[ES]
+            if spec == DROP_PORT:
+                return []
+            S[EP] = spec
+            S[ES] = 0
+            try:
+                try:
+                    egress(S)
+                except Exit:
+                    pass
+                if S[CL] is not None or S[RC] is not None:
+                    return general(port, data, S, spec)
+                if S[ES] == DROP_PORT:
+                    return []
+                compute(S)
+                out: list[bytes] = []
+                deparser(S, out)
+            except AssertFail as e:
+                log.error("egress: %s; packet dropped", e)
+                return []
+            out.append(S[PAY])
+            pkt = b"".join(out)
+            if S[TR]:
+                pkt = pkt[:S[TR]]
+            return [(spec, pkt)]
+
+        return fast
+
+    def _general(self, port: int, data: bytes, S0: list[Any] | None = None, eport0: int | None = None) -> list[tuple[int, bytes]]:
+        """Every other case. ``S0``: state after the first ingress pass (and after its
+        egress run when ``eport0`` is given)."""
         out: list[tuple[int, bytes]] = []
-        ingress_q: deque[tuple[bytes, int, int, tuple[tuple[int, Any], ...]]] = deque([(data, port, NORMAL, ())])
-        passes = 0
+        ingress_q: deque[tuple[bytes, int, int, tuple[tuple[int, Any], ...]]] = deque()
+        if S0 is None:
+            ingress_q.append((data, port, NORMAL, ()))
+        elif eport0 is None:
+            self._after_ingress(S0, data, port, ingress_q, out)
+        else:
+            self._finish_egress(S0, eport0, port, ingress_q, out, 0)
+            self._drain_clones(port, ingress_q, out)
+        passes = 1
         while ingress_q:
             pdata, pport, itype, preserved = ingress_q.popleft()
             passes += 1
             if passes > MAX_PASSES:
                 log.error("packet from port %d: more than %d resubmit/recirculate passes, dropped", port, MAX_PASSES)
                 break
-            egress_q: list[tuple[list[Any], int]] = []
             try:
                 S = self._parse(pdata, pport, itype, preserved)
-                c.verify(S)
+                self.c.verify(S)
                 try:
-                    c.ingress(S)
+                    self.c.ingress(S)
                 except Exit:
                     pass
             except AssertFail as e:
                 log.error("ingress: %s; packet dropped", e)
                 continue
-            self._end_of_ingress(S, pdata, pport, ingress_q, egress_q)
-            for S2, eport in egress_q:
-                self._egress(S2, eport, pport, ingress_q, out, 0)
-                while self._pending_clones:
-                    S3, p3, d3 = self._pending_clones.pop(0)
-                    self._egress(S3, p3, pport, ingress_q, out, d3)
+            self._after_ingress(S, pdata, pport, ingress_q, out)
         return out
+
+    def _after_ingress(self, S: list[Any], pdata: bytes, pport: int, ingress_q: Any, out: list[tuple[int, bytes]]) -> None:
+        egress_q: list[tuple[list[Any], int]] = []
+        self._end_of_ingress(S, pdata, pport, ingress_q, egress_q)
+        for S2, eport in egress_q:
+            self._egress(S2, eport, pport, ingress_q, out, 0)
+            self._drain_clones(pport, ingress_q, out)
+
+    def _drain_clones(self, pport: int, ingress_q: Any, out: list[tuple[int, bytes]]) -> None:
+        while self._pending_clones:
+            S3, p3, d3 = self._pending_clones.pop(0)
+            self._egress(S3, p3, pport, ingress_q, out, d3)
 
     def _end_of_ingress(self, S: list[Any], pdata: bytes, pport: int, ingress_q: Any, egress_q: list[tuple[list[Any], int]]) -> None:
         clone = S[self.s_clone]
@@ -152,16 +226,22 @@ class Architecture:
             egress_q.append((S2, p))
 
     def _egress(self, S: list[Any], eport: int, pport: int, ingress_q: Any, out: list[tuple[int, bytes]], depth: int) -> None:
-        c = self.c
         S[self.s_egress_port] = eport
         S[self.s_egress_spec] = 0  # BMv2 clears egress_spec at the start of egress
         S[self.s_clone] = None
         S[self.s_recirc] = None
         try:
-            try:
-                c.egress(S)
-            except Exit:
-                pass
+            self.c.egress(S)
+        except Exit:
+            pass
+        except AssertFail as e:
+            log.error("egress: %s; packet dropped", e)
+            return
+        self._finish_egress(S, eport, pport, ingress_q, out, depth)
+
+    def _finish_egress(self, S: list[Any], eport: int, pport: int, ingress_q: Any, out: list[tuple[int, bytes]], depth: int) -> None:
+        c = self.c
+        try:
             clone = S[self.s_clone]
             if clone is not None:
                 self._e2e(S, clone, eport, pport, ingress_q, out, depth)
