@@ -264,7 +264,7 @@ class ProgramCompiler:
         g = self._gen("control")
         for loc in c.locals:
             if isinstance(loc, ir.VarDeclStmt):
-                g.stmt(loc)
+                g.s_VarDeclStmt(loc, shared=True)
             elif isinstance(loc, ir.Instance) and loc.decl is None:
                 self.instance_state(loc)
         g.block(c.body)

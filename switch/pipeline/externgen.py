@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from ..frontend import ir
@@ -10,6 +11,21 @@ from .layout import nslots
 
 PACKET_TOO_SHORT = 1
 STACK_OUT_OF_BOUNDS = 3
+
+
+def _struct_format(ht: ir.HeaderT) -> str | None:
+    """A ``struct`` format when every field is an unsigned bit<8/16/32/64> (byte aligned by
+    construction), else None; such headers are extracted/emitted with one C call."""
+    codes = {8: "B", 16: "H", 32: "I", 64: "Q"}
+    out = []
+    for f in ht.fields:
+        t = f.type
+        if isinstance(t, ir.EnumT) and t.underlying is not None:
+            t = t.underlying
+        if not isinstance(t, ir.BitT) or t.signed or t.width not in codes:
+            return None
+        out.append(codes[t.width])
+    return "!" + "".join(out) if len(out) >= 4 else None
 
 
 def _arg(e: Any, name: str, pos: int) -> ir.Expr:
@@ -201,11 +217,14 @@ class ExternGen(ExprGen):
                 return None
             if m == "write":
                 i = self.simple(self.expr(_arg(e, "index", 0)))
-                v = self.expr(_arg(e, "value", 1))
+                ve = _arg(e, "value", 1)
+                v = self.expr(ve)
                 w, s = st.width, st.signed
                 from .exprgen import wrap_expr
 
-                self.emit(f"if {i} < {st.size}: {name}_c[{i}] = {wrap_expr(v, w, s)}")
+                if ve.type != ir.BitT(w, s):
+                    v = wrap_expr(v, w, s)
+                self.emit(f"if {i} < {st.size}: {name}_c[{i}] = {v}")
                 self.prog.ns[name + "_c"] = st.cells
                 return None
         if kind == "counter" and m == "count":
@@ -292,6 +311,17 @@ class ExternGen(ExprGen):
             b = self.tmp()
             self.emit(f"{b} = {p.base}")
             p = Place(b, p.type, p.union_siblings)
+        fmt = _struct_format(ht)
+        if fmt is not None:
+            unpack = self.prog.ref(struct.Struct(fmt).unpack_from, "UNPACK")
+            n = len(ht.fields)
+            self.emit(f"S[{p.at(1)}:{p.at(1 + n)}] = {unpack}(data, pos)")
+            self.emit(f"S[{p.at()}] = True")
+            for sb in p.union_siblings:
+                self.emit(f"S[{sb}] = False")
+            if advance:
+                self.emit(f"pos += {nb}")
+            return
         v = self.tmp()
         if nb == 1:
             self.emit(f"{v} = data[pos]")
@@ -332,6 +362,12 @@ class ExternGen(ExprGen):
             w = t.width
             if w % 8:
                 raise self.unsupported(f"emit of header {t.name} of {w} bits (not a whole number of bytes)", t)
+            fmt = _struct_format(t)
+            if fmt is not None:
+                pack = self.prog.ref(struct.Struct(fmt).pack, "PACK")
+                n = len(t.fields)
+                self.emit(f"if S[{p.at()}]: out.append({pack}(*S[{p.at(1)}:{p.at(1 + n)}]))")
+                return
             fields = []
             for i, f in enumerate(t.fields):
                 fw, s = bits(f.type)

@@ -105,8 +105,18 @@ class StmtGen(ExternGen):
             if default:
                 break
 
-    def s_VarDeclStmt(self, s: ir.VarDeclStmt) -> None:
+    def s_VarDeclStmt(self, s: ir.VarDeclStmt, shared: bool = False) -> None:
+        """A local variable. Scalars that only this function sees become Python locals;
+        ``shared`` ones (control locals visible to actions) live in slots."""
         d = s.decl
+        if not shared and is_scalar(d.type):
+            name = f"v{d.uid}"
+            self.locals[d.uid] = name
+            if s.init is not None:
+                self.emit(f"{name} = {self.expr(s.init)}")
+            else:
+                self.emit(f"{name} = {'False' if isinstance(d.type, ir.BoolT) else '0'}")
+            return
         if s.init is not None:
             self.assign(ir.VarRef(d, d.type, s.loc), s.init)
             return
