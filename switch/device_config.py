@@ -30,6 +30,11 @@ from innet.switch.frontend import ir
 
 FORMAT = "innet-device-config/1"
 
+#: Name under which the single-file source is compiled.  Every line carries a marker
+#: naming its original file, so this name only keeps error caret lines from being looked
+#: up in the single-file text instead of the original files.
+_PSEUDO_FILE = "<device config {}>"
+
 
 class DeviceConfigError(ValueError):
     """Bytes that are not a usable innet device config (says why)."""
@@ -114,7 +119,7 @@ def build(path: str | Path, include_dirs: tuple[str | Path, ...] = (),
     src = Path(path)
     pp = preprocess_file(src, include_dirs, defines)
     source = single_file_source(pp.text, pp.line_map)
-    program = frontend.compile_source(source, filename=str(src))
+    program = frontend.compile_source(source, filename=_PSEUDO_FILE.format(src.stem))
     info = build_p4info(program)
     return Build(DeviceConfig(src.stem, source, p4info_digest(info)), program, info)
 
@@ -127,7 +132,7 @@ def load_program(config: DeviceConfig | bytes, verify: bool = True) -> ir.Progra
     from innet.switch.p4info import build_p4info
 
     cfg = DeviceConfig.from_bytes(config) if isinstance(config, bytes) else config
-    program = frontend.compile_source(cfg.source, filename=f"{cfg.program}.p4")
+    program = frontend.compile_source(cfg.source, filename=_PSEUDO_FILE.format(cfg.program))
     if verify:
         digest = p4info_digest(build_p4info(program))
         if digest != cfg.p4info_sha256:
