@@ -1,0 +1,148 @@
+"""Register access: P4Runtime ``RegisterEntry`` (innet's target), or BMv2's Thrift CLI.
+
+BMv2's P4Runtime server answers UNIMPLEMENTED to RegisterEntry reads and writes
+(p4lang/PI, open since 2018).  When a switch spec names a Thrift port, the controller
+then falls back to ``simple_switch_CLI --thrift-port PORT`` and its ``register_read`` /
+``register_write`` commands, fed on stdin in one session per call.  Without a Thrift
+port the UNIMPLEMENTED error is raised with that hint.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import subprocess
+from typing import Callable, Protocol, Sequence
+
+import grpc
+from finsy.proto import p4r
+
+from innet.controller.client import P4RuntimeClient
+from innet.controller.entities import describer, register_reads, register_writes
+from innet.controller.errors import ControllerError, UnsupportedError, WriteError
+from innet.controller.schema import P4Schema, RegisterInfo, decode
+
+LOG = logging.getLogger(__name__)
+
+
+class RegisterBackend(Protocol):
+    def read(self, info: RegisterInfo, indexes: range) -> list[int]: ...
+
+    def write(self, cells: dict[str, Sequence[tuple[int, int]]]) -> None: ...
+
+
+class P4RuntimeRegisters:
+    """RegisterEntry over P4Runtime; many updates per Write, one Read per call."""
+
+    def __init__(self, client: P4RuntimeClient, schema: P4Schema) -> None:
+        self.client, self.schema = client, schema
+
+    def read(self, info: RegisterInfo, indexes: range) -> list[int]:
+        values: dict[int, int] = {}
+        for entity in self.client.read(register_reads(self.schema, info.name, indexes)):
+            r = entity.register_entry
+            values[r.index.index] = decode(r.data.bitstring)
+        try:
+            return [values[i] for i in indexes]
+        except KeyError as missing:
+            raise ControllerError(f"register {info.name!r}: the switch returned no cell {missing}") from None
+
+    def write(self, cells: dict[str, Sequence[tuple[int, int]]]) -> None:
+        updates: list[p4r.Update] = []
+        for name, items in cells.items():
+            updates.extend(register_writes(self.schema, name, items))
+        try:
+            self.client.write(updates, describer(self.schema))
+        except WriteError as error:
+            codes = {f.code for f in error.failures}
+            if codes == {grpc.StatusCode.UNIMPLEMENTED}:
+                raise UnsupportedError(str(error), grpc.StatusCode.UNIMPLEMENTED) from None
+            raise
+
+
+Runner = Callable[[list[str], str], str]
+"""Runs a command with stdin text and returns stdout (raises on failure)."""
+
+
+def run_subprocess(argv: list[str], stdin: str) -> str:
+    try:
+        result = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=120)
+    except FileNotFoundError:
+        raise ControllerError(f"register fallback: {argv[0]!r} not found on PATH "
+                              "(BMv2's simple_switch_CLI is needed to access registers on BMv2)") from None
+    except subprocess.TimeoutExpired:
+        raise ControllerError(f"register fallback: {' '.join(argv)} did not finish within 120 s") from None
+    if result.returncode != 0:
+        raise ControllerError(f"register fallback: {' '.join(argv)} exited with {result.returncode}: "
+                              f"{result.stderr.strip()[:500]}")
+    return result.stdout
+
+
+_CELL = re.compile(r"(\S+)\[(\d+)\]\s*=\s*(-?\d+)")
+_ALL = re.compile(r"(?:RuntimeCmd:\s*)?([\w.$]+)\s*=\s*(-?\d+(?:\s*,\s*-?\d+)*)")
+
+
+class ThriftCliRegisters:
+    """``simple_switch_CLI`` register commands (BMv2)."""
+
+    def __init__(self, thrift_port: int, cli: str = "simple_switch_CLI", runner: Runner = run_subprocess) -> None:
+        self.thrift_port, self.cli, self.runner = thrift_port, cli, runner
+
+    def _run(self, commands: list[str]) -> str:
+        return self.runner([self.cli, "--thrift-port", str(self.thrift_port)], "\n".join(commands) + "\n")
+
+    def read(self, info: RegisterInfo, indexes: range) -> list[int]:
+        mask = (1 << info.bitwidth) - 1
+        if len(indexes) * 4 >= info.size:
+            out = self._run([f"register_read {info.name}"])
+            for line in out.splitlines():
+                m = _ALL.search(line)
+                if m and m.group(1) == info.name:
+                    values = [int(v) & mask for v in m.group(2).split(",")]
+                    return [values[i] for i in indexes]
+            raise ControllerError(f"register {info.name!r}: no values in simple_switch_CLI output: {out[:300]!r}")
+        out = self._run([f"register_read {info.name} {i}" for i in indexes])
+        got = {int(m.group(2)): int(m.group(3)) & mask for m in _CELL.finditer(out) if m.group(1) == info.name}
+        missing = [i for i in indexes if i not in got]
+        if missing:
+            raise ControllerError(f"register {info.name!r}: simple_switch_CLI gave no value for index {missing[0]}: "
+                                  f"{out[:300]!r}")
+        return [got[i] for i in indexes]
+
+    def write(self, cells: dict[str, Sequence[tuple[int, int]]]) -> None:
+        commands = [f"register_write {name} {i} {v}" for name, items in cells.items() for i, v in items]
+        if commands:
+            out = self._run(commands)
+            if "Error" in out or "Invalid" in out:
+                raise ControllerError(f"register write via simple_switch_CLI failed: {out[:300]!r}")
+
+
+class AutoRegisters:
+    """P4Runtime first; on UNIMPLEMENTED, the Thrift CLI when a port is configured
+    (decided once, at the first UNIMPLEMENTED, then kept)."""
+
+    def __init__(self, p4runtime: P4RuntimeRegisters, fallback: RegisterBackend | None, address: str) -> None:
+        self.p4runtime, self.fallback, self.address = p4runtime, fallback, address
+        self.active: RegisterBackend = p4runtime
+
+    def _switch(self, error: UnsupportedError) -> RegisterBackend:
+        if self.fallback is None:
+            raise UnsupportedError(
+                f"{error} -- registers are not accessible over P4Runtime on this switch (BMv2 answers "
+                "UNIMPLEMENTED); give its Thrift port (SwitchSpec.thrift_port / --thrift-port) to use "
+                "simple_switch_CLI instead", error.code) from None
+        LOG.info("switch %s: RegisterEntry is UNIMPLEMENTED, using simple_switch_CLI", self.address)
+        self.active = self.fallback
+        return self.fallback
+
+    def read(self, info: RegisterInfo, indexes: range) -> list[int]:
+        try:
+            return self.active.read(info, indexes)
+        except UnsupportedError as error:
+            return self._switch(error).read(info, indexes)
+
+    def write(self, cells: dict[str, Sequence[tuple[int, int]]]) -> None:
+        try:
+            self.active.write(cells)
+        except UnsupportedError as error:
+            self._switch(error).write(cells)

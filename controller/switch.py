@@ -1,0 +1,222 @@
+"""One switch: its spec (data) and a connected session with typed operations.
+
+    with Switch(SwitchSpec("s1", "127.0.0.1:9559")) as sw:
+        sw.push(PipelineConfig.load("build/"))
+        sw.insert([TableEntry("ipv4_lpm", {"dstAddr": "10.0.1.0/24"}, "ipv4_forward",
+                              {"dstAddr": "00:00:00:00:01:01", "port": 1})])
+        print(sw.read_register("innet_param_0", range(0, 16)))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import grpc
+from finsy.proto import p4r
+
+from innet.controller import entities as ent
+from innet.controller.client import P4RuntimeClient
+from innet.controller.entities import Replica, TableEntry
+from innet.controller.errors import ControllerError, NoPipelineError, ValueRangeError
+from innet.controller.pipeline import PipelineConfig
+from innet.controller.registers import AutoRegisters, P4RuntimeRegisters, RegisterBackend, Runner, ThriftCliRegisters, run_subprocess
+from innet.controller.schema import P4Schema, Value, encode
+
+DEFAULT_ADDRESS = "127.0.0.1:9559"
+
+
+@dataclass(frozen=True)
+class SwitchSpec:
+    """How to reach one switch and what it is in the topology."""
+
+    name: str
+    """Name in the topology (``s1``, ``rail0``, ``site-a``)."""
+    address: str = DEFAULT_ADDRESS
+    """gRPC HOST:PORT of its P4Runtime server."""
+    device_id: int = 1
+    """P4Runtime device id."""
+    role: str = "tor"
+    """Role in the topology: ``tor`` (single switch), ``rail``, ``spine`` or ``site``."""
+    election_id: int = 1
+    """Election id this controller uses (highest is primary)."""
+    thrift_port: int | None = None
+    """BMv2 only: Thrift port for the ``simple_switch_CLI`` register fallback."""
+    timeout: float = 10.0
+    """Deadline in seconds of connecting and of each RPC."""
+
+
+class Switch:
+    """A connected P4Runtime session with one switch (use as a context manager)."""
+
+    def __init__(self, spec: SwitchSpec, runner: Runner = run_subprocess) -> None:
+        self.spec = spec
+        self.client = P4RuntimeClient(spec.address, spec.device_id, spec.election_id, spec.timeout)
+        self._runner = runner
+        self._schema: P4Schema | None = None
+        self._registers: RegisterBackend | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def connect(self) -> "Switch":
+        self.client.connect()
+        return self
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> "Switch":
+        return self.connect()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def is_primary(self) -> bool:
+        return self.client.is_primary
+
+    # -- pipeline ------------------------------------------------------------------------
+
+    def push(self, config: PipelineConfig) -> None:
+        """SetForwardingPipelineConfig; the P4Info becomes this session's schema."""
+        self.client.set_pipeline(config.p4info, config.device_config, config.cookie)
+        self._use(P4Schema(config.p4info))
+
+    def _use(self, schema: P4Schema) -> None:
+        self._schema = schema
+        fallback = (ThriftCliRegisters(self.spec.thrift_port, runner=self._runner)
+                    if self.spec.thrift_port is not None else None)
+        self._registers = AutoRegisters(P4RuntimeRegisters(self.client, schema), fallback, self.spec.address)
+
+    @property
+    def schema(self) -> P4Schema:
+        """The P4Info of the running pipeline (fetched from the switch on first use)."""
+        if self._schema is None:
+            info = self.client.get_p4info()
+            if info is None:
+                raise NoPipelineError(f"switch {self.spec.name} ({self.spec.address}) has no pipeline; "
+                                      "push one first (innet pipeline push / Switch.push)", grpc.StatusCode.FAILED_PRECONDITION)
+            self._use(P4Schema(info))
+        assert self._schema is not None
+        return self._schema
+
+    @property
+    def registers(self) -> RegisterBackend:
+        self.schema
+        assert self._registers is not None
+        return self._registers
+
+    # -- raw -----------------------------------------------------------------------------
+
+    def write(self, updates: Sequence[p4r.Update]) -> None:
+        self.client.write(updates, ent.describer(self.schema))
+
+    # -- tables --------------------------------------------------------------------------
+
+    def insert(self, entries: Iterable[TableEntry]) -> None:
+        """INSERT table entries (default entries are written with MODIFY)."""
+        self.write([ent.insert(self.schema, e) for e in entries])
+
+    def modify(self, entries: Iterable[TableEntry]) -> None:
+        self.write([ent.modify(self.schema, e) for e in entries])
+
+    def delete(self, entries: Iterable[TableEntry]) -> None:
+        self.write([ent.delete(self.schema, e) for e in entries])
+
+    def set_default(self, table: str, action: str, params: dict[str, Value] | None = None) -> None:
+        self.write([ent.modify(self.schema, TableEntry(table, {}, action, params or {}, is_default=True))])
+
+    def read_table(self, table: str | None = None) -> list[TableEntry]:
+        """Entries of ``table`` (every table when None)."""
+        return [ent.table_entry_from_proto(self.schema, e.table_entry)
+                for e in self.client.read([ent.table_read(self.schema, table)])]
+
+    # -- multicast -----------------------------------------------------------------------
+
+    def set_multicast_group(self, group_id: int, replicas: Sequence[Replica]) -> None:
+        """Create the group, or replace its replicas when it exists."""
+        existing = self.read_multicast_groups()
+        kind = p4r.Update.MODIFY if group_id in existing else p4r.Update.INSERT
+        self.write([ent.multicast_group(group_id, replicas, kind)])
+
+    def delete_multicast_group(self, group_id: int) -> None:
+        self.write([ent.multicast_group(group_id, [], p4r.Update.DELETE)])
+
+    def read_multicast_groups(self) -> dict[int, list[Replica]]:
+        selector = p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(
+            multicast_group_entry=p4r.MulticastGroupEntry()))
+        out: dict[int, list[Replica]] = {}
+        for e in self.client.read([selector]):
+            g = e.packet_replication_engine_entry.multicast_group_entry
+            out[g.multicast_group_id] = [
+                Replica(int.from_bytes(r.port, "big") if r.WhichOneof("port_kind") == "port" else r.egress_port,
+                        r.instance) for r in g.replicas]
+        return out
+
+    # -- counters ------------------------------------------------------------------------
+
+    def read_counter(self, name: str, index: int | None = None) -> dict[int, tuple[int, int]]:
+        """index -> (packets, bytes) of counter ``name`` (all cells when index is None)."""
+        return {e.counter_entry.index.index: (e.counter_entry.data.packet_count, e.counter_entry.data.byte_count)
+                for e in self.client.read([ent.counter_read(self.schema, name, index)])}
+
+    def reset_counters(self, cells: Iterable[tuple[str, int]]) -> None:
+        self.write([ent.counter_write(self.schema, name, index) for name, index in cells])
+
+    # -- registers -----------------------------------------------------------------------
+
+    def read_register(self, name: str, indexes: range | None = None) -> list[int]:
+        """Values (unsigned) of register ``name`` at ``indexes`` (all when None)."""
+        info = self.schema.register(name)
+        indexes = range(info.size) if indexes is None else indexes
+        ent.check_indexes(info.size, indexes, f"register {info.name!r}")
+        if len(indexes) == 0:
+            return []
+        return self.registers.read(info, indexes)
+
+    def write_registers(self, cells: dict[str, Sequence[tuple[int, int]]]) -> None:
+        """Write many registers at once: name -> [(index, value), ...], batched."""
+        resolved: dict[str, Sequence[tuple[int, int]]] = {}
+        for name, items in cells.items():
+            info = self.schema.register(name)
+            for index, value in items:
+                if not 0 <= index < info.size:
+                    raise ValueRangeError(f"register {info.name!r}: index {index} is outside 0..{info.size - 1}")
+            resolved[info.name] = items
+        self.registers.write(resolved)
+
+    def write_register(self, name: str, start: int, values: Sequence[int]) -> None:
+        self.write_registers({name: [(start + i, int(v)) for i, v in enumerate(values)]})
+
+    # -- packet I/O ----------------------------------------------------------------------
+
+    def packet_out(self, payload: bytes, **metadata: Value) -> None:
+        """A PacketOut with controller-header fields by name (``egress_port=2``)."""
+        fields = {m.name: m for m in self.schema.packet_out}
+        unknown = [k for k in metadata if k not in fields]
+        if unknown:
+            from innet.controller.errors import UnknownNameError
+
+            raise UnknownNameError("packet_out metadata field", unknown[0], fields, "the packet_out header")
+        pairs = [(m.id, encode(metadata.get(m.name, 0), m.bitwidth, f"packet_out field {m.name!r}"))
+                 for m in self.schema.packet_out]
+        self.client.packet_out(payload, pairs)
+
+    def packet_in(self, timeout: float) -> p4r.PacketIn | None:
+        return self.client.packet_in(timeout)
+
+
+def connect_all(specs: Sequence[SwitchSpec]) -> list[Switch]:
+    """Connect to every switch; on any failure close those already open and re-raise."""
+    switches: list[Switch] = []
+    try:
+        for spec in specs:
+            switches.append(Switch(spec).connect())
+    except BaseException:
+        for sw in switches:
+            sw.close()
+        raise
+    return switches
+
+
+__all__ = ["ControllerError", "Switch", "SwitchSpec", "connect_all"]
