@@ -6,26 +6,12 @@ import struct
 from typing import Any
 
 from ..frontend import ir
-from .exprgen import ExprGen, Place, bits, is_scalar, pack_expr
+from .exprgen import ExprGen, Place, bits, is_scalar, pack_expr, wrap_expr
 from .layout import nslots
+from .packing import chunk_plan
 
 PACKET_TOO_SHORT = 1
 STACK_OUT_OF_BOUNDS = 3
-
-
-def _struct_format(ht: ir.HeaderT) -> str | None:
-    """A ``struct`` format when every field is an unsigned bit<8/16/32/64> (byte aligned by
-    construction), else None; such headers are extracted/emitted with one C call."""
-    codes = {8: "B", 16: "H", 32: "I", 64: "Q"}
-    out = []
-    for f in ht.fields:
-        t = f.type
-        if isinstance(t, ir.EnumT) and t.underlying is not None:
-            t = t.underlying
-        if not isinstance(t, ir.BitT) or t.signed or t.width not in codes:
-            return None
-        out.append(codes[t.width])
-    return "!" + "".join(out) if len(out) >= 4 else None
 
 
 def _arg(e: Any, name: str, pos: int) -> ir.Expr:
@@ -53,9 +39,16 @@ class ExternGen(ExprGen):
         if algo not in ("crc16", "crc16_custom", "crc32", "crc32_custom", "csum16", "xor16", "identity"):
             raise self.unsupported(f"hash algorithm {algo}", node)
         if algo == "csum16" and not payload:
+            # 2**16 == 1 (mod 0xFFFF): the sum only needs each field's shift modulo 16,
+            # which keeps the arithmetic on small ints (see hashing.csum16_int)
             pad = -total % 16
-            x = f"({x}) << {pad}" if pad else x
-            return f"_csum16_int({x})"
+            shift = total + pad
+            terms = []
+            for fx, w in fields:
+                shift -= w
+                sh = shift % 16
+                terms.append(f"({fx} << {sh})" if sh else fx)
+            return f"_csum16_int({' + '.join(terms) or '0'})"
         pad = -total % 8
         nbytes = (total + pad) // 8
         if algo == "identity" and not payload:
@@ -311,47 +304,85 @@ class ExternGen(ExprGen):
             b = self.tmp()
             self.emit(f"{b} = {p.base}")
             p = Place(b, p.type, p.union_siblings)
-        fmt = _struct_format(ht)
-        if fmt is not None:
-            unpack = self.prog.ref(struct.Struct(fmt).unpack_from, "UNPACK")
-            n = len(ht.fields)
-            self.emit(f"S[{p.at(1)}:{p.at(1 + n)}] = {unpack}(data, pos)")
-            self.emit(f"S[{p.at()}] = True")
-            for sb in p.union_siblings:
-                self.emit(f"S[{sb}] = False")
-            if advance:
-                self.emit(f"pos += {nb}")
-            return
-        v = self.tmp()
-        if nb == 1:
-            self.emit(f"{v} = data[pos]")
-        else:
-            self.emit(f"{v} = int.from_bytes(data[pos:pos + {nb}], 'big')")
-        shift = w
-        targets, values = [], []
-        for i, f in enumerate(ht.fields):
-            fw, s = bits(f.type)
-            shift -= fw
-            x = f"{v} >> {shift}" if shift else v
-            if shift:
-                x = f"({x}) & {(1 << fw) - 1}" if True else x
-            elif fw != w:
-                x = f"{v} & {(1 << fw) - 1}"
-            if s:
-                from .exprgen import wrap_expr
-
-                x = wrap_expr(x, fw, True)
-            if isinstance(f.type, ir.BoolT):
-                x = f"({x}) != 0"
-            targets.append(f"S[{p.at(1 + i)}]")
-            values.append(x)
-        if targets:
-            self.emit(f"{', '.join(targets)} = {', '.join(values)}")
+        self.extract_chunks(p, ht)
         self.emit(f"S[{p.at()}] = True")
         for sb in p.union_siblings:
             self.emit(f"S[{sb}] = False")
         if advance:
             self.emit(f"pos += {nb}")
+
+    def extract_chunks(self, p: Place, ht: ir.HeaderT) -> None:
+        fields = ht.fields
+        fmt, chunks = chunk_plan([bits(f.type)[0] for f in fields])
+        unpack = self.prog.ref(struct.Struct(fmt).unpack_from, "UNPACK")
+        plain = all(len(c.codes) == 1 and len(c.fields) == 1 for c in chunks) and not any(
+            isinstance(f.type, ir.BoolT) or bits(f.type)[1] for f in fields)
+        if plain and len(fields) > 1:
+            self.emit(f"S[{p.at(1)}:{p.at(1 + len(fields))}] = {unpack}(data, pos)")
+            return
+        names = [self.tmp() for _ in range(sum(len(c.codes) for c in chunks))]
+        self.emit(f"{''.join(n + ', ' for n in names)}= {unpack}(data, pos)")
+        k = 0
+        targets, values = [], []
+        for c in chunks:
+            parts = names[k:k + len(c.codes)]
+            k += len(c.codes)
+            rest = c.width
+            terms = []
+            for n, (_, w) in zip(parts, c.codes):
+                rest -= w
+                terms.append(f"{n} << {rest}" if rest else n)
+            cv = terms[0] if len(terms) == 1 else "(" + " | ".join(terms) + ")"
+            if len(c.fields) > 1 and len(terms) > 1:
+                t = self.tmp()
+                self.emit(f"{t} = {cv}")
+                cv = t
+            for idx, sh, fw in c.fields:
+                x = cv
+                if sh:
+                    x = f"({x} >> {sh})"
+                if sh + fw != c.width:
+                    x = f"({x} & {(1 << fw) - 1})"
+                ft = fields[idx].type
+                if bits(ft)[1]:
+                    x = wrap_expr(x, fw, True)
+                if isinstance(ft, ir.BoolT):
+                    x = f"({x} != 0)"
+                targets.append(f"S[{p.at(1 + idx)}]")
+                values.append(x)
+        self.emit(f"{', '.join(targets)} = {', '.join(values)}")
+
+    def emit_chunks(self, p: Place, ht: ir.HeaderT) -> None:
+        fields = ht.fields
+        fmt, chunks = chunk_plan([bits(f.type)[0] for f in fields])
+        pack = self.prog.ref(struct.Struct(fmt).pack, "PACK")
+        plain = all(len(c.codes) == 1 and len(c.fields) == 1 for c in chunks) and not any(
+            bits(f.type)[1] for f in fields)
+        if plain and len(fields) > 1:
+            self.emit(f"out.append({pack}(*S[{p.at(1)}:{p.at(1 + len(fields))}]))")
+            return
+        args = []
+        for c in chunks:
+            terms = []
+            for idx, sh, fw in c.fields:
+                x = f"S[{p.at(1 + idx)}]"
+                if bits(fields[idx].type)[1]:
+                    x = f"({x} & {(1 << fw) - 1})"
+                terms.append(f"{x} << {sh}" if sh else x)
+            cv = terms[0] if len(terms) == 1 else "(" + " | ".join(terms) + ")"
+            if len(c.codes) > 1:
+                if len(terms) > 1:
+                    t = self.tmp()
+                    self.emit(f"{t} = {cv}")
+                    cv = t
+                rest = c.width
+                for _, w in c.codes:
+                    rest -= w
+                    x = f"{cv} >> {rest}" if rest else cv
+                    args.append(f"({x}) & {(1 << w) - 1}" if rest != c.width - w else x)
+            else:
+                args.append(cv)
+        self.emit(f"out.append({pack}({', '.join(args)}))")
 
     def emit_value(self, e: ir.Expr) -> None:
         p = self.place(e)
@@ -362,19 +393,10 @@ class ExternGen(ExprGen):
             w = t.width
             if w % 8:
                 raise self.unsupported(f"emit of header {t.name} of {w} bits (not a whole number of bytes)", t)
-            fmt = _struct_format(t)
-            if fmt is not None:
-                pack = self.prog.ref(struct.Struct(fmt).pack, "PACK")
-                n = len(t.fields)
-                self.emit(f"if S[{p.at()}]: out.append({pack}(*S[{p.at(1)}:{p.at(1 + n)}]))")
-                return
-            fields = []
-            for i, f in enumerate(t.fields):
-                fw, s = bits(f.type)
-                x = f"S[{p.at(1 + i)}]"
-                fields.append((f"({x} & {(1 << fw) - 1})" if s else x, fw))
-            x, _ = pack_expr(fields)
-            self.emit(f"if S[{p.at()}]: out.append(({x}).to_bytes({w // 8}, 'big'))")
+            self.emit(f"if S[{p.at()}]:")
+            self.ind += 1
+            self.emit_chunks(p, t)
+            self.ind -= 1
             return
         if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
             off = 0
