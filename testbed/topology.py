@@ -1,0 +1,412 @@
+"""Testbed topologies as values: frozen dataclasses you can print, compare, save and load.
+
+    topo = star(workers=4, link=Link(bw_mbps=1000, delay_ms=0.1, loss_pct=1.0))
+    print(topo)                       # a readable summary
+    topo.save(Path("star4.json"))     # and Topology.load(...) gives an equal value back
+
+A topology says *what* exists (hosts, switches, the links between them and their
+impairments) and nothing about how it is brought up: ``innet.testbed.mininet_net`` turns it
+into namespaces and veths, ``innet.testbed.loopback`` into UDP switch ports. It is built
+for more than the single-switch star (DESIGN.md §4): switches carry a ``role`` (the
+aggregation switch of a star; later ``rail``/``spine`` switches of rail-only and
+rail-optimized networks, or per-``site`` switches of a geo-distributed one), hosts carry
+a ``group`` (the HB domain or the site they belong to), and every link has its own
+impairments (a slow WAN link next to fast local ones).
+
+Invalid values are rejected when constructed, with the object, the constraint and the
+value in the message (:class:`TopologyError`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from innet.host.wire import MAX_WORKERS
+
+FORMAT = "innet-topology/1"
+"""``format`` key of a saved topology."""
+SWITCH_ROLES = ("aggregation", "rail", "spine", "site")
+"""Roles a switch can have; only ``aggregation`` (the star's switch) is brought up today."""
+_NAME = re.compile(r"[a-z][a-z0-9]{0,7}")
+"""Node names: short (Mininet derives ``<name>-eth<N>``, at most 15 characters)."""
+_MAC = re.compile(r"([0-9a-f]{2}:){5}[0-9a-f]{2}")
+
+
+class TopologyError(ValueError):
+    """A topology, node or link is invalid; the message names it, the constraint and the value."""
+
+
+@dataclass(frozen=True)
+class Link:
+    """Properties of one full-duplex link, applied in both directions (Mininet ``TCLink``).
+
+    ``None`` means "not shaped" (no limit, no delay, no loss, the interface's default MTU).
+    """
+
+    bw_mbps: float | None = None
+    """Rate limit in Mbit/s (HTB in Mininet), > 0 and at most 100000."""
+    delay_ms: float | None = None
+    """One-way propagation delay in milliseconds (netem), >= 0."""
+    loss_pct: float | None = None
+    """Random loss in percent of packets per direction (netem), 0..100 (100 excluded)."""
+    jitter_ms: float | None = None
+    """Delay variation in milliseconds (netem); needs ``delay_ms``; at most ``delay_ms``."""
+    mtu: int | None = None
+    """Interface MTU in bytes, 576..9000 (jumbo frames need it raised above 1500)."""
+
+    def __post_init__(self) -> None:
+        def bad(name: str, constraint: str) -> TopologyError:
+            return TopologyError(f"link {name}={getattr(self, name)!r}: {constraint}")
+
+        for name in ("bw_mbps", "delay_ms", "loss_pct", "jitter_ms"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise bad(name, "must be a number or None")
+        if self.bw_mbps is not None and not 0 < self.bw_mbps <= 100_000:
+            raise bad("bw_mbps", "must be > 0 and <= 100000 Mbit/s")
+        if self.delay_ms is not None and not 0 <= self.delay_ms <= 10_000:
+            raise bad("delay_ms", "must be within 0..10000 ms")
+        if self.loss_pct is not None and not 0 <= self.loss_pct < 100:
+            raise bad("loss_pct", "must be a percentage within 0..100 (100 excluded)")
+        if self.jitter_ms is not None:
+            if self.delay_ms is None:
+                raise bad("jitter_ms", "needs delay_ms (netem jitter varies a delay)")
+            if not 0 <= self.jitter_ms <= self.delay_ms:
+                raise bad("jitter_ms", f"must be within 0..delay_ms ({self.delay_ms})")
+        if self.mtu is not None and (isinstance(self.mtu, bool) or not isinstance(self.mtu, int)
+                                     or not 576 <= self.mtu <= 9000):
+            raise bad("mtu", "must be an integer within 576..9000 bytes")
+
+    @property
+    def shaped(self) -> bool:
+        """True when any traffic control (rate, delay, loss) applies."""
+        return any(v is not None for v in (self.bw_mbps, self.delay_ms, self.loss_pct, self.jitter_ms))
+
+    def tc_params(self) -> dict[str, Any]:
+        """Keyword arguments for Mininet's ``TCLink``/``TCIntf.config`` (units as Mininet wants)."""
+        params: dict[str, Any] = {}
+        if self.bw_mbps is not None:
+            params["bw"] = float(self.bw_mbps)
+        if self.delay_ms is not None:
+            params["delay"] = f"{self.delay_ms:g}ms"
+        if self.jitter_ms is not None:
+            params["jitter"] = f"{self.jitter_ms:g}ms"
+        if self.loss_pct is not None:
+            params["loss"] = float(self.loss_pct)
+        return params
+
+    def describe(self) -> str:
+        """Short human form, e.g. ``1000 Mbit/s, 0.1 ms, 1% loss``."""
+        parts = [f"{self.bw_mbps:g} Mbit/s" if self.bw_mbps is not None else "unlimited"]
+        if self.delay_ms is not None:
+            parts.append(f"{self.delay_ms:g} ms" + (f" ±{self.jitter_ms:g}" if self.jitter_ms else ""))
+        if self.loss_pct:
+            parts.append(f"{self.loss_pct:g}% loss")
+        if self.mtu is not None:
+            parts.append(f"mtu {self.mtu}")
+        return ", ".join(parts)
+
+
+def _check_name(kind: str, name: str) -> None:
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise TopologyError(f"{kind} name {name!r}: must be 1..8 lowercase letters/digits starting "
+                            "with a letter (interface names are <name>-eth<N>)")
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """A host (a worker machine with its host agent)."""
+
+    name: str
+    """Node name, e.g. ``h1`` (Mininet host, interface ``h1-eth0``)."""
+    ip: str
+    """IPv4 address with prefix length, e.g. ``10.0.0.1/24``."""
+    mac: str
+    """Ethernet address, lowercase ``xx:xx:xx:xx:xx:xx``."""
+    rank: int | None = None
+    """Worker rank within the job (0..31), or None for a host that runs no worker."""
+    group: str | None = None
+    """HB domain (rail topologies) or site (geo topologies) the host belongs to; None in a star."""
+
+    def __post_init__(self) -> None:
+        _check_name("host", self.name)
+        try:
+            iface = ipaddress.IPv4Interface(self.ip)
+        except ValueError:
+            raise TopologyError(f"host {self.name}: ip {self.ip!r} is not IPv4 ADDRESS/PREFIX") from None
+        if "/" not in self.ip:
+            raise TopologyError(f"host {self.name}: ip {self.ip!r} needs a prefix length, e.g. /24")
+        if iface.ip == iface.network.network_address or iface.ip == iface.network.broadcast_address:
+            raise TopologyError(f"host {self.name}: ip {self.ip!r} is a network or broadcast address")
+        if not isinstance(self.mac, str) or not _MAC.fullmatch(self.mac):
+            raise TopologyError(f"host {self.name}: mac {self.mac!r} is not lowercase xx:xx:xx:xx:xx:xx")
+        if self.rank is not None and (isinstance(self.rank, bool) or not isinstance(self.rank, int)
+                                      or not 0 <= self.rank < MAX_WORKERS):
+            raise TopologyError(f"host {self.name}: rank {self.rank!r} is outside 0..{MAX_WORKERS - 1}")
+
+    @property
+    def address(self) -> str:
+        """The IPv4 address without the prefix length."""
+        return str(ipaddress.IPv4Interface(self.ip).ip)
+
+
+@dataclass(frozen=True)
+class SwitchSpec:
+    """A P4 switch running ``innet.p4`` (an ``innet-switch`` process)."""
+
+    name: str
+    """Node name, e.g. ``s1`` (its Mininet ports are ``s1-eth<N>``)."""
+    device_id: int = 1
+    """P4Runtime device id."""
+    role: str = "aggregation"
+    """``aggregation`` (star), later ``rail``, ``spine`` or ``site`` (DESIGN.md §4)."""
+    ip: str = "10.0.0.254"
+    """Address innet replies come from (``switch_addr``); workers send contributions to it."""
+    mac: str = "02:00:00:00:01:fe"
+    """Ethernet address of the switch's aggregation endpoint (ARP answers, replies)."""
+
+    def __post_init__(self) -> None:
+        _check_name("switch", self.name)
+        if self.role not in SWITCH_ROLES:
+            raise TopologyError(f"switch {self.name}: role {self.role!r} is not one of {', '.join(SWITCH_ROLES)}")
+        if isinstance(self.device_id, bool) or not isinstance(self.device_id, int) or self.device_id < 0:
+            raise TopologyError(f"switch {self.name}: device_id {self.device_id!r} must be an integer >= 0")
+        try:
+            ipaddress.IPv4Address(self.ip)
+        except ValueError:
+            raise TopologyError(f"switch {self.name}: ip {self.ip!r} is not an IPv4 address") from None
+        if not isinstance(self.mac, str) or not _MAC.fullmatch(self.mac):
+            raise TopologyError(f"switch {self.name}: mac {self.mac!r} is not lowercase xx:xx:xx:xx:xx:xx")
+
+
+@dataclass(frozen=True)
+class Connection:
+    """A link between two nodes; ports are switch port numbers (hosts have one ``eth0``)."""
+
+    a: str
+    """One end's node name (a host or a switch)."""
+    b: str
+    """The other end's node name (a switch)."""
+    b_port: int
+    """Port number on ``b`` (``s1-eth<b_port>`` in Mininet, ``-u b_port@...`` on loopback), 1..510."""
+    link: Link = field(default_factory=Link)
+    """Rate, delay, loss, jitter and MTU of this link."""
+    a_port: int | None = None
+    """Port number on ``a`` when ``a`` is a switch (switch-to-switch links); None for a host."""
+
+    def __post_init__(self) -> None:
+        for port, what in ((self.b_port, "b_port"), (self.a_port, "a_port")):
+            if port is None and what == "a_port":
+                continue
+            if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 510:
+                raise TopologyError(f"link {self.a}-{self.b}: {what} {port!r} is outside 1..510")
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Hosts, switches and the links between them."""
+
+    name: str
+    """Name for people and file names, e.g. ``star4``."""
+    kind: str
+    """Generator that made it: ``star`` today; ``rail-only``, ``rail-optimized``, ``geo`` later."""
+    hosts: tuple[HostSpec, ...]
+    """Hosts in order; workers carry ranks 0..N-1."""
+    switches: tuple[SwitchSpec, ...]
+    """P4 switches."""
+    links: tuple[Connection, ...]
+    """Links; ``b`` is always a switch."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hosts", tuple(self.hosts))
+        object.__setattr__(self, "switches", tuple(self.switches))
+        object.__setattr__(self, "links", tuple(self.links))
+        self._validate()
+
+    def _validate(self) -> None:
+        names: dict[str, str] = {}
+        for kind, node in [("host", h) for h in self.hosts] + [("switch", s) for s in self.switches]:
+            if node.name in names:
+                raise TopologyError(f"topology {self.name}: node name {node.name!r} is used twice")
+            names[node.name] = kind
+        if not self.switches:
+            raise TopologyError(f"topology {self.name}: needs at least one switch")
+        ranks = sorted(h.rank for h in self.hosts if h.rank is not None)
+        if ranks != list(range(len(ranks))):
+            raise TopologyError(f"topology {self.name}: worker ranks {ranks} must be 0..N-1 without gaps")
+        if len(ranks) < 2:
+            raise TopologyError(f"topology {self.name}: needs at least 2 workers, has {len(ranks)}")
+        for attr in ("ip", "mac"):
+            seen: dict[str, str] = {}
+            for node in [*self.hosts, *self.switches]:
+                value = getattr(node, attr).split("/")[0]
+                if value in seen:
+                    raise TopologyError(f"topology {self.name}: {attr} {value} is used by both "
+                                        f"{seen[value]} and {node.name}")
+                seen[value] = node.name
+        used_ports: set[tuple[str, int]] = set()
+        host_links: dict[str, int] = {}
+        for c in self.links:
+            for end in (c.a, c.b):
+                if end not in names:
+                    raise TopologyError(f"topology {self.name}: link {c.a}-{c.b} names unknown node {end!r}")
+            if names[c.b] != "switch":
+                raise TopologyError(f"topology {self.name}: link {c.a}-{c.b}: b must be a switch")
+            if names[c.a] == "switch" and c.a_port is None:
+                raise TopologyError(f"topology {self.name}: switch-to-switch link {c.a}-{c.b} needs a_port")
+            if names[c.a] == "host":
+                host_links[c.a] = host_links.get(c.a, 0) + 1
+            ends = [(c.b, c.b_port)] + ([(c.a, c.a_port)] if c.a_port is not None else [])
+            for end in ends:
+                if end in used_ports:
+                    raise TopologyError(f"topology {self.name}: port {end[1]} of {end[0]} is used twice")
+                used_ports.add(end)
+        for h in self.hosts:
+            if host_links.get(h.name, 0) != 1:
+                raise TopologyError(f"topology {self.name}: host {h.name} must have exactly one link, "
+                                    f"has {host_links.get(h.name, 0)}")
+
+    # -- queries --------------------------------------------------------------------------
+
+    @property
+    def workers(self) -> tuple[HostSpec, ...]:
+        """Hosts that run a worker, by rank."""
+        return tuple(sorted((h for h in self.hosts if h.rank is not None), key=lambda h: h.rank or 0))
+
+    def host(self, name: str) -> HostSpec:
+        """The host called ``name``."""
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise TopologyError(f"topology {self.name}: no host {name!r} "
+                            f"(hosts: {', '.join(h.name for h in self.hosts)})")
+
+    def switch(self, name: str | None = None) -> SwitchSpec:
+        """The switch called ``name`` (default: the only switch)."""
+        if name is None:
+            if len(self.switches) != 1:
+                raise TopologyError(f"topology {self.name}: has {len(self.switches)} switches; name one")
+            return self.switches[0]
+        for s in self.switches:
+            if s.name == name:
+                return s
+        raise TopologyError(f"topology {self.name}: no switch {name!r}")
+
+    def uplink(self, host: str) -> Connection:
+        """The link of ``host`` (to its switch)."""
+        for c in self.links:
+            if c.a == host:
+                return c
+        raise TopologyError(f"topology {self.name}: host {host!r} has no link")
+
+    def with_link(self, link: Link) -> "Topology":
+        """The same topology with ``link`` on every link (e.g. another loss rate)."""
+        return replace(self, links=tuple(replace(c, link=link) for c in self.links))
+
+    # -- text and JSON --------------------------------------------------------------------
+
+    def __str__(self) -> str:
+        lines = [f"topology {self.name} ({self.kind}): {len(self.workers)} workers, "
+                 f"{len(self.switches)} switch{'es' if len(self.switches) != 1 else ''}"]
+        for s in self.switches:
+            lines.append(f"  switch {s.name} device {s.device_id} ({s.role}) at {s.ip} {s.mac}")
+        for c in self.links:
+            a = self.host(c.a) if c.a in {h.name for h in self.hosts} else None
+            who = f"{c.a} {a.ip} {a.mac} rank {a.rank}" if a is not None else f"{c.a} port {c.a_port}"
+            lines.append(f"  {who} <-> {c.b} port {c.b_port}: {c.link.describe()}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data (``format`` first)."""
+        return {"format": FORMAT, **asdict(self)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Topology":
+        """Inverse of :meth:`to_dict`; unknown keys and a wrong format are errors."""
+        if data.get("format") != FORMAT:
+            raise TopologyError(f"topology data: format {data.get('format')!r} is not {FORMAT!r}")
+
+        def build(kind: type, item: Any, where: str) -> Any:
+            if not isinstance(item, Mapping):
+                raise TopologyError(f"topology data: {where} must be an object, got {item!r}")
+            known = {f.name for f in fields(kind)}
+            unknown = set(item) - known
+            if unknown:
+                raise TopologyError(f"topology data: {where} has unknown keys {sorted(unknown)} "
+                                    f"(known: {sorted(known)})")
+            try:
+                return kind(**item)
+            except TypeError as error:
+                raise TopologyError(f"topology data: {where}: {error}") from None
+
+        body = {k: v for k, v in data.items() if k != "format"}
+        unknown = set(body) - {f.name for f in fields(cls)}
+        if unknown:
+            raise TopologyError(f"topology data: unknown keys {sorted(unknown)}")
+        try:
+            return cls(
+                name=body["name"], kind=body["kind"],
+                hosts=tuple(build(HostSpec, h, f"hosts[{i}]") for i, h in enumerate(body["hosts"])),
+                switches=tuple(build(SwitchSpec, s, f"switches[{i}]") for i, s in enumerate(body["switches"])),
+                links=tuple(build(Connection, {**c, "link": build(Link, c.get("link", {}), f"links[{i}].link")},
+                                  f"links[{i}]") for i, c in enumerate(body["links"])),
+            )
+        except KeyError as error:
+            raise TopologyError(f"topology data: missing key {error}") from None
+
+    @classmethod
+    def from_json(cls, text: str) -> "Topology":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise TopologyError(f"topology JSON: {error}") from None
+        return cls.from_dict(data)
+
+    def save(self, path: Path) -> None:
+        path.write_text(self.to_json() + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> "Topology":
+        try:
+            text = path.read_text()
+        except OSError as error:
+            raise TopologyError(f"topology file {str(path)!r}: {error.strerror}") from None
+        return cls.from_json(text)
+
+
+def star(workers: int = 4, link: Link | None = None, subnet: str = "10.0.0.0/24",
+         switch_name: str = "s1") -> Topology:
+    """One aggregation switch ``s1`` with hosts ``h1..hN`` (ranks 0..N-1) on ports 1..N.
+
+    Host ``hI`` gets the I-th address of ``subnet`` and MAC ``00:00:00:00:00:II`` (as
+    Mininet's ``autoSetMacs``); the switch endpoint takes the subnet's last usable address.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 2 <= workers <= MAX_WORKERS:
+        raise TopologyError(f"star: workers={workers!r} must be an integer within 2..{MAX_WORKERS} "
+                            "(the switch bitmap has 32 bits)")
+    try:
+        net = ipaddress.IPv4Network(subnet)
+    except ValueError:
+        raise TopologyError(f"star: subnet {subnet!r} is not an IPv4 network") from None
+    if net.num_addresses - 2 < workers + 1:
+        raise TopologyError(f"star: subnet {subnet} has room for {net.num_addresses - 3} hosts, "
+                            f"needs {workers}")
+    link = link if link is not None else Link()
+    first = net.network_address
+    hosts = tuple(HostSpec(name=f"h{i}", ip=f"{first + i}/{net.prefixlen}", mac=f"00:00:00:00:00:{i:02x}",
+                           rank=i - 1) for i in range(1, workers + 1))
+    sw = SwitchSpec(name=switch_name, ip=str(net.broadcast_address - 1))
+    links = tuple(Connection(a=h.name, b=sw.name, b_port=i, link=link) for i, h in enumerate(hosts, start=1))
+    return Topology(name=f"star{workers}", kind="star", hosts=hosts, switches=(sw,), links=links)
+
+
+TOPOLOGIES = {"star": star}
+"""Generators by ``--topo`` name."""
