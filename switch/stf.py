@@ -137,23 +137,23 @@ def key_spec(kind: str, text: str, width: int) -> KeySpec:
     """A KeySpec from an STF key value for a key of ``kind`` and ``width`` bits."""
     full = (1 << width) - 1
     if "&&&" in text:
-        v, m = text.split("&&&")
-        value, mask = int(v, 0) & full, int(m, 0) & full
+        vs, ms = text.split("&&&")
+        value, mask = int(vs, 0) & full, int(ms, 0) & full
         if kind == "lpm":
             plen = bin(mask).count("1")
             return KeySpec(value & mask, prefix_len=plen)
         return KeySpec(value & mask, mask=mask)
     if "/" in text:
-        v, plen_s = text.split("/")
-        value = int(v, 0) & full
+        vs, plen_s = text.split("/")
+        value = int(vs, 0) & full
         plen = int(plen_s, 0)
         if kind == "lpm":
             return KeySpec(value, prefix_len=plen)
         mask = full ^ ((1 << (width - plen)) - 1)
         return KeySpec(value & mask, mask=mask)
     if ".." in text:
-        lo, hi = text.split("..")
-        return KeySpec(int(lo, 0), hi=int(hi, 0))
+        los, his = text.split("..")
+        return KeySpec(int(los, 0), hi=int(his, 0))
     value, mask, wild = parse_value(text, width)
     if kind == "lpm":
         plen = bin(mask).count("1")
@@ -301,10 +301,10 @@ def run_test(pl: Pipeline, test: StfTest, name: str = "<stf>") -> StfResult:
         if bad:
             lines = [f"port {port}: expected {len(exp)} packet(s), got {len(outs)}"]
             for i in range(max(len(exp), len(outs))):
-                e = exp[i] if i < len(exp) else None
+                ex = exp[i] if i < len(exp) else None
                 d = outs[i] if i < len(outs) else None
-                mark = "ok " if e is not None and d is not None and _matches(e, d) else "BAD"
-                es = "-" if e is None else (e.pattern or "<any>") + ("$" if e.exact else "") + f" (line {e.line})"
+                mark = "ok " if ex is not None and d is not None and _matches(ex, d) else "BAD"
+                es = "-" if ex is None else (ex.pattern or "<any>") + ("$" if ex.exact else "") + f" (line {ex.line})"
                 ds = "-" if d is None else d.hex()
                 lines.append(f"  {mark} #{i}: expected {es}\n             got      {ds}")
             problems.append("\n".join(lines))

@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         ax.bar([r["workload"] for r in rows], [r["pkt_per_s"] for r in rows], color="tab:blue", label="measured")
         ax.scatter([r["workload"] for r in rows], [r["target_pkt_per_s"] for r in rows], color="red", marker="_", s=400, label="target")
         ax.set_ylabel("packets/s (one core)")
-        ax.set_title(f"innet pipeline, {machine['cpu'][:40]}", fontsize=8)
+        ax.set_title(f"innet pipeline, {str(machine['cpu'])[:40]}", fontsize=8)
         ax.legend()
         fig.tight_layout()
         fig.savefig(args.out / "bench_pipeline.png", dpi=120)

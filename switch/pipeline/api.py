@@ -58,7 +58,7 @@ class Pipeline:
 
     @classmethod
     def from_file(cls, path: str | Path, include_dirs: Sequence[str | Path] = (),
-                  defines: dict[str, str] | None = None, **kw: Any) -> "Pipeline":
+                  defines: dict[str, str | None] | None = None, **kw: Any) -> "Pipeline":
         """Compile a P4 file with the front-end and load it (raises P4Error/UnsupportedError)."""
         from ..frontend import compile_file  # type: ignore[attr-defined]
 

@@ -301,7 +301,8 @@ class ProgramCompiler:
             return a.member if isinstance(a, ir.EnumMember) else "packets"
 
         if kind == "register":
-            vt = t.type_args[0] if t.type_args else ir.BitT(32)  # type: ignore[union-attr]
+            assert isinstance(t, ir.ExternT)
+            vt = t.type_args[0] if t.type_args else ir.BitT(32)
             if isinstance(vt, ir.BoolT):
                 vt = ir.BitT(1)
             if not isinstance(vt, ir.BitT):

@@ -249,11 +249,11 @@ class ExprGen:
         a, b = self.expr(e.left), self.expr(e.right)
         if op in ("==", "!=", "<", "<=", ">", ">="):
             return f"({a} {op} {b})"
-        t = e.type
-        if isinstance(t, ir.IntT):
+        rt = e.type
+        if isinstance(rt, ir.IntT):
             pyop = {"/": "//"}.get(op, op)
             return f"({a} {pyop} {b})"
-        w, s = bits(t)
+        w, s = bits(rt)
         m = (1 << w) - 1
         if op in ("+", "-", "*"):
             return f"({wrap_expr(f'{a} {op} {b}', w, s)})"
@@ -411,6 +411,9 @@ class ExprGen:
     def function_call(self, e: ir.FunctionCall) -> str | None:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def store(self, lhs: ir.Expr, value: str) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
     def extern_call(self, e: ir.ExternCall) -> str | None:  # pragma: no cover - overridden
         raise NotImplementedError
 
@@ -419,23 +422,23 @@ class ExprGen:
         """Scalar (value expression, width) pairs of a field list / struct / header value."""
         if isinstance(e, ir.ListExpr):
             out: list[tuple[str, int]] = []
-            for x in e.elems:
-                out += self.flatten(x)
+            for item in e.elems:
+                out += self.flatten(item)
             return out
         if isinstance(e, ir.StructInit):
             out = []
-            for _, x in e.fields:
-                out += self.flatten(x)
+            for _, item in e.fields:
+                out += self.flatten(item)
             return out
         t = e.type
         if is_scalar(t):
-            x = self.expr(e)
+            xs = self.expr(e)
             w, _ = bits(t)
             if isinstance(t, ir.BitT) and t.signed:
-                x = f"({x} & {(1 << w) - 1})"
+                xs = f"({xs} & {(1 << w) - 1})"
             elif isinstance(t, ir.BoolT):
-                x = f"int({x})"
-            return [(x, w)]
+                xs = f"int({xs})"
+            return [(xs, w)]
         return self.flatten_place(self.place(e), t)
 
     def flatten_place(self, p: Place, t: ir.Type) -> list[tuple[str, int]]:

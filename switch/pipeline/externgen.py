@@ -284,11 +284,11 @@ class ExternGen(ExprGen):
                 self.emit(f"if pos + {n // 8} > L: raise _PErr({PACKET_TOO_SHORT})")
                 self.emit(f"pos += {n // 8}")
             else:
-                t = self.tmp()
-                self.emit(f"{t} = {self.expr(a)}")
-                self.emit(f"if {t} & 7: raise _AssertFail('advance by a number of bits that is not a multiple of 8 at {e.loc}')")
-                self.emit(f"if pos + ({t} >> 3) > L: raise _PErr({PACKET_TOO_SHORT})")
-                self.emit(f"pos += {t} >> 3")
+                amount = self.tmp()
+                self.emit(f"{amount} = {self.expr(a)}")
+                self.emit(f"if {amount} & 7: raise _AssertFail('advance by a number of bits that is not a multiple of 8 at {e.loc}')")
+                self.emit(f"if pos + ({amount} >> 3) > L: raise _PErr({PACKET_TOO_SHORT})")
+                self.emit(f"pos += {amount} >> 3")
             return None
         if m == "length":
             return "L"

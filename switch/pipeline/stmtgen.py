@@ -364,7 +364,8 @@ class StmtGen(ExternGen):
     def sub_apply(self, inst: ir.Instance, e: ir.MethodCall) -> str | None:
         decl = inst.decl
         if isinstance(decl, ir.Parser):
-            return self.subparser_apply(decl, e)
+            self.subparser_apply(decl, e)
+            return None
         if not isinstance(decl, ir.Control):
             raise self.unsupported(f"apply of {inst.name}", e)
         fn = self.prog.control_fn(decl)
@@ -413,9 +414,9 @@ class StmtGen(ExternGen):
         else:
             kx = "(" + "".join(k + ", " for k in keys) + ")"
         r = self.tmp()
-        k = self.simple(kx) if len(keys) <= 1 else self.simple_tuple(kx)
-        self.emit(f"{r} = {info.cache}.get({k})")
-        self.emit(f"if {r} is None: {r} = {info.lookup}({k})")
+        kv = self.simple(kx) if len(keys) <= 1 else self.simple_tuple(kx)
+        self.emit(f"{r} = {info.cache}.get({kv})")
+        self.emit(f"if {r} is None: {r} = {info.lookup}({kv})")
         if t.direct_counter is not None:
             self.emit(f"if {r}[3]:")
             self.emit(f"    {r}[4].packets += 1; {r}[4].bytes += S[{self.prog.sm_slot('packet_length')}]")

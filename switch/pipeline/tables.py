@@ -300,12 +300,12 @@ class Table:
             for plen, d in self._lpm:
                 m = full ^ ((1 << (w - plen)) - 1)
                 k = key[:li] + (key[li] & m,) + key[li + 1:]
-                e = d.get(k)
-                if e is not None:
-                    return e.result  # type: ignore[no-any-return]
+                hit = d.get(k)
+                if hit is not None:
+                    return hit.result  # type: ignore[no-any-return]
             return self.default_entry.result  # type: ignore[no-any-return]
-        e = self.entries.get(key)
-        return (e.result if e is not None else self.default_entry.result)  # type: ignore[no-any-return]
+        found = self.entries.get(key)
+        return (found.result if found is not None else self.default_entry.result)  # type: ignore[no-any-return]
 
 
 def _matches(keys: Sequence[KeyDef], match: tuple[Any, ...], key: tuple[Any, ...]) -> bool:

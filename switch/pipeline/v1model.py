@@ -221,6 +221,8 @@ class Architecture:
             if p is None:
                 continue
             S2 = self._parse(pdata, pport, itype, preserved)
+            if sess.truncate:
+                S2[self.s_trunc] = sess.truncate
             if sess.port is None:
                 S2[self.s_egress_rid] = rid
             egress_q.append((S2, p))
@@ -289,6 +291,8 @@ class Architecture:
             if sess.port is None:
                 S2[self.s_egress_rid] = rid
             S2[self.s_clone] = None
+            if sess.truncate:
+                S2[self.s_trunc] = sess.truncate
             self._pending_clones.append((S2, p, depth + 1))
 
     def _deliver_digest(self, d: DigestMessage) -> None:
