@@ -243,18 +243,19 @@ class Topology:
             raise TopologyError(f"topology {self.name}: needs at least 2 workers, has {len(ranks)}")
         for attr in ("ip", "mac"):
             seen: dict[str, str] = {}
-            for node in [*self.hosts, *self.switches]:
-                value = getattr(node, attr).split("/")[0]
+            nodes: list[HostSpec | SwitchSpec] = [*self.hosts, *self.switches]
+            for named in nodes:
+                value = getattr(named, attr).split("/")[0]
                 if value in seen:
                     raise TopologyError(f"topology {self.name}: {attr} {value} is used by both "
-                                        f"{seen[value]} and {node.name}")
-                seen[value] = node.name
+                                        f"{seen[value]} and {named.name}")
+                seen[value] = named.name
         used_ports: set[tuple[str, int]] = set()
         host_links: dict[str, int] = {}
         for c in self.links:
-            for end in (c.a, c.b):
-                if end not in names:
-                    raise TopologyError(f"topology {self.name}: link {c.a}-{c.b} names unknown node {end!r}")
+            for node_name in (c.a, c.b):
+                if node_name not in names:
+                    raise TopologyError(f"topology {self.name}: link {c.a}-{c.b} names unknown node {node_name!r}")
             if names[c.b] != "switch":
                 raise TopologyError(f"topology {self.name}: link {c.a}-{c.b}: b must be a switch")
             if names[c.a] == "switch" and c.a_port is None:
