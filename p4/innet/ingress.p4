@@ -1,0 +1,239 @@
+/*
+ * Ingress of innet.p4: IPv4 forwarding, ARP responder, and the aggregation / in-network
+ * optimizer for packets addressed to the switch (docs/PROTOCOL.md, "Switch behaviour").
+ */
+
+/* (a * b) >> shift of int32 operands: int64 product, arithmetic (floor) shift, int32 wrap. */
+bit<32> innet_fixmul(in bit<32> a, in bit<32> b, in bit<8> shift) {
+    int<64> product = (int<64>)(int<32>)a * (int<64>)(int<32>)b;
+    return (bit<32>)(bit<64>)(product >> shift);
+}
+
+/* Per-element state: accumulator of each slot copy; parameter and momentum per chunk. */
+#define INNET_ELEMENT_REGISTERS(i) \
+    register<bit<32>>(INNET_COPIES) innet_acc_##i; \
+    register<bit<32>>(INNET_PARAM_CHUNKS) innet_param_##i; \
+    register<bit<32>>(INNET_PARAM_CHUNKS) innet_mom_##i;
+
+/* Value i of the packet. */
+#define INNET_V(i) hdr.innet_values.v##i
+
+/* Retransmission of a finished chunk: the stored result into the packet. */
+#define INNET_LOAD_RESULT(i) innet_acc_##i.read(INNET_V(i), idx);
+
+/* The copy's partial sum plus this contribution, into the packet. */
+#define INNET_ADD_PARTIAL(i) innet_acc_##i.read(acc, idx); INNET_V(i) = INNET_V(i) + acc;
+
+/* The packet's value (partial sum, or the result once complete) into the copy. */
+#define INNET_STORE(i) innet_acc_##i.write(idx, INNET_V(i));
+
+/* sgd: w = w - ((lr * g) >> lr_shift); the packet carries w. */
+#define INNET_SGD_STEP(i) \
+    innet_param_##i.read(w, p); \
+    w = w - innet_fixmul(meta.lr, INNET_V(i), meta.lr_shift); \
+    innet_param_##i.write(p, w); \
+    INNET_V(i) = w;
+
+/* momentum: m = ((beta * m) >> beta_shift) + g; w = w - ((lr * m) >> lr_shift). */
+#define INNET_MOMENTUM_STEP(i) \
+    innet_mom_##i.read(m, p); \
+    m = innet_fixmul(meta.beta, m, meta.beta_shift) + INNET_V(i); \
+    innet_mom_##i.write(p, m); \
+    innet_param_##i.read(w, p); \
+    w = w - innet_fixmul(meta.lr, m, meta.lr_shift); \
+    innet_param_##i.write(p, w); \
+    INNET_V(i) = w;
+
+control MyIngress(inout headers hdr, inout metadata meta,
+                  inout standard_metadata_t standard_metadata) {
+    /* Per slot copy (cell 2 * (slot_base + slot) + VER): workers seen, contributions. */
+    register<bit<32>>(INNET_COPIES) innet_bitmap;
+    register<bit<8>>(INNET_COPIES) innet_count;
+    INNET_FOR_EACH(INNET_ELEMENT_REGISTERS)
+
+    /* Indexed by job id (0 also counts drops of unknown jobs). */
+    counter(INNET_MAX_JOBS, CounterType.packets) innet_contributions;
+    counter(INNET_MAX_JOBS, CounterType.packets) innet_completions;
+    counter(INNET_MAX_JOBS, CounterType.packets) innet_duplicates;
+    counter(INNET_MAX_JOBS, CounterType.packets) innet_drops;
+
+    action drop() {
+        mark_to_drop(standard_metadata);
+    }
+
+    /* ---------------------------------------------------------------- switch address */
+    action set_switch_addr(bit<48> mac, bit<32> ip) {
+        meta.switch_mac = mac;
+        meta.switch_ip = ip;
+    }
+
+    table switch_addr {
+        actions = { set_switch_addr; }
+        default_action = set_switch_addr(0, 0);
+    }
+
+    /* ---------------------------------------------------------------- IPv4, ARP */
+    action ipv4_forward(bit<48> mac, bit<9> port) {
+        standard_metadata.egress_spec = port;
+        hdr.ethernet.srcAddr = hdr.ethernet.dstAddr;
+        hdr.ethernet.dstAddr = mac;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+    }
+
+    table ipv4_lpm {
+        key = { hdr.ipv4.dstAddr: lpm; }
+        actions = { ipv4_forward; drop; }
+        default_action = drop();
+        size = 1024;
+    }
+
+    /* Answer an ARP request for targetIp with `mac`, back out of the ingress port. */
+    action arp_reply(bit<48> mac) {
+        bit<32> ip = hdr.arp.targetIp;
+        hdr.ethernet.dstAddr = hdr.ethernet.srcAddr;
+        hdr.ethernet.srcAddr = mac;
+        hdr.arp.oper = ARP_REPLY;
+        hdr.arp.targetMac = hdr.arp.senderMac;
+        hdr.arp.targetIp = hdr.arp.senderIp;
+        hdr.arp.senderMac = mac;
+        hdr.arp.senderIp = ip;
+        standard_metadata.egress_spec = standard_metadata.ingress_port;
+    }
+
+    table arp_responder {
+        key = { hdr.arp.targetIp: exact; }
+        actions = { arp_reply; NoAction; }
+        default_action = NoAction();
+        size = 1024;
+    }
+
+    /* ---------------------------------------------------------------- innet */
+    action set_job(bit<8> mode, bit<8> num_workers, bit<16> mcast_grp,
+                   bit<32> slot_base, bit<32> slot_count,
+                   bit<32> param_base, bit<32> param_chunks,
+                   bit<32> lr, bit<8> lr_shift, bit<32> beta, bit<8> beta_shift) {
+        meta.mode = mode;
+        meta.num_workers = num_workers;
+        meta.mcast_grp = mcast_grp;
+        meta.slot_base = slot_base;
+        meta.slot_count = slot_count;
+        meta.param_base = param_base;
+        meta.param_chunks = param_chunks;
+        meta.lr = lr;
+        meta.lr_shift = lr_shift;
+        meta.beta = beta;
+        meta.beta_shift = beta_shift;
+    }
+
+    table innet_jobs {
+        key = { hdr.innet.job: exact; }
+        actions = { set_job; NoAction; }
+        default_action = NoAction();
+        size = INNET_MAX_JOBS;
+    }
+
+    /* A RESULT or STATUS back to the sender only (addresses and UDP ports swapped). */
+    action innet_unicast_reply(bit<8> msg_type, bit<32> bitmap) {
+        hdr.innet.msg_type = msg_type;
+        hdr.innet.num_workers = (bit<16>)meta.num_workers;
+        hdr.innet.bitmap = bitmap;
+        bit<48> mac = hdr.ethernet.dstAddr;
+        hdr.ethernet.dstAddr = hdr.ethernet.srcAddr;
+        hdr.ethernet.srcAddr = mac;
+        bit<32> ip = hdr.ipv4.dstAddr;
+        hdr.ipv4.dstAddr = hdr.ipv4.srcAddr;
+        hdr.ipv4.srcAddr = ip;
+        hdr.ipv4.ttl = INNET_TTL;
+        bit<16> port = hdr.udp.dstPort;
+        hdr.udp.dstPort = hdr.udp.srcPort;
+        hdr.udp.srcPort = port;
+        hdr.udp.checksum = 0;
+        standard_metadata.egress_spec = standard_metadata.ingress_port;
+    }
+
+    apply {
+        switch_addr.apply();
+        if (hdr.innet.isValid() && hdr.ipv4.dstAddr == meta.switch_ip) {
+            bit<32> job = (bit<32>)hdr.innet.job;
+            if (innet_jobs.apply().miss || hdr.innet.job >= INNET_MAX_JOBS) {
+                innet_drops.count(0);
+                drop();
+            } else if (hdr.innet.msg_type != INNET_CONTRIB
+                       || hdr.innet.worker >= (bit<16>)meta.num_workers
+                       || (bit<32>)hdr.innet.slot >= meta.slot_count
+                       || (meta.mode != INNET_MODE_SUM && hdr.innet.chunk >= meta.param_chunks)) {
+                innet_drops.count(job);
+                drop();
+            } else {
+                bit<32> idx = ((meta.slot_base + (bit<32>)hdr.innet.slot) << 1)
+                              | (bit<32>)hdr.innet.flags[0:0];
+                bit<32> wbit = 32w1 << (bit<8>)hdr.innet.worker;
+                bit<32> bitmap;
+                bit<8> count;
+                innet_bitmap.read(bitmap, idx);
+                innet_count.read(count, idx);
+                if ((bitmap & wbit) != 0) {
+                    /* duplicate: never counted twice */
+                    innet_duplicates.count(job);
+                    if (count == meta.num_workers) {
+                        INNET_FOR_EACH(INNET_LOAD_RESULT)
+                        innet_unicast_reply(INNET_RESULT, bitmap);
+                    } else if (hdr.innet.flags[1:1] == 1) {
+                        innet_unicast_reply(INNET_STATUS, bitmap);
+                    } else {
+                        drop();
+                    }
+                } else {
+                    innet_contributions.count(job);
+                    /* the worker has moved on from the other copy */
+                    bit<32> other;
+                    innet_bitmap.read(other, idx ^ 1);
+                    innet_bitmap.write(idx ^ 1, other & ~wbit);
+                    if (count == 0 || count == meta.num_workers) {
+                        /* fresh use of the copy: the packet's values are the partial sum */
+                        count = 1;
+                        bitmap = wbit;
+                    } else {
+                        bit<32> acc;
+                        INNET_FOR_EACH(INNET_ADD_PARTIAL)
+                        count = count + 1;
+                        bitmap = bitmap | wbit;
+                    }
+                    innet_count.write(idx, count);
+                    innet_bitmap.write(idx, bitmap);
+                    if (count == meta.num_workers) {
+                        innet_completions.count(job);
+                        bit<32> p = meta.param_base + hdr.innet.chunk;
+                        bit<32> w;
+                        bit<32> m;
+                        if (meta.mode == INNET_MODE_SGD) {
+                            INNET_FOR_EACH(INNET_SGD_STEP)
+                        } else if (meta.mode == INNET_MODE_MOMENTUM) {
+                            INNET_FOR_EACH(INNET_MOMENTUM_STEP)
+                        }
+                        hdr.innet.msg_type = INNET_RESULT;
+                        hdr.innet.num_workers = (bit<16>)meta.num_workers;
+                        hdr.innet.bitmap = bitmap;
+                        standard_metadata.mcast_grp = meta.mcast_grp;
+                        meta.innet_mcast = 1;
+                    } else {
+                        drop();
+                    }
+                    INNET_FOR_EACH(INNET_STORE)
+                }
+            }
+        } else if (hdr.ipv4.isValid()) {
+            ipv4_lpm.apply();
+        } else if (hdr.arp.isValid() && hdr.arp.oper == ARP_REQUEST) {
+            if (arp_responder.apply().miss) {
+                if (meta.switch_ip != 0 && hdr.arp.targetIp == meta.switch_ip) {
+                    arp_reply(meta.switch_mac);
+                } else {
+                    drop();
+                }
+            }
+        } else {
+            drop();
+        }
+    }
+}
