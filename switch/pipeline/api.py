@@ -50,6 +50,8 @@ class Pipeline:
         self.pre = ReplicationEngine()
         self.arch = Architecture(self.compiled, self.pre, digest_sink)
         self.lock = self.arch.lock
+        for table in self.compiled.tables.values():
+            table.lock = self.lock
 
     @classmethod
     def load(cls, program: ir.Program, **kw: Any) -> "Pipeline":

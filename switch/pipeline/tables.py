@@ -19,13 +19,29 @@ on every change.
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import ControlPlaneError, EntryExistsError, EntryNotFoundError, suggest
 
 CACHE_LIMIT = 1 << 16
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _locked(method: F) -> F:
+    """Run a control-plane mutation under the table's lock (the pipeline's packet lock),
+    so that no packet sees, or caches, a half-applied change."""
+
+    @functools.wraps(method)
+    def wrapper(self: "Table", *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 Result = tuple[Callable[..., Any], tuple[int, ...], int, bool, "Entry | None"]
 
@@ -110,6 +126,7 @@ class Table:
             self.needs_priority = True
             self.is_lpm = False
         self.single = len(self.keys) == 1
+        self.lock: Any = threading.RLock()  # replaced by the pipeline's packet lock
         self.entries: dict[tuple[Any, ...], Entry] = {}
         self.const = False
         self.cache: dict[Any, Result] = {}
@@ -155,6 +172,7 @@ class Table:
             out.append(v)
         return tuple(out)
 
+    @_locked
     def set_default(self, action: str, params: Sequence[int] | dict[str, int] = (), *, _initial: bool = False) -> None:
         """Replace the default (miss) action."""
         if self.default_is_const and not _initial:
@@ -196,6 +214,7 @@ class Table:
     def _ident(self, match: tuple[Any, ...], priority: int) -> tuple[Any, ...]:
         return match + (priority,) if self.needs_priority else match
 
+    @_locked
     def insert(self, keys: Sequence[KeySpec], action: str, params: Sequence[int] | dict[str, int] = (), priority: int = 0) -> Entry:
         """Add an entry; raises EntryExistsError if the same match (and priority) exists."""
         if self.const:
@@ -227,6 +246,7 @@ class Table:
             raise EntryNotFoundError(f"table '{self.name}': no entry with this key")
         return ident, e
 
+    @_locked
     def modify(self, keys: Sequence[KeySpec], action: str, params: Sequence[int] | dict[str, int] = (), priority: int = 0) -> Entry:
         """Change the action of an existing entry (counters are kept)."""
         if self.const:
@@ -238,6 +258,7 @@ class Table:
         self.cache.clear()
         return e
 
+    @_locked
     def delete(self, keys: Sequence[KeySpec], priority: int = 0) -> None:
         """Remove an entry."""
         if self.const:
@@ -246,6 +267,7 @@ class Table:
         del self.entries[ident]
         self._rebuild()
 
+    @_locked
     def clear(self) -> None:
         """Remove every (non-const) entry."""
         if not self.const:
@@ -256,6 +278,7 @@ class Table:
         """Installed entries in insertion order."""
         return sorted(self.entries.values(), key=lambda e: e.handle)
 
+    @_locked
     def add_const_entries(self, entries: Sequence[tuple[Sequence[KeySpec], str, Sequence[int], int | None]]) -> None:
         """Install ``const entries``: explicit priorities, else earlier entries win."""
         n = len(entries)
