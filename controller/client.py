@@ -134,11 +134,12 @@ class _Stream:
 class P4RuntimeClient:
     """One P4Runtime session with one device: channel, arbitration, RPCs."""
 
-    def __init__(self, address: str, device_id: int = 1, election_id: int = 1,
+    def __init__(self, address: str, device_id: int = 1, election_id: int | None = 1,
                  timeout: float = 10.0) -> None:
         self.address = address
         self.device_id = device_id
         self.election_id = election_id
+        """None: a read-only session (no StreamChannel, no arbitration; writes are refused)."""
         self.timeout = timeout
         """Deadline in seconds of every RPC (and of connecting)."""
         self.is_primary = False
@@ -170,6 +171,8 @@ class P4RuntimeClient:
                 f"switch {self.address}: no gRPC connection within {self.timeout:g} s "
                 "(is innet-switch or simple_switch_grpc running on that address?)") from None
         self._stub = p4r_grpc.P4RuntimeStub(channel)
+        if self.election_id is None:
+            return
         self._stream = _Stream(self._stub)
         update = p4r.MasterArbitrationUpdate(device_id=self.device_id, election_id=U128.encode(self.election_id))
         self._stream.send(p4r.StreamMessageRequest(arbitration=update))
@@ -208,12 +211,18 @@ class P4RuntimeClient:
 
     # -- RPCs ----------------------------------------------------------------------------
 
+    def _election(self) -> p4r.Uint128:
+        if self.election_id is None:
+            raise NotPrimaryError(f"switch {self.address}: this session is read-only (no election id); "
+                                  "connect with an election id to write", grpc.StatusCode.PERMISSION_DENIED)
+        return U128.encode(self.election_id)
+
     def set_pipeline(self, p4info: p4i.P4Info, device_config: bytes, cookie: int = 0) -> None:
         """SetForwardingPipelineConfig with VERIFY_AND_COMMIT."""
         config = p4r.ForwardingPipelineConfig(p4info=p4info, p4_device_config=device_config)
         config.cookie.cookie = cookie
         request = p4r.SetForwardingPipelineConfigRequest(
-            device_id=self.device_id, election_id=U128.encode(self.election_id), config=config,
+            device_id=self.device_id, election_id=self._election(), config=config,
             action=p4r.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
         try:
             self.stub.SetForwardingPipelineConfig(request, timeout=max(self.timeout, 60.0))
@@ -247,7 +256,7 @@ class P4RuntimeClient:
             raise WriteError(failures, len(updates))
 
     def _write_batch(self, batch: list[p4r.Update], start: int, describe: Describe) -> list[UpdateFailure]:
-        request = p4r.WriteRequest(device_id=self.device_id, election_id=U128.encode(self.election_id),
+        request = p4r.WriteRequest(device_id=self.device_id, election_id=self._election(),
                                    updates=batch)
         try:
             self.stub.Write(request, timeout=max(self.timeout, 1e-4 * len(batch) + self.timeout))

@@ -38,8 +38,9 @@ class SwitchSpec:
     """P4Runtime device id."""
     role: str = "tor"
     """Role in the topology: ``tor`` (single switch), ``rail``, ``spine`` or ``site``."""
-    election_id: int = 1
-    """Election id this controller uses (highest is primary)."""
+    election_id: int | None = 1
+    """Election id this controller uses (highest is primary); None for a read-only
+    session that does not arbitrate (``innet inspect``)."""
     thrift_port: int | None = None
     """BMv2 only: Thrift port for the ``simple_switch_CLI`` register fallback."""
     timeout: float = 10.0

@@ -1,0 +1,186 @@
+"""innet operations on one connected switch running innet.p4: forwarding, jobs,
+parameters, state.  Layout (K, slots, ...) is read from the pipeline's P4Info.
+
+    with Switch(spec) as sw:
+        sw.push(PipelineConfig.load("p4/innet.p4"))
+        node = InnetSwitch(sw)
+        node.install_forwarding(Forwarding.for_workers(mac, ip, job.workers))
+        node.create_job(job)
+        node.load_params(job.job_id, np.arange(4 * node.layout.k, dtype=np.int32))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import grpc
+import numpy as np
+import numpy.typing as npt
+
+from innet.controller import jobs as J
+from innet.controller.entities import TableEntry
+from innet.controller.errors import JobError, WriteError
+from innet.controller.switch import Switch
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """Slot copies of one job by state."""
+
+    job_id: int
+    copies: int
+    """2 * slot_count."""
+    idle: int
+    """count == 0."""
+    busy: int
+    """0 < count < num_workers: contributions outstanding."""
+    complete: int
+    """count == num_workers: result stored."""
+    contributors: tuple[int, ...]
+    """Per copy, number of bits set in its bitmap (cell order)."""
+
+
+class InnetSwitch:
+    """innet.p4 on one switch."""
+
+    def __init__(self, switch: Switch) -> None:
+        self.switch = switch
+        self._layout: J.InnetLayout | None = None
+
+    @property
+    def name(self) -> str:
+        return self.switch.spec.name
+
+    @property
+    def layout(self) -> J.InnetLayout:
+        if self._layout is None:
+            self._layout = J.InnetLayout.from_schema(self.switch.schema)
+        return self._layout
+
+    # -- forwarding ----------------------------------------------------------------------
+
+    def install_forwarding(self, forwarding: J.Forwarding) -> None:
+        """Switch address, routes and ARP entries; entries that exist are modified."""
+        self._upsert(list(forwarding.entries()))
+
+    def _upsert(self, entries: list[TableEntry]) -> None:
+        try:
+            self.switch.insert(entries)
+        except WriteError as error:
+            exists = [f.index for f in error.failures if f.code == grpc.StatusCode.ALREADY_EXISTS]
+            if len(exists) != len(error.failures):
+                raise
+            self.switch.modify([entries[i] for i in exists])
+
+    # -- jobs ----------------------------------------------------------------------------
+
+    def jobs(self) -> list[J.JobInfo]:
+        """Jobs installed on this switch, by job id."""
+        return sorted((J.JobInfo.from_entry(e) for e in self.switch.read_table(J.JOBS_TABLE) if not e.is_default),
+                      key=lambda j: j.job_id)
+
+    def job(self, job_id: int) -> J.JobInfo:
+        for j in self.jobs():
+            if j.job_id == job_id:
+                return j
+        raise JobError(f"switch {self.name}: no job {job_id} (innet_jobs has "
+                       f"{[j.job_id for j in self.jobs()] or 'no entries'})")
+
+    def create_job(self, job: J.JobSpec, param_chunks: int | None = None) -> J.JobInfo:
+        """Validate, clear the job's registers, install workers, the multicast group and
+        (last, so packets are only aggregated once everything is ready) the job entry.
+        ``param_chunks``: this switch's shard (default: all of ``job.param_chunks``)."""
+        chunks = job.param_chunks if param_chunks is None else param_chunks
+        J.validate(job, self.layout, chunks, self.jobs())
+        entry = J.job_entry(job, chunks)
+        info = J.JobInfo.from_entry(TableEntry(entry.table, entry.match, entry.action, {
+            k: (v if isinstance(v, int) else 0) for k, v in entry.params.items()}))
+        self.switch.write_registers(J.clear_cells(self.layout, info))
+        self.switch.reset_counters((c, job.job_id) for c in self.layout.counters)
+        self._upsert(J.worker_entries(job))
+        self.switch.set_multicast_group(job.group, J.replicas(job, self.name))
+        self.switch.insert([entry])
+        return self.job(job.job_id)
+
+    def destroy_job(self, job_id: int) -> J.JobInfo:
+        """Remove the job entry first (packets stop aggregating), then its workers and
+        group, and zero its registers and counters."""
+        info = self.job(job_id)
+        self.switch.delete([TableEntry(J.JOBS_TABLE, {"job": job_id})])
+        workers = [e for e in self.switch.read_table(J.WORKERS_TABLE)
+                   if not e.is_default and _match_int(e, "job") == job_id]
+        if workers:
+            self.switch.delete(workers)
+        if info.mcast_grp in self.switch.read_multicast_groups():
+            self.switch.delete_multicast_group(info.mcast_grp)
+        self.switch.write_registers(J.clear_cells(self.layout, info))
+        self.switch.reset_counters((c, job_id) for c in self.layout.counters)
+        return info
+
+    # -- parameters ----------------------------------------------------------------------
+
+    def load_params(self, job_id: int, values: npt.ArrayLike, momentum: npt.ArrayLike | None = None) -> None:
+        """Write the int32 parameter shard (element ``chunk*K + i`` into ``param_<i>``
+        at ``param_base + chunk``), zero-padded to whole chunks; momentum is zeroed
+        unless given."""
+        info = self.job(job_id)
+        k = self.layout.k
+        w = _chunked(values, info.param_chunks, k, f"job {job_id} parameters on switch {self.name}")
+        m = (np.zeros_like(w) if momentum is None
+             else _chunked(momentum, info.param_chunks, k, f"job {job_id} momentum on switch {self.name}"))
+        cells: dict[str, list[tuple[int, int]]] = {}
+        base = info.param_base
+        for i in range(k):
+            cells[self.layout.param[i]] = [(base + c, int(v)) for c, v in enumerate(w[:, i])]
+            cells[self.layout.mom[i]] = [(base + c, int(v)) for c, v in enumerate(m[:, i])]
+        self.switch.write_registers(cells)
+
+    def read_params(self, job_id: int, momentum: bool = False) -> npt.NDArray[np.int32]:
+        """The job's parameter (or momentum) shard as int32, ``param_chunks * K`` long."""
+        info = self.job(job_id)
+        names = self.layout.mom if momentum else self.layout.param
+        out = np.zeros((info.param_chunks, self.layout.k), dtype=np.uint32)
+        for i, name in enumerate(names):
+            out[:, i] = self.switch.read_register(name, info.chunks)
+        return out.reshape(-1).view(np.int32)
+
+    # -- state ---------------------------------------------------------------------------
+
+    def occupancy(self, job_id: int) -> Occupancy:
+        info = self.job(job_id)
+        counts = self.switch.read_register(self.layout.count, info.cells)
+        bitmaps = self.switch.read_register(self.layout.bitmap, info.cells)
+        n = info.num_workers
+        return Occupancy(job_id, len(counts), sum(1 for c in counts if c == 0),
+                         sum(1 for c in counts if 0 < c < n), sum(1 for c in counts if c == n),
+                         tuple(bin(b).count("1") for b in bitmaps))
+
+    def counters(self, job_id: int | None = None) -> dict[str, dict[int, int]]:
+        """Short counter name -> {job index: packets}; one job or every index."""
+        out: dict[str, dict[int, int]] = {}
+        for name in self.layout.counters:
+            cells = self.switch.read_counter(name, job_id)
+            out[name.rsplit(".", 1)[-1]] = {i: pkts for i, (pkts, _) in sorted(cells.items())}
+        return out
+
+
+def _match_int(entry: TableEntry, short: str) -> int | None:
+    for name, value in entry.match.items():
+        if name.rsplit(".", 1)[-1] == short and isinstance(value, int):
+            return value
+    return None
+
+
+def _chunked(values: npt.ArrayLike, chunks: int, k: int, what: str) -> npt.NDArray[np.int64]:
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "iu":
+        raise JobError(f"{what}: expected int32 fixed-point values, got dtype {arr.dtype} "
+                       "(quantize floats first, e.g. Controller.load_params does)")
+    arr = arr.astype(np.int64).ravel()
+    if arr.size > chunks * k:
+        raise JobError(f"{what}: {arr.size} values do not fit {chunks} chunks of K={k} ({chunks * k} values)")
+    if arr.size and (arr.min() < -(1 << 31) or arr.max() >= (1 << 31)):
+        raise JobError(f"{what}: values outside the int32 range")
+    out = np.zeros(chunks * k, dtype=np.int64)
+    out[:arr.size] = arr
+    return out.reshape(chunks, k)
