@@ -8,6 +8,7 @@ into exit codes.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -57,6 +58,220 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return _cmd_conformance(args)
 
 
+# -- control plane (innet.controller): each command is a thin call into the API ---------
+
+
+def _controller_command(func):  # type: ignore[no-untyped-def]
+    """Turn controller errors into ``innet: error: ...`` and exit status 1."""
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(args: argparse.Namespace) -> int:
+        from innet.controller.errors import ControllerError
+        from innet.host.quantize import QuantizeError
+
+        try:
+            rc: int = func(args)
+            return rc
+        except (ControllerError, QuantizeError, OSError) as error:
+            print(f"innet: error: {error}", file=sys.stderr)
+            return 1
+
+    return wrapper
+
+
+def _specs(args: argparse.Namespace, read_only: bool = False) -> list:  # type: ignore[type-arg]
+    from innet.controller.switch import SwitchSpec
+
+    election = None if read_only else args.election_id
+    return [SwitchSpec(f"s{i}", a, args.device_id, election_id=election, thrift_port=args.thrift_port,
+                       timeout=args.timeout) for i, a in enumerate(args.switch)]
+
+
+@_controller_command
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from innet.controller.inspect import inspect_switch, render
+    from innet.controller.switch import Switch
+
+    with Switch(_specs(args, read_only=True)[0]) as sw:
+        report = inspect_switch(sw, [(name, args.range) for name in args.register], args.job)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=1))
+    else:
+        render(report, Console())
+    return 0
+
+
+@_controller_command
+def _cmd_pipeline_push(args: argparse.Namespace) -> int:
+    from innet.controller.controller import Controller
+    from innet.controller.pipeline import PipelineConfig
+
+    config = PipelineConfig.load(args.pipeline, dict(args.defines))
+    with Controller(_specs(args)) as ctl:
+        ctl.push(config)
+    print(f"pushed {config.name} to {', '.join(args.switch)}")
+    return 0
+
+
+def _job_spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from innet.controller.jobs import JobSpec, WorkerSpec
+
+    return JobSpec(args.job, tuple(WorkerSpec.parse(w) for w in args.worker), args.slot_base, args.slot_count,
+                   args.k, args.mode, args.lr, args.beta, args.grad_frac_bits, args.param_frac_bits,
+                   args.param_base, args.param_chunks)
+
+
+@_controller_command
+def _cmd_job_create(args: argparse.Namespace) -> int:
+    from innet.controller.controller import Controller
+    from innet.controller.jobs import Forwarding
+
+    job = _job_spec(args)
+    with Controller(_specs(args)) as ctl:
+        if args.switch_ip:
+            ctl.install_forwarding({n: Forwarding.for_workers(args.switch_mac, args.switch_ip, job.workers, n)
+                                    for n in ctl.names})
+        plan = ctl.create_job(job)
+    for shard in plan.shards:
+        print(f"job {job.job_id} on {shard.switch}: chunks {shard.first_chunk}+{shard.chunks}")
+    return 0
+
+
+@_controller_command
+def _cmd_job_destroy(args: argparse.Namespace) -> int:
+    from innet.controller.controller import Controller
+
+    with Controller(_specs(args)) as ctl:
+        names = ctl.destroy_job(args.job)
+    print(f"job {args.job} destroyed on {', '.join(names)}")
+    return 0
+
+
+@_controller_command
+def _cmd_job_list(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from innet.controller.innet_switch import InnetSwitch
+    from innet.controller.switch import Switch
+
+    out = {}
+    for spec in _specs(args, read_only=True):
+        with Switch(spec) as sw:
+            out[spec.address] = [dataclasses.asdict(j) for j in InnetSwitch(sw).jobs()]
+    print(json.dumps(out, indent=1) if args.json else "\n".join(
+        f"{a}: job {j['job_id']} {j['mode']} workers={j['num_workers']} slots={j['slot_base']}+{j['slot_count']} "
+        f"params={j['param_base']}+{j['param_chunks']}" for a, js in out.items() for j in js) or "no jobs")
+    return 0
+
+
+@_controller_command
+def _cmd_params_load(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from innet.controller.controller import Controller
+
+    values = np.load(args.file)
+    with Controller(_specs(args)) as ctl:
+        ctl.load_params(args.job, values, args.param_frac_bits)
+    print(f"loaded {values.size} parameters ({values.dtype}) into job {args.job}")
+    return 0
+
+
+@_controller_command
+def _cmd_params_read(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from innet.controller.controller import Controller
+
+    with Controller(_specs(args, read_only=True)) as ctl:
+        values = ctl.read_params(args.job, not args.raw, args.size, args.param_frac_bits)
+    if args.output:
+        np.save(args.output, values)
+    else:
+        print(" ".join(str(v) for v in values.tolist()))
+    return 0
+
+
+def _add_switch_args(p: argparse.ArgumentParser, many: bool = False) -> None:
+    from innet.controller.switch import DEFAULT_ADDRESS
+
+    p.add_argument("--switch", action="append" if many else None, default=None, metavar="HOST:PORT",
+                   help=f"P4Runtime address (default {DEFAULT_ADDRESS})" + ("; repeat for several switches" if many else ""))
+    p.add_argument("--device-id", type=int, default=1, help="P4Runtime device id (default 1)")
+    p.add_argument("--election-id", type=int, default=1, help="election id for writes (default 1)")
+    p.add_argument("--thrift-port", type=int, default=None, help="BMv2 Thrift port: registers via simple_switch_CLI")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the switch (default 10)")
+    p.set_defaults(_many=many)
+
+
+def _add_control_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    ins = sub.add_parser("inspect", help="show jobs, slot occupancy, counters and registers of a switch")
+    _add_switch_args(ins)
+    ins.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    ins.add_argument("--register", action="append", default=[], metavar="NAME", help="also dump this register")
+    ins.add_argument("--range", default=None, metavar="A:B", help="index range of --register (default all)")
+    ins.add_argument("--job", type=int, default=None, help="only this job")
+    ins.set_defaults(func=_cmd_inspect)
+
+    pipe = sub.add_parser("pipeline", help="push a P4 pipeline").add_subparsers(dest="action", required=True)
+    push = pipe.add_parser("push", help="push an innet-p4c output directory or a .p4 file (compiled on the fly)")
+    _add_switch_args(push, many=True)
+    push.add_argument("pipeline", type=Path, help="directory or .p4 file")
+    push.add_argument("-D", dest="defines", action="append", default=[], type=_define, metavar="NAME[=VAL]")
+    push.set_defaults(func=_cmd_pipeline_push)
+
+    job = sub.add_parser("job", help="create, destroy or list aggregation jobs").add_subparsers(dest="action", required=True)
+    create = job.add_parser("create", help="install a job (parameters sharded across the --switch list)")
+    _add_switch_args(create, many=True)
+    create.add_argument("--job", type=int, required=True, help="job id")
+    create.add_argument("--worker", action="append", required=True, metavar="RANK,PORT,MAC,IP,UDP_PORT")
+    create.add_argument("--slot-base", type=int, default=0)
+    create.add_argument("--slot-count", type=int, default=64)
+    create.add_argument("--k", type=int, default=64, help="values per packet (must match INNET_K)")
+    create.add_argument("--mode", choices=("sum", "sgd", "momentum"), default="sum")
+    create.add_argument("--lr", type=float, default=0.0)
+    create.add_argument("--beta", type=float, default=0.0)
+    create.add_argument("--grad-frac-bits", type=int, default=16)
+    create.add_argument("--param-frac-bits", type=int, default=16)
+    create.add_argument("--param-base", type=int, default=0)
+    create.add_argument("--param-chunks", type=int, default=0)
+    create.add_argument("--switch-ip", default=None, help="also install forwarding: the switch's innet IP")
+    create.add_argument("--switch-mac", default="00:00:00:00:00:fe", help="the switch's MAC (with --switch-ip)")
+    create.set_defaults(func=_cmd_job_create)
+    destroy = job.add_parser("destroy", help="remove a job and zero its registers and counters")
+    _add_switch_args(destroy, many=True)
+    destroy.add_argument("--job", type=int, required=True)
+    destroy.set_defaults(func=_cmd_job_destroy)
+    lst = job.add_parser("list", help="list the jobs of each switch")
+    _add_switch_args(lst, many=True)
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(func=_cmd_job_list)
+
+    params = sub.add_parser("params", help="load or read a job's parameters").add_subparsers(dest="action", required=True)
+    load = params.add_parser("load", help="load a .npy vector (float: quantized; int: fixed point as is)")
+    _add_switch_args(load, many=True)
+    load.add_argument("--job", type=int, required=True)
+    load.add_argument("--param-frac-bits", type=int, default=16)
+    load.add_argument("file", type=Path)
+    load.set_defaults(func=_cmd_params_load)
+    read = params.add_parser("read", help="read the parameter vector (float unless --raw)")
+    _add_switch_args(read, many=True)
+    read.add_argument("--job", type=int, required=True)
+    read.add_argument("--param-frac-bits", type=int, default=16)
+    read.add_argument("--raw", action="store_true", help="int32 fixed point")
+    read.add_argument("--size", type=int, default=None, help="elements to return (default all chunks)")
+    read.add_argument("-o", "--output", type=Path, default=None, help="write a .npy file instead of printing")
+    read.set_defaults(func=_cmd_params_read)
+
+
+def _define(text: str) -> tuple[str, str | None]:
+    name, sep, value = text.partition("=")
+    return name, (value if sep else None)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="innet", description="In-network aggregation on P4 software switches.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -67,6 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     conf.add_argument("dirs", nargs="*", help="suite directories (default: the repo's and ../shared/conformance)")
     conf.add_argument("-v", "--verbose", action="store_true", help="list every test, not only failures")
     conf.set_defaults(func=_cmd_conformance)
+    _add_control_commands(sub)
     return parser
 
 
@@ -76,6 +292,13 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
+    if getattr(args, "_many", None) is not None:  # control commands: --switch default
+        from innet.controller.switch import DEFAULT_ADDRESS
+
+        if args.switch is None:
+            args.switch = [DEFAULT_ADDRESS]
+        elif isinstance(args.switch, str):
+            args.switch = [args.switch]
     rc: int = args.func(args)
     return rc
 

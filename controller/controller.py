@@ -21,7 +21,7 @@ from innet.controller.errors import ControllerError, JobError
 from innet.controller.innet_switch import InnetSwitch
 from innet.controller.jobs import Forwarding, JobInfo, JobSpec
 from innet.controller.pipeline import PipelineConfig
-from innet.controller.shard import ShardPlan
+from innet.controller.shard import Shard, ShardPlan
 from innet.controller.switch import Switch, SwitchSpec, connect_all
 from innet.host.quantize import dequantize, quantize
 
@@ -114,47 +114,47 @@ class Controller:
     def jobs(self) -> dict[str, list[JobInfo]]:
         return {name: node.jobs() for name, node in self.switches.items()}
 
-    def _plan(self, job: JobSpec) -> ShardPlan:
-        if job.job_id in self.plans:
-            return self.plans[job.job_id]
+    def _plan(self, job_id: int) -> ShardPlan:
+        if job_id in self.plans:
+            return self.plans[job_id]
         # a job created by another controller process: rebuild its plan from the switches
         shards = []
         first = 0
-        from innet.controller.shard import Shard
-
         for name in self.names:
             for info in self[name].jobs():
-                if info.job_id == job.job_id:
+                if info.job_id == job_id:
                     shards.append(Shard(name, first, info.param_chunks))
                     first += info.param_chunks
         if not shards:
-            raise JobError(f"job {job.job_id} is not installed on any switch")
+            raise JobError(f"job {job_id} is not installed on any switch ({', '.join(self.names)})")
         return ShardPlan(tuple(shards))
 
     # -- parameters ----------------------------------------------------------------------
 
-    def load_params(self, job: JobSpec, values: npt.ArrayLike) -> None:
-        """Load the whole vector: floats are quantized with ``job.param_frac_bits``,
-        ints are taken as int32 fixed point.  Each switch gets its shard; momentum is
-        zeroed."""
+    def load_params(self, job: JobSpec | int, values: npt.ArrayLike, param_frac_bits: int = 16) -> None:
+        """Load the whole vector of a job (a JobSpec, or a job id with ``param_frac_bits``):
+        floats are quantized, ints are taken as int32 fixed point.  Each switch gets its
+        shard; momentum is zeroed."""
+        job_id, frac = (job.job_id, job.param_frac_bits) if isinstance(job, JobSpec) else (job, param_frac_bits)
         arr = np.asarray(values).ravel()
         if arr.dtype.kind == "f":
-            arr = quantize(arr, job.param_frac_bits, what=f"job {job.job_id} parameters").values
-        plan = self._plan(job)
-        k = job.k
+            arr = quantize(arr, frac, what=f"job {job_id} parameters").values
+        plan = self._plan(job_id)
+        k = self[plan.shards[0].switch].layout.k
         if arr.size > plan.total_chunks * k:
-            raise JobError(f"job {job.job_id}: {arr.size} parameters do not fit {plan.total_chunks} chunks "
-                           f"of K={k}")
+            raise JobError(f"job {job_id}: {arr.size} parameters do not fit {plan.total_chunks} chunks of K={k}")
         for shard in plan.shards:
             if shard.chunks:
                 part = arr[shard.first_chunk * k:(shard.first_chunk + shard.chunks) * k]
-                self[shard.switch].load_params(job.job_id, part)
+                self[shard.switch].load_params(job_id, part)
 
-    def read_params(self, job: JobSpec, as_float: bool = True, size: int | None = None
-                    ) -> npt.NDArray[np.float32] | npt.NDArray[np.int32]:
-        """The whole vector, shards concatenated (``size`` elements, default all chunks)."""
-        plan = self._plan(job)
-        parts = [self[s.switch].read_params(job.job_id) for s in plan.shards if s.chunks]
+    def read_params(self, job: JobSpec | int, as_float: bool = True, size: int | None = None,
+                    param_frac_bits: int = 16) -> npt.NDArray[np.float32] | npt.NDArray[np.int32]:
+        """The whole vector, shards concatenated (``size`` elements, default all chunks);
+        float32 with the job's ``param_frac_bits`` unless ``as_float`` is False."""
+        job_id, frac = (job.job_id, job.param_frac_bits) if isinstance(job, JobSpec) else (job, param_frac_bits)
+        plan = self._plan(job_id)
+        parts = [self[s.switch].read_params(job_id) for s in plan.shards if s.chunks]
         raw = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
         raw = raw[:size] if size is not None else raw
-        return dequantize(raw, job.param_frac_bits) if as_float else raw
+        return dequantize(raw, frac) if as_float else raw

@@ -93,6 +93,17 @@ class WorkerSpec:
     switch_ports: tuple[tuple[str, int], ...] = ()
     """Per-switch ports when the job spans switches: (switch name, port); others use ``port``."""
 
+    @classmethod
+    def parse(cls, text: str) -> "WorkerSpec":
+        """``RANK,PORT,MAC,IP,UDP_PORT`` (the ``innet job create --worker`` form)."""
+        parts = text.split(",")
+        if len(parts) != 5:
+            raise JobError(f"worker {text!r}: expected RANK,PORT,MAC,IP,UDP_PORT")
+        try:
+            return cls(int(parts[0]), int(parts[1]), parts[2], parts[3], int(parts[4]))
+        except ValueError:
+            raise JobError(f"worker {text!r}: RANK, PORT and UDP_PORT must be integers") from None
+
     def port_on(self, switch: str) -> int:
         return dict(self.switch_ports).get(switch, self.port)
 
