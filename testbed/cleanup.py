@@ -1,0 +1,93 @@
+"""Remove what a crashed testbed run left behind (``innet testbed cleanup``).
+
+What a run can leave: processes it started (marked with ``INNET_TESTBED_RUN`` and
+recorded in its run directory, see :mod:`innet.testbed.processes`), Mininet host shells
+(recorded there too), ``innet-switch`` processes of Mininet switch nodes (recorded by
+``innet.testbed.mininet_switch`` in its own state directory) and root-namespace
+interfaces ``<switch>-eth<N>`` (whose deletion also removes the host ends and their tc
+qdiscs). Runs that are still alive (their lock is held) are never touched; nothing is
+killed by name, only recorded or marked pids.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from innet.testbed.processes import (
+    STATE_DIR,
+    ProcessRecord,
+    end_process,
+    find_marked,
+    read_records,
+    run_is_live,
+    stale_runs,
+    start_ticks,
+)
+
+MININET_STATE_DIR = Path("/tmp/innet-mininet")
+"""State directory of ``innet.testbed.mininet_switch`` (its pid files and its lock)."""
+SWITCHES_FILE = "switches"
+"""File in a run directory naming the Mininet switches of the run, one per line."""
+
+
+def interfaces() -> list[str]:
+    """Names of the root network namespace's interfaces."""
+    try:
+        return sorted(os.listdir("/sys/class/net"))
+    except OSError:
+        return []
+
+
+def innet_interfaces(switch_names: list[str]) -> list[str]:
+    """Root-namespace interfaces ``<switch>-eth<N>`` of the given switches."""
+    pattern = re.compile("|".join(rf"{re.escape(n)}-eth\d+" for n in switch_names)) if switch_names else None
+    return [i for i in interfaces() if pattern is not None and pattern.fullmatch(i)]
+
+
+def _mininet_cleanup(switch_names: list[str]) -> list[str]:
+    """Leftover switch processes and interfaces, unless a Mininet run holds the lock."""
+    done: list[str] = []
+    if os.geteuid() != 0:
+        return done
+    MININET_STATE_DIR.mkdir(parents=True, exist_ok=True)
+    with open(MININET_STATE_DIR / "lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return ["a Mininet run is live (its lock is held): left its switches and interfaces alone"]
+        from innet.testbed.mininet_switch import cleanup_leftovers
+
+        done += cleanup_leftovers(switch_names, MININET_STATE_DIR)
+        for iface in innet_interfaces(switch_names):
+            subprocess.run(["ip", "link", "del", iface], capture_output=True, timeout=30)
+            done.append(f"deleted leftover interface {iface}")
+    return done
+
+
+def cleanup(state_dir: Path = STATE_DIR, switch_names: tuple[str, ...] = ("s1",)) -> list[str]:
+    """End leftovers of dead runs; a list of what was done (empty when there was nothing)."""
+    done: list[str] = []
+    switches = set(switch_names)
+    live: set[str] = set()
+    if state_dir.is_dir():
+        live = {d.name for d in state_dir.iterdir() if d.is_dir() and run_is_live(d)}
+    for run_dir in stale_runs(state_dir):
+        for record in reversed(read_records(run_dir)):
+            if end_process(record, timeout=2.0):
+                done.append(f"ended {record.name} (pid {record.pid}) of crashed run {run_dir.name}")
+        try:
+            switches.update(s for s in (run_dir / SWITCHES_FILE).read_text().split() if s)
+        except OSError:
+            pass
+        shutil.rmtree(run_dir, ignore_errors=True)
+    for pid, run in find_marked(exclude_runs=live):
+        ticks = start_ticks(pid)
+        if ticks is not None and end_process(ProcessRecord(pid, ticks, "marked"), timeout=2.0):
+            done.append(f"ended process {pid} of run {run}")
+    done += _mininet_cleanup(sorted(switches))
+    return done

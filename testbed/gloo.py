@@ -1,0 +1,128 @@
+"""Host-based ring allreduce baseline: torch.distributed with the gloo backend.
+
+One process per worker (``python -m innet.testbed.gloo RANK WORLD MASTER_ADDR MASTER_PORT
+SIZES...``), in its Mininet host or on loopback. Each rank allreduces float32 tensors of
+every size ``repeats`` times after one warm-up, checks the sum exactly (rank r
+contributes ``r+1`` in every element, so the result is ``N(N+1)/2`` everywhere), and
+prints one JSON line per size on stdout::
+
+    {"rank": 0, "elements": 65536, "times": [0.0123, ...], "ok": true}
+
+torch is imported only here, inside the worker process; the rest of innet never needs it.
+gloo inside Mininet hosts needs ``GLOO_SOCKET_IFNAME=<host>-eth0`` (the hosts share the
+machine's hostname; gloo otherwise binds to whatever that name resolves to), see
+:func:`gloo_env`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+WORKER_MODULE = "innet.testbed.gloo"
+
+
+@dataclass(frozen=True)
+class GlooResult:
+    """Times of one size on one rank."""
+
+    rank: int
+    """Rank that measured."""
+    elements: int
+    """float32 elements allreduced."""
+    times: tuple[float, ...]
+    """Seconds of each timed allreduce (after a barrier, so the ranks start together)."""
+    ok: bool
+    """The result equalled N(N+1)/2 in every element."""
+
+
+def gloo_available() -> bool:
+    """True when torch with gloo can be imported (checked in a subprocess-free way)."""
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+def gloo_env(iface: str, master_addr: str, master_port: int) -> dict[str, str]:
+    """Environment of a gloo rank bound to ``iface`` (``h1-eth0`` in Mininet, ``lo`` on loopback)."""
+    return {"GLOO_SOCKET_IFNAME": iface, "MASTER_ADDR": master_addr, "MASTER_PORT": str(master_port),
+            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def command(rank: int, world: int, master_addr: str, master_port: int, sizes: Sequence[int],
+            repeats: int, timeout_s: float = 120.0) -> list[str]:
+    """argv of one gloo rank."""
+    return [sys.executable, "-m", WORKER_MODULE, str(rank), str(world), master_addr, str(master_port),
+            "--repeats", str(repeats), "--timeout", str(timeout_s), *map(str, sizes)]
+
+
+def parse_output(text: str) -> list[GlooResult]:
+    """The JSON lines a rank printed."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            data = json.loads(line)
+            out.append(GlooResult(int(data["rank"]), int(data["elements"]), tuple(data["times"]), bool(data["ok"])))
+    return out
+
+
+def run_rank(rank: int, world: int, master_addr: str, master_port: int, sizes: Sequence[int],
+             repeats: int, timeout_s: float) -> int:
+    """Body of a rank process; exit status 0 when every check passed."""
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://{master_addr}:{master_port}", rank=rank,
+                            world_size=world, timeout=timedelta(seconds=timeout_s))
+    expected = world * (world + 1) / 2
+    all_ok = True
+    try:
+        for size in sizes:
+            tensor = torch.empty(size, dtype=torch.float32)
+            times = []
+            ok = True
+            for i in range(repeats + 1):
+                tensor.fill_(rank + 1)
+                dist.barrier()
+                start = time.perf_counter()
+                dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+                elapsed = time.perf_counter() - start
+                ok = ok and bool(torch.all(tensor == expected))
+                if i > 0:  # the first one warms up connections and buffers
+                    times.append(elapsed)
+            all_ok = all_ok and ok
+            print(json.dumps({"rank": rank, "elements": size, "times": times, "ok": ok}), flush=True)
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+    return 0 if all_ok else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog=f"python -m {WORKER_MODULE}", description="one gloo allreduce rank")
+    parser.add_argument("rank", type=int)
+    parser.add_argument("world", type=int)
+    parser.add_argument("master_addr")
+    parser.add_argument("master_port", type=int)
+    parser.add_argument("sizes", type=int, nargs="+")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=120.0)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("MASTER_ADDR", args.master_addr)
+    os.environ.setdefault("MASTER_PORT", str(args.master_port))
+    return run_rank(args.rank, args.world, args.master_addr, args.master_port, args.sizes, args.repeats,
+                    args.timeout)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
