@@ -191,6 +191,7 @@ class Agent:
         self._conn: Connection | None = None
         self._segments: tuple[shared_memory.SharedMemory, shared_memory.SharedMemory] | None = None
         self._pending: tuple[int, str, int] | None = None
+        self._retired: list[shared_memory.SharedMemory] = []
         self._op_ids = 0
         self.last: OpResult | None = None
         """Report of the last completed operation."""
@@ -254,6 +255,7 @@ class Agent:
         self.close()
 
     def _free_segments(self) -> None:
+        self._release_retired()
         if self._segments is not None:
             for shm in self._segments:
                 shm.close()
@@ -271,10 +273,14 @@ class Agent:
         self.capacity = capacity
         assert self._conn is not None
         self._conn.send(("attach", self._segments[0].name, self._segments[1].name))
-        if old is not None:
-            for shm in old:  # the agent attached the new ones before it reads the next op
-                shm.close()
-                shm.unlink()
+        if old is not None:  # unlinked once the agent has answered (it attached the new ones)
+            self._retired.extend(old)
+
+    def _release_retired(self) -> None:
+        retired, self._retired = self._retired, []
+        for shm in retired:
+            shm.close()
+            shm.unlink()
 
     def _recv(self, timeout: float | None, what: str) -> tuple[Any, ...]:
         assert self._conn is not None
@@ -313,6 +319,7 @@ class Agent:
         op_id, kind, n = self._pending
         reply = self._recv(timeout, f"operation {op_id} ({kind}, {n} values)")
         self._pending = None
+        self._release_retired()
         if reply[0] == "error":
             raise reply[2]
         self.last = reply[2]
