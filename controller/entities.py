@@ -147,12 +147,12 @@ def table_entry_proto(schema: P4Schema, entry: TableEntry) -> p4r.TableEntry:
     if entry.action:
         action = schema.action(entry.action, table)
         out.action.action.action_id = action.id
+        for name in entry.params:
+            action.param(name)  # unknown parameter names fail with suggestions
         missing = [p.name for p in action.params if p.name not in entry.params]
         if missing:
             raise SchemaError(f"action {action.name!r} of table {table.name!r}: missing parameter(s) "
                               + ", ".join(repr(m) for m in missing))
-        for name in entry.params:
-            action.param(name)  # unknown parameter names fail with suggestions
         for p in action.params:
             out.action.action.params.add(param_id=p.id, value=encode(
                 entry.params[p.name], p.bitwidth, f"action {action.name!r} parameter {p.name!r}"))
