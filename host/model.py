@@ -1,0 +1,85 @@
+"""A small real model for the training demo: softmax regression on scikit-learn's digits.
+
+``load_digits`` ships with scikit-learn (no download). Parameters are one flat float32
+vector ``[W (features x classes) row-major, b (classes)]`` so that a worker can push its
+gradient as one vector and pull the switch's parameters back into the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+F32 = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Train/test split; features scaled to [0, 1]."""
+
+    x_train: F32
+    y_train: npt.NDArray[np.int64]
+    x_test: F32
+    y_test: npt.NDArray[np.int64]
+
+    def shard(self, rank: int, num_workers: int) -> tuple[F32, npt.NDArray[np.int64]]:
+        """Worker ``rank``'s part of the training set (every num_workers-th sample)."""
+        return self.x_train[rank::num_workers], self.y_train[rank::num_workers]
+
+
+def load_digits_dataset(seed: int = 0, test_fraction: float = 0.25) -> Dataset:
+    """The 8x8 digits (1797 samples, 64 features, 10 classes), shuffled and split."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    x = (digits.data / 16.0).astype(np.float32)
+    y = digits.target.astype(np.int64)
+    order = np.random.default_rng(seed).permutation(len(y))
+    x, y = x[order], y[order]
+    cut = int(round(len(y) * (1 - test_fraction)))
+    return Dataset(x[:cut], y[:cut], x[cut:], y[cut:])
+
+
+@dataclass(frozen=True)
+class SoftmaxRegression:
+    """Multinomial logistic regression with mean cross-entropy loss."""
+
+    n_features: int = 64
+    n_classes: int = 10
+
+    @property
+    def size(self) -> int:
+        """Number of parameters."""
+        return self.n_features * self.n_classes + self.n_classes
+
+    def init(self, seed: int = 0, scale: float = 0.01) -> F32:
+        rng = np.random.default_rng(seed)
+        w = rng.normal(scale=scale, size=self.size).astype(np.float32)
+        w[self.n_features * self.n_classes:] = 0
+        return w
+
+    def _split(self, params: F32) -> tuple[F32, F32]:
+        cut = self.n_features * self.n_classes
+        return params[:cut].reshape(self.n_features, self.n_classes), params[cut:]
+
+    def logits(self, params: F32, x: F32) -> F32:
+        w, b = self._split(np.asarray(params, np.float32))
+        return x @ w + b  # type: ignore[no-any-return]
+
+    def loss_and_gradient(self, params: F32, x: F32, y: npt.NDArray[np.int64]) -> tuple[float, F32]:
+        """Mean cross-entropy over the batch and its gradient (float32)."""
+        z = self.logits(params, x)
+        z = z - z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(axis=1, keepdims=True)
+        loss = float(-np.mean(np.log(p[np.arange(len(y)), y] + 1e-12)))
+        p[np.arange(len(y)), y] -= 1.0
+        p /= len(y)
+        grad_w = x.T @ p
+        grad_b = p.sum(axis=0)
+        return loss, np.concatenate([grad_w.ravel(), grad_b]).astype(np.float32)
+
+    def accuracy(self, params: F32, x: F32, y: npt.NDArray[np.int64]) -> float:
+        return float(np.mean(np.argmax(self.logits(params, x), axis=1) == y))
