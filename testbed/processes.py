@@ -164,6 +164,22 @@ class ProcessGroup:
             except subprocess.TimeoutExpired:
                 pass
 
+    def forget(self, name: str) -> None:
+        """Drop an ended process from the group (its name can be used again)."""
+        self.popens.pop(name, None)
+        self.records = [r for r in self.records if r.name != name]
+
+    def end_spawned(self) -> None:
+        """End every process started with ``spawn`` (adopted ones stay), newest first."""
+        for record in reversed(self.records):
+            if record.name in self.popens:
+                end_process(record)
+        for popen in self.popens.values():
+            try:
+                popen.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                pass
+
     def close(self, keep_logs: bool = True) -> None:
         """End every process (newest first), release the lock; logs stay unless ``keep_logs`` is False."""
         try:

@@ -1,0 +1,296 @@
+"""The testbed lifecycle shared by Mininet and loopback: switch up, pipeline, forwarding, job.
+
+    with LoopbackTestbed(star(workers=4)) as tb:         # or MininetTestbed (root)
+        results = tb.run_ina([1024, 65536])              # one WorkerResult list per rank
+        gloo = tb.run_gloo([1024, 65536])
+
+``start`` (or ``with``): open a :class:`ProcessGroup` (marked, recorded processes), bring
+the network up (subclass), connect the controller, push ``innet.p4``, install forwarding
+(switch address, a /32 route and a proxy-ARP entry per host) and create the default
+``sum`` job over every worker. ``stop`` undoes all of it in ``finally`` blocks, newest
+first; a crash of the owning process is handled by ``innet.testbed.cleanup``.
+"""
+
+from __future__ import annotations
+
+import abc
+import subprocess
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+import json
+import random
+import sys
+
+from innet.testbed.gloo import command as gloo_command, gloo_env
+from innet.testbed.ina_worker import WORKER_MODULE, WorkerPlan
+from innet.testbed.processes import STATE_DIR, ProcessGroup
+from innet.testbed.topology import Topology
+
+P4_PROGRAM = Path(__file__).resolve().parents[1] / "p4" / "innet.p4"
+"""innet.p4 in the repository (the package's ``p4/``)."""
+
+
+class TestbedError(RuntimeError):
+    """Bring-up or a run on the testbed failed; names the step and the process log."""
+
+
+@dataclass(frozen=True)
+class TestbedOptions:
+    """How to bring a topology up (independent of the topology itself)."""
+
+    program: Path = P4_PROGRAM
+    """innet.p4 source, or an innet-p4c output directory, pushed by the controller."""
+    defines: tuple[tuple[str, str], ...] = ()
+    """Preprocessor defines when ``program`` is a source, e.g. ``(("INNET_K", "256"),)``."""
+    k: int = 64
+    """Values per packet; must equal the program's ``INNET_K``."""
+    job_id: int = 1
+    """Id of the default job."""
+    window: int = 64
+    """Slots of the default job (outstanding chunks per worker)."""
+    agent_port: int = 18767
+    """UDP port of every host agent (each Mininet host has its own address)."""
+    switch_loss: float = 0.0
+    """Loopback only: drop probability on the switch's UDP port output (``innet-switch --loss``)."""
+    switch_log_level: str = "warning"
+    """``innet-switch --log-level``."""
+    start_timeout: float = 60.0
+    """Seconds the switch may take to come up."""
+    chunk_deadline: float = 20.0
+    """Seconds an agent waits for one chunk before it reports the missing workers."""
+    state_dir: Path = STATE_DIR
+    """Run records (pids, logs); what ``cleanup`` reads after a crash."""
+    keep_logs: bool = False
+    """Keep the run directory (process logs) after a clean stop; it is always kept after an error."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.switch_loss < 1:
+            raise ValueError(f"testbed switch_loss={self.switch_loss}: must be within 0..1 (1 excluded)")
+        if not 1 <= self.window <= 1024:
+            raise ValueError(f"testbed window={self.window}: must be within 1..1024 (INNET_SLOTS)")
+
+
+@dataclass(frozen=True)
+class WorkerResult:
+    """What one worker process reported for one size (innet or gloo)."""
+
+    rank: int
+    elements: int
+    times: tuple[float, ...]
+    ok: bool
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+class Testbed(abc.ABC):
+    """A topology brought up with innet switches, a controller session and a sum job."""
+
+    kind = "abstract"
+    """``mininet`` or ``loopback``."""
+
+    def __init__(self, topology: Topology, options: TestbedOptions | None = None) -> None:
+        if len(topology.switches) != 1:
+            raise TestbedError(f"topology {topology.name}: only single-switch topologies can be brought up "
+                               f"today, it has {len(topology.switches)}")
+        self.topology = topology
+        self.options = options or TestbedOptions()
+        self.procs = ProcessGroup(state_dir=self.options.state_dir)
+        self.controller: Any = None
+        self.job: Any = None
+        self.grpc_address: str | None = None
+        self._started = False
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def __enter__(self) -> "Testbed":
+        return self.start()
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self.stop(keep_logs=exc_type is not None or self.options.keep_logs)
+
+    def start(self) -> "Testbed":
+        from innet.controller.controller import Controller
+        from innet.controller.pipeline import PipelineConfig
+        from innet.controller.switch import SwitchSpec as ControllerSwitchSpec
+
+        self.procs.open()
+        try:
+            (self.procs.dir / "topology.json").write_text(self.topology.to_json())
+            self.grpc_address = self._start_network()
+            spec = self.topology.switch()
+            self.controller = Controller([ControllerSwitchSpec(spec.name, self.grpc_address, spec.device_id,
+                                                               timeout=30.0)]).connect()
+            self.controller.push(PipelineConfig.load(self.options.program, dict(self.options.defines) or None))
+            self.controller.install_forwarding({spec.name: self.forwarding()})
+            self.job = self.create_job()
+            self._started = True
+        except BaseException:
+            self.stop(keep_logs=True)
+            raise
+        return self
+
+    def stop(self, keep_logs: bool = False) -> None:
+        """Close the controller, end every process, take the network down (each step even if one fails)."""
+        try:
+            if self.controller is not None:
+                controller, self.controller = self.controller, None
+                controller.close()
+        finally:
+            try:
+                self.procs.end_spawned()
+            finally:
+                try:
+                    self._stop_network()
+                finally:
+                    self.procs.close(keep_logs=keep_logs)
+                    self._started = False
+
+    @abc.abstractmethod
+    def _start_network(self) -> str:
+        """Bring up switch and hosts; the switch's P4Runtime address."""
+
+    @abc.abstractmethod
+    def _stop_network(self) -> None:
+        """Undo ``_start_network`` (called also after a partial start)."""
+
+    # -- per host -------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def spawn_on(self, host: str, name: str, argv: Sequence[str], env: dict[str, str] | None = None,
+                 stdout_pipe: bool = False) -> subprocess.Popen[bytes]:
+        """Start ``argv`` as a process of ``host`` (recorded in ``procs``)."""
+
+    @abc.abstractmethod
+    def transport(self, rank: int) -> dict[str, Any]:
+        """The agent transport dict of worker ``rank`` (see ``innet.testbed.ina_worker``)."""
+
+    @abc.abstractmethod
+    def gloo_iface(self, host: str) -> str:
+        """Interface gloo binds to on ``host``."""
+
+    @abc.abstractmethod
+    def gloo_master(self) -> str:
+        """Address of rank 0 for gloo's rendezvous."""
+
+    def wire_bytes(self) -> dict[str, tuple[int, int]] | None:
+        """Per host, (bytes sent, bytes received) on its link so far; None where not measurable."""
+        return None
+
+    def free_port(self) -> int:
+        """A TCP port for gloo's rendezvous on rank 0's host (subclasses may check it is free)."""
+        return random.randint(20000, 30000)
+
+    def switch_port(self, host: str) -> int:
+        return self.topology.uplink(host).b_port
+
+    # -- control plane --------------------------------------------------------------------
+
+    def worker_specs(self) -> tuple[Any, ...]:
+        from innet.controller.jobs import WorkerSpec
+
+        return tuple(WorkerSpec(rank=h.rank or 0, port=self.switch_port(h.name), mac=h.mac, ip=h.address,
+                                udp_port=self.options.agent_port) for h in self.topology.workers)
+
+    def forwarding(self) -> Any:
+        from innet.controller.jobs import Forwarding, Route
+
+        spec = self.topology.switch()
+        routes = tuple(Route(f"{h.address}/32", h.mac, self.switch_port(h.name)) for h in self.topology.hosts)
+        arp = tuple((h.address, h.mac) for h in self.topology.hosts)
+        return Forwarding(spec.mac, spec.ip, routes, arp)
+
+    def create_job(self, job_id: int | None = None, mode: str = "sum", **params: Any) -> Any:
+        """Install a job over every worker (``params``: JobSpec fields such as ``lr``, ``param_chunks``)."""
+        from innet.controller.jobs import JobSpec
+
+        job = JobSpec(job_id=job_id if job_id is not None else self.options.job_id, workers=self.worker_specs(),
+                      slot_base=params.pop("slot_base", 0), slot_count=params.pop("slot_count", self.options.window),
+                      k=self.options.k, mode=mode, **params)
+        self.controller.create_job(job)
+        return job
+
+    def replace_job(self, mode: str = "sum", **params: Any) -> Any:
+        """Destroy the current job and create another with the same id (e.g. an sgd job for training)."""
+        if self.job is not None:
+            self.controller.destroy_job(self.job.job_id)
+            self.job = None
+        self.job = self.create_job(mode=mode, **params)
+        return self.job
+
+    def counters(self) -> dict[str, int]:
+        """The job's switch counters (contributions, completions, duplicates, drops) in packets."""
+        node = self.controller[self.topology.switch().name]
+        return {name: cells.get(self.job.job_id, 0) for name, cells in node.counters(self.job.job_id).items()}
+
+    # -- runs -----------------------------------------------------------------------------
+
+    def worker_plan(self, rank: int, sizes: Sequence[int], repeats: int = 3, exact: bool = False) -> WorkerPlan:
+        return WorkerPlan(job=self.job.job_id, rank=rank, num_workers=len(self.topology.workers),
+                          window=self.job.slot_count, k=self.options.k, transport=self.transport(rank),
+                          sizes=tuple(sizes), repeats=repeats, exact=exact,
+                          chunk_deadline=self.options.chunk_deadline)
+
+    def _collect(self, procs: list[tuple[str, subprocess.Popen[bytes]]], timeout: float,
+                 what: str) -> list[list[WorkerResult]]:
+        deadline = time.monotonic() + timeout
+        outputs: dict[str, bytes] = {}
+        try:
+            for name, popen in procs:
+                remaining = max(0.1, deadline - time.monotonic())
+                try:
+                    out, _ = popen.communicate(timeout=remaining)
+                except subprocess.TimeoutExpired:
+                    raise TestbedError(f"{what}: {name} did not finish within {timeout:g} s; its log:\n"
+                                       f"{self.procs.log_tail(name)}") from None
+                outputs[name] = out or b""
+                if popen.returncode != 0:
+                    raise TestbedError(f"{what}: {name} exited with status {popen.returncode}; its log:\n"
+                                       f"{self.procs.log_tail(name)}\n{outputs[name].decode(errors='replace')[-2000:]}")
+        finally:
+            for name, _ in procs:
+                self.procs.stop(name)
+                self.procs.forget(name)
+        return [parse_results(outputs[name].decode(errors="replace")) for name, _ in procs]
+
+    def run_ina(self, sizes: Sequence[int], repeats: int = 3, exact: bool = False,
+                timeout: float = 300.0) -> list[list[WorkerResult]]:
+        """Allreduce ``sizes`` through the switch on every worker; per rank, one result per size."""
+        procs = []
+        for h in self.topology.workers:
+            rank = h.rank or 0
+            plan = self.worker_plan(rank, sizes, repeats, exact)
+            name = f"ina-{h.name}"
+            argv = [sys.executable, "-m", WORKER_MODULE, plan.to_json()]
+            procs.append((name, self.spawn_on(h.name, name, argv, stdout_pipe=True)))
+        return self._collect(procs, timeout, "innet allreduce")
+
+    def run_gloo(self, sizes: Sequence[int], repeats: int = 3, timeout: float = 300.0,
+                 master_port: int | None = None) -> list[list[WorkerResult]]:
+        """gloo ring allreduce of ``sizes`` on every worker host (torch.distributed)."""
+        workers = self.topology.workers
+        master = self.gloo_master()
+        master_port = master_port or self.free_port()
+        procs = []
+        for h in workers:
+            argv = gloo_command(h.rank or 0, len(workers), master, master_port, sizes, repeats)
+            name = f"gloo-{h.name}"
+            procs.append((name, self.spawn_on(h.name, name, argv, env=gloo_env(self.gloo_iface(h.name), master,
+                                                                                master_port), stdout_pipe=True)))
+        return self._collect(procs, timeout, "gloo allreduce")
+
+
+def parse_results(text: str) -> list[WorkerResult]:
+    """The JSON lines a worker (``ina_worker`` or ``gloo``) printed."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            d = json.loads(line)
+            out.append(WorkerResult(int(d["rank"]), int(d["elements"]), tuple(d["times"]), bool(d["ok"]),
+                                    dict(d.get("stats", {}))))
+    return out
+
+
+__all__ = ["P4_PROGRAM", "Testbed", "TestbedError", "TestbedOptions", "WorkerResult", "replace"]

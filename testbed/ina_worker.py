@@ -1,0 +1,146 @@
+"""One innet worker process of the testbed: a host agent plus a timed allreduce loop.
+
+    python -m innet.testbed.ina_worker '<WorkerPlan JSON>'
+
+The testbed starts one per worker (in its Mininet host, or on loopback with the frame
+tunnel). For each size it allreduces float32 vectors ``repeats`` times after a warm-up;
+before each timed operation a one-chunk allreduce acts as a barrier (it completes only
+when every worker has arrived), so the times compare with gloo's (which also starts
+after a barrier). Rank r contributes ``r+1`` everywhere, so the sum is ``N(N+1)/2``;
+``--exact`` uses ``allreduce_int`` with rank-dependent integers and checks every element
+bit for bit. One JSON line per size goes to stdout, like ``innet.testbed.gloo``::
+
+    {"rank": 0, "elements": 65536, "times": [...], "ok": true, "stats": {...}}
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from innet.host import wire
+from innet.host.agent import Agent, AgentConfig
+from innet.host.protocol import JobConfig, Timing
+from innet.host.transport import TransportConfig, TunnelTransportConfig, UdpTransportConfig
+
+WORKER_MODULE = "innet.testbed.ina_worker"
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    """Everything one worker process needs (JSON on its command line)."""
+
+    job: int
+    """Job id."""
+    rank: int
+    """This worker's rank."""
+    num_workers: int
+    """Workers of the job."""
+    window: int
+    """Slots of the job (outstanding chunks)."""
+    k: int
+    """Values per packet."""
+    transport: dict[str, Any]
+    """``{"kind": "udp", ...UdpTransportConfig}`` or ``{"kind": "tunnel", ...}`` (see :func:`transport_config`)."""
+    sizes: tuple[int, ...]
+    """Elements per allreduce, one series each."""
+    repeats: int = 3
+    """Timed operations per size (after one warm-up)."""
+    exact: bool = False
+    """Integer allreduce with an element-by-element check instead of float32."""
+    chunk_deadline: float = 20.0
+    """Seconds a chunk may stay incomplete before the agent gives up."""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "WorkerPlan":
+        data = json.loads(text)
+        data["sizes"] = tuple(data["sizes"])
+        return cls(**data)
+
+
+def udp_transport(switch_ip: str, local_ip: str, local_port: int) -> dict[str, Any]:
+    """Transport dict of a Mininet worker (kernel UDP to the switch's IP)."""
+    return {"kind": "udp", "switch_ip": switch_ip, "local_ip": local_ip, "local_port": local_port}
+
+
+def tunnel_transport(tunnel: tuple[str, int], local: wire.Endpoint, switch: wire.Endpoint) -> dict[str, Any]:
+    """Transport dict of a loopback worker (frames in UDP to a switch UDP port)."""
+    return {"kind": "tunnel", "tunnel": list(tunnel), "local": [local.mac, local.ip, local.port],
+            "switch": [switch.mac, switch.ip, switch.port]}
+
+
+def transport_config(data: dict[str, Any]) -> TransportConfig:
+    """The host agent's transport config from a transport dict."""
+    kind = data.get("kind")
+    if kind == "udp":
+        return UdpTransportConfig(switch_ip=data["switch_ip"], local_ip=data["local_ip"],
+                                  local_port=int(data["local_port"]))
+    if kind == "tunnel":
+        return TunnelTransportConfig(tunnel=(data["tunnel"][0], int(data["tunnel"][1])),
+                                     local=wire.Endpoint(*data["local"]), switch=wire.Endpoint(*data["switch"]))
+    raise ValueError(f"worker transport kind {kind!r}: expected 'udp' or 'tunnel'")
+
+
+def agent_config(plan: WorkerPlan, sum_bound: float | None = None) -> AgentConfig:
+    return AgentConfig(JobConfig(job=plan.job, rank=plan.rank, num_workers=plan.num_workers,
+                                 window=plan.window, k=plan.k),
+                       transport_config(plan.transport), sum_bound=sum_bound,
+                       timing=Timing(chunk_deadline=plan.chunk_deadline))
+
+
+def exact_values(rank: int, size: int, repeat: int) -> np.ndarray:
+    """Rank ``rank``'s integers for operation ``repeat`` of ``size`` (any rank can recompute them)."""
+    return np.random.default_rng([rank, size, repeat]).integers(-(1 << 30), 1 << 30, size, dtype=np.int32)
+
+
+def run(plan: WorkerPlan) -> int:
+    n = plan.num_workers
+    expected = n * (n + 1) / 2
+    all_ok = True
+    with Agent(agent_config(plan, sum_bound=float(n)), capacity=max(plan.sizes)) as agent:
+        token = np.zeros(1, np.int32)
+        for size in plan.sizes:
+            times: list[float] = []
+            ok = True
+            for i in range(plan.repeats + 1):
+                if plan.exact:
+                    x = exact_values(plan.rank, size, i)
+                    total = np.sum([exact_values(r, size, i).astype(np.int64) for r in range(n)], axis=0)
+                    expect = ((total + (1 << 31)) % (1 << 32)) - (1 << 31)  # int32 wrap
+                agent.allreduce_int(token)  # barrier
+                start = time.perf_counter()
+                if plan.exact:
+                    got = agent.allreduce_int(x)
+                    elapsed = time.perf_counter() - start
+                    ok = ok and bool(np.array_equal(got.astype(np.int64), expect))
+                else:
+                    out = agent.allreduce(np.full(size, plan.rank + 1, np.float32))
+                    elapsed = time.perf_counter() - start
+                    ok = ok and bool(np.allclose(out, expected, rtol=0, atol=1e-3 * n))
+                if i > 0:
+                    times.append(elapsed)
+            all_ok = all_ok and ok
+            stats = agent.last.stats if agent.last is not None else {}
+            print(json.dumps({"rank": plan.rank, "elements": size, "times": times, "ok": ok, "stats": stats}),
+                  flush=True)
+    return 0 if all_ok else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print(f"usage: python -m {WORKER_MODULE} '<WorkerPlan JSON>'", file=sys.stderr)
+        return 2
+    return run(WorkerPlan.from_json(args[0]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
