@@ -30,6 +30,10 @@ LOG = logging.getLogger(__name__)
 MAX_FRAME = 65535
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
+SOL_PACKET = 263
+PACKET_IGNORE_OUTGOING = 23
+RECEIVE_BURST = 64
+"""Frames read from one port per readiness event before the other ports get a turn."""
 
 
 class PortError(Exception):
@@ -215,6 +219,10 @@ class IfacePort:
             self._sock.close()
             reason = "no such interface" if error.errno == 19 else error.strerror
             raise PortError(f"port {spec.port}: interface {spec.iface!r}: {reason}") from None
+        try:  # Linux >= 4.20: the kernel does not loop our own output back to us
+            self._sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+        except OSError:
+            pass  # older kernels: receive() skips PACKET_OUTGOING frames instead
         self._sock.setblocking(False)
 
     def fileno(self) -> int:
@@ -315,9 +323,14 @@ class PortSet:
             selector.close()
 
     def _receive(self, port: Port) -> None:
-        frame = port.receive()
-        if frame is None:
-            return
+        """Process up to RECEIVE_BURST frames waiting on ``port`` (one select per burst)."""
+        for _ in range(RECEIVE_BURST):
+            frame = port.receive()
+            if frame is None:
+                return
+            self._process(port, frame)
+
+    def _process(self, port: Port, frame: bytes) -> None:
         LOG.debug("port %d: in %d bytes", port.number, len(frame))
         pcap = self._pcap.get((port.number, "in"))
         if pcap is not None:

@@ -238,9 +238,13 @@ class TableState:
         self.pipeline = pipeline
         self.entries: dict[int, dict[tuple[MatchKey, int], Installed]] = {}
         self.default_modified: dict[int, p4r.Action] = {}
+        self.const_count: dict[int, int] = {}
+        """Entries per table that the program declares (not counted against the size)."""
         for info in schema.tables.values():
             table = self.entries.setdefault(info.id, {})
-            for const in pipeline.table_const_entries(info.name):
+            consts = pipeline.table_const_entries(info.name)
+            self.const_count[info.id] = len(consts)
+            for const in consts:
                 entry = p4r.TableEntry(
                     table_id=info.id, priority=const.priority, is_const=True,
                     match=key_to_proto(info, const.key),
@@ -275,7 +279,7 @@ class TableState:
                 raise already_exists(f"table {info.name!r}: an entry with this match key and "
                                      f"priority {entry.priority} already exists")
             size = int(info.table.size)
-            if size and sum(1 for e in table.values() if e.handle is not None) >= size:
+            if size and len(table) - self.const_count[info.id] >= size:
                 raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                      f"table {info.name!r} is full ({size} entries)")
             handle = self.pipeline.table_insert(info.name, key, int(entry.priority), call)

@@ -136,3 +136,23 @@ def test_port_set_loop_feeds_handler_and_sends_outputs(tmp_path: Path):
     assert (tmp_path / "port2_out.pcap").stat().st_size == 24 + 2 * 16 + 5 + 5
     h1.close()
     h2.close()
+
+
+def test_port_set_drains_bursts_in_order_on_every_port():
+    """Frames queued before the loop starts are all processed, in order, per port."""
+    seen: list[tuple[int, bytes]] = []
+    a = UdpPort(UdpPortSpec.parse("1@127.0.0.1:0"))
+    b = UdpPort(UdpPortSpec.parse("2@127.0.0.1:0"))
+    ports = PortSet([a, b], lambda port, frame: seen.append((port, frame)) or [])
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        for i in range(150):  # more than one RECEIVE_BURST on each port
+            sender.sendto(b"a%03d" % i, a.address)
+            sender.sendto(b"b%03d" % i, b.address)
+        ports.start()
+        wait_for(lambda: len(seen) == 300)
+        assert [f for p, f in seen if p == 1] == [b"a%03d" % i for i in range(150)]
+        assert [f for p, f in seen if p == 2] == [b"b%03d" % i for i in range(150)]
+    finally:
+        ports.close()
+        sender.close()
