@@ -222,7 +222,12 @@ def validate(job: JobSpec, layout: InnetLayout, param_chunks: int, others: list[
         raise JobError(f"{what}: worker ranks must be 0..{len(ranks) - 1} each once, got {ranks}")
     for w in job.workers:
         for label, value in (("mac", w.mac), ("ip", w.ip)):
-            parse_value(value, f"{what} worker {w.rank} {label}")
+            try:
+                parse_value(value, f"{what} worker {w.rank} {label}")
+            except SchemaError as error:
+                raise JobError(str(error)) from None
+        if not 0 <= w.udp_port < (1 << 16):
+            raise JobError(f"{what} worker {w.rank}: UDP port {w.udp_port} is outside 0..65535")
     if job.slot_count < 1 or job.slot_base < 0 or job.slot_base + job.slot_count > layout.slots:
         raise JobError(f"{what}: slots {job.slot_base}..{job.slot_base + job.slot_count - 1} are outside "
                        f"0..{layout.slots - 1} (INNET_SLOTS) or empty")

@@ -132,6 +132,13 @@ class Switch:
         return [ent.table_entry_from_proto(self.schema, e.table_entry)
                 for e in self.client.read([ent.table_read(self.schema, table)])]
 
+    def read_default(self, table: str) -> TableEntry:
+        """The default entry (action and parameters) of ``table``."""
+        selector = ent.table_read(self.schema, table)
+        selector.table_entry.is_default_action = True
+        (entity,) = self.client.read([selector])
+        return ent.table_entry_from_proto(self.schema, entity.table_entry)
+
     # -- multicast -----------------------------------------------------------------------
 
     def set_multicast_group(self, group_id: int, replicas: Sequence[Replica]) -> None:
