@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -123,3 +125,54 @@ def test_scapy_dissects_full_frame() -> None:
                            num_workers=4, bitmap=0xF))
     assert built == wire.pack(msg, k=8)[:20]
     assert [f.name for f in InnetAgg.fields_desc] == list(wire.HEADER_FIELDS)
+
+
+# -- constants against p4/innet.p4 ----------------------------------------------------------
+
+P4_DIR = Path(__file__).resolve().parents[2] / "p4"
+
+
+def _p4_consts() -> dict[str, int]:
+    text = "\n".join(p.read_text() for p in sorted((P4_DIR / "innet").glob("*.p4")))
+    return {name: int(value, 0) for name, value in
+            re.findall(r"const\s+bit<\d+>\s+(\w+)\s*=\s*(0x[0-9A-Fa-f]+|\d+)\s*;", text)}
+
+
+def test_constants_match_p4_source() -> None:
+    consts = _p4_consts()
+    assert consts["INNET_UDP_PORT"] == wire.UDP_PORT
+    assert {m.name: m.value for m in MsgType} == {
+        name: consts[f"INNET_{name}"] for name in ("CONTRIB", "RESULT", "STATUS")}
+    assert {m.name: m.value for m in wire.Mode} == {
+        name: consts[f"INNET_MODE_{name}"] for name in ("SUM", "SGD", "MOMENTUM")}
+    config = (P4_DIR / "innet" / "config.p4").read_text()
+    assert int(re.search(r"#define\s+INNET_K\s+(\d+)", config).group(1)) == wire.DEFAULT_K
+
+
+def test_header_layout_matches_p4_source() -> None:
+    headers = (P4_DIR / "innet" / "headers.p4").read_text()
+    body = re.search(r"header\s+innet_t\s*\{(.*?)\}", headers, re.S).group(1)
+    fields = re.findall(r"bit<(\d+)>\s+(\w+)\s*;", body)
+    assert [name for _, name in fields] == list(wire.HEADER_FIELDS)
+    assert [int(bits) for bits, _ in fields] == list(wire.HEADER_BITS)
+
+
+def test_control_plane_names_match_p4info() -> None:
+    from innet.switch.frontend import compile_file  # type: ignore[attr-defined]
+    from innet.switch.p4info import build_p4info
+
+    info = build_p4info(compile_file(str(P4_DIR / "innet.p4"), include_dirs=(str(P4_DIR),)))
+    actions = {a.preamble.name: [p.name for p in a.params] for a in info.actions}
+    assert actions["MyIngress.set_job"] == ["mode", "num_workers", "mcast_grp", "slot_base",
+                                            "slot_count", "param_base", "param_chunks", "lr",
+                                            "lr_shift", "beta", "beta_shift"]
+    assert actions["MyEgress.set_worker"] == ["mac", "ip", "udp_port"]
+    tables = {t.preamble.name for t in info.tables}
+    assert {"MyIngress.innet_jobs", "MyEgress.innet_workers"} <= tables
+    counters = {c.preamble.name for c in info.counters}
+    assert {f"MyIngress.innet_{n}" for n in ("contributions", "completions", "duplicates",
+                                               "drops")} <= counters
+    registers = {r.preamble.name for r in info.registers}
+    for i in (0, wire.DEFAULT_K - 1):
+        assert {f"MyIngress.innet_acc_{i}", f"MyIngress.innet_param_{i}",
+                f"MyIngress.innet_mom_{i}"} <= registers
