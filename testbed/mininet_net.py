@@ -1,0 +1,135 @@
+"""The testbed in Mininet (root): hosts in network namespaces, ``InnetSwitch`` as the switch.
+
+Hosts ``hI`` get the topology's IP and MAC, IPv6 off and TX checksum offload off
+(``innet.testbed.mininet_switch.quiet_hosts``); shaped links are ``TCLink`` with the
+topology's rate/delay/jitter/loss (HTB + netem on both ends, so each direction); switch
+port ``p`` is ``s1-eth<p>``. Worker processes run in their host (``host.popen``) and reach
+the switch with plain UDP at the switch's IP (proxy ARP by ``innet.p4``); gloo runs there
+too, over the same links and through the same switch.
+
+Bytes on the wire per worker come from the switch-side interface counters
+(``/sys/class/net/s1-ethP/statistics``): ``rx_bytes`` is what the host sent,
+``tx_bytes`` what it received.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from pathlib import Path
+from typing import Any, Sequence
+
+from innet.testbed.bringup import Testbed, TestbedError
+from innet.testbed.cleanup import SWITCHES_FILE
+from innet.testbed.ina_worker import udp_transport
+from innet.testbed.topology import Topology
+
+
+def mininet_topo(topology: Topology, **switch_params: Any) -> Any:
+    """A ``mininet.topo.Topo`` of ``topology`` (links shaped with ``TCLink`` where needed)."""
+    from mininet.link import TCLink
+    from mininet.topo import Topo
+
+    topo = Topo()
+    for h in topology.hosts:
+        topo.addHost(h.name, ip=h.ip, mac=h.mac)
+    for s in topology.switches:
+        topo.addSwitch(s.name, device_id=s.device_id, **switch_params)
+    for c in topology.links:
+        opts: dict[str, Any] = {"port2": c.b_port}
+        if c.a_port is not None:
+            opts["port1"] = c.a_port
+        if c.link.shaped:
+            opts.update(cls=TCLink, **c.link.tc_params())
+        topo.addLink(c.a, c.b, **opts)
+    return topo
+
+
+class MininetTestbed(Testbed):
+    """A single-switch topology in Mininet with an ``innet-switch`` data plane."""
+
+    kind = "mininet"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.net: Any = None
+        self._stack = contextlib.ExitStack()
+
+    def _start_network(self) -> str:
+        if os.geteuid() != 0:
+            raise TestbedError("the Mininet testbed needs root (network namespaces, veths); "
+                               "use the loopback testbed (--loopback) without root")
+        from innet.testbed.mininet_switch import innet_network
+
+        (self.procs.dir / SWITCHES_FILE).write_text("\n".join(s.name for s in self.topology.switches) + "\n")
+        topo = mininet_topo(self.topology)
+        self.net = self._stack.enter_context(innet_network(
+            topo, program=None, log_level=self.options.switch_log_level,
+            start_timeout=self.options.start_timeout))
+        for host in self.net.hosts:
+            self.procs.adopt(f"mnhost-{host.name}", host.pid)
+        for c in self.topology.links:
+            if c.link.mtu is not None:
+                host = self.net.get(c.a)
+                host.cmd(f"ip link set dev {host.defaultIntf().name} mtu {c.link.mtu}")
+                subprocess.run(["ip", "link", "set", "dev", self.switch_iface(c.a), "mtu", str(c.link.mtu)],
+                               check=True, capture_output=True, timeout=30)
+        switch = self.net.get(self.topology.switch().name)
+        if switch.grpc_address is None:
+            raise TestbedError(f"switch {switch.name} has no P4Runtime address; log {switch.log_path}")
+        address: str = switch.grpc_address
+        return address
+
+    def _stop_network(self) -> None:
+        net, self.net = self.net, None
+        try:
+            self._stack.close()
+        finally:
+            del net
+
+    # -- per host -------------------------------------------------------------------------
+
+    def switch_iface(self, host: str) -> str:
+        """Root-namespace interface of ``host``'s switch port (``s1-eth<P>``)."""
+        c = self.topology.uplink(host)
+        return f"{c.b}-eth{c.b_port}"
+
+    def spawn_on(self, host: str, name: str, argv: Sequence[str], env: dict[str, str] | None = None,
+                 stdout_pipe: bool = False) -> subprocess.Popen[bytes]:
+        if self.net is None:
+            raise TestbedError(f"spawn {name!r} on {host}: the Mininet testbed is not up")
+        node = self.net.get(host)
+        return self.procs.spawn(name, argv, spawner=node.popen, env={**os.environ, **(env or {})},
+                                stdout_pipe=stdout_pipe)
+
+    def transport(self, rank: int) -> dict[str, Any]:
+        h = self.topology.workers[rank]
+        return udp_transport(self.topology.switch().ip, h.address, self.options.agent_port)
+
+    def gloo_iface(self, host: str) -> str:
+        return f"{host}-eth0"
+
+    def gloo_master(self) -> str:
+        return self.topology.workers[0].address
+
+    def wire_bytes(self) -> dict[str, tuple[int, int]] | None:
+        out = {}
+        for h in self.topology.hosts:
+            stats = Path("/sys/class/net") / self.switch_iface(h.name) / "statistics"
+            try:
+                out[h.name] = (int((stats / "rx_bytes").read_text()), int((stats / "tx_bytes").read_text()))
+            except OSError:
+                return None
+        return out
+
+    def wire_packets(self) -> dict[str, tuple[int, int]] | None:
+        """Per host, (frames sent, frames received) on its link so far."""
+        out = {}
+        for h in self.topology.hosts:
+            stats = Path("/sys/class/net") / self.switch_iface(h.name) / "statistics"
+            try:
+                out[h.name] = (int((stats / "rx_packets").read_text()), int((stats / "tx_packets").read_text()))
+            except OSError:
+                return None
+        return out
