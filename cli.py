@@ -198,7 +198,7 @@ def _cmd_params_read(args: argparse.Namespace) -> int:
 def _add_switch_args(p: argparse.ArgumentParser, many: bool = False) -> None:
     from innet.controller.switch import DEFAULT_ADDRESS
 
-    p.add_argument("--switch", action="append" if many else None, default=None, metavar="HOST:PORT",
+    p.add_argument("--switch", action="append" if many else "store", default=None, metavar="HOST:PORT",
                    help=f"P4Runtime address (default {DEFAULT_ADDRESS})" + ("; repeat for several switches" if many else ""))
     p.add_argument("--device-id", type=int, default=1, help="P4Runtime device id (default 1)")
     p.add_argument("--election-id", type=int, default=1, help="election id for writes (default 1)")

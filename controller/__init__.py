@@ -1,1 +1,24 @@
-"""innet.controller."""
+"""innet.controller: the P4Runtime control plane of innet (docs/PROTOCOL.md).
+
+Layers, each calling only downward (STYLE.md):
+
+- ``client``: synchronous P4Runtime wire client over finsy's protos: arbitration (election
+  id; ``None`` = read-only session), SetForwardingPipelineConfig, batched Write (cut under
+  gRPC's 4 MiB) with per-update errors, Read, PacketOut/PacketIn; every ``grpc.RpcError``
+  becomes a :mod:`.errors` exception here, every RPC has a deadline.
+- ``schema``: P4Info index (full or unambiguous short names, "did you mean"), canonical
+  bytestrings; ``entities``: typed TableEntry (exact/lpm/ternary/range/optional), register
+  cells, counters, multicast groups <-> protos; ``pipeline``: PipelineConfig from an
+  innet-p4c output dir, a .p4 compiled on the fly, or P4Info + device config (BMv2 JSON).
+- ``registers``: RegisterEntry over P4Runtime, falling back to BMv2's ``simple_switch_CLI
+  --thrift-port N`` (``register_read``/``register_write``) when the switch answers
+  UNIMPLEMENTED and ``SwitchSpec.thrift_port`` is set (BMv2's PI does not implement
+  registers); ``switch``: SwitchSpec (data) and Switch (a connected session).
+- ``jobs`` (InnetLayout from the P4Info, JobSpec/WorkerSpec/Forwarding, the entries they
+  become), ``shard`` (ShardPlan), ``innet_switch`` (InnetSwitch: forwarding, jobs,
+  parameters, occupancy, counters on one switch), ``controller`` (Controller over many
+  switches), ``inspect`` (SwitchReport, JSON, rich tables).
+
+Hyperparameters are converted to fixed point by :func:`innet.host.quantize.optimizer_params`.
+Nothing is imported at package import time.
+"""

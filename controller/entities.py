@@ -187,7 +187,7 @@ def table_entry_from_proto(schema: P4Schema, proto: p4r.TableEntry) -> TableEntr
 
 
 def _update(kind: int, entity: p4r.Entity) -> p4r.Update:
-    return p4r.Update(type=kind, entity=entity)
+    return p4r.Update(type=kind, entity=entity)  # type: ignore[arg-type]
 
 
 def insert(schema: P4Schema, entry: TableEntry) -> p4r.Update:

@@ -15,7 +15,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from finsy.proto import p4i
+from finsy.proto import p4i, p4t
 
 from innet.controller.errors import SchemaError, UnknownNameError, ValueRangeError
 
@@ -179,7 +179,7 @@ class _Index(Generic[T]):
         return list(self.by_name)
 
 
-def _bitwidth(type_spec: p4i.P4DataTypeSpec, what: str) -> int:
+def _bitwidth(type_spec: p4t.P4DataTypeSpec, what: str) -> int:
     kind = type_spec.bitstring.WhichOneof("type_spec") if type_spec.HasField("bitstring") else None
     if kind in ("bit", "int"):
         return int(getattr(type_spec.bitstring, kind).bitwidth)
