@@ -41,6 +41,8 @@ class TestbedError(RuntimeError):
 class TestbedOptions:
     """How to bring a topology up (independent of the topology itself)."""
 
+    __test__ = False  # not a pytest test class
+
     program: Path = P4_PROGRAM
     """innet.p4 source, or an innet-p4c output directory, pushed by the controller."""
     defines: tuple[tuple[str, str], ...] = ()
@@ -86,6 +88,8 @@ class WorkerResult:
 
 class Testbed(abc.ABC):
     """A topology brought up with innet switches, a controller session and a sum job."""
+
+    __test__ = False  # not a pytest test class
 
     kind = "abstract"
     """``mininet`` or ``loopback``."""

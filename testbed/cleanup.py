@@ -69,13 +69,12 @@ def _mininet_cleanup(switch_names: list[str]) -> list[str]:
     return done
 
 
-def cleanup(state_dir: Path = STATE_DIR, switch_names: tuple[str, ...] = ("s1",)) -> list[str]:
-    """End leftovers of dead runs; a list of what was done (empty when there was nothing)."""
+def cleanup(state_dir: Path = STATE_DIR, switch_names: tuple[str, ...] = ("s1",),
+            mininet: bool = True) -> list[str]:
+    """End leftovers of dead runs (and, with ``mininet``, of Mininet runs when none is live);
+    a list of what was done (empty when there was nothing)."""
     done: list[str] = []
     switches = set(switch_names)
-    live: set[str] = set()
-    if state_dir.is_dir():
-        live = {d.name for d in state_dir.iterdir() if d.is_dir() and run_is_live(d)}
     for run_dir in stale_runs(state_dir):
         for record in reversed(read_records(run_dir)):
             if end_process(record, timeout=2.0):
@@ -85,9 +84,13 @@ def cleanup(state_dir: Path = STATE_DIR, switch_names: tuple[str, ...] = ("s1",)
         except OSError:
             pass
         shutil.rmtree(run_dir, ignore_errors=True)
-    for pid, run in find_marked(exclude_runs=live):
+    for pid, run in find_marked():
+        run_dir = Path(run)
+        if run_dir.parent != state_dir or run_is_live(run_dir):
+            continue  # another state directory's run, or a live one
         ticks = start_ticks(pid)
         if ticks is not None and end_process(ProcessRecord(pid, ticks, "marked"), timeout=2.0):
-            done.append(f"ended process {pid} of run {run}")
-    done += _mininet_cleanup(sorted(switches))
+            done.append(f"ended process {pid} of run {run_dir.name}")
+    if mininet:
+        done += _mininet_cleanup(sorted(switches))
     return done

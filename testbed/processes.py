@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Sequence
 
 MARK_ENV = "INNET_TESTBED_RUN"
-"""Environment variable carried by every process the testbed starts (value: the run id)."""
+"""Environment variable carried by every process the testbed starts (value: its run directory)."""
 STATE_DIR = Path(tempfile.gettempdir()) / f"innet-testbed-{os.getuid()}"
 """Per-user directory of run records (pids, logs, locks)."""
 
@@ -122,7 +122,7 @@ class ProcessGroup:
             raise ValueError(f"process group {self.run_id}: a process named {name!r} exists already")
         log = open(self.log_path(name), "wb")
         self._logs.append(log)
-        full_env = {**(env if env is not None else os.environ), MARK_ENV: self.run_id, "PYTHONUNBUFFERED": "1"}
+        full_env = {**(env if env is not None else os.environ), MARK_ENV: str(self.dir), "PYTHONUNBUFFERED": "1"}
         if spawner is subprocess.Popen:
             kwargs.setdefault("start_new_session", True)
         popen = spawner(list(argv), stdout=subprocess.PIPE if stdout_pipe else log, stderr=log,
@@ -185,7 +185,7 @@ class ProcessGroup:
         try:
             for record in reversed(self.records):
                 end_process(record)
-            for pid, _ in find_marked(only_run=self.run_id):
+            for pid, _ in find_marked(only_run=str(self.dir)):
                 ticks = start_ticks(pid)
                 if ticks is not None:
                     end_process(ProcessRecord(pid, ticks, "marked"))
@@ -241,10 +241,8 @@ def stale_runs(state_dir: Path = STATE_DIR) -> list[Path]:
     return sorted(d for d in state_dir.iterdir() if d.is_dir() and not run_is_live(d))
 
 
-def find_marked(exclude_runs: frozenset[str] | set[str] = frozenset(),
-                only_run: str | None = None) -> list[tuple[int, str]]:
-    """(pid, run id) of readable processes carrying ``INNET_TESTBED_RUN``: of ``only_run`` if
-    given, else of every run not in ``exclude_runs``."""
+def find_marked(only_run: str | None = None) -> list[tuple[int, str]]:
+    """(pid, run directory) of readable processes carrying ``INNET_TESTBED_RUN`` (of ``only_run`` if given)."""
     found = []
     needle = f"{MARK_ENV}=".encode()
     for entry in Path("/proc").iterdir():
@@ -257,7 +255,7 @@ def find_marked(exclude_runs: frozenset[str] | set[str] = frozenset(),
         for item in environ.split(b"\0"):
             if item.startswith(needle):
                 run = item[len(needle):].decode(errors="replace")
-                if (run == only_run) if only_run is not None else (run not in exclude_runs):
+                if only_run is None or run == only_run:
                     found.append((int(entry.name), run))
                 break
     return found

@@ -1,0 +1,123 @@
+"""Loopback testbed (no root): bring-up, exact allreduce through innet-switch, teardown and crash cleanup."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from innet.testbed.bringup import TestbedOptions
+from innet.testbed.cleanup import cleanup
+from innet.testbed.loopback import LoopbackTestbed
+from innet.testbed.processes import MARK_ENV, find_marked, stale_runs
+from innet.testbed.topology import star
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def test_exact_sums_through_the_switch_and_nothing_left(tmp_path: Path) -> None:
+    options = TestbedOptions(state_dir=tmp_path)
+    with LoopbackTestbed(star(workers=3), options) as tb:
+        run_dir = tb.procs.dir
+        switch_pid = tb.procs.popens["switch"].pid
+        assert set(tb.udp_ports) == {1, 2, 3}
+        results = tb.run_ina([1, 64, 1000], repeats=1, exact=True, timeout=120)
+        assert [[r.elements for r in per_rank] for per_rank in results] == [[1, 64, 1000]] * 3
+        assert all(r.ok for per_rank in results for r in per_rank)
+        counters = tb.counters()
+        # 1, 1 and 16 chunks, two operations each, plus a one-chunk barrier before each.
+        assert counters["innet_completions"] == 2 * (1 + 1 + 16) + 6
+        assert counters["innet_contributions"] == 3 * counters["innet_completions"]
+        assert counters["innet_drops"] == 0
+        ina_pids = [r.pid for r in tb.procs.records]
+    assert not _alive(switch_pid)
+    assert not any(_alive(p) for p in ina_pids)
+    assert not run_dir.exists()
+    assert find_marked(only_run=str(run_dir)) == []
+
+
+def test_lossy_switch_output_still_sums_exactly(tmp_path: Path) -> None:
+    options = TestbedOptions(state_dir=tmp_path, switch_loss=0.05)
+    with LoopbackTestbed(star(workers=2), options) as tb:
+        assert "--loss" in tb.switch_command()
+        results = tb.run_ina([2000], repeats=1, exact=True, timeout=120)
+        assert all(r.ok for per_rank in results for r in per_rank)
+        assert sum(r.stats["retransmitted"] for per_rank in results for r in per_rank) > 0
+        assert tb.counters()["innet_duplicates"] > 0
+
+
+def test_failed_bring_up_leaves_nothing(tmp_path: Path) -> None:
+    options = TestbedOptions(state_dir=tmp_path, program=tmp_path / "missing.p4")
+    tb = LoopbackTestbed(star(workers=2), options)
+    with pytest.raises(Exception, match=r"missing.p4"):
+        tb.start()
+    assert all(not _alive(r.pid) for r in tb.procs.records)
+    assert find_marked(only_run=str(tb.procs.dir)) == []
+
+
+CRASHER = textwrap.dedent("""
+    import os, sys, time
+    from pathlib import Path
+    from innet.testbed.bringup import TestbedOptions
+    from innet.testbed.loopback import LoopbackTestbed
+    from innet.testbed.topology import star
+    tb = LoopbackTestbed(star(workers=2), TestbedOptions(state_dir=Path(sys.argv[1]))).start()
+    tb.spawn_on("h1", "sleeper", [sys.executable, "-c", "import time; time.sleep(600)"])
+    print("up", flush=True)
+    time.sleep(600)
+""")
+
+
+def test_cleanup_after_a_killed_run(tmp_path: Path) -> None:
+    """SIGKILL the process that owns a testbed: cleanup() ends its switch and workers."""
+    owner = subprocess.Popen([sys.executable, "-c", CRASHER, str(tmp_path)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        assert owner.stdout is not None
+        line = owner.stdout.readline()
+        assert line.strip() == b"up", owner.stderr.read().decode() if owner.stderr else ""
+        runs = list(tmp_path.iterdir())
+        assert len(runs) == 1
+        assert stale_runs(tmp_path) == []  # the owner holds the lock
+        assert cleanup(tmp_path, mininet=False) == []  # a live run is left alone
+        victims = [pid for pid, run in find_marked() if run == str(runs[0])]
+        assert len(victims) == 2  # switch and sleeper
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(timeout=10)
+        assert all(_alive(p) for p in victims)  # orphans keep running
+        assert stale_runs(tmp_path) == runs
+        done = cleanup(tmp_path, mininet=False)
+        assert any("ended switch" in d for d in done) and any("ended sleeper" in d for d in done)
+        deadline = time.monotonic() + 10
+        while any(_alive(p) for p in victims) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in victims)
+        assert not runs[0].exists()
+        assert cleanup(tmp_path, mininet=False) == []
+    finally:
+        if owner.poll() is None:
+            os.killpg(owner.pid, signal.SIGKILL)
+        owner.wait(timeout=10)
+        for pid, run in find_marked():
+            if Path(run).parent == tmp_path:
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_marker_is_in_the_environment_of_spawned_processes(tmp_path: Path) -> None:
+    with LoopbackTestbed(star(workers=2), TestbedOptions(state_dir=tmp_path)) as tb:
+        popen = tb.spawn_on("h2", "echo", [sys.executable, "-c", f"import os; print(os.environ['{MARK_ENV}'])"],
+                            stdout_pipe=True)
+        out, _ = popen.communicate(timeout=30)
+        assert out.decode().strip() == str(tb.procs.dir)
