@@ -7,6 +7,18 @@ Commands: ``add <table> [prio] <key>:<value> ... <action>(<param>:<value>, ...)`
 <handle>``, ``mirroring_add <session> <port>``, ``register_write <reg> <idx> <value>``,
 ``register_read <reg> <idx> <value>`` (a check, evaluated after all packets), ``#`` comments.
 
+Action profiles and selectors (p4c's driver has no commands for them; innet takes
+``simple_switch_CLI``'s, the way the driver passes ``mc_*`` and ``mirroring_add`` through):
+``act_prof_create_member <profile> <action>(<param>:<value>, ...)`` (or the CLI's
+``<profile> <action> <value> ...``), ``act_prof_modify_member <profile> <action>(...) <member>``,
+``act_prof_delete_member <profile> <member>``, ``act_prof_create_group <profile>``,
+``act_prof_add_member_to_group <profile> <member> <group>``,
+``act_prof_remove_member_from_group <profile> <member> <group>``,
+``act_prof_delete_group <profile> <group>``. Members and groups get handles 0, 1, ...
+(the lowest free one, as BMv2 hands them out). Entries of an indirect table point to them
+with ``add <table> [prio] <key>:<value> ... member(<handle>)`` or ``group(<handle>)``, and
+``setdefault <table> member(<handle>)`` / ``group(<handle>)`` sets the miss behaviour.
+
 Key values: ``0x0a01****`` (``*`` nibbles: a prefix for lpm, a mask for ternary),
 ``value/len``, ``value&&&mask``, decimal or hex. Table, key and action names match exactly
 or by dotted suffix. As in p4c's driver, every control-plane command takes effect before
@@ -55,7 +67,10 @@ class StfResult:
     message: str
 
 
-CONTROL = {"add", "setdefault", "mc_mgrp_create", "mc_node_create", "mc_node_associate",
+PROFILE_COMMANDS = {"act_prof_create_member", "act_prof_modify_member", "act_prof_delete_member",
+                    "act_prof_create_group", "act_prof_add_member_to_group",
+                    "act_prof_remove_member_from_group", "act_prof_delete_group"}
+CONTROL = PROFILE_COMMANDS | {"add", "setdefault", "mc_mgrp_create", "mc_node_create", "mc_node_associate",
            "mirroring_add", "register_write", "mc_node_update", "mirroring_add_mc"}
 
 
@@ -85,7 +100,8 @@ def parse_stf(text: str, name: str = "<stf>") -> StfTest:
             if rest:
                 t.no_packet_ports.add(_int(rest.split()[0], name, lineno))
         elif cmd in CONTROL:
-            t.control.append((lineno, cmd, [rest] if cmd in ("add", "setdefault") else rest.split()))
+            t.control.append((lineno, cmd, [rest] if cmd in ("add", "setdefault") or cmd in PROFILE_COMMANDS
+                              else rest.split()))
         elif cmd in ("register_read", "counter_read", "check_counter"):
             t.checks.append((lineno, cmd, rest.split()))
         elif cmd in ("wait",):
@@ -190,6 +206,15 @@ def _action(text: str) -> tuple[str, str, dict[str, int]]:
     return m.group("head"), m.group("action"), params
 
 
+def _split_call(text: str) -> tuple[str, str, dict[str, int]]:
+    """Like ``_action``, but a trailing ``member(h)``/``group(h)`` is kept as the action
+    name with no parameters (``_indirect_ref`` reads the handle)."""
+    m = _REF_RE.search(text)
+    if m is not None:
+        return text[: m.start()], m.group(1), {}
+    return _action(text)
+
+
 def _param_values(table: Any, action: str, params: dict[str, int]) -> dict[str, int]:
     """Match STF parameter names to the action's (exactly or by suffix after '.')."""
     info = table.action(action)
@@ -207,7 +232,7 @@ def _param_values(table: Any, action: str, params: dict[str, int]) -> dict[str, 
 def apply_control(pl: Pipeline, cmd: str, args: list[str]) -> None:
     """Execute one STF control-plane command on ``pl``."""
     if cmd == "add":
-        head, action, params = _action(args[0])
+        head, action, params = _split_call(args[0])
         toks = head.split()
         table = pl.table(toks[0])
         toks = toks[1:]
@@ -235,11 +260,21 @@ def apply_control(pl: Pipeline, cmd: str, args: list[str]) -> None:
                 raise ValueError(f"table {table.name}: no value for exact key {kd.name}")
         if table.needs_priority and prio <= 0:
             prio = 1
-        table.insert(specs, action, _param_values(table, action, params), prio)
+        ref = _indirect_ref(table, action, args[0])
+        if ref is not None:
+            table.insert_indirect(specs, priority=prio, **ref)
+        else:
+            table.insert(specs, action, _param_values(table, action, params), prio)
     elif cmd == "setdefault":
-        head, action, params = _action(args[0])
+        head, action, params = _split_call(args[0])
         table = pl.table(head.split()[0])
-        table.set_default(action, _param_values(table, action, params))
+        ref = _indirect_ref(table, action, args[0])
+        if ref is not None:
+            table.set_default_indirect(**ref)
+        else:
+            table.set_default(action, _param_values(table, action, params))
+    elif cmd in PROFILE_COMMANDS:
+        _profile_command(pl, cmd, args[0])
     elif cmd == "mc_mgrp_create":
         pl.pre.group_create(int(args[0], 0))
     elif cmd == "mc_node_create":
@@ -256,6 +291,71 @@ def apply_control(pl: Pipeline, cmd: str, args: list[str]) -> None:
         pl.register(args[0]).write(int(args[1], 0), int(args[2], 0))
     else:
         raise ValueError(f"unknown command {cmd}")
+
+
+_REF_RE = re.compile(r"(member|group)\(\s*(\w+)\s*\)\s*$")
+
+
+def _indirect_ref(table: Any, action: str, text: str) -> dict[str, int] | None:
+    """``{"member": h}`` / ``{"group": h}`` for a ``member(h)``/``group(h)`` reference
+    on a table with an action profile, else None."""
+    if table.profile is None or action not in ("member", "group"):
+        return None
+    m = _REF_RE.search(text)
+    if m is None:
+        raise ValueError(f"table {table.name}: expected member(<handle>) or group(<handle>) in {text!r}")
+    return {m.group(1): int(m.group(2), 0)}
+
+
+def _profile_command(pl: Pipeline, cmd: str, text: str) -> None:
+    """One ``act_prof_*`` command (simple_switch_CLI's argument order)."""
+    words = text.split()
+    if not words:
+        raise ValueError(f"{cmd}: missing action profile name")
+    prof = pl.action_profile(words[0])
+    rest = text[len(words[0]):].strip()
+    nums = [int(w, 0) for w in words[1:]] if cmd not in ("act_prof_create_member", "act_prof_modify_member") else []
+    if cmd == "act_prof_create_member":
+        action, params = _member_action(prof, rest)
+        prof.add_member(prof.next_member_id(), action, params)
+    elif cmd == "act_prof_modify_member":
+        if "(" in rest:  # <action>(p:v, ...) <member>
+            call, _, handle = rest.rpartition(")")
+            action, params = _member_action(prof, call + ")")
+            prof.modify_member(int(handle.strip(), 0), action, params)
+        else:  # CLI: <action> <member> <value> ...
+            toks = rest.split()
+            action = toks[0]
+            prof.modify_member(int(toks[1], 0), action, [int(v, 0) for v in toks[2:]])
+    elif cmd == "act_prof_delete_member":
+        prof.delete_member(nums[0])
+    elif cmd == "act_prof_create_group":
+        prof.create_group(prof.next_group_id())
+    elif cmd == "act_prof_add_member_to_group":
+        prof.add_member_to_group(nums[1], nums[0])
+    elif cmd == "act_prof_remove_member_from_group":
+        prof.remove_member_from_group(nums[1], nums[0])
+    elif cmd == "act_prof_delete_group":
+        prof.delete_group(nums[0])
+
+
+def _member_action(prof: Any, text: str) -> tuple[str, Any]:
+    """Action name and parameters of ``<action>(p:v, ...)`` or ``<action> v1 v2 ...``."""
+    if "(" in text:
+        head, action, params = _action(text)
+        if head.strip():
+            raise ValueError(f"unexpected {head.strip()!r} before the action call")
+        spec = prof.actions[prof._action_name(action)]
+        names = [n for n, _ in spec]
+        out: dict[str, int] = {}
+        for k, v in params.items():
+            hits = [n for n in names if n == k or n.split(".")[-1] == k.split(".")[-1]]
+            out[hits[0] if len(hits) == 1 else k] = v
+        return action, out
+    toks = text.split()
+    if not toks:
+        raise ValueError("missing action name")
+    return toks[0], [int(v, 0) for v in toks[1:]]
 
 
 def _key_index(table: Any, name: str) -> int:

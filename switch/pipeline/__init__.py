@@ -22,6 +22,12 @@ dotted suffix):
   ``Meter`` (``set_rates(index, cir, cburst, pir, pburst)``, rates in units/us),
   ``direct_counter(name)`` (the owning table: entries carry ``packets``/``bytes``),
   ``direct_meter(name)``.
+- ``pipeline.action_profile(name)`` -> ``ActionProfile`` (``action_profile`` and
+  ``action_selector``): ``add_member(id, action, params)``, ``modify_member``,
+  ``delete_member``, ``create_group(id, members)``, ``set_group_members``,
+  ``add_member_to_group``, ``remove_member_from_group``, ``delete_group``. Entries of its
+  tables point to them: ``table.insert_indirect(keys, member=.. | group=.., priority)``,
+  ``modify_indirect``, ``set_default_indirect``, ``reset_default`` (see ``profiles``).
 - ``pipeline.pre`` -> ``ReplicationEngine``: multicast groups/nodes, clone sessions.
 - ``pipeline.pop_digests()`` or a ``digest_sink`` callback given to ``Pipeline``.
 
@@ -33,13 +39,15 @@ load time. See ``v1model`` for the architecture semantics and documented choices
 """
 
 from .api import Pipeline, resolve
-from .errors import ControlPlaneError, EntryExistsError, EntryNotFoundError, PipelineError, UnsupportedError
+from .errors import (ControlPlaneError, EntryExistsError, EntryNotFoundError, InUseError, PipelineError,
+                     UnsupportedError)
 from .externs import Counter, DigestMessage, Meter, Register
 from .pre import ReplicationEngine
+from .profiles import ActionProfile, Group, Member
 from .tables import Entry, KeySpec, Table
 
 __all__ = [
-    "Pipeline", "resolve", "ControlPlaneError", "EntryExistsError", "EntryNotFoundError", "PipelineError",
+    "Pipeline", "resolve", "ControlPlaneError", "EntryExistsError", "EntryNotFoundError", "InUseError", "PipelineError",
     "UnsupportedError", "Counter", "DigestMessage", "Meter", "Register", "ReplicationEngine", "Entry",
-    "KeySpec", "Table",
+    "KeySpec", "Table", "ActionProfile", "Group", "Member",
 ]

@@ -12,6 +12,7 @@ from .compiler import ProgramCompiler
 from .errors import ControlPlaneError, suggest
 from .externs import Counter, DigestMessage, Meter, Register
 from .pre import ReplicationEngine
+from .profiles import ActionProfile
 from .tables import Entry, KeySpec, Table
 from .v1model import Architecture
 
@@ -52,6 +53,8 @@ class Pipeline:
         self.lock = self.arch.lock
         for table in self.compiled.tables.values():
             table.lock = self.lock
+        for profile in self.compiled.profiles.values():
+            profile.lock = self.lock
 
     @classmethod
     def load(cls, program: ir.Program, **kw: Any) -> "Pipeline":
@@ -94,6 +97,14 @@ class Pipeline:
     def meters(self) -> dict[str, Meter]:
         return self.compiled.meters
 
+    @property
+    def action_profiles(self) -> dict[str, ActionProfile]:
+        return self.compiled.profiles
+
+    def action_profile(self, name: str) -> ActionProfile:
+        """An ``action_profile``/``action_selector`` by name: members and groups."""
+        return resolve("action profile", name, self.compiled.profiles)
+
     def table(self, name: str) -> Table:
         return resolve("table", name, self.compiled.tables)
 
@@ -114,15 +125,25 @@ class Pipeline:
         return resolve("direct meter", name, self.compiled.direct_meters)
 
     # ------------------------------------------------------------------ tables
-    def table_insert(self, table: str, keys: Sequence[KeySpec], action: str,
-                     params: Sequence[int] | dict[str, int] = (), priority: int = 0) -> Entry:
+    def table_insert(self, table: str, keys: Sequence[KeySpec], action: str = "",
+                     params: Sequence[int] | dict[str, int] = (), priority: int = 0, *,
+                     member: int | None = None, group: int | None = None) -> Entry:
+        """Add an entry running ``action(params)``, or (indirect tables) pointing to an
+        action-profile ``member`` or action-selector ``group``."""
         with self.lock:
-            return self.table(table).insert(keys, action, params, priority)
+            t = self.table(table)
+            if member is not None or group is not None:
+                return t.insert_indirect(keys, member=member, group=group, priority=priority)
+            return t.insert(keys, action, params, priority)
 
-    def table_modify(self, table: str, keys: Sequence[KeySpec], action: str,
-                     params: Sequence[int] | dict[str, int] = (), priority: int = 0) -> Entry:
+    def table_modify(self, table: str, keys: Sequence[KeySpec], action: str = "",
+                     params: Sequence[int] | dict[str, int] = (), priority: int = 0, *,
+                     member: int | None = None, group: int | None = None) -> Entry:
         with self.lock:
-            return self.table(table).modify(keys, action, params, priority)
+            t = self.table(table)
+            if member is not None or group is not None:
+                return t.modify_indirect(keys, member=member, group=group, priority=priority)
+            return t.modify(keys, action, params, priority)
 
     def table_delete(self, table: str, keys: Sequence[KeySpec], priority: int = 0) -> None:
         with self.lock:

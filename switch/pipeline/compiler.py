@@ -18,6 +18,7 @@ from . import hashing
 from .errors import UnsupportedError
 from .externs import Counter, DigestMessage, Meter, Register
 from .layout import Layout, nslots
+from .profiles import ActionProfile
 from .stmtgen import StmtGen
 from .tables import ActionInfo, KeyDef, KeySpec, Table
 
@@ -108,6 +109,7 @@ class Compiled:
     direct_counters: dict[str, Table]
     meters: dict[str, Meter]
     direct_meters: dict[str, tuple[Meter, Table]]
+    profiles: dict[str, ActionProfile]
     digests: list[DigestMessage]
     rng: random.Random
     source: str
@@ -134,6 +136,7 @@ class ProgramCompiler:
         self.meters: dict[str, Meter] = {}
         self.direct_counters: dict[str, Table] = {}
         self.direct_meters: dict[str, tuple[Meter, Table]] = {}
+        self.profiles: dict[str, ActionProfile] = {}
         self.digests: list[DigestMessage] = []
         self.rng = random.Random(seed)
         user = [e for e in program.errors if e not in CORE_ERRORS]
@@ -319,21 +322,57 @@ class ProgramCompiler:
             st = Counter(inst.cp_name, 0, enum(0))
         elif kind == "direct_meter":
             st = Meter(inst.cp_name, 0, enum(0))
+        elif kind in ("action_profile", "action_selector"):
+            return self.profile_state(inst)
         else:
             raise UnsupportedError(f"extern object {kind or t}", inst.loc)
         self.states[id(inst)] = st
+        return st
+
+    def profile_state(self, inst: ir.Instance) -> ActionProfile:
+        """The (shared) state of an ``action_profile``/``action_selector`` instance."""
+        st = self.states.get(id(inst))
+        if st is not None:
+            return st  # type: ignore[no-any-return]
+        assert isinstance(inst.type, ir.ExternT)
+        selector = inst.type.name == "action_selector"
+        args = inst.ctor_args
+        size_arg = args[1 if selector else 0] if len(args) > (1 if selector else 0) else None
+        if not isinstance(size_arg, ir.Const):
+            raise UnsupportedError(f"size of {inst.type.name} {inst.name} is not a constant", inst.loc)
+        hash_name = None
+        if selector:
+            algo = args[0]
+            if not isinstance(algo, ir.EnumMember):
+                raise UnsupportedError(f"hash algorithm of action_selector {inst.name} is not a HashAlgorithm member",
+                                       inst.loc)
+            hash_name = algo.member
+            if hash_name not in hashing.ALGORITHMS:
+                raise UnsupportedError(f"action_selector {inst.name}: hash algorithm {hash_name}", inst.loc)
+        st = ActionProfile(inst.cp_name, with_selector=selector, size=int(size_arg.value), hash_name=hash_name,
+                           hash_fn=hashing.ALGORITHMS[hash_name] if hash_name else None)
+        self.states[id(inst)] = st
+        self.profiles[inst.cp_name] = st
         return st
 
     def table_info(self, t: ir.Table) -> TableGlue:
         glue = self.tables.get(id(t))
         if glue is not None:
             return glue
-        if t.implementation is not None:
-            raise UnsupportedError(f"table {t.name}: implementation {t.implementation.name} "
-                                   "(action profiles/selectors)", t.loc)
+        impl = t.implementation
+        selector = impl is not None and isinstance(impl.type, ir.ExternT) and impl.type.name == "action_selector"
         for k in t.keys:
+            if k.match_kind == "selector" and selector:
+                continue
+            if k.match_kind == "selector":
+                raise UnsupportedError(f"table {t.name}: a 'selector' key needs implementation = action_selector(...)",
+                                       k.loc)
             if k.match_kind not in ("exact", "lpm", "ternary", "range", "optional"):
                 raise UnsupportedError(f"table {t.name}: match kind {k.match_kind}", k.loc)
+        if impl is not None:
+            if t.const_entries:
+                raise UnsupportedError(f"table {t.name}: const entries in a table with an action profile", t.loc)
+            self.profile_state(impl)
         n = len(self.tables)
         glue = TableGlue(t, f"T{n}_cache", f"T{n}_lookup")
         self.tables[id(t)] = glue
@@ -374,7 +413,9 @@ class ProgramCompiler:
         for i, (r, fn) in enumerate(zip(_action_refs(t), fns)):
             params = tuple((p.name, _width(p.type)) for p in r.action.params if p.direction is None)
             actions.append(ActionInfo(r.action.cp_name, fn, params, i))
-        keys = [KeyDef(k.name, k.match_kind, _width(k.expr.type)) for k in t.keys]
+        keys = [KeyDef(k.name, k.match_kind, _width(k.expr.type)) for k in t.keys if k.match_kind != "selector"]
+        sel_widths = tuple(_width(k.expr.type) for k in t.keys if k.match_kind == "selector")
+        profile = self.profile_state(t.implementation) if t.implementation is not None else None
         d = t.default_action
         default = (d.action.cp_name, _data_args(d))
         meter_factory = None
@@ -382,7 +423,8 @@ class ProgramCompiler:
             from .externs import MeterCell
 
             meter_factory = MeterCell
-        table = Table(t.cp_name, keys, actions, default, t.default_is_const, t.size, meter_factory)
+        table = Table(t.cp_name, keys, actions, default, t.default_is_const, t.size, meter_factory,
+                      profile, sel_widths)
         if t.const_entries:
             entries = []
             for ce in t.const_entries:
@@ -550,7 +592,7 @@ class ProgramCompiler:
             meta_slots=(self.m_base, self.m_base + nslots(self.M)),
             tables=tables, registers=self.registers, counters=self.counters,
             direct_counters=self.direct_counters, meters=self.meters, direct_meters=self.direct_meters,
-            digests=self.digests, rng=self.rng, source=source,
+            profiles=self.profiles, digests=self.digests, rng=self.rng, source=source,
         )
 
     def _digest_fn(self) -> Callable[..., None]:

@@ -47,3 +47,7 @@ def suggest(name: str, candidates: list[str]) -> str:
 
     close = difflib.get_close_matches(name, candidates, n=1)
     return f" Did you mean '{close[0]}'?" if close else ""
+
+
+class InUseError(ControlPlaneError):
+    """DELETE of an action-profile member or group that entries or groups still reference."""

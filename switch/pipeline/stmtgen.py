@@ -400,7 +400,8 @@ class StmtGen(ExternGen):
     def table_apply(self, e: ir.TableApply) -> str:
         t = e.table
         info = self.prog.table_info(t)
-        keys = []
+        keys: list[str] = []
+        sels: list[str] = []
         for k in t.keys:
             x = self.expr(k.expr)
             kt = k.expr.type
@@ -408,7 +409,7 @@ class StmtGen(ExternGen):
                 x = f"({x} & {(1 << kt.width) - 1})"
             elif isinstance(kt, ir.BoolT):
                 x = f"int({x})"
-            keys.append(x)
+            (sels if k.match_kind == "selector" else keys).append(x)
         if len(keys) == 1:
             kx = keys[0]
         else:
@@ -417,6 +418,8 @@ class StmtGen(ExternGen):
         kv = self.simple(kx) if len(keys) <= 1 else self.simple_tuple(kx)
         self.emit(f"{r} = {info.cache}.get({kv})")
         self.emit(f"if {r} is None: {r} = {info.lookup}({kv})")
+        if sels:  # a group entry: pick the member from the selector keys' hash
+            self.emit(f"if {r}[0] is None: {r} = {r}[1](({''.join(x + ', ' for x in sels)}))")
         if t.direct_counter is not None:
             self.emit(f"if {r}[3]:")
             self.emit(f"    {r}[4].packets += 1; {r}[4].bytes += S[{self.prog.sm_slot('packet_length')}]")

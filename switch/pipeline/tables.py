@@ -22,10 +22,13 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ControlPlaneError, EntryExistsError, EntryNotFoundError, suggest
+
+if TYPE_CHECKING:
+    from .profiles import ActionProfile
 
 CACHE_LIMIT = 1 << 16
 
@@ -108,8 +111,13 @@ class Table:
         default_is_const: bool = False,
         size: int | None = None,
         meter_factory: Callable[[], Any] | None = None,
+        profile: "ActionProfile | None" = None,
+        selector_widths: tuple[int, ...] = (),
     ) -> None:
         self.name = name
+        self.profile = profile
+        self.selector_widths = selector_widths
+        self.default_ref: tuple[str, int] | None = None  # control-plane default member/group
         self.keys = list(keys)
         self.actions = {a.name: a for a in actions}
         self.actions_by_index = list(actions)
@@ -135,6 +143,10 @@ class Table:
         self._lpm: list[tuple[int, dict[tuple[Any, ...], Entry]]] = []
         self.default_entry = Entry(None, 0, "", ())
         self.set_default(default[0], default[1], _initial=True)
+        if profile is not None:
+            for a in actions:
+                profile.actions.setdefault(a.name, a.params)
+            profile.tables.append(self)
 
     # ------------------------------------------------------------------ control plane
     def action(self, name: str) -> ActionInfo:
@@ -177,6 +189,9 @@ class Table:
         """Replace the default (miss) action."""
         if self.default_is_const and not _initial:
             raise ControlPlaneError(f"table '{self.name}': the default action is const")
+        if self.profile is not None and not _initial:
+            raise ControlPlaneError(f"table '{self.name}' uses action profile '{self.profile.name}': "
+                                    "set a default member or group instead of a direct action")
         info = self.action(action)
         e = self.default_entry
         e.action, e.params = info.name, self._params(info, params)
@@ -215,7 +230,8 @@ class Table:
         return match + (priority,) if self.needs_priority else match
 
     @_locked
-    def insert(self, keys: Sequence[KeySpec], action: str, params: Sequence[int] | dict[str, int] = (), priority: int = 0) -> Entry:
+    def insert(self, keys: Sequence[KeySpec], action: str, params: Sequence[int] | dict[str, int] = (), priority: int = 0,
+               *, _ref: tuple[str, int] | None = None) -> Entry:
         """Add an entry; raises EntryExistsError if the same match (and priority) exists."""
         if self.const:
             raise ControlPlaneError(f"table '{self.name}' has const entries and cannot be changed")
@@ -223,17 +239,24 @@ class Table:
             raise ControlPlaneError(f"table '{self.name}' has no key: only its default action can be set")
         if self.needs_priority and priority <= 0:
             raise ControlPlaneError(f"table '{self.name}': ternary/range/optional keys need a priority > 0, got {priority}")
+        if self.profile is not None and _ref is None:
+            raise ControlPlaneError(f"table '{self.name}' uses action profile '{self.profile.name}': "
+                                    "its entries point to members or groups, not to direct actions")
         match = self._normalise(keys)
         ident = self._ident(match, priority if self.needs_priority else 0)
         if ident in self.entries:
             raise EntryExistsError(f"table '{self.name}': an entry with this key already exists")
         if self.size is not None and len(self.entries) >= self.size and self.size > 0:
             raise ControlPlaneError(f"table '{self.name}' is full ({self.size} entries)")
-        info = self.action(action)
-        p = self._params(info, params)
-        e = Entry(match, priority if self.needs_priority else 0, info.name, p, self._next_handle)
+        if _ref is None:
+            info = self.action(action)
+            p = self._params(info, params)
+            e = Entry(match, priority if self.needs_priority else 0, info.name, p, self._next_handle)
+            e.result = (info.fn, p, info.index, True, e)
+        else:
+            e = Entry(match, priority if self.needs_priority else 0, "", (), self._next_handle)
+            self._point(e, _ref)
         e.meter = self.meter_factory() if self.meter_factory else None
-        e.result = (info.fn, p, info.index, True, e)
         self._next_handle += 1
         self.entries[ident] = e
         self._rebuild()
@@ -252,6 +275,9 @@ class Table:
         if self.const:
             raise ControlPlaneError(f"table '{self.name}' has const entries and cannot be changed")
         _, e = self._find(keys, priority)
+        if self.profile is not None:
+            raise ControlPlaneError(f"table '{self.name}' uses action profile '{self.profile.name}': "
+                                    "its entries point to members or groups, not to direct actions")
         info = self.action(action)
         e.action, e.params = info.name, self._params(info, params)
         e.result = (info.fn, e.params, info.index, True, e)
@@ -263,7 +289,8 @@ class Table:
         """Remove an entry."""
         if self.const:
             raise ControlPlaneError(f"table '{self.name}' has const entries and cannot be changed")
-        ident, _ = self._find(keys, priority)
+        ident, e = self._find(keys, priority)
+        self._unpoint(e)
         del self.entries[ident]
         self._rebuild()
 
@@ -271,8 +298,157 @@ class Table:
     def clear(self) -> None:
         """Remove every (non-const) entry."""
         if not self.const:
+            for e in self.entries.values():
+                self._unpoint(e)
             self.entries.clear()
             self._rebuild()
+
+    # ------------------------------------------------------------------ indirect tables
+    def _profile(self) -> "ActionProfile":
+        if self.profile is None:
+            raise ControlPlaneError(f"table '{self.name}' has no action profile: its entries take direct actions")
+        return self.profile
+
+    @staticmethod
+    def _ref_of(member: int | None, group: int | None) -> tuple[str, int]:
+        if (member is None) == (group is None):
+            raise ControlPlaneError("give exactly one of member= and group=")
+        return ("member", member) if member is not None else ("group", group)  # type: ignore[return-value]
+
+    def check_member_action(self, action: str, member_id: int) -> None:
+        """Raise unless this table can run ``action`` for a member it references."""
+        if action in self.actions:
+            return
+        users = [e for e in list(self.entries.values()) + [self.default_entry] if e.members == ("member", member_id)]
+        if users or self._group_uses(member_id):
+            raise ControlPlaneError(f"table '{self.name}' has no action '{action}' (member {member_id})")
+
+    def check_group(self, group_id: int, member_ids: Sequence[int]) -> None:
+        """Raise unless this table can run every member of a group it references."""
+        prof = self._profile()
+        if not any(e.members == ("group", group_id) for e in list(self.entries.values()) + [self.default_entry]):
+            return
+        for mid in member_ids:
+            action = prof.member(mid).action
+            if action not in self.actions:
+                raise ControlPlaneError(f"table '{self.name}' has no action '{action}' (member {mid} "
+                                        f"of group {group_id})")
+
+    def _group_uses(self, member_id: int) -> bool:
+        prof = self._profile()
+        gids = {e.members[1] for e in list(self.entries.values()) + [self.default_entry]
+                if e.members is not None and e.members[0] == "group"}
+        return any(member_id in prof.groups[g].weights for g in gids if g in prof.groups)
+
+    def _member_result(self, m: Any, hit: bool, e: Entry | None) -> Result:
+        info = self.actions.get(m.action)
+        if info is None:
+            raise ControlPlaneError(f"table '{self.name}' has no action '{m.action}' "
+                                    f"(member {m.member_id} of action profile '{self._profile().name}')")
+        return (info.fn, m.params, info.index, hit, e)
+
+    def _ref_result(self, ref: tuple[str, int], hit: bool, e: Entry | None) -> Result:
+        prof = self._profile()
+        if ref[0] == "member":
+            return self._member_result(prof.member(ref[1]), hit, e)
+        places = [self._member_result(m, hit, e) for m in prof.group_members(ref[1])]
+        if not places:  # BMv2: "Lookup in table yielded empty group" -> no action
+            return (_no_action, (), -1, hit, e)
+        if len(places) == 1:
+            return places[0]
+        widths, n, select = self.selector_widths, len(places), prof.select
+
+        def pick(values: tuple[int, ...]) -> Result:
+            return places[select(values, widths, n)]
+
+        return (None, pick, -1, hit, e)  # type: ignore[return-value]
+
+    def _point(self, e: Entry, ref: tuple[str, int]) -> None:
+        prof = self._profile()
+        if ref[0] == "member":
+            prof.member(ref[1])
+        else:
+            if not prof.group(ref[1]).weights:
+                raise ControlPlaneError(f"table '{self.name}': group {ref[1]} of action selector "
+                                        f"'{prof.name}' is empty (BMv2 EMPTY_GRP)")
+        e.result = self._ref_result(ref, e.match is not None, e)
+        e.members = ref
+        prof.ref(ref[0], ref[1], 1)
+
+    def _unpoint(self, e: Entry) -> None:
+        if e.members is not None and self.profile is not None:
+            self.profile.ref(e.members[0], e.members[1], -1)
+            e.members = None
+
+    @_locked
+    def insert_indirect(self, keys: Sequence[KeySpec], *, member: int | None = None, group: int | None = None,
+                        priority: int = 0) -> Entry:
+        """Add an entry pointing to a member or (action selectors) a group."""
+        self._profile()
+        return self.insert(keys, "", (), priority, _ref=self._ref_of(member, group))
+
+    @_locked
+    def modify_indirect(self, keys: Sequence[KeySpec], *, member: int | None = None, group: int | None = None,
+                        priority: int = 0) -> Entry:
+        """Point an existing entry to another member or group."""
+        self._profile()
+        ref = self._ref_of(member, group)
+        _, e = self._find(keys, priority)
+        old = e.members
+        self._unpoint(e)
+        try:
+            self._point(e, ref)
+        except ControlPlaneError:
+            if old is not None:
+                self._point(e, old)
+            raise
+        self.cache.clear()
+        return e
+
+    @_locked
+    def set_default_indirect(self, *, member: int | None = None, group: int | None = None) -> None:
+        """Run a member (or a group's pick) on a miss (BMv2 ``set_default_member/group``)."""
+        prof = self._profile()
+        if self.default_is_const:
+            raise ControlPlaneError(f"table '{self.name}': the default action is const")
+        ref = self._ref_of(member, group)
+        if ref[0] == "member":
+            prof.member(ref[1])
+        else:
+            prof.group(ref[1])
+        old = self.default_entry.members
+        self._unpoint(self.default_entry)
+        try:
+            self._point_default(ref)
+        except ControlPlaneError:
+            if old is not None:
+                self._point_default(old)
+            raise
+
+    def _point_default(self, ref: tuple[str, int]) -> None:
+        e = self.default_entry
+        e.result = self._ref_result(ref, False, None)
+        e.members = ref
+        self._profile().ref(ref[0], ref[1], 1)
+        self.cache.clear()
+
+    @_locked
+    def reset_default(self) -> None:
+        """Back to the program's default action."""
+        self._unpoint(self.default_entry)
+        info = self.action(self.default_entry.action)
+        self.default_entry.result = (info.fn, self.default_entry.params, info.index, False, None)
+        self.cache.clear()
+
+    def refresh_indirect(self) -> None:
+        """Recompute entry results after the profile's members or groups changed."""
+        for e in self.entries.values():
+            if e.members is not None:
+                e.result = self._ref_result(e.members, True, e)
+        d = self.default_entry
+        if d.members is not None:
+            d.result = self._ref_result(d.members, False, None)
+        self.cache.clear()
 
     def list_entries(self) -> list[Entry]:
         """Installed entries in insertion order."""
@@ -331,6 +507,10 @@ class Table:
         return (found.result if found is not None else self.default_entry.result)  # type: ignore[no-any-return]
 
 
+def _no_action(S: Any) -> None:
+    """What an entry pointing to an emptied group runs (nothing)."""
+
+
 def _matches(keys: Sequence[KeyDef], match: tuple[Any, ...], key: tuple[Any, ...]) -> bool:
     for kd, m, k in zip(keys, match, key):
         kind = kd.kind
@@ -349,12 +529,3 @@ def _matches(keys: Sequence[KeyDef], match: tuple[Any, ...], key: tuple[Any, ...
             if k & m[1] != m[0]:
                 return False
     return True
-
-
-@dataclass
-class ActionProfileState:
-    """Members and groups of an ``action_profile``/``action_selector``."""
-
-    name: str
-    members: dict[int, tuple[str, tuple[int, ...]]] = field(default_factory=dict)
-    groups: dict[int, list[int]] = field(default_factory=dict)
