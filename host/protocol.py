@@ -12,7 +12,8 @@ int32 vector through the job's slots and returns the switch's RESULT values:
   previous use) arrived. This is what makes two copies enough (docs/PROTOCOL.md).
 - Each outstanding slot has a retransmission timer: RTO from a smoothed RTT estimate
   (Jacobson/Karels, samples only from chunks sent once, Karn's rule), clamped to
-  ``[min_rto, max_rto]`` and doubled per retransmission of that chunk. Retransmissions
+  ``[min_rto, max_rto]``, doubled per retransmission of that chunk and scaled by a shared
+  back-off factor that grows on timer expiries and decays on timely results. Retransmissions
   carry ``RETRANS``; the switch answers a duplicate with the stored RESULT (copy complete)
   or a STATUS with its bitmap (incomplete), which names the missing workers.
 - A RESULT/STATUS for a slot whose (chunk, copy) is not the outstanding one is late or
@@ -131,8 +132,16 @@ class _Slot:
 
 @dataclass
 class _Rtt:
+    """Smoothed RTT (Jacobson/Karels) and a shared back-off factor.
+
+    Every timer expiry doubles the factor (at most once per timeout interval, so one burst
+    of expiries counts once); every RESULT of a chunk sent once decays it by 5%. New chunks
+    and retransmissions use ``rto * backoff``, so a stalled switch or worker is not flooded."""
+
     srtt: float | None = None
     rttvar: float = 0.0
+    backoff: float = 1.0
+    last_backoff: float = float("-inf")
 
     def sample(self, rtt: float) -> None:
         if self.srtt is None:
@@ -140,11 +149,20 @@ class _Rtt:
         else:
             self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
             self.srtt = 0.875 * self.srtt + 0.125 * rtt
+        self.backoff = max(1.0, self.backoff * 0.95)
 
-    def rto(self, timing: Timing) -> float:
+    def base(self, timing: Timing) -> float:
         if self.srtt is None:
             return timing.initial_rto
         return min(max(self.srtt + 4 * self.rttvar, timing.min_rto), timing.max_rto)
+
+    def rto(self, timing: Timing) -> float:
+        return min(self.base(timing) * self.backoff, timing.max_rto)
+
+    def expired(self, now: float, timing: Timing) -> None:
+        if now - self.last_backoff >= self.rto(timing):
+            self.backoff = min(self.backoff * 2, 64.0)
+            self.last_backoff = now
 
 
 @dataclass
@@ -270,7 +288,8 @@ class Aggregator:
         self.transport.send(bytes(retrans))
         state.retries += 1
         state.last_sent = now
-        state.rto = min(state.rto * 2, self.timing.max_rto)
+        self._rtt.expired(now, self.timing)
+        state.rto = min(max(state.rto * 2, self._rtt.rto(self.timing)), self.timing.max_rto)
         self.stats.retransmitted += 1
         self.stats.sent += 1
 
