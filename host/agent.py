@@ -205,7 +205,7 @@ class Agent:
     # -- lifecycle
     def start(self) -> "Agent":
         """Start the agent process and wait until its transport is open; raises AgentError."""
-        ctx = mp.get_context(self.config.start_method)
+        ctx: Any = mp.get_context(self.config.start_method)
         parent, child = ctx.Pipe()
         self._conn = parent
         self._process = ctx.Process(target=_agent_main, args=(self.config, child),
@@ -305,7 +305,7 @@ class Agent:
             raise AgentError(f"agent of {self._name} is not running (use start() or 'with')")
         if self._pending is not None:
             raise AgentError(f"agent of {self._name}: an operation is still pending; pull() first")
-        flat = np.ascontiguousarray(array, dtype=dtype).ravel()
+        flat: npt.NDArray[Any] = np.ascontiguousarray(array, dtype=dtype).ravel()
         self._ensure_capacity(flat.size)
         assert self._segments is not None
         np.ndarray((flat.size,), dtype, self._segments[0].buf)[:] = flat
