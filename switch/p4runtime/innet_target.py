@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from finsy.proto import p4i
 
+from innet.switch.p4runtime.innet_profiles import InnetProfiles
 from innet.switch.p4runtime.target import (
     ActionCall,
     ConstEntry,
@@ -82,8 +83,8 @@ def _control_plane(method: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-class InnetPipeline:
-    """``LoadedPipeline`` over one ``Pipeline``."""
+class InnetPipeline(InnetProfiles):
+    """``LoadedPipeline`` (and ``ProfilePipeline``) over one ``Pipeline``."""
 
     def __init__(self, pipeline: Any, p4info: p4i.P4Info) -> None:
         self.pipeline = pipeline
@@ -294,6 +295,9 @@ class InnetTarget:
             try:
                 config = dc.DeviceConfig.from_bytes(data)
             except dc.DeviceConfigError as error:
+                if b'"pipelines"' in data and b'"header_types"' in data:
+                    raise TargetError("device config is BMv2 JSON (p4c-bm2-ss output); innet executes "
+                                      "P4 itself: send innet-p4c's <prog>.innet.json or the P4 source") from None
                 raise TargetError(str(error)) from None
             source, name = config.source, f"{config.program}.p4"
         else:
