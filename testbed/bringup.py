@@ -84,6 +84,11 @@ class WorkerResult:
     times: tuple[float, ...]
     ok: bool
     stats: dict[str, int] = field(default_factory=dict)
+    """innet only: the agent's cumulative protocol counters."""
+    wire: dict[str, float] | None = None
+    """Mean per operation: rx/tx bytes and packets of this worker's link (None: not measured)."""
+    wire_source: str | None = None
+    """Where ``wire`` comes from: an interface name, or ``agent`` (its frame counters)."""
 
 
 class Testbed(abc.ABC):
@@ -178,6 +183,10 @@ class Testbed(abc.ABC):
     def gloo_master(self) -> str:
         """Address of rank 0 for gloo's rendezvous."""
 
+    def count_iface(self, host: str) -> str | None:
+        """Interface (in the host's namespace) whose counters are that host's link; None on loopback."""
+        return None
+
     def wire_bytes(self) -> dict[str, tuple[int, int]] | None:
         """Per host, (bytes sent, bytes received) on its link so far; None where not measurable."""
         return None
@@ -234,7 +243,8 @@ class Testbed(abc.ABC):
         return WorkerPlan(job=self.job.job_id, rank=rank, num_workers=len(self.topology.workers),
                           window=self.job.slot_count, k=self.options.k, transport=self.transport(rank),
                           sizes=tuple(sizes), repeats=repeats, exact=exact,
-                          chunk_deadline=self.options.chunk_deadline)
+                          chunk_deadline=self.options.chunk_deadline,
+                          count_iface=self.count_iface(self.topology.workers[rank].name))
 
     def _collect(self, procs: list[tuple[str, subprocess.Popen[bytes]]], timeout: float,
                  what: str) -> list[list[WorkerResult]]:
@@ -278,7 +288,8 @@ class Testbed(abc.ABC):
         master_port = master_port or self.free_port()
         procs = []
         for h in workers:
-            argv = gloo_command(h.rank or 0, len(workers), master, master_port, sizes, repeats)
+            argv = gloo_command(h.rank or 0, len(workers), master, master_port, sizes, repeats,
+                                count_iface=self.count_iface(h.name))
             name = f"gloo-{h.name}"
             procs.append((name, self.spawn_on(h.name, name, argv, env=gloo_env(self.gloo_iface(h.name), master,
                                                                                 master_port), stdout_pipe=True)))
@@ -293,7 +304,7 @@ def parse_results(text: str) -> list[WorkerResult]:
         if line.startswith("{"):
             d = json.loads(line)
             out.append(WorkerResult(int(d["rank"]), int(d["elements"]), tuple(d["times"]), bool(d["ok"]),
-                                    dict(d.get("stats", {}))))
+                                    dict(d.get("stats") or {}), d.get("wire"), d.get("wire_source")))
     return out
 
 

@@ -20,24 +20,12 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Sequence
 
+from innet.testbed import ifstats
+
 WORKER_MODULE = "innet.testbed.gloo"
-
-
-@dataclass(frozen=True)
-class GlooResult:
-    """Times of one size on one rank."""
-
-    rank: int
-    """Rank that measured."""
-    elements: int
-    """float32 elements allreduced."""
-    times: tuple[float, ...]
-    """Seconds of each timed allreduce (after a barrier, so the ranks start together)."""
-    ok: bool
-    """The result equalled N(N+1)/2 in every element."""
 
 
 def gloo_available() -> bool:
@@ -54,25 +42,15 @@ def gloo_env(iface: str, master_addr: str, master_port: int) -> dict[str, str]:
 
 
 def command(rank: int, world: int, master_addr: str, master_port: int, sizes: Sequence[int],
-            repeats: int, timeout_s: float = 120.0) -> list[str]:
-    """argv of one gloo rank."""
+            repeats: int, timeout_s: float = 120.0, count_iface: str | None = None) -> list[str]:
+    """argv of one gloo rank (``count_iface``: measure bytes on that interface)."""
+    extra = ["--count-iface", count_iface] if count_iface else []
     return [sys.executable, "-m", WORKER_MODULE, str(rank), str(world), master_addr, str(master_port),
-            "--repeats", str(repeats), "--timeout", str(timeout_s), *map(str, sizes)]
-
-
-def parse_output(text: str) -> list[GlooResult]:
-    """The JSON lines a rank printed."""
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            data = json.loads(line)
-            out.append(GlooResult(int(data["rank"]), int(data["elements"]), tuple(data["times"]), bool(data["ok"])))
-    return out
+            "--repeats", str(repeats), "--timeout", str(timeout_s), *extra, *map(str, sizes)]
 
 
 def run_rank(rank: int, world: int, master_addr: str, master_port: int, sizes: Sequence[int],
-             repeats: int, timeout_s: float) -> int:
+             repeats: int, timeout_s: float, count_iface: str | None = None) -> int:
     """Body of a rank process; exit status 0 when every check passed."""
     from datetime import timedelta
 
@@ -88,18 +66,26 @@ def run_rank(rank: int, world: int, master_addr: str, master_port: int, sizes: S
         for size in sizes:
             tensor = torch.empty(size, dtype=torch.float32)
             times = []
+            wire = ifstats.ZERO
             ok = True
             for i in range(repeats + 1):
                 tensor.fill_(rank + 1)
                 dist.barrier()
+                before = ifstats.read(count_iface) if count_iface else ifstats.ZERO
                 start = time.perf_counter()
                 dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
                 elapsed = time.perf_counter() - start
+                dist.barrier()  # the operation's last segments are on the wire before counting
+                after = ifstats.read(count_iface) if count_iface else ifstats.ZERO
                 ok = ok and bool(torch.all(tensor == expected))
                 if i > 0:  # the first one warms up connections and buffers
                     times.append(elapsed)
+                    wire = wire + (after - before)
             all_ok = all_ok and ok
-            print(json.dumps({"rank": rank, "elements": size, "times": times, "ok": ok}), flush=True)
+            ops = max(1, repeats)
+            print(json.dumps({"rank": rank, "elements": size, "times": times, "ok": ok,
+                              "wire": {k: v / ops for k, v in asdict(wire).items()} if count_iface else None,
+                              "wire_source": count_iface}), flush=True)
         dist.barrier()
     finally:
         dist.destroy_process_group()
@@ -117,11 +103,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("sizes", type=int, nargs="+")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--count-iface", default=None, help="interface whose counters give bytes on the wire")
     args = parser.parse_args(argv)
     os.environ.setdefault("MASTER_ADDR", args.master_addr)
     os.environ.setdefault("MASTER_PORT", str(args.master_port))
     return run_rank(args.rank, args.world, args.master_addr, args.master_port, args.sizes, args.repeats,
-                    args.timeout)
+                    args.timeout, args.count_iface)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ from innet.host import wire
 from innet.host.agent import Agent, AgentConfig
 from innet.host.protocol import JobConfig, Timing
 from innet.host.transport import TransportConfig, TunnelTransportConfig, UdpTransportConfig
+from innet.testbed import ifstats
+from innet.testbed.costmodel import INNET_FRAME_OVERHEAD
 
 WORKER_MODULE = "innet.testbed.ina_worker"
 
@@ -55,6 +57,9 @@ class WorkerPlan:
     """Integer allreduce with an element-by-element check instead of float32."""
     chunk_deadline: float = 20.0
     """Seconds a chunk may stay incomplete before the agent gives up."""
+    count_iface: str | None = None
+    """Interface whose counters measure the bytes on the wire (``hI-eth0`` in Mininet); None:
+    count the agent's frames instead (loopback)."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -101,21 +106,31 @@ def exact_values(rank: int, size: int, repeat: int) -> np.ndarray:
     return np.random.default_rng([rank, size, repeat]).integers(-(1 << 30), 1 << 30, size, dtype=np.int32)
 
 
+def _agent_frames(stats: dict[str, int]) -> tuple[int, int]:
+    """(frames sent, frames received) from the agent's cumulative counters."""
+    received = sum(stats.get(k, 0) for k in ("results", "statuses", "late", "foreign"))
+    return stats.get("sent", 0), received
+
+
 def run(plan: WorkerPlan) -> int:
     n = plan.num_workers
     expected = n * (n + 1) / 2
+    frame_bytes = INNET_FRAME_OVERHEAD + 4 * plan.k
     all_ok = True
     with Agent(agent_config(plan, sum_bound=float(n)), capacity=max(plan.sizes)) as agent:
         token = np.zeros(1, np.int32)
+        agent.allreduce_int(token)
         for size in plan.sizes:
             times: list[float] = []
+            wire = ifstats.ZERO
             ok = True
             for i in range(plan.repeats + 1):
                 if plan.exact:
                     x = exact_values(plan.rank, size, i)
                     total = np.sum([exact_values(r, size, i).astype(np.int64) for r in range(n)], axis=0)
                     expect = ((total + (1 << 31)) % (1 << 32)) - (1 << 31)  # int32 wrap
-                agent.allreduce_int(token)  # barrier
+                agent.allreduce_int(token)  # barrier: every worker starts together
+                before = _counters(plan, agent)
                 start = time.perf_counter()
                 if plan.exact:
                     got = agent.allreduce_int(x)
@@ -125,13 +140,28 @@ def run(plan: WorkerPlan) -> int:
                     out = agent.allreduce(np.full(size, plan.rank + 1, np.float32))
                     elapsed = time.perf_counter() - start
                     ok = ok and bool(np.allclose(out, expected, rtol=0, atol=1e-3 * n))
+                agent.allreduce_int(token)  # barrier: late retransmissions of this operation settle
+                after = _counters(plan, agent)
                 if i > 0:
                     times.append(elapsed)
+                    wire = wire + (after - before)
             all_ok = all_ok and ok
+            ops = max(1, plan.repeats)
+            # The window holds the operation and the trailing barrier (one frame each way): subtract it.
+            wire = wire - ifstats.IfCounters(ops * frame_bytes, ops, ops * frame_bytes, ops)
             stats = agent.last.stats if agent.last is not None else {}
-            print(json.dumps({"rank": plan.rank, "elements": size, "times": times, "ok": ok, "stats": stats}),
-                  flush=True)
+            print(json.dumps({"rank": plan.rank, "elements": size, "times": times, "ok": ok, "stats": stats,
+                              "wire": {k: v / ops for k, v in asdict(wire).items()},
+                              "wire_source": plan.count_iface or "agent"}), flush=True)
     return 0 if all_ok else 1
+
+
+def _counters(plan: WorkerPlan, agent: Agent) -> ifstats.IfCounters:
+    if plan.count_iface is not None:
+        return ifstats.read(plan.count_iface)
+    frame_bytes = INNET_FRAME_OVERHEAD + 4 * plan.k
+    sent, received = _agent_frames(agent.last.stats if agent.last is not None else {})
+    return ifstats.IfCounters(received * frame_bytes, received, sent * frame_bytes, sent)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

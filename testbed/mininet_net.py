@@ -107,6 +107,9 @@ class MininetTestbed(Testbed):
         h = self.topology.workers[rank]
         return udp_transport(self.topology.switch().ip, h.address, self.options.agent_port)
 
+    def count_iface(self, host: str) -> str | None:
+        return f"{host}-eth0"
+
     def gloo_iface(self, host: str) -> str:
         return f"{host}-eth0"
 
