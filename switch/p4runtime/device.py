@@ -24,6 +24,7 @@ from innet.switch.p4runtime.errors import (
 )
 from innet.switch.p4runtime.externs import ExternState
 from innet.switch.p4runtime.packetio import pack_packet_out, unpack_packet_in
+from innet.switch.p4runtime.profiles import ProfileState
 from innet.switch.p4runtime.schema import Schema
 from innet.switch.p4runtime.tables import TableState
 from innet.switch.p4runtime.target import LoadedConfig, Target, TargetError
@@ -42,12 +43,15 @@ class _Active:
     schema: Schema
     tables: TableState
     externs: ExternState
+    profiles: ProfileState
 
     @classmethod
     def build(cls, config: p4r.ForwardingPipelineConfig, loaded: LoadedConfig) -> "_Active":
         schema = Schema.build(loaded.p4info)
         tables = TableState(schema, loaded.pipeline)
-        return cls(config, loaded, schema, tables, ExternState(schema, loaded.pipeline, tables))
+        profiles = ProfileState(schema, loaded.pipeline, tables)
+        tables.profiles = profiles
+        return cls(config, loaded, schema, tables, ExternState(schema, loaded.pipeline, tables), profiles)
 
 
 class Device:
@@ -132,11 +136,20 @@ class Device:
     def _reconcile(self, old: _Active, new: _Active) -> None:
         """Replay the old forwarding state into the new pipeline; drop what no longer fits."""
         updates: list[p4r.Update] = []
+        for members in old.profiles.members.values():
+            for member in members.values():
+                updates.append(p4r.Update(type=p4r.Update.INSERT, entity=p4r.Entity(action_profile_member=member)))
+        for groups in old.profiles.groups.values():
+            for group in groups.values():
+                updates.append(p4r.Update(type=p4r.Update.INSERT, entity=p4r.Entity(action_profile_group=group)))
         for table in old.tables.entries.values():
             for installed in table.values():
                 if installed.handle is not None:
                     updates.append(p4r.Update(type=p4r.Update.INSERT,
                                               entity=p4r.Entity(table_entry=installed.entry)))
+        for table_id in old.tables.default_indirect:
+            default = old.tables._default_entry(old.schema.table(table_id))
+            updates.append(p4r.Update(type=p4r.Update.MODIFY, entity=p4r.Entity(table_entry=default)))
         for table_id, action in old.tables.default_modified.items():
             entry = p4r.TableEntry(table_id=table_id, is_default_action=True)
             entry.action.action.CopyFrom(action)
@@ -232,6 +245,10 @@ class Device:
             ext.write_pre(kind, entity.packet_replication_engine_entry)
         elif which == "digest_entry":
             ext.write_digest(kind, entity.digest_entry)
+        elif which == "action_profile_member":
+            active.profiles.write_member(kind, entity.action_profile_member)
+        elif which == "action_profile_group":
+            active.profiles.write_group(kind, entity.action_profile_group)
         elif which is None:
             raise invalid("update has no entity")
         else:
@@ -275,12 +292,12 @@ class Device:
         elif which == "digest_entry":
             for d in ext.read_digest(entity.digest_entry):
                 yield p4r.Entity(digest_entry=d)
-        elif which in ("action_profile_member", "action_profile_group"):
-            # writes of these are UNIMPLEMENTED, so a (wildcard) read finds nothing
-            profile_id = getattr(entity, which).action_profile_id
-            if profile_id:
-                active.schema.lookup("action profile", active.schema.action_profiles, profile_id)
-            return
+        elif which == "action_profile_member":
+            for m in active.profiles.read_member(entity.action_profile_member):
+                yield p4r.Entity(action_profile_member=m)
+        elif which == "action_profile_group":
+            for g in active.profiles.read_group(entity.action_profile_group):
+                yield p4r.Entity(action_profile_group=g)
         elif which is None:
             raise invalid("read request entity has no type")
         else:

@@ -9,7 +9,7 @@ independent of the target.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import grpc
 from finsy.proto import p4i, p4r
@@ -23,8 +23,13 @@ from innet.switch.p4runtime.errors import (
     unimplemented,
 )
 from innet.switch.p4runtime.schema import Schema, TableInfo, decode_bytes, encode_bytes
+
+if TYPE_CHECKING:
+    from innet.switch.p4runtime.profiles import ProfileState
 from innet.switch.p4runtime.target import (
     ActionCall,
+    ProfilePipeline,
+    ProfileRef,
     EntryHandle,
     ExactMatch,
     FieldMatch,
@@ -54,6 +59,8 @@ class Installed:
     handle: EntryHandle | None
     """None for const entries declared by the program."""
     meter: MeterRates | None = None
+    ref: ProfileRef | None = None
+    """The member or group an entry of an indirect table points to."""
 
 
 def _dont_care(field: p4i.MatchField) -> FieldMatch:
@@ -240,6 +247,10 @@ class TableState:
         self.default_modified: dict[int, p4r.Action] = {}
         self.const_count: dict[int, int] = {}
         """Entries per table that the program declares (not counted against the size)."""
+        self.profiles: ProfileState | None = None
+        """Action profiles of the pipeline (set by the device); None: indirect tables fail."""
+        self.default_indirect: dict[int, ProfileRef] = {}
+        """Default member/group set on indirect tables."""
         for info in schema.tables.values():
             table = self.entries.setdefault(info.id, {})
             consts = pipeline.table_const_entries(info.name)
@@ -282,11 +293,19 @@ class TableState:
             if size and len(table) - self.const_count[info.id] >= size:
                 raise P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                      f"table {info.name!r} is full ({size} entries)")
-            handle = self.pipeline.table_insert(info.name, key, int(entry.priority), call)
+            ref = self._resolve(info, call)
+            try:
+                if ref is None:
+                    handle = self.pipeline.table_insert(info.name, key, int(entry.priority), call)  # type: ignore[arg-type]
+                else:
+                    handle = self._profile_target().table_insert_indirect(info.name, key, int(entry.priority), ref)
+            except Exception:
+                self._release(info, ref)
+                raise
             stored = p4r.TableEntry(table_id=info.id, match=canonical_match, priority=entry.priority,
                                     idle_timeout_ns=entry.idle_timeout_ns, metadata=entry.metadata)
-            stored.action.action.CopyFrom(action)
-            installed = Installed(stored, handle)
+            stored.action.CopyFrom(action)
+            installed = Installed(stored, handle, ref=ref)
             table[ident] = installed
             self._apply_resources(info, installed, entry)
             return
@@ -300,8 +319,18 @@ class TableState:
         if kind == p4r.Update.MODIFY:
             if entry.HasField("action"):
                 call, action = self._entry_action(info, entry)
-                self.pipeline.table_modify(info.name, existing.handle, call)
-                existing.entry.action.action.CopyFrom(action)
+                ref = self._resolve(info, call)
+                try:
+                    if ref is None:
+                        self.pipeline.table_modify(info.name, existing.handle, call)  # type: ignore[arg-type]
+                    else:
+                        self._profile_target().table_modify_indirect(info.name, existing.handle, ref)
+                except Exception:
+                    self._release(info, ref)
+                    raise
+                old, existing.ref = existing.ref, ref
+                existing.entry.action.CopyFrom(action)
+                self._release(info, old)
             existing.entry.idle_timeout_ns = entry.idle_timeout_ns
             existing.entry.metadata = entry.metadata
             self._apply_resources(info, existing, entry)
@@ -309,6 +338,7 @@ class TableState:
         if kind == p4r.Update.DELETE:
             self.pipeline.table_delete(info.name, existing.handle)
             del table[ident]
+            self._release(info, existing.ref)
             return
         raise invalid(f"update type {kind} is not INSERT, MODIFY or DELETE")
 
@@ -320,13 +350,52 @@ class TableState:
             raise invalid(f"table {info.name!r} has only exact/lpm fields: priority must be 0, "
                           f"got {entry.priority}")
 
-    def _entry_action(self, info: TableInfo, entry: p4r.TableEntry) -> tuple[ActionCall, p4r.Action]:
+    def _entry_action(self, info: TableInfo, entry: p4r.TableEntry
+                      ) -> tuple[ActionCall | ProfileRef | p4r.ActionProfileActionSet, p4r.TableAction]:
+        """What the entry runs (an action, or for indirect tables a member/group reference
+        or a one-shot action set, resolved by ``_resolve``) and its canonical TableAction."""
         kind = entry.action.WhichOneof("type")
         if kind is None:
             raise invalid(f"table {info.name!r}: the entry has no action")
-        if kind != "action":
+        indirect = bool(info.table.implementation_id)
+        if kind == "action":
+            if indirect:
+                raise invalid(f"table {info.name!r} has an action profile: entries give a member id, "
+                              "a group id or a one-shot action set, not an action")
+            call, action = parse_action(self.schema, info, entry.action.action, default=False)
+            return call, p4r.TableAction(action=action)
+        if self.profiles is None:
             raise unimplemented(f"table {info.name!r}: {kind} (action profiles) is not supported")
-        return parse_action(self.schema, info, entry.action.action, default=False)
+        if not indirect:
+            raise invalid(f"table {info.name!r} has no action profile: {kind} is not allowed")
+        canonical = p4r.TableAction()
+        canonical.CopyFrom(entry.action)
+        if kind == "action_profile_action_set":
+            canonical.ClearField("action_profile_action_set")
+            for a in entry.action.action_profile_action_set.action_profile_actions:
+                _, action = parse_action(self.schema, info, a.action, default=False)
+                out = canonical.action_profile_action_set.action_profile_actions.add(weight=a.weight)
+                out.action.CopyFrom(action)
+            return entry.action.action_profile_action_set, canonical
+        return self.profiles.entry_ref(info, entry.action), canonical
+
+    def _resolve(self, info: TableInfo, call: object) -> ProfileRef | None:
+        """None for a direct action; the member/group (one-shot: a new hidden group) otherwise."""
+        if isinstance(call, ActionCall):
+            return None
+        assert self.profiles is not None
+        if isinstance(call, ProfileRef):
+            return call
+        return self.profiles.oneshot(info, call)  # type: ignore[arg-type]
+
+    def _release(self, info: TableInfo, ref: ProfileRef | None) -> None:
+        if self.profiles is not None:
+            self.profiles.release_oneshot(info, ref)
+
+    def _profile_target(self) -> ProfilePipeline:
+        if not isinstance(self.pipeline, ProfilePipeline):
+            raise unimplemented("this target does not support action profiles")
+        return self.pipeline
 
     @staticmethod
     def _check_resources(info: TableInfo, entry: p4r.TableEntry) -> None:
@@ -353,15 +422,36 @@ class TableState:
             raise invalid(f"table {info.name!r}: a default entry has no match fields and no priority")
         if info.table.const_default_action_id:
             raise permission_denied(f"table {info.name!r} has a const default action")
+        if info.table.implementation_id:
+            self._write_default_indirect(info, entry)
+            return
         if not entry.HasField("action"):
             self.pipeline.table_set_default(info.name, None)
             self.default_modified.pop(info.id, None)
             return
         if entry.action.WhichOneof("type") != "action":
-            raise unimplemented(f"table {info.name!r}: default action through an action profile")
+            raise invalid(f"table {info.name!r} has no action profile: its default entry takes an action")
         call, action = parse_action(self.schema, info, entry.action.action, default=True)
         self.pipeline.table_set_default(info.name, call)
         self.default_modified[info.id] = action
+
+    def _write_default_indirect(self, info: TableInfo, entry: p4r.TableEntry) -> None:
+        """Default entry of an indirect table: a member or a group (BMv2's
+        ``set_default_member``/``set_default_group``), or back to the program's default."""
+        if self.profiles is None:
+            raise unimplemented(f"table {info.name!r}: default entries of indirect tables")
+        if not entry.HasField("action"):
+            self._profile_target().table_set_default_indirect(info.name, None)
+            self.default_indirect.pop(info.id, None)
+            self.default_modified.pop(info.id, None)
+            return
+        if entry.action.WhichOneof("type") not in ("action_profile_member_id", "action_profile_group_id"):
+            raise invalid(f"table {info.name!r} has an action profile: its default entry gives a member "
+                          "id or a group id")
+        ref = self.profiles.entry_ref(info, entry.action)
+        self._profile_target().table_set_default_indirect(info.name, ref)
+        self.default_indirect[info.id] = ref
+        self.default_modified.pop(info.id, None)
 
     # -- read ----------------------------------------------------------------------------
 
@@ -385,6 +475,13 @@ class TableState:
 
     def _default_entry(self, info: TableInfo) -> p4r.TableEntry:
         out = p4r.TableEntry(table_id=info.id, is_default_action=True)
+        ref = self.default_indirect.get(info.id)
+        if ref is not None:
+            if ref.member is not None:
+                out.action.action_profile_member_id = ref.member
+            else:
+                out.action.action_profile_group_id = ref.group  # type: ignore[assignment]
+            return out
         action = self.default_modified.get(info.id)
         if action is None:
             action = action_to_proto(self.schema, self.pipeline.table_get_default(info.name))

@@ -228,6 +228,53 @@ class LoadedPipeline(Protocol):
 
 
 @dataclass(frozen=True)
+class ProfileRef:
+    """What an entry of an indirect table points to: an action-profile member or an
+    action-selector group (exactly one of the two is set)."""
+
+    member: int | None = None
+    group: int | None = None
+
+
+@runtime_checkable
+class ProfilePipeline(Protocol):
+    """Action profiles and selectors, for targets that support them (by P4Info name).
+
+    Member and group ids are the controller's. Uniqueness, existence and reference checks
+    were done above; a target may still refuse with ``TargetError``.
+    """
+
+    def profile_member_set(self, profile: str, member_id: int, action: ActionCall, *, insert: bool) -> None:
+        """Create (``insert``) or change a member."""
+        ...
+
+    def profile_member_delete(self, profile: str, member_id: int) -> None:
+        """Remove a member that nothing references."""
+        ...
+
+    def profile_group_set(self, profile: str, group_id: int, members: Sequence[tuple[int, int]],
+                          *, insert: bool) -> None:
+        """Create (``insert``) or replace a group; ``members`` are (member id, weight)."""
+        ...
+
+    def profile_group_delete(self, profile: str, group_id: int) -> None:
+        """Remove a group that no entry references."""
+        ...
+
+    def table_insert_indirect(self, table: str, key: MatchKey, priority: int, ref: ProfileRef) -> EntryHandle:
+        """Add an entry of an indirect table; return a handle for it."""
+        ...
+
+    def table_modify_indirect(self, table: str, handle: EntryHandle, ref: ProfileRef) -> None:
+        """Point an entry to another member or group."""
+        ...
+
+    def table_set_default_indirect(self, table: str, ref: ProfileRef | None) -> None:
+        """Run a member or group on a miss; None restores the program's default action."""
+        ...
+
+
+@dataclass(frozen=True)
 class LoadedConfig:
     """A verified pipeline: the P4Info the controller sees and the program to run."""
 

@@ -1,0 +1,87 @@
+"""Action profiles and selectors of innet's executor behind the ``ProfilePipeline`` protocol.
+
+A mixin of ``InnetPipeline`` (``innet_target``): it needs ``self.pipeline`` (a
+``Pipeline``), ``self._table(name)``, ``self._fix_optional`` and ``self._entry``. The
+executor's errors become ``TargetError``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence, TypeVar
+
+from innet.switch.p4runtime.target import ActionCall, EntryHandle, MatchKey, ProfileRef, TargetError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _target_errors(method: F) -> F:
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from innet.switch.pipeline import PipelineError
+
+        try:
+            return method(*args, **kwargs)
+        except PipelineError as error:
+            raise TargetError(str(error)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _ref(ref: ProfileRef) -> dict[str, int]:
+    return {"member": ref.member} if ref.member is not None else {"group": ref.group}  # type: ignore[dict-item]
+
+
+class InnetProfiles:
+    """``ProfilePipeline`` methods over ``innet.switch.pipeline``."""
+
+    pipeline: Any
+    _table: Callable[[str], Any]
+    _fix_optional: Callable[[Any, list[Any]], list[Any]]
+
+    @_target_errors
+    def profile_member_set(self, profile: str, member_id: int, action: ActionCall, *, insert: bool) -> None:
+        prof = self.pipeline.action_profile(profile)
+        if insert:
+            prof.add_member(member_id, action.action, action.args)
+        else:
+            prof.modify_member(member_id, action.action, action.args)
+
+    @_target_errors
+    def profile_member_delete(self, profile: str, member_id: int) -> None:
+        self.pipeline.action_profile(profile).delete_member(member_id)
+
+    @_target_errors
+    def profile_group_set(self, profile: str, group_id: int, members: Sequence[tuple[int, int]],
+                          *, insert: bool) -> None:
+        prof = self.pipeline.action_profile(profile)
+        if insert:
+            prof.create_group(group_id, list(members))
+        else:
+            prof.set_group_members(group_id, list(members))
+
+    @_target_errors
+    def profile_group_delete(self, profile: str, group_id: int) -> None:
+        self.pipeline.action_profile(profile).delete_group(group_id)
+
+    @_target_errors
+    def table_insert_indirect(self, table: str, key: MatchKey, priority: int, ref: ProfileRef) -> EntryHandle:
+        from innet.switch.p4runtime.innet_target import _key_specs
+
+        t = self._table(table)
+        specs = self._fix_optional(t, _key_specs(key))
+        t.insert_indirect(specs, priority=priority, **_ref(ref))
+        return (table, tuple(specs), priority)
+
+    @_target_errors
+    def table_modify_indirect(self, table: str, handle: EntryHandle, ref: ProfileRef) -> None:
+        _, specs, priority = handle  # type: ignore[misc]
+        self._table(table).modify_indirect(list(specs), priority=priority, **_ref(ref))
+
+    @_target_errors
+    def table_set_default_indirect(self, table: str, ref: ProfileRef | None) -> None:
+        t = self._table(table)
+        if ref is None:
+            t.reset_default()
+        else:
+            t.set_default_indirect(**_ref(ref))
