@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from innet.conformance import SuiteReport, default_suites, run_suites
+from innet.testbed.commands import add_commands as add_testbed_commands
 
 
 def _print_report(report: SuiteReport, verbose: bool) -> None:
@@ -49,13 +50,6 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
     report = run_suites(dirs)
     _print_report(report, args.verbose)
     return 0 if report.failed == 0 else 1
-
-
-def _cmd_demo(args: argparse.Namespace) -> int:
-    # Until the in-network aggregation demo exists, the main job exercises the embedded
-    # target end to end: every STF suite compiled by the front-end and run by the executor.
-    args.dirs = []
-    return _cmd_conformance(args)
 
 
 # -- control plane (innet.controller): each command is a thin call into the API ---------
@@ -275,9 +269,7 @@ def _define(text: str) -> tuple[str, str | None]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="innet", description="In-network aggregation on P4 software switches.")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run the main job on the embedded target")
-    demo.add_argument("-v", "--verbose", action="store_true", help="list every test, not only failures")
-    demo.set_defaults(func=_cmd_demo)
+    add_testbed_commands(sub)  # demo, bench, testbed (innet.testbed.commands)
     conf = sub.add_parser("conformance", help="run STF suites (directories of NAME.p4 + NAME.stf)")
     conf.add_argument("dirs", nargs="*", help="suite directories (default: the repo's and ../shared/conformance)")
     conf.add_argument("-v", "--verbose", action="store_true", help="list every test, not only failures")

@@ -12,6 +12,8 @@ killed by name, only recorded or marked pids.
 from __future__ import annotations
 
 import fcntl
+import signal
+import time
 import os
 import re
 import shutil
@@ -21,8 +23,10 @@ from pathlib import Path
 from innet.testbed.processes import (
     STATE_DIR,
     ProcessRecord,
+    alive,
     end_process,
     find_marked,
+    read_owner,
     read_records,
     run_is_live,
     stale_runs,
@@ -94,3 +98,21 @@ def cleanup(state_dir: Path = STATE_DIR, switch_names: tuple[str, ...] = ("s1",)
     if mininet:
         done += _mininet_cleanup(sorted(switches))
     return done
+
+
+def down(state_dir: Path = STATE_DIR, timeout: float = 60.0) -> list[str]:
+    """Stop live runs (SIGTERM to the ``innet testbed up`` process that owns each, which tears
+    its testbed down), then :func:`cleanup`; what was done."""
+    done: list[str] = []
+    if state_dir.is_dir():
+        for run_dir in sorted(d for d in state_dir.iterdir() if d.is_dir() and run_is_live(d)):
+            owner = read_owner(run_dir)
+            if owner is None or not alive(owner):
+                continue
+            os.kill(owner.pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while run_is_live(run_dir) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            done.append(f"stopped run {run_dir.name} (owner pid {owner.pid})"
+                        + ("" if not run_is_live(run_dir) else f": still live after {timeout:g} s"))
+    return done + cleanup(state_dir)

@@ -102,6 +102,7 @@ class ProcessGroup:
         self._lock = open(self.dir / "lock", "w")
         fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         (self.dir / "pids").touch()
+        (self.dir / "owner").write_text(f"{os.getpid()} {start_ticks(os.getpid())}\n")
         return self
 
     def __enter__(self) -> "ProcessGroup":
@@ -204,6 +205,15 @@ class ProcessGroup:
                 self._lock = None
             if not keep_logs:
                 shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def read_owner(run_dir: Path) -> ProcessRecord | None:
+    """The process that opened the run (``owner`` file), or None."""
+    try:
+        pid, ticks = (run_dir / "owner").read_text().split()[:2]
+        return ProcessRecord(int(pid), int(ticks), "owner")
+    except (OSError, ValueError):
+        return None
 
 
 def read_records(run_dir: Path) -> list[ProcessRecord]:

@@ -1,0 +1,222 @@
+"""The ``demo``, ``bench`` and ``testbed`` subcommands of ``innet`` (thin calls into the testbed API).
+
+``innet.cli`` registers them with :func:`add_commands`; each handler parses its flags into
+a config value, calls one library function and turns its outcome into an exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
+    return console
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    """``1K,64K,1M`` -> (1024, 65536, 1048576)."""
+    out = []
+    for part in text.split(","):
+        part = part.strip().upper()
+        scale = {"K": 1 << 10, "M": 1 << 20}.get(part[-1:], 1)
+        number = part[:-1] if scale != 1 else part
+        try:
+            out.append(int(number) * scale)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"size {part!r}: expected a number with optional K or M") from None
+    return tuple(out)
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers") from None
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated numbers") from None
+
+
+def _quiet_mininet() -> None:
+    """Mininet logs tc warnings (HTB quantum) as errors; keep the entry point's output readable."""
+    try:
+        from mininet.log import setLogLevel
+
+        setLogLevel("critical")
+    except ImportError:
+        pass
+
+
+def _terminate_on_sigterm() -> None:
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+# -- demo ------------------------------------------------------------------------------------
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from innet.testbed.demo import DemoConfig, run
+
+    _quiet_mininet()
+    _terminate_on_sigterm()
+    config = DemoConfig(workers=args.workers, steps=args.steps, backend=args.backend, gloo=not args.no_gloo,
+                        bench_sizes=args.sizes, out_dir=args.out)
+    doc = run(config, _console())
+    train = doc["training"]
+    good = (train["workers_agree"] and train["switch_registers_match"] and train["bit_exact_with_model"]
+            and all(r["ok"] for r in doc["rows"]))
+    return 0 if good else EXIT_ERROR
+
+
+# -- bench -----------------------------------------------------------------------------------
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from innet.testbed import bench
+
+    _quiet_mininet()
+    _terminate_on_sigterm()
+    try:
+        config = bench.BenchConfig(workers=args.workers, sizes=args.sizes, losses=args.loss,
+                                   bw_mbps=args.bw or None, delay_ms=args.delay, repeats=args.repeats, k=args.k,
+                                   window=args.window, backend=args.backend, out_dir=args.out,
+                                   collectives=tuple(c for c in ("ina", "gloo") if c not in args.skip))
+    except ValueError as error:
+        print(f"innet bench: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    console = _console()
+    doc = bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"))
+    console.print(bench.table(doc))
+    json_path, png_path = bench.save(doc, config.out_dir)
+    console.print(f"wrote {json_path} and {png_path}")
+    if args.markdown:
+        print(bench.markdown_table(doc))
+    return 0 if all(r["ok"] for r in doc["rows"]) else EXIT_ERROR
+
+
+# -- testbed ---------------------------------------------------------------------------------
+
+
+def cmd_testbed_up(args: argparse.Namespace) -> int:
+    from innet.testbed.bringup import TestbedOptions
+    from innet.testbed.topology import TOPOLOGIES, Link, Topology, TopologyError
+
+    _quiet_mininet()
+    _terminate_on_sigterm()
+    console = _console()
+    try:
+        if args.topo_file is not None:
+            topo = Topology.load(args.topo_file)
+        else:
+            link = Link(bw_mbps=args.bw, delay_ms=args.delay, loss_pct=args.link_loss)
+            topo = TOPOLOGIES[args.topo](workers=args.workers, link=link)
+    except TopologyError as error:
+        print(f"innet testbed up: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    loopback = args.loopback or os.geteuid() != 0
+    options = TestbedOptions(switch_loss=args.switch_loss / 100 if loopback else 0.0)
+    if loopback:
+        from innet.testbed.loopback import LoopbackTestbed as Impl
+        if not args.loopback:
+            console.print("[yellow]not root: bringing the topology up on loopback[/]")
+    else:
+        from innet.testbed.mininet_net import MininetTestbed as Impl  # type: ignore[assignment]
+    console.print(str(topo), markup=False, highlight=False)
+    try:
+        with Impl(topo, options) as tb:
+            console.print(f"[green]up[/] ({tb.kind}): P4Runtime {tb.grpc_address} (device "
+                          f"{topo.switch().device_id}), job {tb.job.job_id} ({tb.job.mode}, "
+                          f"{tb.job.num_workers} workers, {tb.job.slot_count} slots, K={tb.options.k}); "
+                          f"run dir {tb.procs.dir}")
+            console.print(f"inspect with: innet inspect --switch {tb.grpc_address}")
+            if not loopback and not args.no_cli:
+                from mininet.cli import CLI
+
+                CLI(tb.net)  # type: ignore[attr-defined]
+            else:
+                console.print("waiting; Ctrl-C (or `innet testbed down`) tears it down")
+                while True:
+                    time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    console.print("testbed down")
+    return 0
+
+
+def cmd_testbed_down(args: argparse.Namespace) -> int:
+    from innet.testbed.cleanup import cleanup, down
+
+    done = down() if args.action == "down" else cleanup()
+    for line in done:
+        print(line)
+    if not done:
+        print("nothing to clean up")
+    return 0
+
+
+def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Register ``demo``, ``bench`` and ``testbed`` on the ``innet`` parser."""
+    backends = ["auto", "mininet", "loopback"]
+    demo = sub.add_parser("demo", help="bring up a 4-worker star, train with the switch as optimizer, "
+                                       "compare with gloo; results under results/")
+    demo.add_argument("--workers", type=int, default=4, help="workers in the star (default 4)")
+    demo.add_argument("--steps", type=int, default=150, help="training steps (default 150)")
+    demo.add_argument("--sizes", type=_sizes, default=(16384, 262144), help="benchmark sizes (default 16K,256K)")
+    demo.add_argument("--backend", choices=backends, default="auto", help="auto: Mininet when root, else loopback")
+    demo.add_argument("--no-gloo", action="store_true", help="skip the gloo baseline")
+    demo.add_argument("--out", type=Path, default=Path("results"), help="output directory (default results/)")
+    demo.set_defaults(func=cmd_demo)
+
+    bench = sub.add_parser("bench", help="allreduce benchmark: innet INA vs gloo ring on the same testbed")
+    bench.add_argument("--workers", type=_ints, default=(2, 4), help="worker counts, e.g. 2,4,8 (default 2,4)")
+    bench.add_argument("--sizes", type=_sizes, default=(1024, 16384, 262144),
+                       help="elements per allreduce, e.g. 1K,64K,1M,16M (default 1K,16K,256K)")
+    bench.add_argument("--loss", type=_floats, default=(0.0,), help="loss percentages, e.g. 0,1,5 (default 0)")
+    bench.add_argument("--bw", type=float, default=1000.0, help="link rate in Mbit/s, 0: unshaped (Mininet)")
+    bench.add_argument("--delay", type=float, default=None, help="one-way link delay in ms (Mininet)")
+    bench.add_argument("--repeats", type=int, default=2, help="timed operations per point (default 2)")
+    bench.add_argument("-k", type=int, default=64, choices=[64, 256], help="values per packet (INNET_K)")
+    bench.add_argument("--window", type=int, default=16, help="slots per job (default 16)")
+    bench.add_argument("--backend", choices=backends, default="auto", help="auto: Mininet when root")
+    bench.add_argument("--skip", action="append", default=[], choices=["ina", "gloo"], help="leave one out")
+    bench.add_argument("--out", type=Path, default=Path("results"), help="output directory (default results/)")
+    bench.add_argument("--markdown", action="store_true", help="also print the rows as a Markdown table")
+    bench.set_defaults(func=cmd_bench)
+
+    tb = sub.add_parser("testbed", help="bring a topology up with the job ready, or remove leftovers")
+    tbsub = tb.add_subparsers(dest="action", required=True)
+    up = tbsub.add_parser("up", help="bring up; Mininet CLI (or wait with --no-cli / on loopback) until exit")
+    up.add_argument("--topo", choices=["star"], default="star", help="topology generator (default star)")
+    up.add_argument("--topo-file", type=Path, default=None, help="a saved topology (JSON) instead of --topo")
+    up.add_argument("--workers", type=int, default=4, help="workers (default 4)")
+    up.add_argument("--bw", type=float, default=None, help="link rate in Mbit/s (Mininet)")
+    up.add_argument("--delay", type=float, default=None, help="one-way link delay in ms (Mininet)")
+    up.add_argument("--link-loss", type=float, default=None, help="link loss in percent (Mininet netem)")
+    up.add_argument("--switch-loss", type=float, default=0.0, help="loopback: drop percent of switch output")
+    up.add_argument("--loopback", action="store_true", help="no Mininet: UDP switch ports on 127.0.0.1")
+    up.add_argument("--no-cli", action="store_true", help="wait for Ctrl-C instead of the Mininet CLI")
+    up.set_defaults(func=cmd_testbed_up)
+    for name, text in (("down", "stop live testbeds (their `up` process) and remove leftovers"),
+                       ("cleanup", "remove leftovers of crashed runs (processes, interfaces)")):
+        tbsub.add_parser(name, help=text).set_defaults(func=cmd_testbed_down)
