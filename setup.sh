@@ -33,4 +33,19 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stam
   .venv/bin/python -m pip install -q -e '.[test,plot,ml]'
   touch "$stamp"
 fi
+# torch (CPU) for the gloo baseline of `innet bench`/`innet demo`; kept out of innet's core
+# imports. The wheel comes from the local wheel directory when pip is configured with it
+# (find-links), else from PyPI. INNET_NO_TORCH=1 skips it (the demo then runs innet only).
+TORCH_VERSION=2.13.0
+if [ "${INNET_NO_TORCH:-0}" != 1 ] && ! .venv/bin/python -c "import torch" 2>/dev/null; then
+  echo "setup.sh: pip install torch==$TORCH_VERSION (gloo baseline)"
+  wheel_dir=/opt/wheels
+  if [ -d "$wheel_dir" ]; then
+    .venv/bin/python -m pip install -q --find-links "$wheel_dir" "torch==$TORCH_VERSION" \
+      || echo "setup.sh: torch not installed; innet demo/bench will skip gloo" >&2
+  else
+    .venv/bin/python -m pip install -q "torch==$TORCH_VERSION" \
+      || echo "setup.sh: torch not installed; innet demo/bench will skip gloo" >&2
+  fi
+fi
 echo "setup.sh: ready (.venv/bin/innet, .venv/bin/python -m pytest)"
