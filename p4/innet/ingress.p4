@@ -4,12 +4,13 @@
  */
 
 /*
- * (a * b) >> shift of int32 operands (bit<32> holding two's complement): int64 product,
- * arithmetic (floor) shift by a bit<8>, int32 wrap. A macro rather than a P4 function:
- * it runs 2 * K times on a momentum completion and the executor inlines it this way.
+ * (f * b) >> shift with f an int<64> factor (lr or beta, sign-extended once per packet) and
+ * b a bit<32> holding an int32: int64 product, arithmetic (floor) shift by a bit<8>, int32
+ * wrap. A macro rather than a P4 function: it runs 2 * K times on a momentum completion
+ * and the executor inlines it this way.
  */
-#define INNET_FIXMUL(a, b, shift) \
-    ((bit<32>)(bit<64>)(((int<64>)(int<32>)(a) * (int<64>)(int<32>)(b)) >> (shift)))
+#define INNET_FIXMUL(f, b, shift) \
+    ((bit<32>)(bit<64>)(((f) * (int<64>)(int<32>)(b)) >> (shift)))
 
 /* Per-element state: accumulator of each slot copy; parameter and momentum per chunk. */
 #define INNET_ELEMENT_REGISTERS(i) \
@@ -32,17 +33,17 @@
 /* sgd: w = w - ((lr * g) >> lr_shift); the packet carries w. */
 #define INNET_SGD_STEP(i) \
     innet_param_##i.read(w, p); \
-    w = w - INNET_FIXMUL(meta.lr, INNET_V(i), meta.lr_shift); \
+    w = w - INNET_FIXMUL(lr, INNET_V(i), meta.lr_shift); \
     innet_param_##i.write(p, w); \
     INNET_V(i) = w;
 
 /* momentum: m = ((beta * m) >> beta_shift) + g; w = w - ((lr * m) >> lr_shift). */
 #define INNET_MOMENTUM_STEP(i) \
     innet_mom_##i.read(m, p); \
-    m = INNET_FIXMUL(meta.beta, m, meta.beta_shift) + INNET_V(i); \
+    m = INNET_FIXMUL(beta, m, meta.beta_shift) + INNET_V(i); \
     innet_mom_##i.write(p, m); \
     innet_param_##i.read(w, p); \
-    w = w - INNET_FIXMUL(meta.lr, m, meta.lr_shift); \
+    w = w - INNET_FIXMUL(lr, m, meta.lr_shift); \
     innet_param_##i.write(p, w); \
     INNET_V(i) = w;
 
@@ -208,6 +209,8 @@ control MyIngress(inout headers hdr, inout metadata meta,
                         bit<32> p = meta.param_base + hdr.innet.chunk;
                         bit<32> w;
                         bit<32> m;
+                        int<64> lr = (int<64>)(int<32>)meta.lr;
+                        int<64> beta = (int<64>)(int<32>)meta.beta;
                         if (meta.mode == INNET_MODE_SGD) {
                             INNET_FOR_EACH(INNET_SGD_STEP)
                         } else if (meta.mode == INNET_MODE_MOMENTUM) {
