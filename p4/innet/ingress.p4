@@ -158,7 +158,8 @@ control MyIngress(inout headers hdr, inout metadata meta,
         switch_addr.apply();
         if (hdr.innet.isValid() && hdr.ipv4.dstAddr == meta.switch_ip) {
             bit<32> job = (bit<32>)hdr.innet.job;
-            if (innet_jobs.apply().miss || hdr.innet.job >= INNET_MAX_JOBS) {
+            bool known = innet_jobs.apply().hit;
+            if (!known || hdr.innet.job >= INNET_MAX_JOBS) {
                 innet_drops.count(0);
                 drop();
             } else if (hdr.innet.msg_type != INNET_CONTRIB
