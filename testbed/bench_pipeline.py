@@ -8,9 +8,9 @@ workloads:
 - ``agg64``: 64 bit<32> header values added into 64 register arrays per packet --
   target >= 30,000 pkt/s.
 
-The programs are ``p4/examples/<name>.p4`` when present (and shaped as expected), else the
-copies under ``testbed/p4/``. Prints a rich table and saves JSON (and a PNG when
-matplotlib is installed) naming the machine and settings.
+The programs are ``p4/examples/<name>.p4``: the control-plane commands of the example's
+``.stf`` are applied and its packets that produce output are replayed. Prints a rich table
+and saves JSON (and a PNG when matplotlib is installed) naming the machine and settings.
 """
 
 from __future__ import annotations
@@ -19,48 +19,13 @@ import argparse
 import json
 import os
 import platform
-import struct
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 TARGETS = {"basic_forward": 100_000, "agg64": 30_000}
-
-
-def _ipv4(src: int, dst: int, ttl: int = 64) -> bytes:
-    hdr = struct.pack("!BBHHHBBHII", 0x45, 0, 20 + 26, 1, 0, ttl, 17, 0, src, dst)
-    s = sum(struct.unpack("!10H", hdr))
-    s = (s & 0xFFFF) + (s >> 16)
-    s = (s & 0xFFFF) + (s >> 16)
-    hdr = hdr[:10] + struct.pack("!H", ~s & 0xFFFF) + hdr[12:]
-    eth = bytes.fromhex("000000000001" "000000000002" "0800")
-    return eth + hdr + bytes(26)
-
-
-def setup_basic_forward(pl: Any) -> list[tuple[int, bytes]]:
-    from innet.switch.pipeline import KeySpec
-
-    table = next(t for t in pl.tables.values() if any(k.kind == "lpm" for k in t.keys))
-    action = next(a for a in table.actions.values() if len(a.params) == 2)
-    for i in range(256):
-        table.insert([KeySpec((10 << 24) | (i << 8), prefix_len=24)], action.name, [0x0A0000000000 + i, 1 + i % 8])
-    return [(0, _ipv4(0x0A000001, (10 << 24) | ((i % 256) << 8) | 7)) for i in range(1024)]
-
-
-def setup_agg64(pl: Any) -> list[tuple[int, bytes]]:
-    eth = bytes.fromhex("000000000001" "000000000002" "88b5")
-    pkts = []
-    for i in range(1024):
-        vals = struct.pack("!65I", i % 512, *[(i * 64 + j) & 0xFFFFFFFF for j in range(64)])
-        pkts.append((0, eth + vals))
-    return pkts
-
-
-SETUPS: dict[str, Callable[[Any], list[tuple[int, bytes]]]] = {
-    "basic_forward": setup_basic_forward, "agg64": setup_agg64,
-}
 
 
 def measure(pl: Any, pkts: list[tuple[int, bytes]], seconds: float) -> tuple[float, int]:
@@ -82,32 +47,26 @@ def measure(pl: Any, pkts: list[tuple[int, bytes]], seconds: float) -> tuple[flo
 
 
 def load_workload(name: str) -> tuple[Path, Any, list[tuple[int, bytes]], str]:
-    """(program, pipeline, packets, source of packets) for one workload.
-
-    With ``p4/examples/<name>.p4`` and its ``.stf``: the STF's control-plane commands are
-    applied and its packets that produce output are replayed. Otherwise the copy under
-    ``testbed/p4`` with synthetic routes and packets."""
+    """(program, pipeline, packets, source of packets) for one workload:
+    ``p4/examples/<name>.p4`` with the control plane and forwarded packets of its ``.stf``."""
     from innet.switch.pipeline import Pipeline
     from innet.switch.stf import apply_control, parse_stf
 
     example = REPO / "p4" / "examples" / f"{name}.p4"
     stf = example.with_suffix(".stf")
-    if example.is_file() and stf.is_file():
-        pl = Pipeline.from_file(example)
-        test = parse_stf(stf.read_text(), str(stf))
-        for _, cmd, args in test.control:
-            apply_control(pl, cmd, args)
-        pkts = [(port, data) for _, port, data in test.packets if pl.process(port, data)]
-        return example, pl, pkts, f"{len(pkts)} forwarded packet(s) of {stf.name}"
-    path = REPO / "testbed" / "p4" / f"{name}.p4"
-    pl = Pipeline.from_file(path)
-    pkts = SETUPS[name](pl)
-    return path, pl, pkts, f"{len(pkts)} synthetic packets"
+    if not (example.is_file() and stf.is_file()):
+        raise FileNotFoundError(f"{name}: benchmark program {example} or its {stf.name} is missing")
+    pl = Pipeline.from_file(example)
+    test = parse_stf(stf.read_text(), str(stf))
+    for _, cmd, args in test.control:
+        apply_control(pl, cmd, args)
+    pkts = [(port, data) for _, port, data in test.packets if pl.process(port, data)]
+    return example, pl, pkts, f"{len(pkts)} forwarded packet(s) of {stf.name}"
 
 
 def run(seconds: float) -> list[dict[str, Any]]:
     rows = []
-    for name in SETUPS:
+    for name in TARGETS:
         path, pl, pkts, what = load_workload(name)
         if not pkts or not pl.process(*pkts[0]):
             raise RuntimeError(f"{name}: no benchmark packet produces output")

@@ -129,6 +129,7 @@ class ProgramCompiler:
         self._nref = 0
         self.sources: list[str] = []
         self._fns: dict[int, str] = {}
+        self._ret: dict[int, int] = {}
         self.tables: dict[int, TableGlue] = {}
         self.states: dict[int, Any] = {}
         self.registers: dict[str, Register] = {}
@@ -254,9 +255,18 @@ class ProgramCompiler:
         name = f"F{len(self._fns)}_{_ident(f.name)}"
         self._fns[id(f)] = name
         g = self._gen("function")
+        g.func = f
         g.block(f.body)
         self._define(f"def {name}(S):", g)
         return name
+
+    def function_ret(self, f: ir.Function) -> int:
+        """Slot base where function ``f`` leaves a struct/header result (P4 has no recursion,
+        so one region per function suffices; callers copy it out right after the call)."""
+        base = self._ret.get(id(f))
+        if base is None:
+            base = self._ret[id(f)] = self.layout.alloc(f.return_type, f"{f.name}.return")
+        return base
 
     def control_fn(self, c: ir.Control) -> str:
         name = self._fns.get(id(c))
