@@ -5,7 +5,9 @@ Commands: ``add <table> [prio] <key>:<value> ... <action>(<param>:<value>, ...)`
 (``*`` = any nibble, ``$`` = exact length, no data = any packet), ``no_packet [port]``,
 ``mc_mgrp_create <grp>``, ``mc_node_create <rid> <ports...>``, ``mc_node_associate <grp>
 <handle>``, ``mirroring_add <session> <port>``, ``register_write <reg> <idx> <value>``,
-``register_read <reg> <idx> <value>`` (a check, evaluated after all packets), ``#`` comments.
+``register_read <reg> <idx> <value>`` (a check, evaluated after all packets),
+``counter_read <counter> <idx> <packets> [<bytes>]`` and p4c's ``check_counter
+<counter>(<idx>) [packets|bytes] <op> <value>`` (checks too), ``#`` comments.
 
 Action profiles and selectors (p4c's driver has no commands for them; innet takes
 ``simple_switch_CLI``'s, the way the driver passes ``mc_*`` and ``mirroring_add`` through):
@@ -409,7 +411,11 @@ def run_test(pl: Pipeline, test: StfTest, name: str = "<stf>") -> StfResult:
                 lines.append(f"  {mark} #{i}: expected {es}\n             got      {ds}")
             problems.append("\n".join(lines))
     for lineno, cmd, args in test.checks:
-        if cmd == "register_read":
+        if cmd in ("counter_read", "check_counter"):
+            problem = _check_counter(pl, cmd, args, lineno)
+            if problem:
+                problems.append(problem)
+        elif cmd == "register_read":
             try:
                 v = pl.register(args[0]).read(int(args[1], 0))
             except PipelineError as e:
@@ -421,6 +427,46 @@ def run_test(pl: Pipeline, test: StfTest, name: str = "<stf>") -> StfResult:
     if problems:
         return StfResult(False, f"{name}: output mismatch\n" + "\n".join(problems))
     return StfResult(True, f"{name}: {len(test.packets)} packet(s), all outputs as expected")
+
+
+_CHECK_COUNTER = re.compile(r"^([\w.]+)\((\d+|0x[0-9a-fA-F]+)\)$")
+_COMPARE = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+            "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+
+def _check_counter(pl: Pipeline, cmd: str, args: list[str], lineno: int) -> str | None:
+    """Evaluate a counter check; returns a problem description or None.
+
+    ``counter_read <counter> <index> <packets> [<bytes>]`` (innet's, shaped like
+    ``register_read``) and p4c's ``check_counter <counter>(<index>) [packets|bytes] <op> <value>``.
+    A malformed line is a problem, never a silently passing check."""
+    try:
+        if cmd == "counter_read":
+            if len(args) not in (3, 4):
+                return f"line {lineno}: counter_read takes <counter> <index> <packets> [<bytes>], got {' '.join(args)!r}"
+            name, index = args[0], int(args[1], 0)
+            checks = [("packets", "==", int(args[2], 0))]
+            if len(args) == 4:
+                checks.append(("bytes", "==", int(args[3], 0)))
+        else:
+            m = _CHECK_COUNTER.match(args[0]) if args else None
+            rest = args[1:]
+            if rest and rest[0] in ("packets", "bytes"):
+                what, rest = rest[0], rest[1:]
+            else:
+                what = "packets"
+            if m is None or len(rest) != 2 or rest[0] not in _COMPARE:
+                return (f"line {lineno}: check_counter takes <counter>(<index>) [packets|bytes] <op> <value>, "
+                        f"got {' '.join(args)!r}")
+            name, index = m.group(1), int(m.group(2), 0)
+            checks = [(what, rest[0], int(rest[1], 0))]
+        packets, nbytes = pl.counter_read(name, index)
+    except (PipelineError, ValueError) as e:
+        return f"line {lineno}: {cmd}: {e}"
+    got = {"packets": packets, "bytes": nbytes}
+    bad = [f"{what} = {got[what]}, expected {op} {want}" for what, op, want in checks
+           if not _COMPARE[op](got[what], want)]
+    return f"line {lineno}: counter {name}[{index}]: " + "; ".join(bad) if bad else None
 
 
 def run_stf(p4_path: str | Path, stf_path: str | Path, include_dirs: Sequence[str | Path] = ()) -> StfResult:

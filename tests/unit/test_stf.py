@@ -1,5 +1,7 @@
 """STF parsing and key values (innet.switch.stf)."""
 
+import re
+
 import pytest
 
 from innet.switch.stf import Expect, StfError, _matches, key_spec, parse_stf, parse_value
@@ -52,3 +54,53 @@ def test_expect_matching() -> None:
     assert not _matches(Expect(1, "01**ff", True, 1), bytes([1, 0x77, 0xFF, 0]))
     assert _matches(Expect(1, "01**ff", False, 1), bytes([1, 0x77, 0xFF, 0]))
     assert _matches(Expect(1, "", False, 1), b"anything")
+
+
+COUNTER_P4 = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> k; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in pkt, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { pkt.extract(h.h); transition accept; }
+}
+control VC(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    counter(32w4, CounterType.packets_and_bytes) c;
+    apply { sm.egress_spec = 1; c.count((bit<32>)h.h.k); }
+}
+control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
+control CC(inout H h, inout M m) { apply { } }
+control D(packet_out pkt, in H h) { apply { pkt.emit(h.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+@pytest.mark.parametrize(
+    ("check", "problem"),
+    [
+        ("check_counter I.c(1) packets == 2", None),
+        ("check_counter c(1) bytes == 5", None),
+        ("counter_read c 1 2 5", None),
+        ("check_counter c(1) packets == 3", r"line 5: counter c\[1\]: packets = 2, expected == 3"),
+        ("counter_read c 1 2 6", r"bytes = 5, expected == 6"),
+        ("check_counter c(9) == 0", r"check_counter: .*9"),
+        ("check_counter c[1] == 0", r"check_counter takes <counter>\(<index>\)"),
+        ("counter_read c 1", r"counter_read takes"),
+        ("check_counter nosuch(0) == 0", r"nosuch"),
+    ],
+)
+def test_counter_checks_are_evaluated(tmp_path, check: str, problem: str | None) -> None:
+    from innet.switch.stf import run_stf
+
+    prog = tmp_path / "c.p4"
+    prog.write_text(COUNTER_P4)
+    stf = tmp_path / "c.stf"
+    stf.write_text(f"packet 0 01 aa\nexpect 1 01 aa $\npacket 0 01 bb cc\nexpect 1 01 bb cc $\n{check}\n")
+    result = run_stf(prog, stf)
+    if problem is None:
+        assert result.passed, result.message
+    else:
+        assert not result.passed
+        assert re.search(problem, result.message), result.message
