@@ -230,14 +230,21 @@ def quiet_hosts(net: Mininet) -> None:
 
 
 @contextlib.contextmanager
+def state_lock(state_dir: Path = STATE_DIR) -> Iterator[None]:
+    """Hold the exclusive lock of Mininet runs in ``state_dir`` (blocks until free)."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with open(state_dir / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@contextlib.contextmanager
 def innet_network(topo: Topo, state_dir: Path = STATE_DIR, **switch_params: Any) -> Iterator[Mininet]:
     """A started Mininet of ``topo`` with InnetSwitch nodes; everything undone on exit."""
     if os.geteuid() != 0:
         raise InnetSwitchError("Mininet with innet switches needs root (network namespaces, veths)")
-    state_dir.mkdir(parents=True, exist_ok=True)
     names = list(topo.switches())
-    with open(state_dir / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with state_lock(state_dir):
         cleanup_leftovers(names, state_dir)
 
         def make_switch(name: str, **params: Any) -> InnetSwitch:

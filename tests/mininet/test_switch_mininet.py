@@ -20,7 +20,7 @@ from mininet.topo import SingleSwitchTopo
 
 from innet.switch.p4info import parse_p4info
 from innet.switch.p4runtime.client import P4Names, P4RuntimeClient
-from innet.testbed.mininet_switch import STATE_DIR, cleanup_leftovers, innet_network
+from innet.testbed.mininet_switch import STATE_DIR, cleanup_leftovers, innet_network, state_lock
 
 RECEIVER = """
 import json, socket, sys
@@ -36,6 +36,13 @@ except socket.timeout:
     pass
 print(json.dumps(got), flush=True)
 """
+
+
+def _assert_nothing_left() -> None:
+    """No pid file and no s1-eth* link (checked under the lock: other sessions' runs are not ours)."""
+    with state_lock():
+        assert not (STATE_DIR / "s1.pid").exists()
+        assert "s1-eth" not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
 
 
 def _route(names: P4Names, host, port: int) -> p4r.Update:
@@ -75,21 +82,23 @@ def test_ping_and_udp_through_innet_switch(basic_forward: tuple[Path, Path]):
                 receiver.kill()
                 receiver.wait(timeout=10)
             assert got == [[f"datagram-{i}", "10.0.0.1"] for i in range(3)]
-    assert not (STATE_DIR / "s1.pid").exists()
-    assert "s1-eth1" not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    _assert_nothing_left()
 
 
 def test_leftovers_of_a_crashed_run_are_removed():
-    """A stray s1-eth1 and a still-running recorded innet-switch do not break the next run."""
-    subprocess.run(["ip", "link", "add", "s1-eth1", "type", "veth", "peer", "name", "innet-strayp"],
-                   check=True, timeout=10)
-    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    """A stray s1-eth1 and a still-running recorded innet-switch do not break the next run.
+
+    The strays are made under the Mininet lock, so a concurrent Mininet run (another
+    test session) is never disturbed; the next run to take the lock removes them."""
     stray = subprocess.Popen([sys.executable, "-m", "innet.switch.cli.switch", "--no-p4",
                               "--grpc-server-addr", "127.0.0.1:0", "--log-level", "warning"],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert stray.stdout is not None and "listening on" in stray.stdout.readline()
-        (STATE_DIR / "s1.pid").write_text(f"{stray.pid}\n")
+        with state_lock():
+            subprocess.run(["ip", "link", "add", "s1-eth1", "type", "veth", "peer", "name", "innet-strayp"],
+                           check=True, timeout=10)
+            (STATE_DIR / "s1.pid").write_text(f"{stray.pid}\n")
         with innet_network(SingleSwitchTopo(2)) as net:
             assert stray.wait(timeout=30) is not None  # ended by the cleanup before the build
             assert net.get("s1").connected()
@@ -99,7 +108,8 @@ def test_leftovers_of_a_crashed_run_are_removed():
             stray.kill()
         stray.wait(timeout=10)
         subprocess.run(["ip", "link", "del", "innet-strayp"], capture_output=True, timeout=10)
-    assert cleanup_leftovers(["s1"]) == []
+    with state_lock():
+        assert cleanup_leftovers(["s1"]) == []
 
 
 def test_failure_inside_the_network_still_cleans_up():
@@ -112,5 +122,4 @@ def test_failure_inside_the_network_still_cleans_up():
     except RuntimeError as error:
         assert str(error) == "test body failed"
     assert pid is not None and not Path(f"/proc/{pid}").exists()  # reaped by InnetSwitch.stop
-    assert not (STATE_DIR / "s1.pid").exists()
-    assert "s1-eth" not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    _assert_nothing_left()
