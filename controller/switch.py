@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import grpc
 from finsy.proto import p4r
@@ -182,7 +182,7 @@ class Switch:
             return []
         return self.registers.read(info, indexes)
 
-    def write_registers(self, cells: dict[str, Sequence[tuple[int, int]]]) -> None:
+    def write_registers(self, cells: Mapping[str, Sequence[tuple[int, int]]]) -> None:
         """Write many registers at once: name -> [(index, value), ...], batched."""
         resolved: dict[str, Sequence[tuple[int, int]]] = {}
         for name, items in cells.items():

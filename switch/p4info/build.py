@@ -8,7 +8,7 @@ then the message is filled block by block in the order of
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from finsy.proto import p4i
 
@@ -85,7 +85,7 @@ def _int_annotation(annotations: ir.Annotations, name: str, owner: str) -> int |
         return None
     value = ann.body[0] if ann.body else ann.text.strip()
     try:
-        return int(value, 0) if isinstance(value, str) else int(value)  # type: ignore[arg-type]
+        return int(value, 0) if isinstance(value, str) else int(cast(int, value))
     except (TypeError, ValueError):
         raise P4InfoError(f"@{name} on {owner} must be an integer, got {ann.text or ann.body!r}") from None
 

@@ -8,9 +8,12 @@ executor's errors become ``TargetError``.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar, cast
 
 from innet.switch.p4runtime.target import ActionCall, EntryHandle, MatchKey, ProfileRef, TargetError
+
+if TYPE_CHECKING:
+    from innet.switch.pipeline import KeySpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,6 +33,12 @@ def _target_errors(method: F) -> F:
 
 def _ref(ref: ProfileRef) -> dict[str, int]:
     return {"member": ref.member} if ref.member is not None else {"group": ref.group}  # type: ignore[dict-item]
+
+
+
+def unpack_handle(handle: EntryHandle) -> tuple[str, tuple[KeySpec, ...], int]:
+    """Entry handles this target hands out are ``(table, key specs, priority)`` tuples."""
+    return cast("tuple[str, tuple[KeySpec, ...], int]", handle)
 
 
 class InnetProfiles:
@@ -75,7 +84,7 @@ class InnetProfiles:
 
     @_target_errors
     def table_modify_indirect(self, table: str, handle: EntryHandle, ref: ProfileRef) -> None:
-        _, specs, priority = handle  # type: ignore[misc]
+        _, specs, priority = unpack_handle(handle)
         self._table(table).modify_indirect(list(specs), priority=priority, **_ref(ref))
 
     @_target_errors

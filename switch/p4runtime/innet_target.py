@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from finsy.proto import p4i
 
-from innet.switch.p4runtime.innet_profiles import InnetProfiles
+from innet.switch.p4runtime.innet_profiles import InnetProfiles, unpack_handle
 from innet.switch.p4runtime.target import (
     ActionCall,
     ConstEntry,
@@ -44,6 +44,7 @@ LOG = logging.getLogger(__name__)
 
 HIDDEN_GROUP_BASE = 1 << 16
 US_PER_S = 1_000_000
+
 
 
 def _key_specs(key: MatchKey) -> list[Any]:
@@ -121,17 +122,17 @@ class InnetPipeline(InnetProfiles):
         return (table, tuple(specs), priority)
 
     def _entry(self, handle: EntryHandle) -> Any:
-        table, specs, priority = handle  # type: ignore[misc]
+        table, specs, priority = unpack_handle(handle)
         return self._table(table)._find(list(specs), priority)[1]
 
     @_control_plane
     def table_modify(self, table: str, handle: EntryHandle, action: ActionCall) -> None:
-        _, specs, priority = handle  # type: ignore[misc]
+        _, specs, priority = unpack_handle(handle)
         self._table(table).modify(list(specs), action.action, action.args, priority)
 
     @_control_plane
     def table_delete(self, table: str, handle: EntryHandle) -> None:
-        _, specs, priority = handle  # type: ignore[misc]
+        _, specs, priority = unpack_handle(handle)
         self._table(table).delete(list(specs), priority)
 
     @_control_plane
