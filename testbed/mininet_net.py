@@ -2,7 +2,8 @@
 
 Hosts ``hI`` get the topology's IP and MAC, IPv6 off and TX checksum offload off
 (``innet.testbed.mininet_switch.quiet_hosts``); shaped links are ``TCLink`` with the
-topology's rate/delay/jitter/loss (HTB + netem on both ends, so each direction); switch
+topology's rate/delay/jitter/loss (HTB + netem on both ends, so each direction; without
+netem in the kernel, loss is a cls_bpf random drop, see ``innet.testbed.impair``); switch
 port ``p`` is ``s1-eth<p>``. Worker processes run in their host (``host.popen``) and reach
 the switch with plain UDP at the switch's IP (proxy ARP by ``innet.p4``); gloo runs there
 too, over the same links and through the same switch.
@@ -17,17 +18,20 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from innet.testbed import impair
 from innet.testbed.bringup import Testbed, TestbedError
 from innet.testbed.cleanup import SWITCHES_FILE
 from innet.testbed.ina_worker import udp_transport
 from innet.testbed.topology import Topology
 
 
-def mininet_topo(topology: Topology, **switch_params: Any) -> Any:
-    """A ``mininet.topo.Topo`` of ``topology`` (links shaped with ``TCLink`` where needed)."""
+def mininet_topo(topology: Topology, netem: bool = True, **switch_params: Any) -> Any:
+    """A ``mininet.topo.Topo`` of ``topology`` (links shaped with ``TCLink`` where needed);
+    without ``netem`` the loss is left out (see :mod:`innet.testbed.impair`)."""
     from mininet.link import TCLink
     from mininet.topo import Topo
 
@@ -40,8 +44,11 @@ def mininet_topo(topology: Topology, **switch_params: Any) -> Any:
         opts: dict[str, Any] = {"port2": c.b_port}
         if c.a_port is not None:
             opts["port1"] = c.a_port
-        if c.link.shaped:
-            opts.update(cls=TCLink, **c.link.tc_params())
+        params = c.link.tc_params()
+        if not netem:
+            params.pop("loss", None)
+        if params:
+            opts.update(cls=TCLink, **params)
         topo.addLink(c.a, c.b, **opts)
     return topo
 
@@ -63,13 +70,31 @@ class MininetTestbed(Testbed):
         from innet.testbed.mininet_switch import innet_network
 
         (self.procs.dir / SWITCHES_FILE).write_text("\n".join(s.name for s in self.topology.switches) + "\n")
-        topo = mininet_topo(self.topology)
-        self.net = self._stack.enter_context(innet_network(
-            topo, program=None, log_level=self.options.switch_log_level,
-            start_timeout=self.options.start_timeout))
+        netem = impair.netem_available()
+        if not netem:
+            for c in self.topology.links:
+                if c.link.delay_ms is not None or c.link.jitter_ms is not None:
+                    raise TestbedError(f"link {c.a}-{c.b}: delay/jitter need the kernel's netem qdisc "
+                                       "(CONFIG_NET_SCH_NETEM), which this kernel lacks")
+        topo = mininet_topo(self.topology, netem=netem)
+        for attempt in range(3):
+            try:
+                self.net = self._stack.enter_context(innet_network(
+                    topo, program=None, log_level=self.options.switch_log_level,
+                    start_timeout=self.options.start_timeout))
+                break
+            except Exception as error:
+                # A previous run's host namespaces are destroyed asynchronously by the
+                # kernel; until then their veth peers keep the switch's interface names.
+                if "File exists" not in str(error) or attempt == 2:
+                    raise
+                self._wait_names_free()
         for host in self.net.hosts:
             self.procs.adopt(f"mnhost-{host.name}", host.pid)
         for c in self.topology.links:
+            if c.link.loss_pct and not netem:
+                host = self.net.get(c.a)
+                impair.apply_loss(host.cmd, host.defaultIntf().name, c.link.loss_pct)
             if c.link.mtu is not None:
                 host = self.net.get(c.a)
                 host.cmd(f"ip link set dev {host.defaultIntf().name} mtu {c.link.mtu}")
@@ -80,6 +105,15 @@ class MininetTestbed(Testbed):
             raise TestbedError(f"switch {switch.name} has no P4Runtime address; log {switch.log_path}")
         address: str = switch.grpc_address
         return address
+
+    def _wait_names_free(self, timeout: float = 15.0) -> None:
+        from innet.testbed.cleanup import innet_interfaces
+
+        names = [s.name for s in self.topology.switches]
+        deadline = time.monotonic() + timeout
+        while innet_interfaces(names) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
 
     def _stop_network(self) -> None:
         net, self.net = self.net, None
