@@ -35,6 +35,8 @@ from innet.switch.ports import (
 LOG = logging.getLogger(__name__)
 
 DEFAULT_GRPC_ADDRESS = "127.0.0.1:9559"
+DIGEST_IDLE_WAIT = 1.0
+"""Seconds the digest timer sleeps when no list is open (it is woken when one opens)."""
 
 
 class SwitchError(Exception):
@@ -75,6 +77,8 @@ class SwitchServer:
         self._server: grpc.Server | None = None
         self._bound_port: int | None = None
         self._stopped = threading.Event()
+        self._digest_wake = threading.Event()
+        self._digest_thread: threading.Thread | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -122,6 +126,9 @@ class SwitchServer:
         self._server, self._bound_port = server, bound
         server.start()
         self.ports.start()
+        self.device.digest_wakeup = self._digest_wake.set
+        self._digest_thread = threading.Thread(target=self._digest_timer, name="innet-digests", daemon=True)
+        self._digest_thread.start()
         LOG.info("P4Runtime listening on %s, device id %d", self.grpc_address, opts.device_id)
 
     def _load_program(self, path: Path) -> None:
@@ -144,6 +151,13 @@ class SwitchServer:
         """Block until ``stop()``; True when stopped."""
         return self._stopped.wait(timeout)
 
+    def _digest_timer(self) -> None:
+        """Send digest lists when their ``max_timeout_ns`` passes (P4Runtime batching)."""
+        while not self._stopped.is_set():
+            delay = self.device.flush_digests()
+            self._digest_wake.wait(DIGEST_IDLE_WAIT if delay is None else min(delay, DIGEST_IDLE_WAIT))
+            self._digest_wake.clear()
+
     def stop(self) -> None:
         """Stop serving and release ports and files; safe to call more than once."""
         server, self._server = self._server, None
@@ -153,6 +167,10 @@ class SwitchServer:
         if ports is not None:
             ports.close()
         self._stopped.set()
+        self._digest_wake.set()
+        thread, self._digest_thread = self._digest_thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
 
     def __enter__(self) -> "SwitchServer":
         return self.start()

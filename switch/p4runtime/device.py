@@ -7,15 +7,16 @@ and a pipeline swap happens between packets too. gRPC-free, so it is tested dire
 
 from __future__ import annotations
 
-import itertools
 import logging
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 import grpc
 from finsy.proto import p4i, p4r
 
 from innet.switch.p4runtime.device_config import unwrap_device_config
+from innet.switch.p4runtime.digests import DigestLists
 from innet.switch.p4runtime.errors import (
     P4RuntimeError,
     invalid,
@@ -44,6 +45,7 @@ class _Active:
     tables: TableState
     externs: ExternState
     profiles: ProfileState
+    digests: DigestLists = field(default_factory=DigestLists)
 
     @classmethod
     def build(cls, config: p4r.ForwardingPipelineConfig, loaded: LoadedConfig) -> "_Active":
@@ -68,7 +70,8 @@ class Device:
         """Receives PacketIn and DigestList messages for the primary controller."""
         self._active: _Active | None = None
         self._saved: tuple[p4r.ForwardingPipelineConfig, LoadedConfig] | None = None
-        self._list_ids = itertools.count(1)
+        self.digest_wakeup: Callable[[], None] | None = None
+        """Called when a digest list was opened or reconfigured (the switch's timer waits on it)."""
 
     # -- pipeline config -----------------------------------------------------------------
 
@@ -245,6 +248,10 @@ class Device:
             ext.write_pre(kind, entity.packet_replication_engine_entry)
         elif which == "digest_entry":
             ext.write_digest(kind, entity.digest_entry)
+            if kind == p4r.Update.DELETE:
+                active.digests.forget(entity.digest_entry.digest_id)
+            elif self.digest_wakeup is not None:
+                self.digest_wakeup()  # a new max_timeout_ns may move the next deadline
         elif which == "action_profile_member":
             active.profiles.write_member(kind, entity.action_profile_member)
         elif which == "action_profile_group":
@@ -341,10 +348,35 @@ class Device:
                 LOG.debug("digest %s dropped: not configured by a DigestEntry", digest.name)
                 continue
             digest_id, data = found
-            dl = p4r.DigestList(digest_id=digest_id, list_id=next(self._list_ids))
-            dl.data.add().CopyFrom(data)
-            messages.append(p4r.StreamMessageResponse(digest=dl))
+            lists = active.digests.add(digest_id, active.externs.digest_configs[digest_id], data,
+                                       time.monotonic_ns())
+            messages.extend(p4r.StreamMessageResponse(digest=dl) for dl in lists)
+            if not lists and self.digest_wakeup is not None:
+                self.digest_wakeup()
         return messages
+
+    def flush_digests(self, now_ns: int | None = None) -> float | None:
+        """Send the digest lists whose ``max_timeout_ns`` passed; seconds until the next
+        one is due (None when no list is open)."""
+        now = time.monotonic_ns() if now_ns is None else now_ns
+        with self.lock:
+            active = self._active
+            if active is None:
+                return None
+            configs = active.externs.digest_configs
+            lists = active.digests.due(configs, now)
+            deadline = active.digests.next_deadline_ns(configs)
+        sink = self.controller_sink
+        if sink is not None:
+            for dl in lists:
+                sink(p4r.StreamMessageResponse(digest=dl))
+        return None if deadline is None else max(0.0, (deadline - now) / 1e9)
+
+    def digest_ack(self, ack: p4r.DigestListAck) -> bool:
+        """Apply a DigestListAck; False when the list is unknown (acked before or expired)."""
+        with self.lock:
+            active = self._active
+            return active is not None and active.digests.ack(ack.digest_id, ack.list_id)
 
     def packet_out(self, packet: p4r.PacketOut) -> list[tuple[int, bytes]]:
         """Inject a PacketOut on the CPU port; return outputs for real ports."""

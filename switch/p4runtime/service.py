@@ -229,8 +229,12 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
         if which == "packet":
             self._packet_out(stream, request.packet, member, primary)
         elif which == "digest_ack":
-            LOG.debug("digest ack %d for digest %d", request.digest_ack.list_id,
-                      request.digest_ack.digest_id)
+            ack = request.digest_ack
+            if not primary:  # lists go to primaries only, so only they can ack them
+                LOG.debug("digest ack %d for digest %d from a non-primary ignored", ack.list_id, ack.digest_id)
+            elif not self.device.digest_ack(ack):
+                LOG.debug("digest ack %d for digest %d: no such unacknowledged list", ack.list_id,
+                          ack.digest_id)
         else:
             self._stream_error(stream, grpc.StatusCode.UNIMPLEMENTED,
                                f"stream message {which} is not supported")

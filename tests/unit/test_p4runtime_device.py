@@ -1,5 +1,7 @@
 """Device: pipeline config, entity translation to target calls and errors (fake target)."""
 
+import time
+
 import grpc
 import pytest
 from finsy.proto import p4d, p4r
@@ -348,3 +350,22 @@ def test_digest_delivered_only_when_configured(device: Device):
     (msg,) = received
     assert msg.digest.digest_id == 0x17000001
     assert [m.bitstring for m in msg.digest.data[0].struct.members] == [bytes.fromhex("aabbccddeeff"), b"\x03"]
+
+
+def test_digest_lists_batch_by_timeout_and_acks_release_duplicates(device: Device):
+    received = []
+    wakeups = []
+    device.controller_sink = received.append
+    device.digest_wakeup = lambda: wakeups.append(1)
+    cfg = p4r.DigestEntry.Config(max_timeout_ns=10**9, max_list_size=0, ack_timeout_ns=10**12)
+    assert write_one(device, INSERT, digest_entry=p4r.DigestEntry(digest_id=0x17000001, config=cfg)) is None
+    for mac in (1, 2):
+        pipeline(device).digests.append(Digest("learn_t", (mac, 3)))
+        device.process(1, b"x")
+    assert received == [] and len(wakeups) == 3  # the config write, then each opened/extended list
+    assert 0 < device.flush_digests() <= 1.0  # seconds until the open list is due
+    assert device.flush_digests(time.monotonic_ns() + 2 * 10**9) is None
+    (msg,) = received
+    assert [m.struct.members[0].bitstring for m in msg.digest.data] == [b"\x01", b"\x02"]
+    assert device.digest_ack(p4r.DigestListAck(digest_id=0x17000001, list_id=msg.digest.list_id))
+    assert not device.digest_ack(p4r.DigestListAck(digest_id=0x17000001, list_id=msg.digest.list_id))
