@@ -193,12 +193,13 @@ def run(config: DemoConfig, console: Any) -> dict[str, Any]:
             per_rank = tb.run_gloo(config.bench_sizes, config.bench_repeats)
             rows += bench.summarize("gloo", config.workers, 0.0, per_rank, tb.options.k, link)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(bench_config).items()}
-    doc = {"format": "innet-demo/1", "date": dt.datetime.now().isoformat(timespec="seconds"),
+    date = dt.datetime.now().isoformat(timespec="seconds")
+    doc: dict[str, Any] = {"format": "innet-demo/1", "date": date,
            "machine": bench.machine(), "backend": backend, "switch": bench.BACKEND, "settings": settings,
            "training": train, "rows": [asdict(r) for r in rows], "seconds": time.perf_counter() - started}
     console.print(bench.table(doc))
     config.out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = doc["date"].replace(":", "").replace("-", "")
+    stamp = date.replace(":", "").replace("-", "")
     json_path = config.out_dir / f"demo-{stamp}.json"
     json_path.write_text(json.dumps(doc, indent=2) + "\n")
     pngs = [_train_plot(train, bench.caption(doc), config.out_dir / f"demo-{stamp}-train.png"),
