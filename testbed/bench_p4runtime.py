@@ -17,8 +17,9 @@ Run as ``python -m innet.testbed.bench_p4runtime [--out results/] [--skip-packet
    (where "switch CPU" well below 100% at loss means the switch was starved, not saturated).
 
 Prints rich tables and saves ``bench_p4runtime.json`` naming the machine and settings.
-Namespaces, veths and processes are removed in ``finally`` blocks, and leftovers of a
-crashed run are removed before a new one.
+Namespaces, veths and processes are removed in ``finally`` blocks, the switch gets
+SIGTERM if the benchmark itself is killed, and leftover namespaces/veths of a crashed run
+are removed before a new one.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def switch_process(*args: str, cpus: set[int] | None = None,
     ``cpus`` pins the process (None: no pinning)."""
     cmd = [sys.executable, "-m", "innet.switch.cli.switch", *args,
            "--grpc-server-addr", "127.0.0.1:0", "--log-level", "warning"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_die_with_parent)
     if cpus:
         os.sched_setaffinity(proc.pid, cpus)
     try:
@@ -80,6 +82,14 @@ def switch_process(*args: str, cpus: set[int] | None = None,
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=5)
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGTERM when the benchmark dies, even by SIGKILL (Linux prctl)."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def cpu_seconds(pid: int) -> float:
