@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from innet.testbed import costmodel
-from innet.testbed.bringup import Testbed, TestbedOptions, WorkerResult
+from innet.testbed.bringup import Testbed, TestbedError, TestbedOptions, WorkerResult
 from innet.testbed.topology import Link, star
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,8 +57,8 @@ class BenchConfig:
     """``mininet``, ``loopback`` or ``auto`` (Mininet when root)."""
     out_dir: Path = Path("results")
     """Where JSON and PNG go."""
-    timeout_s: float = 900.0
-    """Seconds one collective may take for all sizes."""
+    timeout_s: float = 300.0
+    """Seconds one collective may take for all sizes; beyond, it is recorded as a failure."""
 
     def __post_init__(self) -> None:
         for n in self.workers:
@@ -198,6 +198,7 @@ def run(config: BenchConfig, progress: Progress = lambda _: None) -> dict[str, A
     """Run the grid; the result document (also what :func:`save` writes)."""
     backend = config.resolved_backend()
     rows: list[Row] = []
+    failures: list[dict[str, Any]] = []
     for n in config.workers:
         for loss in config.losses:
             progress(f"bringing up star of {n} workers on {backend}, loss {loss:g}%")
@@ -207,15 +208,22 @@ def run(config: BenchConfig, progress: Progress = lambda _: None) -> dict[str, A
             with open_testbed(backend, n, loss, config) as tb:
                 for collective in config.collectives:
                     progress(f"{collective}: {n} workers, sizes {list(config.sizes)}, loss {loss:g}%")
-                    if collective == "ina":
-                        per_rank = tb.run_ina(config.sizes, config.repeats, timeout=config.timeout_s)
-                    else:
-                        per_rank = tb.run_gloo(config.sizes, config.repeats, timeout=config.timeout_s)
+                    try:
+                        if collective == "ina":
+                            per_rank = tb.run_ina(config.sizes, config.repeats, timeout=config.timeout_s)
+                        else:
+                            per_rank = tb.run_gloo(config.sizes, config.repeats, timeout=config.timeout_s)
+                    except TestbedError as error:
+                        first_line = str(error).splitlines()[0]
+                        progress(f"[red]{collective} failed[/]: {first_line}")
+                        failures.append({"collective": collective, "workers": n, "loss_pct": loss,
+                                         "error": first_line})
+                        continue
                     rows.extend(summarize(collective, n, loss, per_rank, config.k, link))
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()}
     return {"format": "innet-bench/1", "date": dt.datetime.now().isoformat(timespec="seconds"),
             "machine": machine(), "backend": backend, "switch": BACKEND, "settings": settings,
-            "rows": [asdict(r) for r in rows]}
+            "rows": [asdict(r) for r in rows], "failures": failures}
 
 
 def caption(doc: dict[str, Any]) -> str:

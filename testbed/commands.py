@@ -101,6 +101,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         config = bench.BenchConfig(workers=args.workers, sizes=args.sizes, losses=args.loss,
                                    bw_mbps=args.bw or None, delay_ms=args.delay, repeats=args.repeats, k=args.k,
                                    window=args.window, backend=args.backend, out_dir=args.out,
+                                   timeout_s=args.timeout,
                                    collectives=tuple(c for c in ("ina", "gloo") if c not in args.skip))
     except ValueError as error:
         print(f"innet bench: {error}", file=sys.stderr)
@@ -112,7 +113,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     console.print(f"wrote {json_path} and {png_path}")
     if args.markdown:
         print(bench.markdown_table(doc))
-    return 0 if all(r["ok"] for r in doc["rows"]) else EXIT_ERROR
+    for failure in doc["failures"]:
+        console.print(f"[red]failed[/]: {failure['collective']} with {failure['workers']} workers at "
+                      f"{failure['loss_pct']:g}% loss: {failure['error']}", markup=True, highlight=False)
+    return 0 if all(r["ok"] for r in doc["rows"]) and not doc["failures"] else EXIT_ERROR
 
 
 # -- testbed ---------------------------------------------------------------------------------
@@ -202,6 +206,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     bench.add_argument("--skip", action="append", default=[], choices=["ina", "gloo"], help="leave one out")
     bench.add_argument("--out", type=Path, default=Path("results"), help="output directory (default results/)")
     bench.add_argument("--markdown", action="store_true", help="also print the rows as a Markdown table")
+    bench.add_argument("--timeout", type=float, default=300.0,
+                       help="seconds per collective and testbed before it counts as failed (default 300)")
     bench.set_defaults(func=cmd_bench)
 
     tb = sub.add_parser("testbed", help="bring a topology up with the job ready, or remove leftovers")
