@@ -19,6 +19,7 @@ from .errors import UnsupportedError
 from .externs import Counter, DigestMessage, Meter, Register
 from .layout import Layout, nslots
 from .profiles import ActionProfile
+from .ranges import written_locals
 from .stmtgen import StmtGen
 from .tables import ActionInfo, KeyDef, KeySpec, Table
 
@@ -244,6 +245,7 @@ class ProgramCompiler:
         self._fns[id(a)] = name
         data = {p.uid: f"d{p.uid}" for p in a.params if p.direction is None}
         g = self._gen("action", data)
+        g.written = written_locals(a.body)
         g.block(a.body)
         self._define(f"def {name}(S{''.join(', ' + n for n in data.values())}):", g)
         return name
@@ -256,6 +258,7 @@ class ProgramCompiler:
         self._fns[id(f)] = name
         g = self._gen("function")
         g.func = f
+        g.written = written_locals(f.body)
         g.block(f.body)
         self._define(f"def {name}(S):", g)
         return name
@@ -275,6 +278,7 @@ class ProgramCompiler:
         name = f"C{len(self._fns)}_{_ident(c.name)}"
         self._fns[id(c)] = name
         g = self._gen("control")
+        g.written = written_locals(c.locals, c.body)
         for loc in c.locals:
             if isinstance(loc, ir.VarDeclStmt):
                 g.s_VarDeclStmt(loc, shared=True)

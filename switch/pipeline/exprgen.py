@@ -14,9 +14,13 @@ from typing import TYPE_CHECKING, Any
 from ..frontend import ir
 from .errors import UnsupportedError
 from .layout import field_offset, nslots
+from .ranges import Range, arith, shift_right, type_range, union, within
 
 if TYPE_CHECKING:
     from .compiler import ProgramCompiler
+
+
+SMALL_SHIFT = 1024  # a variable shift amount up to this is done inline (a << b stays small)
 
 
 @dataclass
@@ -79,6 +83,11 @@ class ExprGen:
         self.locals: dict[int, str] = dict(locals_ or {})  # uid -> Python local (action data)
         self.in_parser = False
         self.packet_uid: int | None = None
+        # value ranges of Python locals written only by their initializer (see .ranges);
+        # ``written`` (uids written anywhere in the function) is set by the compiler
+        self.ranges: dict[int, Range] = {}
+        self.written: set[int] | None = None
+        self._vr: dict[int, tuple[ir.Expr, Range | None]] = {}
 
     # ------------------------------------------------------------------ helpers
     def emit(self, line: str) -> None:
@@ -153,6 +162,71 @@ class ExprGen:
                 self.emit(f"if {t} < 0: {self.oob(e)}")
             return Place(f"{base.at(1)}+{t}*{esz}", st.elem)
         raise self.unsupported(f"expression {type(e).__name__} as an l-value", e)
+
+    # ------------------------------------------------------------------ value ranges
+    def vrange(self, e: ir.Expr) -> Range | None:
+        """Bounds of the value that ``self.expr(e)`` computes (None: unknown)."""
+        hit = self._vr.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        r = self._vrange(e)
+        self._vr[id(e)] = (e, r)
+        return r
+
+    def _vrange(self, e: ir.Expr) -> Range | None:
+        tr = type_range(e.type)
+        if tr is None:
+            return None
+        if isinstance(e, ir.Const) and not isinstance(e.value, bool):
+            v = int(e.value)
+            return (v, v) if tr[0] <= v <= tr[1] else tr
+        if isinstance(e, ir.VarRef):
+            return self.ranges.get(e.decl.uid, tr)
+        if isinstance(e, ir.Slice):
+            return 0, (1 << (e.hi - e.lo + 1)) - 1
+        if isinstance(e, ir.Cast):
+            src = self.vrange(e.e) if isinstance(e.e.type, (ir.BitT, ir.IntT)) else None
+            return src if within(src, tr) else tr
+        if isinstance(e, ir.Mux):
+            return union(self.vrange(e.then), self.vrange(e.else_)) or tr
+        if isinstance(e, ir.Binary) and isinstance(e.type, ir.BitT):
+            raw = self.raw_range(e)
+            return raw if within(raw, tr) else tr
+        return tr
+
+    def raw_range(self, e: ir.Binary) -> Range | None:
+        """Bounds of the unwrapped result of ``+ - * & >>`` on bit<W>/int<W> operands."""
+        a, b = self.vrange(e.left), self.vrange(e.right)
+        if a is None or b is None:
+            return None
+        if e.op in ("+", "-", "*"):
+            return arith(e.op, a, b)
+        if e.op == ">>":
+            return shift_right(a, int(e.right.value) if isinstance(e.right, ir.Const) else None)
+        if e.op == "&" and (a[0] >= 0 or b[0] >= 0):
+            return 0, min(x[1] for x in (a, b) if x[0] >= 0)
+        return None
+
+    def expr_mod(self, e: ir.Expr, w: int) -> str:
+        """Code for a value congruent to ``e``'s modulo ``2**w``, not necessarily canonical:
+        the operand of an operation that wraps to ``w`` bits anyway, so the inner wraps of
+        ``+ - *`` and widening-or-same-width casts can be left out (masking once at the end
+        of an expression tree)."""
+        if isinstance(e, ir.Binary) and e.op in ("+", "-", "*") and isinstance(e.type, ir.BitT) \
+                and e.type.width >= w:
+            return f"({self.expr_mod(e.left, w)} {e.op} {self.expr_mod(e.right, w)})"
+        if isinstance(e, ir.Cast) and isinstance(e.type, ir.BitT) and e.type.width >= w \
+                and isinstance(e.e.type, (ir.BitT, ir.IntT)):
+            return self.expr_mod(e.e, w)
+        return self.expr(e)
+
+    def wrapped(self, e: ir.Binary, w: int, signed: bool) -> str:
+        """``e`` (``+ - *``) wrapped to ``bit<w>``/``int<w>``, the wrap left out when the
+        exact result always fits."""
+        if within(self.raw_range(e), type_range(e.type)):
+            return f"({self.expr(e.left)} {e.op} {self.expr(e.right)})"
+        x = f"{self.expr_mod(e.left, w)} {e.op} {self.expr_mod(e.right, w)}"
+        return f"({wrap_expr(x, w, signed)})"
 
     # ------------------------------------------------------------------ r-values
     def expr(self, e: ir.Expr) -> str:
@@ -246,10 +320,12 @@ class ExprGen:
         if op in ("==", "!=") and not is_scalar(e.left.type):
             eq = self.agg_equal(self.place(e.left), self.place(e.right), e.left.type, e)
             return eq if op == "==" else f"(not {eq})"
+        rt = e.type
+        if op in ("+", "-", "*") and isinstance(rt, ir.BitT):
+            return self.wrapped(e, rt.width, rt.signed)
         a, b = self.expr(e.left), self.expr(e.right)
         if op in ("==", "!=", "<", "<=", ">", ">="):
             return f"({a} {op} {b})"
-        rt = e.type
         if isinstance(rt, ir.IntT):
             pyop = {"/": "//"}.get(op, op)
             return f"({a} {pyop} {b})"
@@ -262,7 +338,11 @@ class ExprGen:
         if op == "<<":
             if isinstance(e.right, ir.Const):
                 n = int(e.right.value)
-                return "0" if n >= w else f"({wrap_expr(f'{a} << {n}', w, s)})"
+                return "0" if n >= w else f"({wrap_expr(f'{self.expr_mod(e.left, w)} << {n}', w, s)})"
+            rb = self.vrange(e.right)
+            if rb is not None and rb[1] <= SMALL_SHIFT:
+                # shifts of w bits or more leave no low bits: the wrap yields 0 as P4 asks
+                return f"({wrap_expr(f'{a} << {b}', w, s)})"
             return f"_shl({a}, {b}, {w}, {int(s)})"
         if op == ">>":
             if isinstance(e.right, ir.Const) and int(e.right.value) == 0:
@@ -299,7 +379,19 @@ class ExprGen:
         return x
 
     def x_Cast(self, e: ir.Cast) -> str:
-        return self.cast(self.expr(e.e), e.e.type, e.type, e)
+        src, dst = e.e.type, e.type
+        if isinstance(dst, ir.BitT) and isinstance(src, (ir.BitT, ir.IntT)):
+            r = self.vrange(e.e)
+            w = dst.width
+            if within(r, type_range(dst)):
+                return self.expr(e.e)  # the value is representable: the cast keeps it
+            if not dst.signed:
+                return f"({self.expr_mod(e.e, w)} & {(1 << w) - 1})"
+            if within(r, (0, (1 << w) - 1)):
+                h = 1 << (w - 1)
+                return f"(({self.expr(e.e)} ^ {h}) - {h})"  # two's complement of a w-bit value
+            return f"({wrap_expr(self.expr_mod(e.e, w), w, True)})"
+        return self.cast(self.expr(e.e), src, dst, e)
 
     def cast(self, x: str, src: ir.Type, dst: ir.Type, node: Any) -> str:
         if src == dst:

@@ -122,6 +122,10 @@ class StmtGen(ExternGen):
             self.locals[d.uid] = name
             if s.init is not None:
                 self.emit(f"{name} = {self.expr(s.init)}")
+                if self.written is not None and d.uid not in self.written and s.init.type == d.type:
+                    r = self.vrange(s.init)
+                    if r is not None:
+                        self.ranges[d.uid] = r
             else:
                 self.emit(f"{name} = {'False' if isinstance(d.type, ir.BoolT) else '0'}")
             return
