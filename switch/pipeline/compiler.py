@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..frontend import ir
-from . import hashing
+from . import guards, hashing
 from .errors import UnsupportedError
 from .externs import Counter, DigestMessage, Meter, Register
 from .layout import Layout, nslots
@@ -235,7 +235,7 @@ class ProgramCompiler:
     def _define(self, header: str, g: StmtGen) -> None:
         if not g.lines:
             g.emit("pass")
-        self.sources.append(header + "\n" + "\n".join(g.lines) + "\n")
+        self.sources.append(header + "\n" + "\n".join(guards.hoist(g.lines)) + "\n")
 
     def action_fn(self, a: ir.Action) -> str:
         name = self._fns.get(id(a))

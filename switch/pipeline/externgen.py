@@ -6,6 +6,7 @@ import struct
 from typing import Any
 
 from ..frontend import ir
+from . import guards
 from .exprgen import ExprGen, Place, bits, is_scalar, pack_expr, wrap_expr
 from .layout import nslots
 from .packing import chunk_plan
@@ -196,33 +197,59 @@ class ExternGen(ExprGen):
         self.ind -= 1
 
     # ------------------------------------------------------------------ extern objects
+    def stable(self, e: ir.Expr) -> bool:
+        """``e`` is a local or action-data value that nothing writes after its initializer,
+        so a range check on it may be hoisted (see :mod:`.guards`)."""
+        return (isinstance(e, ir.VarRef) and e.decl.uid in self.locals and self.written is not None
+                and e.decl.uid not in self.written)
+
+    def guarded(self, ie: ir.Expr, i: str, size: int, stmt: str) -> None:
+        """``stmt`` (an access at index ``i``) when ``i < size``: a constant index is decided
+        now; a stable local's check is marked for hoisting."""
+        if i.isdigit():
+            if int(i) < size:
+                self.emit(stmt)
+            return
+        line = f"if {i} < {size}: {stmt}"
+        self.emit(guards.mark(line, i, size) if self.stable(ie) else line)
+
     def extern_method(self, inst: ir.Instance, e: ir.MethodCall) -> str | None:
         st = self.prog.instance_state(inst)
         kind = inst.type.name if isinstance(inst.type, ir.ExternT) else ""
         m = e.method
         name = self.prog.ref(st, "X")
         if kind == "register":
+            self.prog.ns[name + "_c"] = st.cells
             if m == "read":
                 dst = _arg(e, "result", 0)
-                i = self.simple(self.expr(_arg(e, "index", 1)))
-                self.store(dst, f"{name}_c[{i}] if {i} < {st.size} else 0")
-                self.prog.ns[name + "_c"] = st.cells
+                ie = _arg(e, "index", 1)
+                i = self.simple(self.expr(ie))
+                if i.isdigit():
+                    self.store(dst, f"{name}_c[{i}]" if int(i) < st.size else "0")
+                    return None
+                value = f"{name}_c[{i}] if {i} < {st.size} else 0"
+                n = len(self.lines)
+                self.store(dst, value)
+                if self.stable(ie) and len(self.lines) == n + 1 and self.lines[-1].endswith(value):
+                    self.lines[-1] = guards.mark(self.lines[-1], i, st.size)
                 return None
             if m == "write":
-                i = self.simple(self.expr(_arg(e, "index", 0)))
+                ie = _arg(e, "index", 0)
+                i = self.simple(self.expr(ie))
                 ve = _arg(e, "value", 1)
                 v = self.expr(ve)
                 w, s = st.width, st.signed
-                from .exprgen import wrap_expr
-
                 if ve.type != ir.BitT(w, s):
                     v = wrap_expr(v, w, s)
-                self.emit(f"if {i} < {st.size}: {name}_c[{i}] = {v}")
-                self.prog.ns[name + "_c"] = st.cells
+                self.guarded(ie, i, st.size, f"{name}_c[{i}] = {v}")
                 return None
         if kind == "counter" and m == "count":
-            i = self.simple(self.expr(_arg(e, "index", 0)))
-            self.emit(f"if {i} < {st.size}: {name}.packets[{i}] += 1; {name}.bytes[{i}] += S[{self.prog.sm_slot('packet_length')}]")
+            ie = _arg(e, "index", 0)
+            i = self.simple(self.expr(ie))
+            self.prog.ns[name + "_p"] = st.packets
+            self.prog.ns[name + "_b"] = st.bytes
+            self.guarded(ie, i, st.size,
+                         f"{name}_p[{i}] += 1; {name}_b[{i}] += S[{self.prog.sm_slot('packet_length')}]")
             return None
         if kind == "direct_counter" and m == "count":
             return None  # BMv2 counts every hit of the owning table

@@ -90,10 +90,48 @@ class Architecture:
         c = self.c
         template, parser, verify, ingress, egress, compute, deparser = (
             c.template, c.parser, c.verify, c.ingress, c.egress, c.compute, c.deparser)
-        IP, PL, PAY, CL, DG, RS, MG, ES, EP, RC, TR = (
+        IP, PL, PAY, CL, DG, RS, MG, ES, EP, RC, TR, RID, IT = (
             self.s_ingress_port, self.s_packet_length, self.s_payload, self.s_clone, self.s_digests,
-            self.s_resubmit, self.s_mcast_grp, self.s_egress_spec, self.s_egress_port, self.s_recirc, self.s_trunc)
+            self.s_resubmit, self.s_mcast_grp, self.s_egress_spec, self.s_egress_port, self.s_recirc, self.s_trunc,
+            self.s_egress_rid, self.s_instance_type)
         general = self._general
+        replicas = self.pre.replicas
+        mcast_rest = self._mcast_rest
+
+        def mcast(port: int, data: bytes, S: list[Any], grp: int) -> list[tuple[int, bytes]]:
+            """Multicast replicas through egress (as ``_end_of_ingress``/``_egress`` do);
+            a replica that clones or recirculates hands the rest to the general path."""
+            out: list[tuple[int, bytes]] = []
+            reps = replicas(grp)
+            for k, (rid, eport) in enumerate(reps):
+                S2 = S[:]
+                S2[RID] = rid
+                S2[IT] = REPLICATION
+                S2[EP] = eport
+                S2[ES] = 0
+                S2[CL] = None
+                S2[RC] = None
+                try:
+                    try:
+                        egress(S2)
+                    except Exit:
+                        pass
+                    if S2[CL] is not None or S2[RC] is not None:
+                        return mcast_rest(port, S, S2, eport, reps[k + 1:], out)
+                    if S2[ES] == DROP_PORT:
+                        continue
+                    compute(S2)
+                    parts: list[bytes] = []
+                    deparser(S2, parts)
+                except AssertFail as e:
+                    log.error("egress: %s; packet dropped", e)
+                    continue
+                parts.append(S2[PAY])
+                pkt = b"".join(parts)
+                if S2[TR]:
+                    pkt = pkt[:S2[TR]]
+                out.append((eport, pkt))
+            return out
 
         def fast(port: int, data: bytes) -> list[tuple[int, bytes]]:
             try:
@@ -110,8 +148,11 @@ class Architecture:
             except AssertFail as e:
                 log.error("ingress: %s; packet dropped", e)
                 return []
-            if S[CL] is not None or S[DG] or S[RS] is not None or S[MG]:
+            if S[CL] is not None or S[DG] or S[RS] is not None:
                 return general(port, data, S)
+            grp = S[MG]
+            if grp:
+                return mcast(port, data, S, grp)
             spec = S[ES]
             if spec == DROP_PORT:
                 return []
@@ -152,6 +193,25 @@ class Architecture:
         else:
             self._finish_egress(S0, eport0, port, ingress_q, out, 0)
             self._drain_clones(port, ingress_q, out)
+        return self._drain_ingress(port, ingress_q, out)
+
+    def _mcast_rest(self, port: int, S: list[Any], S2: list[Any], eport: int, rest: list[tuple[int, int]],
+                    out: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+        """The fast multicast path after replica ``S2`` (egress done) asked for a clone or a
+        recirculation: finish it and the ``rest`` of the replicas as ``_after_ingress`` would."""
+        ingress_q: deque[tuple[bytes, int, int, tuple[tuple[int, Any], ...]]] = deque()
+        self._finish_egress(S2, eport, port, ingress_q, out, 0)
+        self._drain_clones(port, ingress_q, out)
+        for rid, p in rest:
+            S3 = S[:]
+            S3[self.s_egress_rid] = rid
+            S3[self.s_instance_type] = REPLICATION
+            self._egress(S3, p, port, ingress_q, out, 0)
+            self._drain_clones(port, ingress_q, out)
+        return self._drain_ingress(port, ingress_q, out)
+
+    def _drain_ingress(self, port: int, ingress_q: Any, out: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+        """Ingress passes of queued resubmitted/recirculated packets (and their outputs)."""
         passes = 1
         while ingress_q:
             pdata, pport, itype, preserved = ingress_q.popleft()
