@@ -37,8 +37,9 @@ def test_exact_sums_through_the_switch_and_nothing_left(tmp_path: Path) -> None:
         assert [[r.elements for r in per_rank] for per_rank in results] == [[1, 64, 1000]] * 3
         assert all(r.ok for per_rank in results for r in per_rank)
         counters = tb.counters()
-        # 1, 1 and 16 chunks, two operations each, plus a one-chunk barrier before each.
-        assert counters["innet_completions"] == 2 * (1 + 1 + 16) + 6
+        # 1, 1 and 16 chunks, two operations each (warm-up + timed), a one-chunk barrier
+        # before and after each operation, and one at start.
+        assert counters["innet_completions"] == 2 * (1 + 1 + 16) + 3 * 2 * 2 + 1
         assert counters["innet_contributions"] == 3 * counters["innet_completions"]
         assert counters["innet_drops"] == 0
         ina_pids = [r.pid for r in tb.procs.records]
