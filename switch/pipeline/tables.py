@@ -19,6 +19,7 @@ on every change.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import threading
 from collections.abc import Callable, Sequence
@@ -139,8 +140,12 @@ class Table:
         self.const = False
         self.cache: dict[Any, Result] = {}
         self._next_handle = 0
-        self._sorted: list[Entry] = []
-        self._lpm: list[tuple[int, dict[tuple[Any, ...], Entry]]] = []
+        # match indexes, updated in place by insert/delete (see _index_add/_index_remove)
+        self._sorted: list[Entry] = []  # priority tables: by (-priority, handle)
+        self._order: list[tuple[int, int]] = []  # the sort keys of _sorted, for bisect
+        self._lpm: list[tuple[int, dict[tuple[Any, ...], Entry]]] = []  # by prefix length, longest first
+        self._lpm_by_len: dict[int, dict[tuple[Any, ...], Entry]] = {}
+        self._lpm_index = [k.kind for k in self.keys].index("lpm") if self.is_lpm else -1
         self.default_entry = Entry(None, 0, "", ())
         self.set_default(default[0], default[1], _initial=True)
         if profile is not None:
@@ -259,7 +264,7 @@ class Table:
         e.meter = self.meter_factory() if self.meter_factory else None
         self._next_handle += 1
         self.entries[ident] = e
-        self._rebuild()
+        self._index_add(e)
         return e
 
     def _find(self, keys: Sequence[KeySpec], priority: int) -> tuple[tuple[Any, ...], Entry]:
@@ -292,7 +297,7 @@ class Table:
         ident, e = self._find(keys, priority)
         self._unpoint(e)
         del self.entries[ident]
-        self._rebuild()
+        self._index_remove(e)
 
     @_locked
     def clear(self) -> None:
@@ -463,20 +468,56 @@ class Table:
             self.insert(keys, action, params, p if self.needs_priority else 0)
         self.const = True
 
-    # ------------------------------------------------------------------ data plane
-    def _rebuild(self) -> None:
+    # ------------------------------------------------------------------ match indexes
+    # Priority tables keep the entries sorted by (-priority, handle) (bisect insertion and
+    # removal); LPM tables keep one dict per prefix length (the masked key -> entry) and
+    # the list of lengths, longest first; exact tables use ``entries`` itself. Every
+    # change costs O(log n) comparisons plus a list shift, not a rebuild.
+    def _lpm_key(self, e: Entry) -> tuple[int, tuple[Any, ...]]:
+        assert e.match is not None
+        li = self._lpm_index
+        val, plen = e.match[li]
+        return plen, e.match[:li] + (val,) + e.match[li + 1:]
+
+    def _index_add(self, e: Entry) -> None:
         self.cache.clear()
         if self.needs_priority:
-            self._sorted = sorted(self.entries.values(), key=lambda e: (-e.priority, e.handle))
+            order = (-e.priority, e.handle)
+            i = bisect.bisect_right(self._order, order)
+            self._order.insert(i, order)
+            self._sorted.insert(i, e)
         elif self.is_lpm:
-            li = [k.kind for k in self.keys].index("lpm")
-            by_len: dict[int, dict[tuple[Any, ...], Entry]] = {}
-            for e in self.entries.values():
-                assert e.match is not None
-                val, plen = e.match[li]
-                k = e.match[:li] + (val,) + e.match[li + 1:]
-                by_len.setdefault(plen, {})[k] = e
-            self._lpm = sorted(by_len.items(), reverse=True)
+            plen, k = self._lpm_key(e)
+            d = self._lpm_by_len.get(plen)
+            if d is None:
+                d = self._lpm_by_len[plen] = {}
+                self._lpm = sorted(self._lpm_by_len.items(), reverse=True)
+            d[k] = e
+
+    def _index_remove(self, e: Entry) -> None:
+        self.cache.clear()
+        if self.needs_priority:
+            i = bisect.bisect_left(self._order, (-e.priority, e.handle))
+            if i == len(self._sorted) or self._sorted[i] is not e:
+                raise AssertionError(f"table '{self.name}': priority index lost entry {e.handle}")
+            del self._order[i]
+            del self._sorted[i]
+        elif self.is_lpm:
+            plen, k = self._lpm_key(e)
+            d = self._lpm_by_len[plen]
+            del d[k]
+            if not d:
+                del self._lpm_by_len[plen]
+                self._lpm = sorted(self._lpm_by_len.items(), reverse=True)
+
+    def _rebuild(self) -> None:
+        """All indexes from ``entries`` (after clear)."""
+        self._sorted, self._order, self._lpm, self._lpm_by_len = [], [], [], {}
+        self.cache.clear()
+        for e in sorted(self.entries.values(), key=lambda x: x.handle):
+            self._index_add(e)
+
+    # ------------------------------------------------------------------ data plane
 
     def lookup(self, key: Any) -> Result:
         """The result for key value(s) ``key`` (an int for one key, else a tuple); cached."""
@@ -493,7 +534,7 @@ class Table:
                     return e.result  # type: ignore[no-any-return]
             return self.default_entry.result  # type: ignore[no-any-return]
         if self.is_lpm:
-            li = [k.kind for k in self.keys].index("lpm")
+            li = self._lpm_index
             w = self.keys[li].width
             full = (1 << w) - 1
             for plen, d in self._lpm:
