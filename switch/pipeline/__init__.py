@@ -34,6 +34,11 @@ dotted suffix):
 Thread safety: ``process`` and every ``Pipeline`` control-plane method hold
 ``pipeline.lock``; ``with pipeline.atomic():`` groups several updates.
 
+Generated code: ``pipeline.source`` is the Python source the program compiled to; with
+``INNET_PIPELINE_DUMP=<dir>`` in the environment it is also written to
+``<dir>/<program>-<hash>.py`` and compiled under that file name, so tracebacks and
+profilers (``python -m cProfile``) point at its lines.
+
 Unsupported constructs raise ``UnsupportedError`` (message starts with file:line:col) at
 load time. See ``v1model`` for the architecture semantics and documented choices.
 """

@@ -8,7 +8,9 @@ per-packet code does no name resolution beyond a global load and does not alloca
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -28,6 +30,7 @@ log = logging.getLogger("innet.switch.pipeline")
 CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
                "ParserTimeout", "ParserInvalidArgument")
 INLINE_STATE_LIMIT = 64
+DUMP_ENV = "INNET_PIPELINE_DUMP"  # directory to write the generated source to (debugging)
 
 
 class Exit(Exception):
@@ -579,7 +582,7 @@ class ProgramCompiler:
         self.ns["_rng"] = self.rng
         self.ns["_digest"] = self._digest_fn()
         source = "\n".join(self.sources)
-        code = compile(source, "<innet-pipeline>", "exec")
+        code = compile(source, self._dump(source), "exec")
         exec(code, self.ns)  # noqa: S102 - our own generated code
         tables: dict[str, Table] = {}
         for glue in self.tables.values():
@@ -608,6 +611,23 @@ class ProgramCompiler:
             direct_counters=self.direct_counters, meters=self.meters, direct_meters=self.direct_meters,
             profiles=self.profiles, digests=self.digests, rng=self.rng, source=source,
         )
+
+    def _dump(self, source: str) -> str:
+        """The generated module's file name. With ``INNET_PIPELINE_DUMP=<dir>`` in the
+        environment the source is written to ``<dir>/<program>-<hash>.py`` and compiled
+        under that name, so tracebacks, cProfile and line profilers show its lines."""
+        out = os.environ.get(DUMP_ENV)
+        if not out:
+            return "<innet-pipeline>"
+        files = self.program.source_files
+        stem = _ident(os.path.splitext(os.path.basename(files[0]))[0]) if files else "program"
+        digest = hashlib.sha1(source.encode()).hexdigest()[:10]
+        path = os.path.abspath(os.path.join(out, f"{stem}-{digest}.py"))
+        os.makedirs(out, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(source)
+        log.info("generated pipeline source written to %s", path)
+        return path
 
     def _digest_fn(self) -> Callable[..., None]:
         slot = self.slot_digests
