@@ -9,18 +9,28 @@ int32 vector through the job's slots and returns the switch's RESULT values:
   so the copy alternates at each reuse of a slot. All workers of a job make the same
   calls with the same lengths, so they agree on (slot, copy) for every chunk.
 - Window: position ``p`` is sent only after the RESULT of ``p - window`` (the slot's
-  previous use) arrived. This is what makes two copies enough (docs/PROTOCOL.md).
-- Each outstanding slot has a retransmission timer: RTO from a smoothed RTT estimate
-  (Jacobson/Karels, samples only from chunks sent once, Karn's rule), clamped to
-  ``[min_rto, max_rto]``, doubled per retransmission of that chunk and scaled by a shared
-  back-off factor that grows on timer expiries and decays on timely results. Retransmissions
-  carry ``RETRANS``; the switch answers a duplicate with the stored RESULT (copy complete)
-  or a STATUS with its bitmap (incomplete), which names the missing workers.
+  previous use) arrived. This is what makes two copies enough (docs/PROTOCOL.md). Each
+  slot is its own pipeline (as in SwitchML): the RESULT of a slot releases that slot's
+  next chunk, so a chunk waiting for a retransmission holds up only its slot, not the
+  window. Of the released chunks the lowest is sent first, at most ``Timing.max_outstanding``
+  at a time (default: the whole window).
+- Each outstanding chunk has a retransmission timer (``innet.host.rto``): it starts at the
+  RTO of RFC 6298 (SRTT + 4 RTTVAR from chunks sent once, Karn's rule, clamped to
+  ``[min_rto, max_rto]``) and doubles per retransmission of that chunk; the next chunk of
+  the slot starts afresh. An expiry of a chunk the switch has not acknowledged is loss
+  evidence: it doubles the RTO of new chunks until the next valid RTT sample (TCP's
+  back-off), at most once per timeout interval. Retransmissions carry ``RETRANS``; the
+  switch answers a duplicate with the stored RESULT (copy complete) or a STATUS with its
+  bitmap (incomplete), which names the missing workers.
+- A STATUS shows the switch has this worker's contribution and waits for others (slower
+  workers legitimately delay a RESULT): it is not loss evidence (a doubling caused by
+  that chunk's expiry is undone) and the chunk keeps probing with its own back-off until
+  the RESULT or its deadline.
 - A RESULT/STATUS for a slot whose (chunk, copy) is not the outstanding one is late or
   duplicated and is ignored (counted).
 - A chunk not complete ``chunk_deadline`` seconds after its first transmission raises
-  ``AggregationError`` naming the job, the chunk and the missing workers (from the last
-  STATUS bitmap) or "no answer from switch".
+  ``AggregationError`` (at the deadline) naming the job, the chunk and the missing workers
+  (from the last STATUS bitmap) or "no answer from switch".
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from innet.host import wire
+from innet.host.rto import RtoBounds, RtoEstimator
 from innet.host.transport import Transport
 
 LOG = logging.getLogger(__name__)
@@ -85,7 +96,7 @@ class JobConfig:
 
 @dataclass(frozen=True)
 class Timing:
-    """Retransmission and deadline settings (seconds)."""
+    """Retransmission, deadline and flow-control settings (seconds)."""
 
     initial_rto: float = 0.05
     """Retransmission timeout before any RTT sample."""
@@ -95,6 +106,19 @@ class Timing:
     """Upper bound of the timeout (after back-off)."""
     chunk_deadline: float = 10.0
     """A chunk not complete this long after its first transmission is an error."""
+    max_outstanding: int | None = None
+    """Chunks in flight at most; None: the job's window (every slot busy)."""
+
+    def __post_init__(self) -> None:
+        self.bounds()  # validates the RTO constants
+        if not self.chunk_deadline > 0:
+            raise ValueError(f"timing: chunk_deadline {self.chunk_deadline} must be positive")
+        if self.max_outstanding is not None and self.max_outstanding < 1:
+            raise ValueError(f"timing: max_outstanding {self.max_outstanding} must be >= 1")
+
+    def bounds(self) -> RtoBounds:
+        """The RTO estimator's constants."""
+        return RtoBounds(initial_rto=self.initial_rto, min_rto=self.min_rto, max_rto=self.max_rto)
 
 
 @dataclass
@@ -103,66 +127,69 @@ class AggregatorStats:
 
     sent: int = 0
     retransmitted: int = 0
+    """Retransmissions, all causes (``probes`` included)."""
+    probes: int = 0
+    """Retransmissions of chunks the switch had acknowledged with a STATUS (waiting for other
+    workers, or for a lost RESULT): not loss of this worker's contribution."""
+    backoffs: int = 0
+    """Doublings of the shared RTO back-off (loss evidence; each undone or reset later)."""
     results: int = 0
     statuses: int = 0
     late: int = 0
     """RESULT/STATUS messages for a chunk that is not outstanding (duplicates, stale)."""
     foreign: int = 0
     """Messages for another job or malformed."""
+    rtt_samples: int = 0
+    """Valid RTT samples (chunks completed without retransmission)."""
+    srtt_us: int = 0
+    """Smoothed RTT at the end of the last operation, in microseconds."""
+    rto_us: int = 0
+    """RTO a new chunk would start with at the end of the last operation, in microseconds."""
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
 
 
 @dataclass
-class _Slot:
-    position: int
+class _Chunk:
+    """An outstanding chunk (one per busy slot)."""
+
     chunk: int
+    slot: int
     ver: int
     message: bytes
     count: int
     first_sent: float
-    last_sent: float
+    deadline: float
     rto: float
+    """This chunk's current timeout (doubled per retransmission)."""
+    generation: int
     retries: int = 0
-    generation: int = 0
+    acked: bool = False
+    """A STATUS showed the switch has this worker's contribution."""
+    backed_off: bool = False
+    """An expiry of this chunk doubled the shared back-off (undone by a STATUS)."""
     bitmap: int | None = None
     num_workers: int = 0
 
 
 @dataclass
-class _Rtt:
-    """Smoothed RTT (Jacobson/Karels) and a shared back-off factor.
+class _Run:
+    """The state of one ``Aggregator.run``."""
 
-    Every timer expiry doubles the factor (at most once per timeout interval, so one burst
-    of expiries counts once); every RESULT of a chunk sent once decays it by 5%. New chunks
-    and retransmissions use ``rto * backoff``, so a stalled switch or worker is not flooded."""
-
-    srtt: float | None = None
-    rttvar: float = 0.0
-    backoff: float = 1.0
-    last_backoff: float = float("-inf")
-
-    def sample(self, rtt: float) -> None:
-        if self.srtt is None:
-            self.srtt, self.rttvar = rtt, rtt / 2
-        else:
-            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - rtt)
-            self.srtt = 0.875 * self.srtt + 0.125 * rtt
-        self.backoff = max(1.0, self.backoff * 0.95)
-
-    def base(self, timing: Timing) -> float:
-        if self.srtt is None:
-            return timing.initial_rto
-        return min(max(self.srtt + 4 * self.rttvar, timing.min_rto), timing.max_rto)
-
-    def rto(self, timing: Timing) -> float:
-        return min(self.base(timing) * self.backoff, timing.max_rto)
-
-    def expired(self, now: float, timing: Timing) -> None:
-        if now - self.last_backoff >= self.rto(timing):
-            self.backoff = min(self.backoff * 2, 64.0)
-            self.last_backoff = now
+    base: int
+    n: int
+    chunks: int
+    raw: bytes
+    out: npt.NDArray[np.int32]
+    slots: list[_Chunk | None]
+    ready: list[int]
+    """Heap of chunks whose slot is free (the previous use of the slot completed)."""
+    timers: list[tuple[float, int, int]] = field(default_factory=list)
+    """Heap of (expiry, slot, generation); stale entries are skipped."""
+    outstanding: int = 0
+    done: int = 0
+    tokens: "itertools.count[int]" = field(default_factory=itertools.count)
 
 
 @dataclass
@@ -176,7 +203,14 @@ class Aggregator:
     position: int = 0
     """Next stream position (slot = position % window, copy = (position // window) % 2)."""
     stats: AggregatorStats = field(default_factory=AggregatorStats)
-    _rtt: _Rtt = field(default_factory=_Rtt)
+    wait: Callable[[float], bool] | None = None
+    """Block until the transport may have a message or ``timeout`` seconds passed (True if
+    readable); None: a selector on ``transport.fileno()``. Tests pass a simulated network's."""
+    rto: RtoEstimator = field(init=False)
+    """RTT estimate and shared back-off; kept across calls."""
+
+    def __post_init__(self) -> None:
+        self.rto = RtoEstimator(self.timing.bounds())
 
     def run(self, values: npt.ArrayLike) -> npt.NDArray[np.int32]:
         """Aggregate ``values`` (int32); the RESULT values. Raises AggregationError."""
@@ -188,114 +222,136 @@ class Aggregator:
             raise ValueError(f"job {self.job.job}: {chunks} chunks exceed the 32-bit chunk field")
         padded = np.zeros(chunks * k, dtype=wire.VALUE_DTYPE)
         padded[:n] = vec
-        raw = padded.tobytes()
-        out = np.zeros(chunks * k, dtype=np.int32)
-        base = self.position
-        slots: list[_Slot | None] = [None] * window
-        timers: list[tuple[float, int, int]] = []
-        next_chunk = 0
-        done = 0
-        tokens = itertools.count()
-
-        def send(chunk: int, now: float) -> None:
-            pos = base + chunk
-            slot, ver = pos % window, (pos // window) % 2
-            count = min(k, n - chunk * k)
-            header = wire.HEADER.pack(wire.MsgType.CONTRIB, ver, self.job.job, self.job.rank,
-                                      slot, chunk, count, 0, 0)
-            message = header + raw[chunk * k * 4:(chunk + 1) * k * 4]
-            rto = self._rtt.rto(self.timing)
-            state = _Slot(pos, chunk, ver, message, count, now, now, rto, 0, next(tokens))
-            slots[slot] = state
-            self.transport.send(message)
-            self.stats.sent += 1
-            heapq.heappush(timers, (now + rto, slot, state.generation))
-
-        selector = selectors.DefaultSelector()
-        selector.register(self.transport.fileno(), selectors.EVENT_READ)
+        run = _Run(self.position, n, chunks, padded.tobytes(), np.zeros(chunks * k, dtype=np.int32),
+                   [None] * window, list(range(min(window, chunks))))
+        limit = min(window, self.timing.max_outstanding or window)
+        selector = None
+        wait = self.wait
+        if wait is None:
+            selector = sel = selectors.DefaultSelector()
+            sel.register(self.transport.fileno(), selectors.EVENT_READ)
+            wait = lambda timeout: bool(sel.select(timeout))  # noqa: E731
         try:
-            now = self.clock()
-            while next_chunk < min(chunks, window):
-                send(next_chunk, now)
-                next_chunk += 1
-            while done < chunks:
-                timeout = max(0.0, timers[0][0] - self.clock()) if timers else self.timing.max_rto
-                if selector.select(timeout):
+            self._fill(run, limit)
+            while run.done < chunks:
+                timeout = (max(0.0, run.timers[0][0] - self.clock()) if run.timers
+                           else self.timing.max_rto)
+                if wait(timeout):
                     for _ in range(256):
                         data = self.transport.receive()
                         if data is None:
                             break
-                        finished = self._receive(data, slots, out, k)
-                        if finished is not None:
-                            done += 1
-                            now = self.clock()
-                            while (next_chunk < chunks
-                                   and slots[(base + next_chunk) % window] is None):
-                                send(next_chunk, now)
-                                next_chunk += 1
-                now = self.clock()
-                while timers and timers[0][0] <= now:
-                    _, slot, generation = heapq.heappop(timers)
-                    state = slots[slot]
-                    if state is None or state.generation != generation:
-                        continue
-                    self._retransmit(state, now)
-                    state.generation = next(tokens)
-                    heapq.heappush(timers, (now + state.rto, slot, state.generation))
+                        if self._receive(run, data):
+                            self._fill(run, limit)
+                self._expire(run, self.clock())
         finally:
-            selector.close()
-        self.position = base + chunks
-        return out[:n]
+            if selector is not None:
+                selector.close()
+            self.stats.srtt_us = round((self.rto.srtt or 0.0) * 1e6)
+            self.stats.rto_us = round(self.rto.rto * 1e6)
+        self.position = run.base + chunks
+        return run.out[:n]
 
-    def _receive(self, data: bytes, slots: list[_Slot | None], out: npt.NDArray[np.int32],
-                 k: int) -> int | None:
-        """Handle one message; the slot index freed by a matching RESULT, else None."""
+    def _fill(self, run: _Run, limit: int) -> None:
+        """Send released chunks, lowest first, while fewer than ``limit`` are outstanding."""
+        now = self.clock()
+        while run.ready and run.outstanding < limit:
+            self._send(run, heapq.heappop(run.ready), now)
+
+    def _send(self, run: _Run, chunk: int, now: float) -> None:
+        k, window = self.job.k, self.job.window
+        pos = run.base + chunk
+        slot, ver = pos % window, (pos // window) % 2
+        count = min(k, run.n - chunk * k)
+        header = wire.HEADER.pack(wire.MsgType.CONTRIB, ver, self.job.job, self.job.rank,
+                                  slot, chunk, count, 0, 0)
+        message = header + run.raw[chunk * k * 4:(chunk + 1) * k * 4]
+        state = _Chunk(chunk, slot, ver, message, count, now, now + self.timing.chunk_deadline,
+                       self.rto.rto, next(run.tokens))
+        run.slots[slot] = state
+        run.outstanding += 1
+        self.transport.send(message)
+        self.stats.sent += 1
+        self._arm(run, state, now)
+
+    @staticmethod
+    def _arm(run: _Run, state: _Chunk, now: float) -> None:
+        heapq.heappush(run.timers, (min(now + state.rto, state.deadline), state.slot, state.generation))
+
+    def _receive(self, run: _Run, data: bytes) -> bool:
+        """Handle one message; True if it completed an outstanding chunk."""
         try:
             msg_type, flags, job, _, slot, chunk, count, num_workers, bitmap = \
                 wire.HEADER.unpack_from(data)
         except Exception:
             self.stats.foreign += 1
-            return None
+            return False
         if job != self.job.job or msg_type not in (wire.MsgType.RESULT, wire.MsgType.STATUS):
             self.stats.foreign += 1
-            return None
-        state = slots[slot] if slot < len(slots) else None
+            return False
+        state = run.slots[slot] if slot < len(run.slots) else None
         if state is None or state.chunk != chunk or state.ver != flags & wire.Flag.VER:
             self.stats.late += 1
-            return None
+            return False
         if msg_type == wire.MsgType.STATUS:
             self.stats.statuses += 1
             state.bitmap, state.num_workers = bitmap, num_workers
-            return None
+            if bitmap >> self.job.rank & 1:  # the switch has our contribution: not a loss
+                state.acked = True
+                if state.backed_off:
+                    self.rto.undo()
+                    state.backed_off = False
+            return False
         if count != state.count or len(data) < wire.HEADER_LEN + 4 * count:
             self.stats.foreign += 1
             LOG.debug("job %d chunk %d: RESULT with count %d, expected %d", job, chunk, count,
                       state.count)
-            return None
-        out[chunk * k:chunk * k + count] = np.frombuffer(data, wire.VALUE_DTYPE, count,
-                                                         wire.HEADER_LEN)
+            return False
+        k = self.job.k
+        run.out[chunk * k:chunk * k + count] = np.frombuffer(data, wire.VALUE_DTYPE, count,
+                                                             wire.HEADER_LEN)
         self.stats.results += 1
-        if state.retries == 0:
-            self._rtt.sample(self.clock() - state.first_sent)
-        slots[slot] = None
-        return slot
+        if state.retries == 0:  # Karn: only chunks sent once give samples
+            self.rto.sample(self.clock() - state.first_sent)
+            self.stats.rtt_samples += 1
+        run.slots[slot] = None
+        run.outstanding -= 1
+        run.done += 1
+        following = chunk + self.job.window  # the slot's next use
+        if following < run.chunks:
+            heapq.heappush(run.ready, following)
+        return True
 
-    def _retransmit(self, state: _Slot, now: float) -> None:
-        if now - state.first_sent >= self.timing.chunk_deadline:
-            raise self._error(state, now)
+    def _expire(self, run: _Run, now: float) -> None:
+        """Retransmit the chunks whose timer expired; raise at a chunk's deadline."""
+        while run.timers and run.timers[0][0] <= now:
+            _, slot, generation = heapq.heappop(run.timers)
+            state = run.slots[slot]
+            if state is None or state.generation != generation:
+                continue
+            if now >= state.deadline:
+                raise self._error(state, now)
+            self._retransmit(state, now)
+            state.generation = next(run.tokens)
+            self._arm(run, state, now)
+
+    def _retransmit(self, state: _Chunk, now: float) -> None:
         retrans = bytearray(state.message)
         retrans[1] |= wire.Flag.RETRANS
         self.transport.send(bytes(retrans))
         state.retries += 1
-        state.last_sent = now
-        self._rtt.expired(now, self.timing)
-        state.rto = min(max(state.rto * 2, self._rtt.rto(self.timing)), self.timing.max_rto)
         self.stats.retransmitted += 1
         self.stats.sent += 1
+        if state.acked:
+            self.stats.probes += 1
+        elif self.rto.timed_out(now):
+            state.backed_off = True
+            self.stats.backoffs += 1
+        state.rto = min(max(2 * state.rto, self.rto.rto), self.timing.max_rto)
 
-    def _error(self, state: _Slot, now: float) -> AggregationError:
+    def _error(self, state: _Chunk, now: float) -> AggregationError:
         job = self.job
-        where = (f"job {job.job}, worker {job.rank}: chunk {state.chunk} (slot {state.position % job.window}, "
+        where = (f"job {job.job}, worker {job.rank}: chunk {state.chunk} (slot {state.slot}, "
                  f"copy {state.ver}) not complete after {now - state.first_sent:.2f} s "
                  f"({state.retries} retransmissions)")
         if state.bitmap is None:
