@@ -67,10 +67,15 @@ class TestbedOptions:
     """Run records (pids, logs); what ``cleanup`` reads after a crash."""
     keep_logs: bool = False
     """Keep the run directory (process logs) after a clean stop; it is always kept after an error."""
+    link_dup_pct: float = 0.0
+    """Mininet only: percent of frames duplicated on every host link, each direction (cls_bpf +
+    mirred, see ``innet.testbed.impair``); link loss is the topology's ``Link.loss_pct``."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.switch_loss < 1:
             raise ValueError(f"testbed switch_loss={self.switch_loss}: must be within 0..1 (1 excluded)")
+        if not 0 <= self.link_dup_pct < 100:
+            raise ValueError(f"testbed link_dup_pct={self.link_dup_pct}: must be within 0..100 (100 excluded)")
         if not 1 <= self.window <= 1024:
             raise ValueError(f"testbed window={self.window}: must be within 1..1024 (INNET_SLOTS)")
 
@@ -108,6 +113,8 @@ class Testbed(abc.ABC):
         self.procs = ProcessGroup(state_dir=self.options.state_dir)
         self.controller: Any = None
         self.job: Any = None
+        self.job_hosts: dict[int, tuple[str, ...]] = {}
+        """Per job id created here, its worker hosts in rank order."""
         self.grpc_address: str | None = None
         self._started = False
 
@@ -172,8 +179,12 @@ class Testbed(abc.ABC):
         """Start ``argv`` as a process of ``host`` (recorded in ``procs``)."""
 
     @abc.abstractmethod
+    def host_transport(self, host: str) -> dict[str, Any]:
+        """The agent transport dict of a worker on ``host`` (see ``innet.testbed.ina_worker``)."""
+
     def transport(self, rank: int) -> dict[str, Any]:
-        """The agent transport dict of worker ``rank`` (see ``innet.testbed.ina_worker``)."""
+        """The agent transport dict of topology worker ``rank``."""
+        return self.host_transport(self.topology.workers[rank].name)
 
     @abc.abstractmethod
     def gloo_iface(self, host: str) -> str:
@@ -200,11 +211,22 @@ class Testbed(abc.ABC):
 
     # -- control plane --------------------------------------------------------------------
 
-    def worker_specs(self) -> tuple[Any, ...]:
+    def worker_hosts(self) -> tuple[str, ...]:
+        """Every worker host of the topology, in rank order."""
+        return tuple(h.name for h in sorted(self.topology.workers, key=lambda h: h.rank or 0))
+
+    def worker_specs(self, hosts: Sequence[str] | None = None) -> tuple[Any, ...]:
+        """Job workers: ``hosts`` (default every worker host) get ranks 0..len-1 in that order."""
         from innet.controller.jobs import WorkerSpec
 
-        return tuple(WorkerSpec(rank=h.rank or 0, port=self.switch_port(h.name), mac=h.mac, ip=h.address,
-                                udp_port=self.options.agent_port) for h in self.topology.workers)
+        out = []
+        for rank, name in enumerate(self.worker_hosts() if hosts is None else hosts):
+            h = self.topology.host(name)
+            if h not in self.topology.workers:
+                raise TestbedError(f"job worker {name!r}: not a worker host of topology {self.topology.name}")
+            out.append(WorkerSpec(rank=rank, port=self.switch_port(name), mac=h.mac, ip=h.address,
+                                  udp_port=self.options.agent_port))
+        return tuple(out)
 
     def forwarding(self) -> Any:
         from innet.controller.jobs import Forwarding, Route
@@ -214,14 +236,19 @@ class Testbed(abc.ABC):
         arp = tuple((h.address, h.mac) for h in self.topology.hosts)
         return Forwarding(spec.mac, spec.ip, routes, arp)
 
-    def create_job(self, job_id: int | None = None, mode: str = "sum", **params: Any) -> Any:
-        """Install a job over every worker (``params``: JobSpec fields such as ``lr``, ``param_chunks``)."""
+    def create_job(self, job_id: int | None = None, mode: str = "sum", hosts: Sequence[str] | None = None,
+                   **params: Any) -> Any:
+        """Install a job over ``hosts`` (default every worker; rank = position) (``params``: JobSpec
+        fields such as ``lr``, ``param_chunks``, ``slot_base``)."""
         from innet.controller.jobs import JobSpec
 
-        job = JobSpec(job_id=job_id if job_id is not None else self.options.job_id, workers=self.worker_specs(),
-                      slot_base=params.pop("slot_base", 0), slot_count=params.pop("slot_count", self.options.window),
-                      k=self.options.k, mode=mode, **params)
+        hosts = self.worker_hosts() if hosts is None else tuple(hosts)
+        job = JobSpec(job_id=job_id if job_id is not None else self.options.job_id,
+                      workers=self.worker_specs(hosts), slot_base=params.pop("slot_base", 0),
+                      slot_count=params.pop("slot_count", self.options.window), k=self.options.k, mode=mode,
+                      **params)
         self.controller.create_job(job)
+        self.job_hosts[job.job_id] = hosts
         return job
 
     def replace_job(self, mode: str = "sum", **params: Any) -> Any:
@@ -239,12 +266,19 @@ class Testbed(abc.ABC):
 
     # -- runs -----------------------------------------------------------------------------
 
-    def worker_plan(self, rank: int, sizes: Sequence[int], repeats: int = 3, exact: bool = False) -> WorkerPlan:
-        return WorkerPlan(job=self.job.job_id, rank=rank, num_workers=len(self.topology.workers),
-                          window=self.job.slot_count, k=self.options.k, transport=self.transport(rank),
+    def current_hosts(self) -> tuple[str, ...]:
+        """Worker hosts of the current job (``self.job``), in rank order."""
+        return self.job_hosts.get(self.job.job_id, self.worker_hosts())
+
+    def worker_plan(self, rank: int, sizes: Sequence[int], repeats: int = 3, exact: bool = False,
+                    chunk_deadline: float | None = None) -> WorkerPlan:
+        """The plan of the current job's rank ``rank``."""
+        hosts = self.current_hosts()
+        return WorkerPlan(job=self.job.job_id, rank=rank, num_workers=len(hosts),
+                          window=self.job.slot_count, k=self.options.k, transport=self.host_transport(hosts[rank]),
                           sizes=tuple(sizes), repeats=repeats, exact=exact,
-                          chunk_deadline=self.options.chunk_deadline,
-                          count_iface=self.count_iface(self.topology.workers[rank].name))
+                          chunk_deadline=self.options.chunk_deadline if chunk_deadline is None else chunk_deadline,
+                          count_iface=self.count_iface(hosts[rank]))
 
     def _collect(self, procs: list[tuple[str, subprocess.Popen[bytes]]], timeout: float,
                  what: str) -> list[list[WorkerResult]]:
@@ -268,17 +302,25 @@ class Testbed(abc.ABC):
                 self.procs.forget(name)
         return [parse_results(outputs[name].decode(errors="replace")) for name, _ in procs]
 
+    def spawn_ina(self, sizes: Sequence[int], repeats: int = 3, exact: bool = False,
+                  ranks: Sequence[int] | None = None,
+                  chunk_deadline: float | None = None) -> list[tuple[str, subprocess.Popen[bytes]]]:
+        """Start the ``ina_worker`` of each of ``ranks`` (default all) of the current job, named
+        ``ina-<host>`` (stdout piped, stderr in the log); the caller waits for them."""
+        hosts = self.current_hosts()
+        procs = []
+        for rank in range(len(hosts)) if ranks is None else ranks:
+            plan = self.worker_plan(rank, sizes, repeats, exact, chunk_deadline)
+            name = f"ina-{hosts[rank]}"
+            argv = [sys.executable, "-m", WORKER_MODULE, plan.to_json()]
+            procs.append((name, self.spawn_on(hosts[rank], name, argv, stdout_pipe=True)))
+        return procs
+
     def run_ina(self, sizes: Sequence[int], repeats: int = 3, exact: bool = False,
                 timeout: float = 300.0) -> list[list[WorkerResult]]:
-        """Allreduce ``sizes`` through the switch on every worker; per rank, one result per size."""
-        procs = []
-        for h in self.topology.workers:
-            rank = h.rank or 0
-            plan = self.worker_plan(rank, sizes, repeats, exact)
-            name = f"ina-{h.name}"
-            argv = [sys.executable, "-m", WORKER_MODULE, plan.to_json()]
-            procs.append((name, self.spawn_on(h.name, name, argv, stdout_pipe=True)))
-        return self._collect(procs, timeout, "innet allreduce")
+        """Allreduce ``sizes`` through the switch on every worker of the current job; per rank, one
+        result per size."""
+        return self._collect(self.spawn_ina(sizes, repeats, exact), timeout, "innet allreduce")
 
     def run_gloo(self, sizes: Sequence[int], repeats: int = 3, timeout: float = 300.0,
                  master_port: int | None = None) -> list[list[WorkerResult]]:

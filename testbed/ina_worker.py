@@ -11,6 +11,11 @@ after a barrier). Rank r contributes ``r+1`` everywhere, so the sum is ``N(N+1)/
 bit for bit. One JSON line per size goes to stdout, like ``innet.testbed.gloo``::
 
     {"rank": 0, "elements": 65536, "times": [...], "ok": true, "stats": {...}}
+
+When the switch cannot complete a chunk within ``chunk_deadline`` (a worker died, the
+switch is gone), the process writes one line ``ina_worker rank R: aggregation failed:
+<AggregationError text naming the missing workers>`` to stderr and exits with
+:data:`EXIT_AGGREGATION`; a wrong sum exits with 1.
 """
 
 from __future__ import annotations
@@ -25,12 +30,14 @@ import numpy as np
 
 from innet.host import wire
 from innet.host.agent import Agent, AgentConfig
-from innet.host.protocol import JobConfig, Timing
+from innet.host.protocol import AggregationError, JobConfig, Timing
 from innet.host.transport import TransportConfig, TunnelTransportConfig, UdpTransportConfig
 from innet.testbed import ifstats
 from innet.testbed.costmodel import INNET_FRAME_OVERHEAD
 
 WORKER_MODULE = "innet.testbed.ina_worker"
+EXIT_AGGREGATION = 3
+"""Exit status when an allreduce failed with ``AggregationError`` (its text is on stderr)."""
 
 
 @dataclass(frozen=True)
@@ -169,7 +176,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(args) != 1:
         print(f"usage: python -m {WORKER_MODULE} '<WorkerPlan JSON>'", file=sys.stderr)
         return 2
-    return run(WorkerPlan.from_json(args[0]))
+    plan = WorkerPlan.from_json(args[0])
+    try:
+        return run(plan)
+    except AggregationError as error:
+        print(f"ina_worker rank {plan.rank}: aggregation failed: {error}", file=sys.stderr, flush=True)
+        return EXIT_AGGREGATION
 
 
 if __name__ == "__main__":

@@ -79,8 +79,8 @@ class LoopbackTestbed(Testbed):
         self.topology.host(host)
         return self.procs.spawn(name, argv, env={**os.environ, **(env or {})}, stdout_pipe=stdout_pipe)
 
-    def transport(self, rank: int) -> dict[str, Any]:
-        h = self.topology.workers[rank]
+    def host_transport(self, host: str) -> dict[str, Any]:
+        h = self.topology.host(host)
         spec = self.topology.switch()
         return tunnel_transport(self.udp_ports[self.switch_port(h.name)],
                                 wire.Endpoint(h.mac, h.address, self.options.agent_port),

@@ -137,8 +137,8 @@ class MininetTestbed(Testbed):
         return self.procs.spawn(name, argv, spawner=node.popen, env={**os.environ, **(env or {})},
                                 stdout_pipe=stdout_pipe)
 
-    def transport(self, rank: int) -> dict[str, Any]:
-        h = self.topology.workers[rank]
+    def host_transport(self, host: str) -> dict[str, Any]:
+        h = self.topology.host(host)
         return udp_transport(self.topology.switch().ip, h.address, self.options.agent_port)
 
     def count_iface(self, host: str) -> str | None:

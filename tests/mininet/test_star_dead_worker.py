@@ -1,0 +1,30 @@
+"""Mininet tier: the dead-worker scenario of ``tests/integration/test_loopback_dead_worker.py``
+on a 4-host star with InnetSwitch (kernel UDP through veths): every surviving worker fails
+within its chunk deadline naming the dead rank, the destroyed job leaves a clean switch, the
+3 survivors then sum exactly on the same slot range; nothing is left after teardown."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from innet.testbed.bringup import TestbedOptions
+from innet.testbed.cleanup import innet_interfaces
+from innet.testbed.mininet_net import MininetTestbed
+from innet.testbed.processes import find_marked
+from innet.testbed.topology import Link, star
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from test_loopback_dead_worker import DEADLINE, WINDOW, dead_worker_scenario  # noqa: E402
+
+
+@pytest.mark.parametrize("kill_mid_job", [True, False], ids=["sigkill-mid-job", "never-started"])
+def test_dead_worker_is_named_and_the_next_job_starts_clean(tmp_path: Path, kill_mid_job: bool) -> None:
+    options = TestbedOptions(state_dir=tmp_path, chunk_deadline=DEADLINE, window=WINDOW)
+    with MininetTestbed(star(workers=4, link=Link(bw_mbps=1000)), options) as tb:
+        run_dir = tb.procs.dir
+        dead_worker_scenario(tb, kill_mid_job)
+    assert innet_interfaces(["s1"]) == []
+    assert find_marked(only_run=str(run_dir)) == []
