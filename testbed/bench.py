@@ -323,14 +323,14 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
             ax.set_title(f"loss {loss:g}%")
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=7)
-    fig.suptitle("innet INA vs gloo ring allreduce\n" + _wrap(caption(doc)), fontsize=9)
+    fig.suptitle("innet INA vs gloo ring allreduce\n" + wrap_caption(caption(doc)), fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
-def _wrap(text: str, width: int = 150) -> str:
+def wrap_caption(text: str, width: int = 150) -> str:
     import textwrap
 
     return "\n".join(textwrap.wrap(text, width))

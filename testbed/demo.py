@@ -152,7 +152,7 @@ def _train_plot(train: dict[str, Any], caption: str, path: Path) -> Path:
     ax.set_ylabel("mean training loss over workers")
     ax.grid(True, alpha=0.3)
     ax.legend()
-    ax.set_title("Softmax regression on digits, parameters updated by the switch\n" + caption, fontsize=8)
+    ax.set_title("Softmax regression on digits, parameters updated by the switch\n" + bench.wrap_caption(caption, 110), fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
