@@ -15,6 +15,7 @@ from finsy.proto import p4d, p4r
 
 from innet.controller.errors import SchemaError, ValueRangeError
 from innet.controller.schema import P4Schema, TableInfo, Value, decode, encode, parse_value
+from innet.switch.p4runtime.schema import priority_problem
 
 
 @dataclass(frozen=True)
@@ -137,12 +138,9 @@ def table_entry_proto(schema: P4Schema, entry: TableEntry) -> p4r.TableEntry:
             fm = _field_match(info, m, f"table {table.name!r} field {info.name!r}")
             if fm is not None:
                 out.match.append(fm)
-        if table.needs_priority and entry.priority <= 0:
-            raise ValueRangeError(f"table {table.name!r} has ternary/range/optional keys: "
-                                  f"priority must be > 0, got {entry.priority}")
-        if not table.needs_priority and entry.priority != 0:
-            raise ValueRangeError(f"table {table.name!r} has only exact/lpm keys: priority must be 0, "
-                                  f"got {entry.priority}")
+        problem = priority_problem(table.name, table.needs_priority, entry.priority)
+        if problem is not None:
+            raise ValueRangeError(problem)
         out.priority = entry.priority
     if entry.action:
         action = schema.action(entry.action, table)

@@ -18,9 +18,13 @@ from typing import Generic, TypeVar
 from finsy.proto import p4i, p4t
 
 from innet.controller.errors import SchemaError, UnknownNameError, ValueRangeError
+from innet.switch.p4runtime.errors import P4RuntimeError
+from innet.switch.p4runtime.schema import PRIORITY_MATCH_TYPES, bitstring_width, encode_bytes
 
 MATCH_KINDS = {p4i.MatchField.EXACT: "exact", p4i.MatchField.LPM: "lpm", p4i.MatchField.TERNARY: "ternary",
                p4i.MatchField.RANGE: "range", p4i.MatchField.OPTIONAL: "optional"}
+
+_PRIORITY_KINDS = frozenset(MATCH_KINDS[t] for t in PRIORITY_MATCH_TYPES)
 
 Value = int | str
 
@@ -55,7 +59,7 @@ def encode(value: Value, bitwidth: int, what: str) -> bytes:
         number += 1 << bitwidth
     if number >= 1 << bitwidth:
         raise ValueRangeError(f"{what}: value {value!r} does not fit {bitwidth} bits (maximum {(1 << bitwidth) - 1})")
-    return number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")
+    return encode_bytes(number)
 
 
 def decode(data: bytes) -> int:
@@ -109,7 +113,7 @@ class TableInfo:
     @property
     def needs_priority(self) -> bool:
         """P4Runtime: priority > 0 exactly when a key is ternary, range or optional."""
-        return any(f.kind in ("ternary", "range", "optional") for f in self.match_fields)
+        return any(f.kind in _PRIORITY_KINDS for f in self.match_fields)
 
     def field(self, name: str) -> MatchFieldInfo:
         for f in self.match_fields:
@@ -180,10 +184,10 @@ class _Index(Generic[T]):
 
 
 def _bitwidth(type_spec: p4t.P4DataTypeSpec, what: str) -> int:
-    kind = type_spec.bitstring.WhichOneof("type_spec") if type_spec.HasField("bitstring") else None
-    if kind in ("bit", "int"):
-        return int(getattr(type_spec.bitstring, kind).bitwidth)
-    raise SchemaError(f"{what}: only bit<W>/int<W> registers are supported, not {type_spec}")
+    try:
+        return bitstring_width(type_spec, what)
+    except P4RuntimeError as error:
+        raise SchemaError(f"{error.message}; only bit<W>/int<W>/bool registers are supported") from None
 
 
 class P4Schema:

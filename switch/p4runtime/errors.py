@@ -10,7 +10,7 @@ BMv2's PI server do.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import grpc
 from finsy.proto import p4r, rpc_status
@@ -76,6 +76,14 @@ def rpc_code_of(code: grpc.StatusCode) -> int:
     return value
 
 
+_STATUS_CODES = {rpc_code_of(c): c for c in grpc.StatusCode}
+
+
+def status_code_of(number: int) -> grpc.StatusCode:
+    """The gRPC status code of a google.rpc.Code integer (UNKNOWN for numbers gRPC lacks)."""
+    return _STATUS_CODES.get(number, grpc.StatusCode.UNKNOWN)
+
+
 def write_error_status(results: Sequence[P4RuntimeError | None]) -> rpc_status.Status:
     """The google.rpc.Status of a batch with one result per update (None = success)."""
     status = rpc_status.Status(
@@ -101,6 +109,15 @@ def write_error_summary(results: Sequence[P4RuntimeError | None]) -> str:
         f"{len(failed)} of {len(results)} updates failed; first: update {index}: "
         f"{first.code.name}: {first.message}"
     )
+
+
+def status_details(trailing_metadata: Iterable[tuple[str, str | bytes]] | None) -> rpc_status.Status | None:
+    """The google.rpc.Status carried in ``grpc-status-details-bin`` of a call's trailing
+    metadata (``grpc.RpcError.trailing_metadata()``), None when there is none."""
+    for key, value in trailing_metadata or ():
+        if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
+            return rpc_status.Status.FromString(value)
+    return None
 
 
 def decode_write_errors(status: rpc_status.Status) -> list[p4r.Error]:

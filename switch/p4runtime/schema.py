@@ -48,6 +48,20 @@ def encode_padded(number: int, bitwidth: int) -> bytes:
     return number.to_bytes(max(1, (bitwidth + 7) // 8), "big")
 
 
+PRIORITY_MATCH_TYPES = frozenset({p4i.MatchField.TERNARY, p4i.MatchField.RANGE, p4i.MatchField.OPTIONAL})
+"""Match kinds that make a table's entries need a priority (P4Runtime spec, TableEntry)."""
+
+
+def priority_problem(table: str, needs_priority: bool, priority: int) -> str | None:
+    """What is wrong with ``priority`` for an entry of ``table`` (P4Runtime: > 0 exactly
+    when some key is ternary, range or optional), None when it is right."""
+    if needs_priority and priority <= 0:
+        return f"table {table!r} has ternary/range/optional keys: priority must be > 0, got {priority}"
+    if not needs_priority and priority != 0:
+        return f"table {table!r} has only exact/lpm keys: priority must be 0, got {priority}"
+    return None
+
+
 def _suggest(name: str, known: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, list(known), n=1)
     return f". Did you mean {close[0]!r}?" if close else ""
@@ -126,11 +140,7 @@ class Schema:
                 table=table,
                 fields={f.id: f for f in table.match_fields},
                 actions={a.id: a for a in table.action_refs},
-                needs_priority=any(
-                    f.match_type
-                    in (p4i.MatchField.TERNARY, p4i.MatchField.RANGE, p4i.MatchField.OPTIONAL)
-                    for f in table.match_fields
-                ),
+                needs_priority=any(f.match_type in PRIORITY_MATCH_TYPES for f in table.match_fields),
             )
             for rid in table.direct_resource_ids:
                 if rid in schema.direct_counters:

@@ -22,7 +22,7 @@ from innet.switch.p4runtime.errors import (
     permission_denied,
     unimplemented,
 )
-from innet.switch.p4runtime.schema import Schema, TableInfo, decode_bytes, encode_bytes
+from innet.switch.p4runtime.schema import Schema, TableInfo, decode_bytes, encode_bytes, priority_problem
 
 if TYPE_CHECKING:
     from innet.switch.p4runtime.profiles import ProfileState
@@ -343,12 +343,9 @@ class TableState:
         raise invalid(f"update type {kind} is not INSERT, MODIFY or DELETE")
 
     def _check_priority(self, info: TableInfo, entry: p4r.TableEntry) -> None:
-        if info.needs_priority and entry.priority <= 0:
-            raise invalid(f"table {info.name!r} has ternary/range/optional fields: priority must "
-                          f"be > 0, got {entry.priority}")
-        if not info.needs_priority and entry.priority != 0:
-            raise invalid(f"table {info.name!r} has only exact/lpm fields: priority must be 0, "
-                          f"got {entry.priority}")
+        problem = priority_problem(info.name, info.needs_priority, entry.priority)
+        if problem is not None:
+            raise invalid(problem)
 
     def _entry_action(self, info: TableInfo, entry: p4r.TableEntry
                       ) -> tuple[ActionCall | ProfileRef | p4r.ActionProfileActionSet, p4r.TableAction]:
