@@ -3,7 +3,8 @@
 Hosts ``hI`` get the topology's IP and MAC, IPv6 off and TX checksum offload off
 (``innet.testbed.mininet_switch.quiet_hosts``); shaped links are ``TCLink`` with the
 topology's rate/delay/jitter/loss (HTB + netem on both ends, so each direction; without
-netem in the kernel, loss is a cls_bpf random drop, see ``innet.testbed.impair``); switch
+netem in the kernel, loss is a cls_bpf random drop, see ``innet.testbed.impair``;
+``TestbedOptions.link_dup_pct`` duplicates frames the same way, with mirred); switch
 port ``p`` is ``s1-eth<p>``. Worker processes run in their host (``host.popen``) and reach
 the switch with plain UDP at the switch's IP (proxy ARP by ``innet.p4``); gloo runs there
 too, over the same links and through the same switch.
@@ -71,12 +72,20 @@ class MininetTestbed(Testbed):
 
         (self.procs.dir / SWITCHES_FILE).write_text("\n".join(s.name for s in self.topology.switches) + "\n")
         netem = impair.netem_available()
+        netem_loss = netem and not self.options.link_loss_bpf
+        lossy = any(c.link.loss_pct for c in self.topology.links)
+        if self.options.link_dup_pct and not impair.duplication_available():
+            raise TestbedError(f"link duplication {self.options.link_dup_pct:g}%: needs the kernel's clsact, "
+                               "cls_bpf and mirred (CONFIG_NET_SCH_INGRESS, NET_CLS_BPF, NET_ACT_MIRRED)")
+        if lossy and not netem_loss and not impair.cls_bpf_available():
+            raise TestbedError("link loss: the cls_bpf random drop needs clsact and cls_bpf (CONFIG_NET_SCH_INGRESS, "
+                               "NET_CLS_BPF), which this kernel lacks" + ("" if netem else ", and it has no netem"))
         if not netem:
             for c in self.topology.links:
                 if c.link.delay_ms is not None or c.link.jitter_ms is not None:
                     raise TestbedError(f"link {c.a}-{c.b}: delay/jitter need the kernel's netem qdisc "
                                        "(CONFIG_NET_SCH_NETEM), which this kernel lacks")
-        topo = mininet_topo(self.topology, netem=netem)
+        topo = mininet_topo(self.topology, netem=netem_loss)
         for attempt in range(3):
             try:
                 self.net = self._stack.enter_context(innet_network(
@@ -92,9 +101,10 @@ class MininetTestbed(Testbed):
         for host in self.net.hosts:
             self.procs.adopt(f"mnhost-{host.name}", host.pid)
         for c in self.topology.links:
-            if c.link.loss_pct and not netem:
+            loss = 0.0 if netem_loss else c.link.loss_pct or 0.0
+            if loss or self.options.link_dup_pct:
                 host = self.net.get(c.a)
-                impair.apply_loss(host.cmd, host.defaultIntf().name, c.link.loss_pct)
+                impair.apply_impairments(host.cmd, host.defaultIntf().name, loss, self.options.link_dup_pct)
             if c.link.mtu is not None:
                 host = self.net.get(c.a)
                 host.cmd(f"ip link set dev {host.defaultIntf().name} mtu {c.link.mtu}")
