@@ -1,16 +1,23 @@
 """The wire layer: a small synchronous P4Runtime client over finsy's generated protos.
 
-Why not finsy's asyncio ``Switch``: the controller and the ``innet`` CLI are short
-sequential programs (connect, push, write, read, leave); a blocking client keeps every
-layer above plain functions that tests call directly.  Only the StreamChannel needs a
-thread (arbitration and PacketIn).
+Why not finsy's asyncio ``Switch``: the controller, the ``innet`` CLI, the tests and the
+benchmarks are short sequential programs (connect, push, write, read, leave); a blocking
+client keeps every layer above plain functions that tests call directly.  Only the
+StreamChannel needs a thread: it files every message it receives (arbitration updates,
+PacketIns, DigestLists, idle-timeout notifications, stream errors) by kind, and
+:meth:`P4RuntimeClient.next_message` takes them in arrival order, of any kind or of one.
 
 Every ``grpc.RpcError`` is turned into a :mod:`innet.controller.errors` exception here
 and nowhere else.  Every RPC carries a deadline, so an unreachable or stuck switch
 becomes ``SwitchUnreachableError`` instead of a hang.
 
     with P4RuntimeClient("127.0.0.1:9559", device_id=1, election_id=1) as client:
+        client.set_pipeline(p4info, device_config)
         client.write([update, ...])
+        digest = client.next_message(5.0, "digest")
+
+Entities by name (table entries, registers, ...) are built by
+:mod:`innet.controller.entities` over a :class:`innet.controller.schema.P4Schema`.
 """
 
 from __future__ import annotations
@@ -18,10 +25,12 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
+from collections import deque
 from typing import Callable, Iterable, Iterator, Sequence
 
 import grpc
-from finsy.proto import U128, p4i, p4r, p4r_grpc, rpc_status
+from finsy.proto import U128, p4i, p4r, p4r_grpc
 
 from innet.controller.errors import (
     ControllerError,
@@ -33,16 +42,18 @@ from innet.controller.errors import (
     UpdateFailure,
     WriteError,
 )
+from innet.switch.p4runtime.errors import decode_write_errors, status_code_of, status_details
 
 LOG = logging.getLogger(__name__)
 
-STATUS_DETAILS_KEY = "grpc-status-details-bin"
 MAX_MESSAGE_BYTES = 256 << 20
 """Receive limit of the client channel (large register reads)."""
 MAX_WRITE_BYTES = 3 << 20
 """Updates per Write request are cut so a request stays under gRPC's default 4 MiB."""
 MAX_WRITE_UPDATES = 20000
 """And at most this many updates per request."""
+MAX_PENDING_MESSAGES = 100_000
+"""StreamChannel messages of one kind kept until taken; beyond it the oldest are dropped."""
 
 Describe = Callable[[p4r.Update], str]
 
@@ -57,16 +68,6 @@ def describe_update(update: p4r.Update) -> str:
         if inner is not None and hasattr(inner, field):
             return f"{which} {field} {getattr(inner, field)}"
     return which
-
-
-def _status_details(error: grpc.RpcError) -> rpc_status.Status | None:
-    trailers = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None  # type: ignore[attr-defined]
-    for key, value in trailers or ():
-        if key == STATUS_DETAILS_KEY:
-            status = rpc_status.Status()
-            status.ParseFromString(value)
-            return status
-    return None
 
 
 def rpc_error(error: grpc.RpcError, what: str, address: str) -> ControllerError:
@@ -86,21 +87,28 @@ def rpc_error(error: grpc.RpcError, what: str, address: str) -> ControllerError:
     return RpcError(text, code)
 
 
-def _code(number: int) -> grpc.StatusCode:
-    for code in grpc.StatusCode:
-        if code.value[0] == number:
-            return code
-    return grpc.StatusCode.UNKNOWN
+class _StreamEnded(Exception):
+    """The StreamChannel is over: ``error`` is why (None when the switch closed it)."""
+
+    def __init__(self, error: grpc.RpcError | None) -> None:
+        super().__init__("StreamChannel ended")
+        self.error = error
 
 
 class _Stream:
-    """The StreamChannel: a request queue, a reader thread, queues for arbitration
-    replies and PacketIns."""
+    """The StreamChannel: a request queue, and a reader thread that files each response
+    by kind (``arbitration``, ``packet``, ``digest``, ...) with its arrival number."""
 
-    def __init__(self, stub: p4r_grpc.P4RuntimeStub) -> None:
+    def __init__(self, stub: p4r_grpc.P4RuntimeStub,
+                 on_arbitration: Callable[[p4r.MasterArbitrationUpdate], None]) -> None:
         self._out: "queue.Queue[p4r.StreamMessageRequest | None]" = queue.Queue()
-        self.arbitration: "queue.Queue[p4r.MasterArbitrationUpdate | grpc.RpcError]" = queue.Queue()
-        self.packets: "queue.Queue[p4r.PacketIn]" = queue.Queue()
+        self._on_arbitration = on_arbitration
+        self._ready = threading.Condition()
+        self._inbox: dict[str, deque[tuple[int, p4r.StreamMessageResponse]]] = {}
+        self._received = 0
+        self._ended: _StreamEnded | None = None
+        self.dropped = 0
+        """Messages dropped because MAX_PENDING_MESSAGES of their kind were not taken."""
         self._call = stub.StreamChannel(self._requests())
         self._thread = threading.Thread(target=self._read, name="p4rt-stream", daemon=True)
         self._thread.start()
@@ -110,17 +118,48 @@ class _Stream:
             yield item
 
     def _read(self) -> None:
+        ended = _StreamEnded(None)
         try:
             for response in self._call:
-                kind = response.WhichOneof("update")
+                kind = response.WhichOneof("update") or "unknown"
                 if kind == "arbitration":
-                    self.arbitration.put(response.arbitration)
-                elif kind == "packet":
-                    self.packets.put(response.packet)
-                else:
-                    LOG.debug("stream message %s ignored", kind)
+                    self._on_arbitration(response.arbitration)
+                with self._ready:
+                    pending = self._inbox.setdefault(kind, deque(maxlen=MAX_PENDING_MESSAGES))
+                    if len(pending) == MAX_PENDING_MESSAGES:
+                        self.dropped += 1
+                        if self.dropped == 1:
+                            LOG.warning("StreamChannel: %d %s messages not taken; dropping the oldest",
+                                        MAX_PENDING_MESSAGES, kind)
+                    pending.append((self._received, response))
+                    self._received += 1
+                    self._ready.notify_all()
         except grpc.RpcError as error:
-            self.arbitration.put(error)
+            ended = _StreamEnded(error)
+        with self._ready:
+            self._ended = ended
+            self._ready.notify_all()
+
+    def take(self, kind: str | None, timeout: float) -> p4r.StreamMessageResponse | None:
+        """The oldest message (of ``kind`` when given), None after ``timeout`` seconds;
+        raises _StreamEnded when the stream is over and nothing is left to take."""
+        deadline = time.monotonic() + timeout
+        with self._ready:
+            while True:
+                oldest: deque[tuple[int, p4r.StreamMessageResponse]] | None = None
+                for name, pending in self._inbox.items():
+                    if not pending or kind not in (None, name):
+                        continue
+                    if oldest is None or pending[0][0] < oldest[0][0]:
+                        oldest = pending
+                if oldest is not None:
+                    return oldest.popleft()[1]
+                if self._ended is not None:
+                    raise self._ended
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self._ready.wait(remaining)
 
     def send(self, request: p4r.StreamMessageRequest) -> None:
         self._out.put(request)
@@ -173,19 +212,20 @@ class P4RuntimeClient:
         self._stub = p4r_grpc.P4RuntimeStub(channel)
         if self.election_id is None:
             return
-        self._stream = _Stream(self._stub)
+        self._stream = _Stream(self._stub, self._arbitrated)
         update = p4r.MasterArbitrationUpdate(device_id=self.device_id, election_id=U128.encode(self.election_id))
         self._stream.send(p4r.StreamMessageRequest(arbitration=update))
-        try:
-            reply = self._stream.arbitration.get(timeout=self.timeout)
-        except queue.Empty:
+        what = f"arbitration of device {self.device_id} with election id {self.election_id}"
+        reply = self._take("arbitration", self.timeout, what)
+        if reply is None:
             raise SwitchUnreachableError(
                 f"switch {self.address}: no arbitration answer within {self.timeout:g} s") from None
-        if isinstance(reply, grpc.RpcError):
-            raise rpc_error(reply, f"arbitration of device {self.device_id} with election id {self.election_id}",
-                            self.address) from None
-        self.is_primary = reply.status.code == 0
+        self._arbitrated(reply.arbitration)
         LOG.debug("switch %s: arbitration %s", self.address, "primary" if self.is_primary else "backup")
+
+    def _arbitrated(self, update: p4r.MasterArbitrationUpdate) -> None:
+        """Our reply, or a later notice that the primary changed: status OK means primary."""
+        self.is_primary = update.status.code == 0
 
     def close(self) -> None:
         """Leave the session; safe to call more than once."""
@@ -261,15 +301,9 @@ class P4RuntimeClient:
         try:
             self.stub.Write(request, timeout=max(self.timeout, 1e-4 * len(batch) + self.timeout))
         except grpc.RpcError as error:
-            status = _status_details(error) if error.code() == grpc.StatusCode.UNKNOWN else None  # type: ignore[attr-defined]
-            if status is None or not status.details:
-                raise rpc_error(error, f"write of {len(batch)} updates", self.address) from None
-            out = []
-            for i, detail in enumerate(status.details):
-                err = p4r.Error()
-                if detail.Unpack(err) and err.canonical_code != 0 and i < len(batch):
-                    out.append(UpdateFailure(start + i, _code(err.canonical_code), err.message, describe(batch[i])))
-            if not out:  # an UNKNOWN without per-update detail
+            out = [UpdateFailure(start + i, status_code_of(e.canonical_code), e.message, describe(batch[i]))
+                   for i, e in enumerate(_write_errors(error)[:len(batch)]) if e.canonical_code != 0]
+            if not out:  # not a batch failure, or an UNKNOWN without per-update detail
                 raise rpc_error(error, f"write of {len(batch)} updates", self.address) from None
             return out
         return []
@@ -285,23 +319,73 @@ class P4RuntimeClient:
             raise rpc_error(error, "read", self.address) from None
         return out
 
+    # -- StreamChannel -------------------------------------------------------------------
+
+    def _open_stream(self) -> _Stream:
+        if self._stream is None:
+            raise ControllerError(f"switch {self.address}: no StreamChannel: " + (
+                "the client is not connected" if self._stub is None
+                else "this session is read-only (no election id)"))
+        return self._stream
+
+    def _take(self, kind: str | None, timeout: float, what: str) -> p4r.StreamMessageResponse | None:
+        try:
+            return self._open_stream().take(kind, timeout)
+        except _StreamEnded as ended:
+            if ended.error is None:
+                raise RpcError(f"{what} on switch {self.address}: the switch closed the StreamChannel",
+                               grpc.StatusCode.UNAVAILABLE) from None
+            raise rpc_error(ended.error, what, self.address) from None
+
+    @property
+    def dropped_messages(self) -> int:
+        """StreamChannel messages dropped because MAX_PENDING_MESSAGES of their kind were
+        left untaken (e.g. digests nobody reads)."""
+        return 0 if self._stream is None else self._stream.dropped
+
+    def next_message(self, timeout: float | None = None, kind: str | None = None) -> p4r.StreamMessageResponse | None:
+        """The oldest StreamChannel message not taken yet, None after ``timeout`` seconds
+        (default: the client's timeout).  With ``kind`` (``"digest"``, ``"packet"``,
+        ``"arbitration"``, ``"idle_timeout_notification"``, ``"error"``), the oldest of that
+        kind; the others stay queued.  Raises when the stream has failed."""
+        wait = self.timeout if timeout is None else timeout
+        return self._take(kind, wait, "StreamChannel" if kind is None else f"StreamChannel ({kind})")
+
+    def send(self, request: p4r.StreamMessageRequest) -> None:
+        """Send any StreamChannel message (PacketOut, DigestListAck, arbitration)."""
+        self._open_stream().send(request)
+
+    def ack_digest(self, digest: p4r.DigestList) -> None:
+        """Acknowledge a DigestList: the switch may report its data again."""
+        self.send(p4r.StreamMessageRequest(digest_ack=p4r.DigestListAck(digest_id=digest.digest_id,
+                                                                          list_id=digest.list_id)))
+
     def packet_out(self, payload: bytes, metadata: Sequence[tuple[int, bytes]] = ()) -> None:
         """Send a PacketOut on the stream (metadata as (id, bytestring) pairs)."""
-        if self._stream is None:
-            raise ControllerError(f"switch {self.address}: client is not connected")
         packet = p4r.PacketOut(payload=payload)
         for metadata_id, value in metadata:
             packet.metadata.add(metadata_id=metadata_id, value=value)
-        self._stream.send(p4r.StreamMessageRequest(packet=packet))
+        self.send(p4r.StreamMessageRequest(packet=packet))
 
     def packet_in(self, timeout: float) -> p4r.PacketIn | None:
-        """The next PacketIn, or None after ``timeout`` seconds."""
-        if self._stream is None:
-            raise ControllerError(f"switch {self.address}: client is not connected")
-        try:
-            return self._stream.packets.get(timeout=timeout)
-        except queue.Empty:
-            return None
+        """The next PacketIn, or None after ``timeout`` seconds (other messages stay queued)."""
+        message = self.next_message(timeout, "packet")
+        return None if message is None else message.packet
+
+
+def _write_errors(error: grpc.RpcError) -> list[p4r.Error]:
+    """The per-update errors of a failed batch Write (UNKNOWN with a google.rpc.Status
+    of p4.v1.Errors in its trailers, as the P4Runtime spec says), [] for other failures."""
+    if error.code() != grpc.StatusCode.UNKNOWN:  # type: ignore[attr-defined]
+        return []
+    trailers = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None  # type: ignore[attr-defined]
+    status = status_details(trailers)
+    if status is None:
+        return []
+    try:
+        return decode_write_errors(status)
+    except ValueError:  # a detail that is not a p4.v1.Error: no per-update reading
+        return []
 
 
 def _batches(updates: Sequence[p4r.Update]) -> Iterator[list[p4r.Update]]:

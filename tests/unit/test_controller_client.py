@@ -7,15 +7,25 @@ import socket
 import time
 from pathlib import Path
 
+import grpc
 import pytest
 from finsy.proto import p4r
 
 from innet.controller import client as client_module
 from innet.controller.client import P4RuntimeClient
-from innet.controller.entities import TableEntry
-from innet.controller.errors import NoPipelineError, NotPrimaryError, RpcError, SwitchUnreachableError, WriteError
+from innet.controller.entities import Lpm, TableEntry, insert
+from innet.controller.errors import (
+    ControllerError,
+    NoPipelineError,
+    NotPrimaryError,
+    RpcError,
+    SwitchUnreachableError,
+    WriteError,
+)
 from innet.controller.pipeline import PipelineConfig, PipelineError
+from innet.controller.schema import P4Schema
 from innet.controller.switch import Switch, SwitchSpec
+from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
 from innet.switch.p4runtime.innet_target import InnetTarget
 from innet.switch.server import SwitchOptions, SwitchServer
 
@@ -130,3 +140,77 @@ def test_pipeline_sources(tmp_path, config):
     assert p4c([str(PIO), "-o", str(out)]) == 0
     loaded = PipelineConfig.load(out)
     assert loaded.name == "innet_pio" and loaded.p4info == config.p4info and loaded.cookie == config.cookie
+
+
+# -- the fake target with sample_p4info (formerly innet.switch.p4runtime.client's tests) --
+
+
+@pytest.fixture
+def fake_server():
+    with SwitchServer(SwitchOptions(grpc_address="127.0.0.1:0"), FakeTarget(lambda *_: [])) as s:
+        yield s
+
+
+def route(schema: P4Schema, dst: int, port: int) -> p4r.Update:
+    return insert(schema, TableEntry("MyIngress.ipv4_lpm", {"hdr.ethernet.etherType": 0x0800,
+                                                            "hdr.ipv4.dstAddr": Lpm(dst, 24)},
+                                     "MyIngress.forward", {"port": port, "mac": 1}))
+
+
+def test_write_read_and_per_update_errors(fake_server):
+    schema = P4Schema(sample_p4info())
+    with P4RuntimeClient(fake_server.grpc_address) as client:
+        client.set_pipeline(schema.p4info, b"fake program", cookie=3)
+        assert client.get_p4info() == schema.p4info
+        client.write([route(schema, 0x0A000100, 1), route(schema, 0x0A000200, 2)])
+        table = schema.table("MyIngress.ipv4_lpm").id
+        assert len(client.read([p4r.Entity(table_entry=p4r.TableEntry(table_id=table))])) == 2
+        with pytest.raises(WriteError, match=r"update 1 \(table_entry table_id \d+\): ALREADY_EXISTS") as info:
+            client.write([route(schema, 0x0A000300, 3), route(schema, 0x0A000100, 1)])
+        assert info.value.code == grpc.StatusCode.UNKNOWN
+        assert [(f.index, f.code) for f in info.value.failures] == [(1, grpc.StatusCode.ALREADY_EXISTS)]
+
+
+def test_backup_is_refused_writes_and_follows_arbitration_notices(fake_server):
+    schema = P4Schema(sample_p4info())
+    with pytest.raises(KeyError, match="no table named 'MyIngress.ipv4_lmp'"):
+        schema.table("MyIngress.ipv4_lmp")
+    with P4RuntimeClient(fake_server.grpc_address, election_id=5) as old:
+        old.set_pipeline(schema.p4info, b"fake program")
+        with P4RuntimeClient(fake_server.grpc_address, election_id=2) as backup:
+            assert old.is_primary and not backup.is_primary
+            with pytest.raises(NotPrimaryError, match="PERMISSION_DENIED.*not the primary controller"):
+                backup.write([route(schema, 0x0A000100, 1)])
+            assert backup.next_message(0.2) is None  # its own arbitration reply was taken by connect
+        newcomer = P4RuntimeClient(fake_server.grpc_address, election_id=10).connect()
+        try:
+            assert newcomer.is_primary
+            notice = old.next_message(5, "arbitration")  # the primary changed: old is told so
+            assert notice is not None and notice.arbitration.status.code == grpc.StatusCode.ALREADY_EXISTS.value[0]
+            assert not old.is_primary
+            with pytest.raises(NotPrimaryError):
+                old.write([route(schema, 0x0A000100, 1)])
+            newcomer.write([route(schema, 0x0A000100, 1)])
+        finally:
+            newcomer.close()
+        notice = old.next_message(5)  # the primary left: nobody is primary now
+        assert notice is not None and notice.arbitration.status.code == grpc.StatusCode.NOT_FOUND.value[0]
+        assert not old.is_primary
+
+
+def test_stream_needs_a_connected_arbitrating_session(fake_server):
+    client = P4RuntimeClient(fake_server.grpc_address)
+    with pytest.raises(ControllerError, match="no StreamChannel: the client is not connected"):
+        client.next_message(0)
+    with P4RuntimeClient(fake_server.grpc_address, election_id=None) as ro:
+        with pytest.raises(ControllerError, match="no StreamChannel: this session is read-only"):
+            ro.packet_out(b"x")
+
+
+def test_stream_failure_is_raised_by_next_message():
+    server = SwitchServer(SwitchOptions(grpc_address="127.0.0.1:0"), FakeTarget())
+    with server, P4RuntimeClient(server.grpc_address, timeout=2) as client:
+        server.stop()
+        with pytest.raises((SwitchUnreachableError, RpcError), match="StreamChannel"):
+            while client.next_message(5) is not None:
+                pass
