@@ -36,7 +36,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:
+    from finsy.proto import p4r
+
+    from innet.controller.schema import P4Schema
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "p4" / "examples" / "basic_forward.p4"
@@ -106,18 +111,26 @@ def compile_program() -> tuple[Any, bytes]:
     return result.p4info, result.config.to_bytes()
 
 
+def route(schema: P4Schema, dst: int, prefix_len: int) -> p4r.Update:
+    """The INSERT of an ``ipv4_lpm`` route to ``dst/prefix_len`` out of port 2."""
+    from innet.controller.entities import Lpm, TableEntry, insert
+
+    return insert(schema, TableEntry(TABLE, {"hdr.ipv4.dstAddr": Lpm(dst, prefix_len)}, ACTION,
+                                     {"dstAddr": OUT_MAC, "port": 2}))
+
+
 # -- 1. P4Runtime writes -----------------------------------------------------------------
 
 
 def bench_writes(rounds: int, max_seconds: float, entries: int = 1000) -> list[dict[str, Any]]:
     from finsy.proto import p4r
 
-    from innet.switch.p4runtime.client import P4Names, P4RuntimeClient
+    from innet.controller.client import P4RuntimeClient
+    from innet.controller.schema import P4Schema
 
     p4info, config = compile_program()
-    names = P4Names(p4info)
-    inserts = [names.insert(TABLE, {"hdr.ipv4.dstAddr": ((10 << 24) | i, 32)}, ACTION,
-                            {"dstAddr": OUT_MAC, "port": 2}) for i in range(entries)]
+    schema = P4Schema(p4info)
+    inserts = [route(schema, (10 << 24) | i, 32) for i in range(entries)]
     deletes = [p4r.Update(type=p4r.Update.DELETE, entity=u.entity) for u in inserts]
     rows = []
     with switch_process("--no-p4") as (_, address), P4RuntimeClient(address) as client:
@@ -282,20 +295,20 @@ def _one_run(pid: int, frames: list[bytes], count: int, seconds: float, rate: fl
 
 
 def bench_packets(rates: list[float], frames: int, seconds: float, size: int) -> list[dict[str, Any]]:
-    from innet.switch.p4runtime.client import P4Names, P4RuntimeClient
+    from innet.controller.client import P4RuntimeClient
+    from innet.controller.schema import P4Schema
 
     if os.geteuid() != 0:
         raise RuntimeError("the packet benchmark needs root (namespaces, veths, AF_PACKET)")
     p4info, config = compile_program()
-    names = P4Names(p4info)
+    schema = P4Schema(p4info)
     rows = []
     with veth_pair_namespaces(), \
             switch_process("--no-p4", "-i", f"1@{IF_S1}", "-i", f"2@{IF_S2}",
                            cpus=split[0] if (split := cpu_split()) else None) as (proc, address):
         with P4RuntimeClient(address) as client:
             client.set_pipeline(p4info, config)
-            client.write([names.insert(TABLE, {"hdr.ipv4.dstAddr": (0x0A000200, 24)}, ACTION,
-                                       {"dstAddr": OUT_MAC, "port": 2})])
+            client.write([route(schema, 0x0A000200, 24)])
         built = _frames(64, size)
         for rate in rates:
             count = frames if rate == 0 else min(frames, int(rate * seconds))

@@ -2,8 +2,8 @@
 
 The switch is started with a P4 source file as PROGRAM (device-config form 3 of the
 docs); each ``<!-- snippet: NAME -->`` code block is run as a script, with the documented
-address replaced by the switch's real one: the grpc/finsy snippet with innet's venv, the
-p4runtime-shell snippet with the shell's own venv.
+address replaced by the switch's real one: the grpc/finsy and innet-client snippets with
+innet's venv, the p4runtime-shell snippet with the shell's own venv.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from finsy.proto import p4r
-
-from innet.switch.p4runtime.client import P4RuntimeClient
+from innet.controller.client import P4RuntimeClient
+from innet.controller.entities import register_reads
+from innet.controller.schema import P4Schema
 
 HERE = Path(__file__).parent
 DOC = HERE.parents[1] / "docs" / "p4runtime.md"
@@ -52,15 +52,13 @@ def switch():
 
 
 def registers(address: str) -> list[int]:
-    """Every cell of MyIngress.seen (a Read needs no arbitration, so no election id is used up)."""
-    client = P4RuntimeClient(address)
-    try:
-        (info,) = [r for r in client.stub.GetForwardingPipelineConfig(p4r.GetForwardingPipelineConfigRequest(
-            device_id=1)).config.p4info.registers if r.preamble.name == "MyIngress.seen"]
-        cells = client.read(p4r.Entity(register_entry=p4r.RegisterEntry(register_id=info.preamble.id)))
+    """Every cell of MyIngress.seen (a read-only session: no arbitration, no election id used up)."""
+    with P4RuntimeClient(address, election_id=None) as client:
+        p4info = client.get_p4info()
+        assert p4info is not None
+        schema = P4Schema(p4info)
+        cells = client.read(register_reads(schema, "MyIngress.seen", range(schema.register("MyIngress.seen").size)))
         return [int.from_bytes(c.register_entry.data.bitstring, "big") for c in cells]
-    finally:
-        client.close()
 
 
 def test_register_snippets_run_as_documented(switch: str, shell_python: Path, tmp_path: Path):
@@ -75,3 +73,11 @@ def test_register_snippets_run_as_documented(switch: str, shell_python: Path, tm
     assert shell_run.returncode == 0, shell_run.stdout + shell_run.stderr
     assert "cells [0, 9, 0, 0, 0, 0, 0, 0]" in shell_run.stdout
     assert registers(switch) == [0, 9, 7, 0, 0, 0, 0, 0]
+
+
+def test_innet_client_snippet_runs_as_documented(switch: str, tmp_path: Path):
+    run = subprocess.run([sys.executable, "-c", snippet("registers-innet", switch)],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split("\n") == ["before 0", "after 9", ""]
+    assert registers(switch) == [0, 9, 0, 0, 0, 0, 0, 0]

@@ -18,8 +18,10 @@ from pathlib import Path
 from finsy.proto import p4r
 from mininet.topo import SingleSwitchTopo
 
+from innet.controller.client import P4RuntimeClient
+from innet.controller.entities import Lpm, TableEntry, insert
+from innet.controller.schema import P4Schema
 from innet.switch.p4info import parse_p4info
-from innet.switch.p4runtime.client import P4Names, P4RuntimeClient
 from innet.testbed.mininet_switch import STATE_DIR, cleanup_leftovers, innet_network, state_lock
 
 RECEIVER = """
@@ -45,14 +47,16 @@ def _assert_nothing_left() -> None:
         assert "s1-eth" not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
 
 
-def _route(names: P4Names, host, port: int) -> p4r.Update:
-    return names.insert("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (int(ipaddress.IPv4Address(host.IP())), 32)},
-                        "MyIngress.ipv4_forward", {"dstAddr": int(host.MAC().replace(":", ""), 16), "port": port})
+def _route(schema: P4Schema, host, port: int) -> p4r.Update:
+    return insert(schema, TableEntry("MyIngress.ipv4_lpm",
+                                     {"hdr.ipv4.dstAddr": Lpm(int(ipaddress.IPv4Address(host.IP())), 32)},
+                                     "MyIngress.ipv4_forward",
+                                     {"dstAddr": int(host.MAC().replace(":", ""), 16), "port": port}))
 
 
 def test_ping_and_udp_through_innet_switch(basic_forward: tuple[Path, Path]):
     p4info = parse_p4info(basic_forward[0].read_bytes())
-    names = P4Names(p4info)
+    schema = P4Schema(p4info)
     with innet_network(SingleSwitchTopo(2)) as net:
         h1, h2, s1 = net.get("h1", "h2", "s1")
         assert s1.data_ports() == {1: "s1-eth1", 2: "s1-eth2"}
@@ -62,9 +66,9 @@ def test_ping_and_udp_through_innet_switch(basic_forward: tuple[Path, Path]):
             client.set_pipeline(p4info, basic_forward[1].read_bytes())
             # no routes yet: basic_forward's default action drops
             assert " 0 received" in h1.cmd("ping -c 1 -W 1 10.0.0.2")
-            client.write([_route(names, h1, 1), _route(names, h2, 2)])
-            table = names.table("MyIngress.ipv4_lpm").preamble.id
-            assert len(client.read(p4r.Entity(table_entry=p4r.TableEntry(table_id=table)))) == 2
+            client.write([_route(schema, h1, 1), _route(schema, h2, 2)])
+            table = schema.table("MyIngress.ipv4_lpm").id
+            assert len(client.read([p4r.Entity(table_entry=p4r.TableEntry(table_id=table))])) == 2
 
             ping = h1.cmd("ping -c 3 -i 0.2 -W 3 10.0.0.2")
             assert " 3 received" in ping, ping
