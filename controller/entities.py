@@ -14,8 +14,10 @@ from typing import Iterable, Mapping, Sequence, Union
 from finsy.proto import p4d, p4r
 
 from innet.controller.errors import SchemaError, ValueRangeError
-from innet.controller.schema import P4Schema, TableInfo, Value, decode, encode, parse_value
+from innet.controller.schema import MatchFieldInfo, P4Schema, TableInfo, Value, decode, encode, fit, parse_value
 from innet.switch.p4runtime.schema import priority_problem
+from innet.switch.p4runtime.tables import field_match_proto
+from innet.switch.p4runtime.target import ExactMatch, FieldMatch, LpmMatch, OptionalMatch, RangeMatch, TernaryMatch
 
 
 @dataclass(frozen=True)
@@ -76,12 +78,10 @@ class Replica:
     """Replication id (``standard_metadata.egress_rid`` of the copy)."""
 
 
-def _field_match(schema_field: object, match: Match, what: str) -> p4r.FieldMatch | None:
-    from innet.controller.schema import MatchFieldInfo
-
-    assert isinstance(schema_field, MatchFieldInfo)
-    f, width = schema_field, schema_field.bitwidth
-    out = p4r.FieldMatch(field_id=f.id)
+def _field_match(f: MatchFieldInfo, match: Match, what: str) -> p4r.FieldMatch | None:
+    """The FieldMatch of one key field given by the user, None for a don't-care; values
+    are checked against the field's width here, encoded by the switch layer's rules."""
+    width = f.bitwidth
     if not isinstance(match, (Exact, Lpm, Ternary, Range, Optional)):
         if f.kind == "lpm" and isinstance(match, str) and "/" in match:
             addr, _, plen = match.partition("/")
@@ -94,34 +94,29 @@ def _field_match(schema_field: object, match: Match, what: str) -> p4r.FieldMatc
             match = Exact(match)
         else:
             raise SchemaError(f"{what} is a {f.kind} field: give {f.kind.capitalize()}(...), not {match!r}")
+    target: FieldMatch
     if f.kind == "exact" and isinstance(match, Exact):
-        out.exact.value = encode(match.value, width, what)
+        target = ExactMatch(fit(match.value, width, what))
     elif f.kind == "lpm" and isinstance(match, Lpm):
         if not 0 <= match.prefix_len <= width:
             raise ValueRangeError(f"{what}: prefix length {match.prefix_len} is outside 0..{width}")
-        if match.prefix_len == 0:
-            return None  # P4Runtime: a /0 lpm is written by omitting the field
-        value = parse_value(match.value, what)
-        value &= ((1 << width) - 1) ^ ((1 << (width - match.prefix_len)) - 1)
-        out.lpm.value, out.lpm.prefix_len = encode(value, width, what), match.prefix_len
+        prefix = ((1 << width) - 1) ^ ((1 << (width - match.prefix_len)) - 1)
+        value = parse_value(match.value, what) & prefix
+        target = LpmMatch(fit(value, width, what), match.prefix_len)
     elif f.kind == "ternary" and isinstance(match, Ternary):
         mask = parse_value(match.mask, what + " mask")
-        if mask == 0:
-            return None
         value = parse_value(match.value, what) & mask
-        out.ternary.value, out.ternary.mask = encode(value, width, what), encode(mask, width, what + " mask")
+        target = TernaryMatch(fit(value, width, what), fit(mask, width, what + " mask"))
     elif f.kind == "range" and isinstance(match, Range):
         low, high = parse_value(match.low, what), parse_value(match.high, what)
         if low > high:
             raise ValueRangeError(f"{what}: range low {low} is above high {high}")
-        if low == 0 and high == (1 << width) - 1:
-            return None
-        out.range.low, out.range.high = encode(low, width, what), encode(high, width, what)
+        target = RangeMatch(fit(low, width, what), fit(high, width, what))
     elif f.kind == "optional" and isinstance(match, Optional):
-        out.optional.value = encode(match.value, width, what)
+        target = OptionalMatch(fit(match.value, width, what))
     else:
         raise SchemaError(f"{what} is a {f.kind} field, but the match given is {type(match).__name__}")
-    return out
+    return field_match_proto(f.id, width, target)
 
 
 def table_entry_proto(schema: P4Schema, entry: TableEntry) -> p4r.TableEntry:

@@ -51,6 +51,12 @@ def parse_value(value: Value, what: str) -> int:
 def encode(value: Value, bitwidth: int, what: str) -> bytes:
     """The canonical P4Runtime bytestring (shortest, at least one byte) of ``value``;
     ValueRangeError when it does not fit ``bitwidth`` bits."""
+    return encode_bytes(fit(value, bitwidth, what))
+
+
+def fit(value: Value, bitwidth: int, what: str) -> int:
+    """``value`` as the unsigned ``bitwidth``-bit number P4Runtime carries (a negative int
+    in two's complement); ValueRangeError when it does not fit."""
     number = parse_value(value, what)
     if number < 0:
         if number < -(1 << (bitwidth - 1)):
@@ -59,7 +65,7 @@ def encode(value: Value, bitwidth: int, what: str) -> bytes:
         number += 1 << bitwidth
     if number >= 1 << bitwidth:
         raise ValueRangeError(f"{what}: value {value!r} does not fit {bitwidth} bits (maximum {(1 << bitwidth) - 1})")
-    return encode_bytes(number)
+    return number
 
 
 def decode(data: bytes) -> int:

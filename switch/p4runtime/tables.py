@@ -151,31 +151,40 @@ def _parse_field(
     return RangeMatch(low, high), out
 
 
+def field_match_proto(field_id: int, bitwidth: int, match: FieldMatch) -> p4r.FieldMatch | None:
+    """The canonical FieldMatch of one field of a key, None for a don't-care (P4Runtime:
+    a ternary mask 0, an lpm /0, the full range and an unset optional are omitted).
+    Values must already fit ``bitwidth`` (the server checked them on the way in, the
+    controller's entities check them by name)."""
+    fm = p4r.FieldMatch(field_id=field_id)
+    if isinstance(match, ExactMatch):
+        fm.exact.value = encode_bytes(match.value)
+    elif isinstance(match, TernaryMatch):
+        if match.mask == 0:
+            return None
+        fm.ternary.value, fm.ternary.mask = encode_bytes(match.value), encode_bytes(match.mask)
+    elif isinstance(match, LpmMatch):
+        if match.prefix_len == 0:
+            return None
+        fm.lpm.value, fm.lpm.prefix_len = encode_bytes(match.value), match.prefix_len
+    elif isinstance(match, RangeMatch):
+        if match.low == 0 and match.high == (1 << bitwidth) - 1:
+            return None
+        fm.range.low, fm.range.high = encode_bytes(match.low), encode_bytes(match.high)
+    else:
+        if match.value is None:
+            return None
+        fm.optional.value = encode_bytes(match.value)
+    return fm
+
+
 def key_to_proto(info: TableInfo, key: MatchKey) -> list[p4r.FieldMatch]:
     """Canonical FieldMatch list of a target key (don't-care fields omitted)."""
     out: list[p4r.FieldMatch] = []
     for field, value in zip(info.table.match_fields, key):
-        fm = p4r.FieldMatch(field_id=field.id)
-        width = int(field.bitwidth)
-        if isinstance(value, ExactMatch):
-            fm.exact.value = encode_bytes(value.value)
-        elif isinstance(value, TernaryMatch):
-            if value.mask == 0:
-                continue
-            fm.ternary.value, fm.ternary.mask = encode_bytes(value.value), encode_bytes(value.mask)
-        elif isinstance(value, LpmMatch):
-            if value.prefix_len == 0:
-                continue
-            fm.lpm.value, fm.lpm.prefix_len = encode_bytes(value.value), value.prefix_len
-        elif isinstance(value, RangeMatch):
-            if value.low == 0 and value.high == (1 << width) - 1:
-                continue
-            fm.range.low, fm.range.high = encode_bytes(value.low), encode_bytes(value.high)
-        else:
-            if value.value is None:
-                continue
-            fm.optional.value = encode_bytes(value.value)
-        out.append(fm)
+        fm = field_match_proto(field.id, int(field.bitwidth), value)
+        if fm is not None:
+            out.append(fm)
     return out
 
 

@@ -114,6 +114,23 @@ def test_entry_checks(config):
     assert proto.match[1].lpm.value == (0x100).to_bytes(2, "big") and proto.match[1].lpm.prefix_len == 40
 
 
+def test_values_are_masked_and_dont_cares_omitted(config):
+    schema = P4Schema(config.p4info)
+    lpm = table_entry_proto(schema, TableEntry("exact_lpm", {"etherType": 0x800, "dst": Lpm("00:00:00:00:01:05", 40)},
+                                               "drop"))
+    assert lpm.match[1].lpm.value == b"\x01\x00"  # host bits cleared, canonical (no leading zeros)
+    assert [m.field_id for m in table_entry_proto(
+        schema, TableEntry("exact_lpm", {"etherType": 0x800, "dst": Lpm(5, 0)}, "drop")).match] == [1]
+    ternary = table_entry_proto(schema, TableEntry("mixed", {"src": Ternary(0x1234, 0xFF00)}, "drop", priority=1))
+    assert (ternary.match[0].ternary.value, ternary.match[0].ternary.mask) == (b"\x12\x00", b"\xff\x00")
+    mixed = table_entry_proto(schema, TableEntry("mixed", {"src": Ternary(0x1234, 0), "etherType": Range(0, 0xFFFF),
+                                                           "ingress_port": Optional(3)}, "drop", priority=1))
+    assert [m.WhichOneof("field_match_type") for m in mixed.match] == ["optional"]
+    assert mixed.match[0].optional.value == b"\x03"
+    with pytest.raises(ValueRangeError, match=r"field 'hdr.ethernet.etherType': value 65536 does not fit 16 bits"):
+        table_entry_proto(schema, TableEntry("mixed", {"etherType": Range(1, 0x10000)}, "drop", priority=1))
+
+
 def test_every_match_kind_round_trips_through_the_switch(switch):
     lpm = TableEntry("exact_lpm", {"etherType": 0x800, "dst": Lpm("00:00:00:00:01:00", 40)}, "fwd", {"port": 2})
     mixed = TableEntry("mixed", {"src": Ternary("00:00:00:00:00:0f", "00:00:00:00:00:ff"),
