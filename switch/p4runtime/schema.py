@@ -1,4 +1,5 @@
-"""An index over one P4Info message, and P4Runtime's bytestring rules.
+"""An index over one P4Info message (by id: names are the controller's business), and
+P4Runtime's bytestring and priority rules (pure helpers ``innet.controller`` uses too).
 
 Bytestrings (P4Runtime spec, "Bytestrings"): a value of a ``bit<W>`` field arrives either
 in canonical form (shortest big-endian encoding, at least one byte) or padded to
@@ -7,9 +8,8 @@ in canonical form (shortest big-endian encoding, at least one byte) or padded to
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
-from typing import Iterable, TypeVar
+from typing import TypeVar
 
 from finsy.proto import p4i, p4t
 
@@ -60,11 +60,6 @@ def priority_problem(table: str, needs_priority: bool, priority: int) -> str | N
     if not needs_priority and priority != 0:
         return f"table {table!r} has only exact/lpm keys: priority must be 0, got {priority}"
     return None
-
-
-def _suggest(name: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, list(known), n=1)
-    return f". Did you mean {close[0]!r}?" if close else ""
 
 
 @dataclass
@@ -172,16 +167,6 @@ class Schema:
             return objects[object_id]
         except KeyError:
             raise not_found(f"no {kind} with id {object_id:#x} ({object_id}) in the P4Info") from None
-
-    def table_by_name(self, name: str) -> TableInfo:
-        """The table named ``name`` (exact or dotted suffix), or NOT_FOUND with a hint."""
-        names = {t.name: t for t in self.tables.values()}
-        if name in names:
-            return names[name]
-        suffix = [t for n, t in names.items() if n.endswith("." + name)]
-        if len(suffix) == 1:
-            return suffix[0]
-        raise not_found(f"no table named {name!r} in the P4Info{_suggest(name, names)}")
 
     def packet_header(self, kind: str) -> p4i.ControllerPacketMetadata | None:
         """The ``packet_in`` or ``packet_out`` controller header, if the program has one."""
