@@ -2,12 +2,16 @@
 
 Layers, each calling only downward (STYLE.md):
 
-- ``client``: synchronous P4Runtime wire client over finsy's protos: arbitration (election
-  id; ``None`` = read-only session), SetForwardingPipelineConfig, batched Write (cut under
-  gRPC's 4 MiB) with per-update errors, Read, PacketOut/PacketIn; every ``grpc.RpcError``
+- ``client``: innet's one synchronous P4Runtime wire client over finsy's protos (the
+  controller, the CLI, tests and benchmarks use it): arbitration (election id; ``None`` =
+  read-only session; ``is_primary`` follows later notices), SetForwardingPipelineConfig,
+  batched Write (cut under gRPC's 4 MiB) with per-update errors, Read, and the whole
+  StreamChannel (``next_message(timeout, kind)`` for DigestLists, arbitration notices,
+  stream errors; ``send``, ``ack_digest``, PacketOut/PacketIn); every ``grpc.RpcError``
   becomes a :mod:`.errors` exception here, every RPC has a deadline.
-- ``schema``: P4Info index (full or unambiguous short names, "did you mean"), canonical
-  bytestrings; ``entities``: typed TableEntry (exact/lpm/ternary/range/optional), register
+- ``schema``: P4Info index (full or unambiguous short names, "did you mean"), values
+  checked against widths (bytestring, priority and key-encoding rules are shared with the
+  switch: :mod:`innet.switch.p4runtime.schema`/``.tables``/``.errors``); ``entities``: typed TableEntry (exact/lpm/ternary/range/optional), register
   cells, counters, multicast groups <-> protos; ``pipeline``: PipelineConfig from an
   innet-p4c output dir, a .p4 compiled on the fly, or P4Info + device config (BMv2 JSON).
 - ``registers``: RegisterEntry over P4Runtime, falling back to BMv2's ``simple_switch_CLI
