@@ -100,8 +100,11 @@ class Timing:
 
     initial_rto: float = 0.05
     """Retransmission timeout before any RTT sample."""
-    min_rto: float = 0.005
-    """Lower bound of the timeout."""
+    min_rto: float = 0.02
+    """Lower bound of the timeout. The switch and the agents are user processes on shared
+    cores: RTTs of 2-8 ms spike to 20-60 ms when a process waits for a CPU, spikes too rare
+    for 4 RTTVAR to cover (RFC 6298's 1 s and Linux's 200 ms floors exist for the same
+    reason). 20 ms keeps spurious retransmissions near zero on loopback; 5 ms gave ~1%."""
     max_rto: float = 1.0
     """Upper bound of the timeout (after back-off)."""
     chunk_deadline: float = 10.0
@@ -131,6 +134,9 @@ class AggregatorStats:
     probes: int = 0
     """Retransmissions of chunks the switch had acknowledged with a STATUS (waiting for other
     workers, or for a lost RESULT): not loss of this worker's contribution."""
+    spurious: int = 0
+    """Retransmitted chunks whose RESULT answered this worker's original transmission (the
+    timeout was spurious; seen only when this worker's contribution completed the copy)."""
     backoffs: int = 0
     """Doublings of the shared RTO back-off (loss evidence; each undone or reset later)."""
     results: int = 0
@@ -281,7 +287,7 @@ class Aggregator:
     def _receive(self, run: _Run, data: bytes) -> bool:
         """Handle one message; True if it completed an outstanding chunk."""
         try:
-            msg_type, flags, job, _, slot, chunk, count, num_workers, bitmap = \
+            msg_type, flags, job, sender, slot, chunk, count, num_workers, bitmap = \
                 wire.HEADER.unpack_from(data)
         except Exception:
             self.stats.foreign += 1
@@ -311,9 +317,14 @@ class Aggregator:
         run.out[chunk * k:chunk * k + count] = np.frombuffer(data, wire.VALUE_DTYPE, count,
                                                              wire.HEADER_LEN)
         self.stats.results += 1
-        if state.retries == 0:  # Karn: only chunks sent once give samples
+        # Karn: a retransmitted chunk's RESULT is ambiguous, unless it echoes our own
+        # original (no RETRANS, completed by this worker): then the timeout was spurious and
+        # the sample is the long RTT that caused it (as TCP timestamps allow, RFC 7323).
+        if state.retries == 0 or (sender == self.job.rank and not flags & wire.Flag.RETRANS):
             self.rto.sample(self.clock() - state.first_sent)
             self.stats.rtt_samples += 1
+            if state.retries:
+                self.stats.spurious += 1
         run.slots[slot] = None
         run.outstanding -= 1
         run.done += 1

@@ -34,8 +34,8 @@ class RtoBounds:
     """The constants of the estimator (seconds)."""
 
     initial_rto: float = 0.05
-    """Timeout before the first RTT sample."""
-    min_rto: float = 0.005
+    """Timeout before the first RTT sample (not raised to ``min_rto``)."""
+    min_rto: float = 0.02
     """Lower bound of the timeout."""
     max_rto: float = 1.0
     """Upper bound of the timeout (after back-off)."""
@@ -46,9 +46,9 @@ class RtoBounds:
         if not 0 < self.min_rto <= self.max_rto:
             raise ValueError(f"RTO bounds: min_rto {self.min_rto} must be within 0 < min_rto <= "
                              f"max_rto ({self.max_rto})")
-        if not self.min_rto <= self.initial_rto <= self.max_rto:
+        if not 0 < self.initial_rto <= self.max_rto:
             raise ValueError(f"RTO bounds: initial_rto {self.initial_rto} is outside "
-                             f"[{self.min_rto}, {self.max_rto}]")
+                             f"(0, max_rto {self.max_rto}]")
         if self.granularity < 0:
             raise ValueError(f"RTO bounds: granularity {self.granularity} is negative")
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import heapq
 import threading
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -173,3 +175,213 @@ def test_job_config_validation() -> None:
         JobConfig(1, 4, 4)
     with pytest.raises(ValueError, match="num_workers 33 is outside 1..32"):
         JobConfig(1, 0, 33)
+
+
+# -- deterministic timing: a simulated network with a fake clock --------------------------
+
+class SimNet:
+    """TEST DOUBLE: a discrete-event network around ``FakeInnetSwitch`` with a fake clock.
+
+    One worker under test (rank 0) sends through ``send``; ranks 1.. are scripted: each
+    contributes a chunk ``peer_delay(chunk)`` seconds (None: never) after the worker under
+    test first sent it, with the same values. Messages take ``delay(direction, msg)``
+    seconds; ``drop(direction, msg, nth)`` (nth: how many times this (direction, chunk,
+    message type) was seen, from 1) decides losses. ``wait``/``clock`` drive the Aggregator."""
+
+    def __init__(self, n: int, window: int, delay=lambda d, m: 0.001, peer_delay=lambda c: 0.0,
+                 drop=lambda d, m, nth: False) -> None:
+        self.n, self.delay, self.peer_delay, self.drop = n, delay, peer_delay, drop
+        self.now = 0.0
+        self.switch = FakeInnetSwitch(K)
+        self.switch.add_job(1, n, slot_count=window)
+        self.events: list = []
+        self.inbox: list[bytes] = []
+        self.sent: list[tuple[float, wire.Message]] = []
+        """What the worker under test sent, with the time."""
+        self.received: list[tuple[float, wire.Message]] = []
+        self.seen: dict = {}
+        self.local_address = ("sim", 0)
+        self._seq = 0
+
+    def clock(self) -> float:
+        return self.now
+
+    def fileno(self) -> int:
+        return -1
+
+    def close(self) -> None:
+        pass
+
+    def _at(self, t: float, kind: str, msg: wire.Message) -> None:
+        self._seq += 1
+        heapq.heappush(self.events, (t, self._seq, kind, msg))
+
+    def _lost(self, direction: str, msg: wire.Message) -> bool:
+        key = (direction, msg.chunk, msg.msg_type)
+        self.seen[key] = self.seen.get(key, 0) + 1
+        return bool(self.drop(direction, msg, self.seen[key]))
+
+    def send(self, message: bytes) -> None:
+        msg = wire.unpack(message, K)
+        if not msg.flags & wire.Flag.RETRANS:  # a first transmission: the peers follow
+            late = self.peer_delay(msg.chunk)
+            for rank in range(1, self.n):
+                if late is not None:
+                    self._at(self.now + late, "switch", replace(msg, worker=rank, flags=msg.flags & wire.Flag.VER))
+        self.sent.append((self.now, msg))
+        if not self._lost("up", msg):
+            self._at(self.now + self.delay("up", msg), "switch", msg)
+
+    def _switch(self, msg: wire.Message) -> None:
+        reply = self.switch.handle(msg)
+        if reply is None or (reply[0] == "unicast" and msg.worker != 0):
+            return
+        out = reply[1]
+        if not self._lost("down", out):
+            self._at(self.now + self.delay("down", out), "worker", out)
+
+    def wait(self, timeout: float) -> bool:
+        end = self.now + timeout
+        while not self.inbox and self.events and self.events[0][0] <= end:
+            t, _, kind, msg = heapq.heappop(self.events)
+            self.now = max(self.now, t)
+            if kind == "worker":
+                self.received.append((self.now, msg))
+                self.inbox.append(wire.pack(msg, K))
+            else:
+                self._switch(msg)
+        if self.inbox:
+            return True
+        self.now = max(self.now, end)
+        return False
+
+    def receive(self) -> bytes | None:
+        return self.inbox.pop(0) if self.inbox else None
+
+    def forget(self) -> None:
+        """Clear the logs and loss counts (chunk numbers start at 0 again in the next run)."""
+        self.sent, self.received, self.seen = [], [], {}
+
+    def sends_of(self, chunk: int) -> list[float]:
+        return [t for t, m in self.sent if m.chunk == chunk]
+
+    def result_time(self, chunk: int) -> float:
+        return min(t for t, m in self.received if m.chunk == chunk and m.msg_type == wire.MsgType.RESULT)
+
+
+def _sim_aggregator(net: SimNet, window: int, timing: Timing) -> Aggregator:
+    return Aggregator(JobConfig(1, 0, net.n, window, K), net, timing, clock=net.clock, wait=net.wait)
+
+
+def test_chunk_backoff_doubles_then_ends_with_the_chunk() -> None:
+    # RTT 2 ms: after chunk 0, SRTT 2 ms, RTTVAR 1 ms, RTO = max(2 + 4, 10) ms = 10 ms.
+    timing = Timing(initial_rto=0.05, min_rto=0.01, max_rto=1.0)
+    net = SimNet(1, window=1, drop=lambda d, m, nth: d == "up" and m.chunk == 1 and nth <= 3)
+    agg = _sim_aggregator(net, 1, timing)
+    values = np.arange(4 * K, dtype=np.int32)
+    assert np.array_equal(agg.run(values), values)
+    # chunk 1: sent at 2 ms, lost three times; its timer doubles: 10, 20, 40 ms
+    assert net.sends_of(1) == pytest.approx([0.002, 0.012, 0.032, 0.072])
+    # chunk 2 (after chunk 1's RESULT, no sample: Karn) is sent once; its RESULT is a valid
+    # sample and ends the shared back-off TCP keeps until then
+    assert net.sends_of(2) == pytest.approx([0.074])
+    assert agg.stats.retransmitted == 3 and agg.stats.backoffs == 3
+    assert agg.rto.backoff == 0 and agg.rto.rto == pytest.approx(0.01)
+    # next run: chunk 1 lost once more; its first timeout is the base RTO again
+    net.forget()
+    net.drop = lambda d, m, nth: d == "up" and m.chunk == 1 and nth == 1
+    start = net.now
+    assert np.array_equal(agg.run(values), values)
+    assert np.diff(net.sends_of(1)) == pytest.approx([0.01])
+    assert net.sends_of(1)[0] == pytest.approx(start + 0.002)
+
+
+def test_other_chunks_reset_the_shared_backoff_while_one_chunk_backs_off() -> None:
+    """A chunk lost again and again backs off alone; chunks in the other slots keep
+    completing, each valid sample resets the shared back-off, new chunks use the base RTO."""
+    timing = Timing(initial_rto=0.05, min_rto=0.01, max_rto=1.0, chunk_deadline=10.0)
+    net = SimNet(1, window=4, drop=lambda d, m, nth: d == "down" and m.chunk == 0 and nth <= 5)
+    agg = _sim_aggregator(net, 4, timing)
+    values = np.arange(40 * K, dtype=np.int32)
+    assert np.array_equal(agg.run(values), values)
+    gaps = np.diff(net.sends_of(0))
+    assert gaps == pytest.approx([0.05, 0.1, 0.2, 0.4, 0.8])  # chunk 0 alone doubles
+    # meanwhile slots 1..3 went on (per-slot pipelines): chunk 39 was sent before chunk 0's RESULT
+    assert net.sends_of(39)[0] < net.result_time(0)
+    later = [c for c in range(5, 40) if c % 4 != 0]
+    assert all(len(net.sends_of(c)) == 1 for c in later)  # no spurious retransmissions
+    assert agg.rto.backoff == 0 and agg.rto.rto == pytest.approx(0.01)
+    # chunk 4 (slot 0's next use) waited for chunk 0
+    assert net.sends_of(4)[0] >= net.result_time(0)
+
+
+def test_lossy_run_does_not_escalate_timeouts() -> None:
+    rng = np.random.default_rng(5)
+    timing = Timing(initial_rto=0.05, min_rto=0.01, max_rto=1.0)
+    net = SimNet(2, window=8, peer_delay=lambda c: 0.0005, drop=lambda d, m, nth: rng.random() < 0.05)
+    agg = _sim_aggregator(net, 8, timing)
+    values = np.arange(2000 * K, dtype=np.int32) % 1000
+    assert np.array_equal(agg.run(values), 2 * values)
+    lossy = net.now
+    assert agg.stats.retransmitted >= 150  # ~10% of the chunks lost one way or the other
+    assert agg.rto.backoff == 0 and agg.rto.rto == pytest.approx(0.01)
+    # 250 rounds of 2 ms, plus ~25 losses per slot at ~10 ms: well under 2 s (a back-off
+    # that grows with every expiry and decays slowly keeps the RTO near max_rto instead)
+    assert lossy < 1.5
+    # afterwards the same job runs loss-free at full speed, without a retransmission
+    net.drop = lambda d, m, nth: False
+    net.forget()
+    before = agg.stats.retransmitted
+    assert np.array_equal(agg.run(values), 2 * values)
+    assert agg.stats.retransmitted == before
+    assert net.now - lossy == pytest.approx(250 * 0.002)  # 2000 chunks / 8 slots, one RTT each
+
+
+def test_status_from_slow_workers_is_not_loss_evidence() -> None:
+    """A slow peer delays the RESULT: the probe's STATUS shows our contribution arrived, so
+    the shared back-off is undone; the chunk keeps probing with its own back-off."""
+    timing = Timing(initial_rto=0.05, min_rto=0.01, max_rto=1.0)
+    net = SimNet(2, window=1, peer_delay=lambda c: 0.3)
+    agg = _sim_aggregator(net, 1, timing)
+    values = np.arange(K, dtype=np.int32)
+    assert np.array_equal(agg.run(values), 2 * values)
+    assert net.sends_of(0) == pytest.approx([0.0, 0.05, 0.15])
+    assert agg.stats.statuses == 2 and agg.stats.probes == 1
+    assert agg.stats.backoffs == 1 and agg.rto.backoff == 0  # doubled at 50 ms, undone by the STATUS
+    assert agg.rto.srtt is None  # the RESULT of a retransmitted chunk is no sample (Karn)
+    assert net.result_time(0) == pytest.approx(0.301)  # the peer's contribution arrives at 300 ms
+
+
+def test_missing_worker_named_at_the_deadline() -> None:
+    timing = Timing(initial_rto=0.05, min_rto=0.01, max_rto=0.2, chunk_deadline=1.0)
+    net = SimNet(3, window=2, peer_delay=lambda c: None)
+    agg = _sim_aggregator(net, 2, timing)
+    with pytest.raises(AggregationError, match=r"job 1, worker 0: chunk 0 \(slot 0, copy 0\) not complete "
+                       r"after 1\.00 s \(6 retransmissions\): missing workers \[1, 2\] "
+                       r"\(switch bitmap 0x1 of 3 workers\)") as info:
+        agg.run(np.arange(2 * K, dtype=np.int32))
+    assert info.value.missing == (1, 2)
+    assert net.now == pytest.approx(1.0)  # raised at the deadline, not a timer later
+    # probes back off 50, 100, 200 ms, then max_rto
+    assert np.diff(net.sends_of(0)) == pytest.approx([0.05, 0.1, 0.2, 0.2, 0.2, 0.2])
+
+
+def test_spurious_timeout_answered_by_our_original_gives_a_sample() -> None:
+    """The RESULT echoes the packet that completed the copy: ours without RETRANS means the
+    original arrived, so its long RTT is a valid sample despite the retransmission (the
+    samples Karn's rule would otherwise censor are exactly the long ones)."""
+    timing = Timing(initial_rto=0.05, min_rto=0.01, max_rto=1.0)
+    slow_original = lambda d, m: 0.07 if d == "up" and not m.flags & wire.Flag.RETRANS else 0.001  # noqa: E731
+    lost_retrans = lambda d, m, nth: d == "up" and bool(m.flags & wire.Flag.RETRANS)  # noqa: E731
+    net = SimNet(1, window=1, delay=slow_original, drop=lost_retrans)
+    agg = _sim_aggregator(net, 1, timing)
+    agg.run(np.arange(K, dtype=np.int32))
+    assert net.sends_of(0) == pytest.approx([0.0, 0.05])
+    assert agg.stats.spurious == 1 and agg.rto.srtt == pytest.approx(0.071)
+    # the retransmission arrives first (51 ms) and completes the copy: its RESULT echoes
+    # RETRANS, ambiguous, no sample
+    net = SimNet(1, window=1, delay=slow_original)
+    agg = _sim_aggregator(net, 1, timing)
+    agg.run(np.arange(K, dtype=np.int32))
+    assert net.result_time(0) == pytest.approx(0.052)
+    assert agg.stats.spurious == 0 and agg.rto.srtt is None
