@@ -69,7 +69,7 @@ class TestbedOptions:
     """Keep the run directory (process logs) after a clean stop; it is always kept after an error."""
     link_loss_bpf: bool = False
     """Mininet only: emulate the topology's link loss with the cls_bpf random drop even when the
-    kernel has netem (it always is when it has not; see ``innet.testbed.impair``)."""
+    kernel has netem (without netem it always is; see ``innet.testbed.impair``)."""
     link_dup_pct: float = 0.0
     """Mininet only: percent of frames duplicated on every host link, each direction (cls_bpf +
     mirred, see ``innet.testbed.impair``); link loss is the topology's ``Link.loss_pct``."""
