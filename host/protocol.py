@@ -15,8 +15,9 @@ int32 vector through the job's slots and returns the switch's RESULT values:
   window. Of the released chunks the lowest is sent first, at most ``Timing.max_outstanding``
   at a time (default: the whole window).
 - Each outstanding chunk has a retransmission timer (``innet.host.rto``): it starts at the
-  RTO of RFC 6298 (SRTT + 4 RTTVAR from chunks sent once, Karn's rule, clamped to
-  ``[min_rto, max_rto]``) and doubles per retransmission of that chunk; the next chunk of
+  RTO of RFC 6298 (SRTT + 4 RTTVAR, clamped to ``[min_rto, max_rto]``; samples from
+  chunks sent once (Karn's rule) and from retransmitted chunks whose RESULT echoes this
+  worker's original, i.e. spurious timeouts) and doubles per retransmission of that chunk; the next chunk of
   the slot starts afresh. An expiry of a chunk the switch has not acknowledged is loss
   evidence: it doubles the RTO of new chunks until the next valid RTT sample (TCP's
   back-off), at most once per timeout interval. Retransmissions carry ``RETRANS``; the
