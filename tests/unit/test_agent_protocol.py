@@ -385,3 +385,25 @@ def test_spurious_timeout_answered_by_our_original_gives_a_sample() -> None:
     agg.run(np.arange(K, dtype=np.int32))
     assert net.result_time(0) == pytest.approx(0.052)
     assert agg.stats.spurious == 0 and agg.rto.srtt is None
+
+
+def test_max_outstanding_bounds_chunks_in_flight() -> None:
+    net = SimNet(2, window=8, peer_delay=lambda c: 0.0)
+    agg = _sim_aggregator(net, 8, Timing(max_outstanding=2))
+    values = np.arange(30 * K, dtype=np.int32)
+    assert np.array_equal(agg.run(values), 2 * values)
+    firsts = [net.sends_of(c)[0] for c in range(30)]
+    results = [net.result_time(c) for c in range(30)]
+    for t in firsts:
+        assert sum(f <= t < r for f, r in zip(firsts, results)) <= 2
+    assert net.now == pytest.approx(15 * 0.002)  # two chunks per 2 ms round trip
+    assert agg.stats.retransmitted == 0
+
+
+def test_timing_validation() -> None:
+    with pytest.raises(ValueError, match="timing: max_outstanding 0 must be >= 1"):
+        Timing(max_outstanding=0)
+    with pytest.raises(ValueError, match="timing: chunk_deadline 0 must be positive"):
+        Timing(chunk_deadline=0)
+    with pytest.raises(ValueError, match=r"RTO bounds: min_rto 0.5 must be within"):
+        Timing(min_rto=0.5, max_rto=0.1, initial_rto=0.05)
