@@ -95,13 +95,10 @@ def _socket(bind: tuple[str, int], what: str) -> socket.socket:
     return sock
 
 
-class UdpTransport:
-    """innet messages as UDP payloads to the switch's IP:18766."""
+class _DatagramSocket:
+    """The non-blocking UDP socket both transports send through."""
 
-    def __init__(self, config: UdpTransportConfig) -> None:
-        self.config = config
-        self._dest = (config.switch_ip, config.switch_port)
-        self._sock = _socket((config.local_ip, config.local_port), "UDP transport")
+    _sock: socket.socket
 
     def fileno(self) -> int:
         return self._sock.fileno()
@@ -111,13 +108,13 @@ class UdpTransport:
         host, port = self._sock.getsockname()[:2]
         return host, port
 
-    def send(self, message: bytes) -> None:
+    def _sendto(self, data: bytes, dest: tuple[str, int]) -> None:
         try:
-            self._sock.sendto(message, self._dest)
+            self._sock.sendto(data, dest)
         except (BlockingIOError, InterruptedError, ConnectionRefusedError):
-            pass
+            pass  # a full buffer or an ICMP error is a lost datagram; retransmission covers it
 
-    def receive(self) -> bytes | None:
+    def _recv(self) -> bytes | None:
         try:
             data, _ = self._sock.recvfrom(MAX_DATAGRAM)
         except (BlockingIOError, InterruptedError, ConnectionRefusedError):
@@ -128,7 +125,22 @@ class UdpTransport:
         self._sock.close()
 
 
-class FrameTunnelTransport:
+class UdpTransport(_DatagramSocket):
+    """innet messages as UDP payloads to the switch's IP:18766."""
+
+    def __init__(self, config: UdpTransportConfig) -> None:
+        self.config = config
+        self._dest = (config.switch_ip, config.switch_port)
+        self._sock = _socket((config.local_ip, config.local_port), "UDP transport")
+
+    def send(self, message: bytes) -> None:
+        self._sendto(message, self._dest)
+
+    def receive(self) -> bytes | None:
+        return self._recv()
+
+
+class FrameTunnelTransport(_DatagramSocket):
     """Ethernet/IPv4/UDP frames in UDP datagrams to an innet-switch UDP port."""
 
     def __init__(self, config: TunnelTransportConfig) -> None:
@@ -140,26 +152,14 @@ class FrameTunnelTransport:
         self.ignored = 0
         """Frames received that were not innet messages for this worker."""
 
-    def fileno(self) -> int:
-        return self._sock.fileno()
-
-    @property
-    def local_address(self) -> tuple[str, int]:
-        host, port = self._sock.getsockname()[:2]
-        return host, port
-
     def send(self, message: bytes) -> None:
         self._ident = (self._ident + 1) & 0xFFFF
         data = wire.frame(self.config.local, self.config.switch, message, ident=self._ident)
-        try:
-            self._sock.sendto(data, self.config.tunnel)
-        except (BlockingIOError, InterruptedError, ConnectionRefusedError):
-            pass
+        self._sendto(data, self.config.tunnel)
 
     def receive(self) -> bytes | None:
-        try:
-            data, _ = self._sock.recvfrom(MAX_DATAGRAM)
-        except (BlockingIOError, InterruptedError, ConnectionRefusedError):
+        data = self._recv()
+        if data is None:
             return None
         parsed = wire.parse_frame(data)
         if (parsed is None or parsed.dst_mac != self._mac or parsed.dst_ip != self._ip
@@ -167,9 +167,6 @@ class FrameTunnelTransport:
             self.ignored += 1
             return None
         return parsed.payload
-
-    def close(self) -> None:
-        self._sock.close()
 
 
 def open_transport(config: TransportConfig) -> Transport:

@@ -187,63 +187,56 @@ class Field:
     annotations: Annotations = field(default_factory=_ann, compare=False, hash=False)
 
 
+class _Aggregate(Type):
+    """Shared behaviour of headers, structs and unions: named, with named fields.
+
+    Not a dataclass itself (no slots of its own), so the frozen slotted subclasses keep
+    their layout; they declare ``name`` and ``fields``."""
+
+    __slots__ = ()
+    name: str
+    fields: tuple[Field, ...]
+
+    def field(self, name: str) -> Field | None:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        return None
+
+    def __str__(self) -> str:
+        return self.name
+
+
 @dataclass(frozen=True, slots=True)
-class HeaderT(Type):
+class HeaderT(_Aggregate):
     """Header: fields are BitT, BoolT or serializable EnumT (after typedef resolution)."""
 
     name: str
     fields: tuple[Field, ...]
     annotations: Annotations = field(default_factory=_ann, compare=False, hash=False)
 
-    def field(self, name: str) -> Field | None:
-        for f in self.fields:
-            if f.name == name:
-                return f
-        return None
-
     @property
     def width(self) -> int:
         """Size in bits (sum of field widths)."""
         return sum(type_width(f.type) for f in self.fields)
 
-    def __str__(self) -> str:
-        return self.name
-
 
 @dataclass(frozen=True, slots=True)
-class StructT(Type):
+class StructT(_Aggregate):
     """Struct: any field types."""
 
     name: str
     fields: tuple[Field, ...]
     annotations: Annotations = field(default_factory=_ann, compare=False, hash=False)
 
-    def field(self, name: str) -> Field | None:
-        for f in self.fields:
-            if f.name == name:
-                return f
-        return None
-
-    def __str__(self) -> str:
-        return self.name
-
 
 @dataclass(frozen=True, slots=True)
-class HeaderUnionT(Type):
+class HeaderUnionT(_Aggregate):
     """Header union: every field is a HeaderT; at most one is valid."""
 
     name: str
     fields: tuple[Field, ...]
     annotations: Annotations = field(default_factory=_ann, compare=False, hash=False)
-
-    def field(self, name: str) -> Field | None:
-        for f in self.fields:
-            if f.name == name:
-                return f
-        return None
-
-    def __str__(self) -> str:
-        return self.name
 
 
 @dataclass(frozen=True, slots=True)
