@@ -14,6 +14,14 @@ agent process's liveness checked while waiting. Errors in the agent (``Aggregati
 naming the job, chunk and missing workers) are raised by ``pull``. ``close`` stops the
 agent and unlinks the segments, also after errors.
 
+An agent never outlives its worker (a dead host stops contributing at once): the agent
+process asks the kernel for a signal when its parent dies (``PR_SET_PDEATHSIG`` on Linux,
+then re-checks ``os.getppid()`` for a parent that died before that), and it watches the
+control pipe during an operation as well as between operations, so EOF (the worker is
+gone) or ``stop`` (``close``) ends a running operation within one wake-up of its selector.
+It then closes its segments and its socket and exits; the worker's resource tracker unlinks
+the segments of a killed worker.
+
 Sum mode: the bound B of the fixed-point scale (``innet.host.quantize``) is
 ``AgentConfig.sum_bound`` if set, else exchanged: each worker puts the float32 bits of its
 max |x| at index ``rank`` of a ``num_workers``-value vector and the switch sums them (one
@@ -22,7 +30,12 @@ chunk; every other entry is zero, so the sum is the list of every worker's max).
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
+import os
+import selectors
+import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from multiprocessing import shared_memory
@@ -82,6 +95,43 @@ class OpResult:
 
 # -- agent process ------------------------------------------------------------------------
 
+_PR_SET_PDEATHSIG = 1
+_PARENT_DEATH_SIGNAL = signal.SIGUSR1
+"""Sent by the kernel when the agent's parent dies. Not SIGTERM: it also comes when the
+*thread* that started the agent exits, and the handler ignores it while the parent process
+lives (``os.getppid()`` unchanged), whereas SIGTERM (``close``, multiprocessing's exit
+handler) must always end the agent."""
+
+
+class _Stop(BaseException):
+    """The worker stopped the agent or is gone: unwinds out of a running operation."""
+
+
+def _on_parent_death_signal(parent_pid: int) -> None:
+    def handler(signum: int, frame: object) -> None:
+        if os.getppid() != parent_pid:
+            raise _Stop(f"parent process {parent_pid} died")
+
+    signal.signal(_PARENT_DEATH_SIGNAL, handler)
+
+
+def _watch_parent(parent_pid: int | None) -> None:
+    """Have the kernel signal this process when ``parent_pid`` (its parent) dies; raises
+    ``_Stop`` if it already has. None: not our parent (forkserver), the control pipe's EOF
+    is the only sign."""
+    if parent_pid is None:
+        return
+    _on_parent_death_signal(parent_pid)
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, int(_PARENT_DEATH_SIGNAL), 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the control pipe still ends the agent
+            pass
+    if os.getppid() != parent_pid:  # died before the prctl took effect
+        raise _Stop(f"parent process {parent_pid} died during start-up")
+
+
 def _attach(name: str) -> shared_memory.SharedMemory:
     # The worker owns and unlinks the segment. Child processes share the worker's resource
     # tracker, where attaching re-registers the same name (a no-op), so nothing to undo.
@@ -93,14 +143,49 @@ class _AgentProcess:
         self.config = config
         self.conn = conn
         self.transport = open_transport(config.transport)
-        self.aggregator = Aggregator(config.job, self.transport, config.timing)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.transport.fileno(), selectors.EVENT_READ, "transport")
+        self.selector.register(conn.fileno(), selectors.EVENT_READ, "control")
+        self.deferred: list[tuple[Any, ...]] = []
+        """Control messages that arrived during an operation (other than stop)."""
+        self.aggregator = Aggregator(config.job, self.transport, config.timing, wait=self._wait)
         self.segments: tuple[shared_memory.SharedMemory, shared_memory.SharedMemory] | None = None
+
+    def _wait(self, timeout: float) -> bool:
+        """The aggregator's wait: True if the transport is readable; the control pipe is
+        watched too, so a stop or a dead worker ends the operation (``_Stop``)."""
+        readable = False
+        for key, _ in self.selector.select(timeout):
+            if key.data == "transport":
+                readable = True
+            else:
+                self._control_during_op()
+        return readable
+
+    def _control_during_op(self) -> None:
+        try:
+            msg = self.conn.recv()
+        except (EOFError, OSError):
+            raise _Stop("worker gone (control pipe closed)") from None
+        if msg[0] == "stop":
+            raise _Stop("stopped by the worker")
+        # Not sent by Agent while an operation is pending; kept for after it, and the pipe
+        # is left alone until then (it would stay readable).
+        self.deferred.append(msg)
+        self.selector.unregister(self.conn.fileno())
+
+    def _next_message(self) -> tuple[Any, ...]:
+        if self.deferred:
+            return self.deferred.pop(0)
+        if self.conn.fileno() not in self.selector.get_map():
+            self.selector.register(self.conn.fileno(), selectors.EVENT_READ, "control")
+        return self.conn.recv()  # type: ignore[no-any-return]
 
     def serve(self) -> None:
         self.conn.send(("ready", self.transport.local_address))
         while True:
             try:
-                msg = self.conn.recv()
+                msg = self._next_message()
             except (EOFError, OSError):  # the worker went away
                 return
             if msg[0] == "stop":
@@ -112,6 +197,8 @@ class _AgentProcess:
             _, op_id, kind, n = msg
             try:
                 self.conn.send(("done", op_id, self._op(kind, n)))
+            except (BrokenPipeError, ConnectionResetError):  # the worker went away
+                return
             except Exception as error:  # reported to the worker, raised by pull()
                 try:
                     self.conn.send(("error", op_id, error))
@@ -163,19 +250,24 @@ class _AgentProcess:
 
     def close(self) -> None:
         self._close_segments()
+        self.selector.close()
         self.transport.close()
 
 
-def _agent_main(config: AgentConfig, conn: Connection) -> None:
+def _agent_main(config: AgentConfig, conn: Connection, parent_pid: int | None = None) -> None:
     try:
-        agent = _AgentProcess(config, conn)
-    except (TransportError, OSError) as error:
-        conn.send(("failed", str(error)))
+        _watch_parent(parent_pid)
+        try:
+            agent = _AgentProcess(config, conn)
+        except (TransportError, OSError) as error:
+            conn.send(("failed", str(error)))
+            return
+        try:
+            agent.serve()
+        finally:
+            agent.close()
+    except _Stop:
         return
-    try:
-        agent.serve()
-    finally:
-        agent.close()
 
 
 # -- worker side ----------------------------------------------------------------------------
@@ -208,7 +300,9 @@ class Agent:
         ctx: Any = mp.get_context(self.config.start_method)
         parent, child = ctx.Pipe()
         self._conn = parent
-        self._process = ctx.Process(target=_agent_main, args=(self.config, child),
+        # spawn and fork make this process the agent's parent; forkserver does not
+        watch = os.getpid() if ctx.get_start_method() in ("spawn", "fork") else None
+        self._process = ctx.Process(target=_agent_main, args=(self.config, child, watch),
                                     name=f"innet-agent-{self.config.job.job}-{self.config.job.rank}",
                                     daemon=True)
         try:

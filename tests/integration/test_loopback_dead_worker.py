@@ -1,5 +1,5 @@
-"""Loopback testbed (no root): a worker dies (SIGKILL of its process group mid-job, or it never
-starts); every other worker fails within its chunk deadline naming the dead rank; destroying
+"""Loopback testbed (no root): a worker dies (SIGKILL of its worker process mid-job, whose agent
+process must then stop on its own, or it never starts); every other worker fails within its chunk deadline naming the dead rank; destroying
 the job leaves its slot range, counters and table entries clean; a new job of the survivors
 on the same slots sums exactly."""
 
@@ -32,6 +32,36 @@ SIZE = 200_000
 """Elements per allreduce: ~3k chunks, a few seconds per operation, so a kill lands mid-job."""
 DEAD = 2
 """Rank (host h3) that dies."""
+
+
+AGENT_EXIT = 2.0
+"""Seconds a killed worker's agent may take to exit (well under 0.1 s when idle; the loaded
+machine and Mininet hosts get slack); it must stop long before the chunk deadline."""
+
+
+def _agent_processes(pid: int) -> list[int]:
+    """Process ids of the multiprocessing children of ``pid`` (its agent; not its resource
+    tracker), from /proc."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"spawn_main" in cmdline:
+                out.append(int(entry.name))
+    return out
+
+
+def _running(pid: int) -> bool:
+    """``pid`` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _wait_exits(procs: dict[str, subprocess.Popen[bytes]], since: float, timeout: float) -> dict[str, float]:
@@ -101,11 +131,17 @@ def dead_worker_scenario(tb: Testbed, kill_mid_job: bool) -> None:
     try:
         if kill_mid_job:
             _wait_mid_job(tb, procs, completions=300)
-            # The worker host dies: its ina_worker and that process's agent child (a session of its own).
-            os.killpg(procs[dead_name].pid, signal.SIGKILL)
+            # The worker dies: SIGKILL of the ina_worker process only. Its agent child must stop
+            # contributing by itself (it would otherwise finish the operation for a dead worker).
+            agents = _agent_processes(procs[dead_name].pid)
+            assert agents, f"{dead_name}: no agent process"
+            os.kill(procs[dead_name].pid, signal.SIGKILL)
             since = time.monotonic()
             procs[dead_name].wait(timeout=10)
             assert procs[dead_name].returncode == -signal.SIGKILL
+            while any(_running(pid) for pid in agents):
+                assert time.monotonic() - since < AGENT_EXIT, f"agent processes {agents} outlived their worker"
+                time.sleep(0.01)
             survivors = {n: p for n, p in procs.items() if n != dead_name}
             bound = DEADLINE + SLACK
         else:
