@@ -6,8 +6,9 @@ when root, else loopback); on it, for every message size S, both collectives run
 row: time (mean, min), goodput (message bits / time), the switch's achieved packet rate
 (frames the workers sent per second of operation), bytes on the wire per worker
 (interface counters in Mininet; the agent's frame counters on loopback, where gloo is
-not measurable) next to the theory of :mod:`innet.testbed.costmodel`, and whether every
-worker got the exact result. Saves ``bench-<stamp>.json`` and ``.png`` under the output
+not measurable) next to the theory of :mod:`innet.testbed.costmodel`, for innet the chunks
+retransmitted per timed operation (all workers together; column "retrans/op"), and whether
+every worker got the exact result. Saves ``bench-<stamp>.json`` and ``.png`` under the output
 directory and prints a rich table. A benchmark is a program, not a test (STYLE.md 12).
 """
 
@@ -114,8 +115,10 @@ class Row:
     """Message bytes per worker each way: 2(n-1)/n of the message (ring), the message (innet)."""
     theory_wire: float
     """Bytes on the wire per worker each way with headers (and resends at this loss)."""
-    retransmitted: int | None = None
-    """innet: chunks the agents retransmitted in the series (all workers)."""
+    retransmitted: float | None = None
+    """innet: chunks retransmitted during one timed operation, summed over the workers and
+    averaged over the row's timed operations (warm-up and barriers excluded); None for gloo
+    (and for workers that did not report it)."""
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -137,8 +140,8 @@ def summarize(collective: str, n: int, loss_pct: float, per_rank: list[list[Work
                else costmodel.ina_allreduce(n, size, k, link))
         pps = sum(w["tx_packets"] for w in wires) / time_max if wires and len(wires) == n and time_max else None
         retrans = None
-        if collective == "ina":
-            retrans = sum(r.stats.get("retransmitted", 0) for r in series)
+        if collective == "ina" and repeats and all("timed_retransmitted" in r.stats for r in series):
+            retrans = sum(r.stats["timed_retransmitted"] for r in series) / repeats
         rows.append(Row(
             collective=collective, workers=n, elements=size, loss_pct=loss_pct, ok=all(r.ok for r in series),
             time_mean_s=mean_time, time_max_s=time_max,
@@ -254,20 +257,27 @@ def _bytes(n: float | None) -> str:
     return f"{n:.0f} B"
 
 
+def _retrans(n: float | None) -> str:
+    """Retransmissions per operation: integers as such, else one decimal."""
+    if n is None:
+        return "-"
+    return f"{n:.0f}" if float(n).is_integer() else f"{n:.1f}"
+
+
 def table(doc: dict[str, Any]) -> Any:
     """A rich Table of the rows."""
     from rich.table import Table
 
     t = Table(title="Allreduce: innet (INA) vs gloo ring", caption=caption(doc), caption_justify="left")
     for col in ("coll.", "N", "S", "loss", "time ms", "theory ms", "goodput Gb/s", "switch pkt/s",
-                "sent/worker", "theory", "recv/worker", "retrans", "ok"):
+                "sent/worker", "theory", "recv/worker", "retrans/op", "ok"):
         t.add_column(col, justify="left" if col == "coll." else "right")
     for r in doc["rows"]:
         t.add_row(r["collective"], str(r["workers"]), _size(r["elements"]), f"{r['loss_pct']:g}%",
                   f"{r['time_max_s'] * 1e3:.1f}", f"{r['theory_time_s'] * 1e3:.1f}", f"{r['goodput_gbps']:.3f}",
                   f"{r['switch_pps']:.0f}" if r["switch_pps"] else "-", _bytes(r["wire_up"]),
                   _bytes(r["theory_wire"]), _bytes(r["wire_down"]),
-                  str(r["retransmitted"]) if r["retransmitted"] is not None else "-",
+                  _retrans(r["retransmitted"]),
                   "yes" if r["ok"] else "[red]NO[/]")
     return t
 
@@ -275,11 +285,11 @@ def table(doc: dict[str, Any]) -> Any:
 def markdown_table(doc: dict[str, Any]) -> str:
     """The rows as a Markdown table (for docs/benchmarks.md)."""
     lines = ["| collective | N | S | loss | time ms | theory ms | goodput Gb/s | switch pkt/s | sent/worker "
-             "| theory/worker | recv/worker | retrans | exact |",
+             "| theory/worker | recv/worker | retrans/op | exact |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in doc["rows"]:
         pps = f"{r['switch_pps']:.0f}" if r["switch_pps"] else "-"
-        retrans = r["retransmitted"] if r["retransmitted"] is not None else "-"
+        retrans = _retrans(r["retransmitted"])
         lines.append(f"| {r['collective']} | {r['workers']} | {_size(r['elements'])} | {r['loss_pct']:g}% | "
                      f"{r['time_max_s'] * 1e3:.1f} | {r['theory_time_s'] * 1e3:.1f} | {r['goodput_gbps']:.3f} | "
                      f"{pps} | {_bytes(r['wire_up'])} | {_bytes(r['theory_wire'])} | {_bytes(r['wire_down'])} | "

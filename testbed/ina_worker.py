@@ -12,6 +12,11 @@ bit for bit. One JSON line per size goes to stdout, like ``innet.testbed.gloo``:
 
     {"rank": 0, "elements": 65536, "times": [...], "ok": true, "stats": {...}}
 
+``stats`` holds the agent's cumulative protocol counters (warm-up, barriers and earlier
+sizes included) plus ``timed_retransmitted``: the chunks this worker retransmitted during
+the size's timed operations only (the change of its ``retransmitted`` counter across each
+timed allreduce, summed over the ``repeats``).
+
 When the switch cannot complete a chunk within ``chunk_deadline`` (a worker died, the
 switch is gone), the process writes one line ``ina_worker rank R: aggregation failed:
 <AggregationError text naming the missing workers>`` to stderr and exits with
@@ -129,6 +134,7 @@ def run(plan: WorkerPlan) -> int:
         agent.allreduce_int(token)
         for size in plan.sizes:
             times: list[float] = []
+            retransmitted = 0
             wire = ifstats.ZERO
             ok = True
             for i in range(plan.repeats + 1):
@@ -138,6 +144,7 @@ def run(plan: WorkerPlan) -> int:
                     expect = ((total + (1 << 31)) % (1 << 32)) - (1 << 31)  # int32 wrap
                 agent.allreduce_int(token)  # barrier: every worker starts together
                 before = _counters(plan, agent)
+                resent = _retransmitted(agent)
                 start = time.perf_counter()
                 if plan.exact:
                     got = agent.allreduce_int(x)
@@ -147,20 +154,28 @@ def run(plan: WorkerPlan) -> int:
                     out = agent.allreduce(np.full(size, plan.rank + 1, np.float32))
                     elapsed = time.perf_counter() - start
                     ok = ok and bool(np.allclose(out, expected, rtol=0, atol=1e-3 * n))
+                resent = _retransmitted(agent) - resent
                 agent.allreduce_int(token)  # barrier: late retransmissions of this operation settle
                 after = _counters(plan, agent)
                 if i > 0:
                     times.append(elapsed)
+                    retransmitted += resent
                     wire = wire + (after - before)
             all_ok = all_ok and ok
             ops = max(1, plan.repeats)
             # The window holds the operation and the trailing barrier (one frame each way): subtract it.
             wire = wire - ifstats.IfCounters(ops * frame_bytes, ops, ops * frame_bytes, ops)
-            stats = agent.last.stats if agent.last is not None else {}
+            stats = {**(agent.last.stats if agent.last is not None else {}),
+                     "timed_retransmitted": retransmitted}
             print(json.dumps({"rank": plan.rank, "elements": size, "times": times, "ok": ok, "stats": stats,
                               "wire": {k: v / ops for k, v in asdict(wire).items()},
                               "wire_source": plan.count_iface or "agent"}), flush=True)
     return 0 if all_ok else 1
+
+
+def _retransmitted(agent: Agent) -> int:
+    """The agent's cumulative count of retransmitted chunks (as of its last operation)."""
+    return agent.last.stats.get("retransmitted", 0) if agent.last is not None else 0
 
 
 def _counters(plan: WorkerPlan, agent: Agent) -> ifstats.IfCounters:

@@ -28,5 +28,11 @@ def test_bench_smoke_writes_json_and_png(tmp_path: Path) -> None:
         assert r["wire_source"] == "h1-eth0" and r["wire_up"] > 0 and r["theory_wire"] > 0
     ina = [r for r in rows if r["collective"] == "ina" and r["loss_pct"] == 0 and r["elements"] == 1024]
     assert abs(ina[0]["wire_up"] - ina[0]["theory_wire"]) / ina[0]["theory_wire"] < 0.25
+    for r in rows:  # innet: chunks resent per timed operation (both workers); gloo: not measured
+        if r["collective"] == "ina":
+            assert isinstance(r["retransmitted"], (int, float)) and r["retransmitted"] >= 0, r
+        else:
+            assert r["retransmitted"] is None, r
     assert "| ina | 2 | 1K | 0% |" in result.stdout
+    assert "| recv/worker | retrans/op | exact |" in result.stdout
     assert innet_interfaces(["s1"]) == []

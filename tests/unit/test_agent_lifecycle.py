@@ -96,7 +96,7 @@ def _start_worker(tmp_path: Path, port: int, start_method: str, busy: bool) -> t
     script.write_text(WORKER)
     worker = subprocess.Popen([sys.executable, str(script), str(port), start_method, "busy" if busy else "idle"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert worker.stdout is not None
+    assert worker.stdout is not None and worker.stderr is not None
     line = worker.stdout.readline()
     assert line.strip().isdigit(), (line, worker.stderr.read() if worker.poll() is not None else "")
     return worker, int(line)

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 import pytest
 
-from innet.testbed import bench, costmodel
+from innet.host.agent import OpResult
+from innet.testbed import bench, costmodel, ina_worker
 from innet.testbed.bringup import WorkerResult, parse_results
 
 
-def _result(rank: int, size: int, times: tuple[float, ...], tx: float) -> WorkerResult:
+def _result(rank: int, size: int, times: tuple[float, ...], tx: float, timed_retransmitted: int = 0) -> WorkerResult:
     wire = {"tx_bytes": tx, "rx_bytes": tx, "tx_packets": tx / 318, "rx_packets": tx / 318}
-    return WorkerResult(rank, size, times, True, {"retransmitted": rank}, wire, f"h{rank + 1}-eth0")
+    stats = {"retransmitted": 1000 + rank, "timed_retransmitted": timed_retransmitted}  # cumulative, timed only
+    return WorkerResult(rank, size, times, True, stats, wire, f"h{rank + 1}-eth0")
 
 
 def test_summarize_takes_the_slowest_worker_per_operation_and_the_theory() -> None:
-    per_rank = [[_result(0, 1024, (0.010, 0.020), 5088)], [_result(1, 1024, (0.012, 0.016), 5088)]]
+    per_rank = [[_result(0, 1024, (0.010, 0.020), 5088, 3)], [_result(1, 1024, (0.012, 0.016), 5088, 4)]]
     link = costmodel.LinkModel(bw_bps=1e9)
     (row,) = bench.summarize("ina", 2, 0.0, per_rank, 64, link)
     assert row.time_max_s == pytest.approx((0.012 + 0.020) / 2)
@@ -22,9 +29,62 @@ def test_summarize_takes_the_slowest_worker_per_operation_and_the_theory() -> No
     assert row.goodput_gbps == pytest.approx(1024 * 4 * 8 / row.time_max_s / 1e9)
     assert row.switch_pps == pytest.approx(2 * 16 / row.time_max_s)
     assert row.wire_up == 5088 and row.theory_wire == 16 * 318 and row.theory_payload == 4096
-    assert row.retransmitted == 1 and row.ok
+    assert row.retransmitted == pytest.approx((3 + 4) / 2) and row.ok  # all workers, per timed operation
     (ring,) = bench.summarize("gloo", 2, 0.0, per_rank, 64, link)
     assert ring.theory_payload == 4096 and ring.retransmitted is None
+    old = [[WorkerResult(r, 1024, (0.01,), True, {"retransmitted": 5}, None, None)] for r in range(2)]
+    assert bench.summarize("ina", 2, 0.0, old, 64, link)[0].retransmitted is None  # not reported: no number
+
+
+class _ScriptedAgent:
+    """Stands in for ``Agent`` in ``ina_worker.run``: every ``allreduce_int`` (warm-up and
+    barriers) retransmits 100 chunks, the k-th float ``allreduce`` k x (rank + 1) chunks and
+    returns the right sum."""
+
+    def __init__(self, config: Any, capacity: int) -> None:
+        self.n, self.rank = config.job.num_workers, config.job.rank
+        self.retransmitted = 0
+        self.calls = 0
+        self.last: OpResult | None = None
+
+    def __enter__(self) -> "_ScriptedAgent":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def _done(self, resent: int) -> None:
+        self.retransmitted += resent
+        self.last = OpResult(0, 0, 0.0, {"retransmitted": self.retransmitted})
+
+    def allreduce_int(self, x: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
+        self._done(100)
+        return x
+
+    def allreduce(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        self.calls += 1
+        self._done(self.calls * (self.rank + 1))
+        return np.full_like(x, self.n * (self.n + 1) / 2)
+
+
+def test_ina_worker_reports_retransmissions_of_the_timed_operations_only(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(ina_worker, "Agent", _ScriptedAgent)
+    per_rank = []
+    for rank in range(2):
+        plan = ina_worker.WorkerPlan(job=1, rank=rank, num_workers=2, window=4, k=64,
+                                     transport=ina_worker.udp_transport("127.0.0.1", "127.0.0.1", 0),
+                                     sizes=(64, 128), repeats=2)
+        assert ina_worker.run(plan) == 0
+        first, second = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+        # size 64: float allreduces 1 (warm-up), 2, 3; size 128: 4 (warm-up), 5, 6
+        assert first["stats"]["timed_retransmitted"] == (2 + 3) * (rank + 1)
+        assert second["stats"]["timed_retransmitted"] == (5 + 6) * (rank + 1)
+        # the cumulative counter still includes the warm-ups and the barriers (100 each)
+        assert first["stats"]["retransmitted"] == 100 * (1 + 2 * 3) + (1 + 2 + 3) * (rank + 1)
+        per_rank.append(parse_results("\n".join(json.dumps(d) for d in (first, second))))
+    rows = bench.summarize("ina", 2, 0.0, per_rank, 64, costmodel.LinkModel(bw_bps=1e9))
+    assert [r.retransmitted for r in rows] == [(5 + 10) / 2, (11 + 22) / 2]  # both workers, per operation
 
 
 def test_parse_results_reads_worker_json_lines() -> None:
@@ -42,7 +102,11 @@ def test_tables_and_caption_name_the_settings() -> None:
     caption = bench.caption(doc)
     for part in ("TestCPU (2 cores)", "mininet", "K=64", "workers 2", "S=1K", "1000 Mbit/s links", "loss 1%"):
         assert part in caption
-    assert bench.markdown_table(doc).splitlines()[2].startswith("| ina | 2 | 1K | 1% | 10.0 |")
+    lines = bench.markdown_table(doc).splitlines()
+    assert lines[0].split("|")[-3].strip() == "retrans/op"
+    assert lines[2].startswith("| ina | 2 | 1K | 1% | 10.0 |") and lines[2].endswith("| 0 | yes |")
+    doc["rows"][0]["retransmitted"] = 2.5
+    assert bench.markdown_table(doc).splitlines()[2].endswith("| 2.5 | yes |")
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
