@@ -18,6 +18,7 @@ from pathlib import Path
 
 import grpc
 
+from innet.switch.p4runtime.ageing import DEFAULT_SWEEP_INTERVAL, AgeingSweeper
 from innet.switch.p4runtime.device import Device
 from innet.switch.p4runtime.errors import P4RuntimeError
 from innet.switch.p4runtime.service import P4RuntimeService, add_to_server
@@ -65,6 +66,8 @@ class SwitchOptions:
     """Impairments on UDP port output (tests of loss recovery)."""
     grpc_workers: int = 16
     """Threads serving gRPC (each open StreamChannel holds one)."""
+    ageing_sweep_interval: float = DEFAULT_SWEEP_INTERVAL
+    """Seconds between idle-timeout sweeps (IdleTimeoutNotification; BMv2 uses 1 s)."""
 
 
 class SwitchServer:
@@ -79,6 +82,7 @@ class SwitchServer:
         self._stopped = threading.Event()
         self._digest_wake = threading.Event()
         self._digest_thread: threading.Thread | None = None
+        self._ageing: AgeingSweeper | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -99,6 +103,8 @@ class SwitchServer:
             raise SwitchError(f"switch port {duplicates[0]} is given more than once")
         if opts.cpu_port is not None and opts.cpu_port in numbers:
             raise SwitchError(f"CPU port {opts.cpu_port} is also given as a data port")
+        if not opts.ageing_sweep_interval > 0:
+            raise SwitchError(f"ageing sweep interval must be > 0 seconds, got {opts.ageing_sweep_interval}")
         ports: list[Port] = []
         try:
             for spec in opts.udp_ports:
@@ -129,6 +135,7 @@ class SwitchServer:
         self.device.digest_wakeup = self._digest_wake.set
         self._digest_thread = threading.Thread(target=self._digest_timer, name="innet-digests", daemon=True)
         self._digest_thread.start()
+        self._ageing = AgeingSweeper(self.device.sweep_idle_timeouts, opts.ageing_sweep_interval).start()
         LOG.info("P4Runtime listening on %s, device id %d", self.grpc_address, opts.device_id)
 
     def _load_program(self, path: Path) -> None:
@@ -167,6 +174,9 @@ class SwitchServer:
         if ports is not None:
             ports.close()
         self._stopped.set()
+        ageing, self._ageing = self._ageing, None
+        if ageing is not None:
+            ageing.stop()
         self._digest_wake.set()
         thread, self._digest_thread = self._digest_thread, None
         if thread is not None and thread is not threading.current_thread():

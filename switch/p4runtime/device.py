@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Iterator
 import grpc
 from finsy.proto import p4i, p4r
 
+from innet.switch.p4runtime import ageing
 from innet.switch.p4runtime.device_config import unwrap_device_config
 from innet.switch.p4runtime.digests import DigestLists
 from innet.switch.p4runtime.errors import (
@@ -67,7 +68,8 @@ class Device:
         self.cpu_port = cpu_port
         self.lock = threading.RLock()
         self.controller_sink: ControllerSink | None = None
-        """Receives PacketIn and DigestList messages for the primary controller."""
+        """Receives PacketIn, DigestList and IdleTimeoutNotification messages for the
+        primary controller."""
         self._active: _Active | None = None
         self._saved: tuple[p4r.ForwardingPipelineConfig, LoadedConfig] | None = None
         self.digest_wakeup: Callable[[], None] | None = None
@@ -371,6 +373,20 @@ class Device:
             for dl in lists:
                 sink(p4r.StreamMessageResponse(digest=dl))
         return None if deadline is None else max(0.0, (deadline - now) / 1e9)
+
+    def sweep_idle_timeouts(self) -> int:
+        """One ageing sweep: send an ``IdleTimeoutNotification`` per table with entries
+        idle for their ``idle_timeout_ns`` to ``controller_sink``; returns how many."""
+        with self.lock:
+            active = self._active
+            if active is None:
+                return 0
+            messages = ageing.expired(active.tables)
+        sink = self.controller_sink
+        if sink is not None:
+            for message in messages:
+                sink(p4r.StreamMessageResponse(idle_timeout_notification=message))
+        return len(messages)
 
     def digest_ack(self, ack: p4r.DigestListAck) -> bool:
         """Apply a DigestListAck; False when the list is unknown (acked before or expired)."""

@@ -1,7 +1,7 @@
 """Action profiles and selectors of innet's executor behind the ``ProfilePipeline`` protocol.
 
 A mixin of ``InnetPipeline`` (``innet_target``): it needs ``self.pipeline`` (a
-``Pipeline``), ``self._table(name)``, ``self._fix_optional`` and ``self._entry``. The
+``Pipeline``), ``self._table(name)``, ``self._fix_optional``, ``self._entry`` and ``self._entries``. The
 executor's errors become ``TargetError``.
 """
 
@@ -45,6 +45,7 @@ class InnetProfiles:
     """``ProfilePipeline`` methods over ``innet.switch.pipeline``."""
 
     pipeline: Any
+    _entries: dict[EntryHandle, Any]
     _table: Callable[[str], Any]
     _fix_optional: Callable[[Any, list[Any]], list[Any]]
 
@@ -79,8 +80,9 @@ class InnetProfiles:
 
         t = self._table(table)
         specs = self._fix_optional(t, _key_specs(key))
-        t.insert_indirect(specs, priority=priority, **_ref(ref))
-        return (table, tuple(specs), priority)
+        handle = (table, tuple(specs), priority)
+        self._entries[handle] = t.insert_indirect(specs, priority=priority, **_ref(ref))
+        return handle
 
     @_target_errors
     def table_modify_indirect(self, table: str, handle: EntryHandle, ref: ProfileRef) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -89,6 +90,8 @@ class InnetPipeline(InnetProfiles):
 
     def __init__(self, pipeline: Any, p4info: p4i.P4Info) -> None:
         self.pipeline = pipeline
+        self._entries: dict[EntryHandle, Any] = {}
+        """The executor's entry of each handle handed out (direct resources, hit times)."""
         self._initial_defaults = {
             name: (t.default_entry.action, tuple(t.default_entry.params))
             for name, t in pipeline.tables.items()
@@ -118,12 +121,16 @@ class InnetPipeline(InnetProfiles):
     def table_insert(self, table: str, key: MatchKey, priority: int, action: ActionCall) -> EntryHandle:
         t = self._table(table)
         specs = self._fix_optional(t, _key_specs(key))
-        t.insert(specs, action.action, action.args, priority)
-        return (table, tuple(specs), priority)
+        handle = (table, tuple(specs), priority)
+        self._entries[handle] = t.insert(specs, action.action, action.args, priority)
+        return handle
 
     def _entry(self, handle: EntryHandle) -> Any:
-        table, specs, priority = unpack_handle(handle)
-        return self._table(table)._find(list(specs), priority)[1]
+        entry = self._entries.get(handle)
+        if entry is None:
+            table, specs, priority = unpack_handle(handle)
+            entry = self._table(table)._find(list(specs), priority)[1]
+        return entry
 
     @_control_plane
     def table_modify(self, table: str, handle: EntryHandle, action: ActionCall) -> None:
@@ -134,6 +141,7 @@ class InnetPipeline(InnetProfiles):
     def table_delete(self, table: str, handle: EntryHandle) -> None:
         _, specs, priority = unpack_handle(handle)
         self._table(table).delete(list(specs), priority)
+        self._entries.pop(handle, None)
 
     @_control_plane
     def table_set_default(self, table: str, action: ActionCall | None) -> None:
@@ -143,6 +151,16 @@ class InnetPipeline(InnetProfiles):
             t.set_default(name, args)
         else:
             t.set_default(action.action, action.args)
+
+    def clock_ns(self) -> int:
+        return int(self.pipeline.clock())
+
+    @_control_plane
+    def table_last_hits(self, table: str, handles: Sequence[EntryHandle]) -> list[int]:
+        t = self._table(table)
+        if t.clock is None:
+            raise TargetError(f"table {table!r} does not support idle timeout (no support_timeout = true)")
+        return [self._entry(h).last_hit for h in handles]
 
     def table_get_default(self, table: str) -> ActionCall:
         e = self._table(table).default_entry
@@ -274,15 +292,17 @@ def _check_names(p4info: p4i.P4Info, pipeline: Any) -> None:
 class InnetTarget:
     """Builds ``InnetPipeline``s from innet device configs or P4 source."""
 
-    def __init__(self, include_dirs: tuple[Path, ...] = ()) -> None:
+    def __init__(self, include_dirs: tuple[Path, ...] = (), clock: Callable[[], int] = time.monotonic_ns) -> None:
         self.include_dirs = include_dirs
+        self.clock = clock
+        """Monotonic ns of the pipelines' entry hit times (tests inject their own)."""
 
     def load(self, p4info: p4i.P4Info | None, device_config: bytes) -> LoadedConfig:
         from innet.switch.pipeline import Pipeline
 
         program, derived = self._compile(device_config)
         try:
-            pipeline = Pipeline(program)
+            pipeline = Pipeline(program, clock=self.clock)
         except Exception as error:
             raise TargetError(f"cannot load the program: {error}") from None
         info = p4info if p4info is not None else derived

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from innet.switch.p4runtime.profiles import ProfileState
 from innet.switch.p4runtime.target import (
     ActionCall,
+    AgeingPipeline,
     ProfilePipeline,
     ProfileRef,
     EntryHandle,
@@ -61,6 +62,9 @@ class Installed:
     meter: MeterRates | None = None
     ref: ProfileRef | None = None
     """The member or group an entry of an indirect table points to."""
+    notified_at: int | None = None
+    """Target clock (``AgeingPipeline.clock_ns``) of the last IdleTimeoutNotification
+    about this entry; its timer restarts there (``innet.switch.p4runtime.ageing``)."""
 
 
 def _dont_care(field: p4i.MatchField) -> FieldMatch:
@@ -188,6 +192,19 @@ def key_to_proto(info: TableInfo, key: MatchKey) -> list[p4r.FieldMatch]:
     return out
 
 
+def _check_idle_timeout(info: TableInfo, entry: p4r.TableEntry) -> None:
+    """Spec: ``idle_timeout_ns`` != 0 or ``time_since_last_hit`` on a table without idle
+    timeout support is INVALID_ARGUMENT."""
+    if info.table.idle_timeout_behavior != p4i.Table.NO_TIMEOUT:
+        return
+    if entry.idle_timeout_ns:
+        raise invalid(f"table {info.name!r} does not support idle timeout (idle_timeout_ns "
+                      f"{entry.idle_timeout_ns}); its P4 table needs support_timeout = true")
+    if entry.HasField("time_since_last_hit"):
+        raise invalid(f"table {info.name!r} does not support idle timeout: time_since_last_hit "
+                      "cannot be read; its P4 table needs support_timeout = true")
+
+
 def parse_action(
     schema: Schema, info: TableInfo, action: p4r.Action, *, default: bool
 ) -> tuple[ActionCall, p4r.Action]:
@@ -277,7 +294,12 @@ class TableState:
     def write(self, kind: int, entry: p4r.TableEntry) -> None:
         """Apply one INSERT/MODIFY/DELETE of a TableEntry."""
         info = self.schema.table(entry.table_id)
+        if entry.HasField("time_since_last_hit"):
+            raise invalid(f"table {info.name!r}: time_since_last_hit is read-only; leave it unset in writes")
         if entry.is_default_action:
+            if entry.idle_timeout_ns:
+                raise invalid(f"table {info.name!r}: a default entry has no idle timeout "
+                              f"(idle_timeout_ns {entry.idle_timeout_ns})")
             self._write_default(kind, info, entry)
             return
         if info.table.is_const_table:
@@ -290,11 +312,10 @@ class TableState:
         table = self.entries[info.id]
         existing = table.get(ident)
         self._check_resources(info, entry)
+        if kind != p4r.Update.DELETE:
+            _check_idle_timeout(info, entry)
         if kind == p4r.Update.INSERT:
             call, action = self._entry_action(info, entry)
-            if entry.idle_timeout_ns and info.table.idle_timeout_behavior == p4i.Table.NO_TIMEOUT:
-                raise invalid(f"table {info.name!r} does not support idle timeout "
-                              f"(idle_timeout_ns {entry.idle_timeout_ns})")
             if existing is not None:
                 raise already_exists(f"table {info.name!r}: an entry with this match key and "
                                      f"priority {entry.priority} already exists")
@@ -341,6 +362,7 @@ class TableState:
                 existing.entry.action.CopyFrom(action)
                 self._release(info, old)
             existing.entry.idle_timeout_ns = entry.idle_timeout_ns
+            existing.notified_at = None  # the (new) TTL counts from the last hit
             existing.entry.metadata = entry.metadata
             self._apply_resources(info, existing, entry)
             return
@@ -465,6 +487,11 @@ class TableState:
         """Entries selected by ``request`` (table_id 0: all tables), in canonical form."""
         infos = list(self.schema.tables.values()) if request.table_id == 0 else [
             self.schema.table(request.table_id)]
+        hits = request.HasField("time_since_last_hit")
+        if hits and request.table_id:
+            _check_idle_timeout(infos[0], request)
+            if request.is_default_action:
+                raise invalid(f"table {infos[0].name!r}: a default entry has no time_since_last_hit")
         for info in infos:
             if request.is_default_action:
                 yield self._default_entry(info)
@@ -476,8 +503,10 @@ class TableState:
                 selected = [] if found is None else [found]
             else:
                 selected = list(table.values())
-            for installed in selected:
-                yield self._with_resources(info, installed, request)
+            out = [self._with_resources(info, installed, request) for installed in selected]
+            if hits and info.table.idle_timeout_behavior == p4i.Table.NOTIFY_CONTROL:
+                self._time_since_last_hit(info, selected, out)
+            yield from out
 
     def _default_entry(self, info: TableInfo) -> p4r.TableEntry:
         out = p4r.TableEntry(table_id=info.id, is_default_action=True)
@@ -507,6 +536,21 @@ class TableState:
             out.meter_config.cir, out.meter_config.cburst = m.cir, m.cburst
             out.meter_config.pir, out.meter_config.pburst = m.pir, m.pburst
         return out
+
+    def _time_since_last_hit(self, info: TableInfo, selected: list[Installed],
+                             out: list[p4r.TableEntry]) -> None:
+        """Set ``time_since_last_hit.elapsed_ns`` of the entries read (spec: whenever the
+        request sets it, whatever the TTL). Const entries are not tracked: left unset."""
+        target = self.pipeline
+        if not isinstance(target, AgeingPipeline):
+            raise unimplemented(f"table {info.name!r}: this target does not report time_since_last_hit")
+        pairs = [(i, o) for i, o in zip(selected, out) if i.handle is not None]
+        if not pairs:
+            return
+        now = target.clock_ns()
+        hits = target.table_last_hits(info.name, [i.handle for i, _ in pairs])
+        for (_, entry), last_hit in zip(pairs, hits):
+            entry.time_since_last_hit.elapsed_ns = max(0, now - last_hit)
 
     def find(self, entry: p4r.TableEntry) -> tuple[TableInfo, Installed]:
         """The installed entry a DirectCounterEntry/DirectMeterEntry names, or NOT_FOUND."""

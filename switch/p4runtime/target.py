@@ -274,6 +274,22 @@ class ProfilePipeline(Protocol):
         ...
 
 
+@runtime_checkable
+class AgeingPipeline(Protocol):
+    """Entry hit times of tables with idle timeout (``support_timeout = true``), for
+    targets that track them. The server compares them with the entries'
+    ``idle_timeout_ns`` in its ageing sweep and answers ``time_since_last_hit`` reads."""
+
+    def clock_ns(self) -> int:
+        """The target's monotonic clock in ns: the time base of ``table_last_hits``."""
+        ...
+
+    def table_last_hits(self, table: str, handles: Sequence[EntryHandle]) -> list[int]:
+        """When each entry was last hit by a packet (its insertion when never), one
+        ``clock_ns`` value per handle."""
+        ...
+
+
 @dataclass(frozen=True)
 class LoadedConfig:
     """A verified pipeline: the P4Info the controller sees and the program to run."""

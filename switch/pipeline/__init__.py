@@ -28,6 +28,10 @@ dotted suffix):
   ``add_member_to_group``, ``remove_member_from_group``, ``delete_group``. Entries of its
   tables point to them: ``table.insert_indirect(keys, member=.. | group=.., priority)``,
   ``modify_indirect``, ``set_default_indirect``, ``reset_default`` (see ``profiles``).
+- Idle timeout: entries of tables with ``support_timeout = true`` carry ``last_hit`` (the
+  ``clock`` given to ``Pipeline``, default ``time.monotonic_ns``, read once per packet at
+  its first hit of such an entry; insertion counts as a hit); ``table.idle_ns(entry)``.
+  Other tables generate no ageing code.
 - ``pipeline.pre`` -> ``ReplicationEngine``: multicast groups/nodes, clone sessions.
 - ``pipeline.pop_digests()`` or a ``digest_sink`` callback given to ``Pipeline``.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -45,9 +46,12 @@ class Pipeline:
     """
 
     def __init__(self, program: ir.Program, *, seed: int | None = None,
-                 digest_sink: Callable[[DigestMessage], None] | None = None) -> None:
+                 digest_sink: Callable[[DigestMessage], None] | None = None,
+                 clock: Callable[[], int] = time.monotonic_ns) -> None:
         self.program = program
-        self.compiled = ProgramCompiler(program, seed=seed).compile()
+        self.clock = clock
+        """Monotonic nanoseconds: the hit times of entries of ``support_timeout`` tables."""
+        self.compiled = ProgramCompiler(program, seed=seed, clock=clock).compile()
         self.pre = ReplicationEngine()
         self.arch = Architecture(self.compiled, self.pre, digest_sink)
         self.lock = self.arch.lock

@@ -12,6 +12,7 @@ import hashlib
 import logging
 import os
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -122,7 +123,8 @@ class Compiled:
 class ProgramCompiler:
     """Generates and loads the Python code of one program."""
 
-    def __init__(self, program: ir.Program, seed: int | None = None) -> None:
+    def __init__(self, program: ir.Program, seed: int | None = None,
+                 clock: Callable[[], int] = time.monotonic_ns) -> None:
         if program.main is None or program.main.type_name != "V1Switch":
             raise UnsupportedError("a program whose main package is not V1Switch",
                                    program.main.loc if program.main else None)
@@ -144,9 +146,11 @@ class ProgramCompiler:
         self.profiles: dict[str, ActionProfile] = {}
         self.digests: list[DigestMessage] = []
         self.rng = random.Random(seed)
+        self.clock = clock
         user = [e for e in program.errors if e not in CORE_ERRORS]
         self.errors = {n: i for i, n in enumerate(CORE_ERRORS + tuple(user))}
         self._sm_fields: dict[str, int] = {}
+        self._slot_now: int | None = None
 
     # ------------------------------------------------------------------ naming
     def ref(self, obj: Any, hint: str) -> str:
@@ -209,6 +213,13 @@ class ProgramCompiler:
         self.slot_payload = L.alloc_scalar("payload", b"")
         self.slot_entry = L.alloc_scalar("entry", None)
         self.slot_digests = L.alloc_scalar("digests", None)
+
+    def now_slot(self) -> int:
+        """The slot holding this pass's clock reading (None until the first hit of an
+        ageing entry); allocated only for programs with ``support_timeout`` tables."""
+        if self._slot_now is None:
+            self._slot_now = self.layout.alloc_scalar("now", None)
+        return self._slot_now
 
     def field_list(self, index: int) -> tuple[int, ...]:
         """Slots of the user metadata fields annotated ``@field_list(.., index, ..)``."""
@@ -441,7 +452,7 @@ class ProgramCompiler:
 
             meter_factory = MeterCell
         table = Table(t.cp_name, keys, actions, default, t.default_is_const, t.size, meter_factory,
-                      profile, sel_widths)
+                      profile, sel_widths, self.clock if t.idle_timeout else None)
         if t.const_entries:
             entries = []
             for ce in t.const_entries:
@@ -581,6 +592,7 @@ class ProgramCompiler:
         self.ns.update(_HELPERS)
         self.ns["_rng"] = self.rng
         self.ns["_digest"] = self._digest_fn()
+        self.ns["_stamp"] = self._stamp_fn()
         source = "\n".join(self.sources)
         code = compile(source, self._dump(source), "exec")
         exec(code, self.ns)  # noqa: S102 - our own generated code
@@ -628,6 +640,20 @@ class ProgramCompiler:
             f.write(source)
         log.info("generated pipeline source written to %s", path)
         return path
+
+    def _stamp_fn(self) -> Callable[[list[Any]], int] | None:
+        """``_stamp(S)``: reads the clock once per pass, at the first hit of an entry of a
+        ``support_timeout`` table, and keeps it in the pass's ``now`` slot for later hits
+        (BMv2 stamps entries with the packet's time). Other tables never call it."""
+        slot, clock = self._slot_now, self.clock
+        if slot is None:
+            return None
+
+        def stamp(S: list[Any]) -> int:
+            now = S[slot] = clock()
+            return now
+
+        return stamp
 
     def _digest_fn(self) -> Callable[..., None]:
         slot = self.slot_digests

@@ -445,6 +445,8 @@ class StmtGen(ExternGen):
         if t.direct_counter is not None:
             self.emit(f"if {r}[3]:")
             self.emit(f"    {r}[4].packets += 1; {r}[4].bytes += S[{self.prog.sm_slot('packet_length')}]")
+        if t.idle_timeout:  # ageing: the hit entry's last-hit time (one clock read per pass)
+            self.emit(f"if {r}[3]: {r}[4].last_hit = S[{self.prog.now_slot()}] or _stamp(S)")
         if t.direct_meter is not None:
             self.emit(f"S[{self.prog.slot_entry}] = {r}[4]")
         self.emit(f"{r}[0](S, *{r}[1])")

@@ -89,6 +89,7 @@ class Entry:
     meter: Any = None
     result: Any = None
     members: Any = None  # action-profile member/group reference (set by the profile glue)
+    last_hit: int = 0  # clock value of the last hit (or the insertion); ageing tables only
 
 
 @dataclass
@@ -114,8 +115,12 @@ class Table:
         meter_factory: Callable[[], Any] | None = None,
         profile: "ActionProfile | None" = None,
         selector_widths: tuple[int, ...] = (),
+        clock: Callable[[], int] | None = None,
     ) -> None:
         self.name = name
+        self.clock = clock
+        """The pipeline's monotonic clock (ns) for tables with ``support_timeout = true``;
+        None for the others, whose entries carry no hit time."""
         self.profile = profile
         self.selector_widths = selector_widths
         self.default_ref: tuple[str, int] | None = None  # control-plane default member/group
@@ -262,6 +267,8 @@ class Table:
             e = Entry(match, priority if self.needs_priority else 0, "", (), self._next_handle)
             self._point(e, _ref)
         e.meter = self.meter_factory() if self.meter_factory else None
+        if self.clock is not None:
+            e.last_hit = self.clock()  # BMv2: an entry's ageing starts at its insertion
         self._next_handle += 1
         self.entries[ident] = e
         self._index_add(e)
@@ -454,6 +461,14 @@ class Table:
         if d.members is not None:
             d.result = self._ref_result(d.members, False, None)
         self.cache.clear()
+
+    def idle_ns(self, e: Entry, now: int | None = None) -> int:
+        """Nanoseconds since ``e`` was last hit or inserted (``now`` defaults to the
+        clock); raises for a table without ``support_timeout``."""
+        if self.clock is None:
+            raise ControlPlaneError(f"table '{self.name}' does not support idle timeout "
+                                    "(declare support_timeout = true)")
+        return max(0, (self.clock() if now is None else now) - e.last_hit)
 
     def list_entries(self) -> list[Entry]:
         """Installed entries in insertion order."""
