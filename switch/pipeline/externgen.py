@@ -214,7 +214,7 @@ class ExternGen(ExprGen):
         self.emit(guards.mark(line, i, size) if self.stable(ie) else line)
 
     def extern_method(self, inst: ir.Instance, e: ir.MethodCall) -> str | None:
-        st = self.prog.instance_state(inst)
+        st = self.prog.objects.instance_state(inst)
         kind = inst.type.name if isinstance(inst.type, ir.ExternT) else ""
         m = e.method
         name = self.prog.ref(st, "X")

@@ -416,12 +416,12 @@ class StmtGen(ExternGen):
             bindings[p.uid] = place.base
             if p.direction == "out":
                 self.reset(place)
-        fn = self.prog.subparser_fn(decl, bindings)
+        fn = self.prog.parsers.subparser_fn(decl, bindings)
         self.emit(f"pos = {fn}(S, data, pos, L)")
 
     def table_apply(self, e: ir.TableApply) -> str:
         t = e.table
-        info = self.prog.table_info(t)
+        info = self.prog.objects.table_info(t)
         keys: list[str] = []
         sels: list[str] = []
         for k in t.keys:

@@ -24,7 +24,8 @@ import threading
 from collections import deque
 from typing import Any
 
-from .compiler import AssertFail, Compiled, Exit
+from .compiler import Compiled
+from .runtime import AssertFail, Exit
 from .externs import DigestMessage
 
 log = logging.getLogger("innet.switch.pipeline")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from innet.switch.frontend import ir
-from innet.switch.pipeline.compiler import _HELPERS
+from innet.switch.pipeline.runtime import HELPERS as _HELPERS
 from innet.switch.pipeline.exprgen import ExprGen
 from innet.switch.pipeline.ranges import arith, shift_right, type_range, within, written_locals
 
