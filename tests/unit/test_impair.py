@@ -1,5 +1,5 @@
-"""innet.testbed.impair: the random-match classifier behind link duplication, the combined
-duplicate-then-drop tc commands, and the kernel-config preconditions."""
+"""innet.testbed.impair: the random-drop and random-match classic BPF programs behind link
+loss and duplication, the tc commands around them, and the kernel-config preconditions."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.impair import (CLS_MATCH, CLS_NO_MATCH, cls_bpf_available, duplication_available, impair_commands,
-                                  kernel_option, random_drop_bytecode, random_match_bytecode)
+from innet.testbed.impair import (CLS_MATCH, CLS_NO_MATCH, cls_bpf_available, duplication_available, impair_commands, kernel_option, loss_commands, netem_available, random_drop_bytecode, random_match_bytecode)
 
 
 def _run_cbpf(code: str, random: int) -> int:
@@ -29,6 +28,35 @@ def _run_cbpf(code: str, random: int) -> int:
             return k
         else:
             raise AssertionError(f"unexpected opcode {op:#x}")
+
+
+def test_drops_exactly_below_the_threshold() -> None:
+    code = random_drop_bytecode(5.0)
+    threshold = int(0.05 * 2**32)
+    assert _run_cbpf(code, 0) == 2  # TC_ACT_SHOT
+    assert _run_cbpf(code, threshold - 1) == 2
+    assert _run_cbpf(code, threshold) == 0  # TC_ACT_OK
+    assert _run_cbpf(code, 2**32 - 1) == 0
+    assert _run_cbpf(random_drop_bytecode(0.0), 0) == 0
+
+
+def test_rejects_bad_percentages() -> None:
+    with pytest.raises(ValueError, match=r"loss 100%: must be within 0\.\.100"):
+        random_drop_bytecode(100)
+
+
+def test_commands_cover_both_directions() -> None:
+    cmds = loss_commands("h1-eth0", 1.0)
+    assert cmds[0] == "tc qdisc add dev h1-eth0 clsact"
+    assert [c.split()[5] for c in cmds[1:]] == ["ingress", "egress"]
+
+
+def test_netem_detection_reads_the_kernel_config(tmp_path: Path) -> None:
+    config = tmp_path / "config.gz"
+    config.write_bytes(gzip.compress(b"CONFIG_NET_SCH_HTB=y\n# CONFIG_NET_SCH_NETEM is not set\n"))
+    assert not netem_available(config)
+    config.write_bytes(gzip.compress(b"CONFIG_NET_SCH_NETEM=m\n"))
+    assert netem_available(config)
 
 
 def test_matches_exactly_below_the_threshold() -> None:
