@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import grpc
 from finsy.proto import p4i, p4r
@@ -276,41 +276,26 @@ class Device:
 
     def _read_one(self, active: _Active, entity: p4r.Entity) -> Iterator[p4r.Entity]:
         which = entity.WhichOneof("entity")
-        ext = active.externs
-        if which == "table_entry":
-            for t in active.tables.read(entity.table_entry):
-                yield p4r.Entity(table_entry=t)
-        elif which == "counter_entry":
-            for c in ext.read_counter(entity.counter_entry):
-                yield p4r.Entity(counter_entry=c)
-        elif which == "direct_counter_entry":
-            for dc in ext.read_direct_counter(entity.direct_counter_entry):
-                yield p4r.Entity(direct_counter_entry=dc)
-        elif which == "meter_entry":
-            for m in ext.read_meter(entity.meter_entry):
-                yield p4r.Entity(meter_entry=m)
-        elif which == "direct_meter_entry":
-            for dm in ext.read_direct_meter(entity.direct_meter_entry):
-                yield p4r.Entity(direct_meter_entry=dm)
-        elif which == "register_entry":
-            for r in ext.read_register(entity.register_entry):
-                yield p4r.Entity(register_entry=r)
-        elif which == "packet_replication_engine_entry":
-            for p in ext.read_pre(entity.packet_replication_engine_entry):
-                yield p4r.Entity(packet_replication_engine_entry=p)
-        elif which == "digest_entry":
-            for d in ext.read_digest(entity.digest_entry):
-                yield p4r.Entity(digest_entry=d)
-        elif which == "action_profile_member":
-            for m in active.profiles.read_member(entity.action_profile_member):
-                yield p4r.Entity(action_profile_member=m)
-        elif which == "action_profile_group":
-            for g in active.profiles.read_group(entity.action_profile_group):
-                yield p4r.Entity(action_profile_group=g)
-        elif which is None:
+        if which is None:
             raise invalid("read request entity has no type")
-        else:
+        ext, prof = active.externs, active.profiles
+        readers: dict[str, Callable[[Any], Iterable[Any]]] = {
+            "table_entry": active.tables.read,
+            "counter_entry": ext.read_counter,
+            "direct_counter_entry": ext.read_direct_counter,
+            "meter_entry": ext.read_meter,
+            "direct_meter_entry": ext.read_direct_meter,
+            "register_entry": ext.read_register,
+            "packet_replication_engine_entry": ext.read_pre,
+            "digest_entry": ext.read_digest,
+            "action_profile_member": prof.read_member,
+            "action_profile_group": prof.read_group,
+        }
+        reader = readers.get(which)
+        if reader is None:
             raise unimplemented(f"reading {which} entities is not supported by innet's target")
+        for found in reader(getattr(entity, which)):
+            yield p4r.Entity(**{which: found})
 
     # -- packets -------------------------------------------------------------------------
 
