@@ -233,35 +233,30 @@ class Device:
             raise invalid(f"update type {kind} is not INSERT, MODIFY or DELETE")
         entity = update.entity
         which = entity.WhichOneof("entity")
-        ext = active.externs
-        if which == "table_entry":
-            active.tables.write(kind, entity.table_entry)
-        elif which == "counter_entry":
-            ext.write_counter(kind, entity.counter_entry)
-        elif which == "direct_counter_entry":
-            ext.write_direct_counter(kind, entity.direct_counter_entry)
-        elif which == "meter_entry":
-            ext.write_meter(kind, entity.meter_entry)
-        elif which == "direct_meter_entry":
-            ext.write_direct_meter(kind, entity.direct_meter_entry)
-        elif which == "register_entry":
-            ext.write_register(kind, entity.register_entry)
-        elif which == "packet_replication_engine_entry":
-            ext.write_pre(kind, entity.packet_replication_engine_entry)
-        elif which == "digest_entry":
-            ext.write_digest(kind, entity.digest_entry)
+        if which is None:
+            raise invalid("update has no entity")
+        ext, prof = active.externs, active.profiles
+        writers: dict[str, Callable[[Any, Any], None]] = {
+            "table_entry": active.tables.write,
+            "counter_entry": ext.write_counter,
+            "direct_counter_entry": ext.write_direct_counter,
+            "meter_entry": ext.write_meter,
+            "direct_meter_entry": ext.write_direct_meter,
+            "register_entry": ext.write_register,
+            "packet_replication_engine_entry": ext.write_pre,
+            "digest_entry": ext.write_digest,
+            "action_profile_member": prof.write_member,
+            "action_profile_group": prof.write_group,
+        }
+        writer = writers.get(which)
+        if writer is None:
+            raise unimplemented(f"{which} entities are not supported by innet's target")
+        writer(kind, getattr(entity, which))
+        if which == "digest_entry":
             if kind == p4r.Update.DELETE:
                 active.digests.forget(entity.digest_entry.digest_id)
             elif self.digest_wakeup is not None:
                 self.digest_wakeup()  # a new max_timeout_ns may move the next deadline
-        elif which == "action_profile_member":
-            active.profiles.write_member(kind, entity.action_profile_member)
-        elif which == "action_profile_group":
-            active.profiles.write_group(kind, entity.action_profile_group)
-        elif which is None:
-            raise invalid("update has no entity")
-        else:
-            raise unimplemented(f"{which} entities are not supported by innet's target")
 
     def read(self, entities: Iterable[p4r.Entity]) -> list[p4r.Entity]:
         """All entities selected by the (possibly wildcard) ``entities``."""

@@ -30,6 +30,7 @@ from typing import Any
 
 from .errors import ControlPlaneError, EntryExistsError, EntryNotFoundError, InUseError, suggest
 from .hashing import HashFn
+from .tables import bind_params
 
 @dataclass(slots=True)
 class Member:
@@ -83,26 +84,6 @@ class ActionProfile:
             f"action profile '{self.name}': no action named '{name}' (actions: {', '.join(self.actions)})."
             + suggest(name, [n.split(".")[-1] for n in self.actions]))
 
-    def _params(self, action: str, params: Iterable[int] | dict[str, int]) -> tuple[int, ...]:
-        spec = self.actions[action]
-        if isinstance(params, dict):
-            names = [n for n, _ in spec]
-            extra = set(params) - set(names)
-            if extra:
-                raise ControlPlaneError(f"action '{action}': no parameter named {sorted(extra)[0]!r}")
-            missing = [n for n in names if n not in params]
-            if missing:
-                raise ControlPlaneError(f"action '{action}': missing parameter {missing[0]!r}")
-            values = [params[n] for n in names]
-        else:
-            values = list(params)
-            if len(values) != len(spec):
-                raise ControlPlaneError(f"action '{action}': takes {len(spec)} parameters, got {len(values)}")
-        for (pname, width), v in zip(spec, values):
-            if v < 0 or v >> width:
-                raise ControlPlaneError(f"action '{action}': value {v:#x} does not fit parameter {pname} (bit<{width}>)")
-        return tuple(values)
-
     def member(self, member_id: int) -> Member:
         m = self.members.get(member_id)
         if m is None:
@@ -151,7 +132,7 @@ class ActionProfile:
             handle = 0
             while handle in self._handles:
                 handle += 1
-            m = Member(member_id, handle, name, self._params(name, params))
+            m = Member(member_id, handle, name, bind_params(name, self.actions[name], params))
             self._handles.add(handle)
             self.members[member_id] = m
             return m
@@ -168,7 +149,7 @@ class ActionProfile:
         with self.lock:
             m = self.member(member_id)
             name = self._action_name(action)
-            p = self._params(name, params)
+            p = bind_params(name, self.actions[name], params)
             for t in self.tables:
                 t.check_member_action(name, member_id)
             m.action, m.params = name, p

@@ -22,7 +22,7 @@ from __future__ import annotations
 import bisect
 import functools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -48,6 +48,30 @@ def _locked(method: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 Result = tuple[Callable[..., Any], tuple[int, ...], int, bool, "Entry | None"]
+
+
+def bind_params(action: str, spec: Sequence[tuple[str, int]],
+                params: Iterable[int] | dict[str, int]) -> tuple[int, ...]:
+    """Action data given by position or by name, checked against ``spec`` ((name, width) pairs).
+
+    Shared by direct table entries and action-profile members."""
+    if isinstance(params, dict):
+        names = [n for n, _ in spec]
+        extra = set(params) - set(names)
+        if extra:
+            raise ControlPlaneError(f"action '{action}': no parameter named {sorted(extra)[0]!r}")
+        missing = [n for n in names if n not in params]
+        if missing:
+            raise ControlPlaneError(f"action '{action}': missing parameter {missing[0]!r}")
+        values = [params[n] for n in names]
+    else:
+        values = list(params)
+        if len(values) != len(spec):
+            raise ControlPlaneError(f"action '{action}': takes {len(spec)} parameters, got {len(values)}")
+    for (pname, width), v in zip(spec, values):
+        if v < 0 or v >> width:
+            raise ControlPlaneError(f"action '{action}': value {v:#x} does not fit parameter {pname} (bit<{width}>)")
+    return tuple(values)
 
 
 @dataclass(slots=True)
@@ -171,29 +195,6 @@ class Table:
             + suggest(name, list(self.actions))
         )
 
-    def _params(self, info: ActionInfo, params: Sequence[int] | dict[str, int]) -> tuple[int, ...]:
-        if isinstance(params, dict):
-            names = [p for p, _ in info.params]
-            extra = set(params) - set(names)
-            if extra:
-                raise ControlPlaneError(f"action '{info.name}': no parameter named {sorted(extra)[0]!r}")
-            missing = [n for n in names if n not in params]
-            if missing:
-                raise ControlPlaneError(f"action '{info.name}': missing parameter {missing[0]!r}")
-            values = [params[n] for n in names]
-        else:
-            values = list(params)
-            if len(values) != len(info.params):
-                raise ControlPlaneError(
-                    f"action '{info.name}': takes {len(info.params)} parameters, got {len(values)}"
-                )
-        out = []
-        for (pname, width), v in zip(info.params, values):
-            if v < 0 or v >> width:
-                raise ControlPlaneError(f"action '{info.name}': value {v:#x} does not fit parameter {pname} (bit<{width}>)")
-            out.append(v)
-        return tuple(out)
-
     @_locked
     def set_default(self, action: str, params: Sequence[int] | dict[str, int] = (), *, _initial: bool = False) -> None:
         """Replace the default (miss) action."""
@@ -204,7 +205,7 @@ class Table:
                                     "set a default member or group instead of a direct action")
         info = self.action(action)
         e = self.default_entry
-        e.action, e.params = info.name, self._params(info, params)
+        e.action, e.params = info.name, bind_params(info.name, info.params, params)
         e.result = (info.fn, e.params, info.index, False, None)
         self.cache.clear()
 
@@ -260,7 +261,7 @@ class Table:
             raise ControlPlaneError(f"table '{self.name}' is full ({self.size} entries)")
         if _ref is None:
             info = self.action(action)
-            p = self._params(info, params)
+            p = bind_params(info.name, info.params, params)
             e = Entry(match, priority if self.needs_priority else 0, info.name, p, self._next_handle)
             e.result = (info.fn, p, info.index, True, e)
         else:
@@ -291,7 +292,7 @@ class Table:
             raise ControlPlaneError(f"table '{self.name}' uses action profile '{self.profile.name}': "
                                     "its entries point to members or groups, not to direct actions")
         info = self.action(action)
-        e.action, e.params = info.name, self._params(info, params)
+        e.action, e.params = info.name, bind_params(info.name, info.params, params)
         e.result = (info.fn, e.params, info.index, True, e)
         self.cache.clear()
         return e
