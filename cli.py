@@ -135,6 +135,16 @@ def _cmd_job_create(args: argparse.Namespace) -> int:
 
 
 @_controller_command
+def _cmd_job_attach(args: argparse.Namespace) -> int:
+    from innet.controller.controller import Controller
+
+    with Controller(_specs(args)) as ctl:
+        epoch = ctl.attach(args.job)
+    print(f"job {args.job}: worker set attached at epoch {epoch} (give it to every agent of the set)")
+    return 0
+
+
+@_controller_command
 def _cmd_job_destroy(args: argparse.Namespace) -> int:
     from innet.controller.controller import Controller
 
@@ -157,7 +167,8 @@ def _cmd_job_list(args: argparse.Namespace) -> int:
             out[spec.address] = [dataclasses.asdict(j) for j in InnetSwitch(sw).jobs()]
     print(json.dumps(out, indent=1) if args.json else "\n".join(
         f"{a}: job {j['job_id']} {j['mode']} workers={j['num_workers']} slots={j['slot_base']}+{j['slot_count']} "
-        f"params={j['param_base']}+{j['param_chunks']}" for a, js in out.items() for j in js) or "no jobs")
+        f"params={j['param_base']}+{j['param_chunks']} epoch={j['epoch']}" for a, js in out.items() for j in js)
+        or "no jobs")
     return 0
 
 
@@ -217,7 +228,7 @@ def _add_control_commands(sub: "argparse._SubParsersAction[argparse.ArgumentPars
     push.add_argument("-D", dest="defines", action="append", default=[], type=_define, metavar="NAME[=VAL]")
     push.set_defaults(func=_cmd_pipeline_push)
 
-    job = sub.add_parser("job", help="create, destroy or list aggregation jobs").add_subparsers(dest="action", required=True)
+    job = sub.add_parser("job", help="create, attach, destroy or list aggregation jobs").add_subparsers(dest="action", required=True)
     create = job.add_parser("create", help="install a job (parameters sharded across the --switch list)")
     _add_switch_args(create, many=True)
     create.add_argument("--job", type=int, required=True, help="job id")
@@ -235,6 +246,10 @@ def _add_control_commands(sub: "argparse._SubParsersAction[argparse.ArgumentPars
     create.add_argument("--switch-ip", default=None, help="also install forwarding: the switch's innet IP")
     create.add_argument("--switch-mac", default="00:00:00:00:00:fe", help="the switch's MAC (with --switch-ip)")
     create.set_defaults(func=_cmd_job_create)
+    attach = job.add_parser("attach", help="start a new worker set of a job: prints its epoch (earlier sets are refused)")
+    _add_switch_args(attach, many=True)
+    attach.add_argument("--job", type=int, required=True)
+    attach.set_defaults(func=_cmd_job_attach)
     destroy = job.add_parser("destroy", help="remove a job and zero its registers and counters")
     _add_switch_args(destroy, many=True)
     destroy.add_argument("--job", type=int, required=True)

@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from innet.controller.errors import ControllerError, JobError
 from innet.controller.innet_switch import InnetSwitch
-from innet.controller.jobs import Forwarding, JobInfo, JobSpec
+from innet.controller.jobs import Forwarding, JobInfo, JobSpec, next_epoch
 from innet.controller.pipeline import PipelineConfig
 from innet.controller.shard import Shard, ShardPlan
 from innet.controller.switch import Switch, SwitchSpec, connect_all
@@ -98,6 +98,17 @@ class Controller:
             raise
         self.plans[job.job_id] = plan
         return plan
+
+    def attach(self, job_id: int) -> int:
+        """Start a new incarnation of ``job_id`` for a worker set: the next epoch, the same on
+        every switch of the job's plan; the agents of the set must all use it
+        (``JobConfig.epoch``). Agents of earlier sets get STALE answers from then on, and
+        their slot state cannot leak into the new set's results (docs/PROTOCOL.md)."""
+        switches = [shard.switch for shard in self._plan(job_id).shards]
+        epoch = next_epoch([self[name].job(job_id).epoch for name in switches])
+        for name in switches:
+            self[name].attach(job_id, epoch)
+        return epoch
 
     def destroy_job(self, job_id: int) -> list[str]:
         """Remove ``job_id`` from every switch that has it; the names of those switches."""

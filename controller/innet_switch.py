@@ -102,6 +102,13 @@ class InnetSwitch:
         self.switch.insert([entry])
         return self.job(job.job_id)
 
+    def attach(self, job_id: int, epoch: int) -> J.JobInfo:
+        """Move the job to ``epoch`` (one MODIFY): CONTRIBs of any other epoch are answered
+        STALE from now on, and slot copies of earlier epochs count as empty."""
+        info = self.job(job_id)
+        self.switch.modify([J.attached_entry(info, epoch)])
+        return self.job(job_id)
+
     def destroy_job(self, job_id: int) -> J.JobInfo:
         """Remove the job entry first (packets stop aggregating), then its workers and
         group, and zero its registers and counters."""

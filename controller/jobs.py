@@ -21,10 +21,12 @@ WORKERS_TABLE = "MyEgress.innet_workers"
 LPM_TABLE = "MyIngress.ipv4_lpm"
 ARP_TABLE = "MyIngress.arp_responder"
 ADDR_TABLE = "MyIngress.switch_addr"
-COUNTERS = ("innet_contributions", "innet_completions", "innet_duplicates", "innet_drops")
+COUNTERS = ("innet_contributions", "innet_completions", "innet_duplicates", "innet_drops", "innet_stale")
 """Per-job packet counters (short names)."""
 SET_JOB_PARAMS = ("mode", "num_workers", "mcast_grp", "slot_base", "slot_count", "param_base",
-                  "param_chunks", "lr", "lr_shift", "beta", "beta_shift")
+                  "param_chunks", "lr", "lr_shift", "beta", "beta_shift", "epoch")
+MAX_EPOCH = 0xFFFFFFFF
+"""Epochs are bit<32>; 0 means no worker set attached (every CONTRIB is answered STALE)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class InnetLayout:
     """Job ids are 1..max_jobs-1 (INNET_MAX_JOBS; counter index 0 is unknown jobs)."""
     bitmap: str
     count: str
+    epoch: str
+    """Per-copy register of the epoch a copy's state belongs to."""
     acc: tuple[str, ...]
     param: tuple[str, ...]
     mom: tuple[str, ...]
@@ -63,6 +67,7 @@ class InnetLayout:
 
         try:
             bitmap, count = schema.register("innet_bitmap"), schema.register("innet_count")
+            epoch = schema.register("innet_epoch")
             acc, param, mom = series("innet_acc"), series("innet_param"), series("innet_mom")
             counters = tuple(schema.counter(c).name for c in COUNTERS)
             schema.table(JOBS_TABLE)
@@ -72,7 +77,7 @@ class InnetLayout:
             raise SchemaError(f"the pipeline is not innet.p4: {len(acc)} innet_acc_<i>, {len(param)} "
                               f"innet_param_<i>, {len(mom)} innet_mom_<i> registers (need the same K > 0)")
         return cls(k=len(acc), slots=bitmap.size // 2, param_chunks=schema.register(param[0]).size,
-                   max_jobs=schema.counter(COUNTERS[0]).size, bitmap=bitmap.name, count=count.name,
+                   max_jobs=schema.counter(COUNTERS[0]).size, bitmap=bitmap.name, count=count.name, epoch=epoch.name,
                    acc=acc, param=param, mom=mom, counters=counters)
 
 
@@ -182,6 +187,8 @@ class JobInfo:
     lr_shift: int
     beta: int
     beta_shift: int
+    epoch: int = 0
+    """The attached worker set's incarnation; 0: none attached yet."""
 
     @classmethod
     def from_entry(cls, entry: TableEntry) -> "JobInfo":
@@ -194,7 +201,7 @@ class JobInfo:
             mode = f"unknown({p['mode']})"
         return cls(job, mode, p["num_workers"], p["mcast_grp"], p["slot_base"], p["slot_count"],
                    p["param_base"], p["param_chunks"], to_signed(p["lr"], 32), p["lr_shift"],
-                   to_signed(p["beta"], 32), p["beta_shift"])
+                   to_signed(p["beta"], 32), p["beta_shift"], p["epoch"])
 
     @property
     def cells(self) -> range:
@@ -252,11 +259,29 @@ def validate(job: JobSpec, layout: InnetLayout, param_chunks: int, others: list[
             raise JobError(f"{what}: multicast group {job.group} is used by job {o.job_id}")
 
 
-def job_entry(job: JobSpec, param_chunks: int) -> TableEntry:
+def job_entry(job: JobSpec, param_chunks: int, epoch: int = 0) -> TableEntry:
+    """The ``innet_jobs`` entry; ``epoch`` 0 (as created) refuses every CONTRIB until a
+    worker set attaches."""
     lr, lr_shift, beta, beta_shift = job.optimizer()
     values = (int(job.mode_value), job.num_workers, job.group, job.slot_base, job.slot_count,
-              job.param_base, param_chunks, lr, lr_shift, beta, beta_shift)
+              job.param_base, param_chunks, lr, lr_shift, beta, beta_shift, epoch)
     return TableEntry(JOBS_TABLE, {"job": job.job_id}, "set_job", dict(zip(SET_JOB_PARAMS, values)))
+
+
+def attached_entry(info: JobInfo, epoch: int) -> TableEntry:
+    """``info``'s ``innet_jobs`` entry moved to ``epoch`` (everything else unchanged)."""
+    values = (int(Mode[info.mode.upper()]), info.num_workers, info.mcast_grp, info.slot_base,
+              info.slot_count, info.param_base, info.param_chunks, info.lr & 0xFFFFFFFF,
+              info.lr_shift, info.beta & 0xFFFFFFFF, info.beta_shift, epoch)
+    return TableEntry(JOBS_TABLE, {"job": info.job_id}, "set_job", dict(zip(SET_JOB_PARAMS, values)))
+
+
+def next_epoch(current: list[int]) -> int:
+    """The epoch after every one in ``current`` (the job's epochs on its switches)."""
+    top = max(current, default=0)
+    if top >= MAX_EPOCH:
+        raise JobError(f"job epoch {top} is the last one (bit<32>); destroy and re-create the job")
+    return top + 1
 
 
 def worker_entries(job: JobSpec) -> list[TableEntry]:
@@ -271,7 +296,7 @@ def replicas(job: JobSpec, switch: str) -> list[Replica]:
 def clear_cells(layout: InnetLayout, info: JobInfo) -> dict[str, list[tuple[int, int]]]:
     """Zero writes for every register cell of a job: slot copies and parameter chunks."""
     out: dict[str, list[tuple[int, int]]] = {}
-    for name in (layout.bitmap, layout.count, *layout.acc):
+    for name in (layout.bitmap, layout.count, layout.epoch, *layout.acc):
         out[name] = [(i, 0) for i in info.cells]
     if info.param_chunks:
         for name in (*layout.param, *layout.mom):

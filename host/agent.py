@@ -4,7 +4,8 @@ The worker hands vectors over through shared memory and a control pipe and keeps
 computing; the agent process quantizes, streams chunks through the switch
 (``innet.host.protocol``) and leaves the results in shared memory::
 
-    with Agent(AgentConfig(JobConfig(job=1, rank=0, num_workers=4), transport)) as agent:
+    epoch = controller.attach(1)      # once per worker set, the same for every rank
+    with Agent(AgentConfig(JobConfig(job=1, rank=0, num_workers=4, epoch=epoch), transport)) as agent:
         total = agent.allreduce(x)              # sum mode, float32
         agent.push(gradients); params = agent.pull()   # sgd/momentum: switch is the optimizer
 

@@ -46,9 +46,13 @@ class FakeJob:
     acc: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros((0, 1), np.int32))
     momentum: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros((0, 1), np.int32))
     counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
-        ("contributions", "completions", "duplicates", "drops"), 0))
+        ("contributions", "completions", "duplicates", "drops", "stale"), 0))
+    epoch: int = 1
+    """The job's current incarnation (``set_job``'s ``epoch``); ``attach`` moves it on."""
+    copy_epoch: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self.copy_epoch = [0] * (2 * self.slot_count)
         self.bitmap = [0] * (2 * self.slot_count)
         self.count = [0] * (2 * self.slot_count)
         self.acc = np.zeros((2 * self.slot_count, self.k), np.int32)
@@ -69,16 +73,25 @@ class FakeInnetSwitch:
         self.unknown_drops = 0
 
     def add_job(self, job: int, num_workers: int, slot_count: int, mode: Mode = Mode.SUM,
-                params: npt.ArrayLike | None = None, opt: OptimizerParams | None = None) -> FakeJob:
-        """Create a job; ``params`` (int32, padded to whole chunks) for sgd/momentum."""
+                params: npt.ArrayLike | None = None, opt: OptimizerParams | None = None,
+                epoch: int = 1) -> FakeJob:
+        """Create a job at ``epoch``; ``params`` (int32, padded to whole chunks) for sgd/momentum."""
         table = np.zeros((0, self.k), np.int32)
         if params is not None:
             flat = np.asarray(params, dtype=np.int32).ravel()
             table = np.zeros((-(-flat.size // self.k), self.k), np.int32)
             table.ravel()[:flat.size] = flat
-        state = FakeJob(num_workers, slot_count, self.k, mode, opt or OptimizerParams(0, 0), table)
+        state = FakeJob(num_workers, slot_count, self.k, mode, opt or OptimizerParams(0, 0), table,
+                        epoch=epoch)
         self.jobs[job] = state
         return state
+
+    def attach(self, job: int) -> int:
+        """A new worker set for ``job``: the next epoch (what ``Controller.attach`` does)."""
+        with self.lock:
+            state = self.jobs[job]
+            state.epoch += 1
+            return state.epoch
 
     def handle(self, msg: Message) -> Reply | None:
         with self.lock:
@@ -95,9 +108,17 @@ class FakeInnetSwitch:
                 or (job.mode != Mode.SUM and msg.chunk >= job.params.shape[0])):
             job.counters["drops"] += 1
             return None
+        if msg.epoch != job.epoch:
+            job.counters["stale"] += 1
+            return "unicast", Message(MsgType.STALE, msg.job, msg.worker, msg.slot, msg.chunk,
+                                      msg.flags, job.num_workers, 0, job.epoch,
+                                      np.array(msg.values, np.int32))
         idx = msg.slot * 2 + (msg.flags & wire.Flag.VER)
         bit = 1 << msg.worker
         n = job.num_workers
+        if job.copy_epoch[idx] != job.epoch:  # left by an earlier worker set
+            job.copy_epoch[idx] = job.epoch
+            job.bitmap[idx] = job.count[idx] = 0
         if job.bitmap[idx] & bit:
             job.counters["duplicates"] += 1
             if job.count[idx] == n:
@@ -135,7 +156,7 @@ class FakeInnetSwitch:
     def _message(self, kind: MsgType, msg: Message, job: FakeJob, idx: int,
                  values: npt.NDArray[np.int32]) -> Message:
         return Message(kind, msg.job, msg.worker, msg.slot, msg.chunk, msg.flags,
-                       job.num_workers, job.bitmap[idx], np.array(values[:msg.count], np.int32))
+                       job.num_workers, job.bitmap[idx], msg.epoch, np.array(values[:msg.count], np.int32))
 
 
 class _Impair:

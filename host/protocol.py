@@ -29,6 +29,11 @@ int32 vector through the job's slots and returns the switch's RESULT values:
   the RESULT or its deadline.
 - A RESULT/STATUS for a slot whose (chunk, copy) is not the outstanding one is late or
   duplicated and is ignored (counted).
+- Every CONTRIB carries the job epoch the worker set attached with (``JobConfig.epoch``,
+  from ``Controller.attach``). RESULT/STATUS of another epoch are late and ignored; a
+  STALE whose epoch differs from ours (the switch's job moved on: another worker set
+  attached) raises ``StaleEpochError`` at once. A new ``Aggregator`` starts at position 0:
+  the switch treats slot copies of earlier epochs as empty, so it never gets their results.
 - A chunk not complete ``chunk_deadline`` seconds after its first transmission raises
   ``AggregationError`` (at the deadline) naming the job, the chunk and the missing workers
   (from the last STATUS bitmap) or "no answer from switch".
@@ -69,6 +74,19 @@ class AggregationError(RuntimeError):
         return (AggregationError, (str(self), self.job, self.chunk, self.missing))
 
 
+class StaleEpochError(AggregationError):
+    """The switch's job is at another epoch: another worker set attached to it since."""
+
+    def __init__(self, message: str, job: int = 0, chunk: int = -1, epoch: int = 0,
+                 switch_epoch: int = 0) -> None:
+        super().__init__(message, job, chunk, None)
+        self.epoch = epoch
+        self.switch_epoch = switch_epoch
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (StaleEpochError, (str(self), self.job, self.chunk, self.epoch, self.switch_epoch))
+
+
 @dataclass(frozen=True)
 class JobConfig:
     """What a worker's agent knows about its job (set up by the controller)."""
@@ -83,6 +101,10 @@ class JobConfig:
     """Slots of the job (``slot_count``): outstanding chunks at most."""
     k: int = wire.DEFAULT_K
     """Values per packet (P4 ``INNET_K``)."""
+    epoch: int = field(kw_only=True)
+    """The job incarnation this worker set attached with (``Controller.attach``): every
+    worker of the set has the same one, and the switch accepts only the job's current one.
+    Required: a default would let a second worker set reuse the first one's slot state."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.num_workers <= wire.MAX_WORKERS:
@@ -93,6 +115,9 @@ class JobConfig:
             raise ValueError(f"job {self.job}: window {self.window} is outside 1..65535")
         if self.k < 1:
             raise ValueError(f"job {self.job}: K {self.k} must be positive")
+        if not 1 <= self.epoch <= 0xFFFFFFFF:
+            raise ValueError(f"job {self.job}: epoch {self.epoch} is outside 1..2^32-1 "
+                             "(attach the worker set with Controller.attach to get one)")
 
 
 @dataclass(frozen=True)
@@ -271,7 +296,7 @@ class Aggregator:
         slot, ver = pos % window, (pos // window) % 2
         count = min(k, run.n - chunk * k)
         header = wire.HEADER.pack(wire.MsgType.CONTRIB, ver, self.job.job, self.job.rank,
-                                  slot, chunk, count, 0, 0)
+                                  slot, chunk, count, 0, 0, self.job.epoch)
         message = header + run.raw[chunk * k * 4:(chunk + 1) * k * 4]
         state = _Chunk(chunk, slot, ver, message, count, now, now + self.timing.chunk_deadline,
                        self.rto.rto, next(run.tokens))
@@ -288,16 +313,27 @@ class Aggregator:
     def _receive(self, run: _Run, data: bytes) -> bool:
         """Handle one message; True if it completed an outstanding chunk."""
         try:
-            msg_type, flags, job, sender, slot, chunk, count, num_workers, bitmap = \
+            msg_type, flags, job, sender, slot, chunk, count, num_workers, bitmap, epoch = \
                 wire.HEADER.unpack_from(data)
         except Exception:
             self.stats.foreign += 1
             return False
-        if job != self.job.job or msg_type not in (wire.MsgType.RESULT, wire.MsgType.STATUS):
+        if job != self.job.job or msg_type not in (wire.MsgType.RESULT, wire.MsgType.STATUS,
+                                                   wire.MsgType.STALE):
             self.stats.foreign += 1
             return False
+        if msg_type == wire.MsgType.STALE:
+            if epoch == self.job.epoch:  # answers a packet of another (older) worker set
+                self.stats.late += 1
+                return False
+            raise StaleEpochError(
+                f"job {job}, worker {self.job.rank}: the switch's job is at epoch {epoch}, this "
+                f"worker set attached at epoch {self.job.epoch}: another worker set attached to "
+                "the job since (Controller.attach), so this one's contributions are refused",
+                job, chunk, self.job.epoch, epoch)
         state = run.slots[slot] if slot < len(run.slots) else None
-        if state is None or state.chunk != chunk or state.ver != flags & wire.Flag.VER:
+        if (state is None or state.chunk != chunk or state.ver != flags & wire.Flag.VER
+                or epoch != self.job.epoch):
             self.stats.late += 1
             return False
         if msg_type == wire.MsgType.STATUS:

@@ -19,7 +19,7 @@ from innet.host import wire
 
 
 class InnetAgg(Packet):
-    """The 20-byte innet header (docs/PROTOCOL.md); values are the payload."""
+    """The 24-byte innet header (docs/PROTOCOL.md); values are the payload."""
 
     name = "InnetAgg"
     fields_desc = [
@@ -32,6 +32,7 @@ class InnetAgg(Packet):
         ShortField("count", 0),
         ShortField("num_workers", 0),
         XIntField("bitmap", 0),
+        IntField("epoch", 0),
     ]
 
     def values(self) -> np.ndarray:

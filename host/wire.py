@@ -1,11 +1,11 @@
 """The innet aggregation wire format: the one place for protocol constants (docs/PROTOCOL.md).
 
-A message is the 20-byte innet header followed by K big-endian int32 values (K is the P4
+A message is the 24-byte innet header followed by K big-endian int32 values (K is the P4
 program's ``INNET_K``; the header's ``count`` says how many are valid, the rest is zero
 padding). It travels in Ethernet/IPv4/UDP with UDP port ``UDP_PORT`` on the switch side.
 
-    msg = Message(MsgType.CONTRIB, job=3, worker=1, slot=0, chunk=7, values=np.arange(5))
-    data = pack(msg, k=64)            # 20 + 4*64 bytes
+    msg = Message(MsgType.CONTRIB, job=3, worker=1, slot=0, chunk=7, epoch=1, values=np.arange(5))
+    data = pack(msg, k=64)            # 24 + 4*64 bytes
     assert unpack(data, k=64) == msg
 
 Ethernet/IPv4/UDP framing for transports that build whole frames is in ``frame``/
@@ -25,13 +25,13 @@ import numpy.typing as npt
 UDP_PORT = 18766
 """UDP destination port of innet messages towards the switch (0x494E, "IN")."""
 
-HEADER = struct.Struct("!BBHHHIHHI")
-"""msg_type, flags, job, worker, slot, chunk, count, num_workers, bitmap (network order)."""
+HEADER = struct.Struct("!BBHHHIHHII")
+"""msg_type, flags, job, worker, slot, chunk, count, num_workers, bitmap, epoch (network order)."""
 HEADER_LEN = HEADER.size
 HEADER_FIELDS = ("msg_type", "flags", "job", "worker", "slot", "chunk", "count",
-                 "num_workers", "bitmap")
+                 "num_workers", "bitmap", "epoch")
 """Field names in wire order (also the scapy layer's and the P4 header's)."""
-HEADER_BITS = (8, 8, 16, 16, 16, 32, 16, 16, 32)
+HEADER_BITS = (8, 8, 16, 16, 16, 32, 16, 16, 32, 32)
 """Width of each field of HEADER_FIELDS in bits."""
 
 DEFAULT_K = 64
@@ -51,6 +51,9 @@ class MsgType(enum.IntEnum):
     """Switch to worker: the aggregated (or optimized) chunk."""
     STATUS = 3
     """Switch to worker: answer to a retransmitted duplicate of an incomplete copy."""
+    STALE = 4
+    """Switch to worker: the CONTRIB's epoch is not the job's current one (the reply's
+    ``epoch`` is the job's): another worker set attached to the job since."""
 
 
 class Flag(enum.IntFlag):
@@ -97,6 +100,9 @@ class Message:
     """Set by the switch; 0 from workers."""
     bitmap: int = 0
     """Set by the switch: workers that contributed to this copy; 0 from workers."""
+    epoch: int = 0
+    """The job incarnation the worker set attached with (``Controller.attach``); the switch
+    echoes it, or puts the job's current one in a STALE."""
     values: npt.NDArray[np.int32] = field(default_factory=_empty_values)
     """The valid values (``count`` = len(values))."""
 
@@ -110,7 +116,7 @@ class Message:
 
     def header_tuple(self) -> tuple[int, ...]:
         return (self.msg_type, self.flags, self.job, self.worker, self.slot, self.chunk,
-                self.count, self.num_workers, self.bitmap)
+                self.count, self.num_workers, self.bitmap, self.epoch)
 
     def __eq__(self, other: Any) -> bool:
         if not isinstance(other, Message):
@@ -120,11 +126,11 @@ class Message:
                                    np.asarray(other.values, dtype=np.int64)))
 
     def __repr__(self) -> str:
-        names = {1: "CONTRIB", 2: "RESULT", 3: "STATUS"}
+        names = {m.value: m.name for m in MsgType}
         return (f"Message({names.get(self.msg_type, self.msg_type)}, job={self.job}, "
                 f"worker={self.worker}, slot={self.slot}, chunk={self.chunk}, "
                 f"flags={self.flags:#x}, count={self.count}, num_workers={self.num_workers}, "
-                f"bitmap={self.bitmap:#x})")
+                f"bitmap={self.bitmap:#x}, epoch={self.epoch})")
 
 
 def _check_fields(values: tuple[int, ...]) -> None:
@@ -155,7 +161,7 @@ def unpack(data: bytes, k: int = DEFAULT_K) -> Message:
     if len(data) < HEADER_LEN:
         raise WireError(f"innet message: {len(data)} bytes, shorter than the "
                         f"{HEADER_LEN}-byte header")
-    msg_type, flags, job, worker, slot, chunk, count, num_workers, bitmap = \
+    msg_type, flags, job, worker, slot, chunk, count, num_workers, bitmap, epoch = \
         HEADER.unpack_from(data)
     if count > k:
         raise WireError(f"innet message: count {count} exceeds K={k}")
@@ -163,7 +169,7 @@ def unpack(data: bytes, k: int = DEFAULT_K) -> Message:
     if len(data) < need:
         raise WireError(f"innet message: {len(data)} bytes, need {need} for K={k} values")
     values = np.frombuffer(data, dtype=VALUE_DTYPE, count=count, offset=HEADER_LEN)
-    return Message(msg_type, job, worker, slot, chunk, flags, num_workers, bitmap,
+    return Message(msg_type, job, worker, slot, chunk, flags, num_workers, bitmap, epoch,
                    values.astype(np.int32))
 
 

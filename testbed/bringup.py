@@ -57,6 +57,8 @@ class TestbedOptions:
     """UDP port of every host agent (each Mininet host has its own address)."""
     switch_loss: float = 0.0
     """Loopback only: drop probability on the switch's UDP port output (``innet-switch --loss``)."""
+    switch_dup: float = 0.0
+    """Loopback only: duplication probability on the switch's UDP port output."""
     switch_log_level: str = "warning"
     """``innet-switch --log-level``."""
     start_timeout: float = 60.0
@@ -77,6 +79,8 @@ class TestbedOptions:
     def __post_init__(self) -> None:
         if not 0 <= self.switch_loss < 1:
             raise ValueError(f"testbed switch_loss={self.switch_loss}: must be within 0..1 (1 excluded)")
+        if not 0 <= self.switch_dup < 1:
+            raise ValueError(f"testbed switch_dup={self.switch_dup}: must be within 0..1 (1 excluded)")
         if not 0 <= self.link_dup_pct < 100:
             raise ValueError(f"testbed link_dup_pct={self.link_dup_pct}: must be within 0..100 (100 excluded)")
         if not 1 <= self.window <= 1024:
@@ -273,13 +277,17 @@ class Testbed(abc.ABC):
         """Worker hosts of the current job (``self.job``), in rank order."""
         return self.job_hosts.get(self.job.job_id, self.worker_hosts())
 
-    def worker_plan(self, rank: int, sizes: Sequence[int], repeats: int = 3, exact: bool = False,
+    def attach(self) -> int:
+        """A new worker set for the current job: its epoch (``Controller.attach``)."""
+        return int(self.controller.attach(self.job.job_id))
+
+    def worker_plan(self, rank: int, sizes: Sequence[int], epoch: int, repeats: int = 3, exact: bool = False,
                     chunk_deadline: float | None = None) -> WorkerPlan:
-        """The plan of the current job's rank ``rank``."""
+        """The plan of the current job's rank ``rank`` in the worker set attached at ``epoch``."""
         hosts = self.current_hosts()
         return WorkerPlan(job=self.job.job_id, rank=rank, num_workers=len(hosts),
                           window=self.job.slot_count, k=self.options.k, transport=self.host_transport(hosts[rank]),
-                          sizes=tuple(sizes), repeats=repeats, exact=exact,
+                          sizes=tuple(sizes), epoch=epoch, repeats=repeats, exact=exact,
                           chunk_deadline=self.options.chunk_deadline if chunk_deadline is None else chunk_deadline,
                           count_iface=self.count_iface(hosts[rank]))
 
@@ -309,11 +317,13 @@ class Testbed(abc.ABC):
                   ranks: Sequence[int] | None = None,
                   chunk_deadline: float | None = None) -> list[tuple[str, subprocess.Popen[bytes]]]:
         """Start the ``ina_worker`` of each of ``ranks`` (default all) of the current job, named
-        ``ina-<host>`` (stdout piped, stderr in the log); the caller waits for them."""
+        ``ina-<host>`` (stdout piped, stderr in the log), as a new worker set (a new epoch: no
+        state of an earlier set can reach it); the caller waits for them."""
         hosts = self.current_hosts()
+        epoch = self.attach()
         procs = []
         for rank in range(len(hosts)) if ranks is None else ranks:
-            plan = self.worker_plan(rank, sizes, repeats, exact, chunk_deadline)
+            plan = self.worker_plan(rank, sizes, epoch, repeats, exact, chunk_deadline)
             name = f"ina-{hosts[rank]}"
             argv = [sys.executable, "-m", WORKER_MODULE, plan.to_json()]
             procs.append((name, self.spawn_on(hosts[rank], name, argv, stdout_pipe=True)))

@@ -21,7 +21,7 @@ import os
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -66,11 +66,12 @@ def _train(tb: Testbed, config: DemoConfig, console: Any) -> dict[str, Any]:
     model = SoftmaxRegression()
     k = tb.options.k
     base = TrainPlan(job=tb.options.job_id, rank=0, num_workers=config.workers, window=tb.options.window, k=k,
-                     transport={}, mode=config.mode, lr=config.lr, beta=config.beta, steps=config.steps)
+                     transport={}, epoch=1, mode=config.mode, lr=config.lr, beta=config.beta, steps=config.steps)
     train_config = base.train_config()
     job = tb.replace_job(mode=config.mode, lr=config.lr, beta=config.beta if config.mode == "momentum" else 0.0,
                          grad_frac_bits=base.grad_frac_bits, param_frac_bits=base.param_frac_bits,
                          param_chunks=math.ceil(model.size / k))
+    base = replace(base, epoch=tb.controller.attach(job.job_id))
     start_params = initial_params(train_config, model)
     tb.controller.load_params(job, start_params)
     console.print(f"job {job.job_id}: {config.mode} on the switch, lr {config.lr}, "

@@ -63,6 +63,8 @@ class WorkerPlan:
     """``{"kind": "udp", ...UdpTransportConfig}`` or ``{"kind": "tunnel", ...}`` (see :func:`transport_config`)."""
     sizes: tuple[int, ...]
     """Elements per allreduce, one series each."""
+    epoch: int
+    """The job epoch the worker set attached with (``Controller.attach``), the same for every rank."""
     repeats: int = 3
     """Timed operations per size (after one warm-up)."""
     exact: bool = False
@@ -108,7 +110,7 @@ def transport_config(data: dict[str, Any]) -> TransportConfig:
 
 def agent_config(plan: WorkerPlan, sum_bound: float | None = None) -> AgentConfig:
     return AgentConfig(JobConfig(job=plan.job, rank=plan.rank, num_workers=plan.num_workers,
-                                 window=plan.window, k=plan.k),
+                                 window=plan.window, k=plan.k, epoch=plan.epoch),
                        transport_config(plan.transport), sum_bound=sum_bound,
                        timing=Timing(chunk_deadline=plan.chunk_deadline))
 

@@ -44,8 +44,8 @@ class LoopbackTestbed(Testbed):
                "--device-id", str(self.topology.switch().device_id)]
         for c in self.topology.links:
             cmd += ["-u", f"{c.b_port}@{LOCALHOST}:0"]
-        if self.options.switch_loss > 0:
-            cmd += ["--loss", f"{self.options.switch_loss},0,0,1"]
+        if self.options.switch_loss > 0 or self.options.switch_dup > 0:
+            cmd += ["--loss", f"{self.options.switch_loss},{self.options.switch_dup},0,1"]
         return cmd
 
     def _start_network(self) -> str:

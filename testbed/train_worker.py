@@ -40,6 +40,8 @@ class TrainPlan:
     k: int
     transport: dict[str, Any]
     """Transport dict (see ``innet.testbed.ina_worker``)."""
+    epoch: int
+    """The job epoch the worker set attached with (``Controller.attach``)."""
     mode: str = "momentum"
     """``sgd`` or ``momentum``."""
     lr: float = 0.5
@@ -69,7 +71,7 @@ def run(plan: TrainPlan) -> int:
     model = SoftmaxRegression()
     data = load_digits_dataset(seed=plan.seed)
     agent_config = AgentConfig(JobConfig(job=plan.job, rank=plan.rank, num_workers=plan.num_workers,
-                                         window=plan.window, k=plan.k),
+                                         window=plan.window, k=plan.k, epoch=plan.epoch),
                                transport_config(plan.transport), mode=config.mode, fixed=config.fixed,
                                timing=Timing(chunk_deadline=plan.chunk_deadline))
     params = config.fixed.params_float(initial_params(config, model))

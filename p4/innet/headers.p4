@@ -16,6 +16,8 @@ const bit<8>  INNET_TTL      = 64;
 const bit<8>  INNET_CONTRIB  = 1;
 const bit<8>  INNET_RESULT   = 2;
 const bit<8>  INNET_STATUS   = 3;
+/* switch -> worker: the packet's epoch is not the job's; the reply carries the job's */
+const bit<8>  INNET_STALE    = 4;
 /* innet_jobs modes */
 const bit<8>  INNET_MODE_SUM      = 0;
 const bit<8>  INNET_MODE_SGD      = 1;
@@ -62,7 +64,8 @@ header udp_t {
     bit<16> checksum;
 }
 
-/* 20 bytes; flags bit 0 = VER (copy), bit 1 = RETRANS. */
+/* 24 bytes; flags bit 0 = VER (copy), bit 1 = RETRANS; epoch = the job incarnation of the
+ * worker set (docs/PROTOCOL.md, "Epochs"). */
 header innet_t {
     bit<8>  msg_type;
     bit<8>  flags;
@@ -73,6 +76,7 @@ header innet_t {
     bit<16> count;
     bit<16> num_workers;
     bit<32> bitmap;
+    bit<32> epoch;
 }
 
 /* K int32 values, two's complement: fields v0 .. v<K-1>. */
@@ -106,6 +110,7 @@ struct metadata {
     bit<8>  lr_shift;
     bit<32> beta;
     bit<8>  beta_shift;
+    bit<32> epoch;
     /* 1 on a RESULT multicast: egress addresses each replica via innet_workers */
     bit<1>  innet_mcast;
 }

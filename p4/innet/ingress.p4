@@ -52,6 +52,9 @@ control MyIngress(inout headers hdr, inout metadata meta,
     /* Per slot copy (cell 2 * (slot_base + slot) + VER): workers seen, contributions. */
     register<bit<32>>(INNET_COPIES) innet_bitmap;
     register<bit<8>>(INNET_COPIES) innet_count;
+    /* Per slot copy: the job epoch its bitmap, count and accumulators belong to; a copy of
+     * an earlier epoch is empty for the current one. */
+    register<bit<32>>(INNET_COPIES) innet_epoch;
     INNET_FOR_EACH(INNET_ELEMENT_REGISTERS)
 
     /* Indexed by job id (0 also counts drops of unknown jobs). */
@@ -59,6 +62,7 @@ control MyIngress(inout headers hdr, inout metadata meta,
     counter(INNET_MAX_JOBS, CounterType.packets) innet_completions;
     counter(INNET_MAX_JOBS, CounterType.packets) innet_duplicates;
     counter(INNET_MAX_JOBS, CounterType.packets) innet_drops;
+    counter(INNET_MAX_JOBS, CounterType.packets) innet_stale;
 
     action drop() {
         mark_to_drop(standard_metadata);
@@ -114,7 +118,8 @@ control MyIngress(inout headers hdr, inout metadata meta,
     action set_job(bit<8> mode, bit<8> num_workers, bit<16> mcast_grp,
                    bit<32> slot_base, bit<32> slot_count,
                    bit<32> param_base, bit<32> param_chunks,
-                   bit<32> lr, bit<8> lr_shift, bit<32> beta, bit<8> beta_shift) {
+                   bit<32> lr, bit<8> lr_shift, bit<32> beta, bit<8> beta_shift,
+                   bit<32> epoch) {
         meta.mode = mode;
         meta.num_workers = num_workers;
         meta.mcast_grp = mcast_grp;
@@ -126,6 +131,7 @@ control MyIngress(inout headers hdr, inout metadata meta,
         meta.lr_shift = lr_shift;
         meta.beta = beta;
         meta.beta_shift = beta_shift;
+        meta.epoch = epoch;
     }
 
     table innet_jobs {
@@ -168,6 +174,11 @@ control MyIngress(inout headers hdr, inout metadata meta,
                        || (meta.mode != INNET_MODE_SUM && hdr.innet.chunk >= meta.param_chunks)) {
                 innet_drops.count(job);
                 drop();
+            } else if (hdr.innet.epoch != meta.epoch) {
+                /* a worker set of another incarnation of the job: tell it the current one */
+                innet_stale.count(job);
+                hdr.innet.epoch = meta.epoch;
+                innet_unicast_reply(INNET_STALE, 0);
             } else {
                 bit<32> idx = ((meta.slot_base + (bit<32>)hdr.innet.slot) << 1)
                               | (bit<32>)hdr.innet.flags[0:0];
@@ -176,6 +187,13 @@ control MyIngress(inout headers hdr, inout metadata meta,
                 bit<8> count;
                 innet_bitmap.read(bitmap, idx);
                 innet_count.read(count, idx);
+                bit<32> copy_epoch;
+                innet_epoch.read(copy_epoch, idx);
+                if (copy_epoch != meta.epoch) {
+                    /* left by an earlier worker set: nothing in it counts now */
+                    bitmap = 0;
+                    count = 0;
+                }
                 if ((bitmap & wbit) != 0) {
                     /* duplicate: never counted twice */
                     innet_duplicates.count(job);
@@ -205,6 +223,7 @@ control MyIngress(inout headers hdr, inout metadata meta,
                     }
                     innet_count.write(idx, count);
                     innet_bitmap.write(idx, bitmap);
+                    innet_epoch.write(idx, meta.epoch);
                     if (count == meta.num_workers) {
                         innet_completions.count(job);
                         bit<32> p = meta.param_base + hdr.innet.chunk;

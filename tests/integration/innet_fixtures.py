@@ -121,7 +121,7 @@ class InnetTestSwitch:
                 mode=int(mode), num_workers=num_workers, mcast_grp=group,
                 slot_base=setup.slot_base, slot_count=window, param_base=setup.param_base,
                 param_chunks=chunks, lr=opt.lr, lr_shift=opt.lr_shift, beta=opt.beta,
-                beta_shift=opt.beta_shift))
+                beta_shift=opt.beta_shift, epoch=1))
             p.mc_set_group(group, [(rank, port) for rank, port in enumerate(ports)])
             for rank, ep in enumerate(setup.endpoints):
                 p.table_insert("innet_workers", [KeySpec(job), KeySpec(rank)], "set_worker",
@@ -135,7 +135,7 @@ class InnetTestSwitch:
                         p.register_write(f"innet_param_{i}", setup.param_base + c, int(cells[c, i]))
         self.jobs[job] = setup
         timing = timing or Timing(initial_rto=0.05, chunk_deadline=15.0)
-        return [AgentConfig(JobConfig(job, rank, num_workers, window, self.k),
+        return [AgentConfig(JobConfig(job, rank, num_workers, window, self.k, epoch=1),
                             TunnelTransportConfig(self.tunnel(port), setup.endpoints[rank], SWITCH),
                             mode, fixed, timing=timing)
                 for rank, port in enumerate(ports)]

@@ -49,6 +49,18 @@ def test_exact_sums_through_the_switch_and_nothing_left(tmp_path: Path) -> None:
     assert find_marked(only_run=str(run_dir)) == []
 
 
+def test_reused_job_is_exact_for_every_worker_set(tmp_path: Path) -> None:
+    """Issue 7 F1: three worker sets one after another on the same live job, each starting at
+    stream position 0 on the slot copies the previous set left complete."""
+    with LoopbackTestbed(star(workers=2), TestbedOptions(state_dir=tmp_path)) as tb:
+        for run in range(3):
+            results = tb.run_ina([1000], repeats=1, exact=True, timeout=120)
+            assert all(r.ok for per_rank in results for r in per_rank), f"run {run}"
+        node = tb.controller[tb.topology.switch().name]
+        assert node.job(tb.job.job_id).epoch == 3
+        assert tb.counters()["innet_stale"] == 0
+
+
 def test_lossy_switch_output_still_sums_exactly(tmp_path: Path) -> None:
     options = TestbedOptions(state_dir=tmp_path, switch_loss=0.05)
     with LoopbackTestbed(star(workers=2), options) as tb:

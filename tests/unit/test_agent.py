@@ -46,7 +46,7 @@ def test_allreduce_float_and_int_with_bound_exchange() -> None:
     xs = [rng.normal(scale=s, size=(10, 7)).astype(np.float32) for s in (1.0, 5.0, 0.1)]
     ints = [rng.integers(-1000, 1000, 500).astype(np.int32) for _ in range(n)]
     with FakeUdpSwitch(fake_switch) as fake:
-        agents = _agents([AgentConfig(JobConfig(2, r, n, 4, K), _udp(fake)) for r in range(n)])
+        agents = _agents([AgentConfig(JobConfig(2, r, n, 4, K, epoch=1), _udp(fake)) for r in range(n)])
         try:
             with ThreadPoolExecutor(n) as pool:
                 sums = list(pool.map(lambda a, x: a.allreduce(x), agents, xs))
@@ -79,7 +79,7 @@ def test_push_pull_momentum_matches_simulation_bit_for_bit() -> None:
                             opt.beta, opt.beta_shift)
     rng = np.random.default_rng(3)
     with FakeUdpSwitch(fake_switch) as fake:
-        agents = _agents([AgentConfig(JobConfig(4, r, n, 2, K), _udp(fake), wire.Mode.MOMENTUM, fmt)
+        agents = _agents([AgentConfig(JobConfig(4, r, n, 2, K, epoch=1), _udp(fake), wire.Mode.MOMENTUM, fmt)
                           for r in range(n)])
         try:
             for _ in range(3):
@@ -109,7 +109,7 @@ def test_frame_tunnel_through_lossy_switch_ports() -> None:
     rng = np.random.default_rng(5)
     data = [rng.integers(-(1 << 20), 1 << 20, 3000).astype(np.int32) for _ in range(n)]
     try:
-        agents = _agents([AgentConfig(JobConfig(7, r, n, 8, K), TunnelTransportConfig(
+        agents = _agents([AgentConfig(JobConfig(7, r, n, 8, K, epoch=1), TunnelTransportConfig(
             ports[r].address, workers[(7, r)][1], switch_ep), timing=Timing(initial_rto=0.02))
             for r in range(n)])
         try:
@@ -135,7 +135,7 @@ def test_dead_worker_error_raised_by_pull() -> None:
     fake_switch.add_job(6, n, slot_count=4)
     timing = Timing(initial_rto=0.01, max_rto=0.1, chunk_deadline=1.0)
     with FakeUdpSwitch(fake_switch) as fake:
-        agents = _agents([AgentConfig(JobConfig(6, r, n, 4, K), _udp(fake), timing=timing)
+        agents = _agents([AgentConfig(JobConfig(6, r, n, 4, K, epoch=1), _udp(fake), timing=timing)
                           for r in (0, 2)])
         try:
             for a in agents:
@@ -155,13 +155,13 @@ def test_misuse_and_start_errors() -> None:
     busy = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     busy.bind(("127.0.0.1", 0))
     try:
-        config = AgentConfig(JobConfig(1, 0, 1), UdpTransportConfig("127.0.0.1", 9, "127.0.0.1",
+        config = AgentConfig(JobConfig(1, 0, 1, epoch=1), UdpTransportConfig("127.0.0.1", 9, "127.0.0.1",
                                                                      busy.getsockname()[1]))
         with pytest.raises(AgentError, match=r"agent of job 1, worker 0: UDP transport: cannot bind UDP 127\.0\.0\.1:\d+"):
             Agent(config).start()
     finally:
         busy.close()
-    agent = Agent(AgentConfig(JobConfig(1, 0, 1), UdpTransportConfig("127.0.0.1", 9)))
+    agent = Agent(AgentConfig(JobConfig(1, 0, 1, epoch=1), UdpTransportConfig("127.0.0.1", 9)))
     with pytest.raises(AgentError, match="is not running"):
         agent.push_int([1])
     with agent:
@@ -175,7 +175,7 @@ def test_close_releases_process_and_shared_memory() -> None:
     fake_switch = FakeInnetSwitch(K)
     fake_switch.add_job(1, 1, 2)
     with FakeUdpSwitch(fake_switch) as fake:
-        agent = Agent(AgentConfig(JobConfig(1, 0, 1, 2, K), _udp(fake)), capacity=8).start()
+        agent = Agent(AgentConfig(JobConfig(1, 0, 1, 2, K, epoch=1), _udp(fake)), capacity=8).start()
         process = agent._process
         names = [s.name for s in agent._segments or ()]
         assert list(agent.allreduce_int(np.arange(20, dtype=np.int32))) == list(range(20))
@@ -191,7 +191,7 @@ def test_agent_process_killed_is_reported() -> None:
     fake_switch = FakeInnetSwitch(K)
     with FakeUdpSwitch(fake_switch) as fake:
         fake.silent = True
-        with Agent(AgentConfig(JobConfig(1, 0, 2, 2, K), _udp(fake))) as agent:
+        with Agent(AgentConfig(JobConfig(1, 0, 2, 2, K, epoch=1), _udp(fake))) as agent:
             agent.push_int(np.arange(4, dtype=np.int32))
             killer = threading.Timer(0.3, agent._process.kill)
             killer.start()

@@ -44,7 +44,7 @@ WORKER = textwrap.dedent("""
 
     def main() -> None:
         port, start_method, busy = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "busy"
-        config = AgentConfig(JobConfig({job}, 0, 2, {window}, {k}),
+        config = AgentConfig(JobConfig({job}, 0, 2, {window}, {k}, epoch=1),
                              UdpTransportConfig("127.0.0.1", port, "127.0.0.1"),
                              timing=Timing(initial_rto=0.02, max_rto=0.2, chunk_deadline=2.0),
                              start_method=start_method)
@@ -130,7 +130,7 @@ def test_killed_worker_stops_contributing_mid_operation(tmp_path: Path, start_me
     switch = CountingSwitch(K)
     job = switch.add_job(JOB, 2, WINDOW)
     with FakeUdpSwitch(switch) as fake:
-        survivor = Agent(AgentConfig(JobConfig(JOB, 1, 2, WINDOW, K),
+        survivor = Agent(AgentConfig(JobConfig(JOB, 1, 2, WINDOW, K, epoch=1),
                                      UdpTransportConfig("127.0.0.1", fake.address[1], "127.0.0.1"),
                                      timing=TIMING), capacity=SIZE).start()
         try:
@@ -157,7 +157,7 @@ def test_agent_started_by_a_thread_that_exits_keeps_serving() -> None:
     with FakeUdpSwitch(switch) as fake:
         agents: list[Agent] = []
         starter = threading.Thread(target=lambda: agents.append(Agent(AgentConfig(
-            JobConfig(1, 0, 1, 2, K), UdpTransportConfig("127.0.0.1", fake.address[1], "127.0.0.1")),
+            JobConfig(1, 0, 1, 2, K, epoch=1), UdpTransportConfig("127.0.0.1", fake.address[1], "127.0.0.1")),
             capacity=8).start()))
         starter.start()
         starter.join()
@@ -174,7 +174,7 @@ def test_close_during_an_operation_stops_the_agent_at_once() -> None:
     switch = FakeInnetSwitch(K)
     with FakeUdpSwitch(switch) as fake:
         fake.silent = True  # the operation never completes
-        agent = Agent(AgentConfig(JobConfig(1, 0, 2, 2, K),
+        agent = Agent(AgentConfig(JobConfig(1, 0, 2, 2, K, epoch=1),
                                   UdpTransportConfig("127.0.0.1", fake.address[1], "127.0.0.1"),
                                   timing=Timing(chunk_deadline=60.0))).start()
         process = agent._process

@@ -11,14 +11,14 @@ import pytest
 
 from innet.host import wire
 from innet.host.fake_switch import FakeInnetSwitch, FakeUdpSwitch
-from innet.host.protocol import AggregationError, Aggregator, JobConfig, Timing
+from innet.host.protocol import AggregationError, Aggregator, JobConfig, StaleEpochError, Timing
 from innet.host.transport import UdpTransport, UdpTransportConfig
 
 K = 16
 
 
 def _run_workers(fake: FakeUdpSwitch, job: int, n: int, window: int, vectors: list[list[np.ndarray]],
-                 timing: Timing, ranks: list[int] | None = None) -> tuple[list, list]:
+                 timing: Timing, ranks: list[int] | None = None, epoch: int = 1) -> tuple[list, list]:
     """Each rank runs its list of vectors in order; returns (results per rank, errors)."""
     ranks = list(range(n)) if ranks is None else ranks
     results: list = [None] * n
@@ -28,7 +28,7 @@ def _run_workers(fake: FakeUdpSwitch, job: int, n: int, window: int, vectors: li
     def worker(rank: int) -> None:
         transport = UdpTransport(UdpTransportConfig("127.0.0.1", fake.address[1], "127.0.0.1"))
         try:
-            agg = Aggregator(JobConfig(job, rank, n, window, K), transport, timing)
+            agg = Aggregator(JobConfig(job, rank, n, window, K, epoch=epoch), transport, timing)
             aggs[rank] = agg
             results[rank] = [agg.run(v) for v in vectors[rank]]
         except AggregationError as error:
@@ -112,7 +112,7 @@ def test_silent_switch_is_reported() -> None:
         fake.silent = True
         transport = UdpTransport(UdpTransportConfig("127.0.0.1", fake.address[1], "127.0.0.1"))
         try:
-            agg = Aggregator(JobConfig(1, 0, 2, 4, K), transport,
+            agg = Aggregator(JobConfig(1, 0, 2, 4, K, epoch=1), transport,
                              Timing(initial_rto=0.01, max_rto=0.05, chunk_deadline=0.3))
             with pytest.raises(AggregationError, match=r"job 1, worker 0: chunk 0 \(slot 0, copy 0\) "
                                r"not complete after 0\.\d+ s \(\d+ retransmissions\): no answer from switch"):
@@ -141,12 +141,14 @@ def test_late_and_foreign_messages_are_ignored() -> None:
         def send(self, message: bytes) -> None:
             msg = wire.unpack(message, K)
             stale = wire.Message(wire.MsgType.RESULT, msg.job, 0, msg.slot, msg.chunk,
-                                 msg.flags ^ wire.Flag.VER, 1, 1, np.full(msg.count, 666, np.int32))
+                                 msg.flags ^ wire.Flag.VER, 1, 1, msg.epoch, np.full(msg.count, 666, np.int32))
             other = wire.Message(wire.MsgType.RESULT, msg.job + 1, 0, msg.slot, msg.chunk,
-                                 msg.flags, 1, 1, np.full(msg.count, 777, np.int32))
+                                 msg.flags, 1, 1, msg.epoch, np.full(msg.count, 777, np.int32))
+            earlier = wire.Message(wire.MsgType.RESULT, msg.job, 0, msg.slot, msg.chunk, msg.flags,
+                                   1, 1, msg.epoch - 1, np.full(msg.count, 888, np.int32))
             good = wire.Message(wire.MsgType.RESULT, msg.job, 0, msg.slot, msg.chunk, msg.flags,
-                                1, 1, msg.values * 2)
-            for m in (stale, other, good, good):
+                                1, 1, msg.epoch, msg.values * 2)
+            for m in (stale, other, earlier, good, good):
                 self.a.send(wire.pack(m, K))
 
         def receive(self) -> bytes | None:
@@ -161,10 +163,10 @@ def test_late_and_foreign_messages_are_ignored() -> None:
 
     loop = Loop()
     try:
-        agg = Aggregator(JobConfig(1, 0, 1, 2, K), loop, Timing(chunk_deadline=2))
+        agg = Aggregator(JobConfig(1, 0, 1, 2, K, epoch=2), loop, Timing(chunk_deadline=2))
         out = agg.run(np.arange(50, dtype=np.int32))
         assert list(out) == list(range(0, 100, 2))
-        assert agg.stats.late >= 4 and agg.stats.foreign >= 4
+        assert agg.stats.late >= 8 and agg.stats.foreign >= 4
         assert agg.position == 4
     finally:
         loop.close()
@@ -172,9 +174,9 @@ def test_late_and_foreign_messages_are_ignored() -> None:
 
 def test_job_config_validation() -> None:
     with pytest.raises(ValueError, match="job 1: rank 4 is outside 0..3"):
-        JobConfig(1, 4, 4)
+        JobConfig(1, 4, 4, epoch=1)
     with pytest.raises(ValueError, match="num_workers 33 is outside 1..32"):
-        JobConfig(1, 0, 33)
+        JobConfig(1, 0, 33, epoch=1)
 
 
 # -- deterministic timing: a simulated network with a fake clock --------------------------
@@ -270,7 +272,7 @@ class SimNet:
 
 
 def _sim_aggregator(net: SimNet, window: int, timing: Timing) -> Aggregator:
-    return Aggregator(JobConfig(1, 0, net.n, window, K), net, timing, clock=net.clock, wait=net.wait)
+    return Aggregator(JobConfig(1, 0, net.n, window, K, epoch=1), net, timing, clock=net.clock, wait=net.wait)
 
 
 def test_chunk_backoff_doubles_then_ends_with_the_chunk() -> None:
@@ -407,3 +409,63 @@ def test_timing_validation() -> None:
         Timing(chunk_deadline=0)
     with pytest.raises(ValueError, match=r"RTO bounds: min_rto 0.5 must be within"):
         Timing(min_rto=0.5, max_rto=0.1, initial_rto=0.05)
+
+
+# -- epochs: worker sets on one job ---------------------------------------------------------
+
+def test_worker_sets_one_after_another_each_exact() -> None:
+    """Each set starts at stream position 0 on copies the previous set left complete (the F1
+    reproducer); attaching moves the job to a new epoch, so no set sees another's sums."""
+    switch = FakeInnetSwitch(K)
+    switch.add_job(3, num_workers=2, slot_count=2)
+    timing = Timing(initial_rto=0.02, chunk_deadline=5)
+    with FakeUdpSwitch(switch) as fake:
+        epoch = 1
+        for seed in range(3):
+            vectors = _vectors(2, [5 * K], seed)
+            results, errors = _run_workers(fake, 3, 2, 2, vectors, timing, epoch=epoch)
+            assert errors == [None, None]
+            for r in range(2):
+                assert np.array_equal(results[r][0], _expected(vectors, 0))
+            epoch = switch.attach(3)
+    assert switch.jobs[3].counters["stale"] == 0
+
+
+def test_stale_worker_set_fails_at_once_naming_both_epochs() -> None:
+    switch = FakeInnetSwitch(K)
+    switch.add_job(3, num_workers=2, slot_count=2, epoch=7)
+    timing = Timing(initial_rto=0.02, chunk_deadline=5)
+    with FakeUdpSwitch(switch) as fake:
+        results, errors = _run_workers(fake, 3, 2, 2, _vectors(2, [K], 0), timing, ranks=[0], epoch=6)
+    error = errors[0]
+    assert isinstance(error, StaleEpochError) and (error.epoch, error.switch_epoch) == (6, 7)
+    assert "switch's job is at epoch 7, this worker set attached at epoch 6" in str(error)
+    assert results[0] is None
+
+
+def test_worker_set_restarted_mid_job() -> None:
+    """Set A stalls halfway (rank 1 never sends); a new set B attaches and runs exactly on the
+    same slots; A's surviving agent is told it is stale instead of waiting for its deadline."""
+    switch = FakeInnetSwitch(K)
+    switch.add_job(5, num_workers=2, slot_count=2)
+    timing = Timing(initial_rto=0.02, max_rto=0.05, chunk_deadline=10)
+    with FakeUdpSwitch(switch) as fake:
+        outcome: dict[str, object] = {}
+
+        def set_a() -> None:
+            outcome["a"] = _run_workers(fake, 5, 2, 2, _vectors(2, [4 * K], 1), timing, ranks=[0], epoch=1)
+
+        thread = threading.Thread(target=set_a)
+        thread.start()
+        while switch.jobs[5].counters["contributions"] < 1:  # A's rank 0 has contributed
+            threading.Event().wait(0.005)
+        epoch = switch.attach(5)
+        vectors = _vectors(2, [4 * K, 3 * K], 2)
+        results, errors = _run_workers(fake, 5, 2, 2, vectors, timing, epoch=epoch)
+        thread.join(timeout=20)
+    assert errors == [None, None]
+    for r in range(2):
+        for i in range(2):
+            assert np.array_equal(results[r][i], _expected(vectors, i))
+    _, a_errors = outcome["a"]  # type: ignore[misc]
+    assert isinstance(a_errors[0], StaleEpochError)

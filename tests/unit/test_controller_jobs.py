@@ -4,6 +4,8 @@ Switches are in-process P4Runtime servers running p4/innet.p4 (K=4, small sizes)
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from pathlib import Path
 
@@ -58,7 +60,7 @@ def test_layout_from_p4info(config):
     assert layout.acc == tuple(f"MyIngress.innet_acc_{i}" for i in range(4))
     assert layout.param[3] == "MyIngress.innet_param_3" and layout.mom[0] == "MyIngress.innet_mom_0"
     assert layout.counters == tuple(f"MyIngress.innet_{n}" for n in
-                                    ("contributions", "completions", "duplicates", "drops"))
+                                    ("contributions", "completions", "duplicates", "drops", "stale"))
 
 
 def test_layout_of_another_program_is_refused():
@@ -158,7 +160,7 @@ def test_params_layout_and_destroy_leaves_zeros(ctl):
     for name in ("innet_count", "innet_bitmap", "innet_acc_2", "innet_param_1", "innet_mom_0"):
         assert set(node.switch.read_register(name)) == {0}, name
     assert node.counters() == {n: {i: 0 for i in range(8)} for n in
-                               ("innet_contributions", "innet_completions", "innet_duplicates", "innet_drops")}
+                               ("innet_contributions", "innet_completions", "innet_duplicates", "innet_drops", "innet_stale")}
     with pytest.raises(JobError, match=r"switch a: no job 1 \(innet_jobs has no entries\)"):
         node.destroy_job(1)
 
@@ -190,6 +192,21 @@ def test_vector_sharded_over_two_switches(ctl):
     assert ctl.destroy_job(4) == ["a", "b"]
     with pytest.raises(JobError, match="job 4 is not installed on any switch"):
         ctl.destroy_job(4)
+
+
+def test_attach_moves_every_switch_of_the_job_to_the_next_epoch(ctl):
+    spec = job(4, param_chunks=7, param_base=2)
+    ctl.create_job(spec)
+    assert [ctl[n].job(4).epoch for n in ("a", "b")] == [0, 0]  # created: no worker set yet
+    before = ctl["a"].job(4)
+    assert ctl.attach(4) == 1 and ctl.attach(4) == 2
+    assert [ctl[n].job(4).epoch for n in ("a", "b")] == [2, 2]
+    assert dataclasses.replace(ctl["a"].job(4), epoch=0) == before  # nothing else changed
+    ctl["b"].attach(4, 9)  # switches that disagree (e.g. one was re-created) converge above both
+    ctl.plans.clear()
+    assert ctl.attach(4) == 10 and ctl["a"].job(4).epoch == 10
+    with pytest.raises(JobError, match="job 6 is not installed on any switch"):
+        ctl.attach(6)
 
 
 def test_failed_create_rolls_back_earlier_switches(ctl):

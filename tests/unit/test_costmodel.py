@@ -46,7 +46,7 @@ def test_ina_sends_one_message_each_way_in_k_value_packets() -> None:
 def test_ina_partial_last_packet_is_padded_to_k() -> None:
     est = ina_allreduce(2, 65, 64, GBPS)
     assert est.packets_up == 2
-    assert est.wire_up == 2 * (62 + 256)
+    assert est.wire_up == 2 * (66 + 256)  # Ethernet+IPv4+UDP (42) + innet header (24) + K values
 
 
 def test_switch_rate_bounds_ina_when_slower_than_links() -> None:
@@ -77,7 +77,7 @@ def test_errors_name_the_value() -> None:
         ring_allreduce(1, 10, GBPS)
     with pytest.raises(ValueError, match=r"elements=0"):
         ina_allreduce(2, 0, 64, GBPS)
-    with pytest.raises(ValueError, match=r"k=1024: a 4144-byte innet packet exceeds mtu 1500"):
+    with pytest.raises(ValueError, match=r"k=1024: a 4148-byte innet packet exceeds mtu 1500"):
         ina_allreduce(2, 4096, 1024, GBPS)
     with pytest.raises(ValueError, match=r"loss=1"):
         LinkModel(bw_bps=1e9, loss=1)

@@ -28,7 +28,7 @@ def test_summarize_takes_the_slowest_worker_per_operation_and_the_theory() -> No
     assert row.time_mean_s == pytest.approx((0.010 + 0.020 + 0.012 + 0.016) / 4)
     assert row.goodput_gbps == pytest.approx(1024 * 4 * 8 / row.time_max_s / 1e9)
     assert row.switch_pps == pytest.approx(2 * 16 / row.time_max_s)
-    assert row.wire_up == 5088 and row.theory_wire == 16 * 318 and row.theory_payload == 4096
+    assert row.wire_up == 5088 and row.theory_wire == 16 * 322 and row.theory_payload == 4096
     assert row.retransmitted == pytest.approx((3 + 4) / 2) and row.ok  # all workers, per timed operation
     (ring,) = bench.summarize("gloo", 2, 0.0, per_rank, 64, link)
     assert ring.theory_payload == 4096 and ring.retransmitted is None
@@ -74,7 +74,7 @@ def test_ina_worker_reports_retransmissions_of_the_timed_operations_only(
     for rank in range(2):
         plan = ina_worker.WorkerPlan(job=1, rank=rank, num_workers=2, window=4, k=64,
                                      transport=ina_worker.udp_transport("127.0.0.1", "127.0.0.1", 0),
-                                     sizes=(64, 128), repeats=2)
+                                     sizes=(64, 128), epoch=1, repeats=2)
         assert ina_worker.run(plan) == 0
         first, second = (json.loads(line) for line in capsys.readouterr().out.splitlines())
         # size 64: float allreduces 1 (warm-up), 2, 3; size 128: 4 (warm-up), 5, 6

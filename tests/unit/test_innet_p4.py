@@ -22,7 +22,7 @@ from innet.switch.pipeline import KeySpec, Pipeline
 PROGRAM = Path(__file__).resolve().parents[2] / "p4" / "innet.p4"
 UDP_PORT = 0x494E
 SWITCH_MAC, SWITCH_IP = 0x000000000100, 0x0A0000FE
-CONTRIB, RESULT, STATUS = 1, 2, 3
+CONTRIB, RESULT, STATUS, STALE = 1, 2, 3, 4
 MASK32 = 0xFFFFFFFF
 
 
@@ -38,7 +38,7 @@ def program(k: int = 4, **sizes: int) -> ir.Program:
 def test_builds_for_each_k(k: int) -> None:
     pl = Pipeline(program(k))
     regs = pl.registers
-    assert len(regs) == 2 + 3 * k
+    assert len(regs) == 3 + 3 * k  # bitmap, count, epoch, then acc/param/mom per value
     for i in (0, k - 1):
         for kind in ("acc", "param", "mom"):
             assert f"MyIngress.innet_{kind}_{i}" in regs
@@ -78,7 +78,7 @@ def test_p4info_has_protocol_names() -> None:
     assert acts["MyIngress.set_job"] == [
         ("mode", 8), ("num_workers", 8), ("mcast_grp", 16), ("slot_base", 32), ("slot_count", 32),
         ("param_base", 32), ("param_chunks", 32), ("lr", 32), ("lr_shift", 8), ("beta", 32),
-        ("beta_shift", 8)]
+        ("beta_shift", 8), ("epoch", 32)]
     keys, acts = table("MyEgress.innet_workers")
     assert keys == ["hdr.innet.job", "standard_metadata.egress_rid"]
     assert acts["MyEgress.set_worker"] == [("mac", 48), ("ip", 32), ("udp_port", 16)]
@@ -95,12 +95,13 @@ def test_p4info_has_protocol_names() -> None:
     regs = {r.preamble.name: (r.type_spec.bitstring.bit.bitwidth, r.size) for r in info.registers}
     assert regs["MyIngress.innet_bitmap"] == (32, 2048)
     assert regs["MyIngress.innet_count"] == (8, 2048)
+    assert regs["MyIngress.innet_epoch"] == (32, 2048)
     for i in range(64):
         assert regs[f"MyIngress.innet_acc_{i}"] == (32, 2048)
         assert regs[f"MyIngress.innet_param_{i}"] == (32, 4096)
         assert regs[f"MyIngress.innet_mom_{i}"] == (32, 4096)
     counters = {c.preamble.name: (c.spec.unit, c.size) for c in info.counters}
-    for name in ("innet_contributions", "innet_completions", "innet_duplicates", "innet_drops"):
+    for name in ("innet_contributions", "innet_completions", "innet_duplicates", "innet_drops", "innet_stale"):
         assert counters[f"MyIngress.{name}"] == (p4i.CounterSpec.PACKETS, 16)
 
 
@@ -120,6 +121,7 @@ class Job:
     lr_shift: int = 0
     beta: int = 0
     beta_shift: int = 0
+    epoch: int = 1
 
 
 def s32(v: int) -> int:
@@ -139,6 +141,7 @@ class Model:
     jobs: dict[int, Job]
     bitmap: dict[int, int] = field(default_factory=dict)
     count: dict[int, int] = field(default_factory=dict)
+    epoch: dict[int, int] = field(default_factory=dict)
     acc: dict[int, list[int]] = field(default_factory=dict)
     param: dict[int, list[int]] = field(default_factory=dict)
     mom: dict[int, list[int]] = field(default_factory=dict)
@@ -149,8 +152,8 @@ class Model:
         c[j] = c.get(j, 0) + 1
 
     def contrib(self, job: int, w: int, s: int, ver: int, retrans: bool, chunk: int,
-                values: list[int]) -> tuple[str, int, list[int]]:
-        """('drop' | 'status' | 'unicast' | 'multicast', bitmap, values)."""
+                values: list[int], epoch: int = 1) -> tuple[str, int, list[int]]:
+        """('drop' | 'status' | 'stale' | 'unicast' | 'multicast', bitmap, values)."""
         jb = self.jobs.get(job)
         if jb is None or job >= 16:
             self.bump("innet_drops", 0)
@@ -158,9 +161,15 @@ class Model:
         if w >= jb.num_workers or s >= jb.slot_count or (jb.mode != 0 and chunk >= jb.param_chunks):
             self.bump("innet_drops", job)
             return "drop", 0, values
+        if epoch != jb.epoch:
+            self.bump("innet_stale", job)
+            return "stale", 0, values
         idx = (jb.slot_base + s) * 2 + ver
         bit = 1 << w
         nw = jb.num_workers
+        if self.epoch.get(idx, 0) != jb.epoch:
+            self.bitmap[idx], self.count[idx] = 0, 0
+        self.epoch[idx] = jb.epoch
         if self.bitmap.get(idx, 0) & bit:
             self.bump("innet_duplicates", job)
             if self.count.get(idx, 0) == nw:
@@ -211,11 +220,12 @@ def worker_addr(w: int) -> tuple[int, int, int, int]:
 
 
 def contrib(job: int, w: int, s: int, ver: int, retrans: bool, chunk: int, values: list[int],
-            msg: int = CONTRIB) -> tuple[int, bytes]:
+            msg: int = CONTRIB, epoch: int = 1) -> tuple[int, bytes]:
     port, mac, ip, udp = worker_addr(w)
-    n = 8 + 20 + 4 * len(values)
+    n = 8 + 24 + 4 * len(values)
     eth = SWITCH_MAC.to_bytes(6, "big") + mac.to_bytes(6, "big") + b"\x08\x00"
-    hdr = struct.pack("!BBHHHIHHI", msg, ver | (2 if retrans else 0), job, w, s, chunk, len(values), 0, 0)
+    hdr = struct.pack("!BBHHHIHHII", msg, ver | (2 if retrans else 0), job, w, s, chunk, len(values), 0, 0,
+                      epoch)
     body = struct.pack("!HHHH", udp, UDP_PORT, n, 0) + hdr + b"".join(
         (v & MASK32).to_bytes(4, "big") for v in values)
     return port, eth + ipv4(ip, SWITCH_IP, n) + body
@@ -228,6 +238,7 @@ class Reply:
     bitmap: int
     num_workers: int
     values: tuple[int, ...]
+    epoch: int = 1
 
 
 def decode(port: int, data: bytes, k: int) -> Reply:
@@ -240,10 +251,10 @@ def decode(port: int, data: bytes, k: int) -> Reply:
     w = port - 1
     assert (dst_mac, dst_ip, src_ip, sport) == (worker_addr(w)[1], worker_addr(w)[2], SWITCH_IP, UDP_PORT)
     assert dport == worker_addr(w)[3]
-    msg, _, _, _, _, _, _, nw, bitmap = struct.unpack("!BBHHHIHHI", data[42:62])
-    values = struct.unpack(f"!{k}I", data[62:62 + 4 * k])
-    assert len(data) == 62 + 4 * k
-    return Reply(port, msg, bitmap, nw, values)
+    msg, _, _, _, _, _, _, nw, bitmap, epoch = struct.unpack("!BBHHHIHHII", data[42:66])
+    values = struct.unpack(f"!{k}I", data[66:66 + 4 * k])
+    assert len(data) == 66 + 4 * k
+    return Reply(port, msg, bitmap, nw, values, epoch)
 
 
 def load(jobs: list[Job], k: int = 4) -> Pipeline:
@@ -254,7 +265,7 @@ def load(jobs: list[Job], k: int = 4) -> Pipeline:
             "mode": jb.mode, "num_workers": jb.num_workers, "mcast_grp": jb.mcast_grp,
             "slot_base": jb.slot_base, "slot_count": jb.slot_count, "param_base": jb.param_base,
             "param_chunks": jb.param_chunks, "lr": jb.lr & MASK32, "lr_shift": jb.lr_shift,
-            "beta": jb.beta & MASK32, "beta_shift": jb.beta_shift})
+            "beta": jb.beta & MASK32, "beta_shift": jb.beta_shift, "epoch": jb.epoch})
         pl.pre.group_create(jb.mcast_grp)
         for w in range(jb.num_workers):
             port, mac, ip, udp = worker_addr(w)
@@ -265,15 +276,17 @@ def load(jobs: list[Job], k: int = 4) -> Pipeline:
 
 
 def expected(model: Model, jb: Job, w: int, s: int, ver: int, retrans: bool, chunk: int,
-             values: list[int]) -> list[Reply]:
-    kind, bitmap, vals = model.contrib(jb.job, w, s, ver, retrans, chunk, values)
+             values: list[int], epoch: int = 1) -> list[Reply]:
+    kind, bitmap, vals = model.contrib(jb.job, w, s, ver, retrans, chunk, values, epoch)
     nw = jb.num_workers
     masked = tuple(v & MASK32 for v in vals)
     if kind == "drop":
         return []
     if kind == "multicast":
-        return [Reply(r + 1, RESULT, bitmap, nw, masked) for r in range(nw)]
-    return [Reply(w + 1, STATUS if kind == "status" else RESULT, bitmap, nw, masked)]
+        return [Reply(r + 1, RESULT, bitmap, nw, masked, epoch) for r in range(nw)]
+    if kind == "stale":
+        return [Reply(w + 1, STALE, 0, nw, masked, jb.epoch)]
+    return [Reply(w + 1, STATUS if kind == "status" else RESULT, bitmap, nw, masked, epoch)]
 
 
 # ---------------------------------------------------------------- behaviour vs the model
@@ -373,3 +386,95 @@ def test_counters_per_job() -> None:
         "innet_duplicates": [0, 3, 0],
         "innet_drops": [1, 3, 1],
     }
+
+
+# ---------------------------------------------------------------- epochs (worker sets)
+
+def attach(pl: Pipeline, jb: Job, epoch: int) -> Job:
+    """What Controller.attach does: MODIFY the job entry to a new epoch."""
+    new = Job(**{**jb.__dict__, "epoch": epoch})
+    pl.table_modify("innet_jobs", [KeySpec(jb.job)], "set_job", {
+        "mode": new.mode, "num_workers": new.num_workers, "mcast_grp": new.mcast_grp,
+        "slot_base": new.slot_base, "slot_count": new.slot_count, "param_base": new.param_base,
+        "param_chunks": new.param_chunks, "lr": new.lr & MASK32, "lr_shift": new.lr_shift,
+        "beta": new.beta & MASK32, "beta_shift": new.beta_shift, "epoch": new.epoch})
+    return new
+
+
+def test_reused_job_never_returns_an_earlier_sets_result() -> None:
+    """The F1 reproducer at the switch: a second worker set starts at stream position 0, on
+    slot copies the first set left complete. With a new epoch the copy counts as empty: the
+    first contribution is not answered with the old sum, and the new sum is exact."""
+    jb = Job(job=1, mode=0, num_workers=2, mcast_grp=1, slot_base=0, slot_count=2)
+    pl = load([jb])
+    for w in range(2):
+        outs = pl.process(*contrib(1, w, 0, 0, False, 0, [w + 1] * 4))
+    assert [decode(p, d, 4).values for p, d in outs] == [(3,) * 4] * 2
+    # the same worker set (same epoch) retransmitting gets the stored result, as before
+    (p, d), = pl.process(*contrib(1, 0, 0, 0, True, 0, [1] * 4))
+    assert decode(p, d, 4).msg == RESULT
+    jb = attach(pl, jb, 2)
+    assert pl.process(*contrib(1, 0, 0, 0, False, 0, [10] * 4, epoch=2)) == []  # a fresh copy
+    assert pl.register_read("innet_epoch", 0) == 2 and pl.register_read("innet_count", 0) == 1
+    outs = pl.process(*contrib(1, 1, 0, 0, True, 0, [20] * 4, epoch=2))
+    assert [decode(p, d, 4) for p, d in outs] == [Reply(r + 1, RESULT, 3, 2, (30,) * 4, 2) for r in range(2)]
+
+
+def test_stale_worker_set_is_answered_stale_and_changes_nothing() -> None:
+    jb = Job(job=1, mode=0, num_workers=2, mcast_grp=1, slot_base=0, slot_count=2)
+    pl = load([jb])
+    attach(pl, jb, 5)
+    before = {n: [pl.register_read(n, i) for i in range(4)] for n in ("innet_bitmap", "innet_count", "innet_epoch")}
+    (p, d), = pl.process(*contrib(1, 1, 1, 1, True, 0, [7] * 4, epoch=4))
+    assert decode(p, d, 4) == Reply(2, STALE, 0, 2, (7,) * 4, 5)  # the job's epoch, to the sender only
+    assert {n: [pl.register_read(n, i) for i in range(4)] for n in before} == before
+    assert pl.counter_read("innet_stale", 1)[0] == 1
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_worker_sets_one_after_another_match_model(seed: int) -> None:
+    """Random lossy schedules of three worker sets on one job, each starting at stream
+    position 0 on the previous sets' slot copies, with delayed packets of the previous sets
+    interleaved: every output equals the model's, every result is the exact sum of its set."""
+    rng = random.Random(seed)
+    jb = Job(job=2, mode=0, num_workers=3, mcast_grp=1, slot_base=1, slot_count=2)
+    pl, model = load([jb]), Model(4, {jb.job: jb})
+    delayed: list[tuple[int, int, int, int, int, list[int]]] = []  # sent by earlier sets
+    for epoch in (1, 2, 3):
+        if epoch > 1:
+            jb = attach(pl, jb, epoch)
+            model.jobs[jb.job] = jb
+        grads = {(w, c): [rng.randint(-999, 999) for _ in range(4)] for w in range(3) for c in range(5)}
+        nxt = [0] * 3
+        have: list[set[int]] = [set() for _ in range(3)]
+        sent: list[tuple[int, int, int, int, int, list[int]]] = []
+        while any(len(h) < 5 for h in have):
+            if delayed and rng.random() < 0.1:
+                w, s, ver, c, old, vals = delayed.pop()
+                got = [decode(p, d, 4) for p, d in pl.process(*contrib(jb.job, w, s, ver, True, c, vals, epoch=old))]
+                assert got == expected(model, jb, w, s, ver, True, c, vals, old)
+                assert [r.msg for r in got] == [STALE]
+                continue
+            w = rng.randrange(3)
+            c = nxt[w]
+            if c < 5 and (c < 2 or c - 2 in have[w]) and rng.random() < 0.6:
+                nxt[w] += 1
+                retrans = False
+            else:
+                pending = [x for x in range(nxt[w]) if x not in have[w]]
+                if not pending:
+                    continue
+                c, retrans = rng.choice(pending), True
+            s, ver = c % 2, (c // 2) % 2
+            got = [decode(p, d, 4) for p, d in pl.process(*contrib(jb.job, w, s, ver, retrans, c, grads[(w, c)],
+                                                                   epoch=epoch))]
+            assert sorted(got, key=lambda r: r.port) == expected(model, jb, w, s, ver, retrans, c, grads[(w, c)],
+                                                                 epoch)
+            sent.append((w, s, ver, c, epoch, grads[(w, c)]))
+            for r in got:
+                if r.msg == RESULT and rng.random() < 0.7:
+                    assert r.epoch == epoch
+                    assert r.values == tuple(sum(grads[(x, c)][i] for x in range(3)) & MASK32 for i in range(4))
+                    have[r.port - 1].add(c)
+        delayed += rng.sample(sent, 10)
+    assert pl.counter_read("innet_stale", 2)[0] == model.counters["innet_stale"][2] > 0

@@ -67,7 +67,7 @@ def test_training_through_fake_switch_is_bit_exact(digits, mode: Mode, lr: float
     fake_switch = FakeInnetSwitch(k)
     fake_switch.add_job(1, n, window, mode, initial_params(config, model), config.optimizer)
     with FakeUdpSwitch(fake_switch) as fake:
-        agents = [AgentConfig(JobConfig(1, r, n, window, k),
+        agents = [AgentConfig(JobConfig(1, r, n, window, k, epoch=1),
                               UdpTransportConfig("127.0.0.1", fake.address[1], "127.0.0.1"),
                               mode, config.fixed) for r in range(n)]
         result = train_workers(digits, config, agents, model)

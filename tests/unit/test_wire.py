@@ -15,22 +15,23 @@ from innet.host.wire import Flag, Message, MsgType
 
 def test_constants_match_protocol_document() -> None:
     assert wire.UDP_PORT == 18766 == 0x494E
-    assert wire.HEADER_LEN == 20
+    assert wire.HEADER_LEN == 24
     assert sum(wire.HEADER_BITS) == 8 * wire.HEADER_LEN
-    assert (MsgType.CONTRIB, MsgType.RESULT, MsgType.STATUS) == (1, 2, 3)
+    assert (MsgType.CONTRIB, MsgType.RESULT, MsgType.STATUS, MsgType.STALE) == (1, 2, 3, 4)
     assert (Flag.VER, Flag.RETRANS) == (1, 2)
     assert (wire.Mode.SUM, wire.Mode.SGD, wire.Mode.MOMENTUM) == (0, 1, 2)
 
 
 def test_contrib_exact_bytes() -> None:
     msg = Message(MsgType.CONTRIB, job=0x0102, worker=3, slot=0x0405, chunk=0x06070809,
-                  flags=Flag.VER | Flag.RETRANS, values=np.array([1, -1, 0x7FFFFFFF], np.int32))
+                  flags=Flag.VER | Flag.RETRANS, epoch=0x0A0B0C0D,
+                  values=np.array([1, -1, 0x7FFFFFFF], np.int32))
     data = wire.pack(msg, k=4)
     expected = bytes.fromhex(
-        "01" "03" "0102" "0003" "0405" "06070809" "0003" "0000" "00000000"
+        "01" "03" "0102" "0003" "0405" "06070809" "0003" "0000" "00000000" "0a0b0c0d"
         "00000001" "ffffffff" "7fffffff" "00000000")
     assert data == expected
-    assert len(data) == wire.message_len(4) == 36
+    assert len(data) == wire.message_len(4) == 40
 
 
 @pytest.mark.parametrize("msg_type", list(MsgType))
@@ -39,19 +40,19 @@ def test_round_trip_every_type(msg_type: MsgType) -> None:
     values = rng.integers(-(1 << 31), 1 << 31, size=37, dtype=np.int64).astype(np.int32)
     msg = Message(msg_type, job=65535, worker=31, slot=8191, chunk=(1 << 32) - 1, flags=Flag.VER,
                   num_workers=8 if msg_type != MsgType.CONTRIB else 0,
-                  bitmap=0xFFFFFFFF if msg_type != MsgType.CONTRIB else 0, values=values)
+                  bitmap=0xFFFFFFFF if msg_type != MsgType.CONTRIB else 0, epoch=0xFFFFFFFF, values=values)
     data = wire.pack(msg, k=64)
-    assert len(data) == 20 + 256
+    assert len(data) == 24 + 256
     back = wire.unpack(data, k=64)
     assert back == msg
     assert back.count == 37 and back.values.dtype == np.int32
-    assert data[20 + 37 * 4:] == bytes(4 * (64 - 37))
+    assert data[24 + 37 * 4:] == bytes(4 * (64 - 37))
 
 
 def test_status_header_bytes() -> None:
     msg = Message(MsgType.STATUS, job=7, worker=2, slot=1, chunk=9, num_workers=4, bitmap=0b1011,
-                  values=np.zeros(0, np.int32))
-    assert wire.pack(msg, k=1) == struct.pack("!BBHHHIHHI", 3, 0, 7, 2, 1, 9, 0, 4, 11) + bytes(4)
+                  epoch=5, values=np.zeros(0, np.int32))
+    assert wire.pack(msg, k=1) == struct.pack("!BBHHHIHHII", 3, 0, 7, 2, 1, 9, 0, 4, 11, 5) + bytes(4)
 
 
 def test_pack_errors_name_field_and_value() -> None:
@@ -64,12 +65,12 @@ def test_pack_errors_name_field_and_value() -> None:
 
 
 def test_unpack_errors() -> None:
-    with pytest.raises(wire.WireError, match="shorter than the 20-byte header"):
+    with pytest.raises(wire.WireError, match="shorter than the 24-byte header"):
         wire.unpack(b"\x01" * 10)
-    bad = struct.pack("!BBHHHIHHI", 2, 0, 0, 0, 0, 0, 9, 0, 0) + bytes(32)
+    bad = struct.pack("!BBHHHIHHII", 2, 0, 0, 0, 0, 0, 9, 0, 0, 1) + bytes(32)
     with pytest.raises(wire.WireError, match="count 9 exceeds K=8"):
         wire.unpack(bad, k=8)
-    with pytest.raises(wire.WireError, match="need 52 for K=8"):
+    with pytest.raises(wire.WireError, match="need 56 for K=8"):
         wire.unpack(bad[:4] + bytes(8) + b"\x00\x02" + bad[14:40], k=8)
 
 
@@ -78,11 +79,11 @@ def test_frame_exact_bytes_and_parse() -> None:
     dst = wire.Endpoint("02:00:00:00:00:fe", "10.0.0.254", 18766)
     payload = wire.pack(Message(MsgType.CONTRIB, job=1, values=np.array([5], np.int32)), k=2)
     data = wire.frame(src, dst, payload, ident=0x1234)
-    ip_header = bytes.fromhex("4500" "0038" "1234" "4000" "4011" "0000" "0a000001" "0a0000fe")
+    ip_header = bytes.fromhex("4500" "003c" "1234" "4000" "4011" "0000" "0a000001" "0a0000fe")
     checksum = wire.ipv4_checksum(ip_header)
     expected = (bytes.fromhex("0200000000fe" "020000000001" "0800")
                 + ip_header[:10] + struct.pack("!H", checksum) + ip_header[12:]
-                + bytes.fromhex("494e" "494e" "0024" "0000") + payload)
+                + bytes.fromhex("494e" "494e" "0028" "0000") + payload)
     assert data == expected
     # a valid header sums to 0xffff with its checksum in place
     assert wire.ipv4_checksum(data[14:34]) == 0
@@ -110,20 +111,20 @@ def test_scapy_dissects_full_frame() -> None:
 
     values = np.array([3, -4, 1 << 30], np.int32)
     msg = Message(MsgType.RESULT, job=9, worker=2, slot=5, chunk=77, flags=Flag.VER,
-                  num_workers=4, bitmap=0xF, values=values)
+                  num_workers=4, bitmap=0xF, epoch=3, values=values)
     data = wire.frame(wire.Endpoint("02:00:00:00:00:fe", "10.0.0.254"),
                       wire.Endpoint("02:00:00:00:00:02", "10.0.0.2", 40000), wire.pack(msg, k=8))
     pkt = Ether(data)
     assert pkt[IP].src == "10.0.0.254" and pkt[UDP].dport == 40000
     agg = pkt[InnetAgg]
     assert (agg.msg_type, agg.job, agg.worker, agg.slot, agg.chunk, agg.count,
-            agg.num_workers, agg.bitmap) == (2, 9, 2, 5, 77, 3, 4, 0xF)
+            agg.num_workers, agg.bitmap, agg.epoch) == (2, 9, 2, 5, 77, 3, 4, 0xF, 3)
     assert agg.flags.VER and not agg.flags.RETRANS
     assert list(agg.values()) == [3, -4, 1 << 30]
     # built by scapy: the same bytes as wire.pack
     built = bytes(InnetAgg(msg_type=2, flags=1, job=9, worker=2, slot=5, chunk=77, count=3,
-                           num_workers=4, bitmap=0xF))
-    assert built == wire.pack(msg, k=8)[:20]
+                           num_workers=4, bitmap=0xF, epoch=3))
+    assert built == wire.pack(msg, k=8)[:24]
     assert [f.name for f in InnetAgg.fields_desc] == list(wire.HEADER_FIELDS)
 
 
@@ -142,7 +143,7 @@ def test_constants_match_p4_source() -> None:
     consts = _p4_consts()
     assert consts["INNET_UDP_PORT"] == wire.UDP_PORT
     assert {m.name: m.value for m in MsgType} == {
-        name: consts[f"INNET_{name}"] for name in ("CONTRIB", "RESULT", "STATUS")}
+        name: consts[f"INNET_{name}"] for name in ("CONTRIB", "RESULT", "STATUS", "STALE")}
     assert {m.name: m.value for m in wire.Mode} == {
         name: consts[f"INNET_MODE_{name}"] for name in ("SUM", "SGD", "MOMENTUM")}
     config = (P4_DIR / "innet" / "config.p4").read_text()
@@ -165,14 +166,14 @@ def test_control_plane_names_match_p4info() -> None:
     actions = {a.preamble.name: [p.name for p in a.params] for a in info.actions}
     assert actions["MyIngress.set_job"] == ["mode", "num_workers", "mcast_grp", "slot_base",
                                             "slot_count", "param_base", "param_chunks", "lr",
-                                            "lr_shift", "beta", "beta_shift"]
+                                            "lr_shift", "beta", "beta_shift", "epoch"]
     assert actions["MyEgress.set_worker"] == ["mac", "ip", "udp_port"]
     tables = {t.preamble.name for t in info.tables}
     assert {"MyIngress.innet_jobs", "MyEgress.innet_workers"} <= tables
     counters = {c.preamble.name for c in info.counters}
     assert {f"MyIngress.innet_{n}" for n in ("contributions", "completions", "duplicates",
-                                               "drops")} <= counters
+                                               "drops", "stale")} <= counters
     registers = {r.preamble.name for r in info.registers}
     for i in (0, wire.DEFAULT_K - 1):
-        assert {f"MyIngress.innet_acc_{i}", f"MyIngress.innet_param_{i}",
+        assert {"MyIngress.innet_epoch", f"MyIngress.innet_acc_{i}", f"MyIngress.innet_param_{i}",
                 f"MyIngress.innet_mom_{i}"} <= registers
