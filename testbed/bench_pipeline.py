@@ -77,14 +77,14 @@ def measure(pl: Any, pkts: list[tuple[int, bytes]], seconds: float) -> tuple[flo
 def load_example(name: str) -> Workload:
     """``p4/examples/<name>.p4`` with the control plane and forwarded packets of its ``.stf``."""
     from innet.switch.pipeline import Pipeline
-    from innet.switch.stf import apply_control, parse_stf
+    from innet.switch.stf import apply_control, read_stf
 
     example = REPO / "p4" / "examples" / f"{name}.p4"
     stf = example.with_suffix(".stf")
     if not (example.is_file() and stf.is_file()):
         raise FileNotFoundError(f"{name}: benchmark program {example} or its {stf.name} is missing")
     pl = Pipeline.from_file(example)
-    test = parse_stf(stf.read_text(), str(stf))
+    test = read_stf(stf)
     for _, cmd, args in test.control:
         apply_control(pl, cmd, args)
     pkts = [(port, data) for _, port, data in test.packets if pl.process(port, data)]

@@ -29,6 +29,9 @@ from innet.testbed.ina_worker import WORKER_MODULE, WorkerPlan
 from innet.testbed.processes import STATE_DIR, ProcessGroup
 from innet.testbed.topology import Topology
 
+MAX_WINDOW = 1024
+"""Most slots one job may use: p4/innet.p4's default INNET_SLOTS."""
+
 P4_PROGRAM = Path(__file__).resolve().parents[1] / "p4" / "innet.p4"
 """innet.p4 in the repository (the package's ``p4/``)."""
 
@@ -79,8 +82,8 @@ class TestbedOptions:
             raise ValueError(f"testbed switch_loss={self.switch_loss}: must be within 0..1 (1 excluded)")
         if not 0 <= self.link_dup_pct < 100:
             raise ValueError(f"testbed link_dup_pct={self.link_dup_pct}: must be within 0..100 (100 excluded)")
-        if not 1 <= self.window <= 1024:
-            raise ValueError(f"testbed window={self.window}: must be within 1..1024 (INNET_SLOTS)")
+        if not 1 <= self.window <= MAX_WINDOW:
+            raise ValueError(f"testbed window={self.window}: must be within 1..{MAX_WINDOW} (INNET_SLOTS)")
 
 
 @dataclass(frozen=True)
