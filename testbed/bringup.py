@@ -69,7 +69,8 @@ class TestbedOptions:
     state_dir: Path = STATE_DIR
     """Run records (pids, logs); what ``cleanup`` reads after a crash."""
     keep_logs: bool = False
-    """Keep the run directory (process logs) after a clean stop; it is always kept after an error."""
+    """Keep the run directory (process logs) after a clean stop; it is always kept after an error
+    (but not after KeyboardInterrupt, i.e. Ctrl-C or the SIGTERM of ``innet testbed down``)."""
     link_loss_bpf: bool = False
     """Mininet only: emulate the topology's link loss with the cls_bpf random drop even when the
     kernel has netem (without netem it always is; see ``innet.testbed.impair``)."""
@@ -102,6 +103,12 @@ class WorkerResult:
     """Where ``wire`` comes from: an interface name, or ``agent`` (its frame counters)."""
 
 
+def _failed(exc_type: type[BaseException] | None) -> bool:
+    """Whether leaving with ``exc_type`` is a failure whose logs are worth keeping: an
+    interrupt (Ctrl-C, or SIGTERM turned into one by the entry point) is a clean stop."""
+    return exc_type is not None and not issubclass(exc_type, KeyboardInterrupt)
+
+
 class Testbed(abc.ABC):
     """A topology brought up with innet switches, a controller session and a sum job."""
 
@@ -129,8 +136,8 @@ class Testbed(abc.ABC):
     def __enter__(self) -> "Testbed":
         return self.start()
 
-    def __exit__(self, exc_type: object, *exc: object) -> None:
-        self.stop(keep_logs=exc_type is not None or self.options.keep_logs)
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        self.stop(keep_logs=_failed(exc_type) or self.options.keep_logs)
 
     def start(self) -> "Testbed":
         from innet.controller.controller import Controller
@@ -148,8 +155,8 @@ class Testbed(abc.ABC):
             self.controller.install_forwarding({spec.name: self.forwarding()})
             self.job = self.create_job()
             self._started = True
-        except BaseException:
-            self.stop(keep_logs=True)
+        except BaseException as error:
+            self.stop(keep_logs=_failed(type(error)) or self.options.keep_logs)
             raise
         return self
 

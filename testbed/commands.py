@@ -125,7 +125,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_testbed_up(args: argparse.Namespace) -> int:
-    from innet.testbed.bringup import TestbedOptions
+    from innet.controller.errors import ControllerError
+    from innet.testbed.bringup import TestbedError, TestbedOptions
     from innet.testbed.topology import TOPOLOGIES, Link, Topology, TopologyError
 
     _quiet_mininet()
@@ -141,7 +142,12 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
         print(f"innet testbed up: {error}", file=sys.stderr)
         return EXIT_USAGE
     loopback = args.loopback or os.geteuid() != 0
-    options = TestbedOptions(switch_loss=args.switch_loss / 100 if loopback else 0.0)
+    try:
+        options = TestbedOptions(switch_loss=args.switch_loss / 100 if loopback else 0.0)
+    except ValueError:
+        print(f"innet testbed up: --switch-loss {args.switch_loss:g}: must be a percentage within 0..100 "
+              "(100 excluded)", file=sys.stderr)
+        return EXIT_USAGE
     if loopback:
         from innet.testbed.loopback import LoopbackTestbed as Impl
         if not args.loopback:
@@ -150,7 +156,12 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
         from innet.testbed.mininet_net import MininetTestbed as Impl  # type: ignore[assignment]
     console.print(str(topo), markup=False, highlight=False)
     try:
-        with Impl(topo, options) as tb:
+        tb = Impl(topo, options)
+    except TestbedError as error:
+        print(f"innet testbed up: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        with tb:
             console.print(f"[green]up[/] ({tb.kind}): P4Runtime {tb.grpc_address} (device "
                           f"{topo.switch().device_id}), job {tb.job.job_id} ({tb.job.mode}, "
                           f"{tb.job.num_workers} workers, {tb.job.slot_count} slots, K={tb.options.k}); "
@@ -166,6 +177,9 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
                     time.sleep(3600)
     except KeyboardInterrupt:
         pass
+    except (TestbedError, ControllerError) as error:
+        print(f"innet testbed up: error: {error}; logs kept in {tb.procs.dir}", file=sys.stderr)
+        return EXIT_ERROR
     console.print("testbed down")
     return 0
 

@@ -92,6 +92,13 @@ def test_topo_file_that_is_binary(tmp_path: Path, capsys: pytest.CaptureFixture[
         2, f"innet testbed up: topology file {str(binary)!r}: not JSON text: byte 0xd0 at offset 8 is not valid UTF-8")
 
 
+def test_testbed_up_refuses_bad_options_before_bring_up(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "testbed", "up", "--loopback", "--switch-loss", "100") == (
+        2, "innet testbed up: --switch-loss 100: must be a percentage within 0..100 (100 excluded)")
+    rc, line = run(capsys, "testbed", "up", "--loopback", "--workers", "1")
+    assert rc == 2 and line.startswith("innet testbed up: star: workers=1 must be an integer within 2..")
+
+
 def test_conformance_needs_stf_tests(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "conformance", tmp_path) == (
         2, f"innet conformance: error: suite {str(tmp_path)!r}: holds no STF tests (NAME.stf beside NAME.p4)")
