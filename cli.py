@@ -11,10 +11,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from innet.argtypes import UINT64_MAX, UINT128_MAX, host_port, input_file, int_range, positive_float
 from innet.conformance import SuiteReport, default_suites, run_suites, stf_files
 from innet.testbed.commands import add_commands as add_testbed_commands
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 
 def _print_report(report: SuiteReport, verbose: bool) -> None:
@@ -181,7 +185,7 @@ def _cmd_params_load(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_vector(path: Path):  # type: ignore[no-untyped-def]
+def _load_vector(path: Path) -> npt.NDArray[Any]:
     """A numeric array from a ``.npy`` file (never unpickles); InputError otherwise."""
     import numpy as np
 
