@@ -11,9 +11,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from innet.conformance import SuiteReport, default_suites, run_suites
+from innet.argtypes import UINT64_MAX, UINT128_MAX, host_port, input_file, int_range, positive_float
+from innet.conformance import SuiteReport, default_suites, run_suites, stf_files
 from innet.testbed.commands import add_commands as add_testbed_commands
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 
 def _print_report(report: SuiteReport, verbose: bool) -> None:
@@ -43,16 +48,22 @@ def _print_report(report: SuiteReport, verbose: bool) -> None:
 
 def _cmd_conformance(args: argparse.Namespace) -> int:
     dirs = [Path(d) for d in args.dirs] if args.dirs else default_suites()
-    missing = [d for d in dirs if not d.is_dir()]
-    if missing:
-        print(f"innet: no such suite directory: {missing[0]}", file=sys.stderr)
-        return 2
+    for d in dirs:
+        problem = ("is not a directory" if d.exists() and not d.is_dir() else "no such directory" if not d.is_dir()
+                   else "holds no STF tests (NAME.stf beside NAME.p4)" if not stf_files(d) else None)
+        if problem:
+            print(f"innet conformance: error: suite {str(d)!r}: {problem}", file=sys.stderr)
+            return 2
     report = run_suites(dirs)
     _print_report(report, args.verbose)
     return 0 if report.failed == 0 else 1
 
 
 # -- control plane (innet.controller): each command is a thin call into the API ---------
+
+
+class InputError(ValueError):
+    """A file given on the command line has the wrong content (says which file and why)."""
 
 
 def _controller_command(func):  # type: ignore[no-untyped-def]
@@ -67,7 +78,7 @@ def _controller_command(func):  # type: ignore[no-untyped-def]
         try:
             rc: int = func(args)
             return rc
-        except (ControllerError, QuantizeError, OSError) as error:
+        except (ControllerError, QuantizeError, InputError, OSError) as error:
             print(f"innet: error: {error}", file=sys.stderr)
             return 1
 
@@ -178,11 +189,28 @@ def _cmd_params_load(args: argparse.Namespace) -> int:
 
     from innet.controller.controller import Controller
 
-    values = np.load(args.file)
+    values = _load_vector(args.file)
     with Controller(_specs(args)) as ctl:
         ctl.load_params(args.job, values, args.param_frac_bits)
     print(f"loaded {values.size} parameters ({values.dtype}) into job {args.job}")
     return 0
+
+
+def _load_vector(path: Path) -> npt.NDArray[Any]:
+    """A numeric array from a ``.npy`` file (never unpickles); InputError otherwise."""
+    import numpy as np
+
+    with path.open("rb") as f:
+        if f.read(6) != b"\x93NUMPY":
+            raise InputError(f"{path}: not a NumPy .npy file (no \\x93NUMPY magic at the start)")
+        f.seek(0)
+        try:
+            values = np.lib.format.read_array(f, allow_pickle=False)
+        except (ValueError, EOFError) as error:
+            raise InputError(f"{path}: unreadable .npy file: {error}") from None
+    if values.dtype.kind not in "iuf":
+        raise InputError(f"{path}: array of {values.dtype} values; parameters must be integers or floats")
+    return values
 
 
 @_controller_command
@@ -203,12 +231,13 @@ def _cmd_params_read(args: argparse.Namespace) -> int:
 def _add_switch_args(p: argparse.ArgumentParser, many: bool = False) -> None:
     from innet.controller.switch import DEFAULT_ADDRESS
 
-    p.add_argument("--switch", action="append" if many else "store", default=None, metavar="HOST:PORT",
+    p.add_argument("--switch", action="append" if many else "store", default=None, metavar="HOST:PORT", type=host_port,
                    help=f"P4Runtime address (default {DEFAULT_ADDRESS})" + ("; repeat for several switches" if many else ""))
-    p.add_argument("--device-id", type=int, default=1, help="P4Runtime device id (default 1)")
-    p.add_argument("--election-id", type=int, default=1, help="election id for writes (default 1)")
-    p.add_argument("--thrift-port", type=int, default=None, help="BMv2 Thrift port: registers via simple_switch_CLI")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the switch (default 10)")
+    p.add_argument("--device-id", type=int_range(0, UINT64_MAX), default=1, help="P4Runtime device id (default 1)")
+    p.add_argument("--election-id", type=int_range(0, UINT128_MAX), default=1, help="election id for writes (default 1)")
+    p.add_argument("--thrift-port", type=int_range(1, 65535), default=None,
+                   help="BMv2 Thrift port: registers via simple_switch_CLI")
+    p.add_argument("--timeout", type=positive_float, default=10.0, help="seconds to wait for the switch (default 10)")
     p.set_defaults(_many=many)
 
 
@@ -264,7 +293,7 @@ def _add_control_commands(sub: "argparse._SubParsersAction[argparse.ArgumentPars
     _add_switch_args(load, many=True)
     load.add_argument("--job", type=int, required=True)
     load.add_argument("--param-frac-bits", type=int, default=16)
-    load.add_argument("file", type=Path)
+    load.add_argument("file", type=input_file)
     load.set_defaults(func=_cmd_params_load)
     read = params.add_parser("read", help="read the parameter vector (float unless --raw)")
     _add_switch_args(read, many=True)

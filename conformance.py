@@ -76,11 +76,11 @@ def stf_files(directory: Path) -> list[Path]:
 def run_file(stf: Path, suite: Path) -> TestResult:
     from innet.switch.frontend.errors import FrontendError
     from innet.switch.pipeline.errors import PipelineError
-    from innet.switch.stf import StfError, parse_stf, run_stf
+    from innet.switch.stf import StfError, read_stf, run_stf
 
     name = str(stf.relative_to(suite))
     try:
-        packets = len(parse_stf(stf.read_text(), str(stf)).packets)
+        packets = len(read_stf(stf).packets)
         result = run_stf(stf.with_suffix(".p4"), stf)
     except (FrontendError, PipelineError, StfError) as e:
         return TestResult(name, False, str(e), 0)

@@ -23,10 +23,15 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from finsy.proto import p4i
 
 from innet.switch.frontend import ir
+from innet.switch.frontend.errors import FrontendError
+
+if TYPE_CHECKING:
+    from innet.switch.frontend.preprocess import Preprocessed
 
 FORMAT = "innet-device-config/1"
 
@@ -120,8 +125,30 @@ def build(path: str | Path, include_dirs: tuple[str | Path, ...] = (),
     pp = preprocess_file(src, include_dirs, defines)
     source = single_file_source(pp.text, pp.line_map)
     program = frontend.compile_source(source, filename=_PSEUDO_FILE.format(src.stem))
+    if program.main is None:
+        raise FrontendError(f"{src}: error: could not locate the top-level block: the program has no "
+                            "package instance named 'main' (a v1model program ends with 'V1Switch(...) main;')")
+    _check_executable(program, pp)
     info = build_p4info(program)
     return Build(DeviceConfig(src.stem, source, p4info_digest(info)), program, info)
+
+
+def _check_executable(program: ir.Program, pp: "Preprocessed") -> None:
+    """Generate the executor's code once, so that whatever the switch would refuse when it
+    loads the config (a header that is not a whole number of bytes, an unsupported
+    construct) is refused here, located in the source, as p4c-bm2-ss refuses it."""
+    from innet.switch.frontend.errors import UnsupportedError as FrontendUnsupported
+    from innet.switch.pipeline.compiler import ProgramCompiler
+    from innet.switch.pipeline.errors import UnsupportedError
+
+    try:
+        ProgramCompiler(program).compile()
+    except UnsupportedError as exc:
+        loc = exc.loc
+        if isinstance(loc, ir.Loc):
+            raise FrontendUnsupported(loc, f"unsupported by innet's executor: {exc.what}", pp.source_line(loc)) from None
+        raise FrontendError(f"{pp.line_map[0][0] if pp.line_map else '<source>'}: error: unsupported by innet's "
+                            f"executor: {exc.what}") from None
 
 
 def load_program(config: DeviceConfig | bytes, verify: bool = True) -> ir.Program:

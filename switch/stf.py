@@ -76,6 +76,29 @@ CONTROL = PROFILE_COMMANDS | {"add", "setdefault", "mc_mgrp_create", "mc_node_cr
            "mirroring_add", "register_write", "mc_node_update", "mirroring_add_mc"}
 
 
+def read_stf(path: str | Path) -> StfTest:
+    """Read and parse an STF file; StfError names an unreadable file or a byte that is not UTF-8.
+
+    Bytes that are not UTF-8 are tolerated after ``#`` (a comment, never interpreted),
+    like the P4 front-end does in comments."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise StfError(f"{path}: cannot read the STF file: {e.strerror}") from None
+    lines = []
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            if 0 <= raw.find(b"#") < e.start:
+                lines.append(raw.decode("utf-8", "replace"))
+                continue
+            raise StfError(f"{path}:{lineno}: byte 0x{raw[e.start]:02x} (byte {e.start + 1} of the line) "
+                           "is not valid UTF-8") from None
+    return parse_stf("\n".join(lines), str(path))
+
+
 def parse_stf(text: str, name: str = "<stf>") -> StfTest:
     """Parse STF text into control-plane commands, packets and expectations."""
     t = StfTest()
@@ -475,10 +498,10 @@ def run_stf(p4_path: str | Path, stf_path: str | Path, include_dirs: Sequence[st
     Raises the front-end's P4Error / the executor's UnsupportedError on compile problems
     and StfError on a malformed STF file."""
     stf_path = Path(stf_path)
-    test = parse_stf(stf_path.read_text(), str(stf_path))
+    test = read_stf(stf_path)
     pl = Pipeline.from_file(p4_path, include_dirs=include_dirs)
     return run_test(pl, test, str(stf_path))
 
 
-__all__ = ["StfError", "StfResult", "StfTest", "parse_stf", "run_test", "run_stf", "key_spec", "parse_value",
+__all__ = ["StfError", "StfResult", "StfTest", "parse_stf", "read_stf", "run_test", "run_stf", "key_spec", "parse_value",
            "apply_control"]

@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
+from innet.argtypes import int_range, output_dir, positive_float
+
 if TYPE_CHECKING:
     from finsy.proto import p4r
 
@@ -353,17 +355,27 @@ def print_tables(result: dict[str, Any]) -> None:
         console.print(packets)
 
 
+def _rates(text: str) -> str:
+    """``--rates``: comma-separated offered rates >= 0 (checked here, split where used)."""
+    try:
+        if any(float(r) < 0 for r in text.split(",") if r):
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated rates >= 0 in pkt/s") from None
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench_p4runtime", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=Path("results"), help="directory for the JSON (default results/)")
-    ap.add_argument("--write-rounds", type=int, default=5, help="insert+delete rounds of 1000 entries per batch size")
-    ap.add_argument("--max-seconds", type=float, default=30.0, help="stop the rounds of one batch size after this")
+    ap.add_argument("--out", type=output_dir, default=Path("results"), help="directory for the JSON (default results/)")
+    ap.add_argument("--write-rounds", type=int_range(1), default=5, help="insert+delete rounds of 1000 entries per batch size")
+    ap.add_argument("--max-seconds", type=positive_float, default=30.0, help="stop the rounds of one batch size after this")
     ap.add_argument("--skip-packets", action="store_true", help="only the Write benchmark (no root needed)")
-    ap.add_argument("--rates", default="0,10000,20000,30000,40000,50000",
+    ap.add_argument("--rates", type=_rates, default="0,10000,20000,30000,40000,50000",
                     help="comma-separated offered rates in pkt/s; 0 = as fast as the sender goes")
-    ap.add_argument("--frames", type=int, default=1_000_000, help="at most this many frames per run")
-    ap.add_argument("--seconds", type=float, default=5.0, help="at most this long per run")
-    ap.add_argument("--size", type=int, default=64, help="frame size in bytes (without FCS)")
+    ap.add_argument("--frames", type=int_range(1), default=1_000_000, help="at most this many frames per run")
+    ap.add_argument("--seconds", type=positive_float, default=5.0, help="at most this long per run")
+    ap.add_argument("--size", type=int_range(64, 9000), default=64, help="frame size in bytes (without FCS)")
     args = ap.parse_args(argv)
     result: dict[str, Any] = {
         "machine": machine(), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),

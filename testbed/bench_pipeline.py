@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from innet.argtypes import output_dir, positive_float
+
 REPO = Path(__file__).resolve().parent.parent
 TARGETS = {"basic_forward": 100_000, "agg64": 30_000, "innet_sum": 40_000, "innet_momentum": 25_000}
 INNET_K = 64
@@ -77,14 +79,14 @@ def measure(pl: Any, pkts: list[tuple[int, bytes]], seconds: float) -> tuple[flo
 def load_example(name: str) -> Workload:
     """``p4/examples/<name>.p4`` with the control plane and forwarded packets of its ``.stf``."""
     from innet.switch.pipeline import Pipeline
-    from innet.switch.stf import apply_control, parse_stf
+    from innet.switch.stf import apply_control, read_stf
 
     example = REPO / "p4" / "examples" / f"{name}.p4"
     stf = example.with_suffix(".stf")
     if not (example.is_file() and stf.is_file()):
         raise FileNotFoundError(f"{name}: benchmark program {example} or its {stf.name} is missing")
     pl = Pipeline.from_file(example)
-    test = parse_stf(stf.read_text(), str(stf))
+    test = read_stf(stf)
     for _, cmd, args in test.control:
         apply_control(pl, cmd, args)
     pkts = [(port, data) for _, port, data in test.packets if pl.process(port, data)]
@@ -160,8 +162,8 @@ def run(seconds: float, names: list[str] | None = None) -> list[dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench_pipeline", description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=3.0, help="measurement time per workload (default 3)")
-    ap.add_argument("--out", type=Path, default=Path("results"), help="directory for JSON/PNG (default results/)")
+    ap.add_argument("--seconds", type=positive_float, default=3.0, help="measurement time per workload (default 3)")
+    ap.add_argument("--out", type=output_dir, default=Path("results"), help="directory for JSON/PNG (default results/)")
     ap.add_argument("--only", action="append", choices=list(TARGETS), help="run only this workload (repeatable)")
     args = ap.parse_args(argv)
     rows = run(args.seconds, args.only)

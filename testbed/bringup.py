@@ -29,6 +29,9 @@ from innet.testbed.ina_worker import WORKER_MODULE, WorkerPlan
 from innet.testbed.processes import STATE_DIR, ProcessGroup
 from innet.testbed.topology import Topology
 
+MAX_WINDOW = 1024
+"""Most slots one job may use: p4/innet.p4's default INNET_SLOTS."""
+
 P4_PROGRAM = Path(__file__).resolve().parents[1] / "p4" / "innet.p4"
 """innet.p4 in the repository (the package's ``p4/``)."""
 
@@ -68,7 +71,8 @@ class TestbedOptions:
     state_dir: Path = STATE_DIR
     """Run records (pids, logs); what ``cleanup`` reads after a crash."""
     keep_logs: bool = False
-    """Keep the run directory (process logs) after a clean stop; it is always kept after an error."""
+    """Keep the run directory (process logs) after a clean stop; it is always kept after an error
+    (but not after KeyboardInterrupt, i.e. Ctrl-C or the SIGTERM of ``innet testbed down``)."""
     link_loss_bpf: bool = False
     """Mininet only: emulate the topology's link loss with the cls_bpf random drop even when the
     kernel has netem (without netem it always is; see ``innet.testbed.impair``)."""
@@ -83,8 +87,8 @@ class TestbedOptions:
             raise ValueError(f"testbed switch_dup={self.switch_dup}: must be within 0..1 (1 excluded)")
         if not 0 <= self.link_dup_pct < 100:
             raise ValueError(f"testbed link_dup_pct={self.link_dup_pct}: must be within 0..100 (100 excluded)")
-        if not 1 <= self.window <= 1024:
-            raise ValueError(f"testbed window={self.window}: must be within 1..1024 (INNET_SLOTS)")
+        if not 1 <= self.window <= MAX_WINDOW:
+            raise ValueError(f"testbed window={self.window}: must be within 1..{MAX_WINDOW} (INNET_SLOTS)")
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,12 @@ class WorkerResult:
     """Mean per operation: rx/tx bytes and packets of this worker's link (None: not measured)."""
     wire_source: str | None = None
     """Where ``wire`` comes from: an interface name, or ``agent`` (its frame counters)."""
+
+
+def _failed(exc_type: type[BaseException] | None) -> bool:
+    """Whether leaving with ``exc_type`` is a failure whose logs are worth keeping: an
+    interrupt (Ctrl-C, or SIGTERM turned into one by the entry point) is a clean stop."""
+    return exc_type is not None and not issubclass(exc_type, KeyboardInterrupt)
 
 
 class Testbed(abc.ABC):
@@ -130,8 +140,8 @@ class Testbed(abc.ABC):
     def __enter__(self) -> "Testbed":
         return self.start()
 
-    def __exit__(self, exc_type: object, *exc: object) -> None:
-        self.stop(keep_logs=exc_type is not None or self.options.keep_logs)
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        self.stop(keep_logs=_failed(exc_type) or self.options.keep_logs)
 
     def start(self) -> "Testbed":
         from innet.controller.controller import Controller
@@ -149,8 +159,8 @@ class Testbed(abc.ABC):
             self.controller.install_forwarding({spec.name: self.forwarding()})
             self.job = self.create_job()
             self._started = True
-        except BaseException:
-            self.stop(keep_logs=True)
+        except BaseException as error:
+            self.stop(keep_logs=_failed(type(error)) or self.options.keep_logs)
             raise
         return self
 

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from innet.argtypes import input_file, int_range, output_dir, positive_float
+
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 
@@ -123,7 +125,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_testbed_up(args: argparse.Namespace) -> int:
-    from innet.testbed.bringup import TestbedOptions
+    from innet.controller.errors import ControllerError
+    from innet.testbed.bringup import TestbedError, TestbedOptions
     from innet.testbed.topology import TOPOLOGIES, Link, Topology, TopologyError
 
     _quiet_mininet()
@@ -139,7 +142,12 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
         print(f"innet testbed up: {error}", file=sys.stderr)
         return EXIT_USAGE
     loopback = args.loopback or os.geteuid() != 0
-    options = TestbedOptions(switch_loss=args.switch_loss / 100 if loopback else 0.0)
+    try:
+        options = TestbedOptions(switch_loss=args.switch_loss / 100 if loopback else 0.0)
+    except ValueError:
+        print(f"innet testbed up: --switch-loss {args.switch_loss:g}: must be a percentage within 0..100 "
+              "(100 excluded)", file=sys.stderr)
+        return EXIT_USAGE
     if loopback:
         from innet.testbed.loopback import LoopbackTestbed as Impl
         if not args.loopback:
@@ -148,7 +156,12 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
         from innet.testbed.mininet_net import MininetTestbed as Impl  # type: ignore[assignment]
     console.print(str(topo), markup=False, highlight=False)
     try:
-        with Impl(topo, options) as tb:
+        tb = Impl(topo, options)
+    except TestbedError as error:
+        print(f"innet testbed up: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        with tb:
             console.print(f"[green]up[/] ({tb.kind}): P4Runtime {tb.grpc_address} (device "
                           f"{topo.switch().device_id}), job {tb.job.job_id} ({tb.job.mode}, "
                           f"{tb.job.num_workers} workers, {tb.job.slot_count} slots, K={tb.options.k}); "
@@ -164,6 +177,9 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
                     time.sleep(3600)
     except KeyboardInterrupt:
         pass
+    except (TestbedError, ControllerError) as error:
+        print(f"innet testbed up: error: {error}; logs kept in {tb.procs.dir}", file=sys.stderr)
+        return EXIT_ERROR
     console.print("testbed down")
     return 0
 
@@ -181,15 +197,17 @@ def cmd_testbed_down(args: argparse.Namespace) -> int:
 
 def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Register ``demo``, ``bench`` and ``testbed`` on the ``innet`` parser."""
+    from innet.testbed.bringup import MAX_WINDOW
+
     backends = ["auto", "mininet", "loopback"]
     demo = sub.add_parser("demo", help="bring up a 4-worker star, train with the switch as optimizer, "
                                        "compare with gloo; results under results/")
-    demo.add_argument("--workers", type=int, default=4, help="workers in the star (default 4)")
-    demo.add_argument("--steps", type=int, default=150, help="training steps (default 150)")
+    demo.add_argument("--workers", type=int_range(2), default=4, help="workers in the star (default 4)")
+    demo.add_argument("--steps", type=int_range(1), default=150, help="training steps (default 150)")
     demo.add_argument("--sizes", type=_sizes, default=(16384, 262144), help="benchmark sizes (default 16K,256K)")
     demo.add_argument("--backend", choices=backends, default="auto", help="auto: Mininet when root, else loopback")
     demo.add_argument("--no-gloo", action="store_true", help="skip the gloo baseline")
-    demo.add_argument("--out", type=Path, default=Path("results"), help="output directory (default results/)")
+    demo.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
     demo.set_defaults(func=cmd_demo)
 
     bench = sub.add_parser("bench", help="allreduce benchmark: innet INA vs gloo ring on the same testbed")
@@ -199,14 +217,14 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     bench.add_argument("--loss", type=_floats, default=(0.0,), help="loss percentages, e.g. 0,1,5 (default 0)")
     bench.add_argument("--bw", type=float, default=1000.0, help="link rate in Mbit/s, 0: unshaped (Mininet)")
     bench.add_argument("--delay", type=float, default=None, help="one-way link delay in ms (Mininet)")
-    bench.add_argument("--repeats", type=int, default=2, help="timed operations per point (default 2)")
+    bench.add_argument("--repeats", type=int_range(1), default=2, help="timed operations per point (default 2)")
     bench.add_argument("-k", type=int, default=64, choices=[64, 256], help="values per packet (INNET_K)")
-    bench.add_argument("--window", type=int, default=16, help="slots per job (default 16)")
+    bench.add_argument("--window", type=int_range(1, MAX_WINDOW), default=16, help="slots per job (default 16)")
     bench.add_argument("--backend", choices=backends, default="auto", help="auto: Mininet when root")
     bench.add_argument("--skip", action="append", default=[], choices=["ina", "gloo"], help="leave one out")
-    bench.add_argument("--out", type=Path, default=Path("results"), help="output directory (default results/)")
+    bench.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
     bench.add_argument("--markdown", action="store_true", help="also print the rows as a Markdown table")
-    bench.add_argument("--timeout", type=float, default=300.0,
+    bench.add_argument("--timeout", type=positive_float, default=300.0,
                        help="seconds per collective and testbed before it counts as failed (default 300)")
     bench.set_defaults(func=cmd_bench)
 
@@ -214,7 +232,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     tbsub = tb.add_subparsers(dest="action", required=True)
     up = tbsub.add_parser("up", help="bring up; Mininet CLI (or wait with --no-cli / on loopback) until exit")
     up.add_argument("--topo", choices=["star"], default="star", help="topology generator (default star)")
-    up.add_argument("--topo-file", type=Path, default=None, help="a saved topology (JSON) instead of --topo")
+    up.add_argument("--topo-file", type=input_file, default=None, help="a saved topology (JSON) instead of --topo")
     up.add_argument("--workers", type=int, default=4, help="workers (default 4)")
     up.add_argument("--bw", type=float, default=None, help="link rate in Mbit/s (Mininet)")
     up.add_argument("--delay", type=float, default=None, help="one-way link delay in ms (Mininet)")

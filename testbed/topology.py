@@ -24,7 +24,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from innet.host.wire import MAX_WORKERS
 
@@ -332,6 +332,8 @@ class Topology:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Topology":
         """Inverse of :meth:`to_dict`; unknown keys and a wrong format are errors."""
+        if not isinstance(data, Mapping):
+            raise TopologyError(f"topology data: expected an object, got {type(data).__name__}")
         if data.get("format") != FORMAT:
             raise TopologyError(f"topology data: format {data.get('format')!r} is not {FORMAT!r}")
 
@@ -348,6 +350,16 @@ class Topology:
             except TypeError as error:
                 raise TopologyError(f"topology data: {where}: {error}") from None
 
+        def items(key: str) -> Sequence[Any]:
+            value = body[key]
+            if not isinstance(value, (list, tuple)):
+                raise TopologyError(f"topology data: {key} must be a list, got {value!r}")
+            return value
+
+        def link_of(c: Any, i: int) -> Any:
+            link = c.get("link", {}) if isinstance(c, Mapping) else None
+            return {**c, "link": build(Link, link, f"links[{i}].link")} if link is not None else c
+
         body = {k: v for k, v in data.items() if k != "format"}
         unknown = set(body) - {f.name for f in fields(cls)}
         if unknown:
@@ -355,10 +367,9 @@ class Topology:
         try:
             return cls(
                 name=body["name"], kind=body["kind"],
-                hosts=tuple(build(HostSpec, h, f"hosts[{i}]") for i, h in enumerate(body["hosts"])),
-                switches=tuple(build(SwitchSpec, s, f"switches[{i}]") for i, s in enumerate(body["switches"])),
-                links=tuple(build(Connection, {**c, "link": build(Link, c.get("link", {}), f"links[{i}].link")},
-                                  f"links[{i}]") for i, c in enumerate(body["links"])),
+                hosts=tuple(build(HostSpec, h, f"hosts[{i}]") for i, h in enumerate(items("hosts"))),
+                switches=tuple(build(SwitchSpec, s, f"switches[{i}]") for i, s in enumerate(items("switches"))),
+                links=tuple(build(Connection, link_of(c, i), f"links[{i}]") for i, c in enumerate(items("links"))),
             )
         except KeyError as error:
             raise TopologyError(f"topology data: missing key {error}") from None
@@ -377,9 +388,14 @@ class Topology:
     @classmethod
     def load(cls, path: Path) -> "Topology":
         try:
-            text = path.read_text()
+            data = path.read_bytes()
         except OSError as error:
             raise TopologyError(f"topology file {str(path)!r}: {error.strerror}") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise TopologyError(f"topology file {str(path)!r}: not JSON text: byte 0x{data[error.start]:02x} at "
+                                f"offset {error.start} is not valid UTF-8") from None
         return cls.from_json(text)
 
 

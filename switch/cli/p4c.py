@@ -19,6 +19,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from innet.argtypes import input_file, output_dir
+
 DEFAULT_NAMES = {"text": "p4info.txtpb", "binary": "p4info.bin", "json": "p4info.json"}
 
 
@@ -48,8 +50,8 @@ def make_parser() -> argparse.ArgumentParser:
         prog="innet-p4c",
         description="Compile a P4_16 (v1model) program for innet's embedded target and emit its P4Info.",
     )
-    parser.add_argument("source", type=Path, help="P4 source file")
-    parser.add_argument("-o", "--output-dir", type=Path, default=Path("."), metavar="DIR",
+    parser.add_argument("source", type=input_file, help="P4 source file")
+    parser.add_argument("-o", "--output-dir", type=output_dir, default=Path("."), metavar="DIR",
                         help="directory for the device config and P4Info (created if missing; default .)")
     parser.add_argument("-I", dest="include_dirs", action="append", default=[], type=Path, metavar="DIR",
                         help="add DIR to the #include search path")

@@ -10,11 +10,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from innet.argtypes import input_file
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="innet-stf", description="Run an STF test against a P4_16 v1model program.")
-    parser.add_argument("program", type=Path, help="P4 source file")
-    parser.add_argument("test", type=Path, help="STF test file")
+    parser.add_argument("program", type=input_file, help="P4 source file")
+    parser.add_argument("test", type=input_file, help="STF test file")
     parser.add_argument("-I", dest="include_dirs", action="append", default=[], type=Path, metavar="DIR")
     parser.add_argument("-v", "--verbose", action="store_true", help="log the executor at DEBUG (log_msg output)")
     try:
@@ -29,10 +31,6 @@ def main(argv: list[str] | None = None) -> int:
     from innet.switch.pipeline.errors import PipelineError
     from innet.switch.stf import StfError, run_stf
 
-    for p in (args.program, args.test):
-        if not p.is_file():
-            print(f"innet-stf: no such file: {p}", file=sys.stderr)
-            return 2
     try:
         result = run_stf(args.program, args.test, args.include_dirs)
     except (FrontendError, PipelineError, StfError) as e:

@@ -16,9 +16,9 @@ import argparse
 import logging
 import signal
 import sys
-from pathlib import Path
 from typing import NoReturn, Sequence
 
+from innet.argtypes import UINT64_MAX, host_port, input_file, int_range, output_dir
 from innet.switch.p4runtime.target import Target
 from innet.switch.ports import IfacePortSpec, LossSpec, PortError, UdpPortSpec
 from innet.switch.server import DEFAULT_GRPC_ADDRESS, SwitchError, SwitchOptions, SwitchServer
@@ -38,11 +38,11 @@ class UsageError(Exception):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="innet's embedded P4 switch with a P4Runtime server.")
-    parser.add_argument("program", nargs="?", type=Path,
+    parser.add_argument("program", nargs="?", type=input_file,
                         help="device config (innet-p4c output) or P4 source to load at start")
     parser.add_argument("--no-p4", action="store_true",
                         help="start without a program; wait for SetForwardingPipelineConfig")
-    parser.add_argument("--device-id", type=int, default=1, metavar="N",
+    parser.add_argument("--device-id", type=int_range(0, UINT64_MAX), default=1, metavar="N",
                         help="P4Runtime device id (default 1)")
     parser.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE",
                         help="attach switch port PORT to Linux interface IFACE (repeatable)")
@@ -52,9 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "to PEER:PORT if given, else to the last sender (repeatable)")
     parser.add_argument("--cpu-port", type=int, default=None, metavar="N",
                         help="port whose packets become PacketIn; PacketOut enters here")
-    parser.add_argument("--grpc-server-addr", default=DEFAULT_GRPC_ADDRESS, metavar="HOST:PORT",
+    parser.add_argument("--grpc-server-addr", type=host_port, default=DEFAULT_GRPC_ADDRESS, metavar="HOST:PORT",
                         help=f"P4Runtime address (default {DEFAULT_GRPC_ADDRESS}; port 0: any free)")
-    parser.add_argument("--pcap", type=Path, default=None, metavar="DIR",
+    parser.add_argument("--pcap", type=output_dir, default=None, metavar="DIR",
                         help="write port<N>_in.pcap / port<N>_out.pcap captures into DIR")
     parser.add_argument("--log-level", default="info",
                         choices=["trace", "debug", "info", "warn", "warning", "error", "critical", "off"],
@@ -88,15 +88,8 @@ def options_from_args(args: argparse.Namespace) -> SwitchOptions:
         raise UsageError("give either a program or --no-p4, not both")
     if args.program is None and not args.no_p4:
         raise UsageError("no program given; pass a device config/P4 file or --no-p4")
-    if args.program is not None and not args.program.is_file():
-        raise UsageError(f"program {str(args.program)!r}: no such file")
-    if args.device_id < 0:
-        raise UsageError(f"--device-id {args.device_id}: must be >= 0")
     if args.cpu_port is not None and not 0 <= args.cpu_port < 512:
         raise UsageError(f"--cpu-port {args.cpu_port}: must be in 0..511")
-    host, sep, port = args.grpc_server_addr.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise UsageError(f"--grpc-server-addr {args.grpc_server_addr!r}: expected HOST:PORT")
     return SwitchOptions(
         device_id=args.device_id,
         udp_ports=tuple(UdpPortSpec.parse(u) for u in args.udp_port),

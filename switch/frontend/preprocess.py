@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import FrontendError, PreprocessError
+from .errors import FrontendError, P4Error, PreprocessError
 from .ir import Loc
 
 #: Directory holding innet's core.p4 and v1model.p4; always on the include path.
@@ -23,6 +23,10 @@ P4_INCLUDE_DIR = Path(__file__).resolve().parents[2] / "p4" / "include"
 
 _MARKER = re.compile(r'^#\s*(\d+)\s+"((?:[^"\\]|\\.)*)"')
 _CPP_DIAG = re.compile(r"^(.+?):(\d+):(\d+): (?:fatal )?error: (.*)$", re.M)
+#: String literals and comments, scanned left to right so that ``//`` inside a string is no comment.
+_OPAQUE = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
+#: The code points ``surrogateescape`` decodes undecodable bytes 0x80..0xff to.
+_BAD_BYTE = re.compile("[\udc80-\udcff]")
 
 
 @dataclass
@@ -79,12 +83,14 @@ def _cpp_command(include_dirs: tuple[str | Path, ...], defines: dict[str, str | 
 
 
 def _run(cmd: list[str], stdin: str | None, display_name: str) -> str:
+    """cpp's output; bytes that are not UTF-8 come back as surrogate escapes (see _check_utf8)."""
+    data = stdin.encode("utf-8", "surrogateescape") if stdin is not None else None
     try:
-        proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, check=False)
+        proc = subprocess.run(cmd, input=data, capture_output=True, check=False)
     except OSError as exc:
         raise FrontendError(f"cannot run the C preprocessor {cmd[0]!r}: {exc}") from None
     if proc.returncode != 0:
-        diag = proc.stderr.replace("<stdin>", display_name).strip()
+        diag = proc.stderr.decode("utf-8", "replace").replace("<stdin>", display_name).strip()
         m = _CPP_DIAG.search(diag)
         loc = Loc(m.group(1), int(m.group(2)), int(m.group(3))) if m else Loc(display_name, 0, 0)
         msg = f"preprocessing failed: {m.group(4) if m else diag}"
@@ -92,7 +98,34 @@ def _run(cmd: list[str], stdin: str | None, display_name: str) -> str:
         err.args = (f"{err.render()}\ncpp said:\n{diag}",)
         err.cpp_output = diag  # type: ignore[attr-defined]
         raise err
-    return proc.stdout
+    return proc.stdout.decode("utf-8", "surrogateescape")
+
+
+def _check_utf8(pp: Preprocessed) -> Preprocessed:
+    """Refuse bytes that are not UTF-8 outside comments, with their location.
+
+    Why comments are exempt: p4c's lexer is byte oriented and skips comments whatever
+    their encoding, so Latin-1 in a comment (an old copyright line) compiles there; the
+    bytes become U+FFFD here, since the device config and P4Info carry the text as
+    UTF-8. Anywhere else (identifiers, string literals) such a byte is an error."""
+    if not _BAD_BYTE.search(pp.text):
+        return pp
+
+    def blank_comment(m: re.Match[str]) -> str:
+        text = m.group()
+        return text if text.startswith('"') else _BAD_BYTE.sub("\ufffd", text)
+
+    text = _OPAQUE.sub(blank_comment, pp.text)
+    bad = _BAD_BYTE.search(text)
+    if bad is None:
+        return Preprocessed(text, pp.line_map, pp.sources)
+    line = text.count("\n", 0, bad.start()) + 1
+    start = text.rfind("\n", 0, bad.start()) + 1
+    col = bad.start() - start + 1
+    byte = ord(bad.group()) - 0xDC00
+    offset = len(pp.text[start:bad.start()].encode("utf-8", "surrogateescape")) + 1  # same positions as text
+    loc = pp.loc(line, col)
+    raise P4Error(loc, f"byte 0x{byte:02x} is not valid UTF-8 (byte {offset} of the line)", pp.source_line(loc))
 
 
 def _split_markers(out: str, stdin_name: str | None) -> tuple[str, list[tuple[str, int]]]:
@@ -118,11 +151,13 @@ def preprocess_file(path: str | Path, include_dirs: tuple[str | Path, ...] = (),
                     defines: dict[str, str | None] | None = None) -> Preprocessed:
     """Preprocess a file on disk; ``#include "x"`` is searched next to it first."""
     p = Path(path)
+    if p.is_dir():
+        raise FrontendError(f"P4 source file {str(p)!r} is a directory")
     if not p.is_file():
         raise FrontendError(f"P4 source file {str(p)!r} does not exist")
     cmd = _cpp_command(include_dirs, defines) + [str(p)]
     text, line_map = _split_markers(_run(cmd, None, str(p)), None)
-    return Preprocessed(text, line_map)
+    return _check_utf8(Preprocessed(text, line_map))
 
 
 def preprocess_source(source: str, filename: str = "<string>",
@@ -131,4 +166,4 @@ def preprocess_source(source: str, filename: str = "<string>",
     """Preprocess in-memory text; positions are reported against ``filename``."""
     cmd = _cpp_command(include_dirs, defines) + ["-"]
     text, line_map = _split_markers(_run(cmd, source, filename), filename)
-    return Preprocessed(text, line_map, sources={filename: source})
+    return _check_utf8(Preprocessed(text, line_map, sources={filename: source}))

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from ..frontend import ir
 from .compiler import ProgramCompiler
-from .errors import ControlPlaneError, suggest
+from .errors import ControlPlaneError, PacketError, suggest
 from .externs import Counter, DigestMessage, Meter, Register
 from .pre import ReplicationEngine
 from .profiles import ActionProfile
@@ -18,6 +18,8 @@ from .tables import Entry, KeySpec, Table
 from .v1model import Architecture
 
 T = TypeVar("T")
+MAX_PORT = 511
+"""Largest port number of v1model's bit<9> port fields."""
 
 
 def resolve(kind: str, name: str, objects: dict[str, T]) -> T:
@@ -75,7 +77,12 @@ class Pipeline:
 
     # ------------------------------------------------------------------ data plane
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
-        """Run one packet; returns the output packets ``[(port, bytes), ...]``."""
+        """Run one packet; returns the output packets ``[(port, bytes), ...]``.
+
+        ``port`` must fit ``standard_metadata.ingress_port`` (bit<9>); anything else would
+        silently be truncated into another port, so it is a PacketError."""
+        if not 0 <= port <= MAX_PORT:
+            raise PacketError(f"ingress port {port} is outside 0..{MAX_PORT} (bit<9>)")
         return self.arch.process(port, data)
 
     @contextlib.contextmanager

@@ -17,6 +17,10 @@ class UnsupportedError(PipelineError):
         self.loc = loc
 
 
+class PacketError(PipelineError, ValueError):
+    """A packet handed to the pipeline cannot enter it (an ingress port outside bit<9>)."""
+
+
 class ControlPlaneError(PipelineError):
     """A control-plane request names an unknown object or carries an invalid value."""
 

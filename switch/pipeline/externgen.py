@@ -278,7 +278,7 @@ class ExternGen(ExprGen):
             p = self.place(target)
             if not isinstance(p.type, ir.HeaderT):
                 raise self.unsupported(f"extract into {p.type}", e)
-            self.extract_into(p, p.type, advance=True)
+            self.extract_into(p, p.type, advance=True, at=e)
             if isinstance(target, ir.StackProp) and target.prop == "next":
                 sp = self.place(target.base)
                 self.emit(f"S[{sp.at()}] += 1")
@@ -321,10 +321,11 @@ class ExternGen(ExprGen):
             return "L"
         raise self.unsupported(f"packet_in.{m}", e)
 
-    def extract_into(self, p: Place, ht: ir.HeaderT, advance: bool) -> None:
+    def extract_into(self, p: Place, ht: ir.HeaderT, advance: bool, at: Any) -> None:
+        """``at``: the extract/lookahead call, whose location a refusal names."""
         w = ht.width
         if w % 8:
-            raise self.unsupported(f"header {ht.name} of {w} bits (not a whole number of bytes)", ht)
+            raise self.unsupported(f"header {ht.name} of {w} bits (not a whole number of bytes)", at)
         nb = w // 8
         self.emit(f"if pos + {nb} > L: raise _PErr({PACKET_TOO_SHORT})")
         if isinstance(p.base, str):
@@ -340,6 +341,8 @@ class ExternGen(ExprGen):
 
     def extract_chunks(self, p: Place, ht: ir.HeaderT) -> None:
         fields = ht.fields
+        if not fields:  # an empty header: extracting it only makes it valid
+            return
         fmt, chunks = chunk_plan([bits(f.type)[0] for f in fields])
         unpack = self.prog.ref(struct.Struct(fmt).unpack_from, "UNPACK")
         plain = all(len(c.codes) == 1 and len(c.fields) == 1 for c in chunks) and not any(
@@ -381,6 +384,9 @@ class ExternGen(ExprGen):
 
     def emit_chunks(self, p: Place, ht: ir.HeaderT) -> None:
         fields = ht.fields
+        if not fields:  # an empty header writes nothing
+            self.emit("pass")
+            return
         fmt, chunks = chunk_plan([bits(f.type)[0] for f in fields])
         pack = self.prog.ref(struct.Struct(fmt).pack, "PACK")
         plain = all(len(c.codes) == 1 and len(c.fields) == 1 for c in chunks) and not any(
@@ -413,13 +419,14 @@ class ExternGen(ExprGen):
 
     def emit_value(self, e: ir.Expr) -> None:
         p = self.place(e)
-        self.emit_place(p, e.type)
+        self.emit_place(p, e.type, e)
 
-    def emit_place(self, p: Place, t: ir.Type) -> None:
+    def emit_place(self, p: Place, t: ir.Type, at: Any) -> None:
+        """``at``: the emitted expression, whose location a refusal names."""
         if isinstance(t, ir.HeaderT):
             w = t.width
             if w % 8:
-                raise self.unsupported(f"emit of header {t.name} of {w} bits (not a whole number of bytes)", t)
+                raise self.unsupported(f"emit of header {t.name} of {w} bits (not a whole number of bytes)", at)
             self.emit(f"if S[{p.at()}]:")
             self.ind += 1
             self.emit_chunks(p, t)
@@ -429,12 +436,12 @@ class ExternGen(ExprGen):
             off = 0
             for f in t.fields:
                 if not is_scalar(f.type):
-                    self.emit_place(p.sub(off, f.type), f.type)
+                    self.emit_place(p.sub(off, f.type), f.type, at)
                 off += nslots(f.type)
             return
         if isinstance(t, ir.StackT):
             esz = nslots(t.elem)
             for i in range(t.size):
-                self.emit_place(p.sub(1 + i * esz, t.elem), t.elem)
+                self.emit_place(p.sub(1 + i * esz, t.elem), t.elem, at)
             return
-        raise self.unsupported(f"emit of {t}", t)
+        raise self.unsupported(f"emit of {t}", at)

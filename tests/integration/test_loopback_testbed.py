@@ -134,3 +134,49 @@ def test_marker_is_in_the_environment_of_spawned_processes(tmp_path: Path) -> No
                             stdout_pipe=True)
         out, _ = popen.communicate(timeout=30)
         assert out.decode().strip() == str(tb.procs.dir)
+
+
+@pytest.mark.parametrize("interrupt, kept", [(KeyboardInterrupt, False), (RuntimeError, True)])
+def test_run_dir_is_kept_only_after_a_real_failure(interrupt: type[BaseException], kept: bool, tmp_path: Path) -> None:
+    with pytest.raises(interrupt):
+        with LoopbackTestbed(star(workers=2), TestbedOptions(state_dir=tmp_path)) as tb:
+            run_dir = tb.procs.dir
+            raise interrupt("stop")
+    assert run_dir.exists() == kept
+
+
+@pytest.mark.slow
+def test_testbed_up_ctrl_c_removes_its_run_dir(tmp_path: Path) -> None:
+    """``innet testbed up --loopback --no-cli``, SIGINT once it waits: clean stop, no run dir left."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the state directory lives under it
+    proc = subprocess.Popen([sys.executable, "-m", "innet.cli", "testbed", "up", "--loopback", "--no-cli",
+                             "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 60
+        lines = []
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"testbed up exited early: {''.join(lines)} {proc.stderr.read()}")  # type: ignore[union-attr]
+            lines.append(line)
+            if line.startswith("waiting; Ctrl-C"):
+                break
+        else:
+            raise AssertionError(f"testbed up not ready within the deadline: {''.join(lines)}")
+        state = tmp_path / f"innet-testbed-{os.getuid()}"
+        runs = list(state.iterdir())
+        assert len(runs) == 1 and (runs[0] / "owner").exists()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert "testbed down" in out and "Traceback" not in err
+        assert list(state.iterdir()) == []
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        for pid, run in find_marked():
+            if Path(run).is_relative_to(tmp_path):
+                os.kill(pid, signal.SIGKILL)

@@ -213,8 +213,14 @@ def test_front_end_error_is_located_with_caret(tmp_path: Path) -> None:
 
 def test_missing_source_file(tmp_path: Path) -> None:
     proc = run(tmp_path / "nope.p4", "-o", tmp_path)
-    assert proc.returncode == 1
-    assert "nope.p4" in proc.stderr and "does not exist" in proc.stderr
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == f"innet-p4c: error: argument source: {str(tmp_path / 'nope.p4')!r}: no such file"
+
+
+def test_output_dir_that_is_a_file(basic: Path) -> None:
+    proc = run(basic, "-o", basic)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == f"innet-p4c: error: argument -o/--output-dir: {str(basic)!r} exists and is not a directory"
 
 
 @pytest.mark.parametrize(
@@ -227,6 +233,7 @@ def test_missing_source_file(tmp_path: Path) -> None:
     ],
 )
 def test_bad_arguments_exit_2(args: tuple[str, ...], message: str, tmp_path: Path) -> None:
+    (tmp_path / "x.p4").write_text("")
     proc = run(*args, cwd=tmp_path)
     assert proc.returncode == 2
     assert message in proc.stderr
@@ -240,3 +247,59 @@ def test_conformance_programs_compile(name: str, tmp_path: Path) -> None:
     info = parse_p4info((tmp_path / "p4info.txtpb").read_bytes())
     assert info.pkg_info.arch == "v1model"
     load_program((tmp_path / f"{name}.innet.json").read_bytes())
+
+
+def _first_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 1, proc
+    assert "Traceback" not in proc.stderr
+    return proc.stderr.splitlines()[0]
+
+
+def test_header_not_byte_aligned_is_refused_at_compile_time(tmp_path: Path) -> None:
+    bad = tmp_path / "unaligned.p4"
+    bad.write_text(BASIC_P4.replace("bit<8> ttl;", "bit<7> ttl;"))
+    proc = run(bad, "-o", tmp_path / "o")
+    line_no = next(i for i, l in enumerate(BASIC_P4.splitlines(), 1) if "packet.extract(hdr.ipv4)" in l)
+    first = _first_error_line(proc)
+    assert first.startswith(f"{bad}:{line_no}:")
+    assert "header ipv4_t of 159 bits (not a whole number of bytes)" in first
+    assert "packet.extract(hdr.ipv4)" in proc.stderr.splitlines()[1]
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("text", ["", "#include <core.p4>\nheader h_t { bit<8> a; }\n"])
+def test_program_without_main_is_refused(text: str, tmp_path: Path) -> None:
+    src = tmp_path / "nomain.p4"
+    src.write_text(text)
+    first = _first_error_line(run(src, "-o", tmp_path / "o"))
+    assert first.startswith(f"{src}: error: ") and "no package instance named 'main'" in first
+
+
+def test_empty_header_compiles(tmp_path: Path) -> None:
+    prog = BASIC_P4.replace("struct metadata { }", "header e_t { }\nstruct metadata { }").replace(
+        "ipv4_t ipv4; }", "ipv4_t ipv4; e_t e; }").replace(
+        "state parse_ipv4 { packet.extract(hdr.ipv4);", "state parse_ipv4 { packet.extract(hdr.e); packet.extract(hdr.ipv4);")
+    (tmp_path / "e.p4").write_text(prog)
+    proc = run(tmp_path / "e.p4", "-o", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_directory_as_source_is_named_a_directory(tmp_path: Path) -> None:
+    proc = run(tmp_path, "-o", tmp_path / "o")
+    assert proc.returncode == 2, proc
+    assert proc.stderr.strip().splitlines()[-1] == f"innet-p4c: error: argument source: {str(tmp_path)!r} is a directory, not a file"
+
+
+@pytest.mark.parametrize("bad, col", [(b"\xff", 1), (b"const bit<8> X = 1; \xe9", 21)])
+def test_bytes_that_are_not_utf8_are_a_located_error(bad: bytes, col: int, tmp_path: Path) -> None:
+    src = tmp_path / "latin.p4"
+    src.write_bytes(b"#include <core.p4>\n" + bad + b"\n")
+    first = _first_error_line(run(src, "-o", tmp_path / "o"))
+    assert first == f"{src}:2:{col}: error: byte 0x{bad[-1]:02x} is not valid UTF-8 (byte {len(bad)} of the line)"
+
+
+def test_latin1_in_a_comment_is_accepted_like_p4c(basic: Path, tmp_path: Path) -> None:
+    basic.write_bytes(b"// caf\xe9 /* \xff */\n/* \xe9t\xe9\n */\n" + basic.read_bytes())
+    proc = run(basic, "-o", tmp_path / "o")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "o" / "p4info.txtpb").read_text() == EXPECTED_BASIC_P4INFO

@@ -52,6 +52,12 @@ def start(*args: str) -> tuple[subprocess.Popen[str], str, list[str]]:
     (["--no-p4", "--loss", "0.1,2,0"], "duplicate probability 2.0 is outside 0..1"),
     (["/nonexistent/prog.json"], "no such file"),
     (["--no-p4", "-u", "1@127.0.0.1:0", "-u", "1@127.0.0.1:0"], "port 1 is given more than once"),
+    (["--no-p4", "--grpc-server-addr", "127.0.0.1:99999"], "port 99999 is outside 0..65535"),
+    (["--no-p4", "--grpc-server-addr", "127.0.0.1:-1"], "port '-1' is not a number"),
+    (["--no-p4", "--device-id", str(1 << 64)], f"{1 << 64} is outside 0..{(1 << 64) - 1}"),
+    (["--no-p4", "--device-id", "-1"], "-1 is outside 0.."),
+    (["--no-p4", "--pcap", sys.executable], f"{sys.executable!r} exists and is not a directory"),
+    ([str(Path(__file__).parent)], "is a directory, not a file"),
 ])
 def test_bad_flags_exit_2_with_one_line(args, message):
     result = run(*args)

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from innet.switch.pipeline import ControlPlaneError, KeySpec, Pipeline, UnsupportedError
+from innet.switch.pipeline.errors import PacketError
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "conformance"
 
@@ -55,3 +56,12 @@ def test_unsupported_is_located(tmp_path: Path) -> None:
     p.write_text(src)
     with pytest.raises(UnsupportedError, match=r"ck\.p4:\d+:\d+: unsupported: extern object Checksum16"):
         Pipeline.from_file(p)
+
+
+@pytest.mark.parametrize("port", [-1, 512, 1 << 32])
+def test_ingress_port_outside_bit9_is_refused(lpm: Pipeline, port: int) -> None:
+    with pytest.raises(PacketError, match=rf"ingress port {port} is outside 0\.\.511"):
+        lpm.process(port, bytes(6))
+    with pytest.raises(ValueError):  # PacketError is a ValueError too
+        lpm.process(port, bytes(6))
+    assert len(lpm.process(511, bytes(6))) == 1  # the largest bit<9> port enters

@@ -105,3 +105,21 @@ def test_missing_cpp_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_missing_file() -> None:
     with pytest.raises(FrontendError, match="does not exist"):
         preprocess_file("/nonexistent/dir/x.p4")
+
+
+def test_byte_not_utf8_in_a_string_literal_is_located(tmp_path: Path) -> None:
+    src = tmp_path / "s.p4"
+    src.write_bytes(b'// fine: caf\xe9\nconst bit<8> X = 1; /* \xff */ @name("a // caf\xe9") const bit<8> Y = 2;\n')
+    with pytest.raises(P4Error, match=r"s\.p4:2:44: error: byte 0xe9 is not valid UTF-8 \(byte 44 of the line\)"):
+        preprocess_file(src)
+
+
+def test_comments_with_other_encodings_become_replacement_characters(tmp_path: Path) -> None:
+    src = tmp_path / "c.p4"
+    src.write_bytes(b"/* caf\xe9 */ const bit<8> X = 1; // \xff\n")
+    assert preprocess_file(src).text.splitlines()[-1] == "/* caf\ufffd */ const bit<8> X = 1; // \ufffd"
+
+
+def test_directory_is_not_reported_as_missing(tmp_path: Path) -> None:
+    with pytest.raises(FrontendError, match=r"P4 source file '.*' is a directory"):
+        preprocess_file(tmp_path)

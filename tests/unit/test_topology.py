@@ -171,3 +171,19 @@ def test_load_errors_name_the_problem(tmp_path: Path) -> None:
         Topology.from_json("{")
     with pytest.raises(TopologyError, match=r"topology file .*nope.json"):
         Topology.load(tmp_path / "nope.json")
+
+
+def test_load_refuses_binary_and_wrong_shapes(tmp_path: Path) -> None:
+    binary = tmp_path / "topo.json"
+    binary.write_bytes(b'{"name": "\xd0\x00"}')
+    with pytest.raises(TopologyError, match=r"topology file '.*topo.json': not JSON text: byte 0xd0 at offset 10 "
+                                            r"is not valid UTF-8"):
+        Topology.load(binary)
+    for text, message in (("[1]", "expected an object, got list"), ("null", "expected an object, got NoneType")):
+        with pytest.raises(TopologyError, match=message):
+            Topology.from_json(text)
+    data = star(workers=2).to_dict()
+    with pytest.raises(TopologyError, match=r"hosts must be a list, got 3"):
+        Topology.from_dict({**data, "hosts": 3})
+    with pytest.raises(TopologyError, match=r"links\[0\] must be an object, got 7"):
+        Topology.from_dict({**data, "links": [7]})
