@@ -224,13 +224,16 @@ class Device:
             return self._apply(active, list(updates))
 
     def _apply(self, active: _Active, updates: list[p4r.Update]) -> list[P4RuntimeError | None]:
+        """One result per update. A kept error drops its traceback: it would hold the
+        frames (and the request's entities) of every failed update of a huge batch alive
+        until the reply is sent (100k failing updates took 400 MB)."""
         results: list[P4RuntimeError | None] = []
         for update in updates:
             try:
                 self._apply_one(active, update)
                 results.append(None)
             except P4RuntimeError as error:
-                results.append(error)
+                results.append(error.with_traceback(None))
             except TargetError as error:
                 results.append(invalid(str(error)))
             except Exception as error:  # a target bug must not kill the server
