@@ -50,8 +50,14 @@ MAX_MESSAGE_BYTES = 256 << 20
 """Receive limit of the client channel (large register reads)."""
 MAX_WRITE_BYTES = 3 << 20
 """Updates per Write request are cut so a request stays under gRPC's default 4 MiB."""
-MAX_WRITE_UPDATES = 20000
-"""And at most this many updates per request."""
+MAX_WRITE_UPDATES = 128
+"""And at most this many updates per request, so that a failed request's per-update
+errors fit gRPC's metadata limits (innet-switch sends per-update errors for up to
+``innet.switch.p4runtime.errors.MAX_DETAILED_UPDATES`` updates; BMv2 sends every message
+in full). Loading 30k register cells takes the same time with 128 as with 20000."""
+MAX_METADATA_BYTES = 1 << 20
+"""Trailing metadata the client accepts (gRPC's default is 8 KiB): room for the full
+per-update error messages a switch such as BMv2 sends for a failed batch."""
 MAX_PENDING_MESSAGES = 100_000
 """StreamChannel messages of one kind kept until taken; beyond it the oldest are dropped."""
 
@@ -201,7 +207,9 @@ class P4RuntimeClient:
     def _connect(self) -> None:
         channel = grpc.insecure_channel(self.address, options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_metadata_size", MAX_METADATA_BYTES),
+            ("grpc.absolute_max_metadata_size", MAX_METADATA_BYTES)])
         self._channel = channel
         try:
             grpc.channel_ready_future(channel).result(timeout=self.timeout)
@@ -284,16 +292,30 @@ class P4RuntimeClient:
             return None
         return reply.config.p4info
 
-    def write(self, updates: Sequence[p4r.Update], describe: Describe = describe_update) -> None:
-        """Apply ``updates`` in as few Write requests as fit the message size; raises
-        WriteError listing every failed update with its index in ``updates``."""
+    def write(self, updates: Sequence[p4r.Update], describe: Describe = describe_update,
+              single_request: bool = False) -> None:
+        """Apply ``updates`` in Write requests of at most MAX_WRITE_UPDATES updates and
+        MAX_WRITE_BYTES; raises WriteError listing every failed update with its index in
+        ``updates``.
+
+        Not atomic: each request is CONTINUE_ON_ERROR (the updates that did not fail are
+        applied), and when ``updates`` takes several requests the later ones are sent
+        even after one failed, so every failure is reported. ``single_request=True``
+        refuses (ControllerError, nothing sent) updates that do not fit one request,
+        for callers that need all of them applied between the same two packets."""
+        batches = list(_batches(updates))
+        if single_request and len(batches) > 1:
+            raise ControllerError(
+                f"switch {self.address}: {len(updates)} updates need {len(batches)} Write requests (at most "
+                f"{MAX_WRITE_UPDATES} updates and {MAX_WRITE_BYTES} bytes each), but single_request was asked: "
+                "a write of several requests is not atomic; write fewer updates at once")
         failures: list[UpdateFailure] = []
         start = 0
-        for batch in _batches(updates):
+        for batch in batches:
             failures.extend(self._write_batch(batch, start, describe))
             start += len(batch)
         if failures:
-            raise WriteError(failures, len(updates))
+            raise WriteError(failures, len(updates), len(batches))
 
     def _write_batch(self, batch: list[p4r.Update], start: int, describe: Describe) -> list[UpdateFailure]:
         request = p4r.WriteRequest(device_id=self.device_id, election_id=self._election(),

@@ -109,8 +109,9 @@ class Switch:
 
     # -- raw -----------------------------------------------------------------------------
 
-    def write(self, updates: Sequence[p4r.Update]) -> None:
-        self.client.write(updates, ent.describer(self.schema))
+    def write(self, updates: Sequence[p4r.Update], single_request: bool = False) -> None:
+        """Raw updates; not atomic (see ``P4RuntimeClient.write``)."""
+        self.client.write(updates, ent.describer(self.schema), single_request)
 
     # -- tables --------------------------------------------------------------------------
 

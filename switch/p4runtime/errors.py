@@ -115,7 +115,7 @@ def _shorten(message: str, limit: int) -> str:
 
 
 def write_error_status(results: Sequence[P4RuntimeError | None],
-                       budget: int = STATUS_DETAILS_BUDGET) -> rpc_status.Status:
+                       budget: int | None = None) -> rpc_status.Status:
     """The google.rpc.Status of a batch with one result per update (None = success),
     serialized within ``budget`` bytes.
 
@@ -124,6 +124,7 @@ def write_error_status(results: Sequence[P4RuntimeError | None],
     even codes alone do not fit, no per-update details but a message saying how many
     failed, the first few, and the batch size that would get per-update errors. A
     partial detail list is never sent: clients read the details by position."""
+    budget = STATUS_DETAILS_BUDGET if budget is None else budget
     if len(results) * _detail(p4r.Error()) <= budget:
         status = _detailed(results, None)
         if status.ByteSize() <= budget:
