@@ -42,6 +42,7 @@ from innet.controller.errors import (
     UpdateFailure,
     WriteError,
 )
+from innet.controller.tls import ClientTls
 from innet.switch.p4runtime.errors import decode_write_errors, status_code_of, status_details
 
 LOG = logging.getLogger(__name__)
@@ -180,8 +181,10 @@ class P4RuntimeClient:
     """One P4Runtime session with one device: channel, arbitration, RPCs."""
 
     def __init__(self, address: str, device_id: int = 1, election_id: int | None = 1,
-                 timeout: float = 10.0) -> None:
+                 timeout: float = 10.0, tls: ClientTls | None = None) -> None:
         self.address = address
+        self.tls = tls
+        """TLS of the channel (the switch runs with ``--grpc-server-ssl``); None: plaintext."""
         self.device_id = device_id
         self.election_id = election_id
         """None: a read-only session (no StreamChannel, no arbitration; writes are refused)."""
@@ -205,18 +208,26 @@ class P4RuntimeClient:
         return self
 
     def _connect(self) -> None:
-        channel = grpc.insecure_channel(self.address, options=[
+        options: list[tuple[str, int | str]] = [
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_metadata_size", MAX_METADATA_BYTES),
-            ("grpc.absolute_max_metadata_size", MAX_METADATA_BYTES)])
+            ("grpc.absolute_max_metadata_size", MAX_METADATA_BYTES)]
+        if self.tls is None:
+            channel = grpc.insecure_channel(self.address, options=options)
+        else:
+            channel = grpc.secure_channel(self.address, self.tls.credentials(),
+                                          options=options + self.tls.channel_options())
         self._channel = channel
         try:
             grpc.channel_ready_future(channel).result(timeout=self.timeout)
         except grpc.FutureTimeoutError:
+            hint = ("is innet-switch or simple_switch_grpc running on that address?" if self.tls is None else
+                    "is the switch running there with --grpc-server-ssl, does its certificate chain to the "
+                    "CA certificate and name the address, and does it want a client certificate?")
             raise SwitchUnreachableError(
-                f"switch {self.address}: no gRPC connection within {self.timeout:g} s "
-                "(is innet-switch or simple_switch_grpc running on that address?)") from None
+                f"switch {self.address}: no {'TLS ' if self.tls else ''}gRPC connection within "
+                f"{self.timeout:g} s ({hint})") from None
         self._stub = p4r_grpc.P4RuntimeStub(channel)
         if self.election_id is None:
             return

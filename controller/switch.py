@@ -22,6 +22,7 @@ from innet.controller.errors import ControllerError, NoPipelineError, ValueRange
 from innet.controller.pipeline import PipelineConfig
 from innet.controller.registers import AutoRegisters, P4RuntimeRegisters, RegisterBackend, Runner, ThriftCliRegisters, run_subprocess
 from innet.controller.schema import P4Schema, Value, encode
+from innet.controller.tls import ClientTls
 
 DEFAULT_ADDRESS = "127.0.0.1:9559"
 
@@ -45,6 +46,8 @@ class SwitchSpec:
     """BMv2 only: Thrift port for the ``simple_switch_CLI`` register fallback."""
     timeout: float = 10.0
     """Deadline in seconds of connecting and of each RPC."""
+    tls: ClientTls | None = None
+    """TLS of the P4Runtime channel (switch started with ``--grpc-server-ssl``); None: plaintext."""
 
 
 class Switch:
@@ -52,7 +55,7 @@ class Switch:
 
     def __init__(self, spec: SwitchSpec, runner: Runner = run_subprocess) -> None:
         self.spec = spec
-        self.client = P4RuntimeClient(spec.address, spec.device_id, spec.election_id, spec.timeout)
+        self.client = P4RuntimeClient(spec.address, spec.device_id, spec.election_id, spec.timeout, spec.tls)
         self._runner = runner
         self._schema: P4Schema | None = None
         self._registers: RegisterBackend | None = None
