@@ -384,7 +384,8 @@ class P4RuntimeClient:
         config = self._get_pipeline(p4r.GetForwardingPipelineConfigRequest.COOKIE_ONLY)
         return None if config is None else int(config.cookie.cookie)
 
-    def _get_pipeline(self, response_type: int) -> p4r.ForwardingPipelineConfig | None:
+    def _get_pipeline(self, response_type: "p4r.GetForwardingPipelineConfigRequest.ResponseType.ValueType"
+                      ) -> p4r.ForwardingPipelineConfig | None:
         request = p4r.GetForwardingPipelineConfigRequest(device_id=self.device_id, response_type=response_type)
         try:
             reply = self._rpc(lambda: self.stub.GetForwardingPipelineConfig(request, timeout=self.timeout))
