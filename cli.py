@@ -90,7 +90,16 @@ def _specs(args: argparse.Namespace, read_only: bool = False) -> list:  # type: 
 
     election = None if read_only else args.election_id
     return [SwitchSpec(f"s{i}", a, args.device_id, election_id=election, thrift_port=args.thrift_port,
-                       timeout=args.timeout) for i, a in enumerate(args.switch)]
+                       timeout=args.timeout, tls=_tls(args)) for i, a in enumerate(args.switch)]
+
+
+def _tls(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """ClientTls from --grpc-tls/--grpc-ca-cert/--grpc-client-cert/--grpc-client-key, None without them."""
+    from innet.controller.tls import ClientTls
+
+    if not (args.grpc_tls or args.grpc_ca_cert or args.grpc_client_cert or args.grpc_client_key):
+        return None
+    return ClientTls(args.grpc_ca_cert, args.grpc_client_cert, args.grpc_client_key, args.grpc_server_name)
 
 
 @_controller_command
@@ -238,6 +247,15 @@ def _add_switch_args(p: argparse.ArgumentParser, many: bool = False) -> None:
     p.add_argument("--thrift-port", type=int_range(1, 65535), default=None,
                    help="BMv2 Thrift port: registers via simple_switch_CLI")
     p.add_argument("--timeout", type=positive_float, default=10.0, help="seconds to wait for the switch (default 10)")
+    p.add_argument("--grpc-tls", action="store_true",
+                   help="TLS to a switch started with --grpc-server-ssl (implied by the --grpc-* files below)")
+    p.add_argument("--grpc-ca-cert", type=Path, default=None, metavar="PEM",
+                   help="CA certificate the switch's certificate must chain to (default: the system's)")
+    p.add_argument("--grpc-client-cert", type=Path, default=None, metavar="PEM",
+                   help="client certificate, for a switch with --grpc-server-with-client-auth")
+    p.add_argument("--grpc-client-key", type=Path, default=None, metavar="PEM", help="key of --grpc-client-cert")
+    p.add_argument("--grpc-server-name", default=None, metavar="NAME",
+                   help="name the switch's certificate is checked against (default: the host of --switch)")
     p.set_defaults(_many=many)
 
 

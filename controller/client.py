@@ -27,7 +27,7 @@ import queue
 import threading
 import time
 from collections import deque
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
 import grpc
 from finsy.proto import U128, p4i, p4r, p4r_grpc
@@ -42,6 +42,8 @@ from innet.controller.errors import (
     UpdateFailure,
     WriteError,
 )
+from innet.controller.reconnect import NO_RECONNECT, ReconnectPolicy
+from innet.controller.tls import ClientTls
 from innet.switch.p4runtime.errors import decode_write_errors, status_code_of, status_details
 
 LOG = logging.getLogger(__name__)
@@ -50,12 +52,19 @@ MAX_MESSAGE_BYTES = 256 << 20
 """Receive limit of the client channel (large register reads)."""
 MAX_WRITE_BYTES = 3 << 20
 """Updates per Write request are cut so a request stays under gRPC's default 4 MiB."""
-MAX_WRITE_UPDATES = 20000
-"""And at most this many updates per request."""
+MAX_WRITE_UPDATES = 128
+"""And at most this many updates per request, so that a failed request's per-update
+errors fit gRPC's metadata limits (innet-switch sends per-update errors for up to
+``innet.switch.p4runtime.errors.MAX_DETAILED_UPDATES`` updates; BMv2 sends every message
+in full). Loading 30k register cells takes the same time with 128 as with 20000."""
+MAX_METADATA_BYTES = 1 << 20
+"""Trailing metadata the client accepts (gRPC's default is 8 KiB): room for the full
+per-update error messages a switch such as BMv2 sends for a failed batch."""
 MAX_PENDING_MESSAGES = 100_000
 """StreamChannel messages of one kind kept until taken; beyond it the oldest are dropped."""
 
 Describe = Callable[[p4r.Update], str]
+T = TypeVar("T")
 
 
 def describe_update(update: p4r.Update) -> str:
@@ -164,6 +173,12 @@ class _Stream:
     def send(self, request: p4r.StreamMessageRequest) -> None:
         self._out.put(request)
 
+    @property
+    def ended(self) -> bool:
+        """The switch ended the stream or it failed (the switch went away)."""
+        with self._ready:
+            return self._ended is not None
+
     def close(self) -> None:
         self._out.put(None)
         self._call.cancel()
@@ -174,8 +189,20 @@ class P4RuntimeClient:
     """One P4Runtime session with one device: channel, arbitration, RPCs."""
 
     def __init__(self, address: str, device_id: int = 1, election_id: int | None = 1,
-                 timeout: float = 10.0) -> None:
+                 timeout: float = 10.0, tls: ClientTls | None = None,
+                 reconnect: ReconnectPolicy = NO_RECONNECT) -> None:
         self.address = address
+        self.tls = tls
+        """TLS of the channel (the switch runs with ``--grpc-server-ssl``); None: plaintext."""
+        self.reconnect = reconnect
+        """What an RPC that finds the switch gone (UNAVAILABLE) does: reconnect with
+        back-off, re-arbitrate, call ``on_reconnect``, and try once more."""
+        self.on_reconnect: Callable[[], None] | None = None
+        """Called after a reconnect, before the failed RPC is tried again: restores what
+        the switch lost in a restart (``Switch`` sets it). Its own RPCs do not reconnect."""
+        self.reconnects = 0
+        """Reconnects done so far."""
+        self._recovering = False
         self.device_id = device_id
         self.election_id = election_id
         """None: a read-only session (no StreamChannel, no arbitration; writes are refused)."""
@@ -192,23 +219,100 @@ class P4RuntimeClient:
         """Open the channel and arbitrate; raises SwitchUnreachableError within
         ``timeout`` when nothing answers, RpcError when arbitration is refused."""
         try:
-            self._connect()
+            self._connect(self.timeout)
         except BaseException:
             self.close()
             raise
         return self
 
-    def _connect(self) -> None:
-        channel = grpc.insecure_channel(self.address, options=[
+    def recover(self) -> None:
+        """Reconnect after the switch went away: new channel and StreamChannel with
+        exponential back-off until ``reconnect.deadline``, arbitration with the same
+        election id, then ``on_reconnect``. Raises SwitchUnreachableError naming the
+        deadline and the last failure when the switch does not come back in time."""
+        policy = self.reconnect
+        deadline = time.monotonic() + policy.deadline
+        attempts = 0
+        last: Exception | None = None
+        for delay in policy.delays():
+            self.close()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            attempts += 1
+            try:
+                self._connect(min(remaining, max(1.0, 2 * delay), self.timeout))
+                break
+            except (SwitchUnreachableError, RpcError) as error:
+                # refused, not up yet, or the old stream's election id not released yet
+                last = error
+                LOG.debug("switch %s: reconnect attempt %d failed: %s", self.address, attempts, error)
+            time.sleep(max(0.0, min(delay, deadline - time.monotonic())))
+        if self._stub is None:
+            self.close()
+            raise SwitchUnreachableError(
+                f"switch {self.address}: connection lost and not back within {policy.deadline:g} s "
+                f"({attempts} attempts; last: {last})")
+        self.reconnects += 1
+        LOG.warning("switch %s: reconnected (%s) after %d attempt(s)", self.address,
+                    "primary" if self.is_primary else "backup", attempts)
+        if self.on_reconnect is not None:
+            self._recovering = True
+            try:
+                self.on_reconnect()
+            finally:
+                self._recovering = False
+
+    def _may_recover(self, error: grpc.RpcError | None) -> bool:
+        """A call failed because the switch is gone (not merely slow): reconnect?"""
+        if not self.reconnect.enabled or self._recovering or self._stub is None:
+            return False
+        return error is None or error.code() == grpc.StatusCode.UNAVAILABLE  # type: ignore[attr-defined]
+
+    def _stream_lost(self) -> bool:
+        """Our StreamChannel ended: the switch restarted or went away. The channel itself
+        may already be connected to a restarted switch, which knows nothing of us."""
+        return self._stream is not None and self._stream.ended
+
+    def _rpc(self, call: Callable[[], T]) -> T:
+        """``call()``; when the switch is found gone (UNAVAILABLE, or our StreamChannel
+        ended), ``recover()`` and call once more."""
+        if self._stream_lost() and self._may_recover(None):
+            LOG.warning("switch %s: StreamChannel ended; reconnecting", self.address)
+            self.recover()
+        try:
+            return call()
+        except grpc.RpcError as error:
+            if not (self._may_recover(error) or (self._stream_lost() and self._may_recover(None))):
+                raise
+            LOG.warning("switch %s: %s; reconnecting", self.address, error.details())  # type: ignore[attr-defined]
+        self.recover()
+        return call()
+
+    def _connect(self, timeout: float) -> None:
+        options: list[tuple[str, int | str]] = [
+            ("grpc.min_reconnect_backoff_ms", 100),  # a restarted switch is found within 0.1-1 s
+            ("grpc.initial_reconnect_backoff_ms", 100),
+            ("grpc.max_reconnect_backoff_ms", 1000),
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)])
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_metadata_size", MAX_METADATA_BYTES),
+            ("grpc.absolute_max_metadata_size", MAX_METADATA_BYTES)]
+        if self.tls is None:
+            channel = grpc.insecure_channel(self.address, options=options)
+        else:
+            channel = grpc.secure_channel(self.address, self.tls.credentials(),
+                                          options=options + self.tls.channel_options())
         self._channel = channel
         try:
-            grpc.channel_ready_future(channel).result(timeout=self.timeout)
+            grpc.channel_ready_future(channel).result(timeout=timeout)
         except grpc.FutureTimeoutError:
+            hint = ("is innet-switch or simple_switch_grpc running on that address?" if self.tls is None else
+                    "is the switch running there with --grpc-server-ssl, does its certificate chain to the "
+                    "CA certificate and name the address, and does it want a client certificate?")
             raise SwitchUnreachableError(
-                f"switch {self.address}: no gRPC connection within {self.timeout:g} s "
-                "(is innet-switch or simple_switch_grpc running on that address?)") from None
+                f"switch {self.address}: no {'TLS ' if self.tls else ''}gRPC connection within "
+                f"{timeout:g} s ({hint})") from None
         self._stub = p4r_grpc.P4RuntimeStub(channel)
         if self.election_id is None:
             return
@@ -216,10 +320,10 @@ class P4RuntimeClient:
         update = p4r.MasterArbitrationUpdate(device_id=self.device_id, election_id=U128.encode(self.election_id))
         self._stream.send(p4r.StreamMessageRequest(arbitration=update))
         what = f"arbitration of device {self.device_id} with election id {self.election_id}"
-        reply = self._take("arbitration", self.timeout, what)
+        reply = self._take("arbitration", timeout, what)
         if reply is None:
             raise SwitchUnreachableError(
-                f"switch {self.address}: no arbitration answer within {self.timeout:g} s") from None
+                f"switch {self.address}: no arbitration answer within {timeout:g} s") from None
         self._arbitrated(reply.arbitration)
         LOG.debug("switch %s: arbitration %s", self.address, "primary" if self.is_primary else "backup")
 
@@ -265,41 +369,63 @@ class P4RuntimeClient:
             device_id=self.device_id, election_id=self._election(), config=config,
             action=p4r.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
         try:
-            self.stub.SetForwardingPipelineConfig(request, timeout=max(self.timeout, 60.0))
+            self._rpc(lambda: self.stub.SetForwardingPipelineConfig(request, timeout=max(self.timeout, 60.0)))
         except grpc.RpcError as error:
             raise rpc_error(error, "pipeline push", self.address) from None
 
     def get_p4info(self) -> p4i.P4Info | None:
         """The P4Info of the pipeline on the device, None when it has none."""
-        request = p4r.GetForwardingPipelineConfigRequest(
-            device_id=self.device_id, response_type=p4r.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+        config = self._get_pipeline(p4r.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+        return config.p4info if config is not None and config.HasField("p4info") else None
+
+    def get_cookie(self) -> int | None:
+        """The cookie of the pipeline on the device (0 when it was set without one), None
+        when it has no pipeline."""
+        config = self._get_pipeline(p4r.GetForwardingPipelineConfigRequest.COOKIE_ONLY)
+        return None if config is None else int(config.cookie.cookie)
+
+    def _get_pipeline(self, response_type: "p4r.GetForwardingPipelineConfigRequest.ResponseType.ValueType"
+                      ) -> p4r.ForwardingPipelineConfig | None:
+        request = p4r.GetForwardingPipelineConfigRequest(device_id=self.device_id, response_type=response_type)
         try:
-            reply = self.stub.GetForwardingPipelineConfig(request, timeout=self.timeout)
+            reply = self._rpc(lambda: self.stub.GetForwardingPipelineConfig(request, timeout=self.timeout))
         except grpc.RpcError as error:
             converted = rpc_error(error, "pipeline read", self.address)
             if isinstance(converted, NoPipelineError):
                 return None
             raise converted from None
-        if not reply.config.HasField("p4info"):
-            return None
-        return reply.config.p4info
+        return reply.config
 
-    def write(self, updates: Sequence[p4r.Update], describe: Describe = describe_update) -> None:
-        """Apply ``updates`` in as few Write requests as fit the message size; raises
-        WriteError listing every failed update with its index in ``updates``."""
+    def write(self, updates: Sequence[p4r.Update], describe: Describe = describe_update,
+              single_request: bool = False) -> None:
+        """Apply ``updates`` in Write requests of at most MAX_WRITE_UPDATES updates and
+        MAX_WRITE_BYTES; raises WriteError listing every failed update with its index in
+        ``updates``.
+
+        Not atomic: each request is CONTINUE_ON_ERROR (the updates that did not fail are
+        applied), and when ``updates`` takes several requests the later ones are sent
+        even after one failed, so every failure is reported. ``single_request=True``
+        refuses (ControllerError, nothing sent) updates that do not fit one request,
+        for callers that need all of them applied between the same two packets."""
+        batches = list(_batches(updates))
+        if single_request and len(batches) > 1:
+            raise ControllerError(
+                f"switch {self.address}: {len(updates)} updates need {len(batches)} Write requests (at most "
+                f"{MAX_WRITE_UPDATES} updates and {MAX_WRITE_BYTES} bytes each), but single_request was asked: "
+                "a write of several requests is not atomic; write fewer updates at once")
         failures: list[UpdateFailure] = []
         start = 0
-        for batch in _batches(updates):
+        for batch in batches:
             failures.extend(self._write_batch(batch, start, describe))
             start += len(batch)
         if failures:
-            raise WriteError(failures, len(updates))
+            raise WriteError(failures, len(updates), len(batches))
 
     def _write_batch(self, batch: list[p4r.Update], start: int, describe: Describe) -> list[UpdateFailure]:
         request = p4r.WriteRequest(device_id=self.device_id, election_id=self._election(),
                                    updates=batch)
         try:
-            self.stub.Write(request, timeout=max(self.timeout, 1e-4 * len(batch) + self.timeout))
+            self._rpc(lambda: self.stub.Write(request, timeout=max(self.timeout, 1e-4 * len(batch) + self.timeout)))
         except grpc.RpcError as error:
             out = [UpdateFailure(start + i, status_code_of(e.canonical_code), e.message, describe(batch[i]))
                    for i, e in enumerate(_write_errors(error)[:len(batch)]) if e.canonical_code != 0]
@@ -311,13 +437,16 @@ class P4RuntimeClient:
     def read(self, entities: Iterable[p4r.Entity]) -> list[p4r.Entity]:
         """All entities matched by the (possibly wildcard) selectors, in one Read."""
         request = p4r.ReadRequest(device_id=self.device_id, entities=list(entities))
-        out: list[p4r.Entity] = []
-        try:
+        def call() -> list[p4r.Entity]:
+            out: list[p4r.Entity] = []
             for response in self.stub.Read(request, timeout=max(self.timeout, 30.0)):
                 out.extend(response.entities)
+            return out
+
+        try:
+            return self._rpc(call)
         except grpc.RpcError as error:
             raise rpc_error(error, "read", self.address) from None
-        return out
 
     # -- StreamChannel -------------------------------------------------------------------
 
@@ -332,6 +461,9 @@ class P4RuntimeClient:
         try:
             return self._open_stream().take(kind, timeout)
         except _StreamEnded as ended:
+            if kind != "arbitration" and self._may_recover(ended.error):
+                self.recover()
+                return self._take(kind, timeout, what)
             if ended.error is None:
                 raise RpcError(f"{what} on switch {self.address}: the switch closed the StreamChannel",
                                grpc.StatusCode.UNAVAILABLE) from None

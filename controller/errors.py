@@ -62,14 +62,19 @@ class UpdateFailure:
 class WriteError(RpcError):
     """A batch Write where some updates failed; ``failures`` lists them in order."""
 
-    def __init__(self, failures: list[UpdateFailure], total: int) -> None:
+    def __init__(self, failures: list[UpdateFailure], total: int, requests: int = 1) -> None:
         first = failures[0] if failures else None
         text = f"{len(failures)} of {total} updates failed"
         if first is not None:
             text += f"; first: {first}"
+        if requests > 1:
+            text += (f" (sent as {requests} Write requests, not atomically: "
+                     "the other updates were applied)")
         super().__init__(text, grpc.StatusCode.UNKNOWN)
         self.failures = failures
         self.total = total
+        self.requests = requests
+        """Write requests the updates were sent in."""
 
 
 class SchemaError(ControllerError):

@@ -11,6 +11,7 @@ parameters, state.  Layout (K, slots, ...) is read from the pipeline's P4Info.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import grpc
@@ -21,6 +22,8 @@ from innet.controller import jobs as J
 from innet.controller.entities import TableEntry
 from innet.controller.errors import JobError, WriteError
 from innet.controller.switch import Switch
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,11 @@ class InnetSwitch:
     def __init__(self, switch: Switch) -> None:
         self.switch = switch
         self._layout: J.InnetLayout | None = None
+        self._forwarding: list[J.Forwarding] = []
+        """Forwarding installed through this object, in order (re-installed after a restart)."""
+        self._jobs: dict[int, tuple[J.JobSpec, int]] = {}
+        """Jobs created through this object and not destroyed: spec and chunks on this switch."""
+        switch.restorers.append(self._restore)
 
     @property
     def name(self) -> str:
@@ -62,6 +70,22 @@ class InnetSwitch:
     def install_forwarding(self, forwarding: J.Forwarding) -> None:
         """Switch address, routes and ARP entries; entries that exist are modified."""
         self._upsert(list(forwarding.entries()))
+        if forwarding not in self._forwarding:
+            self._forwarding.append(forwarding)
+
+    def _restore(self) -> None:
+        """After a reconnect (``Switch.restore``): install the forwarding again and create
+        the jobs the switch no longer has. A re-created job starts from zero: parameters,
+        momentum and slots lived in the switch's registers, which a restart clears."""
+        self._layout = None
+        for forwarding in self._forwarding:
+            self._upsert(list(forwarding.entries()))
+        present = {j.job_id for j in self.jobs()}
+        for job, chunks in list(self._jobs.values()):
+            if job.job_id not in present:
+                LOG.warning("switch %s: job %d is gone (restart); creating it again, its parameters "
+                            "start from zero", self.name, job.job_id)
+                self.create_job(job, chunks)
 
     def _upsert(self, entries: list[TableEntry]) -> None:
         try:
@@ -100,6 +124,7 @@ class InnetSwitch:
         self._upsert(J.worker_entries(job))
         self.switch.set_multicast_group(job.group, J.replicas(job, self.name))
         self.switch.insert([entry])
+        self._jobs[job.job_id] = (job, chunks)
         return self.job(job.job_id)
 
     def attach(self, job_id: int, epoch: int) -> J.JobInfo:
@@ -113,6 +138,7 @@ class InnetSwitch:
         """Remove the job entry first (packets stop aggregating), then its workers and
         group, and zero its registers and counters."""
         info = self.job(job_id)
+        self._jobs.pop(job_id, None)
         self.switch.delete([TableEntry(J.JOBS_TABLE, {"job": job_id})])
         workers = [e for e in self.switch.read_table(J.WORKERS_TABLE)
                    if not e.is_default and _match_int(e, "job") == job_id]

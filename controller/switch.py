@@ -9,8 +9,9 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import grpc
 from finsy.proto import p4r
@@ -22,6 +23,10 @@ from innet.controller.errors import ControllerError, NoPipelineError, ValueRange
 from innet.controller.pipeline import PipelineConfig
 from innet.controller.registers import AutoRegisters, P4RuntimeRegisters, RegisterBackend, Runner, ThriftCliRegisters, run_subprocess
 from innet.controller.schema import P4Schema, Value, encode
+from innet.controller.reconnect import ReconnectPolicy
+from innet.controller.tls import ClientTls
+
+LOG = logging.getLogger(__name__)
 
 DEFAULT_ADDRESS = "127.0.0.1:9559"
 
@@ -45,6 +50,11 @@ class SwitchSpec:
     """BMv2 only: Thrift port for the ``simple_switch_CLI`` register fallback."""
     timeout: float = 10.0
     """Deadline in seconds of connecting and of each RPC."""
+    tls: ClientTls | None = None
+    """TLS of the P4Runtime channel (switch started with ``--grpc-server-ssl``); None: plaintext."""
+    reconnect: ReconnectPolicy = ReconnectPolicy()
+    """Reconnecting when the switch goes away (restart): back-off and deadline; the
+    pipeline and state this session installed are installed again (``Switch.restore``)."""
 
 
 class Switch:
@@ -52,10 +62,16 @@ class Switch:
 
     def __init__(self, spec: SwitchSpec, runner: Runner = run_subprocess) -> None:
         self.spec = spec
-        self.client = P4RuntimeClient(spec.address, spec.device_id, spec.election_id, spec.timeout)
+        self.client = P4RuntimeClient(spec.address, spec.device_id, spec.election_id, spec.timeout, spec.tls,
+                                      spec.reconnect)
+        self.client.on_reconnect = self.restore
         self._runner = runner
         self._schema: P4Schema | None = None
         self._registers: RegisterBackend | None = None
+        self._pushed: PipelineConfig | None = None
+        self.restorers: list[Callable[[], None]] = []
+        """Called by ``restore`` after the pipeline is back, in order: each re-installs the
+        state its layer installed (``InnetSwitch`` adds forwarding and jobs)."""
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -79,9 +95,30 @@ class Switch:
     # -- pipeline ------------------------------------------------------------------------
 
     def push(self, config: PipelineConfig) -> None:
-        """SetForwardingPipelineConfig; the P4Info becomes this session's schema."""
+        """SetForwardingPipelineConfig; the P4Info becomes this session's schema (and the
+        config is remembered, to be pushed again if the switch restarts without it)."""
         self.client.set_pipeline(config.p4info, config.device_config, config.cookie)
+        self._pushed = config
         self._use(P4Schema(config.p4info))
+
+    def restore(self) -> None:
+        """After a reconnect: push the remembered pipeline again when the switch lost it
+        (no pipeline, or another cookie), then run ``restorers``. A switch that came
+        back without a pipeline this session never pushed is a NoPipelineError saying so."""
+        cookie = self.client.get_cookie()
+        if self._pushed is not None and cookie != self._pushed.cookie:
+            LOG.warning("switch %s (%s) came back %s; pushing %s again", self.spec.name, self.spec.address,
+                        "without a pipeline" if cookie is None else f"with another pipeline (cookie {cookie})",
+                        self._pushed.name)
+            self.client.set_pipeline(self._pushed.p4info, self._pushed.device_config, self._pushed.cookie)
+        elif cookie is None:
+            self._schema = self._registers = None
+            raise NoPipelineError(
+                f"switch {self.spec.name} ({self.spec.address}) came back without a pipeline after losing "
+                "the connection (restarted?), and this session did not push one: push it again "
+                "(innet pipeline push / Switch.push)", grpc.StatusCode.FAILED_PRECONDITION)
+        for restorer in self.restorers:
+            restorer()
 
     def _use(self, schema: P4Schema) -> None:
         self._schema = schema
@@ -109,8 +146,9 @@ class Switch:
 
     # -- raw -----------------------------------------------------------------------------
 
-    def write(self, updates: Sequence[p4r.Update]) -> None:
-        self.client.write(updates, ent.describer(self.schema))
+    def write(self, updates: Sequence[p4r.Update], single_request: bool = False) -> None:
+        """Raw updates; not atomic (see ``P4RuntimeClient.write``)."""
+        self.client.write(updates, ent.describer(self.schema), single_request)
 
     # -- tables --------------------------------------------------------------------------
 

@@ -58,8 +58,10 @@ class UdpTransportConfig:
     """Switch address the messages go to."""
     switch_port: int = wire.UDP_PORT
     """Switch UDP port (18766)."""
-    local_ip: str = "0.0.0.0"
-    """Address to bind; the worker's IP in the job's ``innet_workers`` entry."""
+    local_ip: str | None = None
+    """Address to bind; the worker's IP in the job's ``innet_workers`` entry. None: the
+    address of the interface the route to ``switch_ip`` leaves by (never every interface:
+    a socket on 0.0.0.0 would take innet messages from any network the machine is on)."""
     local_port: int = 0
     """UDP port to bind (0: ephemeral); the ``udp_port`` of ``innet_workers``."""
 
@@ -79,6 +81,18 @@ class TunnelTransportConfig:
 
 
 TransportConfig = UdpTransportConfig | TunnelTransportConfig
+
+
+def route_source(destination: str) -> str:
+    """The local address the kernel uses to reach ``destination`` (a connected UDP socket
+    sends nothing); TransportError when there is no route."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect((destination, wire.UDP_PORT))
+        except OSError as error:
+            raise TransportError(f"no route to switch {destination}: {error.strerror}") from None
+        address: str = probe.getsockname()[0]
+    return address
 
 
 def _socket(bind: tuple[str, int], what: str) -> socket.socket:
@@ -131,7 +145,8 @@ class UdpTransport(_DatagramSocket):
     def __init__(self, config: UdpTransportConfig) -> None:
         self.config = config
         self._dest = (config.switch_ip, config.switch_port)
-        self._sock = _socket((config.local_ip, config.local_port), "UDP transport")
+        local_ip = config.local_ip if config.local_ip is not None else route_source(config.switch_ip)
+        self._sock = _socket((local_ip, config.local_port), "UDP transport")
 
     def send(self, message: bytes) -> None:
         self._sendto(message, self._dest)

@@ -23,6 +23,7 @@ from innet.switch.p4runtime.device import Device
 from innet.switch.p4runtime.errors import P4RuntimeError
 from innet.switch.p4runtime.service import P4RuntimeService, add_to_server
 from innet.switch.p4runtime.target import Target
+from innet.switch.tls import ServerTls, TlsConfigError
 from innet.switch.ports import (
     IfacePort,
     IfacePortSpec,
@@ -68,6 +69,8 @@ class SwitchOptions:
     """Threads serving gRPC (each open StreamChannel holds one)."""
     ageing_sweep_interval: float = DEFAULT_SWEEP_INTERVAL
     """Seconds between idle-timeout sweeps (IdleTimeoutNotification; BMv2 uses 1 s)."""
+    tls: ServerTls | None = None
+    """TLS of the P4Runtime server (``--grpc-server-ssl``); None: plaintext."""
 
 
 class SwitchServer:
@@ -124,7 +127,12 @@ class SwitchServer:
                              options=[("grpc.so_reuseport", 0)])  # a busy address is an error
         add_to_server(service, server)
         try:
-            bound = server.add_insecure_port(opts.grpc_address)
+            if opts.tls is None:
+                bound = server.add_insecure_port(opts.grpc_address)
+            else:
+                bound = server.add_secure_port(opts.grpc_address, opts.tls.credentials())
+        except TlsConfigError as error:
+            raise SwitchError(str(error)) from None
         except RuntimeError as error:
             raise SwitchError(f"gRPC address {opts.grpc_address!r}: cannot bind ({error})") from None
         if bound == 0:
@@ -136,7 +144,9 @@ class SwitchServer:
         self._digest_thread = threading.Thread(target=self._digest_timer, name="innet-digests", daemon=True)
         self._digest_thread.start()
         self._ageing = AgeingSweeper(self.device.sweep_idle_timeouts, opts.ageing_sweep_interval).start()
-        LOG.info("P4Runtime listening on %s, device id %d", self.grpc_address, opts.device_id)
+        LOG.info("P4Runtime listening on %s (%s), device id %d", self.grpc_address,
+                 "plaintext" if opts.tls is None else
+                 "TLS" + (" with client auth" if opts.tls.client_auth else ""), opts.device_id)
 
     def _load_program(self, path: Path) -> None:
         try:

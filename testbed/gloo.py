@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import time
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from innet.testbed import ifstats
 
@@ -49,6 +50,40 @@ def command(rank: int, world: int, master_addr: str, master_port: int, sizes: Se
             "--repeats", str(repeats), "--timeout", str(timeout_s), *extra, *map(str, sizes)]
 
 
+def rendezvous_socket(master_addr: str, master_port: int) -> socket.socket:
+    """The listening socket of rank 0's rendezvous store, bound to ``master_addr`` only.
+
+    ``init_method="tcp://..."`` makes torch's TCPStore listen on every interface of the
+    machine, reachable from outside the testbed; bound to the testbed's address (the
+    worker's interface in Mininet, 127.0.0.1 on loopback) it is not."""
+    family = socket.AF_INET6 if ":" in master_addr else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((master_addr, master_port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def rendezvous_store(rank: int, world: int, master_addr: str, master_port: int, timeout: Any) -> Any:
+    """torch's TCPStore for rank ``rank``; rank 0 serves it on ``rendezvous_socket``."""
+    import torch.distributed as dist
+
+    if rank != 0:
+        return dist.TCPStore(master_addr, master_port, world, is_master=False, timeout=timeout)
+    sock = rendezvous_socket(master_addr, master_port)
+    try:
+        # the store takes the descriptor over (its libuv server closes it with the store)
+        return dist.TCPStore(master_addr, master_port, world, is_master=True, timeout=timeout,
+                             master_listen_fd=sock.detach(), use_libuv=True, wait_for_workers=False)
+    except BaseException:
+        sock.close()
+        raise
+
+
 def run_rank(rank: int, world: int, master_addr: str, master_port: int, sizes: Sequence[int],
              repeats: int, timeout_s: float, count_iface: str | None = None) -> int:
     """Body of a rank process; exit status 0 when every check passed."""
@@ -58,8 +93,9 @@ def run_rank(rank: int, world: int, master_addr: str, master_port: int, sizes: S
     import torch.distributed as dist
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://{master_addr}:{master_port}", rank=rank,
-                            world_size=world, timeout=timedelta(seconds=timeout_s))
+    store = rendezvous_store(rank, world, master_addr, master_port, timedelta(seconds=timeout_s))
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world,
+                            timeout=timedelta(seconds=timeout_s))
     expected = world * (world + 1) / 2
     all_ok = True
     try:

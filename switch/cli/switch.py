@@ -3,6 +3,8 @@
     innet-switch [--device-id N] [-i PORT@IFACE]... [-u PORT@HOST:UDPPORT[@PEER:PORT]]...
                  [--cpu-port N] [--grpc-server-addr HOST:PORT] [--pcap DIR]
                  [--log-level LEVEL] [--loss DROP,DUP,REORDER,SEED] (PROGRAM | --no-p4)
+                 [--grpc-server-ssl --grpc-server-cert PEM --grpc-server-key PEM
+                  [--grpc-server-cacert PEM [--grpc-server-with-client-auth]]]
 
 PROGRAM is a device config written by ``innet-p4c`` or a P4 source file. On start the
 actual gRPC address is printed as ``innet-switch: P4Runtime listening on HOST:PORT``.
@@ -22,6 +24,7 @@ from innet.argtypes import UINT64_MAX, host_port, input_file, int_range, output_
 from innet.switch.p4runtime.target import Target
 from innet.switch.ports import IfacePortSpec, LossSpec, PortError, UdpPortSpec
 from innet.switch.server import DEFAULT_GRPC_ADDRESS, SwitchError, SwitchOptions, SwitchServer
+from innet.switch.tls import ServerTls, TlsConfigError
 
 PROG = "innet-switch"
 EXIT_USAGE = 2
@@ -61,7 +64,40 @@ def build_parser() -> argparse.ArgumentParser:
                         help="log level (debug names ports, tables and actions per packet)")
     parser.add_argument("--loss", default=None, metavar="DROP,DUP,REORDER[,SEED]",
                         help="impair UDP port output with these probabilities (tests)")
+    tls = parser.add_argument_group("TLS (the flags of simple_switch_grpc)")
+    tls.add_argument("--grpc-server-ssl", action="store_true",
+                     help="serve P4Runtime over TLS (needs --grpc-server-cert and --grpc-server-key)")
+    tls.add_argument("--grpc-server-cacert", type=Path, default=None, metavar="PEM",
+                     help="CA certificate to verify client certificates against")
+    tls.add_argument("--grpc-server-cert", type=Path, default=None, metavar="PEM",
+                     help="server certificate")
+    tls.add_argument("--grpc-server-key", type=Path, default=None, metavar="PEM", help="server private key")
+    tls.add_argument("--grpc-server-with-client-auth", action="store_true",
+                     help="require clients to present a certificate signed by --grpc-server-cacert")
     return parser
+
+
+def _tls(args: argparse.Namespace) -> ServerTls | None:
+    given = [flag for flag, value in (("--grpc-server-cacert", args.grpc_server_cacert),
+                                      ("--grpc-server-cert", args.grpc_server_cert),
+                                      ("--grpc-server-key", args.grpc_server_key),
+                                      ("--grpc-server-with-client-auth", args.grpc_server_with_client_auth))
+             if value]
+    if not args.grpc_server_ssl:
+        if given:
+            raise UsageError(f"{given[0]} needs --grpc-server-ssl")
+        return None
+    if args.grpc_server_cert is None or args.grpc_server_key is None:
+        raise UsageError("--grpc-server-ssl needs --grpc-server-cert and --grpc-server-key")
+    for flag, path in (("--grpc-server-cert", args.grpc_server_cert), ("--grpc-server-key", args.grpc_server_key),
+                       ("--grpc-server-cacert", args.grpc_server_cacert)):
+        if path is not None and not path.is_file():
+            raise UsageError(f"{flag} {str(path)!r}: no such file")
+    try:
+        return ServerTls(args.grpc_server_cert, args.grpc_server_key, args.grpc_server_cacert,
+                         args.grpc_server_with_client_auth)
+    except TlsConfigError as error:
+        raise UsageError(str(error)) from None
 
 
 def _loss(text: str | None) -> LossSpec | None:
@@ -99,6 +135,7 @@ def options_from_args(args: argparse.Namespace) -> SwitchOptions:
         pcap_dir=args.pcap,
         program=args.program,
         loss=_loss(args.loss),
+        tls=_tls(args),
     )
 
 

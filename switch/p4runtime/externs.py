@@ -25,6 +25,27 @@ PORT_WIDTH = 32
 """Width of a P4Runtime (SDN) port bytestring in replicas."""
 
 
+@dataclass(frozen=True)
+class PreLimits:
+    """What the architecture's packet replication engine can address. An id beyond it
+    would be accepted and stored but could never be selected by the program (a
+    ``bit<16>`` ``mcast_grp`` cannot hold 70000), so it is refused up front."""
+
+    max_group: int = (1 << 16) - 1
+    """v1model ``standard_metadata.mcast_grp`` is ``bit<16>``; 0 means "no multicast"."""
+    max_session: int = (1 << 15) - 1
+    """BMv2 simple_switch's ``MAX_MIRROR_SESSION_ID``; 0 is reserved."""
+    max_port: int = (1 << 9) - 1
+    """v1model ports are ``bit<9>``."""
+    drop_port: int | None = (1 << 9) - 1
+    """BMv2's drop port (511): a replica sent there would vanish."""
+    max_instance: int = (1 << 16) - 1
+    """v1model ``egress_rid`` is ``bit<16>``."""
+
+
+V1MODEL_PRE = PreLimits()
+
+
 def _check_modify(kind: int, what: str) -> None:
     if kind != p4r.Update.MODIFY:
         raise invalid(f"{what} can only be modified (MODIFY), not inserted or deleted")
@@ -42,8 +63,10 @@ def _meter_proto(rates: MeterRates) -> p4r.MeterConfig:
     return p4r.MeterConfig(cir=rates.cir, cburst=rates.cburst, pir=rates.pir, pburst=rates.pburst)
 
 
-def parse_replicas(replicas: list[p4r.Replica], what: str) -> list[Replica]:
-    """Replicas from ``port`` (bytes) or deprecated ``egress_port``; no duplicates."""
+def parse_replicas(replicas: list[p4r.Replica], what: str,
+                   limits: PreLimits = V1MODEL_PRE) -> list[Replica]:
+    """Replicas from ``port`` (bytes) or deprecated ``egress_port``; no duplicates, ports
+    and instances within ``limits``."""
     out: list[Replica] = []
     for r in replicas:
         kind = r.WhichOneof("port_kind")
@@ -53,6 +76,14 @@ def parse_replicas(replicas: list[p4r.Replica], what: str) -> list[Replica]:
             port = int(r.egress_port)
         else:
             port = 0
+        if port > limits.max_port:
+            raise out_of_range(f"{what}: replica port {port} is outside 0..{limits.max_port} "
+                               f"(ports are bit<{limits.max_port.bit_length()}>)")
+        if port == limits.drop_port:
+            raise invalid(f"{what}: replica port {port} is the drop port")
+        if r.instance > limits.max_instance:
+            raise out_of_range(f"{what}: replica instance {r.instance} is outside 0..{limits.max_instance} "
+                               f"(egress_rid is bit<{limits.max_instance.bit_length()}>)")
         replica = Replica(port, int(r.instance))
         if replica in out:
             raise invalid(f"{what}: replica (port {port}, instance {r.instance}) given twice")
@@ -76,6 +107,7 @@ class ExternState:
     groups: dict[int, p4r.MulticastGroupEntry] = field(default_factory=dict)
     sessions: dict[int, p4r.CloneSessionEntry] = field(default_factory=dict)
     digest_configs: dict[int, p4r.DigestEntry.Config] = field(default_factory=dict)
+    limits: PreLimits = V1MODEL_PRE
 
     # -- counters ------------------------------------------------------------------------
 
@@ -210,6 +242,9 @@ class ExternState:
         what = f"multicast group {gid}"
         if gid == 0:
             raise invalid("multicast group id 0 is reserved (no multicast)")
+        if gid > self.limits.max_group:
+            raise out_of_range(f"{what}: id is outside 1..{self.limits.max_group} "
+                               f"(mcast_grp is bit<{self.limits.max_group.bit_length()}>)")
         exists = gid in self.groups
         if kind == p4r.Update.INSERT and exists:
             raise already_exists(f"{what} already exists")
@@ -221,7 +256,7 @@ class ExternState:
             return
         if kind not in (p4r.Update.INSERT, p4r.Update.MODIFY):
             raise invalid(f"{what}: update type {kind} is not INSERT, MODIFY or DELETE")
-        replicas = parse_replicas(list(group.replicas), what)
+        replicas = parse_replicas(list(group.replicas), what, self.limits)
         self.pipeline.multicast_group_set(gid, replicas)
         self.groups[gid] = p4r.MulticastGroupEntry(
             multicast_group_id=gid, replicas=replicas_proto(replicas), metadata=group.metadata)
@@ -231,6 +266,8 @@ class ExternState:
         what = f"clone session {sid}"
         if sid == 0:
             raise invalid("clone session id 0 is reserved")
+        if sid > self.limits.max_session:
+            raise out_of_range(f"{what}: id is outside 1..{self.limits.max_session}")
         if session.packet_length_bytes < 0:
             raise invalid(f"{what}: packet_length_bytes {session.packet_length_bytes} is negative")
         exists = sid in self.sessions
@@ -244,7 +281,7 @@ class ExternState:
             return
         if kind not in (p4r.Update.INSERT, p4r.Update.MODIFY):
             raise invalid(f"{what}: update type {kind} is not INSERT, MODIFY or DELETE")
-        replicas = parse_replicas(list(session.replicas), what)
+        replicas = parse_replicas(list(session.replicas), what, self.limits)
         self.pipeline.clone_session_set(sid, replicas, int(session.class_of_service),
                                         int(session.packet_length_bytes))
         self.sessions[sid] = p4r.CloneSessionEntry(

@@ -3,8 +3,9 @@
 Device configs: innet's ``innet-device-config/1`` JSON (``innet.switch.device_config``)
 or P4 source text. The front-end rebuilds the program and its P4Info; a config whose
 P4Info digest differs from the rebuilt one is rejected. When the controller sends its own
-P4Info, every table, action, register, counter and meter it names must exist in the
-program (the P4Runtime layer uses the controller's ids, the pipeline uses names).
+P4Info, every object it names must exist in the program with the same widths, match
+kinds and sizes (``p4info_match``: the P4Runtime layer validates with the controller's
+P4Info, the pipeline runs the program).
 
 Multi-replica clone sessions are realised as a hidden multicast group numbered
 ``HIDDEN_GROUP_BASE + session`` (above the 16-bit ``mcast_grp`` range, so no P4 program
@@ -23,6 +24,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from finsy.proto import p4i
 
 from innet.switch.p4runtime.innet_profiles import InnetProfiles, unpack_handle
+from innet.switch.p4runtime.p4info_match import check_p4info_matches
 from innet.switch.p4runtime.target import (
     ActionCall,
     ConstEntry,
@@ -278,17 +280,6 @@ class InnetPipeline(InnetProfiles):
         return out
 
 
-def _check_names(p4info: p4i.P4Info, pipeline: Any) -> None:
-    """Every object the controller's P4Info names must exist in the program."""
-    checks = [("table", p4info.tables, pipeline.tables), ("register", p4info.registers, pipeline.registers),
-              ("counter", p4info.counters, pipeline.counters), ("meter", p4info.meters, pipeline.meters)]
-    for kind, objects, known in checks:
-        for obj in objects:
-            if obj.preamble.name not in known:
-                raise TargetError(f"P4Info {kind} {obj.preamble.name!r} does not exist in the program "
-                                  f"(P4Info and device config do not match)")
-
-
 class InnetTarget:
     """Builds ``InnetPipeline``s from innet device configs or P4 source."""
 
@@ -305,8 +296,9 @@ class InnetTarget:
             pipeline = Pipeline(program, clock=self.clock)
         except Exception as error:
             raise TargetError(f"cannot load the program: {error}") from None
+        if p4info is not None:
+            check_p4info_matches(p4info, derived)
         info = p4info if p4info is not None else derived
-        _check_names(info, pipeline)
         return LoadedConfig(info, InnetPipeline(pipeline, derived))
 
     def _compile(self, data: bytes) -> tuple[Any, p4i.P4Info]:

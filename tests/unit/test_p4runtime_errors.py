@@ -41,3 +41,16 @@ def test_a_detail_that_is_not_a_p4_error_is_refused():
     status.details.add().Pack(p4r.PacketOut(payload=b"x"))
     with pytest.raises(ValueError, match="p4.v1.PacketOut' is not p4.v1.Error"):
         decode_write_errors(status)
+
+
+def test_long_messages_are_cut_to_keep_the_details_within_budget():
+    from innet.switch.p4runtime.errors import MESSAGE_CHARS, STATUS_DETAILS_BUDGET, invalid
+
+    results = [invalid(f"update {i}: " + "x" * 5000) for i in range(60)]
+    status = write_error_status(results)
+    assert status.ByteSize() <= STATUS_DETAILS_BUDGET
+    errors = decode_write_errors(status)
+    assert len(errors) == 60 and all(e.canonical_code == rpc_code_of(grpc.StatusCode.INVALID_ARGUMENT) for e in errors)
+    assert errors[0].message.startswith("update 0: xxx") and errors[0].message.endswith("...")
+    assert len(errors[0].message) == MESSAGE_CHARS and not errors[-1].message
+    assert len(status.message) <= 900

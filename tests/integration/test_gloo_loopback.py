@@ -1,0 +1,36 @@
+"""Two gloo ranks on loopback rendezvous through rank 0's store bound to 127.0.0.1
+(innet.testbed.gloo.rendezvous_store) and allreduce correctly."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+
+import pytest
+
+from innet.testbed.gloo import command, gloo_available, gloo_env
+
+
+@pytest.mark.slow
+def test_two_ranks_allreduce_through_the_loopback_store():
+    if not gloo_available():
+        pytest.skip("torch (the gloo baseline's optional dependency) is not installed")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    env = {**os.environ, **gloo_env("lo", "127.0.0.1", port)}
+    procs = [subprocess.Popen(command(rank, 2, "127.0.0.1", port, [4096], repeats=1, timeout_s=30),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for rank in (0, 1)]
+    try:
+        outputs = [p.communicate(timeout=60) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, (out, err) in zip(procs, outputs):
+        assert p.returncode == 0, err
+        (line,) = out.splitlines()
+        assert json.loads(line)["ok"] is True
