@@ -84,7 +84,7 @@ class InnetSwitch:
         for job, chunks in list(self._jobs.values()):
             if job.job_id not in present:
                 LOG.warning("switch %s: job %d is gone (restart); creating it again, its parameters "
-                            "start from zero", self.name, job.job_id)
+                            "start from zero and it is at epoch 0 (worker sets must attach again)", self.name, job.job_id)
                 self.create_job(job, chunks)
 
     def _upsert(self, entries: list[TableEntry]) -> None:

@@ -326,11 +326,13 @@ class Aggregator:
             if epoch == self.job.epoch:  # answers a packet of another (older) worker set
                 self.stats.late += 1
                 return False
+            why = ("the job has no worker set attached (created or re-created since: attach "
+                   "with Controller.attach)" if epoch == 0 else
+                   "another worker set attached to the job since (Controller.attach)")
             raise StaleEpochError(
                 f"job {job}, worker {self.job.rank}: the switch's job is at epoch {epoch}, this "
-                f"worker set attached at epoch {self.job.epoch}: another worker set attached to "
-                "the job since (Controller.attach), so this one's contributions are refused",
-                job, chunk, self.job.epoch, epoch)
+                f"worker set attached at epoch {self.job.epoch}: {why}, so this one's "
+                "contributions are refused", job, chunk, self.job.epoch, epoch)
         state = run.slots[slot] if slot < len(run.slots) else None
         if (state is None or state.chunk != chunk or state.ver != flags & wire.Flag.VER
                 or epoch != self.job.epoch):
