@@ -249,11 +249,11 @@ def _add_switch_args(p: argparse.ArgumentParser, many: bool = False) -> None:
     p.add_argument("--timeout", type=positive_float, default=10.0, help="seconds to wait for the switch (default 10)")
     p.add_argument("--grpc-tls", action="store_true",
                    help="TLS to a switch started with --grpc-server-ssl (implied by the --grpc-* files below)")
-    p.add_argument("--grpc-ca-cert", type=Path, default=None, metavar="PEM",
+    p.add_argument("--grpc-ca-cert", type=input_file, default=None, metavar="PEM",
                    help="CA certificate the switch's certificate must chain to (default: the system's)")
-    p.add_argument("--grpc-client-cert", type=Path, default=None, metavar="PEM",
+    p.add_argument("--grpc-client-cert", type=input_file, default=None, metavar="PEM",
                    help="client certificate, for a switch with --grpc-server-with-client-auth")
-    p.add_argument("--grpc-client-key", type=Path, default=None, metavar="PEM", help="key of --grpc-client-cert")
+    p.add_argument("--grpc-client-key", type=input_file, default=None, metavar="PEM", help="key of --grpc-client-cert")
     p.add_argument("--grpc-server-name", default=None, metavar="NAME",
                    help="name the switch's certificate is checked against (default: the host of --switch)")
     p.set_defaults(_many=many)
