@@ -426,7 +426,7 @@ class ExprBuilder:
             if op in ("==", "!="):
                 if not isinstance(ty, (ir.BitT, ir.IntT, ir.BoolT, ir.EnumT, ir.ErrorT,
                                        ir.StructT, ir.HeaderT, ir.HeaderUnionT, ir.StackT,
-                                       ir.TupleT)):
+                                       ir.TupleT, ir.VarBitT)):
                     raise self.unsupported(loc, f"comparison of {ty} values")
                 t = ir.BoolT()
             else:

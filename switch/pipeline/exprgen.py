@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .compiler import ProgramCompiler
 
 
+VARBIT = -1  # the width ``flatten`` gives a varbit value: its expression is a (width, value) tuple
 SMALL_SHIFT = 1024  # a variable shift amount up to this is done inline (a << b stays small)
 
 
@@ -161,7 +162,12 @@ class ExprGen:
                 self.emit(f"{t} = S[{base.at()}] - 1")
                 self.emit(f"if {t} < 0: {self.oob(e)}")
             return Place(f"{base.at(1)}+{t}*{esz}", st.elem)
+        if isinstance(e, ir.MethodCall) and e.method == "lookahead" and not is_scalar(e.type):
+            return self.lookahead_place(e)
         raise self.unsupported(f"expression {type(e).__name__} as an l-value", e)
+
+    def lookahead_place(self, e: ir.MethodCall) -> Place:  # pragma: no cover - overridden
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ value ranges
     def vrange(self, e: ir.Expr) -> Range | None:
@@ -523,6 +529,8 @@ class ExprGen:
                 out += self.flatten(item)
             return out
         t = e.type
+        if isinstance(t, ir.VarBitT):
+            return [(self.expr(e), VARBIT)]
         if is_scalar(t):
             xs = self.expr(e)
             w, _ = bits(t)
@@ -537,6 +545,9 @@ class ExprGen:
         out: list[tuple[str, int]] = []
         if isinstance(t, ir.HeaderT):
             for i, f in enumerate(t.fields):
+                if isinstance(f.type, ir.VarBitT):
+                    out.append((f"S[{p.at(1 + i)}]", VARBIT))
+                    continue
                 w, s = bits(f.type)
                 x = f"S[{p.at(1 + i)}]"
                 out.append((f"({x} & {(1 << w) - 1})" if s else x, w))
@@ -544,7 +555,9 @@ class ExprGen:
         if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
             off = 0
             for f in t.fields:
-                if is_scalar(f.type):
+                if isinstance(f.type, ir.VarBitT):
+                    out.append((f"S[{p.at(off)}]", VARBIT))
+                elif is_scalar(f.type):
                     w, s = bits(f.type)
                     x = f"S[{p.at(off)}]"
                     out.append((f"({x} & {(1 << w) - 1})" if s else (f"int({x})" if isinstance(f.type, ir.BoolT) else x), w))
@@ -561,7 +574,8 @@ class ExprGen:
 
 
 def pack_expr(fields: list[tuple[str, int]]) -> tuple[str, int]:
-    """One Python int expression concatenating the fields MSB first, and its width."""
+    """One Python int expression concatenating the fields MSB first, and its width
+    (fixed-width fields only; see ``vl_parts`` for lists with a varbit)."""
     parts = []
     total = sum(w for _, w in fields)
     shift = total
@@ -569,3 +583,10 @@ def pack_expr(fields: list[tuple[str, int]]) -> tuple[str, int]:
         shift -= w
         parts.append(f"({x} << {shift})" if shift else f"{x}")
     return (" | ".join(parts) if parts else "0"), total
+
+
+def vl_parts(fields: list[tuple[str, int]]) -> str:
+    """A tuple expression of ``(width, value)`` pairs for ``_vl_bytes``: fields of a list
+    in which some width (a varbit's) is only known at run time."""
+    items = [x if w == VARBIT else f"({w}, {x})" for x, w in fields]
+    return "(" + "".join(i + ", " for i in items) + ")"
