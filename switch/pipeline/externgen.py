@@ -278,7 +278,12 @@ class ExternGen(ExprGen):
         m = e.method
         if m == "extract":
             target = e.args[0].expr
-            assert target is not None
+            if target is None:  # extract<H>(_): the bytes are checked and skipped
+                t = e.type_args[0] if e.type_args else None
+                if not isinstance(t, ir.HeaderT) or len(e.args) != 1:
+                    raise self.unsupported(f"extract into '_' of {t}", e)
+                self.extract_into(Place(self.prog.layout.alloc(t, "discard"), t), t, advance=True, node=e)
+                return None
             p = self.place(target)
             if not isinstance(p.type, ir.HeaderT):
                 raise self.unsupported(f"extract into {p.type}", e)

@@ -362,11 +362,25 @@ class StmtGen(ExternGen):
                 dst = self.place(expr)
                 self.emit(f"S[{dst.span()}] = S[{pp.span()}]")
 
+    def call_with_copy_out(self, call: str, outs: list[tuple[ir.Expr, Place]]) -> None:
+        """``call`` then the copy-out. An ``exit`` inside the callee still copies the out and
+        inout arguments back (P4_16 12.5: exit runs the copy-out of every active call)."""
+        if not outs:
+            self.emit(call)
+            return
+        self.emit("try:")
+        self.emit(f"    {call}")
+        self.emit("except _Exit:")
+        self.ind += 1
+        self.copy_out(outs)
+        self.emit("raise")
+        self.ind -= 1
+        self.copy_out(outs)
+
     def action_call(self, e: ir.ActionCall) -> None:
         fn = self.prog.action_fn(e.action)
         data, outs = self.bind_args(e.action.params, e.args, e)
-        self.emit(f"{fn}(S{''.join(', ' + d for d in data)})")
-        self.copy_out(outs)
+        self.call_with_copy_out(f"{fn}(S{''.join(', ' + d for d in data)})", outs)
 
     def function_call(self, e: ir.FunctionCall) -> str | None:
         fn = self.prog.function_fn(e.func)
@@ -392,8 +406,7 @@ class StmtGen(ExternGen):
             raise self.unsupported(f"apply of {inst.name}", e)
         fn = self.prog.control_fn(decl)
         _, outs = self.bind_args(decl.params, e.args, e)
-        self.emit(f"{fn}(S)")
-        self.copy_out(outs)
+        self.call_with_copy_out(f"{fn}(S)", outs)
         return None
 
     def subparser_apply(self, decl: ir.Parser, e: ir.MethodCall) -> None:
