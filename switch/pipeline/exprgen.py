@@ -89,6 +89,7 @@ class ExprGen:
         self.ranges: dict[int, Range] = {}
         self.written: set[int] | None = None
         self._vr: dict[int, tuple[ir.Expr, Range | None]] = {}
+        self.place_memo: tuple[ir.Expr, Place] | None = None  # an l-value already evaluated
 
     # ------------------------------------------------------------------ helpers
     def emit(self, line: str) -> None:
@@ -118,6 +119,8 @@ class ExprGen:
     # ------------------------------------------------------------------ places
     def place(self, e: ir.Expr) -> Place:
         """The slot range an l-value or aggregate expression denotes."""
+        if self.place_memo is not None and self.place_memo[0] is e:
+            return self.place_memo[1]
         if isinstance(e, ir.VarRef):
             if e.decl.uid in self.locals:
                 raise self.unsupported(f"'{e.decl.name}' (action data) used as an l-value or aggregate", e)

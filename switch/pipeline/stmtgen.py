@@ -164,6 +164,22 @@ class StmtGen(ExternGen):
         self.assign(s.lhs, s.rhs)
 
     def assign(self, lhs: ir.Expr, rhs: ir.Expr) -> None:
+        if is_scalar(lhs.type) and isinstance(lhs, (ir.Member, ir.StackElem)) and _runtime_index(lhs):
+            # P4_16: the left side is evaluated first, so a call on the right side that
+            # writes the index does not move the target; the index is read into a temp
+            p = self.place(lhs)
+            if isinstance(p.base, str) and not p.base.isidentifier():
+                b = self.tmp()
+                self.emit(f"{b} = {p.base}")
+                p = Place(b, p.type)
+            # 'a op= b' reads the same l-value node: it must not evaluate the index again
+            self.place_memo = (lhs, p)
+            try:
+                value = self.expr(rhs)
+            finally:
+                self.place_memo = None
+            self.emit(f"S[{p.at()}] = {value}")
+            return
         if is_scalar(lhs.type):
             self.store(lhs, self.expr(rhs))
         else:
@@ -469,3 +485,12 @@ class StmtGen(ExternGen):
         t = self.tmp()
         self.emit(f"{t} = {kx}")
         return t
+
+
+def _runtime_index(e: ir.Expr) -> bool:
+    """``e`` reaches its slot through a stack index computed at run time."""
+    while isinstance(e, (ir.Member, ir.StackElem, ir.Slice)):
+        if isinstance(e, ir.StackElem) and not isinstance(e.index, ir.Const):
+            return True
+        e = e.base
+    return False
