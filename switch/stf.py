@@ -362,8 +362,13 @@ def _member_action(prof: Any, text: str) -> tuple[str, Any]:
     return toks[0], [int(v, 0) for v in toks[1:]]
 
 
+_STACK_ELEM = re.compile(r"\$(\d+)")
+
+
 def _key_index(table: Any, name: str) -> int:
     names = [k.name for k in table.keys]
+    # BMv2's JSON (and so p4c's STF files) spell stack element i as ``stack$i``
+    name = _STACK_ELEM.sub(r"[\1]", name)
     if name in names:
         return names.index(name)
     hits = [i for i, n in enumerate(names) if n.endswith("." + name) or name.endswith("." + n)]
