@@ -150,7 +150,8 @@ class ExprGen:
                     raise self.unsupported(f"stack index {i} out of range 0..{st.size - 1}", e)
                 return base.sub(1 + i * esz, st.elem)
             idx = self.simple(self.expr(e.index))
-            self.emit(f"if {idx} >= {st.size}: {self.oob(e)}")
+            signed = isinstance(e.index.type, ir.BitT) and e.index.type.signed
+            self.emit(f"if {'not 0 <= ' if signed else ''}{idx} {'<' if signed else '>='} {st.size}: {self.oob(e)}")
             return Place(f"{base.at(1)}+{idx}*{esz}" if esz != 1 else f"{base.at(1)}+{idx}", st.elem)
         if isinstance(e, ir.StackProp) and e.prop in ("next", "last"):
             st = e.base.type
