@@ -8,6 +8,7 @@ expressions therefore only wrap where an operation can leave the range.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -90,6 +91,7 @@ class ExprGen:
         self.written: set[int] | None = None
         self._vr: dict[int, tuple[ir.Expr, Range | None]] = {}
         self.place_memo: tuple[ir.Expr, Place] | None = None  # an l-value already evaluated
+        self._pinned: dict[int, tuple[ir.Expr, str]] = {}  # operands already read into temps
 
     # ------------------------------------------------------------------ helpers
     def emit(self, line: str) -> None:
@@ -222,6 +224,8 @@ class ExprGen:
         the operand of an operation that wraps to ``w`` bits anyway, so the inner wraps of
         ``+ - *`` and widening-or-same-width casts can be left out (masking once at the end
         of an expression tree)."""
+        if id(e) in self._pinned:
+            return self.expr(e)
         if isinstance(e, ir.Binary) and e.op in ("+", "-", "*") and isinstance(e.type, ir.BitT) \
                 and e.type.width >= w:
             return f"({self.expr_mod(e.left, w)} {e.op} {self.expr_mod(e.right, w)})"
@@ -241,6 +245,9 @@ class ExprGen:
     # ------------------------------------------------------------------ r-values
     def expr(self, e: ir.Expr) -> str:
         """Python expression text for the scalar value of ``e``."""
+        pin = self._pinned.get(id(e))
+        if pin is not None and pin[0] is e:
+            return pin[1]
         m = getattr(self, "x_" + type(e).__name__, None)
         if m is None:
             raise self.unsupported(f"expression {type(e).__name__}", e)
@@ -310,6 +317,20 @@ class ExprGen:
         raise self.unsupported(f"unary operator {e.op!r}", e)
 
     def x_Binary(self, e: ir.Binary) -> str:
+        if e.op not in ("&&", "||") and is_scalar(e.left.type) and not isinstance(e.left, ir.Const) \
+                and _has_call(e.right):
+            # left to right: the left operand's value is taken before a call on the right
+            # runs (the call may write it through an inout argument)
+            t = self.tmp()
+            self.emit(f"{t} = {self.expr(e.left)}")
+            self._pinned[id(e.left)] = (e.left, t)
+            try:
+                return self._binary(e)
+            finally:
+                del self._pinned[id(e.left)]
+        return self._binary(e)
+
+    def _binary(self, e: ir.Binary) -> str:
         op = e.op
         if op in ("&&", "||"):
             a = self.expr(e.left)
@@ -594,3 +615,19 @@ def vl_parts(fields: list[tuple[str, int]]) -> str:
     in which some width (a varbit's) is only known at run time."""
     items = [x if w == VARBIT else f"({w}, {x})" for x, w in fields]
     return "(" + "".join(i + ", " for i in items) + ")"
+
+
+def _has_call(e: ir.Expr) -> bool:
+    """``e`` contains a call (function, action, extern, method, table apply) that may write
+    state, so operands to its left must be read before it."""
+    if isinstance(e, (ir.FunctionCall, ir.ExternCall, ir.ActionCall, ir.TableApply)):
+        return True
+    if isinstance(e, ir.MethodCall):
+        return e.method not in ("isValid",)
+    for f in dataclasses.fields(e):  # type: ignore[arg-type]
+        v = getattr(e, f.name)
+        if isinstance(v, ir.Expr) and _has_call(v):
+            return True
+        if isinstance(v, tuple) and any(isinstance(x, ir.Expr) and _has_call(x) for x in v):
+            return True
+    return False
