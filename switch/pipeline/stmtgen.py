@@ -187,14 +187,20 @@ class StmtGen(ExternGen):
 
     def store(self, lhs: ir.Expr, value: str) -> None:
         """Assign the Python expression ``value`` to the scalar l-value ``lhs``."""
+        while isinstance(lhs, ir.Slice) and isinstance(lhs.base, ir.Slice):
+            # a[h1:l1][h2:l2] is a[l1+h2 : l1+l2]: fold nested slices into one of the base
+            inner = lhs.base
+            lhs = ir.Slice(inner.base, inner.lo + lhs.hi, inner.lo + lhs.lo, lhs.type, lhs.loc)
         if isinstance(lhs, ir.Slice):
             base = lhs.base
             w, s = bits(base.type)
             m = ((1 << (lhs.hi - lhs.lo + 1)) - 1) << lhs.lo
-            p = self.place(base)
-            i = p.at()
-            x = f"(S[{i}] & {((1 << w) - 1) ^ m}) | (({value}) << {lhs.lo} & {m})"
-            self.emit(f"S[{i}] = {wrap_expr(x, w, True) if s else x}")
+            if isinstance(base, ir.VarRef) and base.decl.uid in self.locals:
+                tgt = self.locals[base.decl.uid]  # a local kept in a Python variable
+            else:
+                tgt = f"S[{self.place(base).at()}]"
+            x = f"({tgt} & {((1 << w) - 1) ^ m}) | (({value}) << {lhs.lo} & {m})"
+            self.emit(f"{tgt} = {wrap_expr(x, w, True) if s else x}")
             return
         if isinstance(lhs, ir.VarRef) and lhs.decl.uid in self.locals:
             self.emit(f"{self.locals[lhs.decl.uid]} = {value}")
