@@ -293,8 +293,11 @@ class ExternGen(ExprGen):
                 self.extract_varbit(p, p.type, size, e)
             else:
                 self.extract_into(p, p.type, advance=True, node=e)
-            if isinstance(target, ir.StackProp) and target.prop == "next":
-                sp = self.place(target.base)
+            stack = target
+            while isinstance(stack, ir.Member):  # u.next.member: a stack of header unions
+                stack = stack.base
+            if isinstance(stack, ir.StackProp) and stack.prop == "next":
+                sp = self.place(stack.base)
                 self.emit(f"S[{sp.at()}] += 1")
             return None
         if m == "lookahead":
