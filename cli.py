@@ -46,7 +46,28 @@ def _print_report(report: SuiteReport, verbose: bool) -> None:
     console.print(f"{report.passed} passed, {report.failed} failed")
 
 
+def _cmd_p4c_samples(directory: Path) -> int:
+    """Pass rate on p4c's own v1model samples; failures are data (exit 0), a bad DIR is not."""
+    from innet.p4c_samples import SamplesDirError, run_samples
+
+    try:
+        report = run_samples(directory)
+    except SamplesDirError as e:
+        print(f"innet: {e}", file=sys.stderr)
+        return 2
+    total = len(report.results)
+    print(f"p4c v1model samples in {report.directory}: {report.passed}/{total} pass "
+          f"({100 * report.passed / max(total, 1):.1f}%)")
+    for reason, names in report.failures_by_reason().items():
+        print(f"{len(names):3d}  {reason}")
+        for n in names:
+            print(f"       {n}")
+    return 0
+
+
 def _cmd_conformance(args: argparse.Namespace) -> int:
+    if args.p4c_samples is not None:
+        return _cmd_p4c_samples(Path(args.p4c_samples))
     dirs = [Path(d) for d in args.dirs] if args.dirs else default_suites()
     for d in dirs:
         problem = ("is not a directory" if d.exists() and not d.is_dir() else "no such directory" if not d.is_dir()
@@ -335,6 +356,9 @@ def build_parser() -> argparse.ArgumentParser:
     conf = sub.add_parser("conformance", help="run STF suites (directories of NAME.p4 + NAME.stf)")
     conf.add_argument("dirs", nargs="*", help="suite directories (default: the repo's and ../shared/conformance)")
     conf.add_argument("-v", "--verbose", action="store_true", help="list every test, not only failures")
+    conf.add_argument("--p4c-samples", metavar="DIR",
+                      help="run p4c's v1model STF samples (testdata/p4_16_samples, or a p4c checkout) "
+                           "named in tests/conformance/p4c_samples_bmv2_pass.txt instead of the suites")
     conf.set_defaults(func=_cmd_conformance)
     _add_control_commands(sub)
     return parser

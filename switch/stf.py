@@ -25,7 +25,9 @@ Key values: ``0x0a01****`` (``*`` nibbles: a prefix for lpm, a mask for ternary)
 ``value/len``, ``value&&&mask``, decimal or hex. Table, key and action names match exactly
 or by dotted suffix. As in p4c's driver, every control-plane command takes effect before
 the first packet; outputs are compared per port, in order, only on ports named in some
-``packet``/``expect`` line.
+``packet``/``expect`` line. The packets go in as one burst (``Pipeline.process_burst``): the
+driver writes them back to back into pcap files, so a recirculated packet comes out after
+the later inputs, as on simple_switch.
 """
 
 from __future__ import annotations
@@ -383,8 +385,13 @@ def _member_action(prof: Any, text: str) -> tuple[str, Any]:
     return toks[0], [int(v, 0) for v in toks[1:]]
 
 
+_STACK_ELEM = re.compile(r"\$(\d+)")
+
+
 def _key_index(table: Any, name: str) -> int:
     names = [k.name for k in table.keys]
+    # BMv2's JSON (and so p4c's STF files) spell stack element i as ``stack$i``
+    name = _STACK_ELEM.sub(r"[\1]", name)
     if name in names:
         return names.index(name)
     hits = [i for i, n in enumerate(names) if n.endswith("." + name) or name.endswith("." + n)]
@@ -414,10 +421,9 @@ def run_test(pl: Pipeline, test: StfTest, name: str = "<stf>") -> StfResult:
             return StfResult(False, f"{name}:{lineno}: {cmd}: {e}")
     observed = {p for _, p, _ in test.packets} | {e.port for e in test.expects} | test.no_packet_ports
     got: dict[int, list[bytes]] = {p: [] for p in observed}
-    for _, port, data in test.packets:
-        for oport, odata in pl.process(port, data):
-            if oport in got:
-                got[oport].append(odata)
+    for oport, odata in pl.process_burst([(port, data) for _, port, data in test.packets]):
+        if oport in got:
+            got[oport].append(odata)
     problems = []
     for port in sorted(observed):
         exp = [e for e in test.expects if e.port == port]

@@ -187,7 +187,12 @@ class BlockBuilder(StmtBuilder):
                 return ir.DefaultKey(ir.DontCareT(), loc, False)
             if t.data == "mask":
                 v = self.coerce(self.expr(t.children[0]), ty, f"{what} value")
-                m = self.coerce(self.expr(t.children[1]), ty, f"{what} mask")
+                me = self.expr(t.children[1])
+                # a mask on a serializable enum key is a bit pattern of its underlying type
+                # (p4c accepts 'E.A &&& 0xff00')
+                mt = ty.underlying if isinstance(ty, ir.EnumT) and ty.underlying is not None \
+                    and not isinstance(me.type, ir.EnumT) else ty
+                m = self.coerce(me, mt, f"{what} mask")
                 return ir.Mask(v, m, ty, loc)
             if t.data == "range":
                 lo = self.coerce(self.expr(t.children[0]), ty, f"{what} range")

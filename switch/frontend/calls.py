@@ -86,7 +86,7 @@ class CallBuilder(ExprBuilder):
                 raise self.err(loc, f"'{base.name}' has no method '{name}'")
             return self.method_call(base, name, targs, args, loc)
         if isinstance(obj, ir.Action):
-            bound = self.bind(obj.params, args, loc, f"action '{obj.name}'", {}, ())
+            bound = self.bind(obj.params, args, loc, f"action '{obj.name}'", {}, (), action=True)
             return ir.ActionCall(obj, bound, ir.VoidT(), loc)
         if isinstance(obj, ir.Function):
             bound = self.bind(obj.params, args, loc, f"function '{obj.name}'", {}, ())
@@ -216,7 +216,9 @@ class CallBuilder(ExprBuilder):
     # ------------------------------------------------------------------ binding
     def bind(self, params: tuple[ir.Param, ...], args: list[tuple[str | None, Any]],
              loc: ir.Loc, callee: str, tv: dict[str, ir.Type],
-             tparams: tuple[str, ...]) -> tuple[ir.Arg, ...]:
+             tparams: tuple[str, ...], action: bool = False) -> tuple[ir.Arg, ...]:
+        """Arguments to parameters. A directionless parameter takes a compile-time constant
+        (p4c's type unification), except in a direct action call, where it acts as ``in``."""
         if len(args) > len(params):
             raise self.err(loc, f"too many arguments for {callee}: expected {len(params)}, "
                            f"got {len(args)}")
@@ -264,6 +266,10 @@ class CallBuilder(ExprBuilder):
                                    "or cast it")
                 pt = e.type
             e = self.coerce(e, pt, f"argument '{p.name}' of {callee}")
+            if p.direction is None and not action and not _compile_time(e):
+                raise self.err(e.loc, f"argument for directionless parameter '{p.name}' of {callee} "
+                               "must be a compile-time constant (give the parameter a direction, "
+                               "e.g. 'in')")
             if p.direction in ("out", "inout"):
                 try:
                     self.check_lvalue(e, "write")
@@ -281,3 +287,16 @@ class CallBuilder(ExprBuilder):
 
     def call_target_tree(self, t: Tree | Token) -> Tree | Token:
         return t
+
+
+def _compile_time(e: ir.Expr) -> bool:
+    """A value known at compile time: a literal or constant (folded), an extern instance
+    (``packet_in``...), or a list/struct of them."""
+    if isinstance(e, (ir.Const, ir.EnumMember, ir.ErrorMember, ir.StringLit, ir.MatchKindMember,
+                      ir.InstanceRef)) or isinstance(e.type, ir.ExternT):
+        return True
+    if isinstance(e, ir.ListExpr):
+        return all(_compile_time(x) for x in e.elems)
+    if isinstance(e, ir.StructInit):
+        return all(_compile_time(x) for _, x in e.fields)
+    return False

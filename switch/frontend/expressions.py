@@ -426,7 +426,7 @@ class ExprBuilder:
             if op in ("==", "!="):
                 if not isinstance(ty, (ir.BitT, ir.IntT, ir.BoolT, ir.EnumT, ir.ErrorT,
                                        ir.StructT, ir.HeaderT, ir.HeaderUnionT, ir.StackT,
-                                       ir.TupleT)):
+                                       ir.TupleT, ir.VarBitT)):
                     raise self.unsupported(loc, f"comparison of {ty} values")
                 t = ir.BoolT()
             else:
@@ -504,8 +504,8 @@ class ExprBuilder:
                 raise self.err(idx.loc, f"index {v} out of range for a header stack of size "
                                f"{base.type.size}")
             idx = ir.Const(v, ir.BitT(32), idx.loc)
-        elif not isinstance(idx.type, ir.BitT) or idx.type.signed:
-            raise self.err(idx.loc, f"stack index must be unsigned bit<W>, not {idx.type}")
+        elif not isinstance(idx.type, ir.BitT):
+            raise self.err(idx.loc, f"stack index must be bit<W> or int<W>, not {idx.type}")
         return ir.StackElem(base, idx, base.type.elem, loc)
 
     def _e_slice(self, t: Tree, loc: ir.Loc) -> ir.Expr:

@@ -120,7 +120,8 @@ class IntT(Type):
 
 @dataclass(frozen=True, slots=True)
 class VarBitT(Type):
-    """``varbit<N>``: parsed, but the executor may reject it (located error)."""
+    """``varbit<N>``: a header field of 0..N bits whose width is set by the two-argument
+    ``extract``; a value carries its current width (the executor stores ``(width, value)``)."""
 
     max_width: int
 

@@ -20,7 +20,10 @@ out package parser priority return select state string struct switch table this 
 true tuple type typedef varbit value_set void
 """.split())
 
-_PUNCT = ["&&&", "|+|", "|-|", "..", "<<", "<=", ">=", "==", "!=", "&&", "||", "++",
+# compound assignments (P4_16 1.2.4): ``a op= b`` is ``a = a op b``; one terminal, ASSIGN_OP
+ASSIGN_OPS = ("|+|=", "|-|=", "<<=", ">>=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=")
+
+_PUNCT = [*ASSIGN_OPS, "&&&", "|+|", "|-|", "..", "<<", "<=", ">=", "==", "!=", "&&", "||", "++",
           "<", ">", "=", "!", "~", "+", "-", "*", "/", "%", "&", "|", "^", "?", ":", ";",
           ",", ".", "(", ")", "[", "]", "{", "}", "@"]
 
@@ -101,7 +104,7 @@ def tokenize(text: str) -> list[Tok]:
                 else:
                     toks.append(Tok("IDENTIFIER", val, line, col, pos))
             else:
-                toks.append(Tok(val, val, line, col, pos))
+                toks.append(Tok("ASSIGN_OP" if val in ASSIGN_OPS else val, val, line, col, pos))
         pos = m.end()
     if text.find("/*", pos) != -1:
         pass

@@ -59,7 +59,7 @@ class ParseResult:
 
 _RENAME = {"L_ANGLE_T": "_LT_T", "SHR_ANGLE": "_SHR"}
 _NICE = {"_LT_T": "'<'", "_SHR": "'>'", "IDENTIFIER": "identifier", "TYPE_IDENTIFIER": "type name", "INTEGER": "integer",
-         "STRING_LITERAL": "string", "$END": "end of file"}
+         "STRING_LITERAL": "string", "ASSIGN_OP": "'op='", "$END": "end of file"}
 
 
 def parse(pp: Preprocessed) -> ParseResult:

@@ -52,6 +52,8 @@ class StmtBuilder(CallBuilder):
         loc = self.loc(t)
         if d == "assign":
             return self.assign(t, loc)
+        if d == "op_assign":
+            return self.op_assign(t, loc)
         if d == "call_stmt":
             ch = t.children
             if len(ch) == 2:
@@ -110,6 +112,16 @@ class StmtBuilder(CallBuilder):
         self.check_lvalue(lhs, "assign to")
         rhs = self.coerce(self.expr(rhs_t), lhs.type, "assignment")
         return ir.Assign(lhs, rhs, loc)
+
+    def op_assign(self, t: Tree, loc: ir.Loc) -> ir.Stmt:
+        """``a op= b`` (P4_16 1.2.4) is ``a = a op b`` with ``a`` evaluated once."""
+        lhs_t, op_t, rhs_t = t.children
+        lhs = self.expr(lhs_t)
+        self.check_lvalue(lhs, "assign to")
+        if isinstance(lhs.type, ir.BoolT):
+            raise self.err(loc, f"compound assignment '{op_t}' needs a bit<W> or int<W> target, not bool")
+        value = self.binary(str(op_t)[:-1], lhs, self.expr(rhs_t), loc)
+        return ir.Assign(lhs, self.coerce(value, lhs.type, "assignment"), loc)
 
     def var_decl(self, t: Tree) -> ir.VarDeclStmt:
         annos_t, type_t, name_t, init_t = t.children

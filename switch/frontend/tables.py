@@ -213,7 +213,10 @@ def _entry(b: "BlockBuilder", table: ir.Table, e: Tree) -> ir.ConstEntry:
             raise b.err(ks.loc, f"'_' / default is not allowed for exact key '{k.name}'")
     prio = None
     if prio_t is not None:
-        prio = b.const_int(prio_t.children[0], "entry priority")
+        # p4c (EntryPriorities): only non-const 'entries' take 'priority=' (innet has none);
+        # const entries are ordered by position or by the @priority annotation
+        raise b.err(b.loc(prio_t), f"table '{table.name}': a table with 'const' entries cannot "
+                    "have priorities (drop 'priority=N:'; earlier entries win, or use @priority(N))")
     ach = [c for c in act_t.children if c is not None]
     ref = _find_ref(b, table, ach[0], "entry action")
     args_t = ach[1] if len(ach) > 1 else None

@@ -85,6 +85,13 @@ class Pipeline:
             raise PacketError(f"ingress port {port} is outside 0..{MAX_PORT} (bit<9>)")
         return self.arch.process(port, data)
 
+    def process_burst(self, packets: Sequence[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+        """Run packets that arrive back to back (as p4c's STF driver feeds simple_switch
+        from pcap files); outputs in emission order. Unlike calling ``process`` per packet,
+        recirculated packets re-enter ingress after every input of the burst (see
+        ``Architecture.process_burst``)."""
+        return self.arch.process_burst(packets)
+
     @contextlib.contextmanager
     def atomic(self) -> Iterator["Pipeline"]:
         """Hold the packet lock for a batch of control-plane updates."""

@@ -180,7 +180,7 @@ class ProgramCompiler:
             off = base
             for f in t.fields:
                 ann = f.annotations.get("field_list")
-                if ann is not None and index in [v for v in ann.body if isinstance(v, int)]:
+                if ann is not None and index in [self._field_list_id(v, f.name) for v in ann.body]:
                     out.extend(range(off, off + nslots(f.type)))
                 elif isinstance(f.type, ir.StructT):
                     walk(f.type, off)
@@ -188,6 +188,17 @@ class ProgramCompiler:
 
         walk(self.M, self.m_base)
         return tuple(out)
+
+    def _field_list_id(self, v: object, field_name: str) -> int:
+        """A ``@field_list`` argument: an integer literal or the name of a constant (p4c
+        evaluates the annotation's expressions, so ``@field_list(FL)`` means FL's value)."""
+        if isinstance(v, int):
+            return v
+        c = self.program.consts.get(v.lstrip(".")) if isinstance(v, str) else None
+        if isinstance(c, ir.Const) and not isinstance(c.value, bool):
+            return int(c.value)
+        raise UnsupportedError(f"@field_list({v}) on metadata field '{field_name}': "
+                               "the index must be an integer literal or a constant")
 
     # ------------------------------------------------------------------ functions
     def codegen(self, kind: str, locals_: dict[int, str] | None = None) -> StmtGen:

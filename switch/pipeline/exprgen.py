@@ -8,6 +8,7 @@ expressions therefore only wrap where an operation can leave the range.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from .compiler import ProgramCompiler
 
 
+VARBIT = -1  # the width ``flatten`` gives a varbit value: its expression is a (width, value) tuple
 SMALL_SHIFT = 1024  # a variable shift amount up to this is done inline (a << b stays small)
 
 
@@ -88,6 +90,8 @@ class ExprGen:
         self.ranges: dict[int, Range] = {}
         self.written: set[int] | None = None
         self._vr: dict[int, tuple[ir.Expr, Range | None]] = {}
+        self.place_memo: tuple[ir.Expr, Place] | None = None  # an l-value already evaluated
+        self._pinned: dict[int, tuple[ir.Expr, str]] = {}  # operands already read into temps
 
     # ------------------------------------------------------------------ helpers
     def emit(self, line: str) -> None:
@@ -117,6 +121,8 @@ class ExprGen:
     # ------------------------------------------------------------------ places
     def place(self, e: ir.Expr) -> Place:
         """The slot range an l-value or aggregate expression denotes."""
+        if self.place_memo is not None and self.place_memo[0] is e:
+            return self.place_memo[1]
         if isinstance(e, ir.VarRef):
             if e.decl.uid in self.locals:
                 raise self.unsupported(f"'{e.decl.name}' (action data) used as an l-value or aggregate", e)
@@ -146,7 +152,8 @@ class ExprGen:
                     raise self.unsupported(f"stack index {i} out of range 0..{st.size - 1}", e)
                 return base.sub(1 + i * esz, st.elem)
             idx = self.simple(self.expr(e.index))
-            self.emit(f"if {idx} >= {st.size}: {self.oob(e)}")
+            signed = isinstance(e.index.type, ir.BitT) and e.index.type.signed
+            self.emit(f"if {'not 0 <= ' if signed else ''}{idx} {'<' if signed else '>='} {st.size}: {self.oob(e)}")
             return Place(f"{base.at(1)}+{idx}*{esz}" if esz != 1 else f"{base.at(1)}+{idx}", st.elem)
         if isinstance(e, ir.StackProp) and e.prop in ("next", "last"):
             st = e.base.type
@@ -161,7 +168,12 @@ class ExprGen:
                 self.emit(f"{t} = S[{base.at()}] - 1")
                 self.emit(f"if {t} < 0: {self.oob(e)}")
             return Place(f"{base.at(1)}+{t}*{esz}", st.elem)
+        if isinstance(e, ir.MethodCall) and e.method == "lookahead" and not is_scalar(e.type):
+            return self.lookahead_place(e)
         raise self.unsupported(f"expression {type(e).__name__} as an l-value", e)
+
+    def lookahead_place(self, e: ir.MethodCall) -> Place:  # pragma: no cover - overridden
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ value ranges
     def vrange(self, e: ir.Expr) -> Range | None:
@@ -212,6 +224,8 @@ class ExprGen:
         the operand of an operation that wraps to ``w`` bits anyway, so the inner wraps of
         ``+ - *`` and widening-or-same-width casts can be left out (masking once at the end
         of an expression tree)."""
+        if id(e) in self._pinned:
+            return self.expr(e)
         if isinstance(e, ir.Binary) and e.op in ("+", "-", "*") and isinstance(e.type, ir.BitT) \
                 and e.type.width >= w:
             return f"({self.expr_mod(e.left, w)} {e.op} {self.expr_mod(e.right, w)})"
@@ -231,6 +245,9 @@ class ExprGen:
     # ------------------------------------------------------------------ r-values
     def expr(self, e: ir.Expr) -> str:
         """Python expression text for the scalar value of ``e``."""
+        pin = self._pinned.get(id(e))
+        if pin is not None and pin[0] is e:
+            return pin[1]
         m = getattr(self, "x_" + type(e).__name__, None)
         if m is None:
             raise self.unsupported(f"expression {type(e).__name__}", e)
@@ -300,6 +317,20 @@ class ExprGen:
         raise self.unsupported(f"unary operator {e.op!r}", e)
 
     def x_Binary(self, e: ir.Binary) -> str:
+        if e.op not in ("&&", "||") and is_scalar(e.left.type) and not isinstance(e.left, ir.Const) \
+                and _has_call(e.right):
+            # left to right: the left operand's value is taken before a call on the right
+            # runs (the call may write it through an inout argument)
+            t = self.tmp()
+            self.emit(f"{t} = {self.expr(e.left)}")
+            self._pinned[id(e.left)] = (e.left, t)
+            try:
+                return self._binary(e)
+            finally:
+                del self._pinned[id(e.left)]
+        return self._binary(e)
+
+    def _binary(self, e: ir.Binary) -> str:
         op = e.op
         if op in ("&&", "||"):
             a = self.expr(e.left)
@@ -523,6 +554,8 @@ class ExprGen:
                 out += self.flatten(item)
             return out
         t = e.type
+        if isinstance(t, ir.VarBitT):
+            return [(self.expr(e), VARBIT)]
         if is_scalar(t):
             xs = self.expr(e)
             w, _ = bits(t)
@@ -537,6 +570,9 @@ class ExprGen:
         out: list[tuple[str, int]] = []
         if isinstance(t, ir.HeaderT):
             for i, f in enumerate(t.fields):
+                if isinstance(f.type, ir.VarBitT):
+                    out.append((f"S[{p.at(1 + i)}]", VARBIT))
+                    continue
                 w, s = bits(f.type)
                 x = f"S[{p.at(1 + i)}]"
                 out.append((f"({x} & {(1 << w) - 1})" if s else x, w))
@@ -544,7 +580,9 @@ class ExprGen:
         if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
             off = 0
             for f in t.fields:
-                if is_scalar(f.type):
+                if isinstance(f.type, ir.VarBitT):
+                    out.append((f"S[{p.at(off)}]", VARBIT))
+                elif is_scalar(f.type):
                     w, s = bits(f.type)
                     x = f"S[{p.at(off)}]"
                     out.append((f"({x} & {(1 << w) - 1})" if s else (f"int({x})" if isinstance(f.type, ir.BoolT) else x), w))
@@ -561,7 +599,8 @@ class ExprGen:
 
 
 def pack_expr(fields: list[tuple[str, int]]) -> tuple[str, int]:
-    """One Python int expression concatenating the fields MSB first, and its width."""
+    """One Python int expression concatenating the fields MSB first, and its width
+    (fixed-width fields only; see ``vl_parts`` for lists with a varbit)."""
     parts = []
     total = sum(w for _, w in fields)
     shift = total
@@ -569,3 +608,26 @@ def pack_expr(fields: list[tuple[str, int]]) -> tuple[str, int]:
         shift -= w
         parts.append(f"({x} << {shift})" if shift else f"{x}")
     return (" | ".join(parts) if parts else "0"), total
+
+
+def vl_parts(fields: list[tuple[str, int]]) -> str:
+    """A tuple expression of ``(width, value)`` pairs for ``_vl_bytes``: fields of a list
+    in which some width (a varbit's) is only known at run time."""
+    items = [x if w == VARBIT else f"({w}, {x})" for x, w in fields]
+    return "(" + "".join(i + ", " for i in items) + ")"
+
+
+def _has_call(e: ir.Expr) -> bool:
+    """``e`` contains a call (function, action, extern, method, table apply) that may write
+    state, so operands to its left must be read before it."""
+    if isinstance(e, (ir.FunctionCall, ir.ExternCall, ir.ActionCall, ir.TableApply)):
+        return True
+    if isinstance(e, ir.MethodCall):
+        return e.method not in ("isValid",)
+    for f in dataclasses.fields(e):  # type: ignore[arg-type]
+        v = getattr(e, f.name)
+        if isinstance(v, ir.Expr) and _has_call(v):
+            return True
+        if isinstance(v, tuple) and any(isinstance(x, ir.Expr) and _has_call(x) for x in v):
+            return True
+    return False

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..frontend import ir
 from . import guards
-from .exprgen import ExprGen, Place, bits, is_scalar, pack_expr, wrap_expr
+from .exprgen import VARBIT, ExprGen, Place, bits, is_scalar, pack_expr, vl_parts, wrap_expr
 from .layout import nslots
 from .packing import chunk_plan
 
@@ -36,9 +36,17 @@ class ExternGen(ExprGen):
     def hash_expr(self, algo: str, data: ir.Expr, node: Any, payload: bool = False) -> str:
         """Python expression of H(data) (unsigned, before base/max)."""
         fields = self.flatten(data)
-        x, total = pack_expr(fields)
         if algo not in ("crc16", "crc16_custom", "crc32", "crc32_custom", "csum16", "xor16", "identity"):
             raise self.unsupported(f"hash algorithm {algo}", node)
+        fn = {"crc16": "_crc16", "crc16_custom": "_crc16", "crc32": "_crc32", "crc32_custom": "_crc32",
+              "csum16": "_csum16", "xor16": "_xor16", "identity": "_identity"}[algo]
+        if any(w == VARBIT for _, w in fields):
+            # the list's width is known only at run time: pack it into bytes then
+            data_b = f"_vl_bytes({vl_parts(fields)})"
+            if payload:
+                data_b = f"{data_b} + S[{self.prog.slot_payload}]"
+            return f"{fn}({data_b})"
+        x, total = pack_expr(fields)
         if algo == "csum16" and not payload:
             # 2**16 == 1 (mod 0xFFFF): the sum only needs each field's shift modulo 16,
             # which keeps the arithmetic on small ints (see hashing.csum16_int)
@@ -57,8 +65,6 @@ class ExternGen(ExprGen):
         data_b = f"(({x}) << {pad}).to_bytes({nbytes}, 'big')" if pad else f"({x}).to_bytes({nbytes}, 'big')"
         if payload:
             data_b = f"{data_b} + S[{self.prog.slot_payload}]"
-        fn = {"crc16": "_crc16", "crc16_custom": "_crc16", "crc32": "_crc32", "crc32_custom": "_crc32",
-              "csum16": "_csum16", "xor16": "_xor16", "identity": "_identity"}[algo]
         return f"{fn}({data_b})"
 
     # ------------------------------------------------------------------ extern functions
@@ -271,16 +277,27 @@ class ExternGen(ExprGen):
             raise self.unsupported(f"packet_in.{e.method} outside the parser", e)
         m = e.method
         if m == "extract":
-            if len(e.args) != 1:
-                raise self.unsupported("extract with a variable-size (varbit) argument", e)
             target = e.args[0].expr
-            assert target is not None
+            if target is None:  # extract<H>(_): the bytes are checked and skipped
+                t = e.type_args[0] if e.type_args else None
+                if not isinstance(t, ir.HeaderT) or len(e.args) != 1:
+                    raise self.unsupported(f"extract into '_' of {t}", e)
+                self.extract_into(Place(self.prog.layout.alloc(t, "discard"), t), t, advance=True, node=e)
+                return None
             p = self.place(target)
             if not isinstance(p.type, ir.HeaderT):
                 raise self.unsupported(f"extract into {p.type}", e)
-            self.extract_into(p, p.type, advance=True, at=e)
-            if isinstance(target, ir.StackProp) and target.prop == "next":
-                sp = self.place(target.base)
+            if len(e.args) == 2:
+                size = e.args[1].expr
+                assert size is not None
+                self.extract_varbit(p, p.type, size, e)
+            else:
+                self.extract_into(p, p.type, advance=True, node=e)
+            stack = target
+            while isinstance(stack, ir.Member):  # u.next.member: a stack of header unions
+                stack = stack.base
+            if isinstance(stack, ir.StackProp) and stack.prop == "next":
+                sp = self.place(stack.base)
                 self.emit(f"S[{sp.at()}] += 1")
             return None
         if m == "lookahead":
@@ -301,6 +318,9 @@ class ExternGen(ExprGen):
                 r = self.tmp()
                 self.emit(f"{r} = {x}")
                 return r
+            if isinstance(t, (ir.HeaderT, ir.StructT)):
+                self.lookahead_place(e)  # a statement: only the length check has an effect
+                return None
             raise self.unsupported(f"lookahead of {t} in an expression", e)
         if m == "advance":
             a = _arg(e, "sizeInBits", 0)
@@ -321,11 +341,90 @@ class ExternGen(ExprGen):
             return "L"
         raise self.unsupported(f"packet_in.{m}", e)
 
-    def extract_into(self, p: Place, ht: ir.HeaderT, advance: bool, at: Any) -> None:
-        """``at``: the extract/lookahead call, whose location a refusal names."""
+    def lookahead_place(self, e: ir.MethodCall) -> Place:
+        """``lookahead<H>()`` of a header or a struct of fixed-width fields as a value: the
+        bits are copied into a scratch slot range (a header there is valid), without
+        consuming them; its fields can then be read (``lookahead<H>().f``)."""
+        if not self.in_parser:
+            raise self.unsupported("lookahead outside the parser", e)
+        t = e.type
+        if isinstance(t, ir.HeaderT):
+            p = Place(self.prog.layout.alloc(t, "lookahead"), t)
+            self.extract_into(p, t, advance=False, node=e)
+            return p
+        if isinstance(t, ir.StructT) and all(isinstance(f.type, (ir.BitT, ir.BoolT)) or
+                                             (isinstance(f.type, ir.EnumT) and f.type.underlying)
+                                             for f in t.fields):
+            as_header = ir.HeaderT(t.name, t.fields)
+            base = self.prog.layout.alloc(as_header, "lookahead")
+            self.extract_into(Place(base, as_header), as_header, advance=False, node=e)
+            return Place(base + 1, t)  # a struct of scalars: the header's slots without valid
+        raise self.unsupported(f"lookahead of {t}", e)
+
+    def extract_varbit(self, p: Place, ht: ir.HeaderT, size: ir.Expr, node: Any) -> None:
+        """Two-argument ``extract``: the header's varbit field gets ``size`` bits. Checked in
+        BMv2's order (parser.cpp ``extract_VL``): a size that is not a whole number of bytes
+        is ParserInvalidArgument, too few bytes left is PacketTooShort, more than the
+        varbit's maximum is HeaderTooShort."""
+        vl = [i for i, f in enumerate(ht.fields) if isinstance(f.type, ir.VarBitT)]
+        if len(vl) != 1:
+            raise self.unsupported(f"two-argument extract into header {ht.name}, which has "
+                                   f"{len(vl)} varbit fields (it needs exactly one)", node)
+        k = vl[0]
+        vt = ht.fields[k].type
+        assert isinstance(vt, ir.VarBitT)
+        widths = [0 if i == k else bits(f.type)[0] for i, f in enumerate(ht.fields)]
+        fixed = sum(widths)
+        if fixed % 8 or vt.max_width % 8:
+            raise self.unsupported(f"header {ht.name}: fixed fields of {fixed} bits and varbit<{vt.max_width}> "
+                                   "are not whole numbers of bytes", node)
+        pia = self.prog.error_number("ParserInvalidArgument", node)
+        hts = self.prog.error_number("HeaderTooShort", node)
+        n, nb, x = self.tmp(), self.tmp(), self.tmp()
+        self.emit(f"{n} = {self.expr(size)}")
+        self.emit(f"if {n} & 7: raise _PErr({pia})")
+        self.emit(f"{nb} = {fixed // 8} + ({n} >> 3)")
+        self.emit(f"if pos + {nb} > L: raise _PErr({PACKET_TOO_SHORT})")
+        self.emit(f"if {nb} > {(fixed + vt.max_width) // 8}: raise _PErr({hts})")
+        self.emit(f"{x} = int.from_bytes(data[pos:pos + {nb}], 'big')")
+        if isinstance(p.base, str):
+            b = self.tmp()
+            self.emit(f"{b} = {p.base}")
+            p = Place(b, p.type, p.union_siblings)
+        after = sum(widths[k + 1:])
+        targets, values = [], []
+        for i, f in enumerate(ht.fields):
+            if i == k:
+                v = f"({x} >> {after}) & ((1 << {n}) - 1)" if after else f"{x} & ((1 << {n}) - 1)"
+                targets.append(f"S[{p.at(1 + i)}]")
+                values.append(f"({n}, {v})")
+                continue
+            w, signed = bits(f.type)
+            if i < k:  # counted from the top: the shift depends on the varbit's width
+                sh = f"{after + sum(widths[i + 1:k])} + {n}"
+            else:
+                sh = str(sum(widths[i + 1:]))
+            v = f"({x} >> ({sh})) & {(1 << w) - 1}" if sh != "0" else f"{x} & {(1 << w) - 1}"
+            if signed:
+                v = wrap_expr(v, w, True)
+            if isinstance(f.type, ir.BoolT):
+                v = f"({v}) != 0"
+            targets.append(f"S[{p.at(1 + i)}]")
+            values.append(v)
+        self.emit(f"{', '.join(targets)} = {', '.join(values)}")
+        self.emit(f"S[{p.at()}] = True")
+        for sb in p.union_siblings:
+            self.emit(f"S[{sb}] = False")
+        self.emit(f"pos += {nb}")
+
+    def extract_into(self, p: Place, ht: ir.HeaderT, advance: bool, node: Any = None) -> None:
+        if any(isinstance(f.type, ir.VarBitT) for f in ht.fields):
+            raise self.unsupported(f"header {ht.name} has a varbit field: extract it with "
+                                   "extract(hdr, sizeInBits)" if advance else
+                                   f"lookahead of header {ht.name}, which has a varbit field", node or ht)
         w = ht.width
         if w % 8:
-            raise self.unsupported(f"header {ht.name} of {w} bits (not a whole number of bytes)", at)
+            raise self.unsupported(f"header {ht.name} of {w} bits (not a whole number of bytes)", node or ht)
         nb = w // 8
         self.emit(f"if pos + {nb} > L: raise _PErr({PACKET_TOO_SHORT})")
         if isinstance(p.base, str):
@@ -423,6 +522,10 @@ class ExternGen(ExprGen):
 
     def emit_place(self, p: Place, t: ir.Type, at: Any) -> None:
         """``at``: the emitted expression, whose location a refusal names."""
+        if isinstance(t, ir.HeaderT) and any(isinstance(f.type, ir.VarBitT) for f in t.fields):
+            self.emit(f"if S[{p.at()}]:")
+            self.emit(f"    out.append(_vl_bytes({vl_parts(self.flatten_place(p, t))}))")
+            return
         if isinstance(t, ir.HeaderT):
             w = t.width
             if w % 8:

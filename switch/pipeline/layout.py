@@ -6,7 +6,8 @@ or whole-struct copies are list slice assignments.
 
 Slot shapes per type:
 
-- scalar (bit/int/bool/enum/error): one slot;
+- scalar (bit/int/bool/enum/error): one slot; ``varbit<N>`` holds a ``(width, value)`` tuple,
+  so that copies and ``==`` (same width and bits) work on the slot as it is;
 - header: ``[valid, field_1, ..., field_n]``;
 - struct / header union: the fields' slots one after the other;
 - stack ``H[n]``: ``[next_index, elem_0 ..., elem_n-1 ...]``;
@@ -51,7 +52,7 @@ def field_offset(t: ir.Type, name: str) -> tuple[int, ir.Type]:
 def default_values(t: ir.Type) -> list[Any]:
     """Initial slot values: 0 / False, headers invalid, stacks empty."""
     if isinstance(t, ir.HeaderT):
-        return [False] + [False if isinstance(f.type, ir.BoolT) else 0 for f in t.fields]
+        return [False] + [v for f in t.fields for v in default_values(f.type)]
     if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
         out: list[Any] = []
         for f in t.fields:
@@ -66,6 +67,8 @@ def default_values(t: ir.Type) -> list[Any]:
         return out
     if isinstance(t, ir.BoolT):
         return [False]
+    if isinstance(t, ir.VarBitT):
+        return [(0, 0)]
     return [0]
 
 

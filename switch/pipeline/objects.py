@@ -212,11 +212,26 @@ class ProgramObjects:
                       profile, sel_widths, self.prog.clock if t.idle_timeout else None)
         if t.const_entries:
             entries = []
-            for ce in t.const_entries:
+            ranks = [_bmv2_rank(i, ce) for i, ce in enumerate(t.const_entries)]
+            top = max(ranks) + 1
+            for ce, rank in zip(t.const_entries, ranks):
                 specs = [_keyspec(x, k) for x, k in zip(ce.keys, keys)]
-                entries.append((specs, ce.action.action.cp_name, _data_args(ce.action), ce.priority))
+                # BMv2: the smallest rank wins; innet: the largest priority wins
+                entries.append((specs, ce.action.action.cp_name, _data_args(ce.action), top - rank))
             table.add_const_entries(entries)
         return table
+
+
+def _bmv2_rank(index: int, ce: ir.ConstEntry) -> int:
+    """The priority p4c's BMv2 back end gives const entry number ``index``: its
+    ``@priority(N)`` annotation, else its position counted from 1. The smallest wins."""
+    ann = ce.action.annotations.get("priority")
+    if ann is None:
+        return index + 1
+    if len(ann.body) != 1 or not isinstance(ann.body[0], int) or isinstance(ann.body[0], bool):
+        raise UnsupportedError(f"@priority({ann.text}) on a const entry: the priority must be an integer literal",
+                               ce.loc)
+    return ann.body[0]
 
 
 def _action_refs(t: ir.Table) -> tuple[ir.ActionRef, ...]:

@@ -60,8 +60,21 @@ def _log_msg(msg: str, values: tuple[Any, ...]) -> None:
         log.debug("log_msg: %s", text)
 
 
+def _vl_bytes(parts: tuple[tuple[int, int], ...]) -> bytes:
+    """``(width, value)`` pairs (fixed fields and ``varbit`` slots) packed MSB first and
+    padded with zero bits to a whole byte: the bytes of a header or field list whose
+    width is only known at run time."""
+    acc = 0
+    n = 0
+    for w, v in parts:
+        acc = (acc << w) | (v & ((1 << w) - 1))
+        n += w
+    pad = -n % 8
+    return (acc << pad).to_bytes((n + pad) >> 3, "big")
+
+
 HELPERS: dict[str, Any] = {
-    "_shl": _shl, "_div": _div, "_mod": _mod, "_wrap": _wrap, "_log_msg": _log_msg,
+    "_shl": _shl, "_div": _div, "_vl_bytes": _vl_bytes, "_mod": _mod, "_wrap": _wrap, "_log_msg": _log_msg,
     "_csum16_int": hashing.csum16_int, "_crc16": hashing.crc16, "_crc32": hashing.crc32,
     "_csum16": hashing.csum16, "_xor16": hashing.xor16, "_identity": hashing.identity,
     "_hash_result": hashing.hash_result, "_Exit": Exit, "_PErr": ParserErr, "_AssertFail": AssertFail,

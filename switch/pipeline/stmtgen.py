@@ -164,6 +164,22 @@ class StmtGen(ExternGen):
         self.assign(s.lhs, s.rhs)
 
     def assign(self, lhs: ir.Expr, rhs: ir.Expr) -> None:
+        if is_scalar(lhs.type) and isinstance(lhs, (ir.Member, ir.StackElem)) and _runtime_index(lhs):
+            # P4_16: the left side is evaluated first, so a call on the right side that
+            # writes the index does not move the target; the index is read into a temp
+            p = self.place(lhs)
+            if isinstance(p.base, str) and not p.base.isidentifier():
+                b = self.tmp()
+                self.emit(f"{b} = {p.base}")
+                p = Place(b, p.type)
+            # 'a op= b' reads the same l-value node: it must not evaluate the index again
+            self.place_memo = (lhs, p)
+            try:
+                value = self.expr(rhs)
+            finally:
+                self.place_memo = None
+            self.emit(f"S[{p.at()}] = {value}")
+            return
         if is_scalar(lhs.type):
             self.store(lhs, self.expr(rhs))
         else:
@@ -171,14 +187,20 @@ class StmtGen(ExternGen):
 
     def store(self, lhs: ir.Expr, value: str) -> None:
         """Assign the Python expression ``value`` to the scalar l-value ``lhs``."""
+        while isinstance(lhs, ir.Slice) and isinstance(lhs.base, ir.Slice):
+            # a[h1:l1][h2:l2] is a[l1+h2 : l1+l2]: fold nested slices into one of the base
+            inner = lhs.base
+            lhs = ir.Slice(inner.base, inner.lo + lhs.hi, inner.lo + lhs.lo, lhs.type, lhs.loc)
         if isinstance(lhs, ir.Slice):
             base = lhs.base
             w, s = bits(base.type)
             m = ((1 << (lhs.hi - lhs.lo + 1)) - 1) << lhs.lo
-            p = self.place(base)
-            i = p.at()
-            x = f"(S[{i}] & {((1 << w) - 1) ^ m}) | (({value}) << {lhs.lo} & {m})"
-            self.emit(f"S[{i}] = {wrap_expr(x, w, True) if s else x}")
+            if isinstance(base, ir.VarRef) and base.decl.uid in self.locals:
+                tgt = self.locals[base.decl.uid]  # a local kept in a Python variable
+            else:
+                tgt = f"S[{self.place(base).at()}]"
+            x = f"({tgt} & {((1 << w) - 1) ^ m}) | (({value}) << {lhs.lo} & {m})"
+            self.emit(f"{tgt} = {wrap_expr(x, w, True) if s else x}")
             return
         if isinstance(lhs, ir.VarRef) and lhs.decl.uid in self.locals:
             self.emit(f"{self.locals[lhs.decl.uid]} = {value}")
@@ -213,7 +235,7 @@ class StmtGen(ExternGen):
         if isinstance(rhs, ir.MethodCall) and rhs.method == "lookahead":
             if not isinstance(t, ir.HeaderT):
                 raise self.unsupported(f"lookahead of {t}", rhs)
-            self.extract_into(dst, t, advance=False, at=rhs)
+            self.extract_into(dst, t, advance=False, node=rhs)
             return
         if isinstance(rhs, ir.Mux):
             self.emit(f"if {self.expr(rhs.cond)}:")
@@ -362,11 +384,25 @@ class StmtGen(ExternGen):
                 dst = self.place(expr)
                 self.emit(f"S[{dst.span()}] = S[{pp.span()}]")
 
+    def call_with_copy_out(self, call: str, outs: list[tuple[ir.Expr, Place]]) -> None:
+        """``call`` then the copy-out. An ``exit`` inside the callee still copies the out and
+        inout arguments back (P4_16 12.5: exit runs the copy-out of every active call)."""
+        if not outs:
+            self.emit(call)
+            return
+        self.emit("try:")
+        self.emit(f"    {call}")
+        self.emit("except _Exit:")
+        self.ind += 1
+        self.copy_out(outs)
+        self.emit("raise")
+        self.ind -= 1
+        self.copy_out(outs)
+
     def action_call(self, e: ir.ActionCall) -> None:
         fn = self.prog.action_fn(e.action)
         data, outs = self.bind_args(e.action.params, e.args, e)
-        self.emit(f"{fn}(S{''.join(', ' + d for d in data)})")
-        self.copy_out(outs)
+        self.call_with_copy_out(f"{fn}(S{''.join(', ' + d for d in data)})", outs)
 
     def function_call(self, e: ir.FunctionCall) -> str | None:
         fn = self.prog.function_fn(e.func)
@@ -392,8 +428,7 @@ class StmtGen(ExternGen):
             raise self.unsupported(f"apply of {inst.name}", e)
         fn = self.prog.control_fn(decl)
         _, outs = self.bind_args(decl.params, e.args, e)
-        self.emit(f"{fn}(S)")
-        self.copy_out(outs)
+        self.call_with_copy_out(f"{fn}(S)", outs)
         return None
 
     def subparser_apply(self, decl: ir.Parser, e: ir.MethodCall) -> None:
@@ -456,3 +491,12 @@ class StmtGen(ExternGen):
         t = self.tmp()
         self.emit(f"{t} = {kx}")
         return t
+
+
+def _runtime_index(e: ir.Expr) -> bool:
+    """``e`` reaches its slot through a stack index computed at run time."""
+    while isinstance(e, (ir.Member, ir.StackElem, ir.Slice)):
+        if isinstance(e, ir.StackElem) and not isinstance(e.index, ir.Const):
+            return True
+        e = e.base
+    return False

@@ -62,19 +62,33 @@ class Architecture:
         self.meta_range = c.meta_slots
         self.sm_range = (min(sm.values()), max(sm.values()) + 1)
         self._pending_clones: list[tuple[list[Any], int, int]] = []
+        self._deferred: deque[tuple[bytes, int, int, tuple[tuple[int, Any], ...]]] | None = None
         self._fast = self._make_fast()
 
     # ------------------------------------------------------------------ passes
     def _parse(self, data: bytes, port: int, itype: int, preserved: tuple[tuple[int, Any], ...]) -> list[Any]:
+        """A packet entering the parser again. BMv2 resets all metadata (user and standard,
+        ``ingress_port`` included) of resubmitted, recirculated and cloned packets, then
+        copies the field list in. Only an I2E clone is parsed with its ``ingress_port``
+        (the parser may branch on it), and its metadata is reset after that parse."""
         c = self.c
         S = c.template[:]
-        S[self.s_ingress_port] = port
+        if itype == NORMAL or itype == INGRESS_CLONE:
+            S[self.s_ingress_port] = port
         S[self.s_instance_type] = itype
         S[self.s_packet_length] = len(data)
         for slot, v in preserved:
             S[slot] = v
         pos = c.parser(S, data)
         S[self.s_payload] = data[pos:] if pos else data
+        if itype == INGRESS_CLONE:
+            t = c.template
+            for lo, hi in (self.meta_range, self.sm_range):
+                S[lo:hi] = t[lo:hi]
+            for slot, v in preserved:
+                S[slot] = v
+            S[self.s_instance_type] = itype
+            S[self.s_packet_length] = len(data)
         return S
 
     def process(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
@@ -83,6 +97,34 @@ class Architecture:
             data = bytes(data)
         with self.lock:
             return self._fast(port, data)
+
+    def process_burst(self, packets: Any) -> list[tuple[int, bytes]]:
+        """Outputs for packets that arrive back to back, in emission order.
+
+        simple_switch's ingress thread takes the queued inputs one after the other and
+        puts a resubmitted packet straight back in front of them, so a resubmit completes
+        before the next input. A recirculated packet is handed back by an egress thread
+        after deparsing; by then the ingress thread has taken the later inputs of the
+        burst (BMv2 1.15.5 emits a non-recirculating later input first). So here the
+        recirculated packets of a burst wait, in FIFO order, until every input has gone
+        through ingress."""
+        with self.lock:
+            self._deferred = deque()
+            try:
+                out: list[tuple[int, bytes]] = []
+                for port, data in packets:
+                    out += self._fast(port, data if type(data) is bytes else bytes(data))
+                budget = MAX_PASSES * max(len(packets), 1)
+                while self._deferred:
+                    if budget == 0:
+                        log.error("burst: more than %d recirculation passes, the rest dropped", MAX_PASSES * len(packets))
+                        break
+                    budget -= 1
+                    item = self._deferred.popleft()
+                    self._drain_ingress(item[1], deque([item]), out)
+                return out
+            finally:
+                self._deferred = None
 
     def _make_fast(self) -> Any:
         """The common case (one ingress pass, unicast, no clone/digest/resubmit/recirculate)
@@ -323,7 +365,8 @@ class Architecture:
             pkt = pkt[:trunc]
         recirc = S[self.s_recirc]
         if recirc is not None:
-            ingress_q.append((pkt, pport, RECIRC, tuple((i, S[i]) for i in recirc)))
+            q = ingress_q if self._deferred is None else self._deferred
+            q.append((pkt, pport, RECIRC, tuple((i, S[i]) for i in recirc)))
             return
         out.append((eport, pkt))
 
@@ -346,7 +389,6 @@ class Architecture:
                 S2[lo:hi] = t[lo:hi]
             for i in fl:
                 S2[i] = S[i]
-            S2[self.s_ingress_port] = pport
             S2[self.s_instance_type] = EGRESS_CLONE
             S2[self.s_packet_length] = S[self.s_packet_length]
             if sess.port is None:

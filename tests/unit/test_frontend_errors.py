@@ -218,3 +218,31 @@ def test_package_argument_kind_checked() -> None:
     with pytest.raises(P4Error, match=r"package parameter 'p' expects a parser, but VC is a "
                                       r"control"):
         compile_source(src, "err.p4")
+
+
+def test_directionless_function_parameter_takes_only_constants() -> None:
+    # p4c: "argument used for directionless parameter 'v' must be a compile-time constant"
+    src = ingress_src("", "        m.x = twice(hdr.h.a);").replace(
+        ING, "bit<8> twice(bit<8> v) { return v + v; }\n" + ING)
+    with pytest.raises(P4Error, match=r"err\.p4:13:21: error: argument for directionless parameter 'v' "
+                                      r"of function 'twice' must be a compile-time constant"):
+        compile_source(src, "err.p4")
+    compile_source(src.replace("twice(hdr.h.a)", "twice(3)"), "ok.p4")  # a constant is fine
+    # a direct action call binds a directionless parameter like 'in' (p4c allows it)
+    compile_source(ingress_src("    action a(bit<8> v) { m.x = v; }", "        a(hdr.h.a);"), "ok.p4")
+
+
+def test_const_entries_cannot_have_priorities() -> None:
+    # p4c's EntryPriorities: "Table with 'const' entries cannot have priorities"
+    locals_ = """    action set(bit<8> v) { m.x = v; }
+    table t {
+        key = { hdr.h.a : ternary; }
+        actions = { set; }
+        const entries = {
+            8w1 &&& 8w1 : set(1);
+            priority=3: 8w2 &&& 8w2 : set(2);
+        }
+    }"""
+    with pytest.raises(P4Error, match=r"err\.p4:16:13: error: table 't': a table with 'const' entries "
+                                      r"cannot have priorities"):
+        compile_source(ingress_src(locals_, "        t.apply();"), "err.p4")

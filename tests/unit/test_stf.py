@@ -104,3 +104,36 @@ def test_counter_checks_are_evaluated(tmp_path, check: str, problem: str | None)
     else:
         assert not result.passed
         assert re.search(problem, result.message), result.message
+
+
+STACK_KEY_P4 = """#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> k; }
+struct H { h_t[2] s; }
+struct M { }
+parser P(packet_in pkt, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { pkt.extract(h.s.next); pkt.extract(h.s.next); transition accept; }
+}
+control VC(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    action to(bit<9> p) { sm.egress_spec = p; }
+    table t { key = { h.s[1].k : exact; } actions = { to; } default_action = to(0); }
+    apply { t.apply(); }
+}
+control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
+control CC(inout H h, inout M m) { apply { } }
+control D(packet_out pkt, in H h) { apply { pkt.emit(h.s); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def test_stack_element_key_in_bmv2_spelling(tmp_path) -> None:
+    """p4c's STF files name a key on stack element 1 as ``s$1.k`` (BMv2 JSON's name)."""
+    from innet.switch.stf import run_stf
+
+    prog = tmp_path / "s.p4"
+    prog.write_text(STACK_KEY_P4)
+    stf = tmp_path / "s.stf"
+    stf.write_text("add I.t h.s$1.k:0x22 to(p:3)\npacket 0 11 22\nexpect 3 11 22 $\n")
+    result = run_stf(prog, stf)
+    assert result.passed, result.message

@@ -11,7 +11,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("innet.switch", "innet.host", "innet.controller", "innet.testbed")
-MODULES = ("innet.cli", "innet.conformance", "innet.argtypes")
+MODULES = ("innet.cli", "innet.conformance", "innet.argtypes", "innet.p4c_samples")
 
 
 def test_mypy_is_clean(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@
 // an early return from inside an if, a struct result passed straight into another call,
 // a header made valid in the function and assigned to a packet header, and a header
 // returned without setValid() (invalid: the assignment makes the target invalid, so it
-// is not emitted).
+// is not emitted). tag's parameter needs 'in': a directionless one takes only constants.
 header h_t { bit<8> a; bit<8> b; }
 header t_t { bit<8> v; }
 struct pair_t { bit<8> x; bit<8> y; }
@@ -18,7 +18,7 @@ pair_t clamp(in pair_t p) {
     return p;
 }
 h_t mk(bit<8> v) { h_t r; r.setValid(); r.a = v; r.b = v + 1; return r; }
-t_t tag(bit<8> v) { t_t r; if (v != 0) { r.setValid(); r.v = v; } return r; }
+t_t tag(in bit<8> v) { t_t r; if (v != 0) { r.setValid(); r.v = v; } return r; }
 
 parser P(packet_in pkt, out headers_t h, inout meta_t m, inout standard_metadata_t sm) {
     state start { pkt.extract(h.h); pkt.extract(h.t); transition accept; }

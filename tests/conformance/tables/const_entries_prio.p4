@@ -1,8 +1,10 @@
 #include <core.p4>
 #include <v1model.p4>
 
-// const entries with explicit priorities on a ternary table. With the default
-// largest_priority_wins = true the entry with the larger priority wins, whatever its position.
+// const entries ranked by p4c's (non-standard) @priority annotation on a ternary table. p4c
+// rejects 'priority=N:' in const entries; its BMv2 back end gives each const entry its
+// @priority value, or else its position counted from 1, and the SMALLEST number wins,
+// whatever the position (the first entry here has rank 2 and loses to the second's 1).
 header h_t { bit<8> a; bit<8> r; }
 struct headers_t { h_t h; }
 struct meta_t { }
@@ -17,9 +19,9 @@ control Ing(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
         key = { h.h.a : ternary; }
         actions = { act; NoAction; }
         const entries = {
-            priority=10: 8w0x10 &&& 8w0xf0 : act(1);
-            priority=20: 8w0x01 &&& 8w0x0f : act(2);
-            priority=5:  _ : act(3);
+            8w0x10 &&& 8w0xf0 : act(1) @priority(2);
+            8w0x01 &&& 8w0x0f : act(2) @priority(1);
+            _ : act(3) @priority(3);
         }
         default_action = NoAction();
     }

@@ -3,7 +3,8 @@
 
 // recirculate_preserving_field_list from egress until a header counter reaches 3. Header
 // changes survive (the deparsed packet re-enters ingress); a preserved metadata field counts
-// the rounds; only the final pass produces output.
+// the rounds; only the final pass produces output. Recirculated packets re-enter ingress
+// after the other inputs of the test (see the .stf for the order this gives).
 header h_t { bit<8> cnt; bit<8> passes; bit<8> itype; bit<8> rounds; }
 struct headers_t { h_t h; }
 struct meta_t { @field_list(1) bit<8> rounds; }

@@ -3,7 +3,9 @@
 
 // resubmit_preserving_field_list: a preserved metadata field steers the second pass to a
 // different port. The header change of the first pass is lost (the received packet is
-// resubmitted), ingress_port is kept, instance_type is 6. The first pass produces no output.
+// resubmitted), instance_type is 6. The first pass produces no output. ingress_port reads 0
+// in the second pass: simple_switch resets every metadata field of a resubmitted packet
+// (standard_metadata included) before it copies the field list in (BMv2 1.15.5 confirms).
 header h_t { bit<8> x; bit<8> seen; bit<8> itype; bit<8> port; }
 struct headers_t { h_t h; }
 struct meta_t { @field_list(1) bit<8> pass; }
