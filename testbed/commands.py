@@ -67,6 +67,19 @@ def _quiet_mininet() -> None:
         pass
 
 
+def run_cli(net: Any) -> None:
+    """Mininet's CLI on ``net``. Its commands print through Mininet's logger at level
+    ``output``, which ``_quiet_mininet`` silences for the bring-up: the CLI needs it back."""
+    from mininet.cli import CLI
+    from mininet.log import setLogLevel
+
+    setLogLevel("output")
+    try:
+        CLI(net)
+    finally:
+        setLogLevel("critical")
+
+
 def _terminate_on_sigterm() -> None:
     def handler(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
@@ -168,9 +181,7 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
                           f"run dir {tb.procs.dir}")
             console.print(f"inspect with: innet inspect --switch {tb.grpc_address}")
             if not loopback and not args.no_cli:
-                from mininet.cli import CLI
-
-                CLI(tb.net)  # type: ignore[attr-defined]
+                run_cli(tb.net)  # type: ignore[attr-defined]
             else:
                 console.print("waiting; Ctrl-C (or `innet testbed down`) tears it down")
                 while True:
