@@ -2,9 +2,17 @@
 # Installs everything innet needs on a fresh Debian bookworm machine, as root:
 # Debian packages (Mininet, cpp, iproute2, ...) and a venv at .venv built on Debian's
 # python3 (so that Mininet, a Debian package, imports from it) with innet installed editable.
-# Idempotent: a second run only checks.
+# Every Python package comes at the version pinned in constraints.txt, so two setups give the
+# same versions. Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")"
+
+# Another apt/dpkg (unattended-upgrades, a second setup.sh) may hold the package locks: wait for
+# them up to INNET_APT_WAIT seconds, then say which are held (testbed/apt_locks.py).
+APT_WAIT=${INNET_APT_WAIT:-600}
+wait_for_apt() {
+  /usr/bin/python3 testbed/apt_locks.py "$APT_WAIT"
+}
 
 APT_PKGS=(mininet cpp iproute2 iputils-ping ethtool tcpdump python3-venv python3-dev gcc procps psmisc)
 missing=()
@@ -17,8 +25,10 @@ if [ ${#missing[@]} -gt 0 ]; then
     exit 2
   fi
   echo "setup.sh: apt-get install ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  wait_for_apt
+  apt-get -o DPkg::Lock::Timeout="$APT_WAIT" update -qq
+  wait_for_apt
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout="$APT_WAIT" install -y -qq "${missing[@]}" >/dev/null
 fi
 
 PY=/usr/bin/python3
@@ -27,10 +37,11 @@ if [ ! -x .venv/bin/python ]; then
   $PY -m venv --system-site-packages .venv
 fi
 stamp=.venv/.innet-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ]; then
-  echo "setup.sh: pip install -e .[test,plot,ml]"
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[test,plot,ml]'
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
+   || [ constraints.txt -nt "$stamp" ]; then
+  echo "setup.sh: pip install -e .[test,plot,ml] (versions from constraints.txt)"
+  .venv/bin/python -m pip install -q -c constraints.txt --upgrade pip
+  .venv/bin/python -m pip install -q -c constraints.txt -e '.[test,plot,ml]'
   touch "$stamp"
 fi
 # torch (CPU) for the gloo baseline of `innet bench`/`innet demo`; kept out of innet's core
@@ -41,10 +52,10 @@ if [ "${INNET_NO_TORCH:-0}" != 1 ] && ! .venv/bin/python -c "import torch" 2>/de
   echo "setup.sh: pip install torch==$TORCH_VERSION (gloo baseline)"
   wheel_dir=/opt/wheels
   if [ -d "$wheel_dir" ]; then
-    .venv/bin/python -m pip install -q --find-links "$wheel_dir" "torch==$TORCH_VERSION" \
+    .venv/bin/python -m pip install -q -c constraints.txt --find-links "$wheel_dir" "torch==$TORCH_VERSION" \
       || echo "setup.sh: torch not installed; innet demo/bench will skip gloo" >&2
   else
-    .venv/bin/python -m pip install -q "torch==$TORCH_VERSION" \
+    .venv/bin/python -m pip install -q -c constraints.txt "torch==$TORCH_VERSION" \
       || echo "setup.sh: torch not installed; innet demo/bench will skip gloo" >&2
   fi
 fi
