@@ -354,11 +354,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     add_testbed_commands(sub)  # demo, bench, testbed (innet.testbed.commands)
     conf = sub.add_parser("conformance", help="run STF suites (directories of NAME.p4 + NAME.stf)")
-    conf.add_argument("dirs", nargs="*", help="suite directories (default: the repo's and ../shared/conformance)")
+    conf.add_argument("dirs", nargs="*", help="suite directories (default: p4/ and tests/conformance/, the BMv2-confirmed corpus included)")
     conf.add_argument("-v", "--verbose", action="store_true", help="list every test, not only failures")
     conf.add_argument("--p4c-samples", metavar="DIR",
                       help="run p4c's v1model STF samples (testdata/p4_16_samples, or a p4c checkout) "
-                           "named in tests/conformance/p4c_samples_bmv2_pass.txt instead of the suites")
+                           "named in tests/conformance/bmv2/p4c-samples-bmv2-pass.txt instead of the suites")
     conf.set_defaults(func=_cmd_conformance)
     _add_control_commands(sub)
     return parser

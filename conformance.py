@@ -60,12 +60,9 @@ class SuiteReport:
 
 
 def default_suites() -> list[Path]:
-    """The repo's own suites plus the BMv2-confirmed corpus beside the repo (if present)."""
-    dirs = [REPO / "p4", REPO / "tests" / "conformance"]
-    shared = REPO.parent / "shared" / "conformance"
-    if shared.is_dir():
-        dirs.append(shared)
-    return dirs
+    """The repo's own suites; ``tests/conformance`` holds the vendored BMv2-confirmed corpus
+    (``tests/conformance/bmv2``)."""
+    return [REPO / "p4", REPO / "tests" / "conformance"]
 
 
 def stf_files(directory: Path) -> list[Path]:

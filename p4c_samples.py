@@ -2,7 +2,7 @@
 the embedded target and groups the failures by reason.
 
 The denominator is a vendored list of sample names (``tests/conformance/
-p4c_samples_bmv2_pass.txt``): the programs real BMv2 passes through p4c's
+bmv2/p4c-samples-bmv2-pass.txt``): the programs real BMv2 passes through p4c's
 ``run-bmv2-test.py``. The programs themselves stay in p4c's tree; innet only keeps their
 names. A sample that fails, for whatever reason (a located front-end error, an output
 mismatch, or a bug that raised something unexpected), is a result, not a crash of the run.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from innet.conformance import REPO
 
-SAMPLE_LIST = REPO / "tests" / "conformance" / "p4c_samples_bmv2_pass.txt"
+SAMPLE_LIST = REPO / "tests" / "conformance" / "bmv2" / "p4c-samples-bmv2-pass.txt"
 _LOCATION = re.compile(r"^[^\s:]+(?::\d+)*:\s*")
 
 

@@ -1,10 +1,10 @@
 """Collects STF tests as pytest items.
 
-Every ``tests/**/*.stf`` file is collected where pytest walks; ``p4/**/*.stf`` and the
-shared BMv2 conformance corpus (``<repo>/../shared/conformance/*.stf``, cloned beside the
-repository) are collected through this conftest when pytest walks ``tests/``. Each item
-is named after its ``.stf`` file and runs the same-named ``.p4`` next to it. A missing
-shared corpus is a failing item, never a skip.
+Every ``tests/**/*.stf`` file is collected where pytest walks, the BMv2-confirmed corpus
+in ``tests/conformance/bmv2`` included (vendored from ``../shared/conformance``, which
+``tests/unit/test_bmv2_corpus.py`` keeps it equal to when that directory exists);
+``p4/**/*.stf`` are collected through this conftest when pytest walks ``tests/``. Each item
+is named after its ``.stf`` file and runs the same-named ``.p4`` next to it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any, Iterator
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared" / "conformance"
 
 
 class StfFailure(Exception):
@@ -49,31 +48,17 @@ class StfItem(pytest.Item):
         return self.path, 0, f"stf: {self.name}"
 
 
-class MissingCorpus(pytest.Item):
-    def runtest(self) -> None:
-        raise StfFailure(f"shared conformance corpus not found at {SHARED} "
-                         "(CI clones the repository with shared/ beside it)")
-
-    def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
-        return str(excinfo.value)
-
-
 class StfFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         yield StfItem.from_parent(self, name=self.path.stem, stf=self.path)
 
 
 class StfCorpus(pytest.File):
-    """Out-of-tree STF files: p4/**/*.stf and the shared conformance corpus."""
+    """Out-of-tree STF files: p4/**/*.stf."""
 
     def collect(self) -> Iterator[pytest.Item]:
         for stf in sorted((REPO / "p4").rglob("*.stf")):
             yield StfItem.from_parent(self, name=str(stf.relative_to(REPO)), stf=stf)
-        if not SHARED.is_dir():
-            yield MissingCorpus.from_parent(self, name="shared/conformance")
-            return
-        for stf in sorted(SHARED.glob("*.stf")):
-            yield StfItem.from_parent(self, name=f"shared/conformance/{stf.name}", stf=stf)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -18,6 +18,7 @@ import argparse
 import logging
 import signal
 import sys
+from pathlib import Path
 from typing import NoReturn, Sequence
 
 from innet.argtypes import UINT64_MAX, host_port, input_file, int_range, output_dir
@@ -67,11 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     tls = parser.add_argument_group("TLS (the flags of simple_switch_grpc)")
     tls.add_argument("--grpc-server-ssl", action="store_true",
                      help="serve P4Runtime over TLS (needs --grpc-server-cert and --grpc-server-key)")
-    tls.add_argument("--grpc-server-cacert", type=input_file, default=None, metavar="PEM",
+    tls.add_argument("--grpc-server-cacert", type=Path, default=None, metavar="PEM",
                      help="CA certificate to verify client certificates against")
-    tls.add_argument("--grpc-server-cert", type=input_file, default=None, metavar="PEM",
+    tls.add_argument("--grpc-server-cert", type=Path, default=None, metavar="PEM",
                      help="server certificate")
-    tls.add_argument("--grpc-server-key", type=input_file, default=None, metavar="PEM", help="server private key")
+    tls.add_argument("--grpc-server-key", type=Path, default=None, metavar="PEM", help="server private key")
     tls.add_argument("--grpc-server-with-client-auth", action="store_true",
                      help="require clients to present a certificate signed by --grpc-server-cacert")
     return parser

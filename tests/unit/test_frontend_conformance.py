@@ -1,4 +1,4 @@
-"""Every shared conformance program (BMv2-confirmed) compiles, with sane IR."""
+"""Every BMv2-confirmed conformance program (tests/conformance/bmv2) compiles, with sane IR."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from innet.switch.frontend import compile_file, ir
 
-CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance"
+CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance" / "bmv2"
 PROGRAMS = sorted(CONFORMANCE.glob("*.p4"))
 
 
