@@ -211,6 +211,11 @@ class Testbed(abc.ABC):
     def gloo_master(self) -> str:
         """Address of rank 0 for gloo's rendezvous."""
 
+    def switch_pid(self) -> int | None:
+        """Process id of the ``innet-switch`` (for RSS and CPU measurements); None if not running."""
+        popen = self.procs.popens.get("switch")
+        return popen.pid if popen is not None and popen.poll() is None else None
+
     def count_iface(self, host: str) -> str | None:
         """Interface (in the host's namespace) whose counters are that host's link; None on loopback."""
         return None

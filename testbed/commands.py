@@ -57,7 +57,7 @@ def _floats(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated numbers") from None
 
 
-def _quiet_mininet() -> None:
+def quiet_mininet() -> None:
     """Mininet logs tc warnings (HTB quantum) as errors; keep the entry point's output readable."""
     try:
         from mininet.log import setLogLevel
@@ -69,7 +69,7 @@ def _quiet_mininet() -> None:
 
 def run_cli(net: Any) -> None:
     """Mininet's CLI on ``net``. Its commands print through Mininet's logger at level
-    ``output``, which ``_quiet_mininet`` silences for the bring-up: the CLI needs it back."""
+    ``output``, which ``quiet_mininet`` silences for the bring-up: the CLI needs it back."""
     from mininet.cli import CLI
     from mininet.log import setLogLevel
 
@@ -93,7 +93,7 @@ def _terminate_on_sigterm() -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from innet.testbed.demo import DemoConfig, run
 
-    _quiet_mininet()
+    quiet_mininet()
     _terminate_on_sigterm()
     config = DemoConfig(workers=args.workers, steps=args.steps, backend=args.backend, gloo=not args.no_gloo,
                         bench_sizes=args.sizes, out_dir=args.out)
@@ -110,7 +110,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from innet.testbed import bench
 
-    _quiet_mininet()
+    quiet_mininet()
     _terminate_on_sigterm()
     try:
         config = bench.BenchConfig(workers=args.workers, sizes=args.sizes, losses=args.loss,
@@ -142,7 +142,7 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
     from innet.testbed.bringup import TestbedError, TestbedOptions
     from innet.testbed.topology import TOPOLOGIES, Link, Topology, TopologyError
 
-    _quiet_mininet()
+    quiet_mininet()
     _terminate_on_sigterm()
     console = _console()
     try:

@@ -116,6 +116,12 @@ class MininetTestbed(Testbed):
         address: str = switch.grpc_address
         return address
 
+    def switch_pid(self) -> int | None:
+        if self.net is None:
+            return None
+        process = getattr(self.net.get(self.topology.switch().name), "process", None)
+        return process.pid if process is not None and process.poll() is None else None
+
     def _wait_names_free(self, timeout: float = 15.0) -> None:
         from innet.testbed.cleanup import innet_interfaces
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from innet.testbed.bringup import Testbed, TestbedError, TestbedOptions
+from innet.testbed.commands import quiet_mininet
 from innet.testbed.ina_worker import EXIT_AGGREGATION
 from innet.testbed.topology import Link, star
 
@@ -159,7 +160,7 @@ def run(config: SoakConfig, progress: Any = print) -> dict[str, Any]:
     rounds: list[Round] = []
     with open_testbed(config) as tb:
         tb.job = tb.job or tb.create_job()
-        switch_pid = tb.procs.popens["switch"].pid if "switch" in tb.procs.popens else None
+        switch_pid = tb.switch_pid()
         start = time.monotonic()
         end = start + 60 * config.minutes
         index = 0
@@ -231,6 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = SoakConfig(args.minutes, args.workers, args.loss, args.dup, args.sizes, args.restart_every,
                             args.loopback or os.geteuid() != 0, out=args.out)
+        if not config.loopback:
+            quiet_mininet()
         doc = run(config)
     except (ValueError, TestbedError) as error:
         print(f"soak: {error}", file=sys.stderr)
