@@ -373,3 +373,19 @@ def test_counters_per_job() -> None:
         "innet_duplicates": [0, 3, 0],
         "innet_drops": [1, 3, 1],
     }
+
+
+def test_truncated_contribution_is_dropped_and_changes_nothing() -> None:
+    """Found by tests/fuzz (innet invariants): a CONTRIB frame cut inside its K values
+    (parser error PacketTooShort, ``innet_values`` invalid) was aggregated as a full
+    contribution and could complete a chunk with the missing values read as 0."""
+    jb = Job(job=1, mode=0, num_workers=1, mcast_grp=1, slot_base=0, slot_count=2)
+    pl = load([jb])
+    port, data = contrib(1, 0, 0, 0, False, 0, [5, 6, 7, 8])
+    for cut in (len(data) - 1, len(data) - 4, 62 + 1, 62):
+        assert pl.process(port, data[:cut]) == [], cut
+    assert pl.register_read("innet_count", 0) == 0
+    assert pl.register_read("innet_bitmap", 0) == 0
+    assert pl.counter_read("innet_contributions", 1)[0] == 0
+    assert pl.counter_read("innet_drops", 1)[0] == 4
+    assert len(pl.process(port, data)) == 1  # the whole frame still completes the chunk
