@@ -278,7 +278,7 @@ class ExternGen(ExprGen):
             p = self.place(target)
             if not isinstance(p.type, ir.HeaderT):
                 raise self.unsupported(f"extract into {p.type}", e)
-            self.extract_into(p, p.type, advance=True)
+            self.extract_into(p, p.type, advance=True, at=e)
             if isinstance(target, ir.StackProp) and target.prop == "next":
                 sp = self.place(target.base)
                 self.emit(f"S[{sp.at()}] += 1")
@@ -307,7 +307,7 @@ class ExternGen(ExprGen):
             if isinstance(a, ir.Const):
                 n = int(a.value)
                 if n % 8:
-                    raise self.unsupported(f"advance by {n} bits (not a whole number of bytes)", e)
+                    raise self.unsupported(f"advance by {n} bits (not a whole number of bytes)", at)
                 self.emit(f"if pos + {n // 8} > L: raise _PErr({PACKET_TOO_SHORT})")
                 self.emit(f"pos += {n // 8}")
             else:
@@ -321,10 +321,11 @@ class ExternGen(ExprGen):
             return "L"
         raise self.unsupported(f"packet_in.{m}", e)
 
-    def extract_into(self, p: Place, ht: ir.HeaderT, advance: bool) -> None:
+    def extract_into(self, p: Place, ht: ir.HeaderT, advance: bool, at: ir.Expr | None = None) -> None:
+        """``at``: the extract/lookahead call, whose location errors name (types have none)."""
         w = ht.width
         if w % 8:
-            raise self.unsupported(f"header {ht.name} of {w} bits (not a whole number of bytes)", ht)
+            raise self.unsupported(f"header {ht.name} of {w} bits (not a whole number of bytes)", at or ht)
         nb = w // 8
         self.emit(f"if pos + {nb} > L: raise _PErr({PACKET_TOO_SHORT})")
         if isinstance(p.base, str):
@@ -413,13 +414,14 @@ class ExternGen(ExprGen):
 
     def emit_value(self, e: ir.Expr) -> None:
         p = self.place(e)
-        self.emit_place(p, e.type)
+        self.emit_place(p, e.type, e)
 
-    def emit_place(self, p: Place, t: ir.Type) -> None:
+    def emit_place(self, p: Place, t: ir.Type, at: ir.Expr) -> None:
+        """``at``: the emit argument, whose location errors name (types have none)."""
         if isinstance(t, ir.HeaderT):
             w = t.width
             if w % 8:
-                raise self.unsupported(f"emit of header {t.name} of {w} bits (not a whole number of bytes)", t)
+                raise self.unsupported(f"emit of header {t.name} of {w} bits (not a whole number of bytes)", at)
             self.emit(f"if S[{p.at()}]:")
             self.ind += 1
             self.emit_chunks(p, t)
@@ -429,12 +431,12 @@ class ExternGen(ExprGen):
             off = 0
             for f in t.fields:
                 if not is_scalar(f.type):
-                    self.emit_place(p.sub(off, f.type), f.type)
+                    self.emit_place(p.sub(off, f.type), f.type, at)
                 off += nslots(f.type)
             return
         if isinstance(t, ir.StackT):
             esz = nslots(t.elem)
             for i in range(t.size):
-                self.emit_place(p.sub(1 + i * esz, t.elem), t.elem)
+                self.emit_place(p.sub(1 + i * esz, t.elem), t.elem, at)
             return
         raise self.unsupported(f"emit of {t}", t)

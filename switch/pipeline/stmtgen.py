@@ -213,7 +213,7 @@ class StmtGen(ExternGen):
         if isinstance(rhs, ir.MethodCall) and rhs.method == "lookahead":
             if not isinstance(t, ir.HeaderT):
                 raise self.unsupported(f"lookahead of {t}", rhs)
-            self.extract_into(dst, t, advance=False)
+            self.extract_into(dst, t, advance=False, at=rhs)
             return
         if isinstance(rhs, ir.Mux):
             self.emit(f"if {self.expr(rhs.cond)}:")
