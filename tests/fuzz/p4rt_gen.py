@@ -227,7 +227,8 @@ def mutate(rng: random.Random, msg: Message, depth: int = 0) -> None:
                 if depth < 4 and rng.random() < 0.5:
                     mutate(rng, new, depth + 1)
             else:
-                items.append(_mutate_scalar(rng, fd, fd.default_value if fd.type != fd.TYPE_ENUM else 0))
+                zero = {fd.TYPE_BYTES: b"", fd.TYPE_STRING: "", fd.TYPE_BOOL: False}.get(fd.type, 0)
+                items.append(_mutate_scalar(rng, fd, zero))
         elif fd.type == fd.TYPE_MESSAGE and depth < 6:
             if not fd.message_type.GetOptions().map_entry:
                 mutate(rng, items[rng.randrange(len(items))], depth + 1)

@@ -20,8 +20,8 @@ from typing import Any, Callable
 
 import grpc
 import p4rt_gen as gen
-from finsy.proto import p4r
-from fuzzlib import REPO, Hang, count, fuzz_settings, known_bug, save_reproducer, watchdog
+from finsy.proto import p4r, rpc_status
+from fuzzlib import Hang, count, fuzz_settings, known_bug, save_reproducer, watchdog
 from google.protobuf import text_format
 from google.protobuf.message import Message
 from hypothesis import given
@@ -31,7 +31,6 @@ from innet.switch.p4runtime.device import Device
 from innet.switch.p4runtime.errors import STATUS_DETAILS_KEY, decode_write_errors
 from innet.switch.p4runtime.innet_target import InnetTarget
 from innet.switch.p4runtime.service import P4RuntimeService, _Stream
-from finsy.proto import rpc_status
 
 PROGRAM = (Path(__file__).resolve().parent / "p4rt_all.p4").read_bytes()
 CPU_PORT = 255
@@ -146,7 +145,7 @@ def still_serves(svc: P4RuntimeService, seed: int, request: Message) -> None:
             fail("packet after request", seed, request, f"{type(error).__name__}: {error}", traceback.format_exc())
 
 
-def write_request(rng: random.Random, updates: list[p4r.Update]) -> p4r.WriteRequest:
+def write_request(updates: list[p4r.Update]) -> p4r.WriteRequest:
     return p4r.WriteRequest(device_id=1, election_id=gen.election(1), updates=updates)
 
 
@@ -158,10 +157,10 @@ def test_write_mutated_requests() -> None:
     def check(seed: int) -> None:
         rng = random.Random(seed)
         svc, _ = service()
-        setup = write_request(rng, [gen.update(rng, info) for _ in range(rng.randint(0, 8))])
+        setup = write_request([gen.update(rng, info) for _ in range(rng.randint(0, 8))])
         check_write(svc, seed, setup)
         for _ in range(rng.randint(1, 4)):
-            valid = write_request(rng, [gen.update(rng, info) for _ in range(rng.randint(1, 4))])
+            valid = write_request([gen.update(rng, info) for _ in range(rng.randint(1, 4))])
             request = gen.mutated(rng, valid) if rng.random() < 0.8 else \
                 gen.from_random_bytes(rng, p4r.WriteRequest, valid)
             if request is not None:
@@ -179,7 +178,7 @@ def test_read_mutated_requests() -> None:
     def check(seed: int) -> None:
         rng = random.Random(seed)
         svc, _ = service()
-        check_write(svc, seed, write_request(rng, [gen.update(rng, info) for _ in range(rng.randint(0, 8))]))
+        check_write(svc, seed, write_request([gen.update(rng, info) for _ in range(rng.randint(0, 8))]))
         for _ in range(rng.randint(1, 4)):
             valid = p4r.ReadRequest(device_id=1, entities=[gen.entity(rng, info) for _ in range(rng.randint(1, 3))])
             request = gen.mutated(rng, valid) if rng.random() < 0.8 else \
@@ -211,7 +210,7 @@ def test_set_pipeline_mutated_requests() -> None:
             request = gen.mutated(rng, valid, most=6)
         call("SetForwardingPipelineConfig", seed, request, lambda c: svc.SetForwardingPipelineConfig(request, c))
         if svc.device.has_pipeline:
-            check_write(svc, seed, write_request(rng, [gen.update(rng, info) for _ in range(4)]))
+            check_write(svc, seed, write_request([gen.update(rng, info) for _ in range(4)]))
         still_serves(svc, seed, request)
 
     check()
