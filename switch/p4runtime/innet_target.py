@@ -279,7 +279,9 @@ class InnetPipeline(InnetProfiles):
 
 
 def _check_names(p4info: p4i.P4Info, pipeline: Any) -> None:
-    """Every object the controller's P4Info names must exist in the program."""
+    """Every object the controller's P4Info names must exist in the program, and the
+    actions of its tables' const entries and default actions must be in the P4Info (the
+    server has to show them to the controller)."""
     checks = [("table", p4info.tables, pipeline.tables), ("register", p4info.registers, pipeline.registers),
               ("counter", p4info.counters, pipeline.counters), ("meter", p4info.meters, pipeline.meters)]
     for kind, objects, known in checks:
@@ -287,6 +289,16 @@ def _check_names(p4info: p4i.P4Info, pipeline: Any) -> None:
             if obj.preamble.name not in known:
                 raise TargetError(f"P4Info {kind} {obj.preamble.name!r} does not exist in the program "
                                   f"(P4Info and device config do not match)")
+    declared = {a.preamble.name for a in p4info.actions}
+    for t in p4info.tables:
+        table = pipeline.tables[t.preamble.name]
+        used = [("default action", table.default_entry.action)]
+        if table.const:
+            used += [("const entry", e.action) for e in table.list_entries()]
+        for what, action in used:
+            if action and action not in declared:
+                raise TargetError(f"table {t.preamble.name!r} has a {what} running action {action!r}, which "
+                                  f"the P4Info does not declare (P4Info and device config do not match)")
 
 
 class InnetTarget:

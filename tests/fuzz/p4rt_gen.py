@@ -209,6 +209,8 @@ def mutate(rng: random.Random, msg: Message, depth: int = 0) -> None:
     if not fields:
         return
     fd = rng.choice(fields)
+    if fd.type == fd.TYPE_MESSAGE and fd.message_type.GetOptions().map_entry:
+        return  # maps (P4Info type_info) are left alone
     if fd.is_repeated:
         items = getattr(msg, fd.name)
         op = rng.randrange(4)
@@ -221,8 +223,6 @@ def mutate(rng: random.Random, msg: Message, depth: int = 0) -> None:
                 items.append(items[rng.randrange(len(items))])
         elif op == 2 or not len(items):
             if fd.type == fd.TYPE_MESSAGE:
-                if fd.message_type.GetOptions().map_entry:
-                    return
                 new = items.add()
                 if depth < 4 and rng.random() < 0.5:
                     mutate(rng, new, depth + 1)
@@ -230,8 +230,7 @@ def mutate(rng: random.Random, msg: Message, depth: int = 0) -> None:
                 zero = {fd.TYPE_BYTES: b"", fd.TYPE_STRING: "", fd.TYPE_BOOL: False}.get(fd.type, 0)
                 items.append(_mutate_scalar(rng, fd, zero))
         elif fd.type == fd.TYPE_MESSAGE and depth < 6:
-            if not fd.message_type.GetOptions().map_entry:
-                mutate(rng, items[rng.randrange(len(items))], depth + 1)
+            mutate(rng, items[rng.randrange(len(items))], depth + 1)
         return
     if fd.type == fd.TYPE_MESSAGE:
         if msg.HasField(fd.name) and rng.random() < 0.2:
