@@ -307,7 +307,7 @@ class ExternGen(ExprGen):
             if isinstance(a, ir.Const):
                 n = int(a.value)
                 if n % 8:
-                    raise self.unsupported(f"advance by {n} bits (not a whole number of bytes)", at)
+                    raise self.unsupported(f"advance by {n} bits (not a whole number of bytes)", e)
                 self.emit(f"if pos + {n // 8} > L: raise _PErr({PACKET_TOO_SHORT})")
                 self.emit(f"pos += {n // 8}")
             else:

@@ -36,3 +36,9 @@ def test_header_of_partial_bytes_is_a_located_error(extract: str, emit: str, lin
     program = compile_source(PROGRAM % (extract, emit), filename="odd.p4")
     with pytest.raises(UnsupportedError, match=rf"^odd\.p4:{line}:\d+: unsupported: .*header h_t of 12 bits"):
         Pipeline(program)
+
+
+def test_advance_by_partial_bytes_is_a_located_error() -> None:
+    program = compile_source(PROGRAM % ("pkt.advance(12);", ""), filename="odd.p4")
+    with pytest.raises(UnsupportedError, match=r"^odd\.p4:8:\d+: unsupported: advance by 12 bits"):
+        Pipeline(program)
