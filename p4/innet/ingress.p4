@@ -169,6 +169,7 @@ control MyIngress(inout headers hdr, inout metadata meta,
                 innet_drops.count(0);
                 drop();
             } else if (hdr.innet.msg_type != INNET_CONTRIB
+                       || !hdr.innet_values.isValid()  /* cut short: fewer than K values */
                        || hdr.innet.worker >= (bit<16>)meta.num_workers
                        || (bit<32>)hdr.innet.slot >= meta.slot_count
                        || (meta.mode != INNET_MODE_SUM && hdr.innet.chunk >= meta.param_chunks)) {

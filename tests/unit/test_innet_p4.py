@@ -478,3 +478,17 @@ def test_worker_sets_one_after_another_match_model(seed: int) -> None:
                     have[r.port - 1].add(c)
         delayed += rng.sample(sent, 10)
     assert pl.counter_read("innet_stale", 2)[0] == model.counters["innet_stale"][2] > 0
+def test_truncated_contribution_is_dropped_and_changes_nothing() -> None:
+    """Found by tests/fuzz (innet invariants): a CONTRIB frame cut inside its K values
+    (parser error PacketTooShort, ``innet_values`` invalid) was aggregated as a full
+    contribution and could complete a chunk with the missing values read as 0."""
+    jb = Job(job=1, mode=0, num_workers=1, mcast_grp=1, slot_base=0, slot_count=2)
+    pl = load([jb])
+    port, data = contrib(1, 0, 0, 0, False, 0, [5, 6, 7, 8])
+    for cut in (len(data) - 1, len(data) - 4, 66 + 1, 66):  # 66: Ethernet+IPv4+UDP (42) + innet header (24)
+        assert pl.process(port, data[:cut]) == [], cut
+    assert pl.register_read("innet_count", 0) == 0
+    assert pl.register_read("innet_bitmap", 0) == 0
+    assert pl.counter_read("innet_contributions", 1)[0] == 0
+    assert pl.counter_read("innet_drops", 1)[0] == 4
+    assert len(pl.process(port, data)) == 1  # the whole frame still completes the chunk
