@@ -252,6 +252,8 @@ class _Statement:
                     raise self.fail("an action parameter name (p4c takes name:value only)")
                 self.take()
                 self.punct(":")
+                if "*" in self.peek().text:
+                    raise _Refused(self.peek().text, "an action parameter takes no '*' digits")
                 self.value()
                 if not self.at(","):
                     break

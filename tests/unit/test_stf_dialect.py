@@ -80,6 +80,7 @@ REFUSED = [
     ("add t 0x10 h.k:1 a()", "0x10", r"wants a name"),
     ("add t a(v:1)", "a", r"at least one key"),
     ("add t h.k:1 a(1)", "1", r"action parameter name"),
+    ("add t h.k:1 a(v:0x1*)", "0x1*", r"no '\*' digits"),
     ("add t h.k:1 a(h.v:1)", ".", r"wants ':'"),
     ("add t h.k:1 a(packets:1)", "packets", r"keyword in p4c's STF lexer"),
     ("add t h.s[0].f:1 a()", "h.s[", r"index only on their first part"),
