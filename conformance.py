@@ -66,19 +66,22 @@ def default_suites() -> list[Path]:
 
 
 def stf_files(directory: Path) -> list[Path]:
-    """Every ``NAME.stf`` below ``directory`` that has a ``NAME.p4`` beside it."""
-    return sorted(p for p in directory.rglob("*.stf") if p.with_suffix(".p4").is_file())
+    """Every ``NAME.stf`` and ``NAME.innet.stf`` below ``directory`` with a ``NAME.p4`` beside it."""
+    from innet.switch.stf_dialect import program_for
+
+    return sorted(p for p in directory.rglob("*.stf") if program_for(p).is_file())
 
 
 def run_file(stf: Path, suite: Path) -> TestResult:
     from innet.switch.frontend.errors import FrontendError
     from innet.switch.pipeline.errors import PipelineError
     from innet.switch.stf import StfError, read_stf, run_stf
+    from innet.switch.stf_dialect import program_for
 
     name = str(stf.relative_to(suite))
     try:
         packets = len(read_stf(stf).packets)
-        result = run_stf(stf.with_suffix(".p4"), stf)
+        result = run_stf(program_for(stf), stf)
     except (FrontendError, PipelineError, StfError) as e:
         return TestResult(name, False, str(e), 0)
     return TestResult(name, result.passed, result.message, packets)

@@ -1,4 +1,4 @@
-"""STF test runner (p4c's ``bmv2stf.py`` dialect) on the embedded pipeline.
+"""STF test runner (p4c's ``bmv2stf.py`` dialect and innet's extensions) on the embedded pipeline.
 
 Commands: ``add <table> [prio] <key>:<value> ... <action>(<param>:<value>, ...)``,
 ``setdefault <table> <action>(...)``, ``packet <port> <hex>``, ``expect <port> [<hex>][$]``
@@ -28,6 +28,9 @@ the first packet; outputs are compared per port, in order, only on ports named i
 ``packet``/``expect`` line. The packets go in as one burst (``Pipeline.process_burst``): the
 driver writes them back to back into pcap files, so a recirculated packet comes out after
 the later inputs, as on simple_switch.
+
+``innet.switch.stf_dialect`` names the lines p4c's driver would refuse; the repository keeps
+tests that need them in ``NAME.innet.stf`` files, run against ``NAME.p4`` like ``NAME.stf``.
 """
 
 from __future__ import annotations

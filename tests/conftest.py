@@ -28,8 +28,9 @@ class StfItem(pytest.Item):
 
     def runtest(self) -> None:
         from innet.switch.stf import run_stf
+        from innet.switch.stf_dialect import program_for
 
-        p4 = self.stf.with_suffix(".p4")
+        p4 = program_for(self.stf)
         if not p4.is_file():
             raise StfFailure(f"{self.stf}: no program {p4.name} next to it")
         result = run_stf(p4, self.stf)
