@@ -330,16 +330,16 @@ class Testbed(abc.ABC):
 
     def spawn_ina(self, sizes: Sequence[int], repeats: int = 3, exact: bool = False,
                   ranks: Sequence[int] | None = None,
-                  chunk_deadline: float | None = None) -> list[tuple[str, subprocess.Popen[bytes]]]:
+                  chunk_deadline: float | None = None, tag: str = "") -> list[tuple[str, subprocess.Popen[bytes]]]:
         """Start the ``ina_worker`` of each of ``ranks`` (default all) of the current job, named
-        ``ina-<host>`` (stdout piped, stderr in the log), as a new worker set (a new epoch: no
+        ``ina<tag>-<host>`` (stdout piped, stderr in the log), as a new worker set (a new epoch: no
         state of an earlier set can reach it); the caller waits for them."""
         hosts = self.current_hosts()
         epoch = self.attach()
         procs = []
         for rank in range(len(hosts)) if ranks is None else ranks:
             plan = self.worker_plan(rank, sizes, epoch, repeats, exact, chunk_deadline)
-            name = f"ina-{hosts[rank]}"
+            name = f"ina{tag}-{hosts[rank]}"
             argv = [sys.executable, "-m", WORKER_MODULE, plan.to_json()]
             procs.append((name, self.spawn_on(hosts[rank], name, argv, stdout_pipe=True)))
         return procs
