@@ -44,7 +44,7 @@ from innet.controller.errors import (
 )
 from innet.controller.reconnect import NO_RECONNECT, ReconnectPolicy
 from innet.controller.tls import ClientTls
-from innet.switch.p4runtime.errors import decode_write_errors, status_code_of, status_details
+from innet.switch.p4rt_codec.status import decode_write_errors, status_code_of, status_details
 
 LOG = logging.getLogger(__name__)
 

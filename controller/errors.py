@@ -103,6 +103,10 @@ class ValueRangeError(SchemaError, ValueError):
     """A value does not fit the width or range the P4 object declares."""
 
 
+class PipelineConfigError(ControllerError):
+    """A pipeline could not be found, read or compiled (names the path and why)."""
+
+
 class JobError(ControllerError):
     """A job specification or operation is inconsistent with the switch (says how)."""
 

@@ -18,11 +18,9 @@ from typing import Generic, TypeVar
 from finsy.proto import p4i, p4t
 
 from innet.controller.errors import SchemaError, UnknownNameError, ValueRangeError
-from innet.switch.p4runtime.errors import P4RuntimeError
-from innet.switch.p4runtime.schema import PRIORITY_MATCH_TYPES, bitstring_width, encode_bytes
-
-MATCH_KINDS = {p4i.MatchField.EXACT: "exact", p4i.MatchField.LPM: "lpm", p4i.MatchField.TERNARY: "ternary",
-               p4i.MatchField.RANGE: "range", p4i.MatchField.OPTIONAL: "optional"}
+from innet.switch.p4rt_codec.bytestrings import bitstring_width, encode_bytes
+from innet.switch.p4rt_codec.matches import MATCH_KINDS, PRIORITY_MATCH_TYPES
+from innet.switch.p4rt_codec.status import P4RuntimeError
 
 _PRIORITY_KINDS = frozenset(MATCH_KINDS[t] for t in PRIORITY_MATCH_TYPES)
 

@@ -17,7 +17,8 @@ from innet.switch.p4runtime.errors import (
     not_found,
     out_of_range,
 )
-from innet.switch.p4runtime.schema import Schema, bitstring_width, decode_bytes, encode_bytes
+from innet.switch.p4rt_codec.bytestrings import bitstring_width, decode_bytes, encode_bytes
+from innet.switch.p4runtime.schema import Schema
 from innet.switch.p4runtime.tables import TableState, _meter_rates
 from innet.switch.p4runtime.target import Digest, LoadedPipeline, MeterRates, Replica
 

@@ -19,8 +19,8 @@ from finsy.proto import U128, p4r, p4r_grpc
 
 from innet.switch.p4runtime.arbitration import Arbitrator, Notification
 from innet.switch.p4runtime.device import Device
+from innet.switch.p4rt_codec.status import STATUS_DETAILS_KEY
 from innet.switch.p4runtime.errors import (
-    STATUS_DETAILS_KEY,
     P4RuntimeError,
     permission_denied,
     rpc_code_of,

@@ -22,34 +22,23 @@ from innet.switch.p4runtime.errors import (
     permission_denied,
     unimplemented,
 )
-from innet.switch.p4runtime.schema import Schema, TableInfo, decode_bytes, encode_bytes, priority_problem
-
-if TYPE_CHECKING:
-    from innet.switch.p4runtime.profiles import ProfileState
+from innet.switch.p4rt_codec.bytestrings import decode_bytes
+from innet.switch.p4rt_codec.matches import action_proto, decode_field_match, dont_care, field_match_proto, priority_problem
+from innet.switch.p4runtime.schema import Schema, TableInfo
 from innet.switch.p4runtime.target import (
     ActionCall,
     AgeingPipeline,
     ProfilePipeline,
     ProfileRef,
     EntryHandle,
-    ExactMatch,
     FieldMatch,
     LoadedPipeline,
-    LpmMatch,
     MatchKey,
     MeterRates,
-    OptionalMatch,
-    RangeMatch,
-    TernaryMatch,
 )
 
-_KIND_OF_TYPE = {
-    p4i.MatchField.EXACT: "exact",
-    p4i.MatchField.TERNARY: "ternary",
-    p4i.MatchField.LPM: "lpm",
-    p4i.MatchField.RANGE: "range",
-    p4i.MatchField.OPTIONAL: "optional",
-}
+if TYPE_CHECKING:
+    from innet.switch.p4runtime.profiles import ProfileState
 
 
 @dataclass
@@ -65,20 +54,6 @@ class Installed:
     notified_at: int | None = None
     """Target clock (``AgeingPipeline.clock_ns``) of the last IdleTimeoutNotification
     about this entry; its timer restarts there (``innet.switch.p4runtime.ageing``)."""
-
-
-def _dont_care(field: p4i.MatchField) -> FieldMatch:
-    width = int(field.bitwidth)
-    match field.match_type:
-        case p4i.MatchField.TERNARY:
-            return TernaryMatch(0, 0)
-        case p4i.MatchField.LPM:
-            return LpmMatch(0, 0)
-        case p4i.MatchField.RANGE:
-            return RangeMatch(0, (1 << width) - 1)
-        case p4i.MatchField.OPTIONAL:
-            return OptionalMatch(None)
-    raise invalid(f"match field {field.name!r} (exact) has no don't-care value; it must be given")
 
 
 def parse_match(info: TableInfo, entry: p4r.TableEntry) -> tuple[MatchKey, list[p4r.FieldMatch]]:
@@ -97,89 +72,12 @@ def parse_match(info: TableInfo, entry: p4r.TableEntry) -> tuple[MatchKey, list[
         if fm is None:
             if field.match_type == p4i.MatchField.EXACT:
                 raise invalid(f"table {info.name!r}: exact match field {field.name!r} is missing")
-            key.append(_dont_care(field))
+            key.append(dont_care(field))
             continue
-        value, out = _parse_field(info, field, fm)
+        value, out = decode_field_match(info.name, field, fm)
         key.append(value)
         canonical.append(out)
     return tuple(key), canonical
-
-
-def _parse_field(
-    info: TableInfo, field: p4i.MatchField, fm: p4r.FieldMatch
-) -> tuple[FieldMatch, p4r.FieldMatch]:
-    what = f"table {info.name!r} field {field.name!r}"
-    width = int(field.bitwidth)
-    expected = _KIND_OF_TYPE.get(field.match_type)
-    kind = fm.WhichOneof("field_match_type")
-    if expected is None:
-        raise unimplemented(f"{what}: match type {field.other_match_type or field.match_type!r}")
-    if kind != expected:
-        raise invalid(f"{what}: is a {expected} field but the entry gives a {kind} match")
-    out = p4r.FieldMatch(field_id=field.id)
-    if kind == "exact":
-        v = decode_bytes(fm.exact.value, width, what)
-        out.exact.value = encode_bytes(v)
-        return ExactMatch(v), out
-    if kind == "optional":
-        v = decode_bytes(fm.optional.value, width, what)
-        out.optional.value = encode_bytes(v)
-        return OptionalMatch(v), out
-    if kind == "ternary":
-        v = decode_bytes(fm.ternary.value, width, what + " value")
-        m = decode_bytes(fm.ternary.mask, width, what + " mask")
-        if m == 0:
-            raise invalid(f"{what}: ternary mask 0 is a don't-care; omit the field instead")
-        if v & ~m:
-            raise invalid(f"{what}: value {v:#x} has bits outside mask {m:#x}")
-        out.ternary.value, out.ternary.mask = encode_bytes(v), encode_bytes(m)
-        return TernaryMatch(v, m), out
-    if kind == "lpm":
-        v = decode_bytes(fm.lpm.value, width, what)
-        plen = int(fm.lpm.prefix_len)
-        if plen < 0 or plen > width:
-            raise invalid(f"{what}: prefix length {plen} is outside 1..{width}")
-        if plen == 0:
-            raise invalid(f"{what}: prefix length 0 is a don't-care; omit the field instead")
-        if v & ((1 << (width - plen)) - 1):
-            raise invalid(f"{what}: value {v:#x} has bits set beyond the /{plen} prefix")
-        out.lpm.value, out.lpm.prefix_len = encode_bytes(v), plen
-        return LpmMatch(v, plen), out
-    low = decode_bytes(fm.range.low, width, what + " low")
-    high = decode_bytes(fm.range.high, width, what + " high")
-    if low > high:
-        raise invalid(f"{what}: range low {low:#x} is greater than high {high:#x}")
-    if low == 0 and high == (1 << width) - 1:
-        raise invalid(f"{what}: the full range is a don't-care; omit the field instead")
-    out.range.low, out.range.high = encode_bytes(low), encode_bytes(high)
-    return RangeMatch(low, high), out
-
-
-def field_match_proto(field_id: int, bitwidth: int, match: FieldMatch) -> p4r.FieldMatch | None:
-    """The canonical FieldMatch of one field of a key, None for a don't-care (P4Runtime:
-    a ternary mask 0, an lpm /0, the full range and an unset optional are omitted).
-    Values must already fit ``bitwidth`` (the server checked them on the way in, the
-    controller's entities check them by name)."""
-    fm = p4r.FieldMatch(field_id=field_id)
-    if isinstance(match, ExactMatch):
-        fm.exact.value = encode_bytes(match.value)
-    elif isinstance(match, TernaryMatch):
-        if match.mask == 0:
-            return None
-        fm.ternary.value, fm.ternary.mask = encode_bytes(match.value), encode_bytes(match.mask)
-    elif isinstance(match, LpmMatch):
-        if match.prefix_len == 0:
-            return None
-        fm.lpm.value, fm.lpm.prefix_len = encode_bytes(match.value), match.prefix_len
-    elif isinstance(match, RangeMatch):
-        if match.low == 0 and match.high == (1 << bitwidth) - 1:
-            return None
-        fm.range.low, fm.range.high = encode_bytes(match.low), encode_bytes(match.high)
-    else:
-        if match.value is None:
-            return None
-        fm.optional.value = encode_bytes(match.value)
-    return fm
 
 
 def key_to_proto(info: TableInfo, key: MatchKey) -> list[p4r.FieldMatch]:
@@ -238,9 +136,7 @@ def parse_action(
     missing = [p.name for p in p4action.params if p.id not in values]
     if missing:
         raise invalid(f"action {name!r}: missing parameter(s) {', '.join(missing)}")
-    canonical = p4r.Action(action_id=action.action_id)
-    for p in p4action.params:
-        canonical.params.add(param_id=p.id, value=encode_bytes(values[p.id]))
+    canonical = action_proto(action.action_id, ((p.id, values[p.id]) for p in p4action.params))
     return ActionCall(name, tuple(values[p.id] for p in p4action.params)), canonical
 
 
@@ -248,10 +144,7 @@ def action_to_proto(schema: Schema, call: ActionCall) -> p4r.Action:
     """The P4Runtime Action of a target ActionCall (looked up by name)."""
     for action in schema.actions.values():
         if action.preamble.name == call.action:
-            out = p4r.Action(action_id=action.preamble.id)
-            for param, value in zip(action.params, call.args):
-                out.params.add(param_id=param.id, value=encode_bytes(value))
-            return out
+            return action_proto(action.preamble.id, ((p.id, v) for p, v in zip(action.params, call.args)))
     raise P4RuntimeError(
         grpc.StatusCode.INTERNAL, f"target reported action {call.action!r} absent from the P4Info"
     )

@@ -23,50 +23,16 @@ from typing import Hashable, Protocol, Sequence, Union, runtime_checkable
 
 from finsy.proto import p4i
 
-
-@dataclass(frozen=True)
-class ExactMatch:
-    """Field equals ``value``."""
-
-    value: int
-
-
-@dataclass(frozen=True)
-class TernaryMatch:
-    """``field & mask == value``; mask 0 is a don't-care."""
-
-    value: int
-    mask: int
-
-
-@dataclass(frozen=True)
-class LpmMatch:
-    """The ``prefix_len`` most significant bits of the field equal those of ``value``."""
-
-    value: int
-    prefix_len: int
-
-
-@dataclass(frozen=True)
-class RangeMatch:
-    """``low <= field <= high`` (inclusive)."""
-
-    low: int
-    high: int
-
-
-@dataclass(frozen=True)
-class OptionalMatch:
-    """Field equals ``value``, or anything when ``value`` is None."""
-
-    value: int | None
-
-
-FieldMatch = Union[ExactMatch, TernaryMatch, LpmMatch, RangeMatch, OptionalMatch]
-"""One field of a match key."""
-
-MatchKey = tuple[FieldMatch, ...]
-"""A full key: one element per match field, in P4Info order."""
+# A target matches on the codec's key values (shared with the controller).
+from innet.switch.p4rt_codec.matches import (
+    ExactMatch,
+    FieldMatch,
+    LpmMatch,
+    MatchKey,
+    OptionalMatch,
+    RangeMatch,
+    TernaryMatch,
+)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import grpc
 import pytest
 from finsy.proto import U128, p4r
 
-from innet.switch.p4runtime.errors import decode_write_errors
+from innet.switch.p4rt_codec.status import decode_write_errors
 from innet.switch.p4runtime.innet_target import InnetTarget
 from innet.switch.server import SwitchOptions, SwitchServer
 

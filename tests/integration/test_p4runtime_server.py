@@ -17,7 +17,8 @@ import grpc
 import pytest
 from finsy.proto import U128, p4r, p4r_grpc, rpc_code, rpc_status
 
-from innet.switch.p4runtime.errors import NO_PIPELINE_MESSAGE, STATUS_DETAILS_KEY, decode_write_errors
+from innet.switch.p4rt_codec.status import STATUS_DETAILS_KEY, decode_write_errors
+from innet.switch.p4runtime.errors import NO_PIPELINE_MESSAGE
 from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
 from innet.switch.ports import UdpPortSpec
 from innet.switch.server import SwitchOptions, SwitchServer

@@ -18,11 +18,12 @@ from innet.controller.errors import (
     ControllerError,
     NoPipelineError,
     NotPrimaryError,
+    PipelineConfigError,
     RpcError,
     SwitchUnreachableError,
     WriteError,
 )
-from innet.controller.pipeline import PipelineConfig, PipelineError
+from innet.controller.pipeline import PipelineConfig
 from innet.controller.schema import P4Schema
 from innet.controller.switch import Switch, SwitchSpec
 from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
@@ -126,13 +127,13 @@ def test_wrong_device_id(server):
 
 
 def test_pipeline_sources(tmp_path, config):
-    with pytest.raises(PipelineError, match="no P4Info"):
+    with pytest.raises(PipelineConfigError, match="no P4Info"):
         PipelineConfig.load(tmp_path)
-    with pytest.raises(PipelineError, match="no such file"):
+    with pytest.raises(PipelineConfigError, match="no such file"):
         PipelineConfig.load(tmp_path / "x.p4")
     bad = tmp_path / "bad.p4"
     bad.write_text("control C() { apply { x = ; } }\n")
-    with pytest.raises(PipelineError, match=r"bad.p4' does not compile"):
+    with pytest.raises(PipelineConfigError, match=r"bad.p4' does not compile"):
         PipelineConfig.load(bad)
     from innet.switch.cli.p4c import main as p4c
 
