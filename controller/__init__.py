@@ -18,8 +18,8 @@ Layers, each calling only downward (STYLE.md):
   as p4c-bm2-ss, as a subprocess), or P4Info + device config (BMv2 JSON).
 - ``registers``: RegisterEntry over P4Runtime, falling back to BMv2's ``simple_switch_CLI
   --thrift-port N`` (``register_read``/``register_write``) when the switch answers
-  UNIMPLEMENTED and ``SwitchSpec.thrift_port`` is set (BMv2's PI does not implement
-  registers); ``switch``: SwitchSpec (data) and Switch (a connected session).
+  UNIMPLEMENTED and ``SwitchEndpoint.thrift_port`` is set (BMv2's PI does not implement
+  registers); ``switch``: SwitchEndpoint (data) and Switch (a connected session).
 - ``jobs`` (InnetLayout from the P4Info, JobSpec/WorkerSpec/Forwarding, the entries they
   become), ``shard`` (ShardPlan), ``innet_switch`` (InnetSwitch: forwarding, jobs,
   parameters, occupancy, counters on one switch), ``controller`` (Controller over many

@@ -38,7 +38,7 @@ from innet.controller.errors import (
     NotPrimaryError,
     RpcError,
     SwitchUnreachableError,
-    UnsupportedError,
+    UnimplementedError,
     UpdateFailure,
     WriteError,
 )
@@ -90,7 +90,7 @@ def rpc_error(error: grpc.RpcError, what: str, address: str) -> ControllerError:
         return NotPrimaryError(text + " (this client is not the primary controller: "
                                "another one holds a higher election id)", code)
     if code == grpc.StatusCode.UNIMPLEMENTED:
-        return UnsupportedError(text, code)
+        return UnimplementedError(text, code)
     if code == grpc.StatusCode.FAILED_PRECONDITION:
         return NoPipelineError(text + " (push a pipeline first)", code)
     return RpcError(text, code)

@@ -34,7 +34,7 @@ class NotPrimaryError(RpcError):
     """The switch refused a write or pipeline push: this client is not the primary."""
 
 
-class UnsupportedError(RpcError):
+class UnimplementedError(RpcError):
     """The switch answered UNIMPLEMENTED (e.g. RegisterEntry on BMv2)."""
 
 

@@ -93,7 +93,7 @@ class ParamInfo:
 
 
 @dataclass(frozen=True)
-class ActionInfo:
+class ActionSignature:
     id: int
     name: str
     params: tuple[ParamInfo, ...]
@@ -200,12 +200,12 @@ class P4Schema:
     def __init__(self, p4info: p4i.P4Info) -> None:
         self.p4info = p4info
         self.tables: _Index[TableInfo] = _Index("table")
-        self.actions: _Index[ActionInfo] = _Index("action")
+        self.actions: _Index[ActionSignature] = _Index("action")
         self.registers: _Index[RegisterInfo] = _Index("register")
         self.counters: _Index[CounterInfo] = _Index("counter")
         for a in p4info.actions:
             params = tuple(ParamInfo(p.id, p.name, p.bitwidth) for p in a.params)
-            self.actions.add(a.preamble.name, a.preamble.id, ActionInfo(a.preamble.id, a.preamble.name, params))
+            self.actions.add(a.preamble.name, a.preamble.id, ActionSignature(a.preamble.id, a.preamble.name, params))
         for t in p4info.tables:
             fields = tuple(MatchFieldInfo(f.id, f.name, f.bitwidth, MATCH_KINDS.get(f.match_type, "exact"))
                            for f in t.match_fields)
@@ -227,7 +227,7 @@ class P4Schema:
     def table(self, name: str) -> TableInfo:
         return self.tables.get(name)
 
-    def action(self, name: str, table: TableInfo | None = None) -> ActionInfo:
+    def action(self, name: str, table: TableInfo | None = None) -> ActionSignature:
         action = self.actions.get(name)
         if table is not None and table.action_ids and action.id not in table.action_ids:
             allowed = [self.actions.id(i).name for i in table.action_ids if i in self.actions.by_id]

@@ -16,7 +16,7 @@ import grpc
 from finsy.proto import p4i, p4r
 
 from innet.switch.p4runtime import ageing
-from innet.switch.p4runtime.device_config import unwrap_device_config
+from innet.switch.p4runtime.tmp_device_config import unwrap_device_config
 from innet.switch.p4runtime.digests import DigestLists
 from innet.switch.p4runtime.errors import (
     P4RuntimeError,
@@ -26,10 +26,10 @@ from innet.switch.p4runtime.errors import (
 )
 from innet.switch.p4runtime.externs import ExternState
 from innet.switch.p4runtime.packetio import pack_packet_out, unpack_packet_in
-from innet.switch.p4runtime.profiles import ProfileState
+from innet.switch.p4runtime.action_profiles import ProfileState
 from innet.switch.p4runtime.schema import Schema
 from innet.switch.p4runtime.tables import TableState
-from innet.switch.p4runtime.target import LoadedConfig, Target, TargetError
+from innet.switch.p4runtime.target_api import LoadedConfig, Target, TargetError
 
 LOG = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ T = TypeVar("T")
 
 
 @dataclass
-class TableInfo:
+class IndexedTable:
     """One table with its match fields and action references by id."""
 
     table: p4i.Table
@@ -40,7 +40,7 @@ class Schema:
     """P4Info objects indexed by id; lookups raise P4Runtime errors naming the id."""
 
     p4info: p4i.P4Info
-    tables: dict[int, TableInfo] = field(default_factory=dict)
+    tables: dict[int, IndexedTable] = field(default_factory=dict)
     actions: dict[int, p4i.Action] = field(default_factory=dict)
     counters: dict[int, p4i.Counter] = field(default_factory=dict)
     direct_counters: dict[int, p4i.DirectCounter] = field(default_factory=dict)
@@ -83,7 +83,7 @@ class Schema:
         for profile in p4info.action_profiles:
             add("action profile", schema.action_profiles, profile, profile.preamble)
         for table in p4info.tables:
-            info = TableInfo(
+            info = IndexedTable(
                 table=table,
                 fields={f.id: f for f in table.match_fields},
                 actions={a.id: a for a in table.action_refs},
@@ -99,7 +99,7 @@ class Schema:
             schema.controller_headers[header.preamble.name] = header
         return schema
 
-    def table(self, table_id: int) -> TableInfo:
+    def table(self, table_id: int) -> IndexedTable:
         """The table with ``table_id``, or NOT_FOUND."""
         try:
             return self.tables[table_id]

@@ -24,9 +24,9 @@ from innet.switch.p4runtime.errors import (
 )
 from innet.switch.p4rt_codec.bytestrings import decode_bytes
 from innet.switch.p4rt_codec.matches import action_proto, decode_field_match, dont_care, field_match_proto, priority_problem
-from innet.switch.p4runtime.schema import Schema, TableInfo
-from innet.switch.p4runtime.target import (
-    ActionCall,
+from innet.switch.p4runtime.schema import Schema, IndexedTable
+from innet.switch.p4runtime.target_api import (
+    BoundAction,
     AgeingPipeline,
     ProfilePipeline,
     ProfileRef,
@@ -38,7 +38,7 @@ from innet.switch.p4runtime.target import (
 )
 
 if TYPE_CHECKING:
-    from innet.switch.p4runtime.profiles import ProfileState
+    from innet.switch.p4runtime.action_profiles import ProfileState
 
 
 @dataclass
@@ -56,7 +56,7 @@ class Installed:
     about this entry; its timer restarts there (``innet.switch.p4runtime.ageing``)."""
 
 
-def parse_match(info: TableInfo, entry: p4r.TableEntry) -> tuple[MatchKey, list[p4r.FieldMatch]]:
+def parse_match(info: IndexedTable, entry: p4r.TableEntry) -> tuple[MatchKey, list[p4r.FieldMatch]]:
     """The target key of ``entry`` and its canonical FieldMatch list (P4Info order)."""
     given: dict[int, p4r.FieldMatch] = {}
     for fm in entry.match:
@@ -80,7 +80,7 @@ def parse_match(info: TableInfo, entry: p4r.TableEntry) -> tuple[MatchKey, list[
     return tuple(key), canonical
 
 
-def key_to_proto(info: TableInfo, key: MatchKey) -> list[p4r.FieldMatch]:
+def key_to_proto(info: IndexedTable, key: MatchKey) -> list[p4r.FieldMatch]:
     """Canonical FieldMatch list of a target key (don't-care fields omitted)."""
     out: list[p4r.FieldMatch] = []
     for field, value in zip(info.table.match_fields, key):
@@ -90,7 +90,7 @@ def key_to_proto(info: TableInfo, key: MatchKey) -> list[p4r.FieldMatch]:
     return out
 
 
-def _check_idle_timeout(info: TableInfo, entry: p4r.TableEntry) -> None:
+def _check_idle_timeout(info: IndexedTable, entry: p4r.TableEntry) -> None:
     """Spec: ``idle_timeout_ns`` != 0 or ``time_since_last_hit`` on a table without idle
     timeout support is INVALID_ARGUMENT."""
     if info.table.idle_timeout_behavior != p4i.Table.NO_TIMEOUT:
@@ -104,8 +104,8 @@ def _check_idle_timeout(info: TableInfo, entry: p4r.TableEntry) -> None:
 
 
 def parse_action(
-    schema: Schema, info: TableInfo, action: p4r.Action, *, default: bool
-) -> tuple[ActionCall, p4r.Action]:
+    schema: Schema, info: IndexedTable, action: p4r.Action, *, default: bool
+) -> tuple[BoundAction, p4r.Action]:
     """Validate an action for ``info`` (scope, params, widths); return it and its canonical form."""
     ref = info.actions.get(action.action_id)
     if ref is None:
@@ -137,11 +137,11 @@ def parse_action(
     if missing:
         raise invalid(f"action {name!r}: missing parameter(s) {', '.join(missing)}")
     canonical = action_proto(action.action_id, ((p.id, values[p.id]) for p in p4action.params))
-    return ActionCall(name, tuple(values[p.id] for p in p4action.params)), canonical
+    return BoundAction(name, tuple(values[p.id] for p in p4action.params)), canonical
 
 
-def action_to_proto(schema: Schema, call: ActionCall) -> p4r.Action:
-    """The P4Runtime Action of a target ActionCall (looked up by name)."""
+def action_to_proto(schema: Schema, call: BoundAction) -> p4r.Action:
+    """The P4Runtime Action of a target BoundAction (looked up by name)."""
     for action in schema.actions.values():
         if action.preamble.name == call.action:
             return action_proto(action.preamble.id, ((p.id, v) for p, v in zip(action.params, call.args)))
@@ -266,13 +266,13 @@ class TableState:
             return
         raise invalid(f"update type {kind} is not INSERT, MODIFY or DELETE")
 
-    def _check_priority(self, info: TableInfo, entry: p4r.TableEntry) -> None:
+    def _check_priority(self, info: IndexedTable, entry: p4r.TableEntry) -> None:
         problem = priority_problem(info.name, info.needs_priority, entry.priority)
         if problem is not None:
             raise invalid(problem)
 
-    def _entry_action(self, info: TableInfo, entry: p4r.TableEntry
-                      ) -> tuple[ActionCall | ProfileRef | p4r.ActionProfileActionSet, p4r.TableAction]:
+    def _entry_action(self, info: IndexedTable, entry: p4r.TableEntry
+                      ) -> tuple[BoundAction | ProfileRef | p4r.ActionProfileActionSet, p4r.TableAction]:
         """What the entry runs (an action, or for indirect tables a member/group reference
         or a one-shot action set, resolved by ``_resolve``) and its canonical TableAction."""
         kind = entry.action.WhichOneof("type")
@@ -300,16 +300,16 @@ class TableState:
             return entry.action.action_profile_action_set, canonical
         return self.profiles.entry_ref(info, entry.action), canonical
 
-    def _resolve(self, info: TableInfo, call: object) -> ProfileRef | None:
+    def _resolve(self, info: IndexedTable, call: object) -> ProfileRef | None:
         """None for a direct action; the member/group (one-shot: a new hidden group) otherwise."""
-        if isinstance(call, ActionCall):
+        if isinstance(call, BoundAction):
             return None
         assert self.profiles is not None
         if isinstance(call, ProfileRef):
             return call
         return self.profiles.oneshot(info, call)  # type: ignore[arg-type]
 
-    def _release(self, info: TableInfo, ref: ProfileRef | None) -> None:
+    def _release(self, info: IndexedTable, ref: ProfileRef | None) -> None:
         if self.profiles is not None:
             self.profiles.release_oneshot(info, ref)
 
@@ -319,13 +319,13 @@ class TableState:
         return self.pipeline
 
     @staticmethod
-    def _check_resources(info: TableInfo, entry: p4r.TableEntry) -> None:
+    def _check_resources(info: IndexedTable, entry: p4r.TableEntry) -> None:
         if entry.HasField("counter_data") and info.direct_counter is None:
             raise invalid(f"table {info.name!r} has no direct counter (counter_data given)")
         if entry.HasField("meter_config") and info.direct_meter is None:
             raise invalid(f"table {info.name!r} has no direct meter (meter_config given)")
 
-    def _apply_resources(self, info: TableInfo, installed: Installed, entry: p4r.TableEntry) -> None:
+    def _apply_resources(self, info: IndexedTable, installed: Installed, entry: p4r.TableEntry) -> None:
         if entry.HasField("counter_data"):
             self.pipeline.direct_counter_write(info.name, installed.handle,
                                                int(entry.counter_data.byte_count),
@@ -335,7 +335,7 @@ class TableState:
             self.pipeline.direct_meter_set(info.name, installed.handle, rates)
             installed.meter = rates
 
-    def _write_default(self, kind: int, info: TableInfo, entry: p4r.TableEntry) -> None:
+    def _write_default(self, kind: int, info: IndexedTable, entry: p4r.TableEntry) -> None:
         if kind != p4r.Update.MODIFY:
             raise invalid(f"table {info.name!r}: the default entry can only be modified "
                           "(MODIFY with is_default_action), not inserted or deleted")
@@ -356,7 +356,7 @@ class TableState:
         self.pipeline.table_set_default(info.name, call)
         self.default_modified[info.id] = action
 
-    def _write_default_indirect(self, info: TableInfo, entry: p4r.TableEntry) -> None:
+    def _write_default_indirect(self, info: IndexedTable, entry: p4r.TableEntry) -> None:
         """Default entry of an indirect table: a member or a group (BMv2's
         ``set_default_member``/``set_default_group``), or back to the program's default."""
         if self.profiles is None:
@@ -401,7 +401,7 @@ class TableState:
                 self._time_since_last_hit(info, selected, out)
             yield from out
 
-    def _default_entry(self, info: TableInfo) -> p4r.TableEntry:
+    def _default_entry(self, info: IndexedTable) -> p4r.TableEntry:
         out = p4r.TableEntry(table_id=info.id, is_default_action=True)
         ref = self.default_indirect.get(info.id)
         if ref is not None:
@@ -416,7 +416,7 @@ class TableState:
         out.action.action.CopyFrom(action)
         return out
 
-    def _with_resources(self, info: TableInfo, installed: Installed,
+    def _with_resources(self, info: IndexedTable, installed: Installed,
                         request: p4r.TableEntry) -> p4r.TableEntry:
         out = p4r.TableEntry()
         out.CopyFrom(installed.entry)
@@ -430,7 +430,7 @@ class TableState:
             out.meter_config.pir, out.meter_config.pburst = m.pir, m.pburst
         return out
 
-    def _time_since_last_hit(self, info: TableInfo, selected: list[Installed],
+    def _time_since_last_hit(self, info: IndexedTable, selected: list[Installed],
                              out: list[p4r.TableEntry]) -> None:
         """Set ``time_since_last_hit.elapsed_ns`` of the entries read (spec: whenever the
         request sets it, whatever the TTL). Const entries are not tracked: left unset."""
@@ -445,7 +445,7 @@ class TableState:
         for (_, entry), last_hit in zip(pairs, hits):
             entry.time_since_last_hit.elapsed_ns = max(0, now - last_hit)
 
-    def find(self, entry: p4r.TableEntry) -> tuple[TableInfo, Installed]:
+    def find(self, entry: p4r.TableEntry) -> tuple[IndexedTable, Installed]:
         """The installed entry a DirectCounterEntry/DirectMeterEntry names, or NOT_FOUND."""
         info = self.schema.table(entry.table_id)
         key, _ = parse_match(info, entry)

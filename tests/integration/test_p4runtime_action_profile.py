@@ -15,7 +15,7 @@ import pytest
 from finsy.proto import U128, p4r
 
 from innet.switch.p4rt_codec.status import decode_write_errors
-from innet.switch.p4runtime.innet_target import InnetTarget
+from innet.switch.p4runtime.embedded_target import InnetTarget
 from innet.switch.server import SwitchOptions, SwitchServer
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -13,7 +13,7 @@ from finsy.proto import p4r
 from innet.controller import client as client_module
 from innet.controller.client import P4RuntimeClient
 from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
-from innet.switch.p4runtime.target import Digest
+from innet.switch.p4runtime.target_api import Digest
 from innet.switch.ports import UdpPortSpec
 from innet.switch.server import SwitchOptions, SwitchServer
 

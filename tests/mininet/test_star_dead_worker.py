@@ -1,6 +1,6 @@
 """Mininet tier: the dead-worker scenario of ``tests/integration/test_loopback_dead_worker.py``
 (SIGKILL of one worker process only: its agent must stop contributing by itself)
-on a 4-host star with InnetSwitch (kernel UDP through veths): every surviving worker fails
+on a 4-host star with InnetSwitchNode (kernel UDP through veths): every surviving worker fails
 within its chunk deadline naming the dead rank, the destroyed job leaves a clean switch, the
 3 survivors then sum exactly on the same slot range; nothing is left after teardown."""
 
