@@ -19,9 +19,10 @@ from finsy.proto import U128, p4r, p4r_grpc, rpc_code, rpc_status
 
 from innet.switch.p4rt_codec.status import STATUS_DETAILS_KEY, decode_write_errors
 from innet.switch.p4runtime.errors import NO_PIPELINE_MESSAGE
-from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
 from innet.switch.ports import UdpPortSpec
 from innet.switch.server import SwitchOptions, SwitchServer
+
+from testkit.fake_target import FakeTarget, sample_p4info
 
 LPM, FORWARD = 0x02000001, 0x01000001
 CPU = 255

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from google.protobuf import text_format
 
-from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
 from innet.switch.server import SwitchOptions, SwitchServer
+
+from testkit.fake_target import FakeTarget, sample_p4info
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".venv-clients" / "p4runtime-shell"

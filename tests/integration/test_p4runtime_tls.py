@@ -14,9 +14,10 @@ from innet.controller.client import P4RuntimeClient
 from innet.controller.errors import SwitchUnreachableError
 from innet.controller.tls import ClientTls, TlsError
 from innet.switch.cli.switch import main as switch_main
-from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
 from innet.switch.server import SwitchOptions, SwitchServer
 from innet.switch.tls import ServerTls
+
+from testkit.fake_target import FakeTarget, sample_p4info
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tls_certs import Certs, make_certs, make_certs_openssl  # noqa: E402

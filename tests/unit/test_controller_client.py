@@ -26,9 +26,10 @@ from innet.controller.errors import (
 from innet.controller.pipeline import PipelineConfig
 from innet.controller.schema import P4Schema
 from innet.controller.switch import Switch, SwitchEndpoint
-from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
 from innet.switch.p4runtime.embedded_target import InnetTarget
 from innet.switch.server import SwitchOptions, SwitchServer
+
+from testkit.fake_target import FakeTarget, sample_p4info
 
 PIO = Path(__file__).parents[1] / "integration" / "clients" / "innet_pio.p4"
 

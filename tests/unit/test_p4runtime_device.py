@@ -9,10 +9,11 @@ from finsy.proto import p4d, p4r
 from innet.switch.p4runtime.device import Device
 from innet.switch.p4runtime.tmp_device_config import wrap_tmp_device_config
 from innet.switch.p4runtime.errors import NO_PIPELINE_MESSAGE, P4RuntimeError
-from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
 from innet.switch.p4runtime.target_api import (
     BoundAction, Digest, ExactMatch, LpmMatch, OptionalMatch, RangeMatch, PreReplica, TernaryMatch,
 )
+
+from testkit.fake_target import FakeTarget, sample_p4info
 
 Set = p4r.SetForwardingPipelineConfigRequest
 Get = p4r.GetForwardingPipelineConfigRequest

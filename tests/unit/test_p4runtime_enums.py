@@ -7,7 +7,8 @@ from finsy.proto import p4r
 
 from innet.switch.p4runtime.device import Device
 from innet.switch.p4runtime.errors import P4RuntimeError
-from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
+
+from testkit.fake_target import FakeTarget, sample_p4info
 
 Set = p4r.SetForwardingPipelineConfigRequest
 Get = p4r.GetForwardingPipelineConfigRequest

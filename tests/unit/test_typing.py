@@ -2,7 +2,8 @@
 
 The repository root is the ``innet`` package (setup.py maps it), which mypy cannot see
 through the editable-install hook; a temporary folder with an ``innet`` symlink to the
-root gives it the same import names the code uses.
+root gives it the same import names the code uses. The tests' own ``testkit`` (test
+doubles) is checked too.
 """
 
 import subprocess
@@ -22,6 +23,8 @@ def test_mypy_is_clean(tmp_path: Path) -> None:
         cmd += ["-p", p]
     for m in MODULES:
         cmd += ["-m", m]
-    proc = subprocess.run(cmd, cwd=tmp_path, env={"MYPYPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    cmd += ["-p", "testkit"]
+    mypypath = f"{tmp_path}:{REPO / 'tests'}"
+    proc = subprocess.run(cmd, cwd=tmp_path, env={"MYPYPATH": mypypath, "PATH": "/usr/bin:/bin"},
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -1,7 +1,7 @@
 """An in-memory target that records control-plane state and runs a scripted packet function.
 
-Used by tests of the P4Runtime layer and the switch process, independent of the real
-executor. ``sample_p4info()`` is a small hand-written P4Info exercising every entity kind.
+TEST DOUBLE for tests of the P4Runtime layer and the switch process, independent of the
+real executor. ``sample_p4info()`` is a small hand-written P4Info exercising every entity kind.
 """
 
 from __future__ import annotations
