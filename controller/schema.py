@@ -1,7 +1,7 @@
 """The P4Info layer: names to ids and widths, and P4Runtime's bytestring rules.
 
-Names may be given in full (``MyIngress.ipv4_lpm``) or by their last component
-(``ipv4_lpm``) when that is unambiguous, as p4runtime-shell and finsy allow.  An unknown
+Names may be given in full (``MyIngress.ipv4_lpm``) or by a dotted suffix
+(``ipv4_lpm``) when that is unambiguous (:mod:`innet.names`), as p4runtime-shell and finsy allow.  An unknown
 name raises :class:`UnknownNameError` with near matches.
 
 Values are Python ints, or strings in the usual notations (``10.0.0.1``,
@@ -18,6 +18,7 @@ from typing import Generic, TypeVar
 from finsy.proto import p4i, p4t
 
 from innet.controller.errors import SchemaError, UnknownNameError, ValueRangeError
+from innet.names import by_suffix, short_name
 from innet.switch.p4rt_codec.bytestrings import bitstring_width, encode_bytes
 from innet.switch.p4rt_codec.matches import MATCH_KINDS, PRIORITY_MATCH_TYPES
 from innet.switch.p4rt_codec.status import P4RuntimeError
@@ -121,7 +122,7 @@ class TableInfo:
 
     def field(self, name: str) -> MatchFieldInfo:
         for f in self.match_fields:
-            if f.name == name or f.name.rsplit(".", 1)[-1] == name:
+            if f.name == name or short_name(f.name) == name:
                 return f
         raise UnknownNameError("match field", name, [f.name for f in self.match_fields], f"table {self.name!r}")
 
@@ -160,17 +161,13 @@ class _Index(Generic[T]):
         self.kind = kind
         self.by_name: dict[str, T] = {}
         self.by_id: dict[int, T] = {}
-        self._short: dict[str, list[str]] = {}
 
     def add(self, name: str, obj_id: int, obj: T) -> None:
         self.by_name[name] = obj
         self.by_id[obj_id] = obj
-        self._short.setdefault(name.rsplit(".", 1)[-1], []).append(name)
 
     def get(self, name: str) -> T:
-        if name in self.by_name:
-            return self.by_name[name]
-        full = self._short.get(name, [])
+        full = by_suffix(name, self.by_name)
         if len(full) == 1:
             return self.by_name[full[0]]
         if len(full) > 1:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("innet.switch", "innet.host", "innet.controller", "innet.testbed")
-MODULES = ("innet.cli", "innet.conformance", "innet.argtypes", "innet.p4c_samples")
+MODULES = ("innet.cli", "innet.conformance", "innet.argtypes", "innet.p4c_samples", "innet.names")
 
 
 def test_mypy_is_clean(tmp_path: Path) -> None:
