@@ -348,3 +348,40 @@ def test_packets_are_dropped_without_pipeline(switch: SwitchServer):
     with pytest.raises(socket.timeout):
         host1.recvfrom(100)
     host1.close()
+
+
+def test_failing_packet_out_is_a_stream_error_and_the_stream_lives(caplog):
+    """A PacketOut whose output cannot be sent (the port layer fails) comes back as a
+    StreamError with the packet, logged at WARNING; the stream keeps working."""
+    from concurrent import futures
+
+    from innet.switch.p4runtime.device import Device
+    from innet.switch.p4runtime.service import P4RuntimeService, add_to_server
+
+    def broken_ports(outputs):
+        raise OSError("port 2 is gone")
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    add_to_server(P4RuntimeService(Device(1, FakeTarget(route), CPU), broken_ports), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    c = Client(f"127.0.0.1:{port}")
+    try:
+        s = c.stream(1)
+        assert arbitration(s)[0] == rpc_code.OK
+        c.set_pipeline()
+        out = p4r.PacketOut(payload=b"boom")
+        out.metadata.add(metadata_id=1, value=b"\x00\x02")
+        with caplog.at_level("WARNING", logger="innet.switch.p4runtime.service"):
+            s.send(p4r.StreamMessageRequest(packet=out))
+            msg = s.next()
+        assert msg.WhichOneof("update") == "error"
+        assert msg.error.canonical_code == rpc_code.INTERNAL
+        assert msg.error.message == "PacketOut: OSError: port 2 is gone"
+        assert msg.error.packet_out.packet_out.payload == b"boom"
+        assert any("PacketOut failed" in r.getMessage() for r in caplog.records)
+        s.send(p4r.StreamMessageRequest(packet=p4r.PacketOut(payload=b"again")))
+        assert s.next().error.packet_out.packet_out.payload == b"again"  # still served
+    finally:
+        c.close()
+        server.stop(None)
