@@ -55,6 +55,9 @@ class SwitchEndpoint:
     reconnect: ReconnectPolicy = ReconnectPolicy()
     """Reconnecting when the switch goes away (restart): back-off and deadline; the
     pipeline and state this session installed are installed again (``Switch.restore``)."""
+    p4runtime_role: str = ""
+    """P4Runtime role (``Role.name``) of this session; ``""``: the default role (full
+    access). Not to be confused with ``role``, the switch's place in the topology."""
 
 
 class Switch:
@@ -63,7 +66,7 @@ class Switch:
     def __init__(self, spec: SwitchEndpoint, runner: Runner = run_subprocess) -> None:
         self.spec = spec
         self.client = P4RuntimeClient(spec.address, spec.device_id, spec.election_id, spec.timeout, spec.tls,
-                                      spec.reconnect)
+                                      spec.reconnect, spec.p4runtime_role)
         self.client.on_reconnect = self.restore
         self._runner = runner
         self._schema: P4Schema | None = None

@@ -79,9 +79,16 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
                                  f"{self.device.device_id})")
 
     def _check_primary(self, what: str, role: str, election: p4r.Uint128 | None) -> None:
+        """The spec's checks of Write and SetForwardingPipelineConfig, in its order: an
+        unknown role is NOT_FOUND, a non-primary PERMISSION_DENIED."""
         election_id = None if election is None else U128.decode(election)
         with self._lock:
+            known = self.arbitrator.has_role(role)
             ok = self.arbitrator.is_primary(role, election_id)
+        if not known:
+            raise P4RuntimeError(grpc.StatusCode.NOT_FOUND,
+                                 f"{what}: no role {role!r} on device {self.device.device_id} (a role "
+                                 "exists once a controller arbitrated for it; the default role is '')")
         if not ok:
             shown = "unset" if election_id is None else str(election_id)
             raise permission_denied(f"{what} from a controller that is not primary "

@@ -305,10 +305,7 @@ def test_clone_session(device: Device):
     assert pipeline(device).sessions[5] == ([PreReplica(3, 0)], 0, 64)
 
 
-def test_unsupported_atomicity_and_entities(device: Device):
-    with pytest.raises(P4RuntimeError) as info:
-        device.write([], p4r.WriteRequest.ROLLBACK_ON_ERROR)
-    assert info.value.code == grpc.StatusCode.UNIMPLEMENTED
+def test_unsupported_entities(device: Device):
     err = write_one(device, INSERT, action_profile_member=p4r.ActionProfileMember())
     assert err.code == grpc.StatusCode.UNIMPLEMENTED
 

@@ -30,10 +30,9 @@ def test_undefined_write_atomicity_is_invalid_argument(device: Device, value: in
     assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT
 
 
-def test_defined_but_unsupported_atomicity_stays_unimplemented(device: Device):
-    with pytest.raises(P4RuntimeError, match="DATAPLANE_ATOMIC is not supported") as info:
-        device.write([], p4r.WriteRequest.DATAPLANE_ATOMIC)
-    assert info.value.code == grpc.StatusCode.UNIMPLEMENTED
+@pytest.mark.parametrize("value", [p4r.WriteRequest.ROLLBACK_ON_ERROR, p4r.WriteRequest.DATAPLANE_ATOMIC])
+def test_every_defined_atomicity_is_supported(device: Device, value: int):
+    assert device.write([], value) == []
 
 
 @pytest.mark.parametrize("value", [0, 4, 77])
