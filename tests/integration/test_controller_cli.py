@@ -76,6 +76,7 @@ def contrib(rank: int, values: list[int]) -> bytes:
     return frame(Endpoint(mac, ip, port), Endpoint(SWITCH_MAC, SWITCH_IP, UDP_PORT), pack(msg, K))
 
 
+@pytest.mark.slow
 def test_job_lifecycle_with_an_aggregation_round(switch, tmp_path):
     address, ports = switch
     sw = ["--switch", address]
@@ -133,6 +134,7 @@ def test_job_lifecycle_with_an_aggregation_round(switch, tmp_path):
     assert ok("job", "list", *sw).strip() == "no jobs"
 
 
+@pytest.mark.slow
 def test_errors(switch):
     address, _ = switch
     sw = ["--switch", address]

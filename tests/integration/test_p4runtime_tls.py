@@ -19,8 +19,7 @@ from innet.switch.tls import ServerTls
 
 from testkit.fake_target import FakeTarget, sample_p4info
 
-sys.path.insert(0, str(Path(__file__).parent))
-from tls_certs import Certs, make_certs, make_certs_openssl  # noqa: E402
+from testkit.tls_certs import Certs, make_certs, make_certs_openssl
 
 PIO = Path(__file__).parent / "clients" / "innet_pio.p4"
 
@@ -88,6 +87,7 @@ def test_switch_tls_flag_errors_are_one_line_usage_errors(certs: Certs, capsys, 
     assert err == f"innet-switch: error: {message}\n"
 
 
+@pytest.mark.slow
 def test_innet_switch_process_with_client_auth_and_innet_cli(certs: Certs):
     cmd = [sys.executable, "-m", "innet.switch.cli.switch", "--no-p4", "--grpc-server-addr", "127.0.0.1:0",
            "--log-level", "warning", "--grpc-server-ssl", "--grpc-server-cert", str(certs.server_cert),

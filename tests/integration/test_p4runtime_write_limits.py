@@ -4,8 +4,6 @@ RESOURCE_EXHAUSTED, and huge failing batches must not hold a traceback per updat
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import grpc
 import pytest
@@ -18,8 +16,7 @@ from innet.switch.server import SwitchOptions, SwitchServer
 
 from testkit.fake_target import FakeTarget, sample_p4info
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_p4runtime_server import Client, arbitration, insert, lpm_entry  # noqa: E402  (shared loopback client)
+from testkit.p4rt_loopback import Client, arbitration, insert, lpm_entry
 
 
 @pytest.fixture

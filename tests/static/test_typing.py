@@ -10,11 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("innet.switch", "innet.host", "innet.controller", "innet.testbed")
 MODULES = ("innet.cli", "innet.conformance", "innet.argtypes", "innet.p4c_samples", "innet.names")
 
 
+@pytest.mark.slow
 def test_mypy_is_clean(tmp_path: Path) -> None:
     (tmp_path / "innet").symlink_to(REPO, target_is_directory=True)
     cmd = [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"),
