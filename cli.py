@@ -107,10 +107,10 @@ def _controller_command(func):  # type: ignore[no-untyped-def]
 
 
 def _specs(args: argparse.Namespace, read_only: bool = False) -> list:  # type: ignore[type-arg]
-    from innet.controller.switch import SwitchSpec
+    from innet.controller.switch import SwitchEndpoint
 
     election = None if read_only else args.election_id
-    return [SwitchSpec(f"s{i}", a, args.device_id, election_id=election, thrift_port=args.thrift_port,
+    return [SwitchEndpoint(f"s{i}", a, args.device_id, election_id=election, thrift_port=args.thrift_port,
                        timeout=args.timeout, tls=_tls(args)) for i, a in enumerate(args.switch)]
 
 

@@ -11,13 +11,15 @@ Layers, each calling only downward (STYLE.md):
   becomes a :mod:`.errors` exception here, every RPC has a deadline.
 - ``schema``: P4Info index (full or unambiguous short names, "did you mean"), values
   checked against widths (bytestring, priority and key-encoding rules are shared with the
-  switch: :mod:`innet.switch.p4runtime.schema`/``.tables``/``.errors``); ``entities``: typed TableEntry (exact/lpm/ternary/range/optional), register
-  cells, counters, multicast groups <-> protos; ``pipeline``: PipelineConfig from an
-  innet-p4c output dir, a .p4 compiled on the fly, or P4Info + device config (BMv2 JSON).
+  switch through the codec :mod:`innet.switch.p4rt_codec`, never the switch's server);
+  ``entities``: typed TableEntry (exact/lpm/ternary/range/optional), register cells,
+  counters, multicast groups <-> protos; ``pipeline``: PipelineConfig from an innet-p4c
+  output dir, a .p4 compiled on the fly by ``compiler`` (innet-p4c, or ``INNET_P4C`` such
+  as p4c-bm2-ss, as a subprocess), or P4Info + device config (BMv2 JSON).
 - ``registers``: RegisterEntry over P4Runtime, falling back to BMv2's ``simple_switch_CLI
   --thrift-port N`` (``register_read``/``register_write``) when the switch answers
-  UNIMPLEMENTED and ``SwitchSpec.thrift_port`` is set (BMv2's PI does not implement
-  registers); ``switch``: SwitchSpec (data) and Switch (a connected session).
+  UNIMPLEMENTED and ``SwitchEndpoint.thrift_port`` is set (BMv2's PI does not implement
+  registers); ``switch``: SwitchEndpoint (data) and Switch (a connected session).
 - ``jobs`` (InnetLayout from the P4Info, JobSpec/WorkerSpec/Forwarding, the entries they
   become), ``shard`` (ShardPlan), ``innet_switch`` (InnetSwitch: forwarding, jobs,
   parameters, occupancy, counters on one switch), ``controller`` (Controller over many

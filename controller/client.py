@@ -38,13 +38,13 @@ from innet.controller.errors import (
     NotPrimaryError,
     RpcError,
     SwitchUnreachableError,
-    UnsupportedError,
+    UnimplementedError,
     UpdateFailure,
     WriteError,
 )
 from innet.controller.reconnect import NO_RECONNECT, ReconnectPolicy
 from innet.controller.tls import ClientTls
-from innet.switch.p4runtime.errors import decode_write_errors, status_code_of, status_details
+from innet.switch.p4rt_codec.status import decode_write_errors, status_code_of, status_details
 
 LOG = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def rpc_error(error: grpc.RpcError, what: str, address: str) -> ControllerError:
         return NotPrimaryError(text + " (this client is not the primary controller: "
                                "another one holds a higher election id)", code)
     if code == grpc.StatusCode.UNIMPLEMENTED:
-        return UnsupportedError(text, code)
+        return UnimplementedError(text, code)
     if code == grpc.StatusCode.FAILED_PRECONDITION:
         return NoPipelineError(text + " (push a pipeline first)", code)
     return RpcError(text, code)
@@ -190,8 +190,12 @@ class P4RuntimeClient:
 
     def __init__(self, address: str, device_id: int = 1, election_id: int | None = 1,
                  timeout: float = 10.0, tls: ClientTls | None = None,
-                 reconnect: ReconnectPolicy = NO_RECONNECT) -> None:
+                 reconnect: ReconnectPolicy = NO_RECONNECT, role: str = "") -> None:
         self.address = address
+        self.role = role
+        """P4Runtime role (``Role.name``) this session arbitrates for and names in every
+        Write, Set and Read; ``""`` is the default role (full pipeline access), sent as an
+        unset role as the spec asks."""
         self.tls = tls
         """TLS of the channel (the switch runs with ``--grpc-server-ssl``); None: plaintext."""
         self.reconnect = reconnect
@@ -318,8 +322,12 @@ class P4RuntimeClient:
             return
         self._stream = _Stream(self._stub, self._arbitrated)
         update = p4r.MasterArbitrationUpdate(device_id=self.device_id, election_id=U128.encode(self.election_id))
+        if self.role:
+            update.role.name = self.role
         self._stream.send(p4r.StreamMessageRequest(arbitration=update))
         what = f"arbitration of device {self.device_id} with election id {self.election_id}"
+        if self.role:
+            what += f" role {self.role!r}"
         reply = self._take("arbitration", timeout, what)
         if reply is None:
             raise SwitchUnreachableError(
@@ -366,7 +374,7 @@ class P4RuntimeClient:
         config = p4r.ForwardingPipelineConfig(p4info=p4info, p4_device_config=device_config)
         config.cookie.cookie = cookie
         request = p4r.SetForwardingPipelineConfigRequest(
-            device_id=self.device_id, election_id=self._election(), config=config,
+            device_id=self.device_id, role=self.role, election_id=self._election(), config=config,
             action=p4r.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
         try:
             self._rpc(lambda: self.stub.SetForwardingPipelineConfig(request, timeout=max(self.timeout, 60.0)))
@@ -422,7 +430,7 @@ class P4RuntimeClient:
             raise WriteError(failures, len(updates), len(batches))
 
     def _write_batch(self, batch: list[p4r.Update], start: int, describe: Describe) -> list[UpdateFailure]:
-        request = p4r.WriteRequest(device_id=self.device_id, election_id=self._election(),
+        request = p4r.WriteRequest(device_id=self.device_id, role=self.role, election_id=self._election(),
                                    updates=batch)
         try:
             self._rpc(lambda: self.stub.Write(request, timeout=max(self.timeout, 1e-4 * len(batch) + self.timeout)))
@@ -436,7 +444,7 @@ class P4RuntimeClient:
 
     def read(self, entities: Iterable[p4r.Entity]) -> list[p4r.Entity]:
         """All entities matched by the (possibly wildcard) selectors, in one Read."""
-        request = p4r.ReadRequest(device_id=self.device_id, entities=list(entities))
+        request = p4r.ReadRequest(device_id=self.device_id, role=self.role, entities=list(entities))
         def call() -> list[p4r.Entity]:
             out: list[p4r.Entity] = []
             for response in self.stub.Read(request, timeout=max(self.timeout, 30.0)):

@@ -2,7 +2,7 @@
 install forwarding, create jobs with their parameter vector sharded across switches,
 load and read parameters.
 
-    specs = [SwitchSpec("s1", "127.0.0.1:9559")]
+    specs = [SwitchEndpoint("s1", "127.0.0.1:9559")]
     with Controller(specs) as ctl:
         ctl.push(PipelineConfig.load("p4/innet.p4"))
         plan = ctl.create_job(job)                  # ShardPlan: chunks per switch
@@ -22,14 +22,14 @@ from innet.controller.innet_switch import InnetSwitch
 from innet.controller.jobs import Forwarding, JobInfo, JobSpec, next_epoch
 from innet.controller.pipeline import PipelineConfig
 from innet.controller.shard import Shard, ShardPlan
-from innet.controller.switch import Switch, SwitchSpec, connect_all
+from innet.controller.switch import Switch, SwitchEndpoint, connect_all
 from innet.host.quantize import dequantize, quantize
 
 
 class Controller:
     """Sessions with several switches; each job is installed on every switch of its plan."""
 
-    def __init__(self, specs: Sequence[SwitchSpec]) -> None:
+    def __init__(self, specs: Sequence[SwitchEndpoint]) -> None:
         names = [s.name for s in specs]
         if not specs or len(set(names)) != len(names):
             raise ControllerError(f"controller needs switches with distinct names, got {names}")

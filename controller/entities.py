@@ -15,9 +15,17 @@ from finsy.proto import p4d, p4r
 
 from innet.controller.errors import SchemaError, ValueRangeError
 from innet.controller.schema import MatchFieldInfo, P4Schema, TableInfo, Value, decode, encode, fit, parse_value
-from innet.switch.p4runtime.schema import priority_problem
-from innet.switch.p4runtime.tables import field_match_proto
-from innet.switch.p4runtime.target import ExactMatch, FieldMatch, LpmMatch, OptionalMatch, RangeMatch, TernaryMatch
+from innet.switch.p4rt_codec.matches import (
+    ExactMatch,
+    FieldMatch,
+    LpmMatch,
+    OptionalMatch,
+    RangeMatch,
+    TernaryMatch,
+    action_proto,
+    field_match_proto,
+    priority_problem,
+)
 
 
 @dataclass(frozen=True)
@@ -146,9 +154,9 @@ def table_entry_proto(schema: P4Schema, entry: TableEntry) -> p4r.TableEntry:
         if missing:
             raise SchemaError(f"action {action.name!r} of table {table.name!r}: missing parameter(s) "
                               + ", ".join(repr(m) for m in missing))
-        for p in action.params:
-            out.action.action.params.add(param_id=p.id, value=encode(
-                entry.params[p.name], p.bitwidth, f"action {action.name!r} parameter {p.name!r}"))
+        out.action.action.CopyFrom(action_proto(action.id, (
+            (p.id, fit(entry.params[p.name], p.bitwidth, f"action {action.name!r} parameter {p.name!r}"))
+            for p in action.params)))
     return out
 
 

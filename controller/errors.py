@@ -7,11 +7,12 @@ matches (``Did you mean 'ipv4_lpm'?``).
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Iterable
 
 import grpc
+
+from innet.names import close_matches
 
 
 class ControllerError(Exception):
@@ -34,7 +35,7 @@ class NotPrimaryError(RpcError):
     """The switch refused a write or pipeline push: this client is not the primary."""
 
 
-class UnsupportedError(RpcError):
+class UnimplementedError(RpcError):
     """The switch answered UNIMPLEMENTED (e.g. RegisterEntry on BMv2)."""
 
 
@@ -87,7 +88,7 @@ class UnknownNameError(SchemaError, KeyError):
     def __init__(self, kind: str, name: str, known: Iterable[str], scope: str = "the P4Info") -> None:
         names = sorted(set(known))
         self.kind, self.name = kind, name
-        self.suggestions = suggest(name, names)
+        self.suggestions = close_matches(name, names)
         text = f"no {kind} named {name!r} in {scope}"
         if self.suggestions:
             text += ". Did you mean " + " or ".join(repr(s) for s in self.suggestions) + "?"
@@ -103,23 +104,9 @@ class ValueRangeError(SchemaError, ValueError):
     """A value does not fit the width or range the P4 object declares."""
 
 
+class PipelineConfigError(ControllerError):
+    """A pipeline could not be found, read or compiled (names the path and why)."""
+
+
 class JobError(ControllerError):
     """A job specification or operation is inconsistent with the switch (says how)."""
-
-
-def suggest(name: str, known: Iterable[str], n: int = 2) -> list[str]:
-    """Near matches of ``name`` among ``known``, comparing full and short (last dotted
-    component) names; returns the names as known."""
-    known = list(known)
-    by_short: dict[str, list[str]] = {}
-    for k in known:
-        by_short.setdefault(k.rsplit(".", 1)[-1], []).append(k)
-    short = name.rsplit(".", 1)[-1]
-    out: list[str] = []
-    for match in difflib.get_close_matches(name, known, n=n, cutoff=0.6):
-        out.append(match)
-    for match in difflib.get_close_matches(short, list(by_short), n=n, cutoff=0.6):
-        for full in by_short[match]:
-            if full not in out:
-                out.append(full)
-    return out[:n]

@@ -19,7 +19,7 @@ from finsy.proto import p4r
 
 from innet.controller.client import P4RuntimeClient
 from innet.controller.entities import describer, register_reads, register_writes
-from innet.controller.errors import ControllerError, UnsupportedError, WriteError
+from innet.controller.errors import ControllerError, UnimplementedError, WriteError
 from innet.controller.schema import P4Schema, RegisterInfo, decode
 
 LOG = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class P4RuntimeRegisters:
         except WriteError as error:
             codes = {f.code for f in error.failures}
             if codes == {grpc.StatusCode.UNIMPLEMENTED}:
-                raise UnsupportedError(str(error), grpc.StatusCode.UNIMPLEMENTED) from None
+                raise UnimplementedError(str(error), grpc.StatusCode.UNIMPLEMENTED) from None
             raise
 
 
@@ -125,11 +125,11 @@ class AutoRegisters:
         self.p4runtime, self.fallback, self.address = p4runtime, fallback, address
         self.active: RegisterBackend = p4runtime
 
-    def _switch(self, error: UnsupportedError) -> RegisterBackend:
+    def _switch(self, error: UnimplementedError) -> RegisterBackend:
         if self.fallback is None:
-            raise UnsupportedError(
+            raise UnimplementedError(
                 f"{error} -- registers are not accessible over P4Runtime on this switch (BMv2 answers "
-                "UNIMPLEMENTED); give its Thrift port (SwitchSpec.thrift_port / --thrift-port) to use "
+                "UNIMPLEMENTED); give its Thrift port (SwitchEndpoint.thrift_port / --thrift-port) to use "
                 "simple_switch_CLI instead", error.code) from None
         LOG.info("switch %s: RegisterEntry is UNIMPLEMENTED, using simple_switch_CLI", self.address)
         self.active = self.fallback
@@ -138,11 +138,11 @@ class AutoRegisters:
     def read(self, info: RegisterInfo, indexes: range) -> list[int]:
         try:
             return self.active.read(info, indexes)
-        except UnsupportedError as error:
+        except UnimplementedError as error:
             return self._switch(error).read(info, indexes)
 
     def write(self, cells: dict[str, Sequence[tuple[int, int]]]) -> None:
         try:
             self.active.write(cells)
-        except UnsupportedError as error:
+        except UnimplementedError as error:
             self._switch(error).write(cells)

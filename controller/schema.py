@@ -1,7 +1,7 @@
 """The P4Info layer: names to ids and widths, and P4Runtime's bytestring rules.
 
-Names may be given in full (``MyIngress.ipv4_lpm``) or by their last component
-(``ipv4_lpm``) when that is unambiguous, as p4runtime-shell and finsy allow.  An unknown
+Names may be given in full (``MyIngress.ipv4_lpm``) or by a dotted suffix
+(``ipv4_lpm``) when that is unambiguous (:mod:`innet.names`), as p4runtime-shell and finsy allow.  An unknown
 name raises :class:`UnknownNameError` with near matches.
 
 Values are Python ints, or strings in the usual notations (``10.0.0.1``,
@@ -18,11 +18,10 @@ from typing import Generic, TypeVar
 from finsy.proto import p4i, p4t
 
 from innet.controller.errors import SchemaError, UnknownNameError, ValueRangeError
-from innet.switch.p4runtime.errors import P4RuntimeError
-from innet.switch.p4runtime.schema import PRIORITY_MATCH_TYPES, bitstring_width, encode_bytes
-
-MATCH_KINDS = {p4i.MatchField.EXACT: "exact", p4i.MatchField.LPM: "lpm", p4i.MatchField.TERNARY: "ternary",
-               p4i.MatchField.RANGE: "range", p4i.MatchField.OPTIONAL: "optional"}
+from innet.names import by_suffix, short_name
+from innet.switch.p4rt_codec.bytestrings import bitstring_width, encode_bytes
+from innet.switch.p4rt_codec.matches import MATCH_KINDS, PRIORITY_MATCH_TYPES
+from innet.switch.p4rt_codec.status import P4RuntimeError
 
 _PRIORITY_KINDS = frozenset(MATCH_KINDS[t] for t in PRIORITY_MATCH_TYPES)
 
@@ -95,7 +94,7 @@ class ParamInfo:
 
 
 @dataclass(frozen=True)
-class ActionInfo:
+class ActionSignature:
     id: int
     name: str
     params: tuple[ParamInfo, ...]
@@ -123,7 +122,7 @@ class TableInfo:
 
     def field(self, name: str) -> MatchFieldInfo:
         for f in self.match_fields:
-            if f.name == name or f.name.rsplit(".", 1)[-1] == name:
+            if f.name == name or short_name(f.name) == name:
                 return f
         raise UnknownNameError("match field", name, [f.name for f in self.match_fields], f"table {self.name!r}")
 
@@ -162,17 +161,13 @@ class _Index(Generic[T]):
         self.kind = kind
         self.by_name: dict[str, T] = {}
         self.by_id: dict[int, T] = {}
-        self._short: dict[str, list[str]] = {}
 
     def add(self, name: str, obj_id: int, obj: T) -> None:
         self.by_name[name] = obj
         self.by_id[obj_id] = obj
-        self._short.setdefault(name.rsplit(".", 1)[-1], []).append(name)
 
     def get(self, name: str) -> T:
-        if name in self.by_name:
-            return self.by_name[name]
-        full = self._short.get(name, [])
+        full = by_suffix(name, self.by_name)
         if len(full) == 1:
             return self.by_name[full[0]]
         if len(full) > 1:
@@ -202,12 +197,12 @@ class P4Schema:
     def __init__(self, p4info: p4i.P4Info) -> None:
         self.p4info = p4info
         self.tables: _Index[TableInfo] = _Index("table")
-        self.actions: _Index[ActionInfo] = _Index("action")
+        self.actions: _Index[ActionSignature] = _Index("action")
         self.registers: _Index[RegisterInfo] = _Index("register")
         self.counters: _Index[CounterInfo] = _Index("counter")
         for a in p4info.actions:
             params = tuple(ParamInfo(p.id, p.name, p.bitwidth) for p in a.params)
-            self.actions.add(a.preamble.name, a.preamble.id, ActionInfo(a.preamble.id, a.preamble.name, params))
+            self.actions.add(a.preamble.name, a.preamble.id, ActionSignature(a.preamble.id, a.preamble.name, params))
         for t in p4info.tables:
             fields = tuple(MatchFieldInfo(f.id, f.name, f.bitwidth, MATCH_KINDS.get(f.match_type, "exact"))
                            for f in t.match_fields)
@@ -229,7 +224,7 @@ class P4Schema:
     def table(self, name: str) -> TableInfo:
         return self.tables.get(name)
 
-    def action(self, name: str, table: TableInfo | None = None) -> ActionInfo:
+    def action(self, name: str, table: TableInfo | None = None) -> ActionSignature:
         action = self.actions.get(name)
         if table is not None and table.action_ids and action.id not in table.action_ids:
             allowed = [self.actions.id(i).name for i in table.action_ids if i in self.actions.by_id]

@@ -18,7 +18,7 @@ class Shard:
     """The chunks one switch owns."""
 
     switch: str
-    """Switch name (SwitchSpec.name)."""
+    """Switch name (SwitchEndpoint.name)."""
     first_chunk: int
     """First global chunk of the shard."""
     chunks: int

@@ -1,6 +1,6 @@
 """One switch: its spec (data) and a connected session with typed operations.
 
-    with Switch(SwitchSpec("s1", "127.0.0.1:9559")) as sw:
+    with Switch(SwitchEndpoint("s1", "127.0.0.1:9559")) as sw:
         sw.push(PipelineConfig.load("build/"))
         sw.insert([TableEntry("ipv4_lpm", {"dstAddr": "10.0.1.0/24"}, "ipv4_forward",
                               {"dstAddr": "00:00:00:00:01:01", "port": 1})])
@@ -32,7 +32,7 @@ DEFAULT_ADDRESS = "127.0.0.1:9559"
 
 
 @dataclass(frozen=True)
-class SwitchSpec:
+class SwitchEndpoint:
     """How to reach one switch and what it is in the topology."""
 
     name: str
@@ -55,15 +55,18 @@ class SwitchSpec:
     reconnect: ReconnectPolicy = ReconnectPolicy()
     """Reconnecting when the switch goes away (restart): back-off and deadline; the
     pipeline and state this session installed are installed again (``Switch.restore``)."""
+    p4runtime_role: str = ""
+    """P4Runtime role (``Role.name``) of this session; ``""``: the default role (full
+    access). Not to be confused with ``role``, the switch's place in the topology."""
 
 
 class Switch:
     """A connected P4Runtime session with one switch (use as a context manager)."""
 
-    def __init__(self, spec: SwitchSpec, runner: Runner = run_subprocess) -> None:
+    def __init__(self, spec: SwitchEndpoint, runner: Runner = run_subprocess) -> None:
         self.spec = spec
         self.client = P4RuntimeClient(spec.address, spec.device_id, spec.election_id, spec.timeout, spec.tls,
-                                      spec.reconnect)
+                                      spec.reconnect, spec.p4runtime_role)
         self.client.on_reconnect = self.restore
         self._runner = runner
         self._schema: P4Schema | None = None
@@ -252,7 +255,7 @@ class Switch:
         return self.client.packet_in(timeout)
 
 
-def connect_all(specs: Sequence[SwitchSpec]) -> list[Switch]:
+def connect_all(specs: Sequence[SwitchEndpoint]) -> list[Switch]:
     """Connect to every switch; on any failure close those already open and re-raise."""
     switches: list[Switch] = []
     try:
@@ -265,4 +268,4 @@ def connect_all(specs: Sequence[SwitchSpec]) -> list[Switch]:
     return switches
 
 
-__all__ = ["ControllerError", "Switch", "SwitchSpec", "connect_all"]
+__all__ = ["ControllerError", "Switch", "SwitchEndpoint", "connect_all"]

@@ -1,7 +1,7 @@
 """TLS for the controller's P4Runtime channel: the counterpart of innet-switch's and
 simple_switch_grpc's ``--grpc-server-ssl`` (and ``--grpc-server-with-client-auth``).
 
-    SwitchSpec("s1", "10.0.0.1:9559", tls=ClientTls(ca_cert=Path("ca.crt"),
+    SwitchEndpoint("s1", "10.0.0.1:9559", tls=ClientTls(ca_cert=Path("ca.crt"),
                cert=Path("client.crt"), key=Path("client.key")))
 """
 

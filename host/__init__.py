@@ -8,5 +8,5 @@
 - ``agent``: the per-worker agent process (SmartNIC emulation), shared-memory handoff.
 - ``simulate``: the switch's fixed-point arithmetic in numpy (bit-exact reference).
 - ``model``, ``train``: softmax regression on digits, data-parallel training through agents.
-- ``fake_switch``: a TEST DOUBLE of the switch for unit tests.
+  (The switch test double for agent tests is ``tests/testkit/fake_innet_switch.py``.)
 """

@@ -22,7 +22,7 @@ from innet.switch.p4runtime.ageing import DEFAULT_SWEEP_INTERVAL, AgeingSweeper
 from innet.switch.p4runtime.device import Device
 from innet.switch.p4runtime.errors import P4RuntimeError
 from innet.switch.p4runtime.service import P4RuntimeService, add_to_server
-from innet.switch.p4runtime.target import Target
+from innet.switch.p4runtime.target_api import Target
 from innet.switch.tls import ServerTls, TlsConfigError
 from innet.switch.ports import (
     IfacePort,

@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from innet.names import by_suffix
+
 from .pipeline import Pipeline
 from .pipeline.errors import PipelineError
 from .pipeline.tables import KeySpec
@@ -397,7 +399,8 @@ def _key_index(table: Any, name: str) -> int:
     name = _STACK_ELEM.sub(r"[\1]", name)
     if name in names:
         return names.index(name)
-    hits = [i for i, n in enumerate(names) if n.endswith("." + name) or name.endswith("." + n)]
+    hits = [names.index(n) for n in by_suffix(name, names)] or [
+        i for i, n in enumerate(names) if name.endswith("." + n)]
     if len(hits) == 1:
         return hits[0]
     raise ValueError(f"table {table.name}: no key named {name!r} (keys: {', '.join(names)})")

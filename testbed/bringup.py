@@ -146,14 +146,14 @@ class Testbed(abc.ABC):
     def start(self) -> "Testbed":
         from innet.controller.controller import Controller
         from innet.controller.pipeline import PipelineConfig
-        from innet.controller.switch import SwitchSpec as ControllerSwitchSpec
+        from innet.controller.switch import SwitchEndpoint
 
         self.procs.open()
         try:
             (self.procs.dir / "topology.json").write_text(self.topology.to_json())
             self.grpc_address = self._start_network()
             spec = self.topology.switch()
-            self.controller = Controller([ControllerSwitchSpec(spec.name, self.grpc_address, spec.device_id,
+            self.controller = Controller([SwitchEndpoint(spec.name, self.grpc_address, spec.device_id,
                                                                timeout=30.0)]).connect()
             self.controller.push(PipelineConfig.load(self.options.program, dict(self.options.defines) or None))
             self.controller.install_forwarding({spec.name: self.forwarding()})

@@ -1,6 +1,6 @@
 """``innet demo``: the star testbed, training with the switch as optimizer, and a small INA vs gloo table.
 
-1. Bring up a star of 4 workers: Mininet when root (1 Gbit/s TCLinks, ``InnetSwitch``),
+1. Bring up a star of 4 workers: Mininet when root (1 Gbit/s TCLinks, ``InnetSwitchNode``),
    else loopback (``innet-switch`` UDP ports); the message says which.
 2. Replace the default job by a momentum job holding the softmax-regression parameters
    (loaded by the controller); each worker process (in its host) pushes gradients of its

@@ -1,4 +1,4 @@
-"""The testbed in Mininet (root): hosts in network namespaces, ``InnetSwitch`` as the switch.
+"""The testbed in Mininet (root): hosts in network namespaces, ``InnetSwitchNode`` as the switch.
 
 Hosts ``hI`` get the topology's IP and MAC, IPv6 off and TX checksum offload off
 (``innet.testbed.mininet_switch.quiet_hosts``); shaped links are ``TCLink`` with the

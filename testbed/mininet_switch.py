@@ -2,11 +2,11 @@
 
     from mininet.topo import SingleSwitchTopo
     with innet_network(SingleSwitchTopo(2), program=None) as net:
-        switch = net.switches[0]          # an InnetSwitch
+        switch = net.switches[0]          # an InnetSwitchNode
         print(switch.grpc_address)       # P4Runtime of that switch, on 127.0.0.1
         net.hosts[0].cmd("ping -c1 10.0.0.2")
 
-``InnetSwitch`` runs ``python -m innet.switch.cli.switch`` in the root namespace with one
+``InnetSwitchNode`` runs ``python -m innet.switch.cli.switch`` in the root namespace with one
 ``-i PORT@IFACE`` per Mininet interface (port numbers as Mininet assigns them: ``s1-eth1``
 is port 1), gRPC on 127.0.0.1 (port 0 = any free one, read back from the switch's
 startup line), stdout/stderr in ``<state dir>/<name>.log``. ``start`` returns when the
@@ -99,7 +99,7 @@ def cleanup_leftovers(switch_names: list[str], state_dir: Path = STATE_DIR) -> l
     return done
 
 
-class InnetSwitch(Switch):  # type: ignore[misc]  # mininet is untyped
+class InnetSwitchNode(Switch):  # type: ignore[misc]  # mininet is untyped
     """A Mininet switch whose data plane is an ``innet-switch`` process.
 
     Parameters (besides Mininet's): ``program`` (device config or P4 source; None starts
@@ -240,15 +240,15 @@ def state_lock(state_dir: Path = STATE_DIR) -> Iterator[None]:
 
 @contextlib.contextmanager
 def innet_network(topo: Topo, state_dir: Path = STATE_DIR, **switch_params: Any) -> Iterator[Mininet]:
-    """A started Mininet of ``topo`` with InnetSwitch nodes; everything undone on exit."""
+    """A started Mininet of ``topo`` with InnetSwitchNode nodes; everything undone on exit."""
     if os.geteuid() != 0:
         raise InnetSwitchError("Mininet with innet switches needs root (network namespaces, veths)")
     names = list(topo.switches())
     with state_lock(state_dir):
         cleanup_leftovers(names, state_dir)
 
-        def make_switch(name: str, **params: Any) -> InnetSwitch:
-            return InnetSwitch(name, state_dir=state_dir, **{**switch_params, **params})
+        def make_switch(name: str, **params: Any) -> InnetSwitchNode:
+            return InnetSwitchNode(name, state_dir=state_dir, **{**switch_params, **params})
 
         net = Mininet(topo=topo, switch=make_switch, controller=None, autoSetMacs=True,
                       build=False, waitConnected=False)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import NoReturn, Sequence
 
 from innet.argtypes import UINT64_MAX, host_port, input_file, int_range, output_dir
-from innet.switch.p4runtime.target import Target
+from innet.switch.p4runtime.target_api import Target
 from innet.switch.ports import IfacePortSpec, LossSpec, PortError, UdpPortSpec
 from innet.switch.server import DEFAULT_GRPC_ADDRESS, SwitchError, SwitchOptions, SwitchServer
 from innet.switch.tls import ServerTls, TlsConfigError
@@ -148,7 +148,7 @@ def _configure_logging(level: str) -> None:
 
 def default_target() -> Target:
     """innet's executor behind the target protocol."""
-    from innet.switch.p4runtime.innet_target import InnetTarget
+    from innet.switch.p4runtime.embedded_target import InnetTarget
 
     return InnetTarget()
 

@@ -9,10 +9,11 @@ the symbol classes below are the things a name can denote besides IR declaration
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 
 from lark import Tree
+
+from innet.names import did_you_mean  # noqa: F401  (the front-end imports it from here)
 
 from . import ir
 
@@ -131,9 +132,3 @@ class Scope:
             out.extend(s.types)
             s = s.parent
         return out
-
-
-def did_you_mean(name: str, candidates: list[str] | tuple[str, ...]) -> str:
-    """`` Did you mean 'x'?`` or empty string."""
-    close = difflib.get_close_matches(name, list(dict.fromkeys(candidates)), n=1, cutoff=0.6)
-    return f" Did you mean '{close[0]}'?" if close else ""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from lark import Tree
 
 from . import ir
+from .errors import P4Error
 from .expressions import children
 from .symbols import did_you_mean
 
@@ -194,8 +195,8 @@ def _generic_prop(b: "BlockBuilder", table: ir.Table, p: Tree) -> None:
         return
     try:
         table.properties[pname] = b.expr(val_t)
-    except Exception:
-        raise b.err(ploc, f"table '{table.name}': cannot evaluate property '{pname}'") from None
+    except P4Error as error:  # only the program's fault; anything else is a bug and propagates
+        raise b.err(ploc, f"table '{table.name}': cannot evaluate property '{pname}': {error.message}") from None
 
 
 def _entry(b: "BlockBuilder", table: ir.Table, e: Tree) -> ir.ConstEntry:

@@ -7,16 +7,22 @@ Public API::
     write_p4info(info, Path("out.txtpb")) # format chosen from the suffix (.txt/.txtpb/.json/.bin)
 
 Ids follow DESIGN.md §6 (see :mod:`.ids`); the order of repeated fields follows p4c's
-block traversal (see :mod:`.collect`).
+block traversal (see :mod:`.collect`). The file formats live in
+:mod:`innet.switch.p4rt_codec.p4info_files` (the controller reads P4Info files without
+the front-end) and are re-exported here.
 """
 
 from __future__ import annotations
 
-import enum
-from pathlib import Path
-
-from finsy.proto import p4i
-from google.protobuf import json_format, text_format
+from innet.switch.p4rt_codec.p4info_files import (
+    TEXT_HEADER,
+    P4InfoFormat,
+    format_for_path,
+    parse_p4info,
+    serialize,
+    to_text,
+    write_p4info,
+)
 
 from .build import P4InfoError, build_p4info, format_annotation
 from .ids import IdError, Prefix, SymbolTable, hashed_id, jenkins_one_at_a_time
@@ -27,6 +33,7 @@ __all__ = [
     "P4InfoFormat",
     "Prefix",
     "SymbolTable",
+    "TEXT_HEADER",
     "build_p4info",
     "format_annotation",
     "format_for_path",
@@ -37,58 +44,3 @@ __all__ = [
     "to_text",
     "write_p4info",
 ]
-
-#: First lines of every text P4Info p4c writes (editors use them to find the schema).
-TEXT_HEADER = "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n\n"
-
-
-class P4InfoFormat(enum.Enum):
-    """Serialisations p4c offers for ``--p4runtime-files`` / ``--p4runtime-format``."""
-
-    TEXT = "text"
-    BINARY = "binary"
-    JSON = "json"
-
-
-_SUFFIXES = {".txt": P4InfoFormat.TEXT, ".txtpb": P4InfoFormat.TEXT, ".json": P4InfoFormat.JSON, ".bin": P4InfoFormat.BINARY}
-
-
-def format_for_path(path: Path) -> P4InfoFormat:
-    """The format p4c infers from a file suffix; ValueError names the known suffixes."""
-    try:
-        return _SUFFIXES[path.suffix]
-    except KeyError:
-        raise ValueError(
-            f"{path}: cannot tell the P4Runtime file format from suffix {path.suffix!r}; "
-            "known suffixes are .txt, .txtpb, .json, .bin"
-        ) from None
-
-
-def to_text(info: p4i.P4Info) -> str:
-    """Protobuf text format with p4c's header comment."""
-    return TEXT_HEADER + text_format.MessageToString(info)
-
-
-def serialize(info: p4i.P4Info, fmt: P4InfoFormat) -> bytes:
-    if fmt is P4InfoFormat.TEXT:
-        return to_text(info).encode()
-    if fmt is P4InfoFormat.JSON:
-        return json_format.MessageToJson(info, indent=1).encode()
-    return info.SerializeToString()
-
-
-def write_p4info(info: p4i.P4Info, path: Path, fmt: P4InfoFormat | None = None) -> None:
-    """Write ``info`` to ``path`` (format from the suffix unless given)."""
-    path.write_bytes(serialize(info, fmt or format_for_path(path)))
-
-
-def parse_p4info(data: bytes, fmt: P4InfoFormat = P4InfoFormat.TEXT) -> p4i.P4Info:
-    """Read a P4Info back (text: comments allowed)."""
-    info = p4i.P4Info()
-    if fmt is P4InfoFormat.TEXT:
-        text_format.Parse(data.decode(), info)
-    elif fmt is P4InfoFormat.JSON:
-        json_format.Parse(data.decode(), info)
-    else:
-        info.ParseFromString(data)
-    return info

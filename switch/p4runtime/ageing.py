@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Callable
 
 from finsy.proto import p4i, p4r
 
-from innet.switch.p4runtime.target import AgeingPipeline
+from innet.switch.p4runtime.target_api import AgeingPipeline
 
 if TYPE_CHECKING:
     from innet.switch.p4runtime.tables import Installed, TableState

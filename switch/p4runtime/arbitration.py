@@ -1,6 +1,10 @@
 """Client arbitration (P4Runtime spec, "Client Arbitration and Controller Replication").
 
-Pure state machine, no gRPC: streams are opaque hashable client keys. Per role, the
+Pure state machine, no gRPC: streams are opaque hashable client keys. Roles are named
+by the ``role.name`` string (P4Runtime 1.3+); an unset role is the default role ``""``.
+A ``role.config`` is kept and echoed but not interpreted: innet agrees no role scheme
+with its clients, so every role has full pipeline access (what the spec says of an unset
+config). Per role, the
 primary is the live client whose election id is greater than or equal to the highest
 election id ever seen for that role (``election_id_past``). When the primary leaves,
 there is no primary until some client sends an id at least that high. Each call returns
@@ -67,6 +71,11 @@ class Arbitrator:
         """The primary client of ``role``, if any."""
         group = self._roles.get(role)
         return None if group is None else group.primary
+
+    def has_role(self, role: str) -> bool:
+        """True for the default role ``""`` and every role some controller arbitrated for
+        (roles are named by the controllers; innet has no out-of-band role list)."""
+        return role == "" or role in self._roles
 
     def is_member(self, client: Client) -> bool:
         """True when ``client`` has sent a successful arbitration update."""

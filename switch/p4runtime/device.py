@@ -15,8 +15,8 @@ from typing import Any, Callable, Iterable, Iterator
 import grpc
 from finsy.proto import p4i, p4r
 
-from innet.switch.p4runtime import ageing
-from innet.switch.p4runtime.device_config import unwrap_device_config
+from innet.switch.p4runtime import ageing, rollback
+from innet.switch.p4runtime.tmp_device_config import unwrap_device_config
 from innet.switch.p4runtime.digests import DigestLists
 from innet.switch.p4runtime.errors import (
     P4RuntimeError,
@@ -26,10 +26,10 @@ from innet.switch.p4runtime.errors import (
 )
 from innet.switch.p4runtime.externs import ExternState
 from innet.switch.p4runtime.packetio import pack_packet_out, unpack_packet_in
-from innet.switch.p4runtime.profiles import ProfileState
+from innet.switch.p4runtime.action_profiles import ProfileState
 from innet.switch.p4runtime.schema import Schema
 from innet.switch.p4runtime.tables import TableState
-from innet.switch.p4runtime.target import LoadedConfig, Target, TargetError
+from innet.switch.p4runtime.target_api import LoadedConfig, Target, TargetError
 
 LOG = logging.getLogger(__name__)
 
@@ -212,16 +212,39 @@ class Device:
 
     def write(self, updates: Iterable[p4r.Update],
               atomicity: int = p4r.WriteRequest.CONTINUE_ON_ERROR) -> list[P4RuntimeError | None]:
-        """Apply a batch; one result per update (None = success)."""
-        if atomicity != p4r.WriteRequest.CONTINUE_ON_ERROR:
-            name = _enum_name(p4r.WriteRequest.Atomicity, atomicity, "Write atomicity")
-            raise unimplemented(f"Write atomicity {name} is not supported; use CONTINUE_ON_ERROR "
-                                "(each batch is applied between two packets anyway)")
+        """Apply a batch; one result per update (None = success).
+
+        CONTINUE_ON_ERROR tries every update. ROLLBACK_ON_ERROR and DATAPLANE_ATOMIC stop
+        at the first failure and undo the updates applied before it
+        (:mod:`innet.switch.p4runtime.rollback`); the lock held for the whole batch keeps
+        packets from seeing any intermediate state, so both are data-plane atomic here."""
+        _enum_name(p4r.WriteRequest.Atomicity, atomicity, "Write atomicity")
         with self.lock:
             active = self._active
             if active is None:
                 raise no_pipeline()
-            return self._apply(active, list(updates))
+            if atomicity == p4r.WriteRequest.CONTINUE_ON_ERROR:
+                return self._apply(active, list(updates))
+            return self._apply_all_or_none(active, list(updates))
+
+    def _apply_all_or_none(self, active: _Active, updates: list[p4r.Update]) -> list[P4RuntimeError | None]:
+        undo_log: list[list[p4r.Update]] = []
+        for index, update in enumerate(updates):
+            undo = rollback.inverse(update, lambda key: list(self._read_one(active, key)))
+            error = self._apply(active, [update])[0]
+            if error is None:
+                undo_log.append(undo)
+                continue
+            for undo_updates in reversed(undo_log):
+                for failed in (r for r in self._apply(active, undo_updates) if r is not None):
+                    LOG.error("rolling back a failed batch: undo update failed: %s", failed.message)
+                    error = P4RuntimeError(grpc.StatusCode.INTERNAL,
+                                           f"{error.message}; rolling back the batch failed too "
+                                           f"({failed.code.name}: {failed.message}): state may be partial")
+            results: list[P4RuntimeError | None] = [rollback.aborted(index)] * len(updates)
+            results[index] = error
+            return results
+        return [None] * len(updates)
 
     def _apply(self, active: _Active, updates: list[p4r.Update]) -> list[P4RuntimeError | None]:
         """One result per update. A kept error drops its traceback: it would hold the

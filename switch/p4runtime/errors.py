@@ -1,7 +1,7 @@
 """P4Runtime errors and their wire form.
 
-A ``P4RuntimeError`` carries a gRPC status code and a message naming the object, the
-constraint and the value. Top-level RPC failures become the gRPC status directly; a
+A ``P4RuntimeError`` (:mod:`innet.switch.p4rt_codec.status`, shared with clients)
+carries a gRPC status code and a message naming the object, the constraint and the value. Top-level RPC failures become the gRPC status directly; a
 failed batch ``Write`` becomes gRPC ``UNKNOWN`` with a ``google.rpc.Status`` in the
 ``grpc-status-details-bin`` trailer holding one ``p4.v1.Error`` per update, in order (OK
 updates have ``canonical_code`` 0), as the P4Runtime spec's error-reporting section and
@@ -11,33 +11,22 @@ can receive them (``write_error_status``).
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import grpc
 from finsy.proto import p4r, rpc_status
 
-STATUS_DETAILS_KEY = "grpc-status-details-bin"
-"""Trailer that carries a serialized ``google.rpc.Status``."""
+from innet.switch.p4rt_codec.status import P4RuntimeError, invalid, rpc_code_of
+
+__all__ = [
+    "P4RuntimeError", "invalid", "rpc_code_of", "NO_PIPELINE_MESSAGE", "not_found", "already_exists",
+    "out_of_range", "permission_denied", "unimplemented", "no_pipeline", "write_error_status",
+    "write_error_summary", "write_error_overflow", "STATUS_DETAILS_BUDGET", "MESSAGE_CHARS",
+    "SUMMARY_CHARS", "SUMMARY_FAILURES", "MAX_DETAILED_UPDATES",
+]
 
 NO_PIPELINE_MESSAGE = "No forwarding pipeline config set for this device"
 """Exact message of the FAILED_PRECONDITION returned before any pipeline is set."""
-
-
-class P4RuntimeError(Exception):
-    """A request (or one update of a batch) failed with ``code``."""
-
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-    def __repr__(self) -> str:
-        return f"P4RuntimeError({self.code.name}, {self.message!r})"
-
-
-def invalid(message: str) -> P4RuntimeError:
-    """INVALID_ARGUMENT: the request is malformed."""
-    return P4RuntimeError(grpc.StatusCode.INVALID_ARGUMENT, message)
 
 
 def not_found(message: str) -> P4RuntimeError:
@@ -68,21 +57,6 @@ def unimplemented(message: str) -> P4RuntimeError:
 def no_pipeline() -> P4RuntimeError:
     """FAILED_PRECONDITION: nothing can be done before SetForwardingPipelineConfig."""
     return P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, NO_PIPELINE_MESSAGE)
-
-
-def rpc_code_of(code: grpc.StatusCode) -> int:
-    """The google.rpc.Code integer of a gRPC status code."""
-    value = code.value[0]
-    assert isinstance(value, int)
-    return value
-
-
-_STATUS_CODES = {rpc_code_of(c): c for c in grpc.StatusCode}
-
-
-def status_code_of(number: int) -> grpc.StatusCode:
-    """The gRPC status code of a google.rpc.Code integer (UNKNOWN for numbers gRPC lacks)."""
-    return _STATUS_CODES.get(number, grpc.StatusCode.UNKNOWN)
 
 
 STATUS_DETAILS_BUDGET = 6000
@@ -185,23 +159,3 @@ def write_error_overflow(results: Sequence[P4RuntimeError | None]) -> str:
     named = "; ".join(f"update {i}: {r.code.name}: {_shorten(r.message, room)}"
                       for i, r in failed[:SUMMARY_FAILURES])
     return _shorten(head + named, SUMMARY_CHARS)
-
-
-def status_details(trailing_metadata: Iterable[tuple[str, str | bytes]] | None) -> rpc_status.Status | None:
-    """The google.rpc.Status carried in ``grpc-status-details-bin`` of a call's trailing
-    metadata (``grpc.RpcError.trailing_metadata()``), None when there is none."""
-    for key, value in trailing_metadata or ():
-        if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
-            return rpc_status.Status.FromString(value)
-    return None
-
-
-def decode_write_errors(status: rpc_status.Status) -> list[p4r.Error]:
-    """The ``p4.v1.Error`` list packed in a google.rpc.Status (for clients and tests)."""
-    errors = []
-    for detail in status.details:
-        error = p4r.Error()
-        if not detail.Unpack(error):
-            raise ValueError(f"status detail of type {detail.TypeName()!r} is not p4.v1.Error")
-        errors.append(error)
-    return errors

@@ -17,9 +17,10 @@ from innet.switch.p4runtime.errors import (
     not_found,
     out_of_range,
 )
-from innet.switch.p4runtime.schema import Schema, bitstring_width, decode_bytes, encode_bytes
+from innet.switch.p4rt_codec.bytestrings import bitstring_width, decode_bytes, encode_bytes
+from innet.switch.p4runtime.schema import Schema
 from innet.switch.p4runtime.tables import TableState, _meter_rates
-from innet.switch.p4runtime.target import Digest, LoadedPipeline, MeterRates, Replica
+from innet.switch.p4runtime.target_api import Digest, LoadedPipeline, MeterRates, PreReplica
 
 PORT_WIDTH = 32
 """Width of a P4Runtime (SDN) port bytestring in replicas."""
@@ -64,10 +65,10 @@ def _meter_proto(rates: MeterRates) -> p4r.MeterConfig:
 
 
 def parse_replicas(replicas: list[p4r.Replica], what: str,
-                   limits: PreLimits = V1MODEL_PRE) -> list[Replica]:
+                   limits: PreLimits = V1MODEL_PRE) -> list[PreReplica]:
     """Replicas from ``port`` (bytes) or deprecated ``egress_port``; no duplicates, ports
     and instances within ``limits``."""
-    out: list[Replica] = []
+    out: list[PreReplica] = []
     for r in replicas:
         kind = r.WhichOneof("port_kind")
         if kind == "port":
@@ -84,14 +85,14 @@ def parse_replicas(replicas: list[p4r.Replica], what: str,
         if r.instance > limits.max_instance:
             raise out_of_range(f"{what}: replica instance {r.instance} is outside 0..{limits.max_instance} "
                                f"(egress_rid is bit<{limits.max_instance.bit_length()}>)")
-        replica = Replica(port, int(r.instance))
+        replica = PreReplica(port, int(r.instance))
         if replica in out:
             raise invalid(f"{what}: replica (port {port}, instance {r.instance}) given twice")
         out.append(replica)
     return out
 
 
-def replicas_proto(replicas: list[Replica]) -> list[p4r.Replica]:
+def replicas_proto(replicas: list[PreReplica]) -> list[p4r.Replica]:
     """Replicas as read back: ``port`` bytestring (canonical)."""
     return [p4r.Replica(port=encode_bytes(r.port), instance=r.instance) for r in replicas]
 

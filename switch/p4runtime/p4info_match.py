@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable
 from finsy.proto import p4i
 from google.protobuf import text_format
 
-from innet.switch.p4runtime.target import TargetError
+from innet.switch.p4runtime.target_api import TargetError
 
 _KINDS = (
     ("table", "tables"), ("action", "actions"), ("action profile", "action_profiles"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from finsy.proto import p4i, p4r
 
 from innet.switch.p4runtime.errors import P4RuntimeError, invalid
-from innet.switch.p4runtime.schema import decode_bytes, encode_bytes
+from innet.switch.p4rt_codec.bytestrings import decode_bytes, encode_bytes
 
 import grpc
 

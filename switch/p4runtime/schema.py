@@ -1,10 +1,5 @@
-"""An index over one P4Info message (by id: names are the controller's business), and
-P4Runtime's bytestring and priority rules (pure helpers ``innet.controller`` uses too).
-
-Bytestrings (P4Runtime spec, "Bytestrings"): a value of a ``bit<W>`` field arrives either
-in canonical form (shortest big-endian encoding, at least one byte) or padded to
-``ceil(W/8)`` bytes; either way it must fit in W bits. Values going out are canonical.
-"""
+"""The server's index over one P4Info message, by id (names are the controller's
+business); the wire rules it applies live in :mod:`innet.switch.p4rt_codec`."""
 
 from __future__ import annotations
 
@@ -13,57 +8,14 @@ from typing import TypeVar
 
 from finsy.proto import p4i, p4t
 
+from innet.switch.p4rt_codec.matches import PRIORITY_MATCH_TYPES
 from innet.switch.p4runtime.errors import invalid, not_found
 
 T = TypeVar("T")
 
 
-def decode_bytes(value: bytes, bitwidth: int, what: str) -> int:
-    """The integer of a bytestring for a ``bit<bitwidth>`` object, or INVALID_ARGUMENT."""
-    if not value:
-        raise invalid(f"{what}: empty bytestring (a value needs at least one byte)")
-    nbytes = (bitwidth + 7) // 8
-    number = int.from_bytes(value, "big")
-    if len(value) > nbytes and value[: len(value) - nbytes].strip(b"\0"):
-        raise invalid(f"{what}: {len(value)}-byte value 0x{value.hex()} does not fit in {bitwidth} bits")
-    if len(value) > max(nbytes, 1):
-        raise invalid(
-            f"{what}: {len(value)}-byte value 0x{value.hex()} is longer than {nbytes} bytes "
-            f"(bit<{bitwidth}>); send it canonical or padded to {nbytes} bytes"
-        )
-    if number >> bitwidth:
-        raise invalid(f"{what}: value 0x{value.hex()} does not fit in {bitwidth} bits")
-    return number
-
-
-def encode_bytes(number: int) -> bytes:
-    """The canonical bytestring of a non-negative integer (at least one byte)."""
-    if number < 0:
-        raise ValueError(f"bytestring of negative value {number}")
-    return number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")
-
-
-def encode_padded(number: int, bitwidth: int) -> bytes:
-    """The bytestring of ``number`` padded to ``ceil(bitwidth/8)`` bytes."""
-    return number.to_bytes(max(1, (bitwidth + 7) // 8), "big")
-
-
-PRIORITY_MATCH_TYPES = frozenset({p4i.MatchField.TERNARY, p4i.MatchField.RANGE, p4i.MatchField.OPTIONAL})
-"""Match kinds that make a table's entries need a priority (P4Runtime spec, TableEntry)."""
-
-
-def priority_problem(table: str, needs_priority: bool, priority: int) -> str | None:
-    """What is wrong with ``priority`` for an entry of ``table`` (P4Runtime: > 0 exactly
-    when some key is ternary, range or optional), None when it is right."""
-    if needs_priority and priority <= 0:
-        return f"table {table!r} has ternary/range/optional keys: priority must be > 0, got {priority}"
-    if not needs_priority and priority != 0:
-        return f"table {table!r} has only exact/lpm keys: priority must be 0, got {priority}"
-    return None
-
-
 @dataclass
-class TableInfo:
+class IndexedTable:
     """One table with its match fields and action references by id."""
 
     table: p4i.Table
@@ -88,7 +40,7 @@ class Schema:
     """P4Info objects indexed by id; lookups raise P4Runtime errors naming the id."""
 
     p4info: p4i.P4Info
-    tables: dict[int, TableInfo] = field(default_factory=dict)
+    tables: dict[int, IndexedTable] = field(default_factory=dict)
     actions: dict[int, p4i.Action] = field(default_factory=dict)
     counters: dict[int, p4i.Counter] = field(default_factory=dict)
     direct_counters: dict[int, p4i.DirectCounter] = field(default_factory=dict)
@@ -131,7 +83,7 @@ class Schema:
         for profile in p4info.action_profiles:
             add("action profile", schema.action_profiles, profile, profile.preamble)
         for table in p4info.tables:
-            info = TableInfo(
+            info = IndexedTable(
                 table=table,
                 fields={f.id: f for f in table.match_fields},
                 actions={a.id: a for a in table.action_refs},
@@ -147,7 +99,7 @@ class Schema:
             schema.controller_headers[header.preamble.name] = header
         return schema
 
-    def table(self, table_id: int) -> TableInfo:
+    def table(self, table_id: int) -> IndexedTable:
         """The table with ``table_id``, or NOT_FOUND."""
         try:
             return self.tables[table_id]
@@ -171,16 +123,3 @@ class Schema:
     def packet_header(self, kind: str) -> p4i.ControllerPacketMetadata | None:
         """The ``packet_in`` or ``packet_out`` controller header, if the program has one."""
         return self.controller_headers.get(kind)
-
-
-def bitstring_width(spec: p4t.P4DataTypeSpec, what: str) -> int:
-    """Width of a ``bit<W>``/``int<W>`` type spec, or INVALID_ARGUMENT for other types."""
-    if spec.HasField("bitstring"):
-        kind = spec.bitstring.WhichOneof("type_spec")
-        if kind == "bit":
-            return int(spec.bitstring.bit.bitwidth)
-        if kind == "int":
-            return int(spec.bitstring.int.bitwidth)
-    if spec.HasField("bool"):
-        return 1
-    raise invalid(f"{what}: type {spec.WhichOneof('type_spec')} is not a bitstring")

@@ -19,8 +19,8 @@ from finsy.proto import U128, p4r, p4r_grpc
 
 from innet.switch.p4runtime.arbitration import Arbitrator, Notification
 from innet.switch.p4runtime.device import Device
+from innet.switch.p4rt_codec.status import STATUS_DETAILS_KEY
 from innet.switch.p4runtime.errors import (
-    STATUS_DETAILS_KEY,
     P4RuntimeError,
     permission_denied,
     rpc_code_of,
@@ -79,9 +79,16 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
                                  f"{self.device.device_id})")
 
     def _check_primary(self, what: str, role: str, election: p4r.Uint128 | None) -> None:
+        """The spec's checks of Write and SetForwardingPipelineConfig, in its order: an
+        unknown role is NOT_FOUND, a non-primary PERMISSION_DENIED."""
         election_id = None if election is None else U128.decode(election)
         with self._lock:
+            known = self.arbitrator.has_role(role)
             ok = self.arbitrator.is_primary(role, election_id)
+        if not known:
+            raise P4RuntimeError(grpc.StatusCode.NOT_FOUND,
+                                 f"{what}: no role {role!r} on device {self.device.device_id} (a role "
+                                 "exists once a controller arbitrated for it; the default role is '')")
         if not ok:
             shown = "unset" if election_id is None else str(election_id)
             raise permission_denied(f"{what} from a controller that is not primary "
@@ -188,9 +195,11 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
                 for request in request_iterator:
                     if stream.closed:
                         break
-                    self._on_request(stream, request)
-            except Exception as error:  # cancelled RPC or client gone
+                    self._handle(stream, request)
+            except grpc.RpcError as error:  # cancelled RPC or client gone: the normal end
                 LOG.debug("stream %s reader ended: %s", stream.peer, error)
+            except Exception:
+                LOG.warning("stream %s: reading requests failed; stream ended", stream.peer, exc_info=True)
             finally:
                 stream.queue.put(_END)
 
@@ -210,6 +219,19 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
             with self._lock:
                 notifications = self.arbitrator.leave(stream)
             self._send(notifications)
+
+    def _handle(self, stream: _Stream, request: p4r.StreamMessageRequest) -> None:
+        """One stream request; a failure of the server itself goes back to the client as a
+        StreamError (INTERNAL, with the PacketOut that caused it) and the stream lives on,
+        so a controller is never left with a stream that silently stopped."""
+        try:
+            self._on_request(stream, request)
+        except Exception as error:
+            which = request.WhichOneof("update")
+            what = "PacketOut" if which == "packet" else f"stream message {which}"
+            LOG.warning("stream %s: %s failed", stream.peer, what, exc_info=True)
+            self._stream_error(stream, grpc.StatusCode.INTERNAL, f"{what}: {type(error).__name__}: {error}",
+                               request.packet if which == "packet" else None)
 
     def _on_request(self, stream: _Stream, request: p4r.StreamMessageRequest) -> None:
         which = request.WhichOneof("update")
@@ -250,15 +272,11 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
             return
         try:
             outputs = self.device.packet_out(packet)
+            if outputs and self.send_outputs is not None:
+                self.send_outputs(outputs)
         except P4RuntimeError as error:
+            LOG.warning("stream %s: PacketOut refused: %s", stream.peer, error.message)
             self._stream_error(stream, error.code, error.message, packet)
-            return
-        except Exception as error:
-            LOG.exception("PacketOut failed")
-            self._stream_error(stream, grpc.StatusCode.INTERNAL, f"PacketOut: {error}", packet)
-            return
-        if outputs and self.send_outputs is not None:
-            self.send_outputs(outputs)
 
     def _stream_error(self, stream: _Stream, code: grpc.StatusCode, message: str,
                       packet: p4r.PacketOut | None = None) -> None:

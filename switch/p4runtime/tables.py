@@ -22,34 +22,23 @@ from innet.switch.p4runtime.errors import (
     permission_denied,
     unimplemented,
 )
-from innet.switch.p4runtime.schema import Schema, TableInfo, decode_bytes, encode_bytes, priority_problem
-
-if TYPE_CHECKING:
-    from innet.switch.p4runtime.profiles import ProfileState
-from innet.switch.p4runtime.target import (
-    ActionCall,
+from innet.switch.p4rt_codec.bytestrings import decode_bytes
+from innet.switch.p4rt_codec.matches import action_proto, decode_field_match, dont_care, field_match_proto, priority_problem
+from innet.switch.p4runtime.schema import Schema, IndexedTable
+from innet.switch.p4runtime.target_api import (
+    BoundAction,
     AgeingPipeline,
     ProfilePipeline,
     ProfileRef,
     EntryHandle,
-    ExactMatch,
     FieldMatch,
     LoadedPipeline,
-    LpmMatch,
     MatchKey,
     MeterRates,
-    OptionalMatch,
-    RangeMatch,
-    TernaryMatch,
 )
 
-_KIND_OF_TYPE = {
-    p4i.MatchField.EXACT: "exact",
-    p4i.MatchField.TERNARY: "ternary",
-    p4i.MatchField.LPM: "lpm",
-    p4i.MatchField.RANGE: "range",
-    p4i.MatchField.OPTIONAL: "optional",
-}
+if TYPE_CHECKING:
+    from innet.switch.p4runtime.action_profiles import ProfileState
 
 
 @dataclass
@@ -67,21 +56,7 @@ class Installed:
     about this entry; its timer restarts there (``innet.switch.p4runtime.ageing``)."""
 
 
-def _dont_care(field: p4i.MatchField) -> FieldMatch:
-    width = int(field.bitwidth)
-    match field.match_type:
-        case p4i.MatchField.TERNARY:
-            return TernaryMatch(0, 0)
-        case p4i.MatchField.LPM:
-            return LpmMatch(0, 0)
-        case p4i.MatchField.RANGE:
-            return RangeMatch(0, (1 << width) - 1)
-        case p4i.MatchField.OPTIONAL:
-            return OptionalMatch(None)
-    raise invalid(f"match field {field.name!r} (exact) has no don't-care value; it must be given")
-
-
-def parse_match(info: TableInfo, entry: p4r.TableEntry) -> tuple[MatchKey, list[p4r.FieldMatch]]:
+def parse_match(info: IndexedTable, entry: p4r.TableEntry) -> tuple[MatchKey, list[p4r.FieldMatch]]:
     """The target key of ``entry`` and its canonical FieldMatch list (P4Info order)."""
     given: dict[int, p4r.FieldMatch] = {}
     for fm in entry.match:
@@ -97,92 +72,15 @@ def parse_match(info: TableInfo, entry: p4r.TableEntry) -> tuple[MatchKey, list[
         if fm is None:
             if field.match_type == p4i.MatchField.EXACT:
                 raise invalid(f"table {info.name!r}: exact match field {field.name!r} is missing")
-            key.append(_dont_care(field))
+            key.append(dont_care(field))
             continue
-        value, out = _parse_field(info, field, fm)
+        value, out = decode_field_match(info.name, field, fm)
         key.append(value)
         canonical.append(out)
     return tuple(key), canonical
 
 
-def _parse_field(
-    info: TableInfo, field: p4i.MatchField, fm: p4r.FieldMatch
-) -> tuple[FieldMatch, p4r.FieldMatch]:
-    what = f"table {info.name!r} field {field.name!r}"
-    width = int(field.bitwidth)
-    expected = _KIND_OF_TYPE.get(field.match_type)
-    kind = fm.WhichOneof("field_match_type")
-    if expected is None:
-        raise unimplemented(f"{what}: match type {field.other_match_type or field.match_type!r}")
-    if kind != expected:
-        raise invalid(f"{what}: is a {expected} field but the entry gives a {kind} match")
-    out = p4r.FieldMatch(field_id=field.id)
-    if kind == "exact":
-        v = decode_bytes(fm.exact.value, width, what)
-        out.exact.value = encode_bytes(v)
-        return ExactMatch(v), out
-    if kind == "optional":
-        v = decode_bytes(fm.optional.value, width, what)
-        out.optional.value = encode_bytes(v)
-        return OptionalMatch(v), out
-    if kind == "ternary":
-        v = decode_bytes(fm.ternary.value, width, what + " value")
-        m = decode_bytes(fm.ternary.mask, width, what + " mask")
-        if m == 0:
-            raise invalid(f"{what}: ternary mask 0 is a don't-care; omit the field instead")
-        if v & ~m:
-            raise invalid(f"{what}: value {v:#x} has bits outside mask {m:#x}")
-        out.ternary.value, out.ternary.mask = encode_bytes(v), encode_bytes(m)
-        return TernaryMatch(v, m), out
-    if kind == "lpm":
-        v = decode_bytes(fm.lpm.value, width, what)
-        plen = int(fm.lpm.prefix_len)
-        if plen < 0 or plen > width:
-            raise invalid(f"{what}: prefix length {plen} is outside 1..{width}")
-        if plen == 0:
-            raise invalid(f"{what}: prefix length 0 is a don't-care; omit the field instead")
-        if v & ((1 << (width - plen)) - 1):
-            raise invalid(f"{what}: value {v:#x} has bits set beyond the /{plen} prefix")
-        out.lpm.value, out.lpm.prefix_len = encode_bytes(v), plen
-        return LpmMatch(v, plen), out
-    low = decode_bytes(fm.range.low, width, what + " low")
-    high = decode_bytes(fm.range.high, width, what + " high")
-    if low > high:
-        raise invalid(f"{what}: range low {low:#x} is greater than high {high:#x}")
-    if low == 0 and high == (1 << width) - 1:
-        raise invalid(f"{what}: the full range is a don't-care; omit the field instead")
-    out.range.low, out.range.high = encode_bytes(low), encode_bytes(high)
-    return RangeMatch(low, high), out
-
-
-def field_match_proto(field_id: int, bitwidth: int, match: FieldMatch) -> p4r.FieldMatch | None:
-    """The canonical FieldMatch of one field of a key, None for a don't-care (P4Runtime:
-    a ternary mask 0, an lpm /0, the full range and an unset optional are omitted).
-    Values must already fit ``bitwidth`` (the server checked them on the way in, the
-    controller's entities check them by name)."""
-    fm = p4r.FieldMatch(field_id=field_id)
-    if isinstance(match, ExactMatch):
-        fm.exact.value = encode_bytes(match.value)
-    elif isinstance(match, TernaryMatch):
-        if match.mask == 0:
-            return None
-        fm.ternary.value, fm.ternary.mask = encode_bytes(match.value), encode_bytes(match.mask)
-    elif isinstance(match, LpmMatch):
-        if match.prefix_len == 0:
-            return None
-        fm.lpm.value, fm.lpm.prefix_len = encode_bytes(match.value), match.prefix_len
-    elif isinstance(match, RangeMatch):
-        if match.low == 0 and match.high == (1 << bitwidth) - 1:
-            return None
-        fm.range.low, fm.range.high = encode_bytes(match.low), encode_bytes(match.high)
-    else:
-        if match.value is None:
-            return None
-        fm.optional.value = encode_bytes(match.value)
-    return fm
-
-
-def key_to_proto(info: TableInfo, key: MatchKey) -> list[p4r.FieldMatch]:
+def key_to_proto(info: IndexedTable, key: MatchKey) -> list[p4r.FieldMatch]:
     """Canonical FieldMatch list of a target key (don't-care fields omitted)."""
     out: list[p4r.FieldMatch] = []
     for field, value in zip(info.table.match_fields, key):
@@ -192,7 +90,7 @@ def key_to_proto(info: TableInfo, key: MatchKey) -> list[p4r.FieldMatch]:
     return out
 
 
-def _check_idle_timeout(info: TableInfo, entry: p4r.TableEntry) -> None:
+def _check_idle_timeout(info: IndexedTable, entry: p4r.TableEntry) -> None:
     """Spec: ``idle_timeout_ns`` != 0 or ``time_since_last_hit`` on a table without idle
     timeout support is INVALID_ARGUMENT."""
     if info.table.idle_timeout_behavior != p4i.Table.NO_TIMEOUT:
@@ -206,8 +104,8 @@ def _check_idle_timeout(info: TableInfo, entry: p4r.TableEntry) -> None:
 
 
 def parse_action(
-    schema: Schema, info: TableInfo, action: p4r.Action, *, default: bool
-) -> tuple[ActionCall, p4r.Action]:
+    schema: Schema, info: IndexedTable, action: p4r.Action, *, default: bool
+) -> tuple[BoundAction, p4r.Action]:
     """Validate an action for ``info`` (scope, params, widths); return it and its canonical form."""
     ref = info.actions.get(action.action_id)
     if ref is None:
@@ -238,20 +136,15 @@ def parse_action(
     missing = [p.name for p in p4action.params if p.id not in values]
     if missing:
         raise invalid(f"action {name!r}: missing parameter(s) {', '.join(missing)}")
-    canonical = p4r.Action(action_id=action.action_id)
-    for p in p4action.params:
-        canonical.params.add(param_id=p.id, value=encode_bytes(values[p.id]))
-    return ActionCall(name, tuple(values[p.id] for p in p4action.params)), canonical
+    canonical = action_proto(action.action_id, ((p.id, values[p.id]) for p in p4action.params))
+    return BoundAction(name, tuple(values[p.id] for p in p4action.params)), canonical
 
 
-def action_to_proto(schema: Schema, call: ActionCall) -> p4r.Action:
-    """The P4Runtime Action of a target ActionCall (looked up by name)."""
+def action_to_proto(schema: Schema, call: BoundAction) -> p4r.Action:
+    """The P4Runtime Action of a target BoundAction (looked up by name)."""
     for action in schema.actions.values():
         if action.preamble.name == call.action:
-            out = p4r.Action(action_id=action.preamble.id)
-            for param, value in zip(action.params, call.args):
-                out.params.add(param_id=param.id, value=encode_bytes(value))
-            return out
+            return action_proto(action.preamble.id, ((p.id, v) for p, v in zip(action.params, call.args)))
     raise P4RuntimeError(
         grpc.StatusCode.INTERNAL, f"target reported action {call.action!r} absent from the P4Info"
     )
@@ -373,13 +266,13 @@ class TableState:
             return
         raise invalid(f"update type {kind} is not INSERT, MODIFY or DELETE")
 
-    def _check_priority(self, info: TableInfo, entry: p4r.TableEntry) -> None:
+    def _check_priority(self, info: IndexedTable, entry: p4r.TableEntry) -> None:
         problem = priority_problem(info.name, info.needs_priority, entry.priority)
         if problem is not None:
             raise invalid(problem)
 
-    def _entry_action(self, info: TableInfo, entry: p4r.TableEntry
-                      ) -> tuple[ActionCall | ProfileRef | p4r.ActionProfileActionSet, p4r.TableAction]:
+    def _entry_action(self, info: IndexedTable, entry: p4r.TableEntry
+                      ) -> tuple[BoundAction | ProfileRef | p4r.ActionProfileActionSet, p4r.TableAction]:
         """What the entry runs (an action, or for indirect tables a member/group reference
         or a one-shot action set, resolved by ``_resolve``) and its canonical TableAction."""
         kind = entry.action.WhichOneof("type")
@@ -407,16 +300,16 @@ class TableState:
             return entry.action.action_profile_action_set, canonical
         return self.profiles.entry_ref(info, entry.action), canonical
 
-    def _resolve(self, info: TableInfo, call: object) -> ProfileRef | None:
+    def _resolve(self, info: IndexedTable, call: object) -> ProfileRef | None:
         """None for a direct action; the member/group (one-shot: a new hidden group) otherwise."""
-        if isinstance(call, ActionCall):
+        if isinstance(call, BoundAction):
             return None
         assert self.profiles is not None
         if isinstance(call, ProfileRef):
             return call
         return self.profiles.oneshot(info, call)  # type: ignore[arg-type]
 
-    def _release(self, info: TableInfo, ref: ProfileRef | None) -> None:
+    def _release(self, info: IndexedTable, ref: ProfileRef | None) -> None:
         if self.profiles is not None:
             self.profiles.release_oneshot(info, ref)
 
@@ -426,13 +319,13 @@ class TableState:
         return self.pipeline
 
     @staticmethod
-    def _check_resources(info: TableInfo, entry: p4r.TableEntry) -> None:
+    def _check_resources(info: IndexedTable, entry: p4r.TableEntry) -> None:
         if entry.HasField("counter_data") and info.direct_counter is None:
             raise invalid(f"table {info.name!r} has no direct counter (counter_data given)")
         if entry.HasField("meter_config") and info.direct_meter is None:
             raise invalid(f"table {info.name!r} has no direct meter (meter_config given)")
 
-    def _apply_resources(self, info: TableInfo, installed: Installed, entry: p4r.TableEntry) -> None:
+    def _apply_resources(self, info: IndexedTable, installed: Installed, entry: p4r.TableEntry) -> None:
         if entry.HasField("counter_data"):
             self.pipeline.direct_counter_write(info.name, installed.handle,
                                                int(entry.counter_data.byte_count),
@@ -442,7 +335,7 @@ class TableState:
             self.pipeline.direct_meter_set(info.name, installed.handle, rates)
             installed.meter = rates
 
-    def _write_default(self, kind: int, info: TableInfo, entry: p4r.TableEntry) -> None:
+    def _write_default(self, kind: int, info: IndexedTable, entry: p4r.TableEntry) -> None:
         if kind != p4r.Update.MODIFY:
             raise invalid(f"table {info.name!r}: the default entry can only be modified "
                           "(MODIFY with is_default_action), not inserted or deleted")
@@ -463,7 +356,7 @@ class TableState:
         self.pipeline.table_set_default(info.name, call)
         self.default_modified[info.id] = action
 
-    def _write_default_indirect(self, info: TableInfo, entry: p4r.TableEntry) -> None:
+    def _write_default_indirect(self, info: IndexedTable, entry: p4r.TableEntry) -> None:
         """Default entry of an indirect table: a member or a group (BMv2's
         ``set_default_member``/``set_default_group``), or back to the program's default."""
         if self.profiles is None:
@@ -508,7 +401,7 @@ class TableState:
                 self._time_since_last_hit(info, selected, out)
             yield from out
 
-    def _default_entry(self, info: TableInfo) -> p4r.TableEntry:
+    def _default_entry(self, info: IndexedTable) -> p4r.TableEntry:
         out = p4r.TableEntry(table_id=info.id, is_default_action=True)
         ref = self.default_indirect.get(info.id)
         if ref is not None:
@@ -523,7 +416,7 @@ class TableState:
         out.action.action.CopyFrom(action)
         return out
 
-    def _with_resources(self, info: TableInfo, installed: Installed,
+    def _with_resources(self, info: IndexedTable, installed: Installed,
                         request: p4r.TableEntry) -> p4r.TableEntry:
         out = p4r.TableEntry()
         out.CopyFrom(installed.entry)
@@ -537,7 +430,7 @@ class TableState:
             out.meter_config.pir, out.meter_config.pburst = m.pir, m.pburst
         return out
 
-    def _time_since_last_hit(self, info: TableInfo, selected: list[Installed],
+    def _time_since_last_hit(self, info: IndexedTable, selected: list[Installed],
                              out: list[p4r.TableEntry]) -> None:
         """Set ``time_since_last_hit.elapsed_ns`` of the entries read (spec: whenever the
         request sets it, whatever the TTL). Const entries are not tracked: left unset."""
@@ -552,7 +445,7 @@ class TableState:
         for (_, entry), last_hit in zip(pairs, hits):
             entry.time_since_last_hit.elapsed_ns = max(0, now - last_hit)
 
-    def find(self, entry: p4r.TableEntry) -> tuple[TableInfo, Installed]:
+    def find(self, entry: p4r.TableEntry) -> tuple[IndexedTable, Installed]:
         """The installed entry a DirectCounterEntry/DirectMeterEntry names, or NOT_FOUND."""
         info = self.schema.table(entry.table_id)
         key, _ = parse_match(info, entry)

@@ -10,7 +10,9 @@ from typing import Any, TypeVar
 
 from ..frontend import ir
 from .compiler import ProgramCompiler
-from .errors import ControlPlaneError, PacketError, suggest
+from innet.names import by_suffix, did_you_mean
+
+from .errors import ControlPlaneError, PacketError
 from .externs import Counter, DigestMessage, Meter, Register
 from .pre import ReplicationEngine
 from .profiles import ActionProfile
@@ -25,17 +27,14 @@ MAX_PORT = 511
 def resolve(kind: str, name: str, objects: dict[str, T]) -> T:
     """The object named ``name`` exactly, or by a unique dotted suffix (``ipv4_lpm`` for
     ``MyIngress.ipv4_lpm``); raises ControlPlaneError naming near matches otherwise."""
-    if name in objects:
-        return objects[name]
-    hits = [n for n in objects if n.endswith("." + name)]
+    hits = by_suffix(name, objects)
     if len(hits) == 1:
         return objects[hits[0]]
     if len(hits) > 1:
         raise ControlPlaneError(f"{kind} name '{name}' is ambiguous: {', '.join(sorted(hits))}")
-    short = {n.split(".")[-1]: n for n in objects}
     raise ControlPlaneError(
         f"no {kind} named '{name}' (have: {', '.join(sorted(objects)) or 'none'})."
-        + suggest(name, list(objects) + list(short))
+        + did_you_mean(name, objects)
     )
 
 

@@ -45,13 +45,5 @@ def format_loc(loc: object | None) -> str:
     return f"{file}:{line}:{col}"
 
 
-def suggest(name: str, candidates: list[str]) -> str:
-    """' Did you mean 'x'?' for the closest candidate, or '' when none is close."""
-    import difflib
-
-    close = difflib.get_close_matches(name, candidates, n=1)
-    return f" Did you mean '{close[0]}'?" if close else ""
-
-
 class InUseError(ControlPlaneError):
     """DELETE of an action-profile member or group that entries or groups still reference."""

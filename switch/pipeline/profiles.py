@@ -28,7 +28,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ControlPlaneError, EntryExistsError, EntryNotFoundError, InUseError, suggest
+from innet.names import by_suffix, did_you_mean
+
+from .errors import ControlPlaneError, EntryExistsError, EntryNotFoundError, InUseError
 from .hashing import HashFn
 from .tables import bind_params
 
@@ -75,14 +77,12 @@ class ActionProfile:
 
     # ------------------------------------------------------------------ helpers
     def _action_name(self, name: str) -> str:
-        if name in self.actions:
-            return name
-        hits = [n for n in self.actions if n.endswith("." + name)]
+        hits = by_suffix(name, self.actions)
         if len(hits) == 1:
             return hits[0]
         raise ControlPlaneError(
             f"action profile '{self.name}': no action named '{name}' (actions: {', '.join(self.actions)})."
-            + suggest(name, [n.split(".")[-1] for n in self.actions]))
+            + did_you_mean(name, self.actions))
 
     def member(self, member_id: int) -> Member:
         m = self.members.get(member_id)

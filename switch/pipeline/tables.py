@@ -26,7 +26,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .errors import ControlPlaneError, EntryExistsError, EntryNotFoundError, suggest
+from innet.names import by_suffix, did_you_mean
+
+from .errors import ControlPlaneError, EntryExistsError, EntryNotFoundError
 
 if TYPE_CHECKING:
     from .profiles import ActionProfile
@@ -185,14 +187,12 @@ class Table:
     # ------------------------------------------------------------------ control plane
     def action(self, name: str) -> ActionInfo:
         """The action named ``name`` (exactly or by dotted suffix)."""
-        if name in self.actions:
-            return self.actions[name]
-        hits = [a for n, a in self.actions.items() if n.endswith("." + name) or n.split(".")[-1] == name]
+        hits = by_suffix(name, self.actions)
         if len(hits) == 1:
-            return hits[0]
+            return self.actions[hits[0]]
         raise ControlPlaneError(
             f"table '{self.name}': no action named '{name}' (actions: {', '.join(self.actions)})."
-            + suggest(name, list(self.actions))
+            + did_you_mean(name, self.actions)
         )
 
     @_locked

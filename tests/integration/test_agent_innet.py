@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +15,7 @@ from innet.host.train import TrainConfig, initial_params, simulate_training, tra
 from innet.host.wire import Mode
 from innet.switch.ports import LossSpec
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from innet_fixtures import InnetTestSwitch  # noqa: E402
+from testkit.innet_test_switch import InnetTestSwitch
 
 
 def _start(configs: list[AgentConfig]) -> list[Agent]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from innet.controller.switch import Switch, SwitchSpec
+from innet.controller.switch import Switch, SwitchEndpoint
 from innet.host.wire import UDP_PORT, Endpoint, Message, MsgType, frame, pack, parse_frame, unpack
 
 ROOT = Path(__file__).parents[2]
@@ -76,6 +76,7 @@ def contrib(rank: int, values: list[int]) -> bytes:
     return frame(Endpoint(mac, ip, port), Endpoint(SWITCH_MAC, SWITCH_IP, UDP_PORT), pack(msg, K))
 
 
+@pytest.mark.slow
 def test_job_lifecycle_with_an_aggregation_round(switch, tmp_path):
     address, ports = switch
     sw = ["--switch", address]
@@ -133,6 +134,7 @@ def test_job_lifecycle_with_an_aggregation_round(switch, tmp_path):
     assert ok("job", "list", *sw).strip() == "no jobs"
 
 
+@pytest.mark.slow
 def test_errors(switch):
     address, _ = switch
     sw = ["--switch", address]
@@ -149,7 +151,7 @@ def test_errors(switch):
 
     # another controller holds the switch with a higher election id: writes are refused,
     # reads (inspect) still work
-    with Switch(SwitchSpec("primary", address, election_id=100)) as primary:
+    with Switch(SwitchEndpoint("primary", address, election_id=100)) as primary:
         assert primary.is_primary
         result = innet("job", "create", *sw, "--job", "1", "--k", "4", "--slot-count", "2",
                        "--worker", "0,1,00:00:00:00:00:01,10.0.0.1,6000")

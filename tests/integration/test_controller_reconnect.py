@@ -18,7 +18,7 @@ from innet.controller.errors import NoPipelineError, SwitchUnreachableError
 from innet.controller.jobs import Forwarding, JobSpec, WorkerSpec
 from innet.controller.pipeline import PipelineConfig
 from innet.controller.reconnect import ReconnectPolicy
-from innet.controller.switch import Switch, SwitchSpec
+from innet.controller.switch import Switch, SwitchEndpoint
 
 INNET = Path(__file__).parents[2] / "p4" / "innet.p4"
 SIZES = {"INNET_K": "4", "INNET_SLOTS": "16", "INNET_PARAM_CHUNKS": "32", "INNET_MAX_JOBS": "8"}
@@ -71,7 +71,7 @@ def job() -> JobSpec:
 def test_controller_reinstalls_pipeline_forwarding_and_job_after_restart():
     switch = SwitchProcess()
     try:
-        spec = SwitchSpec("s1", switch.address, timeout=5, reconnect=ReconnectPolicy(deadline=15))
+        spec = SwitchEndpoint("s1", switch.address, timeout=5, reconnect=ReconnectPolicy(deadline=15))
         with Controller([spec]) as ctl:
             ctl.push(PipelineConfig.from_p4(INNET, SIZES))
             spec_job = job()
@@ -99,7 +99,7 @@ def test_controller_reinstalls_pipeline_forwarding_and_job_after_restart():
 def test_switch_back_without_a_pipeline_this_session_did_not_push():
     switch = SwitchProcess()
     try:
-        with Switch(SwitchSpec("s1", switch.address, timeout=5, reconnect=ReconnectPolicy(deadline=15))) as sw:
+        with Switch(SwitchEndpoint("s1", switch.address, timeout=5, reconnect=ReconnectPolicy(deadline=15))) as sw:
             assert sw.client.get_p4info() is None
             switch = restarted(switch)
             with pytest.raises(NoPipelineError, match=r"switch s1 \(127.0.0.1:\d+\) came back without a pipeline "
@@ -113,7 +113,7 @@ def test_switch_back_without_a_pipeline_this_session_did_not_push():
 def test_switch_that_stays_away_fails_after_the_deadline():
     switch = SwitchProcess()
     try:
-        with Switch(SwitchSpec("s1", switch.address, timeout=5, reconnect=ReconnectPolicy(deadline=1.5))) as sw:
+        with Switch(SwitchEndpoint("s1", switch.address, timeout=5, reconnect=ReconnectPolicy(deadline=1.5))) as sw:
             switch.kill()
             start = time.monotonic()
             with pytest.raises(SwitchUnreachableError, match=r"connection lost and not back within 1.5 s "

@@ -12,8 +12,9 @@ from innet.controller import client as client_module
 from innet.controller.client import MAX_WRITE_UPDATES, P4RuntimeClient
 from innet.controller.errors import ControllerError, WriteError
 from innet.switch.p4runtime import errors as server_errors
-from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
 from innet.switch.server import SwitchOptions, SwitchServer
+
+from testkit.fake_target import FakeTarget, sample_p4info
 
 COUNTER = 0x12000001  # MyIngress.port_packets, 8 cells
 

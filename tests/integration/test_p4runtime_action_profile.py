@@ -7,19 +7,16 @@ gRPC. Packets go through the device directly to check which member a group picks
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import grpc
 import pytest
 from finsy.proto import U128, p4r
 
-from innet.switch.p4runtime.errors import decode_write_errors
-from innet.switch.p4runtime.innet_target import InnetTarget
+from innet.switch.p4rt_codec.status import decode_write_errors
+from innet.switch.p4runtime.embedded_target import InnetTarget
 from innet.switch.server import SwitchOptions, SwitchServer
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_p4runtime_server import Client, arbitration  # noqa: E402  (shared loopback client)
+from testkit.p4rt_loopback import Client, arbitration
 
 PROGRAM = b"""
 #include <core.p4>

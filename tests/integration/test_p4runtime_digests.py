@@ -12,10 +12,11 @@ from finsy.proto import p4r
 
 from innet.controller import client as client_module
 from innet.controller.client import P4RuntimeClient
-from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
-from innet.switch.p4runtime.target import Digest
+from innet.switch.p4runtime.target_api import Digest
 from innet.switch.ports import UdpPortSpec
 from innet.switch.server import SwitchOptions, SwitchServer
+
+from testkit.fake_target import FakeTarget, sample_p4info
 
 DIGEST = 0x17000001
 CPU = 255

@@ -25,8 +25,6 @@ PROGRAM = HERE / "clients" / "innet_pio.p4"
 PREFIX = "innet-switch: P4Runtime listening on "
 DOC_ADDRESS = "127.0.0.1:9559"
 
-sys.path.insert(0, str(HERE))
-from test_p4runtime_shell import shell_python  # noqa: E402,F401  (session fixture)
 
 
 def snippet(name: str, address: str) -> str:

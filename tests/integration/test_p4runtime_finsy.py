@@ -15,8 +15,9 @@ import pytest
 from finsy.proto import p4r
 from google.protobuf import text_format
 
-from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
 from innet.switch.server import SwitchOptions, SwitchServer
+
+from testkit.fake_target import FakeTarget, sample_p4info
 
 CLIENT = Path(__file__).parent / "clients" / "finsy_client.py"
 LPM, FORWARD = 0x02000001, 0x01000001

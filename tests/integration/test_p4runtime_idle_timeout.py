@@ -17,7 +17,7 @@ from finsy.proto import p4r
 from innet.controller.client import P4RuntimeClient
 from innet.controller.errors import RpcError
 from innet.switch import device_config
-from innet.switch.p4runtime.innet_target import InnetTarget
+from innet.switch.p4runtime.embedded_target import InnetTarget
 from innet.switch.ports import UdpPortSpec
 from innet.switch.server import SwitchOptions, SwitchServer
 

@@ -21,13 +21,13 @@ from google.protobuf import text_format
 
 from innet.switch.p4info import parse_p4info
 
+from testkit.p4rt_loopback import Client, arbitration
+
 HERE = Path(__file__).parent
 PROGRAM = HERE / "clients" / "innet_pio.p4"
 PREFIX = "innet-switch: P4Runtime listening on "
 
-sys.path.insert(0, str(HERE))
-from test_p4runtime_server import Client, arbitration  # noqa: E402  (shared loopback client)
-from test_p4runtime_shell import CLIENT as SHELL_CLIENT, shell_python  # noqa: E402,F401
+SHELL_CLIENT = HERE / "clients" / "p4rt_shell_client.py"
 
 
 @pytest.fixture(scope="module")

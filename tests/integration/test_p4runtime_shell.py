@@ -1,8 +1,8 @@
 """p4runtime-shell (pins p4runtime 1.4.1 / protobuf<3.21) against innet's server.
 
-The shell lives in its own venv, ``.venv-clients/p4runtime-shell`` at the repository root,
-created on first use by the session fixture (``pip install p4runtime-shell``); a pip
-failure is reported as a test error naming the command. The switch runs in this process
+The shell (pinned) lives in its own venv in the user's cache, created on first use by the
+``shell_python`` session fixture (tests/integration/conftest.py, testkit.p4rt_shell); a
+pip failure is reported as a test error naming the command. The switch runs in this process
 with the fake target: this pins wire compatibility with the shell's flow (election id
 (1,0), VERIFY_AND_COMMIT, Get P4INFO_AND_COOKIE, Write errors, PRE, PacketOut).
 """
@@ -17,31 +17,12 @@ from pathlib import Path
 import pytest
 from google.protobuf import text_format
 
-from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
 from innet.switch.server import SwitchOptions, SwitchServer
 
-ROOT = Path(__file__).resolve().parents[2]
-VENV = ROOT / ".venv-clients" / "p4runtime-shell"
+from testkit.fake_target import FakeTarget, sample_p4info
+
 CLIENT = Path(__file__).parent / "clients" / "p4rt_shell_client.py"
 CPU = 255
-
-
-def _run(cmd: list[str]) -> None:
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if result.returncode != 0:
-        raise RuntimeError(f"creating the p4runtime-shell venv failed: {' '.join(cmd)}\n{result.stderr[-2000:]}")
-
-
-@pytest.fixture(scope="session")
-def shell_python() -> Path:
-    """Python of a venv with p4runtime-shell installed (created once, then reused)."""
-    python = VENV / "bin" / "python"
-    probe = [str(python), "-c", "import p4runtime_sh.shell"]
-    if python.exists() and subprocess.run(probe, cwd="/", capture_output=True).returncode == 0:
-        return python
-    _run(["/usr/bin/python3", "-m", "venv", str(VENV)])
-    _run([str(VENV / "bin" / "pip"), "install", "-q", "p4runtime-shell"])
-    return python
 
 
 def route(pipeline, port: int, data: bytes):

@@ -14,12 +14,12 @@ from innet.controller.client import P4RuntimeClient
 from innet.controller.errors import SwitchUnreachableError
 from innet.controller.tls import ClientTls, TlsError
 from innet.switch.cli.switch import main as switch_main
-from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
 from innet.switch.server import SwitchOptions, SwitchServer
 from innet.switch.tls import ServerTls
 
-sys.path.insert(0, str(Path(__file__).parent))
-from tls_certs import Certs, make_certs, make_certs_openssl  # noqa: E402
+from testkit.fake_target import FakeTarget, sample_p4info
+
+from testkit.tls_certs import Certs, make_certs, make_certs_openssl
 
 PIO = Path(__file__).parent / "clients" / "innet_pio.p4"
 
@@ -87,6 +87,7 @@ def test_switch_tls_flag_errors_are_one_line_usage_errors(certs: Certs, capsys, 
     assert err == f"innet-switch: error: {message}\n"
 
 
+@pytest.mark.slow
 def test_innet_switch_process_with_client_auth_and_innet_cli(certs: Certs):
     cmd = [sys.executable, "-m", "innet.switch.cli.switch", "--no-p4", "--grpc-server-addr", "127.0.0.1:0",
            "--log-level", "warning", "--grpc-server-ssl", "--grpc-server-cert", str(certs.server_cert),

@@ -4,25 +4,19 @@ RESOURCE_EXHAUSTED, and huge failing batches must not hold a traceback per updat
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import grpc
 import pytest
 from finsy.proto import p4r, rpc_code, rpc_status
 
 from innet.switch.p4runtime.device import Device
-from innet.switch.p4runtime.errors import (
-    MAX_DETAILED_UPDATES,
-    STATUS_DETAILS_BUDGET,
-    STATUS_DETAILS_KEY,
-    decode_write_errors,
-)
-from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
+from innet.switch.p4rt_codec.status import STATUS_DETAILS_KEY, decode_write_errors
+from innet.switch.p4runtime.errors import MAX_DETAILED_UPDATES, STATUS_DETAILS_BUDGET
 from innet.switch.server import SwitchOptions, SwitchServer
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_p4runtime_server import Client, arbitration, insert, lpm_entry  # noqa: E402  (shared loopback client)
+from testkit.fake_target import FakeTarget, sample_p4info
+
+from testkit.p4rt_loopback import Client, arbitration, insert, lpm_entry
 
 
 @pytest.fixture

@@ -1,12 +1,11 @@
-"""Mininet tier: the dead-worker scenario of ``tests/integration/test_loopback_dead_worker.py``
+"""Mininet tier: the dead-worker scenario of ``testkit.dead_worker`` (also run on loopback)
 (SIGKILL of one worker process only: its agent must stop contributing by itself)
-on a 4-host star with InnetSwitch (kernel UDP through veths): every surviving worker fails
+on a 4-host star with InnetSwitchNode (kernel UDP through veths): every surviving worker fails
 within its chunk deadline naming the dead rank, the destroyed job leaves a clean switch, the
 3 survivors then sum exactly on the same slot range; nothing is left after teardown."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,7 @@ from innet.testbed.mininet_net import MininetTestbed
 from innet.testbed.processes import find_marked
 from innet.testbed.topology import Link, star
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from test_loopback_dead_worker import DEADLINE, WINDOW, dead_worker_scenario  # noqa: E402
+from testkit.dead_worker import DEADLINE, WINDOW, dead_worker_scenario
 
 
 @pytest.mark.parametrize("kill_mid_job", [True, False], ids=["sigkill-mid-job", "never-started"])

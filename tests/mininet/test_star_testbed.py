@@ -1,4 +1,4 @@
-"""Mininet tier: the star testbed with InnetSwitch, exact sums on random integers for 2, 4 and
+"""Mininet tier: the star testbed with InnetSwitchNode, exact sums on random integers for 2, 4 and
 8 workers (clean links; 5% random drop by cls_bpf; 5% drop plus 5% duplication by cls_bpf +
 mirred), gloo through the same switch, teardown and crash cleanup leave nothing behind.
 

@@ -1,6 +1,6 @@
 """innet-switch as the switch node of a Mininet network, programmed over P4Runtime.
 
-h1 -- s1 -- h2 (SingleSwitchTopo(2)); s1 is ``testbed.mininet_switch.InnetSwitch``, i.e.
+h1 -- s1 -- h2 (SingleSwitchTopo(2)); s1 is ``testbed.mininet_switch.InnetSwitchNode``, i.e.
 ``innet-switch --no-p4 -i 1@s1-eth1 -i 2@s1-eth2`` in the root namespace. The test pushes
 ``p4/examples/basic_forward.p4`` (compiled by innet-p4c) and two /32 routes over
 P4Runtime, then pings and sends UDP between the hosts: the packets cross the Python
@@ -125,5 +125,5 @@ def test_failure_inside_the_network_still_cleans_up():
             raise RuntimeError("test body failed")
     except RuntimeError as error:
         assert str(error) == "test body failed"
-    assert pid is not None and not Path(f"/proc/{pid}").exists()  # reaped by InnetSwitch.stop
+    assert pid is not None and not Path(f"/proc/{pid}").exists()  # reaped by InnetSwitchNode.stop
     _assert_nothing_left()

@@ -14,10 +14,11 @@ from innet.host import quantize as qz
 from innet.host import simulate as sim
 from innet.host import wire
 from innet.host.agent import Agent, AgentConfig, AgentError
-from innet.host.fake_switch import FakeInnetSwitch, FakeUdpSwitch, fake_frame_handler
 from innet.host.protocol import AggregationError, JobConfig, Timing
 from innet.host.transport import TunnelTransportConfig, UdpTransportConfig
 from innet.switch.ports import LossSpec, PortSet, UdpPort, UdpPortSpec
+
+from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch, fake_frame_handler
 
 K = 16
 

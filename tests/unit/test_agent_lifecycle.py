@@ -20,10 +20,11 @@ import numpy as np
 import pytest
 
 from innet.host.agent import Agent, AgentConfig
-from innet.host.fake_switch import FakeInnetSwitch, FakeUdpSwitch
 from innet.host.protocol import AggregationError, JobConfig, Timing
 from innet.host.transport import UdpTransportConfig
 from innet.host.wire import Message, MsgType
+
+from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
 
 K = 16
 JOB = 9

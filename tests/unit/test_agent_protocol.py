@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from innet.host import wire
-from innet.host.fake_switch import FakeInnetSwitch, FakeUdpSwitch
 from innet.host.protocol import AggregationError, Aggregator, JobConfig, StaleEpochError, Timing
 from innet.host.transport import UdpTransport, UdpTransportConfig
+
+from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
 
 K = 16
 

@@ -18,16 +18,18 @@ from innet.controller.errors import (
     ControllerError,
     NoPipelineError,
     NotPrimaryError,
+    PipelineConfigError,
     RpcError,
     SwitchUnreachableError,
     WriteError,
 )
-from innet.controller.pipeline import PipelineConfig, PipelineError
+from innet.controller.pipeline import PipelineConfig
 from innet.controller.schema import P4Schema
-from innet.controller.switch import Switch, SwitchSpec
-from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
-from innet.switch.p4runtime.innet_target import InnetTarget
+from innet.controller.switch import Switch, SwitchEndpoint
+from innet.switch.p4runtime.embedded_target import InnetTarget
 from innet.switch.server import SwitchOptions, SwitchServer
+
+from testkit.fake_target import FakeTarget, sample_p4info
 
 PIO = Path(__file__).parents[1] / "integration" / "clients" / "innet_pio.p4"
 
@@ -50,8 +52,8 @@ def free_port() -> int:
 
 
 def test_primary_and_backup(server, config):
-    with Switch(SwitchSpec("a", server.grpc_address, election_id=10)) as primary, \
-            Switch(SwitchSpec("b", server.grpc_address, election_id=5)) as backup:
+    with Switch(SwitchEndpoint("a", server.grpc_address, election_id=10)) as primary, \
+            Switch(SwitchEndpoint("b", server.grpc_address, election_id=5)) as backup:
         assert primary.is_primary and not backup.is_primary
         primary.push(config)
         with pytest.raises(NotPrimaryError, match=r"PERMISSION_DENIED.*not the primary controller"):
@@ -62,12 +64,12 @@ def test_primary_and_backup(server, config):
 
 
 def test_read_only_session_refuses_writes_without_arbitrating(server, config):
-    with Switch(SwitchSpec("a", server.grpc_address)) as sw:
+    with Switch(SwitchEndpoint("a", server.grpc_address)) as sw:
         sw.push(config)
         sw.write_register("seen", 0, [7])
         # a second controller with the same election id would break the primary's stream;
         # a read-only session does not arbitrate at all
-        with Switch(SwitchSpec("ro", server.grpc_address, election_id=None)) as ro:
+        with Switch(SwitchEndpoint("ro", server.grpc_address, election_id=None)) as ro:
             assert ro.read_register("seen", range(0, 1)) == [7]
             with pytest.raises(NotPrimaryError, match="read-only"):
                 ro.write_register("seen", 0, [1])
@@ -75,7 +77,7 @@ def test_read_only_session_refuses_writes_without_arbitrating(server, config):
 
 
 def test_no_pipeline(server):
-    with Switch(SwitchSpec("a", server.grpc_address)) as sw:
+    with Switch(SwitchEndpoint("a", server.grpc_address)) as sw:
         with pytest.raises(NoPipelineError, match="has no pipeline; push one first"):
             sw.read_register("seen")
         with pytest.raises(NoPipelineError, match="FAILED_PRECONDITION"):
@@ -86,7 +88,7 @@ def test_unreachable_switch_fails_within_the_deadline():
     address = f"127.0.0.1:{free_port()}"
     start = time.monotonic()
     with pytest.raises(SwitchUnreachableError, match=rf"switch {address}: no gRPC connection within 0.5 s"):
-        Switch(SwitchSpec("gone", address, timeout=0.5)).connect()
+        Switch(SwitchEndpoint("gone", address, timeout=0.5)).connect()
     assert time.monotonic() - start < 3
 
 
@@ -103,7 +105,7 @@ def test_silent_listener_fails_within_the_deadline():
 
 def test_batches_are_cut_and_failures_keep_their_global_index(server, config, monkeypatch):
     monkeypatch.setattr(client_module, "MAX_WRITE_UPDATES", 2)
-    with Switch(SwitchSpec("a", server.grpc_address)) as sw:
+    with Switch(SwitchEndpoint("a", server.grpc_address)) as sw:
         sw.push(config)
         sw.insert([TableEntry("dmac", {"dstAddr": 3}, "drop")])
         entries = [TableEntry("dmac", {"dstAddr": i}, "drop") for i in range(6)]
@@ -126,13 +128,13 @@ def test_wrong_device_id(server):
 
 
 def test_pipeline_sources(tmp_path, config):
-    with pytest.raises(PipelineError, match="no P4Info"):
+    with pytest.raises(PipelineConfigError, match="no P4Info"):
         PipelineConfig.load(tmp_path)
-    with pytest.raises(PipelineError, match="no such file"):
+    with pytest.raises(PipelineConfigError, match="no such file"):
         PipelineConfig.load(tmp_path / "x.p4")
     bad = tmp_path / "bad.p4"
     bad.write_text("control C() { apply { x = ; } }\n")
-    with pytest.raises(PipelineError, match=r"bad.p4' does not compile"):
+    with pytest.raises(PipelineConfigError, match=r"bad.p4' does not compile"):
         PipelineConfig.load(bad)
     from innet.switch.cli.p4c import main as p4c
 

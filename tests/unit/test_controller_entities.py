@@ -11,8 +11,8 @@ from innet.controller.entities import Lpm, Optional, Range, Ternary, TableEntry,
 from innet.controller.errors import SchemaError, UnknownNameError, ValueRangeError, WriteError
 from innet.controller.pipeline import PipelineConfig
 from innet.controller.schema import P4Schema, encode, parse_value, to_signed
-from innet.controller.switch import Switch, SwitchSpec
-from innet.switch.p4runtime.innet_target import InnetTarget
+from innet.controller.switch import Switch, SwitchEndpoint
+from innet.switch.p4runtime.embedded_target import InnetTarget
 from innet.switch.server import SwitchOptions, SwitchServer
 
 PROGRAM = """
@@ -60,7 +60,7 @@ def config(tmp_path_factory) -> PipelineConfig:
 @pytest.fixture
 def switch(config):
     with SwitchServer(SwitchOptions(grpc_address="127.0.0.1:0"), InnetTarget()) as server:
-        with Switch(SwitchSpec("s1", server.grpc_address, timeout=5)) as sw:
+        with Switch(SwitchEndpoint("s1", server.grpc_address, timeout=5)) as sw:
             sw.push(config)
             yield sw
 

@@ -13,8 +13,8 @@ from innet.controller.innet_switch import InnetSwitch
 from innet.controller.inspect import inspect_switch, parse_range, render
 from innet.controller.jobs import JobSpec, WorkerSpec
 from innet.controller.pipeline import PipelineConfig
-from innet.controller.switch import Switch, SwitchSpec
-from innet.switch.p4runtime.innet_target import InnetTarget
+from innet.controller.switch import Switch, SwitchEndpoint
+from innet.switch.p4runtime.embedded_target import InnetTarget
 from innet.switch.server import SwitchOptions, SwitchServer
 
 ROOT = Path(__file__).parents[2]
@@ -37,7 +37,7 @@ def test_parse_range():
 
 
 def test_report_of_innet_switch(server):
-    with Switch(SwitchSpec("s", server.grpc_address)) as sw:
+    with Switch(SwitchEndpoint("s", server.grpc_address)) as sw:
         sw.push(PipelineConfig.from_p4(ROOT / "p4" / "innet.p4", SIZES))
         node = InnetSwitch(sw)
         ws = tuple(WorkerSpec(r, r + 1, f"00:00:00:00:00:0{r + 1}", f"10.0.0.{r + 1}", 7000) for r in range(3))
@@ -45,7 +45,7 @@ def test_report_of_innet_switch(server):
         sw.write_registers({"innet_count": [(2, 3), (3, 1)], "innet_bitmap": [(2, 7), (3, 2)],
                             "innet_param_1": [(0, 11)]})
         sw.reset_counters([])  # no-op batch
-        with Switch(SwitchSpec("ro", server.grpc_address, election_id=None)) as ro:
+        with Switch(SwitchEndpoint("ro", server.grpc_address, election_id=None)) as ro:
             report = inspect_switch(ro, [("innet_param_1", "0:3"), ("innet_count", None)])
             with pytest.raises(JobError, match=r"no job 3 \(innet_jobs has \[2\]\)"):
                 inspect_switch(ro, job_id=3)
@@ -66,7 +66,7 @@ def test_report_of_innet_switch(server):
 
 
 def test_report_of_another_program_has_registers_only(server):
-    with Switch(SwitchSpec("s", server.grpc_address)) as sw:
+    with Switch(SwitchEndpoint("s", server.grpc_address)) as sw:
         sw.push(PipelineConfig.from_p4(ROOT / "tests" / "integration" / "clients" / "innet_pio.p4"))
         report = inspect_switch(sw, [("seen", "1:3")])
     assert report.layout is None and report.jobs == ()

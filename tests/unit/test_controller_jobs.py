@@ -18,9 +18,9 @@ from innet.controller.jobs import Forwarding, InnetLayout, JobSpec, WorkerSpec
 from innet.controller.pipeline import PipelineConfig
 from innet.controller.schema import P4Schema, to_signed
 from innet.controller.shard import ShardPlan
-from innet.controller.switch import SwitchSpec
+from innet.controller.switch import SwitchEndpoint
 from innet.host.quantize import optimizer_params
-from innet.switch.p4runtime.innet_target import InnetTarget
+from innet.switch.p4runtime.embedded_target import InnetTarget
 from innet.switch.server import SwitchOptions, SwitchServer
 
 INNET = Path(__file__).parents[2] / "p4" / "innet.p4"
@@ -48,8 +48,8 @@ def config() -> PipelineConfig:
 def ctl(config):
     with SwitchServer(SwitchOptions(grpc_address="127.0.0.1:0"), InnetTarget()) as a, \
             SwitchServer(SwitchOptions(grpc_address="127.0.0.1:0"), InnetTarget()) as b:
-        with Controller([SwitchSpec("a", a.grpc_address, role="rail"),
-                         SwitchSpec("b", b.grpc_address, role="rail")]) as c:
+        with Controller([SwitchEndpoint("a", a.grpc_address, role="rail"),
+                         SwitchEndpoint("b", b.grpc_address, role="rail")]) as c:
             c.push(config)
             yield c
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from innet.controller.errors import ControllerError, UnsupportedError
+from innet.controller.errors import ControllerError, UnimplementedError
 from innet.controller.registers import AutoRegisters, ThriftCliRegisters
 from innet.controller.schema import RegisterInfo
 
@@ -21,11 +21,11 @@ class Unimplemented:
 
     def read(self, info, indexes):
         self.calls += 1
-        raise UnsupportedError("read on switch x: UNIMPLEMENTED: RegisterEntry", grpc.StatusCode.UNIMPLEMENTED)
+        raise UnimplementedError("read on switch x: UNIMPLEMENTED: RegisterEntry", grpc.StatusCode.UNIMPLEMENTED)
 
     def write(self, cells):
         self.calls += 1
-        raise UnsupportedError("write: UNIMPLEMENTED", grpc.StatusCode.UNIMPLEMENTED)
+        raise UnimplementedError("write: UNIMPLEMENTED", grpc.StatusCode.UNIMPLEMENTED)
 
 
 class FakeCli:
@@ -67,7 +67,7 @@ def test_falls_back_to_thrift_cli_and_stays_there():
 
 def test_without_thrift_port_the_error_says_what_to_do():
     regs = AutoRegisters(Unimplemented(), None, "127.0.0.1:9559")  # type: ignore[arg-type]
-    with pytest.raises(UnsupportedError, match=r"UNIMPLEMENTED.*give its Thrift port \(SwitchSpec.thrift_port"):
+    with pytest.raises(UnimplementedError, match=r"UNIMPLEMENTED.*give its Thrift port \(SwitchEndpoint.thrift_port"):
         regs.read(REG, range(0, 1))
 
 

@@ -42,6 +42,7 @@ def test_rendezvous_socket_is_bound_to_the_given_address():
         assert listeners(port) == ["0100007F"]
 
 
+@pytest.mark.slow
 def test_rank0_store_listens_on_loopback_only_and_serves_other_ranks():
     pytest.importorskip("torch.distributed", reason="torch (the gloo baseline's optional dependency) is not installed")
     port = free_port()

@@ -34,7 +34,7 @@ def program(k: int = 4, **sizes: int) -> ir.Program:
 
 # ---------------------------------------------------------------- builds and P4Info
 
-@pytest.mark.parametrize("k", [4, 64, 256, 1024])
+@pytest.mark.parametrize("k", [4, 64, 256])  # 1024: tests/integration/test_innet_p4_jumbo.py (slow)
 def test_builds_for_each_k(k: int) -> None:
     pl = Pipeline(program(k))
     regs = pl.registers

@@ -14,7 +14,7 @@ from finsy.proto import p4r
 from innet.switch.p4runtime.ageing import AgeingSweeper
 from innet.switch.p4runtime.device import Device
 from innet.switch.p4runtime.errors import P4RuntimeError
-from innet.switch.p4runtime.innet_target import InnetTarget
+from innet.switch.p4runtime.embedded_target import InnetTarget
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAM = (REPO / "tests" / "data" / "idle_timeout.p4").read_bytes()

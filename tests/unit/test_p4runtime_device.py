@@ -7,12 +7,13 @@ import pytest
 from finsy.proto import p4d, p4r
 
 from innet.switch.p4runtime.device import Device
-from innet.switch.p4runtime.device_config import wrap_tmp_device_config
+from innet.switch.p4runtime.tmp_device_config import wrap_tmp_device_config
 from innet.switch.p4runtime.errors import NO_PIPELINE_MESSAGE, P4RuntimeError
-from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
-from innet.switch.p4runtime.target import (
-    ActionCall, Digest, ExactMatch, LpmMatch, OptionalMatch, RangeMatch, Replica, TernaryMatch,
+from innet.switch.p4runtime.target_api import (
+    BoundAction, Digest, ExactMatch, LpmMatch, OptionalMatch, RangeMatch, PreReplica, TernaryMatch,
 )
+
+from testkit.fake_target import FakeTarget, sample_p4info
 
 Set = p4r.SetForwardingPipelineConfigRequest
 Get = p4r.GetForwardingPipelineConfigRequest
@@ -119,7 +120,7 @@ def test_insert_passes_target_key_and_action(device: Device):
     (table, key, prio, action), = pipeline(device).entries.values()
     assert table == "MyIngress.ipv4_lpm" and prio == 0
     assert key == (ExactMatch(0x0800), LpmMatch(0x0A000100, 24))
-    assert action == ActionCall("MyIngress.forward", (3, 1))
+    assert action == BoundAction("MyIngress.forward", (3, 1))
 
 
 def test_read_back_is_canonical(device: Device):
@@ -227,7 +228,7 @@ def test_default_entry_only_via_modify(device: Device):
     err = write_one(device, INSERT, table_entry=default)
     assert err is not None and "only be modified" in err.message
     assert write_one(device, MODIFY, table_entry=default) is None
-    assert pipeline(device).defaults["MyIngress.ipv4_lpm"] == ActionCall("MyIngress.drop")
+    assert pipeline(device).defaults["MyIngress.ipv4_lpm"] == BoundAction("MyIngress.drop")
     (read,) = device.read([p4r.Entity(table_entry=p4r.TableEntry(table_id=LPM, is_default_action=True))])
     assert read.table_entry.action.action.action_id == DROP
     # wildcard reads do not include default entries
@@ -285,7 +286,7 @@ def test_multicast_group_with_port_and_egress_port(device: Device):
     g.replicas.add(port=b"\x00\x02", instance=1)
     pre = p4r.PacketReplicationEngineEntry(multicast_group_entry=g)
     assert write_one(device, INSERT, packet_replication_engine_entry=pre) is None
-    assert pipeline(device).groups[1] == [Replica(1, 1), Replica(2, 1)]
+    assert pipeline(device).groups[1] == [PreReplica(1, 1), PreReplica(2, 1)]
     assert write_one(device, INSERT, packet_replication_engine_entry=pre).code == grpc.StatusCode.ALREADY_EXISTS
     (read,) = device.read([p4r.Entity(packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(
         multicast_group_entry=p4r.MulticastGroupEntry()))])
@@ -301,13 +302,10 @@ def test_clone_session(device: Device):
     s.replicas.add(egress_port=3)
     assert write_one(device, INSERT, packet_replication_engine_entry=p4r.PacketReplicationEngineEntry(
         clone_session_entry=s)) is None
-    assert pipeline(device).sessions[5] == ([Replica(3, 0)], 0, 64)
+    assert pipeline(device).sessions[5] == ([PreReplica(3, 0)], 0, 64)
 
 
-def test_unsupported_atomicity_and_entities(device: Device):
-    with pytest.raises(P4RuntimeError) as info:
-        device.write([], p4r.WriteRequest.ROLLBACK_ON_ERROR)
-    assert info.value.code == grpc.StatusCode.UNIMPLEMENTED
+def test_unsupported_entities(device: Device):
     err = write_one(device, INSERT, action_profile_member=p4r.ActionProfileMember())
     assert err.code == grpc.StatusCode.UNIMPLEMENTED
 

@@ -7,7 +7,8 @@ from finsy.proto import p4r
 
 from innet.switch.p4runtime.device import Device
 from innet.switch.p4runtime.errors import P4RuntimeError
-from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
+
+from testkit.fake_target import FakeTarget, sample_p4info
 
 Set = p4r.SetForwardingPipelineConfigRequest
 Get = p4r.GetForwardingPipelineConfigRequest
@@ -29,10 +30,9 @@ def test_undefined_write_atomicity_is_invalid_argument(device: Device, value: in
     assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT
 
 
-def test_defined_but_unsupported_atomicity_stays_unimplemented(device: Device):
-    with pytest.raises(P4RuntimeError, match="DATAPLANE_ATOMIC is not supported") as info:
-        device.write([], p4r.WriteRequest.DATAPLANE_ATOMIC)
-    assert info.value.code == grpc.StatusCode.UNIMPLEMENTED
+@pytest.mark.parametrize("value", [p4r.WriteRequest.ROLLBACK_ON_ERROR, p4r.WriteRequest.DATAPLANE_ATOMIC])
+def test_every_defined_atomicity_is_supported(device: Device, value: int):
+    assert device.write([], value) == []
 
 
 @pytest.mark.parametrize("value", [0, 4, 77])

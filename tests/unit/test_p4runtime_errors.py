@@ -7,15 +7,14 @@ import grpc
 import pytest
 from finsy.proto import p4r, rpc_status
 
-from innet.switch.p4runtime.errors import (
+from innet.switch.p4rt_codec.status import (
     STATUS_DETAILS_KEY,
-    already_exists,
     decode_write_errors,
     rpc_code_of,
     status_code_of,
     status_details,
-    write_error_status,
 )
+from innet.switch.p4runtime.errors import already_exists, write_error_status
 
 
 def test_status_codes_round_trip():

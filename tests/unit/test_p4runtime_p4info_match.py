@@ -14,8 +14,8 @@ from finsy.proto import p4i, p4r
 from innet.switch.device_config import build
 from innet.switch.p4runtime.device import Device
 from innet.switch.p4runtime.errors import P4RuntimeError
-from innet.switch.p4runtime.innet_target import InnetTarget
-from innet.switch.p4runtime.target import TargetError
+from innet.switch.p4runtime.embedded_target import InnetTarget
+from innet.switch.p4runtime.target_api import TargetError
 
 PROGRAM = Path(__file__).parent.parent / "data" / "p4info_match.p4"
 Set = p4r.SetForwardingPipelineConfigRequest

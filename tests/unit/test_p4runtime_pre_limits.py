@@ -8,7 +8,8 @@ import pytest
 from finsy.proto import p4r
 
 from innet.switch.p4runtime.device import Device
-from innet.switch.p4runtime.fake import FakeTarget, sample_p4info
+
+from testkit.fake_target import FakeTarget, sample_p4info
 
 INSERT, DELETE = p4r.Update.INSERT, p4r.Update.DELETE
 

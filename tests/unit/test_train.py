@@ -7,13 +7,14 @@ import pytest
 
 from innet.host import quantize as qz
 from innet.host.agent import AgentConfig
-from innet.host.fake_switch import FakeInnetSwitch, FakeUdpSwitch
 from innet.host.model import SoftmaxRegression, load_digits_dataset
 from innet.host.protocol import JobConfig
 from innet.host.train import (TrainConfig, float_training, initial_params, minibatch,
                               simulate_training, train_workers)
 from innet.host.transport import UdpTransportConfig
 from innet.host.wire import Mode
+
+from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """Action profiles and selectors of innet's executor behind the ``ProfilePipeline`` protocol.
 
-A mixin of ``InnetPipeline`` (``innet_target``): it needs ``self.pipeline`` (a
+A mixin of ``InnetPipeline`` (``embedded_target``): it needs ``self.pipeline`` (a
 ``Pipeline``), ``self._table(name)``, ``self._fix_optional``, ``self._entry`` and ``self._entries``. The
 executor's errors become ``TargetError``.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar, cast
 
-from innet.switch.p4runtime.target import ActionCall, EntryHandle, MatchKey, ProfileRef, TargetError
+from innet.switch.p4runtime.target_api import BoundAction, EntryHandle, MatchKey, ProfileRef, TargetError
 
 if TYPE_CHECKING:
     from innet.switch.pipeline import KeySpec
@@ -50,7 +50,7 @@ class InnetProfiles:
     _fix_optional: Callable[[Any, list[Any]], list[Any]]
 
     @_target_errors
-    def profile_member_set(self, profile: str, member_id: int, action: ActionCall, *, insert: bool) -> None:
+    def profile_member_set(self, profile: str, member_id: int, action: BoundAction, *, insert: bool) -> None:
         prof = self.pipeline.action_profile(profile)
         if insert:
             prof.add_member(member_id, action.action, action.args)
@@ -76,7 +76,7 @@ class InnetProfiles:
 
     @_target_errors
     def table_insert_indirect(self, table: str, key: MatchKey, priority: int, ref: ProfileRef) -> EntryHandle:
-        from innet.switch.p4runtime.innet_target import _key_specs
+        from innet.switch.p4runtime.embedded_target import _key_specs
 
         t = self._table(table)
         specs = self._fix_optional(t, _key_specs(key))

@@ -2,8 +2,8 @@
 
 import pytest
 
-from innet.switch.p4runtime.innet_target import InnetTarget
-from innet.switch.p4runtime.target import TargetError
+from innet.switch.p4runtime.embedded_target import InnetTarget
+from innet.switch.p4runtime.target_api import TargetError
 
 
 def test_bmv2_json_is_rejected_by_name():

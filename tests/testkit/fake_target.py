@@ -1,7 +1,7 @@
 """An in-memory target that records control-plane state and runs a scripted packet function.
 
-Used by tests of the P4Runtime layer and the switch process, independent of the real
-executor. ``sample_p4info()`` is a small hand-written P4Info exercising every entity kind.
+TEST DOUBLE for tests of the P4Runtime layer and the switch process, independent of the
+real executor. ``sample_p4info()`` is a small hand-written P4Info exercising every entity kind.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from typing import Callable, Sequence
 
 from finsy.proto import p4i
 
-from innet.switch.p4runtime.target import (
-    ActionCall,
-    ConstEntry,
+from innet.switch.p4runtime.target_api import (
+    BoundAction,
+    ProgramEntry,
     Digest,
     EntryHandle,
     LoadedConfig,
     MatchKey,
     MeterRates,
-    Replica,
+    PreReplica,
     TargetError,
 )
 
@@ -38,15 +38,15 @@ class FakePipeline:
 
     p4info: p4i.P4Info
     packet_function: PacketFunction = echo
-    entries: dict[EntryHandle, tuple[str, MatchKey, int, ActionCall]] = field(default_factory=dict)
-    defaults: dict[str, ActionCall] = field(default_factory=dict)
-    const: dict[str, list[ConstEntry]] = field(default_factory=dict)
+    entries: dict[EntryHandle, tuple[str, MatchKey, int, BoundAction]] = field(default_factory=dict)
+    defaults: dict[str, BoundAction] = field(default_factory=dict)
+    const: dict[str, list[ProgramEntry]] = field(default_factory=dict)
     counters: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
     direct_counters: dict[EntryHandle, tuple[int, int]] = field(default_factory=dict)
     meters: dict[tuple[str, int], MeterRates | None] = field(default_factory=dict)
     registers: dict[tuple[str, int], int] = field(default_factory=dict)
-    groups: dict[int, list[Replica]] = field(default_factory=dict)
-    sessions: dict[int, tuple[list[Replica], int, int]] = field(default_factory=dict)
+    groups: dict[int, list[PreReplica]] = field(default_factory=dict)
+    sessions: dict[int, tuple[list[PreReplica], int, int]] = field(default_factory=dict)
     digests: list[Digest] = field(default_factory=list)
     processed: list[tuple[int, bytes]] = field(default_factory=list)
     _handles: itertools.count = field(default_factory=lambda: itertools.count(1))
@@ -55,12 +55,12 @@ class FakePipeline:
         self.processed.append((port, data))
         return self.packet_function(self, port, data)
 
-    def table_insert(self, table: str, key: MatchKey, priority: int, action: ActionCall) -> EntryHandle:
+    def table_insert(self, table: str, key: MatchKey, priority: int, action: BoundAction) -> EntryHandle:
         handle = next(self._handles)
         self.entries[handle] = (table, key, priority, action)
         return handle
 
-    def table_modify(self, table: str, handle: EntryHandle, action: ActionCall) -> None:
+    def table_modify(self, table: str, handle: EntryHandle, action: BoundAction) -> None:
         t, key, prio, _ = self.entries[handle]
         self.entries[handle] = (t, key, prio, action)
 
@@ -68,16 +68,16 @@ class FakePipeline:
         del self.entries[handle]
         self.direct_counters.pop(handle, None)
 
-    def table_set_default(self, table: str, action: ActionCall | None) -> None:
+    def table_set_default(self, table: str, action: BoundAction | None) -> None:
         if action is None:
             self.defaults.pop(table, None)
         else:
             self.defaults[table] = action
 
-    def table_get_default(self, table: str) -> ActionCall:
-        return self.defaults.get(table, ActionCall("NoAction"))
+    def table_get_default(self, table: str) -> BoundAction:
+        return self.defaults.get(table, BoundAction("NoAction"))
 
-    def table_const_entries(self, table: str) -> list[ConstEntry]:
+    def table_const_entries(self, table: str) -> list[ProgramEntry]:
         return list(self.const.get(table, []))
 
     def counter_read(self, name: str, index: int) -> tuple[int, int]:
@@ -105,13 +105,13 @@ class FakePipeline:
     def register_write(self, name: str, index: int, value: int) -> None:
         self.registers[(name, index)] = value
 
-    def multicast_group_set(self, group: int, replicas: Sequence[Replica]) -> None:
+    def multicast_group_set(self, group: int, replicas: Sequence[PreReplica]) -> None:
         self.groups[group] = list(replicas)
 
     def multicast_group_delete(self, group: int) -> None:
         del self.groups[group]
 
-    def clone_session_set(self, session: int, replicas: Sequence[Replica], class_of_service: int,
+    def clone_session_set(self, session: int, replicas: Sequence[PreReplica], class_of_service: int,
                           truncate: int) -> None:
         self.sessions[session] = (list(replicas), class_of_service, truncate)
 

@@ -23,11 +23,11 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from finsy.proto import p4i
 
-from innet.switch.p4runtime.innet_profiles import InnetProfiles, unpack_handle
+from innet.switch.p4runtime.embedded_profiles import InnetProfiles, unpack_handle
 from innet.switch.p4runtime.p4info_match import check_p4info_matches
-from innet.switch.p4runtime.target import (
-    ActionCall,
-    ConstEntry,
+from innet.switch.p4runtime.target_api import (
+    BoundAction,
+    ProgramEntry,
     Digest,
     EntryHandle,
     ExactMatch,
@@ -38,7 +38,7 @@ from innet.switch.p4runtime.target import (
     MeterRates,
     OptionalMatch,
     RangeMatch,
-    Replica,
+    PreReplica,
     TargetError,
     TernaryMatch,
 )
@@ -120,7 +120,7 @@ class InnetPipeline(InnetProfiles):
         return self.pipeline.process(port, data)
 
     @_control_plane
-    def table_insert(self, table: str, key: MatchKey, priority: int, action: ActionCall) -> EntryHandle:
+    def table_insert(self, table: str, key: MatchKey, priority: int, action: BoundAction) -> EntryHandle:
         t = self._table(table)
         specs = self._fix_optional(t, _key_specs(key))
         handle = (table, tuple(specs), priority)
@@ -135,7 +135,7 @@ class InnetPipeline(InnetProfiles):
         return entry
 
     @_control_plane
-    def table_modify(self, table: str, handle: EntryHandle, action: ActionCall) -> None:
+    def table_modify(self, table: str, handle: EntryHandle, action: BoundAction) -> None:
         _, specs, priority = unpack_handle(handle)
         self._table(table).modify(list(specs), action.action, action.args, priority)
 
@@ -146,7 +146,7 @@ class InnetPipeline(InnetProfiles):
         self._entries.pop(handle, None)
 
     @_control_plane
-    def table_set_default(self, table: str, action: ActionCall | None) -> None:
+    def table_set_default(self, table: str, action: BoundAction | None) -> None:
         t = self._table(table)
         if action is None:
             name, args = self._initial_defaults[t.name]
@@ -164,11 +164,11 @@ class InnetPipeline(InnetProfiles):
             raise TargetError(f"table {table!r} does not support idle timeout (no support_timeout = true)")
         return [self._entry(h).last_hit for h in handles]
 
-    def table_get_default(self, table: str) -> ActionCall:
+    def table_get_default(self, table: str) -> BoundAction:
         e = self._table(table).default_entry
-        return ActionCall(e.action, tuple(e.params))
+        return BoundAction(e.action, tuple(e.params))
 
-    def table_const_entries(self, table: str) -> list[ConstEntry]:
+    def table_const_entries(self, table: str) -> list[ProgramEntry]:
         t = self._table(table)
         if not t.const:
             return []
@@ -186,7 +186,7 @@ class InnetPipeline(InnetProfiles):
                     key.append(OptionalMatch(m[0] if m[1] else None))
                 else:
                     key.append(RangeMatch(m[0], m[1]))
-            out.append(ConstEntry(tuple(key), e.priority, ActionCall(e.action, tuple(e.params))))
+            out.append(ProgramEntry(tuple(key), e.priority, BoundAction(e.action, tuple(e.params))))
         return out
 
     @_control_plane
@@ -237,7 +237,7 @@ class InnetPipeline(InnetProfiles):
         self.pipeline.register(name).write(index, value)
 
     @_control_plane
-    def multicast_group_set(self, group: int, replicas: Sequence[Replica]) -> None:
+    def multicast_group_set(self, group: int, replicas: Sequence[PreReplica]) -> None:
         self.pipeline.pre.set_group(group, [(r.instance, r.port) for r in replicas])
 
     @_control_plane
@@ -247,7 +247,7 @@ class InnetPipeline(InnetProfiles):
         pre.group_delete(group)
 
     @_control_plane
-    def clone_session_set(self, session: int, replicas: Sequence[Replica], class_of_service: int,
+    def clone_session_set(self, session: int, replicas: Sequence[PreReplica], class_of_service: int,
                           truncate: int) -> None:
         from innet.switch.pipeline.pre import CloneSession
 

@@ -28,8 +28,8 @@ import grpc
 from finsy.proto import p4i, p4r
 
 from innet.switch.p4runtime.errors import P4RuntimeError, already_exists, invalid, not_found, unimplemented
-from innet.switch.p4runtime.schema import Schema, TableInfo
-from innet.switch.p4runtime.target import LoadedPipeline, ProfilePipeline, ProfileRef
+from innet.switch.p4runtime.schema import Schema, IndexedTable
+from innet.switch.p4runtime.target_api import LoadedPipeline, ProfilePipeline, ProfileRef
 
 if TYPE_CHECKING:
     from innet.switch.p4runtime.tables import TableState
@@ -69,7 +69,7 @@ class ProfileState:
     def profile(self, profile_id: int) -> p4i.ActionProfile:
         return self.schema.lookup("action profile", self.schema.action_profiles, profile_id)
 
-    def profile_of(self, info: TableInfo) -> p4i.ActionProfile:
+    def profile_of(self, info: IndexedTable) -> p4i.ActionProfile:
         impl = int(info.table.implementation_id)
         if not impl:
             raise invalid(f"table {info.name!r} has no action profile: its entries take an action")
@@ -252,7 +252,7 @@ class ProfileState:
 
     # -- table entries -------------------------------------------------------------------
 
-    def entry_ref(self, info: TableInfo, action: p4r.TableAction) -> ProfileRef:
+    def entry_ref(self, info: IndexedTable, action: p4r.TableAction) -> ProfileRef:
         """The member/group a TableEntry of an indirect table points to (checked)."""
         prof = self.profile_of(info)
         name, pid = prof.preamble.name, prof.preamble.id
@@ -272,7 +272,7 @@ class ProfileState:
             return ProfileRef(group=gid)
         raise invalid(f"table {info.name!r}: expected a member id, a group id or an action set, got {kind}")
 
-    def oneshot(self, info: TableInfo, action_set: p4r.ActionProfileActionSet) -> ProfileRef:
+    def oneshot(self, info: IndexedTable, action_set: p4r.ActionProfileActionSet) -> ProfileRef:
         """Hidden members and group for a one-shot action set; returns the group."""
         prof = self.profile_of(info)
         name = prof.preamble.name
@@ -307,7 +307,7 @@ class ProfileState:
         self._hidden_members[gid] = [m for m, _ in members]
         return ProfileRef(group=gid)
 
-    def release_oneshot(self, info: TableInfo, ref: ProfileRef | None) -> None:
+    def release_oneshot(self, info: IndexedTable, ref: ProfileRef | None) -> None:
         """Free the hidden group and members of a one-shot entry that no longer uses them."""
         if ref is None or ref.group is None or ref.group < HIDDEN_BASE:
             return

@@ -1,12 +1,13 @@
-"""innet.switch.p4runtime.schema: bytestrings and the priority rule (shared with
+"""innet.switch.p4rt_codec: bytestrings and the priority rule (shared by the server and
 innet.controller's schema and entities)."""
 
 from __future__ import annotations
 
 import pytest
 
-from innet.switch.p4runtime.errors import P4RuntimeError
-from innet.switch.p4runtime.schema import decode_bytes, encode_bytes, encode_padded, priority_problem
+from innet.switch.p4rt_codec.bytestrings import decode_bytes, encode_bytes, encode_padded
+from innet.switch.p4rt_codec.matches import priority_problem
+from innet.switch.p4rt_codec.status import P4RuntimeError
 
 
 def test_bytestrings_are_canonical_out_and_checked_in():

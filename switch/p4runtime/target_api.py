@@ -23,54 +23,20 @@ from typing import Hashable, Protocol, Sequence, Union, runtime_checkable
 
 from finsy.proto import p4i
 
-
-@dataclass(frozen=True)
-class ExactMatch:
-    """Field equals ``value``."""
-
-    value: int
-
-
-@dataclass(frozen=True)
-class TernaryMatch:
-    """``field & mask == value``; mask 0 is a don't-care."""
-
-    value: int
-    mask: int
+# A target matches on the codec's key values (shared with the controller).
+from innet.switch.p4rt_codec.matches import (
+    ExactMatch,
+    FieldMatch,
+    LpmMatch,
+    MatchKey,
+    OptionalMatch,
+    RangeMatch,
+    TernaryMatch,
+)
 
 
 @dataclass(frozen=True)
-class LpmMatch:
-    """The ``prefix_len`` most significant bits of the field equal those of ``value``."""
-
-    value: int
-    prefix_len: int
-
-
-@dataclass(frozen=True)
-class RangeMatch:
-    """``low <= field <= high`` (inclusive)."""
-
-    low: int
-    high: int
-
-
-@dataclass(frozen=True)
-class OptionalMatch:
-    """Field equals ``value``, or anything when ``value`` is None."""
-
-    value: int | None
-
-
-FieldMatch = Union[ExactMatch, TernaryMatch, LpmMatch, RangeMatch, OptionalMatch]
-"""One field of a match key."""
-
-MatchKey = tuple[FieldMatch, ...]
-"""A full key: one element per match field, in P4Info order."""
-
-
-@dataclass(frozen=True)
-class ActionCall:
+class BoundAction:
     """An action with its arguments.
 
     ``action`` is the P4Info name of the action (``MyIngress.forward``, ``NoAction``);
@@ -82,7 +48,7 @@ class ActionCall:
 
 
 @dataclass(frozen=True)
-class Replica:
+class PreReplica:
     """One copy made by the packet replication engine."""
 
     port: int
@@ -106,12 +72,12 @@ class MeterRates:
 
 
 @dataclass(frozen=True)
-class ConstEntry:
+class ProgramEntry:
     """An entry declared with ``const entries`` (or ``entries``) in the P4 program."""
 
     key: MatchKey
     priority: int
-    action: ActionCall
+    action: BoundAction
 
 
 @dataclass(frozen=True)
@@ -145,12 +111,12 @@ class LoadedPipeline(Protocol):
         ...
 
     def table_insert(
-        self, table: str, key: MatchKey, priority: int, action: ActionCall
+        self, table: str, key: MatchKey, priority: int, action: BoundAction
     ) -> EntryHandle:
         """Add an entry (uniqueness was checked above); return a handle for it."""
         ...
 
-    def table_modify(self, table: str, handle: EntryHandle, action: ActionCall) -> None:
+    def table_modify(self, table: str, handle: EntryHandle, action: BoundAction) -> None:
         """Change the action of an installed entry."""
         ...
 
@@ -158,15 +124,15 @@ class LoadedPipeline(Protocol):
         """Remove an installed entry."""
         ...
 
-    def table_set_default(self, table: str, action: ActionCall | None) -> None:
+    def table_set_default(self, table: str, action: BoundAction | None) -> None:
         """Set the default action; None restores the program's initial default action."""
         ...
 
-    def table_get_default(self, table: str) -> ActionCall:
+    def table_get_default(self, table: str) -> BoundAction:
         """The current default action of ``table``."""
         ...
 
-    def table_const_entries(self, table: str) -> list[ConstEntry]:
+    def table_const_entries(self, table: str) -> list[ProgramEntry]:
         """Entries the program declares for ``table`` (empty when none)."""
         ...
 
@@ -204,7 +170,7 @@ class LoadedPipeline(Protocol):
         """Set a register cell."""
         ...
 
-    def multicast_group_set(self, group: int, replicas: Sequence[Replica]) -> None:
+    def multicast_group_set(self, group: int, replicas: Sequence[PreReplica]) -> None:
         """Create or replace a multicast group."""
         ...
 
@@ -213,7 +179,7 @@ class LoadedPipeline(Protocol):
         ...
 
     def clone_session_set(
-        self, session: int, replicas: Sequence[Replica], class_of_service: int, truncate: int
+        self, session: int, replicas: Sequence[PreReplica], class_of_service: int, truncate: int
     ) -> None:
         """Create or replace a clone session; ``truncate`` 0 means whole packets."""
         ...
@@ -244,7 +210,7 @@ class ProfilePipeline(Protocol):
     were done above; a target may still refuse with ``TargetError``.
     """
 
-    def profile_member_set(self, profile: str, member_id: int, action: ActionCall, *, insert: bool) -> None:
+    def profile_member_set(self, profile: str, member_id: int, action: BoundAction, *, insert: bool) -> None:
         """Create (``insert``) or change a member."""
         ...
 
