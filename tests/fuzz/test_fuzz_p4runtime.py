@@ -28,8 +28,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from innet.switch.p4runtime.device import Device
-from innet.switch.p4runtime.errors import STATUS_DETAILS_KEY, decode_write_errors
-from innet.switch.p4runtime.innet_target import InnetTarget
+from innet.switch.p4rt_codec.status import STATUS_DETAILS_KEY, decode_write_errors
+from innet.switch.p4runtime.embedded_target import InnetTarget
 from innet.switch.p4runtime.service import P4RuntimeService, _Stream
 
 PROGRAM = (Path(__file__).resolve().parent / "p4rt_all.p4").read_bytes()
