@@ -235,7 +235,8 @@ class NativePipeline(Pipeline):
 
     # ------------------------------------------------------------------ state sync
     def _pull(self) -> None:
-        """Direct counters: C entry values into the Python entries."""
+        """Direct counters: what the data path counted since the last push is added to the
+        Python entries (so a control-plane write made meanwhile is kept)."""
         for name, tm in self._tmeta.items():
             if not tm.direct_counter:
                 continue
@@ -243,10 +244,12 @@ class NativePipeline(Pipeline):
             ents = getattr(table, "_native_order", None)
             if not ents:
                 continue
+            pushed = table._native_pushed  # type: ignore[attr-defined]
             stride = 4 + 2 * len(tm.keys) + tm.nparams
             raw = self.ffi.unpack(self.lib.sw_tbl_entries(self.sw, tm.index), stride * len(ents))
             for j, e in enumerate(ents):
-                e.packets, e.bytes = raw[j * stride + 2], raw[j * stride + 3]
+                e.packets += raw[j * stride + 2] - pushed[j][0]
+                e.bytes += raw[j * stride + 3] - pushed[j][1]
 
     def _push(self) -> None:
         dirty = self._dirty_tables | {n for n, tm in self._tmeta.items() if tm.direct_counter}
@@ -286,6 +289,7 @@ class NativePipeline(Pipeline):
         dinfo = table.actions[d.action]
         default = [dinfo.index, 0, 0, 0] + [0] * (2 * nk) + list(d.params) + [0] * (npar - len(d.params))
         table._native_order = order  # type: ignore[attr-defined]
+        table._native_pushed = [(e.packets, e.bytes) for e in order]  # type: ignore[attr-defined]
         self.lib.sw_tbl_load(self.sw, tm.index, len(order), self.ffi.new("uint64_t[]", flat or [0]),
                              self.ffi.new("uint64_t[]", default))
 
