@@ -504,14 +504,19 @@ def _check_counter(pl: Pipeline, cmd: str, args: list[str], lineno: int) -> str 
     return f"line {lineno}: counter {name}[{index}]: " + "; ".join(bad) if bad else None
 
 
-def run_stf(p4_path: str | Path, stf_path: str | Path, include_dirs: Sequence[str | Path] = ()) -> StfResult:
+def run_stf(p4_path: str | Path, stf_path: str | Path, include_dirs: Sequence[str | Path] = (),
+            executor: str = "python") -> StfResult:
     """Compile ``p4_path`` and run the STF file ``stf_path`` against it.
 
     Raises the front-end's P4Error / the executor's UnsupportedError on compile problems
-    and StfError on a malformed STF file."""
+    and StfError on a malformed STF file. ``executor``: ``python`` (the reference),
+    ``native`` (generated C; raises NativeUnsupported for a program it refuses) or ``auto``
+    (see ``innet.switch.native.select``)."""
+    from .native.select import load_pipeline_file
+
     stf_path = Path(stf_path)
     test = read_stf(stf_path)
-    pl = Pipeline.from_file(p4_path, include_dirs=include_dirs)
+    pl = load_pipeline_file(p4_path, executor, include_dirs=include_dirs)
     return run_test(pl, test, str(stf_path))
 
 

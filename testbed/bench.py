@@ -56,6 +56,8 @@ class BenchConfig:
     """What to run: ``ina`` (innet) and/or ``gloo``."""
     backend: str = "auto"
     """``mininet``, ``loopback`` or ``auto`` (Mininet when root)."""
+    executor: str = "auto"
+    """The switch's packet executor (``innet-switch --executor``): native, python or auto."""
     out_dir: Path = Path("results")
     """Where JSON and PNG go."""
     timeout_s: float = 300.0
@@ -183,7 +185,8 @@ def machine() -> dict[str, Any]:
 def open_testbed(backend: str, n: int, loss_pct: float, config: BenchConfig) -> Testbed:
     options = TestbedOptions(k=config.k, window=config.window,
                              defines=(("INNET_K", str(config.k)),) if config.k != 64 else (),
-                             switch_loss=loss_pct / 100 if backend == "loopback" else 0.0)
+                             switch_loss=loss_pct / 100 if backend == "loopback" else 0.0,
+                             switch_executor=config.executor)
     if backend == "mininet":
         from innet.testbed.mininet_net import MininetTestbed
 

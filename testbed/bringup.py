@@ -64,6 +64,9 @@ class TestbedOptions:
     """Loopback only: duplication probability on the switch's UDP port output."""
     switch_log_level: str = "warning"
     """``innet-switch --log-level``."""
+    switch_executor: str = "auto"
+    """``innet-switch --executor``: native (generated C), python (the reference) or auto
+    (native when a C compiler is present and the program is supported)."""
     start_timeout: float = 60.0
     """Seconds the switch may take to come up."""
     chunk_deadline: float = 20.0

@@ -96,7 +96,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     quiet_mininet()
     _terminate_on_sigterm()
     config = DemoConfig(workers=args.workers, steps=args.steps, backend=args.backend, gloo=not args.no_gloo,
-                        bench_sizes=args.sizes, out_dir=args.out)
+                        bench_sizes=args.sizes, out_dir=args.out, executor=args.executor)
     doc = run(config, _console())
     train = doc["training"]
     good = (train["workers_agree"] and train["switch_registers_match"] and train["bit_exact_with_model"]
@@ -115,7 +115,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     try:
         config = bench.BenchConfig(workers=args.workers, sizes=args.sizes, losses=args.loss,
                                    bw_mbps=args.bw or None, delay_ms=args.delay, repeats=args.repeats, k=args.k,
-                                   window=args.window, backend=args.backend, out_dir=args.out,
+                                   window=args.window, backend=args.backend, out_dir=args.out, executor=args.executor,
                                    timeout_s=args.timeout,
                                    collectives=tuple(c for c in ("ina", "gloo") if c not in args.skip))
     except ValueError as error:
@@ -156,7 +156,8 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     loopback = args.loopback or os.geteuid() != 0
     try:
-        options = TestbedOptions(switch_loss=args.switch_loss / 100 if loopback else 0.0)
+        options = TestbedOptions(switch_loss=args.switch_loss / 100 if loopback else 0.0,
+                                 switch_executor=args.executor)
     except ValueError:
         print(f"innet testbed up: --switch-loss {args.switch_loss:g}: must be a percentage within 0..100 "
               "(100 excluded)", file=sys.stderr)
@@ -217,6 +218,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     demo.add_argument("--steps", type=int_range(1), default=150, help="training steps (default 150)")
     demo.add_argument("--sizes", type=_sizes, default=(16384, 262144), help="benchmark sizes (default 16K,256K)")
     demo.add_argument("--backend", choices=backends, default="auto", help="auto: Mininet when root, else loopback")
+    demo.add_argument("--executor", choices=["auto", "native", "python"], default="auto",
+                      help="switch packet executor: native (generated C), python, auto (native when possible)")
     demo.add_argument("--no-gloo", action="store_true", help="skip the gloo baseline")
     demo.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
     demo.set_defaults(func=cmd_demo)
@@ -232,6 +235,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     bench.add_argument("-k", type=int, default=64, choices=[64, 256], help="values per packet (INNET_K)")
     bench.add_argument("--window", type=int_range(1, MAX_WINDOW), default=16, help="slots per job (default 16)")
     bench.add_argument("--backend", choices=backends, default="auto", help="auto: Mininet when root")
+    bench.add_argument("--executor", choices=["auto", "native", "python"], default="auto",
+                       help="switch packet executor: native (generated C), python, auto (native when possible)")
     bench.add_argument("--skip", action="append", default=[], choices=["ina", "gloo"], help="leave one out")
     bench.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
     bench.add_argument("--markdown", action="store_true", help="also print the rows as a Markdown table")
@@ -250,6 +255,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     up.add_argument("--link-loss", type=float, default=None, help="link loss in percent (Mininet netem)")
     up.add_argument("--switch-loss", type=float, default=0.0, help="loopback: drop percent of switch output")
     up.add_argument("--loopback", action="store_true", help="no Mininet: UDP switch ports on 127.0.0.1")
+    up.add_argument("--executor", choices=["auto", "native", "python"], default="auto",
+                    help="switch packet executor: native (generated C), python, auto (native when possible)")
     up.add_argument("--no-cli", action="store_true", help="wait for Ctrl-C instead of the Mininet CLI")
     up.set_defaults(func=cmd_testbed_up)
     for name, text in (("down", "stop live testbeds (their `up` process) and remove leftovers"),

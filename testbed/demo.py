@@ -54,6 +54,8 @@ class DemoConfig:
     """``auto`` (Mininet when root), ``mininet`` or ``loopback``."""
     bw_mbps: float = 1000.0
     """Link rate in Mininet."""
+    executor: str = "auto"
+    """The switch's packet executor (``innet-switch --executor``)."""
     out_dir: Path = Path("results")
 
 
@@ -173,7 +175,8 @@ def run(config: DemoConfig, console: Any) -> dict[str, Any]:
         console.print("[yellow]torch is not installed: the benchmark runs innet only (setup.sh installs torch)[/]")
     bench_config = bench.BenchConfig(workers=(config.workers,), sizes=config.bench_sizes,
                                      repeats=config.bench_repeats, collectives=("ina", "gloo") if gloo else ("ina",),
-                                     backend=backend, bw_mbps=config.bw_mbps, out_dir=config.out_dir)
+                                     backend=backend, bw_mbps=config.bw_mbps, out_dir=config.out_dir,
+                                     executor=config.executor)
     started = time.perf_counter()
     with bench.open_testbed(backend, config.workers, 0.0, bench_config) as tb:
         console.print(f"up in {time.perf_counter() - started:.1f} s: switch {tb.topology.switch().name} "

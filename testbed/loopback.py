@@ -40,7 +40,7 @@ class LoopbackTestbed(Testbed):
 
     def switch_command(self) -> list[str]:
         cmd = [sys.executable, "-m", SWITCH_MODULE, "--no-p4", "--grpc-server-addr", f"{LOCALHOST}:0",
-               "--log-level", self.options.switch_log_level,
+               "--log-level", self.options.switch_log_level, "--executor", self.options.switch_executor,
                "--device-id", str(self.topology.switch().device_id)]
         for c in self.topology.links:
             cmd += ["-u", f"{c.b_port}@{LOCALHOST}:0"]

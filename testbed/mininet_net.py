@@ -90,6 +90,7 @@ class MininetTestbed(Testbed):
             try:
                 self.net = self._stack.enter_context(innet_network(
                     topo, program=None, log_level=self.options.switch_log_level,
+                    executor=self.options.switch_executor,
                     start_timeout=self.options.start_timeout))
                 break
             except Exception as error:

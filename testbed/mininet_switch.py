@@ -110,6 +110,7 @@ class InnetSwitchNode(Switch):  # type: ignore[misc]  # mininet is untyped
 
     def __init__(self, name: str, program: Path | None = None, grpc_port: int = 0,
                  device_id: int = 1, cpu_port: int | None = None, log_level: str = "warning",
+                 executor: str = "auto",
                  start_timeout: float = 60.0, state_dir: Path = STATE_DIR, **params: Any) -> None:
         super().__init__(name, **params)
         self.program = program
@@ -117,6 +118,7 @@ class InnetSwitchNode(Switch):  # type: ignore[misc]  # mininet is untyped
         self.device_id = device_id
         self.cpu_port = cpu_port
         self.log_level = log_level
+        self.executor = executor
         self.start_timeout = start_timeout
         self.state_dir = state_dir
         self.process: subprocess.Popen[bytes] | None = None
@@ -142,7 +144,7 @@ class InnetSwitchNode(Switch):  # type: ignore[misc]  # mininet is untyped
         for port, iface in sorted(self.data_ports().items()):
             cmd += ["-i", f"{port}@{iface}"]
         cmd += ["--device-id", str(self.device_id), "--grpc-server-addr", f"127.0.0.1:{self.grpc_port}",
-                "--log-level", self.log_level]
+                "--log-level", self.log_level, "--executor", self.executor]
         if self.cpu_port is not None:
             cmd += ["--cpu-port", str(self.cpu_port)]
         return cmd

@@ -5,6 +5,11 @@ in ``tests/conformance/bmv2`` included (vendored from ``../shared/conformance``,
 ``tests/unit/test_bmv2_corpus.py`` keeps it equal to when that directory exists);
 ``p4/**/*.stf`` are collected through this conftest when pytest walks ``tests/``. Each item
 is named after its ``.stf`` file and runs the same-named ``.p4`` next to it.
+
+Every STF test runs on both executors as separate items, ``<name>[python]`` (the
+reference) and ``<name>[native]`` (generated C). A program the native executor refuses
+must be listed in ``tests/conformance/native_refusals.txt``: its native item is then an
+xfail whose reason is the located refusal; an unlisted refusal fails the item.
 """
 
 from __future__ import annotations
@@ -21,10 +26,25 @@ class StfFailure(Exception):
     """An STF test whose outputs differ from the expected ones."""
 
 
+EXECUTORS = ("python", "native")
+REFUSALS = REPO / "tests" / "conformance" / "native_refusals.txt"
+
+
+def native_refusals() -> dict[str, str]:
+    """Program path (relative to the repo) -> text its native refusal must contain."""
+    out: dict[str, str] = {}
+    for line in REFUSALS.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            path, _, text = line.partition(": ")
+            out[path.strip()] = text.strip()
+    return out
+
+
 class StfItem(pytest.Item):
-    def __init__(self, *, stf: Path, **kw: Any) -> None:
+    def __init__(self, *, stf: Path, executor: str = "python", **kw: Any) -> None:
         super().__init__(**kw)
         self.stf = stf
+        self.executor = executor
 
     def runtest(self) -> None:
         from innet.switch.stf import run_stf
@@ -33,13 +53,33 @@ class StfItem(pytest.Item):
         p4 = program_for(self.stf)
         if not p4.is_file():
             raise StfFailure(f"{self.stf}: no program {p4.name} next to it")
-        result = run_stf(p4, self.stf)
+        if self.executor == "native":
+            from innet.switch.native.build import find_compiler
+            from innet.switch.native.errors import NativeUnsupported
+
+            if find_compiler() is None:
+                pytest.skip("native executor: no C compiler (cc/gcc) on this machine")
+            expected = native_refusals().get(str(p4.relative_to(REPO)))
+            try:
+                result = run_stf(p4, self.stf, executor="native")
+            except NativeUnsupported as refusal:
+                if expected is not None and expected in str(refusal):
+                    pytest.xfail(f"native executor refuses (listed in {REFUSALS.name}): {refusal}")
+                raise
+            if expected is not None:
+                raise StfFailure(f"{p4} is listed in {REFUSALS.name} but the native executor now runs it: "
+                                 "remove the line")
+        else:
+            result = run_stf(p4, self.stf)
         if not result.passed:
             raise StfFailure(result.message)
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
         from innet.switch.frontend.errors import FrontendError
         from innet.switch.pipeline.errors import PipelineError
+
+        if isinstance(excinfo.value, PipelineError) and self.executor == "native":
+            return f"{type(excinfo.value).__name__} (native executor, not in {REFUSALS.name}): {excinfo.value}"
 
         if isinstance(excinfo.value, (StfFailure, FrontendError, PipelineError)):
             return f"{type(excinfo.value).__name__}: {excinfo.value}"
@@ -51,7 +91,8 @@ class StfItem(pytest.Item):
 
 class StfFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
-        yield StfItem.from_parent(self, name=self.path.stem, stf=self.path)
+        for ex in EXECUTORS:
+            yield StfItem.from_parent(self, name=f"{self.path.stem}[{ex}]", stf=self.path, executor=ex)
 
 
 class StfCorpus(pytest.File):
@@ -59,7 +100,8 @@ class StfCorpus(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         for stf in sorted((REPO / "p4").rglob("*.stf")):
-            yield StfItem.from_parent(self, name=str(stf.relative_to(REPO)), stf=stf)
+            for ex in EXECUTORS:
+                yield StfItem.from_parent(self, name=f"{stf.relative_to(REPO)}[{ex}]", stf=stf, executor=ex)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -18,6 +18,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("program", type=input_file, help="P4 source file")
     parser.add_argument("test", type=input_file, help="STF test file")
     parser.add_argument("-I", dest="include_dirs", action="append", default=[], type=Path, metavar="DIR")
+    parser.add_argument("--executor", choices=("auto", "native", "python"), default="auto",
+                        help="native (generated C), python (the reference) or auto (native when possible; default)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log the executor at DEBUG (log_msg output)")
     try:
         args = parser.parse_args(argv)
@@ -29,11 +31,12 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
     from innet.switch.frontend.errors import FrontendError
     from innet.switch.pipeline.errors import PipelineError
+    from innet.switch.native.build import NativeBuildError
     from innet.switch.stf import StfError, run_stf
 
     try:
-        result = run_stf(args.program, args.test, args.include_dirs)
-    except (FrontendError, PipelineError, StfError) as e:
+        result = run_stf(args.program, args.test, args.include_dirs, executor=args.executor)
+    except (FrontendError, PipelineError, StfError, NativeBuildError) as e:
         print(f"innet-stf: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
     if result.passed:

@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"P4Runtime address (default {DEFAULT_GRPC_ADDRESS}; port 0: any free)")
     parser.add_argument("--pcap", type=output_dir, default=None, metavar="DIR",
                         help="write port<N>_in.pcap / port<N>_out.pcap captures into DIR")
+    parser.add_argument("--executor", choices=("auto", "native", "python"), default="auto",
+                        help="packet executor: native (generated C), python (the reference), or auto "
+                             "(native when a C compiler is present and the program is supported; default)")
     parser.add_argument("--log-level", default="info",
                         choices=["trace", "debug", "info", "warn", "warning", "error", "critical", "off"],
                         help="log level (debug names ports, tables and actions per packet)")
@@ -146,11 +149,11 @@ def _configure_logging(level: str) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-def default_target() -> Target:
+def default_target(executor: str = "auto") -> Target:
     """innet's executor behind the target protocol."""
     from innet.switch.p4runtime.embedded_target import InnetTarget
 
-    return InnetTarget()
+    return InnetTarget(executor=executor)
 
 
 def main(argv: Sequence[str] | None = None, target: Target | None = None) -> int:
@@ -162,7 +165,7 @@ def main(argv: Sequence[str] | None = None, target: Target | None = None) -> int
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     _configure_logging(args.log_level)
-    switch = SwitchServer(options, target if target is not None else default_target())
+    switch = SwitchServer(options, target if target is not None else default_target(args.executor))
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: switch.stop())
     try:

@@ -283,17 +283,21 @@ class InnetPipeline(InnetProfiles):
 class InnetTarget:
     """Builds ``InnetPipeline``s from innet device configs or P4 source."""
 
-    def __init__(self, include_dirs: tuple[Path, ...] = (), clock: Callable[[], int] = time.monotonic_ns) -> None:
+    def __init__(self, include_dirs: tuple[Path, ...] = (), clock: Callable[[], int] = time.monotonic_ns,
+                 executor: str = "python") -> None:
         self.include_dirs = include_dirs
         self.clock = clock
         """Monotonic ns of the pipelines' entry hit times (tests inject their own)."""
+        self.executor = executor
+        """``native``, ``python`` or ``auto`` (``innet.switch.native.select``)."""
 
     def load(self, p4info: p4i.P4Info | None, device_config: bytes) -> LoadedConfig:
-        from innet.switch.pipeline import Pipeline
+        from innet.switch.native.select import load_pipeline
 
         program, derived = self._compile(device_config)
         try:
-            pipeline = Pipeline(program, clock=self.clock)
+            pipeline = load_pipeline(program, self.executor, clock=self.clock)
+            LOG.info("program loaded on the %s executor", getattr(pipeline, "executor", "python"))
         except Exception as error:
             raise TargetError(f"cannot load the program: {error}") from None
         if p4info is not None:

@@ -46,6 +46,9 @@ class Pipeline:
     no packet sees a partial batch.
     """
 
+    executor = "python"
+    """Which executor runs the packets (``NativePipeline`` says ``native``)."""
+
     def __init__(self, program: ir.Program, *, seed: int | None = None,
                  digest_sink: Callable[[DigestMessage], None] | None = None,
                  clock: Callable[[], int] = time.monotonic_ns) -> None:

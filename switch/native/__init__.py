@@ -1,0 +1,36 @@
+"""innet.switch.native: the native (generated C) executor of v1model programs.
+
+- ``build``: compile a C translation unit with the system compiler (``-O2 -shared -fPIC``),
+  cache the shared object by a hash of (source, cdef, compiler version, flags) under
+  ``$XDG_CACHE_HOME/innet/native`` (or ``~/.cache/innet/native``; ``INNET_NATIVE_CACHE``
+  overrides), load it with cffi in ABI mode. Shared with the host agent's and the
+  testbed's C code: ``load_library(source, cdef, *, name, flags=DEFAULT_FLAGS, libs=())
+  -> (ffi, lib)``.
+- ``cgen`` + ``crt``: one C unit per program from the typed IR (the same IR and slot
+  layout as the python executor, which stays the reference).
+- ``pipeline.NativePipeline``: the ``Pipeline`` API (tables, registers, counters, PRE,
+  digests, ``atomic()``) with the packet path in C, off the GIL.
+- ``select.load_pipeline(program, executor="auto"|"native"|"python")``: the choice every
+  entry point makes (``innet-switch --executor``, ``innet-stf --executor``, ``innet
+  testbed up/bench/demo --executor``, ``bench_pipeline --executor``).
+
+Not (yet) native, refused at load time with file:line:col and the construct (``auto``
+then falls back to python with one stderr line): meters and direct meters, action
+profiles and selectors, idle-timeout tables, varbit, sub-parsers, values wider than 64
+bits, signed division. ``random`` draws from a C xorshift generator (not the python
+executor's ``random.Random`` stream), so programs using it are not bit-identical
+across executors.
+
+Ports and threads: today ``innet-switch`` keeps its Python port sockets and calls
+``process`` per packet (C runs each packet, the GIL is released during the call). The
+next step is one C datapath thread per switch that owns the port sockets
+(``recvmmsg``/``sendmmsg`` on UDP ports, PACKET_MMAP rings on AF_PACKET ports), takes
+the switch mutex per batch (the mutex the control plane's ``pipeline.lock`` holds), and
+hands PacketIn/digests to Python through a queue. Scaling beyond one thread: shard the
+input ports over N datapath threads, each with its own ``ctx_t`` and per-call arena
+(already per switch object, so the change is making them per thread), with registers
+updated by atomics or partitioned per thread where the program's state allows; the
+control-plane lock then becomes a reader-writer lock (readers: datapath batches,
+writer: a control-plane batch), or an epoch scheme in which table pushes build a new
+table and swap a pointer.
+"""

@@ -1,0 +1,1558 @@
+"""C code generation for one v1model program: IR to one C translation unit.
+
+Why a second code generator next to ``innet.switch.pipeline``: the Python executor is the
+reference; this one produces the same behaviour as C functions over a flat ``uint64_t``
+slot array ``S`` laid out exactly like the Python executor's slot list
+(``pipeline.layout``), so that per-packet work runs without the GIL. Values are W-bit
+unsigned patterns (``int<W>`` too; signed operations sign-extend with ``SX``); booleans
+are 0/1.
+
+Control flow: ``exit`` sets ``c->exited`` and every call site returns when ``c->exited``
+or ``c->fault`` (a failed ``assert``) is set, after the copy-out of its out/inout
+arguments (P4_16 12.5). Parser errors store ``parser_error`` and end the parser.
+
+Everything this generator does not implement raises ``NativeUnsupported`` naming the
+construct and its file:line:col; nothing falls through to a guess.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..frontend import ir
+from ..pipeline.exprgen import Place, _has_call, bits, is_scalar
+from ..pipeline.layout import Layout, default_values, field_offset, nslots
+from ..pipeline.objects import _action_refs
+from ..pipeline.tables import KeyDef
+from .crt import ARCH, RUNTIME
+from .errors import NativeUnsupported
+
+CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
+               "ParserTimeout", "ParserInvalidArgument")
+PACKET_TOO_SHORT, STACK_OUT_OF_BOUNDS = 1, 3
+HASHES = {"crc16": "h_crc16", "crc16_custom": "h_crc16", "crc32": "h_crc32", "crc32_custom": "h_crc32",
+          "csum16": "h_csum16", "xor16": "h_xor16", "identity": "h_identity"}
+
+
+def _w(t: ir.Type, node: Any = None) -> tuple[int, bool]:
+    try:
+        w, s = bits(t)
+    except TypeError:
+        raise NativeUnsupported(f"value of type {t}", getattr(node, "loc", None)) from None
+    if w > 64:
+        raise NativeUnsupported(f"{t} value wider than 64 bits (multi-word values are not implemented natively)",
+                                getattr(node, "loc", None))
+    return w, s
+
+
+def _m(w: int) -> str:
+    return f"0x{(1 << w) - 1:x}ULL"
+
+
+@dataclass
+class TableMeta:
+    """What the Python side needs to push a table's entries into C."""
+
+    index: int
+    cp_name: str
+    keys: list[KeyDef]
+    nparams: int
+    exact: bool
+    direct_counter: bool
+
+
+@dataclass
+class UnitMeta:
+    """The generated unit's objects, in C index order."""
+
+    registers: list[tuple[str, int, int, bool]] = field(default_factory=list)  # name, size, width, signed
+    counters: list[tuple[str, int]] = field(default_factory=list)
+    tables: dict[str, TableMeta] = field(default_factory=dict)
+    digests: list[tuple[str, tuple[str, ...], tuple[tuple[int, bool], ...]]] = field(default_factory=list)
+    nslots: int = 0
+
+
+class Unit:
+    """Generates the C translation unit of one program."""
+
+    def __init__(self, program: ir.Program) -> None:
+        if program.main is None or program.main.type_name != "V1Switch":
+            raise NativeUnsupported("a program whose main package is not V1Switch",
+                                    program.main.loc if program.main else None)
+        self.program = program
+        self.layout = Layout()
+        user = [e for e in program.errors if e not in CORE_ERRORS]
+        self.errors = {n: i for i, n in enumerate(CORE_ERRORS + tuple(user))}
+        self.fns: dict[int, str] = {}
+        self.protos: list[str] = []
+        self.bodies: list[str] = []
+        self.meta = UnitMeta()
+        self.states: dict[int, tuple[str, int]] = {}  # extern instance -> (kind, index)
+        self.field_lists: list[tuple[int, ...]] = []
+        self.deparse_max = 0
+        self.ret_slots: dict[int, int] = {}
+        self.sm: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ layout
+    def _setup(self) -> None:
+        assert self.program.main is not None
+        blocks = [a.decl for a in self.program.main.args]
+        if len(blocks) != 6 or any(b is None for b in blocks):
+            raise NativeUnsupported("V1Switch needs six parser/control instances", self.program.main.loc)
+        self.blocks = blocks
+        parser = blocks[0]
+        if not isinstance(parser, ir.Parser) or len(parser.params) != 4:
+            raise NativeUnsupported("a v1model parser must have 4 parameters", getattr(parser, "loc", None))
+        H, M, SM = (p.type for p in parser.params[1:])
+        for t, what in ((H, "headers"), (M, "metadata")):
+            self._check_type(t, parser.loc, what)
+        L = self.layout
+        self.h_base, self.m_base, self.sm_base = L.alloc(H, "hdr"), L.alloc(M, "meta"), L.alloc(SM, "sm")
+        self.H, self.M, self.SM = H, M, SM
+        assert isinstance(SM, ir.StructT)
+        off = self.sm_base
+        for f in SM.fields:
+            self.sm[f.name] = off
+            off += nslots(f.type)
+        by_type = {H: self.h_base, M: self.m_base, SM: self.sm_base}
+        for b in blocks:
+            assert b is not None
+            for p in b.params:
+                base = by_type.get(p.type)
+                if base is not None:
+                    L.bind(p.uid, base)
+        self.hidden = {n: L.alloc_scalar(n, 0) for n in ("CL", "CLS", "CLF", "RS", "RC", "TR", "PAYP", "PAYL")}
+
+    def _check_type(self, t: ir.Type, loc: Any, what: str) -> None:
+        if isinstance(t, ir.VarBitT):
+            raise NativeUnsupported(f"varbit field in the {what} (not implemented natively)", loc)
+        if isinstance(t, ir.BitT) and t.width > 64:
+            raise NativeUnsupported(f"{t} field in the {what}: wider than 64 bits "
+                                    "(multi-word values are not implemented natively)", loc)
+        if isinstance(t, (ir.HeaderT, ir.StructT, ir.HeaderUnionT)):
+            for f in t.fields:
+                if isinstance(f.type, ir.VarBitT) or (isinstance(f.type, ir.BitT) and f.type.width > 64):
+                    raise NativeUnsupported(f"field {t.name}.{f.name} of type {f.type}: "
+                                            + ("varbit" if isinstance(f.type, ir.VarBitT) else "wider than 64 bits")
+                                            + " (not implemented natively)", loc)
+                self._check_type(f.type, loc, what)
+        if isinstance(t, ir.StackT):
+            self._check_type(t.elem, loc, what)
+
+    def var(self, uid: int, t: ir.Type, name: str, loc: Any) -> int:
+        if uid not in self.layout.by_uid:
+            self._check_type(t, loc, f"variable '{name}'")
+        return self.layout.var(uid, t, name)
+
+    def field_list(self, slots: tuple[int, ...]) -> int:
+        if slots in self.field_lists:
+            return self.field_lists.index(slots)
+        self.field_lists.append(slots)
+        return len(self.field_lists) - 1
+
+    def field_list_ann(self, index: int) -> tuple[int, ...]:
+        out: list[int] = []
+
+        def fid(v: object, fname: str) -> int:
+            if isinstance(v, int):
+                return v
+            c = self.program.consts.get(v.lstrip(".")) if isinstance(v, str) else None
+            if isinstance(c, ir.Const) and not isinstance(c.value, bool):
+                return int(c.value)
+            raise NativeUnsupported(f"@field_list({v}) on metadata field '{fname}'")
+
+        def walk(t: ir.Type, base: int) -> None:
+            if not isinstance(t, ir.StructT):
+                return
+            off = base
+            for f in t.fields:
+                ann = f.annotations.get("field_list")
+                if ann is not None and index in [fid(v, f.name) for v in ann.body]:
+                    out.extend(range(off, off + nslots(f.type)))
+                elif isinstance(f.type, ir.StructT):
+                    walk(f.type, off)
+                off += nslots(f.type)
+
+        walk(self.M, self.m_base)
+        return tuple(out)
+
+    # ------------------------------------------------------------------ extern state
+    def instance(self, inst: ir.Instance) -> tuple[str, int]:
+        st = self.states.get(id(inst))
+        if st is not None:
+            return st
+        t = inst.type
+        kind = t.name if isinstance(t, ir.ExternT) else ""
+        args = inst.ctor_args
+
+        def const(i: int) -> int:
+            a = args[i] if i < len(args) else None
+            if not isinstance(a, ir.Const):
+                raise NativeUnsupported(f"non-constant constructor argument of {inst.name}", inst.loc)
+            return int(a.value)
+
+        if kind == "register":
+            assert isinstance(t, ir.ExternT)
+            vt = t.type_args[0] if t.type_args else ir.BitT(32)
+            if isinstance(vt, ir.BoolT):
+                vt = ir.BitT(1)
+            if not isinstance(vt, ir.BitT) or vt.width > 64:
+                raise NativeUnsupported(f"register {inst.cp_name} of {vt} (native: bit<W>/int<W>, W <= 64)", inst.loc)
+            self.meta.registers.append((inst.cp_name, const(0), vt.width, vt.signed))
+            st = ("register", len(self.meta.registers) - 1)
+        elif kind == "counter":
+            self.meta.counters.append((inst.cp_name, const(0)))
+            st = ("counter", len(self.meta.counters) - 1)
+        elif kind == "direct_counter":
+            st = ("direct_counter", 0)
+        else:
+            raise NativeUnsupported(f"extern {kind or t} instance '{inst.cp_name}' (not implemented natively)", inst.loc)
+        self.states[id(inst)] = st
+        return st
+
+    # ------------------------------------------------------------------ functions
+    def define(self, proto: str, g: "Gen") -> None:
+        self.protos.append(proto + ";")
+        self.bodies.append(proto + " {\n" + "\n".join(g.lines) + "\n}\n")
+
+    def action_fn(self, a: ir.Action) -> str:
+        name = self.fns.get(id(a))
+        if name is None:
+            name = self.fns[id(a)] = f"A{len(self.fns)}"
+            g = Gen(self, "action")
+            g.data = {p.uid: f"d[{i}]" for i, p in enumerate(a.data_params)}
+            for p in a.params:
+                if p.direction is not None:
+                    self.var(p.uid, p.type, p.name, p.loc)
+                elif isinstance(p.type, ir.BitT) and p.type.width > 64:
+                    raise NativeUnsupported(f"action {a.name}: parameter {p.name} of type {p.type} wider than 64 bits",
+                                            p.loc)
+            g.block(a.body)
+            self.define(f"static void {name}(ctx_t *c, u64 *S, const u64 *d)", g)
+        return name
+
+    def function_fn(self, f: ir.Function) -> str:
+        name = self.fns.get(id(f))
+        if name is None:
+            name = self.fns[id(f)] = f"F{len(self.fns)}"
+            g = Gen(self, "function")
+            g.func = f
+            g.ret = "return 0;"
+            g.block(f.body)
+            g.emit("return 0;")
+            self.define(f"static u64 {name}(ctx_t *c, u64 *S)", g)
+        return name
+
+    def function_ret(self, f: ir.Function) -> int:
+        base = self.ret_slots.get(id(f))
+        if base is None:
+            base = self.ret_slots[id(f)] = self.layout.alloc(f.return_type, f"{f.name}.return")
+        return base
+
+    def control_fn(self, ctl: ir.Control, deparser: bool = False) -> str:
+        name = self.fns.get(id(ctl))
+        if name is None:
+            name = self.fns[id(ctl)] = f"C{len(self.fns)}"
+            g = Gen(self, "deparser" if deparser else "control")
+            for loc in ctl.locals:
+                if isinstance(loc, ir.VarDeclStmt):
+                    g.stmt(loc)
+                elif isinstance(loc, ir.Instance) and loc.decl is None:
+                    self.instance(loc)
+            g.block(ctl.body)
+            self.define(f"static void {name}(ctx_t *c, u64 *S)", g)
+        return name
+
+    def parser_fn(self, p: ir.Parser) -> str:
+        name = "P0"
+        g = Gen(self, "parser")
+        g.in_parser = True
+        for loc in p.locals:
+            if isinstance(loc, ir.VarDeclStmt):
+                g.stmt(loc)
+            else:
+                raise NativeUnsupported(f"parser local {getattr(loc, 'name', loc)} (sub-parsers, value sets)",
+                                        getattr(loc, "loc", None))
+        if "start" not in p.states:
+            raise NativeUnsupported(f"parser {p.name} has no start state", p.loc)
+        ids = {n: i for i, n in enumerate(p.states)}
+        g.emit(f"goto st{ids['start']};")
+        for n, s in p.states.items():
+            g.emit(f"st{ids[n]}: ;")
+            for x in s.body:
+                g.stmt(x)
+            g.transition(s.transition, ids)
+        g.emit("perr: ;")
+        g.emit("done: ;")
+        pe = self.sm["parser_error"]
+        body = "\n".join(g.lines)
+        self.protos.append(f"static void {name}(ctx_t *c, u64 *S);")
+        self.bodies.append(f"static void {name}(ctx_t *c, u64 *S) {{\n    const u8 *data = c->data; u32 L = c->len; (void)data; (void)L;\n"
+                           f"    u64 perr_code = 0; (void)perr_code;\n{body}\n"
+                           f"    if (perr_code) S[{pe}] = perr_code;\n    return;\n}}\n")
+        return name
+
+    # ------------------------------------------------------------------ unit
+    def generate(self) -> tuple[str, UnitMeta]:
+        self._setup()
+        P, VC, IG, EG, CC, DP = self.blocks
+        assert isinstance(P, ir.Parser)
+        for b in (VC, IG, EG, CC, DP):
+            if not isinstance(b, ir.Control):
+                raise NativeUnsupported("V1Switch arguments 2..6 must be controls", self.program.main.loc)  # type: ignore[union-attr]
+        names = [self.parser_fn(P), self.control_fn(VC), self.control_fn(IG), self.control_fn(EG),  # type: ignore[arg-type]
+                 self.control_fn(CC), self.control_fn(DP, deparser=True)]  # type: ignore[arg-type]
+        self.meta.nslots = self.layout.size
+        return self._assemble(names), self.meta
+
+    def _assemble(self, names: list[str]) -> str:
+        tmpl = []
+        for v in self.layout.template:
+            if isinstance(v, tuple):
+                raise NativeUnsupported("varbit value (not implemented natively)")
+            tmpl.append(f"{int(v)}ULL")
+        sm = self.sm
+        tm = list(self.meta.tables.values())
+        d = [
+            f"#define NSLOTS {max(1, self.layout.size)}",
+            f"#define NREG {len(self.meta.registers)}",
+            f"#define NCNT {len(self.meta.counters)}",
+            f"#define NTBL {len(tm)}",
+        ]
+        head = RUNTIME
+        lo_m, hi_m = self.m_base, self.m_base + nslots(self.M)
+        sm_lo, sm_hi = min(sm.values()), max(sm.values()) + 1
+        defs = [
+            f"static const u64 TEMPLATE[NSLOTS] = {{{', '.join(tmpl) or '0'}}};",
+            f"#define META_LO {lo_m}", f"#define META_HI {hi_m}", f"#define SM_LO {sm_lo}", f"#define SM_HI {sm_hi}",
+            *(f"#define SLOT_{k} {v}" for k, v in self.hidden.items()),
+            *(f"#define SM_{k.upper()} {sm[k]}" for k in ("ingress_port", "instance_type", "packet_length",
+                                                          "egress_spec", "egress_port", "mcast_grp", "egress_rid")),
+            f"#define DEPARSE_MAX {self.deparse_max}",
+            f"static const u32 REG_SIZES[NREG + 1] = {{{''.join(f'{r[1]}, ' for r in self.meta.registers)}0}};",
+            f"static const u32 CNT_SIZES[NCNT + 1] = {{{''.join(f'{r[1]}, ' for r in self.meta.counters)}0}};",
+            f"static const int TBL_NKEYS[NTBL + 1] = {{{''.join(f'{len(t.keys)}, ' for t in tm)}0}};",
+            f"static const int TBL_NPARAMS[NTBL + 1] = {{{''.join(f'{t.nparams}, ' for t in tm)}0}};",
+            f"static const int TBL_EXACT[NTBL + 1] = {{{''.join(f'{int(t.exact)}, ' for t in tm)}0}};",
+        ]
+        for t in tm:
+            kinds = ", ".join("1" if k.kind == "range" else "0" for k in t.keys) or "0"
+            defs.append(f"static const u8 TBLK{t.index}[] = {{{kinds}}};")
+        defs.append(f"static const u8 *TBL_KINDS[NTBL + 1] = {{{''.join(f'TBLK{t.index}, ' for t in tm)}0}};")
+        for i, fl in enumerate(self.field_lists):
+            defs.append(f"static const int32_t FL{i}[] = {{{len(fl)}{''.join(f', {s}' for s in fl)}}};")
+        defs.append(f"static const int32_t *FIELD_LISTS[] = {{{''.join(f'FL{i}, ' for i in range(len(self.field_lists)))}0}};")
+        macros = [f"#define PARSER {names[0]}", f"#define VERIFY {names[1]}", f"#define INGRESS {names[2]}",
+                  f"#define EGRESS {names[3]}", f"#define COMPUTE {names[4]}", f"#define DEPARSER {names[5]}"]
+        return "\n".join(d + [head] + defs + ["struct sw;", "static u64 *sw_reg_(ctx_t *c, int r);",
+                                               "static u64 *sw_cnt_(ctx_t *c, int r, int b);",
+                                               "static tbl_t *sw_tbl_(ctx_t *c, int t);",
+                                               "static u64 rnd_(ctx_t *c, u64 lo, u64 hi);"]
+                         + self.protos + self.bodies + macros + [ARCH,
+                         "static u64 *sw_reg_(ctx_t *c, int r) { return c->sw->reg[r]; }",
+                         "static u64 *sw_cnt_(ctx_t *c, int r, int b) { return b ? c->sw->cnt_b[r] : c->sw->cnt_p[r]; }",
+                         "static tbl_t *sw_tbl_(ctx_t *c, int t) { return &c->sw->tbl[t]; }",
+                         "static u64 rnd_(ctx_t *c, u64 lo, u64 hi) { return rnd_range(c->sw, lo, hi); }"])
+
+
+class Gen:
+    """Generates the body of one C function from IR statements and expressions."""
+
+    def __init__(self, unit: Unit, kind: str) -> None:
+        self.u = unit
+        self.kind = kind
+        self.lines: list[str] = []
+        self.ind = 1
+        self.ntmp = 0
+        self.data: dict[int, str] = {}
+        self.in_parser = False
+        self.func: ir.Function | None = None
+        self.ret = "return;"
+        self._pinned: dict[int, tuple[ir.Expr, str]] = {}
+        self.place_memo: dict[int, tuple[ir.Expr, Place]] = {}  # l-values already evaluated
+
+    # ------------------------------------------------------------------ helpers
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.ind + line)
+
+    def tmp(self, init: str | None = None) -> str:
+        self.ntmp += 1
+        t = f"_t{self.ntmp}"
+        self.emit(f"u64 {t}{' = ' + init if init is not None else ' = 0'};")
+        return t
+
+    def bad(self, what: str, node: Any) -> NativeUnsupported:
+        return NativeUnsupported(what, getattr(node, "loc", None))
+
+    def stop(self) -> None:
+        """After a call: leave this function when the callee exited or faulted."""
+        if self.in_parser:
+            self.emit("if (c->fault) return;")
+        else:
+            self.emit(f"if (c->exited | c->fault) {self.ret}")
+
+    def oob(self, e: Any) -> str:
+        if self.in_parser:
+            return f"{{ perr_code = {STACK_OUT_OF_BOUNDS}; goto perr; }}"
+        return f"{{ c->fault = 1; {self.ret} }}"
+
+    # ------------------------------------------------------------------ places
+    def place(self, e: ir.Expr) -> Place:
+        memo = self.place_memo.get(id(e))
+        if memo is not None and memo[0] is e:
+            return memo[1]
+        if isinstance(e, ir.VarRef):
+            if e.decl.uid in self.data:
+                raise self.bad(f"'{e.decl.name}' (action data) used as an l-value or aggregate", e)
+            return Place(self.u.var(e.decl.uid, e.decl.type, e.decl.name, e.loc), e.decl.type)
+        if isinstance(e, ir.Member):
+            bt = e.base.type
+            base = self.place(e.base)
+            off, ft = field_offset(bt, e.name)
+            p = base.sub(off, ft)
+            if isinstance(bt, ir.HeaderUnionT):
+                sibs = []
+                o = 0
+                for f in bt.fields:
+                    if f.name != e.name:
+                        sibs.append(base.sub(o, f.type).base)
+                    o += nslots(f.type)
+                p.union_siblings = tuple(sibs)
+            return p
+        if isinstance(e, ir.StackElem):
+            st = e.base.type
+            assert isinstance(st, ir.StackT)
+            base = self.place(e.base)
+            esz = nslots(st.elem)
+            if isinstance(e.index, ir.Const):
+                i = int(e.index.value)
+                if not 0 <= i < st.size:
+                    raise self.bad(f"stack index {i} out of range 0..{st.size - 1}", e)
+                return base.sub(1 + i * esz, st.elem)
+            w, s = _w(e.index.type, e)
+            idx = self.tmp(self.expr(e.index))
+            cond = f"SX({idx}, {w}) < 0 || SX({idx}, {w}) >= {st.size}" if s else f"{idx} >= {st.size}"
+            self.emit(f"if ({cond}) {self.oob(e)}")
+            return Place(f"({base.at(1)}+{idx}*{esz})", st.elem)
+        if isinstance(e, ir.StackProp) and e.prop in ("next", "last"):
+            st = e.base.type
+            assert isinstance(st, ir.StackT)
+            base = self.place(e.base)
+            esz = nslots(st.elem)
+            if e.prop == "next":
+                t = self.tmp(f"S[{base.at()}]")
+                self.emit(f"if ({t} >= {st.size}) {self.oob(e)}")
+            else:
+                t = self.tmp(f"S[{base.at()}] - 1")
+                self.emit(f"if (S[{base.at()}] == 0) {self.oob(e)}")
+            return Place(f"({base.at(1)}+{t}*{esz})", st.elem)
+        if isinstance(e, ir.MethodCall) and e.method == "lookahead" and not is_scalar(e.type):
+            return self.lookahead_place(e)
+        raise self.bad(f"expression {type(e).__name__} as an l-value", e)
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e: ir.Expr) -> str:
+        pin = self._pinned.get(id(e))
+        if pin is not None and pin[0] is e:
+            return pin[1]
+        m = getattr(self, "x_" + type(e).__name__, None)
+        if m is None:
+            raise self.bad(f"expression {type(e).__name__}", e)
+        return m(e)  # type: ignore[no-any-return]
+
+    def x_Const(self, e: ir.Const) -> str:
+        if isinstance(e.value, bool) or isinstance(e.type, ir.BoolT):
+            return "1" if e.value else "0"
+        v = int(e.value)
+        if isinstance(e.type, ir.BitT):
+            if e.type.width > 64:
+                raise self.bad(f"constant of type {e.type} wider than 64 bits", e)
+            v &= (1 << e.type.width) - 1
+        elif v < 0 or v >> 64:
+            raise self.bad(f"compile-time integer {v} outside 0..2**64-1", e)
+        return f"{v}ULL"
+
+    def x_ErrorMember(self, e: ir.ErrorMember) -> str:
+        n = self.u.errors.get(e.name)
+        if n is None:
+            raise self.bad(f"unknown error member {e.name}", e)
+        return str(n)
+
+    def x_EnumMember(self, e: ir.EnumMember) -> str:
+        if e.enum.values is not None:
+            assert e.enum.underlying is not None
+            return f"{e.enum.value_of(e.member) & ((1 << e.enum.underlying.width) - 1)}ULL"
+        return str(e.enum.members.index(e.member))
+
+    def x_VarRef(self, e: ir.VarRef) -> str:
+        d = self.data.get(e.decl.uid)
+        if d is not None:
+            return d
+        if not is_scalar(e.type):
+            raise self.bad(f"aggregate '{e.decl.name}' used as a scalar", e)
+        if isinstance(e.type, ir.VarBitT):
+            raise self.bad("varbit value (not implemented natively)", e)
+        return f"S[{self.place(e).at()}]"
+
+    def x_Member(self, e: ir.Member) -> str:
+        if isinstance(e.base, ir.TableApply):
+            r = self.table_apply(e.base)
+            if e.name == "hit":
+                return f"({r} >> 16)"
+            if e.name == "miss":
+                return f"(!({r} >> 16))"
+            if e.name == "action_run":
+                return f"({r} & 0xffff)"
+            raise self.bad(f"table apply result member {e.name!r}", e)
+        if isinstance(e.type, ir.VarBitT):
+            raise self.bad("varbit value (not implemented natively)", e)
+        return f"S[{self.place(e).at()}]"
+
+    def x_StackElem(self, e: ir.StackElem) -> str:
+        return f"S[{self.place(e).at()}]"
+
+    def x_StackProp(self, e: ir.StackProp) -> str:
+        st = e.base.type
+        assert isinstance(st, ir.StackT)
+        if e.prop == "size":
+            return f"{st.size}ULL"
+        if e.prop == "lastIndex":
+            return f"((S[{self.place(e.base).at()}] - 1) & 0xFFFFFFFFULL)"
+        raise self.bad(f"stack property {e.prop!r} as a value", e)
+
+    def x_Slice(self, e: ir.Slice) -> str:
+        base = self.expr(e.base)
+        return f"(({base} >> {e.lo}) & {_m(e.hi - e.lo + 1)})"
+
+    def x_Unary(self, e: ir.Unary) -> str:
+        x = self.expr(e.e)
+        if e.op == "!":
+            return f"(!{x})"
+        if isinstance(e.type, ir.IntT):
+            raise self.bad(f"unary {e.op} on a compile-time int", e)
+        w, _ = _w(e.type, e)
+        if e.op == "~":
+            return f"((~{x}) & {_m(w)})"
+        if e.op == "-":
+            return f"((0ULL - {x}) & {_m(w)})"
+        raise self.bad(f"unary operator {e.op!r}", e)
+
+    def x_Binary(self, e: ir.Binary) -> str:
+        if e.op not in ("&&", "||") and is_scalar(e.left.type) and not isinstance(e.left, ir.Const) \
+                and _has_call(e.right):
+            t = self.tmp(self.expr(e.left))
+            self._pinned[id(e.left)] = (e.left, t)
+            try:
+                return self._binary(e)
+            finally:
+                del self._pinned[id(e.left)]
+        return self._binary(e)
+
+    def _binary(self, e: ir.Binary) -> str:
+        op = e.op
+        if op in ("&&", "||"):
+            a = self.expr(e.left)
+            n = len(self.lines)
+            self.ind += 1
+            b = self.expr(e.right)
+            self.ind -= 1
+            if len(self.lines) == n:
+                return f"({a} {op} {b})"
+            pre = self.lines[n:]
+            del self.lines[n:]
+            t = self.tmp(f"!!({a})")
+            self.emit(f"if ({'' if op == '&&' else '!'}{t}) {{")
+            self.lines.extend(pre)
+            self.emit(f"    {t} = !!({b});")
+            self.emit("}")
+            return t
+        if op in ("==", "!=") and not is_scalar(e.left.type):
+            eq = self.agg_equal(self.place(e.left), self.place(e.right), e.left.type, e)
+            return eq if op == "==" else f"(!{eq})"
+        lt = e.left.type
+        a, b = self.expr(e.left), self.expr(e.right)
+        if op in ("==", "!="):
+            return f"({a} {op} {b})"
+        if op in ("<", "<=", ">", ">="):
+            if isinstance(lt, ir.IntT):
+                return f"({a} {op} {b})"
+            w, s = _w(lt, e)
+            return f"(SX({a}, {w}) {op} SX({b}, {w}))" if s else f"({a} {op} {b})"
+        rt = e.type
+        if isinstance(rt, ir.IntT):
+            raise self.bad(f"compile-time int operation {op} at run time", e)
+        w, s = _w(rt, e)
+        if op in ("+", "-", "*"):
+            return f"(({a} {op} {b}) & {_m(w)})"
+        if op in ("&", "|", "^"):
+            return f"({a} {op} {b})"
+        if op == "<<":
+            if isinstance(e.right, ir.Const):
+                n = int(e.right.value)
+                return "0ULL" if n >= w else f"(({a} << {n}) & {_m(w)})"
+            return f"SHL({a}, {b}, {w})"
+        if op == ">>":
+            if s:
+                return f"SSHR({a}, {b}, {w})"
+            if isinstance(e.right, ir.Const):
+                n = int(e.right.value)
+                return "0ULL" if n >= 64 else f"({a} >> {n})"
+            return f"SHR({a}, {b})"
+        if op in ("/", "%"):
+            if s:
+                raise self.bad(f"signed {op} (not implemented natively)", e)
+            return f"{'DIV' if op == '/' else 'MOD'}({a}, {b})"
+        if op == "++":
+            wr, _ = _w(e.right.type, e)
+            return f"((({a}) << {wr}) | ({b}))" if wr < 64 else f"({b})"
+        if op == "|+|":
+            return f"SATS((__int128)SX({a}, {w}) + SX({b}, {w}), {w})" if s else f"SATADDU({a}, {b}, {w})"
+        if op == "|-|":
+            return f"SATS((__int128)SX({a}, {w}) - SX({b}, {w}), {w})" if s else f"SATSUBU({a}, {b})"
+        raise self.bad(f"binary operator {op!r}", e)
+
+    def x_Cast(self, e: ir.Cast) -> str:
+        return self.cast(self.expr(e.e), e.e.type, e.type, e)
+
+    def cast(self, x: str, src: ir.Type, dst: ir.Type, node: Any) -> str:
+        if src == dst:
+            return x
+        if isinstance(dst, ir.BoolT):
+            return f"({x} != 0)"
+        if isinstance(dst, ir.EnumT):
+            if dst.underlying is None:
+                raise self.bad(f"cast to non-serializable enum {dst}", node)
+            return self.cast(x, src, dst.underlying, node)
+        if isinstance(src, ir.EnumT):
+            if src.underlying is None:
+                raise self.bad(f"cast from non-serializable enum {src}", node)
+            return self.cast(x, src.underlying, dst, node)
+        if isinstance(dst, ir.BitT):
+            w, _ = _w(dst, node)
+            if isinstance(src, ir.BoolT):
+                return x
+            if isinstance(src, ir.IntT):
+                return f"(({x}) & {_m(w)})"
+            if isinstance(src, ir.BitT):
+                sw_, ss = _w(src, node)
+                if ss and w > sw_:
+                    return f"((u64)SX({x}, {sw_}) & {_m(w)})"
+                return f"(({x}) & {_m(w)})" if w < sw_ else x
+        raise self.bad(f"cast from {src} to {dst}", node)
+
+    def x_Mux(self, e: ir.Mux) -> str:
+        c = self.expr(e.cond)
+        n = len(self.lines)
+        self.ind += 1
+        a = self.expr(e.then)
+        pre_a = self.lines[n:]
+        del self.lines[n:]
+        b = self.expr(e.else_)
+        pre_b = self.lines[n:]
+        del self.lines[n:]
+        self.ind -= 1
+        if not pre_a and not pre_b:
+            return f"(({c}) ? ({a}) : ({b}))"
+        t = self.tmp()
+        self.emit(f"if ({c}) {{")
+        self.lines.extend(pre_a)
+        self.emit(f"    {t} = {a};")
+        self.emit("} else {")
+        self.lines.extend(pre_b)
+        self.emit(f"    {t} = {b};")
+        self.emit("}")
+        return t
+
+    def agg_equal(self, a: Place, b: Place, t: ir.Type, node: Any) -> str:
+        if isinstance(t, ir.HeaderT):
+            n = len(t.fields)
+            fields = " && ".join(f"S[{a.at(1 + i)}] == S[{b.at(1 + i)}]" for i in range(n)) or "1"
+            return f"(S[{a.at()}] == S[{b.at()}] && (!S[{a.at()}] || ({fields})))"
+        if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
+            parts = []
+            off = 0
+            for f in t.fields:
+                if is_scalar(f.type):
+                    parts.append(f"S[{a.at(off)}] == S[{b.at(off)}]")
+                else:
+                    parts.append(self.agg_equal(a.sub(off, f.type), b.sub(off, f.type), f.type, node))
+                off += nslots(f.type)
+            return "(" + " && ".join(parts or ["1"]) + ")"
+        if isinstance(t, ir.StackT):
+            esz = nslots(t.elem)
+            return "(" + " && ".join(self.agg_equal(a.sub(1 + i * esz, t.elem), b.sub(1 + i * esz, t.elem), t.elem, node)
+                                     for i in range(t.size)) + ")"
+        raise self.bad(f"comparison of {t} values", node)
+
+    def x_MethodCall(self, e: ir.MethodCall) -> str:
+        r = self.method_call(e)
+        if r is None:
+            raise self.bad(f"method {e.method!r} has no value", e)
+        return r
+
+    def x_TableApply(self, e: ir.TableApply) -> str:
+        return self.table_apply(e)
+
+    def x_FunctionCall(self, e: ir.FunctionCall) -> str:
+        r = self.function_call(e)
+        if r is None:
+            raise self.bad(f"function {e.func.name!r} returns no value", e)
+        return r
+
+    def x_ExternCall(self, e: ir.ExternCall) -> str:
+        r = self.extern_call(e)
+        if r is None:
+            raise self.bad(f"extern {e.name!r} returns no value", e)
+        return r
+
+    # ------------------------------------------------------------------ statements
+    def block(self, b: ir.Block | None) -> None:
+        if b is not None:
+            for s in b.stmts:
+                self.stmt(s)
+
+    def stmt(self, s: Any) -> None:
+        m = getattr(self, "s_" + type(s).__name__, None)
+        if m is None:
+            raise self.bad(f"statement {type(s).__name__}", s)
+        m(s)
+
+    def s_Block(self, s: ir.Block) -> None:
+        self.emit("{")
+        self.ind += 1
+        for x in s.stmts:
+            self.stmt(x)
+        self.ind -= 1
+        self.emit("}")
+
+    def s_EmptyStmt(self, s: ir.EmptyStmt) -> None:
+        pass
+
+    def s_Exit(self, s: ir.Exit) -> None:
+        if self.kind == "function" or self.in_parser:
+            raise self.bad("exit inside a function or parser", s)
+        self.emit(f"c->exited = 1; {self.ret}")
+
+    def s_Return(self, s: ir.Return) -> None:
+        if s.value is None:
+            self.emit(self.ret if not self.in_parser else "goto done;")
+            return
+        if not is_scalar(s.value.type):
+            if self.func is None:
+                raise self.bad("return of an aggregate value outside a function", s)
+            self.assign_agg(Place(self.u.function_ret(self.func), self.func.return_type), s.value)
+            self.emit("return 0;")
+            return
+        self.emit(f"return {self.expr(s.value)};")
+
+    def s_If(self, s: ir.If) -> None:
+        c = self.expr(s.cond)
+        self.emit(f"if ({c}) {{")
+        self.ind += 1
+        self.block(s.then)
+        self.ind -= 1
+        if s.else_ is not None and s.else_.stmts:
+            self.emit("} else {")
+            self.ind += 1
+            self.block(s.else_)
+            self.ind -= 1
+        self.emit("}")
+
+    def s_Switch(self, s: ir.Switch) -> None:
+        e = s.expr
+        table: ir.Table | None = None
+        if isinstance(e, ir.Member) and e.name == "action_run" and isinstance(e.base, ir.TableApply):
+            table = e.base.table
+        v = self.tmp(self.expr(e))
+        pending: list[str] = []
+        first = True
+        closed = False
+        for case in s.cases:
+            default = False
+            for lab in case.labels:
+                if isinstance(lab, ir.DefaultKey):
+                    default = True
+                elif isinstance(lab, ir.ActionLabel):
+                    assert table is not None
+                    idx = [i for i, r in enumerate(table.actions) if r.action is lab.action]
+                    if not idx:
+                        raise self.bad(f"action {lab.action.name} is not in table {table.name}", lab)
+                    pending.append(f"{v} == {idx[0]}")
+                else:
+                    pending.append(f"{v} == {self.expr(lab)}")
+            if case.body is None and not default:
+                continue
+            if default:
+                self.emit("else {" if not first else "{")
+            else:
+                self.emit(f"{'if' if first else 'else if'} ({' || '.join(pending)}) {{")
+            first = False
+            pending = []
+            self.ind += 1
+            self.block(case.body)
+            self.ind -= 1
+            self.emit("}")
+            if default:
+                closed = True
+                break
+        del closed
+
+    def s_VarDeclStmt(self, s: ir.VarDeclStmt) -> None:
+        d = s.decl
+        if s.init is not None:
+            self.assign(ir.VarRef(d, d.type, s.loc), s.init)
+            return
+        self.reset(Place(self.u.var(d.uid, d.type, d.name, d.loc), d.type))
+
+    def reset(self, p: Place) -> None:
+        vals = default_values(p.type)
+        if any(isinstance(v, tuple) for v in vals):
+            raise NativeUnsupported("varbit value (not implemented natively)")
+        if len(vals) == 1:
+            self.emit(f"S[{p.at()}] = {int(vals[0])};")
+            return
+        self.emit(f"memset(&S[{p.at()}], 0, {len(vals)} * sizeof(u64));")
+        for i, v in enumerate(vals):
+            if v:
+                self.emit(f"S[{p.at(i)}] = {int(v)};")
+
+    def s_CallStmt(self, s: ir.CallStmt) -> None:
+        c = s.call
+        if isinstance(c, ir.TableApply):
+            self.table_apply(c)
+        elif isinstance(c, ir.MethodCall):
+            self.method_call(c)
+        elif isinstance(c, ir.ExternCall):
+            self.extern_call(c)
+        elif isinstance(c, ir.ActionCall):
+            self.action_call(c)
+        elif isinstance(c, ir.FunctionCall):
+            self.function_call(c)
+        elif isinstance(c, ir.Member) and isinstance(c.base, ir.TableApply):
+            self.table_apply(c.base)
+        else:
+            raise self.bad(f"call statement {type(c).__name__}", s)
+
+    def s_Assign(self, s: ir.Assign) -> None:
+        self.assign(s.lhs, s.rhs)
+
+    def assign(self, lhs: ir.Expr, rhs: ir.Expr) -> None:
+        if is_scalar(lhs.type):
+            if isinstance(lhs.type, ir.VarBitT):
+                raise self.bad("varbit value (not implemented natively)", lhs)
+            if isinstance(lhs.type, ir.BitT):
+                _w(lhs.type, lhs)
+            if isinstance(lhs, (ir.Member, ir.StackElem, ir.Slice)) and _runtime_index(lhs):
+                # the l-value is evaluated first and once ('a op= b' reads the same node)
+                node = lhs
+                while isinstance(node, ir.Slice):
+                    node = node.base
+                p = self.place(node)
+                if not isinstance(p.base, int):
+                    p = Place(self.tmp(str(p.base)), p.type, p.union_siblings)
+                self.place_memo[id(node)] = (node, p)
+                try:
+                    tgt = self.lvalue(lhs)
+                    value = self.expr(rhs)
+                finally:
+                    del self.place_memo[id(node)]
+                self.store_to(tgt, lhs, value)
+                return
+            v = self.expr(rhs)
+            self.store_to(self.lvalue(lhs), lhs, v)
+        else:
+            self.assign_agg(self.place(lhs), rhs)
+
+    def lvalue(self, lhs: ir.Expr) -> tuple[str, ir.Expr]:
+        """The C l-value of a scalar target (the base of a slice) and the folded target."""
+        while isinstance(lhs, ir.Slice) and isinstance(lhs.base, ir.Slice):
+            inner = lhs.base
+            lhs = ir.Slice(inner.base, inner.lo + lhs.hi, inner.lo + lhs.lo, lhs.type, lhs.loc)
+        base = lhs.base if isinstance(lhs, ir.Slice) else lhs
+        if isinstance(base, ir.VarRef) and base.decl.uid in self.data:
+            raise self.bad(f"assignment to action data '{base.decl.name}'", lhs)
+        return f"S[{self.place(base).at()}]", lhs
+
+    def store_to(self, tgt: tuple[str, ir.Expr], orig: ir.Expr, value: str) -> None:
+        lv, lhs = tgt
+        if isinstance(lhs, ir.Slice):
+            w, _ = _w(lhs.base.type, lhs)
+            m = ((1 << (lhs.hi - lhs.lo + 1)) - 1) << lhs.lo
+            self.emit(f"{lv} = ({lv} & 0x{((1 << w) - 1) ^ m:x}ULL) | ((({value}) << {lhs.lo}) & 0x{m:x}ULL);")
+            return
+        self.emit(f"{lv} = {value};")
+
+    def store(self, lhs: ir.Expr, value: str) -> None:
+        self.store_to(self.lvalue(lhs), lhs, value)
+
+    def assign_agg(self, dst: Place, rhs: ir.Expr) -> None:
+        t = dst.type
+        if isinstance(rhs, ir.StructInit) or (isinstance(rhs, ir.ListExpr) and not isinstance(t, ir.TupleT)):
+            items = rhs.fields if isinstance(rhs, ir.StructInit) else None
+            if isinstance(t, ir.HeaderT):
+                fields, off0 = t.fields, 1
+                self.emit(f"S[{dst.at()}] = 1;")
+            elif isinstance(t, ir.StructT):
+                fields, off0 = t.fields, 0
+            else:
+                raise self.bad(f"initializer for {t}", rhs)
+            byname = dict(items) if items is not None else {f.name: x for f, x in zip(fields, rhs.elems)}  # type: ignore[union-attr]
+            off = off0
+            for f in fields:
+                x = byname.get(f.name)
+                if x is not None:
+                    fp = dst.sub(off, f.type)
+                    if is_scalar(f.type):
+                        self.emit(f"S[{fp.at()}] = {self.expr(x)};")
+                    else:
+                        self.assign_agg(fp, x)
+                off += 1 if isinstance(t, ir.HeaderT) else nslots(f.type)
+            return
+        if isinstance(rhs, ir.MethodCall) and rhs.method == "lookahead":
+            if not isinstance(t, ir.HeaderT):
+                raise self.bad(f"lookahead of {t}", rhs)
+            self.extract_into(dst, t, advance=False, node=rhs)
+            return
+        if isinstance(rhs, ir.Mux):
+            self.emit(f"if ({self.expr(rhs.cond)}) {{")
+            self.ind += 1
+            self.assign_agg(dst, rhs.then)
+            self.ind -= 1
+            self.emit("} else {")
+            self.ind += 1
+            self.assign_agg(dst, rhs.else_)
+            self.ind -= 1
+            self.emit("}")
+            return
+        if isinstance(rhs, ir.FunctionCall) and not isinstance(rhs.func.return_type, ir.VoidT):
+            self.function_call(rhs)
+            self.copy_place(dst, Place(self.u.function_ret(rhs.func), rhs.func.return_type), t)
+            return
+        if isinstance(rhs, (ir.VarRef, ir.Member, ir.StackElem, ir.StackProp)):
+            self.copy_place(dst, self.place(rhs), t)
+            return
+        raise self.bad(f"assignment of {type(rhs).__name__} to a {t} value", rhs)
+
+    def copy_place(self, dst: Place, src: Place, t: ir.Type) -> None:
+        n = nslots(t)
+        if n == 1:
+            self.emit(f"S[{dst.at()}] = S[{src.at()}];")
+        else:
+            self.emit(f"memmove(&S[{dst.at()}], &S[{src.at()}], {n} * sizeof(u64));")
+        if isinstance(t, ir.HeaderT) and dst.union_siblings:
+            self.emit(f"if (S[{dst.at()}]) {{ {' '.join(f'S[{sb}] = 0;' for sb in dst.union_siblings)} }}")
+
+    # ------------------------------------------------------------------ calls
+    def bind_args(self, params: tuple[ir.Param, ...], args: tuple[ir.Arg, ...], node: Any
+                  ) -> tuple[list[str], list[tuple[ir.Expr, Place]]]:
+        data: list[str] = []
+        outs: list[tuple[ir.Expr, Place]] = []
+        for i, p in enumerate(params):
+            a = args[i] if i < len(args) else None
+            expr = a.expr if a is not None else p.default
+            if p.direction is None:
+                if expr is None:
+                    raise self.bad(f"missing argument for {p.name}", node)
+                data.append(self.tmp(self.expr(expr)))
+                continue
+            pp = Place(self.u.var(p.uid, p.type, p.name, p.loc), p.type)
+            if p.direction in ("in", "inout"):
+                if expr is None:
+                    raise self.bad(f"missing argument for {p.name}", node)
+                if is_scalar(p.type):
+                    self.emit(f"S[{pp.at()}] = {self.expr(expr)};")
+                else:
+                    self.assign_agg(pp, expr)
+            else:
+                self.reset(pp)
+            if p.direction in ("out", "inout") and expr is not None:
+                outs.append((expr, pp))
+        return data, outs
+
+    def copy_out(self, outs: list[tuple[ir.Expr, Place]]) -> None:
+        for expr, pp in outs:
+            if is_scalar(pp.type):
+                self.store(expr, f"S[{pp.at()}]")
+            else:
+                dst = self.place(expr)
+                self.emit(f"memmove(&S[{dst.at()}], &S[{pp.at()}], {nslots(pp.type)} * sizeof(u64));")
+
+    def data_array(self, data: list[str]) -> str:
+        if not data:
+            return "NULL"
+        self.ntmp += 1
+        name = f"_d{self.ntmp}"
+        self.emit(f"u64 {name}[{len(data)}] = {{{', '.join(data)}}};")
+        return name
+
+    def action_call(self, e: ir.ActionCall) -> None:
+        fn = self.u.action_fn(e.action)
+        data, outs = self.bind_args(e.action.params, e.args, e)
+        self.emit(f"{fn}(c, S, {self.data_array(data)});")
+        self.copy_out(outs)
+        self.stop()
+
+    def function_call(self, e: ir.FunctionCall) -> str | None:
+        fn = self.u.function_fn(e.func)
+        params = tuple(p if p.direction is not None else dataclasses.replace(p, direction="in") for p in e.func.params)
+        _, outs = self.bind_args(params, e.args, e)
+        if isinstance(e.func.return_type, ir.VoidT) or not is_scalar(e.func.return_type):
+            self.emit(f"{fn}(c, S);")
+            self.copy_out(outs)
+            self.stop()
+            return None
+        t = self.tmp(f"{fn}(c, S)")
+        self.copy_out(outs)
+        self.stop()
+        return t
+
+    def method_call(self, e: ir.MethodCall) -> str | None:
+        tgt = e.target
+        tt = tgt.type
+        m = e.method
+        if isinstance(tgt, ir.InstanceRef):
+            inst = tgt.inst
+            if inst.decl is not None:
+                if m != "apply" or not isinstance(inst.decl, ir.Control):
+                    raise self.bad(f"{m} of {inst.name} (sub-parsers are not implemented natively)", e)
+                fn = self.u.control_fn(inst.decl)
+                _, outs = self.bind_args(inst.decl.params, e.args, e)
+                self.emit(f"{fn}(c, S);")
+                self.copy_out(outs)
+                self.stop()
+                return None
+            return self.extern_method(inst, e)
+        if isinstance(tt, ir.ExternT) and tt.name == "packet_in":
+            return self.packet_in_method(e)
+        if isinstance(tt, ir.ExternT) and tt.name == "packet_out":
+            if m != "emit":
+                raise self.bad(f"packet_out.{m}", e)
+            arg = e.args[0].expr
+            assert arg is not None
+            self.emit_place(self.place(arg), arg.type, e)
+            return None
+        if isinstance(tt, ir.HeaderT):
+            p = self.place(tgt)
+            if m == "isValid":
+                return f"S[{p.at()}]"
+            if m == "setValid":
+                self.emit(f"S[{p.at()}] = 1;")
+                for sb in p.union_siblings:
+                    self.emit(f"S[{sb}] = 0;")
+                return None
+            if m == "setInvalid":
+                self.emit(f"S[{p.at()}] = 0;")
+                return None
+            if m in ("minSizeInBits", "maxSizeInBits"):
+                return f"{tt.width}ULL"
+            if m in ("minSizeInBytes", "maxSizeInBytes"):
+                return f"{(tt.width + 7) // 8}ULL"
+        if isinstance(tt, ir.HeaderUnionT) and m == "isValid":
+            p = self.place(tgt)
+            parts = []
+            off = 0
+            for f in tt.fields:
+                parts.append(f"S[{p.at(off)}]")
+                off += nslots(f.type)
+            return "(" + " || ".join(parts or ["0"]) + ")"
+        if isinstance(tt, ir.StackT) and m in ("push_front", "pop_front"):
+            self.stack_shift(self.place(tgt), tt, m, e)
+            return None
+        raise self.bad(f"method {m} on {tt}", e)
+
+    def stack_shift(self, p: Place, st: ir.StackT, m: str, e: ir.MethodCall) -> None:
+        arg = e.args[0].expr
+        if not isinstance(arg, ir.Const) or not isinstance(p.base, int):
+            raise self.bad(f"{m} with a non-constant count or on a stack at a runtime index", e)
+        n = int(arg.value)
+        size, esz = st.size, nslots(st.elem)
+        first = p.base + 1
+        if n >= size:
+            for i in range(size):
+                self.reset(p.sub(1 + i * esz, st.elem))
+        elif m == "push_front":
+            self.emit(f"memmove(&S[{first + n * esz}], &S[{first}], {(size - n) * esz} * sizeof(u64));")
+            for i in range(n):
+                self.reset(p.sub(1 + i * esz, st.elem))
+        else:
+            self.emit(f"memmove(&S[{first}], &S[{first + n * esz}], {(size - n) * esz} * sizeof(u64));")
+            for i in range(size - n, size):
+                self.reset(p.sub(1 + i * esz, st.elem))
+        nb = p.at()
+        if m == "push_front":
+            self.emit(f"S[{nb}] = S[{nb}] + {n} > {size} ? {size} : S[{nb}] + {n};")
+        else:
+            self.emit(f"S[{nb}] = S[{nb}] > {n} ? S[{nb}] - {n} : 0;")
+
+    # ------------------------------------------------------------------ tables
+    def table_apply(self, e: ir.TableApply) -> str:
+        t = e.table
+        info = self.table_meta(t)
+        keys = [k for k in t.keys]
+        kvals = []
+        for k in keys:
+            x = self.expr(k.expr)
+            kvals.append(x)
+        kname = self.data_array(kvals) if kvals else "NULL"
+        r = self.tmp()
+        self.ntmp += 1
+        ent = f"_e{self.ntmp}"
+        self.emit(f"u64 *{ent} = {('tbl_find(sw_tbl_(c, ' + str(info.index) + '), ' + kname + ')') if kvals else 'NULL'};")
+        self.emit(f"{r} = {ent} != NULL;")
+        if t.direct_counter is not None:
+            self.emit(f"if ({ent}) {{ {ent}[2]++; {ent}[3] += S[{self.u.sm['packet_length']}]; }}")
+        self.emit(f"if (!{ent}) {ent} = sw_tbl_(c, {info.index})->def;")
+        self.emit(f"{r} = ({r} << 16) | {ent}[0];")
+        base = 4 + 2 * len(info.keys)
+        self.emit(f"switch ({ent}[0]) {{")
+        for i, ref in enumerate(_action_refs(t)):
+            self.emit(f"case {i}: {{")
+            self.ind += 1
+            fn = self.u.action_fn(ref.action)
+            dirs = [p for p in ref.action.params if p.direction is not None]
+            if dirs:
+                args = tuple(ir.Arg(x, p.direction, p) for x, p in zip(ref.args, ref.action.params))
+                if len(ref.args) < len(dirs):
+                    raise self.bad(f"action {ref.action.name}: directional parameters without arguments", ref)
+                _, outs = self.bind_args(tuple(dirs), args[: len(dirs)], ref)
+                self.emit(f"{fn}(c, S, {ent} + {base});")
+                self.copy_out(outs)
+            else:
+                self.emit(f"{fn}(c, S, {ent} + {base});")
+            self.emit("break; }")
+            self.ind -= 1
+        self.emit("}")
+        self.stop()
+        return r
+
+    def table_meta(self, t: ir.Table) -> TableMeta:
+        tm = self.u.meta.tables.get(t.cp_name)
+        if tm is not None:
+            return tm
+        if t.implementation is not None:
+            raise self.bad(f"table {t.cp_name}: action profiles/selectors (not implemented natively)", t)
+        if t.direct_meter is not None:
+            raise self.bad(f"table {t.cp_name}: direct meters (not implemented natively)", t)
+        if t.idle_timeout:
+            raise self.bad(f"table {t.cp_name}: support_timeout (idle-timeout stamps are not implemented natively)", t)
+        keys = []
+        for k in t.keys:
+            if k.match_kind not in ("exact", "lpm", "ternary", "range", "optional"):
+                raise self.bad(f"table {t.cp_name}: match kind {k.match_kind}", k)
+            w, _ = _w(k.expr.type, k)
+            keys.append(KeyDef(k.name, k.match_kind, w))
+        nparams = 0
+        for r in _action_refs(t):
+            for p in r.action.data_params:
+                _w(p.type, p)
+            nparams = max(nparams, len(r.action.data_params))
+        exact = bool(keys) and all(k.kind == "exact" for k in keys)
+        tm = TableMeta(len(self.u.meta.tables), t.cp_name, keys, nparams, exact, t.direct_counter is not None)
+        self.u.meta.tables[t.cp_name] = tm
+        return tm
+
+    # ------------------------------------------------------------------ externs
+    def algo(self, e: ir.Expr) -> str:
+        if isinstance(e, ir.EnumMember) and e.member in HASHES:
+            return HASHES[e.member]
+        raise self.bad(f"hash algorithm {getattr(e, 'member', type(e).__name__)} (not implemented natively)", e)
+
+    def flatten(self, e: ir.Expr) -> list[tuple[str, int]]:
+        if isinstance(e, ir.ListExpr):
+            return [x for item in e.elems for x in self.flatten(item)]
+        if isinstance(e, ir.StructInit):
+            return [x for _, item in e.fields for x in self.flatten(item)]
+        t = e.type
+        if is_scalar(t):
+            w, _ = _w(t, e)
+            return [(self.expr(e), w)]
+        return self.flatten_place(self.place(e), t, e)
+
+    def flatten_place(self, p: Place, t: ir.Type, node: Any) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        if isinstance(t, ir.HeaderT):
+            for i, f in enumerate(t.fields):
+                out.append((f"S[{p.at(1 + i)}]", _w(f.type, node)[0]))
+            return out
+        if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
+            off = 0
+            for f in t.fields:
+                if is_scalar(f.type):
+                    out.append((f"S[{p.at(off)}]", _w(f.type, node)[0]))
+                else:
+                    out += self.flatten_place(p.sub(off, f.type), f.type, node)
+                off += nslots(f.type)
+            return out
+        if isinstance(t, ir.StackT):
+            esz = nslots(t.elem)
+            for i in range(t.size):
+                out += self.flatten_place(p.sub(1 + i * esz, t.elem), t.elem, node)
+            return out
+        raise self.bad(f"field list element of type {t}", node)
+
+    def hash_of(self, fn: str, data: ir.Expr, payload: bool) -> str:
+        fields = self.flatten(data)
+        total = sum(w for _, w in fields)
+        nb = (total + 7) // 8
+        self.ntmp += 1
+        buf = f"_hb{self.ntmp}"
+        if payload:
+            self.emit(f"u32 {buf}_n = {nb} + (u32)S[SLOT_PAYL];")
+            self.emit(f"u8 {buf}[{nb} + 1 + 65536];")
+            self.emit(f"if ({buf}_n > {nb} + 65536) {buf}_n = {nb} + 65536;")
+        else:
+            self.emit(f"u8 {buf}[{nb + 1}];")
+        self.emit(f"memset({buf}, 0, {nb + 1});")
+        off = 0
+        for x, w in fields:
+            self.emit(f"putbits({buf}, {off}, {w}, {x});")
+            off += w
+        if payload:
+            self.emit(f"memcpy({buf} + {nb}, (const u8 *)(uintptr_t)S[SLOT_PAYP], {buf}_n - {nb});")
+            return f"{fn}({buf}, {buf}_n)"
+        return f"{fn}({buf}, {nb})"
+
+    def extern_call(self, e: ir.ExternCall) -> str | None:
+        n = e.name
+        sm = self.u.sm
+        if n == "mark_to_drop":
+            self.emit(f"S[{sm['egress_spec']}] = 511; S[{sm['mcast_grp']}] = 0;")
+            return None
+        if n == "hash":
+            dst = _arg(e, "result", 0)
+            fn = self.algo(_arg(e, "algo", 1))
+            base = self.tmp(self.expr(_arg(e, "base", 2)))
+            h = self.tmp(self.hash_of(fn, _arg(e, "data", 3), False))
+            mx = self.tmp(self.expr(_arg(e, "max", 4)))
+            w, _ = _w(dst.type, dst)
+            self.store(dst, f"(({mx} ? {base} + {h} % {mx} : {base}) & {_m(w)})")
+            return None
+        if n == "random":
+            dst = _arg(e, "result", 0)
+            lo, hi = self.expr(_arg(e, "lo", 1)), self.expr(_arg(e, "hi", 2))
+            self.store(dst, f"rnd_(c, {lo}, {hi})")
+            return None
+        if n in ("verify_checksum", "update_checksum", "verify_checksum_with_payload", "update_checksum_with_payload"):
+            cond = self.expr(_arg(e, "condition", 0))
+            fn = self.algo(_arg(e, "algo", 3))
+            ck = _arg(e, "checksum", 2)
+            self.emit(f"if ({cond}) {{")
+            self.ind += 1
+            h = self.hash_of(fn, _arg(e, "data", 1), n.endswith("_with_payload"))
+            w, _ = _w(ck.type, ck)
+            if n.startswith("verify"):
+                self.emit(f"if ((({h}) & {_m(w)}) != {self.expr(ck)}) S[{sm['checksum_error']}] = 1;")
+            else:
+                self.store(ck, f"(({h}) & {_m(w)})")
+            self.ind -= 1
+            self.emit("}")
+            return None
+        if n in ("clone", "clone3", "clone_preserving_field_list"):
+            session = self.expr(_arg(e, "session", 1))
+            if n == "clone3":
+                fl = self.u.field_list(self.field_slots(_arg(e, "data", 2)))
+            elif n == "clone_preserving_field_list":
+                fl = self.u.field_list(self.u.field_list_ann(self.const_int(_arg(e, "index", 2))))
+            else:
+                fl = -1
+            self.emit(f"S[SLOT_CL] = 1; S[SLOT_CLS] = {session}; S[SLOT_CLF] = {fl + 1};")
+            return None
+        if n in ("resubmit", "resubmit_preserving_field_list", "recirculate", "recirculate_preserving_field_list"):
+            if n.endswith("_field_list"):
+                fl = self.u.field_list(self.u.field_list_ann(self.const_int(_arg(e, "index", 0))))
+            elif e.args and e.args[0].expr is not None:
+                fl = self.u.field_list(self.field_slots(e.args[0].expr))
+            else:
+                fl = self.u.field_list(())
+            slot = "SLOT_RS" if n.startswith("resubmit") else "SLOT_RC"
+            self.emit(f"S[{slot}] = {fl + 1};")
+            return None
+        if n == "digest":
+            recv = self.expr(_arg(e, "receiver", 0))
+            data = _arg(e, "data", 1)
+            names, vals, types = self.digest_fields(data)
+            tname = data.type.name if isinstance(data.type, (ir.StructT, ir.HeaderT)) else ""
+            self.u.meta.digests.append((tname, tuple(names), tuple(types)))
+            did = len(self.u.meta.digests) - 1
+            arr = self.data_array(vals)
+            self.emit(f"dig_emit(c, {did}, {recv}, {len(vals)}, {arr});")
+            return None
+        if n == "truncate":
+            self.emit(f"S[SLOT_TR] = {self.expr(_arg(e, 'length', 0))};")
+            return None
+        if n == "log_msg":
+            return None
+        if n in ("assert", "assume"):
+            c = self.expr(_arg(e, "check", 0))
+            self.emit(f"if (!({c})) {{ c->fault = 1; {self.ret if not self.in_parser else 'return;'} }}")
+            return None
+        if n == "verify":
+            c = self.expr(_arg(e, "check", 0))
+            err = self.expr(_arg(e, "toSignal", 1))
+            self.emit(f"if (!({c})) {{ perr_code = {err}; goto perr; }}")
+            return None
+        if n == "static_assert":
+            return None
+        raise self.bad(f"extern function {n} (not implemented natively)", e)
+
+    def const_int(self, e: ir.Expr) -> int:
+        if isinstance(e, ir.Const):
+            return int(e.value)
+        raise self.bad("a non-constant field list index", e)
+
+    def field_slots(self, e: ir.Expr) -> tuple[int, ...]:
+        items = e.elems if isinstance(e, ir.ListExpr) else (e,)
+        out: list[int] = []
+        for x in items:
+            if isinstance(x, ir.ListExpr):
+                out += self.field_slots(x)
+                continue
+            p = self.place(x)
+            if not isinstance(p.base, int):
+                raise self.bad("a field list element at a runtime index", x)
+            out += range(p.base, p.base + nslots(p.type))
+        return tuple(out)
+
+    def digest_fields(self, data: ir.Expr) -> tuple[list[str], list[str], list[tuple[int, bool]]]:
+        t = data.type
+        names: list[str] = []
+        vals: list[str] = []
+        types: list[tuple[int, bool]] = []
+        if isinstance(data, ir.StructInit):
+            for n, x in data.fields:
+                if not is_scalar(x.type):
+                    raise self.bad("a digest with nested aggregates", data)
+                names.append(n)
+                vals.append(self.expr(x))
+                types.append(_w(x.type, x))
+            return names, vals, types
+        if isinstance(data, ir.ListExpr):
+            for i, x in enumerate(data.elems):
+                names.append(f"f{i}")
+                vals.append(self.expr(x))
+                types.append(_w(x.type, x))
+            return names, vals, types
+        if isinstance(t, (ir.StructT, ir.HeaderT)):
+            p = self.place(data)
+            off = 1 if isinstance(t, ir.HeaderT) else 0
+            for f in t.fields:
+                if not is_scalar(f.type):
+                    raise self.bad("a digest struct with nested aggregates", data)
+                names.append(f.name)
+                vals.append(f"S[{p.at(off)}]")
+                types.append(_w(f.type, data))
+                off += 1
+            return names, vals, types
+        return ["value"], [self.expr(data)], [_w(t, data)]
+
+    def extern_method(self, inst: ir.Instance, e: ir.MethodCall) -> str | None:
+        kind, idx = self.u.instance(inst)
+        m = e.method
+        if kind == "register":
+            size, width = self.u.meta.registers[idx][1], self.u.meta.registers[idx][2]
+            if m == "read":
+                dst = _arg(e, "result", 0)
+                i = self.tmp(self.expr(_arg(e, "index", 1)))
+                self.store(dst, f"({i} < {size} ? sw_reg_(c, {idx})[{i}] : 0)")
+                return None
+            if m == "write":
+                i = self.tmp(self.expr(_arg(e, "index", 0)))
+                v = self.expr(_arg(e, "value", 1))
+                self.emit(f"if ({i} < {size}) sw_reg_(c, {idx})[{i}] = ({v}) & {_m(width)};")
+                return None
+        if kind == "counter" and m == "count":
+            size = self.u.meta.counters[idx][1]
+            i = self.tmp(self.expr(_arg(e, "index", 0)))
+            self.emit(f"if ({i} < {size}) {{ sw_cnt_(c, {idx}, 0)[{i}]++; "
+                      f"sw_cnt_(c, {idx}, 1)[{i}] += S[{self.u.sm['packet_length']}]; }}")
+            return None
+        if kind == "direct_counter" and m == "count":
+            return None
+        raise self.bad(f"method {m} of extern {kind} (not implemented natively)", e)
+
+    # ------------------------------------------------------------------ parser and deparser
+    def transition(self, tr: ir.Goto | ir.Select, ids: dict[str, int]) -> None:
+        def go(state: str) -> str:
+            if state in ("accept", "reject"):
+                return "goto done;"
+            if state not in ids:
+                raise self.bad(f"transition to unknown state {state}", tr)
+            return f"goto st{ids[state]};"
+
+        if isinstance(tr, ir.Goto):
+            self.emit(go(tr.state))
+            return
+        keys = [self.tmp(self.expr(k)) for k in tr.keys]
+        for case in tr.cases:
+            conds = []
+            for kx, ks in zip(keys, case.keys):
+                if isinstance(ks, ir.DefaultKey):
+                    continue
+                if isinstance(ks, ir.Mask):
+                    m = self.expr(ks.mask)
+                    conds.append(f"({kx} & {m}) == ({self.expr(ks.value)} & {m})")
+                elif isinstance(ks, ir.Range):
+                    w, s = _w(ks.lo.type, ks)
+                    lo, hi = self.expr(ks.lo), self.expr(ks.hi)
+                    if s:
+                        conds.append(f"SX({lo}, {w}) <= SX({kx}, {w}) && SX({kx}, {w}) <= SX({hi}, {w})")
+                    else:
+                        conds.append(f"{lo} <= {kx} && {kx} <= {hi}")
+                elif isinstance(ks, ir.ListExpr):
+                    raise self.bad("a tuple keyset inside a select case", ks)
+                else:
+                    conds.append(f"{kx} == {self.expr(ks)}")
+            self.emit(f"if ({' && '.join(conds) or '1'}) {go(case.state)}")
+        self.emit("goto done;")
+
+    def packet_in_method(self, e: ir.MethodCall) -> str | None:
+        if not self.in_parser:
+            raise self.bad(f"packet_in.{e.method} outside the parser", e)
+        m = e.method
+        if m == "extract":
+            if len(e.args) != 1:
+                raise self.bad("two-argument extract (varbit) is not implemented natively", e)
+            target = e.args[0].expr
+            if target is None:
+                t = e.type_args[0] if e.type_args else None
+                if not isinstance(t, ir.HeaderT):
+                    raise self.bad(f"extract into '_' of {t}", e)
+                self.extract_into(Place(self.u.layout.alloc(t, "discard"), t), t, advance=True, node=e)
+                return None
+            p = self.place(target)
+            if not isinstance(p.type, ir.HeaderT):
+                raise self.bad(f"extract into {p.type}", e)
+            self.extract_into(p, p.type, advance=True, node=e)
+            stack = target
+            while isinstance(stack, ir.Member):
+                stack = stack.base
+            if isinstance(stack, ir.StackProp) and stack.prop == "next":
+                self.emit(f"S[{self.place(stack.base).at()}] += 1;")
+            return None
+        if m == "lookahead":
+            t = e.type
+            if isinstance(t, (ir.BitT, ir.BoolT)) or (isinstance(t, ir.EnumT) and t.underlying):
+                w, _ = _w(t, e)
+                nb = (w + 7) // 8
+                self.emit(f"if (c->pos + {nb} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
+                x = f"getbits(data + c->pos, 0, {w})"
+                if isinstance(t, ir.BoolT):
+                    x = f"({x} != 0)"
+                return self.tmp(x)
+            if isinstance(t, (ir.HeaderT, ir.StructT)):
+                self.lookahead_place(e)
+                return None
+            raise self.bad(f"lookahead of {t} in an expression", e)
+        if m == "advance":
+            a = _arg(e, "sizeInBits", 0)
+            if isinstance(a, ir.Const):
+                n = int(a.value)
+                if n % 8:
+                    raise self.bad(f"advance by {n} bits (not a whole number of bytes)", e)
+                self.emit(f"if (c->pos + {n // 8} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
+                self.emit(f"c->pos += {n // 8};")
+            else:
+                amt = self.tmp(self.expr(a))
+                self.emit(f"if ({amt} & 7) {{ c->fault = 1; return; }}")
+                self.emit(f"if (c->pos + ({amt} >> 3) > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
+                self.emit(f"c->pos += {amt} >> 3;")
+            return None
+        if m == "length":
+            return "(u64)L"
+        raise self.bad(f"packet_in.{m}", e)
+
+    def lookahead_place(self, e: ir.MethodCall) -> Place:
+        if not self.in_parser:
+            raise self.bad("lookahead outside the parser", e)
+        t = e.type
+        if isinstance(t, ir.HeaderT):
+            p = Place(self.u.layout.alloc(t, "lookahead"), t)
+            self.extract_into(p, t, advance=False, node=e)
+            return p
+        if isinstance(t, ir.StructT) and all(is_scalar(f.type) for f in t.fields):
+            as_header = ir.HeaderT(t.name, t.fields)
+            base = self.u.layout.alloc(as_header, "lookahead")
+            self.extract_into(Place(base, as_header), as_header, advance=False, node=e)
+            return Place(base + 1, t)
+        raise self.bad(f"lookahead of {t}", e)
+
+    def extract_into(self, p: Place, ht: ir.HeaderT, advance: bool, node: Any = None) -> None:
+        for f in ht.fields:
+            if isinstance(f.type, ir.VarBitT):
+                raise self.bad(f"header {ht.name} has a varbit field (not implemented natively)", node or ht)
+            _w(f.type, node)
+        w = ht.width
+        if w % 8:
+            raise self.bad(f"header {ht.name} of {w} bits (not a whole number of bytes)", node or ht)
+        nb = w // 8
+        self.emit(f"if (c->pos + {nb} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
+        if not isinstance(p.base, int):
+            b = self.tmp(str(p.base))
+            p = Place(b, p.type, p.union_siblings)
+        off = 0
+        for i, f in enumerate(ht.fields):
+            fw, _ = _w(f.type, node)
+            self.emit(f"S[{p.at(1 + i)}] = getbits(data + c->pos, {off}, {fw});")
+            off += fw
+        self.emit(f"S[{p.at()}] = 1;")
+        for sb in p.union_siblings:
+            self.emit(f"S[{sb}] = 0;")
+        if advance:
+            self.emit(f"c->pos += {nb};")
+
+    def emit_place(self, p: Place, t: ir.Type, at: Any) -> None:
+        if isinstance(t, ir.HeaderT):
+            w = t.width
+            if any(isinstance(f.type, ir.VarBitT) for f in t.fields):
+                raise self.bad(f"emit of header {t.name} with a varbit field (not implemented natively)", at)
+            if w % 8:
+                raise self.bad(f"emit of header {t.name} of {w} bits (not a whole number of bytes)", at)
+            self.u.deparse_max += w // 8
+            self.emit(f"if (S[{p.at()}]) {{")
+            self.ind += 1
+            off = 0
+            for i, f in enumerate(t.fields):
+                fw, _ = _w(f.type, at)
+                self.emit(f"putbits(c->ob + c->olen, {off}, {fw}, S[{p.at(1 + i)}]);")
+                off += fw
+            self.emit(f"c->olen += {w // 8};")
+            self.ind -= 1
+            self.emit("}")
+            return
+        if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
+            off = 0
+            for f in t.fields:
+                if not is_scalar(f.type):
+                    self.emit_place(p.sub(off, f.type), f.type, at)
+                off += nslots(f.type)
+            return
+        if isinstance(t, ir.StackT):
+            esz = nslots(t.elem)
+            for i in range(t.size):
+                self.emit_place(p.sub(1 + i * esz, t.elem), t.elem, at)
+            return
+        raise self.bad(f"emit of {t}", at)
+
+
+def _arg(e: Any, name: str, pos: int) -> ir.Expr:
+    for a in e.args:
+        if a.param is not None and a.param.name == name and a.expr is not None:
+            return a.expr  # type: ignore[no-any-return]
+    a = e.args[pos]
+    assert a.expr is not None
+    return a.expr  # type: ignore[no-any-return]
+
+
+def _runtime_index(e: ir.Expr) -> bool:
+    while isinstance(e, (ir.Member, ir.StackElem, ir.Slice)):
+        if isinstance(e, ir.StackElem) and not isinstance(e.index, ir.Const):
+            return True
+        e = e.base
+    return False
+
+
+def generate(program: ir.Program) -> tuple[str, UnitMeta]:
+    """The C source of ``program`` and the objects it declares; raises NativeUnsupported."""
+    return Unit(program).generate()
