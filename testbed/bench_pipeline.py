@@ -203,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"innet pipeline throughput, {'/'.join(machine['executors'])} executor, one core ({machine['cpu']}, Python {machine['python']}, "
+    executors = "/".join(str(e) for e in machine["executors"])  # type: ignore[attr-defined]
+    table = Table(title=f"innet pipeline throughput, {executors} executor, one core ({machine['cpu']}, Python {machine['python']}, "
                         f"load {machine['load_average']})")
     for col in ("workload", "bytes/pkt", "pkt/s", "pkt/CPU-s", "values/s", "target", "ok (CPU)"):
         table.add_column(col, justify="left" if col == "workload" else "right", no_wrap=True)

@@ -846,7 +846,7 @@ class Gen:
                 _w(lhs.type, lhs)
             if isinstance(lhs, (ir.Member, ir.StackElem, ir.Slice)) and _runtime_index(lhs):
                 # the l-value is evaluated first and once ('a op= b' reads the same node)
-                node = lhs
+                node: ir.Expr = lhs
                 while isinstance(node, ir.Slice):
                     node = node.base
                 p = self.place(node)

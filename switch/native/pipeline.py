@@ -93,8 +93,8 @@ class NativeRegister(Register):
     def _signed(self, v: int) -> int:
         return v - (1 << self.width) if self.signed and v >> (self.width - 1) else v
 
-    @property  # type: ignore[override]
-    def cells(self) -> list[int]:
+    @property
+    def cells(self) -> list[int]:  # type: ignore[override]
         return [self._signed(v) for v in self._ffi.unpack(self._ptr, self.size)]
 
     def read(self, index: int) -> int:
@@ -119,12 +119,12 @@ class NativeCounter(Counter):
         self.name, self.size, self.kind = name, size, kind
         self._p, self._b, self._ffi = packets, nbytes, ffi
 
-    @property  # type: ignore[override]
-    def packets(self) -> list[int]:
+    @property
+    def packets(self) -> list[int]:  # type: ignore[override]
         return list(self._ffi.unpack(self._p, self.size))
 
-    @property  # type: ignore[override]
-    def bytes(self) -> list[int]:
+    @property
+    def bytes(self) -> list[int]:  # type: ignore[override]
         return list(self._ffi.unpack(self._b, self.size))
 
     def count(self, index: int, nbytes: int) -> None:
@@ -258,7 +258,7 @@ class NativePipeline(Pipeline):
             if tm is not None:
                 self._push_table(tm)
         self._dirty_tables.clear()
-        if self.pre.dirty:
+        if isinstance(self.pre, NativePRE) and self.pre.dirty:
             self._push_pre()
 
     def _push_table(self, tm: cgen.TableMeta) -> None:
@@ -295,6 +295,7 @@ class NativePipeline(Pipeline):
 
     def _push_pre(self) -> None:
         pre = self.pre
+        assert isinstance(pre, NativePRE)
         groups: list[int] = []
         ng = 0
         for grp in pre.groups:
