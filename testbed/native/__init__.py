@@ -1,7 +1,8 @@
 """C tools of the testbed, compiled on first use by ``innet.host.native.build`` (cached by
 content hash): ``sender.c`` (a closed-loop AF_PACKET generator with a window of frames in
 flight, batched with sendmmsg/recvmmsg) and ``reflector.c`` (bounces every frame on its
-interface unparsed: the ceiling a switch on that veth is held against).
+interface unparsed: the ceiling a switch on that veth is held against) and ``echo.c``
+(a UDP "switch" answering each CONTRIB with its RESULT, for the agent benchmark).
 
     sender = tool("sender")         # Path of the cached executable; NativeBuildError if no cc
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from innet.host.native.build import build_executable
 
-TOOLS = ("sender", "reflector")
+TOOLS = ("sender", "reflector", "echo")
 
 
 def tool(name: str) -> Path:
@@ -21,7 +22,7 @@ def tool(name: str) -> Path:
     if name not in TOOLS:
         raise ValueError(f"testbed tool {name!r}: expected one of {', '.join(TOOLS)}")
     source = resources.files("innet.testbed.native").joinpath(f"{name}.c").read_text()
-    return build_executable(f"innet-veth-{name}", source)
+    return build_executable(f"innet-{name}", source)
 
 
 def write_frames(path: Path, frames: list[bytes]) -> None:

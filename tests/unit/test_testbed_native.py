@@ -28,7 +28,7 @@ def test_frame_file_format(tmp_path: Path) -> None:
     assert data[62:64] == (300).to_bytes(2, "little") and len(data) == 64 + 300
     with pytest.raises(ValueError, match=r"frame of 10 bytes: the sender takes 14..9216"):
         write_frames(path, [b"x" * 10])
-    with pytest.raises(ValueError, match=r"testbed tool 'pinger': expected one of sender, reflector"):
+    with pytest.raises(ValueError, match=r"testbed tool 'pinger': expected one of sender, reflector, echo"):
         tool("pinger")
 
 
