@@ -47,7 +47,8 @@ import numpy as np
 import numpy.typing as npt
 
 from innet.host import quantize as qz
-from innet.host.protocol import AggregationError, Aggregator, JobConfig, Timing
+from innet.host.native import datapath as native_datapath
+from innet.host.protocol import AggregationError, JobConfig, Timing
 from innet.host.transport import TransportConfig, TransportError, open_transport
 from innet.host.wire import Mode
 
@@ -78,6 +79,13 @@ class AgentConfig:
     """multiprocessing start method of the agent process."""
     start_timeout: float = 60.0
     """Seconds the agent process may take to come up."""
+    datapath: str = "native"
+    """``"native"``: quantization and the protocol loop in C (``innet.host.native``), falling
+    back to ``"python"`` (the reference) with one line on stderr when no C compiler or cffi
+    is available."""
+
+    def __post_init__(self) -> None:
+        native_datapath.check_datapath(self.datapath)
 
 
 @dataclass(frozen=True)
@@ -149,7 +157,12 @@ class _AgentProcess:
         self.selector.register(conn.fileno(), selectors.EVENT_READ, "control")
         self.deferred: list[tuple[Any, ...]] = []
         """Control messages that arrived during an operation (other than stop)."""
-        self.aggregator = Aggregator(config.job, self.transport, config.timing, wait=self._wait)
+        self.codec = native_datapath.select(
+            config.datapath, self.transport,
+            who=f"innet agent (job {config.job.job}, worker {config.job.rank})")
+        self.aggregator = self.codec.aggregator(config.job, self.transport, config.timing,
+                                                wait=self._wait, control=self._control_fd,
+                                                on_control=self._control_during_op)
         self.segments: tuple[shared_memory.SharedMemory, shared_memory.SharedMemory] | None = None
 
     def _wait(self, timeout: float) -> bool:
@@ -162,6 +175,10 @@ class _AgentProcess:
             else:
                 self._control_during_op()
         return readable
+
+    def _control_fd(self) -> int:
+        """The control pipe while it is watched (the native loop's ``control``), else -1."""
+        return self.conn.fileno() if self.conn.fileno() in self.selector.get_map() else -1
 
     def _control_during_op(self) -> None:
         try:
@@ -183,7 +200,7 @@ class _AgentProcess:
         return self.conn.recv()  # type: ignore[no-any-return]
 
     def serve(self) -> None:
-        self.conn.send(("ready", self.transport.local_address))
+        self.conn.send(("ready", self.transport.local_address, self.codec.name))
         while True:
             try:
                 msg = self._next_message()
@@ -222,10 +239,10 @@ class _AgentProcess:
                 bound = self.config.sum_bound
                 if bound is None:
                     bound = self._exchange_bound(x)
-                q, frac_bits = qz.quantize_sum(x, bound, job.num_workers)
+                q, frac_bits = self.codec.quantize_sum(x, bound, job.num_workers)
             else:
                 fmt = self.config.fixed or qz.FixedPointFormat(num_workers=job.num_workers)
-                q = fmt.grads(x)
+                q = self.codec.grads(fmt, x)
                 frac_bits = fmt.param_frac_bits
             values, saturated = q.values, q.saturated
         out[:] = self.aggregator.run(values)
@@ -290,6 +307,9 @@ class Agent:
         """Report of the last completed operation."""
         self.local_address: tuple[str, int] | None = None
         """The agent's bound UDP address (known after start)."""
+        self.datapath: str | None = None
+        """The datapath the agent process runs (``"native"`` or ``"python"``; after start)."""
+        self._codec: native_datapath.Codec | None = None
 
     @property
     def _name(self) -> str:
@@ -313,6 +333,7 @@ class Agent:
             if reply[0] != "ready":
                 raise AgentError(f"agent of {self._name}: {reply[1]}")
             self.local_address = tuple(reply[1])  # type: ignore[assignment]
+            self.datapath = reply[2]
             self._ensure_capacity(self._initial_capacity)
         except BaseException:
             self.close()
@@ -431,7 +452,7 @@ class Agent:
     def pull(self, timeout: float | None = None) -> npt.NDArray[np.float32]:
         """Wait for the pushed vector's result: the updated parameters as float32."""
         fmt = self.config.fixed or qz.FixedPointFormat(num_workers=self.config.job.num_workers)
-        return fmt.params_float(self._wait(timeout))
+        return self._dequantizer().dequantize(self._wait(timeout), fmt.param_frac_bits)
 
     def push_int(self, values: npt.ArrayLike) -> None:
         """Start aggregating raw int32 values (any mode); returns at once."""
@@ -447,7 +468,19 @@ class Agent:
         self._submit("sum", array, np.float32)
         result = self._wait(timeout)
         assert self.last is not None
-        return qz.dequantize(result, self.last.frac_bits).reshape(shape)
+        return self._dequantizer().dequantize(result, self.last.frac_bits).reshape(shape)
+
+    def _dequantizer(self) -> native_datapath.Codec:
+        """The agent's datapath on the worker side (the C library is cached by then)."""
+        if self._codec is None:
+            lib = None
+            if self.datapath == "native":
+                try:
+                    lib = native_datapath.load_native()
+                except native_datapath.NativeBuildError:
+                    lib = None
+            self._codec = native_datapath.Codec(lib)
+        return self._codec
 
     def allreduce_int(self, array: npt.ArrayLike, timeout: float | None = None) -> npt.NDArray[np.int32]:
         """Exact int32 sum (wrapping) of ``array`` over the job's workers."""

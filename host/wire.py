@@ -36,6 +36,10 @@ HEADER_BITS = (8, 8, 16, 16, 16, 32, 16, 16, 32, 32)
 
 DEFAULT_K = 64
 """Values per packet of the default build (P4 ``INNET_K``)."""
+SUPPORTED_K = (4, 64, 256, 1024, 2048)
+"""The ``INNET_K`` values ``p4/innet/repeat.p4`` builds (2048 needs jumbo frames, MTU 9000)."""
+IP_OVERHEAD = 20 + 8
+"""IPv4 (no options) and UDP header bytes inside the link MTU."""
 MAX_WORKERS = 32
 """Workers per job: the bitmap is 32 bits."""
 VALUE_DTYPE = np.dtype(">i4")
@@ -176,6 +180,16 @@ def unpack(data: bytes, k: int = DEFAULT_K) -> Message:
 def message_len(k: int = DEFAULT_K) -> int:
     """Bytes of header plus K values."""
     return HEADER_LEN + 4 * k
+
+
+def k_for_mtu(mtu: int) -> int:
+    """The largest supported K whose innet packet (IPv4 + UDP + header + K values) fits an
+    IP MTU of ``mtu`` bytes: 256 for 1500, 2048 for 9000. Raises WireError below K=4's 96."""
+    fitting = [k for k in SUPPORTED_K if IP_OVERHEAD + message_len(k) <= mtu]
+    if not fitting:
+        raise WireError(f"MTU {mtu}: too small for an innet packet (K=4 needs "
+                        f"{IP_OVERHEAD + message_len(SUPPORTED_K[0])} bytes)")
+    return fitting[-1]
 
 
 # -- Ethernet / IPv4 / UDP ---------------------------------------------------------------

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from innet.host.wire import IP_OVERHEAD, SUPPORTED_K, k_for_mtu, message_len
 from innet.testbed import costmodel
 from innet.testbed.bringup import Testbed, TestbedError, TestbedOptions, WorkerResult
 from innet.testbed.topology import Link, star
@@ -48,8 +49,12 @@ class BenchConfig:
     """One-way link delay in ms (Mininet)."""
     repeats: int = 2
     """Timed operations per size and collective (after one warm-up)."""
-    k: int = 64
-    """Values per packet (``INNET_K``; 256 is the jumbo build, a 1086-byte frame)."""
+    k: int | None = None
+    """Values per packet (``INNET_K``, one of ``wire.SUPPORTED_K``); None: the largest whose
+    frame fits the MTU (256 at 1500, 2048 at 9000)."""
+    mtu: int | None = None
+    """Link MTU (Mininet: every host and switch interface, for innet and gloo alike); None:
+    the interfaces' default, 1500."""
     window: int = 16
     """Slots per job (outstanding chunks per worker)."""
     collectives: tuple[str, ...] = ("ina", "gloo")
@@ -80,6 +85,24 @@ class BenchConfig:
             raise ValueError(f"bench backend={self.backend!r}: choose auto, mininet or loopback")
         if self.repeats < 1:
             raise ValueError(f"bench repeats={self.repeats}: must be >= 1")
+        if self.mtu is not None and not 576 <= self.mtu <= 9000:
+            raise ValueError(f"bench mtu={self.mtu}: must be within 576..9000")
+        if self.k is not None:
+            if self.k not in SUPPORTED_K:
+                raise ValueError(f"bench k={self.k}: innet.p4 builds K in {', '.join(map(str, SUPPORTED_K))}")
+            if IP_OVERHEAD + message_len(self.k) > self.link_mtu:
+                raise ValueError(f"bench k={self.k}: a {IP_OVERHEAD + message_len(self.k)}-byte innet "
+                                 f"packet exceeds mtu {self.link_mtu} (largest K that fits: "
+                                 f"{k_for_mtu(self.link_mtu)})")
+
+    @property
+    def link_mtu(self) -> int:
+        """The MTU the links have (1500 unless set)."""
+        return self.mtu if self.mtu is not None else 1500
+
+    def resolved_k(self) -> int:
+        """K as given, else the largest supported K whose frame fits the MTU."""
+        return self.k if self.k is not None else k_for_mtu(self.link_mtu)
 
     def resolved_backend(self) -> str:
         if self.backend == "auto":
@@ -183,14 +206,16 @@ def machine() -> dict[str, Any]:
 
 
 def open_testbed(backend: str, n: int, loss_pct: float, config: BenchConfig) -> Testbed:
-    options = TestbedOptions(k=config.k, window=config.window,
-                             defines=(("INNET_K", str(config.k)),) if config.k != 64 else (),
+    k = config.resolved_k()
+    options = TestbedOptions(k=k, window=config.window,
+                             defines=(("INNET_K", str(k)),) if k != 64 else (),
                              switch_loss=loss_pct / 100 if backend == "loopback" else 0.0,
                              switch_executor=config.executor)
     if backend == "mininet":
         from innet.testbed.mininet_net import MininetTestbed
 
-        link = Link(bw_mbps=config.bw_mbps, delay_ms=config.delay_ms, loss_pct=loss_pct or None)
+        link = Link(bw_mbps=config.bw_mbps, delay_ms=config.delay_ms, loss_pct=loss_pct or None,
+                    mtu=config.mtu)
         return MininetTestbed(star(workers=n, link=link), options)
     from innet.testbed.loopback import LoopbackTestbed
 
@@ -210,7 +235,8 @@ def run(config: BenchConfig, progress: Progress = lambda _: None) -> dict[str, A
             progress(f"bringing up star of {n} workers on {backend}, loss {loss:g}%")
             link = costmodel.LinkModel(
                 bw_bps=config.bw_mbps * 1e6 if backend == "mininet" and config.bw_mbps else None,
-                latency_s=(config.delay_ms or 0) / 1e3 if backend == "mininet" else 0.0, loss=loss / 100)
+                latency_s=(config.delay_ms or 0) / 1e3 if backend == "mininet" else 0.0, loss=loss / 100,
+                mtu=config.link_mtu)
             with open_testbed(backend, n, loss, config) as tb:
                 for collective in config.collectives:
                     progress(f"{collective}: {n} workers, sizes {list(config.sizes)}, loss {loss:g}%")
@@ -225,8 +251,9 @@ def run(config: BenchConfig, progress: Progress = lambda _: None) -> dict[str, A
                         failures.append({"collective": collective, "workers": n, "loss_pct": loss,
                                          "error": first_line})
                         continue
-                    rows.extend(summarize(collective, n, loss, per_rank, config.k, link))
+                    rows.extend(summarize(collective, n, loss, per_rank, config.resolved_k(), link))
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()}
+    settings["k"], settings["mtu"] = config.resolved_k(), config.link_mtu
     return {"format": "innet-bench/1", "date": dt.datetime.now().isoformat(timespec="seconds"),
             "machine": machine(), "backend": backend, "switch": BACKEND, "settings": settings,
             "rows": [asdict(r) for r in rows], "failures": failures}
@@ -239,7 +266,7 @@ def caption(doc: dict[str, Any]) -> str:
             else "no link shaping (loopback)" if doc["backend"] == "loopback" else "unshaped veths")
     if s.get("delay_ms") and doc["backend"] == "mininet":
         link += f", {s['delay_ms']:g} ms"
-    return (f"{m['cpu']} ({m['cores']} cores), {doc['backend']}, {doc['switch']}, K={s['k']}, window={s['window']}, "
+    return (f"{m['cpu']} ({m['cores']} cores), {doc['backend']}, {doc['switch']}, K={s['k']}, MTU {s.get('mtu') or 1500}, window={s['window']}, "
             f"workers {','.join(map(str, s['workers']))}, S={','.join(_size(x) for x in s['sizes'])}, "
             f"{link}, loss {','.join(f'{p:g}%' for p in s['losses'])}")
 

@@ -94,6 +94,28 @@ class TestbedOptions:
             raise ValueError(f"testbed window={self.window}: must be within 1..{MAX_WINDOW} (INNET_SLOTS)")
 
 
+def topology_mtu(topology: Topology) -> int:
+    """The smallest MTU of the topology's links (1500 where a link leaves it unset)."""
+    return min((c.link.mtu or 1500 for c in topology.links), default=1500)
+
+
+def options_for(topology: Topology, k: int | None = None, **fields: Any) -> TestbedOptions:
+    """TestbedOptions whose K (and ``INNET_K`` define) is ``k``, or else the largest
+    supported K whose frame fits every link of ``topology`` (``wire.k_for_mtu``)."""
+    from innet.host.wire import IP_OVERHEAD, k_for_mtu, message_len
+
+    mtu = topology_mtu(topology)
+    if k is None:
+        k = k_for_mtu(mtu)
+    elif IP_OVERHEAD + message_len(k) > mtu:
+        raise ValueError(f"K={k}: a {IP_OVERHEAD + message_len(k)}-byte innet packet exceeds the "
+                         f"links' MTU {mtu} (largest K that fits: {k_for_mtu(mtu)})")
+    defines = tuple(d for d in fields.pop("defines", ()) if d[0] != "INNET_K")
+    if k != 64:
+        defines += (("INNET_K", str(k)),)
+    return TestbedOptions(k=k, defines=defines, **fields)
+
+
 @dataclass(frozen=True)
 class WorkerResult:
     """What one worker process reported for one size (innet or gloo)."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from innet.argtypes import input_file, int_range, output_dir, positive_float
+from innet.host.wire import SUPPORTED_K
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -114,7 +115,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     _terminate_on_sigterm()
     try:
         config = bench.BenchConfig(workers=args.workers, sizes=args.sizes, losses=args.loss,
-                                   bw_mbps=args.bw or None, delay_ms=args.delay, repeats=args.repeats, k=args.k,
+                                   bw_mbps=args.bw or None, delay_ms=args.delay, repeats=args.repeats, k=args.k, mtu=args.mtu,
                                    window=args.window, backend=args.backend, out_dir=args.out, executor=args.executor,
                                    timeout_s=args.timeout,
                                    collectives=tuple(c for c in ("ina", "gloo") if c not in args.skip))
@@ -139,7 +140,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_testbed_up(args: argparse.Namespace) -> int:
     from innet.controller.errors import ControllerError
-    from innet.testbed.bringup import TestbedError, TestbedOptions
+    from innet.testbed.bringup import TestbedError, options_for
     from innet.testbed.topology import TOPOLOGIES, Link, Topology, TopologyError
 
     quiet_mininet()
@@ -149,16 +150,19 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
         if args.topo_file is not None:
             topo = Topology.load(args.topo_file)
         else:
-            link = Link(bw_mbps=args.bw, delay_ms=args.delay, loss_pct=args.link_loss)
+            link = Link(bw_mbps=args.bw, delay_ms=args.delay, loss_pct=args.link_loss, mtu=args.mtu)
             topo = TOPOLOGIES[args.topo](workers=args.workers, link=link)
     except TopologyError as error:
         print(f"innet testbed up: {error}", file=sys.stderr)
         return EXIT_USAGE
     loopback = args.loopback or os.geteuid() != 0
     try:
-        options = TestbedOptions(switch_loss=args.switch_loss / 100 if loopback else 0.0,
-                                 switch_executor=args.executor)
-    except ValueError:
+        options = options_for(topo, args.k, switch_loss=args.switch_loss / 100 if loopback else 0.0,
+                              switch_executor=args.executor)
+    except ValueError as error:
+        if str(error).startswith("K="):
+            print(f"innet testbed up: {error}", file=sys.stderr)
+            return EXIT_USAGE
         print(f"innet testbed up: --switch-loss {args.switch_loss:g}: must be a percentage within 0..100 "
               "(100 excluded)", file=sys.stderr)
         return EXIT_USAGE
@@ -232,7 +236,10 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     bench.add_argument("--bw", type=float, default=1000.0, help="link rate in Mbit/s, 0: unshaped (Mininet)")
     bench.add_argument("--delay", type=float, default=None, help="one-way link delay in ms (Mininet)")
     bench.add_argument("--repeats", type=int_range(1), default=2, help="timed operations per point (default 2)")
-    bench.add_argument("-k", type=int, default=64, choices=[64, 256], help="values per packet (INNET_K)")
+    bench.add_argument("-k", type=int, default=None, choices=list(SUPPORTED_K),
+                       help="values per packet (INNET_K; default: the largest whose frame fits the MTU)")
+    bench.add_argument("--mtu", type=int, default=None,
+                       help="link MTU, 576..9000, for innet and gloo alike (Mininet; default 1500)")
     bench.add_argument("--window", type=int_range(1, MAX_WINDOW), default=16, help="slots per job (default 16)")
     bench.add_argument("--backend", choices=backends, default="auto", help="auto: Mininet when root")
     bench.add_argument("--executor", choices=["auto", "native", "python"], default="auto",
@@ -253,6 +260,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     up.add_argument("--bw", type=float, default=None, help="link rate in Mbit/s (Mininet)")
     up.add_argument("--delay", type=float, default=None, help="one-way link delay in ms (Mininet)")
     up.add_argument("--link-loss", type=float, default=None, help="link loss in percent (Mininet netem)")
+    up.add_argument("--mtu", type=int, default=None, help="link MTU, 576..9000 (Mininet; K follows it)")
+    up.add_argument("-k", type=int, default=None, choices=list(SUPPORTED_K),
+                    help="values per packet (INNET_K; default: the largest whose frame fits the MTU)")
     up.add_argument("--switch-loss", type=float, default=0.0, help="loopback: drop percent of switch output")
     up.add_argument("--loopback", action="store_true", help="no Mininet: UDP switch ports on 127.0.0.1")
     up.add_argument("--executor", choices=["auto", "native", "python"], default="auto",

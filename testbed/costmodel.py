@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from innet.host.wire import HEADER_LEN
+from innet.host.wire import HEADER_LEN, k_for_mtu
 
 ETH_HEADER = 14
 """Ethernet header bytes (no FCS or preamble on veth; HTB counts the frame from here)."""
@@ -111,9 +111,12 @@ def ring_allreduce(n: int, elements: int, net: LinkModel) -> Estimate:
                     switch_packets, bound if max(time, switch_time) > 0 else "none")
 
 
-def ina_allreduce(n: int, elements: int, k: int, net: LinkModel) -> Estimate:
-    """innet allreduce of ``elements`` int32 across ``n`` workers, ``k`` values per packet."""
+def ina_allreduce(n: int, elements: int, k: int | None, net: LinkModel) -> Estimate:
+    """innet allreduce of ``elements`` int32 across ``n`` workers, ``k`` values per packet
+    (None: the largest K whose frame fits the links' MTU, as the testbed picks it)."""
     _check(n, elements)
+    if k is None:
+        k = k_for_mtu(net.mtu)
     if k < 1:
         raise ValueError(f"k={k}: must be >= 1")
     chunks = math.ceil(elements / k)

@@ -5,7 +5,7 @@
 #ifndef INNET_CONFIG_P4
 #define INNET_CONFIG_P4
 
-/* int32 values per packet: 4, 64, 256 or 1024 (see repeat.p4). */
+/* int32 values per packet: 4, 64, 256, 1024 or 2048 (see repeat.p4; 2048 needs MTU 9000). */
 #ifndef INNET_K
 #define INNET_K 64
 #endif

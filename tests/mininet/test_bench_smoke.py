@@ -19,7 +19,8 @@ def test_bench_smoke_writes_json_and_png(tmp_path: Path) -> None:
     (png_path,) = tmp_path.glob("bench-*.png")
     assert png_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     doc = json.loads(json_path.read_text())
-    assert doc["backend"] == "mininet" and doc["settings"]["k"] == 64
+    assert doc["backend"] == "mininet" and doc["settings"]["k"] == 256  # K from the default MTU 1500
+    assert doc["settings"]["mtu"] == 1500
     rows = doc["rows"]
     assert {(r["collective"], r["elements"], r["loss_pct"]) for r in rows} == {
         (c, s, p) for c in ("ina", "gloo") for s in (64, 1024) for p in (0.0, 5.0)}

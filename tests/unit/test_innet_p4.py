@@ -6,6 +6,7 @@ p4/innet.stf and p4/innet/tests/."""
 from __future__ import annotations
 
 import random
+import re
 import struct
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -34,6 +35,18 @@ def program(k: int = 4, **sizes: int) -> ir.Program:
 
 # ---------------------------------------------------------------- builds and P4Info
 
+@pytest.mark.parametrize("k", [4, 64, 256, 1024, 2048])
+def test_repeat_expands_to_every_index_once(k: int) -> None:
+    """INNET_FOR_EACH(X) is X(0) .. X(K-1), in order (a full build of K=2048 takes ~50 s
+    here, so the expansion is checked at the preprocessor, where its macros live)."""
+    from innet.switch.frontend.preprocess import preprocess_source
+
+    out = preprocess_source('#include "repeat.p4"\n#define X(i) <i>\nINNET_FOR_EACH(X)\n',
+                            include_dirs=(str(PROGRAM.parent / "innet"),),
+                            defines={"INNET_K": str(k)}).text
+    assert [int(t) for t in re.findall(r"<\s*(\w+)\s*>", out)] == list(range(k))
+
+
 @pytest.mark.parametrize("k", [4, 64, 256])  # 1024: tests/integration/test_innet_p4_jumbo.py (slow)
 def test_builds_for_each_k(k: int) -> None:
     pl = Pipeline(program(k))
@@ -48,7 +61,7 @@ def test_builds_for_each_k(k: int) -> None:
 
 
 def test_unsupported_k_is_a_located_error() -> None:
-    with pytest.raises(P4Error, match="INNET_K must be 4, 64, 256 or 1024"):
+    with pytest.raises(P4Error, match="INNET_K must be 4, 64, 256, 1024 or 2048"):
         compile_file(str(PROGRAM), defines={"INNET_K": "100"})
 
 

@@ -177,3 +177,25 @@ def test_control_plane_names_match_p4info() -> None:
     for i in (0, wire.DEFAULT_K - 1):
         assert {"MyIngress.innet_epoch", f"MyIngress.innet_acc_{i}", f"MyIngress.innet_param_{i}",
                 f"MyIngress.innet_mom_{i}"} <= registers
+
+
+# -- K from the MTU (jumbo frames) -----------------------------------------------------------
+
+def test_supported_k_matches_repeat_p4() -> None:
+    import re
+    from pathlib import Path
+
+    repeat = (Path(__file__).resolve().parents[2] / "p4" / "innet" / "repeat.p4").read_text()
+    assert tuple(int(k) for k in re.findall(r"INNET_K == (\d+)", repeat)) == wire.SUPPORTED_K
+
+
+@pytest.mark.parametrize("mtu,k", [(9000, 2048), (8244, 2048), (8243, 1024), (1500, 256),
+                                   (1076, 256), (1075, 64), (576, 64), (308, 64), (307, 4), (68, 4)])
+def test_k_for_mtu_is_the_largest_fitting_k(mtu: int, k: int) -> None:
+    assert wire.k_for_mtu(mtu) == k
+    assert wire.IP_OVERHEAD + wire.message_len(k) <= mtu
+
+
+def test_k_for_mtu_too_small() -> None:
+    with pytest.raises(wire.WireError, match=r"MTU 67: too small for an innet packet \(K=4 needs 68 bytes\)"):
+        wire.k_for_mtu(67)

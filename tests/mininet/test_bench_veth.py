@@ -1,0 +1,21 @@
+"""Mininet tier (root): ``bench_veth`` measures the reflector ceiling and innet-switch on a
+veth pair it makes, saves JSON and PNG, and leaves no namespace or interface behind."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_bench_veth_agg64_writes_ratio_and_cleans_up(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "innet.testbed.bench_veth", "--seconds", "1", "--only", "agg64",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    doc = json.loads((tmp_path / "bench_veth.json").read_text())
+    (row,) = doc["rows"]
+    assert row["workload"] == "agg64" and row["ceiling_pps"] > 0 and 0 < row["ratio"]
+    assert (tmp_path / "bench_veth.png").read_bytes()[:4] == b"\x89PNG"
+    assert "innet-bv" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert "ibvo" not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
