@@ -16,6 +16,7 @@ packages = ["innet"] + [
 setup(
     packages=packages,
     package_dir={"innet": "."},
-    package_data={"innet.p4": ["*.p4", "*.stf", "include/*.p4", "**/*.p4", "**/*.stf"], "innet": ["py.typed"]},
+    package_data={"innet.p4": ["*.p4", "*.stf", "include/*.p4", "**/*.p4", "**/*.stf"], "innet": ["py.typed"],
+                  "innet.switch.frontend": ["*.lark"]},
     include_package_data=False,
 )
