@@ -138,4 +138,21 @@ def build_image(client: Any, repo: Path = REPO, pip: PipSettings | None = None,
             tail = [str(c.get("stream", "")).strip() for c in error.build_log if c.get("stream")][-5:]
             raise ImageError(f"image {tag}: build failed: {error.msg}; last lines: {' | '.join(tail)}") from None
     client.images.get(tag).tag(IMAGE_NAME, "latest")
+    _remove_older(client, key)
     return tag
+
+
+def _remove_older(client: Any, key: str) -> None:
+    """Drop ``innet:<key>`` images of earlier inputs (one cached image at a time); images in
+    use by a container stay. Untagged build-stage images are kept: they hold the dependency
+    layer a rebuild after a source change reuses (``docker image prune`` removes them)."""
+    import docker.errors
+
+    for image in client.images.list(filters={"label": [KEY_LABEL]}):
+        if image.labels.get(KEY_LABEL) == key:
+            continue
+        for old in image.tags:
+            try:
+                client.images.remove(old)
+            except docker.errors.APIError:
+                pass
