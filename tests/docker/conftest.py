@@ -28,19 +28,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
-def _ping(client: Any) -> bool:
+def _connect(docker: Any) -> Any | None:
+    """A client of a running engine, None when none answers (the SDK asks the engine for its
+    API version on creation, so creating it is the probe)."""
     try:
-        return bool(client.ping())
-    except Exception:
-        return False
+        client = docker.DockerClient(base_url=os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock"),
+                                     timeout=600)
+        client.ping()
+        return client
+    except docker.errors.DockerException:
+        return None
 
 
 @pytest.fixture(scope="session")
 def docker_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     docker = pytest.importorskip("docker", reason="the Docker SDK for Python is not installed (pip install 'innet[docker]')")
-    client = docker.DockerClient(base_url=os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock"), timeout=600)
+    client = _connect(docker)
     started: subprocess.Popen[bytes] | None = None
-    if not _ping(client):
+    if client is None:
         dockerd = shutil.which("dockerd")
         if dockerd is None:
             pytest.skip("no Docker engine running and no dockerd to start (apt-get install docker.io)")
@@ -50,7 +55,7 @@ def docker_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         started = subprocess.Popen([dockerd], stdout=open(log, "wb"), stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + ENGINE_DEADLINE
-        while not _ping(client):
+        while (client := _connect(docker)) is None:
             if started.poll() is not None or time.monotonic() > deadline:
                 tail = log.read_text(errors="replace").strip().splitlines()[-3:]
                 started.terminate()
