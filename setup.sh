@@ -14,7 +14,8 @@ wait_for_apt() {
   /usr/bin/python3 testbed/apt_locks.py "$APT_WAIT"
 }
 
-APT_PKGS=(mininet cpp iproute2 iputils-ping ethtool tcpdump python3-venv python3-dev gcc procps psmisc)
+APT_PKGS=(mininet cpp iproute2 iputils-ping ethtool tcpdump python3-venv python3-dev gcc procps psmisc
+          docker.io docker-compose debootstrap)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -39,9 +40,9 @@ fi
 stamp=.venv/.innet-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
    || [ constraints.txt -nt "$stamp" ]; then
-  echo "setup.sh: pip install -e .[test,plot,ml] (versions from constraints.txt)"
+  echo "setup.sh: pip install -e .[test,plot,ml,docker] (versions from constraints.txt)"
   .venv/bin/python -m pip install -q -c constraints.txt --upgrade pip
-  .venv/bin/python -m pip install -q -c constraints.txt -e '.[test,plot,ml]'
+  .venv/bin/python -m pip install -q -c constraints.txt -e '.[test,plot,ml,docker]'
   touch "$stamp"
 fi
 # torch (CPU) for the gloo baseline of `innet bench`/`innet demo`; kept out of innet's core

@@ -68,14 +68,31 @@ def run_subprocess(argv: list[str], stdin: str) -> str:
     try:
         result = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=120)
     except FileNotFoundError:
-        raise ControllerError(f"register fallback: {argv[0]!r} not found on PATH "
-                              "(BMv2's simple_switch_CLI is needed to access registers on BMv2)") from None
+        raise ControllerError(f"register fallback: {argv[0]!r} not found on PATH (BMv2's simple_switch_CLI is "
+                              "needed to access registers on BMv2: install BMv2 from p4lang's packages, use the "
+                              "p4lang/behavioral-model image, or build it from source)") from None
     except subprocess.TimeoutExpired:
         raise ControllerError(f"register fallback: {' '.join(argv)} did not finish within 120 s") from None
     if result.returncode != 0:
-        raise ControllerError(f"register fallback: {' '.join(argv)} exited with {result.returncode}: "
-                              f"{result.stderr.strip()[:500]}")
+        # simple_switch_CLI prints its connection failure on stdout
+        why = result.stderr.strip() or result.stdout.strip()
+        lines = why.splitlines()
+        why = f"{lines[0]} ({' '.join(lines[1:])})" if len(lines) > 1 else why
+        raise ControllerError(f"register fallback: {' '.join(argv)} exited with {result.returncode}: {why[:500]}")
     return result.stdout
+
+
+_CLI_ERROR = re.compile(r"(?:RuntimeCmd:\s*)*((?:Error: |Invalid \w+ operation ).*)")
+
+
+def _cli_error(out: str) -> str | None:
+    """The first error line simple_switch_CLI printed (``Error: ...`` or ``Invalid register
+    operation (CODE)``, its two formats for a failed command), None when there is none."""
+    for line in out.splitlines():
+        m = _CLI_ERROR.search(line)
+        if m:
+            return m.group(1).strip()
+    return None
 
 
 _CELL = re.compile(r"(\S+)\[(\d+)\]\s*=\s*(-?\d+)")
@@ -91,17 +108,25 @@ class ThriftCliRegisters:
     def _run(self, commands: list[str]) -> str:
         return self.runner([self.cli, "--thrift-port", str(self.thrift_port)], "\n".join(commands) + "\n")
 
+    def _checked(self, commands: list[str], what: str) -> str:
+        out = self._run(commands)
+        error = _cli_error(out)
+        if error is not None:
+            raise ControllerError(f"{what} via simple_switch_CLI: {error}")
+        return out
+
     def read(self, info: RegisterInfo, indexes: range) -> list[int]:
         mask = (1 << info.bitwidth) - 1
+        what = f"register {info.name!r}"
         if len(indexes) * 4 >= info.size:
-            out = self._run([f"register_read {info.name}"])
+            out = self._checked([f"register_read {info.name}"], what)
             for line in out.splitlines():
                 m = _ALL.search(line)
                 if m and m.group(1) == info.name:
                     values = [int(v) & mask for v in m.group(2).split(",")]
                     return [values[i] for i in indexes]
             raise ControllerError(f"register {info.name!r}: no values in simple_switch_CLI output: {out[:300]!r}")
-        out = self._run([f"register_read {info.name} {i}" for i in indexes])
+        out = self._checked([f"register_read {info.name} {i}" for i in indexes], what)
         got = {int(m.group(2)): int(m.group(3)) & mask for m in _CELL.finditer(out) if m.group(1) == info.name}
         missing = [i for i in indexes if i not in got]
         if missing:
@@ -112,9 +137,12 @@ class ThriftCliRegisters:
     def write(self, cells: dict[str, Sequence[tuple[int, int]]]) -> None:
         commands = [f"register_write {name} {i} {v}" for name, items in cells.items() for i, v in items]
         if commands:
-            out = self._run(commands)
-            if "Error" in out or "Invalid" in out:
-                raise ControllerError(f"register write via simple_switch_CLI failed: {out[:300]!r}")
+            self._checked(commands, "register write")
+
+    def reset(self, names: Sequence[str]) -> None:
+        """Zero every cell of each register (``register_reset``, one command per register)."""
+        if names:
+            self._checked([f"register_reset {name}" for name in names], "register reset")
 
 
 class AutoRegisters:

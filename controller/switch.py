@@ -21,7 +21,7 @@ from innet.controller.client import P4RuntimeClient
 from innet.controller.entities import Replica, TableEntry
 from innet.controller.errors import ControllerError, NoPipelineError, ValueRangeError
 from innet.controller.pipeline import PipelineConfig
-from innet.controller.registers import AutoRegisters, P4RuntimeRegisters, RegisterBackend, Runner, ThriftCliRegisters, run_subprocess
+from innet.controller.registers import RegisterBackend, Runner, run_subprocess
 from innet.controller.schema import P4Schema, Value, encode
 from innet.controller.reconnect import ReconnectPolicy
 from innet.controller.tls import ClientTls
@@ -48,6 +48,9 @@ class SwitchEndpoint:
     session that does not arbitrate (``innet inspect``)."""
     thrift_port: int | None = None
     """BMv2 only: Thrift port for the ``simple_switch_CLI`` register fallback."""
+    registers: str = "auto"
+    """Register transport: ``thrift`` (BMv2: never RegisterEntry over P4Runtime), ``p4runtime``,
+    or ``auto`` (with a Thrift port: one single-cell probe decides; see register_transport)."""
     timeout: float = 10.0
     """Deadline in seconds of connecting and of each RPC."""
     tls: ClientTls | None = None
@@ -124,10 +127,11 @@ class Switch:
             restorer()
 
     def _use(self, schema: P4Schema) -> None:
+        from innet.controller.register_transport import choose
+
         self._schema = schema
-        fallback = (ThriftCliRegisters(self.spec.thrift_port, runner=self._runner)
-                    if self.spec.thrift_port is not None else None)
-        self._registers = AutoRegisters(P4RuntimeRegisters(self.client, schema), fallback, self.spec.address)
+        self._registers = choose(self.client, schema, self.spec.registers, self.spec.thrift_port, self.spec.address,
+                                 self._runner)
 
     @property
     def schema(self) -> P4Schema:

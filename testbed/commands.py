@@ -93,6 +93,10 @@ def _terminate_on_sigterm() -> None:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from innet.testbed.demo import DemoConfig, run
+    from innet.testbed.docker_commands import check_switch_impl
+
+    if (rc := check_switch_impl(args, "demo")) is not None:
+        return rc
 
     quiet_mininet()
     _terminate_on_sigterm()
@@ -110,6 +114,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from innet.testbed import bench
+    from innet.testbed.docker_commands import check_switch_impl
+
+    if (rc := check_switch_impl(args, "bench")) is not None:
+        return rc
 
     quiet_mininet()
     _terminate_on_sigterm()
@@ -141,8 +149,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_testbed_up(args: argparse.Namespace) -> int:
     from innet.controller.errors import ControllerError
     from innet.testbed.bringup import TestbedError, options_for
+    from innet.testbed.docker_commands import check_switch_impl, cmd_up_docker
     from innet.testbed.topology import TOPOLOGIES, Link, Topology, TopologyError
 
+    if args.runtime == "docker":
+        return cmd_up_docker(args)
+    if (rc := check_switch_impl(args, "testbed up")) is not None:
+        return rc
     quiet_mininet()
     _terminate_on_sigterm()
     console = _console()
@@ -203,6 +216,11 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
 def cmd_testbed_down(args: argparse.Namespace) -> int:
     from innet.testbed.cleanup import cleanup, down
 
+    if getattr(args, "runtime", "process") == "docker":
+        from innet.testbed.docker_commands import cmd_cleanup_docker
+
+        return cmd_cleanup_docker()
+
     done = down() if args.action == "down" else cleanup()
     for line in done:
         print(line)
@@ -214,6 +232,7 @@ def cmd_testbed_down(args: argparse.Namespace) -> int:
 def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Register ``demo``, ``bench`` and ``testbed`` on the ``innet`` parser."""
     from innet.testbed.bringup import MAX_WINDOW
+    from innet.testbed.docker_commands import add_arguments as add_switch_impl
 
     backends = ["auto", "mininet", "loopback"]
     demo = sub.add_parser("demo", help="bring up a 4-worker star, train with the switch as optimizer, "
@@ -226,6 +245,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                       help="switch packet executor: native (generated C), python, auto (native when possible)")
     demo.add_argument("--no-gloo", action="store_true", help="skip the gloo baseline")
     demo.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
+    add_switch_impl(demo)
     demo.set_defaults(func=cmd_demo)
 
     bench = sub.add_parser("bench", help="allreduce benchmark: innet INA vs gloo ring on the same testbed")
@@ -249,6 +269,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     bench.add_argument("--markdown", action="store_true", help="also print the rows as a Markdown table")
     bench.add_argument("--timeout", type=positive_float, default=300.0,
                        help="seconds per collective and testbed before it counts as failed (default 300)")
+    add_switch_impl(bench)
     bench.set_defaults(func=cmd_bench)
 
     tb = sub.add_parser("testbed", help="bring a topology up with the job ready, or remove leftovers")
@@ -268,7 +289,11 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     up.add_argument("--executor", choices=["auto", "native", "python"], default="auto",
                     help="switch packet executor: native (generated C), python, auto (native when possible)")
     up.add_argument("--no-cli", action="store_true", help="wait for Ctrl-C instead of the Mininet CLI")
+    add_switch_impl(up, runtime=True)
     up.set_defaults(func=cmd_testbed_up)
     for name, text in (("down", "stop live testbeds (their `up` process) and remove leftovers"),
                        ("cleanup", "remove leftovers of crashed runs (processes, interfaces)")):
-        tbsub.add_parser(name, help=text).set_defaults(func=cmd_testbed_down)
+        p = tbsub.add_parser(name, help=text)
+        p.add_argument("--runtime", choices=["process", "docker"], default="process",
+                       help="docker: remove innet-labelled containers, networks and volumes")
+        p.set_defaults(func=cmd_testbed_down)

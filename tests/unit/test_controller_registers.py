@@ -72,10 +72,11 @@ def test_without_thrift_port_the_error_says_what_to_do():
 
 
 def test_cli_output_without_the_value_is_an_error():
-    cli = ThriftCliRegisters(9090, runner=lambda argv, stdin: "Error: Invalid register name\n")
+    cli = ThriftCliRegisters(9090, runner=lambda argv, stdin: "RuntimeCmd: \n")
     with pytest.raises(ControllerError, match=r"register 'MyIngress.innet_param_0': simple_switch_CLI gave no value"):
         cli.read(REG, range(0, 1))
-    with pytest.raises(ControllerError, match="register write via simple_switch_CLI failed"):
+    cli = ThriftCliRegisters(9090, runner=lambda argv, stdin: "Error: Invalid register name (x)\n")
+    with pytest.raises(ControllerError, match=r"register write via simple_switch_CLI: Error: Invalid register name"):
         cli.write({REG.name: [(0, 1)]})
 
 

@@ -1,0 +1,201 @@
+"""The ``bmv2`` switch backend: p4lang's ``simple_switch_grpc`` with the same P4 and controller.
+
+* tools: ``simple_switch_grpc`` and ``simple_switch_CLI`` on PATH or in ``INNET_BMV2_BIN``
+  (the binary or its directory), ``p4c-bm2-ss`` on PATH or ``INNET_P4C``; a missing one is
+  one line saying which and how to get it (:class:`Bmv2Missing`);
+* compile: ``p4c-bm2-ss --arch v1model --p4runtime-files DIR/p4info.txtpb -o DIR/NAME.json``
+  (p4c's own core.p4/v1model.p4, never innet's copies), or a given directory with the JSON
+  and P4Info (``PipelineConfig.from_dir``);
+* start: ``simple_switch_grpc --device-id N -i PORT@IFACE... --thrift-port T --no-p4 --
+  --grpc-server-addr A --cpu-port C`` (target options after ``--``, as BMv2 parses them);
+* control: the same controller, with ``SwitchSpec(thrift_port=T, registers="thrift")``: BMv2's
+  P4Runtime answers UNIMPLEMENTED to RegisterEntry, so registers go through Thrift only.
+
+BMv2 has no UDP ports: the backend needs Linux interfaces (Mininet, root).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+SWITCH_IMPLS = ("innet", "bmv2")
+GET_BMV2 = ("install BMv2 built with PI (p4lang's packages for Debian/Ubuntu, the p4lang/behavioral-model "
+            "image, or github.com/p4lang/behavioral-model built --with-pi)")
+GET_P4C = "install p4c (p4lang's packages, the p4lang/p4c image, or github.com/p4lang/p4c from source)"
+
+
+class Bmv2Missing(RuntimeError):
+    """A BMv2 or p4c binary is not there (names it, where it was looked for, how to get it)."""
+
+
+class Bmv2Error(RuntimeError):
+    """Compiling or starting BMv2 failed (names the command and its last output line)."""
+
+
+@dataclass(frozen=True)
+class Bmv2Tools:
+    """Where the binaries are."""
+
+    switch: Path
+    """``simple_switch_grpc``."""
+    cli: Path | None
+    """``simple_switch_CLI`` (registers over Thrift); None when absent."""
+    p4c: Path | None
+    """``p4c-bm2-ss``; None when absent (then the program must be precompiled)."""
+
+
+Which = Callable[[str], str | None]
+
+
+def _lookup(name: str, env_dir: str | None, which: Which) -> Path | None:
+    if env_dir:
+        p = Path(env_dir)
+        candidate = p / name if p.is_dir() else p.with_name(name)
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    found = which(name)
+    return Path(found) if found else None
+
+
+def find_tools(env: Mapping[str, str] | None = None, which: Which = shutil.which, need_p4c: bool = True) -> Bmv2Tools:
+    """The binaries, or Bmv2Missing naming the first one that is missing."""
+    env = os.environ if env is None else env
+    bmv2_dir = env.get("INNET_BMV2_BIN")
+    switch: Path | None = None
+    if bmv2_dir and Path(bmv2_dir).is_file():
+        switch = Path(bmv2_dir)
+    switch = switch or _lookup("simple_switch_grpc", bmv2_dir, which)
+    if switch is None:
+        where = f"INNET_BMV2_BIN={bmv2_dir}" if bmv2_dir else "PATH (or INNET_BMV2_BIN)"
+        raise Bmv2Missing(f"bmv2 backend: simple_switch_grpc not found on {where}: {GET_BMV2}")
+    cli = _lookup("simple_switch_CLI", str(switch.parent), which)
+    p4c_env = env.get("INNET_P4C")
+    p4c = Path(p4c_env) if p4c_env and Path(p4c_env).is_file() else which("p4c-bm2-ss")
+    if p4c_env and not Path(p4c_env).is_file():
+        raise Bmv2Missing(f"bmv2 backend: INNET_P4C={p4c_env}: no such file: {GET_P4C}")
+    if p4c is None and need_p4c:
+        raise Bmv2Missing(f"bmv2 backend: p4c-bm2-ss not found on PATH (or INNET_P4C), needed to compile for "
+                          f"BMv2 (or give a compiled directory with the JSON and p4info.txtpb): {GET_P4C}")
+    return Bmv2Tools(switch, cli, Path(p4c) if p4c else None)
+
+
+def compile_command(p4c: Path, source: Path, out_dir: Path, defines: Mapping[str, str | None] = {}) -> list[str]:
+    """p4c-bm2-ss for v1model with P4Info in text format beside the JSON."""
+    cmd = [str(p4c), "--arch", "v1model", "--std", "p4-16"]
+    for name, value in sorted(defines.items()):
+        cmd += ["-D", name if value is None else f"{name}={value}"]
+    cmd += ["-o", str(out_dir / f"{source.stem}.json"), "--p4runtime-files", str(out_dir / "p4info.txtpb"),
+            str(source)]
+    return cmd
+
+
+def compile_program(p4c: Path, source: Path, out_dir: Path, defines: Mapping[str, str | None] = {},
+                    timeout: float = 600.0) -> Path:
+    """Compile ``source`` into ``out_dir`` (returned; ``PipelineConfig.from_dir`` reads it)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cmd = compile_command(p4c, source, out_dir, defines)
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Bmv2Error(f"{p4c.name} {source.name}: did not finish within {timeout:g} s") from None
+    if result.returncode != 0:
+        lines = (result.stderr or result.stdout).strip().splitlines()
+        raise Bmv2Error(f"{p4c.name} {source.name} failed (status {result.returncode}): "
+                        f"{lines[0] if lines else 'no output'}")
+    return out_dir
+
+
+@dataclass(frozen=True)
+class Bmv2SwitchConfig:
+    """One simple_switch_grpc process."""
+
+    ports: tuple[tuple[int, str], ...]
+    """(switch port, interface) pairs: ``-i PORT@IFACE``."""
+    device_id: int = 1
+    grpc_address: str = "127.0.0.1:9559"
+    thrift_port: int = 9090
+    cpu_port: int | None = None
+    """``--cpu-port`` (PacketIn/Out); None: no CPU port."""
+    json: Path | None = None
+    """BMv2 JSON to load at start; None: ``--no-p4`` (the controller pushes it)."""
+    log_console: bool = False
+    """``--log-console`` (per-packet logs; slow)."""
+
+
+def switch_command(switch: Path, config: Bmv2SwitchConfig) -> list[str]:
+    """The simple_switch_grpc argv: general options, then ``--`` and the target's options."""
+    cmd = [str(switch), "--device-id", str(config.device_id)]
+    for port, iface in config.ports:
+        cmd += ["-i", f"{port}@{iface}"]
+    cmd += ["--thrift-port", str(config.thrift_port)]
+    if config.log_console:
+        cmd += ["--log-console"]
+    cmd += [str(config.json)] if config.json is not None else ["--no-p4"]
+    cmd += ["--", "--grpc-server-addr", config.grpc_address]
+    if config.cpu_port is not None:
+        cmd += ["--cpu-port", str(config.cpu_port)]
+    return cmd
+
+
+def controller_spec(name: str, config: Bmv2SwitchConfig, timeout: float = 30.0):  # type: ignore[no-untyped-def]
+    """The controller's SwitchSpec of a BMv2 switch: registers through Thrift only."""
+    from innet.controller.switch import SwitchSpec
+
+    return SwitchSpec(name, config.grpc_address, config.device_id, thrift_port=config.thrift_port,
+                      registers="thrift", timeout=timeout)
+
+
+def pipeline(program: Path, tools: Bmv2Tools, work_dir: Path, defines: Mapping[str, str | None] = {}):  # type: ignore[no-untyped-def]
+    """The PipelineConfig for BMv2: a compiled directory as is, or a ``.p4`` compiled by p4c-bm2-ss."""
+    from innet.controller.pipeline import PipelineConfig, PipelineError
+
+    if program.is_dir():
+        return PipelineConfig.from_dir(program)
+    if program.suffix != ".p4":
+        raise PipelineError(f"pipeline {str(program)!r}: give a .p4 file or a p4c-bm2-ss output directory "
+                            "(BMv2 JSON + p4info.txtpb)")
+    if tools.p4c is None:
+        raise Bmv2Missing(f"bmv2 backend: p4c-bm2-ss not found on PATH (or INNET_P4C): {GET_P4C}")
+    return PipelineConfig.from_dir(compile_program(tools.p4c, program, work_dir, defines))
+
+
+def wait_grpc(address: str, deadline: float, alive: Callable[[], bool] = lambda: True) -> None:
+    """Poll until a gRPC server accepts connections at ``address`` (Bmv2Error at the deadline)."""
+    import time
+
+    import grpc
+
+    end = time.monotonic() + deadline
+    while True:
+        channel = grpc.insecure_channel(address)
+        try:
+            grpc.channel_ready_future(channel).result(timeout=0.5)
+            return
+        except grpc.FutureTimeoutError:
+            pass
+        finally:
+            channel.close()
+        if not alive():
+            raise Bmv2Error(f"simple_switch_grpc exited before serving P4Runtime on {address}")
+        if time.monotonic() > end:
+            raise Bmv2Error(f"simple_switch_grpc: no P4Runtime server on {address} within {deadline:g} s")
+
+
+def check_impl(impl: str, root: bool) -> Bmv2Tools | None:
+    """For ``--switch-impl``: None for innet; the tools for bmv2 (Bmv2Missing / Bmv2Error otherwise)."""
+    if impl not in SWITCH_IMPLS:
+        raise Bmv2Error(f"--switch-impl {impl!r}: expected one of {', '.join(SWITCH_IMPLS)}")
+    if impl == "innet":
+        return None
+    tools = find_tools()
+    if not root:
+        raise Bmv2Error("--switch-impl bmv2: BMv2 has no UDP ports, so it needs Linux interfaces: run as root "
+                        "(Mininet), not on loopback")
+    return tools
+
+

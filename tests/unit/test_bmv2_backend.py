@@ -1,0 +1,96 @@
+"""The bmv2 backend without BMv2: binary discovery and its one-line messages, the p4c and
+simple_switch_grpc command lines, the controller spec, and a p4c-bm2-ss output directory
+taken as the device config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from innet.testbed.bmv2 import (Bmv2Error, Bmv2Missing, Bmv2SwitchConfig, Bmv2Tools, check_impl, compile_command,
+                                controller_spec, find_tools, pipeline, switch_command)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _exe(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_missing_switch_names_it_and_how_to_get_it():
+    with pytest.raises(Bmv2Missing, match=r"^bmv2 backend: simple_switch_grpc not found on PATH \(or INNET_BMV2_BIN\):"
+                                          r" install BMv2 .*p4lang"):
+        find_tools(env={}, which=lambda name: None)
+
+
+def test_missing_p4c_is_named_after_the_switch_is_found(tmp_path):
+    _exe(tmp_path / "simple_switch_grpc")
+    with pytest.raises(Bmv2Missing, match=r"p4c-bm2-ss not found on PATH \(or INNET_P4C\).*install p4c"):
+        find_tools(env={"INNET_BMV2_BIN": str(tmp_path)}, which=lambda name: None)
+    with pytest.raises(Bmv2Missing, match=r"INNET_P4C=/nope/p4c-bm2-ss: no such file"):
+        find_tools(env={"INNET_BMV2_BIN": str(tmp_path), "INNET_P4C": "/nope/p4c-bm2-ss"}, which=lambda name: None)
+
+
+def test_env_directory_and_binary_and_cli_beside_it(tmp_path):
+    switch = _exe(tmp_path / "bin" / "simple_switch_grpc")
+    cli = _exe(tmp_path / "bin" / "simple_switch_CLI")
+    p4c = _exe(tmp_path / "p4c" / "p4c-bm2-ss")
+    for given in (tmp_path / "bin", switch):
+        tools = find_tools(env={"INNET_BMV2_BIN": str(given), "INNET_P4C": str(p4c)}, which=lambda name: None)
+        assert tools == Bmv2Tools(switch, cli, p4c)
+
+
+def test_switch_command_puts_target_options_after_the_separator():
+    config = Bmv2SwitchConfig(ports=((1, "s1-eth1"), (2, "s1-eth2")), device_id=3, grpc_address="127.0.0.1:50051",
+                              thrift_port=9091, cpu_port=510)
+    assert switch_command(Path("/usr/bin/simple_switch_grpc"), config) == [
+        "/usr/bin/simple_switch_grpc", "--device-id", "3", "-i", "1@s1-eth1", "-i", "2@s1-eth2",
+        "--thrift-port", "9091", "--no-p4", "--", "--grpc-server-addr", "127.0.0.1:50051", "--cpu-port", "510"]
+    with_json = Bmv2SwitchConfig(ports=(), json=Path("build/innet.json"))
+    assert switch_command(Path("ss"), with_json)[-4:] == ["build/innet.json", "--", "--grpc-server-addr",
+                                                          "127.0.0.1:9559"]
+
+
+def test_compile_command_uses_p4cs_own_includes():
+    cmd = compile_command(Path("/usr/bin/p4c-bm2-ss"), REPO / "p4" / "innet.p4", Path("/tmp/out"),
+                          {"INNET_K": "64", "DEBUG": None})
+    assert cmd == ["/usr/bin/p4c-bm2-ss", "--arch", "v1model", "--std", "p4-16", "-D", "DEBUG", "-D", "INNET_K=64",
+                   "-o", "/tmp/out/innet.json", "--p4runtime-files", "/tmp/out/p4info.txtpb",
+                   str(REPO / "p4" / "innet.p4")]
+    assert not any("p4/include" in part for part in cmd)
+
+
+def test_controller_spec_sends_registers_through_thrift_only():
+    spec = controller_spec("s1", Bmv2SwitchConfig(ports=(), thrift_port=9095, grpc_address="127.0.0.1:9600"))
+    assert (spec.address, spec.thrift_port, spec.registers) == ("127.0.0.1:9600", 9095, "thrift")
+
+
+def test_p4c_output_directory_is_the_device_config(tmp_path):
+    """p4c-bm2-ss writes NAME.json + p4info.txtpb; the JSON goes to the switch byte for byte."""
+    from innet.controller.pipeline import PipelineConfig
+    from innet.switch.device_config import build
+
+    built = build(REPO / "p4" / "examples" / "basic_forward.p4")
+    (tmp_path / "p4info.txtpb").write_text(str(built.p4info))
+    bmv2_json = json.dumps({"program": "basic_forward.p4", "__meta__": {"version": [2, 23]}}).encode()
+    (tmp_path / "basic_forward.json").write_bytes(bmv2_json)
+    config = pipeline(tmp_path, Bmv2Tools(Path("ss"), None, None), tmp_path / "work")
+    assert config.device_config == bmv2_json
+    assert config.p4info == built.p4info
+    assert config.name == "basic_forward"
+    with pytest.raises(Bmv2Missing, match=r"p4c-bm2-ss not found"):
+        pipeline(REPO / "p4" / "innet.p4", Bmv2Tools(Path("ss"), None, None), tmp_path / "work")
+    with pytest.raises(Exception, match=r"give a .p4 file or a p4c-bm2-ss output directory"):
+        pipeline(tmp_path / "basic_forward.json", Bmv2Tools(Path("ss"), None, None), tmp_path / "work")
+    assert isinstance(config, PipelineConfig)
+
+
+def test_switch_impl_check():
+    assert check_impl("innet", root=False) is None
+    with pytest.raises(Bmv2Error, match=r"--switch-impl 'p4': expected one of innet, bmv2"):
+        check_impl("p4", root=True)
