@@ -19,7 +19,7 @@ import logging
 from typing import Sequence
 
 from innet.controller.client import P4RuntimeClient
-from innet.controller.errors import ControllerError, UnsupportedError
+from innet.controller.errors import ControllerError, UnimplementedError
 from innet.controller.registers import (AutoRegisters, P4RuntimeRegisters, RegisterBackend, Runner,
                                         ThriftCliRegisters)
 from innet.controller.schema import P4Schema, RegisterInfo
@@ -37,7 +37,7 @@ def register_entry_supported(client: P4RuntimeClient, schema: P4Schema) -> bool:
         return True
     try:
         P4RuntimeRegisters(client, schema).read(infos[0], range(0, 1))
-    except UnsupportedError:
+    except UnimplementedError:
         return False
     return True
 
@@ -75,7 +75,7 @@ def choose(client: P4RuntimeClient, schema: P4Schema, transport: str, thrift_por
     if transport == "thrift":
         if thrift is None:
             raise ControllerError(f"switch {address}: register transport 'thrift' needs the switch's Thrift port "
-                                  "(SwitchSpec.thrift_port / --thrift-port)")
+                                  "(SwitchEndpoint.thrift_port / --thrift-port)")
         return thrift
     p4rt = P4RuntimeRegisters(client, schema)
     if transport == "p4runtime":

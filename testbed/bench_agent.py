@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, value, low in (("--values", args.values, 1), ("--window", args.window, 1), ("--rounds", args.rounds, 1)):
         if value < low:
             ap.error(f"argument {name}: {value} must be >= {low}")
-    from innet.host.native.build import NativeBuildError
+    from innet.native_build import NativeBuildError
     from innet.testbed.native import tool
 
     try:
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-    doc = {"format": "innet-bench-agent/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": _machine(),
+    doc: dict[str, Any] = {"format": "innet-bench-agent/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": _machine(),
            "switch": "C echo switch on 127.0.0.1 (one-worker sum job)", "rows": rows}
     from rich.console import Console
     from rich.table import Table

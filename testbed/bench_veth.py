@@ -158,9 +158,9 @@ def _setup_tables(workload: str, address: str) -> None:
     if workload != "basic_forward":
         return
     from innet.controller.entities import Lpm, TableEntry
-    from innet.controller.switch import Switch, SwitchSpec
+    from innet.controller.switch import Switch, SwitchEndpoint
 
-    with Switch(SwitchSpec("s1", address, timeout=30.0)) as sw:
+    with Switch(SwitchEndpoint("s1", address, timeout=30.0)) as sw:
         sw.insert([TableEntry("ipv4_lpm", {"hdr.ipv4.dstAddr": Lpm("10.0.1.0", 24)}, "ipv4_forward",
                               {"dstAddr": 0x000000000101, "port": 1})])
 
@@ -249,7 +249,7 @@ def switch_has_executor_flag() -> bool:
 
 def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Measure every workload; the result document."""
-    from innet.host.native.build import NativeBuildError
+    from innet.native_build import NativeBuildError
     from innet.testbed.native import tool, write_frames
 
     try:

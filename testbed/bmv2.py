@@ -8,7 +8,7 @@
   and P4Info (``PipelineConfig.from_dir``);
 * start: ``simple_switch_grpc --device-id N -i PORT@IFACE... --thrift-port T --no-p4 --
   --grpc-server-addr A --cpu-port C`` (target options after ``--``, as BMv2 parses them);
-* control: the same controller, with ``SwitchSpec(thrift_port=T, registers="thrift")``: BMv2's
+* control: the same controller, with ``SwitchEndpoint(thrift_port=T, registers="thrift")``: BMv2's
   P4Runtime answers UNIMPLEMENTED to RegisterEntry, so registers go through Thrift only.
 
 BMv2 has no UDP ports: the backend needs Linux interfaces (Mininet, root).
@@ -143,21 +143,22 @@ def switch_command(switch: Path, config: Bmv2SwitchConfig) -> list[str]:
 
 
 def controller_spec(name: str, config: Bmv2SwitchConfig, timeout: float = 30.0):  # type: ignore[no-untyped-def]
-    """The controller's SwitchSpec of a BMv2 switch: registers through Thrift only."""
-    from innet.controller.switch import SwitchSpec
+    """The controller's SwitchEndpoint of a BMv2 switch: registers through Thrift only."""
+    from innet.controller.switch import SwitchEndpoint
 
-    return SwitchSpec(name, config.grpc_address, config.device_id, thrift_port=config.thrift_port,
+    return SwitchEndpoint(name, config.grpc_address, config.device_id, thrift_port=config.thrift_port,
                       registers="thrift", timeout=timeout)
 
 
 def pipeline(program: Path, tools: Bmv2Tools, work_dir: Path, defines: Mapping[str, str | None] = {}):  # type: ignore[no-untyped-def]
     """The PipelineConfig for BMv2: a compiled directory as is, or a ``.p4`` compiled by p4c-bm2-ss."""
-    from innet.controller.pipeline import PipelineConfig, PipelineError
+    from innet.controller.errors import PipelineConfigError
+    from innet.controller.pipeline import PipelineConfig
 
     if program.is_dir():
         return PipelineConfig.from_dir(program)
     if program.suffix != ".p4":
-        raise PipelineError(f"pipeline {str(program)!r}: give a .p4 file or a p4c-bm2-ss output directory "
+        raise PipelineConfigError(f"pipeline {str(program)!r}: give a .p4 file or a p4c-bm2-ss output directory "
                             "(BMv2 JSON + p4info.txtpb)")
     if tools.p4c is None:
         raise Bmv2Missing(f"bmv2 backend: p4c-bm2-ss not found on PATH (or INNET_P4C): {GET_P4C}")

@@ -177,7 +177,7 @@ def connect_controller(config: ComposeConfig) -> Any:
     import grpc
 
     from innet.controller.controller import Controller
-    from innet.controller.switch import SwitchSpec
+    from innet.controller.switch import SwitchEndpoint
 
     end = time.monotonic() + config.deadline
     while True:
@@ -191,7 +191,7 @@ def connect_controller(config: ComposeConfig) -> Any:
                                    f"{config.deadline:g} s") from None
         finally:
             channel.close()
-    return Controller([SwitchSpec("s1", config.grpc_address, 1, timeout=30.0)])
+    return Controller([SwitchEndpoint("s1", config.grpc_address, 1, timeout=30.0)])
 
 
 def run_controller(config: ComposeConfig) -> int:

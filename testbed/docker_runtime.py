@@ -34,7 +34,7 @@ def client() -> Any:
     except ImportError:
         raise DockerRuntimeError("the Docker SDK for Python is not installed: pip install 'innet[docker]'") from None
     try:
-        c = docker.from_env()
+        c = docker.from_env()  # type: ignore[attr-defined]
         c.ping()
         return c
     except docker.errors.DockerException as error:

@@ -54,10 +54,10 @@ class StfItem(pytest.Item):
         if not p4.is_file():
             raise StfFailure(f"{self.stf}: no program {p4.name} next to it")
         if self.executor == "native":
-            from innet.switch.native.build import find_compiler
+            from innet.native_build import compiler_path
             from innet.switch.native.errors import NativeUnsupported
 
-            if find_compiler() is None:
+            if compiler_path() is None:
                 pytest.skip("native executor: no C compiler (cc/gcc) on this machine")
             expected = native_refusals().get(str(p4.relative_to(REPO)))
             try:

@@ -1,6 +1,6 @@
 """The agent's C library (``agent.c``): its cffi declarations and loader.
 
-``load()`` compiles ``agent.c`` once per content hash (``innet.host.native.build``) and
+``load()`` compiles ``agent.c`` once per content hash (``innet.native_build``) and
 returns the loaded library; it raises ``NativeBuildError`` when no compiler or cffi is
 available, which the agent turns into its python fallback.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from innet.host.native.build import NativeLibrary, load_library
+from innet.native_build import NativeLibrary, load_library
 
 CDEF = """
 typedef struct { int64_t saturated; int64_t nonfinite; int64_t first_bad; } innet_qstats;

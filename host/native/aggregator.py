@@ -26,14 +26,14 @@ import numpy.typing as npt
 
 from innet.host import wire
 from innet.host.native import agentlib
-from innet.host.native.build import NativeLibrary
+from innet.native_build import NativeLibrary
 from innet.host.protocol import (AggregationError, AggregatorStats, JobConfig, StaleEpochError,
                                  Timing)
 from innet.host.rto import RtoBounds
 from innet.host.transport import FrameTunnelTransport, Transport, UdpTransport
 
 
-class NativeUnsupported(ValueError):
+class NativeTransportUnsupported(ValueError):
     """The transport is not one the C loop can drive (names its type)."""
 
 
@@ -46,7 +46,7 @@ def _resolve(host: str, what: str) -> bytes:
     try:
         return socket.inet_aton(socket.gethostbyname(host))
     except OSError as error:
-        raise NativeUnsupported(f"{what} {host!r}: cannot resolve it ({error})") from None
+        raise NativeTransportUnsupported(f"{what} {host!r}: cannot resolve it ({error})") from None
 
 
 def _config(lib: NativeLibrary, job: JobConfig, transport: Transport, timing: Timing) -> Any:
@@ -75,7 +75,7 @@ def _config(lib: NativeLibrary, job: JobConfig, transport: Transport, timing: Ti
         ffi.memmove(cfg.switch_ip, wire.ip_bytes(c.switch.ip), 4)
         cfg.local_port, cfg.switch_port = c.local.port, c.switch.port
     else:
-        raise NativeUnsupported(f"native datapath: transport {type(transport).__name__} is neither "
+        raise NativeTransportUnsupported(f"native datapath: transport {type(transport).__name__} is neither "
                                 "UdpTransport nor FrameTunnelTransport")
     ffi.memmove(cfg.dest_ip, dest_ip, 4)
     cfg.dest_port = dest_port

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from innet.host import quantize as qz
-from innet.host.native.build import NativeBuildError, NativeLibrary
+from innet.native_build import NativeBuildError, NativeLibrary
 from innet.host.protocol import Aggregator, JobConfig, Timing
 from innet.host.transport import Transport
 

@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
     from innet.switch.frontend.errors import FrontendError
     from innet.switch.pipeline.errors import PipelineError
-    from innet.switch.native.build import NativeBuildError
+    from innet.native_build import NativeBuildError
     from innet.switch.stf import StfError, run_stf
 
     try:

@@ -1,11 +1,7 @@
 """innet.switch.native: the native (generated C) executor of v1model programs.
 
-- ``build``: compile a C translation unit with the system compiler (``-O2 -shared -fPIC``),
-  cache the shared object by a hash of (source, cdef, compiler version, flags) under
-  ``$XDG_CACHE_HOME/innet/native`` (or ``~/.cache/innet/native``; ``INNET_NATIVE_CACHE``
-  overrides), load it with cffi in ABI mode. Shared with the host agent's and the
-  testbed's C code: ``load_library(source, cdef, *, name, flags=DEFAULT_FLAGS, libs=())
-  -> (ffi, lib)``.
+- Builds go through ``innet.native_build`` (one build system with the host agent's and the
+  testbed's C code): compile with the system compiler, cache by content hash, load with cffi.
 - ``cgen`` + ``crt``: one C unit per program from the typed IR (the same IR and slot
   layout as the python executor, which stays the reference).
 - ``pipeline.NativePipeline``: the ``Pipeline`` API (tables, registers, counters, PRE,

@@ -30,7 +30,9 @@ from ..pipeline.api import MAX_PORT, Pipeline
 from ..pipeline.errors import ControlPlaneError, PacketError
 from ..pipeline.externs import Counter, DigestMessage, Register
 from ..pipeline.pre import CloneSession, ReplicationEngine
-from . import build, cgen
+from innet import native_build
+
+from . import cgen
 from .crt import CDEF
 
 
@@ -187,7 +189,7 @@ class NativePipeline(Pipeline):
     """A v1model program executed by generated C (same public API as ``Pipeline``).
 
     Raises ``NativeUnsupported`` (file:line:col and the construct) for a program the
-    native executor does not run, ``build.NativeBuildError`` without a working compiler."""
+    native executor does not run, ``native_build.NativeBuildError`` without a working compiler."""
 
     executor = "native"
 
@@ -199,7 +201,8 @@ class NativePipeline(Pipeline):
         stem = "".join(ch if ch.isalnum() else "_" for ch in (files[0].rsplit("/", 1)[-1].rsplit(".", 1)[0]
                                                               if files else "program"))
         self.c_source = source
-        self.ffi, self.lib = build.load_library(source, CDEF, name=f"innet_sw_{stem}")
+        loaded = native_build.load_library(f"innet_sw_{stem}", source, CDEF)
+        self.ffi, self.lib = loaded.ffi, loaded.lib
         super().__init__(program, seed=seed, digest_sink=digest_sink, clock=clock)
         self.meta = meta
         self.digest_sink = digest_sink

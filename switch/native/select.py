@@ -32,10 +32,12 @@ def check_executor(name: str) -> str:
 
 def native_refusal(program: ir.Program) -> str | None:
     """Why the native executor cannot run ``program`` (None: it can), without compiling C."""
-    from . import build, cgen
+    from innet import native_build
+
+    from . import cgen
     from .errors import NativeUnsupported
 
-    if build.find_compiler() is None:
+    if native_build.compiler_path() is None:
         return "no C compiler found (install gcc or set CC)"
     try:
         cgen.generate(program)
@@ -50,7 +52,7 @@ def load_pipeline(program: ir.Program, executor: str = "auto", *, stderr: TextIO
     check_executor(executor)
     if executor == "python":
         return Pipeline(program, **kw)
-    from .build import NativeBuildError
+    from innet.native_build import NativeBuildError
     from .errors import NativeUnsupported
     from .pipeline import NativePipeline
 

@@ -1,4 +1,4 @@
-"""C tools of the testbed, compiled on first use by ``innet.host.native.build`` (cached by
+"""C tools of the testbed, compiled on first use by ``innet.native_build`` (cached by
 content hash): ``sender.c`` (a closed-loop AF_PACKET generator with a window of frames in
 flight, batched with sendmmsg/recvmmsg) and ``reflector.c`` (bounces every frame on its
 interface unparsed: the ceiling a switch on that veth is held against) and ``echo.c``
@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from innet.host.native.build import build_executable
+from innet.native_build import build_executable
 
 TOOLS = ("sender", "reflector", "echo")
 

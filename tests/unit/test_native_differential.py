@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from innet.switch.frontend import compile_file
-from innet.switch.native.build import find_compiler
+from innet.native_build import compiler_path
 from innet.switch.pipeline import Pipeline
 from innet.switch.stf import apply_control, read_stf
 
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 PROGRAMS = [REPO / "p4" / "innet.p4"] + sorted((REPO / "p4" / "examples").glob("*.p4"))
 STEPS = 400
 
-pytestmark = pytest.mark.skipif(find_compiler() is None, reason="native executor needs a C compiler (cc/gcc)")
+pytestmark = pytest.mark.skipif(compiler_path() is None, reason="native executor needs a C compiler (cc/gcc)")
 
 Op = tuple[Any, ...]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from innet.switch.frontend import compile_file
-from innet.switch.native.build import find_compiler
+from innet.native_build import compiler_path
 from innet.switch.native.errors import NativeUnsupported
 from innet.switch.native.select import ExecutorError, load_pipeline, native_refusal
 from innet.switch.pipeline import Pipeline
@@ -45,7 +45,7 @@ def test_native_insists() -> None:
         load_pipeline(program, "native")
 
 
-@pytest.mark.skipif(find_compiler() is None, reason="native executor needs a C compiler (cc/gcc)")
+@pytest.mark.skipif(compiler_path() is None, reason="native executor needs a C compiler (cc/gcc)")
 def test_auto_picks_native_for_basic_forward(capsys: pytest.CaptureFixture[str]) -> None:
     from innet.switch.native.pipeline import NativePipeline
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from innet.host.native.build import NativeBuildError
+from innet.native_build import NativeBuildError
 from innet.testbed.native import tool, write_frames
 
 

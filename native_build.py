@@ -1,14 +1,19 @@
-"""Compile C sources with the system compiler, cache the result by content, load with cffi.
+"""Compile C with the system compiler, cache the result by content, load it with cffi.
 
-The native datapath is generated or shipped as C text; compiling it at load time keeps the
-distribution a pure-Python wheel. The output is cached under ``$XDG_CACHE_HOME/innet/native``
-(else ``~/.cache/innet/native``) by a hash of (source, compiler path and version, flags),
-so a second process (every agent of a job) loads the cached object instead of compiling,
-and a changed source or compiler can never load a stale object. Files are written to a
-temporary name and renamed into place, so concurrent builders never see half a file.
+The switch's native executor (``innet.switch.native``), the host agent's C datapath
+(``innet.host.native``) and the C tools under ``innet.testbed.native`` all ship C source
+inside the Python package and build it at load time: the distribution stays pure Python,
+no Python headers are needed (cffi's ABI mode over a shared object built here), and one
+build system serves all three. Outputs are cached under ``$INNET_NATIVE_CACHE``, else
+``$XDG_CACHE_HOME/innet/native``, else ``~/.cache/innet/native``, named by a hash of
+(source, compiler path and version, flags), so every agent of a job loads one object and a
+changed source or compiler can never load a stale one. A build writes a temporary file and
+renames it into place, so concurrent builders never see half a file.
 
-    lib = load_library("agent", source, cdef)       # a cffi lib: lib.innet_quantize(...)
-    exe = build_executable("reflector", source)     # Path of a cached executable
+    lib = load_library("innet-agent", source, cdef)   # lib.lib.innet_quantize(...), lib.ffi
+    exe = build_executable("reflector", source)      # Path of a cached executable
+
+cffi releases the GIL for every C call, so C loops run off the GIL.
 """
 
 from __future__ import annotations
@@ -23,10 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SHARED_FLAGS = ("-O2", "-shared", "-fPIC")
-"""Flags of a shared object (the issue asks for -O2)."""
-EXECUTABLE_FLAGS = ("-O2",)
+SHARED_FLAGS: tuple[str, ...] = ("-O2", "-shared", "-fPIC", "-std=gnu11", "-fno-strict-aliasing")
+"""Flags of a shared object (part of the cache key: changing them rebuilds)."""
+EXECUTABLE_FLAGS: tuple[str, ...] = ("-O2",)
 """Flags of a testbed tool."""
+CACHE_ENV = "INNET_NATIVE_CACHE"
+"""Environment variable overriding the cache directory (tests point it at a temp dir)."""
 
 
 class NativeBuildError(RuntimeError):
@@ -49,16 +56,26 @@ class Compiler:
 
 
 def cache_dir() -> Path:
-    """Where compiled objects are kept: ``$XDG_CACHE_HOME/innet/native`` or ``~/.cache/...``."""
+    """Where compiled objects are kept (see the module docstring)."""
+    override = os.environ.get(CACHE_ENV)
+    if override:
+        return Path(override)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "innet" / "native"
 
 
+def compiler_path() -> str | None:
+    """The C compiler to use (``$CC``, else ``cc``, ``gcc``, ``clang`` on PATH), or None."""
+    names = [os.environ["CC"]] if os.environ.get("CC") else ["cc", "gcc", "clang"]
+    for name in names:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
 @functools.lru_cache(maxsize=8)
-def _compiler(name: str) -> Compiler:
-    path = shutil.which(name)
-    if path is None:
-        raise NativeBuildError(f"no C compiler {name!r} on PATH (set CC or install gcc)")
+def _compiler(path: str) -> Compiler:
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -68,8 +85,12 @@ def _compiler(name: str) -> Compiler:
 
 
 def find_compiler() -> Compiler:
-    """The compiler named by ``$CC`` (default ``cc``); raises NativeBuildError."""
-    return _compiler(os.environ.get("CC") or "cc")
+    """The compiler of :func:`compiler_path`; raises NativeBuildError when there is none."""
+    path = compiler_path()
+    if path is None:
+        wanted = os.environ.get("CC") or "cc, gcc or clang"
+        raise NativeBuildError(f"no C compiler ({wanted}) on PATH: set CC or install gcc")
+    return _compiler(path)
 
 
 def cache_key(source: str, compiler: Compiler, flags: tuple[str, ...]) -> str:
@@ -92,7 +113,6 @@ def _first_error(output: str) -> str:
 def compile_cached(name: str, source: str, flags: tuple[str, ...], suffix: str = ".so",
                    libs: tuple[str, ...] = ()) -> Path:
     """Compile ``source`` (C) with ``flags`` unless the cache has it; the output's path.
-
     Raises NativeBuildError naming ``name`` and the first compiler error line."""
     compiler = find_compiler()
     all_flags = tuple(flags) + tuple(libs)
@@ -123,7 +143,7 @@ def compile_cached(name: str, source: str, flags: tuple[str, ...], suffix: str =
 
 def build_shared(name: str, source: str, flags: tuple[str, ...] = SHARED_FLAGS,
                  libs: tuple[str, ...] = ("-lm",)) -> Path:
-    """A cached shared object of ``source`` (``-O2 -shared -fPIC``)."""
+    """A cached shared object of ``source``."""
     return compile_cached(name, source, flags, ".so", libs)
 
 
@@ -143,17 +163,16 @@ class NativeLibrary:
 
 
 @functools.lru_cache(maxsize=16)
-def load_library(name: str, source: str, cdef: str) -> NativeLibrary:
-    """Build (or take from the cache) and load ``source`` with cffi in ABI mode.
-
-    ``cdef`` declares what Python calls (cffi's C-declaration syntax). cffi releases the
-    GIL during every call, so a long C loop does not stall other Python threads. Loaded
-    once per process and arguments. Raises NativeBuildError."""
+def load_library(name: str, source: str, cdef: str, flags: tuple[str, ...] = SHARED_FLAGS,
+                 libs: tuple[str, ...] = ("-lm",)) -> NativeLibrary:
+    """Build (or take from the cache) and load ``source`` with cffi in ABI mode; ``cdef``
+    declares what Python calls (cffi's C-declaration syntax). Loaded once per process and
+    arguments. Raises NativeBuildError."""
     try:
         import cffi
     except ImportError:
         raise NativeBuildError("the cffi package is not installed (pip install cffi)") from None
-    path = build_shared(name, source)
+    path = build_shared(name, source, flags, libs)
     ffi = cffi.FFI()
     ffi.cdef(cdef)
     try:
@@ -161,3 +180,8 @@ def load_library(name: str, source: str, cdef: str) -> NativeLibrary:
     except OSError as error:
         raise NativeBuildError(f"native library {path}: cannot load it ({error})") from None
     return NativeLibrary(name, path, ffi, lib)
+
+
+__all__ = ["CACHE_ENV", "EXECUTABLE_FLAGS", "SHARED_FLAGS", "Compiler", "NativeBuildError", "NativeLibrary",
+           "build_executable", "build_shared", "cache_dir", "cache_key", "compile_cached", "compiler_path",
+           "find_compiler", "load_library"]
