@@ -16,6 +16,7 @@ on rail-optimized, the flat job (``job_id + 1``) on the spine.
 from __future__ import annotations
 
 import socket
+from concurrent.futures import ThreadPoolExecutor
 import subprocess
 import sys
 import time
@@ -59,7 +60,10 @@ class RailTestbed(Testbed):
             specs = [ControllerSwitchSpec(s.name, self.grpc_addresses[s.name], s.device_id, timeout=30.0)
                      for s in self.topology.p4_switches]
             self.controller = Controller(specs).connect()
-            self.controller.push(PipelineConfig.load(self.options.program, dict(self.options.defines) or None))
+            config = PipelineConfig.load(self.options.program, dict(self.options.defines) or None)
+            names = [s.name for s in self.topology.p4_switches]
+            with ThreadPoolExecutor(len(names)) as pool:  # each switch builds its executor: in parallel
+                list(pool.map(lambda name: self.controller.push(config, [name]), names))
             self.controller.install_forwarding(forwarding(self.topology, self.switch_port))
             self.job = self.create_job()
             if self.grid.spine is not None:
