@@ -148,9 +148,13 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
     try:
         if args.topo_file is not None:
             topo = Topology.load(args.topo_file)
-        else:
+        elif args.topo == "star":
             link = Link(bw_mbps=args.bw, delay_ms=args.delay, loss_pct=args.link_loss)
             topo = TOPOLOGIES[args.topo](workers=args.workers, link=link)
+        else:
+            nic = Link(bw_mbps=args.bw, delay_ms=args.delay, loss_pct=args.link_loss)
+            topo = TOPOLOGIES[args.topo](domains=args.domains, gpus_per_domain=args.gpus_per_domain,
+                                        nic_link=nic, hb_link=Link(bw_mbps=args.hb_bw))
     except TopologyError as error:
         print(f"innet testbed up: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -167,6 +171,10 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
             console.print("[yellow]not root: bringing the topology up on loopback[/]")
     else:
         from innet.testbed.mininet_net import MininetTestbed as Impl  # type: ignore[assignment]
+    if len(topo.switches) > 1:
+        from innet.testbed.rail_testbed import rail_testbed_class
+
+        Impl = rail_testbed_class("loopback" if loopback else "mininet")  # type: ignore[assignment,misc]
     console.print(str(topo), markup=False, highlight=False)
     try:
         tb = Impl(topo, options)
@@ -175,11 +183,14 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         with tb:
-            console.print(f"[green]up[/] ({tb.kind}): P4Runtime {tb.grpc_address} (device "
-                          f"{topo.switch().device_id}), job {tb.job.job_id} ({tb.job.mode}, "
-                          f"{tb.job.num_workers} workers, {tb.job.slot_count} slots, K={tb.options.k}); "
+            addresses = getattr(tb, "grpc_addresses", None) or {topo.p4_switches[0].name: tb.grpc_address}
+            where = ", ".join(f"{name} {addr} (device {topo.switch(name).device_id})"
+                              for name, addr in addresses.items())
+            console.print(f"[green]up[/] ({tb.kind}): P4Runtime {where}; job {tb.job.job_id} ({tb.job.mode}, "
+                          f"{tb.job.num_workers} workers per switch, {tb.job.slot_count} slots, K={tb.options.k}); "
                           f"run dir {tb.procs.dir}")
-            console.print(f"inspect with: innet inspect --switch {tb.grpc_address}")
+            for addr in addresses.values():
+                console.print(f"inspect with: innet inspect --switch {addr}")
             if not loopback and not args.no_cli:
                 run_cli(tb.net)  # type: ignore[attr-defined]
             else:
@@ -242,10 +253,14 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     tb = sub.add_parser("testbed", help="bring a topology up with the job ready, or remove leftovers")
     tbsub = tb.add_subparsers(dest="action", required=True)
     up = tbsub.add_parser("up", help="bring up; Mininet CLI (or wait with --no-cli / on loopback) until exit")
-    up.add_argument("--topo", choices=["star"], default="star", help="topology generator (default star)")
+    up.add_argument("--topo", choices=["star", "rail-only", "rail-optimized"], default="star",
+                    help="topology generator (default star)")
+    up.add_argument("--domains", type=int, default=2, help="rail topologies: HB domains y (default 2)")
+    up.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain x (default 4)")
+    up.add_argument("--hb-bw", type=float, default=None, help="rail topologies: HB-domain link rate in Mbit/s")
     up.add_argument("--topo-file", type=input_file, default=None, help="a saved topology (JSON) instead of --topo")
     up.add_argument("--workers", type=int, default=4, help="workers (default 4)")
-    up.add_argument("--bw", type=float, default=None, help="link rate in Mbit/s (Mininet)")
+    up.add_argument("--bw", type=float, default=None, help="(NIC) link rate in Mbit/s (Mininet)")
     up.add_argument("--delay", type=float, default=None, help="one-way link delay in ms (Mininet)")
     up.add_argument("--link-loss", type=float, default=None, help="link loss in percent (Mininet netem)")
     up.add_argument("--switch-loss", type=float, default=0.0, help="loopback: drop percent of switch output")

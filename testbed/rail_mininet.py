@@ -139,3 +139,9 @@ class RailMininetTestbed(RailTestbed, MininetTestbed):
 
     def switch_pid(self) -> int | None:
         return None
+
+    def set_nic_link(self, host: str, up: bool) -> None:
+        """Take ``host``'s NIC link down (or up again) at its rail switch's end."""
+        result = _ip("link", "set", "dev", self.switch_iface(host), "up" if up else "down")
+        if result.returncode != 0:
+            raise TestbedError(f"link {host}-{self.topology.uplink(host).b}: {result.stderr.strip()}")

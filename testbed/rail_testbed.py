@@ -15,6 +15,7 @@ on rail-optimized, the flat job (``job_id + 1``) on the spine.
 
 from __future__ import annotations
 
+import signal
 import socket
 from concurrent.futures import ThreadPoolExecutor
 import subprocess
@@ -89,6 +90,15 @@ class RailTestbed(Testbed):
         self.controller.create_sharded_job(jobs, plan)
         self.rail_jobs = jobs
         return jobs[self.grid.rails[0]]
+
+    def reinstall(self, mode: str = "sum", **params: Any) -> Any:
+        """Destroy the hierarchical job on every rail switch and create it again (after a
+        failure): fresh registers and epoch 0, so no state of the failed run can leak."""
+        if self.job is not None:
+            self.controller.destroy_job(self.job.job_id)
+            self.job = None
+        self.job = self.create_job(mode=mode, **params)
+        return self.job
 
     def create_flat_job(self, mode: str = "sum", **params: Any) -> Any:
         job = flat_job(self.grid, self.options.job_id + 1, window=self.options.window, k=self.options.k,
@@ -313,6 +323,13 @@ class RailLoopbackTestbed(RailTestbed, LoopbackTestbed):
 
     def switch_pid(self) -> int | None:
         return None
+
+    def freeze_switch(self, name: str) -> None:
+        """Make P4 switch ``name`` stop forwarding (SIGSTOP: a hung switch); :meth:`thaw_switch` undoes it."""
+        self.procs.popens[f"switch-{name}"].send_signal(signal.SIGSTOP)
+
+    def thaw_switch(self, name: str) -> None:
+        self.procs.popens[f"switch-{name}"].send_signal(signal.SIGCONT)
 
     def transport_to(self, host: str, switch: str) -> dict[str, Any]:
         h = self.topology.host(host)

@@ -45,3 +45,35 @@ def test_rail_optimized_hierarchical_flat_and_sgd(gpus: int, tmp_path: Path) -> 
         assert_exact(tb.run_flat([300]), [300], 2 * gpus)
         assert_training_bit_exact(tb, "sgd", steps=2)
     assert _leftovers([s.name for s in topo.switches]) == []
+
+
+@pytest.mark.slow
+def test_a_nic_link_down_fails_its_rail_and_a_reinstalled_job_runs(tmp_path: Path) -> None:
+    """d1g2's NIC link goes down mid-job: both GPUs of rail r2 fail within the chunk deadline
+    naming their rail switch; rail r1 holds no half-finished slot; link up, re-install, exact."""
+    import time
+
+    from innet.testbed.ina_worker import EXIT_AGGREGATION
+
+    topo = rail_only(2, 2, nic_link=NIC, hb_link=HB)
+    with RailMininetTestbed(topo, TestbedOptions(state_dir=tmp_path, window=8, chunk_deadline=2.0)) as tb:
+        procs = tb.spawn_rail("allreduce", sizes=(4000,), repeats=200)
+        deadline = time.monotonic() + 30
+        while tb.rail_counters("r2")["innet_completions"] <= 20:
+            assert time.monotonic() < deadline, "rail r2 did not aggregate"
+            time.sleep(0.05)
+        tb.set_nic_link("d1g2", up=False)
+        down = time.monotonic()
+        logs = {}
+        for name, popen in procs:
+            popen.wait(timeout=20)
+            logs[name] = (popen.returncode, tb.procs.log_tail(name))
+            tb.procs.forget(name)
+        assert time.monotonic() - down < 12
+        for host in ("d1g2", "d2g2"):
+            code, log = logs[f"rail-{host}"]
+            assert code == EXIT_AGGREGATION and "rail switch r2 (10.0.0.253): aggregation failed" in log, log
+        assert tb.controller["r1"].occupancy(tb.job.job_id).busy == 0
+        tb.set_nic_link("d1g2", up=True)
+        tb.reinstall()
+        assert_exact(tb.run_hierarchical([1000]), [1000], 4)
