@@ -57,6 +57,9 @@ class HbConfig:
     """Seconds to wait for every member to be reachable."""
     deadline: float = 20.0
     """Seconds to wait for one peer's message in an operation."""
+    bind: tuple[str, int] | None = None
+    """Address to listen on when it is not ``peers[rank]`` (e.g. ``("0.0.0.0", port)`` for a
+    member reached over several interfaces)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.rank < len(self.peers):
@@ -95,7 +98,7 @@ class HbGroup:
     def start(self) -> "HbGroup":
         cfg = self.config
         try:
-            self._listener = socket.create_server(cfg.peers[cfg.rank], backlog=self.size)
+            self._listener = socket.create_server(cfg.bind or cfg.peers[cfg.rank], backlog=self.size)
         except OSError as error:
             raise HbError(f"HB domain {cfg.domain}: cannot listen on {cfg.name(cfg.rank)}: "
                           f"{error.strerror}") from None

@@ -140,6 +140,15 @@ class RailMininetTestbed(RailTestbed, MininetTestbed):
     def switch_pid(self) -> int | None:
         return None
 
+    def alltoall_addresses(self, host: str) -> dict[str, tuple[str, int]]:
+        """HB group on the HB address, rail group on the NIC address; the direct group listens
+        on both and is reached over HB from the own domain, over the NIC from the others."""
+        h = self.topology.host(host)
+        assert h.hb_address is not None
+        return {"hb": (h.hb_address, HB_PORT + 1), "rail": (h.address, HB_PORT + 2),
+                "direct": (h.address, HB_PORT + 3), "direct_hb": (h.hb_address, HB_PORT + 3),
+                "direct_bind": ("0.0.0.0", HB_PORT + 3)}
+
     def set_nic_link(self, host: str, up: bool) -> None:
         """Take ``host``'s NIC link down (or up again) at its rail switch's end."""
         result = _ip("link", "set", "dev", self.switch_iface(host), "up" if up else "down")

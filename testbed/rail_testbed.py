@@ -214,6 +214,39 @@ class RailTestbed(Testbed):
                 self.procs.forget(name)
         return out
 
+    def alltoall_addresses(self, host: str) -> dict[str, tuple[str, int]]:
+        """Where ``host`` listens for all-to-all groups: ``hb``, ``rail`` and ``direct``."""
+        raise NotImplementedError
+
+    def run_alltoall(self, pair_bytes: int, repeats: int = 1, route: str | None = None,
+                     timeout: float = 120.0) -> list[list[WorkerResult]]:
+        """Uniform all-to-all of ``pair_bytes`` per GPU pair on every GPU; ``route`` defaults to
+        ``direct`` on rail-optimized and ``two-step`` on rail-only (which has no other)."""
+        from innet.testbed.alltoall_worker import WORKER_MODULE as A2A_WORKER, AllToAllPlan
+
+        route = route or ("direct" if self.grid.spine is not None else "two-step")
+        if route == "direct" and self.grid.spine is None:
+            raise TestbedError(f"topology {self.topology.name}: the direct all-to-all needs a spine; "
+                               "rail-only routes through the HB domain (two-step)")
+        addr = {h.name: self.alltoall_addresses(h.name) for h in self.topology.workers}
+        procs = []
+        for d, row in enumerate(self.grid.hosts):
+            for g, host in enumerate(row):
+                if route == "two-step":
+                    fields: dict[str, Any] = {
+                        "hb_peers": tuple(addr[h]["hb"] for h in row),
+                        "rail_peers": tuple(addr[r[g]]["rail"] for r in self.grid.hosts)}
+                else:
+                    fields = {"direct_peers": tuple(addr[other.name]["direct_hb" if self.grid.position(other.name)[0] == d
+                                                                   else "direct"] for other in self.topology.workers),
+                              "direct_bind": addr[host]["direct_bind"]}
+                plan = AllToAllPlan(x=self.grid.x, y=self.grid.y, domain=d, gpu=g, pair_bytes=pair_bytes, route=route,
+                                    repeats=repeats, **fields)
+                name = f"a2a-{host}"
+                procs.append((name, self.spawn_on(host, name, [sys.executable, "-m", A2A_WORKER, plan.to_json()],
+                                                  stdout_pipe=True)))
+        return self._collect(procs, timeout, f"all-to-all ({route})")
+
     def run_flat(self, sizes: Sequence[int], repeats: int = 1, exact: bool = True,
                  timeout: float = 120.0) -> list[list[WorkerResult]]:
         """Flat INA through the spine (rail-optimized): every GPU in one job of ``x*y`` workers."""
@@ -341,6 +374,17 @@ class RailLoopbackTestbed(RailTestbed, LoopbackTestbed):
 
     def hb_address(self, host: str) -> tuple[str, int]:
         return self._hb[host]
+
+    def alltoall_addresses(self, host: str) -> dict[str, tuple[str, int]]:
+        """Loopback: every group on 127.0.0.1 (the all-to-all does not cross the switches here)."""
+        if not hasattr(self, "_a2a"):
+            workers = [h.name for h in self.topology.workers]
+            ports = iter(_free_tcp_ports(3 * len(workers)))
+            self._a2a = {h: {"hb": (LOCALHOST, next(ports)), "rail": (LOCALHOST, next(ports)),
+                             "direct": (LOCALHOST, p)} for h in workers for p in [next(ports)]}
+            for h in workers:
+                self._a2a[h]["direct_hb"] = self._a2a[h]["direct_bind"] = self._a2a[h]["direct"]
+        return self._a2a[host]
 
 
 def rail_testbed_class(backend: str) -> type[RailTestbed]:
