@@ -107,14 +107,43 @@ def cmd_demo(args: argparse.Namespace) -> int:
 # -- bench -----------------------------------------------------------------------------------
 
 
+def cmd_rail_bench(args: argparse.Namespace) -> int:
+    from innet.testbed import rail_bench
+
+    try:
+        config = rail_bench.RailBenchConfig(
+            topo=args.topo, domains=args.domains, gpus_per_domain=args.gpus_per_domain,
+            nic_mbps=10.0 if args.bw is None else args.bw, hb_mbps=args.hb_bw, sizes=args.sizes, pair_bytes=args.pair_bytes,
+            repeats=args.repeats, k=args.k, window=args.window, gloo="gloo" not in args.skip, backend=args.backend,
+            out_dir=args.out)
+    except ValueError as error:
+        print(f"innet bench: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    console = _console()
+    doc = rail_bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"))
+    console.print(rail_bench.table(doc))
+    for s in doc["alltoall_slowdown"]:
+        console.print(f"all-to-all two-step slowdown at D={s['pair_bytes']} B: measured {s['measured']:.1%}, "
+                      f"model {s['model']:.1%} (seed's C_S/C_F {s['seed_estimate']:.1%})")
+    json_path, png_path = rail_bench.save(doc, config.out_dir)
+    console.print(f"wrote {json_path} and {png_path}")
+    if args.markdown:
+        print(rail_bench.markdown(doc))
+    for failure in doc["failures"]:
+        console.print(f"[red]failed[/]: {failure['collective']}: {failure['error']}", markup=True, highlight=False)
+    return 0 if all(r["ok"] for r in doc["rows"]) and not doc["failures"] else EXIT_ERROR
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from innet.testbed import bench
 
     quiet_mininet()
     _terminate_on_sigterm()
+    if args.topo != "star":
+        return cmd_rail_bench(args)
     try:
         config = bench.BenchConfig(workers=args.workers, sizes=args.sizes, losses=args.loss,
-                                   bw_mbps=args.bw or None, delay_ms=args.delay, repeats=args.repeats, k=args.k,
+                                   bw_mbps=(1000.0 if args.bw is None else args.bw) or None, delay_ms=args.delay, repeats=args.repeats, k=args.k,
                                    window=args.window, backend=args.backend, out_dir=args.out,
                                    timeout_s=args.timeout,
                                    collectives=tuple(c for c in ("ina", "gloo") if c not in args.skip))
@@ -232,12 +261,14 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     demo.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
     demo.set_defaults(func=cmd_demo)
 
-    bench = sub.add_parser("bench", help="allreduce benchmark: innet INA vs gloo ring on the same testbed")
+    bench = sub.add_parser("bench", help="allreduce benchmark: innet INA vs gloo ring on the same testbed "
+                                         "(--topo rail-*: hierarchical INA and all-to-all too)")
     bench.add_argument("--workers", type=_ints, default=(2, 4), help="worker counts, e.g. 2,4,8 (default 2,4)")
     bench.add_argument("--sizes", type=_sizes, default=(1024, 16384, 262144),
                        help="elements per allreduce, e.g. 1K,64K,1M,16M (default 1K,16K,256K)")
     bench.add_argument("--loss", type=_floats, default=(0.0,), help="loss percentages, e.g. 0,1,5 (default 0)")
-    bench.add_argument("--bw", type=float, default=1000.0, help="link rate in Mbit/s, 0: unshaped (Mininet)")
+    bench.add_argument("--bw", type=float, default=None,
+                       help="link rate in Mbit/s, 0: unshaped (Mininet; default 1000, rail topologies: NIC C_S 10)")
     bench.add_argument("--delay", type=float, default=None, help="one-way link delay in ms (Mininet)")
     bench.add_argument("--repeats", type=int_range(1), default=2, help="timed operations per point (default 2)")
     bench.add_argument("-k", type=int, default=64, choices=[64, 256], help="values per packet (INNET_K)")
@@ -246,6 +277,14 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     bench.add_argument("--skip", action="append", default=[], choices=["ina", "gloo"], help="leave one out")
     bench.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
     bench.add_argument("--markdown", action="store_true", help="also print the rows as a Markdown table")
+    bench.add_argument("--topo", choices=["star", "rail-only", "rail-optimized"], default="star",
+                       help="star: flat INA vs gloo per worker count; rail-*: hierarchical/flat INA, gloo, all-to-all")
+    bench.add_argument("--domains", type=int, default=2, help="rail topologies: HB domains y (default 2)")
+    bench.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain x (default 4)")
+    bench.add_argument("--hb-bw", type=positive_float, default=100.0,
+                       help="rail topologies: HB link rate C_F in Mbit/s (default 100; --bw is C_S, default 10)")
+    bench.add_argument("--pair-bytes", type=_sizes, default=(50000,),
+                       help="rail topologies: all-to-all bytes per GPU pair (default 50000)")
     bench.add_argument("--timeout", type=positive_float, default=300.0,
                        help="seconds per collective and testbed before it counts as failed (default 300)")
     bench.set_defaults(func=cmd_bench)

@@ -469,7 +469,7 @@ def star(workers: int = 4, link: Link | None = None, subnet: str = "10.0.0.0/24"
 
 
 def _rail_grid(kind: str, domains: int, gpus_per_domain: int, nic_link: Link | None, hb_link: Link | None,
-               spine: bool) -> Topology:
+               spine: bool, spine_link: Link | None = None) -> Topology:
     """The x-by-y grid of the Rail-only paper (DESIGN.md §4, docs/rail.md): ``domains`` = y HB
     domains of ``gpus_per_domain`` = x GPUs; GPU ``g`` of every domain is on rail ``g``.
 
@@ -477,7 +477,8 @@ def _rail_grid(kind: str, domains: int, gpus_per_domain: int, nic_link: Link | N
     address ``10.0.0.<rank+1>/24`` and MAC ``00:00:00:00:00:<rank+1>`` (as the star), and HB
     address ``10.1.<D>.<G>/24``. Rail switch ``r<G>`` (device G) has ``10.0.0.<255-G>``, host
     ``d<D>g<G>`` on its port D; the spine ``sp1`` (rail-optimized only) links rail G's port
-    y+1 to its port G. HB fabric ``hb<D>`` (role ``hb``) has host ``d<D>g<G>`` on port G.
+    y+1 to its port G, at ``y`` times the NIC rate unless ``spine_link`` says otherwise (full
+    bisection, as a Clos of more spines would give). HB fabric ``hb<D>`` (role ``hb``) has host ``d<D>g<G>`` on port G.
     """
     for what, value in (("domains", domains), ("gpus_per_domain", gpus_per_domain)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 2:
@@ -502,7 +503,10 @@ def _rail_grid(kind: str, domains: int, gpus_per_domain: int, nic_link: Link | N
              for d in range(1, y + 1) for g in range(1, x + 1)]
     links += [Connection(a=f"d{d}g{g}", b=f"hb{d}", b_port=g, link=hb)
               for d in range(1, y + 1) for g in range(1, x + 1)]
-    links += [Connection(a=f"r{g}", a_port=y + 1, b="sp1", b_port=g, link=nic) for g in range(1, x + 1) if spine]
+    # Full bisection: a rail's uplink carries what its y GPUs may send to other rails.
+    up = spine_link if spine_link is not None else replace(
+        nic, bw_mbps=None if nic.bw_mbps is None else min(100_000.0, nic.bw_mbps * y))
+    links += [Connection(a=f"r{g}", a_port=y + 1, b="sp1", b_port=g, link=up) for g in range(1, x + 1) if spine]
     return Topology(name=f"{kind}-{y}x{x}", kind=kind, hosts=hosts, switches=rails + spines + fabrics,
                     links=tuple(links))
 
@@ -515,10 +519,12 @@ def rail_only(domains: int = 2, gpus_per_domain: int = 4, nic_link: Link | None 
 
 
 def rail_optimized(domains: int = 2, gpus_per_domain: int = 4, nic_link: Link | None = None,
-                   hb_link: Link | None = None) -> Topology:
+                   hb_link: Link | None = None, spine_link: Link | None = None) -> Topology:
     """Rail-optimized (today's GPU clusters): the rail switches plus a spine ``sp1`` joining
-    them, so any GPU reaches any GPU over the NIC domain."""
-    return _rail_grid("rail-optimized", domains, gpus_per_domain, nic_link, hb_link, spine=True)
+    them, so any GPU reaches any GPU over the NIC domain (``spine_link``: the rail-to-spine
+    links; default the NIC link at ``domains`` times its rate)."""
+    return _rail_grid("rail-optimized", domains, gpus_per_domain, nic_link, hb_link, spine=True,
+                      spine_link=spine_link)
 
 
 TOPOLOGIES = {"star": star, "rail-only": rail_only, "rail-optimized": rail_optimized}

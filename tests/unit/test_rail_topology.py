@@ -33,11 +33,14 @@ def test_rail_only_grid_names_ranks_and_ports() -> None:
     assert hb is not None and (hb.b, hb.b_port, hb.link) == ("hb2", 3, Link(bw_mbps=1000))
 
 
-def test_rail_optimized_adds_one_spine_on_every_rail() -> None:
-    topo = rail_optimized(domains=2, gpus_per_domain=2)
+def test_rail_optimized_adds_one_spine_on_every_rail_at_full_bisection() -> None:
+    topo = rail_optimized(domains=3, gpus_per_domain=2, nic_link=Link(bw_mbps=10))
     assert [s.name for s in topo.p4_switches] == ["r1", "r2", "sp1"]
     uplinks = [c for c in topo.links if c.b == "sp1"]
-    assert [(c.a, c.a_port, c.b_port) for c in uplinks] == [("r1", 3, 1), ("r2", 3, 2)]
+    assert [(c.a, c.a_port, c.b_port) for c in uplinks] == [("r1", 4, 1), ("r2", 4, 2)]
+    assert {c.link for c in uplinks} == {Link(bw_mbps=30)}
+    slow = rail_optimized(domains=3, gpus_per_domain=2, spine_link=Link(bw_mbps=5))
+    assert {c.link for c in slow.links if c.b == "sp1"} == {Link(bw_mbps=5)}
 
 
 @pytest.mark.parametrize("make", [rail_only, rail_optimized])
