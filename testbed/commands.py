@@ -95,6 +95,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     quiet_mininet()
     _terminate_on_sigterm()
+    if args.topo != "star":
+        from innet.testbed.rail_demo import RailDemoConfig, run as run_rail
+
+        try:
+            rail = run_rail(RailDemoConfig(topo=args.topo, domains=args.domains, gpus_per_domain=args.gpus_per_domain,
+                                           steps=min(args.steps, 50), backend=args.backend, out_dir=args.out),
+                            _console())
+        except ValueError as error:
+            print(f"innet demo: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        t = rail["training"]
+        good = t["workers_agree"] and t["switch_registers_match"] and t["bit_exact_with_model"]
+        return 0 if good and all(r["ok"] for r in rail["rows"]) else EXIT_ERROR
     config = DemoConfig(workers=args.workers, steps=args.steps, backend=args.backend, gloo=not args.no_gloo,
                         bench_sizes=args.sizes, out_dir=args.out)
     doc = run(config, _console())
@@ -254,6 +267,10 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     demo = sub.add_parser("demo", help="bring up a 4-worker star, train with the switch as optimizer, "
                                        "compare with gloo; results under results/")
     demo.add_argument("--workers", type=int_range(2), default=4, help="workers in the star (default 4)")
+    demo.add_argument("--topo", choices=["star", "rail-only", "rail-optimized"], default="star",
+                      help="star (default), or a rail network training with hierarchical INA")
+    demo.add_argument("--domains", type=int, default=2, help="rail topologies: HB domains (default 2)")
+    demo.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain (default 4)")
     demo.add_argument("--steps", type=int_range(1), default=150, help="training steps (default 150)")
     demo.add_argument("--sizes", type=_sizes, default=(16384, 262144), help="benchmark sizes (default 16K,256K)")
     demo.add_argument("--backend", choices=backends, default="auto", help="auto: Mininet when root, else loopback")

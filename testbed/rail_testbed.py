@@ -190,6 +190,29 @@ class RailTestbed(Testbed):
         infos = {rail: self.controller[rail].job(self.job.job_id) for rail in self.grid.rails}
         return {"finals": finals, "registers": np.asarray(registers, np.int32), "jobs": infos, "initial": start}
 
+    def predict_training(self, out: dict[str, Any], mode: str, steps: int) -> np.ndarray:
+        """The parameters :class:`innet.host.simulate.SwitchModel` gives for the gradients of
+        :meth:`run_training`'s ``out``, shard by shard with each rail's installed integers."""
+        from innet.host.simulate import SwitchModel
+        from innet.host.wire import Mode
+        from innet.testbed.rail import shard_bounds
+        from innet.testbed.rail_worker import train_gradient
+
+        initial = out["initial"]
+        bounds = shard_bounds(initial.size, self.options.k, self.grid.x)
+        gpus = self.grid.x * self.grid.y
+        grads = [[train_gradient(r, s, initial.size) for r in range(gpus)] for s in range(steps)]
+        parts = []
+        for g, rail in enumerate(self.grid.rails):
+            info = out["jobs"][rail]
+            a, b = bounds[g]
+            model = SwitchModel(Mode[mode.upper()], initial[a:b].copy(), info.lr, info.lr_shift, info.beta,
+                                info.beta_shift)
+            for s in range(steps):
+                model.step([grads[s][r][a:b] for r in range(gpus)])
+            parts.append(model.params)
+        return np.concatenate(parts)
+
     def _collect_lines(self, procs: list[tuple[str, subprocess.Popen[bytes]]], timeout: float,
                        what: str) -> list[list[dict[str, Any]]]:
         import json

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from innet.testbed import bringup
 from innet.testbed.bringup import TestbedOptions
 from innet.testbed.rail_testbed import RailLoopbackTestbed
 from innet.testbed.topology import rail_only, rail_optimized
@@ -75,3 +76,19 @@ def test_rail_optimized_2x4_flat_through_the_spine(tmp_path: Path) -> None:
 def test_rail_optimized_2x4_sgd(tmp_path: Path) -> None:
     with RailLoopbackTestbed(rail_optimized(2, 4), _options(tmp_path)) as tb:
         assert_training_bit_exact(tb, "sgd", steps=2)
+
+
+@pytest.mark.slow
+def test_alltoall_delivers_every_byte_on_both_routes(tmp_path: Path) -> None:
+    with RailLoopbackTestbed(rail_optimized(2, 2), _options(tmp_path)) as tb:
+        for route in ("direct", "two-step"):
+            results = tb.run_alltoall(30000, repeats=1, route=route)
+            assert_exact(results, [30000], 4)
+
+
+def test_rail_only_has_no_direct_alltoall_or_flat_ina(tmp_path: Path) -> None:
+    tb = RailLoopbackTestbed(rail_only(2, 2), _options(tmp_path))  # not started: planning only
+    with pytest.raises(bringup.TestbedError, match=r"topology rail-only-2x2: the direct all-to-all needs a spine"):
+        tb.run_alltoall(10, route="direct")
+    with pytest.raises(bringup.TestbedError, match=r"topology rail-only-2x2: flat INA needs a spine"):
+        tb.run_flat([10])
