@@ -26,7 +26,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -212,7 +212,7 @@ class HbGroup:
                           f"{self.config.name(self.config.rank)} at {self._seq} (members must make the same calls)")
         return payload
 
-    def exchange(self, outgoing: dict[int, bytes | memoryview], what: str) -> dict[int, bytes]:
+    def exchange(self, outgoing: Mapping[int, bytes | memoryview], what: str) -> dict[int, bytes]:
         """One operation: send ``outgoing[peer]`` to each peer, receive one message from each."""
         for peer in sorted(self._queues):
             self.send(peer, outgoing.get(peer, b""))
@@ -226,7 +226,7 @@ class HbGroup:
         """The wrapping int32 sum over the members of their ``bounds[rank]`` slices."""
         vec = np.ascontiguousarray(vector, dtype=np.int32)
         self._check_bounds(bounds, vec.size)
-        out = {p: memoryview(vec[a:b]).cast("B") for p, (a, b) in enumerate(bounds) if p != self.config.rank}
+        out = {p: vec[a:b].data.cast("B") for p, (a, b) in enumerate(bounds) if p != self.config.rank}
         a, b = bounds[self.config.rank]
         total = vec[a:b].copy()
         for peer, payload in self.exchange(out, "reduce-scatter").items():
@@ -245,7 +245,7 @@ class HbGroup:
         out = np.zeros(size, dtype=np.int32)
         a, b = bounds[self.config.rank]
         out[a:b] = mine
-        payload = memoryview(mine).cast("B")
+        payload = mine.data.cast("B")
         got = self.exchange({p: payload for p in self._queues}, "all-gather")
         for peer, data in got.items():
             a, b = bounds[peer]

@@ -76,7 +76,7 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[st
     from innet.testbed.rail_testbed import rail_testbed_class
 
     backend = config.backend if config.backend != "auto" else ("mininet" if os.geteuid() == 0 else "loopback")
-    topo = TOPOLOGIES[config.topo](domains=config.domains, gpus_per_domain=config.gpus_per_domain,  # type: ignore[operator]
+    topo = TOPOLOGIES[config.topo](domains=config.domains, gpus_per_domain=config.gpus_per_domain,
                                    nic_link=Link(bw_mbps=config.nic_mbps), hb_link=Link(bw_mbps=config.hb_mbps))
     grid = railperf.Grid(config.gpus_per_domain, config.domains, config.nic_mbps * 1e6, config.hb_mbps * 1e6)
     shaped = backend == "mininet"
@@ -84,7 +84,8 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[st
     failures: list[dict[str, str]] = []
     options = TestbedOptions(k=config.k, window=config.window)
     progress(f"bringing up {topo.name} ({backend})")
-    with rail_testbed_class(backend)(topo, options) as tb:
+    tb = rail_testbed_class(backend)(topo, options)
+    with tb:
         def attempt(what: str, body: Callable[[], None]) -> None:
             progress(what)
             try:

@@ -48,12 +48,13 @@ def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
     from innet.testbed.rail_testbed import rail_testbed_class
 
     backend = config.backend if config.backend != "auto" else ("mininet" if os.geteuid() == 0 else "loopback")
-    topo = TOPOLOGIES[config.topo](domains=config.domains, gpus_per_domain=config.gpus_per_domain,  # type: ignore[operator]
+    topo = TOPOLOGIES[config.topo](domains=config.domains, gpus_per_domain=config.gpus_per_domain,
                                    nic_link=Link(bw_mbps=config.nic_mbps), hb_link=Link(bw_mbps=config.hb_mbps))
     console.print(f"[bold]innet demo[/]: {topo.name} on [bold]{backend}[/] "
                   f"({len(topo.p4_switches)} innet switches, {config.domains} HB domains of {config.gpus_per_domain})")
     grid = railperf.Grid(config.gpus_per_domain, config.domains, config.nic_mbps * 1e6, config.hb_mbps * 1e6)
-    with rail_testbed_class(backend)(topo, TestbedOptions(window=8)) as tb:
+    tb = rail_testbed_class(backend)(topo, TestbedOptions(window=8))
+    with tb:
         initial = np.random.default_rng(1).integers(-(1 << 20), 1 << 20, config.param_chunks * tb.options.k,
                                                     dtype=np.int32)
         out = tb.run_training("momentum", steps=config.steps, param_chunks=config.param_chunks, lr=0.05, beta=0.9,
@@ -70,7 +71,7 @@ def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
                       f"match {train['switch_registers_match']}, bit-exact with the numpy model "
                       f"{train['bit_exact_with_model']}")
         tb.reinstall()
-        rows = []
+        rows: list[dict[str, Any]] = []
         runs = [("hierarchical INA", tb.run_hierarchical)] + ([("flat INA (spine)", tb.run_flat)]
                                                              if tb.grid.spine is not None else [])
         for label, fn in runs:

@@ -24,7 +24,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from innet.host.wire import MAX_WORKERS
 
@@ -527,5 +527,6 @@ def rail_optimized(domains: int = 2, gpus_per_domain: int = 4, nic_link: Link | 
                       spine_link=spine_link)
 
 
-TOPOLOGIES = {"star": star, "rail-only": rail_only, "rail-optimized": rail_optimized}
+TOPOLOGIES: dict[str, Callable[..., Topology]] = {"star": star, "rail-only": rail_only,
+                                                   "rail-optimized": rail_optimized}
 """Generators by ``--topo`` name."""
