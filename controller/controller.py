@@ -99,6 +99,27 @@ class Controller:
         self.plans[job.job_id] = plan
         return plan
 
+    def create_sharded_job(self, jobs: Mapping[str, JobSpec], plan: ShardPlan) -> ShardPlan:
+        """Install one job id with a different worker set per switch (``jobs[switch]``, e.g.
+        the GPUs of each rail), each switch holding its shard of ``plan``; rolled back on
+        failure like :meth:`create_job`. Attach, parameters and destroy then work on the
+        whole job as for :meth:`create_job`."""
+        ids = {job.job_id for job in jobs.values()}
+        if len(ids) != 1 or set(jobs) != {s.switch for s in plan.shards}:
+            raise JobError(f"sharded job: one job id on exactly the plan's switches "
+                           f"{[s.switch for s in plan.shards]}, got ids {sorted(ids)} on {sorted(jobs)}")
+        done: list[str] = []
+        try:
+            for shard in plan.shards:
+                self[shard.switch].create_job(jobs[shard.switch], shard.chunks)
+                done.append(shard.switch)
+        except BaseException:
+            for name in done:
+                self[name].destroy_job(jobs[name].job_id)
+            raise
+        self.plans[next(iter(ids))] = plan
+        return plan
+
     def attach(self, job_id: int) -> int:
         """Start a new incarnation of ``job_id`` for a worker set: the next epoch, the same on
         every switch of the job's plan; the agents of the set must all use it

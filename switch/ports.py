@@ -233,6 +233,9 @@ class IfacePort:
             data, address = self._sock.recvfrom(MAX_FRAME)
         except (BlockingIOError, InterruptedError):
             return None
+        except OSError as error:  # e.g. ENETDOWN once when the link goes down; it may come back up
+            LOG.warning("port %d (%s): receive failed: %s", self.number, self.iface, error)
+            return None
         if address[2] == PACKET_OUTGOING:
             return None
         return data

@@ -145,9 +145,11 @@ class Testbed(abc.ABC):
 
     kind = "abstract"
     """``mininet`` or ``loopback``."""
+    multi_switch = False
+    """Whether the class brings up topologies of several switches (``innet.testbed.rail_testbed``)."""
 
     def __init__(self, topology: Topology, options: TestbedOptions | None = None) -> None:
-        if len(topology.switches) != 1:
+        if len(topology.switches) != 1 and not self.multi_switch:
             raise TestbedError(f"topology {topology.name}: only single-switch topologies can be brought up "
                                f"today, it has {len(topology.switches)}")
         self.topology = topology

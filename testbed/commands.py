@@ -100,6 +100,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     quiet_mininet()
     _terminate_on_sigterm()
+    if args.topo != "star":
+        from innet.testbed.rail_demo import RailDemoConfig, run as run_rail
+
+        try:
+            rail = run_rail(RailDemoConfig(topo=args.topo, domains=args.domains, gpus_per_domain=args.gpus_per_domain,
+                                           steps=min(args.steps, 50), backend=args.backend, out_dir=args.out),
+                            _console())
+        except ValueError as error:
+            print(f"innet demo: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        t = rail["training"]
+        good = t["workers_agree"] and t["switch_registers_match"] and t["bit_exact_with_model"]
+        return 0 if good and all(r["ok"] for r in rail["rows"]) else EXIT_ERROR
     config = DemoConfig(workers=args.workers, steps=args.steps, backend=args.backend, gloo=not args.no_gloo,
                         bench_sizes=args.sizes, out_dir=args.out, executor=args.executor)
     doc = run(config, _console())
@@ -112,6 +125,33 @@ def cmd_demo(args: argparse.Namespace) -> int:
 # -- bench -----------------------------------------------------------------------------------
 
 
+def cmd_rail_bench(args: argparse.Namespace) -> int:
+    from innet.testbed import rail_bench
+
+    try:
+        config = rail_bench.RailBenchConfig(
+            topo=args.topo, domains=args.domains, gpus_per_domain=args.gpus_per_domain,
+            nic_mbps=10.0 if args.bw is None else args.bw, hb_mbps=args.hb_bw, sizes=args.sizes, pair_bytes=args.pair_bytes,
+            repeats=args.repeats, k=args.k, window=args.window, gloo="gloo" not in args.skip, backend=args.backend,
+            out_dir=args.out)
+    except ValueError as error:
+        print(f"innet bench: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    console = _console()
+    doc = rail_bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"))
+    console.print(rail_bench.table(doc))
+    for s in doc["alltoall_slowdown"]:
+        console.print(f"all-to-all two-step slowdown at D={s['pair_bytes']} B: measured {s['measured']:.1%}, "
+                      f"model {s['model']:.1%} (seed's C_S/C_F {s['seed_estimate']:.1%})")
+    json_path, png_path = rail_bench.save(doc, config.out_dir)
+    console.print(f"wrote {json_path} and {png_path}")
+    if args.markdown:
+        print(rail_bench.markdown(doc))
+    for failure in doc["failures"]:
+        console.print(f"[red]failed[/]: {failure['collective']}: {failure['error']}", markup=True, highlight=False)
+    return 0 if all(r["ok"] for r in doc["rows"]) and not doc["failures"] else EXIT_ERROR
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from innet.testbed import bench
     from innet.testbed.docker_commands import check_switch_impl
@@ -121,9 +161,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     quiet_mininet()
     _terminate_on_sigterm()
+    if args.topo != "star":
+        return cmd_rail_bench(args)
     try:
         config = bench.BenchConfig(workers=args.workers, sizes=args.sizes, losses=args.loss,
-                                   bw_mbps=args.bw or None, delay_ms=args.delay, repeats=args.repeats, k=args.k, mtu=args.mtu,
+                                   bw_mbps=(1000.0 if args.bw is None else args.bw) or None, delay_ms=args.delay,
+                                   repeats=args.repeats, k=args.k, mtu=args.mtu,
                                    window=args.window, backend=args.backend, out_dir=args.out, executor=args.executor,
                                    timeout_s=args.timeout,
                                    collectives=tuple(c for c in ("ina", "gloo") if c not in args.skip))
@@ -162,9 +205,13 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
     try:
         if args.topo_file is not None:
             topo = Topology.load(args.topo_file)
-        else:
+        elif args.topo == "star":
             link = Link(bw_mbps=args.bw, delay_ms=args.delay, loss_pct=args.link_loss, mtu=args.mtu)
             topo = TOPOLOGIES[args.topo](workers=args.workers, link=link)
+        else:
+            nic = Link(bw_mbps=args.bw, delay_ms=args.delay, loss_pct=args.link_loss, mtu=args.mtu)
+            topo = TOPOLOGIES[args.topo](domains=args.domains, gpus_per_domain=args.gpus_per_domain,
+                                        nic_link=nic, hb_link=Link(bw_mbps=args.hb_bw))
     except TopologyError as error:
         print(f"innet testbed up: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -185,6 +232,10 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
             console.print("[yellow]not root: bringing the topology up on loopback[/]")
     else:
         from innet.testbed.mininet_net import MininetTestbed as Impl  # type: ignore[assignment]
+    if len(topo.switches) > 1:
+        from innet.testbed.rail_testbed import rail_testbed_class
+
+        Impl = rail_testbed_class("loopback" if loopback else "mininet")  # type: ignore[assignment,misc]
     console.print(str(topo), markup=False, highlight=False)
     try:
         tb = Impl(topo, options)
@@ -193,11 +244,14 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         with tb:
-            console.print(f"[green]up[/] ({tb.kind}): P4Runtime {tb.grpc_address} (device "
-                          f"{topo.switch().device_id}), job {tb.job.job_id} ({tb.job.mode}, "
-                          f"{tb.job.num_workers} workers, {tb.job.slot_count} slots, K={tb.options.k}); "
+            addresses = getattr(tb, "grpc_addresses", None) or {topo.p4_switches[0].name: tb.grpc_address}
+            where = ", ".join(f"{name} {addr} (device {topo.switch(name).device_id})"
+                              for name, addr in addresses.items())
+            console.print(f"[green]up[/] ({tb.kind}): P4Runtime {where}; job {tb.job.job_id} ({tb.job.mode}, "
+                          f"{tb.job.num_workers} workers per switch, {tb.job.slot_count} slots, K={tb.options.k}); "
                           f"run dir {tb.procs.dir}")
-            console.print(f"inspect with: innet inspect --switch {tb.grpc_address}")
+            for addr in addresses.values():
+                console.print(f"inspect with: innet inspect --switch {addr}")
             if not loopback and not args.no_cli:
                 run_cli(tb.net)  # type: ignore[attr-defined]
             else:
@@ -238,6 +292,10 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     demo = sub.add_parser("demo", help="bring up a 4-worker star, train with the switch as optimizer, "
                                        "compare with gloo; results under results/")
     demo.add_argument("--workers", type=int_range(2), default=4, help="workers in the star (default 4)")
+    demo.add_argument("--topo", choices=["star", "rail-only", "rail-optimized"], default="star",
+                      help="star (default), or a rail network training with hierarchical INA")
+    demo.add_argument("--domains", type=int, default=2, help="rail topologies: HB domains (default 2)")
+    demo.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain (default 4)")
     demo.add_argument("--steps", type=int_range(1), default=150, help="training steps (default 150)")
     demo.add_argument("--sizes", type=_sizes, default=(16384, 262144), help="benchmark sizes (default 16K,256K)")
     demo.add_argument("--backend", choices=backends, default="auto", help="auto: Mininet when root, else loopback")
@@ -248,12 +306,14 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     add_switch_impl(demo)
     demo.set_defaults(func=cmd_demo)
 
-    bench = sub.add_parser("bench", help="allreduce benchmark: innet INA vs gloo ring on the same testbed")
+    bench = sub.add_parser("bench", help="allreduce benchmark: innet INA vs gloo ring on the same testbed "
+                                         "(--topo rail-*: hierarchical INA and all-to-all too)")
     bench.add_argument("--workers", type=_ints, default=(2, 4), help="worker counts, e.g. 2,4,8 (default 2,4)")
     bench.add_argument("--sizes", type=_sizes, default=(1024, 16384, 262144),
                        help="elements per allreduce, e.g. 1K,64K,1M,16M (default 1K,16K,256K)")
     bench.add_argument("--loss", type=_floats, default=(0.0,), help="loss percentages, e.g. 0,1,5 (default 0)")
-    bench.add_argument("--bw", type=float, default=1000.0, help="link rate in Mbit/s, 0: unshaped (Mininet)")
+    bench.add_argument("--bw", type=float, default=None,
+                       help="link rate in Mbit/s, 0: unshaped (Mininet; default 1000, rail topologies: NIC C_S 10)")
     bench.add_argument("--delay", type=float, default=None, help="one-way link delay in ms (Mininet)")
     bench.add_argument("--repeats", type=int_range(1), default=2, help="timed operations per point (default 2)")
     bench.add_argument("-k", type=int, default=None, choices=list(SUPPORTED_K),
@@ -267,6 +327,14 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     bench.add_argument("--skip", action="append", default=[], choices=["ina", "gloo"], help="leave one out")
     bench.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
     bench.add_argument("--markdown", action="store_true", help="also print the rows as a Markdown table")
+    bench.add_argument("--topo", choices=["star", "rail-only", "rail-optimized"], default="star",
+                       help="star: flat INA vs gloo per worker count; rail-*: hierarchical/flat INA, gloo, all-to-all")
+    bench.add_argument("--domains", type=int, default=2, help="rail topologies: HB domains y (default 2)")
+    bench.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain x (default 4)")
+    bench.add_argument("--hb-bw", type=positive_float, default=100.0,
+                       help="rail topologies: HB link rate C_F in Mbit/s (default 100; --bw is C_S, default 10)")
+    bench.add_argument("--pair-bytes", type=_sizes, default=(50000,),
+                       help="rail topologies: all-to-all bytes per GPU pair (default 50000)")
     bench.add_argument("--timeout", type=positive_float, default=300.0,
                        help="seconds per collective and testbed before it counts as failed (default 300)")
     add_switch_impl(bench)
@@ -275,10 +343,14 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     tb = sub.add_parser("testbed", help="bring a topology up with the job ready, or remove leftovers")
     tbsub = tb.add_subparsers(dest="action", required=True)
     up = tbsub.add_parser("up", help="bring up; Mininet CLI (or wait with --no-cli / on loopback) until exit")
-    up.add_argument("--topo", choices=["star"], default="star", help="topology generator (default star)")
+    up.add_argument("--topo", choices=["star", "rail-only", "rail-optimized"], default="star",
+                    help="topology generator (default star)")
+    up.add_argument("--domains", type=int, default=2, help="rail topologies: HB domains y (default 2)")
+    up.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain x (default 4)")
+    up.add_argument("--hb-bw", type=float, default=None, help="rail topologies: HB-domain link rate in Mbit/s")
     up.add_argument("--topo-file", type=input_file, default=None, help="a saved topology (JSON) instead of --topo")
     up.add_argument("--workers", type=int, default=4, help="workers (default 4)")
-    up.add_argument("--bw", type=float, default=None, help="link rate in Mbit/s (Mininet)")
+    up.add_argument("--bw", type=float, default=None, help="(NIC) link rate in Mbit/s (Mininet)")
     up.add_argument("--delay", type=float, default=None, help="one-way link delay in ms (Mininet)")
     up.add_argument("--link-loss", type=float, default=None, help="link loss in percent (Mininet netem)")
     up.add_argument("--mtu", type=int, default=None, help="link MTU, 576..9000 (Mininet; K follows it)")

@@ -24,14 +24,18 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from innet.host.wire import MAX_WORKERS
 
 FORMAT = "innet-topology/1"
 """``format`` key of a saved topology."""
-SWITCH_ROLES = ("aggregation", "rail", "spine", "site")
-"""Roles a switch can have; only ``aggregation`` (the star's switch) is brought up today."""
+SWITCH_ROLES = ("aggregation", "rail", "spine", "site", "hb")
+"""Roles a switch can have: ``aggregation`` (a star's switch), ``rail`` and ``spine`` (P4 switches
+of rail-only / rail-optimized networks), ``site`` (geo), and ``hb``: the host-side fabric of one
+HB domain (the NVLink stand-in, a plain Linux bridge, not a P4 switch; see docs/rail.md)."""
+P4_ROLES = ("aggregation", "rail", "spine", "site")
+"""Roles of switches that run innet.p4 (an ``innet-switch``)."""
 _NAME = re.compile(r"[a-z][a-z0-9]{0,7}")
 """Node names: short (Mininet derives ``<name>-eth<N>``, at most 15 characters)."""
 _MAC = re.compile(r"([0-9a-f]{2}:){5}[0-9a-f]{2}")
@@ -132,6 +136,8 @@ class HostSpec:
     """Worker rank within the job (0..31), or None for a host that runs no worker."""
     group: str | None = None
     """HB domain (rail topologies) or site (geo topologies) the host belongs to; None in a star."""
+    hb_ip: str | None = None
+    """Address with prefix length on the HB-domain fabric (its second interface), rail topologies only."""
 
     def __post_init__(self) -> None:
         _check_name("host", self.name)
@@ -148,11 +154,24 @@ class HostSpec:
         if self.rank is not None and (isinstance(self.rank, bool) or not isinstance(self.rank, int)
                                       or not 0 <= self.rank < MAX_WORKERS):
             raise TopologyError(f"host {self.name}: rank {self.rank!r} is outside 0..{MAX_WORKERS - 1}")
+        if self.hb_ip is not None:
+            try:
+                hb = ipaddress.IPv4Interface(self.hb_ip)
+            except ValueError:
+                raise TopologyError(f"host {self.name}: hb_ip {self.hb_ip!r} is not IPv4 ADDRESS/PREFIX") from None
+            if "/" not in self.hb_ip or hb.network.overlaps(ipaddress.IPv4Interface(self.ip).network):
+                raise TopologyError(f"host {self.name}: hb_ip {self.hb_ip!r} needs a prefix length and a subnet "
+                                    f"apart from ip {self.ip!r}")
 
     @property
     def address(self) -> str:
         """The IPv4 address without the prefix length."""
         return str(ipaddress.IPv4Interface(self.ip).ip)
+
+    @property
+    def hb_address(self) -> str | None:
+        """The HB-fabric address without the prefix length (None: no HB interface)."""
+        return None if self.hb_ip is None else str(ipaddress.IPv4Interface(self.hb_ip).ip)
 
 
 @dataclass(frozen=True)
@@ -164,7 +183,7 @@ class SwitchSpec:
     device_id: int = 1
     """P4Runtime device id."""
     role: str = "aggregation"
-    """``aggregation`` (star), later ``rail``, ``spine`` or ``site`` (DESIGN.md §4)."""
+    """``aggregation`` (star), ``rail``, ``spine``, ``site`` or ``hb`` (see :data:`SWITCH_ROLES`)."""
     ip: str = "10.0.0.254"
     """Address innet replies come from (``switch_addr``); workers send contributions to it."""
     mac: str = "02:00:00:00:01:fe"
@@ -214,7 +233,7 @@ class Topology:
     name: str
     """Name for people and file names, e.g. ``star4``."""
     kind: str
-    """Generator that made it: ``star`` today; ``rail-only``, ``rail-optimized``, ``geo`` later."""
+    """Generator that made it: ``star``, ``rail-only``, ``rail-optimized`` (``geo`` later)."""
     hosts: tuple[HostSpec, ...]
     """Hosts in order; workers carry ranks 0..N-1."""
     switches: tuple[SwitchSpec, ...]
@@ -250,8 +269,10 @@ class Topology:
                     raise TopologyError(f"topology {self.name}: {attr} {value} is used by both "
                                         f"{seen[value]} and {named.name}")
                 seen[value] = named.name
+        roles = {s.name: s.role for s in self.switches}
         used_ports: set[tuple[str, int]] = set()
         host_links: dict[str, int] = {}
+        hb_links: dict[str, int] = {}
         for c in self.links:
             for node_name in (c.a, c.b):
                 if node_name not in names:
@@ -260,8 +281,11 @@ class Topology:
                 raise TopologyError(f"topology {self.name}: link {c.a}-{c.b}: b must be a switch")
             if names[c.a] == "switch" and c.a_port is None:
                 raise TopologyError(f"topology {self.name}: switch-to-switch link {c.a}-{c.b} needs a_port")
+            if names[c.a] == "switch" and "hb" in (roles[c.a], roles[c.b]):
+                raise TopologyError(f"topology {self.name}: link {c.a}-{c.b}: an hb fabric links hosts only")
             if names[c.a] == "host":
-                host_links[c.a] = host_links.get(c.a, 0) + 1
+                counts = hb_links if roles[c.b] == "hb" else host_links
+                counts[c.a] = counts.get(c.a, 0) + 1
             ends = [(c.b, c.b_port)] + ([(c.a, c.a_port)] if c.a_port is not None else [])
             for end in ends:
                 if end in used_ports:
@@ -271,6 +295,13 @@ class Topology:
             if host_links.get(h.name, 0) != 1:
                 raise TopologyError(f"topology {self.name}: host {h.name} must have exactly one link, "
                                     f"has {host_links.get(h.name, 0)}")
+            if hb_links.get(h.name, 0) != (0 if h.hb_ip is None else 1):
+                raise TopologyError(f"topology {self.name}: host {h.name} has hb_ip {h.hb_ip!r} and "
+                                    f"{hb_links.get(h.name, 0)} hb-fabric links (needs an hb_ip exactly "
+                                    "when it has one hb link)")
+        if not any(s.role in P4_ROLES for s in self.switches):
+            raise TopologyError(f"topology {self.name}: needs at least one P4 switch (role "
+                                f"{', '.join(P4_ROLES)})")
 
     # -- queries --------------------------------------------------------------------------
 
@@ -298,12 +329,23 @@ class Topology:
                 return s
         raise TopologyError(f"topology {self.name}: no switch {name!r}")
 
+    @property
+    def p4_switches(self) -> tuple[SwitchSpec, ...]:
+        """Switches that run innet.p4 (every role but ``hb``)."""
+        return tuple(s for s in self.switches if s.role in P4_ROLES)
+
     def uplink(self, host: str) -> Connection:
-        """The link of ``host`` (to its switch)."""
+        """The NIC link of ``host`` (to its P4 switch; an HB-fabric link is :meth:`hb_link`)."""
+        hb = {s.name for s in self.switches if s.role == "hb"}
         for c in self.links:
-            if c.a == host:
+            if c.a == host and c.b not in hb:
                 return c
         raise TopologyError(f"topology {self.name}: host {host!r} has no link")
+
+    def hb_link(self, host: str) -> Connection | None:
+        """The HB-fabric link of ``host`` (None outside rail topologies)."""
+        hb = {s.name for s in self.switches if s.role == "hb"}
+        return next((c for c in self.links if c.a == host and c.b in hb), None)
 
     def with_link(self, link: Link) -> "Topology":
         """The same topology with ``link`` on every link (e.g. another loss rate)."""
@@ -318,7 +360,8 @@ class Topology:
             lines.append(f"  switch {s.name} device {s.device_id} ({s.role}) at {s.ip} {s.mac}")
         for c in self.links:
             a = self.host(c.a) if c.a in {h.name for h in self.hosts} else None
-            who = f"{c.a} {a.ip} {a.mac} rank {a.rank}" if a is not None else f"{c.a} port {c.a_port}"
+            ip = a.hb_ip if a is not None and c == self.hb_link(c.a) else a.ip if a is not None else ""
+            who = f"{c.a} {ip} {a.mac} rank {a.rank}" if a is not None else f"{c.a} port {c.a_port}"
             lines.append(f"  {who} <-> {c.b} port {c.b_port}: {c.link.describe()}")
         return "\n".join(lines)
 
@@ -425,5 +468,65 @@ def star(workers: int = 4, link: Link | None = None, subnet: str = "10.0.0.0/24"
     return Topology(name=f"star{workers}", kind="star", hosts=hosts, switches=(sw,), links=links)
 
 
-TOPOLOGIES = {"star": star}
+def _rail_grid(kind: str, domains: int, gpus_per_domain: int, nic_link: Link | None, hb_link: Link | None,
+               spine: bool, spine_link: Link | None = None) -> Topology:
+    """The x-by-y grid of the Rail-only paper (DESIGN.md §4, docs/rail.md): ``domains`` = y HB
+    domains of ``gpus_per_domain`` = x GPUs; GPU ``g`` of every domain is on rail ``g``.
+
+    Names and addresses: host ``d<D>g<G>`` (1-based) has global rank ``(D-1)*x + G-1``, NIC
+    address ``10.0.0.<rank+1>/24`` and MAC ``00:00:00:00:00:<rank+1>`` (as the star), and HB
+    address ``10.1.<D>.<G>/24``. Rail switch ``r<G>`` (device G) has ``10.0.0.<255-G>``, host
+    ``d<D>g<G>`` on its port D; the spine ``sp1`` (rail-optimized only) links rail G's port
+    y+1 to its port G, at ``y`` times the NIC rate unless ``spine_link`` says otherwise (full
+    bisection, as a Clos of more spines would give). HB fabric ``hb<D>`` (role ``hb``) has host ``d<D>g<G>`` on port G.
+    """
+    for what, value in (("domains", domains), ("gpus_per_domain", gpus_per_domain)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+            raise TopologyError(f"{kind}: {what}={value!r} must be an integer >= 2")
+    if domains * gpus_per_domain > MAX_WORKERS:
+        raise TopologyError(f"{kind}: domains x gpus_per_domain = {domains} x {gpus_per_domain} = "
+                            f"{domains * gpus_per_domain} GPUs, at most {MAX_WORKERS} (the flat job's bitmap)")
+    x, y = gpus_per_domain, domains
+    nic = nic_link if nic_link is not None else Link()
+    hb = hb_link if hb_link is not None else Link()
+    hosts = tuple(HostSpec(name=f"d{d}g{g}", ip=f"10.0.0.{(d - 1) * x + g}/24",
+                           mac=f"00:00:00:00:00:{(d - 1) * x + g:02x}", rank=(d - 1) * x + g - 1,
+                           group=f"hb{d}", hb_ip=f"10.1.{d}.{g}/24")
+                  for d in range(1, y + 1) for g in range(1, x + 1))
+    rails = tuple(SwitchSpec(name=f"r{g}", device_id=g, role="rail", ip=f"10.0.0.{255 - g}",
+                             mac=f"02:00:00:00:01:{g:02x}") for g in range(1, x + 1))
+    spines = (SwitchSpec(name="sp1", device_id=x + 1, role="spine", ip=f"10.0.0.{255 - x - 1}",
+                         mac="02:00:00:00:02:01"),) if spine else ()
+    fabrics = tuple(SwitchSpec(name=f"hb{d}", device_id=100 + d, role="hb", ip=f"10.1.{d}.254",
+                               mac=f"02:00:00:00:03:{d:02x}") for d in range(1, y + 1))
+    links = [Connection(a=f"d{d}g{g}", b=f"r{g}", b_port=d, link=nic)
+             for d in range(1, y + 1) for g in range(1, x + 1)]
+    links += [Connection(a=f"d{d}g{g}", b=f"hb{d}", b_port=g, link=hb)
+              for d in range(1, y + 1) for g in range(1, x + 1)]
+    # Full bisection: a rail's uplink carries what its y GPUs may send to other rails.
+    up = spine_link if spine_link is not None else replace(
+        nic, bw_mbps=None if nic.bw_mbps is None else min(100_000.0, nic.bw_mbps * y))
+    links += [Connection(a=f"r{g}", a_port=y + 1, b="sp1", b_port=g, link=up) for g in range(1, x + 1) if spine]
+    return Topology(name=f"{kind}-{y}x{x}", kind=kind, hosts=hosts, switches=rails + spines + fabrics,
+                    links=tuple(links))
+
+
+def rail_only(domains: int = 2, gpus_per_domain: int = 4, nic_link: Link | None = None,
+              hb_link: Link | None = None) -> Topology:
+    """Rail-only (the seed's proposal): one rail switch per GPU rank, no spine; traffic between
+    different ranks of different domains must be forwarded through the HB domain."""
+    return _rail_grid("rail-only", domains, gpus_per_domain, nic_link, hb_link, spine=False)
+
+
+def rail_optimized(domains: int = 2, gpus_per_domain: int = 4, nic_link: Link | None = None,
+                   hb_link: Link | None = None, spine_link: Link | None = None) -> Topology:
+    """Rail-optimized (today's GPU clusters): the rail switches plus a spine ``sp1`` joining
+    them, so any GPU reaches any GPU over the NIC domain (``spine_link``: the rail-to-spine
+    links; default the NIC link at ``domains`` times its rate)."""
+    return _rail_grid("rail-optimized", domains, gpus_per_domain, nic_link, hb_link, spine=True,
+                      spine_link=spine_link)
+
+
+TOPOLOGIES: dict[str, Callable[..., Topology]] = {"star": star, "rail-only": rail_only,
+                                                   "rail-optimized": rail_optimized}
 """Generators by ``--topo`` name."""

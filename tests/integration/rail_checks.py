@@ -1,0 +1,26 @@
+"""Checks shared by the loopback and Mininet rail tests: exact sums, bit-exact optimizer steps."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from innet.testbed.bringup import WorkerResult
+from innet.testbed.rail_testbed import RailTestbed
+
+
+def assert_exact(results: list[list[WorkerResult]], sizes: list[int], gpus: int) -> None:
+    assert len(results) == gpus
+    assert [[r.elements for r in per_rank] for per_rank in results] == [sizes] * gpus
+    assert all(r.ok for per_rank in results for r in per_rank), results
+
+
+def assert_training_bit_exact(tb: RailTestbed, mode: str, steps: int = 3, param_chunks: int = 5,
+                              lr: float = 0.05, beta: float = 0.9) -> None:
+    initial = np.random.default_rng(3).integers(-(1 << 20), 1 << 20, param_chunks * tb.options.k, dtype=np.int32)
+    out = tb.run_training(mode, steps=steps, param_chunks=param_chunks, lr=lr, beta=beta, initial=initial)
+    expect = tb.predict_training(out, mode, steps)
+    assert sorted(out["finals"]) == list(range(tb.grid.x * tb.grid.y))
+    for rank, final in out["finals"].items():
+        assert np.array_equal(final, expect), f"rank {rank}"
+    assert np.array_equal(out["registers"], expect)
+    assert not np.array_equal(expect, initial)

@@ -1,0 +1,94 @@
+"""Rail-only and rail-optimized on loopback: hierarchical INA exact, optimizer bit-exact, flat INA."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from innet.testbed import bringup
+from innet.testbed.bringup import TestbedOptions
+from innet.testbed.rail_testbed import RailLoopbackTestbed
+from innet.testbed.topology import rail_only, rail_optimized
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rail_checks import assert_exact, assert_training_bit_exact  # noqa: E402
+
+SIZES = [1, 300, 2000]
+
+
+def _options(tmp_path: Path) -> TestbedOptions:
+    return TestbedOptions(state_dir=tmp_path, window=8)
+
+
+@pytest.mark.slow
+def test_rail_only_2x2_hierarchical_sums_and_momentum(tmp_path: Path) -> None:
+    with RailLoopbackTestbed(rail_only(2, 2), _options(tmp_path)) as tb:
+        assert tb.flat is None
+        assert_exact(tb.run_hierarchical(SIZES), SIZES, 4)
+        counters = tb.counters()
+        assert counters["innet_drops"] == 0 and counters["innet_stale"] == 0
+        assert counters["innet_contributions"] == 2 * counters["innet_completions"]  # y = 2 per rail
+        assert_training_bit_exact(tb, "momentum")
+
+
+@pytest.mark.slow
+def test_rail_optimized_2x2_hierarchical_and_flat(tmp_path: Path) -> None:
+    with RailLoopbackTestbed(rail_optimized(2, 2), _options(tmp_path)) as tb:
+        assert_exact(tb.run_hierarchical(SIZES), SIZES, 4)
+        assert_exact(tb.run_flat(SIZES), SIZES, 4)
+        spine = tb.controller[tb.grid.spine].counters(tb.flat.job_id)
+        assert spine["innet_completions"][tb.flat.job_id] > 0
+
+
+@pytest.mark.slow
+def test_rail_optimized_2x2_sgd(tmp_path: Path) -> None:
+    with RailLoopbackTestbed(rail_optimized(2, 2), _options(tmp_path)) as tb:
+        assert_training_bit_exact(tb, "sgd")
+
+
+@pytest.mark.slow
+def test_rail_only_2x4_hierarchical_sums(tmp_path: Path) -> None:
+    with RailLoopbackTestbed(rail_only(2, 4), _options(tmp_path)) as tb:
+        assert_exact(tb.run_hierarchical([300, 2000]), [300, 2000], 8)
+
+
+@pytest.mark.slow
+def test_rail_only_2x4_momentum(tmp_path: Path) -> None:
+    with RailLoopbackTestbed(rail_only(2, 4), _options(tmp_path)) as tb:
+        assert_training_bit_exact(tb, "momentum", steps=2)
+
+
+@pytest.mark.slow
+def test_rail_optimized_2x4_hierarchical(tmp_path: Path) -> None:
+    with RailLoopbackTestbed(rail_optimized(2, 4), _options(tmp_path)) as tb:
+        assert_exact(tb.run_hierarchical([2000]), [2000], 8)
+
+
+@pytest.mark.slow
+def test_rail_optimized_2x4_flat_through_the_spine(tmp_path: Path) -> None:
+    with RailLoopbackTestbed(rail_optimized(2, 4), _options(tmp_path)) as tb:
+        assert_exact(tb.run_flat([300]), [300], 8)
+
+
+@pytest.mark.slow
+def test_rail_optimized_2x4_sgd(tmp_path: Path) -> None:
+    with RailLoopbackTestbed(rail_optimized(2, 4), _options(tmp_path)) as tb:
+        assert_training_bit_exact(tb, "sgd", steps=2)
+
+
+@pytest.mark.slow
+def test_alltoall_delivers_every_byte_on_both_routes(tmp_path: Path) -> None:
+    with RailLoopbackTestbed(rail_optimized(2, 2), _options(tmp_path)) as tb:
+        for route in ("direct", "two-step"):
+            results = tb.run_alltoall(30000, repeats=1, route=route)
+            assert_exact(results, [30000], 4)
+
+
+def test_rail_only_has_no_direct_alltoall_or_flat_ina(tmp_path: Path) -> None:
+    tb = RailLoopbackTestbed(rail_only(2, 2), _options(tmp_path))  # not started: planning only
+    with pytest.raises(bringup.TestbedError, match=r"topology rail-only-2x2: the direct all-to-all needs a spine"):
+        tb.run_alltoall(10, route="direct")
+    with pytest.raises(bringup.TestbedError, match=r"topology rail-only-2x2: flat INA needs a spine"):
+        tb.run_flat([10])

@@ -1,0 +1,111 @@
+"""Mininet tier: rail-only and rail-optimized with 2 domains x 2 and x 4 GPUs; hierarchical INA
+exact, the switch optimizer bit-exact with the numpy model, flat INA through the spine, and
+nothing left behind (HB bridges live in their own namespaces)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from innet.testbed.bringup import TestbedOptions
+from innet.testbed.rail_mininet import RailMininetTestbed
+from innet.testbed.topology import Link, rail_only, rail_optimized
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from rail_checks import assert_exact, assert_training_bit_exact  # noqa: E402
+
+NIC = Link(bw_mbps=100)
+HB = Link(bw_mbps=1000)
+
+
+def _leftovers(names: list[str]) -> list[str]:
+    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if any(f" {n}-eth" in line or f" {n}:" in line for n in names)]
+
+
+def _options(tmp_path: Path) -> TestbedOptions:
+    return TestbedOptions(state_dir=tmp_path, window=8)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_rail_only_hierarchical_exact(gpus: int, tmp_path: Path) -> None:
+    topo = rail_only(2, gpus, nic_link=NIC, hb_link=HB)
+    with RailMininetTestbed(topo, _options(tmp_path)) as tb:
+        assert_exact(tb.run_hierarchical([1, 300, 2000]), [1, 300, 2000], 2 * gpus)
+    assert _leftovers([s.name for s in topo.switches]) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_rail_only_momentum_bit_exact(gpus: int, tmp_path: Path) -> None:
+    with RailMininetTestbed(rail_only(2, gpus, nic_link=NIC, hb_link=HB), _options(tmp_path)) as tb:
+        assert_training_bit_exact(tb, "momentum", steps=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_rail_optimized_hierarchical_and_flat_exact(gpus: int, tmp_path: Path) -> None:
+    topo = rail_optimized(2, gpus, nic_link=NIC, hb_link=HB)
+    with RailMininetTestbed(topo, _options(tmp_path)) as tb:
+        assert_exact(tb.run_hierarchical([300, 2000]), [300, 2000], 2 * gpus)
+        assert_exact(tb.run_flat([300]), [300], 2 * gpus)
+    assert _leftovers([s.name for s in topo.switches]) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_rail_optimized_sgd_bit_exact(gpus: int, tmp_path: Path) -> None:
+    with RailMininetTestbed(rail_optimized(2, gpus, nic_link=NIC, hb_link=HB), _options(tmp_path)) as tb:
+        assert_training_bit_exact(tb, "sgd", steps=2)
+
+
+@pytest.mark.slow
+def test_a_nic_link_down_fails_its_rail_and_a_reinstalled_job_runs(tmp_path: Path) -> None:
+    """d1g2's NIC link goes down mid-job: both GPUs of rail r2 fail within the chunk deadline
+    naming their rail switch; rail r1 holds no half-finished slot; link up, re-install, exact."""
+    import time
+
+    from innet.testbed.ina_worker import EXIT_AGGREGATION
+
+    topo = rail_only(2, 2, nic_link=NIC, hb_link=HB)
+    with RailMininetTestbed(topo, TestbedOptions(state_dir=tmp_path, window=8, chunk_deadline=2.0)) as tb:
+        procs = tb.spawn_rail("allreduce", sizes=(4000,), repeats=200)
+        deadline = time.monotonic() + 30
+        while tb.rail_counters("r2")["innet_completions"] <= 20:
+            assert time.monotonic() < deadline, "rail r2 did not aggregate"
+            time.sleep(0.05)
+        tb.set_nic_link("d1g2", up=False)
+        down = time.monotonic()
+        logs = {}
+        for name, popen in procs:
+            popen.wait(timeout=20)
+            logs[name] = (popen.returncode, tb.procs.log_tail(name))
+            tb.procs.forget(name)
+        assert time.monotonic() - down < 12
+        for host in ("d1g2", "d2g2"):
+            code, log = logs[f"rail-{host}"]
+            assert code == EXIT_AGGREGATION and "rail switch r2 (10.0.0.253): aggregation failed" in log, log
+        assert tb.controller["r1"].occupancy(tb.job.job_id).busy == 0
+        tb.set_nic_link("d1g2", up=True)
+        tb.reinstall()
+        assert_exact(tb.run_hierarchical([1000]), [1000], 4)
+
+
+@pytest.mark.slow
+def test_alltoall_on_rail_optimized_delivers_every_byte_on_both_routes(tmp_path: Path) -> None:
+    """Direct (through the spine) and two-step (HB forwarding, then the rail)."""
+    with RailMininetTestbed(rail_optimized(2, 4, nic_link=NIC, hb_link=HB),
+                            TestbedOptions(state_dir=tmp_path, window=8)) as tb:
+        for route in ("direct", "two-step"):
+            assert_exact(tb.run_alltoall(20000, repeats=1, route=route), [20000], 8)
+
+
+@pytest.mark.slow
+def test_alltoall_on_rail_only_delivers_every_byte(tmp_path: Path) -> None:
+    with RailMininetTestbed(rail_only(2, 4, nic_link=NIC, hb_link=HB),
+                            TestbedOptions(state_dir=tmp_path, window=8)) as tb:
+        assert_exact(tb.run_alltoall(20000, repeats=1), [20000], 8)

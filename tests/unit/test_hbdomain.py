@@ -1,0 +1,83 @@
+"""HB-domain exchanges over loopback TCP: reduce-scatter and all-gather are exact, errors name the peer."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+from innet.host.hbdomain import HbConfig, HbError, HbGroup
+
+
+def _ports(n: int) -> tuple[tuple[str, int], ...]:
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return tuple(("127.0.0.1", s.getsockname()[1]) for s in socks)
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _run_all(n: int, body: Callable[[HbGroup], Any], deadline: float = 5.0) -> list[Any]:
+    peers = _ports(n)
+    results: list[Any] = [None] * n
+
+    def member(rank: int) -> None:
+        try:
+            with HbGroup(HbConfig(rank, peers, names=tuple(f"d1g{i + 1}" for i in range(n)), domain="hb1",
+                                  connect_timeout=5.0, deadline=deadline)) as group:
+                results[rank] = body(group)
+        except BaseException as error:  # reported to the test
+            results[rank] = error
+
+    threads = [threading.Thread(target=member, args=(r,)) for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    return results
+
+
+def test_reduce_scatter_then_all_gather_is_the_wrapping_sum() -> None:
+    n, size = 3, 1000
+    bounds = [(0, 320), (320, 640), (640, 1000)]
+    data = [np.random.default_rng(r).integers(-(1 << 31), 1 << 31, size, dtype=np.int64).astype(np.int32)
+            for r in range(n)]
+    expect = np.sum([d.astype(np.int64) for d in data], axis=0)
+    expect = (((expect + (1 << 31)) % (1 << 32)) - (1 << 31)).astype(np.int32)
+
+    def body(group: HbGroup) -> np.ndarray:
+        part = group.reduce_scatter(data[group.config.rank], bounds)
+        return group.all_gather(part, bounds)
+
+    for got in _run_all(n, body):
+        assert isinstance(got, np.ndarray) and np.array_equal(got, expect)
+
+
+def test_a_silent_peer_is_named_at_the_deadline() -> None:
+    def body(group: HbGroup) -> object:
+        if group.config.rank == 1:
+            return None  # never takes part
+        return group.reduce_scatter(np.zeros(4, np.int32), [(0, 2), (2, 4)])
+
+    got = _run_all(2, body, deadline=0.5)
+    assert isinstance(got[0], HbError)
+    assert re_match(r"HB domain hb1: d1g1 \(127.0.0.1:\d+\) got nothing from d1g2 \(127.0.0.1:\d+\) within "
+                    r"0.5 s during reduce-scatter|d1g2 \(127.0.0.1:\d+\) closed its connection", str(got[0]))
+
+
+def re_match(pattern: str, text: str) -> bool:
+    import re
+
+    return re.search(pattern, text) is not None
+
+
+def test_unreachable_member_is_named() -> None:
+    peers = _ports(2)
+    with pytest.raises(HbError, match=r"HB domain hb: cannot reach gpu1 \(127.0.0.1:\d+\)"):
+        HbGroup(HbConfig(0, peers, connect_timeout=0.3)).start()

@@ -1,0 +1,79 @@
+"""innet.testbed.rail: the grid, routes of every switch, hierarchical and flat jobs, shard bounds."""
+
+from __future__ import annotations
+
+import pytest
+
+from innet.controller.errors import JobError
+from innet.testbed.rail import RailGrid, flat_job, forwarding, hierarchical_jobs, shard_bounds
+from innet.testbed.topology import TopologyError, rail_only, rail_optimized, star
+
+
+def test_grid_positions() -> None:
+    grid = RailGrid.of(rail_only(3, 2))
+    assert (grid.x, grid.y, grid.rails, grid.spine) == (2, 3, ("r1", "r2"), None)
+    assert grid.hosts[2] == ("d3g1", "d3g2")
+    assert grid.position("d2g2") == (1, 1)
+    assert [h.name for h in grid.rail(1)] == ["d1g2", "d2g2", "d3g2"]
+
+
+def test_grid_of_a_star_is_refused() -> None:
+    with pytest.raises(TopologyError, match=r"topology star4: kind 'star' is not one of rail-only, rail-optimized"):
+        RailGrid.of(star(4))
+
+
+@pytest.mark.parametrize(("n", "k", "rails", "expected"), [
+    (1000, 64, 4, [(0, 256), (256, 512), (512, 768), (768, 1000)]),
+    (100, 64, 4, [(0, 64), (64, 100), (100, 100), (100, 100)]),
+    (0, 64, 2, [(0, 0), (0, 0)]),
+])
+def test_shard_bounds_are_whole_chunks_like_the_plan(n: int, k: int, rails: int,
+                                                     expected: list[tuple[int, int]]) -> None:
+    assert shard_bounds(n, k, rails) == expected
+
+
+def test_rail_only_routes_stay_on_the_rail() -> None:
+    fwd = forwarding(rail_only(2, 2))
+    r1 = fwd["r1"]
+    assert (r1.switch_ip, r1.switch_mac) == ("10.0.0.254", "02:00:00:00:01:01")
+    assert {(r.prefix, r.port) for r in r1.routes} == {("10.0.0.1/32", 1), ("10.0.0.3/32", 2)}
+    assert dict(r1.arp) == {"10.0.0.1": "00:00:00:00:00:01", "10.0.0.3": "00:00:00:00:00:03"}
+
+
+def test_rail_optimized_routes_other_rails_through_the_spine() -> None:
+    fwd = forwarding(rail_optimized(2, 2))
+    r1 = {r.prefix: (r.mac, r.port) for r in fwd["r1"].routes}
+    assert r1["10.0.0.2/32"] == ("02:00:00:00:02:01", 3)  # d1g2 is on r2: via the spine's port 3
+    assert r1["10.0.0.252/32"] == ("02:00:00:00:02:01", 3)  # the spine's own address
+    spine = {r.prefix: (r.mac, r.port) for r in fwd["sp1"].routes}
+    assert spine["10.0.0.2/32"] == ("02:00:00:00:01:02", 2)
+    assert spine["10.0.0.1/32"] == ("02:00:00:00:01:01", 1)
+
+
+def test_hierarchical_jobs_one_per_rail_with_lr_over_x() -> None:
+    grid = RailGrid.of(rail_only(2, 4))
+    jobs, plan = hierarchical_jobs(grid, 1, window=8, k=64, agent_port=5000, mode="sgd", param_chunks=10, lr=0.4)
+    assert [(s.switch, s.first_chunk, s.chunks) for s in plan.shards] == [("r1", 0, 3), ("r2", 3, 3), ("r3", 6, 2),
+                                                                          ("r4", 8, 2)]
+    r3 = jobs["r3"]
+    assert [(w.rank, w.ip, w.port) for w in r3.workers] == [(0, "10.0.0.3", 1), (1, "10.0.0.7", 2)]
+    assert r3.lr == pytest.approx(0.1) and r3.num_workers == 2
+
+
+def test_flat_job_on_the_spine_and_not_without_one() -> None:
+    job = flat_job(RailGrid.of(rail_optimized(2, 2)), 2, window=8, k=64, agent_port=5000)
+    assert [(w.rank, w.port) for w in job.workers] == [(0, 1), (1, 2), (2, 1), (3, 2)]
+    with pytest.raises(TopologyError, match=r"flat INA needs a spine"):
+        flat_job(RailGrid.of(rail_only(2, 2)), 2, window=8, k=64, agent_port=5000)
+
+
+def test_sharded_job_must_cover_the_plans_switches() -> None:
+    from innet.controller.controller import Controller
+    from innet.controller.switch import SwitchSpec
+
+    grid = RailGrid.of(rail_only(2, 2))
+    jobs, plan = hierarchical_jobs(grid, 1, window=8, k=64, agent_port=5000)
+    ctl = Controller([SwitchSpec("r1", "127.0.0.1:1"), SwitchSpec("r2", "127.0.0.1:2")])
+    with pytest.raises(JobError, match=r"sharded job: one job id on exactly the plan's switches \['r1', 'r2'\], "
+                                       r"got ids \[1\] on \['r1'\]"):
+        ctl.create_sharded_job({"r1": jobs["r1"]}, plan)
