@@ -52,13 +52,13 @@ class RailTestbed(Testbed):
     def start(self) -> "RailTestbed":
         from innet.controller.controller import Controller
         from innet.controller.pipeline import PipelineConfig
-        from innet.controller.switch import SwitchSpec as ControllerSwitchSpec
+        from innet.controller.switch import SwitchEndpoint
 
         self.procs.open()
         try:
             (self.procs.dir / "topology.json").write_text(self.topology.to_json())
             self.grpc_address = self._start_network()
-            specs = [ControllerSwitchSpec(s.name, self.grpc_addresses[s.name], s.device_id, timeout=30.0)
+            specs = [SwitchEndpoint(s.name, self.grpc_addresses[s.name], s.device_id, timeout=30.0)
                      for s in self.topology.p4_switches]
             self.controller = Controller(specs).connect()
             config = PipelineConfig.load(self.options.program, dict(self.options.defines) or None)
