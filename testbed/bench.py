@@ -210,7 +210,8 @@ def open_testbed(backend: str, n: int, loss_pct: float, config: BenchConfig) -> 
     options = TestbedOptions(k=k, window=config.window,
                              defines=(("INNET_K", str(k)),) if k != 64 else (),
                              switch_loss=loss_pct / 100 if backend == "loopback" else 0.0,
-                             switch_executor=config.executor)
+                             switch_executor=config.executor,
+                             start_timeout=300.0 if k >= 1024 else 60.0)  # large K: minutes to compile
     if backend == "mininet":
         from innet.testbed.mininet_net import MininetTestbed
 

@@ -113,6 +113,8 @@ def options_for(topology: Topology, k: int | None = None, **fields: Any) -> Test
     defines = tuple(d for d in fields.pop("defines", ()) if d[0] != "INNET_K")
     if k != 64:
         defines += (("INNET_K", str(k)),)
+    if k >= 1024:  # the switch compiles K registers per value kind: minutes on a loaded 2-core machine
+        fields["start_timeout"] = max(float(fields.get("start_timeout", 60.0)), 300.0)
     return TestbedOptions(k=k, defines=defines, **fields)
 
 
@@ -181,7 +183,7 @@ class Testbed(abc.ABC):
             self.grpc_address = self._start_network()
             spec = self.topology.switch()
             self.controller = Controller([SwitchEndpoint(spec.name, self.grpc_address, spec.device_id,
-                                                               timeout=30.0)]).connect()
+                                                               timeout=max(30.0, self.options.start_timeout))]).connect()
             self.controller.push(PipelineConfig.load(self.options.program, dict(self.options.defines) or None))
             self.controller.install_forwarding({spec.name: self.forwarding()})
             self.job = self.create_job()

@@ -174,7 +174,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"innet bench: {error}", file=sys.stderr)
         return EXIT_USAGE
     console = _console()
-    doc = bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"))
+    from innet.controller.errors import ControllerError
+    from innet.testbed.bringup import TestbedError
+
+    try:
+        doc = bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"))
+    except (TestbedError, ControllerError) as error:
+        print(f"innet bench: {error}", file=sys.stderr)
+        return EXIT_ERROR
     console.print(bench.table(doc))
     json_path, png_path = bench.save(doc, config.out_dir)
     console.print(f"wrote {json_path} and {png_path}")

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from innet.testbed.cleanup import innet_interfaces
 
 
+@pytest.mark.slow
 def test_jumbo_bench_picks_k_2048_for_innet_and_gloo(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "innet.cli", "bench", "--workers", "2", "--sizes", "64K",
                              "--mtu", "9000", "--repeats", "1", "--backend", "mininet", "--out", str(tmp_path)],

@@ -8,9 +8,9 @@ import grpc
 import pytest
 from finsy.proto import p4i, p4r
 
-from innet.controller.errors import ControllerError, UnsupportedError
+from innet.controller.errors import ControllerError, UnimplementedError
 from innet.controller.schema import P4Schema
-from innet.controller.switch import Switch, SwitchSpec
+from innet.controller.switch import Switch, SwitchEndpoint
 
 REG_ID = 0x16000001
 REG = "MyIngress.innet_param_0"
@@ -37,7 +37,7 @@ class Bmv2Client:
         entities = list(entities)
         self.reads.append(entities)
         if any(e.HasField("register_entry") for e in entities):
-            raise UnsupportedError("read on switch x: UNIMPLEMENTED: RegisterEntry", grpc.StatusCode.UNIMPLEMENTED)
+            raise UnimplementedError("read on switch x: UNIMPLEMENTED: RegisterEntry", grpc.StatusCode.UNIMPLEMENTED)
         return []
 
     def write(self, updates, describe=None, single_request=False):
@@ -55,7 +55,7 @@ class RecordingCli:
 
 def _switch(**spec) -> tuple[Switch, Bmv2Client, RecordingCli]:
     cli = RecordingCli()
-    sw = Switch(SwitchSpec("s1", "127.0.0.1:9559", **spec), runner=cli)
+    sw = Switch(SwitchEndpoint("s1", "127.0.0.1:9559", **spec), runner=cli)
     fake = Bmv2Client()
     sw.client = fake  # type: ignore[assignment]
     sw._use(_schema())

@@ -69,11 +69,11 @@ def test_flat_job_on_the_spine_and_not_without_one() -> None:
 
 def test_sharded_job_must_cover_the_plans_switches() -> None:
     from innet.controller.controller import Controller
-    from innet.controller.switch import SwitchSpec
+    from innet.controller.switch import SwitchEndpoint
 
     grid = RailGrid.of(rail_only(2, 2))
     jobs, plan = hierarchical_jobs(grid, 1, window=8, k=64, agent_port=5000)
-    ctl = Controller([SwitchSpec("r1", "127.0.0.1:1"), SwitchSpec("r2", "127.0.0.1:2")])
+    ctl = Controller([SwitchEndpoint("r1", "127.0.0.1:1"), SwitchEndpoint("r2", "127.0.0.1:2")])
     with pytest.raises(JobError, match=r"sharded job: one job id on exactly the plan's switches \['r1', 'r2'\], "
                                        r"got ids \[1\] on \['r1'\]"):
         ctl.create_sharded_job({"r1": jobs["r1"]}, plan)
