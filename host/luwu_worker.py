@@ -85,8 +85,12 @@ class LuwuWorker:
         self._cond = threading.Condition()
         self._grads: dict[int, F32] = {}
         self._pulled: dict[int, F32] = {}
+        self._handed: set[int] = set()
+        """Layers pushed in the current step (the comm thread may have sent them already)."""
         self._error: BaseException | None = None
         self._closed = False
+        self._idle = False
+        """The thread waits for a gradient the caller has not handed over."""
         self._thread = threading.Thread(target=self._loop, name=f"luwu-worker-{rank}", daemon=True)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -96,8 +100,14 @@ class LuwuWorker:
         self._thread.start()
         return self
 
-    def close(self) -> None:
+    def close(self, drain_timeout: float = 60.0) -> None:
+        """Finish what was handed over (the last step's pushes and the pulls after them: the
+        optimizer nodes wait for them), then stop the agent."""
+        deadline = time.monotonic() + drain_timeout
         with self._cond:
+            while (self._thread.is_alive() and self._error is None and not self._idle
+                   and time.monotonic() < deadline):
+                self._cond.wait(0.2)
             self._closed = True
             self._cond.notify_all()
         self.agent.close()  # ends a pending operation (the agent process stops)
@@ -119,6 +129,9 @@ class LuwuWorker:
                              f"{self.plan.layer_sizes[layer]}")
         with self._cond:
             self._raise()
+            if layer in self._handed:
+                raise ValueError(f"luwu push of layer {layer}: pushed twice in one step")
+            self._handed.add(layer)
             self._grads[layer] = g
             self._cond.notify_all()
 
@@ -127,7 +140,9 @@ class LuwuWorker:
         with self._cond:
             self._raise()
             for i, size in enumerate(self.plan.layer_sizes):
-                self._grads.setdefault(i, np.zeros(size, np.float32))
+                if i not in self._handed:
+                    self._grads[i] = np.zeros(size, np.float32)
+            self._handed = set()
             self._cond.notify_all()
 
     def take(self, layer: int, timeout: float | None = None) -> F32:
@@ -193,7 +208,10 @@ class LuwuWorker:
             while layer not in self._grads:
                 if self._closed:
                     raise _Closed()
+                self._idle = not self._grads
+                self._cond.notify_all()
                 self._cond.wait(0.5)
+            self._idle = False
             grad = self._grads.pop(layer)
         t0 = time.perf_counter()
         self._op(lambda: self.agent.allreduce(grad))

@@ -120,3 +120,31 @@ def test_a_dead_optimizer_node_is_named_within_the_deadline(tmp_path: Path) -> N
         finally:
             for w in workers:
                 w.close()
+
+
+def test_a_layer_pushed_early_is_not_replaced_by_zeros_at_the_step_end(tmp_path: Path) -> None:
+    """finish_step fills zeros only for layers not pushed in this step, even when the comm
+    thread has already sent some of them (regression: it refilled those with zeros)."""
+    plan = _plan(1, 1, (8, 8))
+    fake = FakeInnetSwitch(K)
+    fake.add_job(plan.job, plan.members, slot_count=plan.window)
+    np.save(tmp_path / "init.npy", np.zeros(16, np.float32))
+    with FakeUdpSwitch(fake) as sw:
+        udp = UdpTransportConfig("127.0.0.1", sw.address[1], "127.0.0.1")
+        node = OptimizerNode(NodeConfig(plan, 0, str(tmp_path / "o"), {}, 2, AdamConfig(lr=0.1),
+                                        str(tmp_path / "init.npy")), udp)
+        t = threading.Thread(target=node.run)
+        t.start()
+        with LuwuWorker(plan, 0, udp) as w:
+            for _ in range(2):
+                w.take(0, timeout=20), w.take(1, timeout=20)
+                w.push(1, np.ones(8, np.float32))
+                deadline = time.monotonic() + 10
+                while w.stats.pushes < 1 + 2 * _ and time.monotonic() < deadline:  # layer 1 is sent
+                    time.sleep(0.01)
+                w.push(0, np.ones(8, np.float32))
+                w.finish_step()
+            final = np.concatenate([w.take(0, timeout=20), w.take(1, timeout=20)])
+        t.join(timeout=20)
+    # Adam moves every weight with a positive gradient by -lr per step: both layers, both steps
+    np.testing.assert_allclose(final, -0.2, atol=1e-5)
