@@ -100,6 +100,15 @@ class LuwuWorker:
         self._thread.start()
         return self
 
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        """Wait until everything handed over is done (pushes, and the pulls after them)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._thread.is_alive() and not self._idle and time.monotonic() < deadline:
+                self._raise()
+                self._cond.wait(0.2)
+            self._raise()
+
     def close(self, drain_timeout: float = 60.0) -> None:
         """Finish what was handed over (the last step's pushes and the pulls after them: the
         optimizer nodes wait for them), then stop the agent."""
@@ -133,6 +142,7 @@ class LuwuWorker:
                 raise ValueError(f"luwu push of layer {layer}: pushed twice in one step")
             self._handed.add(layer)
             self._grads[layer] = g
+            self._idle = False
             self._cond.notify_all()
 
     def finish_step(self) -> None:
@@ -143,6 +153,7 @@ class LuwuWorker:
                 if i not in self._handed:
                     self._grads[i] = np.zeros(size, np.float32)
             self._handed = set()
+            self._idle = False
             self._cond.notify_all()
 
     def take(self, layer: int, timeout: float | None = None) -> F32:

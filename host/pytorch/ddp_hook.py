@@ -13,7 +13,7 @@ with ``N * B * 2**f <= 2**31 - 1``; the summed error is at most ``N * 2**-(f+1)`
 ``N**2 * B * 2**-31`` (relative to B, ~2e-9 N**2), and after dividing by N, ``N * B * 2**-31``.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: DDP checks the hook's annotations at run time.
 
 import concurrent.futures
 from dataclasses import dataclass, field

@@ -64,10 +64,14 @@ class ModelInNetwork:
     """See module docstring."""
 
     def __init__(self, model: nn.Module, worker: LuwuWorker, drop: bool = True,
-                 pull_timeout: float | None = None) -> None:
+                 pull_timeout: float | None = None, overlap: bool = True) -> None:
         self.model = model
         self.worker = worker
         self.drop = drop
+        self.overlap = overlap
+        """False: push every layer after backward and wait for every pull before the next
+        forward (the serialized baseline the overlap is measured against)."""
+        self._deferred: list[tuple[int, Any]] = []
         self.pull_timeout = pull_timeout
         self.layers = layer_table(model)
         sizes = tuple(layer.size for layer in self.layers)
@@ -115,7 +119,10 @@ class ModelInNetwork:
             if len(pending) == len(self.layers[i].params):
                 flat = torch.cat([pending[k] for k in range(len(pending))])
                 del self._pending[i]
-                self.worker.push(i, flat.numpy())
+                if self.overlap:
+                    self.worker.push(i, flat.numpy())
+                else:
+                    self._deferred.append((i, flat.numpy()))
                 if self.drop:
                     self._release(i)
         return hook
@@ -131,7 +138,12 @@ class ModelInNetwork:
         """End of the step (instead of ``optimizer.step()``): layers without a gradient
         push zeros; the next step's parameters are pulled from now on."""
         self._pending.clear()
+        for i, g in self._deferred:
+            self.worker.push(i, g)
+        self._deferred.clear()
         self.worker.finish_step()
+        if not self.overlap:
+            self.worker.wait_idle()
         self.version += 1
         if self.drop:
             for i in range(len(self.layers)):
