@@ -47,8 +47,8 @@ class RunConfig:
     overlap: bool = True
     chunk_deadline: float = 20.0
     timeout: float = 300.0
-    kill_node_after: float | None = None
-    """Kill optimizer node 0 this many seconds after the start (failure test)."""
+    kill_node_at_step: int | None = None
+    """Kill optimizer node 0 once its status shows this step (failure test)."""
 
 
 @dataclass
@@ -70,6 +70,21 @@ class RunResult:
 
 def _spawn(tb: Testbed, host: str, name: str, argv: list[str]) -> Any:
     return tb.spawn_on(host, name, argv, env={"OMP_NUM_THREADS": "1"}, stdout_pipe=True)
+
+
+def _kill_at_step(tb: Testbed, name: str, directory: Path, step: int, timeout: float) -> None:
+    from innet.host.optimizer_node import read_status
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if read_status(directory).get("step", 0) >= step:
+                tb.procs.stop(name)
+                return
+        except ValueError:  # not written yet
+            pass
+        time.sleep(0.05)
+    raise TestbedError(f"luwu run: optimizer node {name} did not reach step {step} within {timeout:g} s")
 
 
 def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None) -> RunResult:
@@ -131,9 +146,8 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
     else:
         raise TestbedError(f"luwu run: mode {config.mode!r} is not local, ddp-gloo, ddp-innet or luwu")
     try:
-        if config.kill_node_after is not None:
-            time.sleep(config.kill_node_after)  # the failure test's injected fault, not a readiness wait
-            tb.procs.stop(procs[0][0])
+        if config.kill_node_at_step is not None:
+            _kill_at_step(tb, procs[0][0], node_dirs[0], config.kill_node_at_step, config.timeout)
         deadline = time.monotonic() + config.timeout
         for name, popen in procs:
             try:

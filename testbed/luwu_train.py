@@ -22,7 +22,7 @@ import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 MODULE = "innet.testbed.luwu_train"
 MODES = ("local", "ddp-gloo", "ddp-innet", "luwu")
@@ -95,7 +95,13 @@ def _tensor_bytes(model: Any, opt: Any | None) -> int:
     return int(total)
 
 
-def run(spec: TrainSpec) -> int:
+def _print(doc: dict[str, Any]) -> None:
+    print(json.dumps(doc), flush=True)
+
+
+def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int:
+    """Train as ``spec`` says; every step and the final report go to ``emit`` (JSON lines on
+    stdout by default; tests run the ``local`` reference in their own process)."""
     import torch
     import torch.nn.functional as F
 
@@ -110,6 +116,7 @@ def run(spec: TrainSpec) -> int:
     extra: dict[str, Any] = {}
     closers: list[Any] = []
     peak_tensors = 0
+    between = 0
     try:
         if spec.mode == "luwu":
             from innet.host.luwu import LuwuPlan
@@ -165,9 +172,10 @@ def run(spec: TrainSpec) -> int:
                 peak_tensors = max(peak_tensors, _tensor_bytes(model, opt))
             else:
                 mnet.step()
+                between = max(between, mnet.resident_bytes)
             elapsed = time.perf_counter() - start
             times.append(elapsed)
-            print(json.dumps({"step": s, "loss": float(loss.item()), "seconds": elapsed}), flush=True)
+            emit({"step": s, "loss": float(loss.item()), "seconds": elapsed})
         with torch.no_grad():
             accuracy = float((net(xt).argmax(dim=1) == yt).float().mean().item())
         final: dict[str, Any] = {"final": True, "mode": spec.mode, "rank": spec.rank, "accuracy": accuracy,
@@ -175,7 +183,7 @@ def run(spec: TrainSpec) -> int:
                                  "params": sum(p.numel() for p in build_model(spec).parameters())}
         if spec.mode == "luwu":
             final["tensor_bytes_peak"] = mnet.peak_resident_bytes
-            final["tensor_bytes_between_steps"] = mnet.resident_bytes if mnet.drop else None
+            final["tensor_bytes_between_steps"] = between
             st = worker.stats
             final["comm"] = {"push_seconds": st.push_seconds, "pull_seconds": st.pull_seconds,
                              "wait_seconds": st.wait_seconds, "saturated": st.saturated}
@@ -186,7 +194,7 @@ def run(spec: TrainSpec) -> int:
             h = extra["hook"]
             final["comm"] = {"buckets": h.buckets, "seconds": h.seconds, "saturated": h.saturated}
             final["agent_stats"] = h.agent.last.stats if h.agent.last else {}
-        print(json.dumps(final), flush=True)
+        emit(final)
     finally:
         for close in reversed(closers):
             close()
