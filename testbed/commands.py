@@ -95,6 +95,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     quiet_mininet()
     _terminate_on_sigterm()
+    if args.mode == "luwu":
+        from innet.testbed.luwu_demo import LuwuDemoConfig, run as run_luwu
+
+        luwu = run_luwu(LuwuDemoConfig(workers=args.workers, steps=args.steps, backend=args.backend,
+                                       out_dir=args.out), _console())
+        acc = luwu["accuracy"]
+        return 0 if not luwu["errors"] and acc["luwu"] is not None and abs(acc["luwu"] - acc["local"]) <= 0.01 \
+            else EXIT_ERROR
     config = DemoConfig(workers=args.workers, steps=args.steps, backend=args.backend, gloo=not args.no_gloo,
                         bench_sizes=args.sizes, out_dir=args.out)
     doc = run(config, _console())
@@ -217,6 +225,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     demo.add_argument("--steps", type=int_range(1), default=150, help="training steps (default 150)")
     demo.add_argument("--sizes", type=_sizes, default=(16384, 262144), help="benchmark sizes (default 16K,256K)")
     demo.add_argument("--backend", choices=backends, default="auto", help="auto: Mininet when root, else loopback")
+    demo.add_argument("--mode", choices=("switch", "luwu"), default="switch",
+                      help="switch: the P4 switch is the optimizer (default); luwu: optimizer nodes with "
+                           "out-of-core Adam, PyTorch workers pushing/pulling per layer")
     demo.add_argument("--no-gloo", action="store_true", help="skip the gloo baseline")
     demo.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
     demo.set_defaults(func=cmd_demo)
