@@ -215,7 +215,7 @@ class AdamState:
                 if c.decoupled:
                     p *= np.float32(1 - c.lr * c.weight_decay)
                 else:
-                    g = g + np.float32(c.weight_decay) * p
+                    g = np.asarray(g + np.float32(c.weight_decay) * p, dtype=np.float32)
             m += one_m_b1 * (g - m)  # torch's lerp(m, g, 1 - beta1)
             v *= b2
             v += one_m_b2 * g * g

@@ -55,7 +55,9 @@ def run(config: LuwuDemoConfig, console: Any) -> dict[str, Any]:
         console.print(f"{s:4d}  {cells[0]:>10} {cells[1]:>7} {cells[2]:>10}")
     acc = {"local": reference[-1]["accuracy"], "luwu": luwu.finals[0]["accuracy"] if luwu.finals else None,
            "ddp-innet": ddp.finals[0]["accuracy"] if ddp.finals else None}
-    console.print(f"test accuracy: local {acc['local']:.3f}, LuWu {acc['luwu']}, DDP+innet {acc['ddp-innet']}")
+    fmt = lambda a: "-" if a is None else f"{a:.3f}"  # noqa: E731
+    console.print(f"test accuracy: local {fmt(acc['local'])}, LuWu {fmt(acc['luwu'])}, "
+                  f"DDP+innet {fmt(acc['ddp-innet'])}")
     if luwu.finals:
         f = luwu.finals[0]
         console.print(f"LuWu worker: peak parameter bytes {f['tensor_bytes_peak']}, between steps "

@@ -59,7 +59,7 @@ def innet_allreduce_hook(state: InnetHookState, bucket: dist.GradBucket) -> torc
             state.seconds += time.perf_counter() - start
             future.set_result(buffer)
         except BaseException as error:  # DDP raises it from backward
-            future.set_exception(error)
+            future.set_exception(error)  # type: ignore[arg-type]  # torch's stub says Tensor
 
     state.executor.submit(run)
     return future
