@@ -148,3 +148,39 @@ def test_a_layer_pushed_early_is_not_replaced_by_zeros_at_the_step_end(tmp_path:
         t.join(timeout=20)
     # Adam moves every weight with a positive gradient by -lr per step: both layers, both steps
     np.testing.assert_allclose(final, -0.2, atol=1e-5)
+
+
+def test_a_restarted_node_resumes_from_its_state_on_disk(tmp_path: Path) -> None:
+    sizes = (20, 9)
+    rng = np.random.default_rng(5)
+    initial = rng.normal(size=29).astype(np.float32)
+    np.save(tmp_path / "init.npy", initial)
+    grads = [rng.normal(size=29).astype(np.float32) for _ in range(3)]
+    adam = AdamConfig(lr=0.05)
+    fake = FakeInnetSwitch(K)
+    fake.add_job(3, 2, slot_count=4)
+    seen = []
+    with FakeUdpSwitch(fake) as sw:
+        udp = UdpTransportConfig("127.0.0.1", sw.address[1], "127.0.0.1")
+        for session, steps in enumerate((2, 1)):
+            epoch = 1 if session == 0 else fake.attach(3)  # a new member set after the restart
+            plan = LuwuPlan(job=3, num_workers=1, nodes=("o1",), layer_sizes=sizes, epoch=epoch, window=4, k=K)
+            node = OptimizerNode(NodeConfig(plan, 0, str(tmp_path / "o1"), {}, steps, adam,
+                                            str(tmp_path / "init.npy")), udp)
+            t = threading.Thread(target=node.run)
+            t.start()
+            with LuwuWorker(plan, 0, udp) as w:
+                for _ in range(steps):
+                    seen.append(np.concatenate([w.take(0, timeout=20), w.take(1, timeout=20)]))
+                    g = grads[len(seen) - 1]
+                    w.push(1, g[20:])
+                    w.push(0, g[:20])
+                    w.finish_step()
+                final = np.concatenate([w.take(0, timeout=20), w.take(1, timeout=20)])
+            t.join(timeout=20)
+            assert read_status(tmp_path / "o1")["step"] == (2 if session == 0 else 3)
+    expected = _adam_reference(initial, grads, adam, tmp_path / "ref")
+    np.testing.assert_allclose(final, expected, rtol=0, atol=1e-5)
+    # the restarted node's first pull publishes what it had committed before the restart
+    np.testing.assert_allclose(seen[2], _adam_reference(initial, grads[:2], adam, tmp_path / "ref2"),
+                               rtol=0, atol=1e-5)
