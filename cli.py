@@ -124,6 +124,23 @@ def _tls(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return ClientTls(args.grpc_ca_cert, args.grpc_client_cert, args.grpc_client_key, args.grpc_server_name)
 
 
+def _inspect_optimizer(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from innet.testbed import luwu_status
+
+    try:
+        statuses = luwu_status.load(args.optimizer)
+    except ValueError as error:
+        print(f"innet: error: {error}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(statuses, indent=1))
+    else:
+        luwu_status.render(statuses, Console())
+    return 0
+
+
 @_controller_command
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from rich.console import Console
@@ -131,6 +148,8 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     from innet.controller.inspect import inspect_switch, render
     from innet.controller.switch import Switch
 
+    if args.optimizer:
+        return _inspect_optimizer(args)
     with Switch(_specs(args, read_only=True)[0]) as sw:
         report = inspect_switch(sw, [(name, args.range) for name in args.register], args.job)
     if args.json:
@@ -288,6 +307,8 @@ def _add_control_commands(sub: "argparse._SubParsersAction[argparse.ArgumentPars
     ins.add_argument("--register", action="append", default=[], metavar="NAME", help="also dump this register")
     ins.add_argument("--range", default=None, metavar="A:B", help="index range of --register (default all)")
     ins.add_argument("--job", type=int, default=None, help="only this job")
+    ins.add_argument("--optimizer", action="append", type=Path, default=[], metavar="DIR",
+                     help="show the LuWu optimizer node whose state directory is DIR (repeatable) instead of a switch")
     ins.set_defaults(func=_cmd_inspect)
 
     pipe = sub.add_parser("pipeline", help="push a P4 pipeline").add_subparsers(dest="action", required=True)

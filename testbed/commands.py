@@ -100,6 +100,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     quiet_mininet()
     _terminate_on_sigterm()
+    if args.mode == "luwu":
+        from innet.testbed.luwu_demo import LuwuDemoConfig, run as run_luwu
+
+        luwu = run_luwu(LuwuDemoConfig(workers=args.workers, steps=args.steps, backend=args.backend,
+                                       out_dir=args.out), _console())
+        acc = luwu["accuracy"]
+        return 0 if not luwu["errors"] and acc["luwu"] is not None and abs(acc["luwu"] - acc["local"]) <= 0.01 \
+            else EXIT_ERROR
     if args.topo != "star":
         from innet.testbed.rail_demo import RailDemoConfig, run as run_rail
 
@@ -306,6 +314,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     demo.add_argument("--steps", type=int_range(1), default=150, help="training steps (default 150)")
     demo.add_argument("--sizes", type=_sizes, default=(16384, 262144), help="benchmark sizes (default 16K,256K)")
     demo.add_argument("--backend", choices=backends, default="auto", help="auto: Mininet when root, else loopback")
+    demo.add_argument("--mode", choices=("switch", "luwu"), default="switch",
+                      help="switch: the P4 switch is the optimizer (default); luwu: optimizer nodes with "
+                           "out-of-core Adam, PyTorch workers pushing/pulling per layer")
     demo.add_argument("--executor", choices=["auto", "native", "python"], default="auto",
                       help="switch packet executor: native (generated C), python, auto (native when possible)")
     demo.add_argument("--no-gloo", action="store_true", help="skip the gloo baseline")

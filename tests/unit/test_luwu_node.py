@@ -1,0 +1,186 @@
+"""LuWu over a fake switch: workers push layer gradients, sharded optimizer nodes run Adam and
+publish parameters bit for bit; a dead node is named by the workers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from innet.host import quantize as qz
+from innet.host.fake_switch import FakeInnetSwitch, FakeUdpSwitch
+from innet.host.luwu import LuwuPlan, LuwuPlanError, schedule
+from innet.host.luwu_worker import LuwuWorker, OptimizerNodeError
+from innet.host.ooc_adam import AdamConfig, AdamState
+from innet.host.optimizer_node import NodeConfig, OptimizerNode, read_status
+from innet.host.protocol import Timing
+from innet.host.transport import UdpTransportConfig
+
+K = 16
+
+
+def _plan(workers: int, nodes: int, sizes: tuple[int, ...]) -> LuwuPlan:
+    return LuwuPlan(job=3, num_workers=workers, nodes=tuple(f"o{i + 1}" for i in range(nodes)),
+                    layer_sizes=sizes, epoch=1, window=4, k=K)
+
+
+def test_plan_shards_schedule_and_errors() -> None:
+    plan = _plan(2, 2, (5, 130, 7))
+    assert plan.shards == ((0, 80), (80, 142))  # 9 chunks of 16: 5 + 4
+    assert plan.overlap(1, 0) == (0, 5, 75) and plan.overlap(1, 1) == (75, 0, 55)
+    assert plan.overlap(0, 1) is None and plan.node_name(3) == "o2" and plan.node_name(1) is None
+    assert list(schedule(2, 1)) == [("pull", 0), ("pull", 1), ("push", 1), ("push", 0), ("pull", 0), ("pull", 1)]
+    assert LuwuPlan.from_dict(__import__("json").loads(plan.to_json())) == plan
+    with pytest.raises(LuwuPlanError, match="needs at least one optimizer node"):
+        _plan(2, 0, (5,))
+    with pytest.raises(LuwuPlanError, match=r"31 workers \+ 2 nodes must be 1\.\.32 members"):
+        _plan(31, 2, (5,))
+
+
+def _adam_reference(initial: np.ndarray, mean_grads: list[np.ndarray], config: AdamConfig,
+                    tmp: Path) -> np.ndarray:
+    state = AdamState.create(tmp, initial, config)
+    for g in mean_grads:
+        state.update(0, g)
+        state.commit_step()
+    return state.read()
+
+
+def test_sharded_nodes_train_like_adam_on_the_mean_gradient(tmp_path: Path) -> None:
+    n, nodes, steps = 2, 2, 3
+    sizes = (5, 130, 7)
+    plan = _plan(n, nodes, sizes)
+    rng = np.random.default_rng(0)
+    initial = rng.normal(size=plan.total).astype(np.float32)
+    np.save(tmp_path / "init.npy", initial)
+    grads = [[rng.normal(size=plan.total).astype(np.float32) for _ in range(n)] for _ in range(steps)]
+    adam = AdamConfig(lr=0.01, weight_decay=0.01, decoupled=True)
+    fake = FakeInnetSwitch(K)
+    fake.add_job(plan.job, plan.members, slot_count=plan.window)
+    seen: list[list[np.ndarray]] = [[] for _ in range(n)]
+    errors: list[BaseException] = []
+    with FakeUdpSwitch(fake) as sw:
+        udp = UdpTransportConfig("127.0.0.1", sw.address[1], "127.0.0.1")
+        node_objs = [OptimizerNode(NodeConfig(plan, i, str(tmp_path / f"o{i}"), {}, steps, adam,
+                                              str(tmp_path / "init.npy"), block=32), udp) for i in range(nodes)]
+
+        def worker(rank: int) -> None:
+            try:
+                with LuwuWorker(plan, rank, udp) as w:
+                    for step in range(steps + 1):
+                        seen[rank].append(np.concatenate([w.take(i, timeout=30) for i in range(len(sizes))]))
+                        if step == steps:
+                            break
+                        g = grads[step][rank]
+                        for i in reversed(range(len(sizes))):  # backward order; any order works
+                            a = plan.offsets[i]
+                            w.push(i, g[a:a + sizes[i]])
+                        w.finish_step()
+            except BaseException as error:
+                errors.append(error)
+
+        threads = [threading.Thread(target=o.run) for o in node_objs]
+        threads += [threading.Thread(target=worker, args=(r,)) for r in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+    assert not errors
+    # parameters reach the workers bit for bit, the same on every worker
+    assert np.array_equal(seen[0][0], initial)
+    for step in range(steps + 1):
+        assert np.array_equal(seen[0][step].view(np.int32), seen[1][step].view(np.int32))
+    # the nodes ran Adam on the mean of the quantized gradients: within the quantization bound
+    # of Adam on the exact mean (Adam's first steps move each weight by ~lr whatever the scale)
+    expected = _adam_reference(initial, [np.mean(g, axis=0) for g in grads], adam, tmp_path / "ref")
+    np.testing.assert_allclose(seen[0][-1], expected, rtol=0, atol=1e-4)
+    for i in range(nodes):
+        status = read_status(tmp_path / f"o{i}")
+        assert status["state"] == "done" and status["step"] == steps and status["name"] == f"o{i + 1}"
+        assert status["shard"] == list(plan.shards[i])
+
+
+def test_a_dead_optimizer_node_is_named_within_the_deadline(tmp_path: Path) -> None:
+    plan = _plan(2, 1, (40,))
+    fake = FakeInnetSwitch(K)
+    fake.add_job(plan.job, plan.members, slot_count=plan.window)
+    with FakeUdpSwitch(fake) as sw:
+        udp = UdpTransportConfig("127.0.0.1", sw.address[1], "127.0.0.1")
+        timing = Timing(chunk_deadline=1.5)
+        workers = [LuwuWorker(plan, r, udp, timing).start() for r in range(2)]
+        try:
+            start = time.monotonic()
+            with pytest.raises(OptimizerNodeError, match=r"optimizer node o1 \(rank 2\) did not answer") as info:
+                workers[0].take(0, timeout=20)
+            assert time.monotonic() - start < 1.5 + 2.0
+            assert info.value.nodes == ("o1",)
+        finally:
+            for w in workers:
+                w.close()
+
+
+def test_a_layer_pushed_early_is_not_replaced_by_zeros_at_the_step_end(tmp_path: Path) -> None:
+    """finish_step fills zeros only for layers not pushed in this step, even when the comm
+    thread has already sent some of them (regression: it refilled those with zeros)."""
+    plan = _plan(1, 1, (8, 8))
+    fake = FakeInnetSwitch(K)
+    fake.add_job(plan.job, plan.members, slot_count=plan.window)
+    np.save(tmp_path / "init.npy", np.zeros(16, np.float32))
+    with FakeUdpSwitch(fake) as sw:
+        udp = UdpTransportConfig("127.0.0.1", sw.address[1], "127.0.0.1")
+        node = OptimizerNode(NodeConfig(plan, 0, str(tmp_path / "o"), {}, 2, AdamConfig(lr=0.1),
+                                        str(tmp_path / "init.npy")), udp)
+        t = threading.Thread(target=node.run)
+        t.start()
+        with LuwuWorker(plan, 0, udp) as w:
+            for _ in range(2):
+                w.take(0, timeout=20), w.take(1, timeout=20)
+                w.push(1, np.ones(8, np.float32))
+                deadline = time.monotonic() + 10
+                while w.stats.pushes < 1 + 2 * _ and time.monotonic() < deadline:  # layer 1 is sent
+                    time.sleep(0.01)
+                w.push(0, np.ones(8, np.float32))
+                w.finish_step()
+            final = np.concatenate([w.take(0, timeout=20), w.take(1, timeout=20)])
+        t.join(timeout=20)
+    # Adam moves every weight with a positive gradient by -lr per step: both layers, both steps
+    np.testing.assert_allclose(final, -0.2, atol=1e-5)
+
+
+def test_a_restarted_node_resumes_from_its_state_on_disk(tmp_path: Path) -> None:
+    sizes = (20, 9)
+    rng = np.random.default_rng(5)
+    initial = rng.normal(size=29).astype(np.float32)
+    np.save(tmp_path / "init.npy", initial)
+    grads = [rng.normal(size=29).astype(np.float32) for _ in range(3)]
+    adam = AdamConfig(lr=0.05)
+    fake = FakeInnetSwitch(K)
+    fake.add_job(3, 2, slot_count=4)
+    seen = []
+    with FakeUdpSwitch(fake) as sw:
+        udp = UdpTransportConfig("127.0.0.1", sw.address[1], "127.0.0.1")
+        for session, steps in enumerate((2, 1)):
+            epoch = 1 if session == 0 else fake.attach(3)  # a new member set after the restart
+            plan = LuwuPlan(job=3, num_workers=1, nodes=("o1",), layer_sizes=sizes, epoch=epoch, window=4, k=K)
+            node = OptimizerNode(NodeConfig(plan, 0, str(tmp_path / "o1"), {}, steps, adam,
+                                            str(tmp_path / "init.npy")), udp)
+            t = threading.Thread(target=node.run)
+            t.start()
+            with LuwuWorker(plan, 0, udp) as w:
+                for _ in range(steps):
+                    seen.append(np.concatenate([w.take(0, timeout=20), w.take(1, timeout=20)]))
+                    g = grads[len(seen) - 1]
+                    w.push(1, g[20:])
+                    w.push(0, g[:20])
+                    w.finish_step()
+                final = np.concatenate([w.take(0, timeout=20), w.take(1, timeout=20)])
+            t.join(timeout=20)
+            assert read_status(tmp_path / "o1")["step"] == (2 if session == 0 else 3)
+    expected = _adam_reference(initial, grads, adam, tmp_path / "ref")
+    np.testing.assert_allclose(final, expected, rtol=0, atol=1e-5)
+    # the restarted node's first pull publishes what it had committed before the restart
+    np.testing.assert_allclose(seen[2], _adam_reference(initial, grads[:2], adam, tmp_path / "ref2"),
+                               rtol=0, atol=1e-5)
