@@ -9,9 +9,9 @@ import pytest
 
 from innet.host import quantize as qz
 from innet.host.agent import Agent, AgentConfig
-from innet.host.fake_switch import FakeInnetSwitch, FakeUdpSwitch
 from innet.host.protocol import JobConfig
 from innet.host.transport import UdpTransportConfig
+from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
 
 torch = pytest.importorskip("torch", reason="torch (optional dependency) is not installed")
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from innet.host.fake_switch import FakeInnetSwitch, FakeUdpSwitch
 from innet.host.luwu import LuwuPlan
 from innet.host.luwu_worker import LuwuWorker
 from innet.host.ooc_adam import AdamConfig
 from innet.host.optimizer_node import NodeConfig, OptimizerNode
 from innet.host.transport import UdpTransportConfig
+from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
 
 torch = pytest.importorskip("torch", reason="torch (optional dependency) is not installed")
 
