@@ -112,3 +112,21 @@ def test_float32_pipeline_within_tolerance_over_shaped_links() -> None:
         for k, v in p.items():
             np.testing.assert_allclose(result.params[n][k], v, rtol=1e-5, atol=1e-6)
     assert result.stats[0].bandwidth_next_bps is not None and result.stats[0].bandwidth_next_bps < 400e6
+
+
+def test_compression_applies_only_on_the_configured_boundary() -> None:
+    from innet.host.geo.compress import CompressionConfig
+
+    g = mlp([8, 64, 64, 3])
+    steps = _mlp_steps(4, 2)
+    dense = run_threads(g, (2, 4), _as64(g.init_params(1)), steps, Sgd(lr=0.1))
+    sparse = run_threads(g, (2, 4), _as64(g.init_params(1)), steps, Sgd(lr=0.1),
+                         compression=[CompressionConfig("topk", ratio=0.1), None])
+    assert sparse.bytes_per_link[0] < 0.4 * dense.bytes_per_link[0]
+    assert sparse.bytes_per_link[1] == dense.bytes_per_link[1]
+    assert sparse.stats[0].ratios_next == [0.1] * 8 and sparse.stats[1].ratios_prev == [0.1] * 8
+    assert sparse.stats[1].ratios_next == [1.0] * 8
+    ada = run_threads(g, (2, 4), _as64(g.init_params(1)), steps, Sgd(lr=0.1), probe=True,
+                      shapes=[LinkShape(bw_mbps=5.0, delay_ms=0.0), None],
+                      compression=[CompressionConfig("adatopk", min_ratio=0.02), None])
+    assert all(0.02 <= r < 1.0 for r in ada.stats[0].ratios_next)
