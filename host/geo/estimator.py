@@ -60,7 +60,17 @@ def _time(fn: object, repeats: int) -> float:
 
 
 def measure(graph: Graph, params: ParamStore, feeds: Mapping[str, Array], repeats: int = 5) -> Workload:
-    """Run every operator on ``feeds`` (one microbatch) and time it."""
+    """Run every operator on ``feeds`` (one microbatch) and time it, with one BLAS thread as the
+    stage processes use (``innet.host.geo.launch``)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # timings then include BLAS threading
+        return _measure(graph, params, feeds, repeats)
+    with threadpool_limits(1):
+        return _measure(graph, params, feeds, repeats)
+
+
+def _measure(graph: Graph, params: ParamStore, feeds: Mapping[str, Array], repeats: int) -> Workload:
     values: dict[str, Array] = dict(feeds)
     costs = []
     for node in graph.nodes:

@@ -9,6 +9,7 @@ host). Every process started here is ended in ``finally``.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -34,8 +35,13 @@ class StageOutput:
         return [r for r in self.records if r.get("event") == event]
 
 
+SINGLE_THREAD_BLAS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""Toy-sized matrices: BLAS threads only add contention spikes (tens of ms) on a shared machine."""
+
+
 def local_spawn(job: StageJob, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, **SINGLE_THREAD_BLAS})
 
 
 class _Proc:

@@ -49,6 +49,8 @@ class StageJob:
     microbatches: int = 1
     seed: int = 0
     """Seed of parameters and batches (the same on every site)."""
+    data_seed: int | None = None
+    """Seed of the batches when it differs from ``seed`` (data-parallel replicas read different data)."""
     dtype: str = "float32"
     lr: float = 0.1
     momentum: float = 0.0
@@ -162,7 +164,8 @@ def run(job: StageJob) -> int:
     params = {n: {k: v.astype(dtype) for k, v in p.items()}
               for n, p in graph.init_params(job.seed, plan.nodes).items()}
     task = build_task(job.task, job.seed)
-    batches: Iterator[list[dict[str, Any]]] = task.batches(job.batch, job.microbatches, job.seed)
+    batches: Iterator[list[dict[str, Any]]] = task.batches(job.batch, job.microbatches,
+                                                                   job.seed if job.data_seed is None else job.data_seed)
     prev: Channel | None = None
     nxt: Channel | None = None
     agent = None
@@ -186,6 +189,7 @@ def run(job: StageJob) -> int:
                              reducer=reducer, timeout=job.timeout)
         if job.probe:
             runner.probe()
+        base = {"next": nxt.sent_bytes if nxt else 0, "prev": prev.sent_bytes if prev else 0}  # probes excluded
         test = _cast(task.test_feeds(), dtype)
         clock = 0.0
         for step in range(job.steps):
@@ -196,7 +200,9 @@ def run(job: StageJob) -> int:
                 _emit(event="step", step=step, loss=loss, t=clock)
             last = step == job.steps - 1
             if (job.eval_every and (step + 1) % job.eval_every == 0) or last:
+                before = nxt.sent_bytes if nxt else 0
                 logits = runner.evaluate(step, test)
+                base["next"] += (nxt.sent_bytes if nxt else 0) - before  # evaluation is not training traffic
                 if logits is not None:
                     _emit(event="eval", step=step, t=clock, accuracy=accuracy(logits, task.test_labels))
         for link in (nxt, prev):
@@ -209,7 +215,8 @@ def run(job: StageJob) -> int:
               reduce_s=s.reduce_s, bandwidth_next_bps=s.bandwidth_next_bps,
               mean_ratio_next=float(np.mean(s.ratios_next)) if s.ratios_next else None,
               mean_ratio_prev=float(np.mean(s.ratios_prev)) if s.ratios_prev else None,
-              sent_next=nxt.sent_bytes if nxt else 0, sent_prev=prev.sent_bytes if prev else 0)
+              sent_next=(nxt.sent_bytes if nxt else 0) - base["next"],
+              sent_prev=(prev.sent_bytes if prev else 0) - base["prev"])
         return 0
     finally:
         for link in (nxt, prev):
