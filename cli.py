@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from innet.argtypes import UINT64_MAX, UINT128_MAX, host_port, input_file, int_range, positive_float
 from innet.conformance import SuiteReport, default_suites, run_suites, stf_files
 from innet.testbed.commands import add_commands as add_testbed_commands
+from innet.testbed.geo_commands import add_commands as add_geo_commands
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -353,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="innet", description="In-network aggregation on P4 software switches.")
     sub = parser.add_subparsers(dest="command", required=True)
     add_testbed_commands(sub)  # demo, bench, testbed (innet.testbed.commands)
+    add_geo_commands(sub)  # geo plan, geo bench (innet.testbed.geo_commands)
     conf = sub.add_parser("conformance", help="run STF suites (directories of NAME.p4 + NAME.stf)")
     conf.add_argument("dirs", nargs="*", help="suite directories (default: p4/ and tests/conformance/, the BMv2-confirmed corpus included)")
     conf.add_argument("-v", "--verbose", action="store_true", help="list every test, not only failures")
