@@ -241,7 +241,10 @@ def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None
                             if base["time_to_accuracy_s"] and r["time_to_accuracy_s"] else None)
     settings = {k: v for k, v in asdict(config).items() if k not in ("topology", "out_dir")}
     settings["topology"] = str(config.topology)
-    settings["wan_emulation"] = "user-space shaper in the geo transport (rate + delay), loopback TCP"
+    from innet.testbed.geo_testbed import wan_emulation
+
+    settings["wan_emulation"] = f"{wan_emulation('loopback')}: user-space shaper in the geo transport " \
+                                "(rate + delay) on loopback TCP"
     return {"date": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine(), "settings": settings,
             "clusters": [list(c) for c in planned.clusters],
             "plans": {k: p.describe(k) for k, p in planned.plans.items()}, "rows": rows}

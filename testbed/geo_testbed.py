@@ -21,6 +21,18 @@ from innet.testbed.loopback import LoopbackTestbed
 from innet.testbed.topology import Topology
 
 
+def wan_emulation(backend: str = "loopback") -> str:
+    """How WAN delay is emulated: ``netem`` on Mininet when the kernel has it, else
+    ``transport`` (the geo transport's user-space shaper: rate and delay). On loopback there
+    are no links, so it is always the transport."""
+    if backend == "mininet":
+        from innet.testbed.impair import netem_available
+
+        if netem_available():
+            return "netem"
+    return "transport"
+
+
 class GeoTestbed:
     """Site testbeds of a geo topology (loopback)."""
 
