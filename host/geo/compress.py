@@ -1,6 +1,7 @@
 """Top-k sparsification with error feedback, fixed-ratio and adaptive (AdaTopK).
 
-Error feedback keeps what top-k drops: per tensor key, the residual is added to the next
+Error feedback keeps what top-k drops (for gradients; for activations only on request,
+see ``CompressionConfig.feedback_activations``): per tensor key, the residual is added to the next
 tensor sent under that key before choosing the top k. The bookkeeping is exact: the
 elements of ``x + residual`` are *split* between the sent part and the new residual (no
 arithmetic on them), so ``sent + new_residual == x + old_residual`` bit for bit.
@@ -41,7 +42,12 @@ class CompressionConfig:
     min_ratio: float = 0.01
     """Lower bound of AdaTopK's ratio (a link too slow for anything still carries this much)."""
     feedback: bool = True
-    """Keep the dropped part (error feedback)."""
+    """Keep the dropped part of gradients (error feedback)."""
+    feedback_activations: bool = False
+    """Keep it for activations too. Off by default: an activation's residual belongs to other
+    samples, and adding it to the next microbatch's activations biases the forward pass
+    (on digits, fixed 10% top-k on the logits with activation feedback ended at chance
+    accuracy; see docs/benchmarks.md)."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -101,8 +107,12 @@ def adaptive_ratio(elements: int, itemsize: int, bandwidth_bps: float, budget_s:
 class LinkCompressor:
     """The sending side of one link direction: compresses a message's tensors per the config."""
 
-    def __init__(self, config: CompressionConfig, bandwidth_bps: float | None = None) -> None:
+    def __init__(self, config: CompressionConfig, bandwidth_bps: float | None = None,
+                 direction: str = "bwd") -> None:
+        if direction not in ("fwd", "bwd"):
+            raise CompressionError(f"link direction {direction!r}: expected 'fwd' (activations) or 'bwd' (gradients)")
         self.config = config
+        self.use_feedback = config.feedback and (direction == "bwd" or config.feedback_activations)
         self.bandwidth_bps = bandwidth_bps
         """Measured bandwidth of the link (AdaTopK); set by the probe."""
         self.feedback = ErrorFeedback()
@@ -132,7 +142,7 @@ class LinkCompressor:
             if key not in floats:
                 out[key] = v
             elif ratio >= 1.0:
-                out[key] = self.feedback.dense(key, v, self.config.feedback)
+                out[key] = self.feedback.dense(key, v, self.use_feedback)
             else:
-                out[key] = self.feedback.topk(key, v, math.ceil(ratio * v.size), self.config.feedback)
+                out[key] = self.feedback.topk(key, v, math.ceil(ratio * v.size), self.use_feedback)
         return out

@@ -68,8 +68,8 @@ class StageRunner:
         self.stage = stage
         self.prev, self.next = prev, next
         self.opt = SgdState(sgd)
-        self.tx_next = LinkCompressor(compress_next or CompressionConfig())
-        self.tx_prev = LinkCompressor(compress_prev or CompressionConfig())
+        self.tx_next = LinkCompressor(compress_next or CompressionConfig(), direction="fwd")
+        self.tx_prev = LinkCompressor(compress_prev or CompressionConfig(), direction="bwd")
         self.reducer = reducer
         self.timeout = timeout
         self.stats = StageStats()

@@ -86,3 +86,17 @@ def test_codec_round_trip_dense_and_sparse() -> None:
     assert len(encode(0, {"s": sp})) < len(encode(0, {"s": sp.dense()})) + 64
     with pytest.raises(CodecError, match="truncated"):
         decode(encode(0, {"a": np.ones(10)})[:-1])
+
+
+def test_activations_go_without_error_feedback_unless_asked() -> None:
+    """A forward residual belongs to other samples: by default only gradients keep one."""
+    x = np.array([[4.0, 1.0, -3.0, 0.5]], np.float32)
+    fwd = LinkCompressor(CompressionConfig("topk", ratio=0.5), direction="fwd")
+    fwd.compress({"h": x})
+    assert fwd.feedback.residuals == {}
+    bwd = LinkCompressor(CompressionConfig("topk", ratio=0.5), direction="bwd")
+    bwd.compress({"g": x})
+    np.testing.assert_array_equal(bwd.feedback.residuals["g"], [[0.0, 1.0, 0.0, 0.5]])
+    both = LinkCompressor(CompressionConfig("topk", ratio=0.5, feedback_activations=True), direction="fwd")
+    both.compress({"h": x})
+    assert "h" in both.feedback.residuals
