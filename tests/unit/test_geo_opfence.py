@@ -69,6 +69,7 @@ def test_opfence_avoids_the_slowest_link_and_puts_the_narrow_tensor_on_the_slow_
     slow = rates.index(100.0)
     assert best.boundary_bytes[slow] <= 32 * 8 * 4
     assert best.step_s < base.step_s / 2
+    assert best.cuts[-1] < len(g) - 1  # the loss stays with the layer producing its logits
     assert "predicted step" in best.describe("opfence")
 
 
@@ -87,7 +88,7 @@ def test_plan_errors_are_named() -> None:
     g = mlp([64, 10])  # 2 operators
     w = _workload(g)
     net = _net({"A": ["a1"], "B": ["b1"], "C": ["c1"]}, WAN)
-    with pytest.raises(PlanError, match="3 clusters but graph mlp has only 2 operators"):
+    with pytest.raises(PlanError, match="3 clusters but graph mlp has only 1 operators besides its loss"):
         opfence(g, w, net, [("a1",), ("b1",), ("c1",)])
 
 
