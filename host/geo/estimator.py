@@ -46,6 +46,12 @@ class Workload:
     def stage_compute(self, start: int, end: int) -> float:
         return sum(c.compute_s for c in self.costs[start:end])
 
+    def stage_fwd(self, start: int, end: int) -> float:
+        return sum(c.fwd_s for c in self.costs[start:end])
+
+    def stage_bwd(self, start: int, end: int) -> float:
+        return sum(c.bwd_s for c in self.costs[start:end])
+
     def stage_param_bytes(self, start: int, end: int) -> int:
         return sum(c.param_bytes for c in self.costs[start:end])
 

@@ -14,7 +14,8 @@
 
 Cost model (GPipe, M microbatches, per pipeline): the first microbatch pays every stage's
 compute and every link's delay and serialisation both ways; the other M-1 are paced by
-the bottleneck resource (slowest stage or busiest link direction); data-parallel stages add
+the bottleneck resource (slowest stage or busiest link direction) twice, in the forward
+phase and again in the backward phase (GPipe flushes between them); data-parallel stages add
 their gradient reduction at the intra-site bandwidth. Every site hosts one stage (the model
 is spread over all of them, as in geo-distributed training).
 """
@@ -154,10 +155,12 @@ def predict(graph: Graph, workload: Workload, net: Network, order: Sequence[Sequ
     dense = boundary_bytes(graph, workload, cuts)
     ratios = list(ratios) if ratios is not None else [1.0] * len(cuts)
     sent = [int(b if r >= 1.0 else b * r * (itemsize + INDEX_BYTES) / itemsize) for b, r in zip(dense, ratios)]
-    compute, reduce = [], []
+    compute, fwd, bwd, reduce = [], [], [], []
     for i, c in enumerate(order):
         speed = min(net.device_speed(d) for d in c)
-        compute.append(workload.stage_compute(edges[i], edges[i + 1]) / speed)
+        fwd.append(workload.stage_fwd(edges[i], edges[i + 1]) / speed)
+        bwd.append(workload.stage_bwd(edges[i], edges[i + 1]) / speed)
+        compute.append(fwd[-1] + bwd[-1])
         intra = _intra_bw(net, c)
         pbytes = workload.stage_param_bytes(edges[i], edges[i + 1])
         # INA: each replica sends its gradient once up and receives the sum once down
@@ -165,8 +168,10 @@ def predict(graph: Graph, workload: Workload, net: Network, order: Sequence[Sequ
     links = [_inter(net, a, b) for a, b in zip(order, order[1:])]
     ser = [b * 8 / (link.bw_mbps * 1e6) for b, link in zip(sent, links)]
     fill = sum(compute) + sum(2 * (link.delay_ms / 1e3 + s) for link, s in zip(links, ser))
-    bottleneck = max([*compute, *ser])
-    step = fill + (microbatches - 1) * bottleneck + max(reduce, default=0.0)
+    # GPipe flushes between the phases: the other M-1 microbatches are paced by the
+    # bottleneck twice, once going forward and once coming back
+    paced = max([*fwd, *ser]) + max([*bwd, *ser])
+    step = fill + (microbatches - 1) * paced + max(reduce, default=0.0)
     return Plan(tuple(tuple(c) for c in order), tuple(cuts),
                 tuple(tuple(n.name for n in graph.nodes[edges[i]:edges[i + 1]]) for i in range(len(order))),
                 tuple(compute), tuple(links), tuple(sent), tuple(reduce), microbatches, step)

@@ -74,6 +74,9 @@ class StageRunner:
         self.timeout = timeout
         self.stats = StageStats()
         self._mb_compute: float | None = None
+        self.period_s: float = 0.0
+        """Largest compute time per microbatch of any stage (the pipeline's period), learnt from
+        the value every training message carries in its tag."""
 
     @property
     def index(self) -> int:
@@ -83,9 +86,17 @@ class StageRunner:
 
     def _recv(self, link: Channel, expect: tuple[Any, ...]) -> dict[str, Array]:
         tag, tensors = decode(link.recv(self.timeout))
-        if tuple(tag) != expect:
+        if tuple(tag[:len(expect)]) != expect:
             raise RadError(f"stage {self.index}: expected message {expect} on {link.name}, got {tag}")
+        if len(tag) > len(expect):
+            self.period_s = max(self.period_s, float(tag[len(expect)]))
         return tensors  # type: ignore[return-value]
+
+    def _tag(self, kind: str, step: int, mb: int) -> tuple[Any, ...]:
+        """Message tag; it carries the largest stage compute time seen so far to the neighbour."""
+        own = self._mb_compute or 0.0
+        self.period_s = max(self.period_s, own)
+        return (kind, step, mb, self.period_s)
 
     def probe_next(self, nbytes: int = PROBE_BYTES) -> float:
         """Measure the bandwidth to the next stage (bits/s) from a small and a large round trip,
@@ -126,9 +137,12 @@ class StageRunner:
     # -- one step -------------------------------------------------------------------------
 
     def _budget(self, measured: float) -> float:
-        """Seconds a message may take: the stage's compute per microbatch (EMA, or 3x this
-        forward's time before any backward was measured)."""
-        return self._mb_compute if self._mb_compute is not None else 3 * measured
+        """Seconds a message may take: the pipeline's period, i.e. the largest compute time per
+        microbatch of any stage (own EMA and what neighbours reported), or 3x this forward's
+        time before anything was measured. A link whose messages cross within the period does
+        not slow the pipeline's steady state."""
+        own = self._mb_compute if self._mb_compute is not None else 3 * measured
+        return max(own, self.period_s)
 
     def step(self, step: int, microbatches: Sequence[Feeds]) -> float | None:
         """One training step; the mean loss on the last stage, None elsewhere."""
@@ -143,7 +157,7 @@ class StageRunner:
             if self.next is not None:
                 sent = self.tx_next.compress(out, self._budget(fwd_times[-1]))
                 self.stats.ratios_next.append(self.tx_next.last_ratio)
-                self.next.send(encode(("fwd", step, mb), sent))
+                self.next.send(encode(self._tag("fwd", step, mb), sent))
             else:
                 losses.append(float(out[self.stage.graph.loss]))
         for mb in reversed(range(m)):
@@ -157,7 +171,7 @@ class StageRunner:
             if self.prev is not None:
                 sent = self.tx_prev.compress(grads_in, self._budget(elapsed))
                 self.stats.ratios_prev.append(self.tx_prev.last_ratio)
-                self.prev.send(encode(("bwd", step, mb), sent))
+                self.prev.send(encode(self._tag("bwd", step, mb), sent))
         grads = self.stage.take_grads()
         if self.reducer is not None:
             start = time.perf_counter()

@@ -79,8 +79,8 @@ def test_prediction_matches_a_hand_computed_pipeline() -> None:
     net = _net({"A": ["a1"], "B": ["b1"]}, {("A", "B"): (8.0, 5.0)})
     plan = predict(g, w, net, [("a1",), ("b1",)], (2,), microbatches=3)
     ser = 8 * 16 * 4 * 8 / 8e6
-    compute = [4e-3, 4e-3]
-    expect = sum(compute) + 2 * (5e-3 + ser) + 2 * max(*compute, ser)
+    fwd = bwd = 2e-3  # two operators per stage, 1 ms each way
+    expect = 4 * fwd + 2 * (5e-3 + ser) + 2 * (max(fwd, ser) + max(bwd, ser))
     assert plan.step_s == pytest.approx(expect)
 
 

@@ -123,10 +123,37 @@ def test_compression_applies_only_on_the_configured_boundary() -> None:
     sparse = run_threads(g, (2, 4), _as64(g.init_params(1)), steps, Sgd(lr=0.1),
                          compression=[CompressionConfig("topk", ratio=0.1), None])
     assert sparse.bytes_per_link[0] < 0.4 * dense.bytes_per_link[0]
-    assert sparse.bytes_per_link[1] == dense.bytes_per_link[1]
+    assert sparse.bytes_per_link[1] == pytest.approx(dense.bytes_per_link[1], rel=0.01)  # tags differ slightly
     assert sparse.stats[0].ratios_next == [0.1] * 8 and sparse.stats[1].ratios_prev == [0.1] * 8
     assert sparse.stats[1].ratios_next == [1.0] * 8
     ada = run_threads(g, (2, 4), _as64(g.init_params(1)), steps, Sgd(lr=0.1), probe=True,
                       shapes=[LinkShape(bw_mbps=5.0, delay_ms=0.0), None],
                       compression=[CompressionConfig("adatopk", min_ratio=0.02), None])
     assert all(0.02 <= r < 1.0 for r in ada.stats[0].ratios_next)
+
+
+def test_every_stage_learns_the_pipeline_period_from_its_neighbours() -> None:
+    """AdaTopK's budget is the slowest stage's compute, which the light stage learns from tags."""
+    import threading
+
+    from innet.host.geo.channel import QueueChannel
+    from innet.host.geo.rad import StageRunner
+    from innet.host.geo.stages import Stage
+
+    g = mlp([8, 8, 400, 400, 3])  # fc0 relu0 | fc1 relu1 fc2 relu2 fc3 loss: stage 1 is heavy
+    plans = partition(g, (2,))
+    params = _as64(g.init_params(1))
+    a, z = QueueChannel.pair()
+    light = StageRunner(Stage(g, plans[0], {n: params[n] for n in plans[0].nodes if n in params}), None, a, Sgd())
+    heavy = StageRunner(Stage(g, plans[1], {n: params[n] for n in plans[1].nodes if n in params}), z, None, Sgd())
+    rng = np.random.default_rng(0)
+    steps = [[{"x": rng.standard_normal((64, 8)), "y": rng.integers(0, 3, 64)}] * 2 for _ in range(4)]
+    t = threading.Thread(target=lambda: [heavy.step(s, mbs) for s, mbs in enumerate(steps)])
+    t.start()
+    for s, mbs in enumerate(steps):
+        light.step(s, mbs)
+    t.join()
+    assert heavy._mb_compute is not None and light._mb_compute is not None
+    assert heavy._mb_compute > 3 * light._mb_compute
+    assert light.period_s > 3 * light._mb_compute  # it knows it is not the bottleneck
+    assert light._budget(0.0) == light.period_s
