@@ -164,7 +164,7 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
                 return None
             if site not in epochs:
                 epochs[site] = geo_tb.sites[site].attach()
-            return {"plan": geo_tb.dp_plan(site, r, epochs[site], max(1, _stage_elements(planned, plan, i))),
+            return {"agent": geo_tb.dp_agent(site, r, epochs[site], max(1, _stage_elements(planned, plan, i))),
                     "replicas": config.replicas}
         pipelines.append(stage_jobs(config, plan, compression, r, dp if config.replicas > 1 else None))
     start = time.monotonic()
@@ -179,7 +179,8 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
     step_s = float(statistics.median(deltas[warm:]))
     tta = next((e["t"] for e in evals if e["accuracy"] >= config.target_accuracy), None)
     done = [o.of("done")[0] for pipe in outputs for o in pipe]
-    wan_bytes = sum(d["sent_next"] + d["sent_prev"] for d in outputs[0] and [o.of("done")[0] for o in outputs[0]])
+    # one pipeline's WAN traffic: every stage's sends both ways (probes and evaluation excluded)
+    wan_bytes = sum(d["sent_next"] + d["sent_prev"] for d in (o.of("done")[0] for o in outputs[0]))
     ratios = [d["mean_ratio_next"] for d in done if d.get("mean_ratio_next") is not None]
     slow = [i for i, link in enumerate(plan.links) if link.bw_mbps == min(l.bw_mbps for l in plan.links)]
     slow_ratio = [done[i]["mean_ratio_next"] for i in slow if done[i].get("mean_ratio_next") is not None]

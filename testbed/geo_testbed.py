@@ -12,7 +12,6 @@ one and go down in reverse, every step even if another failed, so nothing is lef
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from innet.testbed.bringup import TestbedOptions
@@ -76,11 +75,11 @@ class GeoTestbed:
         if errors:
             raise errors[0]
 
-    def dp_plan(self, site: str, rank: int, epoch: int, elements: int) -> dict[str, Any]:
+    def dp_agent(self, site: str, rank: int, epoch: int, elements: int) -> dict[str, Any]:
         """The host agent settings of replica ``rank`` of ``site`` for a stage whose gradient has
-        ``elements`` values (``StageJob.dp["plan"]``), in the worker set attached at ``epoch``."""
+        ``elements`` values (``StageJob.dp["agent"]``), in the worker set attached at ``epoch``."""
         tb = self.sites[site]
         plan = tb.worker_plan(rank, (elements,), epoch)
-        from dataclasses import asdict
-
-        return {**asdict(replace(plan, chunk_deadline=self.options.chunk_deadline))}
+        return {"job": plan.job, "rank": plan.rank, "num_workers": plan.num_workers, "window": plan.window,
+                "k": plan.k, "epoch": plan.epoch, "chunk_deadline": self.options.chunk_deadline,
+                "transport": plan.transport, "elements": elements}

@@ -249,9 +249,9 @@ def run_threads(graph: Graph, cuts: Sequence[int], params: ParamStore, steps: It
         for t in threads:
             t.join()
     finally:
-        for a, z in links:
-            a.close()
-            z.close()
+        for end_a, end_b in links:
+            end_a.close()
+            end_b.close()
     if errors:
         raise errors[0]
     merged: ParamStore = {}

@@ -71,7 +71,8 @@ class StageJob:
     params_out: str | None = None
     """Write the stage's final parameters to this .npz."""
     dp: dict[str, Any] | None = None
-    """Data parallel inside the site: ``{"plan": <ina_worker WorkerPlan JSON fields>, "replicas": R}``."""
+    """Data parallel inside the site: ``{"agent": {...}, "replicas": R}`` (see :func:`agent_config`;
+    ``GeoTestbed.dp_agent`` writes it)."""
     timeout: float = 120.0
 
     def to_json(self) -> str:
@@ -127,16 +128,37 @@ def unflatten(vec: np.ndarray, layout: Sequence[tuple[str, str, tuple[int, ...]]
     return out
 
 
+def agent_config(dp: dict[str, Any], sum_bound: float) -> Any:
+    """The host agent's config from a stage job's ``dp["agent"]`` (the site testbed writes it:
+    job, rank, num_workers, window, k, epoch, chunk_deadline, transport)."""
+    from innet.host import wire
+    from innet.host.agent import AgentConfig
+    from innet.host.protocol import JobConfig, Timing
+    from innet.host.transport import TransportConfig, TunnelTransportConfig, UdpTransportConfig
+
+    a = dp["agent"]
+    t = a["transport"]
+    transport: TransportConfig
+    if t.get("kind") == "udp":
+        transport = UdpTransportConfig(switch_ip=t["switch_ip"], local_ip=t["local_ip"], local_port=int(t["local_port"]))
+    elif t.get("kind") == "tunnel":
+        transport = TunnelTransportConfig(tunnel=(t["tunnel"][0], int(t["tunnel"][1])), local=wire.Endpoint(*t["local"]),
+                                          switch=wire.Endpoint(*t["switch"]))
+    else:
+        raise GraphError(f"stage job dp transport kind {t.get('kind')!r}: expected 'udp' or 'tunnel'")
+    return AgentConfig(JobConfig(job=a["job"], rank=a["rank"], num_workers=a["num_workers"], window=a["window"],
+                                 k=a["k"], epoch=a["epoch"]), transport, sum_bound=sum_bound,
+                       timing=Timing(chunk_deadline=a["chunk_deadline"]))
+
+
 def ina_reducer(dp: dict[str, Any]) -> tuple[Reducer, Any]:
     """A reducer that averages gradients over the site's replicas through the site switch
     (``sum`` job via the host agent); and the agent, for the caller to close."""
     from innet.host.agent import Agent
-    from innet.testbed.ina_worker import WorkerPlan, agent_config
 
-    plan = WorkerPlan(**{**dp["plan"], "sizes": tuple(dp["plan"]["sizes"])})
     replicas = int(dp["replicas"])
-    agent = Agent(agent_config(plan, sum_bound=float(dp.get("sum_bound", 8.0)) * replicas),
-                  capacity=max(plan.sizes)).start()
+    agent = Agent(agent_config(dp, float(dp.get("sum_bound", 8.0)) * replicas),
+                  capacity=max(1, int(dp["agent"]["elements"]))).start()
 
     def reduce(grads: ParamStore) -> ParamStore:
         vec, layout = flatten(grads)
@@ -209,7 +231,8 @@ def run(job: StageJob) -> int:
             if isinstance(link, ShapedChannel):
                 link.flush(job.timeout)
         if job.params_out:
-            np.savez(job.params_out, **{f"{n}/{k}": v for n, p in params.items() for k, v in p.items()})
+            arrays: dict[str, Any] = {f"{n}/{k}": v for n, p in params.items() for k, v in p.items()}
+            np.savez(job.params_out, **arrays)
         s = runner.stats
         _emit(event="done", stage=job.index, compute_s=s.compute_s, microbatches=s.microbatches,
               reduce_s=s.reduce_s, bandwidth_next_bps=s.bandwidth_next_bps,

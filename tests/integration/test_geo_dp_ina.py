@@ -50,7 +50,7 @@ def test_two_replicas_per_site_average_through_the_site_switches(tmp_path: Path)
         for r in range(2):
             jobs = []
             for i, site in enumerate(("a", "b")):
-                dp = {"plan": tb.dp_plan(site, r, epochs[site], sizes[i]), "replicas": 2}
+                dp = {"agent": tb.dp_agent(site, r, epochs[site], sizes[i]), "replicas": 2}
                 jobs.append(StageJob(model={"kind": "mlp", "sizes": SIZES}, task={"kind": "digits"}, cuts=CUTS,
                                      index=i, steps=STEPS, batch=BATCH, data_seed=1000 * r, lr=LR, probe=False,
                                      dp=dp, params_out=str(tmp_path / f"r{r}s{i}.npz"), timeout=30.0))

@@ -11,7 +11,7 @@ from innet.host.agent import Agent
 from innet.testbed.bringup import TestbedOptions
 from innet.testbed.geo_testbed import GeoTestbed
 from innet.testbed.geo_topology import Site, geo
-from innet.testbed.ina_worker import WorkerPlan, agent_config
+from innet.host.geo.worker import agent_config
 from innet.testbed.processes import find_marked
 
 
@@ -33,8 +33,8 @@ def test_geo_sites_come_up_sum_inside_a_site_and_go_down_leaving_nothing(tmp_pat
         runs = [s.procs.dir for s in tb.sites.values()]
         assert all(_alive(p) for p in pids)
         epoch = tb.sites["b"].attach()
-        agents = [Agent(agent_config(WorkerPlan(**{**tb.dp_plan("b", r, epoch, 100), "sizes": (100,)}),
-                                     sum_bound=4.0), capacity=100).start() for r in range(2)]
+        agents = [Agent(agent_config({"agent": tb.dp_agent("b", r, epoch, 100)}, sum_bound=4.0),
+                        capacity=100).start() for r in range(2)]
         try:
             import threading
 
