@@ -27,7 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from innet.host.geo.compress import CompressionConfig
-from innet.host.geo.estimator import Workload, measure
+from innet.host.geo.estimator import OpWorkload, measure
 from innet.host.geo.graph import Graph
 from innet.host.geo.launch import launch
 from innet.host.geo.opfence import Network, Plan, cluster, naive, opfence, predict
@@ -96,7 +96,7 @@ class GeoBenchConfig:
 @dataclass(frozen=True)
 class Planned:
     graph: Graph
-    workload: Workload
+    workload: OpWorkload
     network: Network
     clusters: tuple[tuple[str, ...], ...]
     plans: dict[str, Plan]

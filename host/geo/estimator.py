@@ -37,7 +37,7 @@ class OpCost:
 
 
 @dataclass(frozen=True)
-class Workload:
+class OpWorkload:
     """Costs of every node of a graph, in graph order."""
 
     graph: str
@@ -65,7 +65,7 @@ def _time(fn: object, repeats: int) -> float:
     return statistics.median(samples)
 
 
-def measure(graph: Graph, params: ParamStore, feeds: Mapping[str, Array], repeats: int = 5) -> Workload:
+def measure(graph: Graph, params: ParamStore, feeds: Mapping[str, Array], repeats: int = 5) -> OpWorkload:
     """Run every operator on ``feeds`` (one microbatch) and time it, with one BLAS thread as the
     stage processes use (``innet.host.geo.launch``)."""
     try:
@@ -76,7 +76,7 @@ def measure(graph: Graph, params: ParamStore, feeds: Mapping[str, Array], repeat
         return _measure(graph, params, feeds, repeats)
 
 
-def _measure(graph: Graph, params: ParamStore, feeds: Mapping[str, Array], repeats: int) -> Workload:
+def _measure(graph: Graph, params: ParamStore, feeds: Mapping[str, Array], repeats: int) -> OpWorkload:
     values: dict[str, Array] = dict(feeds)
     costs = []
     for node in graph.nodes:
@@ -89,10 +89,10 @@ def _measure(graph: Graph, params: ParamStore, feeds: Mapping[str, Array], repea
         values[node.name] = out
         costs.append(OpCost(node.name, fwd, bwd, int(np.asarray(out).nbytes),
                             sum(int(v.nbytes) for v in p.values())))
-    return Workload(graph.name, tuple(costs))
+    return OpWorkload(graph.name, tuple(costs))
 
 
-def boundary_bytes(graph: Graph, workload: Workload, cuts: Sequence[int]) -> list[int]:
+def boundary_bytes(graph: Graph, workload: OpWorkload, cuts: Sequence[int]) -> list[int]:
     """Dense bytes crossing each boundary of ``cuts`` (one direction, one microbatch)."""
     from innet.host.geo.stages import boundaries
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from innet.host.geo.compress import INDEX_BYTES
-from innet.host.geo.estimator import Workload, boundary_bytes
+from innet.host.geo.estimator import OpWorkload, boundary_bytes
 from innet.host.geo.graph import Graph
 from innet.host.geo.stages import even_cuts
 
@@ -146,7 +146,7 @@ def _intra_bw(net: Network, c: Sequence[str]) -> float | None:
     return min(net.bw(x, y) for x, y in itertools.combinations(c, 2))
 
 
-def predict(graph: Graph, workload: Workload, net: Network, order: Sequence[Sequence[str]], cuts: Sequence[int],
+def predict(graph: Graph, workload: OpWorkload, net: Network, order: Sequence[Sequence[str]], cuts: Sequence[int],
             microbatches: int = 1, ratios: Sequence[float] | None = None, itemsize: int = 4) -> Plan:
     """Score one placement; ``ratios`` are per-boundary top-k ratios (1.0: dense)."""
     if len(order) != len(cuts) + 1:
@@ -177,13 +177,13 @@ def predict(graph: Graph, workload: Workload, net: Network, order: Sequence[Sequ
                 tuple(compute), tuple(links), tuple(sent), tuple(reduce), microbatches, step)
 
 
-def naive(graph: Graph, workload: Workload, net: Network, clusters: Sequence[Sequence[str]],
+def naive(graph: Graph, workload: OpWorkload, net: Network, clusters: Sequence[Sequence[str]],
           microbatches: int = 1) -> Plan:
     """The baseline: clusters in the order given, equal numbers of operators per stage."""
     return predict(graph, workload, net, clusters, even_cuts(graph, len(clusters)), microbatches)
 
 
-def opfence(graph: Graph, workload: Workload, net: Network, clusters: Sequence[Sequence[str]],
+def opfence(graph: Graph, workload: OpWorkload, net: Network, clusters: Sequence[Sequence[str]],
             microbatches: int = 1) -> Plan:
     """The best order and cuts under the cost model (exhaustive). The loss node stays with the
     operator before it: a stage holding only the loss has no work, and its boundary would carry

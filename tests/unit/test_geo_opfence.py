@@ -1,4 +1,4 @@
-"""Workload estimator and OP-Fence: clustering by bandwidth, placement, predicted step time."""
+"""OpWorkload estimator and OP-Fence: clustering by bandwidth, placement, predicted step time."""
 
 from __future__ import annotations
 
