@@ -17,6 +17,7 @@ from innet.argtypes import UINT64_MAX, UINT128_MAX, host_port, input_file, int_r
 from innet.conformance import SuiteReport, default_suites, run_suites, stf_files
 from innet.testbed.commands import add_commands as add_testbed_commands
 from innet.testbed.models.commands import add_commands as add_model_commands
+from innet.testbed.geo_commands import add_commands as add_geo_commands
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -376,6 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     add_testbed_commands(sub)  # demo, bench, testbed (innet.testbed.commands)
     add_model_commands(sub)
+    add_geo_commands(sub)  # geo plan, geo bench (innet.testbed.geo_commands)
     conf = sub.add_parser("conformance", help="run STF suites (directories of NAME.p4 + NAME.stf)")
     conf.add_argument("dirs", nargs="*", help="suite directories (default: p4/ and tests/conformance/, the BMv2-confirmed corpus included)")
     conf.add_argument("-v", "--verbose", action="store_true", help="list every test, not only failures")

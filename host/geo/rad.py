@@ -1,0 +1,261 @@
+"""Remote autodiff (RAD): pipeline stages on different sites, activations forward, gradients back.
+
+A :class:`StageRunner` owns one stage, the link to the previous stage and the link to the
+next. One training step with M microbatches (GPipe order) is:
+
+1. for each microbatch: receive the boundary values from the previous stage (stage 0 has
+   none), run the stage forward, send the values crossing the next boundary;
+2. for each microbatch in reverse: receive the gradients of those values from the next
+   stage (the last stage starts from the loss), run backward, send the gradients of the
+   received values back;
+3. optionally reduce the parameter gradients across the data-parallel replicas of the site
+   (``reducer``: the site switch's sum job through the host agent), then SGD.
+
+Messages are tagged ``(kind, step, microbatch)`` and checked, so a link that reorders or a
+stage that falls out of step is an error, never a silent mix-up. Compression applies per
+link direction (``LinkCompressor``); ``probe_next``/``answer_prev`` measure the link's
+bandwidth first, which AdaTopK needs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from innet.host.geo.channel import Channel, LinkShape, QueueChannel, ShapedChannel
+from innet.host.geo.codec import decode, encode
+from innet.host.geo.compress import CompressionConfig, LinkCompressor
+from innet.host.geo.graph import Graph, ParamStore
+from innet.host.geo.ops import Array
+from innet.host.geo.stages import Sgd, SgdState, Stage, StagePlan, partition
+
+Feeds = Mapping[str, Array]
+Reducer = Callable[[ParamStore], ParamStore]
+PROBE_BYTES = 1 << 18
+
+
+class RadError(RuntimeError):
+    """The pipeline fell out of step (unexpected message, missing stage); names stage and message."""
+
+
+@dataclass
+class StageStats:
+    """What a stage measured during a run."""
+
+    compute_s: float = 0.0
+    """Forward plus backward time, summed."""
+    microbatches: int = 0
+    ratios_next: list[float] = field(default_factory=list)
+    """Compression ratio of each forward message (1.0: dense)."""
+    ratios_prev: list[float] = field(default_factory=list)
+    """Compression ratio of each backward message."""
+    bandwidth_next_bps: float | None = None
+    """Probed bandwidth of the link to the next stage."""
+    reduce_s: float = 0.0
+    """Time in the data-parallel gradient reduction."""
+
+
+class StageRunner:
+    """One stage with its links; call :meth:`step` once per training step on every stage."""
+
+    def __init__(self, stage: Stage, prev: Channel | None, next: Channel | None, sgd: Sgd,
+                 compress_next: CompressionConfig | None = None, compress_prev: CompressionConfig | None = None,
+                 reducer: Reducer | None = None, timeout: float = 60.0) -> None:
+        self.stage = stage
+        self.prev, self.next = prev, next
+        self.opt = SgdState(sgd)
+        self.tx_next = LinkCompressor(compress_next or CompressionConfig(), direction="fwd")
+        self.tx_prev = LinkCompressor(compress_prev or CompressionConfig(), direction="bwd")
+        self.reducer = reducer
+        self.timeout = timeout
+        self.stats = StageStats()
+        self._mb_compute: float | None = None
+        self.period_s: float = 0.0
+        """Largest compute time per microbatch of any stage (the pipeline's period), learnt from
+        the value every training message carries in its tag."""
+
+    @property
+    def index(self) -> int:
+        return self.stage.plan.index
+
+    # -- links ----------------------------------------------------------------------------
+
+    def _recv(self, link: Channel, expect: tuple[Any, ...]) -> dict[str, Array]:
+        tag, tensors = decode(link.recv(self.timeout))
+        if tuple(tag[:len(expect)]) != expect:
+            raise RadError(f"stage {self.index}: expected message {expect} on {link.name}, got {tag}")
+        if len(tag) > len(expect):
+            self.period_s = max(self.period_s, float(tag[len(expect)]))
+        return tensors  # type: ignore[return-value]
+
+    def _tag(self, kind: str, step: int, mb: int) -> tuple[Any, ...]:
+        """Message tag; it carries the largest stage compute time seen so far to the neighbour."""
+        own = self._mb_compute or 0.0
+        self.period_s = max(self.period_s, own)
+        return (kind, step, mb, self.period_s)
+
+    def probe_next(self, nbytes: int = PROBE_BYTES) -> float:
+        """Measure the bandwidth to the next stage (bits/s) from a small and a large round trip,
+        and tell the next stage the result (it compresses the reverse direction)."""
+        assert self.next is not None
+        times = []
+        for size in (1, nbytes):
+            start = time.perf_counter()
+            self.next.send(encode(("probe", size), {"p": np.zeros(size, np.uint8)}))
+            self._recv(self.next, ("probe-ack", size))
+            times.append(time.perf_counter() - start)
+        extra = max(times[1] - times[0], 1e-6)
+        bw = (nbytes - 1) * 8 / extra
+        self.next.send(encode(("probe-result", bw), {}))
+        self.tx_next.bandwidth_bps = self.stats.bandwidth_next_bps = bw
+        return bw
+
+    def answer_prev(self) -> float:
+        assert self.prev is not None
+        for size in (1, PROBE_BYTES):
+            tag, _ = decode(self.prev.recv(self.timeout))
+            if tag[0] != "probe":
+                raise RadError(f"stage {self.index}: expected a probe from the previous stage, got {tag}")
+            self.prev.send(encode(("probe-ack", tag[1]), {}))
+        tag, _ = decode(self.prev.recv(self.timeout))
+        if tag[0] != "probe-result":
+            raise RadError(f"stage {self.index}: expected the probe result, got {tag}")
+        self.tx_prev.bandwidth_bps = float(tag[1])
+        return float(tag[1])
+
+    def probe(self) -> None:
+        """Both probes of this stage, in the order that cannot deadlock along a chain."""
+        if self.prev is not None:
+            self.answer_prev()
+        if self.next is not None:
+            self.probe_next()
+
+    # -- one step -------------------------------------------------------------------------
+
+    def _budget(self, measured: float) -> float:
+        """Seconds a message may take: the pipeline's period, i.e. the largest compute time per
+        microbatch of any stage (own EMA and what neighbours reported), or 3x this forward's
+        time before anything was measured. A link whose messages cross within the period does
+        not slow the pipeline's steady state."""
+        own = self._mb_compute if self._mb_compute is not None else 3 * measured
+        return max(own, self.period_s)
+
+    def step(self, step: int, microbatches: Sequence[Feeds]) -> float | None:
+        """One training step; the mean loss on the last stage, None elsewhere."""
+        m = len(microbatches)
+        losses = []
+        fwd_times = []
+        for mb, feeds in enumerate(microbatches):
+            received = self._recv(self.prev, ("fwd", step, mb)) if self.prev is not None else {}
+            start = time.perf_counter()
+            out = self.stage.forward(mb, received, feeds)
+            fwd_times.append(time.perf_counter() - start)
+            if self.next is not None:
+                sent = self.tx_next.compress(out, self._budget(fwd_times[-1]))
+                self.stats.ratios_next.append(self.tx_next.last_ratio)
+                self.next.send(encode(self._tag("fwd", step, mb), sent))
+            else:
+                losses.append(float(out[self.stage.graph.loss]))
+        for mb in reversed(range(m)):
+            grads_out = self._recv(self.next, ("bwd", step, mb)) if self.next is not None else {}
+            start = time.perf_counter()
+            grads_in = self.stage.backward(mb, grads_out, loss_scale=1.0 / m)
+            elapsed = fwd_times[mb] + time.perf_counter() - start
+            self.stats.compute_s += elapsed
+            self.stats.microbatches += 1
+            self._mb_compute = elapsed if self._mb_compute is None else 0.8 * self._mb_compute + 0.2 * elapsed
+            if self.prev is not None:
+                sent = self.tx_prev.compress(grads_in, self._budget(elapsed))
+                self.stats.ratios_prev.append(self.tx_prev.last_ratio)
+                self.prev.send(encode(self._tag("bwd", step, mb), sent))
+        grads = self.stage.take_grads()
+        if self.reducer is not None:
+            start = time.perf_counter()
+            grads = self.reducer(grads)
+            self.stats.reduce_s += time.perf_counter() - start
+        self.opt.step(self.stage.params, grads)
+        return float(np.mean(losses)) if losses else None
+
+    def evaluate(self, tag: int, feeds: Feeds) -> Array | None:
+        """Forward only, uncompressed (a measurement, not training): the last stage returns the
+        input of the loss node (the logits), the others None."""
+        received = self._recv(self.prev, ("eval", tag, 0)) if self.prev is not None else {}
+        out = self.stage.forward(-1, received, feeds)
+        ctx_values = self.stage.last_values
+        self.stage.discard(-1)
+        if self.next is not None:
+            self.next.send(encode(("eval", tag, 0), out))
+            return None
+        return ctx_values[self.stage.graph.node(self.stage.graph.loss).inputs[0]]
+
+
+# -- in-process pipelines (unit tests, threads as sites) --------------------------------
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    losses: tuple[float, ...]
+    params: ParamStore
+    stats: tuple[StageStats, ...]
+    bytes_per_link: tuple[int, ...]
+    """Bytes sent over each boundary link, both directions."""
+
+
+def run_threads(graph: Graph, cuts: Sequence[int], params: ParamStore, steps: Iterable[Sequence[Feeds]],
+                sgd: Sgd, shapes: Sequence[LinkShape | None] | None = None,
+                compression: Sequence[CompressionConfig | None] | None = None,
+                probe: bool = False, timeout: float = 30.0) -> PipelineResult:
+    """Train on ``steps`` (each a list of microbatch feeds) with one thread per stage and
+    in-process links (optionally shaped); ``params`` is split between the stages and updated."""
+    plans: tuple[StagePlan, ...] = partition(graph, cuts)
+    nb = len(plans) - 1
+    shapes = list(shapes) if shapes is not None else [None] * nb
+    compression = list(compression) if compression is not None else [None] * nb
+    links: list[tuple[Channel, Channel]] = []
+    for b in range(nb):
+        a, z = QueueChannel.pair(f"boundary {b}")
+        shape = shapes[b]
+        links.append((ShapedChannel(a, shape), ShapedChannel(z, shape)) if shape is not None else (a, z))
+    runners = []
+    for i, plan in enumerate(plans):
+        stage_params = {n: params[n] for n in plan.nodes if n in params}
+        runners.append(StageRunner(Stage(graph, plan, stage_params),
+                                   links[i - 1][1] if i > 0 else None, links[i][0] if i < nb else None, sgd,
+                                   compress_next=compression[i] if i < nb else None,
+                                   compress_prev=compression[i - 1] if i > 0 else None, timeout=timeout))
+    steps = list(steps)
+    losses: list[float] = []
+    errors: list[BaseException] = []
+
+    def work(r: StageRunner) -> None:
+        try:
+            if probe:
+                r.probe()
+            for s, mbs in enumerate(steps):
+                loss = r.step(s, mbs)
+                if loss is not None:
+                    losses.append(loss)
+        except BaseException as error:  # reported by the caller
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(r,), name=f"stage {r.index}") for r in runners]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        for end_a, end_b in links:
+            end_a.close()
+            end_b.close()
+    if errors:
+        raise errors[0]
+    merged: ParamStore = {}
+    for r in runners:
+        merged.update(r.stage.params)
+    return PipelineResult(tuple(losses), merged, tuple(r.stats for r in runners),
+                          tuple(a.sent_bytes + z.sent_bytes for a, z in links))

@@ -1,0 +1,70 @@
+"""RAD across 3 emulated sites: three stage processes on loopback TCP train the same model
+as one process would (float64, so equal to rounding)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from innet.host.geo.data import Digits
+from innet.host.geo.graph import loss_and_grads, mlp
+from innet.host.geo.launch import LaunchError, launch
+from innet.host.geo.stages import Sgd, SgdState
+from innet.host.geo.worker import StageJob, load_params
+
+
+def _reference(sizes, steps, batch, microbatches, lr, momentum):
+    g = mlp(sizes)
+    params = {n: {k: v.astype(np.float64) for k, v in p.items()} for n, p in g.init_params(0).items()}
+    opt = SgdState(Sgd(lr, momentum))
+    batches = Digits.load(0).batches(batch, microbatches, 0)
+    losses = []
+    for _ in range(steps):
+        mbs = next(batches)
+        acc: dict = {}
+        total = 0.0
+        for f in mbs:
+            f = {"x": f["x"].astype(np.float64), "y": f["y"]}
+            loss, gr = loss_and_grads(g, f, params, 1.0 / len(mbs))
+            total += loss / len(mbs)
+            for n, gp in gr.items():
+                for k, v in gp.items():
+                    acc.setdefault(n, {})[k] = acc.get(n, {}).get(k, 0) + v
+        opt.step(params, acc)
+        losses.append(total)
+    return params, losses
+
+
+@pytest.mark.slow
+def test_three_site_processes_equal_single_process(tmp_path: Path) -> None:
+    sizes = [64, 32, 24, 10]  # fc0 relu0 fc1 relu1 fc2 loss
+    steps, batch, mbs, lr, mom = 6, 16, 2, 0.1, 0.9
+    cuts = (2, 4)
+    jobs = [StageJob(model={"kind": "mlp", "sizes": sizes}, task={"kind": "digits"}, cuts=cuts, index=i,
+                     steps=steps, batch=batch, microbatches=mbs, dtype="float64", lr=lr, momentum=mom,
+                     shape_next={"bw_mbps": 100.0, "delay_ms": 2.0} if i < 2 else None,
+                     shape_prev={"bw_mbps": 100.0, "delay_ms": 2.0} if i > 0 else None,
+                     params_out=str(tmp_path / f"stage{i}.npz"), timeout=30.0) for i in range(3)]
+    out = launch([jobs], timeout=60.0)[0]
+    ref_params, ref_losses = _reference(sizes, steps, batch, mbs, lr, mom)
+    losses = [r["loss"] for r in out[2].of("step")]
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-10)
+    got = {}
+    for i in range(3):
+        got.update(load_params(tmp_path / f"stage{i}.npz"))
+    assert set(got) == set(ref_params)
+    for n, p in ref_params.items():
+        for k, v in p.items():
+            np.testing.assert_allclose(got[n][k], v, rtol=1e-9, atol=1e-12)
+    assert out[2].of("eval") and 0.0 <= out[2].of("eval")[-1]["accuracy"] <= 1.0
+    done0 = out[0].of("done")[0]
+    assert done0["sent_next"] > 0 and 20e6 < done0["bandwidth_next_bps"] < 200e6
+
+
+def test_a_failing_stage_is_reported_with_its_message() -> None:
+    job = StageJob(model={"kind": "mlp", "sizes": [64, 10]}, task={"kind": "digits"}, cuts=(1,), index=0,
+                   steps=1, next_address=None, timeout=5.0)
+    with pytest.raises(LaunchError, match="next_address is required"):
+        launch([[job]], timeout=30.0)

@@ -1,0 +1,55 @@
+"""The geo topology on loopback: one innet switch per site, up and down with nothing left behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from innet.host.agent import Agent
+from innet.testbed.bringup import TestbedOptions
+from innet.testbed.geo_testbed import GeoTestbed
+from innet.testbed.geo_topology import Site, geo
+from innet.host.geo.worker import agent_config
+from innet.testbed.processes import find_marked
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+@pytest.mark.slow
+def test_geo_sites_come_up_sum_inside_a_site_and_go_down_leaving_nothing(tmp_path: Path) -> None:
+    topo = geo([Site("a", 2), Site("b", 2), Site("c", 1)])
+    tb = GeoTestbed(topo, TestbedOptions(state_dir=tmp_path, window=8))
+    with tb:
+        assert sorted(tb.sites) == ["a", "b"]  # site c has one worker: no aggregation switch
+        pids = [s.procs.popens["switch"].pid for s in tb.sites.values()]
+        runs = [s.procs.dir for s in tb.sites.values()]
+        assert all(_alive(p) for p in pids)
+        epoch = tb.sites["b"].attach()
+        agents = [Agent(agent_config({"agent": tb.dp_agent("b", r, epoch, 100)}, sum_bound=4.0),
+                        capacity=100).start() for r in range(2)]
+        try:
+            import threading
+
+            out: dict[int, np.ndarray] = {}
+            threads = [threading.Thread(target=lambda r=r: out.__setitem__(
+                r, agents[r].allreduce(np.full(100, r + 1.0, np.float32), timeout=30))) for r in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            np.testing.assert_allclose(out[0], 3.0, atol=1e-3)
+            np.testing.assert_allclose(out[1], 3.0, atol=1e-3)
+        finally:
+            for a in agents:
+                a.close()
+    assert not any(_alive(p) for p in pids)
+    assert not any(r.exists() for r in runs)
+    assert not [p for p, run in find_marked() if any(str(r) in run for r in runs)]

@@ -1,0 +1,33 @@
+"""``innet geo plan`` and its input errors (one line, exit status 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from innet.cli import main
+
+
+def test_geo_plan_prints_both_plans_with_predicted_step_times(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["geo", "plan", "--task", "lm", "--microbatches", "2", "--batch", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "clusters (OP-Fence, by bandwidth): s1h1, s1h2; s2h1, s2h2; s3h1, s3h2" in out
+    assert "naive: predicted step" in out and "opfence: predicted step" in out
+    assert "over 10 Mbit/s, 40 ms" in out.split("opfence:")[0]  # naive a-b-c crosses the 10 Mbit/s link
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--wan", "a-b:x:3"], "argument --wan: WAN link 'a-b:x:3': expected A-B:MBITS:MS"),
+    (["--wan", "a-q:10:3"], "innet geo plan: geo: WAN link a-q names unknown site 'q' (sites: a, b, c)"),
+    (["--sites", "a:z"], "argument --sites: site 'a:z': expected NAME[:WORKERS]"),
+])
+def test_geo_plan_bad_input_is_one_line_and_exit_2(argv: list[str], message: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["geo", "plan", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert message in err[-1] and "Traceback" not in "\n".join(err)
+
+
+def test_geo_bench_refuses_an_unknown_run(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["geo", "bench", "--runs", "opfence/zip"]) == 2
+    assert "geo bench run opfence/zip: placement must be one of naive, opfence and compression one of" in \
+        capsys.readouterr().err

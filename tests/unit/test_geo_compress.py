@@ -1,0 +1,102 @@
+"""Top-k with error feedback: exact bookkeeping, fixed and adaptive ratios, and the codec."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from innet.host.geo.codec import CodecError, Sparse, decode, encode
+from innet.host.geo.compress import CompressionConfig, CompressionError, ErrorFeedback, LinkCompressor, adaptive_ratio
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300), k=st.integers(1, 300), steps=st.integers(1, 6))
+def test_sent_plus_residual_equals_input_plus_old_residual_bit_for_bit(seed: int, n: int, k: int, steps: int) -> None:
+    rng = np.random.default_rng(seed)
+    ef = ErrorFeedback()
+    for _ in range(steps):
+        x = rng.standard_normal(n).astype(np.float32)
+        old = ef.residuals.get("t", np.zeros(n, np.float32)).copy()
+        acc = x + old  # what error feedback compresses this step
+        sent = ef.topk("t", x, k)
+        new = ef.residuals["t"]
+        assert len(sent.indices) == min(k, n)
+        assert np.array_equal((sent.dense() + new).view(np.uint32), acc.view(np.uint32))
+        assert not np.any(new[sent.indices])  # a sent element leaves nothing behind
+        rest = np.setdiff1d(np.arange(n), sent.indices)
+        assert np.abs(acc[rest]).max(initial=0) <= np.abs(sent.values).min()
+
+
+def test_nothing_is_lost_across_steps_with_exact_values() -> None:
+    """Integers in float64 add exactly: everything sent plus the last residual is the sum of inputs."""
+    rng = np.random.default_rng(3)
+    ef = ErrorFeedback()
+    total_in = np.zeros((4, 5))
+    total_sent = np.zeros((4, 5))
+    for _ in range(20):
+        x = rng.integers(-1000, 1000, (4, 5)).astype(np.float64)
+        total_in += x
+        total_sent += ef.topk("w", x, 3).dense()
+    assert np.array_equal(total_sent + ef.residuals["w"], total_in)
+
+
+def test_dense_send_flushes_the_residual() -> None:
+    ef = ErrorFeedback()
+    ef.topk("a", np.array([5.0, 1.0, -2.0]), 1)
+    np.testing.assert_array_equal(ef.dense("a", np.array([1.0, 1.0, 1.0])), [1.0, 2.0, -1.0])
+    assert "a" not in ef.residuals
+
+
+def test_adaptive_ratio_fits_the_budget() -> None:
+    # 10 Mbit/s for 10 ms = 12500 bytes; 100000 float32 need 400 kB dense, 8 B per sparse element
+    assert adaptive_ratio(100_000, 4, 10e6, 0.010, 0.001) == pytest.approx(12500 / 800_000)
+    assert adaptive_ratio(1000, 4, 1e9, 0.010, 0.01) == 1.0  # fits dense
+    assert adaptive_ratio(100_000, 4, 1e6, 0.001, 0.05) == 0.05  # floored
+
+
+def test_link_compressor_modes() -> None:
+    x = {"h": np.arange(100, dtype=np.float32).reshape(10, 10), "ids": np.arange(3)}
+    none = LinkCompressor(CompressionConfig("none")).compress(x)
+    assert none["h"] is x["h"]
+    topk = LinkCompressor(CompressionConfig("topk", ratio=0.1)).compress(x)
+    assert isinstance(topk["h"], Sparse) and len(topk["h"].indices) == 10 and topk["ids"] is x["ids"]
+    np.testing.assert_array_equal(topk["h"].indices, np.arange(90, 100))
+    ada = LinkCompressor(CompressionConfig("adatopk", min_ratio=0.01), bandwidth_bps=8e6)
+    out = ada.compress(x, budget_s=40 * 8 / 8e6)  # 40 bytes: 5 sparse elements
+    assert len(out["h"].indices) == 5 and ada.last_ratio == pytest.approx(0.05)
+    with pytest.raises(CompressionError, match="adatopk needs the link's measured bandwidth"):
+        LinkCompressor(CompressionConfig("adatopk")).compress(x, budget_s=1.0)
+
+
+def test_bad_settings_are_named() -> None:
+    with pytest.raises(CompressionError, match="compression mode 'top': must be one of none, topk, adatopk"):
+        CompressionConfig("top")
+    with pytest.raises(CompressionError, match=r"compression ratio=0: must be within \(0, 1\]"):
+        CompressionConfig("topk", ratio=0)
+
+
+def test_codec_round_trip_dense_and_sparse() -> None:
+    sp = Sparse((2, 3), np.array([1, 5], np.uint32), np.array([7.0, -1.0], np.float32))
+    tag, out = decode(encode(("fwd", 3, 1), {"a": np.ones((2, 2), np.float64), "s": sp}))
+    assert tag == ("fwd", 3, 1)
+    np.testing.assert_array_equal(out["a"], np.ones((2, 2)))
+    np.testing.assert_array_equal(out["s"], [[0, 7, 0], [0, 0, -1]])
+    assert len(encode(0, {"s": sp})) < len(encode(0, {"s": sp.dense()})) + 64
+    with pytest.raises(CodecError, match="truncated"):
+        decode(encode(0, {"a": np.ones(10)})[:-1])
+
+
+def test_activations_go_without_error_feedback_unless_asked() -> None:
+    """A forward residual belongs to other samples: by default only gradients keep one."""
+    x = np.array([[4.0, 1.0, -3.0, 0.5]], np.float32)
+    fwd = LinkCompressor(CompressionConfig("topk", ratio=0.5), direction="fwd")
+    fwd.compress({"h": x})
+    assert fwd.feedback.residuals == {}
+    bwd = LinkCompressor(CompressionConfig("topk", ratio=0.5), direction="bwd")
+    bwd.compress({"g": x})
+    np.testing.assert_array_equal(bwd.feedback.residuals["g"], [[0.0, 1.0, 0.0, 0.5]])
+    both = LinkCompressor(CompressionConfig("topk", ratio=0.5, feedback_activations=True), direction="fwd")
+    both.compress({"h": x})
+    assert "h" in both.feedback.residuals
