@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from innet.argtypes import UINT64_MAX, UINT128_MAX, host_port, input_file, int_range, positive_float
 from innet.conformance import SuiteReport, default_suites, run_suites, stf_files
 from innet.testbed.commands import add_commands as add_testbed_commands
-from innet.testbed.models.commands import add_commands as add_model_commands
 from innet.testbed.geo_commands import add_commands as add_geo_commands
+from innet.testbed.models.commands import add_commands as add_model_commands
 
 if TYPE_CHECKING:
     import numpy.typing as npt
