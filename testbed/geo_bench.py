@@ -30,7 +30,7 @@ from innet.host.geo.compress import CompressionConfig
 from innet.host.geo.estimator import OpWorkload, measure
 from innet.host.geo.graph import Graph
 from innet.host.geo.launch import launch
-from innet.host.geo.opfence import Network, Plan, cluster, naive, opfence, predict
+from innet.host.geo.opfence import SiteNetwork, Plan, cluster, naive, opfence, predict
 from innet.host.geo.worker import StageJob, build_model, build_task
 from innet.testbed.geo_topology import geo, network_view, wan_shape
 from innet.testbed.topology import Topology
@@ -97,7 +97,7 @@ class GeoBenchConfig:
 class Planned:
     graph: Graph
     workload: OpWorkload
-    network: Network
+    network: SiteNetwork
     clusters: tuple[tuple[str, ...], ...]
     plans: dict[str, Plan]
 

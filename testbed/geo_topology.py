@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from innet.host.geo.channel import LinkShape
-from innet.host.geo.opfence import Network
+from innet.host.geo.opfence import SiteNetwork
 from innet.testbed.topology import Connection, HostSpec, Link, SwitchSpec, Topology, TopologyError
 
 LAN = Link(bw_mbps=10_000)
@@ -175,7 +175,7 @@ def site_star(topo: Topology, site: str) -> Topology:
     return Topology(name=f"site{site}", kind="star", hosts=tuple(hosts), switches=(sw,), links=links)
 
 
-def network_view(topo: Topology, speed: dict[str, float] | None = None) -> Network:
+def network_view(topo: Topology, speed: dict[str, float] | None = None) -> SiteNetwork:
     """Bandwidth and delay between every pair of workers (for OP-Fence): inside a site the
     two host links; across sites the host links and the WAN path (bottleneck rate, summed delay)."""
     devices = tuple(h.name for h in topo.workers)
@@ -195,4 +195,4 @@ def network_view(topo: Topology, speed: dict[str, float] | None = None) -> Netwo
                 rates.append(wbw)
         bw[(x, y)] = min(rates) if rates else 100_000.0
         delay[(x, y)] = d
-    return Network(devices, bw, delay, speed)
+    return SiteNetwork(devices, bw, delay, speed)

@@ -41,7 +41,7 @@ class PlanError(ValueError):
 
 
 @dataclass(frozen=True)
-class Network:
+class SiteNetwork:
     """Devices and the links between every pair (symmetric)."""
 
     devices: tuple[str, ...]
@@ -65,7 +65,7 @@ class Network:
         return float((self.speed or {}).get(d, 1.0))
 
 
-def cluster(net: Network, min_gap: float = 4.0) -> list[tuple[str, ...]]:
+def cluster(net: SiteNetwork, min_gap: float = 4.0) -> list[tuple[str, ...]]:
     """Groups of devices with similar (high) mutual bandwidth, in device order."""
     devs = net.devices
     pairs = [(net.bw(a, b), a, b) for a, b in itertools.combinations(devs, 2)]
@@ -133,20 +133,20 @@ class Plan:
         return "\n".join(lines)
 
 
-def _inter(net: Network, a: Sequence[str], b: Sequence[str]) -> LinkCost:
+def _inter(net: SiteNetwork, a: Sequence[str], b: Sequence[str]) -> LinkCost:
     """The link between two clusters: the slowest device pair (replica pipelines use them all)."""
     bw = min(net.bw(x, y) for x in a for y in b)
     delay = max(net.delay(x, y) for x in a for y in b)
     return LinkCost(bw, delay)
 
 
-def _intra_bw(net: Network, c: Sequence[str]) -> float | None:
+def _intra_bw(net: SiteNetwork, c: Sequence[str]) -> float | None:
     if len(c) < 2:
         return None
     return min(net.bw(x, y) for x, y in itertools.combinations(c, 2))
 
 
-def predict(graph: Graph, workload: OpWorkload, net: Network, order: Sequence[Sequence[str]], cuts: Sequence[int],
+def predict(graph: Graph, workload: OpWorkload, net: SiteNetwork, order: Sequence[Sequence[str]], cuts: Sequence[int],
             microbatches: int = 1, ratios: Sequence[float] | None = None, itemsize: int = 4) -> Plan:
     """Score one placement; ``ratios`` are per-boundary top-k ratios (1.0: dense)."""
     if len(order) != len(cuts) + 1:
@@ -177,13 +177,13 @@ def predict(graph: Graph, workload: OpWorkload, net: Network, order: Sequence[Se
                 tuple(compute), tuple(links), tuple(sent), tuple(reduce), microbatches, step)
 
 
-def naive(graph: Graph, workload: OpWorkload, net: Network, clusters: Sequence[Sequence[str]],
+def naive(graph: Graph, workload: OpWorkload, net: SiteNetwork, clusters: Sequence[Sequence[str]],
           microbatches: int = 1) -> Plan:
     """The baseline: clusters in the order given, equal numbers of operators per stage."""
     return predict(graph, workload, net, clusters, even_cuts(graph, len(clusters)), microbatches)
 
 
-def opfence(graph: Graph, workload: OpWorkload, net: Network, clusters: Sequence[Sequence[str]],
+def opfence(graph: Graph, workload: OpWorkload, net: SiteNetwork, clusters: Sequence[Sequence[str]],
             microbatches: int = 1) -> Plan:
     """The best order and cuts under the cost model (exhaustive). The loss node stays with the
     operator before it: a stage holding only the loss has no work, and its boundary would carry

@@ -10,11 +10,11 @@ import pytest
 
 from innet.host.geo.estimator import boundary_bytes, measure
 from innet.host.geo.graph import gpt, mlp
-from innet.host.geo.opfence import Network, PlanError, cluster, naive, opfence, predict
+from innet.host.geo.opfence import SiteNetwork, PlanError, cluster, naive, opfence, predict
 
 
 def _net(sites: dict[str, list[str]], inter: dict[tuple[str, str], tuple[float, float]],
-         intra: float = 10_000) -> Network:
+         intra: float = 10_000) -> SiteNetwork:
     where = {d: s for s, ds in sites.items() for d in ds}
     devs = tuple(where)
     bw, delay = {}, {}
@@ -25,7 +25,7 @@ def _net(sites: dict[str, list[str]], inter: dict[tuple[str, str], tuple[float, 
         else:
             r, d = inter.get((sa, sb)) or inter[(sb, sa)]
             bw[(a, b)], delay[(a, b)] = r, d
-    return Network(devs, bw, delay)
+    return SiteNetwork(devs, bw, delay)
 
 
 WAN = {("A", "B"): (10.0, 40.0), ("B", "C"): (100.0, 10.0), ("A", "C"): (1000.0, 2.0)}

@@ -342,5 +342,5 @@ def test_fallback_without_compiler_prints_one_line(monkeypatch: pytest.MonkeyPat
     assert codec.name == "python"
     err = capsys.readouterr().err
     assert err == ("innet agent (job 1, worker 0): native datapath unavailable (no C compiler "
-                   "'no-such-cc-for-innet' on PATH (set CC or install gcc)); using the python datapath\n")
+                   "(no-such-cc-for-innet) on PATH: set CC or install gcc); using the python datapath\n")
     assert dp.select("python").name == "python"
