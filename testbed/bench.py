@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import platform
 import statistics
 import subprocess
 from dataclasses import asdict, dataclass
@@ -181,15 +180,9 @@ def summarize(collective: str, n: int, loss_pct: float, per_rank: list[list[Work
 
 
 def machine() -> dict[str, Any]:
-    """What produced the numbers."""
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    """What produced the numbers (``machine_info.describe``, plus the commit and torch's version)."""
+    from innet.testbed.machine_info import describe
+
     try:
         commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, timeout=10).stdout.strip() or None
@@ -201,8 +194,7 @@ def machine() -> dict[str, Any]:
         torch_version = str(torch.__version__)
     except ImportError:
         torch_version = None
-    return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
-            "python": platform.python_version(), "torch": torch_version, "commit": commit}
+    return {**describe(), "torch": torch_version, "commit": commit}
 
 
 def open_testbed(backend: str, n: int, loss_pct: float, config: BenchConfig) -> Testbed:

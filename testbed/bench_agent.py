@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import socket
 import subprocess
 import sys
 import time
@@ -26,20 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from innet.testbed.machine_info import describe
 from innet.argtypes import output_dir
-
-
-def _machine() -> dict[str, Any]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"host": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
-            "python": platform.python_version(), "load_average": " ".join(f"{x:.1f}" for x in os.getloadavg())}
 
 
 def measure(datapath: str, port: int, values: int, k: int, window: int, rounds: int) -> dict[str, Any]:
@@ -104,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-    doc: dict[str, Any] = {"format": "innet-bench-agent/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": _machine(),
+    doc: dict[str, Any] = {"format": "innet-bench-agent/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": describe(),
            "switch": "C echo switch on 127.0.0.1 (one-worker sum job)", "rows": rows}
     from rich.console import Console
     from rich.table import Table

@@ -322,13 +322,9 @@ def bench_packets(rates: list[float], frames: int, seconds: float, size: int) ->
 
 
 def machine() -> dict[str, Any]:
-    cpu = "unknown"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
-    return {"platform": platform.platform(), "python": sys.version.split()[0], "cpu": cpu,
-            "cores": os.cpu_count(), "loadavg_at_start": os.getloadavg()}
+    from innet.testbed.machine_info import describe, load_average
+
+    return {**describe(), "platform": platform.platform(), "loadavg_at_start": load_average()}
 
 
 def print_tables(result: dict[str, Any]) -> None:

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from innet.testbed.machine_info import cpu_model, load_average
 from innet.argtypes import output_dir, positive_float
 
 REPO = Path(__file__).resolve().parent.parent
@@ -196,8 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     global EXECUTOR
     EXECUTOR = args.executor
     rows = run(args.seconds, args.only)
-    machine = {"platform": platform.platform(), "python": sys.version.split()[0], "cpu": _cpu(),
-               "cores_used": 1, "load_average": _loadavg(),
+    machine = {"platform": platform.platform(), "python": sys.version.split()[0], "cpu": cpu_model(),
+               "cores_used": 1, "load_average": load_average(),
                "backend": f"innet embedded pipeline ({args.executor} executor)",
                "executors": sorted({r["executor"] for r in rows})}
     from rich.console import Console
@@ -245,23 +246,6 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         pass
     return 0
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _loadavg() -> str:
-    try:
-        return " ".join(f"{x:.1f}" for x in os.getloadavg())
-    except OSError:
-        return "unknown"
 
 
 if __name__ == "__main__":

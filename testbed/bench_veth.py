@@ -25,9 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from innet.testbed.machine_info import describe
 from innet.argtypes import output_dir, positive_float
 
 REPO = Path(__file__).resolve().parent.parent
@@ -275,22 +274,8 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
                      "switch_pps": round(switch.pps),
                      "ratio": round(switch.pps / ceiling.pps, 3) if ceiling.pps else 0.0})
     return {"format": "innet-bench-veth/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "machine": _machine(), "executor": config.executor or "default (python)",
+            "machine": describe(), "executor": config.executor or "default (python)",
             "settings": asdict(config), "points": [asdict(p) for p in points], "rows": rows}
-
-
-def _machine() -> dict[str, Any]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"host": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
-            "python": platform.python_version(),
-            "load_average": " ".join(f"{x:.1f}" for x in os.getloadavg())}
 
 
 def save(doc: dict[str, Any], out: Path) -> tuple[Path, Path | None]:

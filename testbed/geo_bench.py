@@ -16,8 +16,6 @@ loss and accuracy against training wall-clock (evaluation time excluded), in JSO
 from __future__ import annotations
 
 import json
-import os
-import platform
 import statistics
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -201,16 +199,9 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
 
 
 def machine() -> dict[str, Any]:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
-            "python": platform.python_version()}
+    from innet.testbed.machine_info import describe
+
+    return describe()
 
 
 def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
