@@ -29,7 +29,15 @@ from innet.testbed.bringup import Testbed, TestbedError, TestbedOptions, WorkerR
 from innet.testbed.topology import Link, star
 
 REPO = Path(__file__).resolve().parents[1]
-BACKEND = "innet-switch (embedded P4 target, Python executor)"
+def switch_description(executor: str) -> str:
+    """The switch a run used, for captions and JSON: ``auto`` is resolved the way innet-switch
+    resolves it for innet.p4 (native when a C compiler is present; innet.p4 has no construct
+    the native executor refuses)."""
+    from innet.native_build import compiler_path
+
+    if executor == "auto":
+        executor = "native" if compiler_path() is not None else "python (no C compiler)"
+    return f"innet-switch (embedded P4 target, {executor} executor)"
 
 
 @dataclass(frozen=True)
@@ -248,7 +256,7 @@ def run(config: BenchConfig, progress: Progress = lambda _: None) -> dict[str, A
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()}
     settings["k"], settings["mtu"] = config.resolved_k(), config.link_mtu
     return {"format": "innet-bench/1", "date": dt.datetime.now().isoformat(timespec="seconds"),
-            "machine": machine(), "backend": backend, "switch": BACKEND, "settings": settings,
+            "machine": machine(), "backend": backend, "switch": switch_description(config.executor), "settings": settings,
             "rows": [asdict(r) for r in rows], "failures": failures}
 
 

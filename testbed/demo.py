@@ -197,9 +197,11 @@ def run(config: DemoConfig, console: Any) -> dict[str, Any]:
             per_rank = tb.run_gloo(config.bench_sizes, config.bench_repeats)
             rows += bench.summarize("gloo", config.workers, 0.0, per_rank, tb.options.k, link)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(bench_config).items()}
+    settings["k"], settings["mtu"] = bench_config.resolved_k(), bench_config.link_mtu
     date = dt.datetime.now().isoformat(timespec="seconds")
     doc: dict[str, Any] = {"format": "innet-demo/1", "date": date,
-           "machine": bench.machine(), "backend": backend, "switch": bench.BACKEND, "settings": settings,
+           "machine": bench.machine(), "backend": backend,
+           "switch": bench.switch_description(settings.get("executor", "auto")), "settings": settings,
            "training": train, "rows": [asdict(r) for r in rows], "seconds": time.perf_counter() - started}
     console.print(bench.table(doc))
     config.out_dir.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from innet.testbed.bench import BACKEND, machine
+from innet.testbed.bench import machine, switch_description
 from innet.testbed.bringup import TestbedError, TestbedOptions, WorkerResult
 from innet.testbed.models import railperf
 from innet.testbed.topology import TOPOLOGIES, Link
@@ -137,7 +137,7 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[st
                               "model": railperf.alltoall_slowdown(grid),
                               "seed_estimate": railperf.seed_slowdown_estimate(grid)})
     return {"kind": "rail-bench", "config": {**asdict(config), "out_dir": str(config.out_dir)},
-            "topology": topo.name, "backend": backend, "switch": BACKEND, "machine": machine(),
+            "topology": topo.name, "backend": backend, "switch": switch_description("auto"), "machine": machine(),
             "c_s_bps": grid.c_s_bps, "c_f_bps": grid.c_f_bps, "shaped": shaped, "rows": rows,
             "alltoall_slowdown": slowdowns, "failures": failures,
             "note": None if shaped else "loopback: no link rates, all-to-all does not cross the switches; "

@@ -96,11 +96,11 @@ def test_parse_results_reads_worker_json_lines() -> None:
 def test_tables_and_caption_name_the_settings() -> None:
     per_rank = [[_result(0, 1024, (0.01,), 5088)], [_result(1, 1024, (0.01,), 5088)]]
     rows = bench.summarize("ina", 2, 1.0, per_rank, 64, costmodel.LinkModel(bw_bps=1e9, loss=0.01))
-    doc = {"machine": {"cpu": "TestCPU", "cores": 2}, "backend": "mininet", "switch": bench.BACKEND,
+    doc = {"machine": {"cpu": "TestCPU", "cores": 2}, "backend": "mininet", "switch": bench.switch_description("python"),
            "settings": {"bw_mbps": 1000.0, "delay_ms": None, "k": 64, "window": 16, "workers": [2], "sizes": [1024], "losses": [1.0]},
            "rows": [r.__dict__ for r in rows]}
     caption = bench.caption(doc)
-    for part in ("TestCPU (2 cores)", "mininet", "K=64", "workers 2", "S=1K", "1000 Mbit/s links", "loss 1%"):
+    for part in ("TestCPU (2 cores)", "mininet", "python executor", "K=64", "workers 2", "S=1K", "1000 Mbit/s links", "loss 1%"):
         assert part in caption
     lines = bench.markdown_table(doc).splitlines()
     assert lines[0].split("|")[-3].strip() == "retrans/op"
