@@ -6,7 +6,7 @@ library's ranges, constraints.txt the exact versions setup.sh installs with ``-c
 from __future__ import annotations
 
 import re
-import sys
+import sysconfig
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -42,10 +42,11 @@ def test_venv_has_the_pinned_versions() -> None:
     none outside constraints.txt slipped in (torch is pinned in setup.sh)."""
     pins = _pins()
     wrong, unpinned = [], []
+    site = Path(sysconfig.get_paths()["purelib"]).resolve()
     for dist in metadata.distributions():
         location = Path(str(dist.locate_file(""))).resolve()
-        if not str(location).startswith(str(Path(sys.prefix).resolve())):
-            continue  # Debian's site-packages (Mininet), not installed by setup.sh
+        if location != site:
+            continue  # Debian's site-packages (Mininet), or packages vendored inside another (setuptools/_vendor)
         name = _norm(dist.metadata["Name"])
         if name in ("innet", "torch"):
             continue
