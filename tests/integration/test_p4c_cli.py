@@ -17,7 +17,7 @@ from innet.switch.device_config import DeviceConfig, load_program
 from innet.switch.p4info import P4InfoFormat, parse_p4info
 
 P4C = Path(sys.executable).parent / "innet-p4c"
-CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance"
+CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance" / "bmv2"  # the vendored BMv2-confirmed corpus
 
 BASIC_P4 = """\
 #include <core.p4>

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from innet.switch.cli.stf import main
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "conformance"
+SHARED = Path(__file__).resolve().parents[1] / "conformance" / "bmv2"  # the vendored BMv2-confirmed corpus
 
 
 def test_pass_and_mismatch(tmp_path: Path, capsys: object) -> None:
