@@ -123,7 +123,10 @@ def _restart_round(tb: Testbed, config: SoakConfig, index: int) -> tuple[int, bo
     """Kill one rank of a running set mid-operation, attach a new set at once, check both:
     the killed set's survivors must fail (exit 3: STALE or the deadline), the new set must be exact."""
     victim = index % config.workers
-    old = tb.spawn_ina([max(config.sizes) * 4], repeats=3, exact=True, tag=f"-r{index}-old")
+    # long enough (seconds) that the kill lands mid-operation whatever --sizes is: a set that
+    # finished first would exit 0 and prove nothing about stale worker sets
+    old_size = max(4 * max(config.sizes), 1 << 20)
+    old = tb.spawn_ina([old_size], repeats=3, exact=True, tag=f"-r{index}-old")
     before = tb.counters()["innet_contributions"]
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and tb.counters()["innet_contributions"] == before:
