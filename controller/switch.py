@@ -48,6 +48,9 @@ class SwitchEndpoint:
     session that does not arbitrate (``innet inspect``)."""
     thrift_port: int | None = None
     """BMv2 only: Thrift port for the ``simple_switch_CLI`` register fallback."""
+    thrift_cli: str = "simple_switch_CLI"
+    """BMv2 only: the ``simple_switch_CLI`` command (a path when it is not on PATH, e.g. in
+    ``INNET_BMV2_BIN``)."""
     registers: str = "auto"
     """Register transport: ``thrift`` (BMv2: never RegisterEntry over P4Runtime), ``p4runtime``,
     or ``auto`` (with a Thrift port: one single-cell probe decides; see register_transport)."""
@@ -131,7 +134,7 @@ class Switch:
 
         self._schema = schema
         self._registers = choose(self.client, schema, self.spec.registers, self.spec.thrift_port, self.spec.address,
-                                 self._runner)
+                                 self._runner, cli=self.spec.thrift_cli)
 
     @property
     def schema(self) -> P4Schema:

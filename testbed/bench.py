@@ -29,11 +29,14 @@ from innet.testbed.bringup import Testbed, TestbedError, TestbedOptions, WorkerR
 from innet.testbed.topology import Link, star
 
 REPO = Path(__file__).resolve().parents[1]
-def switch_description(executor: str) -> str:
+def switch_description(executor: str, switch_impl: str = "innet") -> str:
     """The switch a run used, for captions and JSON: ``auto`` is resolved the way innet-switch
     resolves it for innet.p4 (native when a C compiler is present; innet.p4 has no construct
     the native executor refuses)."""
     from innet.native_build import compiler_path
+
+    if switch_impl == "bmv2":
+        return "simple_switch_grpc (p4lang BMv2, p4c-bm2-ss)"
 
     if executor == "auto":
         executor = "native" if compiler_path() is not None else "python (no C compiler)"
@@ -70,6 +73,8 @@ class BenchConfig:
     """``mininet``, ``loopback`` or ``auto`` (Mininet when root)."""
     executor: str = "auto"
     """The switch's packet executor (``innet-switch --executor``): native, python or auto."""
+    switch_impl: str = "innet"
+    """The switch: ``innet`` or ``bmv2`` (simple_switch_grpc, Mininet only; ``TestbedOptions.switch_impl``)."""
     out_dir: Path = Path("results")
     """Where JSON and PNG go."""
     timeout_s: float = 300.0
@@ -210,7 +215,7 @@ def open_testbed(backend: str, n: int, loss_pct: float, config: BenchConfig) -> 
     options = TestbedOptions(k=k, window=config.window,
                              defines=(("INNET_K", str(k)),) if k != 64 else (),
                              switch_loss=loss_pct / 100 if backend == "loopback" else 0.0,
-                             switch_executor=config.executor,
+                             switch_executor=config.executor, switch_impl=config.switch_impl,
                              start_timeout=300.0 if k >= 1024 else 60.0)  # large K: minutes to compile
     if backend == "mininet":
         from innet.testbed.mininet_net import MininetTestbed
@@ -256,7 +261,8 @@ def run(config: BenchConfig, progress: Progress = lambda _: None) -> dict[str, A
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()}
     settings["k"], settings["mtu"] = config.resolved_k(), config.link_mtu
     return {"format": "innet-bench/1", "date": dt.datetime.now().isoformat(timespec="seconds"),
-            "machine": machine(), "backend": backend, "switch": switch_description(config.executor), "settings": settings,
+            "machine": machine(), "backend": backend, "switch": switch_description(config.executor, config.switch_impl),
+            "settings": settings,
             "rows": [asdict(r) for r in rows], "failures": failures}
 
 

@@ -27,6 +27,8 @@ SWITCH_IMPLS = ("innet", "bmv2")
 GET_BMV2 = ("install BMv2 built with PI (p4lang's packages for Debian/Ubuntu, the p4lang/behavioral-model "
             "image, or github.com/p4lang/behavioral-model built --with-pi)")
 GET_P4C = "install p4c (p4lang's packages, the p4lang/p4c image, or github.com/p4lang/p4c from source)"
+BMV2_CPU_PORT = 510
+"""``--cpu-port`` of testbed switches: P4Runtime packet I/O, as innet-switch's; innet.p4 sends nothing there."""
 
 
 class Bmv2Missing(RuntimeError):
@@ -62,8 +64,10 @@ def _lookup(name: str, env_dir: str | None, which: Which) -> Path | None:
     return Path(found) if found else None
 
 
-def find_tools(env: Mapping[str, str] | None = None, which: Which = shutil.which, need_p4c: bool = True) -> Bmv2Tools:
-    """The binaries, or Bmv2Missing naming the first one that is missing."""
+def find_tools(env: Mapping[str, str] | None = None, which: Which = shutil.which, need_p4c: bool = True,
+               need_cli: bool = False) -> Bmv2Tools:
+    """The binaries, or Bmv2Missing naming the first one that is missing (``need_cli``: a testbed,
+    whose controller reads and writes registers through simple_switch_CLI)."""
     env = os.environ if env is None else env
     bmv2_dir = env.get("INNET_BMV2_BIN")
     switch: Path | None = None
@@ -74,6 +78,9 @@ def find_tools(env: Mapping[str, str] | None = None, which: Which = shutil.which
         where = f"INNET_BMV2_BIN={bmv2_dir}" if bmv2_dir else "PATH (or INNET_BMV2_BIN)"
         raise Bmv2Missing(f"bmv2 backend: simple_switch_grpc not found on {where}: {GET_BMV2}")
     cli = _lookup("simple_switch_CLI", str(switch.parent), which)
+    if cli is None and need_cli:
+        raise Bmv2Missing(f"bmv2 backend: simple_switch_CLI not found beside {switch} or on PATH, needed for "
+                          f"registers (Thrift): {GET_BMV2}")
     p4c_env = env.get("INNET_P4C")
     p4c = Path(p4c_env) if p4c_env and Path(p4c_env).is_file() else which("p4c-bm2-ss")
     if p4c_env and not Path(p4c_env).is_file():
@@ -187,13 +194,35 @@ def wait_grpc(address: str, deadline: float, alive: Callable[[], bool] = lambda:
             raise Bmv2Error(f"simple_switch_grpc: no P4Runtime server on {address} within {deadline:g} s")
 
 
-def check_impl(impl: str, root: bool) -> Bmv2Tools | None:
-    """For ``--switch-impl``: None for innet; the tools for bmv2 (Bmv2Missing / Bmv2Error otherwise)."""
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (BMv2 cannot bind port 0 and report the one it got)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def check_impl(impl: str, root: bool, backend: str = "auto", topo: str = "star", mode: str = "switch") -> Bmv2Tools | None:
+    """For ``--switch-impl``: None for innet; the tools for bmv2 (Bmv2Missing / Bmv2Error otherwise).
+
+    The bmv2 backend runs one ``simple_switch_grpc`` as the switch of a star in Mininet: BMv2 has
+    no UDP ports (so no loopback testbed), and the multi-switch (rail) and LuWu bring-ups start
+    innet switches of their own."""
     if impl not in SWITCH_IMPLS:
         raise Bmv2Error(f"--switch-impl {impl!r}: expected one of {', '.join(SWITCH_IMPLS)}")
     if impl == "innet":
         return None
-    tools = find_tools()
+    if backend == "loopback":
+        raise Bmv2Error("--switch-impl bmv2 on the loopback testbed: BMv2 has no UDP ports, so it needs Linux "
+                        "interfaces: use Mininet (as root)")
+    if topo != "star":
+        raise Bmv2Error(f"--switch-impl bmv2 --topo {topo}: the bmv2 backend brings up the star (one switch) only; "
+                        "rail topologies run innet switches")
+    if mode != "switch":
+        raise Bmv2Error(f"--switch-impl bmv2 --mode {mode}: the bmv2 backend runs the switch-optimizer demo only "
+                        "(--mode switch); LuWu's optimizer nodes run beside innet switches")
+    tools = find_tools(need_cli=True)
     if not root:
         raise Bmv2Error("--switch-impl bmv2: BMv2 has no UDP ports, so it needs Linux interfaces: run as root "
                         "(Mininet), not on loopback")

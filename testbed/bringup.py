@@ -67,6 +67,9 @@ class TestbedOptions:
     switch_executor: str = "auto"
     """``innet-switch --executor``: native (generated C), python (the reference) or auto
     (native when a C compiler is present and the program is supported)."""
+    switch_impl: str = "innet"
+    """The switch: ``innet`` (innet-switch) or ``bmv2`` (p4lang's simple_switch_grpc, Mininet only;
+    ``program`` compiled by p4c-bm2-ss, registers through simple_switch_CLI; see ``innet.testbed.bmv2``)."""
     start_timeout: float = 60.0
     """Seconds the switch may take to come up."""
     chunk_deadline: float = 20.0
@@ -90,6 +93,8 @@ class TestbedOptions:
             raise ValueError(f"testbed switch_dup={self.switch_dup}: must be within 0..1 (1 excluded)")
         if not 0 <= self.link_dup_pct < 100:
             raise ValueError(f"testbed link_dup_pct={self.link_dup_pct}: must be within 0..100 (100 excluded)")
+        if self.switch_impl not in ("innet", "bmv2"):
+            raise ValueError(f"testbed switch_impl={self.switch_impl!r}: expected innet or bmv2")
         if not 1 <= self.window <= MAX_WINDOW:
             raise ValueError(f"testbed window={self.window}: must be within 1..{MAX_WINDOW} (INNET_SLOTS)")
 
@@ -156,12 +161,18 @@ class Testbed(abc.ABC):
                                f"today, it has {len(topology.switches)}")
         self.topology = topology
         self.options = options or TestbedOptions()
+        if self.options.switch_impl == "bmv2" and (self.kind != "mininet" or self.multi_switch):
+            raise TestbedError(f"switch_impl bmv2: the {self.kind} testbed of {topology.name} starts innet switches; "
+                               "BMv2 runs as the switch of a single-switch topology in Mininet")
         self.procs = ProcessGroup(state_dir=self.options.state_dir)
         self.controller: Any = None
         self.job: Any = None
         self.job_hosts: dict[int, tuple[str, ...]] = {}
         """Per job id created here, its worker hosts in rank order."""
         self.grpc_address: str | None = None
+        self.thrift_port: int | None = None
+        """BMv2 only: the switch's Thrift port (registers through simple_switch_CLI)."""
+        self._bmv2_tools: Any = None
         self._started = False
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -180,11 +191,17 @@ class Testbed(abc.ABC):
         self.procs.open()
         try:
             (self.procs.dir / "topology.json").write_text(self.topology.to_json())
+            bmv2_pipeline = self._bmv2_pipeline() if self.options.switch_impl == "bmv2" else None
             self.grpc_address = self._start_network()
             spec = self.topology.switch()
-            self.controller = Controller([SwitchEndpoint(spec.name, self.grpc_address, spec.device_id,
-                                                               timeout=max(30.0, self.options.start_timeout))]).connect()
-            self.controller.push(PipelineConfig.load(self.options.program, dict(self.options.defines) or None))
+            endpoint = SwitchEndpoint(spec.name, self.grpc_address, spec.device_id,
+                                      timeout=max(30.0, self.options.start_timeout))
+            if bmv2_pipeline is not None:  # BMv2 answers UNIMPLEMENTED to RegisterEntry: Thrift only
+                endpoint = replace(endpoint, thrift_port=self.thrift_port, registers="thrift",
+                                   thrift_cli=str(self._bmv2_tools.cli))
+            self.controller = Controller([endpoint]).connect()
+            self.controller.push(bmv2_pipeline or PipelineConfig.load(self.options.program,
+                                                                      dict(self.options.defines) or None))
             self.controller.install_forwarding({spec.name: self.forwarding()})
             self.job = self.create_job()
             self._started = True
@@ -192,6 +209,18 @@ class Testbed(abc.ABC):
             self.stop(keep_logs=_failed(type(error)) or self.options.keep_logs)
             raise
         return self
+
+    def _bmv2_pipeline(self) -> Any:
+        """Find the BMv2 binaries and compile ``program`` with p4c-bm2-ss (before any network
+        exists, so a missing binary or a compile error leaves nothing to undo)."""
+        from innet.testbed.bmv2 import Bmv2Error, Bmv2Missing, find_tools, pipeline
+
+        try:
+            self._bmv2_tools = find_tools(need_p4c=not self.options.program.is_dir(), need_cli=True)
+            return pipeline(self.options.program, self._bmv2_tools, self.procs.dir / "bmv2-build",
+                            dict(self.options.defines))
+        except (Bmv2Missing, Bmv2Error) as error:
+            raise TestbedError(str(error)) from None
 
     def stop(self, keep_logs: bool = False) -> None:
         """Close the controller, end every process, take the network down (each step even if one fails)."""

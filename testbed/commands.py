@@ -122,8 +122,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
         good = t["workers_agree"] and t["switch_registers_match"] and t["bit_exact_with_model"]
         return 0 if good and all(r["ok"] for r in rail["rows"]) else EXIT_ERROR
     config = DemoConfig(workers=args.workers, steps=args.steps, backend=args.backend, gloo=not args.no_gloo,
-                        bench_sizes=args.sizes, out_dir=args.out, executor=args.executor)
-    doc = run(config, _console())
+                        bench_sizes=args.sizes, out_dir=args.out, executor=args.executor, switch_impl=args.switch_impl)
+    from innet.controller.errors import ControllerError
+    from innet.testbed.bringup import TestbedError
+
+    try:
+        doc = run(config, _console())
+    except (TestbedError, ControllerError) as error:
+        print(f"innet demo: {error}", file=sys.stderr)
+        return EXIT_ERROR
     train = doc["training"]
     good = (train["workers_agree"] and train["switch_registers_match"] and train["bit_exact_with_model"]
             and all(r["ok"] for r in doc["rows"]))
@@ -176,7 +183,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                    bw_mbps=(1000.0 if args.bw is None else args.bw) or None, delay_ms=args.delay,
                                    repeats=args.repeats, k=args.k, mtu=args.mtu,
                                    window=args.window, backend=args.backend, out_dir=args.out, executor=args.executor,
-                                   timeout_s=args.timeout,
+                                   switch_impl=args.switch_impl, timeout_s=args.timeout,
                                    collectives=tuple(c for c in ("ina", "gloo") if c not in args.skip))
     except ValueError as error:
         print(f"innet bench: {error}", file=sys.stderr)
@@ -233,7 +240,7 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
     loopback = args.loopback or os.geteuid() != 0
     try:
         options = options_for(topo, args.k, switch_loss=args.switch_loss / 100 if loopback else 0.0,
-                              switch_executor=args.executor)
+                              switch_executor=args.executor, switch_impl=args.switch_impl)
     except ValueError as error:
         if str(error).startswith("K="):
             print(f"innet testbed up: {error}", file=sys.stderr)
@@ -266,7 +273,8 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
                           f"{tb.job.num_workers} workers per switch, {tb.job.slot_count} slots, K={tb.options.k}); "
                           f"run dir {tb.procs.dir}")
             for addr in addresses.values():
-                console.print(f"inspect with: innet inspect --switch {addr}")
+                console.print(f"inspect with: innet inspect --switch {addr}"
+                              + (f" --thrift-port {tb.thrift_port}" if tb.thrift_port is not None else ""))
             if not loopback and not args.no_cli:
                 run_cli(tb.net)  # type: ignore[attr-defined]
             else:

@@ -56,6 +56,8 @@ class DemoConfig:
     """Link rate in Mininet."""
     executor: str = "auto"
     """The switch's packet executor (``innet-switch --executor``)."""
+    switch_impl: str = "innet"
+    """The switch: ``innet`` or ``bmv2`` (simple_switch_grpc in Mininet; ``TestbedOptions.switch_impl``)."""
     out_dir: Path = Path("results")
 
 
@@ -176,7 +178,7 @@ def run(config: DemoConfig, console: Any) -> dict[str, Any]:
     bench_config = bench.BenchConfig(workers=(config.workers,), sizes=config.bench_sizes,
                                      repeats=config.bench_repeats, collectives=("ina", "gloo") if gloo else ("ina",),
                                      backend=backend, bw_mbps=config.bw_mbps, out_dir=config.out_dir,
-                                     executor=config.executor)
+                                     executor=config.executor, switch_impl=config.switch_impl)
     started = time.perf_counter()
     with bench.open_testbed(backend, config.workers, 0.0, bench_config) as tb:
         console.print(f"up in {time.perf_counter() - started:.1f} s: switch {tb.topology.switch().name} "
@@ -201,7 +203,8 @@ def run(config: DemoConfig, console: Any) -> dict[str, Any]:
     date = dt.datetime.now().isoformat(timespec="seconds")
     doc: dict[str, Any] = {"format": "innet-demo/1", "date": date,
            "machine": bench.machine(), "backend": backend,
-           "switch": bench.switch_description(settings.get("executor", "auto")), "settings": settings,
+           "switch": bench.switch_description(settings.get("executor", "auto"), config.switch_impl),
+           "settings": settings,
            "training": train, "rows": [asdict(r) for r in rows], "seconds": time.perf_counter() - started}
     console.print(bench.table(doc))
     config.out_dir.mkdir(parents=True, exist_ok=True)

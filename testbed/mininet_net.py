@@ -68,7 +68,7 @@ class MininetTestbed(Testbed):
         if os.geteuid() != 0:
             raise TestbedError("the Mininet testbed needs root (network namespaces, veths); "
                                "use the loopback testbed (--loopback) without root")
-        from innet.testbed.mininet_switch import innet_network
+        from innet.testbed.mininet_switch import Bmv2SwitchNode, InnetSwitchError, InnetSwitchNode, innet_network
 
         (self.procs.dir / SWITCHES_FILE).write_text("\n".join(s.name for s in self.topology.switches) + "\n")
         netem = impair.netem_available()
@@ -86,13 +86,18 @@ class MininetTestbed(Testbed):
                     raise TestbedError(f"link {c.a}-{c.b}: delay/jitter need the kernel's netem qdisc "
                                        "(CONFIG_NET_SCH_NETEM), which this kernel lacks")
         topo = mininet_topo(self.topology, netem=netem_loss)
+        node: dict[str, Any] = {"node_class": InnetSwitchNode}
+        if self.options.switch_impl == "bmv2":
+            node = {"node_class": Bmv2SwitchNode, "tools": self._bmv2_tools}
         for attempt in range(3):
             try:
                 self.net = self._stack.enter_context(innet_network(
                     topo, program=None, log_level=self.options.switch_log_level,
                     executor=self.options.switch_executor,
-                    start_timeout=self.options.start_timeout))
+                    start_timeout=self.options.start_timeout, **node))
                 break
+            except InnetSwitchError as error:
+                raise TestbedError(str(error)) from None
             except Exception as error:
                 # A previous run's host namespaces are destroyed asynchronously by the
                 # kernel; until then their veth peers keep the switch's interface names.
@@ -114,6 +119,7 @@ class MininetTestbed(Testbed):
         switch = self.net.get(self.topology.switch().name)
         if switch.grpc_address is None:
             raise TestbedError(f"switch {switch.name} has no P4Runtime address; log {switch.log_path}")
+        self.thrift_port = getattr(switch, "thrift_port", None)
         address: str = switch.grpc_address
         return address
 

@@ -13,6 +13,11 @@ startup line), stdout/stderr in ``<state dir>/<name>.log``. ``start`` returns wh
 switch reports its address and every port is operationally up, or raises with the log
 tail. ``stop`` sends SIGTERM, then SIGKILL after a deadline.
 
+``Bmv2SwitchNode`` runs p4lang's ``simple_switch_grpc`` instead (``--switch-impl bmv2``): the
+same ``-i PORT@IFACE`` ports, ``--device-id``, ``--thrift-port`` and ``--grpc-server-addr`` on
+free 127.0.0.1 ports chosen at start (BMv2 cannot report a port 0 binding), ``--cpu-port``;
+``start`` returns when its P4Runtime server accepts connections and every port is up.
+
 Crash safety: each switch writes ``<state dir>/<name>.pid``; ``cleanup_leftovers`` (run
 by ``innet_network`` before building and after stopping) ends a recorded process that is
 still an innet-switch and deletes root-namespace interfaces ``<name>-eth<N>`` left by a
@@ -37,10 +42,14 @@ from mininet.net import Mininet
 from mininet.node import Switch
 from mininet.topo import Topo
 
+from innet.testbed.bmv2 import BMV2_CPU_PORT, Bmv2Error, Bmv2SwitchConfig, Bmv2Tools, free_port, switch_command, \
+    wait_grpc
+
 STATE_DIR = Path("/tmp/innet-mininet")
 """Pid files, logs and the lock of Mininet runs with innet switches."""
 READY_PREFIX = "innet-switch: P4Runtime listening on "
 SWITCH_MODULE = "innet.switch.cli.switch"
+BMV2_SWITCH = "simple_switch_grpc"
 
 
 class InnetSwitchError(Exception):
@@ -52,11 +61,14 @@ def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
 
 
 def _is_innet_switch(pid: int) -> bool:
+    """Whether ``pid`` is a switch process these nodes start: innet-switch or simple_switch_grpc
+    (its name is argv[0], or argv[1] of an interpreter running a wrapper script)."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return SWITCH_MODULE.encode() in cmdline
+    return SWITCH_MODULE.encode() in cmdline or any(Path(arg.decode(errors="replace")).name == BMV2_SWITCH
+                                                      for arg in cmdline[:2])
 
 
 def _end_process(pid: int, timeout: float = 10.0) -> None:
@@ -85,7 +97,7 @@ def cleanup_leftovers(switch_names: list[str], state_dir: Path = STATE_DIR) -> l
                 pid = 0
             if pid and _is_innet_switch(pid):
                 _end_process(pid)
-                done.append(f"ended leftover innet-switch {name} (pid {pid})")
+                done.append(f"ended leftover switch {name} (pid {pid})")
             pid_file.unlink(missing_ok=True)
     links = _run("ip", "-o", "link", "show").stdout
     for line in links.splitlines():
@@ -182,6 +194,9 @@ class InnetSwitchNode(Switch):  # type: ignore[misc]  # mininet is untyped
                 raise InnetSwitchError(f"switch {self.name}: no P4Runtime address within "
                                        f"{self.start_timeout} s: {self._log_tail()}")
             time.sleep(0.05)
+        self._wait_ports_up(deadline)
+
+    def _wait_ports_up(self, deadline: float) -> None:
         for iface in self.data_ports().values():
             state = Path(f"/sys/class/net/{iface}/operstate")
             while state.read_text().strip() != "up":
@@ -222,6 +237,50 @@ class InnetSwitchNode(Switch):  # type: ignore[misc]  # mininet is untyped
         super().stop(deleteIntfs)
 
 
+class Bmv2SwitchNode(InnetSwitchNode):
+    """A Mininet switch whose data plane is p4lang's ``simple_switch_grpc`` (``--switch-impl bmv2``).
+
+    Parameters: those of :class:`InnetSwitchNode` (``executor`` and ``log_level`` are innet's and
+    ignored), plus ``tools`` (where the BMv2 binaries are) and ``thrift_port`` (0: a free one).
+    ``program`` must be a BMv2 JSON or None (``--no-p4``; the controller pushes the pipeline).
+    """
+
+    def __init__(self, name: str, tools: Bmv2Tools, thrift_port: int = 0, cpu_port: int | None = BMV2_CPU_PORT,
+                 **params: Any) -> None:
+        super().__init__(name, cpu_port=cpu_port, **params)
+        self.tools = tools
+        self.thrift_port = thrift_port
+
+    def bmv2_config(self) -> Bmv2SwitchConfig:
+        """This node's simple_switch_grpc settings (ports as Mininet numbered them)."""
+        return Bmv2SwitchConfig(ports=tuple(sorted(self.data_ports().items())), device_id=self.device_id,
+                                grpc_address=f"127.0.0.1:{self.grpc_port}", thrift_port=self.thrift_port,
+                                cpu_port=self.cpu_port, json=self.program)
+
+    def command(self) -> list[str]:
+        """The simple_switch_grpc command line of this node."""
+        return switch_command(self.tools.switch, self.bmv2_config())
+
+    def start(self, controllers: list[Any]) -> None:
+        if self.grpc_port == 0:
+            self.grpc_port = free_port()
+        if self.thrift_port == 0:
+            self.thrift_port = free_port()
+        super().start(controllers)
+
+    def _wait_ready(self) -> None:
+        process = self.process
+        assert process is not None
+        deadline = time.monotonic() + self.start_timeout
+        address = f"127.0.0.1:{self.grpc_port}"
+        try:
+            wait_grpc(address, self.start_timeout, alive=lambda: process.poll() is None)
+        except Bmv2Error as error:
+            raise InnetSwitchError(f"switch {self.name}: {error}: {self._log_tail()}") from None
+        self.grpc_address = address
+        self._wait_ports_up(deadline)
+
+
 def quiet_hosts(net: Mininet) -> None:
     """Disable IPv6 and TX checksum offload on every host interface."""
     for host in net.hosts:
@@ -241,8 +300,10 @@ def state_lock(state_dir: Path = STATE_DIR) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def innet_network(topo: Topo, state_dir: Path = STATE_DIR, **switch_params: Any) -> Iterator[Mininet]:
-    """A started Mininet of ``topo`` with InnetSwitchNode nodes; everything undone on exit."""
+def innet_network(topo: Topo, state_dir: Path = STATE_DIR, node_class: type[InnetSwitchNode] = InnetSwitchNode,
+                  **switch_params: Any) -> Iterator[Mininet]:
+    """A started Mininet of ``topo`` with ``node_class`` switches (InnetSwitchNode, or
+    Bmv2SwitchNode with ``tools=``); everything undone on exit."""
     if os.geteuid() != 0:
         raise InnetSwitchError("Mininet with innet switches needs root (network namespaces, veths)")
     names = list(topo.switches())
@@ -250,7 +311,7 @@ def innet_network(topo: Topo, state_dir: Path = STATE_DIR, **switch_params: Any)
         cleanup_leftovers(names, state_dir)
 
         def make_switch(name: str, **params: Any) -> InnetSwitchNode:
-            return InnetSwitchNode(name, state_dir=state_dir, **{**switch_params, **params})
+            return node_class(name, state_dir=state_dir, **{**switch_params, **params})
 
         net = Mininet(topo=topo, switch=make_switch, controller=None, autoSetMacs=True,
                       build=False, waitConnected=False)

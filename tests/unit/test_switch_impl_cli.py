@@ -23,3 +23,34 @@ def test_missing_bmv2_is_one_line(argv, capsys, monkeypatch):
 def test_unknown_switch_impl_is_a_usage_error(capsys):
     assert main(["testbed", "up", "--switch-impl", "tofino"]) == 2
     assert "invalid choice: 'tofino'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, wrong", [
+    (["testbed", "up", "--loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
+    (["bench", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
+    (["demo", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
+    (["bench", "--topo", "rail-only"], "--topo rail-only: the bmv2 backend brings up the star"),
+    (["testbed", "up", "--topo", "rail-optimized"], "--topo rail-optimized: the bmv2 backend brings up the star"),
+    (["demo", "--mode", "luwu"], "--mode luwu: the bmv2 backend runs the switch-optimizer demo only"),
+])
+def test_what_bmv2_cannot_bring_up_is_one_usage_line(argv, wrong, capsys, monkeypatch):
+    """Checked before the binaries are looked for: the answer does not depend on the machine."""
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("INNET_BMV2_BIN", raising=False)
+    assert main(argv + ["--switch-impl", "bmv2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and wrong in err[0], err
+
+
+def test_missing_simple_switch_cli_is_named(tmp_path, capsys, monkeypatch):
+    """A testbed's controller needs simple_switch_CLI for registers: its absence is the one line."""
+    for name in ("simple_switch_grpc", "p4c-bm2-ss"):
+        (tmp_path / name).write_text("#!/bin/sh\nexit 0\n")
+        (tmp_path / name).chmod(0o755)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("INNET_BMV2_BIN", str(tmp_path))
+    monkeypatch.setenv("INNET_P4C", str(tmp_path / "p4c-bm2-ss"))
+    assert main(["bench", "--switch-impl", "bmv2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("innet bench: bmv2 backend: simple_switch_CLI not found beside "
+                                               f"{tmp_path / 'simple_switch_grpc'} or on PATH"), err

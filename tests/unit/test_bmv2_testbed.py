@@ -1,0 +1,168 @@
+"""The testbed's bmv2 wiring without BMv2: which testbeds accept it, the order of bring-up
+(binaries and p4c before any network), the controller's endpoint (registers through Thrift,
+simple_switch_CLI as found), the Mininet node's command line and leftover recognition."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import pytest
+
+from innet.testbed.bmv2 import BMV2_CPU_PORT, Bmv2Tools
+from innet.testbed.bringup import Testbed, TestbedError as BringUpError, TestbedOptions
+from innet.testbed.topology import star
+
+
+class _Recorded(Exception):
+    pass
+
+
+class _FakeMininetTestbed(Testbed):
+    """A testbed of kind mininet whose network is a record of being asked for."""
+
+    kind = "mininet"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.calls: list[str] = []
+
+    def _start_network(self) -> str:
+        self.calls.append("network")
+        self.thrift_port = 9191
+        return "127.0.0.1:50123"
+
+    def _stop_network(self) -> None:
+        self.calls.append("stop")
+
+    def spawn_on(self, host: str, name: str, argv: Sequence[str], env: dict[str, str] | None = None,
+                 stdout_pipe: bool = False) -> subprocess.Popen[bytes]:
+        raise NotImplementedError
+
+    def host_transport(self, host: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def gloo_iface(self, host: str) -> str:
+        raise NotImplementedError
+
+    def gloo_master(self) -> str:
+        raise NotImplementedError
+
+
+def test_unknown_switch_impl_is_refused():
+    with pytest.raises(ValueError, match=r"switch_impl='tofino': expected innet or bmv2"):
+        TestbedOptions(switch_impl="tofino")
+
+
+def test_loopback_testbed_refuses_bmv2(tmp_path):
+    from innet.testbed.loopback import LoopbackTestbed
+
+    topo = star(workers=2)
+    with pytest.raises(BringUpError, match=rf"switch_impl bmv2: the loopback testbed of {topo.name} starts innet "
+                                           "switches; BMv2 runs as the switch of a single-switch topology in Mininet"):
+        LoopbackTestbed(topo, TestbedOptions(switch_impl="bmv2", state_dir=tmp_path))
+
+
+def test_missing_binaries_stop_bring_up_before_any_network(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("INNET_BMV2_BIN", raising=False)
+    tb = _FakeMininetTestbed(star(workers=2), TestbedOptions(switch_impl="bmv2", state_dir=tmp_path))
+    with pytest.raises(BringUpError, match=r"^bmv2 backend: simple_switch_grpc not found on PATH"):
+        tb.start()
+    assert tb.calls == ["stop"]  # no network was asked for; the (empty) teardown ran
+
+
+def test_controller_endpoint_sends_registers_through_thrift(tmp_path, monkeypatch):
+    import innet.controller.controller as controller_module
+
+    seen: list[Any] = []
+
+    class RecordingController:
+        def __init__(self, endpoints: list[Any]) -> None:
+            seen.extend(endpoints)
+
+        def connect(self) -> Any:
+            raise _Recorded()
+
+    cli = tmp_path / "bin" / "simple_switch_CLI"
+    tools = Bmv2Tools(tmp_path / "bin" / "simple_switch_grpc", cli, None)
+
+    def fake_pipeline(self: Testbed) -> str:
+        self.calls.append("compile")  # type: ignore[attr-defined]
+        self._bmv2_tools = tools
+        return "compiled"
+
+    monkeypatch.setattr(controller_module, "Controller", RecordingController)
+    monkeypatch.setattr(_FakeMininetTestbed, "_bmv2_pipeline", fake_pipeline)
+    tb = _FakeMininetTestbed(star(workers=2), TestbedOptions(switch_impl="bmv2", state_dir=tmp_path / "runs"))
+    with pytest.raises(_Recorded):
+        tb.start()
+    assert tb.calls == ["compile", "network", "stop"]
+    [endpoint] = seen
+    assert (endpoint.address, endpoint.thrift_port, endpoint.registers, endpoint.thrift_cli) == (
+        "127.0.0.1:50123", 9191, "thrift", str(cli))
+
+
+def test_innet_switch_endpoint_is_unchanged(tmp_path, monkeypatch):
+    import innet.controller.controller as controller_module
+
+    seen: list[Any] = []
+
+    class RecordingController:
+        def __init__(self, endpoints: list[Any]) -> None:
+            seen.extend(endpoints)
+
+        def connect(self) -> Any:
+            raise _Recorded()
+
+    monkeypatch.setattr(controller_module, "Controller", RecordingController)
+    tb = _FakeMininetTestbed(star(workers=2), TestbedOptions(state_dir=tmp_path))
+    with pytest.raises(_Recorded):
+        tb.start()
+    assert (seen[0].thrift_port, seen[0].registers) == (None, "auto")
+
+
+def test_bench_and_demo_configs_carry_the_switch_impl(tmp_path):
+    from innet.testbed import bench
+
+    config = bench.BenchConfig(workers=(2,), switch_impl="bmv2", backend="mininet", out_dir=tmp_path)
+    tb = bench.open_testbed("mininet", 2, 0.0, config)
+    assert tb.options.switch_impl == "bmv2"
+    assert bench.switch_description("auto", "bmv2").startswith("simple_switch_grpc")
+
+
+def test_bmv2_node_command_line(tmp_path):
+    """The node's command from Mininet's port numbering, without starting Mininet."""
+    from innet.testbed.mininet_switch import Bmv2SwitchNode
+
+    node = Bmv2SwitchNode.__new__(Bmv2SwitchNode)  # Mininet's Node.__init__ starts a shell
+    node.tools = Bmv2Tools(Path("/opt/bmv2/simple_switch_grpc"), None, None)
+    node.device_id, node.grpc_port, node.thrift_port, node.cpu_port, node.program = 4, 50001, 9099, BMV2_CPU_PORT, None
+    node.data_ports = lambda: {2: "s4-eth2", 1: "s4-eth1"}  # type: ignore[method-assign]
+    assert node.command() == ["/opt/bmv2/simple_switch_grpc", "--device-id", "4", "-i", "1@s4-eth1",
+                              "-i", "2@s4-eth2", "--thrift-port", "9099", "--no-p4", "--",
+                              "--grpc-server-addr", "127.0.0.1:50001", "--cpu-port", str(BMV2_CPU_PORT)]
+
+
+def test_leftover_recognition_covers_simple_switch_grpc(tmp_path):
+    from innet.testbed.mininet_switch import _is_innet_switch
+
+    script = tmp_path / "simple_switch_grpc"
+    script.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(30)\n")
+    script.chmod(0o755)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    proc = subprocess.Popen([str(script), "--device-id", "1"])
+    try:
+        deadline = time.monotonic() + 5
+        while b"simple_switch_grpc" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert _is_innet_switch(proc.pid)
+        assert not _is_innet_switch(other.pid)
+    finally:
+        for p in (proc, other):
+            p.kill()
+            p.wait()
