@@ -22,12 +22,13 @@ RUN apt-get update -qq \
 RUN python3 -m venv /opt/innet
 COPY docker/certs/ /tmp/certs/
 COPY constraints.txt pyproject.toml setup.py README.md /src/
-# dependencies first: this layer is reused while only innet's own sources change
+# dependencies first: this layer is reused while only innet's own sources change; the `ml`
+# extra (scikit-learn: the digits data set) is for the workers' demo training
 RUN set -e; cat /etc/ssl/certs/ca-certificates.crt /tmp/certs/*.crt > /tmp/ca.pem 2>/dev/null || true; \
     export PIP_CERT=/tmp/ca.pem PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1; \
     [ -n "$PIP_INDEX_URL" ] && export PIP_INDEX_URL; [ -n "$PIP_EXTRA_INDEX_URL" ] && export PIP_EXTRA_INDEX_URL; \
     [ -n "$PIP_TRUSTED_HOST" ] && export PIP_TRUSTED_HOST; \
-    deps=$(python3 -c "import tomllib; print(' '.join(tomllib.load(open('/src/pyproject.toml','rb'))['project']['dependencies']))"); \
+    deps=$(python3 -c "import tomllib; t = tomllib.load(open('/src/pyproject.toml','rb'))['project']; print(' '.join(t['dependencies'] + t['optional-dependencies']['ml']))"); \
     /opt/innet/bin/pip install -q -c /src/constraints.txt $deps
 COPY . /src
 RUN set -e; export PIP_CERT=/tmp/ca.pem PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1; \

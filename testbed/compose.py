@@ -14,7 +14,10 @@ from the environment (:class:`ComposeConfig`), shared state from the results vol
 * ``worker`` (replicated): claims the lowest free rank with an ``O_EXCL`` file in the
   volume, waits for ``job.json``, runs a host agent over the frame tunnel to its switch
   port and an exact integer allreduce (:func:`innet.testbed.ina_worker.exact_values`),
-  and writes ``worker-<rank>.json``: ``ok`` plus the SHA-256 of the int32 sum.
+  then (``INNET_TRAIN_STEPS`` > 0) the demo training: softmax regression on the digits with
+  the switch as the momentum optimizer (job ``INNET_JOB``+1, :mod:`innet.testbed.train_worker`),
+  and writes ``worker-<rank>.json``: ``ok`` plus the SHA-256 of the int32 sum, and the
+  training's final parameters (SHA-256, bit-exact with the numpy model of the switch, accuracy).
 
 Why frame tunnels over the compose network rather than veth pairs: containers of a compose
 project share one bridge network with ordinary IP, so a UDP socket per switch port reaches
@@ -80,6 +83,9 @@ class ComposeConfig:
     """INNET_JOB: job id."""
     deadline: float = 300.0
     """INNET_DEADLINE: seconds any role waits for another before it gives up."""
+    train_steps: int = 30
+    """INNET_TRAIN_STEPS: steps of the demo training after the allreduce (0: none); its job is
+    ``job_id + 1`` on the slots after the allreduce job's."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "ComposeConfig":
@@ -96,8 +102,14 @@ class ComposeConfig:
                    results=Path(env.get("INNET_RESULTS", "/results")),
                    elements=_env_int(env, "INNET_ELEMENTS", 4096, 1, 1 << 24),
                    window=_env_int(env, "INNET_WINDOW", 32, 1, 1024),
-                   job_id=_env_int(env, "INNET_JOB", 1, 0, 255),
-                   deadline=deadline)
+                   job_id=_env_int(env, "INNET_JOB", 1, 0, 254),
+                   deadline=deadline,
+                   train_steps=_env_int(env, "INNET_TRAIN_STEPS", 30, 0, 100000))
+
+    def __post_init__(self) -> None:
+        if self.train_steps and 2 * self.window > 1024:
+            raise ComposeError(f"INNET_WINDOW={self.window}: with training (INNET_TRAIN_STEPS={self.train_steps}) "
+                               "two jobs of that many slots must fit innet.p4's 1024 (at most 512)")
 
     @property
     def grpc_address(self) -> str:
@@ -172,6 +184,25 @@ def run_switch(config: ComposeConfig) -> int:
 # -- controller -------------------------------------------------------------------------
 
 
+def train_plan(config: ComposeConfig, rank: int = 0, epoch: int = 0) -> Any:
+    """The demo training's TrainPlan of ``rank`` (transport given separately: the frame tunnel)."""
+    from innet.testbed.train_worker import TrainPlan
+
+    return TrainPlan(job=config.job_id + 1, rank=rank, num_workers=config.workers, window=config.window, k=64,
+                     transport={}, epoch=epoch, steps=config.train_steps,
+                     chunk_deadline=min(60.0, config.deadline))
+
+
+def expected_training(config: ComposeConfig) -> Any:
+    """The int32 parameters the switch must end the training with: the numpy model of the switch
+    (``innet.host.train.simulate_training``), bit for bit."""
+    from innet.host.model import SoftmaxRegression, load_digits_dataset
+    from innet.host.train import simulate_training
+
+    plan = train_plan(config)
+    return simulate_training(load_digits_dataset(seed=plan.seed), plan.train_config(), SoftmaxRegression()).params_int
+
+
 def connect_controller(config: ComposeConfig) -> Any:
     """A Controller (connect it with `with`) once the switch's gRPC server accepts connections (deadline)."""
     import grpc
@@ -219,12 +250,31 @@ def run_controller(config: ComposeConfig) -> int:
                       mode="sum")
         ctl.create_job(job)
         epoch = ctl.attach(job.job_id)
+        train = _create_training_job(ctl, config, workers) if config.train_steps else None
     _write_atomic(config.results / JOB_FILE, {
         "job": job.job_id, "epoch": epoch, "workers": config.workers, "k": 64, "window": config.window,
-        "switch_mac": sw.mac, "switch_ip": sw.ip,
+        "switch_mac": sw.mac, "switch_ip": sw.ip, "train": train,
         "hosts": [[h.mac, h.address] for h in sorted(topo.workers, key=lambda h: h.rank)]})
     print(f"controller: job {job.job_id} ready for {config.workers} workers at epoch {epoch}", flush=True)
     return 0
+
+
+def _create_training_job(ctl: Any, config: ComposeConfig, workers: tuple[Any, ...]) -> dict[str, int]:
+    """The demo training's momentum job, its initial parameters loaded on the switch: its id and epoch."""
+    import math
+
+    from innet.controller.jobs import JobSpec
+    from innet.host.model import SoftmaxRegression
+    from innet.host.train import initial_params
+
+    plan, model = train_plan(config), SoftmaxRegression()
+    job = JobSpec(job_id=plan.job, workers=workers, slot_base=config.window, slot_count=config.window, k=plan.k,
+                  mode=plan.mode, lr=plan.lr, beta=plan.beta, grad_frac_bits=plan.grad_frac_bits,
+                  param_frac_bits=plan.param_frac_bits, param_chunks=math.ceil(model.size / plan.k))
+    ctl.create_job(job)
+    epoch = ctl.attach(job.job_id)
+    ctl.load_params(job, initial_params(plan.train_config(), model))
+    return {"job": job.job_id, "epoch": int(epoch), "steps": config.train_steps}
 
 
 # -- worker -----------------------------------------------------------------------------
@@ -290,13 +340,33 @@ def run_worker(config: ComposeConfig) -> int:
     seconds = time.monotonic() - start
     expect = expected_sum(job["workers"], config.elements)
     ok = bool(np.array_equal(got, expect))
+    print(f"worker rank {rank}: allreduce of {config.elements} int32 {'exact' if ok else 'WRONG'} "
+          f"in {seconds:.2f} s", flush=True)
+    train = _train(config, job["train"], rank, transport) if job.get("train") else None
     _write_atomic(result_path(config, rank), {
         "rank": rank, "host": socket.gethostname(), "elements": config.elements, "ok": ok,
         "sha256": digest(got), "head": [int(v) for v in got[:4]], "seconds": round(seconds, 3),
-        "epoch": job["epoch"]})
-    print(f"worker rank {rank}: allreduce of {config.elements} int32 {'exact' if ok else 'WRONG'} "
-          f"in {seconds:.2f} s", flush=True)
-    return 0 if ok else EXIT_ERROR
+        "epoch": job["epoch"], "train": train})
+    return 0 if ok and (train is None or train["bit_exact"]) else EXIT_ERROR
+
+
+def _train(config: ComposeConfig, job: dict[str, int], rank: int, transport: Any) -> dict[str, Any]:
+    """The demo training on the job the controller made for it: what the worker reports."""
+    import numpy as np
+
+    from innet.host.model import SoftmaxRegression, load_digits_dataset
+    from innet.testbed.train_worker import train
+
+    plan = train_plan(config, rank, job["epoch"])
+    final, seconds = train(plan, transport)
+    got = np.asarray(final, dtype=np.int32)
+    bit_exact = bool(np.array_equal(got, expected_training(config)))
+    data = load_digits_dataset(seed=plan.seed)
+    accuracy = SoftmaxRegression().accuracy(plan.train_config().fixed.params_float(got), data.x_test, data.y_test)
+    print(f"worker rank {rank}: trained {plan.steps} steps in {seconds:.2f} s, test accuracy {accuracy:.3f}, "
+          f"{'bit-exact with' if bit_exact else 'DIFFERENT from'} the switch's numpy model", flush=True)
+    return {"steps": plan.steps, "sha256": digest(got), "bit_exact": bit_exact, "accuracy": round(float(accuracy), 4),
+            "seconds": round(seconds, 3)}
 
 
 RUNNERS: dict[str, Callable[[ComposeConfig], int]] = {

@@ -64,8 +64,13 @@ def cmd_up_docker(args: argparse.Namespace) -> int:
     for doc in result.results:
         print(f"worker rank {doc['rank']} ({doc['host']}): {doc['elements']} int32 "
               f"{'exact' if doc['ok'] else 'WRONG'} in {doc['seconds']} s, sha256 {doc['sha256'][:16]}")
+        if doc.get("train"):
+            t = doc["train"]
+            print(f"  training: {t['steps']} steps, test accuracy {t['accuracy']:.3f}, parameters "
+                  f"{'bit-exact with' if t['bit_exact'] else 'DIFFERENT from'} the switch's numpy model")
     print(f"run {result.run_id}: containers, network and volume removed")
-    good = len(result.results) == args.workers and all(d["ok"] for d in result.results)
+    good = len(result.results) == args.workers and all(d["ok"] and (not d.get("train") or d["train"]["bit_exact"])
+                                                       for d in result.results)
     return 0 if good else EXIT_ERROR
 
 

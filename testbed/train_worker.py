@@ -15,7 +15,7 @@ import json
 import sys
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from innet.host import quantize as qz
 from innet.host.agent import Agent, AgentConfig
@@ -66,13 +66,16 @@ class TrainPlan:
         return cls(**json.loads(text))
 
 
-def run(plan: TrainPlan) -> int:
+def train(plan: TrainPlan, transport: Any, on_step: Callable[[int, float], None] = lambda step, loss: None
+          ) -> tuple[list[int], float]:
+    """Run ``plan`` over ``transport`` (an agent transport config): the final int32 parameters the
+    switch returned and the seconds the steps took. Shared by this process and the compose worker."""
     config = plan.train_config()
     model = SoftmaxRegression()
     data = load_digits_dataset(seed=plan.seed)
     agent_config = AgentConfig(JobConfig(job=plan.job, rank=plan.rank, num_workers=plan.num_workers,
                                          window=plan.window, k=plan.k, epoch=plan.epoch),
-                               transport_config(plan.transport), mode=config.mode, fixed=config.fixed,
+                               transport, mode=config.mode, fixed=config.fixed,
                                timing=Timing(chunk_deadline=plan.chunk_deadline))
     params = config.fixed.params_float(initial_params(config, model))
     raw = initial_params(config, model)
@@ -83,9 +86,15 @@ def run(plan: TrainPlan) -> int:
             agent.push(grad)
             raw = agent.pull_int(timeout=120.0)
             params = config.fixed.params_float(raw)
-            print(json.dumps({"step": step, "loss": float(loss)}), flush=True)
+            on_step(step, float(loss))
         seconds = time.perf_counter() - start
-    print(json.dumps({"final": [int(v) for v in raw], "seconds": seconds}), flush=True)
+    return [int(v) for v in raw], seconds
+
+
+def run(plan: TrainPlan) -> int:
+    final, seconds = train(plan, transport_config(plan.transport),
+                           lambda step, loss: print(json.dumps({"step": step, "loss": loss}), flush=True))
+    print(json.dumps({"final": final, "seconds": seconds}), flush=True)
     return 0
 
 
