@@ -32,6 +32,8 @@ from .errors import NativeUnsupported
 CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
                "ParserTimeout", "ParserInvalidArgument")
 PACKET_TOO_SHORT, STACK_OUT_OF_BOUNDS = 1, 3
+ENT_HDR = 5
+"""Header words of a C table entry: action, handle, packets, bytes, last hit (ns)."""
 HASHES = {"crc16": "h_crc16", "crc16_custom": "h_crc16", "crc32": "h_crc32", "crc32_custom": "h_crc32",
           "csum16": "h_csum16", "xor16": "h_xor16", "identity": "h_identity"}
 
@@ -61,6 +63,13 @@ class TableMeta:
     nparams: int
     exact: bool
     direct_counter: bool
+    indirect: bool = False
+    """Entries point to action-profile members or (selectors) groups: resolved by Python
+    into the entry's action word, or GROUP with the group's offset as the first param."""
+    selector: str | None = None  # C hash function of an action_selector
+    sel_widths: tuple[int, ...] = ()
+    direct_meter: bool = False
+    timeout: bool = False
 
 
 @dataclass
@@ -123,7 +132,8 @@ class Unit:
                 base = by_type.get(p.type)
                 if base is not None:
                     L.bind(p.uid, base)
-        self.hidden = {n: L.alloc_scalar(n, 0) for n in ("CL", "CLS", "CLF", "RS", "RC", "TR", "PAYP", "PAYL")}
+        self.hidden = {n: L.alloc_scalar(n, 0) for n in ("CL", "CLS", "CLF", "RS", "RC", "TR", "PAYP", "PAYL",
+                                                          "NOW", "DM")}
 
     def _check_type(self, t: ir.Type, loc: Any, what: str) -> None:
         if isinstance(t, ir.VarBitT):
@@ -207,6 +217,13 @@ class Unit:
             st = ("counter", len(self.meta.counters) - 1)
         elif kind == "direct_counter":
             st = ("direct_counter", 0)
+        elif kind in ("action_profile", "action_selector"):
+            if kind == "action_selector":
+                algo = args[0] if args else None
+                if not isinstance(algo, ir.EnumMember) or algo.member not in HASHES:
+                    raise NativeUnsupported(f"action_selector {inst.cp_name}: hash algorithm "
+                                            f"{getattr(algo, 'member', algo)} (not implemented natively)", inst.loc)
+            st = ("profile", 0)
         else:
             raise NativeUnsupported(f"extern {kind or t} instance '{inst.cp_name}' (not implemented natively)", inst.loc)
         self.states[id(inst)] = st
@@ -336,6 +353,7 @@ class Unit:
             f"static const int TBL_NKEYS[NTBL + 1] = {{{''.join(f'{len(t.keys)}, ' for t in tm)}0}};",
             f"static const int TBL_NPARAMS[NTBL + 1] = {{{''.join(f'{t.nparams}, ' for t in tm)}0}};",
             f"static const int TBL_EXACT[NTBL + 1] = {{{''.join(f'{int(t.exact)}, ' for t in tm)}0}};",
+            f"static const int TBL_DMETER[NTBL + 1] = {{{''.join(f'{int(t.direct_meter)}, ' for t in tm)}0}};",
         ]
         for t in tm:
             kinds = ", ".join("1" if k.kind == "range" else "0" for k in t.keys) or "0"
@@ -349,6 +367,7 @@ class Unit:
         return "\n".join(d + [head] + defs + ["struct sw;", "static u64 *sw_reg_(ctx_t *c, int r);",
                                                "static u64 *sw_cnt_(ctx_t *c, int r, int b);",
                                                "static tbl_t *sw_tbl_(ctx_t *c, int t);",
+                                               "static u64 now_ns(sw_t *sw);",
                                                "static u64 rnd_(ctx_t *c, u64 lo, u64 hi);"]
                          + self.protos + self.bodies + macros + [ARCH,
                          "static u64 *sw_reg_(ctx_t *c, int r) { return c->sw->reg[r]; }",
@@ -1088,25 +1107,45 @@ class Gen:
 
     # ------------------------------------------------------------------ tables
     def table_apply(self, e: ir.TableApply) -> str:
+        """Lookup, then (as the python executor, in its order) selector pick, direct
+        counter, idle-timeout stamp, direct-meter entry, and the action."""
         t = e.table
         info = self.table_meta(t)
-        keys = [k for k in t.keys]
-        kvals = []
-        for k in keys:
-            x = self.expr(k.expr)
-            kvals.append(x)
+        kvals, sels = [], []
+        for k in t.keys:
+            (sels if k.match_kind == "selector" else kvals).append(self.tmp(self.expr(k.expr)))
         kname = self.data_array(kvals) if kvals else "NULL"
         r = self.tmp()
         self.ntmp += 1
-        ent = f"_e{self.ntmp}"
-        self.emit(f"u64 *{ent} = {('tbl_find(sw_tbl_(c, ' + str(info.index) + '), ' + kname + ')') if kvals else 'NULL'};")
+        n = self.ntmp
+        ent, tb = f"_e{n}", f"_tb{n}"
+        self.emit(f"tbl_t *{tb} = sw_tbl_(c, {info.index});")
+        self.emit(f"u64 *{ent} = {('tbl_find(' + tb + ', ' + kname + ')') if kvals else 'NULL'};")
         self.emit(f"{r} = {ent} != NULL;")
         if t.direct_counter is not None:
             self.emit(f"if ({ent}) {{ {ent}[2]++; {ent}[3] += S[{self.u.sm['packet_length']}]; }}")
-        self.emit(f"if (!{ent}) {ent} = sw_tbl_(c, {info.index})->def;")
-        self.emit(f"{r} = ({r} << 16) | {ent}[0];")
-        base = 4 + 2 * len(info.keys)
-        self.emit(f"switch ({ent}[0]) {{")
+        if info.timeout:
+            self.emit(f"if ({ent}) {{ if (!S[SLOT_NOW]) S[SLOT_NOW] = now_ns(c->sw); {ent}[4] = S[SLOT_NOW]; }}")
+        if info.direct_meter:
+            self.emit(f"S[SLOT_DM] = {ent} ? (u64)(uintptr_t)&{tb}->mc[({ent} - {tb}->ents) / {tb}->stride] : 0;")
+        self.emit(f"if (!{ent}) {ent} = {tb}->def;")
+        base = ENT_HDR + 2 * len(info.keys)
+        act, dat = f"_a{n}", f"_d{n}"
+        self.emit(f"u64 {act} = {ent}[0]; const u64 *{dat} = {ent} + {base};")
+        if info.selector is not None:
+            np1 = 1 + info.nparams
+            self.emit(f"if ({act} == ACT_GROUP) {{")
+            self.ind += 1
+            g = f"_g{n}"
+            self.emit(f"const u64 *{g} = {tb}->gp + {dat}[0]; u64 _i{n} = 0;")
+            if sels:
+                fields = list(zip(sels, info.sel_widths))
+                self.emit(f"if ({g}[0] > 1) _i{n} = ({self.hash_fields(info.selector, fields)} & 0xFFFFFFFFULL) % {g}[0];")
+            self.emit(f"{act} = {g}[1 + _i{n} * {np1}]; {dat} = {g} + 2 + _i{n} * {np1};")
+            self.ind -= 1
+            self.emit("}")
+        self.emit(f"{r} = ({r} << 16) | ({act} & 0xffff);")
+        self.emit(f"switch ({act}) {{")
         for i, ref in enumerate(_action_refs(t)):
             self.emit(f"case {i}: {{")
             self.ind += 1
@@ -1117,10 +1156,10 @@ class Gen:
                 if len(ref.args) < len(dirs):
                     raise self.bad(f"action {ref.action.name}: directional parameters without arguments", ref)
                 _, outs = self.bind_args(tuple(dirs), args[: len(dirs)], ref)
-                self.emit(f"{fn}(c, S, {ent} + {base});")
+                self.emit(f"{fn}(c, S, {dat});")
                 self.copy_out(outs)
             else:
-                self.emit(f"{fn}(c, S, {ent} + {base});")
+                self.emit(f"{fn}(c, S, {dat});")
             self.emit("break; }")
             self.ind -= 1
         self.emit("}")
@@ -1131,25 +1170,33 @@ class Gen:
         tm = self.u.meta.tables.get(t.cp_name)
         if tm is not None:
             return tm
-        if t.implementation is not None:
-            raise self.bad(f"table {t.cp_name}: action profiles/selectors (not implemented natively)", t)
+        selector: str | None = None
+        impl = t.implementation
+        if impl is not None:
+            self.u.instance(impl)
+            if isinstance(impl.type, ir.ExternT) and impl.type.name == "action_selector":
+                selector = HASHES[impl.ctor_args[0].member]  # type: ignore[union-attr]
         if t.direct_meter is not None:
-            raise self.bad(f"table {t.cp_name}: direct meters (not implemented natively)", t)
-        if t.idle_timeout:
-            raise self.bad(f"table {t.cp_name}: support_timeout (idle-timeout stamps are not implemented natively)", t)
+            self.u.instance(t.direct_meter)
         keys = []
+        sel_widths = []
         for k in t.keys:
+            if k.match_kind == "selector" and selector is not None:
+                sel_widths.append(_w(k.expr.type, k)[0])
+                continue
             if k.match_kind not in ("exact", "lpm", "ternary", "range", "optional"):
                 raise self.bad(f"table {t.cp_name}: match kind {k.match_kind}", k)
             w, _ = _w(k.expr.type, k)
             keys.append(KeyDef(k.name, k.match_kind, w))
-        nparams = 0
+        nparams = 1 if impl is not None else 0
         for r in _action_refs(t):
             for p in r.action.data_params:
                 _w(p.type, p)
             nparams = max(nparams, len(r.action.data_params))
         exact = bool(keys) and all(k.kind == "exact" for k in keys)
-        tm = TableMeta(len(self.u.meta.tables), t.cp_name, keys, nparams, exact, t.direct_counter is not None)
+        tm = TableMeta(len(self.u.meta.tables), t.cp_name, keys, nparams, exact, t.direct_counter is not None,
+                       indirect=impl is not None, selector=selector, sel_widths=tuple(sel_widths),
+                       direct_meter=t.direct_meter is not None, timeout=bool(t.idle_timeout))
         self.u.meta.tables[t.cp_name] = tm
         return tm
 
@@ -1191,6 +1238,20 @@ class Gen:
                 out += self.flatten_place(p.sub(1 + i * esz, t.elem), t.elem, node)
             return out
         raise self.bad(f"field list element of type {t}", node)
+
+    def hash_fields(self, fn: str, fields: list[tuple[str, int]]) -> str:
+        """``fn`` over ``fields`` packed MSB first, zero-padded to a byte (BMv2)."""
+        total = sum(w for _, w in fields)
+        nb = (total + 7) // 8
+        self.ntmp += 1
+        buf = f"_hb{self.ntmp}"
+        self.emit(f"u8 {buf}[{nb + 1}];")
+        self.emit(f"memset({buf}, 0, {nb + 1});")
+        off = 0
+        for x, w in fields:
+            self.emit(f"putbits({buf}, {off}, {w}, {x});")
+            off += w
+        return f"{fn}({buf}, {nb})"
 
     def hash_of(self, fn: str, data: ir.Expr, payload: bool) -> str:
         fields = self.flatten(data)

@@ -109,13 +109,21 @@ static void arena_reset(arena_t *a) {
 
 /* ------------------------------------------------------------------ tables */
 typedef struct {
-    int nkeys, nparams, stride, exact;
+    double cir, pir, tc, tp, last;  /* rates in units/us, token buckets, last time (us) */
+    u64 cburst, pburst;
+    u32 configured, has_last;
+} mcell_t;
+typedef struct {
+    int nkeys, nparams, stride, exact, dmeter;
     const u8 *kinds;  /* 0 exact/masked, 1 range */
-    u32 n; u64 *ents; /* entry: action, handle, packets, bytes, (v, m|hi) per key, params */
+    u32 n; u64 *ents; /* entry: action, handle, packets, bytes, last hit, (v, m|hi) per key, params */
     u32 hcap; int32_t *hidx;
     u64 *def;         /* same layout as an entry (keys unused) */
+    u64 *gp; u32 ngp; /* selector groups: n, then n * (action, params) */
+    mcell_t *mc;      /* direct meter cells, one per entry */
 } tbl_t;
-#define ENT_HDR 4
+#define ENT_HDR 5
+#define ACT_GROUP 0xFFFEULL
 static inline u64 key_hash(const u64 *k, int n) { u64 h = 0x9E3779B97F4A7C15ULL; for (int i = 0; i < n; i++) { h ^= k[i]; h *= 0xFF51AFD7ED558CCDULL; h ^= h >> 33; } return h; }
 static u64 *tbl_find(tbl_t *t, const u64 *k) {
     int nk = t->nkeys, st = t->stride;
@@ -168,8 +176,17 @@ struct sw {
     u8 *obuf; u32 ob_len, ob_cap; u32 *orec; u32 on, ocap; /* orec: port, offset, len */
     arena_t arena; vec_t deferred; int burst; vec_t pending;
     u64 rng;
+    int now_fixed; u64 now;  /* a clock value Python set for this call (injected clocks) */
     ctx_t ctx;
 };
+#include <time.h>
+/* The pipeline's clock in ns: CLOCK_MONOTONIC (what time.monotonic_ns reads), or the value
+   Python read from an injected clock before this call. */
+static u64 now_ns(sw_t *sw) {
+    if (sw->now_fixed) return sw->now;
+    struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (u64)ts.tv_sec * 1000000000ULL + (u64)ts.tv_nsec;
+}
 
 static void vec_push(arena_t *a, vec_t *v, const void *item, size_t sz) {
     if (v->n == v->cap) {
@@ -372,7 +389,7 @@ sw_t *sw_new(u64 seed) {
     for (int i = 0; i < NTBL; i++) {
         tbl_t *t = &sw->tbl[i];
         t->nkeys = TBL_NKEYS[i]; t->nparams = TBL_NPARAMS[i]; t->stride = ENT_HDR + 2 * t->nkeys + t->nparams;
-        t->exact = TBL_EXACT[i]; t->kinds = TBL_KINDS[i];
+        t->exact = TBL_EXACT[i]; t->kinds = TBL_KINDS[i]; t->dmeter = TBL_DMETER[i];
         t->def = calloc(t->stride + 1, sizeof(u64));
     }
     return sw;
@@ -380,7 +397,7 @@ sw_t *sw_new(u64 seed) {
 void sw_free(sw_t *sw) {
     for (int i = 0; i < NREG; i++) free(sw->reg[i]);
     for (int i = 0; i < NCNT; i++) { free(sw->cnt_p[i]); free(sw->cnt_b[i]); }
-    for (int i = 0; i < NTBL; i++) { free(sw->tbl[i].ents); free(sw->tbl[i].hidx); free(sw->tbl[i].def); }
+    for (int i = 0; i < NTBL; i++) { free(sw->tbl[i].ents); free(sw->tbl[i].hidx); free(sw->tbl[i].def); free(sw->tbl[i].gp); free(sw->tbl[i].mc); }
     for (u32 i = 0; i < sw->ngroups; i++) free(sw->groups[i].rp);
     free(sw->groups); free(sw->sess); free(sw->dq); free(sw->obuf); free(sw->orec);
     arena_reset(&sw->arena); free(sw->arena.head);
@@ -390,10 +407,12 @@ void sw_lock(sw_t *sw) { pthread_mutex_lock(&sw->mu); }
 void sw_unlock(sw_t *sw) { pthread_mutex_unlock(&sw->mu); }
 u64 *sw_reg(sw_t *sw, int r) { return sw->reg[r]; }
 u64 *sw_cnt(sw_t *sw, int r, int bytes) { return bytes ? sw->cnt_b[r] : sw->cnt_p[r]; }
-void sw_tbl_load(sw_t *sw, int ti, u32 n, const u64 *ents, const u64 *def) {
+void sw_tbl_load(sw_t *sw, int ti, u32 n, const u64 *ents, const u64 *def, u32 ngp, const u64 *gp) {
     tbl_t *t = &sw->tbl[ti];
-    free(t->ents); free(t->hidx); t->ents = NULL; t->hidx = NULL; t->hcap = 0;
-    t->n = n;
+    free(t->ents); free(t->hidx); free(t->gp); free(t->mc); t->ents = NULL; t->hidx = NULL; t->hcap = 0;
+    t->n = n; t->ngp = ngp;
+    t->gp = malloc((ngp + 1) * sizeof(u64)); if (ngp) memcpy(t->gp, gp, ngp * sizeof(u64));
+    t->mc = t->dmeter ? calloc(n + 1, sizeof(mcell_t)) : NULL;
     if (n) { t->ents = malloc((size_t)n * t->stride * sizeof(u64)); memcpy(t->ents, ents, (size_t)n * t->stride * sizeof(u64)); }
     memcpy(t->def, def, t->stride * sizeof(u64));
     if (t->exact && n) {
@@ -410,6 +429,8 @@ void sw_tbl_load(sw_t *sw, int ti, u32 n, const u64 *ents, const u64 *def) {
     }
 }
 u64 *sw_tbl_entries(sw_t *sw, int ti) { return sw->tbl[ti].ents; }
+mcell_t *sw_tbl_meters(sw_t *sw, int ti) { return sw->tbl[ti].mc; }
+void sw_set_now(sw_t *sw, int fixed, u64 ns) { sw->now_fixed = fixed; sw->now = ns; }
 void sw_pre_load(sw_t *sw, u32 ng, const u32 *groups, u32 ns, const u32 *sess) {
     for (u32 i = 0; i < sw->ngroups; i++) free(sw->groups[i].rp);
     free(sw->groups); free(sw->sess);
@@ -461,8 +482,16 @@ void sw_lock(sw_t *sw);
 void sw_unlock(sw_t *sw);
 uint64_t *sw_reg(sw_t *sw, int r);
 uint64_t *sw_cnt(sw_t *sw, int r, int bytes);
-void sw_tbl_load(sw_t *sw, int ti, uint32_t n, const uint64_t *ents, const uint64_t *def);
+typedef struct {
+    double cir, pir, tc, tp, last;
+    uint64_t cburst, pburst;
+    uint32_t configured, has_last;
+} mcell_t;
+void sw_tbl_load(sw_t *sw, int ti, uint32_t n, const uint64_t *ents, const uint64_t *def, uint32_t ngp,
+                 const uint64_t *gp);
 uint64_t *sw_tbl_entries(sw_t *sw, int ti);
+mcell_t *sw_tbl_meters(sw_t *sw, int ti);
+void sw_set_now(sw_t *sw, int fixed, uint64_t ns);
 void sw_pre_load(sw_t *sw, uint32_t ng, const uint32_t *groups, uint32_t ns, const uint32_t *sess);
 uint32_t sw_process(sw_t *sw, uint32_t n, const uint8_t *data, const uint32_t *lens, const uint32_t *ports, int burst);
 const uint32_t *sw_out_recs(sw_t *sw);

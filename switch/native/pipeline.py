@@ -36,6 +36,28 @@ from . import cgen
 from .crt import CDEF
 
 
+ACT_GROUP, NO_ACTION = 0xFFFE, 0xFFFF
+"""C action words: a selector group (first data word: its offset), an emptied group."""
+
+
+def _cell_to_c(cell: Any, c: Any) -> None:
+    """A python ``MeterCell`` (or None: unconfigured) into a C ``mcell_t``."""
+    if cell is None or not cell.configured:
+        c.configured = 0
+        return
+    c.cir, c.pir, c.tc, c.tp = cell.cir, cell.pir, cell.tc, cell.tp
+    c.cburst, c.pburst, c.configured = cell.cburst, cell.pburst, 1
+    c.has_last = int(cell.last_us is not None)
+    c.last = cell.last_us or 0.0
+
+
+def _cell_from_c(cell: Any, c: Any) -> None:
+    if not c.configured:
+        return
+    cell.tc, cell.tp = c.tc, c.tp
+    cell.last_us = c.last if c.has_last else None
+
+
 class _DirtyCache(dict):  # type: ignore[type-arg]
     """A table's result cache: ``clear()`` (every table change) marks the table dirty."""
 
@@ -232,37 +254,78 @@ class NativePipeline(Pipeline):
                                        lib.sw_cnt(self.sw, i, 1), ffi)
         self.compiled.counters.clear()
         self.compiled.counters.update(cnts)
+        self._meter_tables = [tm for tm in meta.tables.values() if tm.direct_meter]
         self._dirty_tables.update(meta.tables)
         with self.lock:
             pass
 
     # ------------------------------------------------------------------ state sync
     def _pull(self) -> None:
-        """Direct counters: what the data path counted since the last push is added to the
-        Python entries (so a control-plane write made meanwhile is kept)."""
+        """What the data path wrote since the last pull, into the Python entries: direct
+        counts as deltas (so a control-plane write made meanwhile is kept), idle-timeout
+        stamps and direct-meter buckets as values (unless the control plane replaced the
+        entry's meter cell meanwhile)."""
         for name, tm in self._tmeta.items():
-            if not tm.direct_counter:
+            if not (tm.direct_counter or tm.timeout or tm.direct_meter):
                 continue
             table = self.compiled.tables[name]
             ents = getattr(table, "_native_order", None)
             if not ents:
                 continue
-            pushed = table._native_pushed  # type: ignore[attr-defined]
-            stride = 4 + 2 * len(tm.keys) + tm.nparams
+            stride = cgen.ENT_HDR + 2 * len(tm.keys) + tm.nparams
             raw = self.ffi.unpack(self.lib.sw_tbl_entries(self.sw, tm.index), stride * len(ents))
+            base = table._native_base  # type: ignore[attr-defined]
             for j, e in enumerate(ents):
-                e.packets += raw[j * stride + 2] - pushed[j][0]
-                e.bytes += raw[j * stride + 3] - pushed[j][1]
+                p, b = raw[j * stride + 2], raw[j * stride + 3]
+                e.packets += p - base[j][0]
+                e.bytes += b - base[j][1]
+                base[j] = (p, b)
+                if tm.timeout:
+                    e.last_hit = raw[j * stride + 4]
+            if tm.direct_meter:
+                cells = self.lib.sw_tbl_meters(self.sw, tm.index)
+                for j, (e, pushed) in enumerate(zip(ents, table._native_meters)):  # type: ignore[attr-defined]
+                    if e.meter is pushed and pushed is not None:
+                        _cell_from_c(pushed, cells[j])
 
     def _push(self) -> None:
-        dirty = self._dirty_tables | {n for n, tm in self._tmeta.items() if tm.direct_counter}
-        for name in dirty:
+        for name in self._dirty_tables:
             tm = self._tmeta.get(name)
             if tm is not None:
                 self._push_table(tm)
         self._dirty_tables.clear()
+        for tm in self._meter_tables:
+            self._push_meters(tm)
         if isinstance(self.pre, NativePRE) and self.pre.dirty:
             self._push_pre()
+
+    def _push_meters(self, tm: cgen.TableMeta) -> None:
+        table = self.compiled.tables[tm.cp_name]
+        ents = getattr(table, "_native_order", None) or []
+        cells = self.lib.sw_tbl_meters(self.sw, tm.index)
+        for j, e in enumerate(ents):
+            _cell_to_c(e.meter, cells[j])
+        table._native_meters = [e.meter for e in ents]  # type: ignore[attr-defined]
+
+    def _action_words(self, table: Any, e: Any, npar: int, groups: list[int]) -> list[int]:
+        """An entry's action word and data: direct, a profile member, or a selector group
+        (ACT_GROUP, its offset into ``groups``), as ``Table._ref_result`` resolves them."""
+        if e.members is None or table.profile is None:
+            info = table.actions[e.action]
+            return [info.index] + list(e.params) + [0] * (npar - len(e.params))
+        prof = table.profile
+        kind, ident = e.members
+        if kind == "member":
+            m = prof.member(ident)
+            return [table.actions[m.action].index] + list(m.params) + [0] * (npar - len(m.params))
+        places = prof.group_members(ident)
+        if not places:  # BMv2: an empty group runs no action
+            return [NO_ACTION] + [0] * npar
+        off = len(groups)
+        groups.append(len(places))
+        for m in places:
+            groups += [table.actions[m.action].index] + list(m.params) + [0] * (npar - len(m.params))
+        return [ACT_GROUP, off] + [0] * (npar - 1)
 
     def _push_table(self, tm: cgen.TableMeta) -> None:
         table = self.compiled.tables[tm.cp_name]
@@ -273,10 +336,11 @@ class NativePipeline(Pipeline):
         else:
             order = list(table.entries.values())
         flat: list[int] = []
+        groups: list[int] = []
         nk, npar = len(tm.keys), tm.nparams
         for e in order:
-            info = table.actions[e.action]
-            flat += [info.index, e.handle, e.packets, e.bytes]
+            words = self._action_words(table, e, npar, groups)
+            flat += [words[0], e.handle, e.packets, e.bytes, e.last_hit]
             assert e.match is not None
             for kd, m in zip(tm.keys, e.match):
                 full = (1 << kd.width) - 1
@@ -287,14 +351,16 @@ class NativePipeline(Pipeline):
                     flat += [v, full ^ ((1 << (kd.width - plen)) - 1)]
                 else:
                     flat += [m[0], m[1]]
-            flat += list(e.params) + [0] * (npar - len(e.params))
-        d = table.default_entry
-        dinfo = table.actions[d.action]
-        default = [dinfo.index, 0, 0, 0] + [0] * (2 * nk) + list(d.params) + [0] * (npar - len(d.params))
+            flat += words[1:]
+        dwords = self._action_words(table, table.default_entry, npar, groups)
+        default = [dwords[0], 0, 0, 0, 0] + [0] * (2 * nk) + dwords[1:]
         table._native_order = order  # type: ignore[attr-defined]
-        table._native_pushed = [(e.packets, e.bytes) for e in order]  # type: ignore[attr-defined]
+        table._native_base = [(e.packets, e.bytes) for e in order]  # type: ignore[attr-defined]
         self.lib.sw_tbl_load(self.sw, tm.index, len(order), self.ffi.new("uint64_t[]", flat or [0]),
-                             self.ffi.new("uint64_t[]", default))
+                             self.ffi.new("uint64_t[]", default), len(groups),
+                             self.ffi.new("uint64_t[]", groups or [0]))
+        if tm.direct_meter:
+            self._push_meters(tm)
 
     def _push_pre(self) -> None:
         pre = self.pre
