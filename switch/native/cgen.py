@@ -78,6 +78,7 @@ class UnitMeta:
 
     registers: list[tuple[str, int, int, bool]] = field(default_factory=list)  # name, size, width, signed
     counters: list[tuple[str, int]] = field(default_factory=list)
+    meters: list[tuple[str, int, str, bool]] = field(default_factory=list)  # name, size, kind, direct
     tables: dict[str, TableMeta] = field(default_factory=dict)
     digests: list[tuple[str, tuple[str, ...], tuple[tuple[int, bool], ...]]] = field(default_factory=list)
     nslots: int = 0
@@ -217,6 +218,12 @@ class Unit:
             st = ("counter", len(self.meta.counters) - 1)
         elif kind == "direct_counter":
             st = ("direct_counter", 0)
+        elif kind in ("meter", "direct_meter"):
+            direct = kind == "direct_meter"
+            k = args[0 if direct else 1] if len(args) > (0 if direct else 1) else None
+            mkind = k.member if isinstance(k, ir.EnumMember) else "packets"
+            self.meta.meters.append((inst.cp_name, 0 if direct else const(0), mkind, direct))
+            st = (kind, len(self.meta.meters) - 1)
         elif kind in ("action_profile", "action_selector"):
             if kind == "action_selector":
                 algo = args[0] if args else None
@@ -336,6 +343,7 @@ class Unit:
             f"#define NSLOTS {max(1, self.layout.size)}",
             f"#define NREG {len(self.meta.registers)}",
             f"#define NCNT {len(self.meta.counters)}",
+            f"#define NMTR {len(self.meta.meters)}",
             f"#define NTBL {len(tm)}",
         ]
         head = RUNTIME
@@ -350,6 +358,7 @@ class Unit:
             f"#define DEPARSE_MAX {self.deparse_max}",
             f"static const u32 REG_SIZES[NREG + 1] = {{{''.join(f'{r[1]}, ' for r in self.meta.registers)}0}};",
             f"static const u32 CNT_SIZES[NCNT + 1] = {{{''.join(f'{r[1]}, ' for r in self.meta.counters)}0}};",
+            f"static const u32 MTR_SIZES[NMTR + 1] = {{{''.join(f'{r[1]}, ' for r in self.meta.meters)}0}};",
             f"static const int TBL_NKEYS[NTBL + 1] = {{{''.join(f'{len(t.keys)}, ' for t in tm)}0}};",
             f"static const int TBL_NPARAMS[NTBL + 1] = {{{''.join(f'{t.nparams}, ' for t in tm)}0}};",
             f"static const int TBL_EXACT[NTBL + 1] = {{{''.join(f'{int(t.exact)}, ' for t in tm)}0}};",
@@ -368,11 +377,16 @@ class Unit:
                                                "static u64 *sw_cnt_(ctx_t *c, int r, int b);",
                                                "static tbl_t *sw_tbl_(ctx_t *c, int t);",
                                                "static u64 now_ns(sw_t *sw);",
+                                               "static void dig_emit(ctx_t *c, u64 id, u64 recv, u32 n, const u64 *vals);",
+                                               "static mcell_t *sw_mtr_(ctx_t *c, int m);",
+                                               "static double now_us(ctx_t *c, int m);",
                                                "static u64 rnd_(ctx_t *c, u64 lo, u64 hi);"]
                          + self.protos + self.bodies + macros + [ARCH,
                          "static u64 *sw_reg_(ctx_t *c, int r) { return c->sw->reg[r]; }",
                          "static u64 *sw_cnt_(ctx_t *c, int r, int b) { return b ? c->sw->cnt_b[r] : c->sw->cnt_p[r]; }",
                          "static tbl_t *sw_tbl_(ctx_t *c, int t) { return &c->sw->tbl[t]; }",
+                         "static mcell_t *sw_mtr_(ctx_t *c, int m) { return c->sw->mtr[m]; }",
+                         "static double now_us(ctx_t *c, int m) { return meter_now(c->sw, m); }",
                          "static u64 rnd_(ctx_t *c, u64 lo, u64 hi) { return rnd_range(c->sw, lo, hi); }"])
 
 
@@ -1430,6 +1444,23 @@ class Gen:
                       f"sw_cnt_(c, {idx}, 1)[{i}] += S[{self.u.sm['packet_length']}]; }}")
             return None
         if kind == "direct_counter" and m == "count":
+            return None
+        if kind == "meter" and m == "execute_meter":
+            _, size, mkind, _ = self.u.meta.meters[idx]
+            i = self.tmp(self.expr(_arg(e, "index", 0)))
+            dst = _arg(e, "result", 1)
+            w, _ = _w(dst.type, dst)
+            amount = "1" if mkind == "packets" else f"S[{self.u.sm['packet_length']}]"
+            self.store(dst, f"(({i} < {size} ? meter_exec(&sw_mtr_(c, {idx})[{i}], now_us(c, {idx}), {amount}) : 0)"
+                            f" & {_m(w)})")
+            return None
+        if kind == "direct_meter" and m == "read":
+            mkind = self.u.meta.meters[idx][2]
+            dst = _arg(e, "result", 0)
+            w, _ = _w(dst.type, dst)
+            amount = "1" if mkind == "packets" else f"S[{self.u.sm['packet_length']}]"
+            self.store(dst, f"((S[SLOT_DM] ? meter_exec((mcell_t *)(uintptr_t)S[SLOT_DM], now_us(c, {idx}), {amount}) : 0)"
+                            f" & {_m(w)})")
             return None
         raise self.bad(f"method {m} of extern {kind} (not implemented natively)", e)
 

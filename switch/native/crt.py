@@ -123,6 +123,20 @@ typedef struct {
     mcell_t *mc;      /* direct meter cells, one per entry */
 } tbl_t;
 #define ENT_HDR 5
+/* RFC 2698 two-rate three-color marker, as innet.switch.pipeline.externs.MeterCell
+   (BMv2's): GREEN 0, YELLOW 1, RED 2; an unconfigured cell is GREEN. */
+static u64 meter_exec(mcell_t *m, double now, u64 amount) {
+    if (!m->configured) return 0;
+    if (!m->has_last) { m->last = now; m->has_last = 1; }
+    double dt = now - m->last; if (dt < 0.0) dt = 0.0;
+    m->last = now;
+    double x = m->tc + dt * m->cir; m->tc = (double)m->cburst <= x ? (double)m->cburst : x;
+    x = m->tp + dt * m->pir; m->tp = (double)m->pburst <= x ? (double)m->pburst : x;
+    double a = (double)amount;
+    if (m->tp < a) return 2;
+    if (m->tc < a) { m->tp -= a; return 1; }
+    m->tp -= a; m->tc -= a; return 0;
+}
 #define ACT_GROUP 0xFFFEULL
 static inline u64 key_hash(const u64 *k, int n) { u64 h = 0x9E3779B97F4A7C15ULL; for (int i = 0; i < n; i++) { h ^= k[i]; h *= 0xFF51AFD7ED558CCDULL; h ^= h >> 33; } return h; }
 static u64 *tbl_find(tbl_t *t, const u64 *k) {
@@ -171,6 +185,7 @@ struct sw {
     u64 *reg[NREG + 1]; u32 reg_size[NREG + 1];
     u64 *cnt_p[NCNT + 1], *cnt_b[NCNT + 1]; u32 cnt_size[NCNT + 1];
     tbl_t tbl[NTBL + 1];
+    mcell_t *mtr[NMTR + 1]; int mfixed[NMTR + 1]; double mnow[NMTR + 1];
     mcg_t *groups; u32 ngroups; sess_t *sess; u32 nsess;
     u64 *dq; u32 dq_n, dq_cap, dq_msgs;
     u8 *obuf; u32 ob_len, ob_cap; u32 *orec; u32 on, ocap; /* orec: port, offset, len */
@@ -186,6 +201,13 @@ static u64 now_ns(sw_t *sw) {
     if (sw->now_fixed) return sw->now;
     struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
     return (u64)ts.tv_sec * 1000000000ULL + (u64)ts.tv_nsec;
+}
+/* A meter's clock in us: CLOCK_MONOTONIC (what the python Meter's default clock,
+   time.monotonic() * 1e6, reads), or the value Python read from the meter's injected clock. */
+static double meter_now(sw_t *sw, int m) {
+    if (sw->mfixed[m]) return sw->mnow[m];
+    struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
 static void vec_push(arena_t *a, vec_t *v, const void *item, size_t sz) {
@@ -386,6 +408,7 @@ sw_t *sw_new(u64 seed) {
     sw->ctx.sw = sw;
     for (int i = 0; i < NREG; i++) { sw->reg_size[i] = REG_SIZES[i]; sw->reg[i] = calloc(REG_SIZES[i] + 1, sizeof(u64)); }
     for (int i = 0; i < NCNT; i++) { sw->cnt_size[i] = CNT_SIZES[i]; sw->cnt_p[i] = calloc(CNT_SIZES[i] + 1, sizeof(u64)); sw->cnt_b[i] = calloc(CNT_SIZES[i] + 1, sizeof(u64)); }
+    for (int i = 0; i < NMTR; i++) sw->mtr[i] = calloc(MTR_SIZES[i] + 1, sizeof(mcell_t));
     for (int i = 0; i < NTBL; i++) {
         tbl_t *t = &sw->tbl[i];
         t->nkeys = TBL_NKEYS[i]; t->nparams = TBL_NPARAMS[i]; t->stride = ENT_HDR + 2 * t->nkeys + t->nparams;
@@ -397,6 +420,7 @@ sw_t *sw_new(u64 seed) {
 void sw_free(sw_t *sw) {
     for (int i = 0; i < NREG; i++) free(sw->reg[i]);
     for (int i = 0; i < NCNT; i++) { free(sw->cnt_p[i]); free(sw->cnt_b[i]); }
+    for (int i = 0; i < NMTR; i++) free(sw->mtr[i]);
     for (int i = 0; i < NTBL; i++) { free(sw->tbl[i].ents); free(sw->tbl[i].hidx); free(sw->tbl[i].def); free(sw->tbl[i].gp); free(sw->tbl[i].mc); }
     for (u32 i = 0; i < sw->ngroups; i++) free(sw->groups[i].rp);
     free(sw->groups); free(sw->sess); free(sw->dq); free(sw->obuf); free(sw->orec);
@@ -431,6 +455,8 @@ void sw_tbl_load(sw_t *sw, int ti, u32 n, const u64 *ents, const u64 *def, u32 n
 u64 *sw_tbl_entries(sw_t *sw, int ti) { return sw->tbl[ti].ents; }
 mcell_t *sw_tbl_meters(sw_t *sw, int ti) { return sw->tbl[ti].mc; }
 void sw_set_now(sw_t *sw, int fixed, u64 ns) { sw->now_fixed = fixed; sw->now = ns; }
+mcell_t *sw_mtr(sw_t *sw, int m) { return sw->mtr[m]; }
+void sw_mtr_now(sw_t *sw, int m, int fixed, double us) { sw->mfixed[m] = fixed; sw->mnow[m] = us; }
 void sw_pre_load(sw_t *sw, u32 ng, const u32 *groups, u32 ns, const u32 *sess) {
     for (u32 i = 0; i < sw->ngroups; i++) free(sw->groups[i].rp);
     free(sw->groups); free(sw->sess);
@@ -492,6 +518,8 @@ void sw_tbl_load(sw_t *sw, int ti, uint32_t n, const uint64_t *ents, const uint6
 uint64_t *sw_tbl_entries(sw_t *sw, int ti);
 mcell_t *sw_tbl_meters(sw_t *sw, int ti);
 void sw_set_now(sw_t *sw, int fixed, uint64_t ns);
+mcell_t *sw_mtr(sw_t *sw, int m);
+void sw_mtr_now(sw_t *sw, int m, int fixed, double us);
 void sw_pre_load(sw_t *sw, uint32_t ng, const uint32_t *groups, uint32_t ns, const uint32_t *sess);
 uint32_t sw_process(sw_t *sw, uint32_t n, const uint8_t *data, const uint32_t *lens, const uint32_t *ports, int burst);
 const uint32_t *sw_out_recs(sw_t *sw);

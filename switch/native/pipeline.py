@@ -28,7 +28,7 @@ from typing import Any
 from ..frontend import ir
 from ..pipeline.api import MAX_PORT, Pipeline
 from ..pipeline.errors import ControlPlaneError, PacketError
-from ..pipeline.externs import Counter, DigestMessage, Register
+from ..pipeline.externs import GREEN, Counter, DigestMessage, Meter, MeterCell, Register
 from ..pipeline.pre import CloneSession, ReplicationEngine
 from innet import native_build
 
@@ -49,6 +49,12 @@ def _cell_to_c(cell: Any, c: Any) -> None:
     c.cburst, c.pburst, c.configured = cell.cburst, cell.pburst, 1
     c.has_last = int(cell.last_us is not None)
     c.last = cell.last_us or 0.0
+
+
+def _cell_state(cell: Any) -> Any:
+    if cell is None:
+        return None
+    return (cell.cir, cell.cburst, cell.pir, cell.pburst, cell.configured, cell.tc, cell.tp, cell.last_us)
 
 
 def _cell_from_c(cell: Any, c: Any) -> None:
@@ -170,6 +176,64 @@ class NativeCounter(Counter):
         self._ffi.memmove(self._b, bytes(8 * self.size), 8 * self.size)
 
 
+def _monotonic_us() -> float:
+    """The default meter clock (the python ``Meter``'s): C reads the same CLOCK_MONOTONIC."""
+    return time.monotonic() * 1e6
+
+
+class _Cells:
+    """``meter.cells`` over the C cells: reads build a ``MeterCell``, writes store one."""
+
+    def __init__(self, ptr: Any, size: int) -> None:
+        self._ptr, self._size = ptr, size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _check(self, i: int) -> None:
+        if not 0 <= i < self._size:
+            raise IndexError(i)
+
+    def __getitem__(self, i: int) -> MeterCell:
+        self._check(i)
+        c = self._ptr[i]
+        if not c.configured:
+            return MeterCell()
+        return MeterCell(c.cir, int(c.cburst), c.pir, int(c.pburst), True, c.tc, c.tp,
+                         c.last if c.has_last else None)
+
+    def __setitem__(self, i: int, cell: MeterCell) -> None:
+        self._check(i)
+        _cell_to_c(cell, self._ptr[i])
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(self._size))
+
+
+class NativeMeter(Meter):
+    """An indexed meter whose cells are C ``mcell_t``s (a direct meter: size 0, the cells
+    live with the table entries). ``clock`` may be replaced, as the python ``Meter``'s;
+    an injected clock is read once per call into C (per ``process``)."""
+
+    def __init__(self, name: str, size: int, kind: str, ptr: Any) -> None:
+        self.name, self.size, self.kind = name, size, kind
+        self.clock = _monotonic_us
+        self.cells = _Cells(ptr, size)  # type: ignore[assignment]
+
+    def execute(self, index: int, nbytes: int) -> int:
+        if not 0 <= index < self.size:
+            return GREEN
+        cell = self.cells[index]
+        color = cell.execute(self.clock(), 1 if self.kind == "packets" else nbytes)
+        self.cells[index] = cell
+        return color
+
+    def set_rates(self, index: int, cir: float, cburst: int, pir: float, pburst: int) -> None:
+        if not 0 <= index < self.size:
+            raise ControlPlaneError(f"meter '{self.name}': index {index} out of range (size {self.size})")
+        self.cells[index] = MeterCell(cir, cburst, pir, pburst, True, float(cburst), float(pburst), None)
+
+
 class SyncLock:
     """Re-entrant; the outermost holder also holds the C switch mutex, and its release
     pushes dirty tables and PRE state into C first."""
@@ -254,6 +318,16 @@ class NativePipeline(Pipeline):
                                        lib.sw_cnt(self.sw, i, 1), ffi)
         self.compiled.counters.clear()
         self.compiled.counters.update(cnts)
+        self._meters: list[NativeMeter] = []
+        for i, (name, size, kind, direct) in enumerate(meta.meters):
+            m = NativeMeter(name, size, kind, lib.sw_mtr(self.sw, i))
+            self._meters.append(m)
+            if direct:
+                _, table = self.compiled.direct_meters[name]
+                self.compiled.direct_meters[name] = (m, table)
+            else:
+                self.compiled.meters[name] = m
+        self._timeout = any(tm.timeout for tm in meta.tables.values())
         self._meter_tables = [tm for tm in meta.tables.values() if tm.direct_meter]
         self._dirty_tables.update(meta.tables)
         with self.lock:
@@ -284,9 +358,11 @@ class NativePipeline(Pipeline):
                     e.last_hit = raw[j * stride + 4]
             if tm.direct_meter:
                 cells = self.lib.sw_tbl_meters(self.sw, tm.index)
-                for j, (e, pushed) in enumerate(zip(ents, table._native_meters)):  # type: ignore[attr-defined]
-                    if e.meter is pushed and pushed is not None:
-                        _cell_from_c(pushed, cells[j])
+                snap = table._native_msnap  # type: ignore[attr-defined]
+                for j, e in enumerate(ents):
+                    if e.meter is not None and snap[j][0] is e.meter and snap[j][1] == _cell_state(e.meter):
+                        _cell_from_c(e.meter, cells[j])
+                        snap[j] = (e.meter, _cell_state(e.meter))
 
     def _push(self) -> None:
         for name in self._dirty_tables:
@@ -299,13 +375,21 @@ class NativePipeline(Pipeline):
         if isinstance(self.pre, NativePRE) and self.pre.dirty:
             self._push_pre()
 
-    def _push_meters(self, tm: cgen.TableMeta) -> None:
+    def _push_meters(self, tm: cgen.TableMeta, force: bool = False) -> None:
+        """Direct meter cells the control plane changed (a new cell object or new
+        values since the last sync) into C; the others are C's, newer than Python's."""
         table = self.compiled.tables[tm.cp_name]
         ents = getattr(table, "_native_order", None) or []
-        cells = self.lib.sw_tbl_meters(self.sw, tm.index)
+        snap = table._native_msnap if not force else [None] * len(ents)  # type: ignore[attr-defined]
+        cells = None
         for j, e in enumerate(ents):
-            _cell_to_c(e.meter, cells[j])
-        table._native_meters = [e.meter for e in ents]  # type: ignore[attr-defined]
+            now = (e.meter, _cell_state(e.meter))
+            if snap[j] is None or snap[j][0] is not now[0] or snap[j][1] != now[1]:
+                if cells is None:
+                    cells = self.lib.sw_tbl_meters(self.sw, tm.index)
+                _cell_to_c(e.meter, cells[j])
+                snap[j] = now
+        table._native_msnap = snap  # type: ignore[attr-defined]
 
     def _action_words(self, table: Any, e: Any, npar: int, groups: list[int]) -> list[int]:
         """An entry's action word and data: direct, a profile member, or a selector group
@@ -360,7 +444,7 @@ class NativePipeline(Pipeline):
                              self.ffi.new("uint64_t[]", default), len(groups),
                              self.ffi.new("uint64_t[]", groups or [0]))
         if tm.direct_meter:
-            self._push_meters(tm)
+            self._push_meters(tm, force=True)
 
     def _push_pre(self) -> None:
         pre = self.pre
@@ -406,6 +490,7 @@ class NativePipeline(Pipeline):
         ports = ffi.new("uint32_t[]", [p for p, _ in packets] or [0])
         with self.lock:
             self._push()
+            self._set_clocks()
             n = lib.sw_process(self.sw, len(packets), ffi.from_buffer("uint8_t[]", blob or b"\0"), lens, ports,
                                int(burst))
             out: list[tuple[int, bytes]] = []
@@ -421,6 +506,15 @@ class NativePipeline(Pipeline):
             else:
                 self._digests.append(m)
         return out
+
+    def _set_clocks(self) -> None:
+        """Injected clocks are read once per call into C; the default ones are read by C."""
+        if self._timeout:
+            fixed = self.clock is not time.monotonic_ns
+            self.lib.sw_set_now(self.sw, int(fixed), int(self.clock()) if fixed else 0)
+        for i, m in enumerate(self._meters):
+            fixed = m.clock is not _monotonic_us
+            self.lib.sw_mtr_now(self.sw, i, int(fixed), float(m.clock()) if fixed else 0.0)
 
     def _take_digests(self) -> list[DigestMessage]:
         ptr = self.ffi.new("uint64_t **")
