@@ -32,6 +32,10 @@ from .errors import NativeUnsupported
 CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
                "ParserTimeout", "ParserInvalidArgument")
 PACKET_TOO_SHORT, STACK_OUT_OF_BOUNDS = 1, 3
+VB_MAXW = 8191
+"""Widest varbit the native executor stores (see crt: a slot locates the bits)."""
+VARBIT = -1
+"""The width ``flatten`` gives a varbit field: known at run time only (``vb_w``)."""
 ENT_HDR = 5
 """Header words of a C table entry: action, handle, packets, bytes, last hit (ns)."""
 HASHES = {"crc16": "h_crc16", "crc16_custom": "h_crc16", "crc32": "h_crc32", "crc32_custom": "h_crc32",
@@ -138,16 +142,21 @@ class Unit:
 
     def _check_type(self, t: ir.Type, loc: Any, what: str) -> None:
         if isinstance(t, ir.VarBitT):
-            raise NativeUnsupported(f"varbit field in the {what} (not implemented natively)", loc)
+            if t.max_width > VB_MAXW:
+                raise NativeUnsupported(f"{t} in the {what}: wider than varbit<{VB_MAXW}> (not implemented natively)",
+                                        loc)
+            return
         if isinstance(t, ir.BitT) and t.width > 64:
             raise NativeUnsupported(f"{t} field in the {what}: wider than 64 bits "
                                     "(multi-word values are not implemented natively)", loc)
         if isinstance(t, (ir.HeaderT, ir.StructT, ir.HeaderUnionT)):
             for f in t.fields:
-                if isinstance(f.type, ir.VarBitT) or (isinstance(f.type, ir.BitT) and f.type.width > 64):
-                    raise NativeUnsupported(f"field {t.name}.{f.name} of type {f.type}: "
-                                            + ("varbit" if isinstance(f.type, ir.VarBitT) else "wider than 64 bits")
-                                            + " (not implemented natively)", loc)
+                if isinstance(f.type, ir.VarBitT) and f.type.max_width > VB_MAXW:
+                    raise NativeUnsupported(f"field {t.name}.{f.name} of type {f.type}: wider than "
+                                            f"varbit<{VB_MAXW}> (not implemented natively)", loc)
+                if isinstance(f.type, ir.BitT) and f.type.width > 64:
+                    raise NativeUnsupported(f"field {t.name}.{f.name} of type {f.type}: wider than 64 bits "
+                                            "(not implemented natively)", loc)
                 self._check_type(f.type, loc, what)
         if isinstance(t, ir.StackT):
             self._check_type(t.elem, loc, what)
@@ -334,9 +343,7 @@ class Unit:
     def _assemble(self, names: list[str]) -> str:
         tmpl = []
         for v in self.layout.template:
-            if isinstance(v, tuple):
-                raise NativeUnsupported("varbit value (not implemented natively)")
-            tmpl.append(f"{int(v)}ULL")
+            tmpl.append("0ULL" if isinstance(v, tuple) else f"{int(v)}ULL")  # a varbit: (0, 0), width 0
         sm = self.sm
         tm = list(self.meta.tables.values())
         d = [
@@ -525,8 +532,6 @@ class Gen:
             return d
         if not is_scalar(e.type):
             raise self.bad(f"aggregate '{e.decl.name}' used as a scalar", e)
-        if isinstance(e.type, ir.VarBitT):
-            raise self.bad("varbit value (not implemented natively)", e)
         return f"S[{self.place(e).at()}]"
 
     def x_Member(self, e: ir.Member) -> str:
@@ -539,8 +544,6 @@ class Gen:
             if e.name == "action_run":
                 return f"({r} & 0xffff)"
             raise self.bad(f"table apply result member {e.name!r}", e)
-        if isinstance(e.type, ir.VarBitT):
-            raise self.bad("varbit value (not implemented natively)", e)
         return f"S[{self.place(e).at()}]"
 
     def x_StackElem(self, e: ir.StackElem) -> str:
@@ -606,6 +609,8 @@ class Gen:
             return eq if op == "==" else f"(!{eq})"
         lt = e.left.type
         a, b = self.expr(e.left), self.expr(e.right)
+        if op in ("==", "!=") and isinstance(lt, ir.VarBitT):
+            return f"({'' if op == '==' else '!'}vb_eq({a}, {b}))"
         if op in ("==", "!="):
             return f"({a} {op} {b})"
         if op in ("<", "<=", ">", ">="):
@@ -700,14 +705,16 @@ class Gen:
 
     def agg_equal(self, a: Place, b: Place, t: ir.Type, node: Any) -> str:
         if isinstance(t, ir.HeaderT):
-            n = len(t.fields)
-            fields = " && ".join(f"S[{a.at(1 + i)}] == S[{b.at(1 + i)}]" for i in range(n)) or "1"
+            fields = " && ".join(f"vb_eq(S[{a.at(1 + i)}], S[{b.at(1 + i)}])" if isinstance(f.type, ir.VarBitT)
+                                 else f"S[{a.at(1 + i)}] == S[{b.at(1 + i)}]" for i, f in enumerate(t.fields)) or "1"
             return f"(S[{a.at()}] == S[{b.at()}] && (!S[{a.at()}] || ({fields})))"
         if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
             parts = []
             off = 0
             for f in t.fields:
-                if is_scalar(f.type):
+                if isinstance(f.type, ir.VarBitT):
+                    parts.append(f"vb_eq(S[{a.at(off)}], S[{b.at(off)}])")
+                elif is_scalar(f.type):
                     parts.append(f"S[{a.at(off)}] == S[{b.at(off)}]")
                 else:
                     parts.append(self.agg_equal(a.sub(off, f.type), b.sub(off, f.type), f.type, node))
@@ -840,9 +847,7 @@ class Gen:
         self.reset(Place(self.u.var(d.uid, d.type, d.name, d.loc), d.type))
 
     def reset(self, p: Place) -> None:
-        vals = default_values(p.type)
-        if any(isinstance(v, tuple) for v in vals):
-            raise NativeUnsupported("varbit value (not implemented natively)")
+        vals = [0 if isinstance(v, tuple) else v for v in default_values(p.type)]  # varbit: width 0
         if len(vals) == 1:
             self.emit(f"S[{p.at()}] = {int(vals[0])};")
             return
@@ -873,8 +878,6 @@ class Gen:
 
     def assign(self, lhs: ir.Expr, rhs: ir.Expr) -> None:
         if is_scalar(lhs.type):
-            if isinstance(lhs.type, ir.VarBitT):
-                raise self.bad("varbit value (not implemented natively)", lhs)
             if isinstance(lhs.type, ir.BitT):
                 _w(lhs.type, lhs)
             if isinstance(lhs, (ir.Member, ir.StackElem, ir.Slice)) and _runtime_index(lhs):
@@ -1226,6 +1229,8 @@ class Gen:
         if isinstance(e, ir.StructInit):
             return [x for _, item in e.fields for x in self.flatten(item)]
         t = e.type
+        if isinstance(t, ir.VarBitT):
+            return [(self.expr(e), VARBIT)]
         if is_scalar(t):
             w, _ = _w(t, e)
             return [(self.expr(e), w)]
@@ -1235,12 +1240,14 @@ class Gen:
         out: list[tuple[str, int]] = []
         if isinstance(t, ir.HeaderT):
             for i, f in enumerate(t.fields):
-                out.append((f"S[{p.at(1 + i)}]", _w(f.type, node)[0]))
+                out.append((f"S[{p.at(1 + i)}]", VARBIT if isinstance(f.type, ir.VarBitT) else _w(f.type, node)[0]))
             return out
         if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
             off = 0
             for f in t.fields:
-                if is_scalar(f.type):
+                if isinstance(f.type, ir.VarBitT):
+                    out.append((f"S[{p.at(off)}]", VARBIT))
+                elif is_scalar(f.type):
                     out.append((f"S[{p.at(off)}]", _w(f.type, node)[0]))
                 else:
                     out += self.flatten_place(p.sub(off, f.type), f.type, node)
@@ -1269,6 +1276,8 @@ class Gen:
 
     def hash_of(self, fn: str, data: ir.Expr, payload: bool) -> str:
         fields = self.flatten(data)
+        if any(w == VARBIT for _, w in fields):
+            return self.hash_vl(fn, fields, data, payload)
         total = sum(w for _, w in fields)
         nb = (total + 7) // 8
         self.ntmp += 1
@@ -1288,6 +1297,30 @@ class Gen:
             self.emit(f"memcpy({buf} + {nb}, (const u8 *)(uintptr_t)S[SLOT_PAYP], {buf}_n - {nb});")
             return f"{fn}({buf}, {buf}_n)"
         return f"{fn}({buf}, {nb})"
+
+    def hash_vl(self, fn: str, fields: list[tuple[str, int]], data: ir.Expr, payload: bool) -> str:
+        """A field list with varbit fields: its width is known at run time only; packed
+        MSB first and zero-padded to a byte as the python executor's ``_vl_bytes``."""
+        maxw = 0
+        for x, w in fields:
+            maxw += w if w != VARBIT else 0
+        for t in _varbit_types(data.type):
+            maxw += t.max_width
+        nb = (maxw + 7) // 8
+        self.ntmp += 1
+        buf = f"_hb{self.ntmp}"
+        self.emit(f"u8 {buf}[{nb + 1}{' + 65536' if payload else ''}]; u32 {buf}_o = 0;")
+        self.emit(f"memset({buf}, 0, {nb + 1});")
+        for x, w in fields:
+            if w == VARBIT:
+                self.emit(f"{buf}_o = vb_put({buf}, {buf}_o, {x});")
+            else:
+                self.emit(f"putbits({buf}, {buf}_o, {w}, {x}); {buf}_o += {w};")
+        self.emit(f"u32 {buf}_n = ({buf}_o + 7) >> 3;")
+        if payload:
+            self.emit(f"u32 {buf}_p = (u32)S[SLOT_PAYL]; if ({buf}_p > 65536) {buf}_p = 65536;")
+            self.emit(f"memcpy({buf} + {buf}_n, (const u8 *)(uintptr_t)S[SLOT_PAYP], {buf}_p); {buf}_n += {buf}_p;")
+        return f"{fn}({buf}, {buf}_n)"
 
     def extern_call(self, e: ir.ExternCall) -> str | None:
         n = e.name
@@ -1504,9 +1537,15 @@ class Gen:
             raise self.bad(f"packet_in.{e.method} outside the parser", e)
         m = e.method
         if m == "extract":
-            if len(e.args) != 1:
-                raise self.bad("two-argument extract (varbit) is not implemented natively", e)
             target = e.args[0].expr
+            if len(e.args) == 2 and target is not None:
+                p = self.place(target)
+                if not isinstance(p.type, ir.HeaderT):
+                    raise self.bad(f"extract into {p.type}", e)
+                size = e.args[1].expr
+                assert size is not None
+                self.extract_varbit(p, p.type, size, e)
+                return None
             if target is None:
                 t = e.type_args[0] if e.type_args else None
                 if not isinstance(t, ir.HeaderT):
@@ -1570,10 +1609,49 @@ class Gen:
             return Place(base + 1, t)
         raise self.bad(f"lookahead of {t}", e)
 
+    def extract_varbit(self, p: Place, ht: ir.HeaderT, size: ir.Expr, node: Any) -> None:
+        """Two-argument ``extract``, checked in BMv2's order as the python executor's: a
+        size that is not whole bytes is ParserInvalidArgument, too few bytes left
+        PacketTooShort, more than the varbit's maximum HeaderTooShort."""
+        vl = [i for i, f in enumerate(ht.fields) if isinstance(f.type, ir.VarBitT)]
+        if len(vl) != 1:
+            raise self.bad(f"two-argument extract into header {ht.name}, which has {len(vl)} varbit fields "
+                           "(it needs exactly one)", node)
+        k = vl[0]
+        vt = ht.fields[k].type
+        assert isinstance(vt, ir.VarBitT)
+        self.u._check_type(vt, getattr(node, "loc", None), f"header {ht.name}")
+        widths = [0 if i == k else _w(f.type, node)[0] for i, f in enumerate(ht.fields)]
+        fixed = sum(widths)
+        if fixed % 8 or vt.max_width % 8:
+            raise self.bad(f"header {ht.name}: fixed fields of {fixed} bits and varbit<{vt.max_width}> "
+                           "are not whole numbers of bytes", node)
+        errs = self.u.errors
+        n = self.tmp(self.expr(size))
+        self.emit(f"if ({n} & 7) {{ perr_code = {errs['ParserInvalidArgument']}; goto perr; }}")
+        nb = self.tmp(f"{fixed // 8} + ({n} >> 3)")
+        self.emit(f"if ((u64)c->pos + {nb} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
+        self.emit(f"if ({nb} > {(fixed + vt.max_width) // 8}) {{ perr_code = {errs['HeaderTooShort']}; goto perr; }}")
+        if not isinstance(p.base, int):
+            p = Place(self.tmp(str(p.base)), p.type, p.union_siblings)
+        off = 0
+        for i, f in enumerate(ht.fields):
+            at = f"{off} + (u32){n}" if i > k else str(off)
+            if i == k:
+                self.emit(f"S[{p.at(1 + i)}] = vb_make(data + c->pos, {off}, {n});")
+                continue
+            self.emit(f"S[{p.at(1 + i)}] = getbits(data + c->pos, {at}, {widths[i]});")
+            off += widths[i]
+        self.emit(f"S[{p.at()}] = 1;")
+        for sb in p.union_siblings:
+            self.emit(f"S[{sb}] = 0;")
+        self.emit(f"c->pos += (u32){nb};")
+
     def extract_into(self, p: Place, ht: ir.HeaderT, advance: bool, node: Any = None) -> None:
         for f in ht.fields:
             if isinstance(f.type, ir.VarBitT):
-                raise self.bad(f"header {ht.name} has a varbit field (not implemented natively)", node or ht)
+                raise self.bad(f"header {ht.name} has a varbit field: extract it with the two-argument extract",
+                               node or ht)
             _w(f.type, node)
         w = ht.width
         if w % 8:
@@ -1595,10 +1673,26 @@ class Gen:
             self.emit(f"c->pos += {nb};")
 
     def emit_place(self, p: Place, t: ir.Type, at: Any) -> None:
+        if isinstance(t, ir.HeaderT) and any(isinstance(f.type, ir.VarBitT) for f in t.fields):
+            maxw = sum(f.type.max_width if isinstance(f.type, ir.VarBitT) else _w(f.type, at)[0] for f in t.fields)
+            self.u.deparse_max += (maxw + 7) // 8
+            self.emit(f"if (S[{p.at()}]) {{")
+            self.ind += 1
+            self.ntmp += 1
+            bo = f"_bo{self.ntmp}"
+            self.emit(f"u32 {bo} = 0;")
+            for i, f in enumerate(t.fields):
+                if isinstance(f.type, ir.VarBitT):
+                    self.emit(f"{bo} = vb_put(c->ob + c->olen, {bo}, S[{p.at(1 + i)}]);")
+                else:
+                    fw, _ = _w(f.type, at)
+                    self.emit(f"putbits(c->ob + c->olen, {bo}, {fw}, S[{p.at(1 + i)}]); {bo} += {fw};")
+            self.emit(f"c->olen += ({bo} + 7) >> 3;")
+            self.ind -= 1
+            self.emit("}")
+            return
         if isinstance(t, ir.HeaderT):
             w = t.width
-            if any(isinstance(f.type, ir.VarBitT) for f in t.fields):
-                raise self.bad(f"emit of header {t.name} with a varbit field (not implemented natively)", at)
             if w % 8:
                 raise self.bad(f"emit of header {t.name} of {w} bits (not a whole number of bytes)", at)
             self.u.deparse_max += w // 8
@@ -1626,6 +1720,19 @@ class Gen:
                 self.emit_place(p.sub(1 + i * esz, t.elem), t.elem, at)
             return
         raise self.bad(f"emit of {t}", at)
+
+
+def _varbit_types(t: ir.Type) -> list[ir.VarBitT]:
+    """Every varbit type inside ``t`` (for the maximum size of a field list)."""
+    if isinstance(t, ir.VarBitT):
+        return [t]
+    if isinstance(t, (ir.HeaderT, ir.StructT, ir.HeaderUnionT)):
+        return [v for f in t.fields for v in _varbit_types(f.type)]
+    if isinstance(t, ir.StackT):
+        return _varbit_types(t.elem) * t.size
+    if isinstance(t, ir.TupleT):
+        return [v for x in t.elems for v in _varbit_types(x)]
+    return []
 
 
 def _arg(e: Any, name: str, pos: int) -> ir.Expr:

@@ -66,6 +66,32 @@ static inline void putbits(u8 *p, u32 off, u32 w, u64 v) {
     for (u32 i = 0; i < nb; i++) q[i] = (u8)(acc >> (8 * (nb - 1 - i)));
 }
 
+/* ------------------------------------------------------------------ varbit values
+   A varbit slot holds where its bits are, not the bits: a pointer to the packet byte its
+   first bit is in (low 48 bits), the bit offset in that byte (3 bits) and the width (13
+   bits). Values only come from two-argument extracts (packet bytes, alive for the whole
+   sw_process call) or copies of them, and width 0 is the all-zero slot. */
+#define VB_MAXW 8191
+static inline u64 vb_make(const u8 *p, u32 bitoff, u64 w) {
+    if (!w) return 0;
+    return (u64)(uintptr_t)(p + (bitoff >> 3)) | ((u64)(bitoff & 7) << 48) | (w << 51);
+}
+static inline u32 vb_w(u64 v) { return (u32)(v >> 51); }
+static inline const u8 *vb_p(u64 v) { return (const u8 *)(uintptr_t)(v & 0xFFFFFFFFFFFFULL); }
+static inline u32 vb_o(u64 v) { return (u32)(v >> 48) & 7; }
+/* Writes the varbit's bits at bit offset doff of dst (MSB first); the new offset. */
+static u32 vb_put(u8 *dst, u32 doff, u64 v) {
+    u32 w = vb_w(v), so = vb_o(v); const u8 *s = vb_p(v);
+    for (u32 i = 0; i < w; i += 32) { u32 n = w - i < 32 ? w - i : 32; putbits(dst, doff + i, n, getbits(s, so + i, n)); }
+    return doff + w;
+}
+/* Two varbit values are equal when width and bits are. */
+static int vb_eq(u64 a, u64 b) {
+    u32 w = vb_w(a); if (w != vb_w(b)) return 0;
+    for (u32 i = 0; i < w; i += 32) { u32 n = w - i < 32 ? w - i : 32; if (getbits(vb_p(a), vb_o(a) + i, n) != getbits(vb_p(b), vb_o(b) + i, n)) return 0; }
+    return 1;
+}
+
 /* ------------------------------------------------------------------ hashes (BMv2) */
 static u32 CRC32_T[256]; static uint16_t CRC16_T[256]; static int hash_init_done;
 static void hash_init(void) {

@@ -31,6 +31,8 @@ CONSTRUCTS = [
     (REPO / "tests/conformance/tables/action_selector.p4", REPO / "tests/conformance/tables/action_selector.innet.stf"),
     (REPO / "tests/conformance/tables/action_profile.p4", REPO / "tests/conformance/tables/action_profile.innet.stf"),
     (REPO / "tests/unit/native_diff/meters.p4", REPO / "tests/unit/native_diff/meters.stf"),
+    (REPO / "tests/unit/native_diff/varbit.p4", REPO / "tests/unit/native_diff/varbit.stf"),
+    (REPO / "tests/conformance/parser/varbit_extract.p4", REPO / "tests/conformance/parser/varbit_extract.stf"),
 ]
 CASES = [(p, p.with_suffix(".stf")) for p in PROGRAMS] + CONSTRUCTS
 STEPS = 400
