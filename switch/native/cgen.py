@@ -302,21 +302,7 @@ class Unit:
         name = "P0"
         g = Gen(self, "parser")
         g.in_parser = True
-        for loc in p.locals:
-            if isinstance(loc, ir.VarDeclStmt):
-                g.stmt(loc)
-            else:
-                raise NativeUnsupported(f"parser local {getattr(loc, 'name', loc)} (sub-parsers, value sets)",
-                                        getattr(loc, "loc", None))
-        if "start" not in p.states:
-            raise NativeUnsupported(f"parser {p.name} has no start state", p.loc)
-        ids = {n: i for i, n in enumerate(p.states)}
-        g.emit(f"goto st{ids['start']};")
-        for n, s in p.states.items():
-            g.emit(f"st{ids[n]}: ;")
-            for x in s.body:
-                g.stmt(x)
-            g.transition(s.transition, ids)
+        g.parser_states(p, "", "done")
         g.emit("perr: ;")
         g.emit("done: ;")
         pe = self.sm["parser_error"]
@@ -1052,6 +1038,9 @@ class Gen:
             inst = tgt.inst
             if inst.decl is not None:
                 if m != "apply" or not isinstance(inst.decl, ir.Control):
+                    if m == "apply" and isinstance(inst.decl, ir.Parser):
+                        self.subparser_apply(inst.decl, e)
+                        return None
                     raise self.bad(f"{m} of {inst.name} (sub-parsers are not implemented natively)", e)
                 fn = self.u.control_fn(inst.decl)
                 _, outs = self.bind_args(inst.decl.params, e.args, e)
@@ -1498,13 +1487,71 @@ class Gen:
         raise self.bad(f"method {m} of extern {kind} (not implemented natively)", e)
 
     # ------------------------------------------------------------------ parser and deparser
-    def transition(self, tr: ir.Goto | ir.Select, ids: dict[str, int]) -> None:
+    def parser_states(self, p: ir.Parser, prefix: str, done: str) -> None:
+        """The states of parser ``p`` as labels ``<prefix>st<i>``; accept and reject go
+        to ``done`` (the python executor ends a parser on either without an error)."""
+        for loc in p.locals:
+            if isinstance(loc, ir.VarDeclStmt):
+                self.stmt(loc)
+            elif not (isinstance(loc, ir.Instance) and isinstance(loc.decl, ir.Parser)):
+                raise NativeUnsupported(f"parser local {getattr(loc, 'name', loc)} (value sets, extern objects)",
+                                        getattr(loc, "loc", None))
+        if "start" not in p.states:
+            raise NativeUnsupported(f"parser {p.name} has no start state", p.loc)
+        ids = {n: i for i, n in enumerate(p.states)}
+        self.emit(f"goto {prefix}st{ids['start']};")
+        for n, s in p.states.items():
+            self.emit(f"{prefix}st{ids[n]}: ;")
+            for x in s.body:
+                self.stmt(x)
+            self.transition(s.transition, ids, prefix, done)
+
+    def subparser_apply(self, decl: ir.Parser, e: ir.MethodCall) -> None:
+        """A sub-parser inlined at its call site (as p4c does): its parameters alias the
+        arguments' slots, scalar ``in`` ones are copied, ``out`` ones reset first."""
+        if not self.in_parser:
+            raise self.bad("a parser applied outside a parser", e)
+        layout = self.u.layout
+        bindings: dict[int, int] = {}
+        for i, prm in enumerate(decl.params):
+            if isinstance(prm.type, ir.ExternT):
+                continue
+            a = e.args[i].expr if i < len(e.args) else None
+            if a is None:
+                raise self.bad(f"sub-parser argument {prm.name} left out", e)
+            if is_scalar(prm.type) and prm.direction in (None, "in"):
+                pp = self.u.var(prm.uid, prm.type, prm.name, prm.loc)
+                self.emit(f"S[{pp}] = {self.expr(a)};")
+                continue
+            place = self.place(a)
+            if not isinstance(place.base, int):
+                raise self.bad(f"sub-parser argument {prm.name} at a runtime stack index", e)
+            bindings[prm.uid] = place.base
+            if prm.direction == "out":
+                self.reset(place)
+        saved = {uid: layout.by_uid.get(uid) for uid in bindings}
+        layout.by_uid.update(bindings)
+        self.ntmp += 1
+        prefix = f"sp{self.ntmp}_"
+        try:
+            self.emit("{")
+            self.parser_states(decl, prefix, f"{prefix}done")
+            self.emit(f"{prefix}done: ;")
+            self.emit("}")
+        finally:
+            for uid, base in saved.items():
+                if base is None:
+                    layout.by_uid.pop(uid, None)
+                else:
+                    layout.by_uid[uid] = base
+
+    def transition(self, tr: ir.Goto | ir.Select, ids: dict[str, int], prefix: str = "", done: str = "done") -> None:
         def go(state: str) -> str:
             if state in ("accept", "reject"):
-                return "goto done;"
+                return f"goto {done};"
             if state not in ids:
                 raise self.bad(f"transition to unknown state {state}", tr)
-            return f"goto st{ids[state]};"
+            return f"goto {prefix}st{ids[state]};"
 
         if isinstance(tr, ir.Goto):
             self.emit(go(tr.state))
@@ -1530,7 +1577,7 @@ class Gen:
                 else:
                     conds.append(f"{kx} == {self.expr(ks)}")
             self.emit(f"if ({' && '.join(conds) or '1'}) {go(case.state)}")
-        self.emit("goto done;")
+        self.emit(f"goto {done};")
 
     def packet_in_method(self, e: ir.MethodCall) -> str | None:
         if not self.in_parser:

@@ -22,7 +22,9 @@ from conftest import native_refusals  # noqa: E402
 LISTED = sorted(native_refusals().items())
 
 
-@pytest.mark.parametrize("path,text", LISTED, ids=[p for p, _ in LISTED])
+@pytest.mark.parametrize("path,text", LISTED or [pytest.param(
+    "", "", marks=pytest.mark.skip(reason="native_refusals.txt lists no program: the native executor runs them all"))],
+    ids=[p for p, _ in LISTED] or ["none listed"])
 def test_listed_programs_are_refused_with_a_location(path: str, text: str) -> None:
     program = compile_file(str(REPO / path))
     why = native_refusal(program)
