@@ -1592,6 +1592,7 @@ class Gen:
                 size = e.args[1].expr
                 assert size is not None
                 self.extract_varbit(p, p.type, size, e)
+                self.bump_next(target)
                 return None
             if target is None:
                 t = e.type_args[0] if e.type_args else None
@@ -1603,11 +1604,7 @@ class Gen:
             if not isinstance(p.type, ir.HeaderT):
                 raise self.bad(f"extract into {p.type}", e)
             self.extract_into(p, p.type, advance=True, node=e)
-            stack = target
-            while isinstance(stack, ir.Member):
-                stack = stack.base
-            if isinstance(stack, ir.StackProp) and stack.prop == "next":
-                self.emit(f"S[{self.place(stack.base).at()}] += 1;")
+            self.bump_next(target)
             return None
         if m == "lookahead":
             t = e.type
@@ -1655,6 +1652,14 @@ class Gen:
             self.extract_into(Place(base, as_header), as_header, advance=False, node=e)
             return Place(base + 1, t)
         raise self.bad(f"lookahead of {t}", e)
+
+    def bump_next(self, target: ir.Expr) -> None:
+        """After an extract into ``stack.next``: the stack's next index moves on."""
+        stack = target
+        while isinstance(stack, ir.Member):
+            stack = stack.base
+        if isinstance(stack, ir.StackProp) and stack.prop == "next":
+            self.emit(f"S[{self.place(stack.base).at()}] += 1;")
 
     def extract_varbit(self, p: Place, ht: ir.HeaderT, size: ir.Expr, node: Any) -> None:
         """Two-argument ``extract``, checked in BMv2's order as the python executor's: a

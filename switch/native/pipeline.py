@@ -8,9 +8,14 @@ reference Python code, and only the data path and the state it writes move into 
   dirty (its result cache is cleared on every change) and the table is pushed to C, in
   match order, before the lock is released or the next packet runs;
 - the replication engine: a ``ReplicationEngine`` that marks itself dirty, pushed alike;
-- registers and counters live in C (``NativeRegister``/``NativeCounter`` read and write
-  the C arrays); direct counters live in the C entries and are copied back into the
-  Python ``Entry`` objects whenever the control plane takes the lock;
+- registers, counters and meters live in C (``NativeRegister``/``NativeCounter``/
+  ``NativeMeter`` read and write the C arrays); direct counters, direct meter cells and
+  last-hit stamps live in the C entries and are copied back into the Python ``Entry``
+  objects whenever the control plane takes the lock (direct meter cells the control
+  plane replaced or changed go back into C on release);
+- action profiles: the Python ``ActionProfile`` keeps members and groups; a change
+  refreshes the tables using it, which pushes them (entries resolved to a member's
+  action or to a group's places, which C picks from with the selector hash);
 - digests are queued in C and turned into ``DigestMessage`` after each call.
 
 Locking: ``pipeline.lock`` is a re-entrant lock whose outermost acquisition also takes the

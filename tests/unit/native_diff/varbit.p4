@@ -3,7 +3,8 @@
 
 // Differential-test program (native vs python executor): IPv4 with options as a varbit
 // sized by ihl, a second varbit header sized by a field, varbit equality, a checksum over
-// a field list with a varbit (with and without payload), a hash over it, emit, and a
+// a field list with a varbit (with and without payload), a hash over it, emit, varbit
+// headers in a stack (extract into next), and a
 // clone that re-parses the packet.
 header eth_t { bit<48> dst; bit<48> src; bit<16> type; }
 header ipv4_t {
@@ -13,7 +14,7 @@ header ipv4_t {
 }
 header opt_t { bit<8> n; varbit<64> data; bit<8> tail; }
 header r_t { bit<8> code; bit<8> eq; bit<16> h; bit<16> c2; }
-struct headers_t { eth_t eth; r_t r; ipv4_t ip; opt_t o1; opt_t o2; }
+struct headers_t { eth_t eth; r_t r; ipv4_t ip; opt_t o1; opt_t[2] os; }
 struct meta_t { }
 
 parser P(packet_in pkt, out headers_t h, inout meta_t m, inout standard_metadata_t sm) {
@@ -28,7 +29,11 @@ parser P(packet_in pkt, out headers_t h, inout meta_t m, inout standard_metadata
     }
     state opts {
         pkt.extract(h.o1, (bit<32>)pkt.lookahead<bit<8>>() * 8);
-        pkt.extract(h.o2, (bit<32>)pkt.lookahead<bit<8>>() * 8);
+        pkt.extract(h.os.next, (bit<32>)pkt.lookahead<bit<8>>() * 8);
+        transition select(h.os[0].tail) { 0x55: more; default: accept; }
+    }
+    state more {
+        pkt.extract(h.os.next, (bit<32>)pkt.lookahead<bit<8>>() * 8);
         transition accept;
     }
 }
@@ -49,9 +54,9 @@ control Ing(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
         else if (sm.parser_error == error.ParserInvalidArgument) { h.r.code = 6; }
         else { h.r.code = 0xee; }
         h.r.eq = sm.checksum_error == 1 ? 8w0xcc : 8w0;
-        if (h.o1.isValid() && h.o2.isValid()) {
-            h.r.eq = h.r.eq | ((h.o1.data == h.o2.data) ? 8w1 : 8w0) | ((h.o1 == h.o2) ? 8w2 : 8w0);
-            hash(h.r.h, HashAlgorithm.crc16, 16w0, { h.o1.n, h.o1.data, h.o2.data }, 17w65536);
+        if (h.o1.isValid() && h.os[0].isValid()) {
+            h.r.eq = h.r.eq | ((h.o1.data == h.os[0].data) ? 8w1 : 8w0) | ((h.o1 == h.os[0]) ? 8w2 : 8w0);
+            hash(h.r.h, HashAlgorithm.crc16, 16w0, { h.o1.n, h.o1.data, h.os[0].data }, 17w65536);
         }
         if (h.ip.isValid()) {
             hash(h.r.h, HashAlgorithm.crc32, 16w7, { h.ip.options, h.ip.ttl }, 17w1000);
@@ -71,7 +76,7 @@ control CC(inout headers_t h, inout meta_t m) {
     }
 }
 control D(packet_out pkt, in headers_t h) {
-    apply { pkt.emit(h.eth); pkt.emit(h.r); pkt.emit(h.ip); pkt.emit(h.o1); pkt.emit(h.o2); }
+    apply { pkt.emit(h.eth); pkt.emit(h.r); pkt.emit(h.ip); pkt.emit(h.o1); pkt.emit(h.os); }
 }
 
 V1Switch(P(), VC(), Ing(), Egr(), CC(), D()) main;
