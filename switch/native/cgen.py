@@ -1117,7 +1117,8 @@ class Gen:
         counter, idle-timeout stamp, direct-meter entry, and the action."""
         t = e.table
         info = self.table_meta(t)
-        kvals, sels = [], []
+        kvals: list[str] = []
+        sels: list[str] = []
         for k in t.keys:
             (sels if k.match_kind == "selector" else kvals).append(self.tmp(self.expr(k.expr)))
         kname = self.data_array(kvals) if kvals else "NULL"
@@ -1181,7 +1182,7 @@ class Gen:
         if impl is not None:
             self.u.instance(impl)
             if isinstance(impl.type, ir.ExternT) and impl.type.name == "action_selector":
-                selector = HASHES[impl.ctor_args[0].member]  # type: ignore[union-attr]
+                selector = HASHES[impl.ctor_args[0].member]  # type: ignore[attr-defined]
         if t.direct_meter is not None:
             self.u.instance(t.direct_meter)
         keys = []

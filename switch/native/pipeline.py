@@ -385,7 +385,7 @@ class NativePipeline(Pipeline):
         values since the last sync) into C; the others are C's, newer than Python's."""
         table = self.compiled.tables[tm.cp_name]
         ents = getattr(table, "_native_order", None) or []
-        snap = table._native_msnap if not force else [None] * len(ents)  # type: ignore[attr-defined]
+        snap: list[Any] = table._native_msnap if not force else [None] * len(ents)  # type: ignore[attr-defined]
         cells = None
         for j, e in enumerate(ents):
             now = (e.meter, _cell_state(e.meter))
