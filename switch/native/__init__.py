@@ -10,12 +10,20 @@
   entry point makes (``innet-switch --executor``, ``innet-stf --executor``, ``innet
   testbed up/bench/demo --executor``, ``bench_pipeline --executor``).
 
-Not (yet) native, refused at load time with file:line:col and the construct (``auto``
-then falls back to python with one stderr line): meters and direct meters, action
-profiles and selectors, idle-timeout tables, varbit, sub-parsers, values wider than 64
-bits, signed division. ``random`` draws from a C xorshift generator (not the python
-executor's ``random.Random`` stream), so programs using it are not bit-identical
-across executors.
+What runs natively, mirroring the python executor (the reference): tables of every match
+kind, action profiles and selectors (BMv2's selector hash over the selector keys; the
+python control plane resolves members and groups when it pushes a table), registers,
+counters, direct counters, meters and direct meters (RFC 2698 trTCM in doubles, the
+python ``MeterCell``'s arithmetic), digests, idle-timeout stamps (pulled into
+``Entry.last_hit`` for the P4Runtime ageing sweep), varbit fields (a slot locates the
+extracted bits, up to varbit<8191>) and sub-parsers (inlined per call site). Clocks: C
+reads CLOCK_MONOTONIC as the python defaults do (``time.monotonic_ns`` for hit stamps,
+``time.monotonic() * 1e6`` for meters); an injected pipeline or meter clock is read once
+per call into C. Still refused at load time with file:line:col and the construct
+(``auto`` then falls back to python with one stderr line): values wider than 64 bits,
+signed division, parser value sets and extern objects other than v1model's. ``random``
+draws from a C xorshift generator (not the python executor's ``random.Random`` stream),
+so programs using it are not bit-identical across executors.
 
 Ports and threads: today ``innet-switch`` keeps its Python port sockets and calls
 ``process`` per packet (C runs each packet, the GIL is released during the call). The

@@ -32,6 +32,12 @@ from .errors import NativeUnsupported
 CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
                "ParserTimeout", "ParserInvalidArgument")
 PACKET_TOO_SHORT, STACK_OUT_OF_BOUNDS = 1, 3
+VB_MAXW = 8191
+"""Widest varbit the native executor stores (see crt: a slot locates the bits)."""
+VARBIT = -1
+"""The width ``flatten`` gives a varbit field: known at run time only (``vb_w``)."""
+ENT_HDR = 5
+"""Header words of a C table entry: action, handle, packets, bytes, last hit (ns)."""
 HASHES = {"crc16": "h_crc16", "crc16_custom": "h_crc16", "crc32": "h_crc32", "crc32_custom": "h_crc32",
           "csum16": "h_csum16", "xor16": "h_xor16", "identity": "h_identity"}
 
@@ -61,6 +67,13 @@ class TableMeta:
     nparams: int
     exact: bool
     direct_counter: bool
+    indirect: bool = False
+    """Entries point to action-profile members or (selectors) groups: resolved by Python
+    into the entry's action word, or GROUP with the group's offset as the first param."""
+    selector: str | None = None  # C hash function of an action_selector
+    sel_widths: tuple[int, ...] = ()
+    direct_meter: bool = False
+    timeout: bool = False
 
 
 @dataclass
@@ -69,6 +82,7 @@ class UnitMeta:
 
     registers: list[tuple[str, int, int, bool]] = field(default_factory=list)  # name, size, width, signed
     counters: list[tuple[str, int]] = field(default_factory=list)
+    meters: list[tuple[str, int, str, bool]] = field(default_factory=list)  # name, size, kind, direct
     tables: dict[str, TableMeta] = field(default_factory=dict)
     digests: list[tuple[str, tuple[str, ...], tuple[tuple[int, bool], ...]]] = field(default_factory=list)
     nslots: int = 0
@@ -123,20 +137,26 @@ class Unit:
                 base = by_type.get(p.type)
                 if base is not None:
                     L.bind(p.uid, base)
-        self.hidden = {n: L.alloc_scalar(n, 0) for n in ("CL", "CLS", "CLF", "RS", "RC", "TR", "PAYP", "PAYL")}
+        self.hidden = {n: L.alloc_scalar(n, 0) for n in ("CL", "CLS", "CLF", "RS", "RC", "TR", "PAYP", "PAYL",
+                                                          "NOW", "DM")}
 
     def _check_type(self, t: ir.Type, loc: Any, what: str) -> None:
         if isinstance(t, ir.VarBitT):
-            raise NativeUnsupported(f"varbit field in the {what} (not implemented natively)", loc)
+            if t.max_width > VB_MAXW:
+                raise NativeUnsupported(f"{t} in the {what}: wider than varbit<{VB_MAXW}> (not implemented natively)",
+                                        loc)
+            return
         if isinstance(t, ir.BitT) and t.width > 64:
             raise NativeUnsupported(f"{t} field in the {what}: wider than 64 bits "
                                     "(multi-word values are not implemented natively)", loc)
         if isinstance(t, (ir.HeaderT, ir.StructT, ir.HeaderUnionT)):
             for f in t.fields:
-                if isinstance(f.type, ir.VarBitT) or (isinstance(f.type, ir.BitT) and f.type.width > 64):
-                    raise NativeUnsupported(f"field {t.name}.{f.name} of type {f.type}: "
-                                            + ("varbit" if isinstance(f.type, ir.VarBitT) else "wider than 64 bits")
-                                            + " (not implemented natively)", loc)
+                if isinstance(f.type, ir.VarBitT) and f.type.max_width > VB_MAXW:
+                    raise NativeUnsupported(f"field {t.name}.{f.name} of type {f.type}: wider than "
+                                            f"varbit<{VB_MAXW}> (not implemented natively)", loc)
+                if isinstance(f.type, ir.BitT) and f.type.width > 64:
+                    raise NativeUnsupported(f"field {t.name}.{f.name} of type {f.type}: wider than 64 bits "
+                                            "(not implemented natively)", loc)
                 self._check_type(f.type, loc, what)
         if isinstance(t, ir.StackT):
             self._check_type(t.elem, loc, what)
@@ -207,6 +227,19 @@ class Unit:
             st = ("counter", len(self.meta.counters) - 1)
         elif kind == "direct_counter":
             st = ("direct_counter", 0)
+        elif kind in ("meter", "direct_meter"):
+            direct = kind == "direct_meter"
+            k = args[0 if direct else 1] if len(args) > (0 if direct else 1) else None
+            mkind = k.member if isinstance(k, ir.EnumMember) else "packets"
+            self.meta.meters.append((inst.cp_name, 0 if direct else const(0), mkind, direct))
+            st = (kind, len(self.meta.meters) - 1)
+        elif kind in ("action_profile", "action_selector"):
+            if kind == "action_selector":
+                algo = args[0] if args else None
+                if not isinstance(algo, ir.EnumMember) or algo.member not in HASHES:
+                    raise NativeUnsupported(f"action_selector {inst.cp_name}: hash algorithm "
+                                            f"{getattr(algo, 'member', algo)} (not implemented natively)", inst.loc)
+            st = ("profile", 0)
         else:
             raise NativeUnsupported(f"extern {kind or t} instance '{inst.cp_name}' (not implemented natively)", inst.loc)
         self.states[id(inst)] = st
@@ -269,21 +302,7 @@ class Unit:
         name = "P0"
         g = Gen(self, "parser")
         g.in_parser = True
-        for loc in p.locals:
-            if isinstance(loc, ir.VarDeclStmt):
-                g.stmt(loc)
-            else:
-                raise NativeUnsupported(f"parser local {getattr(loc, 'name', loc)} (sub-parsers, value sets)",
-                                        getattr(loc, "loc", None))
-        if "start" not in p.states:
-            raise NativeUnsupported(f"parser {p.name} has no start state", p.loc)
-        ids = {n: i for i, n in enumerate(p.states)}
-        g.emit(f"goto st{ids['start']};")
-        for n, s in p.states.items():
-            g.emit(f"st{ids[n]}: ;")
-            for x in s.body:
-                g.stmt(x)
-            g.transition(s.transition, ids)
+        g.parser_states(p, "", "done")
         g.emit("perr: ;")
         g.emit("done: ;")
         pe = self.sm["parser_error"]
@@ -310,15 +329,14 @@ class Unit:
     def _assemble(self, names: list[str]) -> str:
         tmpl = []
         for v in self.layout.template:
-            if isinstance(v, tuple):
-                raise NativeUnsupported("varbit value (not implemented natively)")
-            tmpl.append(f"{int(v)}ULL")
+            tmpl.append("0ULL" if isinstance(v, tuple) else f"{int(v)}ULL")  # a varbit: (0, 0), width 0
         sm = self.sm
         tm = list(self.meta.tables.values())
         d = [
             f"#define NSLOTS {max(1, self.layout.size)}",
             f"#define NREG {len(self.meta.registers)}",
             f"#define NCNT {len(self.meta.counters)}",
+            f"#define NMTR {len(self.meta.meters)}",
             f"#define NTBL {len(tm)}",
         ]
         head = RUNTIME
@@ -333,9 +351,11 @@ class Unit:
             f"#define DEPARSE_MAX {self.deparse_max}",
             f"static const u32 REG_SIZES[NREG + 1] = {{{''.join(f'{r[1]}, ' for r in self.meta.registers)}0}};",
             f"static const u32 CNT_SIZES[NCNT + 1] = {{{''.join(f'{r[1]}, ' for r in self.meta.counters)}0}};",
+            f"static const u32 MTR_SIZES[NMTR + 1] = {{{''.join(f'{r[1]}, ' for r in self.meta.meters)}0}};",
             f"static const int TBL_NKEYS[NTBL + 1] = {{{''.join(f'{len(t.keys)}, ' for t in tm)}0}};",
             f"static const int TBL_NPARAMS[NTBL + 1] = {{{''.join(f'{t.nparams}, ' for t in tm)}0}};",
             f"static const int TBL_EXACT[NTBL + 1] = {{{''.join(f'{int(t.exact)}, ' for t in tm)}0}};",
+            f"static const int TBL_DMETER[NTBL + 1] = {{{''.join(f'{int(t.direct_meter)}, ' for t in tm)}0}};",
         ]
         for t in tm:
             kinds = ", ".join("1" if k.kind == "range" else "0" for k in t.keys) or "0"
@@ -349,11 +369,17 @@ class Unit:
         return "\n".join(d + [head] + defs + ["struct sw;", "static u64 *sw_reg_(ctx_t *c, int r);",
                                                "static u64 *sw_cnt_(ctx_t *c, int r, int b);",
                                                "static tbl_t *sw_tbl_(ctx_t *c, int t);",
+                                               "static u64 now_ns(sw_t *sw);",
+                                               "static void dig_emit(ctx_t *c, u64 id, u64 recv, u32 n, const u64 *vals);",
+                                               "static mcell_t *sw_mtr_(ctx_t *c, int m);",
+                                               "static double now_us(ctx_t *c, int m);",
                                                "static u64 rnd_(ctx_t *c, u64 lo, u64 hi);"]
                          + self.protos + self.bodies + macros + [ARCH,
                          "static u64 *sw_reg_(ctx_t *c, int r) { return c->sw->reg[r]; }",
                          "static u64 *sw_cnt_(ctx_t *c, int r, int b) { return b ? c->sw->cnt_b[r] : c->sw->cnt_p[r]; }",
                          "static tbl_t *sw_tbl_(ctx_t *c, int t) { return &c->sw->tbl[t]; }",
+                         "static mcell_t *sw_mtr_(ctx_t *c, int m) { return c->sw->mtr[m]; }",
+                         "static double now_us(ctx_t *c, int m) { return meter_now(c->sw, m); }",
                          "static u64 rnd_(ctx_t *c, u64 lo, u64 hi) { return rnd_range(c->sw, lo, hi); }"])
 
 
@@ -492,8 +518,6 @@ class Gen:
             return d
         if not is_scalar(e.type):
             raise self.bad(f"aggregate '{e.decl.name}' used as a scalar", e)
-        if isinstance(e.type, ir.VarBitT):
-            raise self.bad("varbit value (not implemented natively)", e)
         return f"S[{self.place(e).at()}]"
 
     def x_Member(self, e: ir.Member) -> str:
@@ -506,8 +530,6 @@ class Gen:
             if e.name == "action_run":
                 return f"({r} & 0xffff)"
             raise self.bad(f"table apply result member {e.name!r}", e)
-        if isinstance(e.type, ir.VarBitT):
-            raise self.bad("varbit value (not implemented natively)", e)
         return f"S[{self.place(e).at()}]"
 
     def x_StackElem(self, e: ir.StackElem) -> str:
@@ -573,6 +595,8 @@ class Gen:
             return eq if op == "==" else f"(!{eq})"
         lt = e.left.type
         a, b = self.expr(e.left), self.expr(e.right)
+        if op in ("==", "!=") and isinstance(lt, ir.VarBitT):
+            return f"({'' if op == '==' else '!'}vb_eq({a}, {b}))"
         if op in ("==", "!="):
             return f"({a} {op} {b})"
         if op in ("<", "<=", ">", ">="):
@@ -667,14 +691,16 @@ class Gen:
 
     def agg_equal(self, a: Place, b: Place, t: ir.Type, node: Any) -> str:
         if isinstance(t, ir.HeaderT):
-            n = len(t.fields)
-            fields = " && ".join(f"S[{a.at(1 + i)}] == S[{b.at(1 + i)}]" for i in range(n)) or "1"
+            fields = " && ".join(f"vb_eq(S[{a.at(1 + i)}], S[{b.at(1 + i)}])" if isinstance(f.type, ir.VarBitT)
+                                 else f"S[{a.at(1 + i)}] == S[{b.at(1 + i)}]" for i, f in enumerate(t.fields)) or "1"
             return f"(S[{a.at()}] == S[{b.at()}] && (!S[{a.at()}] || ({fields})))"
         if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
             parts = []
             off = 0
             for f in t.fields:
-                if is_scalar(f.type):
+                if isinstance(f.type, ir.VarBitT):
+                    parts.append(f"vb_eq(S[{a.at(off)}], S[{b.at(off)}])")
+                elif is_scalar(f.type):
                     parts.append(f"S[{a.at(off)}] == S[{b.at(off)}]")
                 else:
                     parts.append(self.agg_equal(a.sub(off, f.type), b.sub(off, f.type), f.type, node))
@@ -807,9 +833,7 @@ class Gen:
         self.reset(Place(self.u.var(d.uid, d.type, d.name, d.loc), d.type))
 
     def reset(self, p: Place) -> None:
-        vals = default_values(p.type)
-        if any(isinstance(v, tuple) for v in vals):
-            raise NativeUnsupported("varbit value (not implemented natively)")
+        vals = [0 if isinstance(v, tuple) else v for v in default_values(p.type)]  # varbit: width 0
         if len(vals) == 1:
             self.emit(f"S[{p.at()}] = {int(vals[0])};")
             return
@@ -840,8 +864,6 @@ class Gen:
 
     def assign(self, lhs: ir.Expr, rhs: ir.Expr) -> None:
         if is_scalar(lhs.type):
-            if isinstance(lhs.type, ir.VarBitT):
-                raise self.bad("varbit value (not implemented natively)", lhs)
             if isinstance(lhs.type, ir.BitT):
                 _w(lhs.type, lhs)
             if isinstance(lhs, (ir.Member, ir.StackElem, ir.Slice)) and _runtime_index(lhs):
@@ -1016,6 +1038,9 @@ class Gen:
             inst = tgt.inst
             if inst.decl is not None:
                 if m != "apply" or not isinstance(inst.decl, ir.Control):
+                    if m == "apply" and isinstance(inst.decl, ir.Parser):
+                        self.subparser_apply(inst.decl, e)
+                        return None
                     raise self.bad(f"{m} of {inst.name} (sub-parsers are not implemented natively)", e)
                 fn = self.u.control_fn(inst.decl)
                 _, outs = self.bind_args(inst.decl.params, e.args, e)
@@ -1088,25 +1113,46 @@ class Gen:
 
     # ------------------------------------------------------------------ tables
     def table_apply(self, e: ir.TableApply) -> str:
+        """Lookup, then (as the python executor, in its order) selector pick, direct
+        counter, idle-timeout stamp, direct-meter entry, and the action."""
         t = e.table
         info = self.table_meta(t)
-        keys = [k for k in t.keys]
-        kvals = []
-        for k in keys:
-            x = self.expr(k.expr)
-            kvals.append(x)
+        kvals: list[str] = []
+        sels: list[str] = []
+        for k in t.keys:
+            (sels if k.match_kind == "selector" else kvals).append(self.tmp(self.expr(k.expr)))
         kname = self.data_array(kvals) if kvals else "NULL"
         r = self.tmp()
         self.ntmp += 1
-        ent = f"_e{self.ntmp}"
-        self.emit(f"u64 *{ent} = {('tbl_find(sw_tbl_(c, ' + str(info.index) + '), ' + kname + ')') if kvals else 'NULL'};")
+        n = self.ntmp
+        ent, tb = f"_e{n}", f"_tb{n}"
+        self.emit(f"tbl_t *{tb} = sw_tbl_(c, {info.index});")
+        self.emit(f"u64 *{ent} = {('tbl_find(' + tb + ', ' + kname + ')') if kvals else 'NULL'};")
         self.emit(f"{r} = {ent} != NULL;")
         if t.direct_counter is not None:
             self.emit(f"if ({ent}) {{ {ent}[2]++; {ent}[3] += S[{self.u.sm['packet_length']}]; }}")
-        self.emit(f"if (!{ent}) {ent} = sw_tbl_(c, {info.index})->def;")
-        self.emit(f"{r} = ({r} << 16) | {ent}[0];")
-        base = 4 + 2 * len(info.keys)
-        self.emit(f"switch ({ent}[0]) {{")
+        if info.timeout:
+            self.emit(f"if ({ent}) {{ if (!S[SLOT_NOW]) S[SLOT_NOW] = now_ns(c->sw); {ent}[4] = S[SLOT_NOW]; }}")
+        if info.direct_meter:
+            self.emit(f"S[SLOT_DM] = {ent} ? (u64)(uintptr_t)&{tb}->mc[({ent} - {tb}->ents) / {tb}->stride] : 0;")
+        self.emit(f"if (!{ent}) {ent} = {tb}->def;")
+        base = ENT_HDR + 2 * len(info.keys)
+        act, dat = f"_a{n}", f"_d{n}"
+        self.emit(f"u64 {act} = {ent}[0]; const u64 *{dat} = {ent} + {base};")
+        if info.selector is not None:
+            np1 = 1 + info.nparams
+            self.emit(f"if ({act} == ACT_GROUP) {{")
+            self.ind += 1
+            g = f"_g{n}"
+            self.emit(f"const u64 *{g} = {tb}->gp + {dat}[0]; u64 _i{n} = 0;")
+            if sels:
+                fields = list(zip(sels, info.sel_widths))
+                self.emit(f"if ({g}[0] > 1) _i{n} = ({self.hash_fields(info.selector, fields)} & 0xFFFFFFFFULL) % {g}[0];")
+            self.emit(f"{act} = {g}[1 + _i{n} * {np1}]; {dat} = {g} + 2 + _i{n} * {np1};")
+            self.ind -= 1
+            self.emit("}")
+        self.emit(f"{r} = ({r} << 16) | ({act} & 0xffff);")
+        self.emit(f"switch ({act}) {{")
         for i, ref in enumerate(_action_refs(t)):
             self.emit(f"case {i}: {{")
             self.ind += 1
@@ -1117,10 +1163,10 @@ class Gen:
                 if len(ref.args) < len(dirs):
                     raise self.bad(f"action {ref.action.name}: directional parameters without arguments", ref)
                 _, outs = self.bind_args(tuple(dirs), args[: len(dirs)], ref)
-                self.emit(f"{fn}(c, S, {ent} + {base});")
+                self.emit(f"{fn}(c, S, {dat});")
                 self.copy_out(outs)
             else:
-                self.emit(f"{fn}(c, S, {ent} + {base});")
+                self.emit(f"{fn}(c, S, {dat});")
             self.emit("break; }")
             self.ind -= 1
         self.emit("}")
@@ -1131,25 +1177,33 @@ class Gen:
         tm = self.u.meta.tables.get(t.cp_name)
         if tm is not None:
             return tm
-        if t.implementation is not None:
-            raise self.bad(f"table {t.cp_name}: action profiles/selectors (not implemented natively)", t)
+        selector: str | None = None
+        impl = t.implementation
+        if impl is not None:
+            self.u.instance(impl)
+            if isinstance(impl.type, ir.ExternT) and impl.type.name == "action_selector":
+                selector = HASHES[impl.ctor_args[0].member]  # type: ignore[attr-defined]
         if t.direct_meter is not None:
-            raise self.bad(f"table {t.cp_name}: direct meters (not implemented natively)", t)
-        if t.idle_timeout:
-            raise self.bad(f"table {t.cp_name}: support_timeout (idle-timeout stamps are not implemented natively)", t)
+            self.u.instance(t.direct_meter)
         keys = []
+        sel_widths = []
         for k in t.keys:
+            if k.match_kind == "selector" and selector is not None:
+                sel_widths.append(_w(k.expr.type, k)[0])
+                continue
             if k.match_kind not in ("exact", "lpm", "ternary", "range", "optional"):
                 raise self.bad(f"table {t.cp_name}: match kind {k.match_kind}", k)
             w, _ = _w(k.expr.type, k)
             keys.append(KeyDef(k.name, k.match_kind, w))
-        nparams = 0
+        nparams = 1 if impl is not None else 0
         for r in _action_refs(t):
             for p in r.action.data_params:
                 _w(p.type, p)
             nparams = max(nparams, len(r.action.data_params))
         exact = bool(keys) and all(k.kind == "exact" for k in keys)
-        tm = TableMeta(len(self.u.meta.tables), t.cp_name, keys, nparams, exact, t.direct_counter is not None)
+        tm = TableMeta(len(self.u.meta.tables), t.cp_name, keys, nparams, exact, t.direct_counter is not None,
+                       indirect=impl is not None, selector=selector, sel_widths=tuple(sel_widths),
+                       direct_meter=t.direct_meter is not None, timeout=bool(t.idle_timeout))
         self.u.meta.tables[t.cp_name] = tm
         return tm
 
@@ -1165,6 +1219,8 @@ class Gen:
         if isinstance(e, ir.StructInit):
             return [x for _, item in e.fields for x in self.flatten(item)]
         t = e.type
+        if isinstance(t, ir.VarBitT):
+            return [(self.expr(e), VARBIT)]
         if is_scalar(t):
             w, _ = _w(t, e)
             return [(self.expr(e), w)]
@@ -1174,12 +1230,14 @@ class Gen:
         out: list[tuple[str, int]] = []
         if isinstance(t, ir.HeaderT):
             for i, f in enumerate(t.fields):
-                out.append((f"S[{p.at(1 + i)}]", _w(f.type, node)[0]))
+                out.append((f"S[{p.at(1 + i)}]", VARBIT if isinstance(f.type, ir.VarBitT) else _w(f.type, node)[0]))
             return out
         if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
             off = 0
             for f in t.fields:
-                if is_scalar(f.type):
+                if isinstance(f.type, ir.VarBitT):
+                    out.append((f"S[{p.at(off)}]", VARBIT))
+                elif is_scalar(f.type):
                     out.append((f"S[{p.at(off)}]", _w(f.type, node)[0]))
                 else:
                     out += self.flatten_place(p.sub(off, f.type), f.type, node)
@@ -1192,8 +1250,24 @@ class Gen:
             return out
         raise self.bad(f"field list element of type {t}", node)
 
+    def hash_fields(self, fn: str, fields: list[tuple[str, int]]) -> str:
+        """``fn`` over ``fields`` packed MSB first, zero-padded to a byte (BMv2)."""
+        total = sum(w for _, w in fields)
+        nb = (total + 7) // 8
+        self.ntmp += 1
+        buf = f"_hb{self.ntmp}"
+        self.emit(f"u8 {buf}[{nb + 1}];")
+        self.emit(f"memset({buf}, 0, {nb + 1});")
+        off = 0
+        for x, w in fields:
+            self.emit(f"putbits({buf}, {off}, {w}, {x});")
+            off += w
+        return f"{fn}({buf}, {nb})"
+
     def hash_of(self, fn: str, data: ir.Expr, payload: bool) -> str:
         fields = self.flatten(data)
+        if any(w == VARBIT for _, w in fields):
+            return self.hash_vl(fn, fields, data, payload)
         total = sum(w for _, w in fields)
         nb = (total + 7) // 8
         self.ntmp += 1
@@ -1213,6 +1287,30 @@ class Gen:
             self.emit(f"memcpy({buf} + {nb}, (const u8 *)(uintptr_t)S[SLOT_PAYP], {buf}_n - {nb});")
             return f"{fn}({buf}, {buf}_n)"
         return f"{fn}({buf}, {nb})"
+
+    def hash_vl(self, fn: str, fields: list[tuple[str, int]], data: ir.Expr, payload: bool) -> str:
+        """A field list with varbit fields: its width is known at run time only; packed
+        MSB first and zero-padded to a byte as the python executor's ``_vl_bytes``."""
+        maxw = 0
+        for x, w in fields:
+            maxw += w if w != VARBIT else 0
+        for t in _varbit_types(data.type):
+            maxw += t.max_width
+        nb = (maxw + 7) // 8
+        self.ntmp += 1
+        buf = f"_hb{self.ntmp}"
+        self.emit(f"u8 {buf}[{nb + 1}{' + 65536' if payload else ''}]; u32 {buf}_o = 0;")
+        self.emit(f"memset({buf}, 0, {nb + 1});")
+        for x, w in fields:
+            if w == VARBIT:
+                self.emit(f"{buf}_o = vb_put({buf}, {buf}_o, {x});")
+            else:
+                self.emit(f"putbits({buf}, {buf}_o, {w}, {x}); {buf}_o += {w};")
+        self.emit(f"u32 {buf}_n = ({buf}_o + 7) >> 3;")
+        if payload:
+            self.emit(f"u32 {buf}_p = (u32)S[SLOT_PAYL]; if ({buf}_p > 65536) {buf}_p = 65536;")
+            self.emit(f"memcpy({buf} + {buf}_n, (const u8 *)(uintptr_t)S[SLOT_PAYP], {buf}_p); {buf}_n += {buf}_p;")
+        return f"{fn}({buf}, {buf}_n)"
 
     def extern_call(self, e: ir.ExternCall) -> str | None:
         n = e.name
@@ -1370,16 +1468,91 @@ class Gen:
             return None
         if kind == "direct_counter" and m == "count":
             return None
+        if kind == "meter" and m == "execute_meter":
+            _, size, mkind, _ = self.u.meta.meters[idx]
+            i = self.tmp(self.expr(_arg(e, "index", 0)))
+            dst = _arg(e, "result", 1)
+            w, _ = _w(dst.type, dst)
+            amount = "1" if mkind == "packets" else f"S[{self.u.sm['packet_length']}]"
+            self.store(dst, f"(({i} < {size} ? meter_exec(&sw_mtr_(c, {idx})[{i}], now_us(c, {idx}), {amount}) : 0)"
+                            f" & {_m(w)})")
+            return None
+        if kind == "direct_meter" and m == "read":
+            mkind = self.u.meta.meters[idx][2]
+            dst = _arg(e, "result", 0)
+            w, _ = _w(dst.type, dst)
+            amount = "1" if mkind == "packets" else f"S[{self.u.sm['packet_length']}]"
+            self.store(dst, f"((S[SLOT_DM] ? meter_exec((mcell_t *)(uintptr_t)S[SLOT_DM], now_us(c, {idx}), {amount}) : 0)"
+                            f" & {_m(w)})")
+            return None
         raise self.bad(f"method {m} of extern {kind} (not implemented natively)", e)
 
     # ------------------------------------------------------------------ parser and deparser
-    def transition(self, tr: ir.Goto | ir.Select, ids: dict[str, int]) -> None:
+    def parser_states(self, p: ir.Parser, prefix: str, done: str) -> None:
+        """The states of parser ``p`` as labels ``<prefix>st<i>``; accept and reject go
+        to ``done`` (the python executor ends a parser on either without an error)."""
+        for loc in p.locals:
+            if isinstance(loc, ir.VarDeclStmt):
+                self.stmt(loc)
+            elif not (isinstance(loc, ir.Instance) and isinstance(loc.decl, ir.Parser)):
+                raise NativeUnsupported(f"parser local {getattr(loc, 'name', loc)} (value sets, extern objects)",
+                                        getattr(loc, "loc", None))
+        if "start" not in p.states:
+            raise NativeUnsupported(f"parser {p.name} has no start state", p.loc)
+        ids = {n: i for i, n in enumerate(p.states)}
+        self.emit(f"goto {prefix}st{ids['start']};")
+        for n, s in p.states.items():
+            self.emit(f"{prefix}st{ids[n]}: ;")
+            for x in s.body:
+                self.stmt(x)
+            self.transition(s.transition, ids, prefix, done)
+
+    def subparser_apply(self, decl: ir.Parser, e: ir.MethodCall) -> None:
+        """A sub-parser inlined at its call site (as p4c does): its parameters alias the
+        arguments' slots, scalar ``in`` ones are copied, ``out`` ones reset first."""
+        if not self.in_parser:
+            raise self.bad("a parser applied outside a parser", e)
+        layout = self.u.layout
+        bindings: dict[int, int] = {}
+        for i, prm in enumerate(decl.params):
+            if isinstance(prm.type, ir.ExternT):
+                continue
+            a = e.args[i].expr if i < len(e.args) else None
+            if a is None:
+                raise self.bad(f"sub-parser argument {prm.name} left out", e)
+            if is_scalar(prm.type) and prm.direction in (None, "in"):
+                pp = self.u.var(prm.uid, prm.type, prm.name, prm.loc)
+                self.emit(f"S[{pp}] = {self.expr(a)};")
+                continue
+            place = self.place(a)
+            if not isinstance(place.base, int):
+                raise self.bad(f"sub-parser argument {prm.name} at a runtime stack index", e)
+            bindings[prm.uid] = place.base
+            if prm.direction == "out":
+                self.reset(place)
+        saved = {uid: layout.by_uid.get(uid) for uid in bindings}
+        layout.by_uid.update(bindings)
+        self.ntmp += 1
+        prefix = f"sp{self.ntmp}_"
+        try:
+            self.emit("{")
+            self.parser_states(decl, prefix, f"{prefix}done")
+            self.emit(f"{prefix}done: ;")
+            self.emit("}")
+        finally:
+            for uid, base in saved.items():
+                if base is None:
+                    layout.by_uid.pop(uid, None)
+                else:
+                    layout.by_uid[uid] = base
+
+    def transition(self, tr: ir.Goto | ir.Select, ids: dict[str, int], prefix: str = "", done: str = "done") -> None:
         def go(state: str) -> str:
             if state in ("accept", "reject"):
-                return "goto done;"
+                return f"goto {done};"
             if state not in ids:
                 raise self.bad(f"transition to unknown state {state}", tr)
-            return f"goto st{ids[state]};"
+            return f"goto {prefix}st{ids[state]};"
 
         if isinstance(tr, ir.Goto):
             self.emit(go(tr.state))
@@ -1405,16 +1578,23 @@ class Gen:
                 else:
                     conds.append(f"{kx} == {self.expr(ks)}")
             self.emit(f"if ({' && '.join(conds) or '1'}) {go(case.state)}")
-        self.emit("goto done;")
+        self.emit(f"goto {done};")
 
     def packet_in_method(self, e: ir.MethodCall) -> str | None:
         if not self.in_parser:
             raise self.bad(f"packet_in.{e.method} outside the parser", e)
         m = e.method
         if m == "extract":
-            if len(e.args) != 1:
-                raise self.bad("two-argument extract (varbit) is not implemented natively", e)
             target = e.args[0].expr
+            if len(e.args) == 2 and target is not None:
+                p = self.place(target)
+                if not isinstance(p.type, ir.HeaderT):
+                    raise self.bad(f"extract into {p.type}", e)
+                size = e.args[1].expr
+                assert size is not None
+                self.extract_varbit(p, p.type, size, e)
+                self.bump_next(target)
+                return None
             if target is None:
                 t = e.type_args[0] if e.type_args else None
                 if not isinstance(t, ir.HeaderT):
@@ -1425,11 +1605,7 @@ class Gen:
             if not isinstance(p.type, ir.HeaderT):
                 raise self.bad(f"extract into {p.type}", e)
             self.extract_into(p, p.type, advance=True, node=e)
-            stack = target
-            while isinstance(stack, ir.Member):
-                stack = stack.base
-            if isinstance(stack, ir.StackProp) and stack.prop == "next":
-                self.emit(f"S[{self.place(stack.base).at()}] += 1;")
+            self.bump_next(target)
             return None
         if m == "lookahead":
             t = e.type
@@ -1478,10 +1654,57 @@ class Gen:
             return Place(base + 1, t)
         raise self.bad(f"lookahead of {t}", e)
 
+    def bump_next(self, target: ir.Expr) -> None:
+        """After an extract into ``stack.next``: the stack's next index moves on."""
+        stack = target
+        while isinstance(stack, ir.Member):
+            stack = stack.base
+        if isinstance(stack, ir.StackProp) and stack.prop == "next":
+            self.emit(f"S[{self.place(stack.base).at()}] += 1;")
+
+    def extract_varbit(self, p: Place, ht: ir.HeaderT, size: ir.Expr, node: Any) -> None:
+        """Two-argument ``extract``, checked in BMv2's order as the python executor's: a
+        size that is not whole bytes is ParserInvalidArgument, too few bytes left
+        PacketTooShort, more than the varbit's maximum HeaderTooShort."""
+        vl = [i for i, f in enumerate(ht.fields) if isinstance(f.type, ir.VarBitT)]
+        if len(vl) != 1:
+            raise self.bad(f"two-argument extract into header {ht.name}, which has {len(vl)} varbit fields "
+                           "(it needs exactly one)", node)
+        k = vl[0]
+        vt = ht.fields[k].type
+        assert isinstance(vt, ir.VarBitT)
+        self.u._check_type(vt, getattr(node, "loc", None), f"header {ht.name}")
+        widths = [0 if i == k else _w(f.type, node)[0] for i, f in enumerate(ht.fields)]
+        fixed = sum(widths)
+        if fixed % 8 or vt.max_width % 8:
+            raise self.bad(f"header {ht.name}: fixed fields of {fixed} bits and varbit<{vt.max_width}> "
+                           "are not whole numbers of bytes", node)
+        errs = self.u.errors
+        n = self.tmp(self.expr(size))
+        self.emit(f"if ({n} & 7) {{ perr_code = {errs['ParserInvalidArgument']}; goto perr; }}")
+        nb = self.tmp(f"{fixed // 8} + ({n} >> 3)")
+        self.emit(f"if ((u64)c->pos + {nb} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
+        self.emit(f"if ({nb} > {(fixed + vt.max_width) // 8}) {{ perr_code = {errs['HeaderTooShort']}; goto perr; }}")
+        if not isinstance(p.base, int):
+            p = Place(self.tmp(str(p.base)), p.type, p.union_siblings)
+        off = 0
+        for i, f in enumerate(ht.fields):
+            at = f"{off} + (u32){n}" if i > k else str(off)
+            if i == k:
+                self.emit(f"S[{p.at(1 + i)}] = vb_make(data + c->pos, {off}, {n});")
+                continue
+            self.emit(f"S[{p.at(1 + i)}] = getbits(data + c->pos, {at}, {widths[i]});")
+            off += widths[i]
+        self.emit(f"S[{p.at()}] = 1;")
+        for sb in p.union_siblings:
+            self.emit(f"S[{sb}] = 0;")
+        self.emit(f"c->pos += (u32){nb};")
+
     def extract_into(self, p: Place, ht: ir.HeaderT, advance: bool, node: Any = None) -> None:
         for f in ht.fields:
             if isinstance(f.type, ir.VarBitT):
-                raise self.bad(f"header {ht.name} has a varbit field (not implemented natively)", node or ht)
+                raise self.bad(f"header {ht.name} has a varbit field: extract it with the two-argument extract",
+                               node or ht)
             _w(f.type, node)
         w = ht.width
         if w % 8:
@@ -1503,10 +1726,26 @@ class Gen:
             self.emit(f"c->pos += {nb};")
 
     def emit_place(self, p: Place, t: ir.Type, at: Any) -> None:
+        if isinstance(t, ir.HeaderT) and any(isinstance(f.type, ir.VarBitT) for f in t.fields):
+            maxw = sum(f.type.max_width if isinstance(f.type, ir.VarBitT) else _w(f.type, at)[0] for f in t.fields)
+            self.u.deparse_max += (maxw + 7) // 8
+            self.emit(f"if (S[{p.at()}]) {{")
+            self.ind += 1
+            self.ntmp += 1
+            bo = f"_bo{self.ntmp}"
+            self.emit(f"u32 {bo} = 0;")
+            for i, f in enumerate(t.fields):
+                if isinstance(f.type, ir.VarBitT):
+                    self.emit(f"{bo} = vb_put(c->ob + c->olen, {bo}, S[{p.at(1 + i)}]);")
+                else:
+                    fw, _ = _w(f.type, at)
+                    self.emit(f"putbits(c->ob + c->olen, {bo}, {fw}, S[{p.at(1 + i)}]); {bo} += {fw};")
+            self.emit(f"c->olen += ({bo} + 7) >> 3;")
+            self.ind -= 1
+            self.emit("}")
+            return
         if isinstance(t, ir.HeaderT):
             w = t.width
-            if any(isinstance(f.type, ir.VarBitT) for f in t.fields):
-                raise self.bad(f"emit of header {t.name} with a varbit field (not implemented natively)", at)
             if w % 8:
                 raise self.bad(f"emit of header {t.name} of {w} bits (not a whole number of bytes)", at)
             self.u.deparse_max += w // 8
@@ -1534,6 +1773,19 @@ class Gen:
                 self.emit_place(p.sub(1 + i * esz, t.elem), t.elem, at)
             return
         raise self.bad(f"emit of {t}", at)
+
+
+def _varbit_types(t: ir.Type) -> list[ir.VarBitT]:
+    """Every varbit type inside ``t`` (for the maximum size of a field list)."""
+    if isinstance(t, ir.VarBitT):
+        return [t]
+    if isinstance(t, (ir.HeaderT, ir.StructT, ir.HeaderUnionT)):
+        return [v for f in t.fields for v in _varbit_types(f.type)]
+    if isinstance(t, ir.StackT):
+        return _varbit_types(t.elem) * t.size
+    if isinstance(t, ir.TupleT):
+        return [v for x in t.elems for v in _varbit_types(x)]
+    return []
 
 
 def _arg(e: Any, name: str, pos: int) -> ir.Expr:

@@ -66,6 +66,32 @@ static inline void putbits(u8 *p, u32 off, u32 w, u64 v) {
     for (u32 i = 0; i < nb; i++) q[i] = (u8)(acc >> (8 * (nb - 1 - i)));
 }
 
+/* ------------------------------------------------------------------ varbit values
+   A varbit slot holds where its bits are, not the bits: a pointer to the packet byte its
+   first bit is in (low 48 bits), the bit offset in that byte (3 bits) and the width (13
+   bits). Values only come from two-argument extracts (packet bytes, alive for the whole
+   sw_process call) or copies of them, and width 0 is the all-zero slot. */
+#define VB_MAXW 8191
+static inline u64 vb_make(const u8 *p, u32 bitoff, u64 w) {
+    if (!w) return 0;
+    return (u64)(uintptr_t)(p + (bitoff >> 3)) | ((u64)(bitoff & 7) << 48) | (w << 51);
+}
+static inline u32 vb_w(u64 v) { return (u32)(v >> 51); }
+static inline const u8 *vb_p(u64 v) { return (const u8 *)(uintptr_t)(v & 0xFFFFFFFFFFFFULL); }
+static inline u32 vb_o(u64 v) { return (u32)(v >> 48) & 7; }
+/* Writes the varbit's bits at bit offset doff of dst (MSB first); the new offset. */
+static u32 vb_put(u8 *dst, u32 doff, u64 v) {
+    u32 w = vb_w(v), so = vb_o(v); const u8 *s = vb_p(v);
+    for (u32 i = 0; i < w; i += 32) { u32 n = w - i < 32 ? w - i : 32; putbits(dst, doff + i, n, getbits(s, so + i, n)); }
+    return doff + w;
+}
+/* Two varbit values are equal when width and bits are. */
+static int vb_eq(u64 a, u64 b) {
+    u32 w = vb_w(a); if (w != vb_w(b)) return 0;
+    for (u32 i = 0; i < w; i += 32) { u32 n = w - i < 32 ? w - i : 32; if (getbits(vb_p(a), vb_o(a) + i, n) != getbits(vb_p(b), vb_o(b) + i, n)) return 0; }
+    return 1;
+}
+
 /* ------------------------------------------------------------------ hashes (BMv2) */
 static u32 CRC32_T[256]; static uint16_t CRC16_T[256]; static int hash_init_done;
 static void hash_init(void) {
@@ -109,13 +135,35 @@ static void arena_reset(arena_t *a) {
 
 /* ------------------------------------------------------------------ tables */
 typedef struct {
-    int nkeys, nparams, stride, exact;
+    double cir, pir, tc, tp, last;  /* rates in units/us, token buckets, last time (us) */
+    u64 cburst, pburst;
+    u32 configured, has_last;
+} mcell_t;
+typedef struct {
+    int nkeys, nparams, stride, exact, dmeter;
     const u8 *kinds;  /* 0 exact/masked, 1 range */
-    u32 n; u64 *ents; /* entry: action, handle, packets, bytes, (v, m|hi) per key, params */
+    u32 n; u64 *ents; /* entry: action, handle, packets, bytes, last hit, (v, m|hi) per key, params */
     u32 hcap; int32_t *hidx;
     u64 *def;         /* same layout as an entry (keys unused) */
+    u64 *gp; u32 ngp; /* selector groups: n, then n * (action, params) */
+    mcell_t *mc;      /* direct meter cells, one per entry */
 } tbl_t;
-#define ENT_HDR 4
+#define ENT_HDR 5
+/* RFC 2698 two-rate three-color marker, as innet.switch.pipeline.externs.MeterCell
+   (BMv2's): GREEN 0, YELLOW 1, RED 2; an unconfigured cell is GREEN. */
+static u64 meter_exec(mcell_t *m, double now, u64 amount) {
+    if (!m->configured) return 0;
+    if (!m->has_last) { m->last = now; m->has_last = 1; }
+    double dt = now - m->last; if (dt < 0.0) dt = 0.0;
+    m->last = now;
+    double x = m->tc + dt * m->cir; m->tc = (double)m->cburst <= x ? (double)m->cburst : x;
+    x = m->tp + dt * m->pir; m->tp = (double)m->pburst <= x ? (double)m->pburst : x;
+    double a = (double)amount;
+    if (m->tp < a) return 2;
+    if (m->tc < a) { m->tp -= a; return 1; }
+    m->tp -= a; m->tc -= a; return 0;
+}
+#define ACT_GROUP 0xFFFEULL
 static inline u64 key_hash(const u64 *k, int n) { u64 h = 0x9E3779B97F4A7C15ULL; for (int i = 0; i < n; i++) { h ^= k[i]; h *= 0xFF51AFD7ED558CCDULL; h ^= h >> 33; } return h; }
 static u64 *tbl_find(tbl_t *t, const u64 *k) {
     int nk = t->nkeys, st = t->stride;
@@ -163,13 +211,30 @@ struct sw {
     u64 *reg[NREG + 1]; u32 reg_size[NREG + 1];
     u64 *cnt_p[NCNT + 1], *cnt_b[NCNT + 1]; u32 cnt_size[NCNT + 1];
     tbl_t tbl[NTBL + 1];
+    mcell_t *mtr[NMTR + 1]; int mfixed[NMTR + 1]; double mnow[NMTR + 1];
     mcg_t *groups; u32 ngroups; sess_t *sess; u32 nsess;
     u64 *dq; u32 dq_n, dq_cap, dq_msgs;
     u8 *obuf; u32 ob_len, ob_cap; u32 *orec; u32 on, ocap; /* orec: port, offset, len */
     arena_t arena; vec_t deferred; int burst; vec_t pending;
     u64 rng;
+    int now_fixed; u64 now;  /* a clock value Python set for this call (injected clocks) */
     ctx_t ctx;
 };
+#include <time.h>
+/* The pipeline's clock in ns: CLOCK_MONOTONIC (what time.monotonic_ns reads), or the value
+   Python read from an injected clock before this call. */
+static u64 now_ns(sw_t *sw) {
+    if (sw->now_fixed) return sw->now;
+    struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (u64)ts.tv_sec * 1000000000ULL + (u64)ts.tv_nsec;
+}
+/* A meter's clock in us: CLOCK_MONOTONIC (what the python Meter's default clock,
+   time.monotonic() * 1e6, reads), or the value Python read from the meter's injected clock. */
+static double meter_now(sw_t *sw, int m) {
+    if (sw->mfixed[m]) return sw->mnow[m];
+    struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
 
 static void vec_push(arena_t *a, vec_t *v, const void *item, size_t sz) {
     if (v->n == v->cap) {
@@ -369,10 +434,11 @@ sw_t *sw_new(u64 seed) {
     sw->ctx.sw = sw;
     for (int i = 0; i < NREG; i++) { sw->reg_size[i] = REG_SIZES[i]; sw->reg[i] = calloc(REG_SIZES[i] + 1, sizeof(u64)); }
     for (int i = 0; i < NCNT; i++) { sw->cnt_size[i] = CNT_SIZES[i]; sw->cnt_p[i] = calloc(CNT_SIZES[i] + 1, sizeof(u64)); sw->cnt_b[i] = calloc(CNT_SIZES[i] + 1, sizeof(u64)); }
+    for (int i = 0; i < NMTR; i++) sw->mtr[i] = calloc(MTR_SIZES[i] + 1, sizeof(mcell_t));
     for (int i = 0; i < NTBL; i++) {
         tbl_t *t = &sw->tbl[i];
         t->nkeys = TBL_NKEYS[i]; t->nparams = TBL_NPARAMS[i]; t->stride = ENT_HDR + 2 * t->nkeys + t->nparams;
-        t->exact = TBL_EXACT[i]; t->kinds = TBL_KINDS[i];
+        t->exact = TBL_EXACT[i]; t->kinds = TBL_KINDS[i]; t->dmeter = TBL_DMETER[i];
         t->def = calloc(t->stride + 1, sizeof(u64));
     }
     return sw;
@@ -380,7 +446,8 @@ sw_t *sw_new(u64 seed) {
 void sw_free(sw_t *sw) {
     for (int i = 0; i < NREG; i++) free(sw->reg[i]);
     for (int i = 0; i < NCNT; i++) { free(sw->cnt_p[i]); free(sw->cnt_b[i]); }
-    for (int i = 0; i < NTBL; i++) { free(sw->tbl[i].ents); free(sw->tbl[i].hidx); free(sw->tbl[i].def); }
+    for (int i = 0; i < NMTR; i++) free(sw->mtr[i]);
+    for (int i = 0; i < NTBL; i++) { free(sw->tbl[i].ents); free(sw->tbl[i].hidx); free(sw->tbl[i].def); free(sw->tbl[i].gp); free(sw->tbl[i].mc); }
     for (u32 i = 0; i < sw->ngroups; i++) free(sw->groups[i].rp);
     free(sw->groups); free(sw->sess); free(sw->dq); free(sw->obuf); free(sw->orec);
     arena_reset(&sw->arena); free(sw->arena.head);
@@ -390,10 +457,12 @@ void sw_lock(sw_t *sw) { pthread_mutex_lock(&sw->mu); }
 void sw_unlock(sw_t *sw) { pthread_mutex_unlock(&sw->mu); }
 u64 *sw_reg(sw_t *sw, int r) { return sw->reg[r]; }
 u64 *sw_cnt(sw_t *sw, int r, int bytes) { return bytes ? sw->cnt_b[r] : sw->cnt_p[r]; }
-void sw_tbl_load(sw_t *sw, int ti, u32 n, const u64 *ents, const u64 *def) {
+void sw_tbl_load(sw_t *sw, int ti, u32 n, const u64 *ents, const u64 *def, u32 ngp, const u64 *gp) {
     tbl_t *t = &sw->tbl[ti];
-    free(t->ents); free(t->hidx); t->ents = NULL; t->hidx = NULL; t->hcap = 0;
-    t->n = n;
+    free(t->ents); free(t->hidx); free(t->gp); free(t->mc); t->ents = NULL; t->hidx = NULL; t->hcap = 0;
+    t->n = n; t->ngp = ngp;
+    t->gp = malloc((ngp + 1) * sizeof(u64)); if (ngp) memcpy(t->gp, gp, ngp * sizeof(u64));
+    t->mc = t->dmeter ? calloc(n + 1, sizeof(mcell_t)) : NULL;
     if (n) { t->ents = malloc((size_t)n * t->stride * sizeof(u64)); memcpy(t->ents, ents, (size_t)n * t->stride * sizeof(u64)); }
     memcpy(t->def, def, t->stride * sizeof(u64));
     if (t->exact && n) {
@@ -410,6 +479,10 @@ void sw_tbl_load(sw_t *sw, int ti, u32 n, const u64 *ents, const u64 *def) {
     }
 }
 u64 *sw_tbl_entries(sw_t *sw, int ti) { return sw->tbl[ti].ents; }
+mcell_t *sw_tbl_meters(sw_t *sw, int ti) { return sw->tbl[ti].mc; }
+void sw_set_now(sw_t *sw, int fixed, u64 ns) { sw->now_fixed = fixed; sw->now = ns; }
+mcell_t *sw_mtr(sw_t *sw, int m) { return sw->mtr[m]; }
+void sw_mtr_now(sw_t *sw, int m, int fixed, double us) { sw->mfixed[m] = fixed; sw->mnow[m] = us; }
 void sw_pre_load(sw_t *sw, u32 ng, const u32 *groups, u32 ns, const u32 *sess) {
     for (u32 i = 0; i < sw->ngroups; i++) free(sw->groups[i].rp);
     free(sw->groups); free(sw->sess);
@@ -461,8 +534,18 @@ void sw_lock(sw_t *sw);
 void sw_unlock(sw_t *sw);
 uint64_t *sw_reg(sw_t *sw, int r);
 uint64_t *sw_cnt(sw_t *sw, int r, int bytes);
-void sw_tbl_load(sw_t *sw, int ti, uint32_t n, const uint64_t *ents, const uint64_t *def);
+typedef struct {
+    double cir, pir, tc, tp, last;
+    uint64_t cburst, pburst;
+    uint32_t configured, has_last;
+} mcell_t;
+void sw_tbl_load(sw_t *sw, int ti, uint32_t n, const uint64_t *ents, const uint64_t *def, uint32_t ngp,
+                 const uint64_t *gp);
 uint64_t *sw_tbl_entries(sw_t *sw, int ti);
+mcell_t *sw_tbl_meters(sw_t *sw, int ti);
+void sw_set_now(sw_t *sw, int fixed, uint64_t ns);
+mcell_t *sw_mtr(sw_t *sw, int m);
+void sw_mtr_now(sw_t *sw, int m, int fixed, double us);
 void sw_pre_load(sw_t *sw, uint32_t ng, const uint32_t *groups, uint32_t ns, const uint32_t *sess);
 uint32_t sw_process(sw_t *sw, uint32_t n, const uint8_t *data, const uint32_t *lens, const uint32_t *ports, int burst);
 const uint32_t *sw_out_recs(sw_t *sw);

@@ -8,9 +8,14 @@ reference Python code, and only the data path and the state it writes move into 
   dirty (its result cache is cleared on every change) and the table is pushed to C, in
   match order, before the lock is released or the next packet runs;
 - the replication engine: a ``ReplicationEngine`` that marks itself dirty, pushed alike;
-- registers and counters live in C (``NativeRegister``/``NativeCounter`` read and write
-  the C arrays); direct counters live in the C entries and are copied back into the
-  Python ``Entry`` objects whenever the control plane takes the lock;
+- registers, counters and meters live in C (``NativeRegister``/``NativeCounter``/
+  ``NativeMeter`` read and write the C arrays); direct counters, direct meter cells and
+  last-hit stamps live in the C entries and are copied back into the Python ``Entry``
+  objects whenever the control plane takes the lock (direct meter cells the control
+  plane replaced or changed go back into C on release);
+- action profiles: the Python ``ActionProfile`` keeps members and groups; a change
+  refreshes the tables using it, which pushes them (entries resolved to a member's
+  action or to a group's places, which C picks from with the selector hash);
 - digests are queued in C and turned into ``DigestMessage`` after each call.
 
 Locking: ``pipeline.lock`` is a re-entrant lock whose outermost acquisition also takes the
@@ -28,12 +33,40 @@ from typing import Any
 from ..frontend import ir
 from ..pipeline.api import MAX_PORT, Pipeline
 from ..pipeline.errors import ControlPlaneError, PacketError
-from ..pipeline.externs import Counter, DigestMessage, Register
+from ..pipeline.externs import GREEN, Counter, DigestMessage, Meter, MeterCell, Register
 from ..pipeline.pre import CloneSession, ReplicationEngine
 from innet import native_build
 
 from . import cgen
 from .crt import CDEF
+
+
+ACT_GROUP, NO_ACTION = 0xFFFE, 0xFFFF
+"""C action words: a selector group (first data word: its offset), an emptied group."""
+
+
+def _cell_to_c(cell: Any, c: Any) -> None:
+    """A python ``MeterCell`` (or None: unconfigured) into a C ``mcell_t``."""
+    if cell is None or not cell.configured:
+        c.configured = 0
+        return
+    c.cir, c.pir, c.tc, c.tp = cell.cir, cell.pir, cell.tc, cell.tp
+    c.cburst, c.pburst, c.configured = cell.cburst, cell.pburst, 1
+    c.has_last = int(cell.last_us is not None)
+    c.last = cell.last_us or 0.0
+
+
+def _cell_state(cell: Any) -> Any:
+    if cell is None:
+        return None
+    return (cell.cir, cell.cburst, cell.pir, cell.pburst, cell.configured, cell.tc, cell.tp, cell.last_us)
+
+
+def _cell_from_c(cell: Any, c: Any) -> None:
+    if not c.configured:
+        return
+    cell.tc, cell.tp = c.tc, c.tp
+    cell.last_us = c.last if c.has_last else None
 
 
 class _DirtyCache(dict):  # type: ignore[type-arg]
@@ -148,6 +181,64 @@ class NativeCounter(Counter):
         self._ffi.memmove(self._b, bytes(8 * self.size), 8 * self.size)
 
 
+def _monotonic_us() -> float:
+    """The default meter clock (the python ``Meter``'s): C reads the same CLOCK_MONOTONIC."""
+    return time.monotonic() * 1e6
+
+
+class _Cells:
+    """``meter.cells`` over the C cells: reads build a ``MeterCell``, writes store one."""
+
+    def __init__(self, ptr: Any, size: int) -> None:
+        self._ptr, self._size = ptr, size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _check(self, i: int) -> None:
+        if not 0 <= i < self._size:
+            raise IndexError(i)
+
+    def __getitem__(self, i: int) -> MeterCell:
+        self._check(i)
+        c = self._ptr[i]
+        if not c.configured:
+            return MeterCell()
+        return MeterCell(c.cir, int(c.cburst), c.pir, int(c.pburst), True, c.tc, c.tp,
+                         c.last if c.has_last else None)
+
+    def __setitem__(self, i: int, cell: MeterCell) -> None:
+        self._check(i)
+        _cell_to_c(cell, self._ptr[i])
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(self._size))
+
+
+class NativeMeter(Meter):
+    """An indexed meter whose cells are C ``mcell_t``s (a direct meter: size 0, the cells
+    live with the table entries). ``clock`` may be replaced, as the python ``Meter``'s;
+    an injected clock is read once per call into C (per ``process``)."""
+
+    def __init__(self, name: str, size: int, kind: str, ptr: Any) -> None:
+        self.name, self.size, self.kind = name, size, kind
+        self.clock = _monotonic_us
+        self.cells = _Cells(ptr, size)  # type: ignore[assignment]
+
+    def execute(self, index: int, nbytes: int) -> int:
+        if not 0 <= index < self.size:
+            return GREEN
+        cell = self.cells[index]
+        color = cell.execute(self.clock(), 1 if self.kind == "packets" else nbytes)
+        self.cells[index] = cell
+        return color
+
+    def set_rates(self, index: int, cir: float, cburst: int, pir: float, pburst: int) -> None:
+        if not 0 <= index < self.size:
+            raise ControlPlaneError(f"meter '{self.name}': index {index} out of range (size {self.size})")
+        self.cells[index] = MeterCell(cir, cburst, pir, pburst, True, float(cburst), float(pburst), None)
+
+
 class SyncLock:
     """Re-entrant; the outermost holder also holds the C switch mutex, and its release
     pushes dirty tables and PRE state into C first."""
@@ -232,37 +323,98 @@ class NativePipeline(Pipeline):
                                        lib.sw_cnt(self.sw, i, 1), ffi)
         self.compiled.counters.clear()
         self.compiled.counters.update(cnts)
+        self._meters: list[NativeMeter] = []
+        for i, (name, size, kind, direct) in enumerate(meta.meters):
+            m = NativeMeter(name, size, kind, lib.sw_mtr(self.sw, i))
+            self._meters.append(m)
+            if direct:
+                _, table = self.compiled.direct_meters[name]
+                self.compiled.direct_meters[name] = (m, table)
+            else:
+                self.compiled.meters[name] = m
+        self._timeout = any(tm.timeout for tm in meta.tables.values())
+        self._meter_tables = [tm for tm in meta.tables.values() if tm.direct_meter]
         self._dirty_tables.update(meta.tables)
         with self.lock:
             pass
 
     # ------------------------------------------------------------------ state sync
     def _pull(self) -> None:
-        """Direct counters: what the data path counted since the last push is added to the
-        Python entries (so a control-plane write made meanwhile is kept)."""
+        """What the data path wrote since the last pull, into the Python entries: direct
+        counts as deltas (so a control-plane write made meanwhile is kept), idle-timeout
+        stamps and direct-meter buckets as values (unless the control plane replaced the
+        entry's meter cell meanwhile)."""
         for name, tm in self._tmeta.items():
-            if not tm.direct_counter:
+            if not (tm.direct_counter or tm.timeout or tm.direct_meter):
                 continue
             table = self.compiled.tables[name]
             ents = getattr(table, "_native_order", None)
             if not ents:
                 continue
-            pushed = table._native_pushed  # type: ignore[attr-defined]
-            stride = 4 + 2 * len(tm.keys) + tm.nparams
+            stride = cgen.ENT_HDR + 2 * len(tm.keys) + tm.nparams
             raw = self.ffi.unpack(self.lib.sw_tbl_entries(self.sw, tm.index), stride * len(ents))
+            base = table._native_base  # type: ignore[attr-defined]
             for j, e in enumerate(ents):
-                e.packets += raw[j * stride + 2] - pushed[j][0]
-                e.bytes += raw[j * stride + 3] - pushed[j][1]
+                p, b = raw[j * stride + 2], raw[j * stride + 3]
+                e.packets += p - base[j][0]
+                e.bytes += b - base[j][1]
+                base[j] = (p, b)
+                if tm.timeout:
+                    e.last_hit = raw[j * stride + 4]
+            if tm.direct_meter:
+                cells = self.lib.sw_tbl_meters(self.sw, tm.index)
+                snap = table._native_msnap  # type: ignore[attr-defined]
+                for j, e in enumerate(ents):
+                    if e.meter is not None and snap[j][0] is e.meter and snap[j][1] == _cell_state(e.meter):
+                        _cell_from_c(e.meter, cells[j])
+                        snap[j] = (e.meter, _cell_state(e.meter))
 
     def _push(self) -> None:
-        dirty = self._dirty_tables | {n for n, tm in self._tmeta.items() if tm.direct_counter}
-        for name in dirty:
+        for name in self._dirty_tables:
             tm = self._tmeta.get(name)
             if tm is not None:
                 self._push_table(tm)
         self._dirty_tables.clear()
+        for tm in self._meter_tables:
+            self._push_meters(tm)
         if isinstance(self.pre, NativePRE) and self.pre.dirty:
             self._push_pre()
+
+    def _push_meters(self, tm: cgen.TableMeta, force: bool = False) -> None:
+        """Direct meter cells the control plane changed (a new cell object or new
+        values since the last sync) into C; the others are C's, newer than Python's."""
+        table = self.compiled.tables[tm.cp_name]
+        ents = getattr(table, "_native_order", None) or []
+        snap: list[Any] = table._native_msnap if not force else [None] * len(ents)  # type: ignore[attr-defined]
+        cells = None
+        for j, e in enumerate(ents):
+            now = (e.meter, _cell_state(e.meter))
+            if snap[j] is None or snap[j][0] is not now[0] or snap[j][1] != now[1]:
+                if cells is None:
+                    cells = self.lib.sw_tbl_meters(self.sw, tm.index)
+                _cell_to_c(e.meter, cells[j])
+                snap[j] = now
+        table._native_msnap = snap  # type: ignore[attr-defined]
+
+    def _action_words(self, table: Any, e: Any, npar: int, groups: list[int]) -> list[int]:
+        """An entry's action word and data: direct, a profile member, or a selector group
+        (ACT_GROUP, its offset into ``groups``), as ``Table._ref_result`` resolves them."""
+        if e.members is None or table.profile is None:
+            info = table.actions[e.action]
+            return [info.index] + list(e.params) + [0] * (npar - len(e.params))
+        prof = table.profile
+        kind, ident = e.members
+        if kind == "member":
+            m = prof.member(ident)
+            return [table.actions[m.action].index] + list(m.params) + [0] * (npar - len(m.params))
+        places = prof.group_members(ident)
+        if not places:  # BMv2: an empty group runs no action
+            return [NO_ACTION] + [0] * npar
+        off = len(groups)
+        groups.append(len(places))
+        for m in places:
+            groups += [table.actions[m.action].index] + list(m.params) + [0] * (npar - len(m.params))
+        return [ACT_GROUP, off] + [0] * (npar - 1)
 
     def _push_table(self, tm: cgen.TableMeta) -> None:
         table = self.compiled.tables[tm.cp_name]
@@ -273,10 +425,11 @@ class NativePipeline(Pipeline):
         else:
             order = list(table.entries.values())
         flat: list[int] = []
+        groups: list[int] = []
         nk, npar = len(tm.keys), tm.nparams
         for e in order:
-            info = table.actions[e.action]
-            flat += [info.index, e.handle, e.packets, e.bytes]
+            words = self._action_words(table, e, npar, groups)
+            flat += [words[0], e.handle, e.packets, e.bytes, e.last_hit]
             assert e.match is not None
             for kd, m in zip(tm.keys, e.match):
                 full = (1 << kd.width) - 1
@@ -287,14 +440,16 @@ class NativePipeline(Pipeline):
                     flat += [v, full ^ ((1 << (kd.width - plen)) - 1)]
                 else:
                     flat += [m[0], m[1]]
-            flat += list(e.params) + [0] * (npar - len(e.params))
-        d = table.default_entry
-        dinfo = table.actions[d.action]
-        default = [dinfo.index, 0, 0, 0] + [0] * (2 * nk) + list(d.params) + [0] * (npar - len(d.params))
+            flat += words[1:]
+        dwords = self._action_words(table, table.default_entry, npar, groups)
+        default = [dwords[0], 0, 0, 0, 0] + [0] * (2 * nk) + dwords[1:]
         table._native_order = order  # type: ignore[attr-defined]
-        table._native_pushed = [(e.packets, e.bytes) for e in order]  # type: ignore[attr-defined]
+        table._native_base = [(e.packets, e.bytes) for e in order]  # type: ignore[attr-defined]
         self.lib.sw_tbl_load(self.sw, tm.index, len(order), self.ffi.new("uint64_t[]", flat or [0]),
-                             self.ffi.new("uint64_t[]", default))
+                             self.ffi.new("uint64_t[]", default), len(groups),
+                             self.ffi.new("uint64_t[]", groups or [0]))
+        if tm.direct_meter:
+            self._push_meters(tm, force=True)
 
     def _push_pre(self) -> None:
         pre = self.pre
@@ -340,6 +495,7 @@ class NativePipeline(Pipeline):
         ports = ffi.new("uint32_t[]", [p for p, _ in packets] or [0])
         with self.lock:
             self._push()
+            self._set_clocks()
             n = lib.sw_process(self.sw, len(packets), ffi.from_buffer("uint8_t[]", blob or b"\0"), lens, ports,
                                int(burst))
             out: list[tuple[int, bytes]] = []
@@ -355,6 +511,15 @@ class NativePipeline(Pipeline):
             else:
                 self._digests.append(m)
         return out
+
+    def _set_clocks(self) -> None:
+        """Injected clocks are read once per call into C; the default ones are read by C."""
+        if self._timeout:
+            fixed = self.clock is not time.monotonic_ns
+            self.lib.sw_set_now(self.sw, int(fixed), int(self.clock()) if fixed else 0)
+        for i, m in enumerate(self._meters):
+            fixed = m.clock is not _monotonic_us
+            self.lib.sw_mtr_now(self.sw, i, int(fixed), float(m.clock()) if fixed else 0.0)
 
     def _take_digests(self) -> list[DigestMessage]:
         ptr = self.ffi.new("uint64_t **")

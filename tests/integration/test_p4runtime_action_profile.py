@@ -51,10 +51,10 @@ V1Switch(P(), VC(), Ing(), Egr(), CC(), D()) main;
 INSERT, MODIFY, DELETE = p4r.Update.INSERT, p4r.Update.MODIFY, p4r.Update.DELETE
 
 
-@pytest.fixture
-def env():
+@pytest.fixture(params=["python", "native"])
+def env(request):
     options = SwitchOptions(device_id=1, grpc_address="127.0.0.1:0")
-    with SwitchServer(options, InnetTarget()) as server:
+    with SwitchServer(options, InnetTarget(executor=request.param)) as server:
         client = Client(server.grpc_address)
         stream = client.stream(1)
         arbitration(stream)

@@ -64,12 +64,12 @@ class Env:
         return out
 
 
-@pytest.fixture
-def env() -> Iterator[Env]:
+@pytest.fixture(params=["python", "native"])
+def env(request: pytest.FixtureRequest) -> Iterator[Env]:
     built = device_config.build(PROGRAM)
     options = SwitchOptions(grpc_address="127.0.0.1:0", udp_ports=(UdpPortSpec.parse("1@127.0.0.1:0"),),
                             ageing_sweep_interval=0.02)
-    with SwitchServer(options, InnetTarget()) as server, P4RuntimeClient(server.grpc_address) as client:
+    with SwitchServer(options, InnetTarget(executor=request.param)) as server, P4RuntimeClient(server.grpc_address) as client:
         client.set_pipeline(built.p4info, built.config.to_bytes())
         ids = {t.preamble.name: t.preamble.id for t in built.p4info.tables}
         ids.update({a.preamble.name: a.preamble.id for a in built.p4info.actions})

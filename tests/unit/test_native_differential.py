@@ -1,11 +1,16 @@
 """Differential test: the native executor against the python reference executor.
 
-For p4/innet.p4 and every p4/examples program: the same control-plane set-up (the
-program's STF file), then a seeded stream of packets (the STF packets mutated: flipped
-bytes, truncations, extra bytes, other ingress ports) mixed with control-plane operations
-(register writes, deletes and re-inserts of entries), fed to both executors. Outputs must
-be equal packet for packet, and every register and counter byte for byte. A failure
-prints a minimal reproducer (the operations that still show the difference)."""
+For p4/innet.p4, every p4/examples program and the programs of the constructs the
+native executor learnt last (action profiles and selectors, meters and direct meters,
+idle-timeout tables, varbit, sub-parsers): the same control-plane set-up (the program's
+STF file), then a seeded stream of packets (the STF packets mutated: flipped bytes,
+truncations, extra bytes, other ingress ports) mixed with control-plane operations
+(register writes, deletes and re-inserts of entries, meter rates, action-selector group
+changes, clock ticks), fed to both executors. Both run on one injected clock (the
+pipeline's and every meter's), advanced only between operations. Outputs and digests
+must be equal packet for packet, and every register, counter, meter cell, direct
+counter, direct meter cell and last-hit stamp equal. A failure prints a minimal
+reproducer (the operations that still show the difference)."""
 
 from __future__ import annotations
 
@@ -22,6 +27,15 @@ from innet.switch.stf import apply_control, read_stf
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAMS = [REPO / "p4" / "innet.p4"] + sorted((REPO / "p4" / "examples").glob("*.p4"))
+CONSTRUCTS = [
+    (REPO / "tests/conformance/tables/action_selector.p4", REPO / "tests/conformance/tables/action_selector.innet.stf"),
+    (REPO / "tests/conformance/tables/action_profile.p4", REPO / "tests/conformance/tables/action_profile.innet.stf"),
+    (REPO / "tests/unit/native_diff/meters.p4", REPO / "tests/unit/native_diff/meters.stf"),
+    (REPO / "tests/unit/native_diff/varbit.p4", REPO / "tests/unit/native_diff/varbit.stf"),
+    (REPO / "tests/conformance/parser/varbit_extract.p4", REPO / "tests/conformance/parser/varbit_extract.stf"),
+    (REPO / "tests/conformance/parser/subparser.p4", REPO / "tests/conformance/parser/subparser.stf"),
+]
+CASES = [(p, p.with_suffix(".stf")) for p in PROGRAMS] + CONSTRUCTS
 STEPS = 400
 
 pytestmark = pytest.mark.skipif(compiler_path() is None, reason="native executor needs a C compiler (cc/gcc)")
@@ -41,6 +55,14 @@ def _ops(stf: Path, seed: int) -> list[Op]:
             ops.append(("reg", rng.random(), rng.getrandbits(32)))
         elif r < 0.08:
             ops.append(("toggle", rng.random()))
+        elif r < 0.11:
+            cburst = rng.choice((1, 2, 5, 150))
+            ops.append(("rates", rng.random(), rng.choice((0.0005, 0.001, 0.01)), cburst,
+                        rng.choice((0.002, 0.02)), cburst + rng.choice((1, 3, 300))))
+        elif r < 0.14:
+            ops.append(("group", rng.random(), rng.random()))
+        elif r < 0.30:
+            ops.append(("tick", rng.choice((1, 50, 1000, 20000))))
         else:
             port, data = rng.choice(base)
             b = bytearray(data)
@@ -57,10 +79,17 @@ def _ops(stf: Path, seed: int) -> list[Op]:
     return ops
 
 
-def _apply(pl: Pipeline, op: Op, removed: dict[tuple[str, int], Any]) -> Any:
+def _apply(pl: Pipeline, op: Op, removed: dict[tuple[str, int], Any], clk: list[int]) -> Any:
     kind = op[0]
     if kind == "pkt":
-        return pl.process(op[1], op[2])
+        return pl.process(op[1], op[2]), [(d.name, d.receiver, d.fields) for d in pl.pop_digests()]
+    if kind == "tick":
+        clk[0] += op[1]
+        return None
+    if kind == "rates":
+        return _rates(pl, op)
+    if kind == "group":
+        return _group(pl, op)
     if kind == "reg":
         regs = sorted(pl.registers)
         if regs:
@@ -77,12 +106,54 @@ def _apply(pl: Pipeline, op: Op, removed: dict[tuple[str, int], Any]) -> Any:
     with pl.atomic():
         if gone:
             e = removed.pop(gone[0])
-            t.insert(e[0], e[1], e[2], e[3])
+            if e[4] is not None:
+                kw = {e[4][0]: e[4][1]}
+                t.insert_indirect(e[0], priority=e[3], **kw)
+            else:
+                t.insert(e[0], e[1], e[2], e[3])
         else:
             e = t.list_entries()[0]
             specs = _specs(t, e)
+            ref = e.members
             t.delete(specs, e.priority)
-            removed[(name, e.handle)] = (specs, e.action, e.params, e.priority)
+            removed[(name, e.handle)] = (specs, e.action, e.params, e.priority, ref)
+    return None
+
+
+def _rates(pl: Pipeline, op: Op) -> None:
+    """Configure an indexed meter cell or a direct meter entry (both executors alike)."""
+    from innet.switch.pipeline.externs import MeterCell
+
+    _, pick, cir, cburst, pir, pburst = op
+    with pl.atomic():
+        cells = [(n, i) for n in sorted(pl.meters) for i in range(pl.meters[n].size)]
+        ents = [(n, e) for n in sorted(pl.compiled.direct_meters)
+                for e in pl.compiled.direct_meters[n][1].list_entries()]
+        targets: list[Any] = cells + ents
+        if not targets:
+            return None
+        n, x = targets[int(pick * len(targets))]
+        if isinstance(x, int):
+            pl.meter_set_rates(n, x, cir, cburst, pir, pburst)
+        else:
+            x.meter = MeterCell(cir, cburst, pir, pburst, True, float(cburst), float(pburst), None)
+    return None
+
+
+def _group(pl: Pipeline, op: Op) -> None:
+    """Add a member to, or remove one from, an action-selector group."""
+    with pl.atomic():
+        profs = [pl.compiled.profiles[n] for n in sorted(pl.compiled.profiles)]
+        profs = [p for p in profs if p.with_selector and p.groups and p.members]
+        if not profs:
+            return None
+        prof = profs[int(op[1] * len(profs))]
+        gid = sorted(prof.groups)[int(op[2] * len(prof.groups))]
+        mid = sorted(prof.members)[int(op[2] * 7919) % len(prof.members)]
+        if mid in prof.groups[gid].weights:
+            prof.remove_member_from_group(gid, mid)
+        else:
+            prof.add_member_to_group(gid, mid, 1 + int(op[2] * 3))
     return None
 
 
@@ -102,23 +173,35 @@ def _specs(t: Any, e: Any) -> list[Any]:
     return out
 
 
+def _cell(c: Any) -> Any:
+    return None if c is None else (c.cir, c.cburst, c.pir, c.pburst, c.configured, c.tc, c.tp, c.last_us)
+
+
 def _state(pl: Pipeline) -> dict[str, Any]:
-    st: dict[str, Any] = {f"register {n}": r.read_all() for n, r in pl.registers.items()}
-    st.update({f"counter {n}": (c.packets, c.bytes) for n, c in pl.counters.items()})
+    with pl.lock:
+        st: dict[str, Any] = {f"register {n}": r.read_all() for n, r in pl.registers.items()}
+        st.update({f"counter {n}": (c.packets, c.bytes) for n, c in pl.counters.items()})
+        st.update({f"meter {n}": [_cell(c) for c in m.cells] for n, m in pl.meters.items()})
+        for n, t in pl.tables.items():
+            st[f"table {n}"] = [(e.handle, e.packets, e.bytes, e.last_hit, _cell(e.meter)) for e in t.list_entries()]
     return st
 
 
 def _first_difference(program: Any, stf: Path, ops: list[Op]) -> str | None:
     from innet.switch.native.pipeline import NativePipeline
 
-    pls = [Pipeline(program, seed=1), NativePipeline(program, seed=1)]
+    clks = [[1_000_000], [1_000_000]]  # us, one clock per executor, ticked alike
+    pls: list[Pipeline] = [Pipeline(program, seed=1, clock=lambda: clks[0][0] * 1000),
+                           NativePipeline(program, seed=1, clock=lambda: clks[1][0] * 1000)]
     test = read_stf(stf)
-    for pl in pls:
+    for pl, clk in zip(pls, clks):
+        for m in list(pl.meters.values()) + [m for m, _ in pl.compiled.direct_meters.values()]:
+            m.clock = (lambda c: lambda: float(c[0]))(clk)
         for _, cmd, args in test.control:
             apply_control(pl, cmd, args)
     removed: list[dict[tuple[str, int], Any]] = [{}, {}]
     for i, op in enumerate(ops):
-        got = [_apply(pl, op, rm) for pl, rm in zip(pls, removed)]
+        got = [_apply(pl, op, rm, clk) for pl, rm, clk in zip(pls, removed, clks)]
         if got[0] != got[1]:
             return f"step {i}: {op[0]} outputs differ: python {got[0]!r} native {got[1]!r}"
         if op[0] != "pkt" or i % 25 == 0 or i == len(ops) - 1:
@@ -126,7 +209,7 @@ def _first_difference(program: Any, stf: Path, ops: list[Op]) -> str | None:
             for k in a:
                 if a[k] != b.get(k):
                     diff = [j for j, (x, y) in enumerate(zip(a[k], b[k])) if x != y][:5]
-                    return f"step {i}: {k} differs (first indexes {diff})"
+                    return f"step {i}: {k} differs (first indexes {diff}): python {a[k]!r:.300} native {b.get(k)!r:.300}"
     return None
 
 
@@ -156,9 +239,8 @@ def _reproducer(ops: list[Op]) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("p4", PROGRAMS, ids=lambda p: p.stem)
-def test_native_matches_python(p4: Path) -> None:
-    stf = p4.with_suffix(".stf")
+@pytest.mark.parametrize("p4,stf", CASES, ids=[p.stem for p, _ in CASES])
+def test_native_matches_python(p4: Path, stf: Path) -> None:
     program = compile_file(str(p4))
     seed = sum(p4.name.encode())
     ops = _ops(stf, seed)

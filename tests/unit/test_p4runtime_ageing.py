@@ -31,9 +31,9 @@ class Clock:
 
 
 class Setup:
-    def __init__(self) -> None:
+    def __init__(self, executor: str = "python") -> None:
         self.clock = Clock()
-        self.device = Device(1, InnetTarget(clock=self.clock))
+        self.device = Device(1, InnetTarget(clock=self.clock, executor=executor))
         self.device.load(PROGRAM)
         self.sent: list[p4r.StreamMessageResponse] = []
         self.device.controller_sink = self.sent.append
@@ -79,9 +79,10 @@ class Setup:
         return int(found.table_entry.time_since_last_hit.elapsed_ns)
 
 
-@pytest.fixture
-def s() -> Setup:
-    return Setup()
+@pytest.fixture(params=["python", "native"])
+def s(request: pytest.FixtureRequest) -> Setup:
+    """Both executors: the native one stamps hits in C with the injected clock."""
+    return Setup(request.param)
 
 
 def test_idle_entry_reported_after_its_ttl_then_every_further_ttl(s: Setup) -> None:
