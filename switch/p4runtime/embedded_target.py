@@ -162,7 +162,8 @@ class InnetPipeline(InnetProfiles):
         t = self._table(table)
         if t.clock is None:
             raise TargetError(f"table {table!r} does not support idle timeout (no support_timeout = true)")
-        return [self._entry(h).last_hit for h in handles]
+        with self.pipeline.lock:  # the native executor syncs entry state from C under it
+            return [self._entry(h).last_hit for h in handles]
 
     def table_get_default(self, table: str) -> BoundAction:
         e = self._table(table).default_entry
@@ -199,14 +200,16 @@ class InnetPipeline(InnetProfiles):
         self.pipeline.counter(name).write(index, packet_count, byte_count)
 
     def direct_counter_read(self, table: str, handle: EntryHandle) -> tuple[int, int]:
-        e = self._entry(handle)
-        return e.bytes, e.packets
+        with self.pipeline.lock:
+            e = self._entry(handle)
+            return e.bytes, e.packets
 
     @_control_plane
     def direct_counter_write(self, table: str, handle: EntryHandle, byte_count: int,
                              packet_count: int) -> None:
-        e = self._entry(handle)
-        e.bytes, e.packets = byte_count, packet_count
+        with self.pipeline.lock:
+            e = self._entry(handle)
+            e.bytes, e.packets = byte_count, packet_count
 
     @_control_plane
     def meter_set(self, name: str, index: int, rates: MeterRates | None) -> None:
@@ -221,12 +224,13 @@ class InnetPipeline(InnetProfiles):
     def direct_meter_set(self, table: str, handle: EntryHandle, rates: MeterRates | None) -> None:
         from innet.switch.pipeline.externs import MeterCell
 
-        e = self._entry(handle)
-        if rates is None:
-            e.meter = MeterCell()
-        else:
-            e.meter = MeterCell(rates.cir / US_PER_S, rates.cburst, rates.pir / US_PER_S, rates.pburst,
-                                True, float(rates.cburst), float(rates.pburst), None)
+        with self.pipeline.lock:
+            e = self._entry(handle)
+            if rates is None:
+                e.meter = MeterCell()
+            else:
+                e.meter = MeterCell(rates.cir / US_PER_S, rates.cburst, rates.pir / US_PER_S, rates.pburst,
+                                    True, float(rates.cburst), float(rates.pburst), None)
 
     @_control_plane
     def register_read(self, name: str, index: int) -> int:

@@ -69,3 +69,20 @@ def test_direct_meter_entry_config(target: tuple[object, object, list[float]]) -
         assert (e.packets, e.meter.tc, e.meter.tp) == (4, 0.0, 0.0)
     tgt.direct_meter_set("Ing.t", h, None)  # type: ignore[attr-defined]
     assert colours(pl, 0x01, 7)[1] == GREEN
+
+
+def test_target_reads_entry_state_the_datapath_wrote(target: tuple[object, object, list[float]]) -> None:
+    """Direct counters and last-hit stamps read through the target (the P4Runtime server's
+    calls) show the packets just processed, on both executors: on the native one they live
+    in C until the control plane takes the pipeline lock."""
+    tgt, pl, now = target
+    h = tgt.table_insert("Ing.t", (TernaryMatch(0x01, 0xFF),), 10,  # type: ignore[attr-defined]
+                         BoundAction("Ing.plain", (2,)))
+    before = tgt.table_last_hits("Ing.t", [h])[0]  # type: ignore[attr-defined]
+    for _ in range(3):
+        colours(pl, 0x01, 7)
+    assert tgt.direct_counter_read("Ing.t", h) == (3 * 86, 3)  # type: ignore[attr-defined]
+    assert tgt.table_last_hits("Ing.t", [h])[0] >= before  # type: ignore[attr-defined]
+    tgt.direct_counter_write("Ing.t", h, 0, 0)  # type: ignore[attr-defined]
+    colours(pl, 0x01, 7)
+    assert tgt.direct_counter_read("Ing.t", h) == (86, 1)  # type: ignore[attr-defined]
