@@ -48,17 +48,17 @@ def _print_report(report: SuiteReport, verbose: bool) -> None:
     console.print(f"{report.passed} passed, {report.failed} failed")
 
 
-def _cmd_p4c_samples(directory: Path) -> int:
+def _cmd_p4c_samples(directory: Path, executor: str) -> int:
     """Pass rate on p4c's own v1model samples; failures are data (exit 0), a bad DIR is not."""
     from innet.p4c_samples import SamplesDirError, run_samples
 
     try:
-        report = run_samples(directory)
+        report = run_samples(directory, executor=executor)
     except SamplesDirError as e:
         print(f"innet: {e}", file=sys.stderr)
         return 2
     total = len(report.results)
-    print(f"p4c v1model samples in {report.directory}: {report.passed}/{total} pass "
+    print(f"p4c v1model samples in {report.directory} ({executor} executor): {report.passed}/{total} pass "
           f"({100 * report.passed / max(total, 1):.1f}%)")
     for reason, names in report.failures_by_reason().items():
         print(f"{len(names):3d}  {reason}")
@@ -69,7 +69,7 @@ def _cmd_p4c_samples(directory: Path) -> int:
 
 def _cmd_conformance(args: argparse.Namespace) -> int:
     if args.p4c_samples is not None:
-        return _cmd_p4c_samples(Path(args.p4c_samples))
+        return _cmd_p4c_samples(Path(args.p4c_samples), args.executor)
     dirs = [Path(d) for d in args.dirs] if args.dirs else default_suites()
     for d in dirs:
         problem = ("is not a directory" if d.exists() and not d.is_dir() else "no such directory" if not d.is_dir()
@@ -77,7 +77,7 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
         if problem:
             print(f"innet conformance: error: suite {str(d)!r}: {problem}", file=sys.stderr)
             return 2
-    report = run_suites(dirs)
+    report = run_suites(dirs, args.executor)
     _print_report(report, args.verbose)
     return 0 if report.failed == 0 else 1
 
@@ -384,6 +384,10 @@ def build_parser() -> argparse.ArgumentParser:
     conf.add_argument("--p4c-samples", metavar="DIR",
                       help="run p4c's v1model STF samples (testdata/p4_16_samples, or a p4c checkout) "
                            "named in tests/conformance/bmv2/p4c-samples-bmv2-pass.txt instead of the suites")
+    conf.add_argument("--executor", choices=("python", "native", "auto"), default="python",
+                      help="packet executor the tests run on: python (the reference, default), native "
+                           "(generated C; a program it refuses fails with the refusal) or auto (native, "
+                           "python for programs native refuses)")
     conf.set_defaults(func=_cmd_conformance)
     _add_control_commands(sub)
     return parser

@@ -72,7 +72,7 @@ def stf_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.rglob("*.stf") if program_for(p).is_file())
 
 
-def run_file(stf: Path, suite: Path) -> TestResult:
+def run_file(stf: Path, suite: Path, executor: str = "python") -> TestResult:
     from innet.switch.frontend.errors import FrontendError
     from innet.switch.pipeline.errors import PipelineError
     from innet.switch.stf import StfError, read_stf, run_stf
@@ -81,13 +81,13 @@ def run_file(stf: Path, suite: Path) -> TestResult:
     name = str(stf.relative_to(suite))
     try:
         packets = len(read_stf(stf).packets)
-        result = run_stf(program_for(stf), stf)
+        result = run_stf(program_for(stf), stf, executor=executor)
     except (FrontendError, PipelineError, StfError) as e:
         return TestResult(name, False, str(e), 0)
     return TestResult(name, result.passed, result.message, packets)
 
 
-def run_suites(directories: list[Path]) -> SuiteReport:
+def run_suites(directories: list[Path], executor: str = "python") -> SuiteReport:
     from rich.progress import Progress
 
     suites = []
@@ -98,7 +98,7 @@ def run_suites(directories: list[Path]) -> SuiteReport:
             suite = SuiteResult(d)
             start = time.perf_counter()
             for f in stf_files(d):
-                suite.results.append(run_file(f, d))
+                suite.results.append(run_file(f, d, executor))
                 progress.advance(task)
             suite.seconds = time.perf_counter() - start
             suites.append(suite)

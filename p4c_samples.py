@@ -77,7 +77,7 @@ def resolve_samples_dir(directory: Path) -> Path:
     raise SamplesDirError(f"{directory} holds no p4c samples (no *.stf in it or in its testdata/p4_16_samples)")
 
 
-def run_sample(directory: Path, name: str) -> SampleResult:
+def run_sample(directory: Path, name: str, executor: str = "python") -> SampleResult:
     from innet.conformance import run_file
 
     p4 = directory / name
@@ -85,14 +85,14 @@ def run_sample(directory: Path, name: str) -> SampleResult:
     if not (p4.is_file() and stf.is_file()):
         return SampleResult(name, False, f"{name}: sample missing from {directory}")
     try:
-        r = run_file(stf, directory)
+        r = run_file(stf, directory, executor)
     except Exception as e:  # a bug in innet: report it as a failure of this sample
         return SampleResult(name, False, f"internal error: {type(e).__name__}: {e}")
     return SampleResult(name, r.passed, "" if r.passed else r.message)
 
 
-def run_samples(directory: Path, names: list[str] | None = None) -> SamplesReport:
+def run_samples(directory: Path, names: list[str] | None = None, executor: str = "python") -> SamplesReport:
     """Run every named sample found in ``directory`` (see ``resolve_samples_dir``)."""
     d = resolve_samples_dir(directory)
     names = sample_names() if names is None else names
-    return SamplesReport(d, tuple(run_sample(d, n) for n in names))
+    return SamplesReport(d, tuple(run_sample(d, n, executor) for n in names))

@@ -82,3 +82,26 @@ def test_vendored_list_has_the_203_names() -> None:
     names = sample_names()
     assert len(names) == len(set(names)) == 203
     assert all(n.endswith(".p4") for n in names)
+
+
+def test_samples_run_on_the_chosen_executor(samples: Path) -> None:
+    """``--executor native`` runs the samples on the generated C: a program the native
+    executor refuses (a bit<128> field) fails there with the refusal, and passes on python."""
+    from innet.native_build import compiler_path
+
+    if compiler_path() is None:
+        pytest.skip("native executor needs a C compiler (cc/gcc)")
+    d = samples / "testdata" / "p4_16_samples"
+    wide = PROGRAM.replace("header h_t { bit<8> x; }", "header h_t { bit<8> x; bit<128> w; }")
+    _sample(d, "wide-bmv2.p4", wide, "packet 0 07 " + "00" * 16 + "\nexpect 1 08 " + "00" * 16 + " $\n")
+    names = ["good-bmv2.p4", "wide-bmv2.p4"]
+    native = run_samples(samples, names, executor="native")
+    assert [r.passed for r in native.results] == [True, False]
+    assert "bit<128>" in native.results[1].message or "64 bits" in native.results[1].message
+    assert [r.passed for r in run_samples(samples, names, executor="python").results] == [True, True]
+    assert [r.passed for r in run_samples(samples, names, executor="auto").results] == [True, True]
+
+
+def test_cli_names_the_executor(samples: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conformance", "--p4c-samples", str(samples), "--executor", "python"]) == 0
+    assert "(python executor)" in capsys.readouterr().out
