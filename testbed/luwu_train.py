@@ -12,7 +12,8 @@
 Worker ``r`` of N trains on samples ``[s*B*N + r*B, s*B*N + (r+1)*B)`` (mod the training set)
 at step ``s``, so the union is what ``local`` trains on. One JSON line per step
 (``{"step", "loss", "seconds"}``) and a final line (``{"final": true, "accuracy", ...}``)
-with memory: RSS, and tensor bytes (parameters, gradients, optimizer state) at their peak.
+with memory: RSS, and tensor bytes (parameters, gradients, optimizer state) at their peak;
+on an error, ``{"failed": <exception type>, "monotonic": <time.monotonic()>}`` and exit 3.
 """
 
 from __future__ import annotations
@@ -214,6 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(spec)
     except Exception as error:  # one line, the orchestrator shows it with the log
+        # when (CLOCK_MONOTONIC, one clock for every process of the machine): the failure test
+        # measures detection, not the interpreter's exit after it
+        _print({"failed": type(error).__name__, "monotonic": time.monotonic()})
         print(f"luwu_train rank {spec.rank} ({spec.mode}): {type(error).__name__}: {error}", file=sys.stderr,
               flush=True)
         return 3
