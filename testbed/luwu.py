@@ -25,14 +25,15 @@ import numpy as np
 
 from innet.testbed.bringup import Testbed, TestbedError
 from innet.testbed.luwu_train import MODULE as TRAIN_MODULE, TrainSpec, build_model
-from innet.testbed.topology import Topology, star
+from innet.testbed.topology import Link, Topology, star
 
 NODE_MODULE = "innet.host.optimizer_node"
 
 
-def luwu_star(workers: int, nodes: int = 1) -> Topology:
-    """A star of ``workers + nodes`` hosts: ``h1..hN`` are the workers, the rest optimizer nodes."""
-    return star(workers + nodes)
+def luwu_star(workers: int, nodes: int = 1, link: Link | None = None) -> Topology:
+    """A star of ``workers + nodes`` hosts: ``h1..hN`` are the workers, the rest optimizer nodes
+    (``link``: every host link's shaping, Mininet)."""
+    return star(workers + nodes, link=link)
 
 
 @dataclass(frozen=True)

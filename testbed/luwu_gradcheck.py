@@ -108,7 +108,8 @@ def run(spec: GradcheckSpec) -> int:
                 for src, a, b in zip(base.parameters(), innet_model.parameters(), local.parameters()):
                     a.copy_(src)
                     b.copy_(src)
-        np.savez(Path(spec.out) / f"rank{spec.rank}.npz", **{k: np.stack(v) for k, v in out.items()})
+        np.savez(Path(spec.out) / f"rank{spec.rank}.npz", gloo=np.stack(out["gloo"]), innet=np.stack(out["innet"]),
+                 local=np.stack(out["local"]))
         dist.barrier()
     finally:
         agent.close()
