@@ -70,7 +70,7 @@ def row_of(result: RunResult, workers: int, overlap: bool, steps: int, k: int) -
                 "accuracy": _mean([f["accuracy"] for f in finals])})
     if result.mode == "luwu":
         comm = [(f["comm"]["push_seconds"] + f["comm"]["pull_seconds"]) / steps for f in finals]
-        wait = [f["comm"]["wait_seconds"] / steps for f in finals]
+        wait = [_mean(f.get("step_wait_seconds", [])[2:]) for f in finals]  # warm-up excluded, as step_ms
         row["worker_tensor_bytes_between_steps"] = max(f["tensor_bytes_between_steps"] for f in finals)
         row["comm_busy_ms_per_step"] = 1000 * _mean(comm)
         if overlap:  # serialized mode waits in wait_idle, not in take: no split there

@@ -18,11 +18,12 @@ def _final(step_s: float, wait_s: float = 0.0) -> dict:
     return {"params": P, "step_seconds": [9.0, 9.0] + [step_s] * (STEPS - 2), "rss_bytes": 2**20 * 300,
             "tensor_bytes_peak": 4 * P, "tensor_bytes_between_steps": 0, "accuracy": 0.9,
             "agent_stats": {"sent": 100, "results": 100, "statuses": 0},
-            "comm": {"push_seconds": 0.5, "pull_seconds": 0.5, "wait_seconds": wait_s}}
+            "comm": {"push_seconds": 0.5, "pull_seconds": 0.5, "wait_seconds": 99.0},
+            "step_wait_seconds": [9.0, 9.0] + [wait_s] * (STEPS - 2)}
 
 
 def test_rows_skip_warm_up_count_frames_and_split_the_overlapped_step() -> None:
-    luwu = RunResult("luwu", finals=[_final(0.2, wait_s=0.5), _final(0.2, wait_s=0.5)],
+    luwu = RunResult("luwu", finals=[_final(0.2, wait_s=0.05), _final(0.2, wait_s=0.05)],
                      nodes=[{"rss_bytes": 5, "bytes_on_disk": 6, "bytes_state": 7}])
     row = row_of(luwu, 2, True, STEPS, K)
     assert row["step_ms"] == pytest.approx(200.0)  # the first two steps are warm-up
