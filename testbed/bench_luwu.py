@@ -104,14 +104,16 @@ def plot(doc: dict[str, Any], path: Path) -> Path | None:
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     axes[0].set_yscale("log")
     modes = list(dict.fromkeys(r["mode"] for r in doc["rows"]))
+    on_link = all(r.get("wire_bytes_per_worker_step") is not None for r in doc["rows"] if "step_ms" in r)
     for mode in modes:
         rows = [r for r in doc["rows"] if r["mode"] == mode and "step_ms" in r]
         ns = [r["workers"] for r in rows]
         axes[0].plot(ns, [r["step_ms"] for r in rows], marker="o", label=mode)
-        axes[1].plot(ns, [r["bytes_per_worker_step"] / 1e3 for r in rows], marker="o", label=mode)
+        key = "wire_bytes_per_worker_step" if on_link else "bytes_per_worker_step"
+        axes[1].plot(ns, [r[key] / 1e3 for r in rows], marker="o", label=mode)
         axes[2].plot(ns, [r["worker_tensor_bytes_peak"] / 1e3 for r in rows], marker="o", label=mode)
-    for ax, label in zip(axes, ("ms per step", "kB per worker per step (gloo: theory)",
-                                "worker tensor bytes at peak (kB)")):
+    bytes_label = "kB per worker per step (on the link)" if on_link else "kB per worker per step (gloo: theory)"
+    for ax, label in zip(axes, ("ms per step", bytes_label, "worker tensor bytes at peak (kB)")):
         ax.set_xlabel("workers N")
         ax.set_ylabel(label)
         ax.set_xticks(sorted({r["workers"] for r in doc["rows"]}))

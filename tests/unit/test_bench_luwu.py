@@ -4,6 +4,7 @@ from synthetic run results (the benchmark itself is a program, not a test)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +60,16 @@ def test_bad_arguments_are_one_line_and_exit_2(argv: list[str], message: str,
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
     assert re.search(message, err)
+
+
+def test_plot_writes_a_png(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="matplotlib (the plot extra) is not installed")
+    from innet.testbed.bench_luwu import plot
+
+    rows = [row_of(RunResult(m, finals=[_final(0.2, 0.05)] * 2, nodes=[{}]), 2, o, STEPS, K)
+            for m, o in (("ddp-gloo", True), ("luwu", True), ("luwu", False))]
+    doc = {"rows": rows, "machine": {"cpu": "x", "cores": 2}, "backend": "loopback", "switch": "s",
+           "load_average_start": "1", "load_average_end": "2",
+           "settings": {"model": "MLP", "batch": 32, "k": K, "nodes": 1}}
+    path = plot(doc, tmp_path / "b.png")
+    assert path is not None and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
