@@ -25,14 +25,15 @@ import numpy as np
 
 from innet.testbed.bringup import Testbed, TestbedError
 from innet.testbed.luwu_train import MODULE as TRAIN_MODULE, TrainSpec, build_model
-from innet.testbed.topology import Topology, star
+from innet.testbed.topology import Link, Topology, star
 
 NODE_MODULE = "innet.host.optimizer_node"
 
 
-def luwu_star(workers: int, nodes: int = 1) -> Topology:
-    """A star of ``workers + nodes`` hosts: ``h1..hN`` are the workers, the rest optimizer nodes."""
-    return star(workers + nodes)
+def luwu_star(workers: int, nodes: int = 1, link: Link | None = None) -> Topology:
+    """A star of ``workers + nodes`` hosts: ``h1..hN`` are the workers, the rest optimizer nodes
+    (``link``: every host link's shaping, Mininet)."""
+    return star(workers + nodes, link=link)
 
 
 @dataclass(frozen=True)
@@ -62,17 +63,26 @@ class RunResult:
     seconds: float = 0.0
     errors: dict[str, str] = field(default_factory=dict)
     """Process name -> its stderr tail, for processes that failed."""
+    killed_at: float | None = None
+    """``time.monotonic()`` when optimizer node 0 was killed (``kill_node_at_step``)."""
+    failed_at: dict[str, float] = field(default_factory=dict)
+    """Training process name -> ``time.monotonic()`` when it caught its error (the clock is
+    the machine's, the same in every process and Mininet host)."""
 
     @property
     def mean_loss(self) -> list[float]:
         return [float(x) for x in np.mean(np.array(self.losses), axis=0)]
 
 
-def _spawn(tb: Testbed, host: str, name: str, argv: list[str]) -> Any:
-    return tb.spawn_on(host, name, argv, env={"OMP_NUM_THREADS": "1"}, stdout_pipe=True)
+def _spawn(tb: Testbed, host: str, name: str, argv: list[str], gloo: bool = False) -> Any:
+    """Start ``argv`` on ``host``; gloo ranks bind to the host's testbed interface (in Mininet the
+    hosts share the machine's hostname, which gloo would otherwise resolve)."""
+    env = {"OMP_NUM_THREADS": "1", **({"GLOO_SOCKET_IFNAME": tb.gloo_iface(host)} if gloo else {})}
+    return tb.spawn_on(host, name, argv, env=env, stdout_pipe=True)
 
 
-def _kill_at_step(tb: Testbed, name: str, directory: Path, step: int, timeout: float) -> None:
+def _kill_at_step(tb: Testbed, name: str, directory: Path, step: int, timeout: float) -> float:
+    """Kill ``name`` once its status shows ``step``; when (``time.monotonic()``)."""
     from innet.host.optimizer_node import read_status
 
     deadline = time.monotonic() + timeout
@@ -80,7 +90,7 @@ def _kill_at_step(tb: Testbed, name: str, directory: Path, step: int, timeout: f
         try:
             if read_status(directory).get("step", 0) >= step:
                 tb.procs.stop(name)
-                return
+                return time.monotonic()
         except ValueError:  # not written yet
             pass
         time.sleep(0.05)
@@ -117,7 +127,8 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
             spec = replace(base, rank=r, job=job.job_id, window=job.slot_count, epoch=epoch,
                            transport=tb.host_transport(hosts[r]), master=(tb.gloo_master(), port))
             name = f"train-{hosts[r]}"
-            procs.append((name, _spawn(tb, hosts[r], name, [sys.executable, "-m", TRAIN_MODULE, spec.to_json()])))
+            procs.append((name, _spawn(tb, hosts[r], name, [sys.executable, "-m", TRAIN_MODULE, spec.to_json()],
+                                       gloo=True)))
     elif config.mode == "luwu":
         members = hosts[:n + s]
         job = tb.replace_job(mode="sum", hosts=members)
@@ -147,7 +158,8 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
         raise TestbedError(f"luwu run: mode {config.mode!r} is not local, ddp-gloo, ddp-innet or luwu")
     try:
         if config.kill_node_at_step is not None:
-            _kill_at_step(tb, procs[0][0], node_dirs[0], config.kill_node_at_step, config.timeout)
+            result.killed_at = _kill_at_step(tb, procs[0][0], node_dirs[0], config.kill_node_at_step,
+                                             config.timeout)
         deadline = time.monotonic() + config.timeout
         for name, popen in procs:
             try:
@@ -161,6 +173,7 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
                 lines = [json.loads(l) for l in out.decode(errors="replace").splitlines() if l.startswith("{")]
                 result.losses.append([d["loss"] for d in lines if "step" in d])
                 result.finals += [d for d in lines if d.get("final")]
+                result.failed_at.update({name: d["monotonic"] for d in lines if "failed" in d})
     finally:
         for name, _ in procs:
             tb.procs.stop(name)

@@ -12,7 +12,8 @@
 Worker ``r`` of N trains on samples ``[s*B*N + r*B, s*B*N + (r+1)*B)`` (mod the training set)
 at step ``s``, so the union is what ``local`` trains on. One JSON line per step
 (``{"step", "loss", "seconds"}``) and a final line (``{"final": true, "accuracy", ...}``)
-with memory: RSS, and tensor bytes (parameters, gradients, optimizer state) at their peak.
+with memory: RSS, and tensor bytes (parameters, gradients, optimizer state) at their peak;
+on an error, ``{"failed": <exception type>, "monotonic": <time.monotonic()>}`` and exit 3.
 """
 
 from __future__ import annotations
@@ -158,9 +159,11 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
                     hook = register_innet_hook(net, agent)  # the one line that switches DDP to innet
                     extra["hook"] = hook
             opt = torch.optim.Adam(model.parameters(), lr=spec.lr)
-        times = []
+        times: list[float] = []
+        waits: list[float] = []
         for s in range(spec.steps):
             xb, yb = _batch(spec, x, y, s, ranks)
+            waited = worker.stats.wait_seconds if spec.mode == "luwu" else 0.0
             start = time.perf_counter()
             if opt is not None:
                 opt.zero_grad(set_to_none=True)
@@ -175,7 +178,11 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
                 between = max(between, mnet.resident_bytes)
             elapsed = time.perf_counter() - start
             times.append(elapsed)
-            emit({"step": s, "loss": float(loss.item()), "seconds": elapsed})
+            step_doc = {"step": s, "loss": float(loss.item()), "seconds": elapsed}
+            if spec.mode == "luwu":  # of it, forward blocked waiting for pulls (the rest is compute)
+                waits.append(worker.stats.wait_seconds - waited)
+                step_doc["wait_seconds"] = waits[-1]
+            emit(step_doc)
         with torch.no_grad():
             accuracy = float((net(xt).argmax(dim=1) == yt).float().mean().item())
         final: dict[str, Any] = {"final": True, "mode": spec.mode, "rank": spec.rank, "accuracy": accuracy,
@@ -187,6 +194,7 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
             st = worker.stats
             final["comm"] = {"push_seconds": st.push_seconds, "pull_seconds": st.pull_seconds,
                              "wait_seconds": st.wait_seconds, "saturated": st.saturated}
+            final["step_wait_seconds"] = waits
             final["agent_stats"] = worker.agent.last.stats if worker.agent.last else {}
         else:
             final["tensor_bytes_peak"] = peak_tensors
@@ -214,6 +222,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(spec)
     except Exception as error:  # one line, the orchestrator shows it with the log
+        # when (CLOCK_MONOTONIC, one clock for every process of the machine): the failure test
+        # measures detection, not the interpreter's exit after it
+        _print({"failed": type(error).__name__, "monotonic": time.monotonic()})
         print(f"luwu_train rank {spec.rank} ({spec.mode}): {type(error).__name__}: {error}", file=sys.stderr,
               flush=True)
         return 3
