@@ -327,7 +327,12 @@ class Agent:
                                     name=f"innet-agent-{self.config.job.job}-{self.config.job.rank}",
                                     daemon=True)
         try:
-            self._process.start()
+            try:
+                self._process.start()
+            except (OSError, ValueError, TypeError) as error:  # fork refused, spawn cannot pickle
+                self._process = None
+                child.close()
+                raise AgentError(f"agent of {self._name}: cannot start its process: {error}") from None
             child.close()
             reply = self._recv(self.config.start_timeout, "start")
             if reply[0] != "ready":
@@ -350,7 +355,7 @@ class Agent:
                     conn.send(("stop",))
                 except (OSError, ValueError):
                     pass
-            if process is not None:
+            if process is not None and process.pid is not None:  # never started: nothing to join
                 process.join(timeout=2)
                 if process.is_alive():
                     process.terminate()

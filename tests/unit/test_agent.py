@@ -172,6 +172,21 @@ def test_misuse_and_start_errors() -> None:
             agent.pull_int()
 
 
+def test_process_that_cannot_start_is_one_agent_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failing process start (fork refused, spawn unpicklable) is reported as itself, not
+    hidden behind close() joining a process that never started."""
+    import multiprocessing.process
+
+    def refuse(self: object) -> None:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
+    agent = Agent(AgentConfig(JobConfig(1, 0, 1, epoch=1), UdpTransportConfig("127.0.0.1", 9)))
+    with pytest.raises(AgentError, match=r"agent of job 1, worker 0: cannot start its process: .*temporarily"):
+        agent.start()
+    agent.close()  # still safe
+
+
 def test_close_releases_process_and_shared_memory() -> None:
     fake_switch = FakeInnetSwitch(K)
     fake_switch.add_job(1, 1, 2)
