@@ -2,8 +2,10 @@
 
 On one brought-up topology (Mininet when root, else loopback), for every size S (int32
 elements per GPU): hierarchical INA (HB reduce-scatter, INA per rail, HB all-gather), flat
-INA through the spine (rail-optimized), and gloo's ring over every GPU (rail-optimized: rail
--only has no NIC path between rails, so a flat ring cannot run there). Then the uniform
+INA through the spine (rail-optimized), and gloo's ring over every GPU, ranks in
+:func:`~innet.testbed.rail.ring_order` (ring neighbours share a domain or a rail; on rail-only
+the rest of gloo's full mesh is relayed by the HB peer, :func:`~innet.testbed.rail.host_routes`;
+its float32 tensor has the same bytes as the INA rows' int32 vector). Then the uniform
 all-to-all with ``D`` bytes per GPU pair: on rail-optimized both the direct route and the
 two-step route (which uses exactly the links it would on rail-only, so the two compare in the
 same run), on rail-only the two-step route. Each row carries the model's time from
@@ -110,14 +112,14 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[st
                             for i, s in enumerate(sizes))
 
             attempt("flat INA through the spine", flat)
-            if config.gloo:
-                def gloo() -> None:
-                    res = tb.run_gloo(sizes, repeats=config.repeats)
-                    rows.extend(_row("gloo ring", s, "elements", res, i,
-                                     railperf.allreduce_flat_ring(grid, 4 * s) if shaped else None)
-                                for i, s in enumerate(sizes))
+        if config.gloo:
+            def gloo() -> None:
+                res = tb.run_gloo(sizes, repeats=config.repeats)
+                rows.extend(_row("gloo ring", s, "elements", res, i,
+                                 railperf.allreduce_flat_ring(grid, 4 * s) if shaped else None)
+                            for i, s in enumerate(sizes))
 
-                attempt("gloo ring allreduce", gloo)
+            attempt("gloo ring allreduce", gloo)
         routes = ["direct", "two-step"] if tb.grid.spine is not None else ["two-step"]
         for route in routes:
             def a2a(route: str = route) -> None:

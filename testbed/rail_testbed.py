@@ -29,7 +29,7 @@ from innet.host import wire
 from innet.testbed.bringup import Testbed, TestbedError, WorkerResult, _failed
 from innet.testbed.ina_worker import WORKER_MODULE as INA_WORKER, WorkerPlan, tunnel_transport
 from innet.testbed.loopback import _GRPC_LINE, _PORT_LINE, LOCALHOST, SWITCH_MODULE, LoopbackTestbed
-from innet.testbed.rail import RailGrid, flat_job, forwarding, hierarchical_jobs, switch_of
+from innet.testbed.rail import RailGrid, flat_job, forwarding, hierarchical_jobs, ring_order, switch_of
 from innet.testbed.rail_worker import WORKER_MODULE as RAIL_WORKER, RailPlan
 
 
@@ -131,9 +131,6 @@ class RailTestbed(Testbed):
     def hb_address(self, host: str) -> tuple[str, int]:
         """Where ``host`` listens for its HB domain's exchanges."""
         raise NotImplementedError
-
-    def gloo_master(self) -> str:
-        return self.topology.workers[0].address
 
     # -- runs -----------------------------------------------------------------------------
 
@@ -269,6 +266,24 @@ class RailTestbed(Testbed):
                 procs.append((name, self.spawn_on(host, name, [sys.executable, "-m", A2A_WORKER, plan.to_json()],
                                                   stdout_pipe=True)))
         return self._collect(procs, timeout, f"all-to-all ({route})")
+
+    def run_gloo(self, sizes: Sequence[int], repeats: int = 3, timeout: float = 300.0,
+                 master_port: int | None = None) -> list[list[WorkerResult]]:
+        """gloo ring allreduce over every GPU, gloo ranks in :func:`ring_order` (ring neighbours
+        share an HB domain or a rail). On rail-only the other pairs of gloo's full mesh reach
+        each other through the hosts' relay routes (Mininet); per gloo rank."""
+        from innet.testbed.gloo import command, gloo_env
+
+        ring = ring_order(self.grid)
+        master = self.gloo_master()
+        master_port = master_port or self.free_port()
+        procs = []
+        for rank, host in enumerate(ring):
+            argv = command(rank, len(ring), master, master_port, sizes, repeats, count_iface=self.count_iface(host))
+            name = f"gloo-{host}"
+            procs.append((name, self.spawn_on(host, name, argv, env=gloo_env(self.gloo_iface(host), master,
+                                                                              master_port), stdout_pipe=True)))
+        return self._collect(procs, timeout, "gloo allreduce")
 
     def run_flat(self, sizes: Sequence[int], repeats: int = 1, exact: bool = True,
                  timeout: float = 120.0) -> list[list[WorkerResult]]:

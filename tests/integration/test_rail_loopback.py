@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from innet.testbed import bringup
 from innet.testbed.bringup import TestbedOptions
+from innet.testbed.gloo import gloo_available
 from innet.testbed.rail_testbed import RailLoopbackTestbed
 from innet.testbed.topology import rail_only, rail_optimized
 
@@ -92,3 +94,19 @@ def test_rail_only_has_no_direct_alltoall_or_flat_ina(tmp_path: Path) -> None:
         tb.run_alltoall(10, route="direct")
     with pytest.raises(bringup.TestbedError, match=r"topology rail-only-2x2: flat INA needs a spine"):
         tb.run_flat([10])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("topology", [rail_only, rail_optimized])
+def test_gloo_ring_on_a_rail_testbed(topology: Any, tmp_path: Path) -> None:
+    """gloo's ranks in ring order, rendezvous on 127.0.0.1 (not the topology's 10.0.0.1)."""
+    if not gloo_available():
+        pytest.skip("torch (the gloo baseline's optional dependency) is not installed")
+    with RailLoopbackTestbed(topology(2, 2), _options(tmp_path)) as tb:
+        assert_exact(tb.run_gloo([1000], repeats=1, timeout=60), [1000], 4)
+
+
+@pytest.mark.slow
+def test_alltoall_on_rail_only_delivers_every_byte(tmp_path: Path) -> None:
+    with RailLoopbackTestbed(rail_only(2, 4), _options(tmp_path)) as tb:
+        assert_exact(tb.run_alltoall(30000, repeats=1), [30000], 8)

@@ -111,3 +111,20 @@ def test_alltoall_on_rail_only_delivers_every_byte(tmp_path: Path) -> None:
     with RailMininetTestbed(rail_only(2, 4, nic_link=NIC, hb_link=HB),
                             TestbedOptions(state_dir=tmp_path, window=8)) as tb:
         assert_exact(tb.run_alltoall(20000, repeats=1), [20000], 8)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_gloo_ring_on_rail_only_relays_through_the_hb_domain(gpus: int, tmp_path: Path) -> None:
+    """No NIC path between rails: gloo's full mesh connects through the hosts' relay routes
+    (HB peer, then its rail); the ring's own neighbours share a domain or a rail."""
+    topo = rail_only(2, gpus, nic_link=NIC, hb_link=HB)
+    with RailMininetTestbed(topo, _options(tmp_path)) as tb:
+        assert "via 10.1.1.2 dev d1g1-eth1" in tb.net.get("d1g1").cmd(f"ip route get {topo.host('d2g2').address}")
+        assert_exact(tb.run_gloo([1000, 20000], repeats=1, timeout=50), [1000, 20000], 2 * gpus)
+
+
+@pytest.mark.slow
+def test_gloo_ring_on_rail_optimized_through_the_spine(tmp_path: Path) -> None:
+    with RailMininetTestbed(rail_optimized(2, 2, nic_link=NIC, hb_link=HB), _options(tmp_path)) as tb:
+        assert_exact(tb.run_gloo([1000, 20000], repeats=1, timeout=50), [1000, 20000], 4)
