@@ -187,6 +187,39 @@ class RailTestbed(Testbed):
         infos = {rail: self.controller[rail].job(self.job.job_id) for rail in self.grid.rails}
         return {"finals": finals, "registers": np.asarray(registers, np.int32), "jobs": infos, "initial": start}
 
+    def run_digits(self, config: Any, timeout: float = 300.0) -> dict[str, Any]:
+        """Train the digits model (:mod:`innet.testbed.rail_digits`, ``config`` a ``DigitsConfig``
+        over every GPU) with the rail switches as the optimizer, replacing the job. The final
+        parameters of every GPU (by global rank), the switches' registers, each rail's
+        installed job, the initial vector and every GPU's ``{"step", "loss"}`` lines."""
+        from dataclasses import asdict
+
+        if config.gpus != self.grid.x * self.grid.y:
+            raise TestbedError(f"digits training for {config.gpus} GPUs on {self.topology.name} "
+                               f"({self.grid.x * self.grid.y} GPUs)")
+        if self.job is not None:
+            self.controller.destroy_job(self.job.job_id)
+            self.job = None
+        chunks = config.param_chunks(self.options.k)
+        self.job = self.create_job(mode=config.mode, param_chunks=chunks, lr=config.lr,
+                                   beta=config.beta if config.mode == "momentum" else 0.0,
+                                   grad_frac_bits=config.grad_frac_bits, param_frac_bits=config.param_frac_bits)
+        initial = config.initial(self.options.k)
+        self.controller.load_params(self.job.job_id, initial)
+        procs = self.spawn_rail("digits", params=initial.size, digits=asdict(config))
+        outputs = self._collect_lines(procs, timeout, "digits training")
+        finals, lines = {}, {}
+        for rows in outputs:
+            for d in rows:
+                if "final" in d:
+                    finals[int(d["rank"])] = np.asarray(d["final"], np.int64).astype(np.int32)
+            if rows:
+                lines[int(rows[0]["rank"])] = rows
+        registers = self.controller.read_params(self.job.job_id, as_float=False)
+        infos = {rail: self.controller[rail].job(self.job.job_id) for rail in self.grid.rails}
+        return {"finals": finals, "registers": np.asarray(registers, np.int32), "jobs": infos, "initial": initial,
+                "lines": lines}
+
     def predict_training(self, out: dict[str, Any], mode: str, steps: int) -> np.ndarray:
         """The parameters :class:`innet.host.simulate.SwitchModel` gives for the gradients of
         :meth:`run_training`'s ``out``, shard by shard with each rail's installed integers."""

@@ -15,7 +15,7 @@ from innet.testbed.rail_testbed import RailLoopbackTestbed
 from innet.testbed.topology import rail_only, rail_optimized
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rail_checks import assert_exact, assert_training_bit_exact  # noqa: E402
+from rail_checks import assert_digits_trained, assert_exact, assert_training_bit_exact  # noqa: E402
 
 SIZES = [1, 300, 2000]
 
@@ -110,3 +110,9 @@ def test_gloo_ring_on_a_rail_testbed(topology: Any, tmp_path: Path) -> None:
 def test_alltoall_on_rail_only_delivers_every_byte(tmp_path: Path) -> None:
     with RailLoopbackTestbed(rail_only(2, 4), _options(tmp_path)) as tb:
         assert_exact(tb.run_alltoall(30000, repeats=1), [30000], 8)
+
+
+@pytest.mark.slow
+def test_rail_only_2x2_trains_digits_with_the_rail_switches_as_optimizer(tmp_path: Path) -> None:
+    with RailLoopbackTestbed(rail_only(2, 2), _options(tmp_path)) as tb:
+        assert_digits_trained(tb, steps=12)
