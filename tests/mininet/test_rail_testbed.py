@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from innet.testbed.rail_mininet import RailMininetTestbed
 from innet.testbed.topology import Link, rail_only, rail_optimized
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from rail_checks import assert_exact, assert_training_bit_exact  # noqa: E402
+from rail_checks import assert_digits_trained, assert_exact, assert_training_bit_exact  # noqa: E402
 
 NIC = Link(bw_mbps=100)
 HB = Link(bw_mbps=1000)
@@ -128,3 +129,10 @@ def test_gloo_ring_on_rail_only_relays_through_the_hb_domain(gpus: int, tmp_path
 def test_gloo_ring_on_rail_optimized_through_the_spine(tmp_path: Path) -> None:
     with RailMininetTestbed(rail_optimized(2, 2, nic_link=NIC, hb_link=HB), _options(tmp_path)) as tb:
         assert_exact(tb.run_gloo([1000, 20000], repeats=1, timeout=50), [1000, 20000], 4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("topology", [rail_only, rail_optimized])
+def test_digits_trained_with_the_rail_switches_as_optimizer(topology: Any, tmp_path: Path) -> None:
+    with RailMininetTestbed(topology(2, 4, nic_link=NIC, hb_link=HB), _options(tmp_path)) as tb:
+        assert_digits_trained(tb, steps=12)
