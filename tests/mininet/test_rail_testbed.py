@@ -1,6 +1,8 @@
 """Mininet tier: rail-only and rail-optimized with 2 domains x 2 and x 4 GPUs; hierarchical INA
-exact, the switch optimizer bit-exact with the numpy model, flat INA through the spine, and
-nothing left behind (HB bridges live in their own namespaces)."""
+exact, the switch optimizer bit-exact with the numpy model, flat INA through the spine, the
+all-to-all delivering every byte, gloo's ring (relayed through the HB domain on rail-only),
+digits training on the rail switches, and nothing left behind (HB bridges live in their own
+namespaces)."""
 
 from __future__ import annotations
 
@@ -99,19 +101,21 @@ def test_a_nic_link_down_fails_its_rail_and_a_reinstalled_job_runs(tmp_path: Pat
 
 
 @pytest.mark.slow
-def test_alltoall_on_rail_optimized_delivers_every_byte_on_both_routes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_alltoall_on_rail_optimized_delivers_every_byte_on_both_routes(gpus: int, tmp_path: Path) -> None:
     """Direct (through the spine) and two-step (HB forwarding, then the rail)."""
-    with RailMininetTestbed(rail_optimized(2, 4, nic_link=NIC, hb_link=HB),
+    with RailMininetTestbed(rail_optimized(2, gpus, nic_link=NIC, hb_link=HB),
                             TestbedOptions(state_dir=tmp_path, window=8)) as tb:
         for route in ("direct", "two-step"):
-            assert_exact(tb.run_alltoall(20000, repeats=1, route=route), [20000], 8)
+            assert_exact(tb.run_alltoall(20000, repeats=1, route=route), [20000], 2 * gpus)
 
 
 @pytest.mark.slow
-def test_alltoall_on_rail_only_delivers_every_byte(tmp_path: Path) -> None:
-    with RailMininetTestbed(rail_only(2, 4, nic_link=NIC, hb_link=HB),
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_alltoall_on_rail_only_delivers_every_byte(gpus: int, tmp_path: Path) -> None:
+    with RailMininetTestbed(rail_only(2, gpus, nic_link=NIC, hb_link=HB),
                             TestbedOptions(state_dir=tmp_path, window=8)) as tb:
-        assert_exact(tb.run_alltoall(20000, repeats=1), [20000], 8)
+        assert_exact(tb.run_alltoall(20000, repeats=1), [20000], 2 * gpus)
 
 
 @pytest.mark.slow
