@@ -81,11 +81,12 @@ def test_rail_optimized_2x4_sgd(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_alltoall_delivers_every_byte_on_both_routes(tmp_path: Path) -> None:
-    with RailLoopbackTestbed(rail_optimized(2, 2), _options(tmp_path)) as tb:
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_alltoall_delivers_every_byte_on_both_routes(gpus: int, tmp_path: Path) -> None:
+    with RailLoopbackTestbed(rail_optimized(2, gpus), _options(tmp_path)) as tb:
         for route in ("direct", "two-step"):
             results = tb.run_alltoall(30000, repeats=1, route=route)
-            assert_exact(results, [30000], 4)
+            assert_exact(results, [30000], 2 * gpus)
 
 
 def test_rail_only_has_no_direct_alltoall_or_flat_ina(tmp_path: Path) -> None:
@@ -107,9 +108,10 @@ def test_gloo_ring_on_a_rail_testbed(topology: Any, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_alltoall_on_rail_only_delivers_every_byte(tmp_path: Path) -> None:
-    with RailLoopbackTestbed(rail_only(2, 4), _options(tmp_path)) as tb:
-        assert_exact(tb.run_alltoall(30000, repeats=1), [30000], 8)
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_alltoall_on_rail_only_delivers_every_byte(gpus: int, tmp_path: Path) -> None:
+    with RailLoopbackTestbed(rail_only(2, gpus), _options(tmp_path)) as tb:
+        assert_exact(tb.run_alltoall(30000, repeats=1), [30000], 2 * gpus)
 
 
 @pytest.mark.slow

@@ -140,3 +140,19 @@ def test_gloo_ring_on_rail_optimized_through_the_spine(tmp_path: Path) -> None:
 def test_digits_trained_with_the_rail_switches_as_optimizer(topology: Any, tmp_path: Path) -> None:
     with RailMininetTestbed(topology(2, 4, nic_link=NIC, hb_link=HB), _options(tmp_path)) as tb:
         assert_digits_trained(tb, steps=12)
+
+
+@pytest.mark.slow
+def test_testbed_up_rail_only_every_gpu_reaches_every_gpu() -> None:
+    """`innet testbed up --topo rail-only`: the Mininet CLI's pingall reaches every GPU, the
+    ones off a host's rail through its HB peer (the relay routes), the others on the rail."""
+    commands = "pingall\nd1g1 ip route get 10.0.0.4\nd1g1 ip route get 10.0.0.3\nexit\n"
+    proc = subprocess.run([sys.executable, "-m", "innet.cli", "testbed", "up", "--topo", "rail-only", "--domains", "2",
+                           "--gpus-per-domain", "2", "--bw", "100", "--hb-bw", "1000"],
+                          input=commands, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=55,
+                          cwd=Path(__file__).resolve().parents[2])
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "*** Results: 0% dropped (12/12 received)" in out, out
+    assert "10.0.0.4 via 10.1.1.2 dev d1g1-eth1 src 10.0.0.1" in out, out  # d2g2: relayed by d1g2
+    assert "10.0.0.3 dev d1g1-eth0" in out, out  # d2g1: on rail r1
