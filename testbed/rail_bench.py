@@ -138,7 +138,11 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[st
                               "measured": by["all-to-all two-step"]["median_s"] / by["all-to-all direct"]["median_s"] - 1,
                               "model": railperf.alltoall_slowdown(grid),
                               "seed_estimate": railperf.seed_slowdown_estimate(grid)})
+    not_applicable = [] if topo.kind == "rail-optimized" else [
+        {"collective": "flat INA", "reason": "rail-only has no switch that every GPU reaches (no spine)"},
+        {"collective": "all-to-all direct", "reason": "rail-only has no NIC path between rails"}]
     return {"kind": "rail-bench", "config": {**asdict(config), "out_dir": str(config.out_dir)},
+            "not_applicable": not_applicable,
             "topology": topo.name, "backend": backend, "switch": switch_description("auto"), "machine": machine(),
             "c_s_bps": grid.c_s_bps, "c_f_bps": grid.c_f_bps, "shaped": shaped, "rows": rows,
             "alltoall_slowdown": slowdowns, "failures": failures,
@@ -156,6 +160,8 @@ def table(doc: dict[str, Any]) -> Any:
     for r in doc["rows"]:
         t.add_row(r["collective"], f"{r['size']} {r['unit']}", f"{r['median_s'] * 1e3:.1f}", f"{r['min_s'] * 1e3:.1f}",
                   "-" if r["model_s"] is None else f"{r['model_s'] * 1e3:.1f}", "yes" if r["ok"] else "NO")
+    for n in doc.get("not_applicable", []):
+        t.add_row(n["collective"], "-", "-", "-", "-", f"n/a: {n['reason']}")
     return t
 
 
@@ -165,6 +171,8 @@ def markdown(doc: dict[str, Any]) -> str:
         model = "-" if r["model_s"] is None else f"{r['model_s'] * 1e3:.1f}"
         lines.append(f"| {r['collective']} | {r['size']} {r['unit']} | {r['median_s'] * 1e3:.1f} | "
                      f"{r['min_s'] * 1e3:.1f} | {model} | {'yes' if r['ok'] else 'NO'} |")
+    for n in doc.get("not_applicable", []):
+        lines.append(f"| {n['collective']} | - | - | - | - | n/a: {n['reason']} |")
     for s in doc["alltoall_slowdown"]:
         lines.append(f"\nAll-to-all slowdown of the two-step route, D={s['pair_bytes']} B: measured "
                      f"{s['measured']:.1%}, model {s['model']:.1%}, seed's C_S/C_F {s['seed_estimate']:.1%}")

@@ -28,3 +28,4 @@ def test_rail_only_bench_runs_hierarchical_ina_gloo_and_alltoall(tmp_path: Path)
     assert [(r["collective"], r["ok"]) for r in doc["rows"]] == [
         ("hierarchical INA", True), ("gloo ring", True), ("all-to-all two-step", True)]
     assert doc["failures"] == [] and doc["config"]["k"] == 64
+    assert [n["collective"] for n in doc["not_applicable"]] == ["flat INA", "all-to-all direct"]
