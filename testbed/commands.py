@@ -119,7 +119,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"innet demo: {error}", file=sys.stderr)
             return EXIT_USAGE
         t = rail["training"]
-        good = t["workers_agree"] and t["switch_registers_match"] and t["bit_exact_with_model"]
+        good = (t["workers_agree"] and t["switch_registers_match"] and t["bit_exact_with_model"]
+                and t["accuracy"] >= t["float_reference_accuracy"] - 0.03)
         return 0 if good and all(r["ok"] for r in rail["rows"]) else EXIT_ERROR
     config = DemoConfig(workers=args.workers, steps=args.steps, backend=args.backend, gloo=not args.no_gloo,
                         bench_sizes=args.sizes, out_dir=args.out, executor=args.executor, switch_impl=args.switch_impl)
@@ -147,13 +148,20 @@ def cmd_rail_bench(args: argparse.Namespace) -> int:
         config = rail_bench.RailBenchConfig(
             topo=args.topo, domains=args.domains, gpus_per_domain=args.gpus_per_domain,
             nic_mbps=10.0 if args.bw is None else args.bw, hb_mbps=args.hb_bw, sizes=args.sizes, pair_bytes=args.pair_bytes,
-            repeats=args.repeats, k=args.k, window=args.window, gloo="gloo" not in args.skip, backend=args.backend,
-            out_dir=args.out)
+            repeats=args.repeats, k=rail_bench.RailBenchConfig.k if args.k is None else args.k, window=args.window,
+            gloo="gloo" not in args.skip, backend=args.backend, out_dir=args.out)
     except ValueError as error:
         print(f"innet bench: {error}", file=sys.stderr)
         return EXIT_USAGE
     console = _console()
-    doc = rail_bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"))
+    from innet.controller.errors import ControllerError
+    from innet.testbed.bringup import TestbedError
+
+    try:
+        doc = rail_bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"))
+    except (TestbedError, ControllerError) as error:
+        print(f"innet bench: {error}", file=sys.stderr)
+        return EXIT_ERROR
     console.print(rail_bench.table(doc))
     for s in doc["alltoall_slowdown"]:
         console.print(f"all-to-all two-step slowdown at D={s['pair_bytes']} B: measured {s['measured']:.1%}, "

@@ -13,7 +13,10 @@ Pure functions of a :class:`~innet.testbed.topology.Topology` of kind ``rail-onl
   (each rail switch sums ``y`` contributions, each already an HB-domain sum of ``x``);
 * :func:`flat_job`: every GPU on the spine (rail-optimized), for comparison;
 * :func:`shard_bounds`: the element range each rail owns for a vector of ``n`` values, the
-  same split the controller's ``ShardPlan`` makes, so agents and switches agree.
+  same split the controller's ``ShardPlan`` makes, so agents and switches agree;
+* :func:`host_routes`: on rail-only, the GPU hosts' routes to the GPUs off their rail, relayed
+  by the HB peer on the destination's rail (PXN's two steps, for host traffic such as gloo);
+* :func:`ring_order`: an order of the GPUs whose ring neighbours share a domain or a rail.
 """
 
 from __future__ import annotations
@@ -174,3 +177,59 @@ def flat_job(grid: RailGrid, job_id: int, *, window: int, k: int, agent_port: in
 def switch_of(topo: Topology, host: str) -> SwitchSpec:
     """The rail switch ``host``'s NIC is on."""
     return topo.switch(topo.uplink(host).b)
+
+
+@dataclass(frozen=True)
+class HostRoute:
+    """A GPU host's /32 route to another GPU's NIC address through an HB peer."""
+
+    dst: str
+    """The destination GPU's NIC address."""
+    via: str
+    """HB address of the relay: the own domain's GPU on the destination's rail."""
+
+
+def host_routes(grid: RailGrid) -> dict[str, tuple[HostRoute, ...]]:
+    """Per GPU host, its routes to the GPUs it cannot reach over its own NIC.
+
+    Rail-only has no path between rails in the NIC domain: GPU ``(d, g)`` reaches ``(d', g')``,
+    ``g' != g``, by handing the packet over the HB fabric to ``(d, g')`` (which forwards it on
+    rail ``g'``; for ``d' == d`` that relay is the destination itself). The seed's two-step
+    forwarding, done by the hosts' kernels (IP forwarding on, reverse-path filter off, since
+    replies come back over the other GPU's relay). Rail-optimized needs none: the spine
+    joins the rails."""
+    out: dict[str, tuple[HostRoute, ...]] = {}
+    for d, row in enumerate(grid.hosts):
+        for g, host in enumerate(row):
+            routes: list[HostRoute] = []
+            if grid.spine is None:
+                for other in grid.topology.workers:
+                    d2, g2 = grid.position(other.name)
+                    if g2 != g:
+                        relay = grid.topology.host(row[g2]).hb_address
+                        assert relay is not None  # RailGrid hosts all have an HB interface
+                        routes.append(HostRoute(other.address, relay))
+            out[host] = tuple(routes)
+    return out
+
+
+def ring_order(grid: RailGrid) -> tuple[str, ...]:
+    """The GPUs in an order whose cyclic neighbours share an HB domain or a rail (none relayed).
+
+    Each domain is visited in one run, entered on the rail the previous domain left on: the
+    entry rails ``e_d`` only need ``e_d != e_{d+1}`` around the cycle (0, 1, 0, 1, ... and a
+    third rail closing an odd cycle). With two rails and an odd number of domains that is
+    impossible, so each rail is visited in one run instead (down rail 1, up rail 2). The first
+    GPU is ``d1g1``, topology rank 0, which hosts gloo's rendezvous."""
+    x, y = grid.x, grid.y
+    if y % 2 == 1 and x == 2:
+        return tuple(grid.hosts[d][0] for d in range(y)) + tuple(grid.hosts[d][1] for d in reversed(range(y)))
+    entry = [d % 2 for d in range(y)]
+    if y % 2 == 1:
+        entry[-1] = 2
+    order: list[str] = []
+    for d in range(y):
+        first, last = entry[d], entry[(d + 1) % y]
+        middle = [g for g in range(x) if g not in (first, last)]
+        order.extend(grid.hosts[d][g] for g in [first, *middle, last])
+    return tuple(order)

@@ -2,8 +2,10 @@
 
 On one brought-up topology (Mininet when root, else loopback), for every size S (int32
 elements per GPU): hierarchical INA (HB reduce-scatter, INA per rail, HB all-gather), flat
-INA through the spine (rail-optimized), and gloo's ring over every GPU (rail-optimized: rail
--only has no NIC path between rails, so a flat ring cannot run there). Then the uniform
+INA through the spine (rail-optimized), and gloo's ring over every GPU, ranks in
+:func:`~innet.testbed.rail.ring_order` (ring neighbours share a domain or a rail; on rail-only
+the rest of gloo's full mesh is relayed by the HB peer, :func:`~innet.testbed.rail.host_routes`;
+its float32 tensor has the same bytes as the INA rows' int32 vector). Then the uniform
 all-to-all with ``D`` bytes per GPU pair: on rail-optimized both the direct route and the
 two-step route (which uses exactly the links it would on rail-only, so the two compare in the
 same run), on rail-only the two-step route. Each row carries the model's time from
@@ -110,14 +112,14 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[st
                             for i, s in enumerate(sizes))
 
             attempt("flat INA through the spine", flat)
-            if config.gloo:
-                def gloo() -> None:
-                    res = tb.run_gloo(sizes, repeats=config.repeats)
-                    rows.extend(_row("gloo ring", s, "elements", res, i,
-                                     railperf.allreduce_flat_ring(grid, 4 * s) if shaped else None)
-                                for i, s in enumerate(sizes))
+        if config.gloo:
+            def gloo() -> None:
+                res = tb.run_gloo(sizes, repeats=config.repeats)
+                rows.extend(_row("gloo ring", s, "elements", res, i,
+                                 railperf.allreduce_flat_ring(grid, 4 * s) if shaped else None)
+                            for i, s in enumerate(sizes))
 
-                attempt("gloo ring allreduce", gloo)
+            attempt("gloo ring allreduce", gloo)
         routes = ["direct", "two-step"] if tb.grid.spine is not None else ["two-step"]
         for route in routes:
             def a2a(route: str = route) -> None:
@@ -136,7 +138,11 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[st
                               "measured": by["all-to-all two-step"]["median_s"] / by["all-to-all direct"]["median_s"] - 1,
                               "model": railperf.alltoall_slowdown(grid),
                               "seed_estimate": railperf.seed_slowdown_estimate(grid)})
+    not_applicable = [] if topo.kind == "rail-optimized" else [
+        {"collective": "flat INA", "reason": "rail-only has no switch that every GPU reaches (no spine)"},
+        {"collective": "all-to-all direct", "reason": "rail-only has no NIC path between rails"}]
     return {"kind": "rail-bench", "config": {**asdict(config), "out_dir": str(config.out_dir)},
+            "not_applicable": not_applicable,
             "topology": topo.name, "backend": backend, "switch": switch_description("auto"), "machine": machine(),
             "c_s_bps": grid.c_s_bps, "c_f_bps": grid.c_f_bps, "shaped": shaped, "rows": rows,
             "alltoall_slowdown": slowdowns, "failures": failures,
@@ -154,6 +160,8 @@ def table(doc: dict[str, Any]) -> Any:
     for r in doc["rows"]:
         t.add_row(r["collective"], f"{r['size']} {r['unit']}", f"{r['median_s'] * 1e3:.1f}", f"{r['min_s'] * 1e3:.1f}",
                   "-" if r["model_s"] is None else f"{r['model_s'] * 1e3:.1f}", "yes" if r["ok"] else "NO")
+    for n in doc.get("not_applicable", []):
+        t.add_row(n["collective"], "-", "-", "-", "-", f"n/a: {n['reason']}")
     return t
 
 
@@ -163,6 +171,8 @@ def markdown(doc: dict[str, Any]) -> str:
         model = "-" if r["model_s"] is None else f"{r['model_s'] * 1e3:.1f}"
         lines.append(f"| {r['collective']} | {r['size']} {r['unit']} | {r['median_s'] * 1e3:.1f} | "
                      f"{r['min_s'] * 1e3:.1f} | {model} | {'yes' if r['ok'] else 'NO'} |")
+    for n in doc.get("not_applicable", []):
+        lines.append(f"| {n['collective']} | - | - | - | - | n/a: {n['reason']} |")
     for s in doc["alltoall_slowdown"]:
         lines.append(f"\nAll-to-all slowdown of the two-step route, D={s['pair_bytes']} B: measured "
                      f"{s['measured']:.1%}, model {s['model']:.1%}, seed's C_S/C_F {s['seed_estimate']:.1%}")

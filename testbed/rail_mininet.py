@@ -6,21 +6,22 @@ interface with the ``hb_ip`` address, on the domain's bridge (the HB ``Link``, u
 higher rate or unshaped). The bridge is the testbed's NVLink: a kernel fabric between the
 GPUs of one server that never touches the P4 network (docs/rail.md says why).
 
-On rail-only there is no NIC path between different rails: host traffic between them
-(the all-to-all) is forwarded through the HB domain by the application (two steps).
+On rail-only there is no NIC path between different rails: the all-to-all forwards its data
+through the HB domain itself (two steps), and other host traffic (gloo's TCP) takes the GPU
+hosts' :func:`~innet.testbed.rail.host_routes`, relayed by the HB peer on the destination's rail.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-from typing import Any
+from typing import Any, Sequence
 
 from innet.testbed.bringup import TestbedError
 from innet.testbed.cleanup import SWITCHES_FILE
 from innet.testbed.ina_worker import udp_transport
 from innet.testbed.mininet_net import MininetTestbed
-from innet.testbed.rail import HB_PORT
+from innet.testbed.rail import HB_PORT, HostRoute, host_routes
 from innet.testbed.rail_testbed import RailTestbed
 from innet.testbed.topology import Topology
 
@@ -127,6 +128,26 @@ class RailMininetTestbed(RailTestbed, MininetTestbed):
                     dev = f"{h.name}-eth0" if c == topo.uplink(h.name) else hb
                     node.cmd(f"ip link set dev {dev} mtu {c.link.mtu}")
                     _ip("link", "set", "dev", f"{c.b}-eth{c.b_port}", "mtu", str(c.link.mtu))
+        for host, routes in host_routes(self.grid).items():
+            if routes:
+                self._relay_routes(host, routes)
+
+    def _relay_routes(self, host: str, routes: Sequence[HostRoute]) -> None:
+        """``host`` forwards for its HB peers and reaches other rails through them. The
+        reverse-path filter is off: a reply arrives on the NIC from a GPU this host sends to
+        over HB."""
+        node = self.net.get(host)
+        nic, hb = f"{host}-eth0", f"{host}-eth1"
+        sysctls = ["net.ipv4.ip_forward=1"] + [f"net.ipv4.conf.{dev}.rp_filter=0"
+                                               for dev in ("all", "default", nic, hb)]
+        out = node.cmd(f"sysctl -qw {' '.join(sysctls)} && echo ok")
+        if "ok" not in out:
+            raise TestbedError(f"host {host}: enabling IP forwarding failed: {out.strip()}")
+        src = self.topology.host(host).address
+        for r in routes:
+            out = node.cmd(f"ip route replace {r.dst}/32 via {r.via} dev {hb} src {src} && echo ok")
+            if "ok" not in out:
+                raise TestbedError(f"host {host}: route to {r.dst} via HB peer {r.via} failed: {out.strip()}")
 
     def transport_to(self, host: str, switch: str) -> dict[str, Any]:
         return udp_transport(self.topology.switch(switch).ip, self.topology.host(host).address,

@@ -29,7 +29,7 @@ from innet.host import wire
 from innet.testbed.bringup import Testbed, TestbedError, WorkerResult, _failed
 from innet.testbed.ina_worker import WORKER_MODULE as INA_WORKER, WorkerPlan, tunnel_transport
 from innet.testbed.loopback import _GRPC_LINE, _PORT_LINE, LOCALHOST, SWITCH_MODULE, LoopbackTestbed
-from innet.testbed.rail import RailGrid, flat_job, forwarding, hierarchical_jobs, switch_of
+from innet.testbed.rail import RailGrid, flat_job, forwarding, hierarchical_jobs, ring_order, switch_of
 from innet.testbed.rail_worker import WORKER_MODULE as RAIL_WORKER, RailPlan
 
 
@@ -132,9 +132,6 @@ class RailTestbed(Testbed):
         """Where ``host`` listens for its HB domain's exchanges."""
         raise NotImplementedError
 
-    def gloo_master(self) -> str:
-        return self.topology.workers[0].address
-
     # -- runs -----------------------------------------------------------------------------
 
     def rail_plans(self, op: str, epoch: int, **fields: Any) -> list[tuple[str, RailPlan]]:
@@ -189,6 +186,39 @@ class RailTestbed(Testbed):
         registers = self.controller.read_params(self.job.job_id, as_float=False)
         infos = {rail: self.controller[rail].job(self.job.job_id) for rail in self.grid.rails}
         return {"finals": finals, "registers": np.asarray(registers, np.int32), "jobs": infos, "initial": start}
+
+    def run_digits(self, config: Any, timeout: float = 300.0) -> dict[str, Any]:
+        """Train the digits model (:mod:`innet.testbed.rail_digits`, ``config`` a ``DigitsConfig``
+        over every GPU) with the rail switches as the optimizer, replacing the job. The final
+        parameters of every GPU (by global rank), the switches' registers, each rail's
+        installed job, the initial vector and every GPU's ``{"step", "loss"}`` lines."""
+        from dataclasses import asdict
+
+        if config.gpus != self.grid.x * self.grid.y:
+            raise TestbedError(f"digits training for {config.gpus} GPUs on {self.topology.name} "
+                               f"({self.grid.x * self.grid.y} GPUs)")
+        if self.job is not None:
+            self.controller.destroy_job(self.job.job_id)
+            self.job = None
+        chunks = config.param_chunks(self.options.k)
+        self.job = self.create_job(mode=config.mode, param_chunks=chunks, lr=config.lr,
+                                   beta=config.beta if config.mode == "momentum" else 0.0,
+                                   grad_frac_bits=config.grad_frac_bits, param_frac_bits=config.param_frac_bits)
+        initial = config.initial(self.options.k)
+        self.controller.load_params(self.job.job_id, initial)
+        procs = self.spawn_rail("digits", params=initial.size, digits=asdict(config))
+        outputs = self._collect_lines(procs, timeout, "digits training")
+        finals, lines = {}, {}
+        for rows in outputs:
+            for d in rows:
+                if "final" in d:
+                    finals[int(d["rank"])] = np.asarray(d["final"], np.int64).astype(np.int32)
+            if rows:
+                lines[int(rows[0]["rank"])] = rows
+        registers = self.controller.read_params(self.job.job_id, as_float=False)
+        infos = {rail: self.controller[rail].job(self.job.job_id) for rail in self.grid.rails}
+        return {"finals": finals, "registers": np.asarray(registers, np.int32), "jobs": infos, "initial": initial,
+                "lines": lines}
 
     def predict_training(self, out: dict[str, Any], mode: str, steps: int) -> np.ndarray:
         """The parameters :class:`innet.host.simulate.SwitchModel` gives for the gradients of
@@ -269,6 +299,24 @@ class RailTestbed(Testbed):
                 procs.append((name, self.spawn_on(host, name, [sys.executable, "-m", A2A_WORKER, plan.to_json()],
                                                   stdout_pipe=True)))
         return self._collect(procs, timeout, f"all-to-all ({route})")
+
+    def run_gloo(self, sizes: Sequence[int], repeats: int = 3, timeout: float = 300.0,
+                 master_port: int | None = None) -> list[list[WorkerResult]]:
+        """gloo ring allreduce over every GPU, gloo ranks in :func:`ring_order` (ring neighbours
+        share an HB domain or a rail). On rail-only the other pairs of gloo's full mesh reach
+        each other through the hosts' relay routes (Mininet); per gloo rank."""
+        from innet.testbed.gloo import command, gloo_env
+
+        ring = ring_order(self.grid)
+        master = self.gloo_master()
+        master_port = master_port or self.free_port()
+        procs = []
+        for rank, host in enumerate(ring):
+            argv = command(rank, len(ring), master, master_port, sizes, repeats, count_iface=self.count_iface(host))
+            name = f"gloo-{host}"
+            procs.append((name, self.spawn_on(host, name, argv, env=gloo_env(self.gloo_iface(host), master,
+                                                                              master_port), stdout_pipe=True)))
+        return self._collect(procs, timeout, "gloo allreduce")
 
     def run_flat(self, sizes: Sequence[int], repeats: int = 1, exact: bool = True,
                  timeout: float = 120.0) -> list[list[WorkerResult]]:

@@ -71,7 +71,8 @@ class RailPlan:
     switch: str
     """The rail switch's name and address, for messages (``r2 (10.0.0.253)``)."""
     op: str = "allreduce"
-    """``allreduce`` (sum job) or ``train`` (sgd/momentum job)."""
+    """``allreduce`` (sum job), ``train`` (sgd/momentum job, synthetic gradients) or ``digits``
+    (sgd/momentum job, the digits model: ``innet.testbed.rail_digits``)."""
     sizes: tuple[int, ...] = ()
     repeats: int = 1
     steps: int = 0
@@ -80,6 +81,8 @@ class RailPlan:
     """``train``: elements of the parameter vector (param_chunks * K)."""
     chunk_deadline: float = 10.0
     hb_deadline: float = 20.0
+    digits: dict[str, Any] | None = None
+    """``digits``: the ``DigitsConfig`` fields."""
 
     @property
     def rank(self) -> int:
@@ -175,6 +178,21 @@ def _train(plan: RailPlan, step: HierarchicalStep) -> bool:
     return True
 
 
+def _digits(plan: RailPlan, step: HierarchicalStep) -> bool:
+    from innet.testbed.rail_digits import DigitsConfig, worker_loop
+
+    config = DigitsConfig(**(plan.digits or {}))
+    start = time.perf_counter()
+    final = worker_loop(config, plan.rank, config.initial(plan.k), lambda g: step.run(g, push=True),
+                        lambda d: print(json.dumps(d), flush=True))
+    print(json.dumps({"rank": plan.rank, "final": final.tolist(), "seconds": time.perf_counter() - start}),
+          flush=True)
+    return True
+
+
+OPS = {"allreduce": _allreduce, "train": _train, "digits": _digits}
+
+
 def run(plan: RailPlan) -> int:
     job = JobConfig(job=plan.job, rank=plan.domain, num_workers=plan.y, window=plan.window, k=plan.k,
                     epoch=plan.epoch)
@@ -185,7 +203,7 @@ def run(plan: RailPlan) -> int:
     capacity = max([*plan.sizes, plan.params, 1])
     with Agent(config, capacity=capacity) as agent, HbGroup(hb) as group:
         step = HierarchicalStep(plan, agent, group)
-        ok = _allreduce(plan, step) if plan.op == "allreduce" else _train(plan, step)
+        ok = OPS[plan.op](plan, step)
     return 0 if ok else 1
 
 
@@ -195,6 +213,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"usage: python -m {WORKER_MODULE} '<RailPlan JSON>'", file=sys.stderr)
         return 2
     plan = RailPlan.from_json(args[0])
+    if plan.op not in OPS:
+        print(f"rail_worker: op {plan.op!r} is not one of {', '.join(OPS)}", file=sys.stderr)
+        return 2
     try:
         return run(plan)
     except AggregationError as error:

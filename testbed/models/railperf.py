@@ -128,7 +128,8 @@ def allreduce_flat_ina(grid: Grid, message_bytes: float) -> float:
 
 
 def allreduce_flat_ring(grid: Grid, message_bytes: float) -> float:
-    """Seconds of a ring allreduce over all ``xy`` GPUs with every hop at C_S."""
+    """Seconds of a ring allreduce over all ``xy`` GPUs paced by hops at C_S (on rail-only the
+    ring's hops inside a domain run at C_F, but its domain-to-domain hops still set the pace)."""
     n = grid.x * grid.y
     return 2 * (n - 1) * _bytes(message_bytes, "message_bytes") / (n * grid.c_s_bps)
 

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from innet.testbed import bringup
 from innet.testbed.bringup import TestbedOptions
+from innet.testbed.gloo import gloo_available
 from innet.testbed.rail_testbed import RailLoopbackTestbed
 from innet.testbed.topology import rail_only, rail_optimized
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rail_checks import assert_exact, assert_training_bit_exact  # noqa: E402
+from rail_checks import assert_digits_trained, assert_exact, assert_training_bit_exact  # noqa: E402
 
 SIZES = [1, 300, 2000]
 
@@ -79,11 +81,12 @@ def test_rail_optimized_2x4_sgd(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_alltoall_delivers_every_byte_on_both_routes(tmp_path: Path) -> None:
-    with RailLoopbackTestbed(rail_optimized(2, 2), _options(tmp_path)) as tb:
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_alltoall_delivers_every_byte_on_both_routes(gpus: int, tmp_path: Path) -> None:
+    with RailLoopbackTestbed(rail_optimized(2, gpus), _options(tmp_path)) as tb:
         for route in ("direct", "two-step"):
             results = tb.run_alltoall(30000, repeats=1, route=route)
-            assert_exact(results, [30000], 4)
+            assert_exact(results, [30000], 2 * gpus)
 
 
 def test_rail_only_has_no_direct_alltoall_or_flat_ina(tmp_path: Path) -> None:
@@ -92,3 +95,26 @@ def test_rail_only_has_no_direct_alltoall_or_flat_ina(tmp_path: Path) -> None:
         tb.run_alltoall(10, route="direct")
     with pytest.raises(bringup.TestbedError, match=r"topology rail-only-2x2: flat INA needs a spine"):
         tb.run_flat([10])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("topology", [rail_only, rail_optimized])
+def test_gloo_ring_on_a_rail_testbed(topology: Any, tmp_path: Path) -> None:
+    """gloo's ranks in ring order, rendezvous on 127.0.0.1 (not the topology's 10.0.0.1)."""
+    if not gloo_available():
+        pytest.skip("torch (the gloo baseline's optional dependency) is not installed")
+    with RailLoopbackTestbed(topology(2, 2), _options(tmp_path)) as tb:
+        assert_exact(tb.run_gloo([1000], repeats=1, timeout=60), [1000], 4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_alltoall_on_rail_only_delivers_every_byte(gpus: int, tmp_path: Path) -> None:
+    with RailLoopbackTestbed(rail_only(2, gpus), _options(tmp_path)) as tb:
+        assert_exact(tb.run_alltoall(30000, repeats=1), [30000], 2 * gpus)
+
+
+@pytest.mark.slow
+def test_rail_only_2x2_trains_digits_with_the_rail_switches_as_optimizer(tmp_path: Path) -> None:
+    with RailLoopbackTestbed(rail_only(2, 2), _options(tmp_path)) as tb:
+        assert_digits_trained(tb, steps=12)

@@ -1,12 +1,15 @@
 """Mininet tier: rail-only and rail-optimized with 2 domains x 2 and x 4 GPUs; hierarchical INA
-exact, the switch optimizer bit-exact with the numpy model, flat INA through the spine, and
-nothing left behind (HB bridges live in their own namespaces)."""
+exact, the switch optimizer bit-exact with the numpy model, flat INA through the spine, the
+all-to-all delivering every byte, gloo's ring (relayed through the HB domain on rail-only),
+digits training on the rail switches, and nothing left behind (HB bridges live in their own
+namespaces)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +18,7 @@ from innet.testbed.rail_mininet import RailMininetTestbed
 from innet.testbed.topology import Link, rail_only, rail_optimized
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from rail_checks import assert_exact, assert_training_bit_exact  # noqa: E402
+from rail_checks import assert_digits_trained, assert_exact, assert_training_bit_exact  # noqa: E402
 
 NIC = Link(bw_mbps=100)
 HB = Link(bw_mbps=1000)
@@ -98,16 +101,58 @@ def test_a_nic_link_down_fails_its_rail_and_a_reinstalled_job_runs(tmp_path: Pat
 
 
 @pytest.mark.slow
-def test_alltoall_on_rail_optimized_delivers_every_byte_on_both_routes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_alltoall_on_rail_optimized_delivers_every_byte_on_both_routes(gpus: int, tmp_path: Path) -> None:
     """Direct (through the spine) and two-step (HB forwarding, then the rail)."""
-    with RailMininetTestbed(rail_optimized(2, 4, nic_link=NIC, hb_link=HB),
+    with RailMininetTestbed(rail_optimized(2, gpus, nic_link=NIC, hb_link=HB),
                             TestbedOptions(state_dir=tmp_path, window=8)) as tb:
         for route in ("direct", "two-step"):
-            assert_exact(tb.run_alltoall(20000, repeats=1, route=route), [20000], 8)
+            assert_exact(tb.run_alltoall(20000, repeats=1, route=route), [20000], 2 * gpus)
 
 
 @pytest.mark.slow
-def test_alltoall_on_rail_only_delivers_every_byte(tmp_path: Path) -> None:
-    with RailMininetTestbed(rail_only(2, 4, nic_link=NIC, hb_link=HB),
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_alltoall_on_rail_only_delivers_every_byte(gpus: int, tmp_path: Path) -> None:
+    with RailMininetTestbed(rail_only(2, gpus, nic_link=NIC, hb_link=HB),
                             TestbedOptions(state_dir=tmp_path, window=8)) as tb:
-        assert_exact(tb.run_alltoall(20000, repeats=1), [20000], 8)
+        assert_exact(tb.run_alltoall(20000, repeats=1), [20000], 2 * gpus)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_gloo_ring_on_rail_only_relays_through_the_hb_domain(gpus: int, tmp_path: Path) -> None:
+    """No NIC path between rails: gloo's full mesh connects through the hosts' relay routes
+    (HB peer, then its rail); the ring's own neighbours share a domain or a rail."""
+    topo = rail_only(2, gpus, nic_link=NIC, hb_link=HB)
+    with RailMininetTestbed(topo, _options(tmp_path)) as tb:
+        assert "via 10.1.1.2 dev d1g1-eth1" in tb.net.get("d1g1").cmd(f"ip route get {topo.host('d2g2').address}")
+        assert_exact(tb.run_gloo([1000, 20000], repeats=1, timeout=50), [1000, 20000], 2 * gpus)
+
+
+@pytest.mark.slow
+def test_gloo_ring_on_rail_optimized_through_the_spine(tmp_path: Path) -> None:
+    with RailMininetTestbed(rail_optimized(2, 2, nic_link=NIC, hb_link=HB), _options(tmp_path)) as tb:
+        assert_exact(tb.run_gloo([1000, 20000], repeats=1, timeout=50), [1000, 20000], 4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("topology", [rail_only, rail_optimized])
+def test_digits_trained_with_the_rail_switches_as_optimizer(topology: Any, tmp_path: Path) -> None:
+    with RailMininetTestbed(topology(2, 4, nic_link=NIC, hb_link=HB), _options(tmp_path)) as tb:
+        assert_digits_trained(tb, steps=12)
+
+
+@pytest.mark.slow
+def test_testbed_up_rail_only_every_gpu_reaches_every_gpu() -> None:
+    """`innet testbed up --topo rail-only`: the Mininet CLI's pingall reaches every GPU, the
+    ones off a host's rail through its HB peer (the relay routes), the others on the rail."""
+    commands = "pingall\nd1g1 ip route get 10.0.0.4\nd1g1 ip route get 10.0.0.3\nexit\n"
+    proc = subprocess.run([sys.executable, "-m", "innet.cli", "testbed", "up", "--topo", "rail-only", "--domains", "2",
+                           "--gpus-per-domain", "2", "--bw", "100", "--hb-bw", "1000"],
+                          input=commands, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=55,
+                          cwd=Path(__file__).resolve().parents[2])
+    out = proc.stdout
+    assert proc.returncode == 0, out
+    assert "*** Results: 0% dropped (12/12 received)" in out, out
+    assert "10.0.0.4 via 10.1.1.2 dev d1g1-eth1 src 10.0.0.1" in out, out  # d2g2: relayed by d1g2
+    assert "10.0.0.3 dev d1g1-eth0" in out, out  # d2g1: on rail r1

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from innet.controller.errors import JobError
-from innet.testbed.rail import RailGrid, flat_job, forwarding, hierarchical_jobs, shard_bounds
+from innet.testbed.rail import (HostRoute, RailGrid, flat_job, forwarding, hierarchical_jobs, host_routes, ring_order,
+                                 shard_bounds)
 from innet.testbed.topology import TopologyError, rail_only, rail_optimized, star
 
 
@@ -77,3 +78,39 @@ def test_sharded_job_must_cover_the_plans_switches() -> None:
     with pytest.raises(JobError, match=r"sharded job: one job id on exactly the plan's switches \['r1', 'r2'\], "
                                        r"got ids \[1\] on \['r1'\]"):
         ctl.create_sharded_job({"r1": jobs["r1"]}, plan)
+
+
+def test_rail_only_host_routes_relay_other_ranks_through_the_hb_peer_on_their_rail() -> None:
+    """PXN's two steps as host routes: d1g1 reaches d2g2 via d1g2 (HB), which sends it on rail r2."""
+    routes = host_routes(RailGrid.of(rail_only(2, 2)))
+    assert routes["d1g1"] == (HostRoute("10.0.0.2", "10.1.1.2"), HostRoute("10.0.0.4", "10.1.1.2"))
+    assert routes["d2g2"] == (HostRoute("10.0.0.1", "10.1.2.1"), HostRoute("10.0.0.3", "10.1.2.1"))
+
+
+def test_rail_only_host_routes_cover_every_pair_off_the_own_rail() -> None:
+    grid = RailGrid.of(rail_only(3, 4))
+    routes = host_routes(grid)
+    for host, own in routes.items():
+        d, g = grid.position(host)
+        on_rail = {h.address for h in grid.rail(g)}
+        assert {r.dst for r in own} == {h.address for h in grid.topology.workers} - on_rail
+        for r in own:  # the relay is in the own domain, on the destination's rail
+            relay = next(h for h in grid.domain(d) if h.hb_address == r.via)
+            dest = next(h for h in grid.topology.workers if h.address == r.dst)
+            assert grid.position(relay.name)[1] == grid.position(dest.name)[1]
+
+
+def test_rail_optimized_needs_no_host_routes() -> None:
+    assert set(host_routes(RailGrid.of(rail_optimized(2, 4))).values()) == {()}
+
+
+@pytest.mark.parametrize(("domains", "gpus"), [(2, 2), (2, 4), (4, 2), (3, 2), (3, 3), (3, 4), (5, 3), (4, 8)])
+def test_ring_order_neighbours_share_a_domain_or_a_rail(domains: int, gpus: int) -> None:
+    """gloo's ring: every hop is on an HB link or on one rail, never relayed."""
+    grid = RailGrid.of(rail_only(domains, gpus))
+    ring = ring_order(grid)
+    assert sorted(ring) == sorted(h.name for h in grid.topology.workers)
+    assert ring[0] == grid.topology.workers[0].name  # gloo rank 0 hosts the rendezvous
+    for a, b in zip(ring, ring[1:] + ring[:1]):
+        (da, ga), (db, gb) = grid.position(a), grid.position(b)
+        assert da == db or ga == gb, (a, b, ring)
