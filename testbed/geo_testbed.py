@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from innet.testbed.bringup import TestbedOptions
-from innet.testbed.geo_topology import site_star, sites_of
+from innet.host.geo.channel import LinkShape
+from innet.testbed.geo_topology import site_star, sites_of, wan_shape
 from innet.testbed.loopback import LoopbackTestbed
 from innet.testbed.topology import Topology
 
@@ -74,6 +75,23 @@ class GeoTestbed:
         self.sites.clear()
         if errors:
             raise errors[0]
+
+    def has_ina(self, site: str) -> bool:
+        """Whether ``site`` has an aggregation switch (two or more workers)."""
+        return site in self.sites
+
+    def attach_site(self, site: str) -> int:
+        """A new worker set of ``site``'s job: its epoch."""
+        return self.sites[site].attach()
+
+    def stage_host(self, site: str, replica: int) -> str | None:
+        """Where a stage runs: on loopback, a local process (None)."""
+        return None
+
+    def transport_shape(self, a: str, b: str) -> LinkShape | None:
+        """What the geo transport emulates from site ``a`` to ``b``: the whole WAN link (rate
+        and delay); there are no links on loopback."""
+        return wan_shape(self.topology, a, b)
 
     def dp_agent(self, site: str, rank: int, epoch: int, elements: int) -> dict[str, Any]:
         """The host agent settings of replica ``rank`` of ``site`` for a stage whose gradient has
