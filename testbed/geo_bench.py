@@ -9,7 +9,8 @@ With ``replicas > 1`` every site runs that many pipelines' stages data parallel,
 gradients summed by the site's innet switch (GeoTestbed, loopback). With ``testbed="mininet"``
 (root) the sites are Mininet stars around their own switches and every stage runs on a site
 host: activations and gradients cross the WAN veths (rate by HTB; delay by netem, or by the
-transport where the kernel has no netem), gradients are summed inside each site by its switch.
+switches' WAN ports where the kernel has no netem), gradients are summed inside each site by
+its switch.
 
 Reported per run: mean step time (after warm-up) next to the predicted one, time to the
 target test accuracy, bytes per step over the WAN, the mean compression ratio, and the
@@ -266,7 +267,8 @@ def wan_description(testbed: str) -> str:
         return "transport: rate + delay by the geo transport's user-space shaper, loopback TCP"
     if wan_emulation("mininet") == "netem":
         return "kernel: rate HTB + delay netem on the WAN veths (Mininet)"
-    return "mixed: rate HTB on the WAN veths (Mininet), delay by the geo transport (no netem in this kernel)"
+    return "switch: rate HTB on the WAN veths (Mininet), delay by the site switches' WAN port stage " \
+           "(innet-switch --port-delay; no netem in this kernel)"
 
 
 def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None) -> dict[str, Any]:

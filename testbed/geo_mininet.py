@@ -16,10 +16,11 @@ What runs where:
   switch answers ARP for remote hosts.
 - **WAN links** (switch ports 101..): the rate is HTB on both ends (Mininet ``TCLink bw``, so
   each direction); the one-way delay is netem on the same link when the kernel has netem
-  (:func:`innet.testbed.geo_testbed.wan_emulation` says ``netem``), else it is applied by the
-  geo transport on the sending side (:meth:`GeoMininetTestbed.transport_shape`: delay only,
-  the rate stays in the kernel). Site LAN links stay unshaped veths (Mininet's HTB takes at
-  most 1000 Mbit/s; the sites' links are 10 Gbit/s).
+  (:func:`innet.testbed.geo_testbed.wan_emulation` says ``netem``), else the delay stage of
+  the switches' WAN ports (``innet-switch --port-delay PORT=MS``: each end holds its output
+  back, so each direction is delayed once, TCP's ACKs included). The geo transport emulates
+  nothing here (:meth:`GeoMininetTestbed.transport_shape` is None). Site LAN links stay
+  unshaped veths (Mininet's HTB takes at most 1000 Mbit/s; the sites' links are 10 Gbit/s).
 
 ``stop`` ends every stage process, the switches and the host namespaces, and deletes the
 veths (``innet_network`` also cleans what a crashed run of the same switch names left).
@@ -37,7 +38,7 @@ from innet.host.geo.channel import LinkShape
 from innet.testbed.bringup import TestbedError, TestbedOptions, _failed
 from innet.testbed.cleanup import SWITCHES_FILE
 from innet.testbed.geo_testbed import wan_emulation
-from innet.testbed.geo_topology import sites_of, wan_link
+from innet.testbed.geo_topology import sites_of
 from innet.testbed.ina_worker import udp_transport
 from innet.testbed.mininet_net import MininetTestbed
 from innet.testbed.topology import Topology
@@ -48,17 +49,29 @@ SITES_PREFIX = "10.0.0.0/16"
 """Every site's subnet (10.0.i.0/24) lies in it; hosts reach it on-link through their switch."""
 
 
+def port_delays(topology: Topology) -> dict[str, dict[int, float]]:
+    """Per switch, its WAN ports' one-way delay in ms (for ``innet-switch --port-delay``)."""
+    out: dict[str, dict[int, float]] = {s.name: {} for s in topology.switches}
+    for c in topology.links:
+        if c.a_port is not None and c.link.delay_ms:
+            out[c.a][c.a_port] = c.link.delay_ms
+            out[c.b][c.b_port] = c.link.delay_ms
+    return out
+
+
 def geo_mininet_topo(topology: Topology, netem: bool) -> Any:
-    """A ``mininet.topo.Topo`` of a geo topology: WAN links shaped by HTB (``bw``) and, with
-    ``netem``, delayed; host links shaped only when their rate is within Mininet's range."""
+    """A ``mininet.topo.Topo`` of a geo topology: WAN links shaped by HTB (``bw``) and delayed
+    by netem (``netem``) or else by the switches' port delay stage; host links shaped only
+    when their rate is within Mininet's range."""
     from mininet.link import TCLink
     from mininet.topo import Topo
 
     topo = Topo()
+    delays = {} if netem else port_delays(topology)
     for h in topology.hosts:
         topo.addHost(h.name, ip=h.ip, mac=h.mac)
     for s in topology.switches:
-        topo.addSwitch(s.name, device_id=s.device_id)
+        topo.addSwitch(s.name, device_id=s.device_id, port_delays=delays.get(s.name, {}))
     for c in topology.links:
         opts: dict[str, Any] = {"port2": c.b_port}
         if c.a_port is not None:
@@ -87,7 +100,7 @@ class GeoMininetTestbed(MininetTestbed):
         super().__init__(topology, options or TestbedOptions(window=16))
         self.grpc_addresses: dict[str, str] = {}
         self.wan = wan_emulation("mininet")
-        """``netem`` (the kernel delays WAN frames) or ``transport`` (the geo transport does)."""
+        """``netem`` (the kernel delays WAN frames) or ``switch`` (the switches' WAN ports do)."""
         self.site_names = sites_of(topology)
         self.site_jobs: dict[str, Any] = {}
         """Site -> its ``sum`` JobSpec (sites with one host have none: nothing to aggregate)."""
@@ -203,11 +216,9 @@ class GeoMininetTestbed(MininetTestbed):
         return hosts[replica]
 
     def transport_shape(self, a: str, b: str) -> LinkShape | None:
-        """What the geo transport still has to emulate from site ``a`` to ``b``: the delay when
-        the kernel has no netem (the rate is HTB on the WAN veths), else nothing."""
-        if self.wan == "netem":
-            return None
-        return LinkShape(bw_mbps=None, delay_ms=wan_link(self.topology, a, b).delay_ms or 0.0)
+        """What the geo transport has to emulate from site ``a`` to ``b``: nothing, the WAN
+        veths have the rate (HTB) and the delay (netem or the switches' port delay)."""
+        return None
 
     def host_transport(self, host: str) -> dict[str, Any]:
         switch = self.topology.switch(self.topology.uplink(host).b)

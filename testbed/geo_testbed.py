@@ -22,14 +22,14 @@ from innet.testbed.topology import Topology
 
 
 def wan_emulation(backend: str = "loopback") -> str:
-    """How WAN delay is emulated: ``netem`` on Mininet when the kernel has it, else
-    ``transport`` (the geo transport's user-space shaper: rate and delay). On loopback there
-    are no links, so it is always the transport."""
+    """Where WAN delay is emulated: on Mininet ``netem`` when the kernel has it, else
+    ``switch`` (the site switches hold their WAN ports' output back: ``innet-switch
+    --port-delay``); the rate is HTB there either way. On loopback there are no links, so it
+    is ``transport`` (the geo transport's user-space shaper: rate and delay)."""
     if backend == "mininet":
         from innet.testbed.impair import netem_available
 
-        if netem_available():
-            return "netem"
+        return "netem" if netem_available() else "switch"
     return "transport"
 
 

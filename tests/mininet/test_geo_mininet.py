@@ -68,6 +68,10 @@ def test_geo_sites_in_mininet_run_rad_across_three_sites_and_leave_nothing(tmp_p
         switch_pids = [tb.net.get(s.name).process.pid for s in topo.switches]
         assert all(_alive(p) for p in host_pids + switch_pids)
         assert sorted(tb.site_jobs) == list(SITES)
+        # the WAN delay is on the path (40 ms each way a-b): every frame, not only the transport's
+        ping = tb.net.get("s1h1").cmd("ping -c 2 -i 0.2 -W 2 10.0.2.1")
+        rtts = [float(x.split("time=")[1].split()[0]) for x in ping.splitlines() if "time=" in x]
+        assert rtts and all(80.0 <= r < 400.0 for r in rtts), ping
         epochs = {s: tb.attach_site(s) for s in SITES}
         pipelines = []
         for r in range(2):

@@ -40,13 +40,29 @@ def test_loss_on_a_geo_link_is_refused_by_name() -> None:
         geo_mininet_topo(lossy, netem=False)
 
 
-def test_the_transport_keeps_only_the_delay_the_kernel_cannot_apply() -> None:
+def test_without_netem_the_site_switches_delay_their_wan_ports() -> None:
+    topo = geo_mininet_topo(geo(), netem=False)
+    assert topo.nodeInfo("s1")["port_delays"] == {101: 40.0, 102: 2.0}
+    assert topo.nodeInfo("s2")["port_delays"] == {101: 40.0, 102: 10.0}
+    assert topo.nodeInfo("s3")["port_delays"] == {101: 10.0, 102: 2.0}
+    assert geo_mininet_topo(geo(), netem=True).nodeInfo("s1")["port_delays"] == {}
+
+
+def test_innet_switch_node_passes_port_delays_on_its_command_line() -> None:
+    from innet.testbed.mininet_switch import InnetSwitchNode
+
+    node = InnetSwitchNode.__new__(InnetSwitchNode)  # no namespace: only the command line is built
+    node.program, node.device_id, node.grpc_port, node.log_level, node.executor = None, 2, 0, "warning", "auto"
+    node.cpu_port, node.port_delays = None, {102: 10.0, 101: 40.0}
+    node.data_ports = lambda: {101: "s2-eth101", 102: "s2-eth102"}  # type: ignore[method-assign]
+    cmd = node.command()
+    assert cmd[cmd.index("--port-delay"):] == ["--port-delay", "101=40", "--port-delay", "102=10"]
+
+
+def test_on_mininet_the_transport_emulates_nothing_and_stages_sit_on_site_hosts() -> None:
     tb = GeoMininetTestbed(geo())
-    tb.wan = "transport"
-    shape = tb.transport_shape("a", "b")
-    assert shape is not None and (shape.bw_mbps, shape.delay_ms) == (None, 40.0)
-    tb.wan = "netem"
-    assert tb.transport_shape("b", "c") is None
+    assert tb.wan in ("netem", "switch")
+    assert tb.transport_shape("a", "b") is None
     assert tb.stage_host("c", 1) == "s3h2"
     with pytest.raises(bringup.TestbedError, match="site 'c' has 2 hosts; pipeline replica 2 needs 3"):
         tb.stage_host("c", 2)
@@ -61,4 +77,4 @@ def test_bench_config_names_a_bad_testbed_and_results_say_which_emulation_applie
     with pytest.raises(GeoBenchError, match="testbed 'docker': expected 'loopback' or 'mininet'"):
         GeoBenchConfig(testbed="docker")
     assert wan_description("loopback").startswith("transport: rate + delay")
-    assert wan_description("mininet").split(":")[0] in ("kernel", "mixed")
+    assert wan_description("mininet").split(":")[0] in ("kernel", "switch")
