@@ -113,6 +113,7 @@ class GeoMininetTestbed(MininetTestbed):
         from innet.controller.switch import SwitchEndpoint
         from innet.testbed.rail import forwarding
 
+        self._check_root()  # before anything is recorded: nothing to clean up
         self.procs.open()
         try:
             (self.procs.dir / "topology.json").write_text(self.topology.to_json())
@@ -134,10 +135,14 @@ class GeoMininetTestbed(MininetTestbed):
             raise
         return self
 
-    def _start_network(self) -> str:
+    @staticmethod
+    def _check_root() -> None:
         if os.geteuid() != 0:
             raise TestbedError("the Mininet geo testbed needs root (network namespaces, veths); "
                                "without root, innet geo bench runs the sites on loopback")
+
+    def _start_network(self) -> str:
+        self._check_root()
         from innet.testbed.mininet_switch import innet_network
 
         (self.procs.dir / SWITCHES_FILE).write_text("\n".join(s.name for s in self.topology.switches) + "\n")

@@ -3,6 +3,8 @@ what the geo transport still has to emulate (no root needed: nothing is brought 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from innet.testbed import bringup
@@ -78,3 +80,25 @@ def test_bench_config_names_a_bad_testbed_and_results_say_which_emulation_applie
         GeoBenchConfig(testbed="docker")
     assert wan_description("loopback").startswith("transport: rate + delay")
     assert wan_description("mininet").split(":")[0] in ("kernel", "switch")
+
+
+def test_without_root_the_cli_says_so_in_one_line_and_exits_1(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    from innet import cli
+
+    from innet.testbed.processes import STATE_DIR
+
+    def ours() -> set[Path]:  # run dirs this process opened (other processes share STATE_DIR)
+        return {d for d in (STATE_DIR.iterdir() if STATE_DIR.exists() else ())
+                if (d / "owner").exists() and (d / "owner").read_text().split()[0] == str(os.getpid())}
+
+    before = ours()
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    code = cli.main(["geo", "bench", "--mininet", "--steps", "2", "--runs", "naive/none", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.strip() == ("innet geo bench: the Mininet geo testbed needs root (network namespaces, veths); "
+                           "without root, innet geo bench runs the sites on loopback")
+    assert ours() == before  # no run was recorded
