@@ -338,8 +338,8 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
     ax2.axhline(s["target_accuracy"], color="grey", lw=0.5)
     ax1.legend(fontsize=8)
     fig.suptitle(f"innet geo: {s['task']}, 3 sites (WAN 10M/40ms, 100M/10ms, 1G/2ms), {s['microbatches']}x"
-                 f"{s['batch']} per step, {doc['machine']['cores']} cores, {s.get('testbed', 'loopback')}, "
-                 f"WAN {s['wan_emulation'].split(':')[0]}", fontsize=9)
+                 f"{s['batch']} per step, {s['replicas']} pipeline(s), {doc['machine']['cores']} cores, "
+                 f"{s.get('testbed', 'loopback')}, WAN delay by {s['wan_emulation'].split(':')[0]}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
