@@ -10,10 +10,14 @@ address is ``UdpPort.address``.
 
 Interface ports (``-i PORT@IFACE``) use a raw AF_PACKET socket on the Linux interface
 (needs CAP_NET_RAW), like BMv2's ``-i``; frames the socket itself sent are ignored.
+
+``--port-delay PORT=MS`` holds every frame sent out of PORT for MS milliseconds
+(:class:`DelayedPort`): the one-way delay of an emulated WAN link on kernels without netem.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 import random
 import selectors
@@ -248,6 +252,51 @@ class IfacePort:
 
     def close(self) -> None:
         self._sock.close()
+
+
+class DelayedPort:
+    """A port whose output leaves ``delay_ms`` after the switch sends it (a WAN link's one-way
+    delay where the kernel has no netem; docs/geo.md). Frames keep their order; a thread
+    releases each at its due time. Input is not delayed (the peer's port delays its own output)."""
+
+    def __init__(self, inner: Port, delay_ms: float) -> None:
+        if not delay_ms >= 0:
+            raise PortError(f"port {inner.number}: delay {delay_ms!r} ms must be >= 0")
+        self.inner, self.number, self.delay_s = inner, inner.number, delay_ms / 1e3
+        self._queue: collections.deque[tuple[float, bytes]] = collections.deque()
+        self._cond = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._release, name=f"delay port {inner.number}", daemon=True)
+        self._thread.start()
+
+    def fileno(self) -> int:
+        return self.inner.fileno()
+
+    def receive(self) -> bytes | None:
+        return self.inner.receive()
+
+    def send(self, frame: bytes) -> None:
+        with self._cond:
+            self._queue.append((time.monotonic() + self.delay_s, frame))
+            self._cond.notify()
+
+    def _release(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closed and (not self._queue or self._queue[0][0] > time.monotonic()):
+                    self._cond.wait(self._queue[0][0] - time.monotonic() if self._queue else None)
+                if self._closed:
+                    return
+                _, frame = self._queue.popleft()
+            self.inner.send(frame)
+
+    def close(self) -> None:
+        """Stop releasing (frames still queued are dropped, as on a link taken down) and close."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        self._thread.join(timeout=5)
+        self.inner.close()
 
 
 class PcapWriter:

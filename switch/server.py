@@ -25,6 +25,7 @@ from innet.switch.p4runtime.service import P4RuntimeService, add_to_server
 from innet.switch.p4runtime.target_api import Target
 from innet.switch.tls import ServerTls, TlsConfigError
 from innet.switch.ports import (
+    DelayedPort,
     IfacePort,
     IfacePortSpec,
     LossSpec,
@@ -71,6 +72,8 @@ class SwitchOptions:
     """Seconds between idle-timeout sweeps (IdleTimeoutNotification; BMv2 uses 1 s)."""
     tls: ServerTls | None = None
     """TLS of the P4Runtime server (``--grpc-server-ssl``); None: plaintext."""
+    port_delays: tuple[tuple[int, float], ...] = ()
+    """(port, ms): output of that port leaves ms later (``--port-delay``, WAN emulation)."""
 
 
 class SwitchServer:
@@ -114,6 +117,11 @@ class SwitchServer:
                 ports.append(UdpPort(spec, opts.loss))
             for ispec in opts.iface_ports:
                 ports.append(IfacePort(ispec))
+            delays = dict(opts.port_delays)
+            unknown = sorted(set(delays) - set(numbers))
+            if unknown:
+                raise SwitchError(f"--port-delay: switch port {unknown[0]} is not a data port")
+            ports = [DelayedPort(p, delays[p.number]) if delays.get(p.number) else p for p in ports]
         except Exception:
             for port in ports:
                 port.close()

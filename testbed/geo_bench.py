@@ -6,7 +6,11 @@ the order given, equal operator counts per stage) and OP-Fence's, then trains ea
 (placement, compression) pair for the same number of steps as separate stage processes,
 one per site, linked by TCP with each WAN link's rate and delay emulated in the transport.
 With ``replicas > 1`` every site runs that many pipelines' stages data parallel, their
-gradients summed by the site's innet switch (GeoTestbed, loopback).
+gradients summed by the site's innet switch (GeoTestbed, loopback). With ``testbed="mininet"``
+(root) the sites are Mininet stars around their own switches and every stage runs on a site
+host: activations and gradients cross the WAN veths (rate by HTB; delay by netem, or by the
+switches' WAN ports where the kernel has no netem), gradients are summed inside each site by
+its switch.
 
 Reported per run: mean step time (after warm-up) next to the predicted one, time to the
 target test accuracy, bytes per step over the WAN, the mean compression ratio, and the
@@ -17,17 +21,18 @@ from __future__ import annotations
 
 import json
 import statistics
+import subprocess
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from innet.host.geo.compress import CompressionConfig
 from innet.host.geo.estimator import OpWorkload, measure
 from innet.host.geo.graph import Graph
-from innet.host.geo.launch import launch
+from innet.host.geo.launch import SINGLE_THREAD_BLAS, Spawn, launch, local_spawn
 from innet.host.geo.opfence import SiteNetwork, Plan, cluster, naive, opfence, predict
 from innet.host.geo.worker import StageJob, build_model, build_task
 from innet.testbed.geo_topology import geo, network_view, wan_shape
@@ -68,6 +73,9 @@ class GeoBenchConfig:
     replicas: int = 1
     """Pipelines per site (> 1: data parallel inside each site through its innet switch)."""
     topology: Topology = field(default_factory=geo)
+    testbed: str = "loopback"
+    """``loopback`` (stages as local processes, WAN in the transport) or ``mininet`` (root:
+    stages on the site hosts, switches per site, WAN veths; see innet.testbed.geo_mininet)."""
     seed: int = 0
     out_dir: Path = Path("results")
     timeout_s: float = 600.0
@@ -79,6 +87,8 @@ class GeoBenchConfig:
             if placement not in PLACEMENTS or comp not in COMPRESSIONS:
                 raise GeoBenchError(f"geo bench run {placement}/{comp}: placement must be one of "
                                     f"{', '.join(PLACEMENTS)} and compression one of {', '.join(COMPRESSIONS)}")
+        if self.testbed not in ("loopback", "mininet"):
+            raise GeoBenchError(f"geo bench testbed {self.testbed!r}: expected 'loopback' or 'mininet'")
         if self.replicas < 1 or self.steps < 1 or self.microbatches < 1 or self.batch < 1:
             raise GeoBenchError("geo bench: replicas, steps, microbatches and batch must be >= 1")
 
@@ -120,8 +130,10 @@ def _site(topo: Topology, device: str) -> str:
 
 
 def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: int,
-               dp: Callable[[int, str], dict[str, Any] | None] | None = None) -> list[StageJob]:
-    """The stage jobs of pipeline ``replica`` for ``plan``; compression on the slowest links only."""
+               dp: Callable[[int, str], dict[str, Any] | None] | None = None, fabric: Any = None) -> list[StageJob]:
+    """The stage jobs of pipeline ``replica`` for ``plan``; compression on the slowest links only.
+    ``fabric`` (a geo testbed) places each stage on a host and says what the transport still
+    emulates of each WAN link; without it, stages are local processes shaping the whole link."""
     topo = config.topology
     sites = [_site(topo, c[0]) for c in plan.order]
     slowest = min(link.bw_mbps for link in plan.links) if plan.links else None
@@ -131,19 +143,39 @@ def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: in
             comp.append(None)
         else:
             comp.append(asdict(CompressionConfig(compression, ratio=config.topk_ratio, min_ratio=config.min_ratio)))
+
+    def shape(a: str, b: str) -> dict[str, Any] | None:
+        s = fabric.transport_shape(a, b) if fabric is not None else wan_shape(topo, a, b)
+        return asdict(s) if s is not None else None
+
     jobs = []
     for i in range(len(sites)):
-        shape_next = asdict(wan_shape(topo, sites[i], sites[i + 1])) if i + 1 < len(sites) else None
-        shape_prev = asdict(wan_shape(topo, sites[i], sites[i - 1])) if i > 0 else None
+        host = fabric.stage_host(sites[i], replica) if fabric is not None else None
+        listen = (topo.host(host).address, 0) if host is not None else ("127.0.0.1", 0)
         jobs.append(StageJob(model=config.model_spec(), task=config.task_spec(), cuts=plan.cuts, index=i,
                              steps=config.steps, batch=config.batch, microbatches=config.microbatches,
                              seed=config.seed, data_seed=config.seed + 1000 * replica, lr=config.lr,
-                             momentum=config.momentum, shape_next=shape_next, shape_prev=shape_prev,
+                             momentum=config.momentum, listen=listen,
+                             shape_next=shape(sites[i], sites[i + 1]) if i + 1 < len(sites) else None,
+                             shape_prev=shape(sites[i], sites[i - 1]) if i > 0 else None,
                              compress_next=comp[i] if i < len(comp) else None,
                              compress_prev=comp[i - 1] if i > 0 else None,
                              eval_every=config.eval_every, dp=dp(i, sites[i]) if dp else None,
                              timeout=min(config.timeout_s, 300.0)))
     return jobs
+
+
+def stage_spawner(config: GeoBenchConfig, fabric: Any) -> Spawn:
+    """How ``launch`` starts a stage: locally, or on the testbed host whose address it listens on."""
+    if fabric is None or not hasattr(fabric, "spawn_stage"):
+        return local_spawn
+    hosts = {h.address: h.name for h in config.topology.workers}
+
+    def spawn(job: StageJob, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
+        popen: subprocess.Popen[bytes] = fabric.spawn_stage(hosts[job.listen[0]], argv, SINGLE_THREAD_BLAS)
+        return popen
+
+    return spawn
 
 
 def _stage_elements(planned: Planned, plan: Plan, i: int) -> int:
@@ -158,15 +190,16 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
     epochs: dict[str, int] = {}
     for r in range(config.replicas):
         def dp(i: int, site: str, r: int = r) -> dict[str, Any] | None:
-            if geo_tb is None or site not in geo_tb.sites:
+            if geo_tb is None or not geo_tb.has_ina(site):
                 return None
             if site not in epochs:
-                epochs[site] = geo_tb.sites[site].attach()
+                epochs[site] = geo_tb.attach_site(site)
             return {"agent": geo_tb.dp_agent(site, r, epochs[site], max(1, _stage_elements(planned, plan, i))),
                     "replicas": config.replicas}
-        pipelines.append(stage_jobs(config, plan, compression, r, dp if config.replicas > 1 else None))
+        pipelines.append(stage_jobs(config, plan, compression, r, dp if config.replicas > 1 else None, geo_tb))
+    wan_before = geo_tb.wan_bytes() if hasattr(geo_tb, "wan_bytes") else None
     start = time.monotonic()
-    outputs = launch(pipelines, timeout=config.timeout_s)
+    outputs = launch(pipelines, spawn=stage_spawner(config, geo_tb), timeout=config.timeout_s)
     wall = time.monotonic() - start
     last = outputs[0][-1]
     steps = last.of("step")
@@ -194,8 +227,14 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
             "wan_bytes_per_step": wan_bytes / config.steps, "slow_link_ratio": ratio,
             "mean_ratios": ratios, "wall_s": wall,
             "reduce_s": sum(d["reduce_s"] for d in done),
+            "wan_link_bytes": _wan_delta(wan_before, geo_tb.wan_bytes()) if wan_before is not None else None,
             "loss_curve": [[s["t"], s["loss"]] for s in steps],
             "accuracy_curve": [[e["t"], e["step"], e["accuracy"]] for e in evals]}
+
+
+def _wan_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """Bytes each WAN link end sent during one run (every pipeline, probes and evaluation included)."""
+    return {iface: after[iface] - before[iface] for iface in after}
 
 
 def machine() -> dict[str, Any]:
@@ -204,17 +243,40 @@ def machine() -> dict[str, Any]:
     return describe()
 
 
+def open_testbed(config: GeoBenchConfig) -> Any:
+    """The started geo testbed the runs use: Mininet always (stages on the site hosts, WAN
+    traffic on the WAN veths); loopback only for data parallel (the site switches), else None."""
+    from innet.testbed.bringup import TestbedOptions
+
+    if config.testbed == "mininet":
+        from innet.testbed.geo_mininet import GeoMininetTestbed
+
+        return GeoMininetTestbed(config.topology, TestbedOptions(window=32)).start()
+    if config.replicas > 1:
+        from innet.testbed.geo_testbed import GeoTestbed
+
+        return GeoTestbed(config.topology, TestbedOptions(window=32)).start()
+    return None
+
+
+def wan_description(testbed: str) -> str:
+    """Which WAN emulation applies (recorded with every result)."""
+    from innet.testbed.geo_testbed import wan_emulation
+
+    if testbed == "loopback":
+        return "transport: rate + delay by the geo transport's user-space shaper, loopback TCP"
+    if wan_emulation("mininet") == "netem":
+        return "kernel: rate HTB + delay netem on the WAN veths (Mininet)"
+    return "switch: rate HTB on the WAN veths (Mininet), delay by the site switches' WAN port stage " \
+           "(innet-switch --port-delay; no netem in this kernel)"
+
+
 def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
     planned = plan_all(config)
     for name, plan in planned.plans.items():
         progress(plan.describe(name))
     rows = []
-    geo_tb = None
-    if config.replicas > 1:
-        from innet.testbed.bringup import TestbedOptions
-        from innet.testbed.geo_testbed import GeoTestbed
-
-        geo_tb = GeoTestbed(config.topology, TestbedOptions(window=32)).start()
+    geo_tb = open_testbed(config)
     try:
         for placement, compression in config.runs:
             progress(f"training {placement} / {compression} ...")
@@ -233,10 +295,7 @@ def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None
                             if base["time_to_accuracy_s"] and r["time_to_accuracy_s"] else None)
     settings = {k: v for k, v in asdict(config).items() if k not in ("topology", "out_dir")}
     settings["topology"] = str(config.topology)
-    from innet.testbed.geo_testbed import wan_emulation
-
-    settings["wan_emulation"] = f"{wan_emulation('loopback')}: user-space shaper in the geo transport " \
-                                "(rate + delay) on loopback TCP"
+    settings["wan_emulation"] = wan_description(config.testbed)
     return {"date": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine(), "settings": settings,
             "clusters": [list(c) for c in planned.clusters],
             "plans": {k: p.describe(k) for k, p in planned.plans.items()}, "rows": rows}
@@ -279,7 +338,8 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
     ax2.axhline(s["target_accuracy"], color="grey", lw=0.5)
     ax1.legend(fontsize=8)
     fig.suptitle(f"innet geo: {s['task']}, 3 sites (WAN 10M/40ms, 100M/10ms, 1G/2ms), {s['microbatches']}x"
-                 f"{s['batch']} per step, {doc['machine']['cores']} cores, user-space WAN shaper", fontsize=9)
+                 f"{s['batch']} per step, {s['replicas']} pipeline(s), {doc['machine']['cores']} cores, "
+                 f"{s.get('testbed', 'loopback')}, WAN delay by {s['wan_emulation'].split(':')[0]}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -289,7 +349,8 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
 def save(doc: dict[str, Any], out_dir: Path, stem: str = "geo-bench") -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = doc["date"].replace(":", "").replace("-", "")
-    json_path = out_dir / f"{stem}-{doc['settings']['task']}-{stamp}.json"
+    tier = "-mininet" if doc["settings"].get("testbed") == "mininet" else ""
+    json_path = out_dir / f"{stem}-{doc['settings']['task']}{tier}-{stamp}.json"
     json_path.write_text(json.dumps(doc, indent=2) + "\n")
     return json_path, plot(doc, json_path.with_suffix(".png"))
 

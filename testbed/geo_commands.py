@@ -101,15 +101,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     try:
         config = _config(args, steps=args.steps, runs=args.runs or geo_bench.DEFAULT_RUNS, replicas=args.replicas,
-                         target_accuracy=args.target, lr=args.lr, out_dir=args.out, eval_every=args.eval_every)
+                         target_accuracy=args.target, lr=args.lr, out_dir=args.out, eval_every=args.eval_every,
+                         testbed="mininet" if args.mininet else "loopback")
     except (geo_bench.GeoBenchError, TopologyError) as error:
         print(f"innet geo bench: {error}", file=sys.stderr)
         return EXIT_USAGE
+    from innet.host.geo.launch import LaunchError
+    from innet.testbed.bringup import TestbedError
+
     try:
         doc = geo_bench.run(config, progress=print)
     except PlanError as error:
         print(f"innet geo bench: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except (TestbedError, LaunchError) as error:
+        print(f"innet geo bench: {' '.join(str(error).split())[:2000]}", file=sys.stderr)
+        return 1
     print(geo_bench.table(doc))
     json_path, png_path = geo_bench.save(doc, config.out_dir)
     print(f"wrote {json_path} and {png_path}")
@@ -144,4 +151,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
             p.add_argument("--target", type=positive_float, default=0.9, help="time-to-accuracy target (default 0.9)")
             p.add_argument("--lr", type=positive_float, default=0.05, help="SGD learning rate (default 0.05)")
             p.add_argument("--eval-every", type=int_range(1), default=5, help="evaluate every N steps (default 5)")
+            p.add_argument("--mininet", action="store_true",
+                           help="run on the Mininet geo testbed (root): a switch per site, stages on site hosts, "
+                                "WAN veths shaped by HTB (delay: netem, else the transport)")
             p.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")

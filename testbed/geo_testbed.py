@@ -15,20 +15,21 @@ from __future__ import annotations
 from typing import Any
 
 from innet.testbed.bringup import TestbedOptions
-from innet.testbed.geo_topology import site_star, sites_of
+from innet.host.geo.channel import LinkShape
+from innet.testbed.geo_topology import site_star, sites_of, wan_shape
 from innet.testbed.loopback import LoopbackTestbed
 from innet.testbed.topology import Topology
 
 
 def wan_emulation(backend: str = "loopback") -> str:
-    """How WAN delay is emulated: ``netem`` on Mininet when the kernel has it, else
-    ``transport`` (the geo transport's user-space shaper: rate and delay). On loopback there
-    are no links, so it is always the transport."""
+    """Where WAN delay is emulated: on Mininet ``netem`` when the kernel has it, else
+    ``switch`` (the site switches hold their WAN ports' output back: ``innet-switch
+    --port-delay``); the rate is HTB there either way. On loopback there are no links, so it
+    is ``transport`` (the geo transport's user-space shaper: rate and delay)."""
     if backend == "mininet":
         from innet.testbed.impair import netem_available
 
-        if netem_available():
-            return "netem"
+        return "netem" if netem_available() else "switch"
     return "transport"
 
 
@@ -74,6 +75,23 @@ class GeoTestbed:
         self.sites.clear()
         if errors:
             raise errors[0]
+
+    def has_ina(self, site: str) -> bool:
+        """Whether ``site`` has an aggregation switch (two or more workers)."""
+        return site in self.sites
+
+    def attach_site(self, site: str) -> int:
+        """A new worker set of ``site``'s job: its epoch."""
+        return self.sites[site].attach()
+
+    def stage_host(self, site: str, replica: int) -> str | None:
+        """Where a stage runs: on loopback, a local process (None)."""
+        return None
+
+    def transport_shape(self, a: str, b: str) -> LinkShape | None:
+        """What the geo transport emulates from site ``a`` to ``b``: the whole WAN link (rate
+        and delay); there are no links on loopback."""
+        return wan_shape(self.topology, a, b)
 
     def dp_agent(self, site: str, rank: int, epoch: int, elements: int) -> dict[str, Any]:
         """The host agent settings of replica ``rank`` of ``site`` for a stage whose gradient has

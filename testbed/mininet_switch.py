@@ -117,14 +117,17 @@ class InnetSwitchNode(Switch):  # type: ignore[misc]  # mininet is untyped
     Parameters (besides Mininet's): ``program`` (device config or P4 source; None starts
     with ``--no-p4``), ``grpc_port`` (0: any free port), ``device_id``, ``cpu_port``,
     ``log_level``, ``start_timeout`` (seconds until the switch must be ready),
-    ``state_dir`` (pid file and log).
+    ``state_dir`` (pid file and log), ``port_delays`` (port -> ms its output is held back:
+    ``innet-switch --port-delay``, WAN delay without netem).
     """
 
     def __init__(self, name: str, program: Path | None = None, grpc_port: int = 0,
                  device_id: int = 1, cpu_port: int | None = None, log_level: str = "warning",
                  executor: str = "auto",
-                 start_timeout: float = 60.0, state_dir: Path = STATE_DIR, **params: Any) -> None:
+                 start_timeout: float = 60.0, state_dir: Path = STATE_DIR,
+                 port_delays: dict[int, float] | None = None, **params: Any) -> None:
         super().__init__(name, **params)
+        self.port_delays = dict(port_delays or {})
         self.program = program
         self.grpc_port = grpc_port
         self.device_id = device_id
@@ -159,6 +162,8 @@ class InnetSwitchNode(Switch):  # type: ignore[misc]  # mininet is untyped
                 "--log-level", self.log_level, "--executor", self.executor]
         if self.cpu_port is not None:
             cmd += ["--cpu-port", str(self.cpu_port)]
+        for port, ms in sorted(self.port_delays.items()):
+            cmd += ["--port-delay", f"{port}={ms:g}"]
         return cmd
 
     def start(self, controllers: list[Any]) -> None:

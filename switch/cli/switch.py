@@ -66,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default="info",
                         choices=["trace", "debug", "info", "warn", "warning", "error", "critical", "off"],
                         help="log level (debug names ports, tables and actions per packet)")
+    parser.add_argument("--port-delay", action="append", default=[], metavar="PORT=MS",
+                        help="send PORT's output MS milliseconds late (WAN delay without netem; repeatable)")
     parser.add_argument("--loss", default=None, metavar="DROP,DUP,REORDER[,SEED]",
                         help="impair UDP port output with these probabilities (tests)")
     tls = parser.add_argument_group("TLS (the flags of simple_switch_grpc)")
@@ -122,6 +124,19 @@ def _loss(text: str | None) -> LossSpec | None:
     return LossSpec(drop, dup, reorder, seed)
 
 
+def _port_delay(text: str) -> tuple[int, float]:
+    port, sep, ms = text.partition("=")
+    try:
+        if not sep:
+            raise ValueError
+        number, delay = int(port), float(ms)
+    except ValueError:
+        raise UsageError(f"--port-delay {text!r}: expected PORT=MS, e.g. 101=40") from None
+    if not 0 <= number < 511 or not 0 <= delay <= 10_000:
+        raise UsageError(f"--port-delay {text!r}: port must be in 0..510 and MS in 0..10000")
+    return number, delay
+
+
 def options_from_args(args: argparse.Namespace) -> SwitchOptions:
     """SwitchOptions from parsed flags; raises UsageError or PortError."""
     if args.program is not None and args.no_p4:
@@ -140,6 +155,7 @@ def options_from_args(args: argparse.Namespace) -> SwitchOptions:
         program=args.program,
         loss=_loss(args.loss),
         tls=_tls(args),
+        port_delays=tuple(_port_delay(d) for d in args.port_delay),
     )
 
 
