@@ -184,7 +184,7 @@ def test_cleanup_after_a_killed_bring_up(tmp_path: Path) -> None:
         assert innet_interfaces(["s1"]) != []  # the crash left them
         done = cleanup(tmp_path)
         assert any("sleeper" in d for d in done), done
-        assert any("innet-switch s1" in d for d in done), done
+        assert any("leftover switch s1" in d for d in done), done
         deadline = time.monotonic() + 20
         while _switch_processes() and time.monotonic() < deadline:
             time.sleep(0.1)
