@@ -9,7 +9,6 @@ are atomic for packets and none is lost; stopping is prompt.
 
 from __future__ import annotations
 
-import random
 import socket
 import threading
 import time
@@ -22,10 +21,9 @@ from innet.switch.native.portio import NativePortSet
 from innet.switch.p4runtime.embedded_target import InnetTarget
 from innet.switch.ports import PortSet, UdpPortSpec
 from innet.switch.server import SwitchError, SwitchOptions, SwitchServer
-from innet.switch.stf import read_stf
 
-REPO = Path(__file__).resolve().parents[2]
-AGG64 = REPO / "p4" / "examples" / "agg64.p4"
+from testkit.agg64 import AGG64, agg64_frames
+
 PIO = Path(__file__).parent / "clients" / "innet_pio.p4"
 CPU = 255
 DIGEST_P4 = """
@@ -80,17 +78,6 @@ def ids(server: SwitchServer) -> dict[str, int]:
 def register(server: SwitchServer, name: str) -> list[int]:
     entities = server.device.read([p4r.Entity(register_entry=p4r.RegisterEntry(register_id=ids(server)[name]))])
     return [int.from_bytes(e.register_entry.data.bitstring, "big") for e in entities]
-
-
-def agg64_frames(count: int, seed: int) -> list[bytes]:
-    """agg64 contributions to random slots 0..7 with random values (the STF's frame as a template)."""
-    template = next(d for _, _, d in read_stf(REPO / "p4" / "examples" / "agg64.stf").packets if len(d) > 300)
-    rng = random.Random(seed)
-    frames = []
-    for _ in range(count):
-        body = rng.randrange(8).to_bytes(4, "big") + rng.randbytes(256)
-        frames.append(template[:42] + body + template[42 + len(body):])
-    return frames
 
 
 def windowed(sock: socket.socket, to: tuple[str, int], frames: list[bytes], window: int) -> list[bytes]:
