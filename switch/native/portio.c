@@ -118,6 +118,11 @@ int pio_add_port(pio_t *io, int fd, u32 num, int kind) {
     memset(p, 0, sizeof *p);
     p->fd = fd; p->num = num; p->kind = kind;
     io->idx[num] = (int16_t)io->nports;
+    if (kind == KIND_PACKET) {  /* room for bursts (as the reflector ceiling has) */
+        int buf = 4 << 20;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+    }
     return (int)io->nports++;
 }
 

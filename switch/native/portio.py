@@ -26,6 +26,7 @@ then keeps ``PortSet``): pcap capture and UDP loss impairments.
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import threading
@@ -233,6 +234,7 @@ class NativePortSet:
             if thread is not threading.current_thread():
                 thread.join(STOP_TIMEOUT)
                 alive = alive or thread.is_alive()
+        LOG.info("C port loop stats: %s", json.dumps(self.stats().values))
         for port in self.ports.values():
             port.close()
         if alive:  # freeing memory a stuck thread still uses would be worse than leaking it
