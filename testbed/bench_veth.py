@@ -1,7 +1,8 @@
 """``innet-switch`` on one veth pair against the ceiling of that veth, measured in the same run.
 
 Run as root: ``python -m innet.testbed.bench_veth [--seconds S] [--window W] [--mtu M]
-[--executor python|native] [--only WORKLOAD] [--out results/]``.
+[--executor python|native] [--port-loop python|native] [--rounds N] [--only WORKLOAD]
+[--out results/]``.
 
 It makes a network namespace with one end of a veth pair in it (the other end stays in
 the root namespace) and removes both in ``finally``. A closed-loop C sender
@@ -26,6 +27,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,6 +64,10 @@ class VethBenchConfig:
     """MTU of both veth ends."""
     executor: str | None = None
     """``innet-switch --executor`` value; None: the switch's default (flag not passed)."""
+    rounds: int = 1
+    """Reflector/switch pairs measured one after the other per workload; the row reports
+    medians and the median of the per-round ratios (a pair is measured seconds apart, so
+    its ratio suffers less from other load on the machine than one-shot figures)."""
     port_loop: str | None = None
     """``innet-switch --port-loop`` value (native: the C loop; python: one Python call per
     frame); None: the switch's default (the C loop with the native executor)."""
@@ -286,17 +292,23 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
             frames = _frames(workload)
             frames_file = tmp / f"{workload}.frames"
             write_frames(frames_file, frames)
-            progress(f"{workload}: reflector ceiling on {pair.outer}")
-            points.append(measure_reflector(pair, workload, frames_file, len(frames[0]), config, tools, tmp))
-            progress(f"{workload}: innet-switch on {pair.outer}")
-            points.append(measure_switch(pair, workload, frames_file, len(frames[0]), config, tools, tmp))
+            for k in range(config.rounds):
+                step = f" (round {k + 1}/{config.rounds})" if config.rounds > 1 else ""
+                progress(f"{workload}: reflector ceiling on {pair.outer}{step}")
+                points.append(measure_reflector(pair, workload, frames_file, len(frames[0]), config, tools, tmp))
+                progress(f"{workload}: innet-switch on {pair.outer}{step}")
+                points.append(measure_switch(pair, workload, frames_file, len(frames[0]), config, tools, tmp))
     rows = []
     for workload in config.workloads:
-        ceiling = next(p for p in points if p.workload == workload and p.device == "reflector")
-        switch = next(p for p in points if p.workload == workload and p.device == "innet-switch")
-        rows.append({"workload": workload, "frame_bytes": switch.frame_bytes, "ceiling_pps": round(ceiling.pps),
-                     "switch_pps": round(switch.pps),
-                     "ratio": round(switch.pps / ceiling.pps, 3) if ceiling.pps else 0.0, "loop": switch.loop})
+        ceilings = [p for p in points if p.workload == workload and p.device == "reflector"]
+        switches = [p for p in points if p.workload == workload and p.device == "innet-switch"]
+        ratios = [s.pps / c.pps if c.pps else 0.0 for c, s in zip(ceilings, switches)]
+        middle = sorted(zip(ratios, range(len(ratios))))[len(ratios) // 2][1]
+        rows.append({"workload": workload, "frame_bytes": switches[0].frame_bytes,
+                     "ceiling_pps": round(statistics.median(c.pps for c in ceilings)),
+                     "switch_pps": round(statistics.median(s.pps for s in switches)),
+                     "ratio": round(statistics.median(ratios), 3), "round_ratios": [round(r, 3) for r in ratios],
+                     "loop": switches[middle].loop})
     return {"format": "innet-bench-veth/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "machine": describe(), "executor": config.executor or "default",
             "port_loop": config.port_loop or "default",
@@ -342,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mtu", type=int, default=1500, help="veth MTU, 576..9000 (default 1500)")
     ap.add_argument("--executor", choices=["python", "native"], default=None,
                     help="innet-switch --executor (default: the switch's own default)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="reflector/switch pairs per workload; medians are reported (default 1)")
     ap.add_argument("--port-loop", choices=["python", "native"], default=None,
                     help="innet-switch --port-loop (default: the switch's own default)")
     ap.add_argument("--only", action="append", choices=list(WORKLOADS), help="one workload (repeatable)")
@@ -349,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not 1 <= args.window <= 1 << 16:
         ap.error(f"argument --window: {args.window} is outside 1..65536")
+    if not 1 <= args.rounds <= 20:
+        ap.error(f"argument --rounds: {args.rounds} is outside 1..20")
     if not 576 <= args.mtu <= 9000:
         ap.error(f"argument --mtu: {args.mtu} is outside 576..9000")
     if os.geteuid() != 0:
@@ -359,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
               "(the native executor is not merged)", file=sys.stderr)
         return 2
     config = VethBenchConfig(seconds=args.seconds, window=args.window, mtu=args.mtu, executor=args.executor,
-                             port_loop=args.port_loop, workloads=tuple(args.only or WORKLOADS))
+                             port_loop=args.port_loop, rounds=args.rounds, workloads=tuple(args.only or WORKLOADS))
     from rich.console import Console
     from rich.table import Table
 
