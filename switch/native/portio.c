@@ -80,6 +80,7 @@ typedef struct pio {
     u64 st[ST_N];
 } pio_t;
 
+#define ST_ADD(io, k, n) __atomic_add_fetch(&(io)->st[k], (u64)(n), __ATOMIC_RELAXED)
 static u64 now_ns(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return (u64)t.tv_sec * 1000000000ull + (u64)t.tv_nsec; }
 static void signal_fd(int fd) { u64 one = 1; ssize_t r = write(fd, &one, sizeof one); (void)r; }
 
@@ -178,15 +179,15 @@ static void q_push(pio_t *io, u32 kind, u32 port, const u8 *data, u32 len) {
         if (io->qtail + need > io->qcap) {
             u32 nc = io->qcap ? io->qcap : (1u << 20);
             while (nc < io->qtail + need) nc *= 2;
-            if (nc > PIO_QUEUE_MAX) { io->st[ST_DROP_QUEUE]++; pthread_mutex_unlock(&io->qmu); return; }
+            if (nc > PIO_QUEUE_MAX) { ST_ADD(io, ST_DROP_QUEUE, 1); pthread_mutex_unlock(&io->qmu); return; }
             u8 *nq = realloc(io->q, nc);
-            if (!nq) { io->st[ST_DROP_QUEUE]++; pthread_mutex_unlock(&io->qmu); return; }
+            if (!nq) { ST_ADD(io, ST_DROP_QUEUE, 1); pthread_mutex_unlock(&io->qmu); return; }
             io->q = nq; io->qcap = nc;
         }
     }
     u32 hdr[3] = {kind, port, len};
     memcpy(io->q + io->qtail, hdr, 12); memcpy(io->q + io->qtail + 12, data, len); io->qtail += need;
-    io->st[ST_TO_PY]++;
+    ST_ADD(io, ST_TO_PY, 1);
     int was = io->flag_queue; io->flag_queue = 1;
     pthread_mutex_unlock(&io->qmu);
     if (!was) signal_fd(io->efd);
@@ -226,7 +227,7 @@ static void send_batch(pio_t *io, port_t *p, u32 n) {
         pthread_mutex_lock(&io->smu);
         int has = p->has_peer; struct sockaddr_storage peer = p->peer; socklen_t plen = p->peerlen;
         pthread_mutex_unlock(&io->smu);
-        if (!has) { io->st[ST_DROP_NOPEER] += n; return; }
+        if (!has) { ST_ADD(io, ST_DROP_NOPEER, n); return; }
         for (u32 k = 0; k < n; k++) { io->sm[k].msg_hdr.msg_name = &peer; io->sm[k].msg_hdr.msg_namelen = plen; }
     } else {
         for (u32 k = 0; k < n; k++) { io->sm[k].msg_hdr.msg_name = NULL; io->sm[k].msg_hdr.msg_namelen = 0; }
@@ -234,31 +235,31 @@ static void send_batch(pio_t *io, port_t *p, u32 n) {
     int retried = 0;
     while (i < n) {
         int r = sendmmsg(p->fd, io->sm + i, n - i, MSG_DONTWAIT);
-        if (r > 0) { i += (u32)r; __atomic_add_fetch(&p->tx, (u32)r, __ATOMIC_RELAXED); __atomic_add_fetch(&io->st[ST_TX], (u32)r, __ATOMIC_RELAXED); retried = 0; continue; }
+        if (r > 0) { i += (u32)r; __atomic_add_fetch(&p->tx, (u32)r, __ATOMIC_RELAXED); ST_ADD(io, ST_TX, r); retried = 0; continue; }
         if (r < 0 && (errno == EAGAIN || errno == ENOBUFS) && !retried && wait_writable(p->fd)) { retried = 1; continue; }
         if (r < 0 && errno == EINTR) continue;
-        io->st[ST_DROP_SEND]++; i++; retried = 0; /* this frame failed (as the Python path: dropped) */
+        ST_ADD(io, ST_DROP_SEND, 1); i++; retried = 0; /* this frame failed (as the Python path: dropped) */
     }
 }
 
 /* Frames from Python (PacketOut results, the slow path's outputs): one at a time. */
 int pio_send(pio_t *io, u32 num, const u8 *data, u32 len) {
-    if (num >= PIO_NPORTNUM || io->idx[num] < 0) { __atomic_add_fetch(&io->st[ST_DROP_NOPORT], 1, __ATOMIC_RELAXED); return -1; }
+    if (num >= PIO_NPORTNUM || io->idx[num] < 0) { ST_ADD(io, ST_DROP_NOPORT, 1); return -1; }
     port_t *p = &io->ports[io->idx[num]];
     struct sockaddr_storage peer; socklen_t plen = 0;
     if (p->kind == KIND_UDP) {
         pthread_mutex_lock(&io->smu);
         int has = p->has_peer; peer = p->peer; plen = p->peerlen;
         pthread_mutex_unlock(&io->smu);
-        if (!has) { __atomic_add_fetch(&io->st[ST_DROP_NOPEER], 1, __ATOMIC_RELAXED); return -1; }
+        if (!has) { ST_ADD(io, ST_DROP_NOPEER, 1); return -1; }
     }
     for (int tries = 0; tries < 2; tries++) {
         ssize_t r = p->kind == KIND_UDP ? sendto(p->fd, data, len, MSG_DONTWAIT, (struct sockaddr *)&peer, plen)
                                         : send(p->fd, data, len, MSG_DONTWAIT);
-        if (r >= 0) { __atomic_add_fetch(&p->tx, 1, __ATOMIC_RELAXED); __atomic_add_fetch(&io->st[ST_TX], 1, __ATOMIC_RELAXED); return 0; }
+        if (r >= 0) { __atomic_add_fetch(&p->tx, 1, __ATOMIC_RELAXED); ST_ADD(io, ST_TX, 1); return 0; }
         if (!(errno == EAGAIN || errno == ENOBUFS) || !wait_writable(p->fd)) break;
     }
-    __atomic_add_fetch(&io->st[ST_DROP_SEND], 1, __ATOMIC_RELAXED);
+    ST_ADD(io, ST_DROP_SEND, 1);
     return -1;
 }
 
@@ -276,7 +277,7 @@ static void run_native(pio_t *io, u32 n, u64 t0) {
     while (done < no) {
         u32 port = rec[3 * done];
         if ((int)port == io->cpu_port) { q_push(io, Q_CPU, port, data + rec[3 * done + 1], rec[3 * done + 2]); done++; continue; }
-        if (port >= PIO_NPORTNUM || io->idx[port] < 0) { io->st[ST_DROP_NOPORT]++; done++; continue; }
+        if (port >= PIO_NPORTNUM || io->idx[port] < 0) { ST_ADD(io, ST_DROP_NOPORT, 1); done++; continue; }
         port_t *p = &io->ports[io->idx[port]];
         u32 k = 0;
         while (done < no && k < PIO_BATCH && rec[3 * done] == port) {
@@ -289,7 +290,7 @@ static void run_native(pio_t *io, u32 n, u64 t0) {
     if (io->digests(io->sw, &dq) && !__atomic_exchange_n(&io->flag_digest, 1, __ATOMIC_ACQ_REL)) signal_fd(io->efd);
     io->unlock(io->sw);
     u64 t4 = now_ns();
-    io->st[ST_NS_RECV] += t1 - t0; io->st[ST_NS_LOCK] += t2 - t1; io->st[ST_NS_PROC] += t3 - t2; io->st[ST_NS_SEND] += t4 - t3;
+    ST_ADD(io, ST_NS_RECV, t1 - t0); ST_ADD(io, ST_NS_LOCK, t2 - t1); ST_ADD(io, ST_NS_PROC, t3 - t2); ST_ADD(io, ST_NS_SEND, t4 - t3);
 }
 
 static void handle_port(pio_t *io, port_t *p) {
@@ -317,7 +318,7 @@ static void handle_port(pio_t *io, port_t *p) {
         p->peerlen = io->rm[last].msg_hdr.msg_namelen; p->has_peer = 1;
         pthread_mutex_unlock(&io->smu);
     }
-    p->rx += n; io->st[ST_RX] += n; io->st[ST_BATCHES]++;
+    p->rx += n; ST_ADD(io, ST_RX, n); ST_ADD(io, ST_BATCHES, 1);
     if (!n) return;
     pthread_mutex_lock(&io->mu);
     if (io->mode == MODE_NATIVE) {
@@ -326,7 +327,7 @@ static void handle_port(pio_t *io, port_t *p) {
         off = 0;
         for (u32 i = 0; i < n; i++) { q_push(io, Q_RX, io->pnums[i], io->rbuf + off, io->lens[i]); off += io->lens[i]; }
     } else {
-        io->st[ST_DROP_UNBOUND] += n;
+        ST_ADD(io, ST_DROP_UNBOUND, n);
     }
     pthread_mutex_unlock(&io->mu);
 }
@@ -349,7 +350,7 @@ int pio_run(pio_t *io) {
            Python loop's selector), so a frame that teaches a UDP peer is run first */
         u64 w0 = now_ns();
         int k = epoll_wait(ep, evs, PIO_MAX_PORTS + 1, PIO_POLL_MS);
-        io->st[ST_NS_WAIT] += now_ns() - w0; io->st[ST_WAKEUPS]++;
+        ST_ADD(io, ST_NS_WAIT, now_ns() - w0); ST_ADD(io, ST_WAKEUPS, 1);
         for (int j = 0; j < k && !io->stop; j++)
             if (evs[j].data.u32 < io->nports) handle_port(io, &io->ports[evs[j].data.u32]);
     }

@@ -127,7 +127,7 @@ class NativePortSet:
             info = socket.getaddrinfo(host, udp, type=socket.SOCK_DGRAM)[0]
         except socket.gaierror as error:
             raise PortError(f"port {number}: peer {host}:{udp}: {error.strerror}") from None
-        family, address = info[0], info[4][0]
+        family, address = info[0], str(info[4][0])
         packed = socket.inet_pton(family, address)
         self._lib.pio_set_peer(self._io, number, 4 if family == socket.AF_INET else 6, packed, udp, int(fixed))
 

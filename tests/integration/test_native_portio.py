@@ -262,3 +262,48 @@ def test_native_port_loop_with_python_executor_is_refused():
                             udp_ports=(UdpPortSpec.parse("1@127.0.0.1:0"),))
     with pytest.raises(SwitchError, match="port loop native: the executor is python"):
         SwitchServer(options, InnetTarget(executor="python")).start()
+
+
+def test_python_pipeline_behind_the_c_loop_runs_through_the_handler():
+    """A program the native executor refused (``auto`` fell back to python): the C loop
+    hands every frame to Python and sends what the handler returns."""
+    from innet.switch.native.select import load_pipeline_file
+    from innet.switch.ports import UdpPort
+
+    pipeline = load_pipeline_file(AGG64, "python")
+    reference = load_pipeline_file(AGG64, "python")
+    frames = agg64_frames(50, seed=3)
+    expected = [reference.process(1, f)[0][1] for f in frames]
+    ports = NativePortSet([UdpPort(UdpPortSpec.parse("1@127.0.0.1:0"))], pipeline.process, lambda cpu: None)
+    ports.bind(pipeline)
+    ports.start()
+    sock = host()
+    try:
+        assert not ports.native
+        assert windowed(sock, ports.ports[1].address, frames, window=8) == expected  # type: ignore[attr-defined]
+        assert ports.stats().values["to_python"] == len(frames)
+    finally:
+        sock.close()
+        ports.close()
+
+
+def test_fixed_udp_peer_is_kept():
+    h1, h2 = host(), host()
+    peer = h2.getsockname()
+    options = SwitchOptions(grpc_address="127.0.0.1:0", program=PIO, port_loop="native",
+                            udp_ports=(UdpPortSpec.parse("1@127.0.0.1:0"),
+                                       UdpPortSpec.parse(f"2@127.0.0.1:0@{peer[0]}:{peer[1]}")))
+    server = SwitchServer(options, InnetTarget(executor="native")).start()
+    try:
+        assert server.device.write([_dmac(ids(server), p4r.Update.INSERT, 0x0A, 2)]) == [None]
+        frame = (0x0A).to_bytes(6, "big") + bytes(6) + b"\x08\x00fixed"
+        h1.sendto(frame, address(server, 1))
+        assert h2.recvfrom(100)[0] == frame
+        h1.sendto(bytes(14), address(server, 2))  # another sender on port 2 does not become its peer
+        h1.sendto(frame, address(server, 1))
+        assert h2.recvfrom(100)[0] == frame
+        assert server.ports.peer(2) == peer  # type: ignore[union-attr]
+    finally:
+        h1.close()
+        h2.close()
+        server.stop()
