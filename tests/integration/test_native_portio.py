@@ -307,3 +307,21 @@ def test_fixed_udp_peer_is_kept():
         h1.close()
         h2.close()
         server.stop()
+
+
+@pytest.mark.parametrize("extra,message", [
+    ({"port_loop": "fast"}, r"port loop 'fast': expected one of auto, native, python"),
+    ({"port_loop": "native", "pcap_dir": Path("/nonexistent-pcap")},
+     r"port loop native: pcap capture \(--pcap\) is done by the python port loop only"),
+])
+def test_bad_port_loop_choices_are_one_clear_error(extra, message):
+    options = SwitchOptions(grpc_address="127.0.0.1:0", udp_ports=(UdpPortSpec.parse("1@127.0.0.1:0"),), **extra)
+    with pytest.raises(SwitchError, match=message):
+        SwitchServer(options, InnetTarget(executor="native")).start()
+
+
+def test_auto_keeps_the_python_loop_for_pcap(tmp_path):
+    options = SwitchOptions(grpc_address="127.0.0.1:0", udp_ports=(UdpPortSpec.parse("1@127.0.0.1:0"),),
+                            pcap_dir=tmp_path)
+    with SwitchServer(options, InnetTarget(executor="native")) as server:
+        assert isinstance(server.ports, PortSet)

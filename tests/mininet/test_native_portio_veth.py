@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from innet.switch.native.portio import NativePortSet
 from innet.switch.native.select import load_pipeline_file
@@ -53,6 +54,9 @@ def test_c_loop_on_a_veth_matches_the_reference_executor() -> None:
             assert json.loads(done.stdout) == expected
             rx, tx = server.ports.stats().ports[1]
             assert rx >= len(frames) and tx == len(frames)
+            stats = Path("/sys/class/net") / pair.outer / "statistics"  # what ifstats reads
+            assert int((stats / "tx_packets").read_text()) == len(frames)
+            assert int((stats / "rx_packets").read_text()) == rx
         ns = pair.ns
     assert ns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert pair.outer not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
