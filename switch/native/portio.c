@@ -29,6 +29,7 @@
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 typedef uint64_t u64;
@@ -47,7 +48,7 @@ enum { KIND_UDP = 0, KIND_PACKET = 1 };
 enum { Q_RX = 0, Q_CPU = 1 };
 /* pio_stats layout */
 enum { ST_BATCHES, ST_RX, ST_TX, ST_TO_PY, ST_DROP_NOPEER, ST_DROP_NOPORT, ST_DROP_QUEUE, ST_DROP_SEND,
-       ST_DROP_UNBOUND, ST_NS_RECV, ST_NS_LOCK, ST_NS_PROC, ST_NS_SEND, ST_NS_WAIT, ST_WAKEUPS, ST_N };
+       ST_DROP_UNBOUND, ST_NS_RECV, ST_NS_LOCK, ST_NS_PROC, ST_NS_SEND, ST_NS_WAIT, ST_WAKEUPS, ST_DROP_TRUNC, ST_N };
 
 typedef u32 (*process_fn)(void *, u32, const u8 *, const u32 *, const u32 *, int);
 typedef const u32 *(*recs_fn)(void *);
@@ -58,6 +59,7 @@ typedef void (*lock_fn)(void *);
 typedef struct {
     int fd, kind, has_peer, fixed_peer;
     u32 num;
+    u8 *ring; u32 ring_frame, ring_nr, ring_cur; size_t ring_bytes;  /* AF_PACKET TPACKET_V2 RX ring */
     struct sockaddr_storage peer; socklen_t peerlen;
     u64 rx, tx;
 } port_t;
@@ -107,6 +109,7 @@ pio_t *pio_new(int cpu_port) {
 
 void pio_free(pio_t *io) {
     if (!io) return;
+    for (u32 i = 0; i < io->nports; i++) if (io->ports[i].ring) munmap(io->ports[i].ring, io->ports[i].ring_bytes);
     close(io->efd); close(io->stopfd);
     pthread_mutex_destroy(&io->mu); pthread_mutex_destroy(&io->smu); pthread_mutex_destroy(&io->qmu);
     free(io->q); free(io->rbuf); free(io);
@@ -125,6 +128,33 @@ int pio_add_port(pio_t *io, int fd, u32 num, int kind) {
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
     }
     return (int)io->nports++;
+}
+
+/* Receive on AF_PACKET port num through a TPACKET_V2 ring (no syscall and no kernel copy
+   per frame; per-frame status, so no block timer adds latency) sized for frames up to
+   mtu + 14 bytes (>= 512 of them). Returns 0, or -errno (the port keeps recvmmsg). Before pio_run only. */
+int pio_ring(pio_t *io, u32 num, u32 mtu) {
+    if (num >= PIO_NPORTNUM || io->idx[num] < 0) return -EINVAL;
+    port_t *p = &io->ports[io->idx[num]];
+    if (p->kind != KIND_PACKET) return -EINVAL;
+    u32 need = TPACKET_ALIGN(TPACKET2_HDRLEN) + 16 + mtu + 14, frame = 2048;
+    while (frame < need) frame *= 2;
+    u32 block = frame > (1u << 16) ? frame : (1u << 16), per = block / frame, nblocks = (512 + per - 1) / per;
+    int ver = TPACKET_V2;
+    if (setsockopt(p->fd, SOL_PACKET, PACKET_VERSION, &ver, sizeof ver) < 0) return -errno;
+    struct tpacket_req req = {block, nblocks, frame, (block / frame) * nblocks};
+    if (setsockopt(p->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req) < 0) {
+        int e = errno; ver = TPACKET_V1; setsockopt(p->fd, SOL_PACKET, PACKET_VERSION, &ver, sizeof ver); return -e;
+    }
+    size_t bytes = (size_t)block * nblocks;
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
+    if (m == MAP_FAILED) {
+        int e = errno; struct tpacket_req none = {0};
+        setsockopt(p->fd, SOL_PACKET, PACKET_RX_RING, &none, sizeof none);
+        ver = TPACKET_V1; setsockopt(p->fd, SOL_PACKET, PACKET_VERSION, &ver, sizeof ver); return -e;
+    }
+    p->ring = m; p->ring_bytes = bytes; p->ring_frame = frame; p->ring_nr = req.tp_frame_nr; p->ring_cur = 0;
+    return 0;
 }
 
 /* A fixed (fixed != 0) or initial UDP peer: family 4 or 6, addr 4 or 16 bytes, port host order. */
@@ -293,7 +323,31 @@ static void run_native(pio_t *io, u32 n, u64 t0) {
     ST_ADD(io, ST_NS_RECV, t1 - t0); ST_ADD(io, ST_NS_LOCK, t2 - t1); ST_ADD(io, ST_NS_PROC, t3 - t2); ST_ADD(io, ST_NS_SEND, t4 - t3);
 }
 
+static void run_batch(pio_t *io, u32 n, u64 t0);
+
+/* Up to PIO_BATCH frames from the RX ring into rbuf (each slot handed back at once). */
+static void handle_ring(pio_t *io, port_t *p) {
+    u64 t0 = now_ns();
+    u32 n = 0, off = 0, seen = 0;
+    while (n < PIO_BATCH && seen < p->ring_nr) {
+        struct tpacket2_hdr *h = (struct tpacket2_hdr *)(p->ring + (size_t)p->ring_cur * p->ring_frame);
+        if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) break;
+        struct sockaddr_ll *ll = (struct sockaddr_ll *)((u8 *)h + TPACKET_ALIGN(sizeof(struct tpacket2_hdr)));
+        u32 len = h->tp_snaplen;
+        if (len != h->tp_len) ST_ADD(io, ST_DROP_TRUNC, 1);  /* longer than the ring's frames */
+        else if (ll->sll_pkttype != PACKET_OUTGOING) {
+            memcpy(io->rbuf + off, (u8 *)h + h->tp_mac, len);
+            io->lens[n] = len; io->pnums[n] = p->num; n++; off += len;
+        }
+        __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+        p->ring_cur = (p->ring_cur + 1) % p->ring_nr; seen++;
+    }
+    p->rx += n; ST_ADD(io, ST_RX, n); ST_ADD(io, ST_BATCHES, 1);
+    if (n) run_batch(io, n, t0);
+}
+
 static void handle_port(pio_t *io, port_t *p) {
+    if (p->ring) { handle_ring(io, p); return; }
     u64 t0 = now_ns();
     for (int i = 0; i < PIO_BATCH; i++) io->rm[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_storage);
     int r = recvmmsg(p->fd, io->rm, PIO_BATCH, MSG_DONTWAIT, NULL);
@@ -319,7 +373,11 @@ static void handle_port(pio_t *io, port_t *p) {
         pthread_mutex_unlock(&io->smu);
     }
     p->rx += n; ST_ADD(io, ST_RX, n); ST_ADD(io, ST_BATCHES, 1);
-    if (!n) return;
+    if (n) run_batch(io, n, t0);
+}
+
+static void run_batch(pio_t *io, u32 n, u64 t0) {
+    u32 off;
     pthread_mutex_lock(&io->mu);
     if (io->mode == MODE_NATIVE) {
         run_native(io, n, t0);

@@ -19,8 +19,11 @@ What still needs Python goes through one queue in C, drained by a second thread 
 
 Same interface as ``innet.switch.ports.PortSet`` (``ports``, ``start``, ``send``,
 ``close``) plus ``bind(pipeline)`` (the device calls it when its pipeline changes) and
-``stats()``. UDP ports learn their peer from the latest datagram of a batch (``PortSet``:
-of each datagram; the same unless two senders share a port). Not handled here (the server
+``stats()``. Interface ports receive through a TPACKET_V2 ``PACKET_MMAP`` ring (no
+syscall or kernel copy per frame) whose frames fit the larger of the MTU at start and
+9000 (longer frames are counted in ``drop_truncated``), and send with ``sendmmsg``. UDP
+ports learn their peer from the latest datagram of a batch (``PortSet``: of each
+datagram; the same unless two senders share a port). Not handled here (the server
 then keeps ``PortSet``): pcap capture and UDP loss impairments.
 """
 
@@ -28,11 +31,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from innet import native_build
@@ -46,6 +51,7 @@ typedef struct pio pio_t;
 pio_t *pio_new(int cpu_port);
 void pio_free(pio_t *io);
 int pio_add_port(pio_t *io, int fd, uint32_t num, int kind);
+int pio_ring(pio_t *io, uint32_t num, uint32_t mtu);
 int pio_set_peer(pio_t *io, uint32_t num, int family, const char *addr, uint32_t port, int fixed);
 int pio_get_peer(pio_t *io, uint32_t num, uint8_t *addr, uint32_t *port);
 void pio_bind(pio_t *io, int mode, void *sw, void *lock, void *unlock, void *process, void *recs, void *data,
@@ -66,9 +72,11 @@ Q_RX, Q_CPU = 0, 1
 MAX_FRAME = 65536
 STAT_NAMES = ("batches", "rx", "tx", "to_python", "drop_no_peer", "drop_no_port", "drop_queue_full",
               "drop_send", "drop_no_pipeline", "ns_recv", "ns_lock", "ns_process", "ns_send", "ns_wait",
-              "wakeups")
+              "wakeups", "drop_truncated")
 """``pio_stats`` in order: frames and batches, drops by reason, and nanoseconds the loop
 spent per stage (receive, waiting for the switch mutex, pipeline, send, idle in epoll)."""
+RING_MTU = 9000
+"""Smallest MTU an interface port's receive ring is sized for (jumbo frames, issue 9)."""
 STOP_TIMEOUT = 5.0
 """Seconds ``close`` waits for each thread (the loop polls its stop flag every 50 ms)."""
 
@@ -96,7 +104,7 @@ class NativePortSet:
     """The ports of a switch served by the C loop (see the module docstring)."""
 
     def __init__(self, ports: Iterable[Port], handler: Handler, deliver: Deliver,
-                 cpu_port: int | None = None) -> None:
+                 cpu_port: int | None = None, rx_ring: bool = True) -> None:
         loaded = library()
         self._ffi, self._lib = loaded.ffi, loaded.lib
         self.ports = {p.number: p for p in ports}
@@ -108,6 +116,8 @@ class NativePortSet:
         self._io = io
         self._bound: Any = None
         self._threads: list[threading.Thread] = []
+        self.rings: set[int] = set()
+        """Interface ports received through a PACKET_MMAP ring (the others use recvmmsg)."""
         for number, port in self.ports.items():
             if isinstance(port, UdpPort):
                 kind = KIND_UDP
@@ -120,6 +130,23 @@ class NativePortSet:
                 raise PortError(f"port {number}: the C port loop takes at most 64 ports numbered 0..511")
             if isinstance(port, UdpPort) and port.peer is not None:
                 self._set_peer(number, port.peer, fixed=True)
+            if isinstance(port, IfacePort) and rx_ring:
+                self._ring(number, port.iface)
+
+    def _ring(self, number: int, iface: str) -> None:
+        """A PACKET_MMAP (TPACKET_V2) receive ring on an interface port, its frames sized
+        for the larger of the interface's MTU and ``RING_MTU`` (testbeds raise the MTU of
+        switch interfaces after the switch started); without one (old kernel, no memory)
+        the port keeps ``recvmmsg``."""
+        try:
+            mtu = int((Path("/sys/class/net") / iface / "mtu").read_text())
+        except (OSError, ValueError):
+            mtu = 9000
+        error = self._lib.pio_ring(self._io, number, max(mtu, RING_MTU))
+        if error == 0:
+            self.rings.add(number)
+        else:
+            LOG.info("port %d (%s): no receive ring (%s), using recvmmsg", number, iface, os.strerror(-error))
 
     def _set_peer(self, number: int, peer: tuple[str, int], fixed: bool) -> None:
         host, udp = peer

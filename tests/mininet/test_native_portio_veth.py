@@ -47,6 +47,7 @@ def test_c_loop_on_a_veth_matches_the_reference_executor() -> None:
                                 iface_ports=(IfacePortSpec(1, pair.outer),))
         with SwitchServer(options, InnetTarget(executor="native")) as server:
             assert isinstance(server.ports, NativePortSet) and server.ports.native
+            assert server.ports.rings == {1}  # received through the PACKET_MMAP ring
             done = subprocess.run(["ip", "netns", "exec", pair.ns, sys.executable, "-c", SENDER, pair.inner, "16"],
                                   input=json.dumps([f.hex() for f in frames]), capture_output=True, text=True,
                                   timeout=60)
@@ -60,3 +61,57 @@ def test_c_loop_on_a_veth_matches_the_reference_executor() -> None:
         ns = pair.ns
     assert ns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert pair.outer not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+
+
+REFLECT_P4 = """
+#include <core.p4>
+#include <v1model.p4>
+header ethernet_t { bit<48> dstAddr; bit<48> srcAddr; bit<16> etherType; }
+struct headers { ethernet_t ethernet; }
+struct metadata { }
+parser P(packet_in p, out headers h, inout metadata m, inout standard_metadata_t sm) {
+    state start { p.extract(h.ethernet); transition accept; }
+}
+control V(inout headers h, inout metadata m) { apply { } }
+control I(inout headers h, inout metadata m, inout standard_metadata_t sm) {
+    apply { sm.egress_spec = sm.ingress_port; h.ethernet.etherType = 0x88b6; }
+}
+control E(inout headers h, inout metadata m, inout standard_metadata_t sm) { apply { } }
+control C(inout headers h, inout metadata m) { apply { } }
+control D(packet_out p, in headers h) { apply { p.emit(h.ethernet); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+JUMBO_SENDER = r"""
+import socket, sys
+iface, size = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind((iface, 0))
+s.settimeout(5)
+frame = bytes(6) + bytes.fromhex("020000000001") + b"\x88\xb5" + bytes(range(256)) * (size // 256)
+s.send(frame)
+while True:
+    data, addr = s.recvfrom(65536)
+    if addr[2] != 4 and data[12:14] == b"\x88\xb6":
+        print(len(data), data[14:] == frame[14:])
+        break
+"""
+
+
+def test_jumbo_frames_after_the_mtu_is_raised_at_run_time(tmp_path: Path) -> None:
+    """Testbeds raise the switch interfaces' MTU after innet-switch started (Mininet
+    links): the receive ring must already fit 9000-byte frames."""
+    program = tmp_path / "reflect.p4"
+    program.write_text(REFLECT_P4)
+    with VethPair(1500) as pair:
+        options = SwitchOptions(grpc_address="127.0.0.1:0", program=program, port_loop="native",
+                                iface_ports=(IfacePortSpec(1, pair.outer),))
+        with SwitchServer(options, InnetTarget(executor="native")) as server:
+            assert isinstance(server.ports, NativePortSet) and server.ports.rings == {1}
+            subprocess.run(["ip", "link", "set", pair.outer, "mtu", "9000"], check=True, timeout=30)
+            subprocess.run(["ip", "-n", pair.ns, "link", "set", pair.inner, "mtu", "9000"], check=True, timeout=30)
+            done = subprocess.run(["ip", "netns", "exec", pair.ns, sys.executable, "-c", JUMBO_SENDER, pair.inner,
+                                   "8960"], capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr[-2000:]
+            assert done.stdout.split() == [str(14 + 8960), "True"]
+            assert server.ports.stats().values["drop_truncated"] == 0
