@@ -19,7 +19,7 @@ across executors.
 
 Ports and threads: ``portio`` (``portio.c`` + ``NativePortSet``) is innet-switch's C
 port loop: one datapath thread owns the port sockets (``recvmmsg``/``sendmmsg`` on UDP
-and AF_PACKET ports), takes the switch mutex per batch (the mutex the control plane's
+ports, a PACKET_MMAP receive ring and ``sendmmsg`` on AF_PACKET ports), takes the switch mutex per batch (the mutex the control plane's
 ``pipeline.lock`` holds, so Write batches stay atomic), and hands PacketIn/digests to
 Python through a queue. Scaling beyond one thread (docs/benchmarks.md): per-thread
 scratch (``ctx_t``, arena, output buffers), ports or fanout groups per thread, registers

@@ -3,7 +3,7 @@
 Why: with the native executor, a Python receive loop (one socket call and one Python call
 per frame) is what bounds innet-switch, not the generated C. Here one C thread owns the
 port sockets (the fds of the same ``UdpPort``/``IfacePort`` objects the Python
-``PortSet`` uses), receives batches with ``recvmmsg``, runs each batch through the
+``PortSet`` uses), receives batches (``recvmmsg``, or a ring: below), runs each batch through the
 pipeline's ``sw_process`` holding the switch mutex (the mutex ``NativePipeline.lock``
 takes: a control-plane batch is applied whole between two packet batches), and sends each
 port's outputs with one ``sendmmsg``. cffi releases the GIL for ``pio_run``, so Python
