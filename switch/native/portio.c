@@ -409,8 +409,16 @@ int pio_run(pio_t *io) {
         u64 w0 = now_ns();
         int k = epoll_wait(ep, evs, PIO_MAX_PORTS + 1, PIO_POLL_MS);
         ST_ADD(io, ST_NS_WAIT, now_ns() - w0); ST_ADD(io, ST_WAKEUPS, 1);
-        for (int j = 0; j < k && !io->stop; j++)
-            if (evs[j].data.u32 < io->nports) handle_port(io, &io->ports[evs[j].data.u32]);
+        for (int j = 0; j < k && !io->stop; j++) {
+            if (evs[j].data.u32 >= io->nports) continue;
+            port_t *p = &io->ports[evs[j].data.u32];
+            if (evs[j].events & EPOLLERR) {  /* e.g. ENETDOWN when the link went down: reading it clears it
+                                                (a ring port never reads it, and epoll would report it forever) */
+                int e = 0; socklen_t l = sizeof e;
+                getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &e, &l);
+            }
+            handle_port(io, p);
+        }
     }
     io->running = 0;
     close(ep);

@@ -115,3 +115,27 @@ def test_jumbo_frames_after_the_mtu_is_raised_at_run_time(tmp_path: Path) -> Non
             assert done.returncode == 0, done.stderr[-2000:]
             assert done.stdout.split() == [str(14 + 8960), "True"]
             assert server.ports.stats().values["drop_truncated"] == 0
+
+
+def test_link_down_and_up_neither_spins_nor_stops_the_loop(tmp_path: Path) -> None:
+    """Rail failure tests take switch links down: the loop must idle meanwhile (a socket
+    error epoll keeps reporting would spin it) and serve the port again once it is up."""
+    import time
+
+    program = tmp_path / "reflect.p4"
+    program.write_text(REFLECT_P4)
+    with VethPair(1500) as pair:
+        options = SwitchOptions(grpc_address="127.0.0.1:0", program=program, port_loop="native",
+                                iface_ports=(IfacePortSpec(1, pair.outer),))
+        with SwitchServer(options, InnetTarget(executor="native")) as server:
+            ports = server.ports
+            assert isinstance(ports, NativePortSet)
+            subprocess.run(["ip", "link", "set", pair.outer, "down"], check=True, timeout=30)
+            before = ports.stats().values["wakeups"]
+            time.sleep(0.5)  # measuring an idle rate: the interval is the measurement, not a wait
+            assert ports.stats().values["wakeups"] - before < 50  # idle: one epoll timeout per 50 ms
+            subprocess.run(["ip", "link", "set", pair.outer, "up"], check=True, timeout=30)
+            done = subprocess.run(["ip", "netns", "exec", pair.ns, sys.executable, "-c", JUMBO_SENDER, pair.inner,
+                                   "256"], capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr[-2000:]
+            assert done.stdout.split() == [str(14 + 256), "True"]
