@@ -18,6 +18,7 @@ setup(
     package_dir={"innet": "."},
     package_data={"innet.p4": ["*.p4", "*.stf", "include/*.p4", "**/*.p4", "**/*.stf"], "innet": ["py.typed"],
                   "innet.host.native": ["*.c"], "innet.testbed.native": ["*.c"],
+                  "innet.switch.native": ["*.c"],
                   "innet.switch.frontend": ["*.lark"]},
     include_package_data=False,
 )

@@ -24,6 +24,7 @@ from innet.switch.p4runtime.errors import P4RuntimeError
 from innet.switch.p4runtime.service import P4RuntimeService, add_to_server
 from innet.switch.p4runtime.target_api import Target
 from innet.switch.tls import ServerTls, TlsConfigError
+from innet.switch.native.portio import NativePortSet
 from innet.switch.ports import (
     DelayedPort,
     IfacePort,
@@ -38,6 +39,8 @@ from innet.switch.ports import (
 LOG = logging.getLogger(__name__)
 
 DEFAULT_GRPC_ADDRESS = "127.0.0.1:9559"
+PORT_LOOPS = ("auto", "native", "python")
+"""Values of ``SwitchOptions.port_loop`` / ``innet-switch --port-loop``."""
 DIGEST_IDLE_WAIT = 1.0
 """Seconds the digest timer sleeps when no list is open (it is woken when one opens)."""
 
@@ -74,6 +77,12 @@ class SwitchOptions:
     """TLS of the P4Runtime server (``--grpc-server-ssl``); None: plaintext."""
     port_delays: tuple[tuple[int, float], ...] = ()
     """(port, ms): output of that port leaves ms later (``--port-delay``, WAN emulation)."""
+    port_loop: str = "auto"
+    """Who serves the ports: ``native`` (the C loop of ``innet.switch.native.portio``:
+    batched socket I/O, packets run in C off the GIL), ``python`` (``PortSet``: a Python
+    thread, one call per frame), ``auto``: native unless the target's executor is python,
+    no C compiler is present, or pcap capture, loss impairments or port delays are asked for (which
+    only ``PortSet`` does)."""
 
 
 class SwitchServer:
@@ -82,7 +91,7 @@ class SwitchServer:
     def __init__(self, options: SwitchOptions, target: Target) -> None:
         self.options = options
         self.device = Device(options.device_id, target, options.cpu_port)
-        self.ports: PortSet | None = None
+        self.ports: PortSet | NativePortSet | None = None
         self._server: grpc.Server | None = None
         self._bound_port: int | None = None
         self._stopped = threading.Event()
@@ -126,7 +135,12 @@ class SwitchServer:
             for port in ports:
                 port.close()
             raise
-        self.ports = PortSet(ports, self.device.process, opts.pcap_dir)
+        try:
+            self.ports = self._port_set(ports)
+        except Exception:
+            for port in ports:
+                port.close()
+            raise
         if opts.program is not None:
             self._load_program(opts.program)
         service = P4RuntimeService(self.device, self.ports.send)
@@ -155,6 +169,45 @@ class SwitchServer:
         LOG.info("P4Runtime listening on %s (%s), device id %d", self.grpc_address,
                  "plaintext" if opts.tls is None else
                  "TLS" + (" with client auth" if opts.tls.client_auth else ""), opts.device_id)
+
+    def _native_loop_refusal(self) -> str | None:
+        """Why the C port loop cannot serve this switch (None: it can)."""
+        from innet import native_build
+
+        opts = self.options
+        if getattr(self.device.target, "executor", "python") == "python":
+            return "the executor is python"
+        if opts.pcap_dir is not None:
+            return "pcap capture (--pcap) is done by the python port loop only"
+        if opts.loss is not None:
+            return "loss impairments are done by the python port loop only"
+        if opts.port_delays:
+            return "port delays (--port-delay) are done by the python port loop only"
+        if native_build.compiler_path() is None:
+            return "no C compiler found (install gcc or set CC)"
+        return None
+
+    def _port_set(self, ports: list[Port]) -> PortSet | NativePortSet:
+        opts = self.options
+        if opts.port_loop not in PORT_LOOPS:
+            raise SwitchError(f"port loop {opts.port_loop!r}: expected one of {', '.join(PORT_LOOPS)}")
+        refusal = None if opts.port_loop == "python" else self._native_loop_refusal()
+        if opts.port_loop == "native" and refusal is not None:
+            raise SwitchError(f"port loop native: {refusal}")
+        if opts.port_loop == "python" or refusal is not None:
+            return PortSet(ports, self.device.process, opts.pcap_dir)
+        from innet.native_build import NativeBuildError
+
+        try:
+            native = NativePortSet(ports, self.device.process, self.device.deliver_from_ports, opts.cpu_port)
+        except NativeBuildError as error:
+            if opts.port_loop == "native":
+                raise SwitchError(f"port loop native: {error}") from None
+            LOG.warning("python port loop (C port loop not built: %s)", error)
+            return PortSet(ports, self.device.process, opts.pcap_dir)
+        self.device.pipeline_listener = lambda loaded: native.bind(getattr(loaded, "pipeline", loaded))
+        LOG.info("ports served by the C port loop")
+        return native
 
     def _load_program(self, path: Path) -> None:
         try:
@@ -190,6 +243,7 @@ class SwitchServer:
             server.stop(grace=0.5).wait(5)
         ports, self.ports = self.ports, None
         if ports is not None:
+            self.device.pipeline_listener = None
             ports.close()
         self._stopped.set()
         ageing, self._ageing = self._ageing, None

@@ -1,7 +1,8 @@
 """``innet-switch`` on one veth pair against the ceiling of that veth, measured in the same run.
 
 Run as root: ``python -m innet.testbed.bench_veth [--seconds S] [--window W] [--mtu M]
-[--executor python|native] [--only WORKLOAD] [--out results/]``.
+[--executor python|native] [--port-loop python|native] [--rounds N] [--only WORKLOAD]
+[--out results/]``.
 
 It makes a network namespace with one end of a veth pair in it (the other end stays in
 the root namespace) and removes both in ``finally``. A closed-loop C sender
@@ -26,6 +27,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,6 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 WORKLOADS = ("basic_forward", "agg64")
 SWITCH_MODULE = "innet.switch.cli.switch"
 _GRPC_LINE = re.compile(r"innet-switch: P4Runtime listening on (\S+)")
+_LOOP_LINE = re.compile(r"C port loop stats: (\{.*\})")
 
 
 class BenchError(RuntimeError):
@@ -61,6 +64,13 @@ class VethBenchConfig:
     """MTU of both veth ends."""
     executor: str | None = None
     """``innet-switch --executor`` value; None: the switch's default (flag not passed)."""
+    rounds: int = 1
+    """Reflector/switch pairs measured one after the other per workload; the row reports
+    medians and the median of the per-round ratios (a pair is measured seconds apart, so
+    its ratio suffers less from other load on the machine than one-shot figures)."""
+    port_loop: str | None = None
+    """``innet-switch --port-loop`` value (native: the C loop; python: one Python call per
+    frame); None: the switch's default (the C loop with the native executor)."""
     workloads: tuple[str, ...] = WORKLOADS
     start_timeout: float = 120.0
     """Seconds innet-switch may take to compile its program and listen."""
@@ -79,6 +89,9 @@ class Point:
     received: int
     reprimes: int
     """Times the sender found nothing in flight for 20 ms and sent the window again."""
+    loop: dict[str, float] | None = None
+    """innet-switch's C port loop (when it served the port): frames per batch and the
+    loop's nanoseconds per frame by stage (its ``pio_stats`` over the whole run)."""
 
 
 # -- the veth pair ---------------------------------------------------------------------------
@@ -216,9 +229,11 @@ def measure_switch(pair: VethPair, workload: str, frames_file: Path, frame_bytes
                    config: VethBenchConfig, tools: dict[str, Path], tmp: Path) -> Point:
     program = REPO / "p4" / "examples" / f"{workload}.p4"
     cmd = [sys.executable, "-m", SWITCH_MODULE, str(program), "-i", f"1@{pair.outer}",
-           "--grpc-server-addr", "127.0.0.1:0", "--log-level", "warning"]
+           "--grpc-server-addr", "127.0.0.1:0", "--log-level", "info"]
     if config.executor is not None:
         cmd += ["--executor", config.executor]
+    if config.port_loop is not None:
+        cmd += ["--port-loop", config.port_loop]
     log = tmp / f"switch-{workload}.log"
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
@@ -236,7 +251,22 @@ def measure_switch(pair: VethPair, workload: str, frames_file: Path, frame_bytes
         r = _send(pair, tools["sender"], frames_file, config)
     finally:
         _stop(proc)
-    return Point(workload, "innet-switch", frame_bytes, r["pps"], r["sent"], r["received"], r["reprimes"])
+    return Point(workload, "innet-switch", frame_bytes, r["pps"], r["sent"], r["received"], r["reprimes"],
+                 loop_breakdown(log.read_text(errors="replace")))
+
+
+def loop_breakdown(log: str) -> dict[str, float] | None:
+    """Frames per batch and ns per frame by stage from the switch's "C port loop stats"
+    line (None when the Python port loop served the port)."""
+    m = _LOOP_LINE.search(log)
+    if not m:
+        return None
+    st = json.loads(m.group(1))
+    frames = max(1, st["rx"])
+    out = {"frames_per_batch": st["rx"] / max(1, st["batches"])}
+    for stage in ("recv", "lock", "process", "send", "wait"):
+        out[f"ns_{stage}_per_frame"] = st[f"ns_{stage}"] / frames
+    return out
 
 
 def switch_has_executor_flag() -> bool:
@@ -262,19 +292,26 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
             frames = _frames(workload)
             frames_file = tmp / f"{workload}.frames"
             write_frames(frames_file, frames)
-            progress(f"{workload}: reflector ceiling on {pair.outer}")
-            points.append(measure_reflector(pair, workload, frames_file, len(frames[0]), config, tools, tmp))
-            progress(f"{workload}: innet-switch on {pair.outer}")
-            points.append(measure_switch(pair, workload, frames_file, len(frames[0]), config, tools, tmp))
+            for k in range(config.rounds):
+                step = f" (round {k + 1}/{config.rounds})" if config.rounds > 1 else ""
+                progress(f"{workload}: reflector ceiling on {pair.outer}{step}")
+                points.append(measure_reflector(pair, workload, frames_file, len(frames[0]), config, tools, tmp))
+                progress(f"{workload}: innet-switch on {pair.outer}{step}")
+                points.append(measure_switch(pair, workload, frames_file, len(frames[0]), config, tools, tmp))
     rows = []
     for workload in config.workloads:
-        ceiling = next(p for p in points if p.workload == workload and p.device == "reflector")
-        switch = next(p for p in points if p.workload == workload and p.device == "innet-switch")
-        rows.append({"workload": workload, "frame_bytes": switch.frame_bytes, "ceiling_pps": round(ceiling.pps),
-                     "switch_pps": round(switch.pps),
-                     "ratio": round(switch.pps / ceiling.pps, 3) if ceiling.pps else 0.0})
+        ceilings = [p for p in points if p.workload == workload and p.device == "reflector"]
+        switches = [p for p in points if p.workload == workload and p.device == "innet-switch"]
+        ratios = [s.pps / c.pps if c.pps else 0.0 for c, s in zip(ceilings, switches)]
+        middle = sorted(zip(ratios, range(len(ratios))))[len(ratios) // 2][1]
+        rows.append({"workload": workload, "frame_bytes": switches[0].frame_bytes,
+                     "ceiling_pps": round(statistics.median(c.pps for c in ceilings)),
+                     "switch_pps": round(statistics.median(s.pps for s in switches)),
+                     "ratio": round(statistics.median(ratios), 3), "round_ratios": [round(r, 3) for r in ratios],
+                     "loop": switches[middle].loop})
     return {"format": "innet-bench-veth/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "machine": describe(), "executor": config.executor or "default (python)",
+            "machine": describe(), "executor": config.executor or "default",
+            "port_loop": config.port_loop or "default",
             "settings": asdict(config), "points": [asdict(p) for p in points], "rows": rows}
 
 
@@ -317,11 +354,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mtu", type=int, default=1500, help="veth MTU, 576..9000 (default 1500)")
     ap.add_argument("--executor", choices=["python", "native"], default=None,
                     help="innet-switch --executor (default: the switch's own default)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="reflector/switch pairs per workload; medians are reported (default 1)")
+    ap.add_argument("--port-loop", choices=["python", "native"], default=None,
+                    help="innet-switch --port-loop (default: the switch's own default)")
     ap.add_argument("--only", action="append", choices=list(WORKLOADS), help="one workload (repeatable)")
     ap.add_argument("--out", type=output_dir, default=Path("results"), help="directory for JSON/PNG")
     args = ap.parse_args(argv)
     if not 1 <= args.window <= 1 << 16:
         ap.error(f"argument --window: {args.window} is outside 1..65536")
+    if not 1 <= args.rounds <= 20:
+        ap.error(f"argument --rounds: {args.rounds} is outside 1..20")
     if not 576 <= args.mtu <= 9000:
         ap.error(f"argument --mtu: {args.mtu} is outside 576..9000")
     if os.geteuid() != 0:
@@ -332,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
               "(the native executor is not merged)", file=sys.stderr)
         return 2
     config = VethBenchConfig(seconds=args.seconds, window=args.window, mtu=args.mtu, executor=args.executor,
-                             workloads=tuple(args.only or WORKLOADS))
+                             port_loop=args.port_loop, rounds=args.rounds, workloads=tuple(args.only or WORKLOADS))
     from rich.console import Console
     from rich.table import Table
 
@@ -344,13 +387,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     m = doc["machine"]
     table = Table(title=f"innet-switch on one veth vs the C reflector ({m['cpu']}, {m['cores']} cores, "
-                        f"load {m['load_average']}; executor {doc['executor']}, window {config.window})")
+                        f"load {m['load_average']}; executor {doc['executor']}, port loop {doc['port_loop']}, "
+                        f"window {config.window})")
     for col in ("workload", "bytes/frame", "reflector pkt/s", "innet-switch pkt/s", "ratio"):
         table.add_column(col, justify="left" if col == "workload" else "right")
     for r in doc["rows"]:
         table.add_row(r["workload"], str(r["frame_bytes"]), f"{r['ceiling_pps']:,}", f"{r['switch_pps']:,}",
                       f"{r['ratio']:.2f}x")
     console.print(table)
+    for r in doc["rows"]:
+        if r["loop"]:
+            lp = r["loop"]
+            console.print(f"{r['workload']}: C port loop {lp['frames_per_batch']:.1f} frames/batch; ns per frame: "
+                          + ", ".join(f"{k[3:-10]} {v:.0f}" for k, v in lp.items() if k.startswith("ns_")))
     json_path, png = save(doc, args.out)
     console.print(f"saved {json_path}" + (f" and {png}" if png else ""))
     return 0

@@ -63,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--executor", choices=("auto", "native", "python"), default="auto",
                         help="packet executor: native (generated C), python (the reference), or auto "
                              "(native when a C compiler is present and the program is supported; default)")
+    parser.add_argument("--port-loop", choices=("auto", "native", "python"), default="auto",
+                        help="who serves the ports: native (a C loop with batched recvmmsg/sendmmsg, packets "
+                             "run in C), python (one Python call per frame), or auto (native unless the "
+                             "executor is python, or --pcap/--loss is given; default)")
     parser.add_argument("--log-level", default="info",
                         choices=["trace", "debug", "info", "warn", "warning", "error", "critical", "off"],
                         help="log level (debug names ports, tables and actions per packet)")
@@ -156,6 +160,7 @@ def options_from_args(args: argparse.Namespace) -> SwitchOptions:
         loss=_loss(args.loss),
         tls=_tls(args),
         port_delays=tuple(_port_delay(d) for d in args.port_delay),
+        port_loop=args.port_loop,
     )
 
 

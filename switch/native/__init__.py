@@ -25,16 +25,12 @@ signed division, parser value sets and extern objects other than v1model's. ``ra
 draws from a C xorshift generator (not the python executor's ``random.Random`` stream),
 so programs using it are not bit-identical across executors.
 
-Ports and threads: today ``innet-switch`` keeps its Python port sockets and calls
-``process`` per packet (C runs each packet, the GIL is released during the call). The
-next step is one C datapath thread per switch that owns the port sockets
-(``recvmmsg``/``sendmmsg`` on UDP ports, PACKET_MMAP rings on AF_PACKET ports), takes
-the switch mutex per batch (the mutex the control plane's ``pipeline.lock`` holds), and
-hands PacketIn/digests to Python through a queue. Scaling beyond one thread: shard the
-input ports over N datapath threads, each with its own ``ctx_t`` and per-call arena
-(already per switch object, so the change is making them per thread), with registers
-updated by atomics or partitioned per thread where the program's state allows; the
-control-plane lock then becomes a reader-writer lock (readers: datapath batches,
-writer: a control-plane batch), or an epoch scheme in which table pushes build a new
-table and swap a pointer.
+Ports and threads: ``portio`` (``portio.c`` + ``NativePortSet``) is innet-switch's C
+port loop: one datapath thread owns the port sockets (``recvmmsg``/``sendmmsg`` on UDP
+ports, a PACKET_MMAP receive ring and ``sendmmsg`` on AF_PACKET ports), takes the switch mutex per batch (the mutex the control plane's
+``pipeline.lock`` holds, so Write batches stay atomic), and hands PacketIn/digests to
+Python through a queue. Scaling beyond one thread (docs/benchmarks.md): per-thread
+scratch (``ctx_t``, arena, output buffers), ports or fanout groups per thread, registers
+partitioned by slot or updated with atomics, and a reader-writer lock or table epochs
+for the control plane.
 """

@@ -203,6 +203,7 @@ typedef struct {
     u64 pend[4096]; u32 npend;  /* digests of this ingress pass: id, receiver, values */
     u8 *ob; u32 olen;           /* deparser output */
 } ctx_t;
+static void dig_emit(ctx_t *c, u64 id, u64 recv, u32 n, const u64 *vals); /* generated controls call it */
 """
 
 ARCH = r"""

@@ -505,12 +505,22 @@ class NativePipeline(Pipeline):
                 buf = ffi.buffer(lib.sw_out_data(self.sw), total)[:]
                 out = [(recs[3 * i], buf[recs[3 * i + 1]:recs[3 * i + 1] + recs[3 * i + 2]]) for i in range(n)]
             msgs = self._take_digests()
+        self._route_digests(msgs)
+        return out
+
+    def _route_digests(self, msgs: list[DigestMessage]) -> None:
         for m in msgs:
             if self.digest_sink is not None:
                 self.digest_sink(m)
             else:
                 self._digests.append(m)
-        return out
+
+    def collect_digests(self) -> None:
+        """Route digests that batches run by a C port loop (``portio``) left in the C queue
+        (``process`` routes its own) to ``digest_sink`` or ``pop_digests``."""
+        with self.lock:
+            msgs = self._take_digests()
+        self._route_digests(msgs)
 
     def _set_clocks(self) -> None:
         """Injected clocks are read once per call into C; the default ones are read by C."""

@@ -7,6 +7,7 @@ and a pipeline swap happens between packets too. gRPC-free, so it is tested dire
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -86,6 +87,10 @@ class Device:
         self._saved: tuple[p4r.ForwardingPipelineConfig, LoadedConfig] | None = None
         self.digest_wakeup: Callable[[], None] | None = None
         """Called when a digest list was opened or reconfigured (the switch's timer waits on it)."""
+        self.pipeline_listener: Callable[[Any], None] | None = None
+        """Called with the target's pipeline (None: none) whenever the committed pipeline
+        changes, under ``lock``: a C port loop that runs packets without ``Device.lock``
+        rebinds to it (``innet.switch.native.portio``)."""
 
     # -- pipeline config -----------------------------------------------------------------
 
@@ -118,11 +123,13 @@ class Device:
                 stored, loaded = self._saved
                 self._saved = None
                 self._active = _Active.build(stored, loaded)
+                self._notify_pipeline()
         elif action == Set.VERIFY_AND_COMMIT:
             loaded = self._verify(config)
             active = _Active.build(self._stored_config(config, loaded), loaded)
             with self.lock:
                 self._active, self._saved = active, None
+                self._notify_pipeline()
         elif action == Set.RECONCILE_AND_COMMIT:
             loaded = self._verify(config)
             active = _Active.build(self._stored_config(config, loaded), loaded)
@@ -130,9 +137,22 @@ class Device:
                 old, self._active = self._active, active
                 if old is not None:
                     self._reconcile(old, active)
+                self._notify_pipeline()
         else:
             raise invalid(f"SetForwardingPipelineConfig: action {action} is not one of VERIFY, "
                           "VERIFY_AND_SAVE, VERIFY_AND_COMMIT, COMMIT, RECONCILE_AND_COMMIT")
+
+    def _notify_pipeline(self) -> None:
+        if self.pipeline_listener is not None:
+            self.pipeline_listener(None if self._active is None else self._active.loaded.pipeline)
+
+    @staticmethod
+    def _packet_lock(active: _Active) -> Any:
+        """The executor's packet lock (``Pipeline.lock``): held around a Write batch or a
+        Read, it keeps a port loop that runs packets without ``Device.lock`` (the native
+        C loop) from seeing part of a batch or a torn read."""
+        lock = getattr(getattr(active.loaded.pipeline, "pipeline", None), "lock", None)
+        return lock if lock is not None and hasattr(lock, "__enter__") else contextlib.nullcontext()
 
     def load(self, device_config: bytes, p4info: p4i.P4Info | None = None) -> None:
         """Commit a pipeline given locally (the command line's program)."""
@@ -223,9 +243,10 @@ class Device:
             active = self._active
             if active is None:
                 raise no_pipeline()
-            if atomicity == p4r.WriteRequest.CONTINUE_ON_ERROR:
-                return self._apply(active, list(updates))
-            return self._apply_all_or_none(active, list(updates))
+            with self._packet_lock(active):
+                if atomicity == p4r.WriteRequest.CONTINUE_ON_ERROR:
+                    return self._apply(active, list(updates))
+                return self._apply_all_or_none(active, list(updates))
 
     def _apply_all_or_none(self, active: _Active, updates: list[p4r.Update]) -> list[P4RuntimeError | None]:
         undo_log: list[list[p4r.Update]] = []
@@ -303,8 +324,9 @@ class Device:
             if active is None:
                 raise no_pipeline()
             out: list[p4r.Entity] = []
-            for entity in entities:
-                out.extend(self._read_one(active, entity))
+            with self._packet_lock(active):
+                for entity in entities:
+                    out.extend(self._read_one(active, entity))
             return out
 
     def _read_one(self, active: _Active, entity: p4r.Entity) -> Iterator[p4r.Entity]:
@@ -374,6 +396,24 @@ class Device:
             if not lists and self.digest_wakeup is not None:
                 self.digest_wakeup()
         return messages
+
+    def deliver_from_ports(self, cpu_frames: list[bytes]) -> None:
+        """Frames a C port loop sent to the CPU port, and the digests its batches left in
+        the native pipeline, go to ``controller_sink`` as in ``process``."""
+        with self.lock:
+            active = self._active
+            if active is None:
+                return
+            collect = getattr(getattr(active.loaded.pipeline, "pipeline", None), "collect_digests", None)
+            if collect is not None:
+                collect()
+            digests = active.loaded.pipeline.take_digests()
+            outputs = [(self.cpu_port, f) for f in cpu_frames] if self.cpu_port is not None else []
+            messages = self._controller_messages(active, outputs, digests)
+        sink = self.controller_sink
+        if sink is not None:
+            for message in messages:
+                sink(message)
 
     def flush_digests(self, now_ns: int | None = None) -> float | None:
         """Send the digest lists whose ``max_timeout_ns`` passed; seconds until the next
