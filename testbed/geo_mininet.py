@@ -143,20 +143,10 @@ class GeoMininetTestbed(MininetTestbed):
 
     def _start_network(self) -> str:
         self._check_root()
-        from innet.testbed.mininet_switch import innet_network
 
         (self.procs.dir / SWITCHES_FILE).write_text("\n".join(s.name for s in self.topology.switches) + "\n")
         topo = geo_mininet_topo(self.topology, netem=self.wan == "netem")
-        for attempt in range(3):
-            try:
-                self.net = self._stack.enter_context(innet_network(
-                    topo, program=None, log_level=self.options.switch_log_level,
-                    executor=self.options.switch_executor, start_timeout=self.options.start_timeout))
-                break
-            except Exception as error:
-                if "File exists" not in str(error) or attempt == 2:
-                    raise
-                self._wait_names_free()
+        self._enter_network(topo, executor=self.options.switch_executor)
         for host in self.net.hosts:
             self.procs.adopt(f"mnhost-{host.name}", host.pid)
             out = host.cmd(f"ip route add {SITES_PREFIX} dev {host.name}-eth0 && echo ok")

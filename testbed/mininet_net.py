@@ -68,7 +68,7 @@ class MininetTestbed(Testbed):
         if os.geteuid() != 0:
             raise TestbedError("the Mininet testbed needs root (network namespaces, veths); "
                                "use the loopback testbed (--loopback) without root")
-        from innet.testbed.mininet_switch import Bmv2SwitchNode, InnetSwitchError, InnetSwitchNode, innet_network
+        from innet.testbed.mininet_switch import Bmv2SwitchNode, InnetSwitchNode
 
         (self.procs.dir / SWITCHES_FILE).write_text("\n".join(s.name for s in self.topology.switches) + "\n")
         netem = impair.netem_available()
@@ -89,21 +89,7 @@ class MininetTestbed(Testbed):
         node: dict[str, Any] = {"node_class": InnetSwitchNode}
         if self.options.switch_impl == "bmv2":
             node = {"node_class": Bmv2SwitchNode, "tools": self._bmv2_tools}
-        for attempt in range(3):
-            try:
-                self.net = self._stack.enter_context(innet_network(
-                    topo, program=None, log_level=self.options.switch_log_level,
-                    executor=self.options.switch_executor,
-                    start_timeout=self.options.start_timeout, **node))
-                break
-            except InnetSwitchError as error:
-                raise TestbedError(str(error)) from None
-            except Exception as error:
-                # A previous run's host namespaces are destroyed asynchronously by the
-                # kernel; until then their veth peers keep the switch's interface names.
-                if "File exists" not in str(error) or attempt == 2:
-                    raise
-                self._wait_names_free()
+        self._enter_network(topo, executor=self.options.switch_executor, **node)
         for host in self.net.hosts:
             self.procs.adopt(f"mnhost-{host.name}", host.pid)
         for c in self.topology.links:
@@ -128,6 +114,27 @@ class MininetTestbed(Testbed):
             return None
         process = getattr(self.net.get(self.topology.switch().name), "process", None)
         return process.pid if process is not None and process.poll() is None else None
+
+    def _enter_network(self, topo: Any, **switch_params: Any) -> None:
+        """Start Mininet on ``topo`` into ``self.net`` (undone by ``self._stack``).
+
+        A previous run's host namespaces are destroyed asynchronously by the kernel; until
+        then their veth peers keep the switch's interface names, so "File exists" is retried
+        after waiting for the names to be free."""
+        from innet.testbed.mininet_switch import InnetSwitchError, innet_network
+
+        for attempt in range(3):
+            try:
+                self.net = self._stack.enter_context(innet_network(
+                    topo, program=None, log_level=self.options.switch_log_level,
+                    start_timeout=self.options.start_timeout, **switch_params))
+                return
+            except InnetSwitchError as error:
+                raise TestbedError(str(error)) from None
+            except Exception as error:
+                if "File exists" not in str(error) or attempt == 2:
+                    raise
+                self._wait_names_free()
 
     def _wait_names_free(self, timeout: float = 15.0) -> None:
         from innet.testbed.cleanup import innet_interfaces

@@ -92,20 +92,10 @@ class RailMininetTestbed(RailTestbed, MininetTestbed):
         if os.geteuid() != 0:
             raise TestbedError("the Mininet testbed needs root (network namespaces, veths); "
                                "use the loopback testbed (--loopback) without root")
-        from innet.testbed.mininet_switch import innet_network
 
         (self.procs.dir / SWITCHES_FILE).write_text("\n".join(s.name for s in self.topology.switches) + "\n")
         topo = rail_mininet_topo(self.topology)
-        for attempt in range(3):
-            try:
-                self.net = self._stack.enter_context(innet_network(
-                    topo, program=None, log_level=self.options.switch_log_level,
-                    start_timeout=self.options.start_timeout))
-                break
-            except Exception as error:
-                if "File exists" not in str(error) or attempt == 2:
-                    raise
-                self._wait_names_free()
+        self._enter_network(topo)
         for host in self.net.hosts:
             self.procs.adopt(f"mnhost-{host.name}", host.pid)
         self._configure_hosts()
