@@ -95,7 +95,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from innet.testbed.demo import DemoConfig, run
     from innet.testbed.docker_commands import check_switch_impl
 
-    if (rc := check_switch_impl(args, "demo")) is not None:
+    if (rc := check_switch_impl(args, args.command)) is not None:
         return rc
 
     quiet_mininet()
@@ -113,24 +113,27 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
         try:
             rail = run_rail(RailDemoConfig(topo=args.topo, domains=args.domains, gpus_per_domain=args.gpus_per_domain,
-                                           steps=min(args.steps, 50), backend=args.backend, out_dir=args.out),
+                                           steps=min(args.steps, 50) if args.benchmark else args.steps,
+                                           backend=args.backend, out_dir=args.out,
+                                           benchmark=args.benchmark),
                             _console())
         except ValueError as error:
-            print(f"innet demo: {error}", file=sys.stderr)
+            print(f"innet {args.command}: {error}", file=sys.stderr)
             return EXIT_USAGE
         t = rail["training"]
         good = (t["workers_agree"] and t["switch_registers_match"] and t["bit_exact_with_model"]
                 and t["accuracy"] >= t["float_reference_accuracy"] - 0.03)
         return 0 if good and all(r["ok"] for r in rail["rows"]) else EXIT_ERROR
     config = DemoConfig(workers=args.workers, steps=args.steps, backend=args.backend, gloo=not args.no_gloo,
-                        bench_sizes=args.sizes, out_dir=args.out, executor=args.executor, switch_impl=args.switch_impl)
+                        bench_sizes=args.sizes, out_dir=args.out, executor=args.executor, switch_impl=args.switch_impl,
+                        benchmark=args.benchmark)
     from innet.controller.errors import ControllerError
     from innet.testbed.bringup import TestbedError
 
     try:
         doc = run(config, _console())
     except (TestbedError, ControllerError) as error:
-        print(f"innet demo: {error}", file=sys.stderr)
+        print(f"innet {args.command}: {error}", file=sys.stderr)
         return EXIT_ERROR
     train = doc["training"]
     good = (train["workers_agree"] and train["switch_registers_match"] and train["bit_exact_with_model"]
@@ -322,23 +325,27 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     backends = ["auto", "mininet", "loopback"]
     demo = sub.add_parser("demo", help="bring up a 4-worker star, train with the switch as optimizer, "
                                        "compare with gloo; results under results/")
-    demo.add_argument("--workers", type=int_range(2), default=4, help="workers in the star (default 4)")
-    demo.add_argument("--topo", choices=["star", "rail-only", "rail-optimized"], default="star",
-                      help="star (default), or a rail network training with hierarchical INA")
-    demo.add_argument("--domains", type=int, default=2, help="rail topologies: HB domains (default 2)")
-    demo.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain (default 4)")
-    demo.add_argument("--steps", type=int_range(1), default=150, help="training steps (default 150)")
+    train = sub.add_parser("train", help="bring up a testbed and train the digits model with the switch as "
+                                         "optimizer (the demo without its allreduce benchmark)")
+    for p in (demo, train):
+        p.add_argument("--workers", type=int_range(2), default=4, help="workers in the star (default 4)")
+        p.add_argument("--topo", choices=["star", "rail-only", "rail-optimized"], default="star",
+                       help="star (default), or a rail network training with hierarchical INA")
+        p.add_argument("--domains", type=int, default=2, help="rail topologies: HB domains (default 2)")
+        p.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain (default 4)")
+        p.add_argument("--steps", type=int_range(1), default=150, help="training steps (default 150)")
+        p.add_argument("--backend", choices=backends, default="auto", help="auto: Mininet when root, else loopback")
+        p.add_argument("--mode", choices=("switch", "luwu"), default="switch",
+                       help="switch: the P4 switch is the optimizer (default); luwu: optimizer nodes with "
+                            "out-of-core Adam, PyTorch workers pushing/pulling per layer")
+        p.add_argument("--executor", choices=["auto", "native", "python"], default="auto",
+                       help="switch packet executor: native (generated C), python, auto (native when possible)")
+        p.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
+        add_switch_impl(p)
     demo.add_argument("--sizes", type=_sizes, default=(16384, 262144), help="benchmark sizes (default 16K,256K)")
-    demo.add_argument("--backend", choices=backends, default="auto", help="auto: Mininet when root, else loopback")
-    demo.add_argument("--mode", choices=("switch", "luwu"), default="switch",
-                      help="switch: the P4 switch is the optimizer (default); luwu: optimizer nodes with "
-                           "out-of-core Adam, PyTorch workers pushing/pulling per layer")
-    demo.add_argument("--executor", choices=["auto", "native", "python"], default="auto",
-                      help="switch packet executor: native (generated C), python, auto (native when possible)")
     demo.add_argument("--no-gloo", action="store_true", help="skip the gloo baseline")
-    demo.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
-    add_switch_impl(demo)
-    demo.set_defaults(func=cmd_demo)
+    demo.set_defaults(func=cmd_demo, benchmark=True)
+    train.set_defaults(func=cmd_demo, benchmark=False, sizes=(), no_gloo=True)
 
     bench = sub.add_parser("bench", help="allreduce benchmark: innet INA vs gloo ring on the same testbed "
                                          "(--topo rail-*: hierarchical INA and all-to-all too)")

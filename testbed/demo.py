@@ -59,6 +59,8 @@ class DemoConfig:
     switch_impl: str = "innet"
     """The switch: ``innet`` or ``bmv2`` (simple_switch_grpc in Mininet; ``TestbedOptions.switch_impl``)."""
     out_dir: Path = Path("results")
+    benchmark: bool = True
+    """Run the allreduce benchmark after training (``innet demo``); False for ``innet train``."""
 
 
 def _train(tb: Testbed, config: DemoConfig, console: Any) -> dict[str, Any]:
@@ -171,7 +173,8 @@ def run(config: DemoConfig, console: Any) -> dict[str, Any]:
         backend = "mininet" if os.geteuid() == 0 else "loopback"
     why = ("running as root: Mininet hosts in network namespaces, 1 Gbit/s TCLinks"
            if backend == "mininet" else "not root: loopback, innet-switch UDP ports on 127.0.0.1, no link shaping")
-    console.print(f"[bold]innet demo[/]: star of {config.workers} workers on [bold]{backend}[/] ({why})")
+    command = "innet demo" if config.benchmark else "innet train"
+    console.print(f"[bold]{command}[/]: star of {config.workers} workers on [bold]{backend}[/] ({why})")
     gloo = config.gloo and _torch_available()
     if config.gloo and not gloo:
         console.print("[yellow]torch is not installed: the benchmark runs innet only (setup.sh installs torch)[/]")
@@ -189,15 +192,16 @@ def run(config: DemoConfig, console: Any) -> dict[str, Any]:
                       f"(float32 reference {train['float_reference_accuracy']:.3f}); workers agree: "
                       f"{_yes(train['workers_agree'])}, switch registers match: {_yes(train['switch_registers_match'])}, "
                       f"bit-exact with the numpy switch model: {_yes(train['bit_exact_with_model'])}")
-        tb.replace_job(mode="sum")
-        link = LinkModel(bw_bps=config.bw_mbps * 1e6 if backend == "mininet" else None)
-        rows = []
-        console.print(f"benchmark: allreduce of {', '.join(map(str, config.bench_sizes))} float32 elements")
-        per_rank = tb.run_ina(config.bench_sizes, config.bench_repeats)
-        rows += bench.summarize("ina", config.workers, 0.0, per_rank, tb.options.k, link)
-        if gloo:
-            per_rank = tb.run_gloo(config.bench_sizes, config.bench_repeats)
-            rows += bench.summarize("gloo", config.workers, 0.0, per_rank, tb.options.k, link)
+        rows: list[bench.Row] = []
+        if config.benchmark:
+            tb.replace_job(mode="sum")
+            link = LinkModel(bw_bps=config.bw_mbps * 1e6 if backend == "mininet" else None)
+            console.print(f"benchmark: allreduce of {', '.join(map(str, config.bench_sizes))} float32 elements")
+            per_rank = tb.run_ina(config.bench_sizes, config.bench_repeats)
+            rows += bench.summarize("ina", config.workers, 0.0, per_rank, tb.options.k, link)
+            if gloo:
+                per_rank = tb.run_gloo(config.bench_sizes, config.bench_repeats)
+                rows += bench.summarize("gloo", config.workers, 0.0, per_rank, tb.options.k, link)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(bench_config).items()}
     settings["k"], settings["mtu"] = bench_config.resolved_k(), bench_config.link_mtu
     date = dt.datetime.now().isoformat(timespec="seconds")
@@ -206,13 +210,16 @@ def run(config: DemoConfig, console: Any) -> dict[str, Any]:
            "switch": bench.switch_description(settings.get("executor", "auto"), config.switch_impl),
            "settings": settings,
            "training": train, "rows": [asdict(r) for r in rows], "seconds": time.perf_counter() - started}
-    console.print(bench.table(doc))
+    if rows:
+        console.print(bench.table(doc))
     config.out_dir.mkdir(parents=True, exist_ok=True)
     stamp = date.replace(":", "").replace("-", "")
-    json_path = config.out_dir / f"demo-{stamp}.json"
+    prefix = "demo" if config.benchmark else "train"
+    json_path = config.out_dir / f"{prefix}-{stamp}.json"
     json_path.write_text(json.dumps(doc, indent=2) + "\n")
-    pngs = [_train_plot(train, bench.caption(doc), config.out_dir / f"demo-{stamp}-train.png"),
-            bench.plot(doc, config.out_dir / f"demo-{stamp}-bench.png")]
+    pngs = [_train_plot(train, bench.caption(doc), config.out_dir / f"{prefix}-{stamp}-train.png")]
+    if rows:
+        pngs.append(bench.plot(doc, config.out_dir / f"demo-{stamp}-bench.png"))
     console.print(f"wrote {json_path}, {', '.join(map(str, pngs))}; testbed down, nothing left "
                   f"({time.perf_counter() - started:.0f} s in all)")
     doc["files"] = [str(json_path), *map(str, pngs)]

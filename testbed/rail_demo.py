@@ -45,6 +45,8 @@ class RailDemoConfig:
     hb_mbps: float = 100.0
     backend: str = "auto"
     out_dir: Path = Path("results")
+    benchmark: bool = True
+    """Run the collectives after training (``innet demo``); False for ``innet train``."""
 
 
 def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
@@ -55,7 +57,7 @@ def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
     backend = config.backend if config.backend != "auto" else ("mininet" if os.geteuid() == 0 else "loopback")
     topo = TOPOLOGIES[config.topo](domains=config.domains, gpus_per_domain=config.gpus_per_domain,
                                    nic_link=Link(bw_mbps=config.nic_mbps), hb_link=Link(bw_mbps=config.hb_mbps))
-    console.print(f"[bold]innet demo[/]: {topo.name} on [bold]{backend}[/] "
+    console.print(f"[bold]{'innet demo' if config.benchmark else 'innet train'}[/]: {topo.name} on [bold]{backend}[/] "
                   f"({len(topo.p4_switches)} innet switches, {config.domains} HB domains of {config.gpus_per_domain})")
     grid = railperf.Grid(config.gpus_per_domain, config.domains, config.nic_mbps * 1e6, config.hb_mbps * 1e6)
     tb = rail_testbed_class(backend)(topo, TestbedOptions(window=8))
@@ -84,34 +86,36 @@ def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
                       f"[bold]{train['accuracy']:.3f}[/] (float32 reference {train['float_reference_accuracy']:.3f}); "
                       f"workers agree {train['workers_agree']}, switch registers match "
                       f"{train['switch_registers_match']}, bit-exact with the numpy model {train['bit_exact_with_model']}")
-        tb.reinstall()
         rows: list[dict[str, Any]] = []
-        runs = [("hierarchical INA", tb.run_hierarchical)] + ([("flat INA (spine)", tb.run_flat)]
-                                                             if tb.grid.spine is not None else [])
-        for label, fn in runs:
-            res = fn(list(config.sizes), repeats=2)
-            for i, s in enumerate(config.sizes):
-                times = [max(r[i].times[j] for r in res) for j in range(len(res[0][i].times))]
-                rows.append({"collective": label, "size": s, "median_s": statistics.median(times),
-                             "ok": all(r[i].ok for r in res)})
-        res = tb.run_alltoall(config.pair_bytes, repeats=2)
-        times = [max(r[0].times[j] for r in res) for j in range(len(res[0][0].times))]
-        route = "direct" if tb.grid.spine is not None else "two-step"
-        model = (railperf.alltoall_rail_optimized if route == "direct" else railperf.alltoall_rail_only)(
-            grid, config.pair_bytes)
-        rows.append({"collective": f"all-to-all ({route})", "size": config.pair_bytes,
-                     "median_s": statistics.median(times), "ok": all(r[0].ok for r in res),
-                     "model_s": model if backend == "mininet" else None})
+        if config.benchmark:
+            tb.reinstall()
+            runs = [("hierarchical INA", tb.run_hierarchical)] + ([("flat INA (spine)", tb.run_flat)]
+                                                                 if tb.grid.spine is not None else [])
+            for label, fn in runs:
+                res = fn(list(config.sizes), repeats=2)
+                for i, s in enumerate(config.sizes):
+                    times = [max(r[i].times[j] for r in res) for j in range(len(res[0][i].times))]
+                    rows.append({"collective": label, "size": s, "median_s": statistics.median(times),
+                                 "ok": all(r[i].ok for r in res)})
+            res = tb.run_alltoall(config.pair_bytes, repeats=2)
+            times = [max(r[0].times[j] for r in res) for j in range(len(res[0][0].times))]
+            route = "direct" if tb.grid.spine is not None else "two-step"
+            model = (railperf.alltoall_rail_optimized if route == "direct" else railperf.alltoall_rail_only)(
+                grid, config.pair_bytes)
+            rows.append({"collective": f"all-to-all ({route})", "size": config.pair_bytes,
+                         "median_s": statistics.median(times), "ok": all(r[0].ok for r in res),
+                         "model_s": model if backend == "mininet" else None})
     table = Table(title=f"{topo.name} ({backend})")
     for col in ("collective", "size", "median (ms)", "exact"):
         table.add_column(col, justify="right")
     for r in rows:
         table.add_row(r["collective"], str(r["size"]), f"{r['median_s'] * 1e3:.1f}", "yes" if r["ok"] else "NO")
-    console.print(table)
+    if rows:
+        console.print(table)
     doc = {"topology": topo.name, "backend": backend, "config": {**asdict(config), "out_dir": str(config.out_dir)},
            "training": train, "rows": rows}
     config.out_dir.mkdir(parents=True, exist_ok=True)
-    path = config.out_dir / f"rail-demo-{config.topo}-{dt.datetime.now():%Y%m%d-%H%M%S}.json"
+    path = config.out_dir / f"rail-{'demo' if config.benchmark else 'train'}-{config.topo}-{dt.datetime.now():%Y%m%d-%H%M%S}.json"
     path.write_text(json.dumps(doc, indent=2) + "\n")
     console.print(f"wrote {path}")
     return doc

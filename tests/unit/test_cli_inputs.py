@@ -66,6 +66,9 @@ def test_pipeline_push_of_a_p4_file_that_is_not_utf8(tmp_path: Path, capsys: pyt
     (["bench", "--repeats", "0"], "argument --repeats: 0 is outside >= 1"),
     (["bench", "--timeout", "-1"], "argument --timeout: '-1': must be a number > 0"),
     (["demo", "--steps", "x"], "argument --steps: 'x' is not an integer"),
+    (["train", "--steps", "0"], "argument --steps: 0 is outside >= 1"),
+    (["train", "--workers", "1"], "argument --workers: 1 is outside >= 2"),
+    (["train", "--sizes", "1K"], "unrecognized arguments: --sizes 1K"),
 ])
 def test_numbers_and_addresses_out_of_range(args: list[str], message: str,
                                             capsys: pytest.CaptureFixture[str]) -> None:
