@@ -129,6 +129,14 @@ class HbGroup:
                                   f"{error.strerror or error}") from None
                 time.sleep(0.05)
                 continue
+            if sock.getsockname() == sock.getpeername():
+                # TCP simultaneous open with itself: the kernel picked the peer's port as this
+                # connection's source port. Holding it would keep the peer from listening, and so
+                # would a graceful close (FIN to itself, then TIME_WAIT): reset it instead.
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                sock.close()
+                time.sleep(0.05)
+                continue
             sock.settimeout(None)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.sendall(_HELLO.pack(_MAGIC, self.config.rank))

@@ -194,15 +194,6 @@ def wait_grpc(address: str, deadline: float, alive: Callable[[], bool] = lambda:
             raise Bmv2Error(f"simple_switch_grpc: no P4Runtime server on {address} within {deadline:g} s")
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (BMv2 cannot bind port 0 and report the one it got)."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def check_impl(impl: str, root: bool, backend: str = "auto", topo: str = "star", mode: str = "switch") -> Bmv2Tools | None:
     """For ``--switch-impl``: None for innet; the tools for bmv2 (Bmv2Missing / Bmv2Error otherwise).
 

@@ -12,7 +12,6 @@ not cross the switch.
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from typing import Any, Sequence
 
 from innet.host import wire
 from innet.testbed.bringup import Testbed, TestbedError
+from innet.testbed.freeport import free_port
 from innet.testbed.ina_worker import tunnel_transport
 
 LOCALHOST = "127.0.0.1"
@@ -93,7 +93,4 @@ class LoopbackTestbed(Testbed):
         return LOCALHOST
 
     def free_port(self) -> int:
-        with socket.socket() as s:
-            s.bind((LOCALHOST, 0))
-            port: int = s.getsockname()[1]
-            return port
+        return free_port(LOCALHOST)

@@ -42,8 +42,9 @@ from mininet.net import Mininet
 from mininet.node import Switch
 from mininet.topo import Topo
 
-from innet.testbed.bmv2 import BMV2_CPU_PORT, Bmv2Error, Bmv2SwitchConfig, Bmv2Tools, free_port, switch_command, \
+from innet.testbed.bmv2 import BMV2_CPU_PORT, Bmv2Error, Bmv2SwitchConfig, Bmv2Tools, switch_command, \
     wait_grpc
+from innet.testbed.freeport import free_port
 
 STATE_DIR = Path("/tmp/innet-mininet")
 """Pid files, logs and the lock of Mininet runs with innet switches."""

@@ -16,7 +16,6 @@ on rail-optimized, the flat job (``job_id + 1``) on the spine.
 from __future__ import annotations
 
 import signal
-import socket
 from concurrent.futures import ThreadPoolExecutor
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import numpy as np
 
 from innet.host import wire
 from innet.testbed.bringup import Testbed, TestbedError, WorkerResult, _failed
+from innet.testbed.freeport import free_ports
 from innet.testbed.ina_worker import WORKER_MODULE as INA_WORKER, WorkerPlan, tunnel_transport
 from innet.testbed.loopback import _GRPC_LINE, _PORT_LINE, LOCALHOST, SWITCH_MODULE, LoopbackTestbed
 from innet.testbed.rail import RailGrid, flat_job, forwarding, hierarchical_jobs, ring_order, switch_of
@@ -338,28 +338,6 @@ class RailTestbed(Testbed):
         return self._collect(procs, timeout, "flat allreduce")
 
 
-def _free_udp_ports(n: int) -> list[int]:
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind((LOCALHOST, 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def _free_tcp_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind((LOCALHOST, 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 class RailLoopbackTestbed(RailTestbed, LoopbackTestbed):
     """A rail topology on 127.0.0.1: one innet-switch process per rail/spine, UDP switch ports
     (switch-to-switch ports send to each other's bound port), HB exchanges over loopback TCP
@@ -380,7 +358,7 @@ class RailLoopbackTestbed(RailTestbed, LoopbackTestbed):
             if c.b not in p4:
                 continue
             if c.a in p4:
-                pa, pb = _free_udp_ports(2)
+                pa, pb = free_ports(2)
                 specs[c.a].append(f"{c.a_port}@{LOCALHOST}:{pa}@{LOCALHOST}:{pb}")
                 specs[c.b].append(f"{c.b_port}@{LOCALHOST}:{pb}@{LOCALHOST}:{pa}")
             else:
@@ -389,7 +367,7 @@ class RailLoopbackTestbed(RailTestbed, LoopbackTestbed):
 
     def _start_network(self) -> str:
         self._hb = {h.name: (LOCALHOST, p) for h, p in zip(self.topology.workers,
-                                                           _free_tcp_ports(len(self.topology.workers)))}
+                                                           free_ports(len(self.topology.workers)))}
         ports = self._switch_ports()
         popens = {}
         for s in self.topology.p4_switches:
@@ -450,7 +428,7 @@ class RailLoopbackTestbed(RailTestbed, LoopbackTestbed):
         """Loopback: every group on 127.0.0.1 (the all-to-all does not cross the switches here)."""
         if not hasattr(self, "_a2a"):
             workers = [h.name for h in self.topology.workers]
-            ports = iter(_free_tcp_ports(3 * len(workers)))
+            ports = iter(free_ports(3 * len(workers)))
             self._a2a = {h: {"hb": (LOCALHOST, next(ports)), "rail": (LOCALHOST, next(ports)),
                              "direct": (LOCALHOST, p)} for h in workers for p in [next(ports)]}
             for h in workers:

@@ -14,16 +14,14 @@ from pathlib import Path
 import pytest
 
 from innet.testbed.compose import ComposeConfig, digest, expected_sum, expected_training
-from innet.testbed.bmv2 import free_port
+from innet.testbed.freeport import free_port
 
 WORKERS = 2
 
 
 @pytest.mark.slow
 def test_roles_allreduce_and_train_exactly(tmp_path: Path) -> None:
-    udp_base = free_port()
-    while udp_base > 65535 - 40:
-        udp_base = free_port()
+    udp_base = free_port()  # below the ephemeral range, so base + 40 is below 65536 too
     env = {**os.environ, "INNET_WORKERS": str(WORKERS), "INNET_SWITCH_HOST": "127.0.0.1",
            "INNET_GRPC_PORT": str(free_port()), "INNET_UDP_BASE": str(udp_base), "INNET_RESULTS": str(tmp_path),
            "INNET_ELEMENTS": "1024", "INNET_TRAIN_STEPS": "12", "INNET_DEADLINE": "60"}

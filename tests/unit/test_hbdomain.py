@@ -9,18 +9,13 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
+from innet.host import hbdomain
 from innet.host.hbdomain import HbConfig, HbError, HbGroup
+from innet.testbed.freeport import free_ports
 
 
 def _ports(n: int) -> tuple[tuple[str, int], ...]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return tuple(("127.0.0.1", s.getsockname()[1]) for s in socks)
-    finally:
-        for s in socks:
-            s.close()
+    return tuple(("127.0.0.1", port) for port in free_ports(n))
 
 
 def _run_all(n: int, body: Callable[[HbGroup], Any], deadline: float = 5.0) -> list[Any]:
@@ -89,3 +84,43 @@ def test_unreachable_member_is_named() -> None:
     peers = _ports(2)
     with pytest.raises(HbError, match=r"HB domain hb: cannot reach gpu1 \(127.0.0.1:\d+\)"):
         HbGroup(HbConfig(0, peers, connect_timeout=0.3)).start()
+
+
+def test_a_connection_to_itself_is_dropped_so_the_peer_can_listen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel may pick a not-yet-listening peer's port as the source port of a connect()
+    to it (TCP simultaneous open with itself). Rank 0 forced into that must let go of the port."""
+    peers = _ports(2)
+    real = socket.create_connection
+    calls: list[tuple[str, int]] = []
+    released = threading.Event()
+
+    def connect(address: tuple[str, int], timeout: float | None = None) -> socket.socket:
+        calls.append(address)
+        if len(calls) == 1:
+            sock = socket.socket()
+            sock.bind(address)
+            sock.connect(address)  # Linux: a socket connected to its own address
+            return sock
+        released.set()
+        return real(address, timeout=timeout)
+
+    monkeypatch.setattr(hbdomain.socket, "create_connection", connect)
+    results: list[Any] = [None, None]
+
+    def member(rank: int) -> None:
+        try:
+            with HbGroup(HbConfig(rank, peers, connect_timeout=5.0, deadline=5.0)) as group:
+                results[rank] = group.all_gather(np.array([rank + 1], dtype=np.int32), [(0, 1), (1, 2)])
+        except BaseException as error:  # reported to the test
+            results[rank] = error
+
+    first = threading.Thread(target=member, args=(0,))
+    first.start()
+    released.wait(5)
+    monkeypatch.setattr(hbdomain.socket, "create_connection", real)
+    second = threading.Thread(target=member, args=(1,))
+    second.start()
+    first.join(20)
+    second.join(20)
+    assert calls[0] == peers[1]
+    assert all(isinstance(got, np.ndarray) and got.tolist() == [1, 2] for got in results), results
