@@ -366,24 +366,7 @@ class Testbed(abc.ABC):
 
     def _collect(self, procs: list[tuple[str, subprocess.Popen[bytes]]], timeout: float,
                  what: str) -> list[list[WorkerResult]]:
-        deadline = time.monotonic() + timeout
-        outputs: dict[str, bytes] = {}
-        try:
-            for name, popen in procs:
-                remaining = max(0.1, deadline - time.monotonic())
-                try:
-                    out, _ = popen.communicate(timeout=remaining)
-                except subprocess.TimeoutExpired:
-                    raise TestbedError(f"{what}: {name} did not finish within {timeout:g} s; its log:\n"
-                                       f"{self.procs.log_tail(name)}") from None
-                outputs[name] = out or b""
-                if popen.returncode != 0:
-                    raise TestbedError(f"{what}: {name} exited with status {popen.returncode}; its log:\n"
-                                       f"{self.procs.log_tail(name)}\n{outputs[name].decode(errors='replace')[-2000:]}")
-        finally:
-            for name, _ in procs:
-                self.procs.stop(name)
-                self.procs.forget(name)
+        outputs = wait_outputs(self.procs, procs, timeout, what)
         return [parse_results(outputs[name].decode(errors="replace")) for name, _ in procs]
 
     def spawn_ina(self, sizes: Sequence[int], repeats: int = 3, exact: bool = False,
@@ -437,3 +420,65 @@ def parse_results(text: str) -> list[WorkerResult]:
 
 
 __all__ = ["P4_PROGRAM", "Testbed", "TestbedError", "TestbedOptions", "WorkerResult", "replace"]
+
+
+def wait_outputs(group: ProcessGroup, procs: list[tuple[str, subprocess.Popen[bytes]]], timeout: float,
+                 what: str, grace: float = 5.0) -> dict[str, bytes]:
+    """Every process's stdout once all have exited 0; then they are stopped and forgotten.
+
+    All are waited for at once, so the error names the process that failed *first*: when one
+    worker dies, its peers fail later with timeouts that only say someone went missing. The
+    others get ``grace`` seconds after the first failure to fail too (their lines are listed
+    after the first's log), then are stopped."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    deadline = time.monotonic() + timeout
+    outputs: dict[str, bytes] = {}
+    failed: list[tuple[float, str, int]] = []
+    late: list[str] = []
+    with ThreadPoolExecutor(max_workers=max(1, len(procs))) as pool:
+        futures = {pool.submit(_communicate, popen, timeout + grace + 60): (name, popen) for name, popen in procs}
+        try:
+            pending = set(futures)
+            while pending:
+                limit = deadline if not failed else min(deadline, failed[0][0] + grace)
+                done, pending = wait(pending, timeout=max(0.0, limit - time.monotonic()),
+                                     return_when=FIRST_COMPLETED)
+                if not done:
+                    late += [futures[f][0] for f in pending]
+                    break
+                for future in done:
+                    name, popen = futures[future]
+                    output = future.result()
+                    if output is None:  # still running after its stop: reported as late
+                        late.append(name)
+                        continue
+                    outputs[name] = output
+                    if popen.returncode != 0:
+                        failed.append((time.monotonic(), name, popen.returncode))
+        finally:
+            for name, _ in procs:
+                group.stop(name)
+    try:
+        if failed:
+            _, name, code = failed[0]
+            lines = [f"{what}: {name} exited with status {code}; its log:", group.log_tail(name)]
+            stdout = outputs[name].decode(errors="replace")[-2000:].strip()
+            lines += [stdout] if stdout else []
+            lines += [f"then {other} exited with status {rc}: {group.log_tail(other, 1)}"
+                      for _, other, rc in failed[1:]]
+            raise TestbedError("\n".join(lines))
+        if late:
+            raise TestbedError(f"{what}: {', '.join(late)} did not finish within {timeout:g} s; "
+                               f"the log of {late[0]}:\n{group.log_tail(late[0])}")
+    finally:
+        for name, _ in procs:
+            group.forget(name)
+    return outputs
+
+
+def _communicate(popen: subprocess.Popen[bytes], timeout: float) -> bytes | None:
+    try:
+        return popen.communicate(timeout=timeout)[0] or b""
+    except subprocess.TimeoutExpired:
+        return None

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from innet.host import wire
-from innet.testbed.bringup import Testbed, TestbedError, WorkerResult, _failed
+from innet.testbed.bringup import Testbed, TestbedError, WorkerResult, _failed, wait_outputs
 from innet.testbed.freeport import free_ports
 from innet.testbed.ina_worker import WORKER_MODULE as INA_WORKER, WorkerPlan, tunnel_transport
 from innet.testbed.loopback import _GRPC_LINE, _PORT_LINE, LOCALHOST, SWITCH_MODULE, LoopbackTestbed
@@ -247,25 +247,9 @@ class RailTestbed(Testbed):
                        what: str) -> list[list[dict[str, Any]]]:
         import json
 
-        deadline = time.monotonic() + timeout
-        out: list[list[dict[str, Any]]] = []
-        try:
-            for name, popen in procs:
-                try:
-                    stdout, _ = popen.communicate(timeout=max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    raise TestbedError(f"{what}: {name} did not finish within {timeout:g} s; its log:\n"
-                                       f"{self.procs.log_tail(name)}") from None
-                if popen.returncode != 0:
-                    raise TestbedError(f"{what}: {name} exited with status {popen.returncode}; its log:\n"
-                                       f"{self.procs.log_tail(name)}")
-                out.append([json.loads(line) for line in (stdout or b"").decode().splitlines()
-                            if line.startswith("{")])
-        finally:
-            for name, _ in procs:
-                self.procs.stop(name)
-                self.procs.forget(name)
-        return out
+        outputs = wait_outputs(self.procs, procs, timeout, what)
+        return [[json.loads(line) for line in outputs[name].decode().splitlines() if line.startswith("{")]
+                for name, _ in procs]
 
     def alltoall_addresses(self, host: str) -> dict[str, tuple[str, int]]:
         """Where ``host`` listens for all-to-all groups: ``hb``, ``rail`` and ``direct``."""
