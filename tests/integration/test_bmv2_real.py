@@ -6,7 +6,6 @@ RegisterEntry) and reads a register back."""
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from innet.testbed.bmv2 import Bmv2Missing, Bmv2SwitchConfig, compile_program, controller_spec, find_tools, \
     pipeline, switch_command, wait_grpc
+from innet.testbed.freeport import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 MAINS = sorted(p for p in (REPO / "p4").rglob("*.p4")
@@ -25,12 +25,6 @@ def _tools(need_p4c: bool = True):  # type: ignore[no-untyped-def]
         return find_tools(need_p4c=need_p4c)
     except Bmv2Missing as missing:
         pytest.skip(str(missing))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.mark.slow
@@ -56,7 +50,7 @@ def test_controller_drives_simple_switch_grpc(tmp_path: Path) -> None:
     tools = _tools()
     if tools.cli is None:
         pytest.skip("simple_switch_CLI not found beside simple_switch_grpc (registers over Thrift need it)")
-    config = Bmv2SwitchConfig(ports=(), grpc_address=f"127.0.0.1:{_free_port()}", thrift_port=_free_port())
+    config = Bmv2SwitchConfig(ports=(), grpc_address=f"127.0.0.1:{free_port()}", thrift_port=free_port())
     log = open(tmp_path / "bmv2.log", "wb")
     proc = subprocess.Popen(switch_command(tools.switch, config), stdout=log, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, start_new_session=True)

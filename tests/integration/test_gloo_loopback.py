@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 
 import pytest
 
+from innet.testbed.freeport import free_port
 from innet.testbed.gloo import command, gloo_available, gloo_env
 
 
@@ -17,9 +17,7 @@ from innet.testbed.gloo import command, gloo_available, gloo_env
 def test_two_ranks_allreduce_through_the_loopback_store():
     if not gloo_available():
         pytest.skip("torch (the gloo baseline's optional dependency) is not installed")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
+    port = free_port()
     env = {**os.environ, **gloo_env("lo", "127.0.0.1", port)}
     procs = [subprocess.Popen(command(rank, 2, "127.0.0.1", port, [4096], repeats=1, timeout_s=30),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)

@@ -28,6 +28,7 @@ from innet.controller.schema import P4Schema
 from innet.controller.switch import Switch, SwitchEndpoint
 from innet.switch.p4runtime.embedded_target import InnetTarget
 from innet.switch.server import SwitchOptions, SwitchServer
+from innet.testbed.freeport import free_port
 
 from testkit.fake_target import FakeTarget, sample_p4info
 
@@ -43,12 +44,6 @@ def config() -> PipelineConfig:
 def server():
     with SwitchServer(SwitchOptions(grpc_address="127.0.0.1:0"), InnetTarget()) as s:
         yield s
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_primary_and_backup(server, config):

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import socket
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from innet.testbed.freeport import free_port
 from innet.testbed.gloo import rendezvous_socket, rendezvous_store
 
 LISTEN = "0A"
@@ -27,12 +27,6 @@ def listeners(port: int) -> list[str]:
             if int(hex_port, 16) == port and fields[3] == LISTEN:
                 out.append(address)
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_rendezvous_socket_is_bound_to_the_given_address():
