@@ -346,19 +346,40 @@ static void handle_ring(pio_t *io, port_t *p) {
     if (n) run_batch(io, n, t0);
 }
 
+static int same_sender(pio_t *io, int a, int b) {
+    socklen_t la = io->rm[a].msg_hdr.msg_namelen;
+    return la == io->rm[b].msg_hdr.msg_namelen && memcmp(&io->rname[a], &io->rname[b], la) == 0;
+}
+
+static void learn_peer(pio_t *io, port_t *p, int i) {
+    pthread_mutex_lock(&io->smu);
+    memcpy(&p->peer, &io->rname[i], io->rm[i].msg_hdr.msg_namelen);
+    p->peerlen = io->rm[i].msg_hdr.msg_namelen; p->has_peer = 1;
+    pthread_mutex_unlock(&io->smu);
+}
+
 static void handle_port(pio_t *io, port_t *p) {
     if (p->ring) { handle_ring(io, p); return; }
     u64 t0 = now_ns();
     for (int i = 0; i < PIO_BATCH; i++) io->rm[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_storage);
     int r = recvmmsg(p->fd, io->rm, PIO_BATCH, MSG_DONTWAIT, NULL);
     if (r <= 0) return;  /* EAGAIN, or an error such as ENETDOWN: epoll reports the port again if it must */
+    /* A UDP port's peer is the sender of the latest datagram, as on the Python loop: a batch
+       with several senders runs as consecutive sub-batches, one per run of the same sender, and
+       each sub-batch first learns its sender, so every output goes where it would one at a time. */
     u32 n = 0, off = 0; int last = -1;
     for (int i = 0; i < r; i++) {
         u32 len = io->rm[i].msg_len;
         if (p->kind == KIND_PACKET) {
             struct sockaddr_ll *ll = (struct sockaddr_ll *)&io->rname[i];
             if (ll->sll_pkttype == PACKET_OUTGOING) continue;  /* our own output (old kernels) */
-        } else {
+        } else if (!p->fixed_peer) {
+            if (last >= 0 && !same_sender(io, last, i)) {
+                learn_peer(io, p, last);
+                p->rx += n; ST_ADD(io, ST_RX, n);
+                run_batch(io, n, t0);
+                n = 0; off = 0; t0 = now_ns();
+            }
             last = i;
         }
         if (len > PIO_SLOT) len = PIO_SLOT;
@@ -366,12 +387,7 @@ static void handle_port(pio_t *io, port_t *p) {
         if (io->rbuf + off != src) memmove(io->rbuf + off, src, len);
         io->lens[n] = len; io->pnums[n] = p->num; n++; off += len;
     }
-    if (last >= 0 && !p->fixed_peer) {  /* the peer is the sender of the latest datagram */
-        pthread_mutex_lock(&io->smu);
-        memcpy(&p->peer, &io->rname[last], io->rm[last].msg_hdr.msg_namelen);
-        p->peerlen = io->rm[last].msg_hdr.msg_namelen; p->has_peer = 1;
-        pthread_mutex_unlock(&io->smu);
-    }
+    if (last >= 0) learn_peer(io, p, last);
     p->rx += n; ST_ADD(io, ST_RX, n); ST_ADD(io, ST_BATCHES, 1);
     if (n) run_batch(io, n, t0);
 }

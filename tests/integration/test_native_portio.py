@@ -309,6 +309,37 @@ def test_fixed_udp_peer_is_kept():
         server.stop()
 
 
+def test_udp_peer_is_learned_per_datagram_within_a_batch(tmp_path):
+    """Two hosts share port 1 of a switch that sends each frame back out of its ingress port. Their
+    frames are read in one batch (the loop is held on the pipeline lock meanwhile); each frame
+    must go back to its own sender, as when frames are handled one at a time."""
+    program = tmp_path / "reflect.p4"
+    program.write_text(DIGEST_P4.replace("digest<learn_t>(1, { h.ethernet.srcAddr, sm.ingress_port });", ""))
+    server = start(program, "native", ports=1)
+    a, b = host(), host()
+    to = address(server, 1)
+
+    def frame(tag: str) -> bytes:
+        return bytes(12) + b"\x08\x00" + tag.encode()
+
+    try:
+        pipeline = server.device._active.loaded.pipeline.pipeline  # type: ignore[union-attr]
+        with pipeline.lock:  # the C loop's batch runs under it
+            a.sendto(frame("a0"), to)  # read alone; its batch then waits for the lock
+            time.sleep(0.3)
+            for tag in ("a1", "b1", "b2", "a2", "b3"):
+                (a if tag[0] == "a" else b).sendto(frame(tag), to)
+            time.sleep(0.3)  # all queued on the port: the next recvmmsg reads them together
+        got_a = sorted(a.recvfrom(100)[0][14:].decode() for _ in range(3))
+        got_b = sorted(b.recvfrom(100)[0][14:].decode() for _ in range(3))
+        assert (got_a, got_b) == (["a0", "a1", "a2"], ["b1", "b2", "b3"])
+        assert server.ports.peer(1) == b.getsockname()  # type: ignore[union-attr]
+    finally:
+        a.close()
+        b.close()
+        server.stop()
+
+
 @pytest.mark.parametrize("extra,message", [
     ({"port_loop": "fast"}, r"port loop 'fast': expected one of auto, native, python"),
     ({"port_loop": "native", "pcap_dir": Path("/nonexistent-pcap")},
