@@ -172,7 +172,7 @@ def stage_spawner(config: GeoBenchConfig, fabric: Any) -> Spawn:
     hosts = {h.address: h.name for h in config.topology.workers}
 
     def spawn(job: StageJob, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
-        popen: subprocess.Popen[bytes] = fabric.spawn_stage(hosts[job.listen[0]], argv, SINGLE_THREAD_BLAS)
+        popen: subprocess.Popen[bytes] = fabric.spawn_stage(hosts[job.listen[0]], argv, SINGLE_THREAD_BLAS, name)
         return popen
 
     return spawn

@@ -219,12 +219,15 @@ class GeoMininetTestbed(MininetTestbed):
         switch = self.topology.switch(self.topology.uplink(host).b)
         return udp_transport(switch.ip, self.topology.host(host).address, self.options.agent_port)
 
-    def spawn_stage(self, host: str, argv: Sequence[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-        """Start a stage process on ``host`` (stdout and stderr piped; the caller ends it)."""
+    def spawn_stage(self, host: str, argv: Sequence[str], env: dict[str, str],
+                    name: str = "stage") -> subprocess.Popen[bytes]:
+        """Start a stage process on ``host`` (stdout and stderr piped; the caller ends it). It is
+        recorded in the run's pids, so ``innet testbed cleanup`` ends it if the caller was killed."""
         if self.net is None:
             raise TestbedError(f"stage on {host}: the Mininet geo testbed is not up")
         popen: subprocess.Popen[bytes] = self.net.get(host).popen(
             list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **env})
+        self.procs.adopt(f"geo {name} on {host}", popen.pid)
         return popen
 
     def wan_bytes(self) -> dict[str, int]:

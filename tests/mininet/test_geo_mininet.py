@@ -21,6 +21,7 @@ from innet.host.geo.worker import StageJob, load_params
 from innet.testbed.bringup import TestbedOptions
 from innet.testbed.geo_mininet import GeoMininetTestbed
 from innet.testbed.geo_topology import geo
+from innet.testbed.processes import read_records
 
 SIZES = [64, 32, 24, 10]  # fc0 relu0 | fc1 relu1 | fc2 loss
 CUTS = (2, 4)
@@ -90,8 +91,18 @@ def test_geo_sites_in_mininet_run_rad_across_three_sites_and_leave_nothing(tmp_p
             pipelines.append(jobs)
         hosts = {h.address: h.name for h in topo.workers}
         before = tb.wan_bytes()
-        out = launch(pipelines, timeout=50.0,
-                     spawn=lambda job, name, argv: tb.spawn_stage(hosts[job.listen[0]], argv, SINGLE_THREAD_BLAS))
+        stages: list[int] = []
+
+        def spawn(job: StageJob, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
+            popen = tb.spawn_stage(hosts[job.listen[0]], argv, SINGLE_THREAD_BLAS, name)
+            stages.append(popen.pid)
+            return popen
+
+        out = launch(pipelines, timeout=50.0, spawn=spawn)
+        # recorded, so `innet testbed cleanup` ends them after a crash of this process
+        recorded = {r.pid: r.name for r in read_records(tb.procs.dir)}
+        assert len(stages) == 6 and all(recorded.get(pid, "").startswith("geo pipeline ") for pid in stages), \
+            (stages, recorded)
         after = tb.wan_bytes()
         completions = {s: tb.controller[tb.site_switch(s)].counters(tb.site_jobs[s].job_id)["innet_completions"]
                        for s in SITES}
