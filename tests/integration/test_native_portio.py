@@ -198,7 +198,7 @@ def test_control_plane_batches_are_atomic_while_traffic_flows():
         while server.ports.peer(2) is None and time.monotonic() < deadline:  # type: ignore[union-attr]
             time.sleep(0.01)
         frame = (0x0A).to_bytes(6, "big") + bytes(6) + b"\x08\x00payload"
-        stop, sent, errors = threading.Event(), [0], []
+        stop, flowing, sent, errors = threading.Event(), threading.Event(), [0], []
 
         def traffic() -> None:
             h2.settimeout(5)
@@ -212,9 +212,11 @@ def test_control_plane_batches_are_atomic_while_traffic_flows():
                     except (TimeoutError, AssertionError) as error:
                         errors.append(error)
                         return
+                flowing.set()
 
         thread = threading.Thread(target=traffic)
         thread.start()
+        assert flowing.wait(10) or errors, "no traffic through the switch before the batches"
         batches = 0
         seen = n["MyIngress.seen"]
         while batches < 300 and thread.is_alive():
