@@ -48,23 +48,32 @@ class ProcessRecord:
     """What it is, e.g. ``switch`` or ``worker-h2``."""
 
 
-def start_ticks(pid: int) -> int | None:
-    """``/proc/PID/stat`` start time, or None when the process is gone."""
+def _stat(pid: int) -> list[str] | None:
+    """``/proc/PID/stat`` from field 3 (state) on, or None when the process is gone. The
+    command name before it may hold spaces and parentheses, so it is cut at the last ')'."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return int(stat[stat.rindex(")") + 2:].split()[19])
+    return stat[stat.rindex(")") + 2:].split()
+
+
+def start_ticks(pid: int) -> int | None:
+    """``/proc/PID/stat`` start time, or None when the process is gone."""
+    fields = _stat(pid)
+    return None if fields is None else int(fields[19])
+
+
+def pid_alive(pid: int) -> bool:
+    """``pid`` exists and is no zombie (an exited child its parent has not reaped yet)."""
+    fields = _stat(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 def alive(record: ProcessRecord) -> bool:
     """True when the recorded process (not a reuse of its pid) still runs and is no zombie."""
-    try:
-        stat = Path(f"/proc/{record.pid}/stat").read_text()
-    except OSError:
-        return False
-    fields = stat[stat.rindex(")") + 2:].split()
-    return fields[0] != "Z" and int(fields[19]) == record.start_ticks
+    fields = _stat(record.pid)
+    return fields is not None and fields[0] != "Z" and int(fields[19]) == record.start_ticks
 
 
 def end_process(record: ProcessRecord, timeout: float = 5.0) -> bool:

@@ -8,35 +8,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from innet.host.geo.data import Digits
-from innet.host.geo.graph import loss_and_grads, mlp
+from innet.host.geo.graph import mlp
 from innet.host.geo.launch import launch
-from innet.host.geo.stages import Sgd, SgdState, partition
+from innet.host.geo.stages import partition
 from innet.host.geo.worker import StageJob, load_params
 from innet.testbed.bringup import TestbedOptions
 from innet.testbed.geo_testbed import GeoTestbed
 from innet.testbed.geo_topology import Site, Wan, geo
 from innet.testbed.topology import Link
 
+from testkit.geo_reference import averaged_sgd
+
 SIZES = [64, 16, 10]  # fc0 relu0 fc1 loss
 CUTS = (2,)
 STEPS, BATCH, LR = 2, 16, 0.1
-
-
-def _reference() -> dict:
-    g = mlp(SIZES)
-    params = g.init_params(0)
-    opt = SgdState(Sgd(LR))
-    data = [Digits.load(0).batches(BATCH, 1, 1000 * r) for r in range(2)]
-    for _ in range(STEPS):
-        acc: dict = {}
-        for it in data:
-            _, gr = loss_and_grads(g, next(it)[0], params, 1.0)
-            for n, gp in gr.items():
-                for k, v in gp.items():
-                    acc.setdefault(n, {})[k] = acc.get(n, {}).get(k, 0) + v / 2
-        opt.step(params, acc)
-    return params
 
 
 @pytest.mark.slow
@@ -56,7 +41,7 @@ def test_two_replicas_per_site_average_through_the_site_switches(tmp_path: Path)
                                      dp=dp, params_out=str(tmp_path / f"r{r}s{i}.npz"), timeout=30.0))
             pipelines.append(jobs)
         launch(pipelines, timeout=60.0)
-    ref = _reference()
+    ref = averaged_sgd(SIZES, STEPS, BATCH, LR)
     for r in range(2):
         got = {}
         for i in range(len(plans)):

@@ -12,15 +12,7 @@ from innet.testbed.bringup import TestbedOptions
 from innet.testbed.geo_testbed import GeoTestbed
 from innet.testbed.geo_topology import Site, geo
 from innet.host.geo.worker import agent_config
-from innet.testbed.processes import find_marked
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
+from innet.testbed.processes import find_marked, pid_alive
 
 
 @pytest.mark.slow
@@ -31,7 +23,7 @@ def test_geo_sites_come_up_sum_inside_a_site_and_go_down_leaving_nothing(tmp_pat
         assert sorted(tb.sites) == ["a", "b"]  # site c has one worker: no aggregation switch
         pids = [s.procs.popens["switch"].pid for s in tb.sites.values()]
         runs = [s.procs.dir for s in tb.sites.values()]
-        assert all(_alive(p) for p in pids)
+        assert all(pid_alive(p) for p in pids)
         epoch = tb.sites["b"].attach()
         agents = [Agent(agent_config({"agent": tb.dp_agent("b", r, epoch, 100)}, sum_bound=4.0),
                         capacity=100).start() for r in range(2)]
@@ -50,6 +42,6 @@ def test_geo_sites_come_up_sum_inside_a_site_and_go_down_leaving_nothing(tmp_pat
         finally:
             for a in agents:
                 a.close()
-    assert not any(_alive(p) for p in pids)
+    assert not any(pid_alive(p) for p in pids)
     assert not any(r.exists() for r in runs)
     assert not [p for p, run in find_marked() if any(str(r) in run for r in runs)]

@@ -15,16 +15,8 @@ import pytest
 from innet.testbed.bringup import TestbedOptions
 from innet.testbed.cleanup import cleanup
 from innet.testbed.loopback import LoopbackTestbed
-from innet.testbed.processes import MARK_ENV, find_marked, stale_runs
+from innet.testbed.processes import MARK_ENV, find_marked, pid_alive, stale_runs
 from innet.testbed.topology import star
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def test_exact_sums_through_the_switch_and_nothing_left(tmp_path: Path) -> None:
@@ -43,8 +35,8 @@ def test_exact_sums_through_the_switch_and_nothing_left(tmp_path: Path) -> None:
         assert counters["innet_contributions"] == 3 * counters["innet_completions"]
         assert counters["innet_drops"] == 0
         ina_pids = [r.pid for r in tb.procs.records]
-    assert not _alive(switch_pid)
-    assert not any(_alive(p) for p in ina_pids)
+    assert not pid_alive(switch_pid)
+    assert not any(pid_alive(p) for p in ina_pids)
     assert not run_dir.exists()
     assert find_marked(only_run=str(run_dir)) == []
 
@@ -77,7 +69,7 @@ def test_failed_bring_up_leaves_nothing(tmp_path: Path) -> None:
     tb = LoopbackTestbed(star(workers=2), options)
     with pytest.raises(Exception, match=r"missing.p4"):
         tb.start()
-    assert all(not _alive(r.pid) for r in tb.procs.records)
+    assert all(not pid_alive(r.pid) for r in tb.procs.records)
     assert find_marked(only_run=str(tb.procs.dir)) == []
 
 
@@ -110,14 +102,14 @@ def test_cleanup_after_a_killed_run(tmp_path: Path) -> None:
         assert len(victims) == 2  # switch and sleeper
         owner.send_signal(signal.SIGKILL)
         owner.wait(timeout=10)
-        assert all(_alive(p) for p in victims)  # orphans keep running
+        assert all(pid_alive(p) for p in victims)  # orphans keep running
         assert stale_runs(tmp_path) == runs
         done = cleanup(tmp_path, mininet=False)
         assert any("ended switch" in d for d in done) and any("ended sleeper" in d for d in done)
         deadline = time.monotonic() + 10
-        while any(_alive(p) for p in victims) and time.monotonic() < deadline:
+        while any(pid_alive(p) for p in victims) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not any(_alive(p) for p in victims)
+        assert not any(pid_alive(p) for p in victims)
         assert not runs[0].exists()
         assert cleanup(tmp_path, mininet=False) == []
     finally:

@@ -13,45 +13,19 @@ from typing import Any, Sequence
 import numpy as np
 import pytest
 
-from innet.host.geo.data import Digits
-from innet.host.geo.graph import loss_and_grads, mlp
 from innet.host.geo.launch import SINGLE_THREAD_BLAS, launch
-from innet.host.geo.stages import Sgd, SgdState
 from innet.host.geo.worker import StageJob, load_params
 from innet.testbed.bringup import TestbedOptions
 from innet.testbed.geo_mininet import GeoMininetTestbed
 from innet.testbed.geo_topology import geo
-from innet.testbed.processes import read_records
+from innet.testbed.processes import pid_alive, read_records
+
+from testkit.geo_reference import averaged_sgd
 
 SIZES = [64, 32, 24, 10]  # fc0 relu0 | fc1 relu1 | fc2 loss
 CUTS = (2, 4)
 SITES = ("a", "b", "c")
 STEPS, BATCH, LR = 2, 16, 0.1
-
-
-def _reference() -> dict[str, Any]:
-    """Two replicas' gradients averaged, SGD, in one process."""
-    g = mlp(SIZES)
-    params = g.init_params(0)
-    opt = SgdState(Sgd(LR))
-    data = [Digits.load(0).batches(BATCH, 1, 1000 * r) for r in range(2)]
-    for _ in range(STEPS):
-        acc: dict[str, Any] = {}
-        for it in data:
-            _, gr = loss_and_grads(g, next(it)[0], params, 1.0)
-            for n, gp in gr.items():
-                for k, v in gp.items():
-                    acc.setdefault(n, {})[k] = acc.get(n, {}).get(k, 0) + v / 2
-        opt.step(params, acc)
-    return params
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def _interfaces(switches: Sequence[str]) -> list[str]:
@@ -67,7 +41,7 @@ def test_geo_sites_in_mininet_run_rad_across_three_sites_and_leave_nothing(tmp_p
     with tb:
         host_pids = [h.pid for h in tb.net.hosts]
         switch_pids = [tb.net.get(s.name).process.pid for s in topo.switches]
-        assert all(_alive(p) for p in host_pids + switch_pids)
+        assert all(pid_alive(p) for p in host_pids + switch_pids)
         assert sorted(tb.site_jobs) == list(SITES)
         # the WAN delay is on the path (40 ms each way a-b): every frame, not only the transport's
         ping = tb.net.get("s1h1").cmd("ping -c 2 -i 0.2 -W 2 10.0.2.1")
@@ -114,7 +88,7 @@ def test_geo_sites_in_mininet_run_rad_across_three_sites_and_leave_nothing(tmp_p
     assert 2e6 < out[0][0].of("done")[0]["bandwidth_next_bps"] < 12e6
     # every site summed its stage's gradients in its switch
     assert all(sum(cells.values()) > 0 for cells in completions.values()), completions
-    ref = _reference()
+    ref = averaged_sgd(SIZES, STEPS, BATCH, LR)
     for r in range(2):
         got: dict[str, Any] = {}
         for i in range(3):
@@ -122,5 +96,5 @@ def test_geo_sites_in_mininet_run_rad_across_three_sites_and_leave_nothing(tmp_p
         for n, p in ref.items():
             for k, v in p.items():
                 np.testing.assert_allclose(got[n][k], v, atol=2e-4)
-    assert not any(_alive(p) for p in host_pids + switch_pids)
+    assert not any(pid_alive(p) for p in host_pids + switch_pids)
     assert _interfaces([s.name for s in topo.switches]) == []

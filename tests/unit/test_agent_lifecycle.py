@@ -23,6 +23,7 @@ from innet.host.agent import Agent, AgentConfig
 from innet.host.protocol import AggregationError, JobConfig, Timing
 from innet.host.transport import UdpTransportConfig
 from innet.host.wire import Message, MsgType
+from innet.testbed.processes import pid_alive
 
 from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
 
@@ -74,15 +75,6 @@ class CountingSwitch(FakeInnetSwitch):
         return super().handle(msg)
 
 
-def _alive(pid: int) -> bool:
-    """``pid`` exists and is not a zombie (an exited child its new parent has not reaped)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def _wait_until(condition: object, timeout: float, what: str) -> float:
     """Poll ``condition()`` every 5 ms; seconds it took. Fails after ``timeout``."""
     start = time.monotonic()
@@ -109,9 +101,9 @@ def _kill(worker: subprocess.Popen[str], agent_pid: int) -> float:
     worker.wait(timeout=10)
     assert worker.returncode == -signal.SIGKILL
     try:
-        return _wait_until(lambda: not _alive(agent_pid), 10.0, f"agent process {agent_pid} exit")
+        return _wait_until(lambda: not pid_alive(agent_pid), 10.0, f"agent process {agent_pid} exit")
     finally:
-        if _alive(agent_pid):
+        if pid_alive(agent_pid):
             os.kill(agent_pid, signal.SIGKILL)
 
 
@@ -122,7 +114,7 @@ def test_agent_exits_when_its_idle_worker_is_killed(tmp_path: Path, start_method
     switch = CountingSwitch(K)
     with FakeUdpSwitch(switch) as fake:
         worker, agent_pid = _start_worker(tmp_path, fake.address[1], start_method, busy=False)
-        assert _alive(agent_pid)
+        assert pid_alive(agent_pid)
         assert _kill(worker, agent_pid) < EXIT_BOUND
 
 

@@ -75,7 +75,8 @@ def test_missing_binaries_stop_bring_up_before_any_network(tmp_path, monkeypatch
     assert tb.calls == ["stop"]  # no network was asked for; the (empty) teardown ran
 
 
-def test_controller_endpoint_sends_registers_through_thrift(tmp_path, monkeypatch):
+def _record_endpoints(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The endpoints the testbed hands to its Controller; connecting raises _Recorded."""
     import innet.controller.controller as controller_module
 
     seen: list[Any] = []
@@ -87,6 +88,12 @@ def test_controller_endpoint_sends_registers_through_thrift(tmp_path, monkeypatc
         def connect(self) -> Any:
             raise _Recorded()
 
+    monkeypatch.setattr(controller_module, "Controller", RecordingController)
+    return seen
+
+
+def test_controller_endpoint_sends_registers_through_thrift(tmp_path, monkeypatch):
+    seen = _record_endpoints(monkeypatch)
     cli = tmp_path / "bin" / "simple_switch_CLI"
     tools = Bmv2Tools(tmp_path / "bin" / "simple_switch_grpc", cli, None)
 
@@ -95,7 +102,6 @@ def test_controller_endpoint_sends_registers_through_thrift(tmp_path, monkeypatc
         self._bmv2_tools = tools
         return "compiled"
 
-    monkeypatch.setattr(controller_module, "Controller", RecordingController)
     monkeypatch.setattr(_FakeMininetTestbed, "_bmv2_pipeline", fake_pipeline)
     tb = _FakeMininetTestbed(star(workers=2), TestbedOptions(switch_impl="bmv2", state_dir=tmp_path / "runs"))
     with pytest.raises(_Recorded):
@@ -107,18 +113,7 @@ def test_controller_endpoint_sends_registers_through_thrift(tmp_path, monkeypatc
 
 
 def test_innet_switch_endpoint_is_unchanged(tmp_path, monkeypatch):
-    import innet.controller.controller as controller_module
-
-    seen: list[Any] = []
-
-    class RecordingController:
-        def __init__(self, endpoints: list[Any]) -> None:
-            seen.extend(endpoints)
-
-        def connect(self) -> Any:
-            raise _Recorded()
-
-    monkeypatch.setattr(controller_module, "Controller", RecordingController)
+    seen = _record_endpoints(monkeypatch)
     tb = _FakeMininetTestbed(star(workers=2), TestbedOptions(state_dir=tmp_path))
     with pytest.raises(_Recorded):
         tb.start()
