@@ -97,29 +97,23 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[st
 
         sizes = list(config.sizes)
 
-        def hier() -> None:
-            res = tb.run_hierarchical(sizes, repeats=config.repeats)
-            rows.extend(_row("hierarchical INA", s, "elements", res, i,
-                             railperf.allreduce_hierarchical_ina(grid, 4 * s) if shaped else None)
-                        for i, s in enumerate(sizes))
+        def allreduce(label: str, run: Callable[[], Any], model: Callable[[Any, int], Any]) -> Callable[[], None]:
+            def measure() -> None:
+                res = run()
+                rows.extend(_row(label, s, "elements", res, i, model(grid, 4 * s) if shaped else None)
+                            for i, s in enumerate(sizes))
+            return measure
 
-        attempt("hierarchical INA", hier)
+        attempt("hierarchical INA", allreduce("hierarchical INA",
+                                              lambda: tb.run_hierarchical(sizes, repeats=config.repeats),
+                                              railperf.allreduce_hierarchical_ina))
         if tb.grid.spine is not None:
-            def flat() -> None:
-                res = tb.run_flat(sizes, repeats=config.repeats, exact=True)
-                rows.extend(_row("flat INA (spine)", s, "elements", res, i,
-                                 railperf.allreduce_flat_ina(grid, 4 * s) if shaped else None)
-                            for i, s in enumerate(sizes))
-
-            attempt("flat INA through the spine", flat)
+            attempt("flat INA through the spine", allreduce(
+                "flat INA (spine)", lambda: tb.run_flat(sizes, repeats=config.repeats, exact=True),
+                railperf.allreduce_flat_ina))
         if config.gloo:
-            def gloo() -> None:
-                res = tb.run_gloo(sizes, repeats=config.repeats)
-                rows.extend(_row("gloo ring", s, "elements", res, i,
-                                 railperf.allreduce_flat_ring(grid, 4 * s) if shaped else None)
-                            for i, s in enumerate(sizes))
-
-            attempt("gloo ring allreduce", gloo)
+            attempt("gloo ring allreduce", allreduce("gloo ring", lambda: tb.run_gloo(sizes, repeats=config.repeats),
+                                                     railperf.allreduce_flat_ring))
         routes = ["direct", "two-step"] if tb.grid.spine is not None else ["two-step"]
         for route in routes:
             def a2a(route: str = route) -> None:

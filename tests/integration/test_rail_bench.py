@@ -14,18 +14,23 @@ from innet.testbed.gloo import gloo_available
 
 
 @pytest.mark.slow
-def test_rail_only_bench_runs_hierarchical_ina_gloo_and_alltoall(tmp_path: Path) -> None:
+@pytest.mark.parametrize("topo,rows,not_applicable", [
+    ("rail-only", ["hierarchical INA", "gloo ring", "all-to-all two-step"], ["flat INA", "all-to-all direct"]),
+    ("rail-optimized", ["hierarchical INA", "flat INA (spine)", "gloo ring", "all-to-all direct",
+                        "all-to-all two-step"], []),
+])
+def test_rail_bench_runs_every_collective_the_design_has(tmp_path: Path, topo: str, rows: list[str],
+                                                         not_applicable: list[str]) -> None:
     if not gloo_available():
         pytest.skip("torch (the gloo baseline's optional dependency) is not installed")
-    proc = subprocess.run([sys.executable, "-m", "innet.cli", "bench", "--topo", "rail-only", "--backend", "loopback",
+    proc = subprocess.run([sys.executable, "-m", "innet.cli", "bench", "--topo", topo, "--backend", "loopback",
                            "--domains", "2", "--gpus-per-domain", "2", "--sizes", "1K", "--pair-bytes", "1000",
                            "--repeats", "1", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    [doc_path] = tmp_path.glob("rail-bench-rail-only-*.json")
+    [doc_path] = tmp_path.glob(f"rail-bench-{topo}-*.json")
     assert doc_path.with_suffix(".png").is_file()
     doc = json.loads(doc_path.read_text())
-    assert [(r["collective"], r["ok"]) for r in doc["rows"]] == [
-        ("hierarchical INA", True), ("gloo ring", True), ("all-to-all two-step", True)]
+    assert [(r["collective"], r["ok"]) for r in doc["rows"]] == [(name, True) for name in rows]
     assert doc["failures"] == [] and doc["config"]["k"] == 64
-    assert [n["collective"] for n in doc["not_applicable"]] == ["flat INA", "all-to-all direct"]
+    assert [n["collective"] for n in doc["not_applicable"]] == not_applicable
