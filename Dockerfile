@@ -33,7 +33,7 @@ RUN set -e; cat /etc/ssl/certs/ca-certificates.crt /tmp/certs/*.crt > /tmp/ca.pe
 COPY . /src
 RUN set -e; export PIP_CERT=/tmp/ca.pem PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1; \
     /opt/innet/bin/pip install -q --no-deps /src \
- && /opt/innet/bin/python -c "import innet.testbed.compose, innet.switch.server, innet.host.agent"
+ && /opt/innet/bin/python -c "import innet.testbed.ina.compose, innet.switch.server, innet.host.agent.agent"
 
 FROM ${BASE_IMAGE} AS runtime
 # cpp: innet's P4 front-end preprocesses with the system C preprocessor, as p4c does

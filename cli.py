@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from innet.argtypes import UINT64_MAX, UINT128_MAX, host_port, input_file, int_range, positive_float
 from innet.conformance import SuiteReport, default_suites, run_suites, stf_files
-from innet.testbed.commands import add_commands as add_testbed_commands
-from innet.testbed.geo_commands import add_commands as add_geo_commands
-from innet.testbed.models.commands import add_commands as add_model_commands
+from innet.testbed.cli.commands import add_commands as add_testbed_commands
+from innet.testbed.cli.geo import add_commands as add_geo_commands
+from innet.testbed.cli.model import add_commands as add_model_commands
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -96,7 +96,7 @@ def _controller_command(func):  # type: ignore[no-untyped-def]
     @functools.wraps(func)
     def wrapper(args: argparse.Namespace) -> int:
         from innet.controller.errors import ControllerError
-        from innet.host.quantize import QuantizeError
+        from innet.host.wire.quantize import QuantizeError
 
         try:
             rc: int = func(args)
@@ -128,7 +128,7 @@ def _tls(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 def _inspect_optimizer(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from innet.testbed import luwu_status
+    from innet.testbed.luwu import status as luwu_status
 
     try:
         statuses = luwu_status.load(args.optimizer)
@@ -375,9 +375,9 @@ def _define(text: str) -> tuple[str, str | None]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="innet", description="In-network aggregation on P4 software switches.")
     sub = parser.add_subparsers(dest="command", required=True)
-    add_testbed_commands(sub)  # demo, bench, testbed (innet.testbed.commands)
+    add_testbed_commands(sub)  # demo, bench, testbed (innet.testbed.cli.commands)
     add_model_commands(sub)
-    add_geo_commands(sub)  # geo plan, geo bench (innet.testbed.geo_commands)
+    add_geo_commands(sub)  # geo plan, geo bench (innet.testbed.cli.geo)
     conf = sub.add_parser("conformance", help="run STF suites (directories of NAME.p4 + NAME.stf)")
     conf.add_argument("dirs", nargs="*", help="suite directories (default: p4/ and tests/conformance/, the BMv2-confirmed corpus included)")
     conf.add_argument("-v", "--verbose", action="store_true", help="list every test, not only failures")

@@ -1,7 +1,7 @@
 """Compile C with the system compiler, cache the result by content, load it with cffi.
 
 The switch's native executor (``innet.switch.native``), the host agent's C datapath
-(``innet.host.native``) and the C tools under ``innet.testbed.native`` all ship C source
+(``innet.host.agent.native``) and the C tools under ``innet.testbed.microbench.native`` all ship C source
 inside the Python package and build it at load time: the distribution stays pure Python,
 no Python headers are needed (cffi's ABI mode over a shared object built here), and one
 build system serves all three. Outputs are cached under ``$INNET_NATIVE_CACHE``, else

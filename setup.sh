@@ -8,10 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 # Another apt/dpkg (unattended-upgrades, a second setup.sh) may hold the package locks: wait for
-# them up to INNET_APT_WAIT seconds, then say which are held (testbed/apt_locks.py).
+# them up to INNET_APT_WAIT seconds, then say which are held (testbed/core/apt_locks.py).
 APT_WAIT=${INNET_APT_WAIT:-600}
 wait_for_apt() {
-  /usr/bin/python3 testbed/apt_locks.py "$APT_WAIT"
+  /usr/bin/python3 testbed/core/apt_locks.py "$APT_WAIT"
 }
 
 APT_PKGS=(mininet cpp iproute2 iputils-ping ethtool tcpdump python3-venv python3-dev gcc procps psmisc

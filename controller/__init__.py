@@ -25,6 +25,6 @@ Layers, each calling only downward (STYLE.md):
   parameters, occupancy, counters on one switch), ``controller`` (Controller over many
   switches), ``inspect`` (SwitchReport, JSON, rich tables).
 
-Hyperparameters are converted to fixed point by :func:`innet.host.quantize.optimizer_params`.
+Hyperparameters are converted to fixed point by :func:`innet.host.wire.quantize.optimizer_params`.
 Nothing is imported at package import time.
 """

@@ -21,9 +21,9 @@ from innet.controller.errors import ControllerError, JobError
 from innet.controller.innet_switch import InnetSwitch
 from innet.controller.jobs import Forwarding, JobInfo, JobSpec, next_epoch
 from innet.controller.pipeline import PipelineConfig
-from innet.controller.shard import Shard, ShardPlan
+from innet.host.wire.shard import Shard, ShardPlan
 from innet.controller.switch import Switch, SwitchEndpoint, connect_all
-from innet.host.quantize import dequantize, quantize
+from innet.host.wire.quantize import dequantize, quantize
 
 
 class Controller:

@@ -13,7 +13,7 @@ from typing import Iterator
 from innet.controller.entities import Replica, TableEntry
 from innet.controller.errors import JobError, SchemaError
 from innet.controller.schema import P4Schema, parse_value, to_signed
-from innet.host.quantize import QuantizeError, optimizer_params
+from innet.host.wire.quantize import QuantizeError, optimizer_params
 from innet.host.wire import MAX_WORKERS, Mode
 
 JOBS_TABLE = "MyIngress.innet_jobs"

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
-from innet.host.geo.worker import WORKER_MODULE, StageJob
+from innet.host.geo.stage_process import WORKER_MODULE, StageJob
 
 Spawn = Callable[[StageJob, str, Sequence[str]], subprocess.Popen[bytes]]
 

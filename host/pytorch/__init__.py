@@ -11,7 +11,7 @@
 """
 
 from innet.host.pytorch.ddp_hook import InnetHookState, innet_allreduce_hook, register_innet_hook
-from innet.host.pytorch.model_in_network import ModelInNetwork, flat_parameters, layer_table
+from innet.host.luwu.model_in_network import ModelInNetwork, flat_parameters, layer_table
 
 __all__ = ["InnetHookState", "ModelInNetwork", "flat_parameters", "innet_allreduce_hook", "layer_table",
            "register_innet_hook"]

@@ -76,7 +76,7 @@ def docker_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def innet_image(docker_client: Any) -> str:
     """``innet:<hash of Dockerfile, constraints and sources>``: built once, reused while unchanged."""
-    from innet.testbed.docker_images import build_image
+    from innet.testbed.backends.docker.images import build_image
 
     start = time.monotonic()
     tag = build_image(docker_client)

@@ -22,7 +22,7 @@ TRAIN_STEPS = 12
 
 
 def _want_training() -> tuple[int, bool, str]:
-    from innet.testbed.compose import ComposeConfig, digest, expected_training
+    from innet.testbed.ina.compose import ComposeConfig, digest, expected_training
 
     return TRAIN_STEPS, True, digest(expected_training(ComposeConfig(workers=WORKERS, train_steps=TRAIN_STEPS)))
 
@@ -44,7 +44,7 @@ def _project_objects(client: Any, project: str) -> list[str]:
 
 def test_compose_up_two_workers_exact_sum_and_down_leaves_nothing(docker_client: Any, innet_image: str,
                                                                    compose_cli: list[str]) -> None:
-    from innet.testbed.compose import digest, expected_sum
+    from innet.testbed.ina.compose import digest, expected_sum
 
     compose = compose_cli
     project = f"innettest{uuid.uuid4().hex[:6]}"
@@ -73,8 +73,8 @@ def test_compose_up_two_workers_exact_sum_and_down_leaves_nothing(docker_client:
 def test_docker_runtime_sdk_run_and_cleanup(docker_client: Any, innet_image: str) -> None:
     """The SDK-driven testbed (innet testbed up --runtime docker) gives the same exact sum and
     removes its labelled objects."""
-    from innet.testbed.compose import digest, expected_sum
-    from innet.testbed.docker_runtime import RUN_LABEL, DockerTestbed, DockerTestbedConfig
+    from innet.testbed.ina.compose import digest, expected_sum
+    from innet.testbed.backends.docker.runtime import RUN_LABEL, DockerTestbed, DockerTestbedConfig
 
     tb = DockerTestbed(DockerTestbedConfig(image=innet_image, workers=WORKERS, elements=ELEMENTS, deadline=120,
                                            env={"INNET_TRAIN_STEPS": str(TRAIN_STEPS)}), docker_client)

@@ -4,7 +4,7 @@ workers, multicast groups, routes as the controller installs them).
 
 Properties: no exception (``Pipeline.process`` documents none), no hang, output ports
 0..510; for innet.p4 also the protocol's safety invariants and bit-exactness against the
-numpy switch model (``testkit.fake_innet_switch`` over ``innet.host.simulate``). Every
+numpy switch model (``testkit.fake_innet_switch`` over ``innet.host.wire.switch_model``). Every
 example is a sequence of packets from the state right after the control plane was
 applied; a failure prints the example's seed and writes a minimized STF reproducer.
 """
@@ -24,7 +24,7 @@ from packet_harness import INNET_JOBS, INNET_P4, PROGRAMS, SWITCH_IP, SWITCH_MAC
 from packet_harness import worker_ip, worker_mac, worker_port, worker_udp
 
 from innet.host import wire
-from innet.host.quantize import OptimizerParams
+from innet.host.wire.quantize import OptimizerParams
 from testkit.fake_innet_switch import FakeInnetSwitch
 
 K = gen.K

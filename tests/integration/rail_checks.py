@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from innet.testbed.bringup import WorkerResult
-from innet.testbed.rail_testbed import RailTestbed
+from innet.testbed.core.testbed import WorkerResult
+from innet.testbed.rail.testbed import RailTestbed
 
 
 def assert_exact(results: list[list[WorkerResult]], sizes: list[int], gpus: int) -> None:
@@ -29,8 +29,8 @@ def assert_training_bit_exact(tb: RailTestbed, mode: str, steps: int = 3, param_
 def assert_digits_trained(tb: RailTestbed, steps: int = 20) -> dict[str, float]:
     """Digits training on the rail switches: every GPU ends with the switches' registers,
     bit-exact with the sharded numpy model; accuracy near float32 training's. The accuracies."""
-    from innet.testbed.rail import shard_bounds
-    from innet.testbed.rail_digits import DigitsConfig, accuracy, float_accuracy, simulate
+    from innet.testbed.rail.grid import shard_bounds
+    from innet.testbed.rail.digits import DigitsConfig, accuracy, float_accuracy, simulate
 
     config = DigitsConfig(gpus=tb.grid.x * tb.grid.y, steps=steps)
     out = tb.run_digits(config)

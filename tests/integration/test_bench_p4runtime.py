@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from innet.testbed import bench_p4runtime
+from innet.testbed.microbench import p4runtime as bench_p4runtime
 
 
 def test_write_benchmark_rows():

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.bmv2 import Bmv2Missing, Bmv2SwitchConfig, compile_program, controller_spec, find_tools, \
+from innet.testbed.backends.bmv2 import Bmv2Missing, Bmv2SwitchConfig, compile_program, controller_spec, find_tools, \
     pipeline, switch_command, wait_grpc
-from innet.testbed.freeport import free_port
+from innet.testbed.core.freeport import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 MAINS = sorted(p for p in (REPO / "p4").rglob("*.p4")
@@ -33,7 +33,7 @@ def test_p4c_compiles_every_program_unchanged(program: Path, tmp_path: Path) -> 
     import os
     import shutil
 
-    from innet.testbed.bmv2 import GET_P4C
+    from innet.testbed.backends.bmv2 import GET_P4C
 
     p4c = os.environ.get("INNET_P4C") or shutil.which("p4c-bm2-ss")
     if p4c is None:

@@ -1,4 +1,4 @@
-"""The compose roles (``python -m innet.testbed.compose switch|controller|worker``) as plain
+"""The compose roles (``python -m innet.testbed.ina.compose switch|controller|worker``) as plain
 processes on 127.0.0.1, without Docker: the controller's two jobs, both workers' exact
 allreduce, and the demo training whose final parameters must equal the numpy model of the
 switch bit for bit (what ``docker compose up`` runs; tests/docker runs it in containers)."""
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.compose import ComposeConfig, digest, expected_sum, expected_training
-from innet.testbed.freeport import free_port
+from innet.testbed.ina.compose import ComposeConfig, digest, expected_sum, expected_training
+from innet.testbed.core.freeport import free_port
 
 WORKERS = 2
 
@@ -29,7 +29,7 @@ def test_roles_allreduce_and_train_exactly(tmp_path: Path) -> None:
 
     def role(name: str, tag: str = "") -> subprocess.Popen[bytes]:
         log = open(tmp_path / f"{name}{tag}.log", "wb")
-        return subprocess.Popen([sys.executable, "-m", "innet.testbed.compose", name], env=env, stdout=log,
+        return subprocess.Popen([sys.executable, "-m", "innet.testbed.ina.compose", name], env=env, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
 
     procs = [role("switch")]

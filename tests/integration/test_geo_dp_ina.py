@@ -11,11 +11,11 @@ import pytest
 from innet.host.geo.graph import mlp
 from innet.host.geo.launch import launch
 from innet.host.geo.stages import partition
-from innet.host.geo.worker import StageJob, load_params
-from innet.testbed.bringup import TestbedOptions
-from innet.testbed.geo_testbed import GeoTestbed
-from innet.testbed.geo_topology import Site, Wan, geo
-from innet.testbed.topology import Link
+from innet.host.geo.stage_process import StageJob, load_params
+from innet.testbed.core.testbed import TestbedOptions
+from innet.testbed.geo.testbed import GeoTestbed
+from innet.testbed.geo.topology import Site, Wan, geo
+from innet.testbed.core.topology import Link
 
 from testkit.geo_reference import averaged_sgd
 

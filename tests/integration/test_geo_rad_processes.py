@@ -12,7 +12,7 @@ from innet.host.geo.data import Digits
 from innet.host.geo.graph import loss_and_grads, mlp
 from innet.host.geo.launch import LaunchError, launch
 from innet.host.geo.stages import Sgd, SgdState
-from innet.host.geo.worker import StageJob, load_params
+from innet.host.geo.stage_process import StageJob, load_params
 
 
 def _reference(sizes, steps, batch, microbatches, lr, momentum):

@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from innet.host.agent import Agent
-from innet.testbed.bringup import TestbedOptions
-from innet.testbed.geo_testbed import GeoTestbed
-from innet.testbed.geo_topology import Site, geo
-from innet.host.geo.worker import agent_config
-from innet.testbed.processes import find_marked, pid_alive
+from innet.host.agent.agent import Agent
+from innet.testbed.core.testbed import TestbedOptions
+from innet.testbed.geo.testbed import GeoTestbed
+from innet.testbed.geo.topology import Site, geo
+from innet.host.geo.stage_process import agent_config
+from innet.testbed.core.processes import find_marked, pid_alive
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
 """Two gloo ranks on loopback rendezvous through rank 0's store bound to 127.0.0.1
-(innet.testbed.gloo.rendezvous_store) and allreduce correctly."""
+(innet.testbed.core.gloo.rendezvous_store) and allreduce correctly."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from innet.testbed.freeport import free_port
-from innet.testbed.gloo import command, gloo_available, gloo_env
+from innet.testbed.core.freeport import free_port
+from innet.testbed.core.gloo import command, gloo_available, gloo_env
 
 
 @pytest.mark.slow

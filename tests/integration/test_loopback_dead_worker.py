@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.bringup import TestbedOptions
-from innet.testbed.loopback import LoopbackTestbed
-from innet.testbed.topology import star
+from innet.testbed.core.testbed import TestbedOptions
+from innet.testbed.backends.loopback import LoopbackTestbed
+from innet.testbed.core.topology import star
 
 from testkit.dead_worker import DEADLINE, WINDOW, dead_worker_scenario
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.bringup import TestbedOptions
-from innet.testbed.cleanup import cleanup
-from innet.testbed.loopback import LoopbackTestbed
-from innet.testbed.processes import MARK_ENV, find_marked, pid_alive, stale_runs
-from innet.testbed.topology import star
+from innet.testbed.core.testbed import TestbedOptions
+from innet.testbed.backends.mininet.clean import cleanup
+from innet.testbed.backends.loopback import LoopbackTestbed
+from innet.testbed.core.processes import MARK_ENV, find_marked, pid_alive, stale_runs
+from innet.testbed.core.topology import star
 
 
 def test_exact_sums_through_the_switch_and_nothing_left(tmp_path: Path) -> None:
@@ -76,9 +76,9 @@ def test_failed_bring_up_leaves_nothing(tmp_path: Path) -> None:
 CRASHER = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
-    from innet.testbed.bringup import TestbedOptions
-    from innet.testbed.loopback import LoopbackTestbed
-    from innet.testbed.topology import star
+    from innet.testbed.core.testbed import TestbedOptions
+    from innet.testbed.backends.loopback import LoopbackTestbed
+    from innet.testbed.core.topology import star
     tb = LoopbackTestbed(star(workers=2), TestbedOptions(state_dir=Path(sys.argv[1]))).start()
     tb.spawn_on("h1", "sleeper", [sys.executable, "-c", "import time; time.sleep(600)"])
     print("up", flush=True)

@@ -10,11 +10,11 @@ import pytest
 
 pytest.importorskip("torch", reason="torch (optional dependency) is not installed")
 
-from innet.host import quantize as qz  # noqa: E402
-from innet.testbed.loopback import LoopbackTestbed  # noqa: E402
-from innet.testbed.luwu_gradcheck import compare_gradients  # noqa: E402
-from innet.testbed.luwu import RunConfig, luwu_star, run_training  # noqa: E402
-from innet.testbed.luwu_train import TrainSpec, run  # noqa: E402
+from innet.host.wire import quantize as qz  # noqa: E402
+from innet.testbed.backends.loopback import LoopbackTestbed  # noqa: E402
+from innet.testbed.luwu.hook_check import compare_gradients  # noqa: E402
+from innet.testbed.luwu.run import RunConfig, luwu_star, run_training  # noqa: E402
+from innet.testbed.luwu.train import TrainSpec, run  # noqa: E402
 
 STEPS = 25
 LR = 0.01

@@ -9,9 +9,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from innet.host.agent import Agent, AgentConfig
-from innet.host.native import datapath as dp
-from innet.host.protocol import Timing
+from innet.host.agent.agent import Agent, AgentConfig
+from innet.host.agent.native import datapath as dp
+from innet.host.agent.aggregator import Timing
 from innet.native_build import NativeBuildError
 from innet.switch.ports import LossSpec
 from testkit.innet_test_switch import InnetTestSwitch

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.gloo import gloo_available
+from innet.testbed.core.gloo import gloo_available
 
 
 @pytest.mark.slow

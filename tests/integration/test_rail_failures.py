@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.bringup import TestbedOptions
-from innet.testbed.ina_worker import EXIT_AGGREGATION
-from innet.testbed.rail_testbed import RailLoopbackTestbed
-from innet.testbed.rail_worker import EXIT_HB
-from innet.testbed.topology import rail_only
+from innet.testbed.core.testbed import TestbedOptions
+from innet.testbed.core.ina_worker import EXIT_AGGREGATION
+from innet.testbed.rail.testbed import RailLoopbackTestbed
+from innet.testbed.rail.worker import EXIT_HB
+from innet.testbed.core.topology import rail_only
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rail_checks import assert_exact  # noqa: E402

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from innet.testbed import bringup
-from innet.testbed.bringup import TestbedOptions
-from innet.testbed.gloo import gloo_available
-from innet.testbed.rail_testbed import RailLoopbackTestbed
-from innet.testbed.topology import rail_only, rail_optimized
+from innet.testbed.core import testbed as bringup
+from innet.testbed.core.testbed import TestbedOptions
+from innet.testbed.core.gloo import gloo_available
+from innet.testbed.rail.testbed import RailLoopbackTestbed
+from innet.testbed.core.topology import rail_only, rail_optimized
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rail_checks import assert_digits_trained, assert_exact, assert_training_bit_exact  # noqa: E402

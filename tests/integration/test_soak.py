@@ -1,4 +1,4 @@
-"""innet.testbed.soak on loopback, briefly: a round of each kind runs, is exact, and is recorded."""
+"""innet.testbed.ina.soak on loopback, briefly: a round of each kind runs, is exact, and is recorded."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed import soak
+from innet.testbed.ina import soak
 
 
 @pytest.mark.slow

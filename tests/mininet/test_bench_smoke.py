@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from innet.testbed.cleanup import innet_interfaces
+from innet.testbed.backends.mininet.clean import innet_interfaces
 
 
 def test_bench_smoke_writes_json_and_png(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 
 def test_bench_veth_agg64_writes_ratio_and_cleans_up(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "innet.testbed.bench_veth", "--seconds", "1", "--only", "agg64",
+    done = subprocess.run([sys.executable, "-m", "innet.testbed.microbench.veth", "--seconds", "1", "--only", "agg64",
                            "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     doc = json.loads((tmp_path / "bench_veth.json").read_text())

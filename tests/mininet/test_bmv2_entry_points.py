@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from innet.host.wire import k_for_mtu
-from innet.testbed.bmv2 import BMV2_CPU_PORT
-from innet.testbed.bringup import P4_PROGRAM
-from innet.testbed.cleanup import innet_interfaces
-from innet.testbed.topology import star
+from innet.testbed.backends.bmv2 import BMV2_CPU_PORT
+from innet.testbed.core.testbed import P4_PROGRAM
+from innet.testbed.backends.mininet.clean import innet_interfaces
+from innet.testbed.core.topology import star
 
 REPO = Path(__file__).resolve().parents[2]
 

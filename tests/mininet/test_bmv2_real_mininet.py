@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from innet.testbed.bmv2 import Bmv2Missing, find_tools
-from innet.testbed.bringup import options_for
-from innet.testbed.cleanup import innet_interfaces
-from innet.testbed.topology import star
+from innet.testbed.backends.bmv2 import Bmv2Missing, find_tools
+from innet.testbed.core.testbed import options_for
+from innet.testbed.backends.mininet.clean import innet_interfaces
+from innet.testbed.core.topology import star
 
 
 @pytest.mark.slow
@@ -19,7 +19,7 @@ def test_allreduce_through_simple_switch_grpc(tmp_path):
         find_tools(need_cli=True)
     except Bmv2Missing as missing:
         pytest.skip(str(missing))
-    from innet.testbed.mininet_net import MininetTestbed
+    from innet.testbed.backends.mininet.net import MininetTestbed
 
     topo = star(workers=2)
     with MininetTestbed(topo, options_for(topo, switch_impl="bmv2", state_dir=tmp_path, start_timeout=60.0)) as tb:

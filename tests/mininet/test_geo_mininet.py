@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from innet.host.geo.launch import SINGLE_THREAD_BLAS, launch
-from innet.host.geo.worker import StageJob, load_params
-from innet.testbed.bringup import TestbedOptions
-from innet.testbed.geo_mininet import GeoMininetTestbed
-from innet.testbed.geo_topology import geo
-from innet.testbed.processes import pid_alive, read_records
+from innet.host.geo.stage_process import StageJob, load_params
+from innet.testbed.core.testbed import TestbedOptions
+from innet.testbed.geo.mininet import GeoMininetTestbed
+from innet.testbed.geo.topology import geo
+from innet.testbed.core.processes import pid_alive, read_records
 
 from testkit.geo_reference import averaged_sgd
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.cleanup import innet_interfaces
+from innet.testbed.backends.mininet.clean import innet_interfaces
 
 
 @pytest.mark.slow

@@ -13,12 +13,12 @@ import pytest
 
 pytest.importorskip("torch", reason="torch (optional dependency) is not installed")
 
-from innet.host import quantize as qz  # noqa: E402
-from innet.testbed.bringup import TestbedOptions  # noqa: E402
-from innet.testbed.luwu_gradcheck import compare_gradients  # noqa: E402
-from innet.testbed.luwu import RunConfig, luwu_star, run_training  # noqa: E402
-from innet.testbed.luwu_train import TrainSpec, run  # noqa: E402
-from innet.testbed.mininet_net import MininetTestbed  # noqa: E402
+from innet.host.wire import quantize as qz  # noqa: E402
+from innet.testbed.core.testbed import TestbedOptions  # noqa: E402
+from innet.testbed.luwu.hook_check import compare_gradients  # noqa: E402
+from innet.testbed.luwu.run import RunConfig, luwu_star, run_training  # noqa: E402
+from innet.testbed.luwu.train import TrainSpec, run  # noqa: E402
+from innet.testbed.backends.mininet.net import MininetTestbed  # noqa: E402
 
 STEPS = 25
 LR = 0.01

@@ -16,7 +16,7 @@ from innet.switch.native.select import load_pipeline_file
 from innet.switch.p4runtime.embedded_target import InnetTarget
 from innet.switch.ports import IfacePortSpec
 from innet.switch.server import SwitchOptions, SwitchServer
-from innet.testbed.bench_veth import VethPair
+from innet.testbed.microbench.veth import VethPair
 
 from testkit.agg64 import AGG64, agg64_frames
 

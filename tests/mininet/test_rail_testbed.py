@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from innet.testbed.bringup import TestbedOptions
-from innet.testbed.rail_mininet import RailMininetTestbed
-from innet.testbed.topology import Link, rail_only, rail_optimized
+from innet.testbed.core.testbed import TestbedOptions
+from innet.testbed.rail.mininet import RailMininetTestbed
+from innet.testbed.core.topology import Link, rail_only, rail_optimized
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
 from rail_checks import assert_digits_trained, assert_exact, assert_training_bit_exact  # noqa: E402
@@ -74,7 +74,7 @@ def test_a_nic_link_down_fails_its_rail_and_a_reinstalled_job_runs(tmp_path: Pat
     race); it belongs to that set's epoch, so the next worker set can never see it."""
     import time
 
-    from innet.testbed.ina_worker import EXIT_AGGREGATION
+    from innet.testbed.core.ina_worker import EXIT_AGGREGATION
 
     topo = rail_only(2, 2, nic_link=NIC, hb_link=HB)
     with RailMininetTestbed(topo, TestbedOptions(state_dir=tmp_path, window=8, chunk_deadline=2.0)) as tb:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.bringup import TestbedOptions
-from innet.testbed.cleanup import innet_interfaces
-from innet.testbed.mininet_net import MininetTestbed
-from innet.testbed.processes import find_marked
-from innet.testbed.topology import Link, star
+from innet.testbed.core.testbed import TestbedOptions
+from innet.testbed.backends.mininet.clean import innet_interfaces
+from innet.testbed.backends.mininet.net import MininetTestbed
+from innet.testbed.core.processes import find_marked
+from innet.testbed.core.topology import Link, star
 
 from testkit.dead_worker import DEADLINE, WINDOW, dead_worker_scenario
 

@@ -3,7 +3,7 @@
 mirred), gloo through the same switch, teardown and crash cleanup leave nothing behind.
 
 This kernel has no ``sch_netem``: link loss and duplication are tc ``cls_bpf`` programs on a
-``clsact`` qdisc of each host interface (``innet.testbed.impair``); the tests that need them
+``clsact`` qdisc of each host interface (``innet.testbed.backends.mininet.impair``); the tests that need them
 are skipped, naming the missing kernel option, where the kernel lacks them."""
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.bringup import Testbed, TestbedOptions, WorkerResult
-from innet.testbed.cleanup import cleanup, innet_interfaces
-from innet.testbed.impair import cls_bpf_available, duplication_available
-from innet.testbed.mininet_net import MininetTestbed
-from innet.testbed.processes import alive, find_marked, read_records
-from innet.testbed.topology import Link, star
+from innet.testbed.core.testbed import Testbed, TestbedOptions, WorkerResult
+from innet.testbed.backends.mininet.clean import cleanup, innet_interfaces
+from innet.testbed.backends.mininet.impair import cls_bpf_available, duplication_available
+from innet.testbed.backends.mininet.net import MininetTestbed
+from innet.testbed.core.processes import alive, find_marked, read_records
+from innet.testbed.core.topology import Link, star
 
 SWITCH_MODULE = b"innet.switch.cli.switch"
 
@@ -156,9 +156,9 @@ def test_gloo_through_the_switch(tmp_path: Path) -> None:
 CRASHER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from innet.testbed.bringup import Testbed, TestbedOptions, WorkerResult
-    from innet.testbed.mininet_net import MininetTestbed
-    from innet.testbed.topology import star
+    from innet.testbed.core.testbed import Testbed, TestbedOptions, WorkerResult
+    from innet.testbed.backends.mininet.net import MininetTestbed
+    from innet.testbed.core.topology import star
     tb = MininetTestbed(star(workers=3), TestbedOptions(state_dir=Path(sys.argv[1]))).start()
     tb.spawn_on("h2", "sleeper", [sys.executable, "-c", "import time; time.sleep(600)"])
     print("up", flush=True)

@@ -22,7 +22,7 @@ from innet.controller.client import P4RuntimeClient
 from innet.controller.entities import Lpm, TableEntry, insert
 from innet.controller.schema import P4Schema
 from innet.switch.p4info import parse_p4info
-from innet.testbed.mininet_switch import STATE_DIR, cleanup_leftovers, innet_network, state_lock
+from innet.testbed.backends.mininet.switch import STATE_DIR, cleanup_leftovers, innet_network, state_lock
 
 RECEIVER = """
 import json, socket, sys

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from innet.controller.inspect import inspect_switch
 from innet.controller.jobs import WORKERS_TABLE
-from innet.testbed.bringup import Testbed
-from innet.testbed.ina_worker import EXIT_AGGREGATION
+from innet.testbed.core.testbed import Testbed
+from innet.testbed.core.ina_worker import EXIT_AGGREGATION
 
 DEADLINE = 3.0
 """The agents' chunk deadline (seconds)."""

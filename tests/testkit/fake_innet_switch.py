@@ -4,7 +4,7 @@ For unit tests of the host agent only; the real switch is ``p4/innet.p4`` on inn
 embedded target. ``FakeInnetSwitch`` holds per-job slot state (bitmap, count, two copies,
 accumulators), parameters and momentum, and answers CONTRIB messages with RESULT
 (multicast to the job, or unicast for a duplicate of a complete copy) or STATUS, with the
-arithmetic of ``innet.host.simulate``. Two adapters put it on a network:
+arithmetic of ``innet.host.wire.switch_model``. Two adapters put it on a network:
 
 - ``FakeUdpSwitch``: a UDP socket speaking innet messages as payloads (for
   ``UdpTransport``), learning each worker's address from its contributions;
@@ -24,9 +24,9 @@ from typing import Callable
 import numpy as np
 import numpy.typing as npt
 
-from innet.host import simulate as sim
+from innet.host.wire import switch_model as sim
 from innet.host import wire
-from innet.host.quantize import OptimizerParams
+from innet.host.wire.quantize import OptimizerParams
 from innet.host.wire import Message, Mode, MsgType
 
 

@@ -23,10 +23,10 @@ import numpy as np
 import numpy.typing as npt
 
 from innet.host import wire
-from innet.host.agent import AgentConfig
-from innet.host.protocol import JobConfig, Timing
-from innet.host.quantize import FixedPointFormat, OptimizerParams
-from innet.host.transport import TunnelTransportConfig
+from innet.host.agent.agent import AgentConfig
+from innet.host.agent.aggregator import JobConfig, Timing
+from innet.host.wire.quantize import FixedPointFormat, OptimizerParams
+from innet.host.agent.transport import TunnelTransportConfig
 from innet.switch.pipeline import KeySpec, Pipeline
 from innet.switch.ports import LossSpec, PortSet, UdpPort, UdpPortSpec
 

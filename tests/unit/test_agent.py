@@ -1,4 +1,4 @@
-"""innet.host.agent: agent processes against the fake switch (TEST DOUBLE)."""
+"""innet.host.agent.agent: agent processes against the fake switch (TEST DOUBLE)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from innet.host import quantize as qz
-from innet.host import simulate as sim
+from innet.host.wire import quantize as qz
+from innet.host.wire import switch_model as sim
 from innet.host import wire
-from innet.host.agent import Agent, AgentConfig, AgentError
-from innet.host.protocol import AggregationError, JobConfig, Timing
-from innet.host.transport import TunnelTransportConfig, UdpTransportConfig
+from innet.host.agent.agent import Agent, AgentConfig, AgentError
+from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
+from innet.host.agent.transport import TunnelTransportConfig, UdpTransportConfig
 from innet.switch.ports import LossSpec, PortSet, UdpPort, UdpPortSpec
 
 from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch, fake_frame_handler

@@ -1,4 +1,4 @@
-"""innet.host.agent: an agent process never outlives its worker (fake switch, TEST DOUBLE).
+"""innet.host.agent.agent: an agent process never outlives its worker (fake switch, TEST DOUBLE).
 
 A worker process (a small script) starts an agent against the fake switch; the test
 SIGKILLs only the worker and checks that the agent process is gone at once, idle or in
@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from innet.host.agent import Agent, AgentConfig
-from innet.host.protocol import AggregationError, JobConfig, Timing
-from innet.host.transport import UdpTransportConfig
+from innet.host.agent.agent import Agent, AgentConfig
+from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
+from innet.host.agent.transport import UdpTransportConfig
 from innet.host.wire import Message, MsgType
-from innet.testbed.processes import pid_alive
+from innet.testbed.core.processes import pid_alive
 
 from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
 
@@ -40,9 +40,9 @@ TIMING = Timing(initial_rto=0.02, max_rto=0.2, chunk_deadline=2.0)
 WORKER = textwrap.dedent("""
     import sys, time
     import numpy as np
-    from innet.host.agent import Agent, AgentConfig
-    from innet.host.protocol import JobConfig, Timing
-    from innet.host.transport import UdpTransportConfig
+    from innet.host.agent.agent import Agent, AgentConfig
+    from innet.host.agent.aggregator import JobConfig, Timing
+    from innet.host.agent.transport import UdpTransportConfig
 
     def main() -> None:
         port, start_method, busy = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "busy"

@@ -1,4 +1,4 @@
-"""innet.host.protocol: the Aggregator against the fake switch (TEST DOUBLE), in threads."""
+"""innet.host.agent.aggregator: the Aggregator against the fake switch (TEST DOUBLE), in threads."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from innet.host import wire
-from innet.host.protocol import AggregationError, Aggregator, JobConfig, StaleEpochError, Timing
-from innet.host.transport import UdpTransport, UdpTransportConfig
+from innet.host.agent.aggregator import AggregationError, Aggregator, JobConfig, StaleEpochError, Timing
+from innet.host.agent.transport import UdpTransport, UdpTransportConfig
 
 from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
 

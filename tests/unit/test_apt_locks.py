@@ -1,4 +1,4 @@
-"""testbed/apt_locks.py (setup.sh waits for another apt/dpkg): fcntl locks as dpkg takes them."""
+"""testbed/core/apt_locks.py (setup.sh waits for another apt/dpkg): fcntl locks as dpkg takes them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from innet.testbed import apt_locks
+from innet.testbed.core import apt_locks
 
 SCRIPT = Path(apt_locks.__file__)
 

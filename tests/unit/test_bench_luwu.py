@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.bench_luwu import main, row_of, summary
-from innet.testbed.costmodel import INNET_FRAME_OVERHEAD
-from innet.testbed.luwu import RunResult
+from innet.testbed.luwu.bench import main, row_of, summary
+from innet.testbed.core.bounds import INNET_FRAME_OVERHEAD
+from innet.testbed.luwu.run import RunResult
 
 STEPS, K, P = 10, 64, 1000
 
@@ -64,7 +64,7 @@ def test_bad_arguments_are_one_line_and_exit_2(argv: list[str], message: str,
 
 def test_plot_writes_a_png(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="matplotlib (the plot extra) is not installed")
-    from innet.testbed.bench_luwu import plot
+    from innet.testbed.luwu.bench import plot
 
     rows = [row_of(RunResult(m, finals=[_final(0.2, 0.05)] * 2, nodes=[{}]), 2, o, STEPS, K)
             for m, o in (("ddp-gloo", True), ("luwu", True), ("luwu", False))]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.bmv2 import (Bmv2Error, Bmv2Missing, Bmv2SwitchConfig, Bmv2Tools, check_impl, compile_command,
+from innet.testbed.backends.bmv2 import (Bmv2Error, Bmv2Missing, Bmv2SwitchConfig, Bmv2Tools, check_impl, compile_command,
                                 controller_spec, find_tools, pipeline, switch_command)
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,9 +12,9 @@ from typing import Any, Sequence
 
 import pytest
 
-from innet.testbed.bmv2 import BMV2_CPU_PORT, Bmv2Tools
-from innet.testbed.bringup import Testbed, TestbedError as BringUpError, TestbedOptions
-from innet.testbed.topology import star
+from innet.testbed.backends.bmv2 import BMV2_CPU_PORT, Bmv2Tools
+from innet.testbed.core.testbed import Testbed, TestbedError as BringUpError, TestbedOptions
+from innet.testbed.core.topology import star
 
 
 class _Recorded(Exception):
@@ -58,7 +58,7 @@ def test_unknown_switch_impl_is_refused():
 
 
 def test_loopback_testbed_refuses_bmv2(tmp_path):
-    from innet.testbed.loopback import LoopbackTestbed
+    from innet.testbed.backends.loopback import LoopbackTestbed
 
     topo = star(workers=2)
     with pytest.raises(BringUpError, match=rf"switch_impl bmv2: the loopback testbed of {topo.name} starts innet "
@@ -121,7 +121,7 @@ def test_innet_switch_endpoint_is_unchanged(tmp_path, monkeypatch):
 
 
 def test_bench_and_demo_configs_carry_the_switch_impl(tmp_path):
-    from innet.testbed import bench
+    from innet.testbed.ina import bench
 
     config = bench.BenchConfig(workers=(2,), switch_impl="bmv2", backend="mininet", out_dir=tmp_path)
     tb = bench.open_testbed("mininet", 2, 0.0, config)
@@ -131,7 +131,7 @@ def test_bench_and_demo_configs_carry_the_switch_impl(tmp_path):
 
 def test_bmv2_node_command_line(tmp_path):
     """The node's command from Mininet's port numbering, without starting Mininet."""
-    from innet.testbed.mininet_switch import Bmv2SwitchNode
+    from innet.testbed.backends.mininet.switch import Bmv2SwitchNode
 
     node = Bmv2SwitchNode.__new__(Bmv2SwitchNode)  # Mininet's Node.__init__ starts a shell
     node.tools = Bmv2Tools(Path("/opt/bmv2/simple_switch_grpc"), None, None)
@@ -143,7 +143,7 @@ def test_bmv2_node_command_line(tmp_path):
 
 
 def test_leftover_recognition_covers_simple_switch_grpc(tmp_path):
-    from innet.testbed.mininet_switch import _is_innet_switch
+    from innet.testbed.backends.mininet.switch import _is_innet_switch
 
     script = tmp_path / "simple_switch_grpc"
     script.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(30)\n")

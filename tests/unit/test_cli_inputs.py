@@ -139,7 +139,7 @@ def test_benchmark_scripts_refuse_bad_flags(module: str, args: list[str], messag
 
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
-    main_of = importlib.import_module(f"innet.testbed.{module}").main
+    main_of = importlib.import_module(f"innet.testbed.microbench.{module.removeprefix('bench_')}").main
     with pytest.raises(SystemExit) as exit_info:
         main_of([a.format(file=a_file) for a in args])
     assert exit_info.value.code == 2

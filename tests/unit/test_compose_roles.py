@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.compose import ComposeConfig, ComposeError, claim_rank, switch_command
-from innet.testbed.docker_images import image_key, parse_pip_config
+from innet.testbed.ina.compose import ComposeConfig, ComposeError, claim_rank, switch_command
+from innet.testbed.backends.docker.images import image_key, parse_pip_config
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -28,7 +28,7 @@ from innet.controller.schema import P4Schema
 from innet.controller.switch import Switch, SwitchEndpoint
 from innet.switch.p4runtime.embedded_target import InnetTarget
 from innet.switch.server import SwitchOptions, SwitchServer
-from innet.testbed.freeport import free_port
+from innet.testbed.core.freeport import free_port
 
 from testkit.fake_target import FakeTarget, sample_p4info
 

@@ -17,9 +17,9 @@ from innet.controller.errors import JobError, SchemaError
 from innet.controller.jobs import Forwarding, InnetLayout, JobSpec, WorkerSpec
 from innet.controller.pipeline import PipelineConfig
 from innet.controller.schema import P4Schema, to_signed
-from innet.controller.shard import ShardPlan
+from innet.host.wire.shard import ShardPlan
 from innet.controller.switch import SwitchEndpoint
-from innet.host.quantize import optimizer_params
+from innet.host.wire.quantize import optimizer_params
 from innet.switch.p4runtime.embedded_target import InnetTarget
 from innet.switch.server import SwitchOptions, SwitchServer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from innet.controller.errors import JobError
-from innet.controller.shard import Shard, ShardPlan
+from innet.host.wire.shard import Shard, ShardPlan
 
 
 def test_even_split_gives_remainder_to_first_switches():

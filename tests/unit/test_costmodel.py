@@ -1,4 +1,4 @@
-"""innet.testbed.costmodel: ring and INA bounds against hand-computed values (DESIGN.md §9)."""
+"""innet.testbed.core.bounds: ring and INA bounds against hand-computed values (DESIGN.md §9)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from innet.testbed.costmodel import (
+from innet.testbed.core.bounds import (
     INNET_FRAME_OVERHEAD,
     LinkModel,
     goodput_bps,

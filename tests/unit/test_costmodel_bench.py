@@ -1,4 +1,4 @@
-"""innet.testbed.bench: rows from worker results next to the cost model, tables, caption."""
+"""innet.testbed.ina.bench: rows from worker results next to the cost model, tables, caption."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from innet.host.agent import OpResult
-from innet.testbed import bench, costmodel, ina_worker
-from innet.testbed.bringup import WorkerResult, parse_results
+from innet.host.agent.agent import OpResult
+from innet.testbed.ina import bench
+from innet.testbed.core import bounds as costmodel
+from innet.testbed.core import ina_worker
+from innet.testbed.core.testbed import WorkerResult, parse_results
 
 
 def _result(rank: int, size: int, times: tuple[float, ...], tx: float, timed_retransmitted: int = 0) -> WorkerResult:

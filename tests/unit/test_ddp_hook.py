@@ -7,10 +7,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from innet.host import quantize as qz
-from innet.host.agent import Agent, AgentConfig
-from innet.host.protocol import JobConfig
-from innet.host.transport import UdpTransportConfig
+from innet.host.wire import quantize as qz
+from innet.host.agent.agent import Agent, AgentConfig
+from innet.host.agent.aggregator import JobConfig
+from innet.host.agent.transport import UdpTransportConfig
 from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
 
 torch = pytest.importorskip("torch", reason="torch (optional dependency) is not installed")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed import freeport
+from innet.testbed.core import freeport
 
 
 def test_ports_are_distinct_bindable_and_below_the_ephemeral_range() -> None:

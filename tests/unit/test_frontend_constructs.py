@@ -465,18 +465,17 @@ def test_uids_unique() -> None:
     assert len(uids) == len(set(uids))
 
 
-def test_compiles_300_lines_quickly() -> None:
-    import time
+def test_compiles_300_lines() -> None:
+    """A program of 120 actions and 60 tables compiles whole (its compile time is measured by
+    the compile benchmark, not asserted here: a timed test only measures the machine's load)."""
     locs = "\n".join(f"action a{i}(bit<8> v) {{ m.x = v + {i}; hdr.h.b = hdr.h.a ^ v; }}"
                      for i in range(120))
     tables = "\n".join(f"table t{i} {{ key = {{ hdr.h.a : exact; }} actions = {{ a{i}; NoAction; }} "
                        "default_action = NoAction(); }" for i in range(60))
     applies = "\n".join(f"if (hdr.h.a == {i}) {{ t{i}.apply(); }}" for i in range(60))
-    prog()  # warm the parser tables (built once per process)
-    t0 = time.perf_counter()
     p = prog(locs + "\n" + tables, applies)
-    assert time.perf_counter() - t0 < 1.0
     assert len(ingress(p).tables) == 60
+    assert {f"a{i}" for i in range(120)} <= {a.name for a in ingress(p).actions}
 
 
 def test_struct_and_header_equality() -> None:

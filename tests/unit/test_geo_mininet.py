@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed import bringup
-from innet.testbed.geo_bench import GeoBenchConfig, GeoBenchError, wan_description
-from innet.testbed.geo_mininet import GeoMininetTestbed, geo_mininet_topo
-from innet.testbed.geo_topology import Site, Wan, geo
-from innet.testbed.topology import Link, star
+from innet.testbed.core import testbed as bringup
+from innet.testbed.geo.bench import GeoBenchConfig, GeoBenchError, wan_description
+from innet.testbed.geo.mininet import GeoMininetTestbed, geo_mininet_topo
+from innet.testbed.geo.topology import Site, Wan, geo
+from innet.testbed.core.topology import Link, star
 
 
 def _links(netem: bool) -> dict[tuple[str, str], dict]:
@@ -51,7 +51,7 @@ def test_without_netem_the_site_switches_delay_their_wan_ports() -> None:
 
 
 def test_innet_switch_node_passes_port_delays_on_its_command_line() -> None:
-    from innet.testbed.mininet_switch import InnetSwitchNode
+    from innet.testbed.backends.mininet.switch import InnetSwitchNode
 
     node = InnetSwitchNode.__new__(InnetSwitchNode)  # no namespace: only the command line is built
     node.program, node.device_id, node.grpc_port, node.log_level, node.executor = None, 2, 0, "warning", "auto"
@@ -88,7 +88,7 @@ def test_without_root_the_cli_says_so_in_one_line_and_exits_1(monkeypatch: pytes
 
     from innet import cli
 
-    from innet.testbed.processes import STATE_DIR
+    from innet.testbed.core.processes import STATE_DIR
 
     def ours() -> set[Path]:  # run dirs this process opened (other processes share STATE_DIR)
         return {d for d in (STATE_DIR.iterdir() if STATE_DIR.exists() else ())

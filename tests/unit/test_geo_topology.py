@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from innet.host.geo.opfence import cluster
-from innet.testbed.geo_topology import Site, Wan, geo, network_view, site_star, sites_of, wan_shape
-from innet.testbed.topology import Link, Topology, TopologyError
+from innet.testbed.geo.topology import Site, Wan, geo, network_view, site_star, sites_of, wan_shape
+from innet.testbed.core.topology import Link, Topology, TopologyError
 
 
 def test_default_geo_has_three_sites_and_the_three_wan_classes() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.freeport import free_port
-from innet.testbed.gloo import rendezvous_socket, rendezvous_store
+from innet.testbed.core.freeport import free_port
+from innet.testbed.core.gloo import rendezvous_socket, rendezvous_store
 
 LISTEN = "0A"
 

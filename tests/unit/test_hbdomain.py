@@ -9,9 +9,9 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from innet.host import hbdomain
-from innet.host.hbdomain import HbConfig, HbError, HbGroup
-from innet.testbed.freeport import free_ports
+from innet.host.rail import hbdomain
+from innet.host.rail.hbdomain import HbConfig, HbError, HbGroup
+from innet.testbed.core.freeport import free_ports
 
 
 def _ports(n: int) -> tuple[tuple[str, int], ...]:

@@ -1,4 +1,4 @@
-"""innet.testbed.impair: the random-drop and random-match classic BPF programs behind link
+"""innet.testbed.backends.mininet.impair: the random-drop and random-match classic BPF programs behind link
 loss and duplication, the tc commands around them, and the kernel-config preconditions."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.impair import (CLS_MATCH, CLS_NO_MATCH, cls_bpf_available, duplication_available, impair_commands, kernel_option, loss_commands, netem_available, random_drop_bytecode, random_match_bytecode)
+from innet.testbed.backends.mininet.impair import (CLS_MATCH, CLS_NO_MATCH, cls_bpf_available, duplication_available, impair_commands, kernel_option, loss_commands, netem_available, random_drop_bytecode, random_match_bytecode)
 
 
 def _run_cbpf(code: str, random: int) -> int:

@@ -9,10 +9,10 @@ import math
 import pytest
 
 from innet.cli import main
-from innet.testbed import costmodel
-from innet.testbed.bench import BenchConfig
-from innet.testbed.bringup import options_for, topology_mtu
-from innet.testbed.topology import Link, star
+from innet.testbed.core import bounds as costmodel
+from innet.testbed.ina.bench import BenchConfig
+from innet.testbed.core.testbed import options_for, topology_mtu
+from innet.testbed.core.topology import Link, star
 
 
 def test_cost_model_picks_k_from_the_mtu() -> None:

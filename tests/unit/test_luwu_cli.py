@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from innet.cli import main
-from innet.host.luwu import LuwuPlan
-from innet.host.ooc_adam import AdamConfig
-from innet.host.optimizer_node import NodeConfig, OptimizerNode, write_status
-from innet.host.transport import UdpTransportConfig
+from innet.host.luwu.plan import LuwuPlan
+from innet.host.luwu.ooc_adam import AdamConfig
+from innet.host.luwu.node import NodeConfig, OptimizerNode, write_status
+from innet.host.agent.transport import UdpTransportConfig
 
 
 def test_inspect_optimizer_shows_the_node_state(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from innet.host import quantize as qz
-from innet.host.luwu import LuwuPlan, LuwuPlanError, schedule
-from innet.host.luwu_worker import LuwuWorker, OptimizerNodeError
-from innet.host.ooc_adam import AdamConfig, AdamState
-from innet.host.optimizer_node import NodeConfig, OptimizerNode, read_status
-from innet.host.protocol import Timing
-from innet.host.transport import UdpTransportConfig
+from innet.host.wire import quantize as qz
+from innet.host.luwu.plan import LuwuPlan, LuwuPlanError, schedule
+from innet.host.luwu.worker import LuwuWorker, OptimizerNodeError
+from innet.host.luwu.ooc_adam import AdamConfig, AdamState
+from innet.host.luwu.node import NodeConfig, OptimizerNode, read_status
+from innet.host.agent.aggregator import Timing
+from innet.host.agent.transport import UdpTransportConfig
 from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
 
 K = 16

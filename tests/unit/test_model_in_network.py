@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from innet.host.luwu import LuwuPlan
-from innet.host.luwu_worker import LuwuWorker
-from innet.host.ooc_adam import AdamConfig
-from innet.host.optimizer_node import NodeConfig, OptimizerNode
-from innet.host.transport import UdpTransportConfig
+from innet.host.luwu.plan import LuwuPlan
+from innet.host.luwu.worker import LuwuWorker
+from innet.host.luwu.ooc_adam import AdamConfig
+from innet.host.luwu.node import NodeConfig, OptimizerNode
+from innet.host.agent.transport import UdpTransportConfig
 from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
 
 torch = pytest.importorskip("torch", reason="torch (optional dependency) is not installed")
@@ -27,7 +27,7 @@ def _mlp() -> "torch.nn.Module":
 
 @pytest.mark.slow
 def test_luwu_mode_matches_torch_adam_and_drops_parameters(tmp_path: Path) -> None:
-    from innet.host.model import load_digits_dataset
+    from innet.host.training.model import load_digits_dataset
     from innet.host.pytorch import ModelInNetwork, flat_parameters, layer_table
 
     torch.set_num_threads(1)

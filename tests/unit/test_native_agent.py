@@ -1,4 +1,4 @@
-"""innet.host.native: the C datapath against the Python reference, byte for byte.
+"""innet.host.agent.native: the C datapath against the Python reference, byte for byte.
 
 Quantization, dequantization and packing are compared value for value; the aggregation
 loop is compared on the wire (a recording responder keeps every datagram both datapaths
@@ -16,12 +16,12 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from innet.host import quantize as qz
+from innet.host.wire import quantize as qz
 from innet.host import wire
-from innet.host.native import datapath as dp
-from innet.host.native.aggregator import NativeAggregator
-from innet.host.protocol import AggregationError, Aggregator, JobConfig, StaleEpochError, Timing
-from innet.host.transport import (FrameTunnelTransport, TunnelTransportConfig, UdpTransport,
+from innet.host.agent.native import datapath as dp
+from innet.host.agent.native.aggregator import NativeAggregator
+from innet.host.agent.aggregator import AggregationError, Aggregator, JobConfig, StaleEpochError, Timing
+from innet.host.agent.transport import (FrameTunnelTransport, TunnelTransportConfig, UdpTransport,
                                   UdpTransportConfig)
 from innet.native_build import NativeBuildError
 from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch

@@ -1,4 +1,4 @@
-"""innet.host.native.build: compile once per content, load with cffi, one-line errors."""
+"""innet.host.agent.native.build: compile once per content, load with cffi, one-line errors."""
 
 from __future__ import annotations
 

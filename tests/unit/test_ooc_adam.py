@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from innet.host.ooc_adam import AdamConfig, AdamState, AdamStateError
+from innet.host.luwu.ooc_adam import AdamConfig, AdamState, AdamStateError
 
 torch = pytest.importorskip("torch", reason="torch (optional dependency) is not installed")
 

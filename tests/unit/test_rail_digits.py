@@ -1,4 +1,4 @@
-"""innet.testbed.rail_digits: the digits run's config, padding and its sharded reference."""
+"""innet.testbed.rail.digits: the digits run's config, padding and its sharded reference."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from innet.host.model import SoftmaxRegression, load_digits_dataset
-from innet.host.train import simulate_training
-from innet.testbed.rail import shard_bounds
-from innet.testbed.rail_digits import DigitsConfig, accuracy, mean_losses, simulate
+from innet.host.training.model import SoftmaxRegression, load_digits_dataset
+from innet.host.training.loop import simulate_training
+from innet.testbed.rail.grid import shard_bounds
+from innet.testbed.rail.digits import DigitsConfig, accuracy, mean_losses, simulate
 
 
 def test_initial_parameters_fill_whole_chunks_with_zero_padding() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from innet.cli import main
-from innet.testbed.models import netcost, railperf
-from innet.testbed.models.railperf import Grid, ModelError
+from innet.testbed.rail.models import netcost, railperf
+from innet.testbed.rail.models.railperf import Grid, ModelError
 
 
 def test_alltoall_formulas_on_a_small_grid() -> None:

@@ -1,13 +1,13 @@
-"""innet.testbed.rail: the grid, routes of every switch, hierarchical and flat jobs, shard bounds."""
+"""innet.testbed.rail.grid: the grid, routes of every switch, hierarchical and flat jobs, shard bounds."""
 
 from __future__ import annotations
 
 import pytest
 
 from innet.controller.errors import JobError
-from innet.testbed.rail import (HostRoute, RailGrid, flat_job, forwarding, hierarchical_jobs, host_routes, ring_order,
+from innet.testbed.rail.grid import (HostRoute, RailGrid, flat_job, forwarding, hierarchical_jobs, host_routes, ring_order,
                                  shard_bounds)
-from innet.testbed.topology import TopologyError, rail_only, rail_optimized, star
+from innet.testbed.core.topology import TopologyError, rail_only, rail_optimized, star
 
 
 def test_grid_positions() -> None:

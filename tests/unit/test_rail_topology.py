@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.topology import (
+from innet.testbed.core.topology import (
     TOPOLOGIES,
     Connection,
     HostSpec,

@@ -1,10 +1,10 @@
-"""innet.host.rto: RFC 6298 estimator, clamping, TCP-style back-off and its reset."""
+"""innet.host.agent.rto: RFC 6298 estimator, clamping, TCP-style back-off and its reset."""
 
 from __future__ import annotations
 
 import pytest
 
-from innet.host.rto import MAX_BACKOFF, RtoBounds, RtoEstimator
+from innet.host.agent.rto import MAX_BACKOFF, RtoBounds, RtoEstimator
 
 BOUNDS = RtoBounds(initial_rto=0.05, min_rto=0.01, max_rto=1.0, granularity=0.001)
 

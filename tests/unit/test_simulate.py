@@ -1,10 +1,10 @@
-"""innet.host.simulate against hand-computed fixed-point steps."""
+"""innet.host.wire.switch_model against hand-computed fixed-point steps."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from innet.host import simulate as sim
+from innet.host.wire import switch_model as sim
 from innet.host.wire import Mode
 
 

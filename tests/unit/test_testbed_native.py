@@ -1,4 +1,4 @@
-"""innet.testbed.native: the C sender and reflector build through the native cache and
+"""innet.testbed.microbench.native: the C sender and reflector build through the native cache and
 refuse bad arguments with one line (no root needed for these checks)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from innet.native_build import NativeBuildError
-from innet.testbed.native import tool, write_frames
+from innet.testbed.microbench.native import tool, write_frames
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""innet.testbed.topology: star generator, validation messages, text and JSON round trip."""
+"""innet.testbed.core.topology: star generator, validation messages, text and JSON round trip."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.topology import (
+from innet.testbed.core.topology import (
     Connection,
     HostSpec,
     Link,

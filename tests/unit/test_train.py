@@ -1,17 +1,17 @@
-"""innet.host.train: workers training through agents and the fake switch (TEST DOUBLE)."""
+"""innet.host.training.loop: workers training through agents and the fake switch (TEST DOUBLE)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from innet.host import quantize as qz
-from innet.host.agent import AgentConfig
-from innet.host.model import SoftmaxRegression, load_digits_dataset
-from innet.host.protocol import JobConfig
-from innet.host.train import (TrainConfig, float_training, initial_params, minibatch,
+from innet.host.wire import quantize as qz
+from innet.host.agent.agent import AgentConfig
+from innet.host.training.model import SoftmaxRegression, load_digits_dataset
+from innet.host.agent.aggregator import JobConfig
+from innet.host.training.loop import (TrainConfig, float_training, initial_params, minibatch,
                               simulate_training, train_workers)
-from innet.host.transport import UdpTransportConfig
+from innet.host.agent.transport import UdpTransportConfig
 from innet.host.wire import Mode
 
 from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch

@@ -1,7 +1,7 @@
 """The agent's UDP socket binds to the address that reaches the switch, not to every
 interface (issue 7: listeners bound to the testbed's interface)."""
 
-from innet.host.transport import UdpTransport, UdpTransportConfig, route_source
+from innet.host.agent.transport import UdpTransport, UdpTransportConfig, route_source
 
 
 def test_default_bind_is_the_route_source_not_all_interfaces():

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed import bringup
-from innet.testbed.bringup import wait_outputs
-from innet.testbed.processes import ProcessGroup, alive
+from innet.testbed.core import testbed as bringup
+from innet.testbed.core.testbed import wait_outputs
+from innet.testbed.core.processes import ProcessGroup, alive
 
 
 def _script(code: str) -> list[str]:

@@ -107,7 +107,7 @@ def test_scapy_dissects_full_frame() -> None:
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
 
-    from innet.host.scapy_layer import InnetAgg
+    from innet.host.wire.scapy_layer import InnetAgg
 
     values = np.array([3, -4, 1 << 30], np.int32)
     msg = Message(MsgType.RESULT, job=9, worker=2, slot=5, chunk=77, flags=Flag.VER,

@@ -1,0 +1,1 @@
+"""The host agent: the SmartNIC emulation that runs a worker's collectives."""

@@ -1,0 +1,413 @@
+"""The worker side of the aggregation protocol: chunks, a window of slots, retransmission.
+
+One ``Aggregator`` per (job, worker), transport-independent. ``run(values)`` streams an
+int32 vector through the job's slots and returns the switch's RESULT values:
+
+- The vector is cut into chunks of K values; chunk ``c`` is sent with ``chunk = c`` (its
+  index in the job's vector). Chunks take consecutive *stream positions* ``p`` that carry
+  on across calls: position ``p`` uses slot ``p % window`` and copy ``VER = (p // window) % 2``,
+  so the copy alternates at each reuse of a slot. All workers of a job make the same
+  calls with the same lengths, so they agree on (slot, copy) for every chunk.
+- Window: position ``p`` is sent only after the RESULT of ``p - window`` (the slot's
+  previous use) arrived. This is what makes two copies enough (docs/PROTOCOL.md). Each
+  slot is its own pipeline (as in SwitchML): the RESULT of a slot releases that slot's
+  next chunk, so a chunk waiting for a retransmission holds up only its slot, not the
+  window. Of the released chunks the lowest is sent first, at most ``Timing.max_outstanding``
+  at a time (default: the whole window).
+- Each outstanding chunk has a retransmission timer (``innet.host.agent.rto``): it starts at the
+  RTO of RFC 6298 (SRTT + 4 RTTVAR, clamped to ``[min_rto, max_rto]``; samples from
+  chunks sent once (Karn's rule) and from retransmitted chunks whose RESULT echoes this
+  worker's original, i.e. spurious timeouts) and doubles per retransmission of that chunk; the next chunk of
+  the slot starts afresh. An expiry of a chunk the switch has not acknowledged is loss
+  evidence: it doubles the RTO of new chunks until the next valid RTT sample (TCP's
+  back-off), at most once per timeout interval. Retransmissions carry ``RETRANS``; the
+  switch answers a duplicate with the stored RESULT (copy complete) or a STATUS with its
+  bitmap (incomplete), which names the missing workers.
+- A STATUS shows the switch has this worker's contribution and waits for others (slower
+  workers legitimately delay a RESULT): it is not loss evidence (a doubling caused by
+  that chunk's expiry is undone) and the chunk keeps probing with its own back-off until
+  the RESULT or its deadline.
+- A RESULT/STATUS for a slot whose (chunk, copy) is not the outstanding one is late or
+  duplicated and is ignored (counted).
+- Every CONTRIB carries the job epoch the worker set attached with (``JobConfig.epoch``,
+  from ``Controller.attach``). RESULT/STATUS of another epoch are late and ignored; a
+  STALE whose epoch differs from ours (the switch's job moved on: another worker set
+  attached) raises ``StaleEpochError`` at once. A new ``Aggregator`` starts at position 0:
+  the switch treats slot copies of earlier epochs as empty, so it never gets their results.
+- A chunk not complete ``chunk_deadline`` seconds after its first transmission raises
+  ``AggregationError`` (at the deadline) naming the job, the chunk and the missing workers
+  (from the last STATUS bitmap) or "no answer from switch".
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import selectors
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from innet.host import wire
+from innet.host.agent.rto import RtoBounds, RtoEstimator
+from innet.host.agent.transport import Transport
+
+LOG = logging.getLogger(__name__)
+
+
+class AggregationError(RuntimeError):
+    """A job's chunk could not complete within its deadline."""
+
+    def __init__(self, message: str, job: int = 0, chunk: int = -1,
+                 missing: tuple[int, ...] | None = None) -> None:
+        super().__init__(message)
+        self.job = job
+        self.chunk = chunk
+        self.missing = missing
+        """Worker ranks the switch had no contribution from; None: no answer from switch."""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (AggregationError, (str(self), self.job, self.chunk, self.missing))
+
+
+class StaleEpochError(AggregationError):
+    """The switch's job is at another epoch: another worker set attached to it since."""
+
+    def __init__(self, message: str, job: int = 0, chunk: int = -1, epoch: int = 0,
+                 switch_epoch: int = 0) -> None:
+        super().__init__(message, job, chunk, None)
+        self.epoch = epoch
+        self.switch_epoch = switch_epoch
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (StaleEpochError, (str(self), self.job, self.chunk, self.epoch, self.switch_epoch))
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """What a worker's agent knows about its job (set up by the controller)."""
+
+    job: int
+    """Job id (``innet_jobs`` key)."""
+    rank: int
+    """This worker's rank, 0..num_workers-1."""
+    num_workers: int
+    """Workers in the job."""
+    window: int = 64
+    """Slots of the job (``slot_count``): outstanding chunks at most."""
+    k: int = wire.DEFAULT_K
+    """Values per packet (P4 ``INNET_K``)."""
+    epoch: int = field(kw_only=True)
+    """The job incarnation this worker set attached with (``Controller.attach``): every
+    worker of the set has the same one, and the switch accepts only the job's current one.
+    Required: a default would let a second worker set reuse the first one's slot state."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.num_workers <= wire.MAX_WORKERS:
+            raise ValueError(f"job {self.job}: num_workers {self.num_workers} is outside 1..32")
+        if not 0 <= self.rank < self.num_workers:
+            raise ValueError(f"job {self.job}: rank {self.rank} is outside 0..{self.num_workers - 1}")
+        if not 1 <= self.window <= 0xFFFF:
+            raise ValueError(f"job {self.job}: window {self.window} is outside 1..65535")
+        if self.k < 1:
+            raise ValueError(f"job {self.job}: K {self.k} must be positive")
+        if not 1 <= self.epoch <= 0xFFFFFFFF:
+            raise ValueError(f"job {self.job}: epoch {self.epoch} is outside 1..2^32-1 "
+                             "(attach the worker set with Controller.attach to get one)")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Retransmission, deadline and flow-control settings (seconds)."""
+
+    initial_rto: float = 0.05
+    """Retransmission timeout before any RTT sample."""
+    min_rto: float = 0.02
+    """Lower bound of the timeout. The switch and the agents are user processes on shared
+    cores: RTTs of 2-8 ms spike to 20-60 ms when a process waits for a CPU, spikes too rare
+    for 4 RTTVAR to cover (RFC 6298's 1 s and Linux's 200 ms floors exist for the same
+    reason). 20 ms keeps spurious retransmissions near zero on loopback; 5 ms gave ~1%."""
+    max_rto: float = 1.0
+    """Upper bound of the timeout (after back-off)."""
+    chunk_deadline: float = 10.0
+    """A chunk not complete this long after its first transmission is an error."""
+    max_outstanding: int | None = None
+    """Chunks in flight at most; None: the job's window (every slot busy)."""
+
+    def __post_init__(self) -> None:
+        self.bounds()  # validates the RTO constants
+        if not self.chunk_deadline > 0:
+            raise ValueError(f"timing: chunk_deadline {self.chunk_deadline} must be positive")
+        if self.max_outstanding is not None and self.max_outstanding < 1:
+            raise ValueError(f"timing: max_outstanding {self.max_outstanding} must be >= 1")
+
+    def bounds(self) -> RtoBounds:
+        """The RTO estimator's constants."""
+        return RtoBounds(initial_rto=self.initial_rto, min_rto=self.min_rto, max_rto=self.max_rto)
+
+
+@dataclass
+class AggregatorStats:
+    """Counters of one aggregator (cumulative)."""
+
+    sent: int = 0
+    retransmitted: int = 0
+    """Retransmissions, all causes (``probes`` included)."""
+    probes: int = 0
+    """Retransmissions of chunks the switch had acknowledged with a STATUS (waiting for other
+    workers, or for a lost RESULT): not loss of this worker's contribution."""
+    spurious: int = 0
+    """Retransmitted chunks whose RESULT answered this worker's original transmission (the
+    timeout was spurious; seen only when this worker's contribution completed the copy)."""
+    backoffs: int = 0
+    """Doublings of the shared RTO back-off (loss evidence; each undone or reset later)."""
+    results: int = 0
+    statuses: int = 0
+    late: int = 0
+    """RESULT/STATUS messages for a chunk that is not outstanding (duplicates, stale)."""
+    foreign: int = 0
+    """Messages for another job or malformed."""
+    rtt_samples: int = 0
+    """Valid RTT samples (chunks completed without retransmission)."""
+    srtt_us: int = 0
+    """Smoothed RTT at the end of the last operation, in microseconds."""
+    rto_us: int = 0
+    """RTO a new chunk would start with at the end of the last operation, in microseconds."""
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class _Chunk:
+    """An outstanding chunk (one per busy slot)."""
+
+    chunk: int
+    slot: int
+    ver: int
+    message: bytes
+    count: int
+    first_sent: float
+    deadline: float
+    rto: float
+    """This chunk's current timeout (doubled per retransmission)."""
+    generation: int
+    retries: int = 0
+    acked: bool = False
+    """A STATUS showed the switch has this worker's contribution."""
+    backed_off: bool = False
+    """An expiry of this chunk doubled the shared back-off (undone by a STATUS)."""
+    bitmap: int | None = None
+    num_workers: int = 0
+
+
+@dataclass
+class _Run:
+    """The state of one ``Aggregator.run``."""
+
+    base: int
+    n: int
+    chunks: int
+    raw: bytes
+    out: npt.NDArray[np.int32]
+    slots: list[_Chunk | None]
+    ready: list[int]
+    """Heap of chunks whose slot is free (the previous use of the slot completed)."""
+    timers: list[tuple[float, int, int]] = field(default_factory=list)
+    """Heap of (expiry, slot, generation); stale entries are skipped."""
+    outstanding: int = 0
+    done: int = 0
+    tokens: "itertools.count[int]" = field(default_factory=itertools.count)
+
+
+@dataclass
+class Aggregator:
+    """Streams vectors through a job's slots over one transport (see module docstring)."""
+
+    job: JobConfig
+    transport: Transport
+    timing: Timing = field(default_factory=Timing)
+    clock: Callable[[], float] = time.monotonic
+    position: int = 0
+    """Next stream position (slot = position % window, copy = (position // window) % 2)."""
+    stats: AggregatorStats = field(default_factory=AggregatorStats)
+    wait: Callable[[float], bool] | None = None
+    """Block until the transport may have a message or ``timeout`` seconds passed (True if
+    readable); None: a selector on ``transport.fileno()``. Tests pass a simulated network's."""
+    rto: RtoEstimator = field(init=False)
+    """RTT estimate and shared back-off; kept across calls."""
+
+    def __post_init__(self) -> None:
+        self.rto = RtoEstimator(self.timing.bounds())
+
+    def run(self, values: npt.ArrayLike) -> npt.NDArray[np.int32]:
+        """Aggregate ``values`` (int32); the RESULT values. Raises AggregationError."""
+        vec = np.ascontiguousarray(values, dtype=np.int32).ravel()
+        k, window = self.job.k, self.job.window
+        n = vec.size
+        chunks = -(-n // k)
+        if chunks > 0xFFFFFFFF:
+            raise ValueError(f"job {self.job.job}: {chunks} chunks exceed the 32-bit chunk field")
+        padded = np.zeros(chunks * k, dtype=wire.VALUE_DTYPE)
+        padded[:n] = vec
+        run = _Run(self.position, n, chunks, padded.tobytes(), np.zeros(chunks * k, dtype=np.int32),
+                   [None] * window, list(range(min(window, chunks))))
+        limit = min(window, self.timing.max_outstanding or window)
+        selector = None
+        wait = self.wait
+        if wait is None:
+            selector = sel = selectors.DefaultSelector()
+            sel.register(self.transport.fileno(), selectors.EVENT_READ)
+            wait = lambda timeout: bool(sel.select(timeout))  # noqa: E731
+        try:
+            self._fill(run, limit)
+            while run.done < chunks:
+                timeout = (max(0.0, run.timers[0][0] - self.clock()) if run.timers
+                           else self.timing.max_rto)
+                if wait(timeout):
+                    for _ in range(256):
+                        data = self.transport.receive()
+                        if data is None:
+                            break
+                        if self._receive(run, data):
+                            self._fill(run, limit)
+                self._expire(run, self.clock())
+        finally:
+            if selector is not None:
+                selector.close()
+            self.stats.srtt_us = round((self.rto.srtt or 0.0) * 1e6)
+            self.stats.rto_us = round(self.rto.rto * 1e6)
+        self.position = run.base + chunks
+        return run.out[:n]
+
+    def _fill(self, run: _Run, limit: int) -> None:
+        """Send released chunks, lowest first, while fewer than ``limit`` are outstanding."""
+        now = self.clock()
+        while run.ready and run.outstanding < limit:
+            self._send(run, heapq.heappop(run.ready), now)
+
+    def _send(self, run: _Run, chunk: int, now: float) -> None:
+        k, window = self.job.k, self.job.window
+        pos = run.base + chunk
+        slot, ver = pos % window, (pos // window) % 2
+        count = min(k, run.n - chunk * k)
+        header = wire.HEADER.pack(wire.MsgType.CONTRIB, ver, self.job.job, self.job.rank,
+                                  slot, chunk, count, 0, 0, self.job.epoch)
+        message = header + run.raw[chunk * k * 4:(chunk + 1) * k * 4]
+        state = _Chunk(chunk, slot, ver, message, count, now, now + self.timing.chunk_deadline,
+                       self.rto.rto, next(run.tokens))
+        run.slots[slot] = state
+        run.outstanding += 1
+        self.transport.send(message)
+        self.stats.sent += 1
+        self._arm(run, state, now)
+
+    @staticmethod
+    def _arm(run: _Run, state: _Chunk, now: float) -> None:
+        heapq.heappush(run.timers, (min(now + state.rto, state.deadline), state.slot, state.generation))
+
+    def _receive(self, run: _Run, data: bytes) -> bool:
+        """Handle one message; True if it completed an outstanding chunk."""
+        try:
+            msg_type, flags, job, sender, slot, chunk, count, num_workers, bitmap, epoch = \
+                wire.HEADER.unpack_from(data)
+        except Exception:
+            self.stats.foreign += 1
+            return False
+        if job != self.job.job or msg_type not in (wire.MsgType.RESULT, wire.MsgType.STATUS,
+                                                   wire.MsgType.STALE):
+            self.stats.foreign += 1
+            return False
+        if msg_type == wire.MsgType.STALE:
+            if epoch == self.job.epoch:  # answers a packet of another (older) worker set
+                self.stats.late += 1
+                return False
+            why = ("the job has no worker set attached (created or re-created since: attach "
+                   "with Controller.attach)" if epoch == 0 else
+                   "another worker set attached to the job since (Controller.attach)")
+            raise StaleEpochError(
+                f"job {job}, worker {self.job.rank}: the switch's job is at epoch {epoch}, this "
+                f"worker set attached at epoch {self.job.epoch}: {why}, so this one's "
+                "contributions are refused", job, chunk, self.job.epoch, epoch)
+        state = run.slots[slot] if slot < len(run.slots) else None
+        if (state is None or state.chunk != chunk or state.ver != flags & wire.Flag.VER
+                or epoch != self.job.epoch):
+            self.stats.late += 1
+            return False
+        if msg_type == wire.MsgType.STATUS:
+            self.stats.statuses += 1
+            state.bitmap, state.num_workers = bitmap, num_workers
+            if bitmap >> self.job.rank & 1:  # the switch has our contribution: not a loss
+                state.acked = True
+                if state.backed_off:
+                    self.rto.undo()
+                    state.backed_off = False
+            return False
+        if count != state.count or len(data) < wire.HEADER_LEN + 4 * count:
+            self.stats.foreign += 1
+            LOG.debug("job %d chunk %d: RESULT with count %d, expected %d", job, chunk, count,
+                      state.count)
+            return False
+        k = self.job.k
+        run.out[chunk * k:chunk * k + count] = np.frombuffer(data, wire.VALUE_DTYPE, count,
+                                                             wire.HEADER_LEN)
+        self.stats.results += 1
+        # Karn: a retransmitted chunk's RESULT is ambiguous, unless it echoes our own
+        # original (no RETRANS, completed by this worker): then the timeout was spurious and
+        # the sample is the long RTT that caused it (as TCP timestamps allow, RFC 7323).
+        if state.retries == 0 or (sender == self.job.rank and not flags & wire.Flag.RETRANS):
+            self.rto.sample(self.clock() - state.first_sent)
+            self.stats.rtt_samples += 1
+            if state.retries:
+                self.stats.spurious += 1
+        run.slots[slot] = None
+        run.outstanding -= 1
+        run.done += 1
+        following = chunk + self.job.window  # the slot's next use
+        if following < run.chunks:
+            heapq.heappush(run.ready, following)
+        return True
+
+    def _expire(self, run: _Run, now: float) -> None:
+        """Retransmit the chunks whose timer expired; raise at a chunk's deadline."""
+        while run.timers and run.timers[0][0] <= now:
+            _, slot, generation = heapq.heappop(run.timers)
+            state = run.slots[slot]
+            if state is None or state.generation != generation:
+                continue
+            if now >= state.deadline:
+                raise self._error(state, now)
+            self._retransmit(state, now)
+            state.generation = next(run.tokens)
+            self._arm(run, state, now)
+
+    def _retransmit(self, state: _Chunk, now: float) -> None:
+        retrans = bytearray(state.message)
+        retrans[1] |= wire.Flag.RETRANS
+        self.transport.send(bytes(retrans))
+        state.retries += 1
+        self.stats.retransmitted += 1
+        self.stats.sent += 1
+        if state.acked:
+            self.stats.probes += 1
+        elif self.rto.timed_out(now):
+            state.backed_off = True
+            self.stats.backoffs += 1
+        state.rto = min(max(2 * state.rto, self.rto.rto), self.timing.max_rto)
+
+    def _error(self, state: _Chunk, now: float) -> AggregationError:
+        job = self.job
+        where = (f"job {job.job}, worker {job.rank}: chunk {state.chunk} (slot {state.slot}, "
+                 f"copy {state.ver}) not complete after {now - state.first_sent:.2f} s "
+                 f"({state.retries} retransmissions)")
+        if state.bitmap is None:
+            return AggregationError(f"{where}: no answer from switch", job.job, state.chunk, None)
+        workers = state.num_workers or job.num_workers
+        missing = tuple(w for w in range(workers) if not state.bitmap >> w & 1)
+        return AggregationError(
+            f"{where}: missing workers {list(missing)} (switch bitmap {state.bitmap:#x} "
+            f"of {workers} workers)", job.job, state.chunk, missing)

@@ -1,0 +1,281 @@
+"""One pipeline stage as a process: ``python -m innet.host.geo.stage_process '<StageJob JSON>'``.
+
+Every site runs one per stage replica. The process builds the model from its spec and
+initialises only its own nodes' parameters from the shared seed, regenerates the same
+batches as every other site, listens for the previous stage (printing
+``{"event": "listening", "port": P}`` first), connects to the next, probes the link, trains,
+and prints JSON lines: ``step`` (loss and training wall-clock, last stage), ``eval``
+(test accuracy, last stage; evaluation time is excluded from the clock) and ``done``
+(its measurements). With ``dp`` set, the stage's parameter gradients are summed by the
+site's innet switch through a host agent (data parallel inside the site) before SGD.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from innet.host.geo.channel import Channel, ChannelError, LinkShape, ShapedChannel, TcpChannel
+from innet.host.geo.codec import CodecError
+from innet.host.geo.compress import CompressionConfig
+from innet.host.geo.data import Digits, LmTask, accuracy
+from innet.host.geo.graph import Graph, GraphError, ParamStore, gpt, mlp
+from innet.host.geo.rad import RadError, Reducer, StageRunner
+from innet.host.geo.stages import Sgd, Stage, partition
+
+WORKER_MODULE = "innet.host.geo.stage_process"
+
+
+@dataclass(frozen=True)
+class StageJob:
+    """Everything one stage process needs (JSON on its command line)."""
+
+    model: dict[str, Any]
+    """``{"kind": "mlp", "sizes": [...]}`` or ``{"kind": "gpt", "vocab", "d", "heads", "layers", "seq"}``."""
+    task: dict[str, Any]
+    """``{"kind": "digits"}`` or ``{"kind": "lm", "vocab", "seq"}``."""
+    cuts: tuple[int, ...]
+    """Partition of the model (indices where stages 1.. start)."""
+    index: int
+    """This stage."""
+    steps: int
+    batch: int = 32
+    microbatches: int = 1
+    seed: int = 0
+    """Seed of parameters and batches (the same on every site)."""
+    data_seed: int | None = None
+    """Seed of the batches when it differs from ``seed`` (data-parallel replicas read different data)."""
+    dtype: str = "float32"
+    lr: float = 0.1
+    momentum: float = 0.0
+    listen: tuple[str, int] = ("127.0.0.1", 0)
+    """Where to listen for the previous stage (stages > 0)."""
+    next_address: tuple[str, int] | None = None
+    """The next stage's listening address (all stages but the last)."""
+    shape_next: dict[str, Any] | None = None
+    """LinkShape of this stage's sends to the next (WAN emulation), or None."""
+    shape_prev: dict[str, Any] | None = None
+    compress_next: dict[str, Any] | None = None
+    """CompressionConfig of forward messages to the next stage."""
+    compress_prev: dict[str, Any] | None = None
+    """CompressionConfig of backward messages to the previous stage."""
+    probe: bool = True
+    eval_every: int = 0
+    """Evaluate test accuracy every N steps (0: only after the last)."""
+    params_out: str | None = None
+    """Write the stage's final parameters to this .npz."""
+    dp: dict[str, Any] | None = None
+    """Data parallel inside the site: ``{"agent": {...}, "replicas": R}`` (see :func:`agent_config`;
+    ``GeoTestbed.dp_agent`` writes it)."""
+    timeout: float = 120.0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "StageJob":
+        data = json.loads(text)
+        data["cuts"] = tuple(data["cuts"])
+        data["listen"] = tuple(data["listen"])
+        if data.get("next_address") is not None:
+            data["next_address"] = tuple(data["next_address"])
+        return cls(**data)
+
+
+def build_model(spec: dict[str, Any]) -> Graph:
+    kind = spec.get("kind")
+    if kind == "mlp":
+        return mlp(spec["sizes"])
+    if kind == "gpt":
+        return gpt(spec["vocab"], spec["d"], spec["heads"], spec["layers"], spec["seq"])
+    raise GraphError(f"model kind {kind!r}: expected 'mlp' or 'gpt'")
+
+
+def build_task(spec: dict[str, Any], seed: int) -> Digits | LmTask:
+    kind = spec.get("kind")
+    if kind == "digits":
+        return Digits.load(seed)
+    if kind == "lm":
+        return LmTask.make(vocab=spec.get("vocab", 32), seq=spec.get("seq", 16), seed=seed)
+    raise GraphError(f"task kind {kind!r}: expected 'digits' or 'lm'")
+
+
+def _cast(feeds: dict[str, Any], dtype: np.dtype) -> dict[str, Any]:
+    return {k: v.astype(dtype) if np.issubdtype(v.dtype, np.floating) else v for k, v in feeds.items()}
+
+
+def flatten(grads: ParamStore) -> tuple[np.ndarray, list[tuple[str, str, tuple[int, ...]]]]:
+    """One float32 vector of every gradient (sorted by node and name) and how to undo it."""
+    layout = [(n, k, grads[n][k].shape) for n in sorted(grads) for k in sorted(grads[n])]
+    vec = np.concatenate([grads[n][k].reshape(-1).astype(np.float32) for n, k, _ in layout]) if layout else \
+        np.zeros(0, np.float32)
+    return vec, layout
+
+
+def unflatten(vec: np.ndarray, layout: Sequence[tuple[str, str, tuple[int, ...]]]) -> ParamStore:
+    out: ParamStore = {}
+    offset = 0
+    for n, k, shape in layout:
+        size = int(np.prod(shape))
+        out.setdefault(n, {})[k] = vec[offset:offset + size].reshape(shape)
+        offset += size
+    return out
+
+
+def agent_config(dp: dict[str, Any], sum_bound: float) -> Any:
+    """The host agent's config from a stage job's ``dp["agent"]`` (the site testbed writes it:
+    job, rank, num_workers, window, k, epoch, chunk_deadline, transport)."""
+    from innet.host import wire
+    from innet.host.agent.agent import AgentConfig
+    from innet.host.agent.aggregator import JobConfig, Timing
+    from innet.host.agent.transport import TransportConfig, TunnelTransportConfig, UdpTransportConfig
+
+    a = dp["agent"]
+    t = a["transport"]
+    transport: TransportConfig
+    if t.get("kind") == "udp":
+        transport = UdpTransportConfig(switch_ip=t["switch_ip"], local_ip=t["local_ip"], local_port=int(t["local_port"]))
+    elif t.get("kind") == "tunnel":
+        transport = TunnelTransportConfig(tunnel=(t["tunnel"][0], int(t["tunnel"][1])), local=wire.Endpoint(*t["local"]),
+                                          switch=wire.Endpoint(*t["switch"]))
+    else:
+        raise GraphError(f"stage job dp transport kind {t.get('kind')!r}: expected 'udp' or 'tunnel'")
+    return AgentConfig(JobConfig(job=a["job"], rank=a["rank"], num_workers=a["num_workers"], window=a["window"],
+                                 k=a["k"], epoch=a["epoch"]), transport, sum_bound=sum_bound,
+                       timing=Timing(chunk_deadline=a["chunk_deadline"]))
+
+
+def ina_reducer(dp: dict[str, Any]) -> tuple[Reducer, Any]:
+    """A reducer that averages gradients over the site's replicas through the site switch
+    (``sum`` job via the host agent); and the agent, for the caller to close."""
+    from innet.host.agent.agent import Agent
+
+    replicas = int(dp["replicas"])
+    agent = Agent(agent_config(dp, float(dp.get("sum_bound", 8.0)) * replicas),
+                  capacity=max(1, int(dp["agent"]["elements"]))).start()
+
+    def reduce(grads: ParamStore) -> ParamStore:
+        vec, layout = flatten(grads)
+        total = agent.allreduce(vec)
+        return unflatten(total / replicas, layout)
+
+    return reduce, agent
+
+
+def _emit(**record: Any) -> None:
+    print(json.dumps(record), flush=True)
+
+
+def run(job: StageJob) -> int:
+    srv = None
+    if job.index > 0:  # listen first: the stage before this one is started only once it knows the port
+        srv = TcpChannel.listen(*job.listen)
+        _emit(event="listening", port=srv.getsockname()[1])
+    graph = build_model(job.model)
+    plans = partition(graph, job.cuts)
+    if not 0 <= job.index < len(plans):
+        raise GraphError(f"stage index {job.index}: the partition has {len(plans)} stages")
+    plan = plans[job.index]
+    dtype = np.dtype(job.dtype)
+    params = {n: {k: v.astype(dtype) for k, v in p.items()}
+              for n, p in graph.init_params(job.seed, plan.nodes).items()}
+    task = build_task(job.task, job.seed)
+    batches: Iterator[list[dict[str, Any]]] = task.batches(job.batch, job.microbatches,
+                                                                   job.seed if job.data_seed is None else job.data_seed)
+    prev: Channel | None = None
+    nxt: Channel | None = None
+    agent = None
+    try:
+        if srv is not None:
+            prev = TcpChannel.accept(srv, job.timeout, name=f"link {job.index - 1}-{job.index}")
+            if job.shape_prev is not None:
+                prev = ShapedChannel(prev, LinkShape(**job.shape_prev))
+        if job.index < len(plans) - 1:
+            if job.next_address is None:
+                raise GraphError(f"stage {job.index}: next_address is required for every stage but the last")
+            nxt = TcpChannel.connect(job.next_address, job.timeout, name=f"link {job.index}-{job.index + 1}")
+            if job.shape_next is not None:
+                nxt = ShapedChannel(nxt, LinkShape(**job.shape_next))
+        reducer = None
+        if job.dp is not None:
+            reducer, agent = ina_reducer(job.dp)
+        runner = StageRunner(Stage(graph, plan, params), prev, nxt, Sgd(job.lr, job.momentum),
+                             CompressionConfig(**job.compress_next) if job.compress_next else None,
+                             CompressionConfig(**job.compress_prev) if job.compress_prev else None,
+                             reducer=reducer, timeout=job.timeout)
+        if job.probe:
+            runner.probe()
+        base = {"next": nxt.sent_bytes if nxt else 0, "prev": prev.sent_bytes if prev else 0}  # probes excluded
+        test = _cast(task.test_feeds(), dtype)
+        clock = 0.0
+        for step in range(job.steps):
+            start = time.perf_counter()
+            loss = runner.step(step, [_cast(f, dtype) for f in next(batches)])
+            clock += time.perf_counter() - start
+            if loss is not None:
+                _emit(event="step", step=step, loss=loss, t=clock)
+            last = step == job.steps - 1
+            if (job.eval_every and (step + 1) % job.eval_every == 0) or last:
+                before = nxt.sent_bytes if nxt else 0
+                logits = runner.evaluate(step, test)
+                base["next"] += (nxt.sent_bytes if nxt else 0) - before  # evaluation is not training traffic
+                if logits is not None:
+                    _emit(event="eval", step=step, t=clock, accuracy=accuracy(logits, task.test_labels))
+        for link in (nxt, prev):
+            if isinstance(link, ShapedChannel):
+                link.flush(job.timeout)
+        if job.params_out:
+            arrays: dict[str, Any] = {f"{n}/{k}": v for n, p in params.items() for k, v in p.items()}
+            np.savez(job.params_out, **arrays)
+        s = runner.stats
+        _emit(event="done", stage=job.index, compute_s=s.compute_s, microbatches=s.microbatches,
+              reduce_s=s.reduce_s, bandwidth_next_bps=s.bandwidth_next_bps,
+              mean_ratio_next=float(np.mean(s.ratios_next)) if s.ratios_next else None,
+              mean_ratio_prev=float(np.mean(s.ratios_prev)) if s.ratios_prev else None,
+              sent_next=(nxt.sent_bytes if nxt else 0) - base["next"],
+              sent_prev=(prev.sent_bytes if prev else 0) - base["prev"])
+        return 0
+    finally:
+        for link in (nxt, prev):
+            if link is not None:
+                link.close()
+        if srv is not None:
+            srv.close()
+        if agent is not None:
+            agent.close()
+
+
+def load_params(path: Path) -> ParamStore:
+    out: ParamStore = {}
+    with np.load(path) as z:
+        for key in z.files:
+            n, k = key.split("/", 1)
+            out.setdefault(n, {})[k] = z[key]
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print(f"usage: python -m {WORKER_MODULE} '<StageJob JSON>'", file=sys.stderr)
+        return 2
+    try:
+        job = StageJob.from_json(args[0])
+    except (json.JSONDecodeError, TypeError) as error:
+        print(f"geo worker: bad stage job: {error}", file=sys.stderr)
+        return 2
+    try:
+        return run(job)
+    except (ChannelError, RadError, GraphError, CodecError, ValueError) as error:
+        print(f"geo worker stage {job.index}: {error}", file=sys.stderr, flush=True)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

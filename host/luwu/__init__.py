@@ -1,0 +1,1 @@
+"""LuWu on the host side: shard plan, worker, optimizer node, out-of-core Adam, ModelInNetwork."""

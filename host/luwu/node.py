@@ -1,0 +1,200 @@
+"""The LuWu optimizer node: receives gradient sums through the switch, runs out-of-core Adam
+on its shard, publishes parameters back through the switch (docs/luwu.md).
+
+    python -m innet.host.luwu.node '<NodeConfig JSON>'
+
+A member of the job's sum job with rank ``N + index`` (``innet.host.luwu.plan``). Its state
+(``innet.host.luwu.ooc_adam``) lives in ``state_dir``; an existing state is reopened and
+training resumes at its committed step (a restarted node), else it is created from the
+initial parameters ``init`` (a ``.npy`` of the whole model; the node keeps only its shard).
+
+After every step, and when it starts and ends, the node writes ``status.json`` in its
+state directory (atomically): name, shard, step, bytes resident (RSS and the mapped
+working-set bound) and on disk. ``innet inspect --optimizer DIR`` shows it.
+
+Exit status 0 after ``steps`` steps; 3 (one line on stderr naming the missing workers)
+when a chunk could not complete within the deadline; 2 for a bad configuration.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from innet.host.agent.agent import Agent, AgentConfig, AgentError
+from innet.host.luwu.plan import LuwuPlan, schedule
+from innet.host.luwu.ooc_adam import AdamConfig, AdamState, AdamStateError, DEFAULT_BLOCK
+from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
+from innet.host.agent.transport import TransportConfig
+
+MODULE = "innet.host.luwu.node"
+STATUS_FILE = "status.json"
+EXIT_AGGREGATION = 3
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """One optimizer node (JSON on its command line)."""
+
+    plan: LuwuPlan
+    index: int
+    """Which node of ``plan.nodes`` (its shard; job rank ``N + index``)."""
+    state_dir: str
+    transport: dict[str, Any]
+    """Transport dict (``innet.testbed.core.ina_worker.transport_config``)."""
+    steps: int
+    """Steps to run in this session (a resumed node runs this many more)."""
+    adam: AdamConfig = field(default_factory=AdamConfig)
+    init: str | None = None
+    """``.npy`` with the whole model's initial float32 parameters (ignored when resuming)."""
+    block: int = DEFAULT_BLOCK
+    chunk_deadline: float = 120.0
+    """A node waits for workers' compute between operations: a long deadline."""
+
+    @property
+    def name(self) -> str:
+        return self.plan.nodes[self.index]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "NodeConfig":
+        d = json.loads(text)
+        d["plan"] = LuwuPlan.from_dict(d["plan"])
+        d["adam"] = AdamConfig(**d.get("adam", {}))
+        return cls(**d)
+
+
+def rss_bytes(pid: int | None = None) -> int:
+    """Resident set size of a process (Linux /proc), 0 where unknown."""
+    try:
+        with open(f"/proc/{pid or os.getpid()}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def write_status(directory: Path, doc: dict[str, Any]) -> None:
+    tmp = directory / (STATUS_FILE + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1))
+    os.replace(tmp, directory / STATUS_FILE)
+
+
+def read_status(directory: Path) -> dict[str, Any]:
+    """The node's last status; ValueError naming the file when there is none or it is garbled."""
+    path = Path(directory) / STATUS_FILE
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"optimizer node status {path}: no such file (is DIR a node's state_dir?)") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"optimizer node status {path}: not JSON ({error})") from None
+    return data
+
+
+class OptimizerNode:
+    """The node's loop over the job's operations (see module docstring)."""
+
+    def __init__(self, config: NodeConfig, transport: TransportConfig) -> None:
+        plan = config.plan
+        if not 0 <= config.index < len(plan.nodes):
+            raise AdamStateError(f"optimizer node index {config.index} is outside 0..{len(plan.nodes) - 1}")
+        self.config = config
+        self.plan = plan
+        self.directory = Path(config.state_dir)
+        start, stop = plan.shards[config.index]
+        initial = None
+        if not (self.directory / "state.json").exists() and config.init is not None:
+            initial = np.load(config.init, mmap_mode="r")[start:stop]
+            if initial.size != stop - start:
+                raise AdamStateError(f"optimizer node {config.name}: {config.init} has "
+                                     f"{np.load(config.init, mmap_mode='r').size} parameters, the plan "
+                                     f"{plan.total}")
+        self.state = AdamState.open_or_create(self.directory, initial, config.adam, first=start, block=config.block)
+        if self.state.size != stop - start or self.state.first != start:
+            raise AdamStateError(f"optimizer node {config.name}: state {self.directory} holds elements "
+                                 f"{self.state.first}..{self.state.first + self.state.size - 1}, the plan's shard "
+                                 f"is {start}..{stop - 1}")
+        job = JobConfig(job=plan.job, rank=plan.node_rank(config.index), num_workers=plan.members,
+                        window=plan.window, k=plan.k, epoch=plan.epoch)
+        largest = max(plan.layer_sizes)
+        self.agent = Agent(AgentConfig(job, transport, timing=Timing(chunk_deadline=config.chunk_deadline)),
+                           capacity=largest)
+        self.seconds = {"adam": 0.0, "comm": 0.0}
+        self.started = time.time()
+
+    def status(self, state: str, error: str | None = None) -> dict[str, Any]:
+        start, stop = self.plan.shards[self.config.index]
+        return {"format": "innet-optimizer-node/1", "name": self.config.name, "pid": os.getpid(),
+                "state": state, "error": error, "job": self.plan.job, "rank": self.plan.node_rank(self.config.index),
+                "shard": [start, stop], "shards": [list(s) for s in self.plan.shards], "nodes": list(self.plan.nodes),
+                "step": self.state.step, "adam": asdict(self.state.config), "bytes_on_disk": self.state.bytes_on_disk,
+                "bytes_state": 3 * 4 * self.state.size, "bytes_working_set": self.state.working_set_bytes,
+                "rss_bytes": rss_bytes(), "seconds": dict(self.seconds), "updated": time.time()}
+
+    def run(self) -> int:
+        """Run ``steps`` steps; the step reached."""
+        plan, index = self.plan, self.config.index
+        write_status(self.directory, self.status("running"))
+        with self.agent:
+            pushes = 0
+            for kind, layer in schedule(len(plan.layer_sizes), self.config.steps):
+                size = plan.layer_sizes[layer]
+                part = plan.overlap(layer, index)
+                t0 = time.perf_counter()
+                if kind == "pull":
+                    out = np.zeros(size, np.float32)
+                    if part is not None:
+                        at, local, n = part
+                        out[at:at + n] = self.state.read(local, local + n)
+                    self.agent.allreduce_int(out.view(np.int32))
+                    self.seconds["comm"] += time.perf_counter() - t0
+                    continue
+                total = self.agent.allreduce(np.zeros(size, np.float32))
+                t1 = time.perf_counter()
+                self.seconds["comm"] += t1 - t0
+                if part is not None:
+                    at, local, n = part
+                    self.state.update(local, total[at:at + n] / np.float32(plan.num_workers))
+                pushes += 1
+                if pushes == len(plan.layer_sizes):
+                    pushes = 0
+                    self.state.commit_step()
+                    write_status(self.directory, self.status("running"))
+                self.seconds["adam"] += time.perf_counter() - t1
+        write_status(self.directory, self.status("done"))
+        return self.state.step
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from innet.testbed.core.ina_worker import transport_config
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print(f"usage: python -m {MODULE} '<NodeConfig JSON>'", file=sys.stderr)
+        return 2
+    try:
+        config = NodeConfig.from_json(args[0])
+        node = OptimizerNode(config, transport_config(config.transport))
+    except (ValueError, TypeError, KeyError, AdamStateError) as error:
+        print(f"optimizer node: bad configuration: {error}", file=sys.stderr)
+        return 2
+    try:
+        node.run()
+    except (AggregationError, AgentError) as error:
+        write_status(node.directory, node.status("failed", str(error)))
+        print(f"optimizer node {config.name}: {error}", file=sys.stderr, flush=True)
+        return EXIT_AGGREGATION
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""LuWu model-in-network data parallelism over innet's sum jobs: the plan every member shares.
+
+Members of one ``sum`` job on the switch: the N workers (ranks ``0..N-1``) and the S
+optimizer nodes (ranks ``N..N+S-1``; node ``s`` owns shard ``s`` of a :class:`ShardPlan`
+over the model's chunks). No P4 change: the job's multicast gives every member every
+completed sum. One stream of operations, the same on every member (the aggregator's
+contract: same calls, same lengths), one operation per layer:
+
+- ``pull`` of layer ``i`` (``allreduce_int``): node ``s`` contributes the float32 *bits* of
+  its shard's part of the layer's parameters (as int32), every other member zeros. The
+  int32 sum is exactly those bits: parameters reach the workers bit for bit, no
+  quantization.
+- ``push`` of layer ``i`` (``allreduce`` of float32, quantized with the exchanged,
+  overflow-free bound of ``innet.host.wire.quantize``): workers contribute their gradients,
+  nodes zeros; node ``s`` divides its shard's part of the sum by N and applies Adam to it.
+
+The order: pulls of layers ``0..L-1`` (initial parameters), then per step the pushes of
+layers ``L-1..0`` (the order backward produces them) and the pulls of ``0..L-1`` (the order
+forward needs them). See docs/luwu.md for why this design, its costs and the alternatives.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any, Iterator, Literal
+
+from innet.host import wire
+
+Op = tuple[Literal["pull", "push"], int]
+"""(kind, layer index)."""
+
+
+class LuwuPlanError(ValueError):
+    """A LuWu plan is inconsistent; names the field and the value."""
+
+
+@dataclass(frozen=True)
+class LuwuPlan:
+    """What every member of a LuWu job knows (JSON on node and worker command lines)."""
+
+    job: int
+    """Job id of the sum job."""
+    num_workers: int
+    """Workers N (ranks 0..N-1)."""
+    nodes: tuple[str, ...]
+    """Optimizer node names; node ``s`` has rank ``N + s`` and shard ``s``."""
+    layer_sizes: tuple[int, ...]
+    """Elements per layer, in forward order."""
+    epoch: int
+    """The job epoch the member set attached with (``Controller.attach``)."""
+    layer_names: tuple[str, ...] = ()
+    window: int = 64
+    k: int = wire.DEFAULT_K
+    shards: tuple[tuple[int, int], ...] = ()
+    """Element range ``[start, stop)`` of each node; empty: ``ShardPlan.contiguous`` over
+    the model's chunks of K (see :func:`shard_ranges`)."""
+
+    def __post_init__(self) -> None:
+        if not self.nodes:
+            raise LuwuPlanError("luwu plan: needs at least one optimizer node")
+        if self.num_workers < 1 or self.members > wire.MAX_WORKERS:
+            raise LuwuPlanError(f"luwu plan: {self.num_workers} workers + {len(self.nodes)} nodes must be "
+                                f"1..{wire.MAX_WORKERS} members of the job")
+        if not self.layer_sizes or any(s < 1 for s in self.layer_sizes):
+            raise LuwuPlanError(f"luwu plan: layer sizes {list(self.layer_sizes)} must be positive, at least one")
+        if self.layer_names and len(self.layer_names) != len(self.layer_sizes):
+            raise LuwuPlanError(f"luwu plan: {len(self.layer_names)} layer names for {len(self.layer_sizes)} layers")
+        if not self.shards:
+            object.__setattr__(self, "shards", shard_ranges(self.total, self.k, self.nodes))
+        if len(self.shards) != len(self.nodes):
+            raise LuwuPlanError(f"luwu plan: {len(self.shards)} shards for {len(self.nodes)} nodes")
+        expected = 0
+        for (a, b), name in zip(self.shards, self.nodes):
+            if a != expected or b < a:
+                raise LuwuPlanError(f"luwu plan: shard of node {name} is {a}..{b}, expected to start at {expected}")
+            expected = b
+        if expected != self.total:
+            raise LuwuPlanError(f"luwu plan: shards cover {expected} of {self.total} elements")
+
+    @property
+    def members(self) -> int:
+        return self.num_workers + len(self.nodes)
+
+    @property
+    def total(self) -> int:
+        return sum(self.layer_sizes)
+
+    @property
+    def offsets(self) -> tuple[int, ...]:
+        out, at = [], 0
+        for s in self.layer_sizes:
+            out.append(at)
+            at += s
+        return tuple(out)
+
+    def node_rank(self, index: int) -> int:
+        return self.num_workers + index
+
+    def node_name(self, rank: int) -> str | None:
+        """The node with job rank ``rank``, or None for a worker rank."""
+        i = rank - self.num_workers
+        return self.nodes[i] if 0 <= i < len(self.nodes) else None
+
+    def overlap(self, layer: int, node: int) -> tuple[int, int, int] | None:
+        """(offset in the layer, offset in the node's shard, length) of the part of ``layer``
+        that node ``node`` owns; None when it owns none."""
+        a = self.offsets[layer]
+        b = a + self.layer_sizes[layer]
+        s0, s1 = self.shards[node]
+        lo, hi = max(a, s0), min(b, s1)
+        if lo >= hi:
+            return None
+        return lo - a, lo - s0, hi - lo
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "LuwuPlan":
+        d = dict(data)
+        for key in ("nodes", "layer_sizes", "layer_names"):
+            d[key] = tuple(d.get(key, ()))
+        d["shards"] = tuple(tuple(s) for s in d.get("shards", ()))
+        return cls(**d)
+
+
+def shard_ranges(total: int, k: int, nodes: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
+    """Element ranges of ``ShardPlan.contiguous`` over the ``ceil(total / K)`` chunks."""
+    from innet.host.wire.shard import ShardPlan
+
+    plan = ShardPlan.contiguous(-(-total // k), list(nodes))
+    return tuple((min(s.first_chunk * k, total), min((s.first_chunk + s.chunks) * k, total))
+                 for s in plan.shards)
+
+
+def schedule(layers: int, steps: int | None) -> Iterator[Op]:
+    """The members' common sequence of operations (``steps`` None: without end)."""
+    yield from (("pull", i) for i in range(layers))
+    step = 0
+    while steps is None or step < steps:
+        yield from (("push", i) for i in reversed(range(layers)))
+        yield from (("pull", i) for i in range(layers))
+        step += 1

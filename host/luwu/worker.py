@@ -1,0 +1,244 @@
+"""A worker's side of a LuWu job: push layer gradients, pull layer parameters, in the job's
+fixed order (``innet.host.luwu.plan.schedule``), on a communication thread.
+
+    with LuwuWorker(plan, rank, transport) as w:
+        w_i = w.take(i)            # layer i's parameters of the current step (waits for the pull)
+        ...                        # forward, backward
+        w.push(i, grad_i)          # as backward produces it, any order; returns at once
+        w.finish_step()            # layers not pushed get zeros; the next step's pulls start
+
+The thread walks the schedule: a push of layer ``i`` waits until the worker has handed
+layer ``i``'s gradient over (so every member sends the same operations in the same order,
+whatever order autograd fires its hooks in), a pull starts as soon as the previous
+operation is done (prefetch: layer ``i+1`` is on its way while forward computes layer
+``i``). One agent process does the packets (``innet.host.agent.agent``); the thread only waits
+on it, so compute and communication overlap.
+
+The worker keeps no optimizer state; ``take`` hands a pulled layer over and forgets it, so
+parameters live only where the caller keeps them. A failed operation is raised by the
+next ``take``/``finish_step``/``close`` as :class:`OptimizerNodeError` when the switch
+named optimizer nodes as the missing contributors, else as the agent's error.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from innet.host.agent.agent import Agent, AgentConfig
+from innet.host.luwu.plan import LuwuPlan, schedule
+from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
+from innet.host.agent.transport import TransportConfig
+
+F32 = npt.NDArray[np.float32]
+
+
+class OptimizerNodeError(AggregationError):
+    """The switch is waiting for optimizer node(s) that do not contribute (dead or stuck)."""
+
+    def __init__(self, message: str, nodes: tuple[str, ...], job: int = 0, chunk: int = -1,
+                 missing: tuple[int, ...] | None = None) -> None:
+        super().__init__(message, job, chunk, missing)
+        self.nodes = nodes
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (OptimizerNodeError, (str(self), self.nodes, self.job, self.chunk, self.missing))
+
+
+class _Closed(Exception):
+    pass
+
+
+@dataclass
+class WorkerStats:
+    """Time the communication thread spent (seconds) and what it moved."""
+
+    push_seconds: float = 0.0
+    pull_seconds: float = 0.0
+    wait_seconds: float = 0.0
+    """Time ``take`` blocked the caller (communication not hidden behind compute)."""
+    pushes: int = 0
+    pulls: int = 0
+    saturated: int = 0
+    """Gradient values clipped by the quantizer (beyond the exchanged bound: none expected)."""
+    frac_bits: list[int] = field(default_factory=list)
+
+
+class LuwuWorker:
+    """See module docstring."""
+
+    def __init__(self, plan: LuwuPlan, rank: int, transport: TransportConfig,
+                 timing: Timing | None = None) -> None:
+        if not 0 <= rank < plan.num_workers:
+            raise ValueError(f"luwu worker rank {rank} is outside 0..{plan.num_workers - 1}")
+        self.plan = plan
+        self.rank = rank
+        job = JobConfig(job=plan.job, rank=rank, num_workers=plan.members, window=plan.window, k=plan.k,
+                        epoch=plan.epoch)
+        self.agent = Agent(AgentConfig(job, transport, timing=timing or Timing()), capacity=max(plan.layer_sizes))
+        self.stats = WorkerStats()
+        self._cond = threading.Condition()
+        self._grads: dict[int, F32] = {}
+        self._pulled: dict[int, F32] = {}
+        self._handed: set[int] = set()
+        """Layers pushed in the current step (the comm thread may have sent them already)."""
+        self._error: BaseException | None = None
+        self._closed = False
+        self._idle = False
+        """The thread waits for a gradient the caller has not handed over."""
+        self._thread = threading.Thread(target=self._loop, name=f"luwu-worker-{rank}", daemon=True)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> "LuwuWorker":
+        self.agent.start()
+        self._thread.start()
+        return self
+
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        """Wait until everything handed over is done (pushes, and the pulls after them)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._thread.is_alive() and not self._idle and time.monotonic() < deadline:
+                self._raise()
+                self._cond.wait(0.2)
+            self._raise()
+
+    def close(self, drain_timeout: float = 60.0) -> None:
+        """Finish what was handed over (the last step's pushes and the pulls after them: the
+        optimizer nodes wait for them), then stop the agent."""
+        deadline = time.monotonic() + drain_timeout
+        with self._cond:
+            while (self._thread.is_alive() and self._error is None and not self._idle
+                   and time.monotonic() < deadline):
+                self._cond.wait(0.2)
+            self._closed = True
+            self._cond.notify_all()
+        self.agent.close()  # ends a pending operation (the agent process stops)
+        self._thread.join(timeout=10)
+
+    def __enter__(self) -> "LuwuWorker":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the caller's side ----------------------------------------------------------------
+
+    def push(self, layer: int, grad: npt.ArrayLike) -> None:
+        """Hand layer ``layer``'s gradient of the current step over (copied); returns at once."""
+        g = np.array(grad, dtype=np.float32).ravel()
+        if g.size != self.plan.layer_sizes[layer]:
+            raise ValueError(f"luwu push of layer {layer}: {g.size} values, the layer has "
+                             f"{self.plan.layer_sizes[layer]}")
+        with self._cond:
+            self._raise()
+            if layer in self._handed:
+                raise ValueError(f"luwu push of layer {layer}: pushed twice in one step")
+            self._handed.add(layer)
+            self._grads[layer] = g
+            self._idle = False
+            self._cond.notify_all()
+
+    def finish_step(self) -> None:
+        """End the step: layers without a gradient push zeros (same operations on every member)."""
+        with self._cond:
+            self._raise()
+            for i, size in enumerate(self.plan.layer_sizes):
+                if i not in self._handed:
+                    self._grads[i] = np.zeros(size, np.float32)
+            self._handed = set()
+            self._idle = False
+            self._cond.notify_all()
+
+    def take(self, layer: int, timeout: float | None = None) -> F32:
+        """Layer ``layer``'s parameters of the current step (waits for its pull; the worker
+        keeps no copy)."""
+        start = time.perf_counter()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while layer not in self._pulled:
+                self._raise()
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError(f"luwu worker {self.rank}: layer {layer} not pulled within {timeout} s")
+                self._cond.wait(0.5 if left is None else min(0.5, left))
+            out = self._pulled.pop(layer)
+        self.stats.wait_seconds += time.perf_counter() - start
+        return out
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error
+        if self._closed:
+            raise RuntimeError(f"luwu worker {self.rank} is closed")
+
+    # -- the communication thread ---------------------------------------------------------
+
+    def _loop(self) -> None:
+        try:
+            for kind, layer in schedule(len(self.plan.layer_sizes), None):
+                if kind == "pull":
+                    self._pull(layer)
+                else:
+                    self._push(layer)
+        except _Closed:
+            return
+        except BaseException as error:  # handed to the caller
+            with self._cond:
+                self._error = self._named(error)
+                self._cond.notify_all()
+
+    def _named(self, error: BaseException) -> BaseException:
+        if isinstance(error, AggregationError) and error.missing:
+            nodes = tuple(n for n in (self.plan.node_name(r) for r in error.missing) if n is not None)
+            if nodes:
+                ranks = ", ".join(f"{n} (rank {self.plan.node_rank(self.plan.nodes.index(n))})" for n in nodes)
+                return OptimizerNodeError(f"optimizer node {ranks} did not answer: job {self.plan.job} chunk "
+                                          f"{error.chunk} incomplete at the deadline ({error})", nodes,
+                                          error.job, error.chunk, error.missing)
+        return error
+
+    def _pull(self, layer: int) -> None:
+        size = self.plan.layer_sizes[layer]
+        t0 = time.perf_counter()
+        bits = self._op(lambda: self.agent.allreduce_int(np.zeros(size, np.int32)))
+        with self._cond:
+            self._pulled[layer] = bits.view(np.float32)
+            self._cond.notify_all()
+        self.stats.pull_seconds += time.perf_counter() - t0
+        self.stats.pulls += 1
+
+    def _push(self, layer: int) -> None:
+        with self._cond:
+            while layer not in self._grads:
+                if self._closed:
+                    raise _Closed()
+                self._idle = not self._grads
+                self._cond.notify_all()
+                self._cond.wait(0.5)
+            self._idle = False
+            grad = self._grads.pop(layer)
+        t0 = time.perf_counter()
+        self._op(lambda: self.agent.allreduce(grad))
+        last = self.agent.last
+        if last is not None:
+            self.stats.saturated += last.saturated
+            self.stats.frac_bits.append(last.frac_bits)
+        self.stats.push_seconds += time.perf_counter() - t0
+        self.stats.pushes += 1
+
+    def _op(self, call: Any) -> Any:
+        if self._closed:
+            raise _Closed()
+        try:
+            return call()
+        except Exception:
+            if self._closed:
+                raise _Closed() from None
+            raise

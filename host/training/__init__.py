@@ -1,0 +1,1 @@
+"""The digits model and the training loop the demos share."""

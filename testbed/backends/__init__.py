@@ -1,0 +1,1 @@
+"""Where a topology comes up: loopback UDP, Mininet, Docker; BMv2 as a switch implementation."""

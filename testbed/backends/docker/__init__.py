@@ -1,0 +1,1 @@
+"""Docker, wrapped once: the innet image and the compose-like runtime."""

@@ -1,0 +1,1 @@
+"""Mininet, wrapped once: network, switch nodes, link impairments, cleanup."""

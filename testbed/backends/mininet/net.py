@@ -1,0 +1,202 @@
+"""The testbed in Mininet (root): hosts in network namespaces, ``InnetSwitchNode`` as the switch.
+
+Hosts ``hI`` get the topology's IP and MAC, IPv6 off and TX checksum offload off
+(``innet.testbed.backends.mininet.switch.quiet_hosts``); shaped links are ``TCLink`` with the
+topology's rate/delay/jitter/loss (HTB + netem on both ends, so each direction; without
+netem in the kernel, loss is a cls_bpf random drop, see ``innet.testbed.backends.mininet.impair``;
+``TestbedOptions.link_dup_pct`` duplicates frames the same way, with mirred); switch
+port ``p`` is ``s1-eth<p>``. Worker processes run in their host (``host.popen``) and reach
+the switch with plain UDP at the switch's IP (proxy ARP by ``innet.p4``); gloo runs there
+too, over the same links and through the same switch.
+
+Bytes on the wire per worker come from the switch-side interface counters
+(``/sys/class/net/s1-ethP/statistics``): ``rx_bytes`` is what the host sent,
+``tx_bytes`` what it received.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from innet.testbed.backends.mininet import impair
+from innet.testbed.core.testbed import Testbed, TestbedError
+from innet.testbed.backends.mininet.clean import SWITCHES_FILE
+from innet.testbed.core.ina_worker import udp_transport
+from innet.testbed.core.topology import Topology
+
+
+def mininet_topo(topology: Topology, netem: bool = True, **switch_params: Any) -> Any:
+    """A ``mininet.topo.Topo`` of ``topology`` (links shaped with ``TCLink`` where needed);
+    without ``netem`` the loss is left out (see :mod:`innet.testbed.backends.mininet.impair`)."""
+    from mininet.link import TCLink
+    from mininet.topo import Topo
+
+    topo = Topo()
+    for h in topology.hosts:
+        topo.addHost(h.name, ip=h.ip, mac=h.mac)
+    for s in topology.switches:
+        topo.addSwitch(s.name, device_id=s.device_id, **switch_params)
+    for c in topology.links:
+        opts: dict[str, Any] = {"port2": c.b_port}
+        if c.a_port is not None:
+            opts["port1"] = c.a_port
+        params = c.link.tc_params()
+        if not netem:
+            params.pop("loss", None)
+        if params:
+            opts.update(cls=TCLink, **params)
+        topo.addLink(c.a, c.b, **opts)
+    return topo
+
+
+class MininetTestbed(Testbed):
+    """A single-switch topology in Mininet with an ``innet-switch`` data plane."""
+
+    kind = "mininet"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.net: Any = None
+        self._stack = contextlib.ExitStack()
+
+    def _start_network(self) -> str:
+        if os.geteuid() != 0:
+            raise TestbedError("the Mininet testbed needs root (network namespaces, veths); "
+                               "use the loopback testbed (--loopback) without root")
+        from innet.testbed.backends.mininet.switch import Bmv2SwitchNode, InnetSwitchNode
+
+        (self.procs.dir / SWITCHES_FILE).write_text("\n".join(s.name for s in self.topology.switches) + "\n")
+        netem = impair.netem_available()
+        netem_loss = netem and not self.options.link_loss_bpf
+        lossy = any(c.link.loss_pct for c in self.topology.links)
+        if self.options.link_dup_pct and not impair.duplication_available():
+            raise TestbedError(f"link duplication {self.options.link_dup_pct:g}%: needs the kernel's clsact, "
+                               "cls_bpf and mirred (CONFIG_NET_SCH_INGRESS, NET_CLS_BPF, NET_ACT_MIRRED)")
+        if lossy and not netem_loss and not impair.cls_bpf_available():
+            raise TestbedError("link loss: the cls_bpf random drop needs clsact and cls_bpf (CONFIG_NET_SCH_INGRESS, "
+                               "NET_CLS_BPF), which this kernel lacks" + ("" if netem else ", and it has no netem"))
+        if not netem:
+            for c in self.topology.links:
+                if c.link.delay_ms is not None or c.link.jitter_ms is not None:
+                    raise TestbedError(f"link {c.a}-{c.b}: delay/jitter need the kernel's netem qdisc "
+                                       "(CONFIG_NET_SCH_NETEM), which this kernel lacks")
+        topo = mininet_topo(self.topology, netem=netem_loss)
+        node: dict[str, Any] = {"node_class": InnetSwitchNode}
+        if self.options.switch_impl == "bmv2":
+            node = {"node_class": Bmv2SwitchNode, "tools": self._bmv2_tools}
+        self._enter_network(topo, executor=self.options.switch_executor, **node)
+        for host in self.net.hosts:
+            self.procs.adopt(f"mnhost-{host.name}", host.pid)
+        for c in self.topology.links:
+            loss = 0.0 if netem_loss else c.link.loss_pct or 0.0
+            if loss or self.options.link_dup_pct:
+                host = self.net.get(c.a)
+                impair.apply_impairments(host.cmd, host.defaultIntf().name, loss, self.options.link_dup_pct)
+            if c.link.mtu is not None:
+                host = self.net.get(c.a)
+                host.cmd(f"ip link set dev {host.defaultIntf().name} mtu {c.link.mtu}")
+                subprocess.run(["ip", "link", "set", "dev", self.switch_iface(c.a), "mtu", str(c.link.mtu)],
+                               check=True, capture_output=True, timeout=30)
+        switch = self.net.get(self.topology.switch().name)
+        if switch.grpc_address is None:
+            raise TestbedError(f"switch {switch.name} has no P4Runtime address; log {switch.log_path}")
+        self.thrift_port = getattr(switch, "thrift_port", None)
+        address: str = switch.grpc_address
+        return address
+
+    def switch_pid(self) -> int | None:
+        if self.net is None:
+            return None
+        process = getattr(self.net.get(self.topology.switch().name), "process", None)
+        return process.pid if process is not None and process.poll() is None else None
+
+    def _enter_network(self, topo: Any, **switch_params: Any) -> None:
+        """Start Mininet on ``topo`` into ``self.net`` (undone by ``self._stack``).
+
+        A previous run's host namespaces are destroyed asynchronously by the kernel; until
+        then their veth peers keep the switch's interface names, so "File exists" is retried
+        after waiting for the names to be free."""
+        from innet.testbed.backends.mininet.switch import InnetSwitchError, innet_network
+
+        for attempt in range(3):
+            try:
+                self.net = self._stack.enter_context(innet_network(
+                    topo, program=None, log_level=self.options.switch_log_level,
+                    start_timeout=self.options.start_timeout, **switch_params))
+                return
+            except InnetSwitchError as error:
+                raise TestbedError(str(error)) from None
+            except Exception as error:
+                if "File exists" not in str(error) or attempt == 2:
+                    raise
+                self._wait_names_free()
+
+    def _wait_names_free(self, timeout: float = 15.0) -> None:
+        from innet.testbed.backends.mininet.clean import innet_interfaces
+
+        names = [s.name for s in self.topology.switches]
+        deadline = time.monotonic() + timeout
+        while innet_interfaces(names) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+
+    def _stop_network(self) -> None:
+        net, self.net = self.net, None
+        try:
+            self._stack.close()
+        finally:
+            del net
+
+    # -- per host -------------------------------------------------------------------------
+
+    def switch_iface(self, host: str) -> str:
+        """Root-namespace interface of ``host``'s switch port (``s1-eth<P>``)."""
+        c = self.topology.uplink(host)
+        return f"{c.b}-eth{c.b_port}"
+
+    def spawn_on(self, host: str, name: str, argv: Sequence[str], env: dict[str, str] | None = None,
+                 stdout_pipe: bool = False) -> subprocess.Popen[bytes]:
+        if self.net is None:
+            raise TestbedError(f"spawn {name!r} on {host}: the Mininet testbed is not up")
+        node = self.net.get(host)
+        return self.procs.spawn(name, argv, spawner=node.popen, env={**os.environ, **(env or {})},
+                                stdout_pipe=stdout_pipe)
+
+    def host_transport(self, host: str) -> dict[str, Any]:
+        h = self.topology.host(host)
+        return udp_transport(self.topology.switch().ip, h.address, self.options.agent_port)
+
+    def count_iface(self, host: str) -> str | None:
+        return f"{host}-eth0"
+
+    def gloo_iface(self, host: str) -> str:
+        return f"{host}-eth0"
+
+    def gloo_master(self) -> str:
+        return self.topology.workers[0].address
+
+    def wire_bytes(self) -> dict[str, tuple[int, int]] | None:
+        out = {}
+        for h in self.topology.hosts:
+            stats = Path("/sys/class/net") / self.switch_iface(h.name) / "statistics"
+            try:
+                out[h.name] = (int((stats / "rx_bytes").read_text()), int((stats / "tx_bytes").read_text()))
+            except OSError:
+                return None
+        return out
+
+    def wire_packets(self) -> dict[str, tuple[int, int]] | None:
+        """Per host, (frames sent, frames received) on its link so far."""
+        out = {}
+        for h in self.topology.hosts:
+            stats = Path("/sys/class/net") / self.switch_iface(h.name) / "statistics"
+            try:
+                out[h.name] = (int((stats / "rx_packets").read_text()), int((stats / "tx_packets").read_text()))
+            except OSError:
+                return None
+        return out

@@ -1,0 +1,1 @@
+"""argparse only: thin calls into the testbed systems."""

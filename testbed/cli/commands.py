@@ -1,0 +1,412 @@
+"""The ``demo``, ``bench`` and ``testbed`` subcommands of ``innet`` (thin calls into the testbed API).
+
+``innet.cli`` registers them with :func:`add_commands`; each handler parses its flags into
+a config value, calls one library function and turns its outcome into an exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from innet.argtypes import input_file, int_range, output_dir, positive_float
+from innet.host.wire import SUPPORTED_K
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
+    return console
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    """``1K,64K,1M`` -> (1024, 65536, 1048576)."""
+    out = []
+    for part in text.split(","):
+        part = part.strip().upper()
+        scale = {"K": 1 << 10, "M": 1 << 20}.get(part[-1:], 1)
+        number = part[:-1] if scale != 1 else part
+        try:
+            out.append(int(number) * scale)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"size {part!r}: expected a number with optional K or M") from None
+    return tuple(out)
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers") from None
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated numbers") from None
+
+
+def quiet_mininet() -> None:
+    """Mininet logs tc warnings (HTB quantum) as errors; keep the entry point's output readable."""
+    try:
+        from mininet.log import setLogLevel
+
+        setLogLevel("critical")
+    except ImportError:
+        pass
+
+
+def run_cli(net: Any) -> None:
+    """Mininet's CLI on ``net``. Its commands print through Mininet's logger at level
+    ``output``, which ``quiet_mininet`` silences for the bring-up: the CLI needs it back."""
+    from mininet.cli import CLI
+    from mininet.log import setLogLevel
+
+    setLogLevel("output")
+    try:
+        CLI(net)
+    finally:
+        setLogLevel("critical")
+
+
+def _terminate_on_sigterm() -> None:
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+# -- demo ------------------------------------------------------------------------------------
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from innet.testbed.ina.demo import DemoConfig, run
+    from innet.testbed.cli.containers import check_switch_impl
+
+    if (rc := check_switch_impl(args, args.command)) is not None:
+        return rc
+
+    quiet_mininet()
+    _terminate_on_sigterm()
+    if args.mode == "luwu":
+        from innet.testbed.luwu.demo import LuwuDemoConfig, run as run_luwu
+
+        luwu = run_luwu(LuwuDemoConfig(workers=args.workers, steps=args.steps, backend=args.backend,
+                                       out_dir=args.out), _console())
+        acc = luwu["accuracy"]
+        return 0 if not luwu["errors"] and acc["luwu"] is not None and abs(acc["luwu"] - acc["local"]) <= 0.01 \
+            else EXIT_ERROR
+    if args.topo != "star":
+        from innet.testbed.rail.demo import RailDemoConfig, run as run_rail
+
+        try:
+            rail = run_rail(RailDemoConfig(topo=args.topo, domains=args.domains, gpus_per_domain=args.gpus_per_domain,
+                                           steps=min(args.steps, 50) if args.benchmark else args.steps,
+                                           backend=args.backend, out_dir=args.out,
+                                           benchmark=args.benchmark),
+                            _console())
+        except ValueError as error:
+            print(f"innet {args.command}: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        t = rail["training"]
+        good = (t["workers_agree"] and t["switch_registers_match"] and t["bit_exact_with_model"]
+                and t["accuracy"] >= t["float_reference_accuracy"] - 0.03)
+        return 0 if good and all(r["ok"] for r in rail["rows"]) else EXIT_ERROR
+    config = DemoConfig(workers=args.workers, steps=args.steps, backend=args.backend, gloo=not args.no_gloo,
+                        bench_sizes=args.sizes, out_dir=args.out, executor=args.executor, switch_impl=args.switch_impl,
+                        benchmark=args.benchmark)
+    from innet.controller.errors import ControllerError
+    from innet.testbed.core.testbed import TestbedError
+
+    try:
+        doc = run(config, _console())
+    except (TestbedError, ControllerError) as error:
+        print(f"innet {args.command}: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    train = doc["training"]
+    good = (train["workers_agree"] and train["switch_registers_match"] and train["bit_exact_with_model"]
+            and all(r["ok"] for r in doc["rows"]))
+    return 0 if good else EXIT_ERROR
+
+
+# -- bench -----------------------------------------------------------------------------------
+
+
+def cmd_rail_bench(args: argparse.Namespace) -> int:
+    from innet.testbed.rail import bench as rail_bench
+
+    try:
+        config = rail_bench.RailBenchConfig(
+            topo=args.topo, domains=args.domains, gpus_per_domain=args.gpus_per_domain,
+            nic_mbps=10.0 if args.bw is None else args.bw, hb_mbps=args.hb_bw, sizes=args.sizes, pair_bytes=args.pair_bytes,
+            repeats=args.repeats, k=rail_bench.RailBenchConfig.k if args.k is None else args.k, window=args.window,
+            gloo="gloo" not in args.skip, backend=args.backend, out_dir=args.out)
+    except ValueError as error:
+        print(f"innet bench: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    console = _console()
+    from innet.controller.errors import ControllerError
+    from innet.testbed.core.testbed import TestbedError
+
+    try:
+        doc = rail_bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"))
+    except (TestbedError, ControllerError) as error:
+        print(f"innet bench: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    console.print(rail_bench.table(doc))
+    for s in doc["alltoall_slowdown"]:
+        console.print(f"all-to-all two-step slowdown at D={s['pair_bytes']} B: measured {s['measured']:.1%}, "
+                      f"model {s['model']:.1%} (seed's C_S/C_F {s['seed_estimate']:.1%})")
+    json_path, png_path = rail_bench.save(doc, config.out_dir)
+    console.print(f"wrote {json_path} and {png_path}")
+    if args.markdown:
+        print(rail_bench.markdown(doc))
+    for failure in doc["failures"]:
+        console.print(f"[red]failed[/]: {failure['collective']}: {failure['error']}", markup=True, highlight=False)
+    return 0 if all(r["ok"] for r in doc["rows"]) and not doc["failures"] else EXIT_ERROR
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from innet.testbed.ina import bench
+    from innet.testbed.cli.containers import check_switch_impl
+
+    if (rc := check_switch_impl(args, "bench")) is not None:
+        return rc
+
+    quiet_mininet()
+    _terminate_on_sigterm()
+    if args.topo != "star":
+        return cmd_rail_bench(args)
+    try:
+        config = bench.BenchConfig(workers=args.workers, sizes=args.sizes, losses=args.loss,
+                                   bw_mbps=(1000.0 if args.bw is None else args.bw) or None, delay_ms=args.delay,
+                                   repeats=args.repeats, k=args.k, mtu=args.mtu,
+                                   window=args.window, backend=args.backend, out_dir=args.out, executor=args.executor,
+                                   switch_impl=args.switch_impl, timeout_s=args.timeout,
+                                   collectives=tuple(c for c in ("ina", "gloo") if c not in args.skip))
+    except ValueError as error:
+        print(f"innet bench: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    console = _console()
+    from innet.controller.errors import ControllerError
+    from innet.testbed.core.testbed import TestbedError
+
+    try:
+        doc = bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"))
+    except (TestbedError, ControllerError) as error:
+        print(f"innet bench: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    console.print(bench.table(doc))
+    json_path, png_path = bench.save(doc, config.out_dir)
+    console.print(f"wrote {json_path} and {png_path}")
+    if args.markdown:
+        print(bench.markdown_table(doc))
+    for failure in doc["failures"]:
+        console.print(f"[red]failed[/]: {failure['collective']} with {failure['workers']} workers at "
+                      f"{failure['loss_pct']:g}% loss: {failure['error']}", markup=True, highlight=False)
+    return 0 if all(r["ok"] for r in doc["rows"]) and not doc["failures"] else EXIT_ERROR
+
+
+# -- testbed ---------------------------------------------------------------------------------
+
+
+def cmd_testbed_up(args: argparse.Namespace) -> int:
+    from innet.controller.errors import ControllerError
+    from innet.testbed.core.testbed import TestbedError, options_for
+    from innet.testbed.cli.containers import check_switch_impl, cmd_up_docker
+    from innet.testbed.core.topology import TOPOLOGIES, Link, Topology, TopologyError
+
+    if args.runtime == "docker":
+        return cmd_up_docker(args)
+    if (rc := check_switch_impl(args, "testbed up")) is not None:
+        return rc
+    quiet_mininet()
+    _terminate_on_sigterm()
+    console = _console()
+    try:
+        if args.topo_file is not None:
+            topo = Topology.load(args.topo_file)
+        elif args.topo == "star":
+            link = Link(bw_mbps=args.bw, delay_ms=args.delay, loss_pct=args.link_loss, mtu=args.mtu)
+            topo = TOPOLOGIES[args.topo](workers=args.workers, link=link)
+        else:
+            nic = Link(bw_mbps=args.bw, delay_ms=args.delay, loss_pct=args.link_loss, mtu=args.mtu)
+            topo = TOPOLOGIES[args.topo](domains=args.domains, gpus_per_domain=args.gpus_per_domain,
+                                        nic_link=nic, hb_link=Link(bw_mbps=args.hb_bw))
+    except TopologyError as error:
+        print(f"innet testbed up: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    loopback = args.loopback or os.geteuid() != 0
+    try:
+        options = options_for(topo, args.k, switch_loss=args.switch_loss / 100 if loopback else 0.0,
+                              switch_executor=args.executor, switch_impl=args.switch_impl)
+    except ValueError as error:
+        if str(error).startswith("K="):
+            print(f"innet testbed up: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"innet testbed up: --switch-loss {args.switch_loss:g}: must be a percentage within 0..100 "
+              "(100 excluded)", file=sys.stderr)
+        return EXIT_USAGE
+    if loopback:
+        from innet.testbed.backends.loopback import LoopbackTestbed as Impl
+        if not args.loopback:
+            console.print("[yellow]not root: bringing the topology up on loopback[/]")
+    else:
+        from innet.testbed.backends.mininet.net import MininetTestbed as Impl  # type: ignore[assignment]
+    if len(topo.switches) > 1:
+        from innet.testbed.rail.testbed import rail_testbed_class
+
+        Impl = rail_testbed_class("loopback" if loopback else "mininet")  # type: ignore[assignment,misc]
+    console.print(str(topo), markup=False, highlight=False)
+    try:
+        tb = Impl(topo, options)
+    except TestbedError as error:
+        print(f"innet testbed up: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        with tb:
+            addresses = getattr(tb, "grpc_addresses", None) or {topo.p4_switches[0].name: tb.grpc_address}
+            where = ", ".join(f"{name} {addr} (device {topo.switch(name).device_id})"
+                              for name, addr in addresses.items())
+            console.print(f"[green]up[/] ({tb.kind}): P4Runtime {where}; job {tb.job.job_id} ({tb.job.mode}, "
+                          f"{tb.job.num_workers} workers per switch, {tb.job.slot_count} slots, K={tb.options.k}); "
+                          f"run dir {tb.procs.dir}")
+            for addr in addresses.values():
+                console.print(f"inspect with: innet inspect --switch {addr}"
+                              + (f" --thrift-port {tb.thrift_port}" if tb.thrift_port is not None else ""))
+            if not loopback and not args.no_cli:
+                run_cli(tb.net)  # type: ignore[attr-defined]
+            else:
+                console.print("waiting; Ctrl-C (or `innet testbed down`) tears it down")
+                while True:
+                    time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    except (TestbedError, ControllerError) as error:
+        print(f"innet testbed up: error: {error}; logs kept in {tb.procs.dir}", file=sys.stderr)
+        return EXIT_ERROR
+    console.print("testbed down")
+    return 0
+
+
+def cmd_testbed_down(args: argparse.Namespace) -> int:
+    from innet.testbed.backends.mininet.clean import cleanup, down
+
+    if getattr(args, "runtime", "process") == "docker":
+        from innet.testbed.cli.containers import cmd_cleanup_docker
+
+        return cmd_cleanup_docker()
+
+    done = down() if args.action == "down" else cleanup()
+    for line in done:
+        print(line)
+    if not done:
+        print("nothing to clean up")
+    return 0
+
+
+def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Register ``demo``, ``bench`` and ``testbed`` on the ``innet`` parser."""
+    from innet.testbed.core.testbed import MAX_WINDOW
+    from innet.testbed.cli.containers import add_arguments as add_switch_impl
+
+    backends = ["auto", "mininet", "loopback"]
+    demo = sub.add_parser("demo", help="bring up a 4-worker star, train with the switch as optimizer, "
+                                       "compare with gloo; results under results/")
+    train = sub.add_parser("train", help="bring up a testbed and train the digits model with the switch as "
+                                         "optimizer (the demo without its allreduce benchmark)")
+    for p in (demo, train):
+        p.add_argument("--workers", type=int_range(2), default=4, help="workers in the star (default 4)")
+        p.add_argument("--topo", choices=["star", "rail-only", "rail-optimized"], default="star",
+                       help="star (default), or a rail network training with hierarchical INA")
+        p.add_argument("--domains", type=int, default=2, help="rail topologies: HB domains (default 2)")
+        p.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain (default 4)")
+        p.add_argument("--steps", type=int_range(1), default=150, help="training steps (default 150)")
+        p.add_argument("--backend", choices=backends, default="auto", help="auto: Mininet when root, else loopback")
+        p.add_argument("--mode", choices=("switch", "luwu"), default="switch",
+                       help="switch: the P4 switch is the optimizer (default); luwu: optimizer nodes with "
+                            "out-of-core Adam, PyTorch workers pushing/pulling per layer")
+        p.add_argument("--executor", choices=["auto", "native", "python"], default="auto",
+                       help="switch packet executor: native (generated C), python, auto (native when possible)")
+        p.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
+        add_switch_impl(p)
+    demo.add_argument("--sizes", type=_sizes, default=(16384, 262144), help="benchmark sizes (default 16K,256K)")
+    demo.add_argument("--no-gloo", action="store_true", help="skip the gloo baseline")
+    demo.set_defaults(func=cmd_demo, benchmark=True)
+    train.set_defaults(func=cmd_demo, benchmark=False, sizes=(), no_gloo=True)
+
+    bench = sub.add_parser("bench", help="allreduce benchmark: innet INA vs gloo ring on the same testbed "
+                                         "(--topo rail-*: hierarchical INA and all-to-all too)")
+    bench.add_argument("--workers", type=_ints, default=(2, 4), help="worker counts, e.g. 2,4,8 (default 2,4)")
+    bench.add_argument("--sizes", type=_sizes, default=(1024, 16384, 262144),
+                       help="elements per allreduce, e.g. 1K,64K,1M,16M (default 1K,16K,256K)")
+    bench.add_argument("--loss", type=_floats, default=(0.0,), help="loss percentages, e.g. 0,1,5 (default 0)")
+    bench.add_argument("--bw", type=float, default=None,
+                       help="link rate in Mbit/s, 0: unshaped (Mininet; default 1000, rail topologies: NIC C_S 10)")
+    bench.add_argument("--delay", type=float, default=None, help="one-way link delay in ms (Mininet)")
+    bench.add_argument("--repeats", type=int_range(1), default=2, help="timed operations per point (default 2)")
+    bench.add_argument("-k", type=int, default=None, choices=list(SUPPORTED_K),
+                       help="values per packet (INNET_K; default: the largest whose frame fits the MTU)")
+    bench.add_argument("--mtu", type=int, default=None,
+                       help="link MTU, 576..9000, for innet and gloo alike (Mininet; default 1500)")
+    bench.add_argument("--window", type=int_range(1, MAX_WINDOW), default=16, help="slots per job (default 16)")
+    bench.add_argument("--backend", choices=backends, default="auto", help="auto: Mininet when root")
+    bench.add_argument("--executor", choices=["auto", "native", "python"], default="auto",
+                       help="switch packet executor: native (generated C), python, auto (native when possible)")
+    bench.add_argument("--skip", action="append", default=[], choices=["ina", "gloo"], help="leave one out")
+    bench.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
+    bench.add_argument("--markdown", action="store_true", help="also print the rows as a Markdown table")
+    bench.add_argument("--topo", choices=["star", "rail-only", "rail-optimized"], default="star",
+                       help="star: flat INA vs gloo per worker count; rail-*: hierarchical/flat INA, gloo, all-to-all")
+    bench.add_argument("--domains", type=int, default=2, help="rail topologies: HB domains y (default 2)")
+    bench.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain x (default 4)")
+    bench.add_argument("--hb-bw", type=positive_float, default=100.0,
+                       help="rail topologies: HB link rate C_F in Mbit/s (default 100; --bw is C_S, default 10)")
+    bench.add_argument("--pair-bytes", type=_sizes, default=(50000,),
+                       help="rail topologies: all-to-all bytes per GPU pair (default 50000)")
+    bench.add_argument("--timeout", type=positive_float, default=300.0,
+                       help="seconds per collective and testbed before it counts as failed (default 300)")
+    add_switch_impl(bench)
+    bench.set_defaults(func=cmd_bench)
+
+    tb = sub.add_parser("testbed", help="bring a topology up with the job ready, or remove leftovers")
+    tbsub = tb.add_subparsers(dest="action", required=True)
+    up = tbsub.add_parser("up", help="bring up; Mininet CLI (or wait with --no-cli / on loopback) until exit")
+    up.add_argument("--topo", choices=["star", "rail-only", "rail-optimized"], default="star",
+                    help="topology generator (default star)")
+    up.add_argument("--domains", type=int, default=2, help="rail topologies: HB domains y (default 2)")
+    up.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain x (default 4)")
+    up.add_argument("--hb-bw", type=float, default=None, help="rail topologies: HB-domain link rate in Mbit/s")
+    up.add_argument("--topo-file", type=input_file, default=None, help="a saved topology (JSON) instead of --topo")
+    up.add_argument("--workers", type=int, default=4, help="workers (default 4)")
+    up.add_argument("--bw", type=float, default=None, help="(NIC) link rate in Mbit/s (Mininet)")
+    up.add_argument("--delay", type=float, default=None, help="one-way link delay in ms (Mininet)")
+    up.add_argument("--link-loss", type=float, default=None, help="link loss in percent (Mininet netem)")
+    up.add_argument("--mtu", type=int, default=None, help="link MTU, 576..9000 (Mininet; K follows it)")
+    up.add_argument("-k", type=int, default=None, choices=list(SUPPORTED_K),
+                    help="values per packet (INNET_K; default: the largest whose frame fits the MTU)")
+    up.add_argument("--switch-loss", type=float, default=0.0, help="loopback: drop percent of switch output")
+    up.add_argument("--loopback", action="store_true", help="no Mininet: UDP switch ports on 127.0.0.1")
+    up.add_argument("--executor", choices=["auto", "native", "python"], default="auto",
+                    help="switch packet executor: native (generated C), python, auto (native when possible)")
+    up.add_argument("--no-cli", action="store_true", help="wait for Ctrl-C instead of the Mininet CLI")
+    add_switch_impl(up, runtime=True)
+    up.set_defaults(func=cmd_testbed_up)
+    for name, text in (("down", "stop live testbeds (their `up` process) and remove leftovers"),
+                       ("cleanup", "remove leftovers of crashed runs (processes, interfaces)")):
+        p = tbsub.add_parser(name, help=text)
+        p.add_argument("--runtime", choices=["process", "docker"], default="process",
+                       help="docker: remove innet-labelled containers, networks and volumes")
+        p.set_defaults(func=cmd_testbed_down)

@@ -1,0 +1,157 @@
+"""``innet geo plan`` and ``innet geo bench``: thin calls into ``innet.testbed.geo.bench``.
+
+Sites and WAN links are flags (``--sites a:2,b:2,c:2``, ``--wan a-b:10:40,...`` as
+``SITE-SITE:Mbit/s:ms``); the defaults are the issue's three sites and WAN classes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from innet.argtypes import int_range, output_dir, positive_float
+
+EXIT_USAGE = 2
+
+
+def _sites(text: str) -> tuple[Any, ...]:
+    from innet.testbed.geo.topology import Site
+
+    out = []
+    for part in text.split(","):
+        name, sep, workers = part.strip().partition(":")
+        try:
+            out.append(Site(name, int(workers) if sep else 2))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"site {part!r}: expected NAME[:WORKERS], e.g. a:2") from None
+    return tuple(out)
+
+
+def _wan(text: str) -> tuple[Any, ...]:
+    from innet.testbed.geo.topology import Wan
+    from innet.testbed.core.topology import Link, TopologyError
+
+    out = []
+    for part in text.split(","):
+        fields = part.strip().split(":")
+        ends = fields[0].split("-")
+        try:
+            if len(fields) != 3 or len(ends) != 2:
+                raise ValueError
+            out.append(Wan(ends[0], ends[1], Link(bw_mbps=float(fields[1]), delay_ms=float(fields[2]))))
+        except (ValueError, TopologyError) as error:
+            detail = f": {error}" if str(error) else ""
+            raise argparse.ArgumentTypeError(f"WAN link {part!r}: expected A-B:MBITS:MS, e.g. a-b:10:40{detail}") \
+                from None
+    return tuple(out)
+
+
+def _runs(text: str) -> tuple[tuple[str, str], ...]:
+    out = []
+    for part in text.split(","):
+        placement, sep, comp = part.strip().partition("/")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"run {part!r}: expected PLACEMENT/COMPRESSION, e.g. opfence/adatopk")
+        out.append((placement, comp))
+    return tuple(out)
+
+
+def _config(args: argparse.Namespace, **extra: Any) -> Any:
+    from innet.testbed.geo.bench import GeoBenchConfig
+    from innet.testbed.geo.topology import DEFAULT_SITES, DEFAULT_WAN, geo
+
+    topo = geo(args.sites or DEFAULT_SITES, args.wan or DEFAULT_WAN)
+    return GeoBenchConfig(task=args.task, batch=args.batch, microbatches=args.microbatches, topology=topo, **extra)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from innet.host.geo.opfence import PlanError
+    from innet.testbed.geo.bench import GeoBenchError, plan_all, run
+    from innet.testbed.core.topology import TopologyError
+
+    try:
+        config = _config(args)
+        planned = plan_all(config)
+    except (GeoBenchError, PlanError, TopologyError) as error:
+        print(f"innet geo plan: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    print(config.topology)
+    print("clusters (OP-Fence, by bandwidth): " + "; ".join(", ".join(c) for c in planned.clusters))
+    total = sum(c.compute_s for c in planned.workload.costs)
+    print(f"workload: {len(planned.graph)} operators, {total * 1e3:.2f} ms forward+backward per microbatch of "
+          f"{config.batch}")
+    for name, plan in planned.plans.items():
+        print(plan.describe(name))
+    if args.measure:
+        runs = tuple((p, "none") for p in planned.plans)
+        doc = run(replace(config, steps=args.measure, runs=runs, eval_every=0))
+        print("placement  predicted ms  measured ms (median step)")
+        for r in doc["rows"]:
+            print(f"{r['placement']:9}  {r['predicted_step_s'] * 1e3:12.1f}  {r['step_s'] * 1e3:11.1f}")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from innet.host.geo.opfence import PlanError
+    from innet.testbed.geo import bench as geo_bench
+    from innet.testbed.core.topology import TopologyError
+
+    try:
+        config = _config(args, steps=args.steps, runs=args.runs or geo_bench.DEFAULT_RUNS, replicas=args.replicas,
+                         target_accuracy=args.target, lr=args.lr, out_dir=args.out, eval_every=args.eval_every,
+                         testbed="mininet" if args.mininet else "loopback")
+    except (geo_bench.GeoBenchError, TopologyError) as error:
+        print(f"innet geo bench: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    from innet.host.geo.launch import LaunchError
+    from innet.testbed.core.testbed import TestbedError
+
+    try:
+        doc = geo_bench.run(config, progress=print)
+    except PlanError as error:
+        print(f"innet geo bench: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except (TestbedError, LaunchError) as error:
+        print(f"innet geo bench: {' '.join(str(error).split())[:2000]}", file=sys.stderr)
+        return 1
+    print(geo_bench.table(doc))
+    json_path, png_path = geo_bench.save(doc, config.out_dir)
+    print(f"wrote {json_path} and {png_path}")
+    return 0
+
+
+def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Register ``geo plan`` and ``geo bench`` on the ``innet`` parser."""
+    geo = sub.add_parser("geo", help="geo-distributed training across sites (OP-DAG, OP-Fence, AdaTopK)")
+    gsub = geo.add_subparsers(dest="action", required=True)
+    for name, func, help_text in (
+            ("plan", cmd_plan, "print the OP-Fence plan and the naive one with predicted step times"),
+            ("bench", cmd_bench, "train across emulated sites: placements x compressors (JSON + PNG)")):
+        p = gsub.add_parser(name, help=help_text)
+        p.add_argument("--task", choices=["digits", "lm"], default="digits",
+                       help="digits (MLP, scikit-learn digits) or lm (toy GPT-2, synthetic bigram task)")
+        p.add_argument("--sites", type=_sites, default=None, help="sites as NAME:WORKERS,... (default a:2,b:2,c:2)")
+        p.add_argument("--wan", type=_wan, default=None,
+                       help="WAN links as A-B:MBITS:MS,... (default a-b:10:40,b-c:100:10,a-c:1000:2)")
+        p.add_argument("--batch", type=int_range(1), default=32, help="samples per microbatch (default 32)")
+        p.add_argument("--microbatches", type=int_range(1), default=4, help="microbatches per step (default 4)")
+        p.set_defaults(func=func)
+        if name == "plan":
+            p.add_argument("--measure", type=int_range(2), default=0, metavar="STEPS",
+                           help="also train each plan STEPS steps and print measured vs predicted step time")
+        else:
+            p.add_argument("--steps", type=int_range(2), default=100, help="training steps per run (default 100)")
+            p.add_argument("--runs", type=_runs, default=None,
+                           help="PLACEMENT/COMPRESSION,... (default every naive|opfence x none|topk|adatopk)")
+            p.add_argument("--replicas", type=int_range(1, 9), default=1,
+                           help="pipelines per site; > 1: data parallel inside each site via its innet switch")
+            p.add_argument("--target", type=positive_float, default=0.9, help="time-to-accuracy target (default 0.9)")
+            p.add_argument("--lr", type=positive_float, default=0.05, help="SGD learning rate (default 0.05)")
+            p.add_argument("--eval-every", type=int_range(1), default=5, help="evaluate every N steps (default 5)")
+            p.add_argument("--mininet", action="store_true",
+                           help="run on the Mininet geo testbed (root): a switch per site, stages on site hosts, "
+                                "WAN veths shaped by HTB (delay: netem, else the transport)")
+            p.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")

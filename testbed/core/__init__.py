@@ -1,0 +1,1 @@
+"""What every testbed shares: topology values, the Testbed base, processes, ports, worker processes, reports."""

@@ -1,0 +1,1 @@
+"""Geo-distributed training (FusionLLM): site topology, testbeds, benchmark."""

@@ -1,0 +1,358 @@
+"""``innet geo bench``: geo-distributed training across emulated sites, placements and compressors.
+
+For one task (scikit-learn digits with an MLP, or the shipped synthetic language-model task
+with a toy GPT-2), the benchmark measures the workload, plans a naive placement (sites in
+the order given, equal operator counts per stage) and OP-Fence's, then trains each
+(placement, compression) pair for the same number of steps as separate stage processes,
+one per site, linked by TCP with each WAN link's rate and delay emulated in the transport.
+With ``replicas > 1`` every site runs that many pipelines' stages data parallel, their
+gradients summed by the site's innet switch (GeoTestbed, loopback). With ``testbed="mininet"``
+(root) the sites are Mininet stars around their own switches and every stage runs on a site
+host: activations and gradients cross the WAN veths (rate by HTB; delay by netem, or by the
+switches' WAN ports where the kernel has no netem), gradients are summed inside each site by
+its switch.
+
+Reported per run: mean step time (after warm-up) next to the predicted one, time to the
+target test accuracy, bytes per step over the WAN, the mean compression ratio, and the
+loss and accuracy against training wall-clock (evaluation time excluded), in JSON and PNG.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from innet.host.geo.compress import CompressionConfig
+from innet.host.geo.estimator import OpWorkload, measure
+from innet.host.geo.graph import Graph
+from innet.host.geo.launch import SINGLE_THREAD_BLAS, Spawn, launch, local_spawn
+from innet.host.geo.opfence import SiteNetwork, Plan, cluster, naive, opfence, predict
+from innet.host.geo.stage_process import StageJob, build_model, build_task
+from innet.testbed.geo.topology import geo, network_view, wan_shape
+from innet.testbed.core.topology import Topology
+
+PLACEMENTS = ("naive", "opfence")
+COMPRESSIONS = ("none", "topk", "adatopk")
+DEFAULT_RUNS = (("naive", "none"), ("naive", "topk"), ("naive", "adatopk"), ("opfence", "none"),
+                ("opfence", "topk"), ("opfence", "adatopk"))
+
+
+class GeoBenchError(ValueError):
+    """Bad benchmark settings; names the setting and value."""
+
+
+@dataclass(frozen=True)
+class GeoBenchConfig:
+    """What ``innet geo bench`` runs."""
+
+    task: str = "digits"
+    """``digits`` (MLP ``sizes``) or ``lm`` (toy GPT-2 on the synthetic bigram task)."""
+    sizes: tuple[int, ...] = (64, 128, 256, 32, 10)
+    """MLP widths for ``digits``."""
+    batch: int = 32
+    """Samples per microbatch."""
+    microbatches: int = 4
+    steps: int = 100
+    lr: float = 0.05
+    momentum: float = 0.9
+    eval_every: int = 5
+    target_accuracy: float = 0.9
+    """Time-to-accuracy threshold (test set)."""
+    topk_ratio: float = 0.1
+    """Fixed top-k baseline ratio."""
+    min_ratio: float = 0.05
+    """AdaTopK's floor."""
+    runs: tuple[tuple[str, str], ...] = DEFAULT_RUNS
+    replicas: int = 1
+    """Pipelines per site (> 1: data parallel inside each site through its innet switch)."""
+    topology: Topology = field(default_factory=geo)
+    testbed: str = "loopback"
+    """``loopback`` (stages as local processes, WAN in the transport) or ``mininet`` (root:
+    stages on the site hosts, switches per site, WAN veths; see innet.testbed.geo.mininet)."""
+    seed: int = 0
+    out_dir: Path = Path("results")
+    timeout_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.task not in ("digits", "lm"):
+            raise GeoBenchError(f"geo bench task {self.task!r}: expected 'digits' or 'lm'")
+        for placement, comp in self.runs:
+            if placement not in PLACEMENTS or comp not in COMPRESSIONS:
+                raise GeoBenchError(f"geo bench run {placement}/{comp}: placement must be one of "
+                                    f"{', '.join(PLACEMENTS)} and compression one of {', '.join(COMPRESSIONS)}")
+        if self.testbed not in ("loopback", "mininet"):
+            raise GeoBenchError(f"geo bench testbed {self.testbed!r}: expected 'loopback' or 'mininet'")
+        if self.replicas < 1 or self.steps < 1 or self.microbatches < 1 or self.batch < 1:
+            raise GeoBenchError("geo bench: replicas, steps, microbatches and batch must be >= 1")
+
+    def model_spec(self) -> dict[str, Any]:
+        if self.task == "digits":
+            return {"kind": "mlp", "sizes": list(self.sizes)}
+        return {"kind": "gpt", "vocab": 32, "d": 32, "heads": 2, "layers": 2, "seq": 16}
+
+    def task_spec(self) -> dict[str, Any]:
+        return {"kind": "digits"} if self.task == "digits" else {"kind": "lm", "vocab": 32, "seq": 16}
+
+
+@dataclass(frozen=True)
+class Planned:
+    graph: Graph
+    workload: OpWorkload
+    network: SiteNetwork
+    clusters: tuple[tuple[str, ...], ...]
+    plans: dict[str, Plan]
+
+
+def plan_all(config: GeoBenchConfig) -> Planned:
+    """Measure the workload at the microbatch size and plan both placements."""
+    graph = build_model(config.model_spec())
+    task = build_task(config.task_spec(), config.seed)
+    feeds = next(task.batches(config.batch, 1, config.seed))[0]
+    workload = measure(graph, graph.init_params(config.seed), feeds, repeats=7)
+    net = network_view(config.topology)
+    clusters = tuple(cluster(net))
+    plans = {"naive": naive(graph, workload, net, clusters, config.microbatches),
+             "opfence": opfence(graph, workload, net, clusters, config.microbatches)}
+    return Planned(graph, workload, net, clusters, plans)
+
+
+def _site(topo: Topology, device: str) -> str:
+    group = topo.host(device).group
+    assert group is not None
+    return group
+
+
+def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: int,
+               dp: Callable[[int, str], dict[str, Any] | None] | None = None, fabric: Any = None) -> list[StageJob]:
+    """The stage jobs of pipeline ``replica`` for ``plan``; compression on the slowest links only.
+    ``fabric`` (a geo testbed) places each stage on a host and says what the transport still
+    emulates of each WAN link; without it, stages are local processes shaping the whole link."""
+    topo = config.topology
+    sites = [_site(topo, c[0]) for c in plan.order]
+    slowest = min(link.bw_mbps for link in plan.links) if plan.links else None
+    comp: list[dict[str, Any] | None] = []
+    for link in plan.links:
+        if compression == "none" or link.bw_mbps != slowest:
+            comp.append(None)
+        else:
+            comp.append(asdict(CompressionConfig(compression, ratio=config.topk_ratio, min_ratio=config.min_ratio)))
+
+    def shape(a: str, b: str) -> dict[str, Any] | None:
+        s = fabric.transport_shape(a, b) if fabric is not None else wan_shape(topo, a, b)
+        return asdict(s) if s is not None else None
+
+    jobs = []
+    for i in range(len(sites)):
+        host = fabric.stage_host(sites[i], replica) if fabric is not None else None
+        listen = (topo.host(host).address, 0) if host is not None else ("127.0.0.1", 0)
+        jobs.append(StageJob(model=config.model_spec(), task=config.task_spec(), cuts=plan.cuts, index=i,
+                             steps=config.steps, batch=config.batch, microbatches=config.microbatches,
+                             seed=config.seed, data_seed=config.seed + 1000 * replica, lr=config.lr,
+                             momentum=config.momentum, listen=listen,
+                             shape_next=shape(sites[i], sites[i + 1]) if i + 1 < len(sites) else None,
+                             shape_prev=shape(sites[i], sites[i - 1]) if i > 0 else None,
+                             compress_next=comp[i] if i < len(comp) else None,
+                             compress_prev=comp[i - 1] if i > 0 else None,
+                             eval_every=config.eval_every, dp=dp(i, sites[i]) if dp else None,
+                             timeout=min(config.timeout_s, 300.0)))
+    return jobs
+
+
+def stage_spawner(config: GeoBenchConfig, fabric: Any) -> Spawn:
+    """How ``launch`` starts a stage: locally, or on the testbed host whose address it listens on."""
+    if fabric is None or not hasattr(fabric, "spawn_stage"):
+        return local_spawn
+    hosts = {h.address: h.name for h in config.topology.workers}
+
+    def spawn(job: StageJob, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
+        popen: subprocess.Popen[bytes] = fabric.spawn_stage(hosts[job.listen[0]], argv, SINGLE_THREAD_BLAS, name)
+        return popen
+
+    return spawn
+
+
+def _stage_elements(planned: Planned, plan: Plan, i: int) -> int:
+    names = set(plan.stage_nodes[i])
+    return sum(c.param_bytes // 4 for c in planned.workload.costs if c.name in names)
+
+
+def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compression: str,
+            geo_tb: Any = None) -> dict[str, Any]:
+    plan = planned.plans[placement]
+    pipelines = []
+    epochs: dict[str, int] = {}
+    for r in range(config.replicas):
+        def dp(i: int, site: str, r: int = r) -> dict[str, Any] | None:
+            if geo_tb is None or not geo_tb.has_ina(site):
+                return None
+            if site not in epochs:
+                epochs[site] = geo_tb.attach_site(site)
+            return {"agent": geo_tb.dp_agent(site, r, epochs[site], max(1, _stage_elements(planned, plan, i))),
+                    "replicas": config.replicas}
+        pipelines.append(stage_jobs(config, plan, compression, r, dp if config.replicas > 1 else None, geo_tb))
+    wan_before = geo_tb.wan_bytes() if hasattr(geo_tb, "wan_bytes") else None
+    start = time.monotonic()
+    outputs = launch(pipelines, spawn=stage_spawner(config, geo_tb), timeout=config.timeout_s)
+    wall = time.monotonic() - start
+    last = outputs[0][-1]
+    steps = last.of("step")
+    evals = last.of("eval")
+    times = [s["t"] for s in steps]
+    deltas = np.diff([0.0, *times])
+    warm = min(3, len(deltas) - 1)
+    step_s = float(statistics.median(deltas[warm:]))
+    tta = next((e["t"] for e in evals if e["accuracy"] >= config.target_accuracy), None)
+    done = [o.of("done")[0] for pipe in outputs for o in pipe]
+    # one pipeline's WAN traffic: every stage's sends both ways (probes and evaluation excluded)
+    wan_bytes = sum(d["sent_next"] + d["sent_prev"] for d in (o.of("done")[0] for o in outputs[0]))
+    ratios = [d["mean_ratio_next"] for d in done if d.get("mean_ratio_next") is not None]
+    slow = [i for i, link in enumerate(plan.links) if link.bw_mbps == min(l.bw_mbps for l in plan.links)]
+    slow_ratio = [done[i]["mean_ratio_next"] for i in slow if done[i].get("mean_ratio_next") is not None]
+    ratio = float(np.mean(slow_ratio)) if slow_ratio else 1.0
+    link_ratios = [ratio if i in slow else 1.0 for i in range(len(plan.links))]
+    predicted = predict(planned.graph, planned.workload, planned.network, plan.order, plan.cuts,
+                        config.microbatches, link_ratios).step_s
+    return {"placement": placement, "compression": compression, "sites": [_site(config.topology, c[0]) for c in
+                                                                          plan.order],
+            "cuts": list(plan.cuts), "links": [asdict(l) for l in plan.links],
+            "step_s": step_s, "predicted_step_s": predicted, "time_to_accuracy_s": tta,
+            "final_accuracy": evals[-1]["accuracy"] if evals else None, "final_loss": steps[-1]["loss"],
+            "wan_bytes_per_step": wan_bytes / config.steps, "slow_link_ratio": ratio,
+            "mean_ratios": ratios, "wall_s": wall,
+            "reduce_s": sum(d["reduce_s"] for d in done),
+            "wan_link_bytes": _wan_delta(wan_before, geo_tb.wan_bytes()) if wan_before is not None else None,
+            "loss_curve": [[s["t"], s["loss"]] for s in steps],
+            "accuracy_curve": [[e["t"], e["step"], e["accuracy"]] for e in evals]}
+
+
+def _wan_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """Bytes each WAN link end sent during one run (every pipeline, probes and evaluation included)."""
+    return {iface: after[iface] - before[iface] for iface in after}
+
+
+def machine() -> dict[str, Any]:
+    from innet.testbed.core.machine import describe
+
+    return describe()
+
+
+def open_testbed(config: GeoBenchConfig) -> Any:
+    """The started geo testbed the runs use: Mininet always (stages on the site hosts, WAN
+    traffic on the WAN veths); loopback only for data parallel (the site switches), else None."""
+    from innet.testbed.core.testbed import TestbedOptions
+
+    if config.testbed == "mininet":
+        from innet.testbed.geo.mininet import GeoMininetTestbed
+
+        return GeoMininetTestbed(config.topology, TestbedOptions(window=32)).start()
+    if config.replicas > 1:
+        from innet.testbed.geo.testbed import GeoTestbed
+
+        return GeoTestbed(config.topology, TestbedOptions(window=32)).start()
+    return None
+
+
+def wan_description(testbed: str) -> str:
+    """Which WAN emulation applies (recorded with every result)."""
+    from innet.testbed.geo.testbed import wan_emulation
+
+    if testbed == "loopback":
+        return "transport: rate + delay by the geo transport's user-space shaper, loopback TCP"
+    if wan_emulation("mininet") == "netem":
+        return "kernel: rate HTB + delay netem on the WAN veths (Mininet)"
+    return "switch: rate HTB on the WAN veths (Mininet), delay by the site switches' WAN port stage " \
+           "(innet-switch --port-delay; no netem in this kernel)"
+
+
+def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
+    planned = plan_all(config)
+    for name, plan in planned.plans.items():
+        progress(plan.describe(name))
+    rows = []
+    geo_tb = open_testbed(config)
+    try:
+        for placement, compression in config.runs:
+            progress(f"training {placement} / {compression} ...")
+            row = run_one(config, planned, placement, compression, geo_tb)
+            progress(f"  step {row['step_s'] * 1e3:.1f} ms (predicted {row['predicted_step_s'] * 1e3:.1f}), "
+                     f"time to {config.target_accuracy:.0%}: {row['time_to_accuracy_s']}, "
+                     f"final accuracy {row['final_accuracy']}")
+            rows.append(row)
+    finally:
+        if geo_tb is not None:
+            geo_tb.stop()
+    base = next((r for r in rows if r["placement"] == "naive" and r["compression"] == "none"), rows[0])
+    for r in rows:
+        r["speedup_step"] = base["step_s"] / r["step_s"]
+        r["speedup_tta"] = (base["time_to_accuracy_s"] / r["time_to_accuracy_s"]
+                            if base["time_to_accuracy_s"] and r["time_to_accuracy_s"] else None)
+    settings = {k: v for k, v in asdict(config).items() if k not in ("topology", "out_dir")}
+    settings["topology"] = str(config.topology)
+    settings["wan_emulation"] = wan_description(config.testbed)
+    return {"date": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine(), "settings": settings,
+            "clusters": [list(c) for c in planned.clusters],
+            "plans": {k: p.describe(k) for k, p in planned.plans.items()}, "rows": rows}
+
+
+def table(doc: dict[str, Any]) -> str:
+    lines = [f"{'placement':9} {'compress':8} {'sites':7} {'step ms':>8} {'pred ms':>8} {'TTA s':>7} "
+             f"{'acc':>5} {'WAN kB/step':>11} {'ratio':>6} {'x step':>6} {'x TTA':>6}"]
+    for r in doc["rows"]:
+        tta = f"{r['time_to_accuracy_s']:.1f}" if r["time_to_accuracy_s"] else "-"
+        xt = f"{r['speedup_tta']:.2f}" if r["speedup_tta"] else "-"
+        lines.append(f"{r['placement']:9} {r['compression']:8} {'-'.join(r['sites']):7} {r['step_s'] * 1e3:8.1f} "
+                     f"{r['predicted_step_s'] * 1e3:8.1f} {tta:>7} {r['final_accuracy'] or 0:5.3f} "
+                     f"{r['wan_bytes_per_step'] / 1e3:11.1f} {r['slow_link_ratio']:6.3f} {r['speedup_step']:6.2f} "
+                     f"{xt:>6}")
+    return "\n".join(lines)
+
+
+def plot(doc: dict[str, Any], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for r in doc["rows"]:
+        label = f"{r['placement']} / {r['compression']}"
+        curve = np.array(r["loss_curve"])
+        ax1.plot(curve[:, 0], curve[:, 1], label=label)
+        acc = np.array(r["accuracy_curve"])
+        if len(acc):
+            ax2.plot(acc[:, 0], acc[:, 2], marker=".", label=label)
+    s = doc["settings"]
+    ax1.set_xlabel("training wall-clock (s)")
+    ax1.set_ylabel("training loss")
+    ax1.set_xscale("log")
+    ax2.set_xlabel("training wall-clock (s)")
+    ax2.set_ylabel("test accuracy")
+    ax2.set_xscale("log")
+    ax2.axhline(s["target_accuracy"], color="grey", lw=0.5)
+    ax1.legend(fontsize=8)
+    fig.suptitle(f"innet geo: {s['task']}, 3 sites (WAN 10M/40ms, 100M/10ms, 1G/2ms), {s['microbatches']}x"
+                 f"{s['batch']} per step, {s['replicas']} pipeline(s), {doc['machine']['cores']} cores, "
+                 f"{s.get('testbed', 'loopback')}, WAN delay by {s['wan_emulation'].split(':')[0]}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def save(doc: dict[str, Any], out_dir: Path, stem: str = "geo-bench") -> tuple[Path, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = doc["date"].replace(":", "").replace("-", "")
+    tier = "-mininet" if doc["settings"].get("testbed") == "mininet" else ""
+    json_path = out_dir / f"{stem}-{doc['settings']['task']}{tier}-{stamp}.json"
+    json_path.write_text(json.dumps(doc, indent=2) + "\n")
+    return json_path, plot(doc, json_path.with_suffix(".png"))
+
+
+__all__ = ["GeoBenchConfig", "plan_all", "run", "save", "stage_jobs", "table"]

@@ -1,0 +1,396 @@
+"""``innet bench``: innet in-network allreduce vs gloo's ring allreduce on the same testbed.
+
+For every (workers N, loss) of the grid the star topology is brought up once (Mininet
+when root, else loopback); on it, for every message size S, both collectives run
+``repeats`` timed float32 allreduces (after a warm-up, each after a barrier). Reported per
+row: time (mean, min), goodput (message bits / time), the switch's achieved packet rate
+(frames the workers sent per second of operation), bytes on the wire per worker
+(interface counters in Mininet; the agent's frame counters on loopback, where gloo is
+not measurable) next to the theory of :mod:`innet.testbed.core.bounds`, for innet the chunks
+retransmitted per timed operation (all workers together; column "retrans/op"), and whether
+every worker got the exact result. Saves ``bench-<stamp>.json`` and ``.png`` under the output
+directory and prints a rich table. A benchmark is a program, not a test (STYLE.md 12).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import statistics
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from innet.host.wire import IP_OVERHEAD, SUPPORTED_K, k_for_mtu, message_len
+from innet.testbed.core import bounds as costmodel
+from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions, WorkerResult
+from innet.testbed.core.topology import Link, star
+
+REPO = Path(__file__).resolve().parents[1]
+def switch_description(executor: str, switch_impl: str = "innet") -> str:
+    """The switch a run used, for captions and JSON: ``auto`` is resolved the way innet-switch
+    resolves it for innet.p4 (native when a C compiler is present; innet.p4 has no construct
+    the native executor refuses)."""
+    from innet.native_build import compiler_path
+
+    if switch_impl == "bmv2":
+        return "simple_switch_grpc (p4lang BMv2, p4c-bm2-ss)"
+
+    if executor == "auto":
+        executor = "native" if compiler_path() is not None else "python (no C compiler)"
+    return f"innet-switch (embedded P4 target, {executor} executor)"
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """The grid and the settings of one benchmark run."""
+
+    workers: tuple[int, ...] = (2, 4)
+    """Worker counts N (2..8), one testbed each."""
+    sizes: tuple[int, ...] = (1024, 16384, 262144)
+    """Elements S per allreduce (float32)."""
+    losses: tuple[float, ...] = (0.0,)
+    """Random loss per link direction in percent (netem in Mininet, switch output on loopback)."""
+    bw_mbps: float | None = 1000.0
+    """Link rate (Mininet TCLink); None for unshaped veths."""
+    delay_ms: float | None = None
+    """One-way link delay in ms (Mininet)."""
+    repeats: int = 2
+    """Timed operations per size and collective (after one warm-up)."""
+    k: int | None = None
+    """Values per packet (``INNET_K``, one of ``wire.SUPPORTED_K``); None: the largest whose
+    frame fits the MTU (256 at 1500, 2048 at 9000)."""
+    mtu: int | None = None
+    """Link MTU (Mininet: every host and switch interface, for innet and gloo alike); None:
+    the interfaces' default, 1500."""
+    window: int = 16
+    """Slots per job (outstanding chunks per worker)."""
+    collectives: tuple[str, ...] = ("ina", "gloo")
+    """What to run: ``ina`` (innet) and/or ``gloo``."""
+    backend: str = "auto"
+    """``mininet``, ``loopback`` or ``auto`` (Mininet when root)."""
+    executor: str = "auto"
+    """The switch's packet executor (``innet-switch --executor``): native, python or auto."""
+    switch_impl: str = "innet"
+    """The switch: ``innet`` or ``bmv2`` (simple_switch_grpc, Mininet only; ``TestbedOptions.switch_impl``)."""
+    out_dir: Path = Path("results")
+    """Where JSON and PNG go."""
+    timeout_s: float = 300.0
+    """Seconds one collective may take for all sizes; beyond, it is recorded as a failure."""
+
+    def __post_init__(self) -> None:
+        for n in self.workers:
+            if not 2 <= n <= 8:
+                raise ValueError(f"bench workers={n}: must be within 2..8")
+        for s in self.sizes:
+            if not 1 <= s <= 1 << 24:
+                raise ValueError(f"bench size={s}: must be within 1..16M elements")
+        for p in self.losses:
+            if not 0 <= p < 100:
+                raise ValueError(f"bench loss={p}: must be a percentage within 0..100")
+        unknown = set(self.collectives) - {"ina", "gloo"}
+        if unknown or not self.collectives:
+            raise ValueError(f"bench collectives={self.collectives}: choose from ina, gloo")
+        if self.backend not in ("auto", "mininet", "loopback"):
+            raise ValueError(f"bench backend={self.backend!r}: choose auto, mininet or loopback")
+        if self.repeats < 1:
+            raise ValueError(f"bench repeats={self.repeats}: must be >= 1")
+        if self.mtu is not None and not 576 <= self.mtu <= 9000:
+            raise ValueError(f"bench mtu={self.mtu}: must be within 576..9000")
+        if self.k is not None:
+            if self.k not in SUPPORTED_K:
+                raise ValueError(f"bench k={self.k}: innet.p4 builds K in {', '.join(map(str, SUPPORTED_K))}")
+            if IP_OVERHEAD + message_len(self.k) > self.link_mtu:
+                raise ValueError(f"bench k={self.k}: a {IP_OVERHEAD + message_len(self.k)}-byte innet "
+                                 f"packet exceeds mtu {self.link_mtu} (largest K that fits: "
+                                 f"{k_for_mtu(self.link_mtu)})")
+
+    @property
+    def link_mtu(self) -> int:
+        """The MTU the links have (1500 unless set)."""
+        return self.mtu if self.mtu is not None else 1500
+
+    def resolved_k(self) -> int:
+        """K as given, else the largest supported K whose frame fits the MTU."""
+        return self.k if self.k is not None else k_for_mtu(self.link_mtu)
+
+    def resolved_backend(self) -> str:
+        if self.backend == "auto":
+            return "mininet" if os.geteuid() == 0 else "loopback"
+        return self.backend
+
+
+@dataclass(frozen=True)
+class Row:
+    """One (collective, N, S, loss) measurement with its theory."""
+
+    collective: str
+    workers: int
+    elements: int
+    loss_pct: float
+    ok: bool
+    """Every worker got the right sum in every operation."""
+    time_mean_s: float
+    """Completion time, mean over workers and operations (each worker from its start to its result)."""
+    time_max_s: float
+    """Slowest worker, mean over operations (the collective's time)."""
+    goodput_gbps: float
+    """Message bits / ``time_max_s``."""
+    switch_pps: float | None
+    """Frames all workers sent per second of operation (the switch's ingress rate)."""
+    wire_up: float | None
+    """Bytes a worker sent per operation (mean over workers), None where not measured."""
+    wire_down: float | None
+    """Bytes a worker received per operation."""
+    wire_source: str | None
+    """``hI-eth0`` (interface counters) or ``agent`` (the agent's frames)."""
+    theory_time_s: float
+    """Cost-model lower bound (links, and for innet also the measured switch rate is NOT assumed)."""
+    theory_payload: int
+    """Message bytes per worker each way: 2(n-1)/n of the message (ring), the message (innet)."""
+    theory_wire: float
+    """Bytes on the wire per worker each way with headers (and resends at this loss)."""
+    retransmitted: float | None = None
+    """innet: chunks retransmitted during one timed operation, summed over the workers and
+    averaged over the row's timed operations (warm-up and barriers excluded); None for gloo
+    (and for workers that did not report it)."""
+
+
+def _mean(values: Sequence[float]) -> float:
+    return statistics.fmean(values) if values else 0.0
+
+
+def summarize(collective: str, n: int, loss_pct: float, per_rank: list[list[WorkerResult]], k: int,
+              link: costmodel.LinkModel) -> list[Row]:
+    """Rows (one per size) from every rank's results."""
+    rows = []
+    for series in zip(*per_rank):
+        size = series[0].elements
+        repeats = len(series[0].times)
+        per_op_max = [max(r.times[i] for r in series) for i in range(repeats)]
+        wires = [r.wire for r in series if r.wire is not None]
+        mean_time = _mean([t for r in series for t in r.times])
+        time_max = _mean(per_op_max)
+        est = (costmodel.ring_allreduce(n, size, link) if collective == "gloo"
+               else costmodel.ina_allreduce(n, size, k, link))
+        pps = sum(w["tx_packets"] for w in wires) / time_max if wires and len(wires) == n and time_max else None
+        retrans = None
+        if collective == "ina" and repeats and all("timed_retransmitted" in r.stats for r in series):
+            retrans = sum(r.stats["timed_retransmitted"] for r in series) / repeats
+        rows.append(Row(
+            collective=collective, workers=n, elements=size, loss_pct=loss_pct, ok=all(r.ok for r in series),
+            time_mean_s=mean_time, time_max_s=time_max,
+            goodput_gbps=costmodel.goodput_bps(size, time_max) / 1e9,
+            switch_pps=pps,
+            wire_up=_mean([w["tx_bytes"] for w in wires]) if wires else None,
+            wire_down=_mean([w["rx_bytes"] for w in wires]) if wires else None,
+            wire_source=series[0].wire_source,
+            theory_time_s=est.time_s, theory_payload=est.payload_up, theory_wire=est.wire_up,
+            retransmitted=retrans))
+    return rows
+
+
+def machine() -> dict[str, Any]:
+    """What produced the numbers (``machine_info.describe``, plus the commit and torch's version)."""
+    from innet.testbed.core.machine import describe
+
+    try:
+        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.TimeoutExpired):
+        commit = None
+    try:
+        import torch
+
+        torch_version = str(torch.__version__)
+    except ImportError:
+        torch_version = None
+    return {**describe(), "torch": torch_version, "commit": commit}
+
+
+def open_testbed(backend: str, n: int, loss_pct: float, config: BenchConfig) -> Testbed:
+    k = config.resolved_k()
+    options = TestbedOptions(k=k, window=config.window,
+                             defines=(("INNET_K", str(k)),) if k != 64 else (),
+                             switch_loss=loss_pct / 100 if backend == "loopback" else 0.0,
+                             switch_executor=config.executor, switch_impl=config.switch_impl,
+                             start_timeout=300.0 if k >= 1024 else 60.0)  # large K: minutes to compile
+    if backend == "mininet":
+        from innet.testbed.backends.mininet.net import MininetTestbed
+
+        link = Link(bw_mbps=config.bw_mbps, delay_ms=config.delay_ms, loss_pct=loss_pct or None,
+                    mtu=config.mtu)
+        return MininetTestbed(star(workers=n, link=link), options)
+    from innet.testbed.backends.loopback import LoopbackTestbed
+
+    return LoopbackTestbed(star(workers=n), options)
+
+
+Progress = Callable[[str], None]
+
+
+def run(config: BenchConfig, progress: Progress = lambda _: None) -> dict[str, Any]:
+    """Run the grid; the result document (also what :func:`save` writes)."""
+    backend = config.resolved_backend()
+    rows: list[Row] = []
+    failures: list[dict[str, Any]] = []
+    for n in config.workers:
+        for loss in config.losses:
+            progress(f"bringing up star of {n} workers on {backend}, loss {loss:g}%")
+            link = costmodel.LinkModel(
+                bw_bps=config.bw_mbps * 1e6 if backend == "mininet" and config.bw_mbps else None,
+                latency_s=(config.delay_ms or 0) / 1e3 if backend == "mininet" else 0.0, loss=loss / 100,
+                mtu=config.link_mtu)
+            with open_testbed(backend, n, loss, config) as tb:
+                for collective in config.collectives:
+                    progress(f"{collective}: {n} workers, sizes {list(config.sizes)}, loss {loss:g}%")
+                    try:
+                        if collective == "ina":
+                            per_rank = tb.run_ina(config.sizes, config.repeats, timeout=config.timeout_s)
+                        else:
+                            per_rank = tb.run_gloo(config.sizes, config.repeats, timeout=config.timeout_s)
+                    except TestbedError as error:
+                        first_line = str(error).splitlines()[0]
+                        progress(f"[red]{collective} failed[/]: {first_line}")
+                        failures.append({"collective": collective, "workers": n, "loss_pct": loss,
+                                         "error": first_line})
+                        continue
+                    rows.extend(summarize(collective, n, loss, per_rank, config.resolved_k(), link))
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()}
+    settings["k"], settings["mtu"] = config.resolved_k(), config.link_mtu
+    return {"format": "innet-bench/1", "date": dt.datetime.now().isoformat(timespec="seconds"),
+            "machine": machine(), "backend": backend, "switch": switch_description(config.executor, config.switch_impl),
+            "settings": settings,
+            "rows": [asdict(r) for r in rows], "failures": failures}
+
+
+def caption(doc: dict[str, Any]) -> str:
+    """One line naming machine, switch backend, K, workers, sizes, link rate and loss."""
+    m, s = doc["machine"], doc["settings"]
+    link = (f"{s['bw_mbps']:g} Mbit/s links" if s["bw_mbps"] and doc["backend"] == "mininet"
+            else "no link shaping (loopback)" if doc["backend"] == "loopback" else "unshaped veths")
+    if s.get("delay_ms") and doc["backend"] == "mininet":
+        link += f", {s['delay_ms']:g} ms"
+    return (f"{m['cpu']} ({m['cores']} cores), {doc['backend']}, {doc['switch']}, K={s['k']}, MTU {s.get('mtu') or 1500}, window={s['window']}, "
+            f"workers {','.join(map(str, s['workers']))}, S={','.join(_size(x) for x in s['sizes'])}, "
+            f"{link}, loss {','.join(f'{p:g}%' for p in s['losses'])}")
+
+
+def _size(n: int) -> str:
+    for unit, div in (("M", 1 << 20), ("K", 1 << 10)):
+        if n >= div and n % div == 0:
+            return f"{n // div}{unit}"
+    return str(n)
+
+
+def _bytes(n: float | None) -> str:
+    if n is None:
+        return "-"
+    for unit, div in (("MB", 1e6), ("kB", 1e3)):
+        if n >= div:
+            return f"{n / div:.2f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _retrans(n: float | None) -> str:
+    """Retransmissions per operation: integers as such, else one decimal."""
+    if n is None:
+        return "-"
+    return f"{n:.0f}" if float(n).is_integer() else f"{n:.1f}"
+
+
+def table(doc: dict[str, Any]) -> Any:
+    """A rich Table of the rows."""
+    from rich.table import Table
+
+    t = Table(title="Allreduce: innet (INA) vs gloo ring", caption=caption(doc), caption_justify="left")
+    for col in ("coll.", "N", "S", "loss", "time ms", "theory ms", "goodput Gb/s", "switch pkt/s",
+                "sent/worker", "theory", "recv/worker", "retrans/op", "ok"):
+        t.add_column(col, justify="left" if col == "coll." else "right")
+    for r in doc["rows"]:
+        t.add_row(r["collective"], str(r["workers"]), _size(r["elements"]), f"{r['loss_pct']:g}%",
+                  f"{r['time_max_s'] * 1e3:.1f}", f"{r['theory_time_s'] * 1e3:.1f}", f"{r['goodput_gbps']:.3f}",
+                  f"{r['switch_pps']:.0f}" if r["switch_pps"] else "-", _bytes(r["wire_up"]),
+                  _bytes(r["theory_wire"]), _bytes(r["wire_down"]),
+                  _retrans(r["retransmitted"]),
+                  "yes" if r["ok"] else "[red]NO[/]")
+    return t
+
+
+def markdown_table(doc: dict[str, Any]) -> str:
+    """The rows as a Markdown table (for docs/benchmarks.md)."""
+    lines = ["| collective | N | S | loss | time ms | theory ms | goodput Gb/s | switch pkt/s | sent/worker "
+             "| theory/worker | recv/worker | retrans/op | exact |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in doc["rows"]:
+        pps = f"{r['switch_pps']:.0f}" if r["switch_pps"] else "-"
+        retrans = _retrans(r["retransmitted"])
+        lines.append(f"| {r['collective']} | {r['workers']} | {_size(r['elements'])} | {r['loss_pct']:g}% | "
+                     f"{r['time_max_s'] * 1e3:.1f} | {r['theory_time_s'] * 1e3:.1f} | {r['goodput_gbps']:.3f} | "
+                     f"{pps} | {_bytes(r['wire_up'])} | {_bytes(r['theory_wire'])} | {_bytes(r['wire_down'])} | "
+                     f"{retrans} | {'yes' if r['ok'] else 'NO'} |")
+    return "\n".join(lines)
+
+
+def plot(doc: dict[str, Any], path: Path) -> Path:
+    """Time and bytes per worker vs message size, measured and theory, one colour per (collective, N)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = doc["rows"]
+    losses = sorted({r["loss_pct"] for r in rows})
+    fig, axes = plt.subplots(len(losses), 2, figsize=(12, 4.2 * len(losses)), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    keys = sorted({(r["collective"], r["workers"]) for r in rows})
+    for li, loss in enumerate(losses):
+        ax_t, ax_b = axes[li]
+        for ci, key in enumerate(keys):
+            sel = sorted((r for r in rows if (r["collective"], r["workers"]) == key and r["loss_pct"] == loss),
+                         key=lambda r: r["elements"])
+            if not sel:
+                continue
+            c = colors[ci % len(colors)]
+            xs = [r["elements"] for r in sel]
+            label = f"{'innet' if key[0] == 'ina' else 'gloo'} N={key[1]}"
+            ax_t.plot(xs, [r["time_max_s"] * 1e3 for r in sel], "o-", color=c, label=label)
+            ax_t.plot(xs, [max(r["theory_time_s"], 1e-6) * 1e3 for r in sel], "--", color=c, alpha=0.6,
+                      label=f"{label} theory")
+            if any(r["wire_up"] is not None for r in sel):
+                ax_b.plot(xs, [r["wire_up"] or float("nan") for r in sel], "o-", color=c, label=f"{label} sent")
+            ax_b.plot(xs, [r["theory_wire"] for r in sel], "--", color=c, alpha=0.6, label=f"{label} theory")
+        for ax, ylabel in ((ax_t, "allreduce time (ms)"), (ax_b, "bytes sent per worker per allreduce")):
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("elements (float32)")
+            ax.set_ylabel(ylabel)
+            ax.set_title(f"loss {loss:g}%")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=7)
+    fig.suptitle("innet INA vs gloo ring allreduce\n" + wrap_caption(caption(doc)), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def wrap_caption(text: str, width: int = 150) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
+
+
+def save(doc: dict[str, Any], out_dir: Path, stem: str = "bench") -> tuple[Path, Path]:
+    """``<stem>-<date>.json`` and ``.png`` in ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = doc["date"].replace(":", "").replace("-", "")
+    json_path = out_dir / f"{stem}-{stamp}.json"
+    json_path.write_text(json.dumps(doc, indent=2) + "\n")
+    png_path = plot(doc, out_dir / f"{stem}-{stamp}.png")
+    return json_path, png_path
+
+
+__all__ = ["BenchConfig", "Row", "caption", "markdown_table", "plot", "run", "save", "summarize", "table"]

@@ -1,0 +1,244 @@
+"""Soak: exact allreduces for a long time on a lossy, duplicating testbed, with worker restarts.
+
+    python -m innet.testbed.ina.soak --minutes 10 --workers 4 --loss 5 --dup 5 [--loopback]
+
+A benchmark-style program, not a test (issue 7, item 6). Rounds repeat until the time is
+up; each round is a new worker set on the same live job (``Testbed.spawn_ina`` attaches
+a new epoch), which is what a restarted training script does:
+
+- most rounds: every rank allreduces a few sizes with ``exact`` checking (rank-dependent
+  integers, every element compared with the int32 sum);
+- every ``--restart-every``-th round: one rank is SIGKILLed mid-operation and a new worker
+  set is attached at once; the survivors of the killed set must fail (STALE, or the
+  deadline naming the dead rank), never return a sum, and the new set must be exact.
+
+Per round it records the operations, whether every result was exact, the chunks
+retransmitted, the switch counters and the RSS of ``innet-switch``; the JSON (and a PNG of
+RSS and retransmissions over time) go under ``--out``. Impairments: Mininet (root) drops
+and duplicates ``--loss``/``--dup`` percent of the frames on every host link, each
+direction (cls_bpf random drop and mirred duplication, ``innet.testbed.backends.mininet.impair``);
+``--loopback`` drops and duplicates that share of the switch's output only (``innet-switch
+--loss``), since there are no links.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
+from innet.testbed.cli.commands import quiet_mininet
+from innet.testbed.core.ina_worker import EXIT_AGGREGATION
+from innet.testbed.core.topology import Link, star
+
+
+@dataclass(frozen=True)
+class SoakConfig:
+    """What to run for how long."""
+
+    minutes: float = 10.0
+    workers: int = 4
+    loss_pct: float = 5.0
+    dup_pct: float = 5.0
+    sizes: tuple[int, ...] = (1000, 20000)
+    """Elements per allreduce in each round."""
+    restart_every: int = 5
+    """Every n-th round kills a worker mid-operation and restarts the set (0: never)."""
+    loopback: bool = False
+    chunk_deadline: float = 20.0
+    out: Path = Path("results")
+
+    def __post_init__(self) -> None:
+        if not self.minutes > 0:
+            raise ValueError(f"soak: --minutes {self.minutes} must be positive")
+        if not 2 <= self.workers <= 32:
+            raise ValueError(f"soak: --workers {self.workers} must be within 2..32")
+        for name, pct in (("--loss", self.loss_pct), ("--dup", self.dup_pct)):
+            if not 0 <= pct < 100:
+                raise ValueError(f"soak: {name} {pct} must be within 0..100 (100 excluded)")
+        if self.restart_every < 0:
+            raise ValueError(f"soak: --restart-every {self.restart_every} must be >= 0")
+        if not self.sizes or min(self.sizes) < 1:
+            raise ValueError(f"soak: --sizes {list(self.sizes)} must be positive integers")
+
+
+@dataclass
+class Round:
+    """One worker set's outcome."""
+
+    index: int
+    start_s: float
+    seconds: float
+    kind: str
+    """``run`` or ``restart`` (a rank killed mid-operation, then a new set)."""
+    operations: int
+    exact: bool
+    retransmitted: int
+    switch_rss_kb: int | None
+    counters: dict[str, int] = field(default_factory=dict)
+    note: str = ""
+
+
+def rss_kb(pid: int) -> int | None:
+    """Resident set size of a process in KiB (None when it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def open_testbed(config: SoakConfig) -> Testbed:
+    if config.loopback:
+        from innet.testbed.backends.loopback import LoopbackTestbed
+
+        options = TestbedOptions(chunk_deadline=config.chunk_deadline,
+                                 switch_loss=config.loss_pct / 100, switch_dup=config.dup_pct / 100)
+        return LoopbackTestbed(star(workers=config.workers), options)
+    from innet.testbed.backends.mininet.net import MininetTestbed
+
+    options = TestbedOptions(chunk_deadline=config.chunk_deadline, link_dup_pct=config.dup_pct)
+    link = Link(bw_mbps=1000.0, loss_pct=config.loss_pct or None)
+    return MininetTestbed(star(workers=config.workers, link=link), options)
+
+
+def _full_round(tb: Testbed, config: SoakConfig, index: int) -> tuple[int, bool, int, str]:
+    results = tb.run_ina(config.sizes, repeats=1, exact=True, timeout=600)
+    ok = all(r.ok for per_rank in results for r in per_rank)
+    resent = sum(r.stats.get("retransmitted", 0) for per_rank in results for r in per_rank[-1:])
+    return 2 * len(config.sizes), ok, resent, ""
+
+
+def _restart_round(tb: Testbed, config: SoakConfig, index: int) -> tuple[int, bool, int, str]:
+    """Kill one rank of a running set mid-operation, attach a new set at once, check both:
+    the killed set's survivors must fail (exit 3: STALE or the deadline), the new set must be exact."""
+    victim = index % config.workers
+    # long enough (seconds) that the kill lands mid-operation whatever --sizes is: a set that
+    # finished first would exit 0 and prove nothing about stale worker sets
+    old_size = max(4 * max(config.sizes), 1 << 20)
+    old = tb.spawn_ina([old_size], repeats=3, exact=True, tag=f"-r{index}-old")
+    before = tb.counters()["innet_contributions"]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and tb.counters()["innet_contributions"] == before:
+        time.sleep(0.05)
+    time.sleep(0.2)  # well inside the operation
+    os.kill(old[victim][1].pid, signal.SIGKILL)
+    new = tb.spawn_ina(config.sizes, repeats=1, exact=True, tag=f"-r{index}")
+    notes = []
+    for rank, (name, popen) in enumerate(old):
+        try:
+            popen.communicate(timeout=config.chunk_deadline + 30)
+        except subprocess.TimeoutExpired:
+            popen.kill()
+            popen.communicate()
+            notes.append(f"{name} of the killed set did not exit")
+        if rank != victim and popen.returncode != EXIT_AGGREGATION:
+            notes.append(f"{name} of the killed set exited {popen.returncode} (expected {EXIT_AGGREGATION}): "
+                         f"{tb.procs.log_tail(name, 3)}")
+        tb.procs.forget(name)
+    results = tb._collect(new, 600, "soak restart")
+    ok = not notes and all(r.ok for per_rank in results for r in per_rank)
+    resent = sum(r.stats.get("retransmitted", 0) for per_rank in results for r in per_rank[-1:])
+    return 2 * len(config.sizes), ok, resent, "; ".join(notes)
+
+
+def run(config: SoakConfig, progress: Any = print) -> dict[str, Any]:
+    rounds: list[Round] = []
+    with open_testbed(config) as tb:
+        tb.job = tb.job or tb.create_job()
+        switch_pid = tb.switch_pid()
+        start = time.monotonic()
+        end = start + 60 * config.minutes
+        index = 0
+        while time.monotonic() < end:
+            t0 = time.monotonic()
+            restart = config.restart_every > 0 and index % config.restart_every == config.restart_every - 1
+            try:
+                ops, ok, resent, note = (_restart_round if restart else _full_round)(tb, config, index)
+            except TestbedError as error:
+                ops, ok, resent, note = 0, False, 0, str(error)[-600:]
+            r = Round(index, t0 - start, time.monotonic() - t0, "restart" if restart else "run", ops, ok, resent,
+                      rss_kb(switch_pid) if switch_pid else None, dict(tb.counters()), note)
+            rounds.append(r)
+            progress(f"round {index} {r.kind}: {ops} ops, exact={ok}, retransmitted={resent}, "
+                     f"switch RSS {r.switch_rss_kb} KiB, {r.seconds:.1f} s{' ' + note if note else ''}")
+            index += 1
+    return {"config": {**asdict(config), "out": str(config.out)}, "rounds": [asdict(r) for r in rounds],
+            "summary": summarize(rounds)}
+
+
+def summarize(rounds: Sequence[Round]) -> dict[str, Any]:
+    rss = [r.switch_rss_kb for r in rounds if r.switch_rss_kb is not None]
+    return {"rounds": len(rounds), "restarts": sum(r.kind == "restart" for r in rounds),
+            "operations": sum(r.operations for r in rounds),
+            "inexact_rounds": [r.index for r in rounds if not r.exact],
+            "retransmitted": sum(r.retransmitted for r in rounds),
+            "switch_rss_kb_first_last_max": (rss[0], rss[-1], max(rss)) if rss else None,
+            "seconds": (rounds[-1].start_s + rounds[-1].seconds) if rounds else 0.0}
+
+
+def save(doc: dict[str, Any], out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"soak-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(doc, indent=1))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return path
+    rounds = doc["rounds"]
+    fig, (a, b) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    t = [r["start_s"] / 60 for r in rounds]
+    a.plot(t, [r["switch_rss_kb"] or 0 for r in rounds], marker=".")
+    a.set_ylabel("innet-switch RSS (KiB)")
+    b.plot(t, [r["retransmitted"] for r in rounds], marker=".")
+    b.set_ylabel("chunks retransmitted / round")
+    b.set_xlabel("minutes")
+    c = doc["config"]
+    fig.suptitle(f"soak: {c['workers']} workers, loss {c['loss_pct']}%, dup {c['dup_pct']}%, "
+                 f"{'loopback' if c['loopback'] else 'Mininet'}")
+    fig.savefig(path.with_suffix(".png"), dpi=100)
+    plt.close(fig)
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m innet.testbed.ina.soak", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--loss", type=float, default=5.0, help="percent of frames dropped")
+    parser.add_argument("--dup", type=float, default=5.0, help="percent of frames duplicated")
+    parser.add_argument("--sizes", type=lambda s: tuple(int(x) for x in s.split(",")), default=(1000, 20000))
+    parser.add_argument("--restart-every", type=int, default=5)
+    parser.add_argument("--loopback", action="store_true", help="UDP switch ports on loopback (no root)")
+    parser.add_argument("--out", type=Path, default=Path("results"))
+    args = parser.parse_args(argv)
+    try:
+        config = SoakConfig(args.minutes, args.workers, args.loss, args.dup, args.sizes, args.restart_every,
+                            args.loopback or os.geteuid() != 0, out=args.out)
+        if not config.loopback:
+            quiet_mininet()
+        doc = run(config)
+    except (ValueError, TestbedError) as error:
+        print(f"soak: {error}", file=sys.stderr)
+        return 2
+    path = save(doc, config.out)
+    print(json.dumps(doc["summary"]))
+    print(f"soak: wrote {path}")
+    return 0 if not doc["summary"]["inexact_rounds"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""LuWu runs: optimizer nodes, DDP/FSDP baselines, the benchmark and the demo."""

@@ -1,0 +1,80 @@
+"""``innet demo --mode luwu``: LuWu model-in-network training of an MLP on digits.
+
+Brings up a star of N workers plus S optimizer nodes (Mininet when root, else loopback),
+trains with ``ModelInNetwork`` (layer-wise push/pull, Adam on the nodes' out-of-core state),
+then the same model with DDP + the innet hook and the one-process torch Adam reference;
+prints the loss curves side by side, the accuracies, worker memory, and the optimizer
+nodes' state (what ``innet inspect --optimizer DIR`` shows). Writes ``demo-luwu-<stamp>.json``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from innet.testbed.ina import bench
+
+from innet.testbed.luwu import status as luwu_status
+from innet.testbed.luwu.run import RunConfig, run_training
+from innet.testbed.luwu.train import TrainSpec, run as train
+
+
+@dataclass(frozen=True)
+class LuwuDemoConfig:
+    workers: int = 2
+    nodes: int = 2
+    steps: int = 40
+    lr: float = 0.01
+    backend: str = "auto"
+    out_dir: Path = Path("results")
+
+
+def run(config: LuwuDemoConfig, console: Any) -> dict[str, Any]:
+    backend = config.backend if config.backend != "auto" else ("mininet" if os.geteuid() == 0 else "loopback")
+    console.print(f"[bold]innet demo --mode luwu[/]: {config.workers} workers + {config.nodes} optimizer nodes "
+                  f"on [bold]{backend}[/]")
+    reference: list[dict[str, Any]] = []
+    train(TrainSpec(mode="local", world=config.workers, steps=config.steps, lr=config.lr), reference.append)
+    ref_loss = [d["loss"] for d in reference if "step" in d]
+    state_root = Path(tempfile.mkdtemp(prefix="innet-luwu-demo-"))
+    with bench.open_testbed(backend, config.workers + config.nodes, 0.0, bench.BenchConfig(backend=backend)) as tb:
+        luwu = run_training(tb, RunConfig(mode="luwu", workers=config.workers, nodes=config.nodes,
+                                          steps=config.steps, lr=config.lr), state_root)
+        ddp = run_training(tb, RunConfig(mode="ddp-innet", workers=config.workers, steps=config.steps, lr=config.lr))
+    for r in (luwu, ddp):
+        if r.errors:
+            for name, text in r.errors.items():
+                console.print(f"[red]{r.mode}: {name} failed[/]: {text}")
+    every = max(1, config.steps // 8)
+    console.print("step  local-Adam   LuWu   DDP+innet")
+    for s in range(0, config.steps, every):
+        cells = [f"{c[s]:.4f}" if s < len(c) else "-" for c in (ref_loss, luwu.mean_loss, ddp.mean_loss)]
+        console.print(f"{s:4d}  {cells[0]:>10} {cells[1]:>7} {cells[2]:>10}")
+    acc = {"local": reference[-1]["accuracy"], "luwu": luwu.finals[0]["accuracy"] if luwu.finals else None,
+           "ddp-innet": ddp.finals[0]["accuracy"] if ddp.finals else None}
+    fmt = lambda a: "-" if a is None else f"{a:.3f}"  # noqa: E731
+    console.print(f"test accuracy: local {fmt(acc['local'])}, LuWu {fmt(acc['luwu'])}, "
+                  f"DDP+innet {fmt(acc['ddp-innet'])}")
+    if luwu.finals:
+        f = luwu.finals[0]
+        console.print(f"LuWu worker: peak parameter bytes {f['tensor_bytes_peak']}, between steps "
+                      f"{f['tensor_bytes_between_steps']}, no optimizer state; DDP+Adam worker: "
+                      f"{ddp.finals[0]['tensor_bytes_peak'] if ddp.finals else '-'} tensor bytes")
+    luwu_status.render([n for n in luwu.nodes if "name" in n], console)
+    console.print(f"(inspect later: innet inspect " + " ".join(f"--optimizer {state_root / n}" for n in
+                  (s.get("name", "") for s in luwu.nodes)) + ")")
+    date = dt.datetime.now().isoformat(timespec="seconds")
+    doc = {"format": "innet-demo-luwu/1", "date": date, "machine": bench.machine(), "backend": backend,
+           "settings": {k: str(v) for k, v in asdict(config).items()}, "accuracy": acc,
+           "loss": {"local": ref_loss, "luwu": luwu.mean_loss, "ddp-innet": ddp.mean_loss},
+           "nodes": luwu.nodes, "errors": {**luwu.errors, **ddp.errors}}
+    config.out_dir.mkdir(parents=True, exist_ok=True)
+    path = config.out_dir / f"demo-luwu-{date.replace(':', '').replace('-', '')}.json"
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    console.print(f"wrote {path}")
+    return doc

@@ -1,0 +1,187 @@
+"""PyTorch training runs on a testbed: LuWu mode with optimizer nodes, DDP with innet's hook,
+DDP with gloo, and the one-process reference (``innet.testbed.luwu.train``).
+
+    topo = luwu_star(workers=2, nodes=1)            # h1..hN workers, then the nodes' hosts
+    with LoopbackTestbed(topo) as tb:
+        luwu = run_training(tb, RunConfig(mode="luwu", workers=2, nodes=1), state_root)
+        ddp = run_training(tb, RunConfig(mode="ddp-innet", workers=2))
+
+The optimizer nodes are hosts of the star like the workers (a switch port each, an
+``innet_workers`` entry); the LuWu job is a sum job over the workers and the nodes, the
+DDP job one over the workers only (``Testbed.replace_job``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from innet.testbed.core.testbed import Testbed, TestbedError
+from innet.testbed.luwu.train import MODULE as TRAIN_MODULE, TrainSpec, build_model
+from innet.testbed.core.topology import Link, Topology, star
+
+NODE_MODULE = "innet.host.luwu.node"
+
+
+def luwu_star(workers: int, nodes: int = 1, link: Link | None = None) -> Topology:
+    """A star of ``workers + nodes`` hosts: ``h1..hN`` are the workers, the rest optimizer nodes
+    (``link``: every host link's shaping, Mininet)."""
+    return star(workers + nodes, link=link)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    mode: str
+    workers: int = 2
+    nodes: int = 1
+    steps: int = 60
+    batch: int = 32
+    lr: float = 0.003
+    hidden: tuple[int, ...] = (128, 64)
+    overlap: bool = True
+    chunk_deadline: float = 20.0
+    timeout: float = 300.0
+    kill_node_at_step: int | None = None
+    """Kill optimizer node 0 once its status shows this step (failure test)."""
+
+
+@dataclass
+class RunResult:
+    mode: str
+    losses: list[list[float]] = field(default_factory=list)
+    """Per rank, the loss of every step."""
+    finals: list[dict[str, Any]] = field(default_factory=list)
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    """The optimizer nodes' final status.json."""
+    seconds: float = 0.0
+    errors: dict[str, str] = field(default_factory=dict)
+    """Process name -> its stderr tail, for processes that failed."""
+    killed_at: float | None = None
+    """``time.monotonic()`` when optimizer node 0 was killed (``kill_node_at_step``)."""
+    failed_at: dict[str, float] = field(default_factory=dict)
+    """Training process name -> ``time.monotonic()`` when it caught its error (the clock is
+    the machine's, the same in every process and Mininet host)."""
+
+    @property
+    def mean_loss(self) -> list[float]:
+        return [float(x) for x in np.mean(np.array(self.losses), axis=0)]
+
+
+def _spawn(tb: Testbed, host: str, name: str, argv: list[str], gloo: bool = False) -> Any:
+    """Start ``argv`` on ``host``; gloo ranks bind to the host's testbed interface (in Mininet the
+    hosts share the machine's hostname, which gloo would otherwise resolve)."""
+    env = {"OMP_NUM_THREADS": "1", **({"GLOO_SOCKET_IFNAME": tb.gloo_iface(host)} if gloo else {})}
+    return tb.spawn_on(host, name, argv, env=env, stdout_pipe=True)
+
+
+def _kill_at_step(tb: Testbed, name: str, directory: Path, step: int, timeout: float) -> float:
+    """Kill ``name`` once its status shows ``step``; when (``time.monotonic()``)."""
+    from innet.host.luwu.node import read_status
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if read_status(directory).get("step", 0) >= step:
+                tb.procs.stop(name)
+                return time.monotonic()
+        except ValueError:  # not written yet
+            pass
+        time.sleep(0.05)
+    raise TestbedError(f"luwu run: optimizer node {name} did not reach step {step} within {timeout:g} s")
+
+
+def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None) -> RunResult:
+    """Run ``config.mode`` on ``tb`` (the star of :func:`luwu_star`); per rank losses and finals."""
+    from innet.host.luwu.plan import LuwuPlan
+    from innet.host.luwu.ooc_adam import AdamConfig
+    from innet.host.luwu.node import NodeConfig, read_status
+    from innet.host.pytorch import flat_parameters, layer_table
+
+    hosts = tb.worker_hosts()
+    n, s = config.workers, config.nodes
+    if len(hosts) < n + (s if config.mode == "luwu" else 0):
+        raise TestbedError(f"luwu run: the topology has {len(hosts)} hosts, {config.mode} needs "
+                           f"{n} workers{f' + {s} nodes' if config.mode == 'luwu' else ''}")
+    base = TrainSpec(mode=config.mode, world=n, steps=config.steps, batch=config.batch, lr=config.lr,
+                     hidden=config.hidden, overlap=config.overlap, chunk_deadline=config.chunk_deadline,
+                     k=tb.options.k)
+    result = RunResult(config.mode)
+    procs: list[tuple[str, Any]] = []
+    node_dirs: list[Path] = []
+    start = time.perf_counter()
+    if config.mode == "local":
+        procs.append(("train-local", _spawn(tb, hosts[0], "train-local",
+                                            [sys.executable, "-m", TRAIN_MODULE, replace(base, rank=0).to_json()])))
+    elif config.mode.startswith("ddp"):
+        job = tb.replace_job(mode="sum", hosts=hosts[:n])
+        epoch = tb.controller.attach(job.job_id)
+        port = tb.free_port()
+        for r in range(n):
+            spec = replace(base, rank=r, job=job.job_id, window=job.slot_count, epoch=epoch,
+                           transport=tb.host_transport(hosts[r]), master=(tb.gloo_master(), port))
+            name = f"train-{hosts[r]}"
+            procs.append((name, _spawn(tb, hosts[r], name, [sys.executable, "-m", TRAIN_MODULE, spec.to_json()],
+                                       gloo=True)))
+    elif config.mode == "luwu":
+        members = hosts[:n + s]
+        job = tb.replace_job(mode="sum", hosts=members)
+        epoch = tb.controller.attach(job.job_id)
+        model = build_model(base)
+        plan = LuwuPlan(job=job.job_id, num_workers=n, nodes=tuple(f"o{i + 1}" for i in range(s)),
+                        layer_sizes=tuple(layer.size for layer in layer_table(model)),
+                        layer_names=tuple(layer.name for layer in layer_table(model)),
+                        epoch=epoch, window=job.slot_count, k=tb.options.k)
+        root = Path(state_root) if state_root is not None else Path(tempfile.mkdtemp(prefix="innet-luwu-"))
+        root.mkdir(parents=True, exist_ok=True)
+        init = root / "init.npy"
+        np.save(init, flat_parameters(model))
+        for i in range(s):
+            host = members[n + i]
+            node_dirs.append(root / plan.nodes[i])
+            nc = NodeConfig(plan, i, str(node_dirs[-1]), tb.host_transport(host), config.steps,
+                            AdamConfig(lr=config.lr), str(init))
+            name = f"node-{plan.nodes[i]}"
+            procs.append((name, _spawn(tb, host, name, [sys.executable, "-m", NODE_MODULE, nc.to_json()])))
+        for r in range(n):
+            spec = replace(base, rank=r, job=job.job_id, window=job.slot_count, epoch=epoch,
+                           transport=tb.host_transport(hosts[r]), plan=json.loads(plan.to_json()))
+            name = f"train-{hosts[r]}"
+            procs.append((name, _spawn(tb, hosts[r], name, [sys.executable, "-m", TRAIN_MODULE, spec.to_json()])))
+    else:
+        raise TestbedError(f"luwu run: mode {config.mode!r} is not local, ddp-gloo, ddp-innet or luwu")
+    try:
+        if config.kill_node_at_step is not None:
+            result.killed_at = _kill_at_step(tb, procs[0][0], node_dirs[0], config.kill_node_at_step,
+                                             config.timeout)
+        deadline = time.monotonic() + config.timeout
+        for name, popen in procs:
+            try:
+                out, _ = popen.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            except Exception:
+                raise TestbedError(f"luwu run: {name} did not finish within {config.timeout:g} s; log:\n"
+                                   f"{tb.procs.log_tail(name)}") from None
+            if popen.returncode != 0:
+                result.errors[name] = tb.procs.log_tail(name)
+            if name.startswith("train-"):
+                lines = [json.loads(l) for l in out.decode(errors="replace").splitlines() if l.startswith("{")]
+                result.losses.append([d["loss"] for d in lines if "step" in d])
+                result.finals += [d for d in lines if d.get("final")]
+                result.failed_at.update({name: d["monotonic"] for d in lines if "failed" in d})
+    finally:
+        for name, _ in procs:
+            tb.procs.stop(name)
+            tb.procs.forget(name)
+    for d in node_dirs:
+        try:
+            result.nodes.append(read_status(d))
+        except ValueError as error:
+            result.nodes.append({"error": str(error)})
+    result.seconds = time.perf_counter() - start
+    return result

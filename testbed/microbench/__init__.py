@@ -1,0 +1,1 @@
+"""Micro-benchmarks: agent, pipeline, P4Runtime and veth."""

@@ -1,0 +1,254 @@
+"""Executor throughput benchmark: packets per second of ``Pipeline.process`` on one core.
+
+Run as ``python -m innet.testbed.microbench.pipeline [--executor native|python|auto] [--seconds S]
+[--out results/] [--only NAME]``. ``--executor native`` runs the generated-C executor
+(``innet.switch.native``) and feeds it the replayed packets in batches through
+``NativePipeline.process_many`` (one call into C per batch, as a port loop does); the python
+executor is fed one ``process`` call per packet. Targets of the native executor: >= 1,000,000
+pkt per CPU-second on basic_forward and >= 500,000 on agg64. Workloads:
+
+- ``basic_forward``: Ethernet/IPv4, LPM lookup (256 /24 routes), TTL decrement, IPv4
+  checksum update (``update_checksum`` csum16) -- target >= 100,000 pkt/s;
+- ``agg64``: 64 bit<32> header values added into 64 register arrays per packet --
+  target >= 30,000 pkt/s;
+- ``innet_sum`` / ``innet_momentum``: ``p4/innet.p4`` at K=64, one job of 4 workers in
+  sum or momentum mode (targets 40,000 and 25,000 pkt/s). The job is set up through the
+  pipeline API (``switch_addr`` default action, ``innet_jobs`` entry, ``innet_workers``
+  entries, multicast group) and the CONTRIB frames are built with ``innet.host.wire``:
+  every worker contributes to 64 slots with copy 0, then with copy 1, so the replayed
+  sequence is steady state (each 4th packet completes a copy and is multicast to the 4
+  workers; momentum completions update 64 parameters and momenta).
+
+The basic_forward/agg64 programs are ``p4/examples/<name>.p4``: the control-plane commands
+of the example's ``.stf`` are applied and its packets that produce output are replayed.
+Both wall-clock and CPU time (``time.process_time``) are measured: the machine may be
+shared, and pkt per CPU-second is the figure that does not depend on the share of a core
+the process got. Prints a rich table and saves JSON (and a PNG when matplotlib is
+installed) naming the machine and settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from innet.testbed.core.machine import cpu_model, load_average
+from innet.argtypes import output_dir, positive_float
+
+REPO = Path(__file__).resolve().parent.parent
+TARGETS = {"basic_forward": 100_000, "agg64": 30_000, "innet_sum": 40_000, "innet_momentum": 25_000,
+           "innet_sum_k1024": 0, "innet_momentum_k1024": 0}
+NATIVE_TARGETS = {"basic_forward": 1_000_000, "agg64": 500_000}
+EXECUTOR = "python"
+"""Set by ``main`` (``--executor``): how the workloads load their pipelines."""
+INNET_K = 64
+INNET_WORKERS = 4
+INNET_SLOTS = 64  # slots used by the benchmark job (of the program's INNET_SLOTS)
+
+
+@dataclass
+class Workload:
+    name: str
+    program: Path
+    pipeline: Any
+    packets: list[tuple[int, bytes]]
+    what: str
+    values_per_packet: int = 0
+
+
+def measure(pl: Any, pkts: list[tuple[int, bytes]], seconds: float) -> tuple[float, float, int]:
+    """(pkt per wall second, pkt per CPU second, packets) over at least ``seconds`` of
+    back-to-back ``process`` calls."""
+    many = getattr(pl, "process_many", None)
+    process = pl.process
+    for port, data in pkts[:64]:  # warm up caches
+        process(port, data)
+    batch = pkts * max(1, 1024 // max(len(pkts), 1))
+    n = 0
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+    deadline = t0 + seconds
+    while True:
+        if many is not None:
+            many(batch)
+            n += len(batch)
+        else:
+            for port, data in pkts:
+                process(port, data)
+            n += len(pkts)
+        now = time.perf_counter()
+        if now >= deadline:
+            break
+    cpu = time.process_time() - c0
+    return n / (now - t0), n / max(cpu, 1e-9), n
+
+
+def load_example(name: str) -> Workload:
+    """``p4/examples/<name>.p4`` with the control plane and forwarded packets of its ``.stf``."""
+    from innet.switch.pipeline import Pipeline
+    from innet.switch.stf import apply_control, read_stf
+
+    example = REPO / "p4" / "examples" / f"{name}.p4"
+    stf = example.with_suffix(".stf")
+    if not (example.is_file() and stf.is_file()):
+        raise FileNotFoundError(f"{name}: benchmark program {example} or its {stf.name} is missing")
+    pl = _load(example)
+    test = read_stf(stf)
+    for _, cmd, args in test.control:
+        apply_control(pl, cmd, args)
+    pkts = [(port, data) for _, port, data in test.packets if pl.process(port, data)]
+    values = 64 if name == "agg64" else 0
+    return Workload(name, example, pl, pkts, f"{len(pkts)} forwarded packet(s) of {stf.name}", values)
+
+
+def load_innet(mode: str, k: int = INNET_K, workers: int = INNET_WORKERS, slots: int = INNET_SLOTS,
+               seed: int = 1) -> Workload:
+    """``p4/innet.p4`` (K=k) with one job of ``workers`` workers in ``mode`` (sum, sgd or
+    momentum), and one steady-state cycle of CONTRIB frames (see the module docstring)."""
+    import numpy as np
+
+    from innet.host import wire
+    from innet.switch.pipeline import KeySpec, Pipeline
+
+    program = REPO / "p4" / "innet.p4"
+    pl = _load(program, {"INNET_K": str(k)})
+    switch = wire.Endpoint("02:00:00:00:01:00", "10.0.0.254", wire.UDP_PORT)
+    ends = [wire.Endpoint(f"02:00:00:00:00:{w + 1:02x}", f"10.0.0.{w + 1}", 20000 + w) for w in range(workers)]
+    job, grp = 1, 1
+    pl.table_set_default("switch_addr", "set_switch_addr",
+                         {"mac": int(switch.mac.replace(":", ""), 16),
+                          "ip": int.from_bytes(wire.ip_bytes(switch.ip), "big")})
+    pl.table_insert("innet_jobs", [KeySpec(job)], "set_job", {
+        "mode": int(wire.Mode[mode.upper()]), "num_workers": workers, "mcast_grp": grp,
+        "slot_base": 0, "slot_count": slots, "param_base": 0, "param_chunks": slots,
+        # lr = 0.01 and beta = 0.9 in 2^-16 fixed point (typical controller settings)
+        "lr": 655, "lr_shift": 16, "beta": 58982, "beta_shift": 16, "epoch": 0})
+    for w, e in enumerate(ends):
+        pl.table_insert("innet_workers", [KeySpec(job), KeySpec(w)], "set_worker", {
+            "mac": int(e.mac.replace(":", ""), 16), "ip": int.from_bytes(wire.ip_bytes(e.ip), "big"),
+            "udp_port": e.port})
+    pl.mc_set_group(grp, [(w, w + 1) for w in range(workers)])
+    rng = np.random.default_rng(seed)
+    pkts = []
+    for ver in (0, 1):
+        for s in range(slots):
+            for w, e in enumerate(ends):
+                values = rng.integers(-(1 << 20), 1 << 20, size=k, dtype=np.int32)
+                msg = wire.Message(wire.MsgType.CONTRIB, job=job, worker=w, slot=s, chunk=s,
+                                   flags=ver, values=values)
+                pkts.append((w + 1, wire.frame(e, switch, wire.pack(msg, k))))
+    outs = [len(pl.process(port, data)) for port, data in pkts]
+    if outs.count(workers) != len(pkts) // workers or sum(outs) != len(pkts):
+        raise RuntimeError(f"innet_{mode}: expected one {workers}-way multicast per {workers} packets, "
+                           f"got output counts {sorted(set(outs))}")
+    return Workload(f"innet_{mode}", program, pl, pkts,
+                    f"{len(pkts)} CONTRIBs: {workers} workers x {slots} slots x 2 copies, K={k}", k)
+
+
+def _load(path: Path, defines: dict[str, str | None] | None = None) -> Any:
+    from innet.switch.frontend import compile_file
+    from innet.switch.native.select import load_pipeline
+
+    return load_pipeline(compile_file(str(path), defines=defines), EXECUTOR)
+
+
+def load_workload(name: str) -> Workload:
+    if name.endswith("_k1024"):
+        return load_innet(name.removeprefix("innet_").removesuffix("_k1024"), k=1024)
+    if name.startswith("innet_"):
+        return load_innet(name.removeprefix("innet_"))
+    return load_example(name)
+
+
+def run(seconds: float, names: list[str] | None = None) -> list[dict[str, Any]]:
+    rows = []
+    for name in names or list(TARGETS):
+        wl = load_workload(name)
+        if not wl.packets:
+            raise RuntimeError(f"{name}: no benchmark packet produces output")
+        rate, cpu_rate, n = measure(wl.pipeline, wl.packets, seconds)
+        target = (NATIVE_TARGETS if getattr(wl.pipeline, "executor", "python") == "native" else TARGETS).get(name, 0)
+        rows.append({"workload": name, "program": str(wl.program.relative_to(REPO)), "packets_used": wl.what,
+                     "bytes_per_packet": len(wl.packets[0][1]), "pkt_per_s": round(rate),
+                     "pkt_per_cpu_s": round(cpu_rate), "values_per_s": round(rate * wl.values_per_packet),
+                     "values_per_packet": wl.values_per_packet, "packets": n,
+                     "executor": getattr(wl.pipeline, "executor", "python"),
+                     "target_pkt_per_s": target, "meets_target": rate >= target,
+                     "meets_target_cpu": cpu_rate >= target})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench_pipeline", description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=positive_float, default=3.0, help="measurement time per workload (default 3)")
+    ap.add_argument("--out", type=output_dir, default=Path("results"), help="directory for JSON/PNG (default results/)")
+    ap.add_argument("--only", action="append", choices=list(TARGETS), help="run only this workload (repeatable)")
+    ap.add_argument("--executor", choices=("auto", "native", "python"), default="auto",
+                    help="packet executor: native (generated C, batched), python, auto (native when possible)")
+    args = ap.parse_args(argv)
+    global EXECUTOR
+    EXECUTOR = args.executor
+    rows = run(args.seconds, args.only)
+    machine = {"platform": platform.platform(), "python": sys.version.split()[0], "cpu": cpu_model(),
+               "cores_used": 1, "load_average": load_average(),
+               "backend": f"innet embedded pipeline ({args.executor} executor)",
+               "executors": sorted({r["executor"] for r in rows})}
+    from rich.console import Console
+    from rich.table import Table
+
+    executors = "/".join(str(e) for e in machine["executors"])  # type: ignore[attr-defined]
+    table = Table(title=f"innet pipeline throughput, {executors} executor, one core ({machine['cpu']}, Python {machine['python']}, "
+                        f"load {machine['load_average']})")
+    for col in ("workload", "bytes/pkt", "pkt/s", "pkt/CPU-s", "values/s", "target", "ok (CPU)"):
+        table.add_column(col, justify="left" if col == "workload" else "right", no_wrap=True)
+    for r in rows:
+        table.add_row(r["workload"], str(r["bytes_per_packet"]),
+                      f"{r['pkt_per_s']:,}", f"{r['pkt_per_cpu_s']:,}",
+                      f"{r['values_per_s']:,}" if r["values_per_packet"] else "-",
+                      f"{r['target_pkt_per_s']:,}", "yes" if r["meets_target_cpu"] else "NO")
+    console = Console()
+    console.print(table)
+    for r in rows:
+        console.print(f"  {r['workload']}: {r['program']}, {r['packets_used']}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / "bench_pipeline.json"
+    out.write_text(json.dumps({"machine": machine, "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                               "seconds": args.seconds, "results": rows}, indent=2))
+    print(f"saved {out}")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 3))
+        names = [r["workload"] for r in rows]
+        x = list(range(len(rows)))
+        ax.bar([i - 0.2 for i in x], [r["pkt_per_s"] for r in rows], width=0.4, color="tab:blue", label="pkt/s (wall)")
+        ax.bar([i + 0.2 for i in x], [r["pkt_per_cpu_s"] for r in rows], width=0.4, color="tab:green",
+               label="pkt/CPU-s")
+        ax.scatter(x, [r["target_pkt_per_s"] for r in rows], color="red", marker="_", s=400, label="target")
+        ax.set_xticks(x, names, fontsize=7)
+        ax.set_ylabel("packets/s (one core)")
+        ax.set_title(f"innet pipeline, {str(machine['cpu'])[:40]}", fontsize=8)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(args.out / "bench_pipeline.png", dpi=120)
+        print(f"saved {args.out / 'bench_pipeline.png'}")
+    except ImportError:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    random.seed(0)
+    sys.exit(main())

@@ -1,0 +1,409 @@
+"""``innet-switch`` on one veth pair against the ceiling of that veth, measured in the same run.
+
+Run as root: ``python -m innet.testbed.microbench.veth [--seconds S] [--window W] [--mtu M]
+[--executor python|native] [--port-loop python|native] [--rounds N] [--only WORKLOAD]
+[--out results/]``.
+
+It makes a network namespace with one end of a veth pair in it (the other end stays in
+the root namespace) and removes both in ``finally``. A closed-loop C sender
+(``testbed/microbench/native/sender.c``: a window of frames in flight, ``sendmmsg``/``recvmmsg`` on
+AF_PACKET) runs in the namespace; on the root end runs, in turn,
+
+- the **ceiling**: a C reflector (``reflector.c``) that bounces every frame unparsed;
+- **innet-switch** with one AF_PACKET port (``-i 1@<veth>``) running the workload's P4
+  program, its table entries installed over P4Runtime by innet's controller.
+
+Workloads (those of ``bench_pipeline``): ``basic_forward`` (p4/examples/basic_forward.p4:
+LPM route back to port 1, TTL decrement, checksum update) and ``agg64``
+(p4/examples/agg64.p4: 64 values added into registers, the sums reflected). For each it
+prints pkt/s of the reflector and of the switch and their ratio, and saves
+``bench_veth.json`` and ``bench_veth.png``. ``--executor`` is passed to innet-switch
+(the native executor of issue 9); without it the switch's default runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from innet.testbed.core.machine import describe
+from innet.argtypes import output_dir, positive_float
+
+REPO = Path(__file__).resolve().parent.parent
+WORKLOADS = ("basic_forward", "agg64")
+SWITCH_MODULE = "innet.switch.cli.switch"
+_GRPC_LINE = re.compile(r"innet-switch: P4Runtime listening on (\S+)")
+_LOOP_LINE = re.compile(r"C port loop stats: (\{.*\})")
+
+
+class BenchError(RuntimeError):
+    """A step of the benchmark failed; names the step and the reason."""
+
+
+@dataclass(frozen=True)
+class VethBenchConfig:
+    """Settings of one run."""
+
+    seconds: float = 3.0
+    """Measured seconds per point (after ``warmup``)."""
+    warmup: float = 0.5
+    """Seconds of traffic before counting."""
+    window: int = 64
+    """Frames the sender keeps in flight."""
+    mtu: int = 1500
+    """MTU of both veth ends."""
+    executor: str | None = None
+    """``innet-switch --executor`` value; None: the switch's default (flag not passed)."""
+    rounds: int = 1
+    """Reflector/switch pairs measured one after the other per workload; the row reports
+    medians and the median of the per-round ratios (a pair is measured seconds apart, so
+    its ratio suffers less from other load on the machine than one-shot figures)."""
+    port_loop: str | None = None
+    """``innet-switch --port-loop`` value (native: the C loop; python: one Python call per
+    frame); None: the switch's default (the C loop with the native executor)."""
+    workloads: tuple[str, ...] = WORKLOADS
+    start_timeout: float = 120.0
+    """Seconds innet-switch may take to compile its program and listen."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measurement: a device under test on the veth, one workload."""
+
+    workload: str
+    device: str
+    """``reflector`` or ``innet-switch``."""
+    frame_bytes: int
+    pps: float
+    sent: int
+    received: int
+    reprimes: int
+    """Times the sender found nothing in flight for 20 ms and sent the window again."""
+    loop: dict[str, float] | None = None
+    """innet-switch's C port loop (when it served the port): frames per batch and the
+    loop's nanoseconds per frame by stage (its ``pio_stats`` over the whole run)."""
+
+
+# -- the veth pair ---------------------------------------------------------------------------
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
+    if check and done.returncode != 0:
+        raise BenchError(f"ip {' '.join(args)}: {done.stderr.strip() or done.returncode}")
+    return done
+
+
+class VethPair:
+    """A namespace holding ``inner``; ``outer`` (its peer) in the root namespace."""
+
+    def __init__(self, mtu: int) -> None:
+        tag = f"{os.getpid() % 100000}"
+        self.ns = f"innet-bv{tag}"
+        self.outer, self.inner = f"ibvo{tag}", f"ibvi{tag}"
+        self.mtu = mtu
+        self._made = False
+
+    def __enter__(self) -> "VethPair":
+        try:
+            _ip("netns", "add", self.ns)
+            self._made = True
+            _ip("link", "add", self.outer, "mtu", str(self.mtu), "type", "veth", "peer", "name", self.inner,
+                "mtu", str(self.mtu), "netns", self.ns)
+            for sysctl in ("net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"):
+                subprocess.run(["ip", "netns", "exec", self.ns, "sysctl", "-qw", sysctl],
+                               capture_output=True, timeout=30)
+            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{self.outer}.disable_ipv6=1"],
+                           capture_output=True, timeout=30)
+            _ip("link", "set", self.outer, "up")
+            _ip("-n", self.ns, "link", "set", self.inner, "up")
+            _ip("-n", self.ns, "link", "set", "lo", "up")
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._made:
+            _ip("netns", "del", self.ns, check=False)  # takes the veth pair with it
+            self._made = False
+        _ip("link", "del", self.outer, check=False)
+
+
+# -- traffic ---------------------------------------------------------------------------------
+
+def _frames(workload: str) -> list[bytes]:
+    """Frames that the workload's program answers on port 1 (from its STF, or built)."""
+    from innet.switch.stf import read_stf
+
+    if workload == "agg64":
+        test = read_stf(REPO / "p4" / "examples" / "agg64.stf")
+        frames = [data for _, port, data in test.packets if len(data) > 300]
+        return frames[:3]
+    if workload == "basic_forward":
+        from innet.host import wire
+
+        frames = []
+        for i in range(16):
+            ip = wire.IPV4.pack(0x45, 0, 20 + 26, i, 0, 64, 17, 0, wire.ip_bytes("10.0.0.2"),
+                                wire.ip_bytes(f"10.0.1.{i + 1}"))
+            ip = ip[:10] + wire.ipv4_checksum(ip).to_bytes(2, "big") + ip[12:]
+            frames.append(wire.ETH.pack(b"\x00\x00\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x02", 0x0800)
+                          + ip + bytes(26))
+        return frames
+    raise BenchError(f"workload {workload!r}: expected one of {', '.join(WORKLOADS)}")
+
+
+def _setup_tables(workload: str, address: str) -> None:
+    if workload != "basic_forward":
+        return
+    from innet.controller.entities import Lpm, TableEntry
+    from innet.controller.switch import Switch, SwitchEndpoint
+
+    with Switch(SwitchEndpoint("s1", address, timeout=30.0)) as sw:
+        sw.insert([TableEntry("ipv4_lpm", {"hdr.ipv4.dstAddr": Lpm("10.0.1.0", 24)}, "ipv4_forward",
+                              {"dstAddr": 0x000000000101, "port": 1})])
+
+
+def _send(pair: VethPair, sender: Path, frames_file: Path, config: VethBenchConfig) -> dict[str, Any]:
+    cmd = ["ip", "netns", "exec", pair.ns, str(sender), pair.inner, str(frames_file), str(config.window),
+           str(config.seconds), str(config.warmup)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=config.seconds + config.warmup + 60)
+    if done.returncode != 0:
+        raise BenchError(f"sender: {done.stderr.strip() or f'exit {done.returncode}'}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _wait(condition: Callable[[], bool], timeout: float, what: str, proc: subprocess.Popen[Any],
+          log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc.poll() is not None:
+            tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.exists() else []
+            raise BenchError(f"{what}: process exited with status {proc.returncode}: {' | '.join(tail)}")
+        if time.monotonic() > deadline:
+            raise BenchError(f"{what}: not ready within {timeout:g} s")
+        time.sleep(0.02)
+
+
+def _stop(proc: subprocess.Popen[Any]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def measure_reflector(pair: VethPair, workload: str, frames_file: Path, frame_bytes: int,
+                      config: VethBenchConfig, tools: dict[str, Path], tmp: Path) -> Point:
+    log = tmp / "reflector.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([str(tools["reflector"]), pair.outer], stdout=subprocess.PIPE, stderr=out,
+                                text=True)
+    try:
+        assert proc.stdout is not None
+        if proc.stdout.readline().strip() != "ready":
+            raise BenchError(f"reflector did not start: {log.read_text().strip()}")
+        r = _send(pair, tools["sender"], frames_file, config)
+    finally:
+        _stop(proc)
+    return Point(workload, "reflector", frame_bytes, r["pps"], r["sent"], r["received"], r["reprimes"])
+
+
+def measure_switch(pair: VethPair, workload: str, frames_file: Path, frame_bytes: int,
+                   config: VethBenchConfig, tools: dict[str, Path], tmp: Path) -> Point:
+    program = REPO / "p4" / "examples" / f"{workload}.p4"
+    cmd = [sys.executable, "-m", SWITCH_MODULE, str(program), "-i", f"1@{pair.outer}",
+           "--grpc-server-addr", "127.0.0.1:0", "--log-level", "info"]
+    if config.executor is not None:
+        cmd += ["--executor", config.executor]
+    if config.port_loop is not None:
+        cmd += ["--port-loop", config.port_loop]
+    log = tmp / f"switch-{workload}.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        address: list[str] = []
+
+        def listening() -> bool:
+            m = _GRPC_LINE.search(log.read_text(errors="replace"))
+            if m:
+                address.append(m.group(1))
+            return bool(m)
+
+        _wait(listening, config.start_timeout, f"innet-switch ({workload})", proc, log)
+        _setup_tables(workload, address[0])
+        r = _send(pair, tools["sender"], frames_file, config)
+    finally:
+        _stop(proc)
+    return Point(workload, "innet-switch", frame_bytes, r["pps"], r["sent"], r["received"], r["reprimes"],
+                 loop_breakdown(log.read_text(errors="replace")))
+
+
+def loop_breakdown(log: str) -> dict[str, float] | None:
+    """Frames per batch and ns per frame by stage from the switch's "C port loop stats"
+    line (None when the Python port loop served the port)."""
+    m = _LOOP_LINE.search(log)
+    if not m:
+        return None
+    st = json.loads(m.group(1))
+    frames = max(1, st["rx"])
+    out = {"frames_per_batch": st["rx"] / max(1, st["batches"])}
+    for stage in ("recv", "lock", "process", "send", "wait"):
+        out[f"ns_{stage}_per_frame"] = st[f"ns_{stage}"] / frames
+    return out
+
+
+def switch_has_executor_flag() -> bool:
+    """True when this innet-switch accepts ``--executor`` (the native executor is merged)."""
+    done = subprocess.run([sys.executable, "-m", SWITCH_MODULE, "--help"], capture_output=True, text=True,
+                          timeout=60)
+    return "--executor" in done.stdout
+
+
+def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """Measure every workload; the result document."""
+    from innet.native_build import NativeBuildError
+    from innet.testbed.microbench.native import tool, write_frames
+
+    try:
+        tools = {name: tool(name) for name in ("sender", "reflector")}
+    except NativeBuildError as error:
+        raise BenchError(f"C tools: {error}") from None
+    points: list[Point] = []
+    with tempfile.TemporaryDirectory(prefix="innet-bench-veth-") as tmpdir, VethPair(config.mtu) as pair:
+        tmp = Path(tmpdir)
+        for workload in config.workloads:
+            frames = _frames(workload)
+            frames_file = tmp / f"{workload}.frames"
+            write_frames(frames_file, frames)
+            for k in range(config.rounds):
+                step = f" (round {k + 1}/{config.rounds})" if config.rounds > 1 else ""
+                progress(f"{workload}: reflector ceiling on {pair.outer}{step}")
+                points.append(measure_reflector(pair, workload, frames_file, len(frames[0]), config, tools, tmp))
+                progress(f"{workload}: innet-switch on {pair.outer}{step}")
+                points.append(measure_switch(pair, workload, frames_file, len(frames[0]), config, tools, tmp))
+    rows = []
+    for workload in config.workloads:
+        ceilings = [p for p in points if p.workload == workload and p.device == "reflector"]
+        switches = [p for p in points if p.workload == workload and p.device == "innet-switch"]
+        ratios = [s.pps / c.pps if c.pps else 0.0 for c, s in zip(ceilings, switches)]
+        middle = sorted(zip(ratios, range(len(ratios))))[len(ratios) // 2][1]
+        rows.append({"workload": workload, "frame_bytes": switches[0].frame_bytes,
+                     "ceiling_pps": round(statistics.median(c.pps for c in ceilings)),
+                     "switch_pps": round(statistics.median(s.pps for s in switches)),
+                     "ratio": round(statistics.median(ratios), 3), "round_ratios": [round(r, 3) for r in ratios],
+                     "loop": switches[middle].loop})
+    return {"format": "innet-bench-veth/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "machine": describe(), "executor": config.executor or "default",
+            "port_loop": config.port_loop or "default",
+            "settings": asdict(config), "points": [asdict(p) for p in points], "rows": rows}
+
+
+def save(doc: dict[str, Any], out: Path) -> tuple[Path, Path | None]:
+    out.mkdir(parents=True, exist_ok=True)
+    json_path = out / "bench_veth.json"
+    json_path.write_text(json.dumps(doc, indent=2))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return json_path, None
+    rows = doc["rows"]
+    fig, ax = plt.subplots(figsize=(6, 3))
+    x = list(range(len(rows)))
+    ax.bar([i - 0.2 for i in x], [r["ceiling_pps"] for r in rows], width=0.4, color="tab:gray",
+           label="C reflector (ceiling)")
+    ax.bar([i + 0.2 for i in x], [r["switch_pps"] for r in rows], width=0.4, color="tab:blue",
+           label=f"innet-switch ({doc['executor']})")
+    for i, r in enumerate(rows):
+        ax.annotate(f"{r['ratio']:.2f}x", (i + 0.2, r["switch_pps"]), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(x, [f"{r['workload']}\n{r['frame_bytes']} B" for r in rows], fontsize=7)
+    ax.set_ylabel("packets/s, one veth port, closed loop")
+    m, s = doc["machine"], doc["settings"]
+    ax.set_title(f"{m['cpu'][:40]} ({m['cores']} cores), window {s['window']}, MTU {s['mtu']}", fontsize=7)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    png = out / "bench_veth.png"
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+    return json_path, png
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench_veth", description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=positive_float, default=3.0, help="measured seconds per point (default 3)")
+    ap.add_argument("--window", type=int, default=64, help="frames in flight (default 64)")
+    ap.add_argument("--mtu", type=int, default=1500, help="veth MTU, 576..9000 (default 1500)")
+    ap.add_argument("--executor", choices=["python", "native"], default=None,
+                    help="innet-switch --executor (default: the switch's own default)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="reflector/switch pairs per workload; medians are reported (default 1)")
+    ap.add_argument("--port-loop", choices=["python", "native"], default=None,
+                    help="innet-switch --port-loop (default: the switch's own default)")
+    ap.add_argument("--only", action="append", choices=list(WORKLOADS), help="one workload (repeatable)")
+    ap.add_argument("--out", type=output_dir, default=Path("results"), help="directory for JSON/PNG")
+    args = ap.parse_args(argv)
+    if not 1 <= args.window <= 1 << 16:
+        ap.error(f"argument --window: {args.window} is outside 1..65536")
+    if not 1 <= args.rounds <= 20:
+        ap.error(f"argument --rounds: {args.rounds} is outside 1..20")
+    if not 576 <= args.mtu <= 9000:
+        ap.error(f"argument --mtu: {args.mtu} is outside 576..9000")
+    if os.geteuid() != 0:
+        print("bench_veth: needs root (network namespace, veth pair, AF_PACKET sockets)", file=sys.stderr)
+        return 2
+    if args.executor is not None and not switch_has_executor_flag():
+        print(f"bench_veth: --executor {args.executor}: this innet-switch has no --executor option yet "
+              "(the native executor is not merged)", file=sys.stderr)
+        return 2
+    config = VethBenchConfig(seconds=args.seconds, window=args.window, mtu=args.mtu, executor=args.executor,
+                             port_loop=args.port_loop, rounds=args.rounds, workloads=tuple(args.only or WORKLOADS))
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    try:
+        doc = run(config, lambda msg: console.print(f"[dim]{msg}[/]"))
+    except BenchError as error:
+        print(f"bench_veth: {error}", file=sys.stderr)
+        return 1
+    m = doc["machine"]
+    table = Table(title=f"innet-switch on one veth vs the C reflector ({m['cpu']}, {m['cores']} cores, "
+                        f"load {m['load_average']}; executor {doc['executor']}, port loop {doc['port_loop']}, "
+                        f"window {config.window})")
+    for col in ("workload", "bytes/frame", "reflector pkt/s", "innet-switch pkt/s", "ratio"):
+        table.add_column(col, justify="left" if col == "workload" else "right")
+    for r in doc["rows"]:
+        table.add_row(r["workload"], str(r["frame_bytes"]), f"{r['ceiling_pps']:,}", f"{r['switch_pps']:,}",
+                      f"{r['ratio']:.2f}x")
+    console.print(table)
+    for r in doc["rows"]:
+        if r["loop"]:
+            lp = r["loop"]
+            console.print(f"{r['workload']}: C port loop {lp['frames_per_batch']:.1f} frames/batch; ns per frame: "
+                          + ", ".join(f"{k[3:-10]} {v:.0f}" for k, v in lp.items() if k.startswith("ns_")))
+    json_path, png = save(doc, args.out)
+    console.print(f"saved {json_path}" + (f" and {png}" if png else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

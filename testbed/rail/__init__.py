@@ -1,0 +1,1 @@
+"""Rail-only and rail-optimized networks: grid, testbeds, workers, all-to-all, bench, demo, models."""

@@ -1,0 +1,201 @@
+"""``innet bench --topo rail-only|rail-optimized``: collectives on one rail testbed, with the model.
+
+On one brought-up topology (Mininet when root, else loopback), for every size S (int32
+elements per GPU): hierarchical INA (HB reduce-scatter, INA per rail, HB all-gather), flat
+INA through the spine (rail-optimized), and gloo's ring over every GPU, ranks in
+:func:`~innet.testbed.rail.grid.ring_order` (ring neighbours share a domain or a rail; on rail-only
+the rest of gloo's full mesh is relayed by the HB peer, :func:`~innet.testbed.rail.grid.host_routes`;
+its float32 tensor has the same bytes as the INA rows' int32 vector). Then the uniform
+all-to-all with ``D`` bytes per GPU pair: on rail-optimized both the direct route and the
+two-step route (which uses exactly the links it would on rail-only, so the two compare in the
+same run), on rail-only the two-step route. Each row carries the model's time from
+:mod:`innet.testbed.rail.models.railperf` with ``C_S``/``C_F`` the HTB rates of the NIC and HB links.
+Saves ``rail-bench-<kind>-<stamp>.json`` and ``.png``; a program, not a test (STYLE.md 12).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from innet.testbed.ina.bench import machine, switch_description
+from innet.testbed.core.testbed import TestbedError, TestbedOptions, WorkerResult
+from innet.testbed.rail.models import railperf
+from innet.testbed.core.topology import TOPOLOGIES, Link
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RailBenchConfig:
+    """Settings of one rail benchmark."""
+
+    topo: str = "rail-optimized"
+    """``rail-only`` or ``rail-optimized``."""
+    domains: int = 2
+    gpus_per_domain: int = 4
+    nic_mbps: float = 10.0
+    """C_S: NIC link rate (HTB)."""
+    hb_mbps: float = 100.0
+    """C_F: HB link rate (HTB)."""
+    sizes: tuple[int, ...] = (16384,)
+    """Allreduce elements per GPU (int32)."""
+    pair_bytes: tuple[int, ...] = (50000,)
+    """All-to-all bytes per GPU pair."""
+    repeats: int = 3
+    k: int = 64
+    window: int = 16
+    gloo: bool = True
+    backend: str = "auto"
+    out_dir: Path = Path("results")
+
+    def __post_init__(self) -> None:
+        if self.topo not in ("rail-only", "rail-optimized"):
+            raise ValueError(f"rail bench topo {self.topo!r}: must be rail-only or rail-optimized")
+        if not self.nic_mbps > 0 or not self.hb_mbps > 0:
+            raise ValueError(f"rail bench rates nic={self.nic_mbps} hb={self.hb_mbps} Mbit/s: must be > 0")
+
+
+def _op_times(per_rank: list[list[WorkerResult]], index: int) -> list[float]:
+    """Per timed operation, the slowest GPU's time (the collective ends when the last GPU has it)."""
+    reps = len(per_rank[0][index].times)
+    return [max(r[index].times[i] for r in per_rank) for i in range(reps)]
+
+
+def _row(collective: str, size: int, unit: str, per_rank: list[list[WorkerResult]], index: int,
+         model_s: float | None) -> dict[str, Any]:
+    times = _op_times(per_rank, index)
+    return {"collective": collective, "size": size, "unit": unit, "median_s": statistics.median(times),
+            "min_s": min(times), "times": times, "ok": all(r[index].ok for r in per_rank), "model_s": model_s}
+
+
+def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[str, Any]:
+    from innet.testbed.rail.testbed import rail_testbed_class
+
+    backend = config.backend if config.backend != "auto" else ("mininet" if os.geteuid() == 0 else "loopback")
+    topo = TOPOLOGIES[config.topo](domains=config.domains, gpus_per_domain=config.gpus_per_domain,
+                                   nic_link=Link(bw_mbps=config.nic_mbps), hb_link=Link(bw_mbps=config.hb_mbps))
+    grid = railperf.Grid(config.gpus_per_domain, config.domains, config.nic_mbps * 1e6, config.hb_mbps * 1e6)
+    shaped = backend == "mininet"
+    rows: list[dict[str, Any]] = []
+    failures: list[dict[str, str]] = []
+    options = TestbedOptions(k=config.k, window=config.window)
+    progress(f"bringing up {topo.name} ({backend})")
+    tb = rail_testbed_class(backend)(topo, options)
+    with tb:
+        def attempt(what: str, body: Callable[[], None]) -> None:
+            progress(what)
+            try:
+                body()
+            except TestbedError as error:
+                failures.append({"collective": what, "error": str(error)[-400:]})
+
+        sizes = list(config.sizes)
+
+        def allreduce(label: str, run: Callable[[], Any], model: Callable[[Any, int], Any]) -> Callable[[], None]:
+            def measure() -> None:
+                res = run()
+                rows.extend(_row(label, s, "elements", res, i, model(grid, 4 * s) if shaped else None)
+                            for i, s in enumerate(sizes))
+            return measure
+
+        attempt("hierarchical INA", allreduce("hierarchical INA",
+                                              lambda: tb.run_hierarchical(sizes, repeats=config.repeats),
+                                              railperf.allreduce_hierarchical_ina))
+        if tb.grid.spine is not None:
+            attempt("flat INA through the spine", allreduce(
+                "flat INA (spine)", lambda: tb.run_flat(sizes, repeats=config.repeats, exact=True),
+                railperf.allreduce_flat_ina))
+        if config.gloo:
+            attempt("gloo ring allreduce", allreduce("gloo ring", lambda: tb.run_gloo(sizes, repeats=config.repeats),
+                                                     railperf.allreduce_flat_ring))
+        routes = ["direct", "two-step"] if tb.grid.spine is not None else ["two-step"]
+        for route in routes:
+            def a2a(route: str = route) -> None:
+                for d in config.pair_bytes:
+                    res = tb.run_alltoall(d, repeats=config.repeats, route=route)
+                    model = (railperf.alltoall_rail_optimized(grid, d) if route == "direct"
+                             else railperf.alltoall_rail_only(grid, d))
+                    rows.append(_row(f"all-to-all {route}", d, "bytes/pair", res, 0, model if shaped else None))
+
+            attempt(f"all-to-all ({route})", a2a)
+    slowdowns = []
+    for d in config.pair_bytes:
+        by = {r["collective"]: r for r in rows if r["size"] == d and r["unit"] == "bytes/pair"}
+        if "all-to-all direct" in by and "all-to-all two-step" in by:
+            slowdowns.append({"pair_bytes": d,
+                              "measured": by["all-to-all two-step"]["median_s"] / by["all-to-all direct"]["median_s"] - 1,
+                              "model": railperf.alltoall_slowdown(grid),
+                              "seed_estimate": railperf.seed_slowdown_estimate(grid)})
+    not_applicable = [] if topo.kind == "rail-optimized" else [
+        {"collective": "flat INA", "reason": "rail-only has no switch that every GPU reaches (no spine)"},
+        {"collective": "all-to-all direct", "reason": "rail-only has no NIC path between rails"}]
+    return {"kind": "rail-bench", "config": {**asdict(config), "out_dir": str(config.out_dir)},
+            "not_applicable": not_applicable,
+            "topology": topo.name, "backend": backend, "switch": switch_description("auto"), "machine": machine(),
+            "c_s_bps": grid.c_s_bps, "c_f_bps": grid.c_f_bps, "shaped": shaped, "rows": rows,
+            "alltoall_slowdown": slowdowns, "failures": failures,
+            "note": None if shaped else "loopback: no link rates, all-to-all does not cross the switches; "
+                                        "model columns left empty"}
+
+
+def table(doc: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    t = Table(title=f"{doc['topology']} ({doc['backend']}), C_S={doc['c_s_bps'] / 1e6:g} Mbit/s, "
+                    f"C_F={doc['c_f_bps'] / 1e6:g} Mbit/s, K={doc['config']['k']}")
+    for col in ("collective", "size", "median (ms)", "min (ms)", "model (ms)", "exact"):
+        t.add_column(col, justify="right")
+    for r in doc["rows"]:
+        t.add_row(r["collective"], f"{r['size']} {r['unit']}", f"{r['median_s'] * 1e3:.1f}", f"{r['min_s'] * 1e3:.1f}",
+                  "-" if r["model_s"] is None else f"{r['model_s'] * 1e3:.1f}", "yes" if r["ok"] else "NO")
+    for n in doc.get("not_applicable", []):
+        t.add_row(n["collective"], "-", "-", "-", "-", f"n/a: {n['reason']}")
+    return t
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    lines = ["| collective | size | median (ms) | min (ms) | model (ms) | exact |", "|---|---:|---:|---:|---:|---|"]
+    for r in doc["rows"]:
+        model = "-" if r["model_s"] is None else f"{r['model_s'] * 1e3:.1f}"
+        lines.append(f"| {r['collective']} | {r['size']} {r['unit']} | {r['median_s'] * 1e3:.1f} | "
+                     f"{r['min_s'] * 1e3:.1f} | {model} | {'yes' if r['ok'] else 'NO'} |")
+    for n in doc.get("not_applicable", []):
+        lines.append(f"| {n['collective']} | - | - | - | - | n/a: {n['reason']} |")
+    for s in doc["alltoall_slowdown"]:
+        lines.append(f"\nAll-to-all slowdown of the two-step route, D={s['pair_bytes']} B: measured "
+                     f"{s['measured']:.1%}, model {s['model']:.1%}, seed's C_S/C_F {s['seed_estimate']:.1%}")
+    return "\n".join(lines)
+
+
+def save(doc: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    stem = out_dir / f"rail-bench-{doc['config']['topo']}-{stamp}"
+    json_path, png_path = stem.with_suffix(".json"), stem.with_suffix(".png")
+    json_path.write_text(json.dumps(doc, indent=2) + "\n")
+    rows = doc["rows"]
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    labels = [f"{r['collective']}\n{r['size']} {r['unit']}" for r in rows]
+    pos = list(range(len(rows)))
+    ax.bar([p - 0.2 for p in pos], [r["median_s"] * 1e3 for r in rows], 0.4, label="measured (median)")
+    ax.bar([p + 0.2 for p in pos], [(r["model_s"] or 0) * 1e3 for r in rows], 0.4, label="model")
+    ax.set_xticks(pos, labels, fontsize=7)
+    ax.set_ylabel("completion time (ms)")
+    ax.set_title(f"{doc['topology']} on {doc['backend']} ({doc['switch']}); C_S={doc['c_s_bps'] / 1e6:g} Mbit/s, "
+                 f"C_F={doc['c_f_bps'] / 1e6:g} Mbit/s; {doc['machine'].get('cpu', '')}", fontsize=8)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=120)
+    plt.close(fig)
+    return json_path, png_path

@@ -1,0 +1,429 @@
+"""Rail-only and rail-optimized topologies brought up: one ``innet-switch`` per rail (and spine),
+the HB fabrics, the controller over every switch, and the hierarchical INA job.
+
+    with RailLoopbackTestbed(rail_only(domains=2, gpus_per_domain=4)) as tb:     # or RailMininetTestbed
+        results = tb.run_hierarchical([1000, 65536], exact=True)   # per GPU, one result per size
+        finals = tb.run_training("momentum", steps=5, param_chunks=8, lr=0.1, beta=0.9)
+        flat = tb.run_flat([1000])                                 # rail-optimized: through the spine
+
+``start``: every P4 switch comes up (loopback: UDP ports, switch-to-switch ports with
+explicit peers; Mininet: veths, each HB fabric a Linux bridge), the controller pushes
+innet.p4 to all of them and installs :func:`innet.testbed.rail.grid.forwarding` on each, then
+creates the hierarchical ``sum`` job (``TestbedOptions.job_id``) on every rail switch and,
+on rail-optimized, the flat job (``job_id + 1``) on the spine.
+"""
+
+from __future__ import annotations
+
+import signal
+from concurrent.futures import ThreadPoolExecutor
+import subprocess
+import sys
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from innet.host import wire
+from innet.testbed.core.testbed import Testbed, TestbedError, WorkerResult, _failed, wait_outputs
+from innet.testbed.core.freeport import free_ports
+from innet.testbed.core.ina_worker import WORKER_MODULE as INA_WORKER, WorkerPlan, tunnel_transport
+from innet.testbed.backends.loopback import _GRPC_LINE, _PORT_LINE, LOCALHOST, SWITCH_MODULE, LoopbackTestbed
+from innet.testbed.rail.grid import RailGrid, flat_job, forwarding, hierarchical_jobs, ring_order, switch_of
+from innet.testbed.rail.worker import WORKER_MODULE as RAIL_WORKER, RailPlan
+
+
+class RailTestbed(Testbed):
+    """What Mininet and loopback rail testbeds share (see module docstring)."""
+
+    multi_switch = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.grid = RailGrid.of(self.topology)
+        self.grpc_addresses: dict[str, str] = {}
+        self.rail_jobs: dict[str, Any] = {}
+        """The hierarchical job's JobSpec on each rail switch."""
+        self.flat: Any = None
+        """The flat job on the spine (rail-optimized), or None."""
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> "RailTestbed":
+        from innet.controller.controller import Controller
+        from innet.controller.pipeline import PipelineConfig
+        from innet.controller.switch import SwitchEndpoint
+
+        self.procs.open()
+        try:
+            (self.procs.dir / "topology.json").write_text(self.topology.to_json())
+            self.grpc_address = self._start_network()
+            specs = [SwitchEndpoint(s.name, self.grpc_addresses[s.name], s.device_id, timeout=30.0)
+                     for s in self.topology.p4_switches]
+            self.controller = Controller(specs).connect()
+            config = PipelineConfig.load(self.options.program, dict(self.options.defines) or None)
+            names = [s.name for s in self.topology.p4_switches]
+            with ThreadPoolExecutor(len(names)) as pool:  # each switch builds its executor: in parallel
+                list(pool.map(lambda name: self.controller.push(config, [name]), names))
+            self.controller.install_forwarding(forwarding(self.topology, self.switch_port))
+            self.job = self.create_job()
+            if self.grid.spine is not None:
+                self.flat = self.create_flat_job()
+            self._started = True
+        except BaseException as error:
+            self.stop(keep_logs=_failed(type(error)) or self.options.keep_logs)
+            raise
+        return self
+
+    # -- jobs -----------------------------------------------------------------------------
+
+    def create_job(self, job_id: int | None = None, mode: str = "sum", hosts: Sequence[str] | None = None,
+                   **params: Any) -> Any:
+        """The hierarchical job on every rail switch (``params``: ``param_chunks``, ``lr``,
+        ``beta``, ``grad_frac_bits``, ``param_frac_bits``); the rail-0 JobSpec."""
+        if hosts is not None:
+            raise TestbedError("rail testbeds run the hierarchical job over every GPU (hosts=None)")
+        jobs, plan = hierarchical_jobs(self.grid, job_id if job_id is not None else self.options.job_id,
+                                       window=self.options.window, k=self.options.k,
+                                       agent_port=self.options.agent_port, mode=mode, port_of=self.switch_port,
+                                       **params)
+        self.controller.create_sharded_job(jobs, plan)
+        self.rail_jobs = jobs
+        return jobs[self.grid.rails[0]]
+
+    def reinstall(self, mode: str = "sum", **params: Any) -> Any:
+        """Destroy the hierarchical job on every rail switch and create it again (after a
+        failure): fresh registers and epoch 0, so no state of the failed run can leak."""
+        if self.job is not None:
+            self.controller.destroy_job(self.job.job_id)
+            self.job = None
+        self.job = self.create_job(mode=mode, **params)
+        return self.job
+
+    def create_flat_job(self, mode: str = "sum", **params: Any) -> Any:
+        job = flat_job(self.grid, self.options.job_id + 1, window=self.options.window, k=self.options.k,
+                       agent_port=self.options.agent_port, mode=mode, **params)
+        assert self.grid.spine is not None
+        self.controller.create_job(job, self.controller.plan_for(job, [self.grid.spine]))
+        return job
+
+    def counters(self) -> dict[str, int]:
+        """The hierarchical job's counters summed over the rail switches."""
+        out: dict[str, int] = {}
+        for rail in self.grid.rails:
+            for name, cells in self.controller[rail].counters(self.job.job_id).items():
+                out[name] = out.get(name, 0) + cells.get(self.job.job_id, 0)
+        return out
+
+    def rail_counters(self, rail: str) -> dict[str, int]:
+        node = self.controller[rail]
+        return {name: cells.get(self.job.job_id, 0) for name, cells in node.counters(self.job.job_id).items()}
+
+    # -- per host -------------------------------------------------------------------------
+
+    def host_transport(self, host: str) -> dict[str, Any]:
+        return self.transport_to(host, switch_of(self.topology, host).name)
+
+    def transport_to(self, host: str, switch: str) -> dict[str, Any]:
+        """Transport dict of ``host``'s agent towards P4 switch ``switch`` (through its rail switch)."""
+        raise NotImplementedError
+
+    def hb_address(self, host: str) -> tuple[str, int]:
+        """Where ``host`` listens for its HB domain's exchanges."""
+        raise NotImplementedError
+
+    # -- runs -----------------------------------------------------------------------------
+
+    def rail_plans(self, op: str, epoch: int, **fields: Any) -> list[tuple[str, RailPlan]]:
+        out = []
+        for d, row in enumerate(self.grid.hosts):
+            peers = tuple(self.hb_address(h) for h in row)
+            for g, host in enumerate(row):
+                sw = switch_of(self.topology, host)
+                plan = RailPlan(job=self.job.job_id, domain=d, gpu=g, x=self.grid.x, y=self.grid.y,
+                                window=self.options.window, k=self.options.k, transport=self.host_transport(host),
+                                epoch=epoch, hb_peers=peers, hb_names=row, switch=f"{sw.name} ({sw.ip})", op=op,
+                                chunk_deadline=self.options.chunk_deadline, **fields)
+                out.append((host, plan))
+        return out
+
+    def spawn_rail(self, op: str, **fields: Any) -> list[tuple[str, subprocess.Popen[bytes]]]:
+        """Start one ``rail_worker`` per GPU (a new worker set: one attach moves every rail)."""
+        epoch = self.attach()
+        procs = []
+        for host, plan in self.rail_plans(op, epoch, **fields):
+            name = f"rail-{host}"
+            procs.append((name, self.spawn_on(host, name, [sys.executable, "-m", RAIL_WORKER, plan.to_json()],
+                                              stdout_pipe=True)))
+        return procs
+
+    def run_hierarchical(self, sizes: Sequence[int], repeats: int = 1, timeout: float = 120.0,
+                         exact: bool = True) -> list[list[WorkerResult]]:
+        """Hierarchical allreduce of ``sizes`` (exact integers, checked) on every GPU; per global rank."""
+        procs = self.spawn_rail("allreduce", sizes=tuple(sizes), repeats=repeats)
+        return self._collect(procs, timeout, "hierarchical allreduce")
+
+    def run_training(self, mode: str, steps: int, param_chunks: int, lr: float, beta: float = 0.0,
+                     initial: np.ndarray | None = None, timeout: float = 120.0) -> dict[str, Any]:
+        """Replace the job by an ``sgd``/``momentum`` one holding ``initial`` (int32, default
+        zeros), run ``steps`` hierarchical steps of ``rail_worker.train_gradient``; the final
+        parameters of every GPU (by global rank), the switches' registers and the job's
+        per-rail optimizer integers."""
+        if self.job is not None:
+            self.controller.destroy_job(self.job.job_id)
+            self.job = None
+        self.job = self.create_job(mode=mode, param_chunks=param_chunks, lr=lr, beta=beta)
+        size = param_chunks * self.options.k
+        start = np.zeros(size, np.int32) if initial is None else np.asarray(initial, np.int32)
+        self.controller.load_params(self.job.job_id, start)
+        procs = self.spawn_rail("train", steps=steps, params=size)
+        outputs = self._collect_lines(procs, timeout, "hierarchical training")
+        finals = {}
+        for lines in outputs:
+            for d in lines:
+                if "final" in d:
+                    finals[int(d["rank"])] = np.asarray(d["final"], np.int64).astype(np.int32)
+        registers = self.controller.read_params(self.job.job_id, as_float=False)
+        infos = {rail: self.controller[rail].job(self.job.job_id) for rail in self.grid.rails}
+        return {"finals": finals, "registers": np.asarray(registers, np.int32), "jobs": infos, "initial": start}
+
+    def run_digits(self, config: Any, timeout: float = 300.0) -> dict[str, Any]:
+        """Train the digits model (:mod:`innet.testbed.rail.digits`, ``config`` a ``DigitsConfig``
+        over every GPU) with the rail switches as the optimizer, replacing the job. The final
+        parameters of every GPU (by global rank), the switches' registers, each rail's
+        installed job, the initial vector and every GPU's ``{"step", "loss"}`` lines."""
+        from dataclasses import asdict
+
+        if config.gpus != self.grid.x * self.grid.y:
+            raise TestbedError(f"digits training for {config.gpus} GPUs on {self.topology.name} "
+                               f"({self.grid.x * self.grid.y} GPUs)")
+        if self.job is not None:
+            self.controller.destroy_job(self.job.job_id)
+            self.job = None
+        chunks = config.param_chunks(self.options.k)
+        self.job = self.create_job(mode=config.mode, param_chunks=chunks, lr=config.lr,
+                                   beta=config.beta if config.mode == "momentum" else 0.0,
+                                   grad_frac_bits=config.grad_frac_bits, param_frac_bits=config.param_frac_bits)
+        initial = config.initial(self.options.k)
+        self.controller.load_params(self.job.job_id, initial)
+        procs = self.spawn_rail("digits", params=initial.size, digits=asdict(config))
+        outputs = self._collect_lines(procs, timeout, "digits training")
+        finals, lines = {}, {}
+        for rows in outputs:
+            for d in rows:
+                if "final" in d:
+                    finals[int(d["rank"])] = np.asarray(d["final"], np.int64).astype(np.int32)
+            if rows:
+                lines[int(rows[0]["rank"])] = rows
+        registers = self.controller.read_params(self.job.job_id, as_float=False)
+        infos = {rail: self.controller[rail].job(self.job.job_id) for rail in self.grid.rails}
+        return {"finals": finals, "registers": np.asarray(registers, np.int32), "jobs": infos, "initial": initial,
+                "lines": lines}
+
+    def predict_training(self, out: dict[str, Any], mode: str, steps: int) -> np.ndarray:
+        """The parameters :class:`innet.host.wire.switch_model.SwitchModel` gives for the gradients of
+        :meth:`run_training`'s ``out``, shard by shard with each rail's installed integers."""
+        from innet.host.wire.switch_model import SwitchModel
+        from innet.host.wire import Mode
+        from innet.testbed.rail.grid import shard_bounds
+        from innet.testbed.rail.worker import train_gradient
+
+        initial = out["initial"]
+        bounds = shard_bounds(initial.size, self.options.k, self.grid.x)
+        gpus = self.grid.x * self.grid.y
+        grads = [[train_gradient(r, s, initial.size) for r in range(gpus)] for s in range(steps)]
+        parts = []
+        for g, rail in enumerate(self.grid.rails):
+            info = out["jobs"][rail]
+            a, b = bounds[g]
+            model = SwitchModel(Mode[mode.upper()], initial[a:b].copy(), info.lr, info.lr_shift, info.beta,
+                                info.beta_shift)
+            for s in range(steps):
+                model.step([grads[s][r][a:b] for r in range(gpus)])
+            parts.append(model.params)
+        return np.concatenate(parts)
+
+    def _collect_lines(self, procs: list[tuple[str, subprocess.Popen[bytes]]], timeout: float,
+                       what: str) -> list[list[dict[str, Any]]]:
+        import json
+
+        outputs = wait_outputs(self.procs, procs, timeout, what)
+        return [[json.loads(line) for line in outputs[name].decode().splitlines() if line.startswith("{")]
+                for name, _ in procs]
+
+    def alltoall_addresses(self, host: str) -> dict[str, tuple[str, int]]:
+        """Where ``host`` listens for all-to-all groups: ``hb``, ``rail`` and ``direct``."""
+        raise NotImplementedError
+
+    def run_alltoall(self, pair_bytes: int, repeats: int = 1, route: str | None = None,
+                     timeout: float = 120.0) -> list[list[WorkerResult]]:
+        """Uniform all-to-all of ``pair_bytes`` per GPU pair on every GPU; ``route`` defaults to
+        ``direct`` on rail-optimized and ``two-step`` on rail-only (which has no other)."""
+        from innet.testbed.rail.alltoall_worker import WORKER_MODULE as A2A_WORKER, AllToAllPlan
+
+        route = route or ("direct" if self.grid.spine is not None else "two-step")
+        if route == "direct" and self.grid.spine is None:
+            raise TestbedError(f"topology {self.topology.name}: the direct all-to-all needs a spine; "
+                               "rail-only routes through the HB domain (two-step)")
+        addr = {h.name: self.alltoall_addresses(h.name) for h in self.topology.workers}
+        procs = []
+        for d, row in enumerate(self.grid.hosts):
+            for g, host in enumerate(row):
+                if route == "two-step":
+                    fields: dict[str, Any] = {
+                        "hb_peers": tuple(addr[h]["hb"] for h in row),
+                        "rail_peers": tuple(addr[r[g]]["rail"] for r in self.grid.hosts)}
+                else:
+                    fields = {"direct_peers": tuple(addr[other.name]["direct_hb" if self.grid.position(other.name)[0] == d
+                                                                   else "direct"] for other in self.topology.workers),
+                              "direct_bind": addr[host]["direct_bind"]}
+                plan = AllToAllPlan(x=self.grid.x, y=self.grid.y, domain=d, gpu=g, pair_bytes=pair_bytes, route=route,
+                                    repeats=repeats, **fields)
+                name = f"a2a-{host}"
+                procs.append((name, self.spawn_on(host, name, [sys.executable, "-m", A2A_WORKER, plan.to_json()],
+                                                  stdout_pipe=True)))
+        return self._collect(procs, timeout, f"all-to-all ({route})")
+
+    def run_gloo(self, sizes: Sequence[int], repeats: int = 3, timeout: float = 300.0,
+                 master_port: int | None = None) -> list[list[WorkerResult]]:
+        """gloo ring allreduce over every GPU, gloo ranks in :func:`ring_order` (ring neighbours
+        share an HB domain or a rail). On rail-only the other pairs of gloo's full mesh reach
+        each other through the hosts' relay routes (Mininet); per gloo rank."""
+        from innet.testbed.core.gloo import command, gloo_env
+
+        ring = ring_order(self.grid)
+        master = self.gloo_master()
+        master_port = master_port or self.free_port()
+        procs = []
+        for rank, host in enumerate(ring):
+            argv = command(rank, len(ring), master, master_port, sizes, repeats, count_iface=self.count_iface(host))
+            name = f"gloo-{host}"
+            procs.append((name, self.spawn_on(host, name, argv, env=gloo_env(self.gloo_iface(host), master,
+                                                                              master_port), stdout_pipe=True)))
+        return self._collect(procs, timeout, "gloo allreduce")
+
+    def run_flat(self, sizes: Sequence[int], repeats: int = 1, exact: bool = True,
+                 timeout: float = 120.0) -> list[list[WorkerResult]]:
+        """Flat INA through the spine (rail-optimized): every GPU in one job of ``x*y`` workers."""
+        if self.flat is None:
+            raise TestbedError(f"topology {self.topology.name}: flat INA needs a spine (rail-optimized)")
+        assert self.grid.spine is not None
+        epoch = int(self.controller.attach(self.flat.job_id))
+        procs = []
+        for h in self.topology.workers:
+            plan = WorkerPlan(job=self.flat.job_id, rank=h.rank or 0, num_workers=len(self.topology.workers),
+                              window=self.options.window, k=self.options.k,
+                              transport=self.transport_to(h.name, self.grid.spine), sizes=tuple(sizes),
+                              epoch=epoch, repeats=repeats, exact=exact, chunk_deadline=self.options.chunk_deadline,
+                              count_iface=self.count_iface(h.name))
+            name = f"flat-{h.name}"
+            procs.append((name, self.spawn_on(h.name, name, [sys.executable, "-m", INA_WORKER, plan.to_json()],
+                                              stdout_pipe=True)))
+        return self._collect(procs, timeout, "flat allreduce")
+
+
+class RailLoopbackTestbed(RailTestbed, LoopbackTestbed):
+    """A rail topology on 127.0.0.1: one innet-switch process per rail/spine, UDP switch ports
+    (switch-to-switch ports send to each other's bound port), HB exchanges over loopback TCP
+    (unshaped: the "fast" fabric), agents tunnelling frames to their rail switch's port."""
+
+    kind = "loopback"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.switch_udp: dict[str, dict[int, tuple[str, int]]] = {}
+        """P4 switch -> its port -> the UDP address the port's socket is bound to."""
+        self._hb: dict[str, tuple[str, int]] = {}
+
+    def _switch_ports(self) -> dict[str, list[str]]:
+        p4 = {s.name for s in self.topology.p4_switches}
+        specs: dict[str, list[str]] = {name: [] for name in p4}
+        for c in self.topology.links:
+            if c.b not in p4:
+                continue
+            if c.a in p4:
+                pa, pb = free_ports(2)
+                specs[c.a].append(f"{c.a_port}@{LOCALHOST}:{pa}@{LOCALHOST}:{pb}")
+                specs[c.b].append(f"{c.b_port}@{LOCALHOST}:{pb}@{LOCALHOST}:{pa}")
+            else:
+                specs[c.b].append(f"{c.b_port}@{LOCALHOST}:0")
+        return specs
+
+    def _start_network(self) -> str:
+        self._hb = {h.name: (LOCALHOST, p) for h, p in zip(self.topology.workers,
+                                                           free_ports(len(self.topology.workers)))}
+        ports = self._switch_ports()
+        popens = {}
+        for s in self.topology.p4_switches:
+            cmd = [sys.executable, "-m", SWITCH_MODULE, "--no-p4", "--grpc-server-addr", f"{LOCALHOST}:0",
+                   "--log-level", self.options.switch_log_level, "--device-id", str(s.device_id)]
+            for spec in ports[s.name]:
+                cmd += ["-u", spec]
+            if self.options.switch_loss > 0 or self.options.switch_dup > 0:
+                cmd += ["--loss", f"{self.options.switch_loss},{self.options.switch_dup},0,1"]
+            popens[s.name] = self.procs.spawn(f"switch-{s.name}", cmd, stdout_pipe=False)
+        deadline = time.monotonic() + self.options.start_timeout
+        pending = set(popens)
+        while pending:
+            for name in sorted(pending):
+                text = self.procs.log_path(f"switch-{name}").read_text(errors="replace")
+                match = _GRPC_LINE.search(text)
+                udp = {int(p): (h, int(u)) for p, h, u in _PORT_LINE.findall(text)}
+                if match is not None and len(udp) >= len(ports[name]):
+                    self.grpc_addresses[name] = match.group(1)
+                    self.switch_udp[name] = udp
+                    pending.discard(name)
+                elif popens[name].poll() is not None:
+                    raise TestbedError(f"loopback switch {name} exited with status {popens[name].returncode}: "
+                                       f"{self.procs.log_tail(f'switch-{name}')}")
+            if pending and time.monotonic() > deadline:
+                raise TestbedError(f"loopback switches {sorted(pending)} not ready within "
+                                   f"{self.options.start_timeout:g} s")
+            if pending:
+                time.sleep(0.05)
+        return self.grpc_addresses[self.topology.p4_switches[0].name]
+
+    def _stop_network(self) -> None:
+        for s in self.topology.p4_switches:
+            self.procs.stop(f"switch-{s.name}")
+
+    def switch_pid(self) -> int | None:
+        return None
+
+    def freeze_switch(self, name: str) -> None:
+        """Make P4 switch ``name`` stop forwarding (SIGSTOP: a hung switch); :meth:`thaw_switch` undoes it."""
+        self.procs.popens[f"switch-{name}"].send_signal(signal.SIGSTOP)
+
+    def thaw_switch(self, name: str) -> None:
+        self.procs.popens[f"switch-{name}"].send_signal(signal.SIGCONT)
+
+    def transport_to(self, host: str, switch: str) -> dict[str, Any]:
+        h = self.topology.host(host)
+        nic = self.topology.uplink(host)
+        target = self.topology.switch(switch)
+        return tunnel_transport(self.switch_udp[nic.b][nic.b_port], wire.Endpoint(h.mac, h.address,
+                                                                                  self.options.agent_port),
+                                wire.Endpoint(target.mac, target.ip, wire.UDP_PORT))
+
+    def hb_address(self, host: str) -> tuple[str, int]:
+        return self._hb[host]
+
+    def alltoall_addresses(self, host: str) -> dict[str, tuple[str, int]]:
+        """Loopback: every group on 127.0.0.1 (the all-to-all does not cross the switches here)."""
+        if not hasattr(self, "_a2a"):
+            workers = [h.name for h in self.topology.workers]
+            ports = iter(free_ports(3 * len(workers)))
+            self._a2a = {h: {"hb": (LOCALHOST, next(ports)), "rail": (LOCALHOST, next(ports)),
+                             "direct": (LOCALHOST, p)} for h in workers for p in [next(ports)]}
+            for h in workers:
+                self._a2a[h]["direct_hb"] = self._a2a[h]["direct_bind"] = self._a2a[h]["direct"]
+        return self._a2a[host]
+
+
+def rail_testbed_class(backend: str) -> type[RailTestbed]:
+    """``RailLoopbackTestbed`` or the Mininet one (imported only when asked: needs mininet)."""
+    if backend == "loopback":
+        return RailLoopbackTestbed
+    from innet.testbed.rail.mininet import RailMininetTestbed
+
+    return RailMininetTestbed

@@ -1,0 +1,231 @@
+"""One GPU of a rail testbed: hierarchical allreduce or training steps, through its rail switch.
+
+    python -m innet.testbed.rail.worker '<RailPlan JSON>'
+
+Each step of the hierarchical collective (docs/rail.md):
+
+1. reduce-scatter inside the HB domain (``innet.host.rail.hbdomain``, TCP over the HB fabric):
+   GPU ``g`` ends with the domain's wrapping int32 sum of shard ``g``;
+2. in-network aggregation of shard ``g`` on rail switch ``g`` across the ``y`` domains (a host
+   agent, ``innet.host.agent.agent``): the sum (``sum`` jobs) or the parameters after the
+   switch's optimizer step (``sgd``/``momentum`` jobs);
+3. all-gather inside the HB domain: every GPU has the whole vector.
+
+``allreduce`` plans time ``sizes`` like ``ina_worker`` (a global barrier before each timed
+operation: the rail's one-chunk allreduce, then an empty HB exchange) and check every
+element against the wrapping sum of every GPU's integers (``ina_worker.exact_values`` of
+the GPU's global rank). ``train`` plans push ``steps`` integer gradients
+(:func:`train_gradient`) and print the final int32 parameters.
+
+A rail switch that does not answer within ``chunk_deadline`` ends the process with
+``EXIT_AGGREGATION`` and one stderr line naming the rail switch; a silent HB peer with
+``EXIT_HB`` naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from innet.host.agent.agent import Agent, AgentConfig
+from innet.host.rail.hbdomain import HbConfig, HbError, HbGroup
+from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
+from innet.testbed.core.ina_worker import EXIT_AGGREGATION, exact_values, transport_config
+from innet.testbed.rail.grid import shard_bounds
+
+WORKER_MODULE = "innet.testbed.rail.worker"
+EXIT_HB = 4
+"""Exit status when an HB-domain exchange failed (its text is on stderr)."""
+
+
+@dataclass(frozen=True)
+class RailPlan:
+    """Everything one GPU's process needs (JSON on its command line)."""
+
+    job: int
+    """Job id of the hierarchical job (the same on every rail switch)."""
+    domain: int
+    """d: this GPU's HB domain, 0-based (its rank in the rail's job)."""
+    gpu: int
+    """g: this GPU's index in its domain, 0-based (its rail)."""
+    x: int
+    """GPUs per domain (rails)."""
+    y: int
+    """Domains (workers per rail job)."""
+    window: int
+    k: int
+    transport: dict[str, Any]
+    """Transport dict to the rail switch (``ina_worker.transport_config``)."""
+    epoch: int
+    """The epoch the controller attached the job at (the same on every rail)."""
+    hb_peers: tuple[tuple[str, int], ...]
+    """HB listen address of every GPU of the domain, by gpu index."""
+    hb_names: tuple[str, ...]
+    """Host names of the domain's GPUs (for messages)."""
+    switch: str
+    """The rail switch's name and address, for messages (``r2 (10.0.0.253)``)."""
+    op: str = "allreduce"
+    """``allreduce`` (sum job), ``train`` (sgd/momentum job, synthetic gradients) or ``digits``
+    (sgd/momentum job, the digits model: ``innet.testbed.rail.digits``)."""
+    sizes: tuple[int, ...] = ()
+    repeats: int = 1
+    steps: int = 0
+    """``train``: gradient steps."""
+    params: int = 0
+    """``train``: elements of the parameter vector (param_chunks * K)."""
+    chunk_deadline: float = 10.0
+    hb_deadline: float = 20.0
+    digits: dict[str, Any] | None = None
+    """``digits``: the ``DigitsConfig`` fields."""
+
+    @property
+    def rank(self) -> int:
+        """Global rank (topology order: domain-major)."""
+        return self.domain * self.x + self.gpu
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "RailPlan":
+        data = json.loads(text)
+        data["sizes"] = tuple(data["sizes"])
+        data["hb_peers"] = tuple((h, int(p)) for h, p in data["hb_peers"])
+        data["hb_names"] = tuple(data["hb_names"])
+        return cls(**data)
+
+
+def train_gradient(rank: int, step: int, size: int) -> npt.NDArray[np.int32]:
+    """GPU ``rank``'s int32 gradient at ``step`` (small, so any rank can recompute the sum)."""
+    return np.random.default_rng([rank, step, 7]).integers(-(1 << 16), 1 << 16, size, dtype=np.int32)
+
+
+def wrapping_total(values: Sequence[npt.NDArray[np.int32]]) -> npt.NDArray[np.int32]:
+    total = np.sum([v.astype(np.int64) for v in values], axis=0)
+    return (((total + (1 << 31)) % (1 << 32)) - (1 << 31)).astype(np.int32)
+
+
+class HierarchicalStep:
+    """Reduce-scatter in the HB domain, INA on the rail switch, all-gather (module docstring)."""
+
+    def __init__(self, plan: RailPlan, agent: Agent, hb: HbGroup) -> None:
+        self.plan, self.agent, self.hb = plan, agent, hb
+        self.phases = {"reduce_scatter": 0.0, "ina": 0.0, "all_gather": 0.0}
+
+    def barrier(self) -> None:
+        self.agent.allreduce_int(np.zeros(1, np.int32))
+        self.hb.exchange({}, "barrier")
+
+    def run(self, vector: npt.NDArray[np.int32], push: bool = False) -> npt.NDArray[np.int32]:
+        bounds = shard_bounds(vector.size, self.plan.k, self.plan.x)
+        t0 = time.perf_counter()
+        part = self.hb.reduce_scatter(vector, bounds)
+        t1 = time.perf_counter()
+        if part.size == 0:
+            result = part
+        elif push:
+            self.agent.push_int(part)
+            result = self.agent.pull_int()
+        else:
+            result = self.agent.allreduce_int(part)
+        t2 = time.perf_counter()
+        full = self.hb.all_gather(result, bounds)
+        t3 = time.perf_counter()
+        for key, dt in zip(self.phases, (t1 - t0, t2 - t1, t3 - t2)):
+            self.phases[key] += dt
+        return full
+
+
+def _allreduce(plan: RailPlan, step: HierarchicalStep) -> bool:
+    n = plan.x * plan.y
+    all_ok = True
+    for size in plan.sizes:
+        times: list[float] = []
+        ok = True
+        step.phases = dict.fromkeys(step.phases, 0.0)
+        for i in range(plan.repeats + 1):
+            x = exact_values(plan.rank, size, i)
+            expect = wrapping_total([exact_values(r, size, i) for r in range(n)])
+            step.barrier()
+            start = time.perf_counter()
+            got = step.run(x)
+            elapsed = time.perf_counter() - start
+            ok = ok and bool(np.array_equal(got, expect))
+            if i == 0:
+                step.phases = dict.fromkeys(step.phases, 0.0)
+            else:
+                times.append(elapsed)
+        all_ok = all_ok and ok
+        print(json.dumps({"rank": plan.rank, "elements": size, "times": times, "ok": ok,
+                          "phases": {k: v / max(1, plan.repeats) for k, v in step.phases.items()},
+                          "hb_bytes": step.hb.bytes_sent}), flush=True)
+    return all_ok
+
+
+def _train(plan: RailPlan, step: HierarchicalStep) -> bool:
+    params = np.zeros(plan.params, np.int32)
+    start = time.perf_counter()
+    for s in range(plan.steps):
+        params = step.run(train_gradient(plan.rank, s, plan.params), push=True)
+    print(json.dumps({"rank": plan.rank, "final": params.tolist(), "seconds": time.perf_counter() - start}),
+          flush=True)
+    return True
+
+
+def _digits(plan: RailPlan, step: HierarchicalStep) -> bool:
+    from innet.testbed.rail.digits import DigitsConfig, worker_loop
+
+    config = DigitsConfig(**(plan.digits or {}))
+    start = time.perf_counter()
+    final = worker_loop(config, plan.rank, config.initial(plan.k), lambda g: step.run(g, push=True),
+                        lambda d: print(json.dumps(d), flush=True))
+    print(json.dumps({"rank": plan.rank, "final": final.tolist(), "seconds": time.perf_counter() - start}),
+          flush=True)
+    return True
+
+
+OPS = {"allreduce": _allreduce, "train": _train, "digits": _digits}
+
+
+def run(plan: RailPlan) -> int:
+    job = JobConfig(job=plan.job, rank=plan.domain, num_workers=plan.y, window=plan.window, k=plan.k,
+                    epoch=plan.epoch)
+    config = AgentConfig(job, transport_config(plan.transport), sum_bound=1.0,
+                         timing=Timing(chunk_deadline=plan.chunk_deadline))
+    hb = HbConfig(rank=plan.gpu, peers=plan.hb_peers, names=plan.hb_names, domain=f"hb{plan.domain + 1}",
+                  deadline=plan.hb_deadline)
+    capacity = max([*plan.sizes, plan.params, 1])
+    with Agent(config, capacity=capacity) as agent, HbGroup(hb) as group:
+        step = HierarchicalStep(plan, agent, group)
+        ok = OPS[plan.op](plan, step)
+    return 0 if ok else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print(f"usage: python -m {WORKER_MODULE} '<RailPlan JSON>'", file=sys.stderr)
+        return 2
+    plan = RailPlan.from_json(args[0])
+    if plan.op not in OPS:
+        print(f"rail_worker: op {plan.op!r} is not one of {', '.join(OPS)}", file=sys.stderr)
+        return 2
+    try:
+        return run(plan)
+    except AggregationError as error:
+        print(f"rail_worker rank {plan.rank}: rail switch {plan.switch}: aggregation failed: {error}",
+              file=sys.stderr, flush=True)
+        return EXIT_AGGREGATION
+    except HbError as error:
+        print(f"rail_worker rank {plan.rank}: {error}", file=sys.stderr, flush=True)
+        return EXIT_HB
+
+
+if __name__ == "__main__":
+    sys.exit(main())
