@@ -90,3 +90,33 @@ def positive_float(text: str) -> float:
 
 __all__ = ["UINT64_MAX", "UINT128_MAX", "host_port", "input_file", "int_range", "output_dir",
            "parse_host_port", "positive_float"]
+
+
+def sizes(text: str) -> tuple[int, ...]:
+    """``1K,64K,1M`` -> (1024, 65536, 1048576)."""
+    out = []
+    for part in text.split(","):
+        part = part.strip().upper()
+        scale = {"K": 1 << 10, "M": 1 << 20}.get(part[-1:], 1)
+        number = part[:-1] if scale != 1 else part
+        try:
+            out.append(int(number) * scale)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"size {part!r}: expected a number with optional K or M") from None
+    return tuple(out)
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    """``2,4,8`` -> (2, 4, 8)."""
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers") from None
+
+
+def float_list(text: str) -> tuple[float, ...]:
+    """``0,0.5`` -> (0.0, 0.5)."""
+    try:
+        return tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated numbers") from None

@@ -21,7 +21,7 @@ from innet.controller.errors import ControllerError, JobError
 from innet.controller.innet_switch import InnetSwitch
 from innet.controller.jobs import Forwarding, JobInfo, JobSpec, next_epoch
 from innet.controller.pipeline import PipelineConfig
-from innet.host.wire.shard import Shard, ShardPlan
+from innet.host.wire.shard import Shard, ShardPlan, ShardPlanError
 from innet.controller.switch import Switch, SwitchEndpoint, connect_all
 from innet.host.wire.quantize import dequantize, quantize
 
@@ -79,7 +79,10 @@ class Controller:
 
     def plan_for(self, job: JobSpec, switches: Sequence[str] | None = None) -> ShardPlan:
         """The default plan: the job's chunks split evenly over ``switches`` (all)."""
-        return ShardPlan.contiguous(job.param_chunks, list(switches or self.names))
+        try:
+            return ShardPlan.contiguous(job.param_chunks, list(switches or self.names))
+        except ShardPlanError as error:
+            raise JobError(f"job {job.job_id}: {error}") from None
 
     def create_job(self, job: JobSpec, plan: ShardPlan | None = None) -> ShardPlan:
         """Install ``job`` on every switch of ``plan``; on failure, the switches already
@@ -159,7 +162,10 @@ class Controller:
                     first += info.param_chunks
         if not shards:
             raise JobError(f"job {job_id} is not installed on any switch ({', '.join(self.names)})")
-        return ShardPlan(tuple(shards))
+        try:
+            return ShardPlan(tuple(shards))
+        except ShardPlanError as error:
+            raise JobError(f"job {job_id}: {error}") from None
 
     # -- parameters ----------------------------------------------------------------------
 

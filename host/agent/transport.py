@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from innet.host import wire
 
@@ -81,6 +81,29 @@ class TunnelTransportConfig:
 
 
 TransportConfig = UdpTransportConfig | TunnelTransportConfig
+
+
+def udp_transport(switch_ip: str, local_ip: str, local_port: int) -> dict[str, Any]:
+    """Transport dict of a Mininet worker (kernel UDP to the switch's IP)."""
+    return {"kind": "udp", "switch_ip": switch_ip, "local_ip": local_ip, "local_port": local_port}
+
+
+def tunnel_transport(tunnel: tuple[str, int], local: wire.Endpoint, switch: wire.Endpoint) -> dict[str, Any]:
+    """Transport dict of a loopback worker (frames in UDP to a switch UDP port)."""
+    return {"kind": "tunnel", "tunnel": list(tunnel), "local": [local.mac, local.ip, local.port],
+            "switch": [switch.mac, switch.ip, switch.port]}
+
+
+def transport_config(data: dict[str, Any]) -> TransportConfig:
+    """The host agent's transport config from a transport dict."""
+    kind = data.get("kind")
+    if kind == "udp":
+        return UdpTransportConfig(switch_ip=data["switch_ip"], local_ip=data["local_ip"],
+                                  local_port=int(data["local_port"]))
+    if kind == "tunnel":
+        return TunnelTransportConfig(tunnel=(data["tunnel"][0], int(data["tunnel"][1])),
+                                     local=wire.Endpoint(*data["local"]), switch=wire.Endpoint(*data["switch"]))
+    raise ValueError(f"worker transport kind {kind!r}: expected 'udp' or 'tunnel'")
 
 
 def route_source(destination: str) -> str:

@@ -175,7 +175,7 @@ class OptimizerNode:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from innet.testbed.core.ina_worker import transport_config
+    from innet.host.agent.transport import transport_config
 
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from innet.controller.errors import JobError
+
+class ShardPlanError(ValueError):
+    """A shard plan that does not tile its chunks (the controller reports it as a JobError)."""
 
 
 @dataclass(frozen=True)
@@ -39,10 +41,10 @@ class ShardPlan:
         expected = 0
         names = [s.switch for s in self.shards]
         if len(set(names)) != len(names):
-            raise JobError(f"shard plan names a switch twice: {names}")
+            raise ShardPlanError(f"shard plan names a switch twice: {names}")
         for s in self.shards:
             if s.first_chunk != expected or s.chunks < 0:
-                raise JobError(f"shard plan: shard of {s.switch!r} starts at chunk {s.first_chunk}, "
+                raise ShardPlanError(f"shard plan: shard of {s.switch!r} starts at chunk {s.first_chunk}, "
                                f"expected {expected} (shards must be contiguous and in order)")
             expected += s.chunks
 
@@ -56,10 +58,10 @@ class ShardPlan:
         """Split ``total_chunks`` over ``switches`` in order, proportionally to ``weights``
         (equal by default); earlier switches get the remainder."""
         if not switches:
-            raise JobError("shard plan needs at least one switch")
+            raise ShardPlanError("shard plan needs at least one switch")
         w = list(weights) if weights is not None else [1.0] * len(switches)
         if len(w) != len(switches) or any(x < 0 for x in w) or sum(w) <= 0:
-            raise JobError(f"shard weights {w} do not fit switches {list(switches)}")
+            raise ShardPlanError(f"shard weights {w} do not fit switches {list(switches)}")
         total_w = sum(w)
         sizes = [int(total_chunks * x // total_w) for x in w]
         for i in range(total_chunks - sum(sizes)):
@@ -74,11 +76,11 @@ class ShardPlan:
         for s in self.shards:
             if s.switch == switch:
                 return s
-        raise JobError(f"shard plan has no switch {switch!r}; it has {[s.switch for s in self.shards]}")
+        raise ShardPlanError(f"shard plan has no switch {switch!r}; it has {[s.switch for s in self.shards]}")
 
     def owner(self, chunk: int) -> tuple[str, int]:
         """(switch, local chunk) of global ``chunk``."""
         for s in self.shards:
             if chunk in s.range:
                 return s.switch, chunk - s.first_chunk
-        raise JobError(f"chunk {chunk} is outside the plan's 0..{self.total_chunks - 1}")
+        raise ShardPlanError(f"chunk {chunk} is outside the plan's 0..{self.total_chunks - 1}")

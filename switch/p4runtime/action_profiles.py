@@ -22,7 +22,7 @@ either one-shot or through members/groups, not both (P4Runtime spec).
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Iterator
+from typing import Any, Iterator, Mapping, Protocol
 
 import grpc
 from finsy.proto import p4i, p4r
@@ -30,9 +30,6 @@ from finsy.proto import p4i, p4r
 from innet.switch.p4runtime.errors import P4RuntimeError, already_exists, invalid, not_found, unimplemented
 from innet.switch.p4runtime.schema import Schema, IndexedTable
 from innet.switch.p4runtime.target_api import LoadedPipeline, ProfilePipeline, ProfileRef
-
-if TYPE_CHECKING:
-    from innet.switch.p4runtime.tables import TableState
 
 HIDDEN_BASE = 1 << 32
 """Member and group ids of one-shot entries start here (never a P4Runtime uint32 id)."""
@@ -46,10 +43,22 @@ def exhausted(message: str) -> P4RuntimeError:
     return P4RuntimeError(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
 
+class TableEntries(Protocol):
+    """What profiles need of the table state: which installed entries point at a member or
+    group (``innet.switch.p4runtime.tables.TableState`` provides it; a protocol keeps the two
+    modules from importing each other)."""
+
+    @property
+    def entries(self) -> Mapping[int, Mapping[Any, Any]]: ...
+
+    @property
+    def default_indirect(self) -> Mapping[int, Any]: ...
+
+
 class ProfileState:
     """Members and groups of every action profile of one pipeline."""
 
-    def __init__(self, schema: Schema, pipeline: LoadedPipeline, tables: "TableState") -> None:
+    def __init__(self, schema: Schema, pipeline: LoadedPipeline, tables: TableEntries) -> None:
         self.schema = schema
         self.pipeline = pipeline
         self.tables = tables

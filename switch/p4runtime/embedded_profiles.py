@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar, cast
 
-from innet.switch.p4runtime.target_api import BoundAction, EntryHandle, MatchKey, ProfileRef, TargetError
+from innet.switch.p4runtime.target_api import (BoundAction, EntryHandle, ExactMatch, LpmMatch, MatchKey, ProfileRef, RangeMatch,
+                                              TargetError, TernaryMatch)
 
 if TYPE_CHECKING:
     from innet.switch.pipeline import KeySpec
@@ -39,6 +40,26 @@ def _ref(ref: ProfileRef) -> dict[str, int]:
 def unpack_handle(handle: EntryHandle) -> tuple[str, tuple[KeySpec, ...], int]:
     """Entry handles this target hands out are ``(table, key specs, priority)`` tuples."""
     return cast("tuple[str, tuple[KeySpec, ...], int]", handle)
+
+
+
+def key_specs(key: MatchKey) -> list[Any]:
+    """The executor's key specs of a P4Runtime match key (one per field)."""
+    from innet.switch.pipeline import KeySpec
+
+    out = []
+    for f in key:
+        if isinstance(f, ExactMatch):
+            out.append(KeySpec(f.value))
+        elif isinstance(f, TernaryMatch):
+            out.append(KeySpec(f.value, mask=f.mask))
+        elif isinstance(f, LpmMatch):
+            out.append(KeySpec(f.value, prefix_len=f.prefix_len))
+        elif isinstance(f, RangeMatch):
+            out.append(KeySpec(f.low, hi=f.high))
+        else:
+            out.append(KeySpec(0, mask=0) if f.value is None else KeySpec(f.value, mask=-1))
+    return out
 
 
 class InnetProfiles:
@@ -76,10 +97,9 @@ class InnetProfiles:
 
     @_target_errors
     def table_insert_indirect(self, table: str, key: MatchKey, priority: int, ref: ProfileRef) -> EntryHandle:
-        from innet.switch.p4runtime.embedded_target import _key_specs
 
         t = self._table(table)
-        specs = self._fix_optional(t, _key_specs(key))
+        specs = self._fix_optional(t, key_specs(key))
         handle = (table, tuple(specs), priority)
         self._entries[handle] = t.insert_indirect(specs, priority=priority, **_ref(ref))
         return handle

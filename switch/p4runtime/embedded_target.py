@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from finsy.proto import p4i
 
-from innet.switch.p4runtime.embedded_profiles import InnetProfiles, unpack_handle
+from innet.switch.p4runtime.embedded_profiles import InnetProfiles, key_specs, unpack_handle
 from innet.switch.p4runtime.p4info_match import check_p4info_matches
 from innet.switch.p4runtime.target_api import (
     BoundAction,
@@ -48,24 +48,6 @@ LOG = logging.getLogger(__name__)
 HIDDEN_GROUP_BASE = 1 << 16
 US_PER_S = 1_000_000
 
-
-
-def _key_specs(key: MatchKey) -> list[Any]:
-    from innet.switch.pipeline import KeySpec
-
-    out = []
-    for f in key:
-        if isinstance(f, ExactMatch):
-            out.append(KeySpec(f.value))
-        elif isinstance(f, TernaryMatch):
-            out.append(KeySpec(f.value, mask=f.mask))
-        elif isinstance(f, LpmMatch):
-            out.append(KeySpec(f.value, prefix_len=f.prefix_len))
-        elif isinstance(f, RangeMatch):
-            out.append(KeySpec(f.low, hi=f.high))
-        else:
-            out.append(KeySpec(0, mask=0) if f.value is None else KeySpec(f.value, mask=-1))
-    return out
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -122,7 +104,7 @@ class InnetPipeline(InnetProfiles):
     @_control_plane
     def table_insert(self, table: str, key: MatchKey, priority: int, action: BoundAction) -> EntryHandle:
         t = self._table(table)
-        specs = self._fix_optional(t, _key_specs(key))
+        specs = self._fix_optional(t, key_specs(key))
         handle = (table, tuple(specs), priority)
         self._entries[handle] = t.insert(specs, action.action, action.args, priority)
         return handle

@@ -19,7 +19,7 @@ from innet.switch.p4runtime.errors import (
 )
 from innet.switch.p4rt_codec.bytestrings import bitstring_width, decode_bytes, encode_bytes
 from innet.switch.p4runtime.schema import Schema
-from innet.switch.p4runtime.tables import TableState, _meter_rates
+from innet.switch.p4runtime.tables import TableState, meter_rates
 from innet.switch.p4runtime.target_api import Digest, LoadedPipeline, MeterRates, PreReplica
 
 PORT_WIDTH = 32
@@ -158,7 +158,7 @@ class ExternState:
         meter = self.schema.lookup("meter", self.schema.meters, entry.meter_id)
         what = f"meter {meter.preamble.name!r}"
         _check_modify(kind, what)
-        rates = _meter_rates(entry.config)
+        rates = meter_rates(entry.config)
         for i in _indexes(entry.HasField("index"), entry.index.index, int(meter.size), what):
             self.pipeline.meter_set(meter.preamble.name, i, rates)
             if rates is None:
@@ -184,7 +184,7 @@ class ExternState:
         info, installed = self.tables.find(entry.table_entry)
         if info.direct_meter is None:
             raise invalid(f"table {info.name!r} has no direct meter")
-        rates = _meter_rates(entry.config)
+        rates = meter_rates(entry.config)
         self.pipeline.direct_meter_set(info.name, installed.handle, rates)
         installed.meter = rates
 

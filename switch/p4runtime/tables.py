@@ -150,7 +150,7 @@ def action_to_proto(schema: Schema, call: BoundAction) -> p4r.Action:
     )
 
 
-def _meter_rates(config: p4r.MeterConfig) -> MeterRates | None:
+def meter_rates(config: p4r.MeterConfig) -> MeterRates | None:
     if config.ByteSize() == 0:
         return None
     return MeterRates(int(config.cir), int(config.cburst), int(config.pir), int(config.pburst))
@@ -331,7 +331,7 @@ class TableState:
                                                int(entry.counter_data.byte_count),
                                                int(entry.counter_data.packet_count))
         if entry.HasField("meter_config"):
-            rates = _meter_rates(entry.meter_config)
+            rates = meter_rates(entry.meter_config)
             self.pipeline.direct_meter_set(info.name, installed.handle, rates)
             installed.meter = rates
 

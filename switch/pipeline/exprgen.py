@@ -18,7 +18,7 @@ from .layout import field_offset, nslots
 from .ranges import Range, arith, shift_right, type_range, union, within
 
 if TYPE_CHECKING:
-    from .compiler import ProgramCompiler
+    from .context import CompileContext
 
 
 VARBIT = -1  # the width ``flatten`` gives a varbit value: its expression is a (width, value) tuple
@@ -77,7 +77,7 @@ def wrap_expr(x: str, width: int, signed: bool) -> str:
 class ExprGen:
     """Generates Python source for one function body (base of the statement generator)."""
 
-    def __init__(self, prog: "ProgramCompiler", locals_: dict[int, str] | None = None) -> None:
+    def __init__(self, prog: "CompileContext", locals_: dict[int, str] | None = None) -> None:
         self.prog = prog
         self.lines: list[str] = []
         self.ind = 1

@@ -21,7 +21,7 @@ from .profiles import ActionProfile
 from .tables import ActionInfo, KeyDef, KeySpec, Table
 
 if TYPE_CHECKING:
-    from .compiler import ProgramCompiler
+    from .context import CompileContext
 
 
 @dataclass
@@ -38,7 +38,7 @@ class TableGlue:
 class ProgramObjects:
     """Extern instances and tables of one program, by identity and by control-plane name."""
 
-    def __init__(self, prog: "ProgramCompiler") -> None:
+    def __init__(self, prog: "CompileContext") -> None:
         self.prog = prog
         self.tables: dict[int, TableGlue] = {}
         self.states: dict[int, Any] = {}

@@ -15,7 +15,7 @@ from ..frontend import ir
 from .errors import UnsupportedError
 
 if TYPE_CHECKING:
-    from .compiler import ProgramCompiler
+    from .context import CompileContext
     from .stmtgen import StmtGen
 
 INLINE_STATE_LIMIT = 64
@@ -25,7 +25,7 @@ INLINE_STATE_LIMIT = 64
 class ParserGen:
     """Generates the parser functions of one program into ``prog.sources``."""
 
-    def __init__(self, prog: "ProgramCompiler") -> None:
+    def __init__(self, prog: "CompileContext") -> None:
         self.prog = prog
 
     def parser_fn(self, p: ir.Parser) -> str:

@@ -32,7 +32,7 @@ from innet.names import by_suffix, did_you_mean
 
 from .errors import ControlPlaneError, EntryExistsError, EntryNotFoundError, InUseError
 from .hashing import HashFn
-from .tables import bind_params
+from .params import bind_params
 
 @dataclass(slots=True)
 class Member:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from innet.names import by_suffix, did_you_mean
 
 from .errors import ControlPlaneError, EntryExistsError, EntryNotFoundError
+from .params import bind_params
 
 if TYPE_CHECKING:
     from .profiles import ActionProfile
@@ -50,30 +51,6 @@ def _locked(method: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 Result = tuple[Callable[..., Any], tuple[int, ...], int, bool, "Entry | None"]
-
-
-def bind_params(action: str, spec: Sequence[tuple[str, int]],
-                params: Iterable[int] | dict[str, int]) -> tuple[int, ...]:
-    """Action data given by position or by name, checked against ``spec`` ((name, width) pairs).
-
-    Shared by direct table entries and action-profile members."""
-    if isinstance(params, dict):
-        names = [n for n, _ in spec]
-        extra = set(params) - set(names)
-        if extra:
-            raise ControlPlaneError(f"action '{action}': no parameter named {sorted(extra)[0]!r}")
-        missing = [n for n in names if n not in params]
-        if missing:
-            raise ControlPlaneError(f"action '{action}': missing parameter {missing[0]!r}")
-        values = [params[n] for n in names]
-    else:
-        values = list(params)
-        if len(values) != len(spec):
-            raise ControlPlaneError(f"action '{action}': takes {len(spec)} parameters, got {len(values)}")
-    for (pname, width), v in zip(spec, values):
-        if v < 0 or v >> width:
-            raise ControlPlaneError(f"action '{action}': value {v:#x} does not fit parameter {pname} (bit<{width}>)")
-    return tuple(values)
 
 
 @dataclass(slots=True)

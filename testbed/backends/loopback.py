@@ -20,12 +20,12 @@ from typing import Any, Sequence
 from innet.host import wire
 from innet.testbed.core.testbed import Testbed, TestbedError
 from innet.testbed.core.freeport import free_port
-from innet.testbed.core.ina_worker import tunnel_transport
+from innet.host.agent.transport import tunnel_transport
 
 LOCALHOST = "127.0.0.1"
 SWITCH_MODULE = "innet.switch.cli.switch"
-_GRPC_LINE = re.compile(r"innet-switch: P4Runtime listening on (\S+)")
-_PORT_LINE = re.compile(r"innet-switch: port (\d+) on UDP ([\d.]+):(\d+)")
+GRPC_LINE = re.compile(r"innet-switch: P4Runtime listening on (\S+)")
+PORT_LINE = re.compile(r"innet-switch: port (\d+) on UDP ([\d.]+):(\d+)")
 
 
 class LoopbackTestbed(Testbed):
@@ -56,9 +56,9 @@ class LoopbackTestbed(Testbed):
         grpc: str | None = None
         while True:
             text = self.procs.log_path(name).read_text(errors="replace")
-            match = _GRPC_LINE.search(text)
+            match = GRPC_LINE.search(text)
             grpc = match.group(1) if match else None
-            self.udp_ports = {int(p): (h, int(u)) for p, h, u in _PORT_LINE.findall(text)}
+            self.udp_ports = {int(p): (h, int(u)) for p, h, u in PORT_LINE.findall(text)}
             if grpc is not None and set(self.udp_ports) >= expected:
                 return grpc
             if popen.poll() is not None:

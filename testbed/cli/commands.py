@@ -14,8 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from innet.argtypes import input_file, int_range, output_dir, positive_float
+from innet.argtypes import float_list, input_file, int_list, int_range, output_dir, positive_float, sizes
 from innet.host.wire import SUPPORTED_K
+from innet.testbed.backends.mininet.console import quiet_mininet, run_cli
+from innet.testbed.backends.select import resolve_backend
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -28,57 +30,6 @@ def _console() -> Any:
     if not console.is_terminal:
         console = Console(width=160)
     return console
-
-
-def _sizes(text: str) -> tuple[int, ...]:
-    """``1K,64K,1M`` -> (1024, 65536, 1048576)."""
-    out = []
-    for part in text.split(","):
-        part = part.strip().upper()
-        scale = {"K": 1 << 10, "M": 1 << 20}.get(part[-1:], 1)
-        number = part[:-1] if scale != 1 else part
-        try:
-            out.append(int(number) * scale)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"size {part!r}: expected a number with optional K or M") from None
-    return tuple(out)
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers") from None
-
-
-def _floats(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(x) for x in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated numbers") from None
-
-
-def quiet_mininet() -> None:
-    """Mininet logs tc warnings (HTB quantum) as errors; keep the entry point's output readable."""
-    try:
-        from mininet.log import setLogLevel
-
-        setLogLevel("critical")
-    except ImportError:
-        pass
-
-
-def run_cli(net: Any) -> None:
-    """Mininet's CLI on ``net``. Its commands print through Mininet's logger at level
-    ``output``, which ``quiet_mininet`` silences for the bring-up: the CLI needs it back."""
-    from mininet.cli import CLI
-    from mininet.log import setLogLevel
-
-    setLogLevel("output")
-    try:
-        CLI(net)
-    finally:
-        setLogLevel("critical")
 
 
 def _terminate_on_sigterm() -> None:
@@ -248,7 +199,7 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
     except TopologyError as error:
         print(f"innet testbed up: {error}", file=sys.stderr)
         return EXIT_USAGE
-    loopback = args.loopback or os.geteuid() != 0
+    loopback = args.loopback or resolve_backend() == "loopback"
     try:
         options = options_for(topo, args.k, switch_loss=args.switch_loss / 100 if loopback else 0.0,
                               switch_executor=args.executor, switch_impl=args.switch_impl)
@@ -342,17 +293,17 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                        help="switch packet executor: native (generated C), python, auto (native when possible)")
         p.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
         add_switch_impl(p)
-    demo.add_argument("--sizes", type=_sizes, default=(16384, 262144), help="benchmark sizes (default 16K,256K)")
+    demo.add_argument("--sizes", type=sizes, default=(16384, 262144), help="benchmark sizes (default 16K,256K)")
     demo.add_argument("--no-gloo", action="store_true", help="skip the gloo baseline")
     demo.set_defaults(func=cmd_demo, benchmark=True)
     train.set_defaults(func=cmd_demo, benchmark=False, sizes=(), no_gloo=True)
 
     bench = sub.add_parser("bench", help="allreduce benchmark: innet INA vs gloo ring on the same testbed "
                                          "(--topo rail-*: hierarchical INA and all-to-all too)")
-    bench.add_argument("--workers", type=_ints, default=(2, 4), help="worker counts, e.g. 2,4,8 (default 2,4)")
-    bench.add_argument("--sizes", type=_sizes, default=(1024, 16384, 262144),
+    bench.add_argument("--workers", type=int_list, default=(2, 4), help="worker counts, e.g. 2,4,8 (default 2,4)")
+    bench.add_argument("--sizes", type=sizes, default=(1024, 16384, 262144),
                        help="elements per allreduce, e.g. 1K,64K,1M,16M (default 1K,16K,256K)")
-    bench.add_argument("--loss", type=_floats, default=(0.0,), help="loss percentages, e.g. 0,1,5 (default 0)")
+    bench.add_argument("--loss", type=float_list, default=(0.0,), help="loss percentages, e.g. 0,1,5 (default 0)")
     bench.add_argument("--bw", type=float, default=None,
                        help="link rate in Mbit/s, 0: unshaped (Mininet; default 1000, rail topologies: NIC C_S 10)")
     bench.add_argument("--delay", type=float, default=None, help="one-way link delay in ms (Mininet)")
@@ -374,7 +325,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     bench.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain x (default 4)")
     bench.add_argument("--hb-bw", type=positive_float, default=100.0,
                        help="rail topologies: HB link rate C_F in Mbit/s (default 100; --bw is C_S, default 10)")
-    bench.add_argument("--pair-bytes", type=_sizes, default=(50000,),
+    bench.add_argument("--pair-bytes", type=sizes, default=(50000,),
                        help="rail topologies: all-to-all bytes per GPU pair (default 50000)")
     bench.add_argument("--timeout", type=positive_float, default=300.0,
                        help="seconds per collective and testbed before it counts as failed (default 300)")

@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from innet.argtypes import int_range, output_dir, positive_float
+from innet.argtypes import sizes
 
 EXIT_USAGE = 2
 
@@ -39,12 +40,6 @@ def cmd_model(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sizes(text: str) -> tuple[int, ...]:
-    from innet.testbed.cli.commands import _sizes as parse
-
-    return parse(text)
-
-
 def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Register ``model`` on the ``innet`` parser."""
     from innet.testbed.rail.models.netcost import SEED_PARTS
@@ -66,7 +61,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     coll.add_argument("--domains", "-y", type=int_range(1), default=8, help="y (default 8)")
     coll.add_argument("--c-s", type=positive_float, default=400.0, help="NIC Gbit/s per GPU (default 400)")
     coll.add_argument("--c-f", type=positive_float, default=3600.0, help="HB Gbit/s per GPU (default 3600)")
-    coll.add_argument("--sizes", type=_sizes, default=(1 << 20, 16 << 20, 256 << 20),
+    coll.add_argument("--sizes", type=sizes, default=(1 << 20, 16 << 20, 256 << 20),
                       help="bytes, e.g. 1M,16M (default 1M,16M,256M)")
     for p in (cost, coll):
         p.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")

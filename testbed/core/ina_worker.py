@@ -36,7 +36,7 @@ import numpy as np
 from innet.host import wire
 from innet.host.agent.agent import Agent, AgentConfig
 from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
-from innet.host.agent.transport import TransportConfig, TunnelTransportConfig, UdpTransportConfig
+from innet.host.agent.transport import transport_config
 from innet.testbed.core import ifstats
 from innet.testbed.core.bounds import INNET_FRAME_OVERHEAD
 
@@ -83,29 +83,6 @@ class WorkerPlan:
         data = json.loads(text)
         data["sizes"] = tuple(data["sizes"])
         return cls(**data)
-
-
-def udp_transport(switch_ip: str, local_ip: str, local_port: int) -> dict[str, Any]:
-    """Transport dict of a Mininet worker (kernel UDP to the switch's IP)."""
-    return {"kind": "udp", "switch_ip": switch_ip, "local_ip": local_ip, "local_port": local_port}
-
-
-def tunnel_transport(tunnel: tuple[str, int], local: wire.Endpoint, switch: wire.Endpoint) -> dict[str, Any]:
-    """Transport dict of a loopback worker (frames in UDP to a switch UDP port)."""
-    return {"kind": "tunnel", "tunnel": list(tunnel), "local": [local.mac, local.ip, local.port],
-            "switch": [switch.mac, switch.ip, switch.port]}
-
-
-def transport_config(data: dict[str, Any]) -> TransportConfig:
-    """The host agent's transport config from a transport dict."""
-    kind = data.get("kind")
-    if kind == "udp":
-        return UdpTransportConfig(switch_ip=data["switch_ip"], local_ip=data["local_ip"],
-                                  local_port=int(data["local_port"]))
-    if kind == "tunnel":
-        return TunnelTransportConfig(tunnel=(data["tunnel"][0], int(data["tunnel"][1])),
-                                     local=wire.Endpoint(*data["local"]), switch=wire.Endpoint(*data["switch"]))
-    raise ValueError(f"worker transport kind {kind!r}: expected 'udp' or 'tunnel'")
 
 
 def agent_config(plan: WorkerPlan, sum_bound: float | None = None) -> AgentConfig:

@@ -1,16 +1,19 @@
 """What machine produced a benchmark's numbers: every benchmark script records the same facts.
 
-STYLE.md asks that every figure names its machine and load; the scripts under ``testbed``
-(``bench``, ``bench_pipeline``, ``bench_p4runtime``, ``bench_agent``, ``bench_veth``,
-``geo_bench``) take them from here so their JSON files agree on the keys.
+STYLE.md asks that every figure names its machine and load; every benchmark takes them from
+here so their JSON files agree on the keys.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import subprocess
+from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from innet.testbed.core.paths import REPO
 
 
 def cpu_model() -> str:
@@ -32,7 +35,40 @@ def load_average() -> str:
         return "unknown"
 
 
+def commit() -> str | None:
+    """The checkout's short commit (None outside a git checkout)."""
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def torch_version() -> str | None:
+    """torch's installed version, read from its metadata (importing torch takes seconds)."""
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def describe() -> dict[str, Any]:
-    """host, cpu, cores, kernel, python and load_average, as benchmark JSON records them."""
+    """host, cpu, cores, kernel, platform, python, load_average, torch and commit, as every
+    benchmark's JSON records them."""
     return {"host": platform.node(), "cpu": cpu_model(), "cores": os.cpu_count(), "kernel": platform.release(),
-            "python": platform.python_version(), "load_average": load_average()}
+            "platform": platform.platform(), "python": platform.python_version(), "load_average": load_average(),
+            "torch": torch_version(), "commit": commit()}
+
+
+def switch_description(executor: str, switch_impl: str = "innet") -> str:
+    """The switch a run used, for captions and JSON: ``auto`` is resolved the way innet-switch
+    resolves it for innet.p4 (native when a C compiler is present; innet.p4 has no construct
+    the native executor refuses)."""
+    from innet.native_build import compiler_path
+
+    if switch_impl == "bmv2":
+        return "simple_switch_grpc (p4lang BMv2, p4c-bm2-ss)"
+    if executor == "auto":
+        executor = "native" if compiler_path() is not None else "python (no C compiler)"
+    return f"innet-switch (embedded P4 target, {executor} executor)"

@@ -28,11 +28,12 @@ from innet.testbed.core.gloo import command as gloo_command, gloo_env
 from innet.testbed.core.ina_worker import WORKER_MODULE, WorkerPlan
 from innet.testbed.core.processes import STATE_DIR, ProcessGroup
 from innet.testbed.core.topology import Topology
+from innet.testbed.core.paths import P4_DIR
 
 MAX_WINDOW = 1024
 """Most slots one job may use: p4/innet.p4's default INNET_SLOTS."""
 
-P4_PROGRAM = Path(__file__).resolve().parents[1] / "p4" / "innet.p4"
+P4_PROGRAM = P4_DIR / "innet.p4"
 """innet.p4 in the repository (the package's ``p4/``)."""
 
 
@@ -139,7 +140,7 @@ class WorkerResult:
     """Where ``wire`` comes from: an interface name, or ``agent`` (its frame counters)."""
 
 
-def _failed(exc_type: type[BaseException] | None) -> bool:
+def is_failure(exc_type: type[BaseException] | None) -> bool:
     """Whether leaving with ``exc_type`` is a failure whose logs are worth keeping: an
     interrupt (Ctrl-C, or SIGTERM turned into one by the entry point) is a clean stop."""
     return exc_type is not None and not issubclass(exc_type, KeyboardInterrupt)
@@ -181,7 +182,7 @@ class Testbed(abc.ABC):
         return self.start()
 
     def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
-        self.stop(keep_logs=_failed(exc_type) or self.options.keep_logs)
+        self.stop(keep_logs=is_failure(exc_type) or self.options.keep_logs)
 
     def start(self) -> "Testbed":
         from innet.controller.controller import Controller
@@ -191,7 +192,7 @@ class Testbed(abc.ABC):
         self.procs.open()
         try:
             (self.procs.dir / "topology.json").write_text(self.topology.to_json())
-            bmv2_pipeline = self._bmv2_pipeline() if self.options.switch_impl == "bmv2" else None
+            bmv2_pipeline = self._prepare_pipeline()
             self.grpc_address = self._start_network()
             spec = self.topology.switch()
             endpoint = SwitchEndpoint(spec.name, self.grpc_address, spec.device_id,
@@ -206,21 +207,15 @@ class Testbed(abc.ABC):
             self.job = self.create_job()
             self._started = True
         except BaseException as error:
-            self.stop(keep_logs=_failed(type(error)) or self.options.keep_logs)
+            self.stop(keep_logs=is_failure(type(error)) or self.options.keep_logs)
             raise
         return self
 
-    def _bmv2_pipeline(self) -> Any:
-        """Find the BMv2 binaries and compile ``program`` with p4c-bm2-ss (before any network
-        exists, so a missing binary or a compile error leaves nothing to undo)."""
-        from innet.testbed.backends.bmv2 import Bmv2Error, Bmv2Missing, find_tools, pipeline
-
-        try:
-            self._bmv2_tools = find_tools(need_p4c=not self.options.program.is_dir(), need_cli=True)
-            return pipeline(self.options.program, self._bmv2_tools, self.procs.dir / "bmv2-build",
-                            dict(self.options.defines))
-        except (Bmv2Missing, Bmv2Error) as error:
-            raise TestbedError(str(error)) from None
+    def _prepare_pipeline(self) -> Any:
+        """The pipeline to push when the switch is not innet-switch (a backend that starts
+        BMv2 compiles it here, before any network exists, so that a missing binary or a
+        compile error leaves nothing to undo); None: innet.p4 through innet's own compiler."""
+        return None
 
     def stop(self, keep_logs: bool = False) -> None:
         """Close the controller, end every process, take the network down (each step even if one fails)."""

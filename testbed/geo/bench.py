@@ -37,6 +37,7 @@ from innet.host.geo.opfence import SiteNetwork, Plan, cluster, naive, opfence, p
 from innet.host.geo.stage_process import StageJob, build_model, build_task
 from innet.testbed.geo.topology import geo, network_view, wan_shape
 from innet.testbed.core.topology import Topology
+from innet.testbed.core.machine import describe as machine
 
 PLACEMENTS = ("naive", "opfence")
 COMPRESSIONS = ("none", "topk", "adatopk")
@@ -235,12 +236,6 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
 def _wan_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
     """Bytes each WAN link end sent during one run (every pipeline, probes and evaluation included)."""
     return {iface: after[iface] - before[iface] for iface in after}
-
-
-def machine() -> dict[str, Any]:
-    from innet.testbed.core.machine import describe
-
-    return describe()
 
 
 def open_testbed(config: GeoBenchConfig) -> Any:

@@ -9,7 +9,7 @@ What runs where:
 
 - **Sites**: switch ``s<i>`` (an ``InnetSwitchNode``), hosts ``s<i>h<j>`` on ports 1..; the
   controller pushes innet.p4 to every switch, installs IPv4 routes and proxy ARP for every
-  host on every switch (:func:`innet.testbed.rail.grid.forwarding`: a remote site's hosts are
+  host on every switch (:func:`innet.testbed.core.forwarding.forwarding`: a remote site's hosts are
   routed out of the WAN port towards it) and one ``sum`` job per site with two or more
   hosts (job id ``options.job_id + i - 1``): in-network aggregation inside the site.
 - **Hosts** reach the other sites through their switch: ``10.0.0.0/16`` is on-link, the
@@ -35,11 +35,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from innet.host.geo.channel import LinkShape
-from innet.testbed.core.testbed import TestbedError, TestbedOptions, _failed
+from innet.testbed.core.testbed import TestbedError, TestbedOptions, is_failure
 from innet.testbed.backends.mininet.clean import SWITCHES_FILE
 from innet.testbed.geo.testbed import wan_emulation
 from innet.testbed.geo.topology import sites_of
-from innet.testbed.core.ina_worker import udp_transport
+from innet.host.agent.transport import udp_transport
 from innet.testbed.backends.mininet.net import MininetTestbed
 from innet.testbed.core.topology import Topology
 
@@ -111,7 +111,7 @@ class GeoMininetTestbed(MininetTestbed):
         from innet.controller.controller import Controller
         from innet.controller.pipeline import PipelineConfig
         from innet.controller.switch import SwitchEndpoint
-        from innet.testbed.rail.grid import forwarding
+        from innet.testbed.core.forwarding import forwarding
 
         self._check_root()  # before anything is recorded: nothing to clean up
         self.procs.open()
@@ -131,7 +131,7 @@ class GeoMininetTestbed(MininetTestbed):
                     self.site_jobs[site] = self._create_site_job(site, self.options.job_id + i)
             self._started = True
         except BaseException as error:
-            self.stop(keep_logs=_failed(type(error)) or self.options.keep_logs)
+            self.stop(keep_logs=is_failure(type(error)) or self.options.keep_logs)
             raise
         return self
 

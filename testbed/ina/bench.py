@@ -27,21 +27,8 @@ from innet.host.wire import IP_OVERHEAD, SUPPORTED_K, k_for_mtu, message_len
 from innet.testbed.core import bounds as costmodel
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions, WorkerResult
 from innet.testbed.core.topology import Link, star
-
-REPO = Path(__file__).resolve().parents[1]
-def switch_description(executor: str, switch_impl: str = "innet") -> str:
-    """The switch a run used, for captions and JSON: ``auto`` is resolved the way innet-switch
-    resolves it for innet.p4 (native when a C compiler is present; innet.p4 has no construct
-    the native executor refuses)."""
-    from innet.native_build import compiler_path
-
-    if switch_impl == "bmv2":
-        return "simple_switch_grpc (p4lang BMv2, p4c-bm2-ss)"
-
-    if executor == "auto":
-        executor = "native" if compiler_path() is not None else "python (no C compiler)"
-    return f"innet-switch (embedded P4 target, {executor} executor)"
-
+from innet.testbed.core.machine import describe as machine, switch_description
+from innet.testbed.backends.select import open_testbed as open_star, resolve_backend
 
 @dataclass(frozen=True)
 class BenchConfig:
@@ -117,9 +104,7 @@ class BenchConfig:
         return self.k if self.k is not None else k_for_mtu(self.link_mtu)
 
     def resolved_backend(self) -> str:
-        if self.backend == "auto":
-            return "mininet" if os.geteuid() == 0 else "loopback"
-        return self.backend
+        return resolve_backend(self.backend)
 
 
 @dataclass(frozen=True)
@@ -192,24 +177,6 @@ def summarize(collective: str, n: int, loss_pct: float, per_rank: list[list[Work
     return rows
 
 
-def machine() -> dict[str, Any]:
-    """What produced the numbers (``machine_info.describe``, plus the commit and torch's version)."""
-    from innet.testbed.core.machine import describe
-
-    try:
-        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, timeout=10).stdout.strip() or None
-    except (OSError, subprocess.TimeoutExpired):
-        commit = None
-    try:
-        import torch
-
-        torch_version = str(torch.__version__)
-    except ImportError:
-        torch_version = None
-    return {**describe(), "torch": torch_version, "commit": commit}
-
-
 def open_testbed(backend: str, n: int, loss_pct: float, config: BenchConfig) -> Testbed:
     k = config.resolved_k()
     options = TestbedOptions(k=k, window=config.window,
@@ -218,14 +185,10 @@ def open_testbed(backend: str, n: int, loss_pct: float, config: BenchConfig) -> 
                              switch_executor=config.executor, switch_impl=config.switch_impl,
                              start_timeout=300.0 if k >= 1024 else 60.0)  # large K: minutes to compile
     if backend == "mininet":
-        from innet.testbed.backends.mininet.net import MininetTestbed
-
         link = Link(bw_mbps=config.bw_mbps, delay_ms=config.delay_ms, loss_pct=loss_pct or None,
                     mtu=config.mtu)
-        return MininetTestbed(star(workers=n, link=link), options)
-    from innet.testbed.backends.loopback import LoopbackTestbed
-
-    return LoopbackTestbed(star(workers=n), options)
+        return open_star(star(workers=n, link=link), options, backend)
+    return open_star(star(workers=n), options, backend)
 
 
 Progress = Callable[[str], None]

@@ -31,6 +31,7 @@ from innet.testbed.ina import bench
 from innet.testbed.core.testbed import Testbed, TestbedError
 from innet.testbed.core.bounds import LinkModel
 from innet.testbed.ina.train_worker import WORKER_MODULE, TrainPlan
+from innet.testbed.backends.select import resolve_backend
 
 
 @dataclass(frozen=True)
@@ -168,9 +169,7 @@ def _train_plot(train: dict[str, Any], caption: str, path: Path) -> Path:
 
 def run(config: DemoConfig, console: Any) -> dict[str, Any]:
     """The whole demo; the result document (also written as JSON)."""
-    backend = config.backend
-    if backend == "auto":
-        backend = "mininet" if os.geteuid() == 0 else "loopback"
+    backend = resolve_backend(config.backend)
     why = ("running as root: Mininet hosts in network namespaces, 1 Gbit/s TCLinks"
            if backend == "mininet" else "not root: loopback, innet-switch UDP ports on 127.0.0.1, no link shaping")
     command = "innet demo" if config.benchmark else "innet train"

@@ -35,9 +35,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
-from innet.testbed.cli.commands import quiet_mininet
+from innet.testbed.backends.mininet.console import quiet_mininet
 from innet.testbed.core.ina_worker import EXIT_AGGREGATION
 from innet.testbed.core.topology import Link, star
+from innet.testbed.backends.select import resolve_backend
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         config = SoakConfig(args.minutes, args.workers, args.loss, args.dup, args.sizes, args.restart_every,
-                            args.loopback or os.geteuid() != 0, out=args.out)
+                            args.loopback or resolve_backend() == "loopback", out=args.out)
         if not config.loopback:
             quiet_mininet()
         doc = run(config)

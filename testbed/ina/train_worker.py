@@ -23,7 +23,7 @@ from innet.host.training.model import SoftmaxRegression, load_digits_dataset
 from innet.host.agent.aggregator import JobConfig, Timing
 from innet.host.training.loop import TrainConfig, initial_params, minibatch
 from innet.host.wire import Mode
-from innet.testbed.core.ina_worker import transport_config
+from innet.host.agent.transport import transport_config
 
 WORKER_MODULE = "innet.testbed.ina.train_worker"
 

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from innet.testbed.ina.bench import machine, switch_description
+from innet.testbed.core.machine import describe as machine, switch_description
 from innet.testbed.core.bounds import INNET_FRAME_OVERHEAD
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
 from innet.testbed.backends.loopback import LoopbackTestbed

@@ -17,11 +17,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from innet.testbed.ina import bench
 
 from innet.testbed.luwu import status as luwu_status
 from innet.testbed.luwu.run import RunConfig, run_training
 from innet.testbed.luwu.train import TrainSpec, run as train
+from innet.testbed.backends.select import open_testbed, resolve_backend
+from innet.testbed.core.machine import describe
+from innet.testbed.core.testbed import options_for
+from innet.testbed.core.topology import star
 
 
 @dataclass(frozen=True)
@@ -35,14 +38,15 @@ class LuwuDemoConfig:
 
 
 def run(config: LuwuDemoConfig, console: Any) -> dict[str, Any]:
-    backend = config.backend if config.backend != "auto" else ("mininet" if os.geteuid() == 0 else "loopback")
+    backend = resolve_backend(config.backend)
     console.print(f"[bold]innet demo --mode luwu[/]: {config.workers} workers + {config.nodes} optimizer nodes "
                   f"on [bold]{backend}[/]")
     reference: list[dict[str, Any]] = []
     train(TrainSpec(mode="local", world=config.workers, steps=config.steps, lr=config.lr), reference.append)
     ref_loss = [d["loss"] for d in reference if "step" in d]
     state_root = Path(tempfile.mkdtemp(prefix="innet-luwu-demo-"))
-    with bench.open_testbed(backend, config.workers + config.nodes, 0.0, bench.BenchConfig(backend=backend)) as tb:
+    topology = star(workers=config.workers + config.nodes)
+    with open_testbed(topology, options_for(topology, window=16), backend) as tb:
         luwu = run_training(tb, RunConfig(mode="luwu", workers=config.workers, nodes=config.nodes,
                                           steps=config.steps, lr=config.lr), state_root)
         ddp = run_training(tb, RunConfig(mode="ddp-innet", workers=config.workers, steps=config.steps, lr=config.lr))
@@ -69,7 +73,7 @@ def run(config: LuwuDemoConfig, console: Any) -> dict[str, Any]:
     console.print(f"(inspect later: innet inspect " + " ".join(f"--optimizer {state_root / n}" for n in
                   (s.get("name", "") for s in luwu.nodes)) + ")")
     date = dt.datetime.now().isoformat(timespec="seconds")
-    doc = {"format": "innet-demo-luwu/1", "date": date, "machine": bench.machine(), "backend": backend,
+    doc = {"format": "innet-demo-luwu/1", "date": date, "machine": describe(), "backend": backend,
            "settings": {k: str(v) for k, v in asdict(config).items()}, "accuracy": acc,
            "loss": {"local": ref_loss, "luwu": luwu.mean_loss, "ddp-innet": ddp.mean_loss},
            "nodes": luwu.nodes, "errors": {**luwu.errors, **ddp.errors}}

@@ -74,8 +74,8 @@ def run(spec: GradcheckSpec) -> int:
     from innet.host.agent.aggregator import JobConfig, Timing
     from innet.host.pytorch import register_innet_hook
     from innet.testbed.core.gloo import rendezvous_store
-    from innet.testbed.core.ina_worker import transport_config
-    from innet.testbed.luwu.train import TrainSpec, _batch, build_model
+    from innet.host.agent.transport import transport_config
+    from innet.testbed.luwu.train import TrainSpec, minibatch, build_model
 
     torch.set_num_threads(1)
     train = TrainSpec(mode="ddp-gloo", rank=spec.rank, world=spec.world, batch=spec.batch, hidden=spec.hidden)
@@ -96,7 +96,7 @@ def run(spec: GradcheckSpec) -> int:
         opt = torch.optim.Adam(base.parameters(), lr=spec.lr)
         out: dict[str, list[Any]] = {"gloo": [], "innet": [], "local": []}
         for s in range(spec.steps):
-            xb, yb = _batch(train, x, y, s, range(spec.rank, spec.rank + 1))
+            xb, yb = minibatch(train, x, y, s, range(spec.rank, spec.rank + 1))
             for name, net in (("gloo", gloo), ("innet", innet), ("local", local)):
                 net.zero_grad(set_to_none=True)
                 F.cross_entropy(net(xb), yb).backward()

@@ -102,7 +102,7 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
     from innet.host.luwu.plan import LuwuPlan
     from innet.host.luwu.ooc_adam import AdamConfig
     from innet.host.luwu.node import NodeConfig, read_status
-    from innet.host.pytorch import flat_parameters, layer_table
+    from innet.host.luwu.model_in_network import flat_parameters, layer_table
 
     hosts = tb.worker_hosts()
     n, s = config.workers, config.nodes

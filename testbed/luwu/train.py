@@ -78,7 +78,7 @@ def _rss() -> int:
     return rss_bytes()
 
 
-def _batch(spec: TrainSpec, x: Any, y: Any, step: int, ranks: range) -> tuple[Any, Any]:
+def minibatch(spec: TrainSpec, x: Any, y: Any, step: int, ranks: range) -> tuple[Any, Any]:
     import torch
 
     idx = torch.cat([torch.arange(step * spec.batch * spec.world + r * spec.batch,
@@ -123,8 +123,8 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
             from innet.host.luwu.plan import LuwuPlan
             from innet.host.luwu.worker import LuwuWorker
             from innet.host.agent.aggregator import Timing
-            from innet.host.pytorch import ModelInNetwork
-            from innet.testbed.core.ina_worker import transport_config
+            from innet.host.luwu.model_in_network import ModelInNetwork
+            from innet.host.agent.transport import transport_config
 
             assert spec.plan is not None
             plan = LuwuPlan.from_dict(spec.plan)
@@ -150,7 +150,7 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
                     from innet.host.agent.agent import Agent, AgentConfig
                     from innet.host.agent.aggregator import JobConfig, Timing
                     from innet.host.pytorch import register_innet_hook
-                    from innet.testbed.core.ina_worker import transport_config
+                    from innet.host.agent.transport import transport_config
 
                     agent = Agent(AgentConfig(JobConfig(spec.job, spec.rank, spec.world, spec.window, spec.k,
                                                         epoch=spec.epoch), transport_config(spec.transport),
@@ -162,7 +162,7 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
         times: list[float] = []
         waits: list[float] = []
         for s in range(spec.steps):
-            xb, yb = _batch(spec, x, y, s, ranks)
+            xb, yb = minibatch(spec, x, y, s, ranks)
             waited = worker.stats.wait_seconds if spec.mode == "luwu" else 0.0
             start = time.perf_counter()
             if opt is not None:

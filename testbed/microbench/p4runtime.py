@@ -39,13 +39,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from innet.argtypes import int_range, output_dir, positive_float
+from innet.testbed.core.paths import REPO
+from innet.testbed.core.machine import describe as machine
 
 if TYPE_CHECKING:
     from finsy.proto import p4r
 
     from innet.controller.schema import P4Schema
 
-REPO = Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "p4" / "examples" / "basic_forward.p4"
 TABLE, ACTION = "MyIngress.ipv4_lpm", "MyIngress.ipv4_forward"
 READY = "innet-switch: P4Runtime listening on "
@@ -319,12 +320,6 @@ def bench_packets(rates: list[float], frames: int, seconds: float, size: int) ->
 
 
 # -- report ------------------------------------------------------------------------------
-
-
-def machine() -> dict[str, Any]:
-    from innet.testbed.core.machine import describe, load_average
-
-    return {**describe(), "platform": platform.platform(), "loadavg_at_start": load_average()}
 
 
 def print_tables(result: dict[str, Any]) -> None:

@@ -42,8 +42,8 @@ from typing import Any
 
 from innet.testbed.core.machine import cpu_model, load_average
 from innet.argtypes import output_dir, positive_float
+from innet.testbed.core.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 TARGETS = {"basic_forward": 100_000, "agg64": 30_000, "innet_sum": 40_000, "innet_momentum": 25_000,
            "innet_sum_k1024": 0, "innet_momentum_k1024": 0}
 NATIVE_TARGETS = {"basic_forward": 1_000_000, "agg64": 500_000}

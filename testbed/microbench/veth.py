@@ -38,8 +38,8 @@ from typing import Any, Callable
 
 from innet.testbed.core.machine import describe
 from innet.argtypes import output_dir, positive_float
+from innet.testbed.core.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 WORKLOADS = ("basic_forward", "agg64")
 SWITCH_MODULE = "innet.switch.cli.switch"
 _GRPC_LINE = re.compile(r"innet-switch: P4Runtime listening on (\S+)")

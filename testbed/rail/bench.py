@@ -23,10 +23,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from innet.testbed.ina.bench import machine, switch_description
+from innet.testbed.core.machine import describe as machine, switch_description
 from innet.testbed.core.testbed import TestbedError, TestbedOptions, WorkerResult
 from innet.testbed.rail.models import railperf
 from innet.testbed.core.topology import TOPOLOGIES, Link
+from innet.testbed.backends.select import resolve_backend
 
 Progress = Callable[[str], None]
 
@@ -77,7 +78,7 @@ def _row(collective: str, size: int, unit: str, per_rank: list[list[WorkerResult
 def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[str, Any]:
     from innet.testbed.rail.testbed import rail_testbed_class
 
-    backend = config.backend if config.backend != "auto" else ("mininet" if os.geteuid() == 0 else "loopback")
+    backend = resolve_backend(config.backend)
     topo = TOPOLOGIES[config.topo](domains=config.domains, gpus_per_domain=config.gpus_per_domain,
                                    nic_link=Link(bw_mbps=config.nic_mbps), hb_link=Link(bw_mbps=config.hb_mbps))
     grid = railperf.Grid(config.gpus_per_domain, config.domains, config.nic_mbps * 1e6, config.hb_mbps * 1e6)

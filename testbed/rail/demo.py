@@ -30,6 +30,7 @@ from innet.testbed.rail import digits as rail_digits
 from innet.testbed.rail.models import railperf
 from innet.testbed.rail.grid import shard_bounds
 from innet.testbed.core.topology import TOPOLOGIES, Link
+from innet.testbed.backends.select import resolve_backend
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
 
     from innet.testbed.rail.testbed import rail_testbed_class
 
-    backend = config.backend if config.backend != "auto" else ("mininet" if os.geteuid() == 0 else "loopback")
+    backend = resolve_backend(config.backend)
     topo = TOPOLOGIES[config.topo](domains=config.domains, gpus_per_domain=config.gpus_per_domain,
                                    nic_link=Link(bw_mbps=config.nic_mbps), hb_link=Link(bw_mbps=config.hb_mbps))
     console.print(f"[bold]{'innet demo' if config.benchmark else 'innet train'}[/]: {topo.name} on [bold]{backend}[/] "

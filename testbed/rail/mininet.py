@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from innet.testbed.core.testbed import TestbedError
 from innet.testbed.backends.mininet.clean import SWITCHES_FILE
-from innet.testbed.core.ina_worker import udp_transport
+from innet.host.agent.transport import udp_transport
 from innet.testbed.backends.mininet.net import MininetTestbed
 from innet.testbed.rail.grid import HB_PORT, HostRoute, host_routes
 from innet.testbed.rail.testbed import RailTestbed

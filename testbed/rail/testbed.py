@@ -8,7 +8,7 @@ the HB fabrics, the controller over every switch, and the hierarchical INA job.
 
 ``start``: every P4 switch comes up (loopback: UDP ports, switch-to-switch ports with
 explicit peers; Mininet: veths, each HB fabric a Linux bridge), the controller pushes
-innet.p4 to all of them and installs :func:`innet.testbed.rail.grid.forwarding` on each, then
+innet.p4 to all of them and installs :func:`innet.testbed.core.forwarding.forwarding` on each, then
 creates the hierarchical ``sum`` job (``TestbedOptions.job_id``) on every rail switch and,
 on rail-optimized, the flat job (``job_id + 1``) on the spine.
 """
@@ -25,11 +25,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from innet.host import wire
-from innet.testbed.core.testbed import Testbed, TestbedError, WorkerResult, _failed, wait_outputs
+from innet.testbed.core.testbed import Testbed, TestbedError, WorkerResult, is_failure, wait_outputs
 from innet.testbed.core.freeport import free_ports
-from innet.testbed.core.ina_worker import WORKER_MODULE as INA_WORKER, WorkerPlan, tunnel_transport
-from innet.testbed.backends.loopback import _GRPC_LINE, _PORT_LINE, LOCALHOST, SWITCH_MODULE, LoopbackTestbed
-from innet.testbed.rail.grid import RailGrid, flat_job, forwarding, hierarchical_jobs, ring_order, switch_of
+from innet.testbed.core.ina_worker import WORKER_MODULE as INA_WORKER, WorkerPlan
+from innet.host.agent.transport import tunnel_transport
+from innet.testbed.backends.loopback import GRPC_LINE, PORT_LINE, LOCALHOST, SWITCH_MODULE, LoopbackTestbed
+from innet.testbed.core.forwarding import forwarding
+from innet.testbed.rail.grid import RailGrid, flat_job, hierarchical_jobs, ring_order, switch_of
 from innet.testbed.rail.worker import WORKER_MODULE as RAIL_WORKER, RailPlan
 
 
@@ -71,7 +73,7 @@ class RailTestbed(Testbed):
                 self.flat = self.create_flat_job()
             self._started = True
         except BaseException as error:
-            self.stop(keep_logs=_failed(type(error)) or self.options.keep_logs)
+            self.stop(keep_logs=is_failure(type(error)) or self.options.keep_logs)
             raise
         return self
 
@@ -367,8 +369,8 @@ class RailLoopbackTestbed(RailTestbed, LoopbackTestbed):
         while pending:
             for name in sorted(pending):
                 text = self.procs.log_path(f"switch-{name}").read_text(errors="replace")
-                match = _GRPC_LINE.search(text)
-                udp = {int(p): (h, int(u)) for p, h, u in _PORT_LINE.findall(text)}
+                match = GRPC_LINE.search(text)
+                udp = {int(p): (h, int(u)) for p, h, u in PORT_LINE.findall(text)}
                 if match is not None and len(udp) >= len(ports[name]):
                     self.grpc_addresses[name] = match.group(1)
                     self.switch_udp[name] = udp

@@ -36,7 +36,8 @@ import numpy.typing as npt
 from innet.host.agent.agent import Agent, AgentConfig
 from innet.host.rail.hbdomain import HbConfig, HbError, HbGroup
 from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
-from innet.testbed.core.ina_worker import EXIT_AGGREGATION, exact_values, transport_config
+from innet.testbed.core.ina_worker import EXIT_AGGREGATION, exact_values
+from innet.host.agent.transport import transport_config
 from innet.testbed.rail.grid import shard_bounds
 
 WORKER_MODULE = "innet.testbed.rail.worker"

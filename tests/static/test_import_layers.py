@@ -110,3 +110,198 @@ def test_codec_is_a_leaf() -> None:
     outside = {(m, dep) for m in codec for dep in graph[m]
                if dep not in ("innet", "innet.switch") and not dep.startswith(CODEC)}
     assert not outside, f"the shared codec imports beyond itself: {sorted(outside)}"
+
+
+# -- the layers of host/ and testbed/ ------------------------------------------------------
+#
+# Each group is a list of tiers, lowest first; a module may import its own tier and tiers
+# below, never above, and two folders of one tier (the systems) never import each other.
+
+HOST_TIERS: tuple[tuple[str, ...], ...] = (
+    ("wire",), ("agent",), ("training", "pytorch"), ("luwu", "rail", "geo"))
+TESTBED_TIERS: tuple[tuple[str, ...], ...] = (
+    ("core",), ("backends",), ("ina", "luwu", "rail", "geo", "microbench"), ("cli",))
+
+
+def _folder(module: str, part: str) -> str | None:
+    """The first folder below ``innet.<part>`` that ``module`` lies in (None: the part itself)."""
+    prefix = f"innet.{part}."
+    if not module.startswith(prefix):
+        return None
+    return module[len(prefix):].split(".")[0]
+
+
+def _tier_violations(graph: dict[str, set[str]], part: str,
+                     tiers: tuple[tuple[str, ...], ...]) -> list[str]:
+    rank = {folder: i for i, tier in enumerate(tiers) for folder in tier}
+    bad = []
+    for module, deps in graph.items():
+        mine = _folder(module, part)
+        if mine is None:
+            continue
+        for dep in deps:
+            theirs = _folder(dep, part)
+            if theirs is None or theirs == mine:
+                continue
+            if mine not in rank or theirs not in rank:
+                bad.append(f"{module} -> {dep}: folder not in the layer list")
+            elif rank[theirs] > rank[mine] or (rank[theirs] == rank[mine]):
+                bad.append(f"{module} -> {dep}")
+    return sorted(bad)
+
+
+def test_every_host_and_testbed_module_lies_in_a_layer_folder() -> None:
+    graph = import_graph()
+    loose = [m for m in graph for part, tiers in (("host", HOST_TIERS), ("testbed", TESTBED_TIERS))
+             if _folder(m, part) is not None and _folder(m, part) not in {f for t in tiers for f in t}]
+    assert not loose, f"modules outside the layer folders: {sorted(loose)}"
+
+
+def test_host_layers() -> None:
+    bad = _tier_violations(import_graph(), "host", HOST_TIERS)
+    assert not bad, "host imports upward or across systems: " + "; ".join(bad)
+
+
+def test_testbed_layers() -> None:
+    bad = _tier_violations(import_graph(), "testbed", TESTBED_TIERS)
+    assert not bad, "testbed imports upward or across systems: " + "; ".join(bad)
+
+
+def test_host_imports_neither_controller_nor_testbed() -> None:
+    graph = import_graph()
+    bad = sorted(f"{m} -> {d}" for m, d_set in graph.items() if m.startswith("innet.host")
+                 for d in d_set if d.startswith(("innet.controller", "innet.testbed")))
+    assert not bad, "; ".join(bad)
+
+
+def test_controller_takes_only_the_wire_contract_from_host() -> None:
+    graph = import_graph()
+    bad = sorted(f"{m} -> {d}" for m, d_set in graph.items() if m.startswith("innet.controller")
+                 for d in d_set if d.startswith("innet.host") and d != "innet.host"
+                 and not (d == "innet.host.wire" or d.startswith("innet.host.wire.")))
+    assert not bad, "; ".join(bad)
+
+
+def test_wire_imports_nothing_else_of_innet() -> None:
+    graph = import_graph()
+    bad = sorted(f"{m} -> {d}" for m, d_set in graph.items() if m.startswith("innet.host.wire")
+                 for d in d_set if d not in ("innet", "innet.host") and not d.startswith("innet.host.wire"))
+    assert not bad, "; ".join(bad)
+
+
+# -- cycles and private names ---------------------------------------------------------------
+
+def _module_level_imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """Like ``imports_of`` but only statements that run when the module is imported (module
+    body, ``if``/``try`` blocks there, ``TYPE_CHECKING`` blocks too, since a cycle hidden
+    behind it is still a cycle of the design); imports of a module's own ancestor packages
+    are left out, as Python initialises a package before its modules anyway."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                mini = ast.Module(body=[node], type_ignores=[])
+                for target in _targets(mini, package, known):
+                    found.update(m for m in _with_parents(target) if m in known)
+            elif isinstance(node, ast.If):
+                visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body)
+                for handler in node.handlers:
+                    visit(handler.body)
+                visit(node.orelse)
+                visit(node.finalbody)
+
+    visit(ast.parse(path.read_text(), str(path)).body)
+    ancestors = set(_with_parents(name))
+    return {m for m in found if m not in ancestors}
+
+
+def _targets(tree: ast.AST, package: str, known: dict[str, Path]) -> list[str]:
+    targets: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            targets.append(base)
+            targets += [f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in known]
+    return targets
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of more than one module (iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return out
+
+
+def test_strongly_connected_finds_a_cycle() -> None:
+    """Guards the checker: a planted cycle is found, a chain is not."""
+    assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert strongly_connected({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_level_import_cycles() -> None:
+    known = innet_modules()
+    graph = {name: _module_level_imports(name, path, known) for name, path in known.items()}
+    cycles = strongly_connected(graph)
+    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    known = innet_modules()
+    bad = []
+    for name, path in known.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("innet"):
+                bad += [f"{name}: from {node.module} import {alias.name}" for alias in node.names
+                        if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert not bad, "; ".join(sorted(bad))

@@ -102,7 +102,7 @@ def test_controller_endpoint_sends_registers_through_thrift(tmp_path, monkeypatc
         self._bmv2_tools = tools
         return "compiled"
 
-    monkeypatch.setattr(_FakeMininetTestbed, "_bmv2_pipeline", fake_pipeline)
+    monkeypatch.setattr(_FakeMininetTestbed, "_prepare_pipeline", fake_pipeline)
     tb = _FakeMininetTestbed(star(workers=2), TestbedOptions(switch_impl="bmv2", state_dir=tmp_path / "runs"))
     with pytest.raises(_Recorded):
         tb.start()

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from innet.controller.errors import JobError
-from innet.host.wire.shard import Shard, ShardPlan
+from innet.host.wire.shard import Shard, ShardPlan, ShardPlanError
 
 
 def test_even_split_gives_remainder_to_first_switches():
@@ -22,11 +21,11 @@ def test_weights_and_single_switch():
 
 
 def test_invalid_plans():
-    with pytest.raises(JobError, match="starts at chunk 3, expected 2"):
+    with pytest.raises(ShardPlanError, match="starts at chunk 3, expected 2"):
         ShardPlan((Shard("a", 0, 2), Shard("b", 3, 1)))
-    with pytest.raises(JobError, match="names a switch twice"):
+    with pytest.raises(ShardPlanError, match="names a switch twice"):
         ShardPlan((Shard("a", 0, 2), Shard("a", 2, 1)))
-    with pytest.raises(JobError, match="chunk 5 is outside the plan's 0..4"):
+    with pytest.raises(ShardPlanError, match="chunk 5 is outside the plan's 0..4"):
         ShardPlan.contiguous(5, ["a"]).owner(5)
-    with pytest.raises(JobError, match="no switch 'z'"):
+    with pytest.raises(ShardPlanError, match="no switch 'z'"):
         ShardPlan.contiguous(5, ["a"]).shard("z")

@@ -28,7 +28,7 @@ def _mlp() -> "torch.nn.Module":
 @pytest.mark.slow
 def test_luwu_mode_matches_torch_adam_and_drops_parameters(tmp_path: Path) -> None:
     from innet.host.training.model import load_digits_dataset
-    from innet.host.pytorch import ModelInNetwork, flat_parameters, layer_table
+    from innet.host.luwu.model_in_network import ModelInNetwork, flat_parameters, layer_table
 
     torch.set_num_threads(1)
     n, steps, batch = 2, 8, 32

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from innet.controller.errors import JobError
-from innet.testbed.rail.grid import (HostRoute, RailGrid, flat_job, forwarding, hierarchical_jobs, host_routes, ring_order,
+from innet.testbed.core.forwarding import forwarding
+from innet.testbed.rail.grid import (HostRoute, RailGrid, flat_job, hierarchical_jobs, host_routes, ring_order,
                                  shard_bounds)
 from innet.testbed.core.topology import TopologyError, rail_only, rail_optimized, star
 

@@ -19,8 +19,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
+from innet.testbed.core.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 BASE_IMAGE = "debian:bookworm-slim"
 IMAGE_NAME = "innet"
 LABEL = "org.innet.component"

@@ -26,8 +26,9 @@ from typing import Any, Sequence
 from innet.testbed.backends.mininet import impair
 from innet.testbed.core.testbed import Testbed, TestbedError
 from innet.testbed.backends.mininet.clean import SWITCHES_FILE
-from innet.testbed.core.ina_worker import udp_transport
+from innet.host.agent.transport import udp_transport
 from innet.testbed.core.topology import Topology
+from innet.testbed.backends.bmv2 import Bmv2Error, Bmv2Missing, find_tools, pipeline
 
 
 def mininet_topo(topology: Topology, netem: bool = True, **switch_params: Any) -> Any:
@@ -108,6 +109,16 @@ class MininetTestbed(Testbed):
         self.thrift_port = getattr(switch, "thrift_port", None)
         address: str = switch.grpc_address
         return address
+
+    def _prepare_pipeline(self) -> Any:
+        if self.options.switch_impl != "bmv2":
+            return None
+        try:
+            self._bmv2_tools = find_tools(need_p4c=not self.options.program.is_dir(), need_cli=True)
+            return pipeline(self.options.program, self._bmv2_tools, self.procs.dir / "bmv2-build",
+                            dict(self.options.defines))
+        except (Bmv2Missing, Bmv2Error) as error:
+            raise TestbedError(str(error)) from None
 
     def switch_pid(self) -> int | None:
         if self.net is None:
