@@ -394,9 +394,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from innet.testbed.cli.commands import NAMED_BENCHMARKS, run_named_benchmark
+
+    args_in = sys.argv[1:] if argv is None else list(argv)
+    if len(args_in) >= 2 and args_in[0] == "bench" and args_in[1] in NAMED_BENCHMARKS:
+        return run_named_benchmark(args_in[1], args_in[2:])
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(args_in)
     except SystemExit as e:
         return int(e.code or 0)
     if getattr(args, "_many", None) is not None:  # control commands: --switch default

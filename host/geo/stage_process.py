@@ -28,12 +28,13 @@ from innet.host.geo.data import Digits, LmTask, accuracy
 from innet.host.geo.graph import Graph, GraphError, ParamStore, gpt, mlp
 from innet.host.geo.rad import RadError, Reducer, StageRunner
 from innet.host.geo.stages import Sgd, Stage, partition
+from innet.plans import JsonPlan, worker_main
 
-WORKER_MODULE = "innet.host.geo.stage_process"
+WORKER_MODULE = __name__
 
 
 @dataclass(frozen=True)
-class StageJob:
+class StageJob(JsonPlan):
     """Everything one stage process needs (JSON on its command line)."""
 
     model: dict[str, Any]
@@ -75,17 +76,6 @@ class StageJob:
     ``GeoTestbed.dp_agent`` writes it)."""
     timeout: float = 120.0
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> "StageJob":
-        data = json.loads(text)
-        data["cuts"] = tuple(data["cuts"])
-        data["listen"] = tuple(data["listen"])
-        if data.get("next_address") is not None:
-            data["next_address"] = tuple(data["next_address"])
-        return cls(**data)
 
 
 def build_model(spec: dict[str, Any]) -> Graph:
@@ -260,21 +250,16 @@ def load_params(path: Path) -> ParamStore:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print(f"usage: python -m {WORKER_MODULE} '<StageJob JSON>'", file=sys.stderr)
-        return 2
-    try:
-        job = StageJob.from_json(args[0])
-    except (json.JSONDecodeError, TypeError) as error:
-        print(f"geo worker: bad stage job: {error}", file=sys.stderr)
-        return 2
+def _run_reporting(job: StageJob) -> int:
     try:
         return run(job)
     except (ChannelError, RadError, GraphError, CodecError, ValueError) as error:
         print(f"geo worker stage {job.index}: {error}", file=sys.stderr, flush=True)
         return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return worker_main(StageJob, _run_reporting, argv, WORKER_MODULE)
 
 
 if __name__ == "__main__":

@@ -33,14 +33,15 @@ from innet.host.luwu.plan import LuwuPlan, schedule
 from innet.host.luwu.ooc_adam import AdamConfig, AdamState, AdamStateError, DEFAULT_BLOCK
 from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
 from innet.host.agent.transport import TransportConfig
+from innet.plans import JsonPlan, worker_main
 
-MODULE = "innet.host.luwu.node"
+MODULE = __name__
 STATUS_FILE = "status.json"
 EXIT_AGGREGATION = 3
 
 
 @dataclass(frozen=True)
-class NodeConfig:
+class NodeConfig(JsonPlan):
     """One optimizer node (JSON on its command line)."""
 
     plan: LuwuPlan
@@ -62,15 +63,6 @@ class NodeConfig:
     def name(self) -> str:
         return self.plan.nodes[self.index]
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> "NodeConfig":
-        d = json.loads(text)
-        d["plan"] = LuwuPlan.from_dict(d["plan"])
-        d["adam"] = AdamConfig(**d.get("adam", {}))
-        return cls(**d)
 
 
 def rss_bytes(pid: int | None = None) -> int:
@@ -174,15 +166,10 @@ class OptimizerNode:
         return self.state.step
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _run_node(config: NodeConfig) -> int:
     from innet.host.agent.transport import transport_config
 
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print(f"usage: python -m {MODULE} '<NodeConfig JSON>'", file=sys.stderr)
-        return 2
     try:
-        config = NodeConfig.from_json(args[0])
         node = OptimizerNode(config, transport_config(config.transport))
     except (ValueError, TypeError, KeyError, AdamStateError) as error:
         print(f"optimizer node: bad configuration: {error}", file=sys.stderr)
@@ -194,6 +181,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"optimizer node {config.name}: {error}", file=sys.stderr, flush=True)
         return EXIT_AGGREGATION
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return worker_main(NodeConfig, _run_node, argv, MODULE)
 
 
 if __name__ == "__main__":

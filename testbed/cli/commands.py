@@ -129,6 +129,27 @@ def cmd_rail_bench(args: argparse.Namespace) -> int:
     return 0 if all(r["ok"] for r in doc["rows"]) and not doc["failures"] else EXIT_ERROR
 
 
+NAMED_BENCHMARKS: dict[str, tuple[str, str]] = {
+    "luwu": ("innet.testbed.luwu.bench", "LuWu vs DDP (+gloo, +innet hook) training steps"),
+    "agent": ("innet.testbed.microbench.agent", "host agent datapath, chunks/s (native vs python)"),
+    "pipeline": ("innet.testbed.microbench.pipeline", "P4 executor alone, packets per CPU-second"),
+    "p4runtime": ("innet.testbed.microbench.p4runtime", "P4Runtime writes/reads and innet-switch on veths"),
+    "veth": ("innet.testbed.microbench.veth", "innet-switch on one veth against the C reflector ceiling (root)"),
+    "soak": ("innet.testbed.ina.soak", "exact allreduces for minutes under loss, duplication and restarts"),
+}
+"""``innet bench NAME [options]``: benchmarks with options of their own (``--help`` each);
+``innet bench`` without a name is the allreduce benchmark."""
+
+
+def run_named_benchmark(name: str, argv: list[str]) -> int:
+    """``innet bench NAME ARGS``: the benchmark's own entry point with its own options."""
+    import importlib
+
+    module = importlib.import_module(NAMED_BENCHMARKS[name][0])
+    rc: int = module.main(argv)
+    return rc
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from innet.testbed.ina import bench
     from innet.testbed.cli.containers import check_switch_impl
@@ -298,8 +319,13 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     demo.set_defaults(func=cmd_demo, benchmark=True)
     train.set_defaults(func=cmd_demo, benchmark=False, sizes=(), no_gloo=True)
 
+    named = "\n".join(f"  {name:<10} {help_}" for name, (_, help_) in NAMED_BENCHMARKS.items())
     bench = sub.add_parser("bench", help="allreduce benchmark: innet INA vs gloo ring on the same testbed "
-                                         "(--topo rail-*: hierarchical INA and all-to-all too)")
+                                         "(--topo rail-*: hierarchical INA and all-to-all too); "
+                                         "innet bench NAME: " + ", ".join(NAMED_BENCHMARKS),
+                           formatter_class=argparse.RawDescriptionHelpFormatter,
+                           epilog="other benchmarks, each with options of its own (innet bench NAME --help):\n"
+                                  + named)
     bench.add_argument("--workers", type=int_list, default=(2, 4), help="worker counts, e.g. 2,4,8 (default 2,4)")
     bench.add_argument("--sizes", type=sizes, default=(1024, 16384, 262144),
                        help="elements per allreduce, e.g. 1K,64K,1M,16M (default 1K,16K,256K)")

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 from innet.testbed.core import ifstats
 
-WORKER_MODULE = "innet.testbed.core.gloo"
+WORKER_MODULE = __name__
 
 
 def gloo_available() -> bool:

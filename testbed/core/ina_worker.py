@@ -39,14 +39,15 @@ from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
 from innet.host.agent.transport import transport_config
 from innet.testbed.core import ifstats
 from innet.testbed.core.bounds import INNET_FRAME_OVERHEAD
+from innet.plans import JsonPlan, worker_main
 
-WORKER_MODULE = "innet.testbed.core.ina_worker"
+WORKER_MODULE = __name__
 EXIT_AGGREGATION = 3
 """Exit status when an allreduce failed with ``AggregationError`` (its text is on stderr)."""
 
 
 @dataclass(frozen=True)
-class WorkerPlan:
+class WorkerPlan(JsonPlan):
     """Everything one worker process needs (JSON on its command line)."""
 
     job: int
@@ -75,14 +76,6 @@ class WorkerPlan:
     """Interface whose counters measure the bytes on the wire (``hI-eth0`` in Mininet); None:
     count the agent's frames instead (loopback)."""
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> "WorkerPlan":
-        data = json.loads(text)
-        data["sizes"] = tuple(data["sizes"])
-        return cls(**data)
 
 
 def agent_config(plan: WorkerPlan, sum_bound: float | None = None) -> AgentConfig:
@@ -165,17 +158,16 @@ def _counters(plan: WorkerPlan, agent: Agent) -> ifstats.IfCounters:
     return ifstats.IfCounters(received * frame_bytes, received, sent * frame_bytes, sent)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print(f"usage: python -m {WORKER_MODULE} '<WorkerPlan JSON>'", file=sys.stderr)
-        return 2
-    plan = WorkerPlan.from_json(args[0])
+def _run_reporting(plan: WorkerPlan) -> int:
     try:
         return run(plan)
     except AggregationError as error:
         print(f"ina_worker rank {plan.rank}: aggregation failed: {error}", file=sys.stderr, flush=True)
         return EXIT_AGGREGATION
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return worker_main(WorkerPlan, _run_reporting, argv, WORKER_MODULE)
 
 
 if __name__ == "__main__":

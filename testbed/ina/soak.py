@@ -1,6 +1,6 @@
 """Soak: exact allreduces for a long time on a lossy, duplicating testbed, with worker restarts.
 
-    python -m innet.testbed.ina.soak --minutes 10 --workers 4 --loss 5 --dup 5 [--loopback]
+    innet bench soak --minutes 10 --workers 4 --loss 5 --dup 5 [--loopback]
 
 A benchmark-style program, not a test (issue 7, item 6). Rounds repeat until the time is
 up; each round is a new worker set on the same live job (``Testbed.spawn_ina`` attaches
@@ -216,7 +216,7 @@ def save(doc: dict[str, Any], out: Path) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m innet.testbed.ina.soak", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="innet bench soak", description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--loss", type=float, default=5.0, help="percent of frames dropped")

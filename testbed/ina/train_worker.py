@@ -24,12 +24,13 @@ from innet.host.agent.aggregator import JobConfig, Timing
 from innet.host.training.loop import TrainConfig, initial_params, minibatch
 from innet.host.wire import Mode
 from innet.host.agent.transport import transport_config
+from innet.plans import JsonPlan, worker_main
 
-WORKER_MODULE = "innet.testbed.ina.train_worker"
+WORKER_MODULE = __name__
 
 
 @dataclass(frozen=True)
-class TrainPlan:
+class TrainPlan(JsonPlan):
     """One worker's training run (JSON on its command line)."""
 
     job: int
@@ -58,12 +59,6 @@ class TrainPlan:
                            steps=self.steps, batch_size=self.batch_size, seed=self.seed,
                            fixed=qz.FixedPointFormat(self.param_frac_bits, self.grad_frac_bits, self.num_workers))
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> "TrainPlan":
-        return cls(**json.loads(text))
 
 
 def train(plan: TrainPlan, transport: Any, on_step: Callable[[int, float], None] = lambda step, loss: None
@@ -99,11 +94,7 @@ def run(plan: TrainPlan) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print(f"usage: python -m {WORKER_MODULE} '<TrainPlan JSON>'", file=sys.stderr)
-        return 2
-    return run(TrainPlan.from_json(args[0]))
+    return worker_main(TrainPlan, run, argv, WORKER_MODULE)
 
 
 if __name__ == "__main__":

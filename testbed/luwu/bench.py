@@ -1,7 +1,7 @@
 """Benchmark: step time, bytes per worker and memory of DDP+gloo, DDP+innet hook and LuWu mode.
 
-    python -m innet.testbed.luwu.bench [--workers 2 4 8] [--steps 20] [--out results/]
-    flock /work/notes/mininet.lock python -m innet.testbed.luwu.bench --mininet --bw 20 ...
+    innet bench luwu [--workers 2 4 8] [--steps 20] [--out results/]
+    flock /work/notes/mininet.lock innet bench luwu --mininet --bw 20 ...
 
 On the loopback testbed (``innet-switch`` UDP ports on 127.0.0.1; one optimizer node) or, with
 ``--mininet`` (root), the Mininet star with ``--bw`` Mbit/s host links (HTB); the
@@ -206,7 +206,7 @@ def _check(args: argparse.Namespace) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m innet.testbed.luwu.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="innet bench luwu", description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 4, 8])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--hidden", type=int, nargs="+", default=[128, 64], help="hidden layer widths of the MLP")

@@ -20,12 +20,13 @@ import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
+from innet.plans import JsonPlan, worker_main
 
-MODULE = "innet.testbed.luwu.hook_check"
+MODULE = __name__
 
 
 @dataclass(frozen=True)
-class GradcheckSpec:
+class GradcheckSpec(JsonPlan):
     rank: int
     world: int
     out: str
@@ -42,15 +43,6 @@ class GradcheckSpec:
     master: tuple[str, int] = ("127.0.0.1", 0)
     chunk_deadline: float = 10.0
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> "GradcheckSpec":
-        d = json.loads(text)
-        d["hidden"] = tuple(d["hidden"])
-        d["master"] = tuple(d["master"])
-        return cls(**d)
 
 
 def _flat_grads(model: Any) -> Any:
@@ -155,17 +147,16 @@ def compare_gradients(tb: Any, workers: int, steps: int, out_dir: Path, timeout:
     return [dict(np.load(out_dir / f"rank{r}.npz")) for r in range(workers)]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print(f"usage: python -m {MODULE} '<GradcheckSpec JSON>'", file=sys.stderr)
-        return 2
-    spec = GradcheckSpec.from_json(args[0])
+def _run_reporting(spec: GradcheckSpec) -> int:
     try:
         return run(spec)
     except Exception as error:  # one line; the orchestrator shows it with the log
         print(f"luwu_gradcheck rank {spec.rank}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
         return 3
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return worker_main(GradcheckSpec, _run_reporting, argv, MODULE)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ from innet.testbed.core.testbed import Testbed, TestbedError
 from innet.testbed.luwu.train import MODULE as TRAIN_MODULE, TrainSpec, build_model
 from innet.testbed.core.topology import Link, Topology, star
 
-NODE_MODULE = "innet.host.luwu.node"
 
 
 def luwu_star(workers: int, nodes: int = 1, link: Link | None = None) -> Topology:
@@ -148,7 +147,7 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
             nc = NodeConfig(plan, i, str(node_dirs[-1]), tb.host_transport(host), config.steps,
                             AdamConfig(lr=config.lr), str(init))
             name = f"node-{plan.nodes[i]}"
-            procs.append((name, _spawn(tb, host, name, [sys.executable, "-m", NODE_MODULE, nc.to_json()])))
+            procs.append((name, _spawn(tb, host, name, [sys.executable, "-m", NodeConfig.__module__, nc.to_json()])))
         for r in range(n):
             spec = replace(base, rank=r, job=job.job_id, window=job.slot_count, epoch=epoch,
                            transport=tb.host_transport(hosts[r]), plan=json.loads(plan.to_json()))

@@ -24,13 +24,14 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
+from innet.plans import JsonPlan, worker_main
 
-MODULE = "innet.testbed.luwu.train"
+MODULE = __name__
 MODES = ("local", "ddp-gloo", "ddp-innet", "luwu")
 
 
 @dataclass(frozen=True)
-class TrainSpec:
+class TrainSpec(JsonPlan):
     mode: str
     rank: int = 0
     world: int = 1
@@ -50,15 +51,6 @@ class TrainSpec:
     overlap: bool = True
     chunk_deadline: float = 20.0
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> "TrainSpec":
-        d = json.loads(text)
-        d["hidden"] = tuple(d["hidden"])
-        d["master"] = tuple(d["master"])
-        return cls(**d)
 
 
 def build_model(spec: TrainSpec) -> Any:
@@ -209,12 +201,7 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print(f"usage: python -m {MODULE} '<TrainSpec JSON>'", file=sys.stderr)
-        return 2
-    spec = TrainSpec.from_json(args[0])
+def _run_reporting(spec: TrainSpec) -> int:
     if spec.mode not in MODES:
         print(f"luwu_train: mode {spec.mode!r} is not one of {', '.join(MODES)}", file=sys.stderr)
         return 2
@@ -228,6 +215,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"luwu_train rank {spec.rank} ({spec.mode}): {type(error).__name__}: {error}", file=sys.stderr,
               flush=True)
         return 3
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return worker_main(TrainSpec, _run_reporting, argv, MODULE)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Host agent throughput: the python and the native (C) datapath, chunks per second.
 
-Run as ``python -m innet.testbed.microbench.agent [--values N] [--k K ...] [--window W]
+Run as ``innet bench agent [--values N] [--k K ...] [--window W]
 [--rounds R] [--out results/]``. No root: everything is on 127.0.0.1.
 
 One aggregator (``innet.host.agent.aggregator.Aggregator`` or ``innet.host.agent.native.NativeAggregator``)
@@ -60,7 +60,7 @@ def measure(datapath: str, port: int, values: int, k: int, window: int, rounds: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="bench_agent", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="innet bench agent", description=__doc__.splitlines()[0])
     ap.add_argument("--values", type=int, default=1 << 20, help="int32 values per operation (default 1M)")
     ap.add_argument("--k", type=int, action="append", help="values per packet (repeatable; default 64 and 256)")
     ap.add_argument("--window", type=int, default=64, help="slots (default 64)")

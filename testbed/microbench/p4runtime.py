@@ -1,6 +1,6 @@
 """Benchmark of the switch process: P4Runtime Write throughput and packet rate on veths.
 
-Run as ``python -m innet.testbed.microbench.p4runtime [--out results/] [--skip-packets]``.
+Run as ``innet bench p4runtime [--out results/] [--skip-packets]``.
 
 1. **Writes**: an ``innet-switch --no-p4`` process on loopback gets
    ``p4/examples/basic_forward.p4`` (compiled in-process, as ``innet-p4c`` does) over
@@ -357,7 +357,7 @@ def _rates(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="bench_p4runtime", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="innet bench p4runtime", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=output_dir, default=Path("results"), help="directory for the JSON (default results/)")
     ap.add_argument("--write-rounds", type=int_range(1), default=5, help="insert+delete rounds of 1000 entries per batch size")
     ap.add_argument("--max-seconds", type=positive_float, default=30.0, help="stop the rounds of one batch size after this")

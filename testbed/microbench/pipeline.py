@@ -1,6 +1,6 @@
 """Executor throughput benchmark: packets per second of ``Pipeline.process`` on one core.
 
-Run as ``python -m innet.testbed.microbench.pipeline [--executor native|python|auto] [--seconds S]
+Run as ``innet bench pipeline [--executor native|python|auto] [--seconds S]
 [--out results/] [--only NAME]``. ``--executor native`` runs the generated-C executor
 (``innet.switch.native``) and feeds it the replayed packets in batches through
 ``NativePipeline.process_many`` (one call into C per batch, as a port loop does); the python
@@ -187,7 +187,7 @@ def run(seconds: float, names: list[str] | None = None) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="bench_pipeline", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="innet bench pipeline", description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=positive_float, default=3.0, help="measurement time per workload (default 3)")
     ap.add_argument("--out", type=output_dir, default=Path("results"), help="directory for JSON/PNG (default results/)")
     ap.add_argument("--only", action="append", choices=list(TARGETS), help="run only this workload (repeatable)")

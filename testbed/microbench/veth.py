@@ -1,6 +1,6 @@
 """``innet-switch`` on one veth pair against the ceiling of that veth, measured in the same run.
 
-Run as root: ``python -m innet.testbed.microbench.veth [--seconds S] [--window W] [--mtu M]
+Run as root: ``innet bench veth [--seconds S] [--window W] [--mtu M]
 [--executor python|native] [--port-loop python|native] [--rounds N] [--only WORKLOAD]
 [--out results/]``.
 
@@ -348,7 +348,7 @@ def save(doc: dict[str, Any], out: Path) -> tuple[Path, Path | None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="bench_veth", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="innet bench veth", description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=positive_float, default=3.0, help="measured seconds per point (default 3)")
     ap.add_argument("--window", type=int, default=64, help="frames in flight (default 64)")
     ap.add_argument("--mtu", type=int, default=1500, help="veth MTU, 576..9000 (default 1500)")

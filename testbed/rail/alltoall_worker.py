@@ -18,15 +18,16 @@ from typing import Sequence
 
 from innet.host.rail.alltoall import AllToAll
 from innet.host.rail.hbdomain import HbConfig, HbError, HbGroup
+from innet.plans import JsonPlan, worker_main
 
-WORKER_MODULE = "innet.testbed.rail.alltoall_worker"
+WORKER_MODULE = __name__
 EXIT_HB = 4
 
 Address = tuple[str, int]
 
 
 @dataclass(frozen=True)
-class AllToAllPlan:
+class AllToAllPlan(JsonPlan):
     x: int
     y: int
     domain: int
@@ -47,17 +48,6 @@ class AllToAllPlan:
     deadline: float = 60.0
     salt: int = 0
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> "AllToAllPlan":
-        data = json.loads(text)
-        for key in ("hb_peers", "rail_peers", "direct_peers"):
-            data[key] = tuple((h, int(p)) for h, p in data[key])
-        if data.get("direct_bind") is not None:
-            data["direct_bind"] = (data["direct_bind"][0], int(data["direct_bind"][1]))
-        return cls(**data)
 
 
 def run(plan: AllToAllPlan) -> int:
@@ -92,16 +82,16 @@ def run(plan: AllToAllPlan) -> int:
     return 0 if ok else 1
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print(f"usage: python -m {WORKER_MODULE} '<AllToAllPlan JSON>'", file=sys.stderr)
-        return 2
+def _run_reporting(plan: AllToAllPlan) -> int:
     try:
-        return run(AllToAllPlan.from_json(args[0]))
+        return run(plan)
     except HbError as error:
         print(f"alltoall_worker: {error}", file=sys.stderr, flush=True)
         return EXIT_HB
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return worker_main(AllToAllPlan, _run_reporting, argv, WORKER_MODULE)
 
 
 if __name__ == "__main__":

@@ -39,14 +39,15 @@ from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
 from innet.testbed.core.ina_worker import EXIT_AGGREGATION, exact_values
 from innet.host.agent.transport import transport_config
 from innet.testbed.rail.grid import shard_bounds
+from innet.plans import JsonPlan, worker_main
 
-WORKER_MODULE = "innet.testbed.rail.worker"
+WORKER_MODULE = __name__
 EXIT_HB = 4
 """Exit status when an HB-domain exchange failed (its text is on stderr)."""
 
 
 @dataclass(frozen=True)
-class RailPlan:
+class RailPlan(JsonPlan):
     """Everything one GPU's process needs (JSON on its command line)."""
 
     job: int
@@ -90,16 +91,6 @@ class RailPlan:
         """Global rank (topology order: domain-major)."""
         return self.domain * self.x + self.gpu
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> "RailPlan":
-        data = json.loads(text)
-        data["sizes"] = tuple(data["sizes"])
-        data["hb_peers"] = tuple((h, int(p)) for h, p in data["hb_peers"])
-        data["hb_names"] = tuple(data["hb_names"])
-        return cls(**data)
 
 
 def train_gradient(rank: int, step: int, size: int) -> npt.NDArray[np.int32]:
@@ -208,12 +199,7 @@ def run(plan: RailPlan) -> int:
     return 0 if ok else 1
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print(f"usage: python -m {WORKER_MODULE} '<RailPlan JSON>'", file=sys.stderr)
-        return 2
-    plan = RailPlan.from_json(args[0])
+def _run_reporting(plan: RailPlan) -> int:
     if plan.op not in OPS:
         print(f"rail_worker: op {plan.op!r} is not one of {', '.join(OPS)}", file=sys.stderr)
         return 2
@@ -226,6 +212,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HbError as error:
         print(f"rail_worker rank {plan.rank}: {error}", file=sys.stderr, flush=True)
         return EXIT_HB
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return worker_main(RailPlan, _run_reporting, argv, WORKER_MODULE)
 
 
 if __name__ == "__main__":

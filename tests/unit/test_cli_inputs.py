@@ -125,22 +125,32 @@ def test_argtypes_accept_good_values(tmp_path: Path) -> None:
         input_file(str(tmp_path / "x"))
 
 
-@pytest.mark.parametrize("module, args, message", [
-    ("bench_p4runtime", ["--out", "{file}"], "argument --out: '{file}' exists and is not a directory"),
-    ("bench_p4runtime", ["--rates", "1000,-5"], "argument --rates: '1000,-5': expected comma-separated rates >= 0 in pkt/s"),
-    ("bench_p4runtime", ["--size", "10"], "argument --size: 10 is outside 64..9000"),
-    ("bench_p4runtime", ["--write-rounds", "0"], "argument --write-rounds: 0 is outside >= 1"),
-    ("bench_pipeline", ["--seconds", "0"], "argument --seconds: '0': must be a number > 0"),
-    ("bench_pipeline", ["--out", "{file}"], "argument --out: '{file}' exists and is not a directory"),
+@pytest.mark.parametrize("name, args, message", [
+    ("p4runtime", ["--out", "{file}"], "argument --out: '{file}' exists and is not a directory"),
+    ("p4runtime", ["--rates", "1000,-5"], "argument --rates: '1000,-5': expected comma-separated rates >= 0 in pkt/s"),
+    ("p4runtime", ["--size", "10"], "argument --size: 10 is outside 64..9000"),
+    ("p4runtime", ["--write-rounds", "0"], "argument --write-rounds: 0 is outside >= 1"),
+    ("pipeline", ["--seconds", "0"], "argument --seconds: '0': must be a number > 0"),
+    ("pipeline", ["--out", "{file}"], "argument --out: '{file}' exists and is not a directory"),
 ])
-def test_benchmark_scripts_refuse_bad_flags(module: str, args: list[str], message: str, tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
-    import importlib
+def test_benchmark_subcommands_refuse_bad_flags(name: str, args: list[str], message: str, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from innet.cli import main
 
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
-    main_of = importlib.import_module(f"innet.testbed.microbench.{module.removeprefix('bench_')}").main
     with pytest.raises(SystemExit) as exit_info:
-        main_of([a.format(file=a_file) for a in args])
+        main(["bench", name, *[a.format(file=a_file) for a in args]])
     assert exit_info.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == f"{module}: error: {message.format(file=a_file)}"
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"innet bench {name}: error: {message.format(file=a_file)}"
+
+
+def test_every_named_benchmark_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    from innet.cli import main
+    from innet.testbed.cli.commands import NAMED_BENCHMARKS
+
+    for name in NAMED_BENCHMARKS:
+        with pytest.raises(SystemExit) as exit_info:
+            main(["bench", name, "--help"])
+        assert exit_info.value.code == 0
+        assert capsys.readouterr().out.startswith(f"usage: innet bench {name}")
