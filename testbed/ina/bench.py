@@ -28,6 +28,7 @@ from innet.testbed.core import bounds as costmodel
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions, WorkerResult
 from innet.testbed.core.topology import Link, star
 from innet.testbed.core.machine import describe as machine, switch_description
+from innet.testbed.core.report import Column, markdown_table as markdown_table_of, rich_table
 from innet.testbed.backends.select import open_testbed as open_star, resolve_backend
 
 @dataclass(frozen=True)
@@ -264,37 +265,38 @@ def _retrans(n: float | None) -> str:
     return f"{n:.0f}" if float(n).is_integer() else f"{n:.1f}"
 
 
-def table(doc: dict[str, Any]) -> Any:
-    """A rich Table of the rows."""
-    from rich.table import Table
+COLUMNS = (
+    Column("collective", lambda r: r["collective"], align="left"),
+    Column("N", lambda r: str(r["workers"])),
+    Column("S", lambda r: _size(r["elements"])),
+    Column("loss", lambda r: f"{r['loss_pct']:g}%"),
+    Column("time ms", lambda r: f"{r['time_max_s'] * 1e3:.1f}"),
+    Column("theory ms", lambda r: f"{r['theory_time_s'] * 1e3:.1f}"),
+    Column("goodput Gb/s", lambda r: f"{r['goodput_gbps']:.3f}"),
+    Column("switch pkt/s", lambda r: f"{r['switch_pps']:.0f}" if r["switch_pps"] else "-"),
+    Column("sent/worker", lambda r: _bytes(r["wire_up"])),
+    Column("theory/worker", lambda r: _bytes(r["theory_wire"])),
+    Column("recv/worker", lambda r: _bytes(r["wire_down"])),
+    Column("retrans/op", lambda r: _retrans(r["retransmitted"])),
+    Column("exact", lambda r: "yes" if r["ok"] else "NO", alarm=lambda r: not r["ok"]),
+)
+"""The allreduce table, in the terminal and in docs/benchmarks.md alike."""
 
-    t = Table(title="Allreduce: innet (INA) vs gloo ring", caption=caption(doc), caption_justify="left")
-    for col in ("coll.", "N", "S", "loss", "time ms", "theory ms", "goodput Gb/s", "switch pkt/s",
-                "sent/worker", "theory", "recv/worker", "retrans/op", "ok"):
-        t.add_column(col, justify="left" if col == "coll." else "right")
-    for r in doc["rows"]:
-        t.add_row(r["collective"], str(r["workers"]), _size(r["elements"]), f"{r['loss_pct']:g}%",
-                  f"{r['time_max_s'] * 1e3:.1f}", f"{r['theory_time_s'] * 1e3:.1f}", f"{r['goodput_gbps']:.3f}",
-                  f"{r['switch_pps']:.0f}" if r["switch_pps"] else "-", _bytes(r["wire_up"]),
-                  _bytes(r["theory_wire"]), _bytes(r["wire_down"]),
-                  _retrans(r["retransmitted"]),
-                  "yes" if r["ok"] else "[red]NO[/]")
-    return t
+LOOPBACK_NOTE = ("loopback: innet's rows cross innet-switch (frames tunnelled in UDP), gloo's run on lo "
+                 "without a switch or link shaping; the two are not comparable (run as root for Mininet)")
+
+
+def table(doc: dict[str, Any]) -> Any:
+    """A rich Table of the rows (on loopback its caption says why INA and gloo are not comparable)."""
+    title = "Allreduce: innet (INA) vs gloo ring"
+    cap = caption(doc) + (f"\n{LOOPBACK_NOTE}" if doc["backend"] == "loopback" else "")
+    return rich_table(title, COLUMNS, doc["rows"], cap)
 
 
 def markdown_table(doc: dict[str, Any]) -> str:
     """The rows as a Markdown table (for docs/benchmarks.md)."""
-    lines = ["| collective | N | S | loss | time ms | theory ms | goodput Gb/s | switch pkt/s | sent/worker "
-             "| theory/worker | recv/worker | retrans/op | exact |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for r in doc["rows"]:
-        pps = f"{r['switch_pps']:.0f}" if r["switch_pps"] else "-"
-        retrans = _retrans(r["retransmitted"])
-        lines.append(f"| {r['collective']} | {r['workers']} | {_size(r['elements'])} | {r['loss_pct']:g}% | "
-                     f"{r['time_max_s'] * 1e3:.1f} | {r['theory_time_s'] * 1e3:.1f} | {r['goodput_gbps']:.3f} | "
-                     f"{pps} | {_bytes(r['wire_up'])} | {_bytes(r['theory_wire'])} | {_bytes(r['wire_down'])} | "
-                     f"{retrans} | {'yes' if r['ok'] else 'NO'} |")
-    return "\n".join(lines)
+    note = f"\n\n{LOOPBACK_NOTE}" if doc["backend"] == "loopback" else ""
+    return markdown_table_of(COLUMNS, doc["rows"]) + note
 
 
 def plot(doc: dict[str, Any], path: Path) -> Path:

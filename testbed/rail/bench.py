@@ -28,6 +28,7 @@ from innet.testbed.core.testbed import TestbedError, TestbedOptions, WorkerResul
 from innet.testbed.rail.models import railperf
 from innet.testbed.core.topology import TOPOLOGIES, Link
 from innet.testbed.backends.select import resolve_backend
+from innet.testbed.core.report import Column, markdown_table, rich_table
 
 Progress = Callable[[str], None]
 
@@ -145,29 +146,35 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[st
                                         "model columns left empty"}
 
 
-def table(doc: dict[str, Any]) -> Any:
-    from rich.table import Table
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.1f}"
 
-    t = Table(title=f"{doc['topology']} ({doc['backend']}), C_S={doc['c_s_bps'] / 1e6:g} Mbit/s, "
-                    f"C_F={doc['c_f_bps'] / 1e6:g} Mbit/s, K={doc['config']['k']}")
-    for col in ("collective", "size", "median (ms)", "min (ms)", "model (ms)", "exact"):
-        t.add_column(col, justify="right")
-    for r in doc["rows"]:
-        t.add_row(r["collective"], f"{r['size']} {r['unit']}", f"{r['median_s'] * 1e3:.1f}", f"{r['min_s'] * 1e3:.1f}",
-                  "-" if r["model_s"] is None else f"{r['model_s'] * 1e3:.1f}", "yes" if r["ok"] else "NO")
-    for n in doc.get("not_applicable", []):
-        t.add_row(n["collective"], "-", "-", "-", "-", f"n/a: {n['reason']}")
-    return t
+
+COLUMNS = (
+    Column("collective", lambda r: r["collective"], align="left"),
+    Column("size", lambda r: f"{r['size']} {r['unit']}" if "size" in r else "-"),
+    Column("median (ms)", lambda r: _ms(r.get("median_s"))),
+    Column("min (ms)", lambda r: _ms(r.get("min_s"))),
+    Column("model (ms)", lambda r: _ms(r.get("model_s"))),
+    Column("exact", lambda r: f"n/a: {r['reason']}" if "reason" in r else ("yes" if r["ok"] else "NO"),
+           alarm=lambda r: "reason" not in r and not r["ok"]),
+)
+"""The rail table, in the terminal and in docs/rail.md alike (rows not applicable on a
+design say why in the last column)."""
+
+
+def _all_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [*doc["rows"], *doc.get("not_applicable", [])]
+
+
+def table(doc: dict[str, Any]) -> Any:
+    title = (f"{doc['topology']} ({doc['backend']}), C_S={doc['c_s_bps'] / 1e6:g} Mbit/s, "
+             f"C_F={doc['c_f_bps'] / 1e6:g} Mbit/s, K={doc['config']['k']}")
+    return rich_table(title, COLUMNS, _all_rows(doc))
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    lines = ["| collective | size | median (ms) | min (ms) | model (ms) | exact |", "|---|---:|---:|---:|---:|---|"]
-    for r in doc["rows"]:
-        model = "-" if r["model_s"] is None else f"{r['model_s'] * 1e3:.1f}"
-        lines.append(f"| {r['collective']} | {r['size']} {r['unit']} | {r['median_s'] * 1e3:.1f} | "
-                     f"{r['min_s'] * 1e3:.1f} | {model} | {'yes' if r['ok'] else 'NO'} |")
-    for n in doc.get("not_applicable", []):
-        lines.append(f"| {n['collective']} | - | - | - | - | n/a: {n['reason']} |")
+    lines = [markdown_table(COLUMNS, _all_rows(doc))]
     for s in doc["alltoall_slowdown"]:
         lines.append(f"\nAll-to-all slowdown of the two-step route, D={s['pair_bytes']} B: measured "
                      f"{s['measured']:.1%}, model {s['model']:.1%}, seed's C_S/C_F {s['seed_estimate']:.1%}")

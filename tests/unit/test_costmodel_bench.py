@@ -10,6 +10,7 @@ import numpy.typing as npt
 import pytest
 
 from innet.host.agent.agent import OpResult
+from innet.host.agent.transport import udp_transport
 from innet.testbed.ina import bench
 from innet.testbed.core import bounds as costmodel
 from innet.testbed.core import ina_worker
@@ -75,7 +76,7 @@ def test_ina_worker_reports_retransmissions_of_the_timed_operations_only(
     per_rank = []
     for rank in range(2):
         plan = ina_worker.WorkerPlan(job=1, rank=rank, num_workers=2, window=4, k=64,
-                                     transport=ina_worker.udp_transport("127.0.0.1", "127.0.0.1", 0),
+                                     transport=udp_transport("127.0.0.1", "127.0.0.1", 0),
                                      sizes=(64, 128), epoch=1, repeats=2)
         assert ina_worker.run(plan) == 0
         first, second = (json.loads(line) for line in capsys.readouterr().out.splitlines())

@@ -1,0 +1,51 @@
+"""Benchmark tables: one column spec per table, rendered to a rich Table for the terminal and
+to Markdown for the docs, so the two never list different columns or formats."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a benchmark table."""
+
+    header: str
+    """Its heading (the same in the terminal and in Markdown)."""
+    cell: Callable[[Row], str]
+    """The row's cell as plain text."""
+    align: str = "right"
+    """``left`` or ``right``."""
+    alarm: Callable[[Row], bool] | None = None
+    """When true for a row, the terminal shows the cell in red (Markdown shows it as is)."""
+
+
+def rich_table(title: str, columns: Sequence[Column], rows: Iterable[Row], caption: str | None = None) -> Any:
+    """A rich ``Table`` of ``rows`` (cells are plain text: no markup is interpreted)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=title, caption=caption, caption_justify="left")
+    for column in columns:
+        table.add_column(column.header, justify="left" if column.align == "left" else "right")
+    for row in rows:
+        cells = []
+        for column in columns:
+            text = Text(column.cell(row))
+            if column.alarm is not None and column.alarm(row):
+                text.stylize("red")
+            cells.append(text)
+        table.add_row(*cells)
+    return table
+
+
+def markdown_table(columns: Sequence[Column], rows: Iterable[Row]) -> str:
+    """``rows`` as a Markdown table (pipes in cells escaped)."""
+    lines = ["| " + " | ".join(c.header for c in columns) + " |",
+             "|" + "|".join("---" if c.align == "left" else "---:" for c in columns) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(c.cell(row).replace("|", "\\|") for c in columns) + " |")
+    return "\n".join(lines)
