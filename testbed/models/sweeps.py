@@ -97,7 +97,8 @@ def bandwidth_sweep(model: str = "gpt-1t", gpus: int = FIG9_GPUS, batch: int = D
                              "bps": bw, "seconds": p.seconds, "split": p.split})
             gain = 1 - times[-1] / times[0]
             rows.append({"model": model, "gpus": gpus, "hb_size": k, "batch": batch, "vary": kind,
-                         "bps": None, "gain_x4": gain, "paper_gain_x4": PAPER_FIG9.get((k, kind))})
+                         "bps": None, "gain_x4": gain,
+                         "paper_gain_x4": PAPER_FIG9.get((k, kind)) if model == "gpt-1t" else None})
     return rows
 
 
@@ -114,7 +115,8 @@ def batch_sweep(model: str = "gpt-1t", gpus: int = FIG10_GPUS, batches: tuple[in
             p = ideal if k == gpus else point(model, gpus, k, b)
             rows.append({"model": model, "gpus": gpus, "hb_size": k, "batch": b, "seconds": p.seconds,
                          "split": p.split, "relative": ideal.seconds / p.seconds,
-                         "paper_relative": PAPER_FIG10.get((k, b))})
+                         "paper_relative": (PAPER_FIG10.get((k, b)) if (model, gpus) == ("gpt-1t", FIG10_GPUS)
+                                            else None)})
     return rows
 
 
