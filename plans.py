@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence, TypeVar
 T = TypeVar("T")
 
 
-class PlanError(ValueError):
+class PlanJsonError(ValueError):
     """A plan's JSON that does not fit its class (names the field and the value)."""
 
 
@@ -41,11 +41,11 @@ def dump(plan: Any) -> str:
 
 
 def load(cls: type[T], text: str) -> T:
-    """The ``cls`` plan of JSON ``text``; :class:`PlanError` naming what does not fit."""
+    """The ``cls`` plan of JSON ``text``; :class:`PlanJsonError` naming what does not fit."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        raise PlanError(f"{cls.__name__}: not JSON: {error}") from None
+        raise PlanJsonError(f"{cls.__name__}: not JSON: {error}") from None
     return typing.cast(T, _build(cls, data, cls.__name__))
 
 
@@ -61,7 +61,7 @@ def worker_main(cls: type[T], run: Callable[[T], int], argv: Sequence[str] | Non
         return 2
     try:
         plan = load(cls, args[0])
-    except PlanError as error:
+    except PlanJsonError as error:
         print(f"{module}: bad plan: {error}", file=sys.stderr)
         return 2
     return run(plan)
@@ -88,49 +88,49 @@ def _build(hint: Any, value: Any, where: str) -> Any:
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
-        last: PlanError | None = None
+        last: PlanJsonError | None = None
         for option in (a for a in args if a is not type(None)):
             try:
                 return _build(option, value, where)
-            except PlanError as error:
+            except PlanJsonError as error:
                 last = error
-        raise last or PlanError(f"{where}: {value!r} fits none of {hint}")
+        raise last or PlanJsonError(f"{where}: {value!r} fits none of {hint}")
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         if not isinstance(value, dict):
-            raise PlanError(f"{where}: expected an object for {hint.__name__}, got {value!r}")
+            raise PlanJsonError(f"{where}: expected an object for {hint.__name__}, got {value!r}")
         hints = typing.get_type_hints(hint)
         names = {f.name for f in dataclasses.fields(hint) if f.init}
         unknown = sorted(set(value) - names)
         if unknown:
-            raise PlanError(f"{where}: {hint.__name__} has no field {unknown[0]!r}")
+            raise PlanJsonError(f"{where}: {hint.__name__} has no field {unknown[0]!r}")
         kwargs = {k: _build(hints[k], v, f"{where}.{k}") for k, v in value.items()}
         try:
             return hint(**kwargs)
         except TypeError as error:
-            raise PlanError(f"{where}: {error}") from None
+            raise PlanJsonError(f"{where}: {error}") from None
     if origin is tuple:
         if not isinstance(value, list):
-            raise PlanError(f"{where}: expected a list, got {value!r}")
+            raise PlanJsonError(f"{where}: expected a list, got {value!r}")
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_build(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
         if args and len(args) != len(value):
-            raise PlanError(f"{where}: expected {len(args)} items, got {len(value)}")
+            raise PlanJsonError(f"{where}: expected {len(args)} items, got {len(value)}")
         return tuple(_build(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value))) if args \
             else tuple(value)
     if origin is list:
         if not isinstance(value, list):
-            raise PlanError(f"{where}: expected a list, got {value!r}")
+            raise PlanJsonError(f"{where}: expected a list, got {value!r}")
         return [_build(args[0], v, f"{where}[{i}]") for i, v in enumerate(value)] if args else value
     if origin is dict:
         if not isinstance(value, dict):
-            raise PlanError(f"{where}: expected an object, got {value!r}")
+            raise PlanJsonError(f"{where}: expected an object, got {value!r}")
         return {k: _build(args[1], v, f"{where}.{k}") for k, v in value.items()} if args else value
     if hint is Path:
         if not isinstance(value, str):
-            raise PlanError(f"{where}: expected a path string, got {value!r}")
+            raise PlanJsonError(f"{where}: expected a path string, got {value!r}")
         return Path(value)
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if isinstance(hint, type) and not isinstance(value, hint):
-        raise PlanError(f"{where}: expected {hint.__name__}, got {value!r}")
+        raise PlanJsonError(f"{where}: expected {hint.__name__}, got {value!r}")
     return value

@@ -1,4 +1,9 @@
-"""``innet model cost|collectives``: the rail models as tables, JSON and PNG."""
+"""``innet model cost|collectives|iteration|sweep|traffic``: the rail models as tables, JSON and PNG.
+
+Every subcommand is a thin call into the model modules; a value the models reject (a domain
+size that does not divide the GPU count, a zero bandwidth, a radix below 2, ...) is one line
+on stderr naming it, exit status 2, with no usage block and no traceback.
+"""
 
 from __future__ import annotations
 
@@ -6,63 +11,241 @@ import argparse
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any, Callable
 
-from innet.argtypes import int_range, output_dir, positive_float
+from innet.argtypes import output_dir
 from innet.argtypes import sizes
 
 EXIT_USAGE = 2
 
 
-def cmd_model(args: argparse.Namespace) -> int:
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """A bad argument is one line (``innet model X: error: ...``), exit 2, no usage block."""
+
+    def error(self, message: str) -> Any:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _number(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    """argparse type that only parses (range checks belong to the models, which name the field)."""
+
+    def convert(text: str) -> Any:
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'a number' if kind is float else 'an integer'}") from None
+
+    convert.__name__ = kind.__name__
+    return convert
+
+
+_int, _float = _number(int), _number(float)
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for v in text.split(",") if v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+
+
+def _console() -> Any:
     from rich.console import Console
 
-    from innet.testbed.rail.models import netcost, railperf, report
+    return Console(width=200) if not Console().is_terminal else Console()
 
-    console = Console(width=180) if not Console().is_terminal else Console()
+
+def cmd_model(args: argparse.Namespace) -> int:
+    from innet.testbed.rail.models import report
+    from innet.testbed.rail.models.railperf import ModelError
+
+    console = _console()
     try:
-        if args.model == "cost":
-            parts = netcost.Parts(args.switch_usd, args.switch_w, args.transceiver_usd, args.transceiver_w)
-            clusters = (netcost.SEED_CLUSTERS if args.gpus is None else
-                        (netcost.Cluster(args.gpus, args.gpus_per_domain, args.radix),))
-            rows = report.cost_rows(clusters, parts)
-            console.print(report.cost_table(rows, parts))
-            doc = {"model": "cost", "parts": asdict(parts), "rows": rows}
-        else:
-            grid = railperf.Grid(args.gpus_per_domain, args.domains, args.c_s * 1e9, args.c_f * 1e9)
-            rows = report.perf_rows(grid, args.sizes)
-            console.print(report.perf_table(grid, rows))
-            doc = {"model": "collectives", "grid": asdict(grid), "rows": rows}
-    except railperf.ModelError as error:
+        doc = _run(args, console)
+    except ModelError as error:
         print(f"innet model {args.model}: {error}", file=sys.stderr)
         return EXIT_USAGE
-    json_path, png_path = report.save(doc, args.out, f"model-{args.model}")
-    console.print(f"wrote {json_path} and {png_path}")
+    stem = f"model-{args.model}" + (f"-{args.sweep}" if args.model == "sweep" else "")
+    paths = report.save(doc, args.out, stem)
+    console.print("wrote " + " and ".join(str(p) for p in paths))
     return 0
+
+
+def _run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
+    from innet.testbed.rail.models import netcost, railperf, report
+
+    if args.model == "cost":
+        parts = netcost.Parts(args.switch_usd / 64, args.switch_w / 64, args.transceiver_usd, args.transceiver_w)
+        clusters = (netcost.TABLE2_CLUSTERS if args.gpus is None else
+                    (netcost.Cluster(args.gpus, args.gpus_per_domain, args.radix),))
+        rows = report.cost_rows(clusters, parts)
+        console.print(report.cost_table(rows, parts))
+        console.print(report.cost_ranges(rows))
+        return {"model": "cost", "parts": asdict(parts), "paper": netcost.PAPER_TABLE2, "rows": rows}
+    if args.model == "collectives":
+        grid = railperf.Grid(args.gpus_per_domain, args.domains, args.c_s * 1e9, args.c_f * 1e9)
+        rows = report.perf_rows(grid, args.sizes)
+        console.print(report.perf_table(grid, rows))
+        return {"model": "collectives", "grid": asdict(grid), "rows": rows}
+    if args.model == "iteration":
+        return _iteration(args, console)
+    if args.model == "traffic":
+        return _traffic(args, console)
+    return _sweep(args, console)
+
+
+def _iteration(args: argparse.Namespace, console: Any) -> dict[str, Any]:
+    from innet.testbed.rail.models import iteration, report
+    from innet.testbed.rail.models.gpt import model_by_name
+
+    rows = report.validation_rows()
+    console.print(report.validation_table(rows))
+    doc: dict[str, Any] = {"model": "iteration", "efficiency": iteration.FITTED_EFFICIENCY, "validation": rows}
+    if args.gpt is not None:
+        model = model_by_name(args.gpt)
+        gpu = {"h100": iteration.H100, "a100": iteration.A100}[args.gpu]
+        configs = []
+        for network in iteration.NETWORKS:
+            platform = iteration.Platform(gpu, args.gpus, args.hb_size, args.c_f * 1e9, args.c_s * 1e9, network)
+            if args.tp is None:
+                par, r = iteration.best(model, platform, args.batch)
+            else:
+                par = iteration.Parallelism(args.tp, args.pp, args.dp, args.microbatch, args.interleave)
+                r = iteration.iteration(model, platform, par, args.batch)
+            configs.append({"network": network, "split": asdict(par), "breakdown": asdict(r)})
+        console.print(report.breakdown_table(args, configs))
+        doc["configuration"] = {"gpt": args.gpt, "gpu": args.gpu, "gpus": args.gpus, "hb_size": args.hb_size,
+                                "c_f_bps": args.c_f * 1e9, "c_s_bps": args.c_s * 1e9, "batch": args.batch,
+                                "results": configs}
+    return doc
+
+
+def _traffic(args: argparse.Namespace, console: Any) -> dict[str, Any]:
+    from innet.testbed.rail.models import iteration, report, traffic
+    from innet.testbed.rail.models.gpt import model_by_name
+
+    par = iteration.Parallelism(args.tp, args.pp, args.dp, args.microbatch)
+    gpt = traffic.megatron(model_by_name(args.gpt), par, args.batch, args.hb_size)
+    moe = traffic.moe(traffic.MOE_1_3B, args.moe_gpus, args.moe_batch, args.moe_hb_size)
+    summaries = {"megatron": traffic.summary(gpt), "moe": traffic.summary(moe)}
+    console.print(report.traffic_table(summaries))
+    return {"model": "traffic", "megatron": {"gpt": args.gpt, "split": asdict(par), "batch": args.batch},
+            "moe": {"model": asdict(traffic.MOE_1_3B), "gpus": args.moe_gpus, "batch": args.moe_batch},
+            "summary": summaries, "_matrices": {"megatron": gpt, "moe": moe}}
+
+
+def _sweep(args: argparse.Namespace, console: Any) -> dict[str, Any]:
+    from innet.testbed.rail.models import netcost, report, sweeps
+
+    if args.sweep == "hb-size":
+        for n in args.gpus:
+            sweeps.check_sweep_args(n, args.batch)
+        rows = sweeps.hb_size_sweep(tuple(args.gpt), tuple(args.gpus), args.batch)
+    elif args.sweep == "bandwidth":
+        sweeps.check_sweep_args(args.gpus[0], args.batch)
+        rows = sweeps.bandwidth_sweep(args.gpt[0], args.gpus[0], args.batch)
+    elif args.sweep == "batch":
+        sweeps.check_sweep_args(args.gpus[0], 1)
+        rows = sweeps.batch_sweep(args.gpt[0], args.gpus[0], tuple(args.batches))
+    else:
+        parts = netcost.PUBLIC_PARTS
+        rows = report.cost_rows([c.cluster for c in netcost.sweep(tuple(args.gpus), tuple(args.radix),
+                                                                   tuple(args.hb_size), parts)], parts)
+    console.print(report.sweep_table(args.sweep, rows))
+    return {"model": "sweep", "sweep": args.sweep, "rows": rows}
+
+
+def _add_cost(msub: Any) -> None:
+    from innet.testbed.rail.models.netcost import PUBLIC_PARTS
+
+    cost = msub.add_parser("cost", help="Table II: switch/transceiver counts, cost and power of both designs")
+    cost.add_argument("--gpus", type=_int, default=None, help="cluster size N (default: the Table II grid)")
+    cost.add_argument("--gpus-per-domain", "--hb-size", type=_int, default=8, help="HB domain size K (default 8)")
+    cost.add_argument("--radix", type=_int, default=64, help="switch ports k (default 64)")
+    cost.add_argument("--switch-usd", type=_float, default=PUBLIC_PARTS.switch_usd(64),
+                      help="price of a 64-port switch (scaled per port for other radices)")
+    cost.add_argument("--switch-w", type=_float, default=PUBLIC_PARTS.switch_w(64), help="watts of a 64-port switch")
+    cost.add_argument("--transceiver-usd", type=_float, default=PUBLIC_PARTS.transceiver_usd,
+                      help="price per transceiver (link end)")
+    cost.add_argument("--transceiver-w", type=_float, default=PUBLIC_PARTS.transceiver_w, help="watts per transceiver")
+    cost.set_defaults(func=cmd_model)
+
+
+def _add_iteration(msub: Any) -> None:
+    from innet.testbed.rail.models.gpt import MODELS
+
+    it = msub.add_parser("iteration", help="GPT iteration time and HFU (validation table; --gpt: one configuration)")
+    it.add_argument("--gpt", choices=sorted(MODELS), default=None, help="model to run on a cluster (default: none)")
+    it.add_argument("--gpu", choices=("h100", "a100"), default="h100")
+    it.add_argument("--gpus", type=_int, default=32768, help="N (default 32768)")
+    it.add_argument("--hb-size", "-K", type=_int, default=8, help="HB domain size K (default 8)")
+    it.add_argument("--c-f", type=_float, default=3600.0, help="HB Gbit/s per GPU (default 3600)")
+    it.add_argument("--c-s", type=_float, default=400.0, help="NIC Gbit/s per GPU (default 400)")
+    it.add_argument("--batch", type=_int, default=4096, help="global batch in sequences (default 4096)")
+    for name in ("tp", "pp", "dp"):
+        it.add_argument(f"--{name}", type=_int, default=None, help=f"{name} degree (default: best split)")
+    it.add_argument("--microbatch", type=_int, default=1)
+    it.add_argument("--interleave", type=_int, default=1)
+    it.set_defaults(func=cmd_model)
+
+
+def _add_traffic(msub: Any) -> None:
+    tr = msub.add_parser("traffic", help="per-GPU-pair traffic of Megatron GPT and of MoE (heatmaps + shares)")
+    tr.add_argument("--gpt", default="gpt-1t", help="GPT model (default gpt-1t)")
+    tr.add_argument("--tp", type=_int, default=8)
+    tr.add_argument("--pp", type=_int, default=64)
+    tr.add_argument("--dp", type=_int, default=6)
+    tr.add_argument("--microbatch", type=_int, default=1)
+    tr.add_argument("--batch", type=_int, default=3072, help="global batch (default 3072, Megatron's 1T run)")
+    tr.add_argument("--hb-size", "-K", type=_int, default=8)
+    tr.add_argument("--moe-gpus", type=_int, default=128)
+    tr.add_argument("--moe-batch", type=_int, default=512)
+    tr.add_argument("--moe-hb-size", type=_int, default=8)
+    tr.set_defaults(func=cmd_model)
+
+
+def _add_sweep(msub: Any) -> None:
+    from innet.testbed.rail.models import netcost, sweeps
+
+    sw = msub.add_parser("sweep", help="figures 8-10 (hb-size, bandwidth, batch) and the cost sweep (cost)")
+    ssub = sw.add_subparsers(dest="sweep", required=True, parser_class=OneLineArgumentParser)
+    specs = {
+        "hb-size": ("figure 8: iteration time against the HB domain size", sweeps.FIG8_GPUS, sweeps.FIG8_MODELS),
+        "bandwidth": ("figure 9: HB vs NIC bandwidth (GPT-1T)", (sweeps.FIG9_GPUS,), ("gpt-1t",)),
+        "batch": ("figure 10: global batch vs HB domain size (GPT-1T)", (sweeps.FIG10_GPUS,), ("gpt-1t",)),
+        "cost": ("network cost and power over cluster size and radix", (1024, 2048, 4096, 8192, 16384, 32768,
+                                                                       65536, 131072), ()),
+    }
+    for name, (text, gpus, models) in specs.items():
+        p = ssub.add_parser(name, help=text)
+        p.add_argument("--gpus", type=_ints, default=gpus, help=f"cluster sizes (default {','.join(map(str, gpus))})")
+        if name == "cost":
+            p.add_argument("--radix", type=_ints, default=netcost.TABLE2_RADIX)
+            p.add_argument("--hb-size", type=_ints, default=netcost.TABLE2_DOMAINS)
+        else:
+            p.add_argument("--gpt", type=lambda s: tuple(s.split(",")), default=models, help="models")
+            p.add_argument("--batch", type=_int, default=sweeps.DEFAULT_BATCH)
+            p.add_argument("--batches", type=_ints, default=sweeps.FIG10_BATCHES)
+        p.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
+        p.set_defaults(func=cmd_model)
 
 
 def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Register ``model`` on the ``innet`` parser."""
-    from innet.testbed.rail.models.netcost import SEED_PARTS
-
     model = sub.add_parser("model", help="analytical models of rail-only vs rail-optimized networks")
-    msub = model.add_subparsers(dest="model", required=True)
-    cost = msub.add_parser("cost", help="switch/transceiver counts, cost and power (default: the seed's clusters)")
-    cost.add_argument("--gpus", type=int_range(2), default=None, help="cluster size N (default: the seed's set)")
-    cost.add_argument("--gpus-per-domain", type=int_range(1), default=8, help="HB domain size x (default 8)")
-    cost.add_argument("--radix", type=int_range(2), default=64, help="switch ports k (default 64)")
-    cost.add_argument("--switch-usd", type=positive_float, default=SEED_PARTS.switch_usd, help="price per switch")
-    cost.add_argument("--switch-w", type=positive_float, default=SEED_PARTS.switch_w, help="watts per switch")
-    cost.add_argument("--transceiver-usd", type=positive_float, default=SEED_PARTS.transceiver_usd,
-                      help="price per transceiver")
-    cost.add_argument("--transceiver-w", type=positive_float, default=SEED_PARTS.transceiver_w,
-                      help="watts per transceiver")
+    msub = model.add_subparsers(dest="model", required=True, parser_class=OneLineArgumentParser)
+    _add_cost(msub)
     coll = msub.add_parser("collectives", help="all-to-all and allreduce completion times of both designs")
-    coll.add_argument("--gpus-per-domain", "-x", type=int_range(1), default=8, help="x (default 8)")
-    coll.add_argument("--domains", "-y", type=int_range(1), default=8, help="y (default 8)")
-    coll.add_argument("--c-s", type=positive_float, default=400.0, help="NIC Gbit/s per GPU (default 400)")
-    coll.add_argument("--c-f", type=positive_float, default=3600.0, help="HB Gbit/s per GPU (default 3600)")
+    coll.add_argument("--gpus-per-domain", "-x", type=_int, default=8, help="x (default 8)")
+    coll.add_argument("--domains", "-y", type=_int, default=8, help="y (default 8)")
+    coll.add_argument("--c-s", type=_float, default=400.0, help="NIC Gbit/s per GPU (default 400)")
+    coll.add_argument("--c-f", type=_float, default=3600.0, help="HB Gbit/s per GPU (default 3600)")
     coll.add_argument("--sizes", type=sizes, default=(1 << 20, 16 << 20, 256 << 20),
                       help="bytes, e.g. 1M,16M (default 1M,16M,256M)")
-    for p in (cost, coll):
-        p.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
-        p.set_defaults(func=cmd_model)
+    coll.set_defaults(func=cmd_model)
+    _add_iteration(msub)
+    _add_traffic(msub)
+    _add_sweep(msub)
+    for name, p in msub.choices.items():
+        if name != "sweep":
+            p.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")

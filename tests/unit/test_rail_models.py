@@ -57,17 +57,57 @@ def test_clos_counts(n: int, k: int, expected: tuple[int, int, int]) -> None:
     assert netcost.clos(n, k) == expected
 
 
-def test_cost_model_reproduces_the_seeds_savings_range() -> None:
-    """Table II of the seed: rail-only saves 38-77% of the cost and 37-75% of the power; and a
-    rail-optimized network of ~30,000 GPUs costs ~$200M and draws ~4.6 MW (inputs: SEED_PARTS)."""
-    rows = [netcost.compare(c) for c in netcost.SEED_CLUSTERS]
-    cost = sorted(round(100 * r.cost_saving) for r in rows)
-    power = sorted(round(100 * r.power_saving) for r in rows)
-    assert (cost[0], cost[-1]) == (38, 77)
-    assert (power[0], power[-1]) == (37, 75)
-    big = netcost.compare(netcost.Cluster(gpus=32768, gpus_per_domain=8, radix=64)).rail_optimized
-    assert round(big.cost_usd / 1e6, -1) == 200
-    assert round(big.power_w / 1e6, 1) == 4.6
+def test_clos_switches_per_tier() -> None:
+    """Lower tiers take n/(k/2) switches, the top n/k (the paper's Table II counts per tier)."""
+    assert netcost.clos_tiers(32768, 64) == (1024, 1024, 512)
+    assert netcost.clos_tiers(128, 64) == (4, 2)
+    assert netcost.clos_tiers(64, 64) == (1,)
+
+
+def test_rail_only_removes_tiers_where_the_rails_are_small_enough() -> None:
+    """32,768 GH200 GPUs (K = 256) on radix-64 switches: rail-optimized needs 3 tiers (1024 +
+    1024 + 512 switches, 196,608 transceivers); each rail of 128 GPUs needs 2 (4 + 2 switches,
+    x 256 rails), 131,072 transceivers."""
+    c = netcost.compare(netcost.Cluster(gpus=32768, gpus_per_domain=256, radix=64))
+    assert c.rail_optimized.switches_per_tier == (1024, 1024, 512)
+    assert c.rail_optimized.transceivers == 196608
+    assert c.rail_only.switches_per_tier == (1024, 512)
+    assert c.rail_only.transceivers == 131072
+
+
+def test_savings_with_public_prices() -> None:
+    """With the public parts (docs/rail.md), dropping one of three tiers saves 36.2% of the cost
+    and 36.8% of the power, dropping two 72.3% and 73.6% (the paper: 38-77%, 37-75%); on 32,768
+    DGX H100 GPUs with radix 64 the rails of 4,096 still need 3 tiers and nothing is saved."""
+    three_two = netcost.compare(netcost.Cluster(32768, 256, 64))
+    three_one = netcost.compare(netcost.Cluster(32768, 256, 128))
+    assert round(100 * three_two.cost_saving, 1) == 36.2 and round(100 * three_two.power_saving, 1) == 36.8
+    assert round(100 * three_one.cost_saving, 1) == 72.3 and round(100 * three_one.power_saving, 1) == 73.6
+    assert three_one.cost_saving == pytest.approx(2 * three_two.cost_saving)  # (4r+4) vs (2r+2) over (5r+6)
+    assert round(three_two.cost_saving_usd / 1e6) == 79 and round(three_two.power_saving_w / 1e6, 2) == 1.35
+    assert round(three_two.rail_optimized.cost_usd / 1e6) == 218
+    none = netcost.compare(netcost.Cluster(32768, 8, 64))
+    assert none.cost_saving == 0.0 and none.power_saving == 0.0
+
+
+def test_table2_grid_range() -> None:
+    """Over the Table II grid the savings run 27-72% (cost) and 27-74% (power), $39M-$315M and
+    0.68-5.42 MW where anything is saved; two radix-64 DGX H100 rows save nothing."""
+    rows = [netcost.compare(c) for c in netcost.TABLE2_CLUSTERS]
+    saving = [r for r in rows if r.cost_saving > 0]
+    assert len(rows) - len(saving) == 2
+    assert round(100 * min(r.cost_saving for r in saving)) == 27 and round(100 * max(r.cost_saving for r in saving)) == 72
+    assert round(min(r.cost_saving_usd for r in saving) / 1e6) == 39
+    assert round(max(r.cost_saving_usd for r in saving) / 1e6) == 315
+    assert round(max(r.power_saving_w for r in saving) / 1e6, 2) == 5.42
+
+
+def test_small_clusters_with_big_domains_cost_more_as_rail_only() -> None:
+    """Rail-only needs a switch per rail: 256 rails of 4 GPUs (1,024 GH200 GPUs) on radix-64
+    switches use 256 mostly idle switches where rail-optimized needs 48."""
+    c = netcost.compare(netcost.Cluster(1024, 256, 64))
+    assert c.rail_only.switches == 256 and c.rail_optimized.switches == 48
+    assert c.cost_saving < 0
 
 
 def test_cluster_rejects_uneven_domains() -> None:
@@ -83,3 +123,5 @@ def test_model_cli_writes_json_and_png(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["model", "cost", "--gpus", "100", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == ("innet model cost: cluster gpus=100: must be a multiple of "
                                                "gpus_per_domain=8")
+    with pytest.raises(ModelError, match=r"parts transceiver_usd=-1: must be a number >= 0"):
+        netcost.Parts(1.0, 1.0, -1, 1.0)

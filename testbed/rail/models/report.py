@@ -1,4 +1,8 @@
-"""Tables, JSON and PNG of the rail models (what ``innet model`` prints and saves)."""
+"""Tables, JSON and PNG of the rail models (what ``innet model`` prints and saves).
+
+Why one module: every ``innet model`` subcommand prints a rich table and saves the same
+document as JSON and as a matplotlib (Agg) figure; keeping the rendering here keeps the
+model modules free of presentation."""
 
 from __future__ import annotations
 
@@ -7,37 +11,58 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
-from innet.testbed.rail.models import netcost, railperf
+from innet.testbed.rail.models import iteration, netcost, railperf
 
 
 def cost_rows(clusters: Sequence[netcost.Cluster], parts: netcost.Parts) -> list[dict[str, Any]]:
-    """One row per cluster: counts, cost and power of both networks and the savings."""
+    """One row per cluster: counts per tier, cost and power of both networks and the savings."""
     rows = []
     for cluster in clusters:
         c = netcost.compare(cluster, parts)
         rows.append({"gpus": cluster.gpus, "gpus_per_domain": cluster.gpus_per_domain, "radix": cluster.radix,
-                     "rail_optimized": asdict(c.rail_optimized), "rail_only": asdict(c.rail_only),
-                     "cost_saving": c.cost_saving, "power_saving": c.power_saving})
+                     "rail_optimized": {**asdict(c.rail_optimized), "switches": c.rail_optimized.switches},
+                     "rail_only": {**asdict(c.rail_only), "switches": c.rail_only.switches},
+                     "cost_saving": c.cost_saving, "power_saving": c.power_saving,
+                     "cost_saving_usd": c.cost_saving_usd, "power_saving_w": c.power_saving_w})
     return rows
 
 
 def cost_table(rows: list[dict[str, Any]], parts: netcost.Parts) -> Any:
     from rich.table import Table
 
-    table = Table(title=f"Network cost and power (switch ${parts.switch_usd:,.0f}, {parts.switch_w:g} W; "
-                        f"transceiver ${parts.transceiver_usd:,.0f}, {parts.transceiver_w:g} W)")
-    for col in ("GPUs", "x", "radix", "tiers RO/R", "switches RO/R", "transceivers RO/R", "cost RO/R ($M)",
-                "power RO/R (MW)", "cost saving", "power saving"):
+    table = Table(title=f"Network cost and power (switch ${parts.switch_usd_per_port:,.1f}/port, "
+                        f"{parts.switch_w_per_port:.2f} W/port; transceiver ${parts.transceiver_usd:,.0f}, "
+                        f"{parts.transceiver_w:g} W)")
+    for col in ("GPUs", "K", "radix", "switches per tier RO", "switches per tier R", "transceivers RO/R",
+                "cost RO/R ($M)", "power RO/R (MW)", "cost saving", "power saving", "saved $M", "saved MW"):
         table.add_column(col, justify="right")
     for r in rows:
         ro, ronly = r["rail_optimized"], r["rail_only"]
         table.add_row(str(r["gpus"]), str(r["gpus_per_domain"]), str(r["radix"]),
-                      f"{ro['tiers']}/{ronly['tiers']}", f"{ro['switches']}/{ronly['switches']}",
+                      "/".join(map(str, ro["switches_per_tier"])), "/".join(map(str, ronly["switches_per_tier"])),
                       f"{ro['transceivers']}/{ronly['transceivers']}",
                       f"{ro['cost_usd'] / 1e6:.1f}/{ronly['cost_usd'] / 1e6:.1f}",
                       f"{ro['power_w'] / 1e6:.2f}/{ronly['power_w'] / 1e6:.2f}",
-                      f"{r['cost_saving']:.1%}", f"{r['power_saving']:.1%}")
+                      f"{r['cost_saving']:.1%}", f"{r['power_saving']:.1%}",
+                      f"{r['cost_saving_usd'] / 1e6:.0f}", f"{r['power_saving_w'] / 1e6:.2f}")
     return table
+
+
+def cost_ranges(rows: list[dict[str, Any]]) -> str:
+    """The savings range over the rows with a saving, beside the paper's."""
+    saving = [r for r in rows if r["cost_saving"] > 0]
+    if not saving:
+        return "no row saves anything (rail-only needs as many tiers as rail-optimized)"
+    p = netcost.PAPER_TABLE2
+
+    def rng(key: str, scale: float, fmt: str) -> str:
+        lo, hi = min(r[key] for r in saving), max(r[key] for r in saving)
+        return (f"{fmt.format(lo * scale)}-{fmt.format(hi * scale)} "
+                f"(paper {fmt.format(p[key][0] * scale)}-{fmt.format(p[key][1] * scale)})")
+
+    return (f"rows with a saving: {len(saving)} of {len(rows)}; cost {rng('cost_saving', 100, '{:.0f}%')}, "
+            f"power {rng('power_saving', 100, '{:.0f}%')}, ${rng('cost_saving_usd', 1e-6, '{:.0f}M')}, "
+            f"{rng('power_saving_w', 1e-6, '{:.1f} MW')}")
 
 
 def perf_rows(grid: railperf.Grid, sizes: Sequence[int]) -> list[dict[str, Any]]:
@@ -63,8 +88,231 @@ def perf_table(grid: railperf.Grid, rows: list[dict[str, Any]]) -> Any:
     return table
 
 
+def validation_rows() -> list[dict[str, Any]]:
+    """The model against the published runs, with the error of the in-sample fit and of a
+    leave-one-out fit (efficiency fitted on the other three runs)."""
+    rows: list[dict[str, Any]] = [dict(r) for r in iteration.validation_rows()]
+    for i, row in enumerate(rows):
+        others = [r for j, r in enumerate(iteration.VALIDATION) if j != i]
+        row["loo_error"] = iteration.validation_rows(iteration.calibrate(others))[i]["error"]
+        row["paper_error"] = PAPER_FIG7_ERROR.get(str(row["model"]))
+    return rows
+
+
+PAPER_FIG7_ERROR = {"gpt-1t": 0.018, "gpt-22b": 0.108}
+"""The Rail-only paper's HFU errors (section V-A)."""
+
+
+def validation_table(rows: list[dict[str, Any]]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"Iteration model vs Korthikanti et al. 2022 (DGX A100, efficiency "
+                        f"{iteration.FITTED_EFFICIENCY:.3f} fitted on the four runs)")
+    for col in ("model", "GPUs", "published s", "model s", "published HFU", "model HFU", "error",
+                "leave-one-out error", "paper's error"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        pe = r["paper_error"]
+        table.add_row(str(r["model"]), str(r["gpus"]), f"{r['published_s']:.2f}", f"{r['model_s']:.2f}",
+                      f"{r['published_hfu']:.1%}", f"{r['model_hfu']:.1%}", f"{r['error']:+.1%}",
+                      f"{r['loo_error']:+.1%}", "-" if pe is None else f"{pe:.1%}")
+    return table
+
+
+def breakdown_table(args: Any, configs: list[dict[str, Any]]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"{args.gpt} on {args.gpus} {args.gpu.upper()} GPUs, K={args.hb_size}, C_F={args.c_f:g} "
+                        f"Gbit/s, C_S={args.c_s:g} Gbit/s, batch {args.batch}")
+    for col in ("network", "tp/pp/dp/b/v", "compute s", "bubble s", "TP s", "PP s", "DP s", "optimizer s",
+                "iteration s", "HFU", "MFU", "memory GB"):
+        table.add_column(col, justify="right")
+    for c in configs:
+        s, b = c["split"], c["breakdown"]
+        table.add_row(c["network"], f"{s['tp']}/{s['pp']}/{s['dp']}/{s['microbatch']}/{s['interleave']}",
+                      *(f"{b[k]:.3f}" for k in ("compute", "bubble", "tensor", "pipeline", "data", "optimizer",
+                                                "total")),
+                      f"{b['hfu']:.1%}", f"{b['mfu']:.1%}", f"{b['memory_bytes'] / 1e9:.1f}")
+    return table
+
+
+def traffic_table(summaries: dict[str, dict[str, float]]) -> Any:
+    from rich.table import Table
+
+    table = Table(title="Traffic of one iteration (shares of bytes unless said)")
+    table.add_column("quantity")
+    table.add_column("paper", justify="right")
+    for name in summaries:
+        table.add_column(name, justify="right")
+    lines = (("GPUs", "gpus", None, "{:.0f}"), ("idle GPU pairs", "idle_pairs", "> 99%", "{:.2%}"),
+             ("pairs with TP traffic", "tp_pairs", "< 0.04%", "{:.3%}"), ("TP share", "tp_share", ">= 75%", "{:.1%}"),
+             ("TP bytes inside the HB domain", "tp_hb_share", "100%", "{:.1%}"), ("PP share", "pp_share", None, "{:.2%}"),
+             ("DP share", "dp_share", None, "{:.2%}"), ("DP bytes inside the HB domain", "dp_hb_share", None, "{:.1%}"),
+             ("all-to-all share", "a2a_share", "27% (MoE)", "{:.1%}"), ("bytes inside the HB domain", "hb_share", None,
+                                                                        "{:.1%}"),
+             ("NIC bytes that stay on one rail", "nic_in_rail_share", "100% (GPT)", "{:.1%}"))
+    for label, key, paper, fmt in lines:
+        table.add_row(label, paper or "", *(fmt.format(s[key]) if key in s else "-" for s in summaries.values()))
+    return table
+
+
+def _pct(v: Any) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def sweep_table(kind: str, rows: list[dict[str, Any]]) -> Any:
+    from rich.table import Table
+
+    table = Table(title={"hb-size": "Figure 8: iteration time against the HB domain size K",
+                         "bandwidth": "Figure 9: HB and NIC bandwidth (GPT-1T)",
+                         "batch": "Figure 10: global batch and K (GPT-1T)",
+                         "cost": "Cost and power saving of rail-only over cluster size and radix"}[kind])
+    if kind == "cost":
+        for col in ("K", "radix", "GPUs", "tiers RO/R", "cost saving", "power saving", "saved $M", "saved MW"):
+            table.add_column(col, justify="right")
+        for r in rows:
+            table.add_row(str(r["gpus_per_domain"]), str(r["radix"]), str(r["gpus"]),
+                          f"{r['rail_optimized']['tiers']}/{r['rail_only']['tiers']}", f"{r['cost_saving']:.1%}",
+                          f"{r['power_saving']:.1%}", f"{r['cost_saving_usd'] / 1e6:.0f}",
+                          f"{r['power_saving_w'] / 1e6:.2f}")
+        return table
+    if kind == "bandwidth":
+        for col in ("K", "varied", "Gbit/s", "iteration s", "tp/pp/dp/b/v", "gain from 4x", "paper"):
+            table.add_column(col, justify="right")
+        for r in rows:
+            if r["bps"] is None:
+                table.add_row(str(r["hb_size"]), str(r["vary"]), "x4", "", "", _pct(r["gain_x4"]),
+                              _pct(r["paper_gain_x4"]))
+            else:
+                table.add_row(str(r["hb_size"]), str(r["vary"]), f"{r['bps'] / 1e9:g}", f"{r['seconds']:.3f}",
+                              "/".join(map(str, r["split"])), "", "")
+        return table
+    key, paper, label = (("slowdown", "paper_slowdown", "vs ideal") if kind == "hb-size"
+                         else ("relative", "paper_relative", "relative to ideal"))
+    for col in ("model", "GPUs", "batch", "K", "iteration s", "tp/pp/dp/b/v", label, "paper"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        value = f"{r[key]:+.1%}" if kind == "hb-size" else f"{r[key]:.1%}"
+        table.add_row(str(r["model"]), str(r["gpus"]), str(r["batch"]), str(r["hb_size"]), f"{r['seconds']:.3f}",
+                      "/".join(map(str, r["split"])), value, _pct(r[paper]))
+    return table
+
+
+def _plot_cost(ax: Any, rows: list[dict[str, Any]]) -> None:
+    labels = [f"{r['gpus'] // 1024}k K={r['gpus_per_domain']}\nk={r['radix']}" for r in rows]
+    pos = range(len(labels))
+    ax.bar([p - 0.2 for p in pos], [100 * r["cost_saving"] for r in rows], 0.4, label="cost")
+    ax.bar([p + 0.2 for p in pos], [100 * r["power_saving"] for r in rows], 0.4, label="power")
+    for y in (38, 77):
+        ax.axhline(y, color="grey", lw=0.8, ls="--")
+    ax.set_xticks(list(pos), labels, fontsize=6)
+    ax.set_ylabel("rail-only saving vs rail-optimized (%)")
+    ax.set_title("Table II clusters (dashed: the paper's 38% and 77%)")
+
+
+def _plot_collectives(ax: Any, doc: dict[str, Any]) -> None:
+    sizes = [r["bytes"] for r in doc["rows"]]
+    for key, label in (("a2a_rail_optimized_s", "all-to-all, rail-optimized"),
+                       ("a2a_rail_only_s", "all-to-all, rail-only (2-step)"),
+                       ("allreduce_hierarchical_ina_s", "allreduce, hierarchical INA"),
+                       ("allreduce_hierarchical_ring_s", "allreduce, hierarchical ring"),
+                       ("allreduce_flat_ina_s", "allreduce, flat INA (spine)")):
+        ax.plot(sizes, [r[key] * 1e3 for r in doc["rows"]], marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("bytes (per GPU pair for all-to-all, per GPU for allreduce)")
+    ax.set_ylabel("completion time (ms)")
+    g = doc["grid"]
+    ax.set_title(f"x={g['gpus_per_domain']}, y={g['domains']}, C_S={g['c_s_bps'] / 1e9:g} Gbit/s, "
+                 f"C_F={g['c_f_bps'] / 1e9:g} Gbit/s")
+
+
+def _plot_sweep(plt: Any, doc: dict[str, Any]) -> Any:
+    rows, kind = doc["rows"], doc["sweep"]
+    if kind == "hb-size":
+        series = sorted({(r["model"], r["gpus"]) for r in rows})
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        for model, n in series:
+            pts = [r for r in rows if r["model"] == model and r["gpus"] == n]
+            ax.plot([r["hb_size"] for r in pts], [r["seconds"] for r in pts], marker="o", ms=3, label=f"{model}, {n}")
+            for r in pts:
+                if r["paper_slowdown"] is not None:
+                    ideal = pts[-1]["seconds"]
+                    ax.plot([r["hb_size"]], [ideal * (1 + r["paper_slowdown"])], "k*", ms=8)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("HB domain size K")
+        ax.set_ylabel("iteration time (s)")
+        ax.set_title("Figure 8 (model; stars: the paper's K=256 slowdown on the ideal)")
+    elif kind == "bandwidth":
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        for ax, vary, unit in ((axes[0], "hb", "HB bandwidth (Tbit/s)"), (axes[1], "nic", "NIC bandwidth (Gbit/s)")):
+            for k in sorted({r["hb_size"] for r in rows}):
+                pts = [r for r in rows if r["vary"] == vary and r["hb_size"] == k and r["bps"] is not None]
+                scale = 1e12 if vary == "hb" else 1e9
+                gain = next(r for r in rows if r["vary"] == vary and r["hb_size"] == k and r["bps"] is None)
+                ax.plot([r["bps"] / scale for r in pts], [r["seconds"] for r in pts], marker="o",
+                        label=f"K={k}: x4 gives {_pct(gain['gain_x4'])} (paper {_pct(gain['paper_gain_x4'])})")
+            ax.set_xlabel(unit)
+            ax.set_ylabel("iteration time (s)")
+            ax.legend(fontsize=7)
+        fig.suptitle("Figure 9: GPT-1T, 32768 GPUs (model)")
+    elif kind == "batch":
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        for k in sorted({r["hb_size"] for r in rows}):
+            pts = [r for r in rows if r["hb_size"] == k]
+            axes[0].plot([r["batch"] for r in pts], [1e3 * r["seconds"] / r["batch"] for r in pts], marker="o", ms=3,
+                         label=f"K={k}")
+            axes[1].plot([r["batch"] for r in pts], [100 * r["relative"] for r in pts], marker="o", ms=3,
+                         label=f"K={k}")
+            for r in pts:
+                if r["paper_relative"] is not None:
+                    axes[1].plot([r["batch"]], [100 * r["paper_relative"]], "k*", ms=8)
+        for ax in axes:
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("global batch")
+        axes[0].set_yscale("log")
+        axes[0].set_ylabel("iteration time per sequence (ms)")
+        axes[1].set_ylabel("performance relative to K = N (%)")
+        axes[1].legend(fontsize=6, ncol=2)
+        fig.suptitle("Figure 10: GPT-1T, 32768 GPUs (model; stars: the paper)")
+    else:
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        for k_hb in sorted({r["gpus_per_domain"] for r in rows}):
+            for radix in sorted({r["radix"] for r in rows}):
+                pts = [r for r in rows if r["gpus_per_domain"] == k_hb and r["radix"] == radix]
+                ax.plot([r["gpus"] for r in pts], [100 * r["cost_saving"] for r in pts], marker="o",
+                        label=f"K={k_hb}, radix {radix}")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("GPUs")
+        ax.set_ylabel("cost saving of rail-only (%)")
+        ax.set_title("Rail-only saving over cluster size and radix")
+    for a in fig.axes:
+        if a.get_legend_handles_labels()[0] and a.get_legend() is None:
+            a.legend(fontsize=7)
+    return fig
+
+
+def _plot_traffic(plt: Any, matrices: dict[str, Any]) -> Any:
+    import numpy as np
+    from matplotlib.colors import LogNorm
+
+    fig, axes = plt.subplots(1, len(matrices), figsize=(6 * len(matrices), 5))
+    for ax, (name, tm) in zip(np.atleast_1d(axes), matrices.items()):
+        n = min(tm.gpus, 128)
+        m = tm.total()[:n, :n] / 1e9
+        im = ax.imshow(np.where(m > 0, m, np.nan), norm=LogNorm(vmin=max(float(np.nanmin(np.where(m > 0, m, np.nan))),
+                                                                        1e-3), vmax=float(m.max())),
+                       cmap="viridis", interpolation="nearest")
+        ax.set_title(f"{name}: GB per iteration, first {n} of {tm.gpus} GPUs (K={tm.hb_size})", fontsize=9)
+        ax.set_xlabel("destination GPU")
+        ax.set_ylabel("source GPU")
+        fig.colorbar(im, ax=ax, fraction=0.046)
+    return fig
+
+
 def save(doc: dict[str, Any], out_dir: Path, stem: str) -> tuple[Path, Path]:
-    """``<stem>.json`` and ``<stem>.png`` (bars of the savings, or times against size)."""
+    """``<stem>.json`` and ``<stem>.png`` (matplotlib, Agg)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -72,32 +320,28 @@ def save(doc: dict[str, Any], out_dir: Path, stem: str) -> tuple[Path, Path]:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path, png_path = out_dir / f"{stem}.json", out_dir / f"{stem}.png"
+    matrices = doc.pop("_matrices", None)
     json_path.write_text(json.dumps(doc, indent=2) + "\n")
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    if doc["model"] == "cost":
-        labels = [f"{r['gpus']} GPUs\nx={r['gpus_per_domain']} k={r['radix']}" for r in doc["rows"]]
-        pos = range(len(labels))
-        ax.bar([p - 0.2 for p in pos], [100 * r["cost_saving"] for r in doc["rows"]], 0.4, label="cost")
-        ax.bar([p + 0.2 for p in pos], [100 * r["power_saving"] for r in doc["rows"]], 0.4, label="power")
-        ax.set_xticks(list(pos), labels, fontsize=8)
-        ax.set_ylabel("rail-only saving vs rail-optimized (%)")
-        ax.set_title("Network cost and power model (inputs in the JSON)")
+    kind = doc["model"]
+    if kind == "sweep":
+        fig = _plot_sweep(plt, doc)
+    elif kind == "traffic":
+        fig = _plot_traffic(plt, matrices or {})
     else:
-        sizes = [r["bytes"] for r in doc["rows"]]
-        for key, label in (("a2a_rail_optimized_s", "all-to-all, rail-optimized"),
-                           ("a2a_rail_only_s", "all-to-all, rail-only (2-step)"),
-                           ("allreduce_hierarchical_ina_s", "allreduce, hierarchical INA"),
-                           ("allreduce_hierarchical_ring_s", "allreduce, hierarchical ring"),
-                           ("allreduce_flat_ina_s", "allreduce, flat INA (spine)")):
-            ax.plot(sizes, [r[key] * 1e3 for r in doc["rows"]], marker="o", label=label)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("bytes (per GPU pair for all-to-all, per GPU for allreduce)")
-        ax.set_ylabel("completion time (ms)")
-        g = doc["grid"]
-        ax.set_title(f"x={g['gpus_per_domain']}, y={g['domains']}, C_S={g['c_s_bps'] / 1e9:g} Gbit/s, "
-                     f"C_F={g['c_f_bps'] / 1e9:g} Gbit/s")
-    ax.legend(fontsize=8)
+        fig, ax = plt.subplots(figsize=(9, 4.5))
+        if kind == "cost":
+            _plot_cost(ax, doc["rows"])
+        elif kind == "iteration":
+            rows = doc["validation"]
+            pos = range(len(rows))
+            ax.bar([p - 0.2 for p in pos], [100 * r["published_hfu"] for r in rows], 0.4, label="published (derived)")
+            ax.bar([p + 0.2 for p in pos], [100 * r["model_hfu"] for r in rows], 0.4, label="model")
+            ax.set_xticks(list(pos), [str(r["model"]) for r in rows])
+            ax.set_ylabel("HFU (%)")
+            ax.set_title("Figure 7: HFU, Korthikanti et al. 2022 runs vs the model")
+        else:
+            _plot_collectives(ax, doc)
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(png_path, dpi=120)
     plt.close(fig)

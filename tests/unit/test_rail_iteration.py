@@ -1,0 +1,142 @@
+"""The GPT iteration-time model: FLOP counts, collectives, and the validation against the
+published Megatron runs (docs/rail.md states the tolerances pinned here)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from innet.testbed.rail.models import gpt, iteration
+from innet.testbed.rail.models.iteration import GroupShape, Parallelism, Platform
+from innet.testbed.rail.models.railperf import ModelError
+
+
+def test_parameter_counts_match_the_names() -> None:
+    expected = {"gpt-22b": 22e9, "gpt-175b": 175e9, "gpt-530b": 530e9, "gpt-1t": 1e12, "gpt-146b": 146e9}
+    for name, params in expected.items():
+        assert gpt.MODELS[name].params == pytest.approx(params, rel=0.03), name
+
+
+def test_korthikanti_flop_formulas() -> None:
+    """Appendix A of Korthikanti et al.: 72 B s l h^2 (1 + s/6h + V/12lh) model FLOPs; selective
+    recomputation adds the attention core (s/3h); full recomputation is 96 (1 + s/6h + V/16lh)."""
+    m = gpt.GptModel("t", hidden=1024, layers=2, heads=8, seq=512, vocab=1000)
+    base = 72 * 3 * 512 * 2 * 1024 ** 2
+    assert m.model_flops(3) == pytest.approx(base * (1 + 512 / 6144 + 1000 / (12 * 2 * 1024)))
+    assert m.hardware_flops(3, "selective") == pytest.approx(base * (1 + 512 / 3072 + 1000 / (12 * 2 * 1024)))
+    assert m.hardware_flops(3, "full") == pytest.approx(
+        96 * 3 * 512 * 2 * 1024 ** 2 * (1 + 512 / 6144 + 1000 / (16 * 2 * 1024)))
+    # the per-layer work adds up to the model FLOPs (forward x 3, logits aside)
+    w = gpt.layer_work(m, microbatch=3, tp=1)
+    assert 3 * m.layers * (w.matmul_flops + w.core_flops) == pytest.approx(base * (1 + 512 / 6144))
+
+
+def test_published_hfu_is_derived_from_the_published_times() -> None:
+    """The runs' HFU (hardware FLOPs / (GPUs x 312 TFLOP/s x time)): 43.8, 52.8, 57.0, 57.0%."""
+    assert [round(100 * r.hfu(), 1) for r in iteration.VALIDATION] == [43.8, 52.8, 57.0, 57.0]
+
+
+def test_fitted_efficiency_is_the_least_squares_fit() -> None:
+    """FITTED_EFFICIENCY is what calibrate() finds, not a hand-picked number."""
+    assert iteration.calibrate() == pytest.approx(iteration.FITTED_EFFICIENCY, abs=0.001)
+
+
+def test_validation_within_the_papers_errors() -> None:
+    """The paper's model is within 1.8% (GPT-1T) and 10.8% (GPT-22B) of the published HFU; ours
+    must be within 2% and 11% (docs/rail.md), in-sample and with the efficiency fitted on the
+    other three runs (leave-one-out); every run within 8%."""
+    rows = {r["model"]: r for r in iteration.validation_rows()}
+    assert abs(float(rows["gpt-1t"]["error"])) <= 0.02
+    assert abs(float(rows["gpt-22b"]["error"])) <= 0.11
+    for i, run in enumerate(iteration.VALIDATION):
+        others = [r for j, r in enumerate(iteration.VALIDATION) if j != i]
+        loo = float(iteration.validation_rows(iteration.calibrate(others))[i]["error"])
+        assert abs(float(rows[run.model]["error"])) <= 0.08, run.model
+        assert abs(loo) <= {"gpt-1t": 0.02, "gpt-22b": 0.11}.get(run.model, 0.08), (run.model, loo)
+
+
+@pytest.mark.parametrize(("size", "stride", "k", "shape"), [
+    (8, 1, 8, GroupShape(8, 1, True)),      # TP inside a DGX
+    (6, 8, 8, GroupShape(1, 6, True)),      # DP across DGXs: one rail
+    (64, 8, 256, GroupShape(32, 2, True)),  # the paper's GH200 example: 32 per domain, 2 domains
+    (4, 3, 8, GroupShape(3, 2, False)),     # 0,3 | 6,9 : not a grid, different rails
+    (16, 1, 8, GroupShape(8, 2, True)),     # TP wider than the domain
+])
+def test_group_shapes(size: int, stride: int, k: int, shape: GroupShape) -> None:
+    assert iteration.strided_shape(size, stride, k) == shape
+    assert iteration.group_shape(np.arange(size) * stride, k).x == shape.x
+
+
+def test_hierarchical_gather_time() -> None:
+    """T = (x-1)/x M/C_F + (y-1)/(xy) M/C_S (efficiencies 1); rail-only pays M/C_F more on the
+    rail phase of a group that is not on one rail, rail-optimized does not."""
+    p = Platform(iteration.H100, 64, 8, 8e9, 1e9, hb_efficiency=1.0, nic_efficiency=1.0)  # 1 GB/s HB, 0.125 NIC
+    m = 8e9
+    assert iteration.gather_time(GroupShape(4, 2, True), m, p) == pytest.approx(3 / 4 * 8 + 1 / 8 * 8 / 0.125)
+    off = GroupShape(4, 2, False)
+    assert iteration.gather_time(off, m, p) == pytest.approx(6 + 8 + 1)
+    assert iteration.gather_time(off, m, replace(p, network="rail-optimized")) == pytest.approx(6 + 8)
+    assert iteration.p2p_time(0, 9, 1e9, p) == pytest.approx(1 / 0.125 + 1)   # other domain, other rail
+    assert iteration.p2p_time(0, 8, 1e9, p) == pytest.approx(1 / 0.125)       # same rail
+    assert iteration.p2p_time(0, 3, 1e9, p) == pytest.approx(1.0)             # same domain
+
+
+def test_iteration_terms_add_up_and_respond_to_bandwidth() -> None:
+    model = gpt.MODELS["gpt-1t"]
+    par = Parallelism(8, 32, 128, 1, 4)
+    r = iteration.iteration(model, iteration.h100_cluster(32768, 8), par, 4096)
+    assert r.total == pytest.approx(r.compute + r.bubble + r.tensor + r.pipeline + r.data + r.optimizer)
+    assert r.bubble == pytest.approx(r.compute * (32 - 1) / 4 / (4096 / 128))
+    assert 0 < r.hfu < 1 and r.mfu < r.hfu
+    slow_nic = iteration.iteration(model, iteration.h100_cluster(32768, 8, c_s_bps=100e9), par, 4096)
+    assert slow_nic.data > r.data and slow_nic.tensor == pytest.approx(r.tensor)
+    ideal = iteration.iteration(model, iteration.h100_cluster(32768, 32768), par, 4096)
+    assert ideal.total < r.total and ideal.data < r.data and ideal.pipeline < r.pipeline
+
+
+def test_best_split_fits_memory_and_beats_a_fixed_one() -> None:
+    model = gpt.MODELS["gpt-1t"]
+    platform = iteration.h100_cluster(4096, 8)
+    par, r = iteration.best(model, platform, 1024)
+    assert r.memory_bytes <= platform.gpu.memory_bytes
+    assert r.total <= iteration.iteration(model, platform, Parallelism(8, 64, 8, 1, 1), 1024).total
+    with pytest.raises(ModelError, match=r"gpt-1t with batch=1 fits no split of 8 h100 GPUs"):
+        iteration.best(model, iteration.h100_cluster(8, 8), 1)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"hb_size": 7}, r"hb_size=7: must divide gpus=64"),
+    ({"c_f_bps": 0.0}, r"c_f \(HB bandwidth\)=0.0: must be a number > 0"),
+    ({"c_s_bps": -1.0}, r"c_s \(NIC bandwidth\)=-1.0: must be a number > 0"),
+    ({"gpus": 0}, r"gpus=0: must be an integer >= 1"),
+    ({"network": "fat-tree"}, r"network='fat-tree': must be one of rail-only, rail-optimized"),
+    ({"efficiency": 1.5}, r"efficiency=1.5: must be within \(0, 1\]"),
+])
+def test_platform_rejects_impossible_values(kwargs: dict[str, object], message: str) -> None:
+    args: dict[str, object] = {"gpu": iteration.H100, "gpus": 64, "hb_size": 8, "c_f_bps": 1e12, "c_s_bps": 1e11,
+                               **kwargs}
+    with pytest.raises(ModelError, match=message):
+        Platform(**args)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("par", "batch", "message"), [
+    (Parallelism(8, 8, 2), 16, r"tp\*pp\*dp=8\*8\*2=128: must equal gpus=64"),
+    (Parallelism(3, 1, 1), 4, r"tp=3: must divide gpt-1t heads=160"),
+    (Parallelism(8, 3, 1), 3, r"pp\*interleave=3\*1: must divide gpt-1t layers=128"),
+    (Parallelism(8, 4, 2), 3, r"batch=3: must be a multiple of dp\*microbatch=2\*1"),
+])
+def test_iteration_rejects_impossible_splits(par: Parallelism, batch: int, message: str) -> None:
+    gpus = par.tp * par.pp * par.dp if "must equal" not in message else 64
+    with pytest.raises(ModelError, match=message):
+        iteration.iteration(gpt.MODELS["gpt-1t"], iteration.h100_cluster(gpus, 1), par, batch)
+
+
+def test_model_rejects_bad_shapes() -> None:
+    with pytest.raises(ModelError, match=r"model x hidden=100: must be a multiple of heads=3"):
+        gpt.GptModel("x", hidden=100, layers=2, heads=3)
+    with pytest.raises(ModelError, match=r"model 'gpt-2t': unknown; known: gpt-22b"):
+        gpt.model_by_name("gpt-2t")
+    assert math.isfinite(gpt.MODELS["gpt-22b"].hardware_flops(1, "none"))

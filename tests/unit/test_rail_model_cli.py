@@ -1,0 +1,63 @@
+"""``innet model iteration|sweep|traffic|cost`` through the CLI entry point: outputs written,
+and every impossible value one line on stderr naming it, exit status 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from innet.cli import main
+
+
+def test_iteration_writes_validation_and_configuration(tmp_path: Path) -> None:
+    assert main(["model", "iteration", "--gpt", "gpt-146b", "--gpus", "1024", "-K", "8", "--batch", "512",
+                 "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "model-iteration.json").read_text())
+    assert [r["model"] for r in doc["validation"]] == ["gpt-22b", "gpt-175b", "gpt-530b", "gpt-1t"]
+    results = doc["configuration"]["results"]
+    assert [r["network"] for r in results] == ["rail-only", "rail-optimized"]
+    assert (tmp_path / "model-iteration.png").stat().st_size > 0
+
+
+def test_traffic_and_cost_sweep_write_png(tmp_path: Path) -> None:
+    assert main(["model", "traffic", "--pp", "8", "--dp", "4", "--batch", "64", "--out", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "model-traffic.json").read_text())["summary"]
+    assert summary["megatron"]["gpus"] == 256 and summary["moe"]["a2a_share"] > 0
+    assert main(["model", "sweep", "cost", "--gpus", "16384,32768", "--out", str(tmp_path)]) == 0
+    assert {p.name for p in tmp_path.iterdir()} >= {"model-traffic.png", "model-sweep-cost.json",
+                                                     "model-sweep-cost.png"}
+
+
+def test_batch_sweep_small(tmp_path: Path) -> None:
+    assert main(["model", "sweep", "batch", "--gpus", "1024", "--batches", "256,512", "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "model-sweep-batch.json").read_text())["rows"]
+    assert {r["batch"] for r in rows} == {256, 512} and all(0 < r["relative"] <= 1.0 + 1e-9 for r in rows)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["iteration", "--gpt", "gpt-1t", "--gpus", "32768", "-K", "7"],
+     "innet model iteration: hb_size=7: must divide gpus=32768"),
+    (["iteration", "--gpt", "gpt-1t", "--c-f", "0"], "innet model iteration: c_f (HB bandwidth)=0.0: must be a number > 0"),
+    (["iteration", "--gpt", "gpt-1t", "--c-s", "-400"],
+     "innet model iteration: c_s (NIC bandwidth)=-400000000000.0: must be a number > 0"),
+    (["iteration", "--gpt", "gpt-1t", "--gpus", "64", "--tp", "8", "--pp", "4", "--dp", "4"],
+     "innet model iteration: tp*pp*dp=8*4*4=128: must equal gpus=64"),
+    (["cost", "--gpus", "4096", "--radix", "1"], "innet model cost: cluster radix=1: must be even and >= 2"),
+    (["cost", "--gpus", "4096", "--radix", "0"], "innet model cost: cluster radix=0: must be an integer >= 1"),
+    (["cost", "--gpus", "1000", "--hb-size", "256"],
+     "innet model cost: cluster gpus=1000: must be a multiple of gpus_per_domain=256"),
+    (["sweep", "cost", "--radix", "1"], "innet model sweep: cluster radix=1: must be even and >= 2"),
+    (["sweep", "batch", "--gpus", "1024", "--batches", "0"], "innet model sweep: batch=0: must be an integer >= 1"),
+    (["sweep", "hb-size", "--gpus", "0"], "innet model sweep: gpus=0: must be an integer >= 1"),
+    (["traffic", "--hb-size", "5"], "innet model traffic: hb_size=5: must divide gpus=3072"),
+    (["collectives", "--c-s", "0"], "innet model collectives: grid c_s_bps=0.0: must be a number > 0 (bit/s)"),
+    (["iteration", "--gpus", "many"], "innet model iteration: error: argument --gpus: 'many' is not an integer"),
+])
+def test_impossible_values_are_one_line_exit_2(argv: list[str], message: str, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["model", *argv, "--out", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip() == message
+    assert "Traceback" not in captured.err and "usage" not in captured.err
