@@ -158,3 +158,58 @@ def test_missing_owner_is_named_at_the_deadline() -> None:
             transport.close()
             for t in others:
                 t.close()
+
+
+@pytest.mark.parametrize("datapath", ["native", "python"])
+def test_agents_reduce_to_collect_broadcast_fetch(datapath: str) -> None:
+    """The same through Agent processes (workers' plain lane on the native loop when it
+    builds): float gradients quantized at an agreed scale, float32 parameters bit for bit,
+    and a plain allreduce between them."""
+    from dataclasses import replace
+
+    from innet.host import quantize as qz
+    from innet.host.agent import Agent
+
+    size = 1500  # chunks 0..23: both owners
+    frac = qz.sum_frac_bits(4.0, N)
+    with InnetTestSwitch(num_ports=N + len(OWNERS)) as switch:
+        configs = [replace(c, datapath=datapath) for c in switch.add_job(7, N, window=16, owners=OWNERS)]
+        agents: list[Agent] = []
+        try:
+            for c in configs:
+                agents.append(Agent(c).start())
+            workers, owners = agents[:N], agents[N:]
+            rng = np.random.default_rng(4)
+            grads = [rng.uniform(-4, 4, size).astype(np.float32) for _ in range(N)]
+            params = rng.standard_normal(size).astype(np.float32)
+            out: dict[str, Any] = {}
+
+            def call(name: str, fn: Callable[[], Any]) -> threading.Thread:
+                t = threading.Thread(target=lambda: out.__setitem__(name, fn()))
+                t.start()
+                return t
+
+            threads = [call(f"w{r}", lambda r=r: workers[r].reduce_to(grads[r], frac)) for r in range(N)]
+            threads += [call(f"o{i}", lambda a=a: a.collect(size, frac)) for i, a in enumerate(owners)]
+            for t in threads:
+                t.join(timeout=60)
+            exact = sum(np.round(g.astype(np.float64) * 2.0 ** frac) for g in grads) / 2.0 ** frac
+            for i, o in enumerate(OWNERS):
+                mask = owned(o.rank, 0, size)
+                assert np.array_equal(out[f"o{i}"][mask], exact[mask].astype(np.float32))
+            threads = [call(f"o{i}", lambda a=a: a.broadcast_int(params.view(np.int32))) for a in owners]
+            threads += [call(f"w{r}", lambda r=r: workers[r].fetch_int(size)) for r in range(N)]
+            for t in threads:
+                t.join(timeout=60)
+            for r in range(N):
+                assert out[f"w{r}"].view(np.float32).tobytes() == params.tobytes()
+            threads = [call(f"w{r}", lambda r=r: workers[r].allreduce_int(np.arange(70, dtype=np.int32)))
+                       for r in range(N)]
+            for t in threads:
+                t.join(timeout=60)
+            assert all(np.array_equal(out[f"w{r}"], N * np.arange(70)) for r in range(N))
+            if datapath == "python":
+                assert {a.datapath for a in agents} == {"python"}
+        finally:
+            for a in agents:
+                a.close()
