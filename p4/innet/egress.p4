@@ -41,7 +41,7 @@ control MyEgress(inout headers hdr, inout metadata meta,
             if (meta.innet_kind != INNET_CONTRIB) {
                 /* the owner receives a REDUCE's sum, the workers a BCAST's values */
                 bool to_owner = standard_metadata.egress_rid == (bit<16>)meta.owner_rank;
-                if ((meta.innet_kind == INNET_REDUCE) != to_owner) {
+                if ((meta.innet_kind == INNET_REDUCE && !to_owner) || (meta.innet_kind == INNET_BCAST && to_owner)) {
                     strip_values();
                 }
             }

@@ -219,7 +219,8 @@ control MyIngress(inout headers hdr, inout metadata meta,
                 drop();
             } else if ((hdr.innet.msg_type != INNET_CONTRIB && !owner_op)
                        || (owner_op && (!owned || meta.mode != INNET_MODE_SUM))
-                       || hdr_only == sends_values  /* a request with values, or data without */
+                       /* data without values, or a request with values */
+                       || (hdr_only && sends_values) || (!hdr_only && !sends_values)
                        || (sends_values && !hdr.innet_values.isValid())  /* cut short: fewer than K values */
                        || (hdr.innet.worker >= (bit<16>)meta.num_workers && !is_owner)
                        || (bit<32>)hdr.innet.slot >= meta.slot_count
