@@ -173,11 +173,11 @@ def _cmd_pipeline_push(args: argparse.Namespace) -> int:
 
 
 def _job_spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from innet.controller.jobs import JobSpec, WorkerSpec
+    from innet.controller.jobs import JobSpec, OwnerSpec, WorkerSpec
 
     return JobSpec(args.job, tuple(WorkerSpec.parse(w) for w in args.worker), args.slot_base, args.slot_count,
                    args.k, args.mode, args.lr, args.beta, args.grad_frac_bits, args.param_frac_bits,
-                   args.param_base, args.param_chunks)
+                   args.param_base, args.param_chunks, owners=tuple(OwnerSpec.parse(o) for o in args.owner))
 
 
 @_controller_command
@@ -188,11 +188,13 @@ def _cmd_job_create(args: argparse.Namespace) -> int:
     job = _job_spec(args)
     with Controller(_specs(args)) as ctl:
         if args.switch_ip:
-            ctl.install_forwarding({n: Forwarding.for_workers(args.switch_mac, args.switch_ip, job.workers, n)
+            ctl.install_forwarding({n: Forwarding.for_workers(args.switch_mac, args.switch_ip, job.members(), n)
                                     for n in ctl.names})
         plan = ctl.create_job(job)
     for shard in plan.shards:
         print(f"job {job.job_id} on {shard.switch}: chunks {shard.first_chunk}+{shard.chunks}")
+    for o in job.owners:
+        print(f"job {job.job_id}: rank {o.rank} owns chunks {o.first_chunk}+{o.chunks}")
     return 0
 
 
@@ -226,10 +228,17 @@ def _cmd_job_list(args: argparse.Namespace) -> int:
     out = {}
     for spec in _specs(args, read_only=True):
         with Switch(spec) as sw:
-            out[spec.address] = [dataclasses.asdict(j) for j in InnetSwitch(sw).jobs()]
+            node = InnetSwitch(sw)
+            out[spec.address] = [{**dataclasses.asdict(j), "owners": [dataclasses.asdict(o) for o in node.owners(j.job_id)]}
+                                 for j in node.jobs()]
+
+    def owners(j: dict[str, Any]) -> str:
+        return (" owners=" + ",".join(f"{o['rank']}:{o['first_chunk']}+{o['chunks']}" for o in j["owners"])
+                if j["owners"] else "")
+
     print(json.dumps(out, indent=1) if args.json else "\n".join(
         f"{a}: job {j['job_id']} {j['mode']} workers={j['num_workers']} slots={j['slot_base']}+{j['slot_count']} "
-        f"params={j['param_base']}+{j['param_chunks']} epoch={j['epoch']}" for a, js in out.items() for j in js)
+        f"params={j['param_base']}+{j['param_chunks']} epoch={j['epoch']}{owners(j)}" for a, js in out.items() for j in js)
         or "no jobs")
     return 0
 
@@ -334,6 +343,9 @@ def _add_control_commands(sub: "argparse._SubParsersAction[argparse.ArgumentPars
     create.add_argument("--param-frac-bits", type=int, default=16)
     create.add_argument("--param-base", type=int, default=0)
     create.add_argument("--param-chunks", type=int, default=0)
+    create.add_argument("--owner", action="append", default=[], metavar="RANK,PORT,MAC,IP,UDP_PORT,FIRST_CHUNK,CHUNKS",
+                        help="a member (rank after the workers') owning chunks FIRST_CHUNK.. for REDUCE/BCAST "
+                             "(sum mode; repeatable)")
     create.add_argument("--switch-ip", default=None, help="also install forwarding: the switch's innet IP")
     create.add_argument("--switch-mac", default="00:00:00:00:00:fe", help="the switch's MAC (with --switch-ip)")
     create.set_defaults(func=_cmd_job_create)

@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from innet.controller.errors import ControllerError, JobError
 from innet.controller.innet_switch import InnetSwitch
-from innet.controller.jobs import Forwarding, JobInfo, JobSpec, next_epoch
+from innet.controller.jobs import Forwarding, JobInfo, JobSpec, OwnerInfo, next_epoch
 from innet.controller.pipeline import PipelineConfig
 from innet.host.wire.shard import Shard, ShardPlan, ShardPlanError
 from innet.controller.switch import Switch, SwitchEndpoint, connect_all
@@ -148,6 +148,11 @@ class Controller:
 
     def jobs(self) -> dict[str, list[JobInfo]]:
         return {name: node.jobs() for name, node in self.switches.items()}
+
+    def owners(self, job_id: int) -> list[OwnerInfo]:
+        """The chunk owners of ``job_id`` (REDUCE/BCAST), as the first switch of its plan has
+        them (every switch of the job has the same)."""
+        return self[self._plan(job_id).shards[0].switch].owners(job_id)
 
     def _plan(self, job_id: int) -> ShardPlan:
         if job_id in self.plans:

@@ -123,6 +123,10 @@ class InnetSwitch:
         self.switch.reset_counters((c, job.job_id) for c in self.layout.counters)
         self._upsert(J.worker_entries(job))
         self.switch.set_multicast_group(job.group, J.replicas(job, self.name))
+        for group, members in J.owner_groups(job, self.name).items():
+            self.switch.set_multicast_group(group, members)
+        if job.owners:
+            self._upsert(J.owner_entries(job))
         self.switch.insert([entry])
         self._jobs[job.job_id] = (job, chunks)
         return self.job(job.job_id)
@@ -140,15 +144,26 @@ class InnetSwitch:
         info = self.job(job_id)
         self._jobs.pop(job_id, None)
         self.switch.delete([TableEntry(J.JOBS_TABLE, {"job": job_id})])
+        owners = self.owners(job_id)
+        entries = [e for e in self.switch.read_table(J.OWNERS_TABLE)
+                   if not e.is_default and _match_int(e, "job") == job_id]
+        if entries:
+            self.switch.delete(entries)
         workers = [e for e in self.switch.read_table(J.WORKERS_TABLE)
                    if not e.is_default and _match_int(e, "job") == job_id]
         if workers:
             self.switch.delete(workers)
-        if info.mcast_grp in self.switch.read_multicast_groups():
-            self.switch.delete_multicast_group(info.mcast_grp)
+        groups = self.switch.read_multicast_groups()
+        for group in [info.mcast_grp] + [o.mcast_grp for o in owners]:
+            if group in groups:
+                self.switch.delete_multicast_group(group)
         self.switch.write_registers(J.clear_cells(self.layout, info))
         self.switch.reset_counters((c, job_id) for c in self.layout.counters)
         return info
+
+    def owners(self, job_id: int) -> list[J.OwnerInfo]:
+        """The job's chunk owners (``innet_owners``), one range per rank, by first chunk."""
+        return J.owners_from_entries(self.switch.read_table(J.OWNERS_TABLE), job_id)
 
     # -- parameters ----------------------------------------------------------------------
 

@@ -10,9 +10,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from innet.controller.entities import Replica, TableEntry
+from innet.controller.entities import Lpm, Match, Replica, TableEntry
 from innet.controller.errors import JobError, SchemaError
 from innet.controller.schema import P4Schema, parse_value, to_signed
+from innet.host.wire.owners import OWNER_GROUP_BASE, OwnerRange, OwnersError, check_owners, owner_group, prefixes
 from innet.host.wire.quantize import QuantizeError, optimizer_params
 from innet.host.wire import MAX_WORKERS, Mode
 
@@ -21,6 +22,7 @@ WORKERS_TABLE = "MyEgress.innet_workers"
 LPM_TABLE = "MyIngress.ipv4_lpm"
 ARP_TABLE = "MyIngress.arp_responder"
 ADDR_TABLE = "MyIngress.switch_addr"
+OWNERS_TABLE = "MyIngress.innet_owners"
 COUNTERS = ("innet_contributions", "innet_completions", "innet_duplicates", "innet_drops", "innet_stale")
 """Per-job packet counters (short names)."""
 SET_JOB_PARAMS = ("mode", "num_workers", "mcast_grp", "slot_base", "slot_count", "param_base",
@@ -114,6 +116,41 @@ class WorkerSpec:
 
 
 @dataclass(frozen=True)
+class OwnerSpec:
+    """A member owning a range of a job's chunks: REDUCE sums of them are sent to it, and it
+    BCASTs them (docs/PROTOCOL.md, "Reduce-to and broadcast"). Its rank is outside the
+    workers' (``N..31``); it is addressed like a worker (``innet_workers``, its own group
+    with the workers)."""
+
+    member: WorkerSpec
+    first_chunk: int
+    chunks: int
+
+    @classmethod
+    def parse(cls, text: str) -> "OwnerSpec":
+        """``RANK,PORT,MAC,IP,UDP_PORT,FIRST_CHUNK,CHUNKS`` (``innet job create --owner``)."""
+        parts = text.split(",")
+        if len(parts) != 7:
+            raise JobError(f"owner {text!r}: expected RANK,PORT,MAC,IP,UDP_PORT,FIRST_CHUNK,CHUNKS")
+        try:
+            first, chunks = int(parts[5]), int(parts[6])
+        except ValueError:
+            raise JobError(f"owner {text!r}: FIRST_CHUNK and CHUNKS must be integers") from None
+        return cls(WorkerSpec.parse(",".join(parts[:5])), first, chunks)
+
+    @property
+    def rank(self) -> int:
+        return self.member.rank
+
+    def range(self) -> OwnerRange:
+        """The chunk range as agents know it (``JobConfig.owners``); raises JobError."""
+        try:
+            return OwnerRange(self.member.rank, self.first_chunk, self.chunks)
+        except OwnersError as error:
+            raise JobError(str(error)) from None
+
+
+@dataclass(frozen=True)
 class JobSpec:
     """A job: its workers, its slots and parameter range on each switch, its mode."""
 
@@ -143,10 +180,21 @@ class JobSpec:
     """Chunks of K parameters of the whole vector (split across switches by a ShardPlan)."""
     mcast_grp: int = 0
     """Multicast group of the RESULTs; 0 means ``job_id``."""
+    owners: tuple[OwnerSpec, ...] = ()
+    """Chunk owners for REDUCE/BCAST (sum mode); each gets ``innet_owners`` entries and the
+    group ``innet.host.wire.owners.owner_group(job_id, rank)`` of the workers and itself."""
 
     @property
     def num_workers(self) -> int:
         return len(self.workers)
+
+    def owner_ranges(self) -> tuple[OwnerRange, ...]:
+        """``JobConfig.owners`` for this job's agents."""
+        return tuple(o.range() for o in self.owners)
+
+    def members(self) -> tuple[WorkerSpec, ...]:
+        """Workers and owners: everyone the switch addresses."""
+        return self.workers + tuple(o.member for o in self.owners)
 
     @property
     def mode_value(self) -> Mode:
@@ -243,8 +291,11 @@ def validate(job: JobSpec, layout: InnetLayout, param_chunks: int, others: list[
     if job.param_base < 0 or job.param_base + param_chunks > layout.param_chunks:
         raise JobError(f"{what}: parameter chunks {job.param_base}..{job.param_base + param_chunks - 1} "
                        f"are outside 0..{layout.param_chunks - 1} (INNET_PARAM_CHUNKS)")
-    if not 1 <= job.group < (1 << 16):
-        raise JobError(f"{what}: multicast group {job.group} is outside 1..65535")
+    if not 1 <= job.group < OWNER_GROUP_BASE:
+        raise JobError(f"{what}: multicast group {job.group} is outside 1..{OWNER_GROUP_BASE - 1} (groups from "
+                       f"{OWNER_GROUP_BASE:#x} are the owners')")
+    if job.owners:
+        _validate_owners(job, what)
     for o in others:
         if o.job_id == job.job_id:
             raise JobError(f"{what} exists already on this switch; destroy it first")
@@ -257,6 +308,84 @@ def validate(job: JobSpec, layout: InnetLayout, param_chunks: int, others: list[
                            f"overlap job {o.job_id}'s {o.param_base}..{o.param_base + o.param_chunks - 1}")
         if o.mcast_grp == job.group:
             raise JobError(f"{what}: multicast group {job.group} is used by job {o.job_id}")
+
+
+def _validate_owners(job: JobSpec, what: str) -> None:
+    if job.mode_value != Mode.SUM:
+        raise JobError(f"{what}: owners (REDUCE/BCAST) need mode sum, not {job.mode}")
+    try:
+        check_owners(job.owner_ranges(), job.num_workers, what)
+        for o in job.owners:
+            owner_group(job.job_id, o.rank)
+    except OwnersError as error:
+        raise JobError(str(error)) from None
+    for o in job.owners:
+        for label, value in (("mac", o.member.mac), ("ip", o.member.ip)):
+            try:
+                parse_value(value, f"{what} owner {o.rank} {label}")
+            except SchemaError as error:
+                raise JobError(str(error)) from None
+        if not 0 <= o.member.udp_port < (1 << 16):
+            raise JobError(f"{what} owner {o.rank}: UDP port {o.member.udp_port} is outside 0..65535")
+
+
+def owner_entries(job: JobSpec) -> list[TableEntry]:
+    """``innet_owners``: each owner's range as its aligned chunk prefixes (a prefix of
+    length 0 is the whole chunk space: the field is left out, a wildcard)."""
+    out = []
+    for o in job.owners:
+        for value, length in prefixes(o.first_chunk, o.chunks):
+            match: dict[str, Match] = {"job": job.job_id}
+            if length:
+                match["chunk"] = Lpm(value, length)
+            out.append(TableEntry(OWNERS_TABLE, match, "set_owner",
+                                  {"rank": o.rank, "mcast_grp": owner_group(job.job_id, o.rank)}))
+    return out
+
+
+def owner_groups(job: JobSpec, switch: str) -> dict[int, list[Replica]]:
+    """Each owner's multicast group: the workers and the owner (rid = rank)."""
+    return {owner_group(job.job_id, o.rank): replicas(job, switch) + [Replica(o.member.port_on(switch), o.rank)]
+            for o in job.owners}
+
+
+@dataclass(frozen=True)
+class OwnerInfo:
+    """An owner's range as installed on a switch (its prefixes merged back)."""
+
+    rank: int
+    first_chunk: int
+    chunks: int
+    mcast_grp: int
+
+
+def owners_from_entries(entries: list[TableEntry], job_id: int) -> list[OwnerInfo]:
+    """The ``innet_owners`` entries of ``job_id`` as ranges per rank (adjacent prefixes of one
+    rank merged), by first chunk."""
+    blocks = []
+    for e in entries:
+        if e.is_default or _match_value(e, "job") != job_id:
+            continue
+        chunk = next((m for name, m in e.match.items() if name.rsplit(".", 1)[-1] == "chunk"), None)
+        first, size = (0, 1 << 32) if not isinstance(chunk, Lpm) else (
+            int(chunk.value) if isinstance(chunk.value, int) else parse_value(chunk.value, "chunk"),
+            1 << (32 - chunk.prefix_len))
+        blocks.append((first, size, int(e.params["rank"]), int(e.params["mcast_grp"])))
+    out: list[OwnerInfo] = []
+    for first, size, rank, grp in sorted(blocks):
+        last = out[-1] if out else None
+        if last is not None and last.rank == rank and last.first_chunk + last.chunks == first:
+            out[-1] = OwnerInfo(rank, last.first_chunk, last.chunks + size, grp)
+        else:
+            out.append(OwnerInfo(rank, first, size, grp))
+    return out
+
+
+def _match_value(entry: TableEntry, short: str) -> int | None:
+    for name, value in entry.match.items():
+        if name.rsplit(".", 1)[-1] == short and isinstance(value, int):
+            return value
+    return None
 
 
 def job_entry(job: JobSpec, param_chunks: int, epoch: int = 0) -> TableEntry:
@@ -285,8 +414,9 @@ def next_epoch(current: list[int]) -> int:
 
 
 def worker_entries(job: JobSpec) -> list[TableEntry]:
+    """``innet_workers`` of the workers and the owners."""
     return [TableEntry(WORKERS_TABLE, {"job": job.job_id, "egress_rid": w.rank}, "set_worker",
-                       {"mac": w.mac, "ip": w.ip, "udp_port": w.udp_port}) for w in job.workers]
+                       {"mac": w.mac, "ip": w.ip, "udp_port": w.udp_port}) for w in job.members()]
 
 
 def replicas(job: JobSpec, switch: str) -> list[Replica]:

@@ -38,7 +38,7 @@ import selectors
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing import shared_memory
 from multiprocessing.connection import Connection
 from typing import Any
@@ -48,11 +48,15 @@ import numpy.typing as npt
 
 from innet.host.wire import quantize as qz
 from innet.host.agent.native import datapath as native_datapath
-from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
+from innet.host.agent.aggregator import AggregationError, Aggregator, JobConfig, Timing
 from innet.host.agent.transport import TransportConfig, TransportError, open_transport
 from innet.host.wire import Mode
 
 __all__ = ["Agent", "AgentConfig", "AgentError", "AggregationError", "OpResult"]
+
+
+OWNER_OPS = ("reduce", "reduce_f", "collect", "bcast", "fetch")
+"""Agent operations on owner lanes (REDUCE/BCAST), run by the python Aggregator."""
 
 
 class AgentError(RuntimeError):
@@ -160,9 +164,19 @@ class _AgentProcess:
         self.codec = native_datapath.select(
             config.datapath, self.transport,
             who=f"innet agent (job {config.job.job}, worker {config.job.rank})")
-        self.aggregator = self.codec.aggregator(config.job, self.transport, config.timing,
-                                                wait=self._wait, control=self._control_fd,
-                                                on_control=self._control_during_op)
+        job = config.job
+        self.owner_ops: Aggregator | None = None
+        """REDUCE/BCAST (owner lanes): always the python Aggregator."""
+        if job.owners:
+            self.owner_ops = Aggregator(job, self.transport, config.timing, wait=self._wait)
+        if job.owners and (job.is_owner or self.codec.lib is None):
+            self.aggregator: Any = self.owner_ops  # one python Aggregator for every lane
+        else:
+            # the plain lane alone: the native loop knows no lanes
+            plain = replace(job, window=job.lanes.plain_slots, owners=(), owner_slots=0) if job.owners else job
+            self.aggregator = self.codec.aggregator(plain, self.transport, config.timing,
+                                                    wait=self._wait, control=self._control_fd,
+                                                    on_control=self._control_during_op)
         self.segments: tuple[shared_memory.SharedMemory, shared_memory.SharedMemory] | None = None
 
     def _wait(self, timeout: float) -> bool:
@@ -212,9 +226,9 @@ class _AgentProcess:
                 self._close_segments()
                 self.segments = (_attach(msg[1]), _attach(msg[2]))
                 continue
-            _, op_id, kind, n = msg
+            _, op_id, kind, n, first_chunk, frac_bits = msg
             try:
-                self.conn.send(("done", op_id, self._op(kind, n)))
+                self.conn.send(("done", op_id, self._op(kind, n, first_chunk, frac_bits)))
             except (BrokenPipeError, ConnectionResetError):  # the worker went away
                 return
             except Exception as error:  # reported to the worker, raised by pull()
@@ -223,13 +237,31 @@ class _AgentProcess:
                 except Exception:  # not picklable
                     self.conn.send(("error", op_id, AgentError(f"{type(error).__name__}: {error}")))
 
-    def _op(self, kind: str, n: int) -> OpResult:
+    def _op(self, kind: str, n: int, first_chunk: int = 0, frac_bits: int = 0) -> OpResult:
         assert self.segments is not None
         start = time.monotonic()
         inp = self.segments[0].buf
         out = np.ndarray((n,), np.int32, self.segments[1].buf)
         job = self.config.job
         saturated = 0
+        if kind in OWNER_OPS:
+            if self.owner_ops is None:
+                raise AgentError(f"agent of job {job.job}, worker {job.rank}: {kind} needs a job with owners "
+                                 "(JobConfig.owners)")
+            if kind == "reduce_f":
+                x = np.ndarray((n,), np.float32, inp)
+                q = self.codec.quantize(x, frac_bits, qz.per_worker_limit(job.num_workers), what="reduce_to input")
+                self.owner_ops.reduce_to(q.values, first_chunk)
+                saturated = q.saturated
+            elif kind == "reduce":
+                self.owner_ops.reduce_to(np.ndarray((n,), np.int32, inp), first_chunk)
+            elif kind == "bcast":
+                self.owner_ops.broadcast(np.ndarray((n,), np.int32, inp), first_chunk)
+            elif kind == "collect":
+                out[:] = self.owner_ops.collect(n, first_chunk)
+            else:
+                out[:] = self.owner_ops.fetch(n, first_chunk)
+            return OpResult(frac_bits, saturated, time.monotonic() - start, self.owner_ops.stats.as_dict())
         frac_bits = 0
         if kind == "int":
             values = np.ndarray((n,), np.int32, inp).copy()
@@ -421,18 +453,21 @@ class Agent:
                 raise AgentError(f"agent of {self._name}: no reply to {what} within {timeout} s")
 
     # -- operations
-    def _submit(self, kind: str, array: npt.ArrayLike, dtype: type) -> None:
+    def _submit(self, kind: str, array: npt.ArrayLike | None, dtype: type, size: int = 0,
+                first_chunk: int = 0, frac_bits: int = 0) -> None:
+        """Hand ``array`` (or, None, an operation on ``size`` values without input) over."""
         if self._conn is None:
             raise AgentError(f"agent of {self._name} is not running (use start() or 'with')")
         if self._pending is not None:
             raise AgentError(f"agent of {self._name}: an operation is still pending; pull() first")
-        flat: npt.NDArray[Any] = np.ascontiguousarray(array, dtype=dtype).ravel()
+        flat: npt.NDArray[Any] = np.ascontiguousarray(np.zeros(size) if array is None else array, dtype=dtype).ravel()
         self._ensure_capacity(flat.size)
         assert self._segments is not None
-        np.ndarray((flat.size,), dtype, self._segments[0].buf)[:] = flat
+        if array is not None:
+            np.ndarray((flat.size,), dtype, self._segments[0].buf)[:] = flat
         self._op_ids += 1
         self._pending = (self._op_ids, kind, flat.size)
-        self._conn.send(("op", self._op_ids, kind, flat.size))
+        self._conn.send(("op", self._op_ids, kind, flat.size, first_chunk, frac_bits))
 
     def _wait(self, timeout: float | None) -> npt.NDArray[np.int32]:
         if self._pending is None:
@@ -492,3 +527,42 @@ class Agent:
         shape = np.shape(array)
         self._submit("int", array, np.int32)
         return self._wait(timeout).reshape(shape)
+
+    # -- reduce-to and broadcast (jobs with owners, docs/PROTOCOL.md)
+    def reduce_to_int(self, values: npt.ArrayLike, first_chunk: int = 0, timeout: float | None = None) -> None:
+        """Worker: send int32 ``values`` (chunk ``c`` is the job's chunk ``first_chunk + c``)
+        as REDUCE; their sums over the workers go to each chunk's owner. Returns when every
+        chunk's copy is complete."""
+        self._submit("reduce", values, np.int32, first_chunk=first_chunk)
+        self._wait(timeout)
+
+    def reduce_to(self, x: npt.ArrayLike, frac_bits: int, first_chunk: int = 0,
+                  timeout: float | None = None) -> None:
+        """Worker: float32 ``x`` quantized at ``2**frac_bits`` (every worker and the owners use
+        the same, e.g. ``quantize.sum_frac_bits(bound, N)``; values beyond the per-worker
+        limit are clipped, counted in ``last.saturated``), sent as REDUCE."""
+        self._submit("reduce_f", x, np.float32, first_chunk=first_chunk, frac_bits=frac_bits)
+        self._wait(timeout)
+
+    def collect_int(self, size: int, first_chunk: int = 0, timeout: float | None = None) -> npt.NDArray[np.int32]:
+        """Owner: the REDUCE sums of this owner's chunks among ``size`` elements from chunk
+        ``first_chunk`` (0 elsewhere); the workers send the same operation with ``reduce_to``."""
+        self._submit("collect", None, np.int32, size, first_chunk)
+        return self._wait(timeout)
+
+    def collect(self, size: int, frac_bits: int, first_chunk: int = 0,
+                timeout: float | None = None) -> npt.NDArray[np.float32]:
+        """Owner: ``collect_int`` as float32 (the sums at ``2**frac_bits``)."""
+        return self._dequantizer().dequantize(self.collect_int(size, first_chunk, timeout), frac_bits)
+
+    def broadcast_int(self, values: npt.ArrayLike, first_chunk: int = 0, timeout: float | None = None) -> None:
+        """Owner: send this owner's chunks of int32 ``values`` (the other chunks are not read)
+        as BCAST to every worker (float32 parameters: pass ``x.view(np.int32)``, exact)."""
+        self._submit("bcast", values, np.int32, first_chunk=first_chunk)
+        self._wait(timeout)
+
+    def fetch_int(self, size: int, first_chunk: int = 0, timeout: float | None = None) -> npt.NDArray[np.int32]:
+        """Worker: the owners' BCAST values of ``size`` elements from chunk ``first_chunk``
+        (header-only requests; ``.view(np.float32)`` for float parameters)."""
+        self._submit("fetch", None, np.int32, size, first_chunk)
+        return self._wait(timeout)

@@ -37,6 +37,20 @@ int32 vector through the job's slots and returns the switch's RESULT values:
 - A chunk not complete ``chunk_deadline`` seconds after its first transmission raises
   ``AggregationError`` (at the deadline) naming the job, the chunk and the missing workers
   (from the last STATUS bitmap) or "no answer from switch".
+
+Reduce-to and broadcast (``JobConfig.owners``: chunk ranges and the member ranks owning
+them, as the controller installed them in ``innet_owners``): a worker's ``reduce_to(values,
+first_chunk)`` sends REDUCE with values and gets header-only RESULTs; the owner's
+``collect(size, first_chunk)`` sends header-only REDUCE requests for its chunks and gets
+their sums. The owner's ``broadcast(values, first_chunk)`` sends BCAST with values and gets
+header-only RESULTs; a worker's ``fetch(size, first_chunk)`` sends header-only BCAST
+requests and gets the values. Each copy has the workers and the chunk's owner as members;
+the slots are split into lanes (``innet.host.wire.owners.Lanes``: the plain lane for ``run``, one
+per owner), each a stream of its own with the window rule above, so a copy is reused only
+after all its members moved on. Chunks carry their number in the job (``first_chunk + c``),
+which selects the owner. Loss recovery, STATUS, epochs and deadlines are as for ``run``; a
+member that sent values accepts only a header-only RESULT as its acknowledgement, one that
+sent a request only a RESULT with values.
 """
 
 from __future__ import annotations
@@ -53,6 +67,7 @@ import numpy as np
 import numpy.typing as npt
 
 from innet.host import wire
+from innet.host.wire.owners import Lanes, OwnerRange, OwnersError, check_owners
 from innet.host.agent.rto import RtoBounds, RtoEstimator
 from innet.host.agent.transport import Transport
 
@@ -105,19 +120,43 @@ class JobConfig:
     """The job incarnation this worker set attached with (``Controller.attach``): every
     worker of the set has the same one, and the switch accepts only the job's current one.
     Required: a default would let a second worker set reuse the first one's slot state."""
+    owners: tuple[OwnerRange, ...] = field(default=(), kw_only=True)
+    """Chunk ranges and their owners (``innet_owners``), for REDUCE/BCAST; every member of
+    the job has the same. ``rank`` may be one of these owners' ranks."""
+    owner_slots: int = field(default=0, kw_only=True)
+    """Slots of each owner's lane (:class:`innet.host.wire.owners.Lanes`; 0: the default)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.num_workers <= wire.MAX_WORKERS:
             raise ValueError(f"job {self.job}: num_workers {self.num_workers} is outside 1..32")
-        if not 0 <= self.rank < self.num_workers:
-            raise ValueError(f"job {self.job}: rank {self.rank} is outside 0..{self.num_workers - 1}")
+        try:
+            check_owners(self.owners, self.num_workers, f"job {self.job}")
+        except OwnersError as error:
+            raise ValueError(str(error)) from None
+        if not (0 <= self.rank < self.num_workers or self.is_owner):
+            raise ValueError(f"job {self.job}: rank {self.rank} is outside 0..{self.num_workers - 1} "
+                             "and owns no chunks")
         if not 1 <= self.window <= 0xFFFF:
             raise ValueError(f"job {self.job}: window {self.window} is outside 1..65535")
+        try:
+            self.lanes
+        except OwnersError as error:
+            raise ValueError(f"job {self.job}: {error}") from None
         if self.k < 1:
             raise ValueError(f"job {self.job}: K {self.k} must be positive")
         if not 1 <= self.epoch <= 0xFFFFFFFF:
             raise ValueError(f"job {self.job}: epoch {self.epoch} is outside 1..2^32-1 "
                              "(attach the worker set with Controller.attach to get one)")
+
+    @property
+    def is_owner(self) -> bool:
+        """This member owns chunks (it is not a worker)."""
+        return any(o.rank == self.rank for o in self.owners)
+
+    @property
+    def lanes(self) -> Lanes:
+        """How the window's slots are split between the plain lane and the owners' lanes."""
+        return Lanes(self.window, self.owners, self.owner_slots)
 
 
 @dataclass(frozen=True)
@@ -186,11 +225,18 @@ class AggregatorStats:
 class _Chunk:
     """An outstanding chunk (one per busy slot)."""
 
+    item: int
+    """Index of the chunk in its operation (``_Run.items``)."""
     chunk: int
+    """The ``chunk`` field on the wire."""
     slot: int
     ver: int
     message: bytes
     count: int
+    receives: bool
+    """The RESULT carries values for this member (else it acknowledges this member's values)."""
+    members: tuple[int, ...]
+    """Ranks whose contributions complete the copy (for naming the missing ones)."""
     first_sent: float
     deadline: float
     rto: float
@@ -207,16 +253,27 @@ class _Chunk:
 
 @dataclass
 class _Run:
-    """The state of one ``Aggregator.run``."""
+    """The state of one operation: its chunks (``items``), each with its slot and copy."""
 
-    base: int
+    kind: int
+    """CONTRIB, REDUCE or BCAST."""
+    first_chunk: int
     n: int
-    chunks: int
+    """Elements of the operation's vector."""
     raw: bytes
+    """The vector padded to whole chunks, big-endian (empty when this member sends none)."""
     out: npt.NDArray[np.int32]
+    items: list[int]
+    """Chunk index in the vector of each chunk this member takes part in, in order."""
+    slot: list[int]
+    ver: list[int]
+    following: list[int]
+    """The item that uses the same slot next in this operation, or -1."""
+    owner: list[int]
+    """Owner rank per item (-1: CONTRIB, no owner)."""
     slots: list[_Chunk | None]
     ready: list[int]
-    """Heap of chunks whose slot is free (the previous use of the slot completed)."""
+    """Heap of items whose slot is free (the previous use of the slot completed)."""
     timers: list[tuple[float, int, int]] = field(default_factory=list)
     """Heap of (expiry, slot, generation); stale entries are skipped."""
     outstanding: int = 0
@@ -233,30 +290,131 @@ class Aggregator:
     timing: Timing = field(default_factory=Timing)
     clock: Callable[[], float] = time.monotonic
     position: int = 0
-    """Next stream position (slot = position % window, copy = (position // window) % 2)."""
+    """Next stream position of the plain lane (slot = position % plain slots, copy =
+    (position // plain slots) % 2)."""
     stats: AggregatorStats = field(default_factory=AggregatorStats)
     wait: Callable[[float], bool] | None = None
     """Block until the transport may have a message or ``timeout`` seconds passed (True if
     readable); None: a selector on ``transport.fileno()``. Tests pass a simulated network's."""
     rto: RtoEstimator = field(init=False)
     """RTT estimate and shared back-off; kept across calls."""
+    lane_positions: dict[int, int] = field(default_factory=dict)
+    """Next stream position in each owner's lane (owner rank -> position)."""
 
     def __post_init__(self) -> None:
         self.rto = RtoEstimator(self.timing.bounds())
 
+    # -- operations ---------------------------------------------------------------------
+
     def run(self, values: npt.ArrayLike) -> npt.NDArray[np.int32]:
-        """Aggregate ``values`` (int32); the RESULT values. Raises AggregationError."""
+        """Aggregate ``values`` (int32) over the workers (CONTRIB, plain lane); the RESULT
+        values. Raises AggregationError."""
+        if self.job.is_owner:
+            raise ValueError(f"job {self.job.job}: rank {self.job.rank} is an owner, not a worker: "
+                             "it takes part in REDUCE/BCAST only")
         vec = np.ascontiguousarray(values, dtype=np.int32).ravel()
-        k, window = self.job.k, self.job.window
-        n = vec.size
-        chunks = -(-n // k)
+        chunks = self._chunks(vec.size)
+        window = self.job.lanes.plain_slots
+        base = self.position
+        positions = [base + c for c in range(chunks)]
+        run = self._plan(wire.MsgType.CONTRIB, 0, vec, vec.size, list(range(chunks)), [-1] * chunks,
+                         [p % window for p in positions], [(p // window) % 2 for p in positions], window)
+        out = self._execute(run)
+        self.position = base + chunks
+        return out
+
+    def reduce_to(self, values: npt.ArrayLike, first_chunk: int = 0) -> None:
+        """Worker: send ``values`` (int32; chunk ``c`` of it is chunk ``first_chunk + c`` of
+        the job) as REDUCE; each chunk's sum goes to its owner. Returns once every chunk's
+        copy is complete (its header-only RESULT). Raises AggregationError."""
+        vec = np.ascontiguousarray(values, dtype=np.int32).ravel()
+        self._owner_op(wire.MsgType.REDUCE, vec, vec.size, first_chunk, worker=True)
+
+    def collect(self, size: int, first_chunk: int = 0) -> npt.NDArray[np.int32]:
+        """Owner: the REDUCE sums of this owner's chunks among the ``size`` elements from
+        chunk ``first_chunk`` (the same operation the workers send with ``reduce_to``);
+        elements of other owners' chunks are 0. Raises AggregationError."""
+        return self._owner_op(wire.MsgType.REDUCE, None, size, first_chunk, worker=False)
+
+    def broadcast(self, values: npt.ArrayLike, first_chunk: int = 0) -> None:
+        """Owner: send this owner's chunks of ``values`` (int32, chunk ``c`` is chunk
+        ``first_chunk + c`` of the job; other owners' chunks are not read) as BCAST to the
+        workers. Returns once every copy is complete. Raises AggregationError."""
+        vec = np.ascontiguousarray(values, dtype=np.int32).ravel()
+        self._owner_op(wire.MsgType.BCAST, vec, vec.size, first_chunk, worker=False)
+
+    def fetch(self, size: int, first_chunk: int = 0) -> npt.NDArray[np.int32]:
+        """Worker: the owners' BCAST values of ``size`` elements from chunk ``first_chunk``
+        (header-only requests). Raises AggregationError."""
+        return self._owner_op(wire.MsgType.BCAST, None, size, first_chunk, worker=True)
+
+    def _chunks(self, n: int) -> int:
+        chunks = -(-n // self.job.k)
         if chunks > 0xFFFFFFFF:
             raise ValueError(f"job {self.job.job}: {chunks} chunks exceed the 32-bit chunk field")
-        padded = np.zeros(chunks * k, dtype=wire.VALUE_DTYPE)
-        padded[:n] = vec
-        run = _Run(self.position, n, chunks, padded.tobytes(), np.zeros(chunks * k, dtype=np.int32),
-                   [None] * window, list(range(min(window, chunks))))
-        limit = min(window, self.timing.max_outstanding or window)
+        return chunks
+
+    def _owner_op(self, kind: wire.MsgType, vec: npt.NDArray[np.int32] | None, size: int, first_chunk: int,
+                  worker: bool) -> npt.NDArray[np.int32]:
+        job = self.job
+        role = "worker" if worker else "owner"
+        if worker == job.is_owner:
+            raise ValueError(f"job {job.job}: rank {job.rank} is {'an owner' if job.is_owner else 'a worker'}; "
+                             f"this is the {role}'s side of {kind.name}")
+        lanes = job.lanes
+        chunks = self._chunks(size)
+        if first_chunk < 0 or first_chunk + chunks > 1 << 32:
+            raise ValueError(f"job {job.job}: chunks {first_chunk}+{chunks} are outside the 32-bit chunk field")
+        items: list[int] = []
+        owner: list[int] = []
+        slot: list[int] = []
+        ver: list[int] = []
+        taken: dict[int, int] = {}
+        for c in range(chunks):
+            o = lanes.owner(first_chunk + c)
+            if o is None:
+                raise ValueError(f"job {job.job}: chunk {first_chunk + c} has no owner "
+                                 f"(owners {[(x.rank, x.first_chunk, x.chunks) for x in lanes.owners]})")
+            if not worker and o.rank != job.rank:
+                continue
+            first, slots = lanes.lane(o.rank)
+            pos = self.lane_positions.get(o.rank, 0) + taken.get(o.rank, 0)
+            taken[o.rank] = taken.get(o.rank, 0) + 1
+            items.append(c)
+            owner.append(o.rank)
+            slot.append(first + pos % slots)
+            ver.append((pos // slots) % 2)
+        run = self._plan(kind, first_chunk, vec, size, items, owner, slot, ver, lanes.owner_slots)
+        out = self._execute(run)
+        for rank, n in taken.items():
+            self.lane_positions[rank] = self.lane_positions.get(rank, 0) + n
+        return out
+
+    def _plan(self, kind: int, first_chunk: int, vec: npt.NDArray[np.int32] | None, size: int, items: list[int],
+              owner: list[int], slot: list[int], ver: list[int], lane_slots: int) -> _Run:
+        """The run of ``items`` (chunks of this member): chunk ``i`` follows the item of
+        its lane ``lane_slots`` before it in the same slot."""
+        k = self.job.k
+        raw = b""
+        if vec is not None:
+            padded = np.zeros(-(-size // k) * k, dtype=wire.VALUE_DTYPE)
+            padded[:size] = vec
+            raw = padded.tobytes()
+        following = [-1] * len(items)
+        ready: list[int] = []
+        seen: dict[int, list[int]] = {}
+        for i, rank in enumerate(owner):
+            lane = seen.setdefault(rank, [])
+            if len(lane) >= lane_slots:
+                following[lane[-lane_slots]] = i
+            else:
+                ready.append(i)
+            lane.append(i)
+        return _Run(kind, first_chunk, size, raw, np.zeros(-(-size // k) * k, dtype=np.int32), items, slot, ver,
+                    following, owner, [None] * self.job.window, ready)
+
+    def _execute(self, run: _Run) -> npt.NDArray[np.int32]:
+        limit = min(self.job.window, self.timing.max_outstanding or self.job.window)
         selector = None
         wait = self.wait
         if wait is None:
@@ -265,7 +423,7 @@ class Aggregator:
             wait = lambda timeout: bool(sel.select(timeout))  # noqa: E731
         try:
             self._fill(run, limit)
-            while run.done < chunks:
+            while run.done < len(run.items):
                 timeout = (max(0.0, run.timers[0][0] - self.clock()) if run.timers
                            else self.timing.max_rto)
                 if wait(timeout):
@@ -281,8 +439,7 @@ class Aggregator:
                 selector.close()
             self.stats.srtt_us = round((self.rto.srtt or 0.0) * 1e6)
             self.stats.rto_us = round(self.rto.rto * 1e6)
-        self.position = run.base + chunks
-        return run.out[:n]
+        return run.out[:run.n]
 
     def _fill(self, run: _Run, limit: int) -> None:
         """Send released chunks, lowest first, while fewer than ``limit`` are outstanding."""
@@ -290,16 +447,21 @@ class Aggregator:
         while run.ready and run.outstanding < limit:
             self._send(run, heapq.heappop(run.ready), now)
 
-    def _send(self, run: _Run, chunk: int, now: float) -> None:
-        k, window = self.job.k, self.job.window
-        pos = run.base + chunk
-        slot, ver = pos % window, (pos // window) % 2
-        count = min(k, run.n - chunk * k)
-        header = wire.HEADER.pack(wire.MsgType.CONTRIB, ver, self.job.job, self.job.rank,
-                                  slot, chunk, count, 0, 0, self.job.epoch)
-        message = header + run.raw[chunk * k * 4:(chunk + 1) * k * 4]
-        state = _Chunk(chunk, slot, ver, message, count, now, now + self.timing.chunk_deadline,
-                       self.rto.rto, next(run.tokens))
+    def _send(self, run: _Run, item: int, now: float) -> None:
+        k, job = self.job.k, self.job
+        c = run.items[item]
+        slot, ver = run.slot[item], run.ver[item]
+        count = min(k, run.n - c * k)
+        carries = (run.kind == wire.MsgType.CONTRIB
+                   or (run.kind == wire.MsgType.REDUCE) != job.is_owner)
+        flags = ver if carries else ver | wire.Flag.HDRONLY
+        chunk = run.first_chunk + c
+        header = wire.HEADER.pack(run.kind, flags, job.job, job.rank, slot, chunk, count, 0, 0, job.epoch)
+        message = header + run.raw[c * k * 4:(c + 1) * k * 4] if carries else header
+        workers = tuple(range(job.num_workers))
+        members = workers if run.owner[item] < 0 else workers + (run.owner[item],)
+        state = _Chunk(item, chunk, slot, ver, message, count, run.kind == wire.MsgType.CONTRIB or not carries,
+                       members, now, now + self.timing.chunk_deadline, self.rto.rto, next(run.tokens))
         run.slots[slot] = state
         run.outstanding += 1
         self.transport.send(message)
@@ -347,14 +509,21 @@ class Aggregator:
                     self.rto.undo()
                     state.backed_off = False
             return False
-        if count != state.count or len(data) < wire.HEADER_LEN + 4 * count:
-            self.stats.foreign += 1
-            LOG.debug("job %d chunk %d: RESULT with count %d, expected %d", job, chunk, count,
-                      state.count)
+        header_only = bool(flags & wire.Flag.HDRONLY)
+        if state.receives:
+            if header_only or count != state.count or len(data) < wire.HEADER_LEN + 4 * count:
+                self.stats.foreign += 1
+                LOG.debug("job %d chunk %d: RESULT with count %d (header only: %s), expected %d values",
+                          job, chunk, count, header_only, state.count)
+                return False
+            k = self.job.k
+            c = run.items[state.item]
+            run.out[c * k:c * k + count] = np.frombuffer(data, wire.VALUE_DTYPE, count, wire.HEADER_LEN)
+        elif not header_only:
+            # we sent values: the acknowledgement is header-only; a RESULT with values on this
+            # copy answers another member's operation (e.g. a late REDUCE sum during a BCAST)
+            self.stats.late += 1
             return False
-        k = self.job.k
-        run.out[chunk * k:chunk * k + count] = np.frombuffer(data, wire.VALUE_DTYPE, count,
-                                                             wire.HEADER_LEN)
         self.stats.results += 1
         # Karn: a retransmitted chunk's RESULT is ambiguous, unless it echoes our own
         # original (no RETRANS, completed by this worker): then the timeout was spurious and
@@ -367,8 +536,8 @@ class Aggregator:
         run.slots[slot] = None
         run.outstanding -= 1
         run.done += 1
-        following = chunk + self.job.window  # the slot's next use
-        if following < run.chunks:
+        following = run.following[state.item]  # the slot's next use
+        if following >= 0:
             heapq.heappush(run.ready, following)
         return True
 
@@ -407,7 +576,10 @@ class Aggregator:
         if state.bitmap is None:
             return AggregationError(f"{where}: no answer from switch", job.job, state.chunk, None)
         workers = state.num_workers or job.num_workers
-        missing = tuple(w for w in range(workers) if not state.bitmap >> w & 1)
+        owners = state.members[job.num_workers:]  # REDUCE/BCAST: the chunk's owner
+        members = tuple(range(workers)) + owners
+        missing = tuple(w for w in members if not state.bitmap >> w & 1)
+        of = f"{workers} workers" + "".join(f" and owner {o}" for o in owners)
         return AggregationError(
             f"{where}: missing workers {list(missing)} (switch bitmap {state.bitmap:#x} "
-            f"of {workers} workers)", job.job, state.chunk, missing)
+            f"of {of})", job.job, state.chunk, missing)

@@ -2,7 +2,9 @@
 
 A message is the 24-byte innet header followed by K big-endian int32 values (K is the P4
 program's ``INNET_K``; the header's ``count`` says how many are valid, the rest is zero
-padding). It travels in Ethernet/IPv4/UDP with UDP port ``UDP_PORT`` on the switch side.
+padding), or the header alone when ``flags`` has ``HDRONLY`` (REDUCE/BCAST requests and
+acknowledgements; ``count`` still gives the chunk's valid values). It travels in
+Ethernet/IPv4/UDP with UDP port ``UDP_PORT`` on the switch side.
 
     msg = Message(MsgType.CONTRIB, job=3, worker=1, slot=0, chunk=7, epoch=1, values=np.arange(5))
     data = pack(msg, k=64)            # 24 + 4*64 bytes
@@ -58,6 +60,16 @@ class MsgType(enum.IntEnum):
     STALE = 4
     """Switch to worker: the CONTRIB's epoch is not the job's current one (the reply's
     ``epoch`` is the job's): another worker set attached to the job since."""
+    REDUCE = 5
+    """Member to switch, reduce-to: a worker's values, or the chunk owner's header-only
+    request; the completed sum goes to the owner, header-only RESULTs to the workers."""
+    BCAST = 6
+    """Member to switch, broadcast: the chunk owner's values, or a worker's header-only
+    request (its pull); the values go to the workers, a header-only RESULT to the owner."""
+
+
+OWNER_TYPES = (MsgType.REDUCE, MsgType.BCAST)
+"""Message types whose copies have the chunk's owner as a member (``innet_owners``)."""
 
 
 class Flag(enum.IntFlag):
@@ -67,6 +79,9 @@ class Flag(enum.IntFlag):
     """Which of the slot's two copies; alternates at every reuse of the slot."""
     RETRANS = 0x02
     """Set by a worker on a retransmission."""
+    HDRONLY = 0x04
+    """No values follow the header (a REDUCE/BCAST request, or the switch's acknowledgement
+    of a member's values); ``count`` is still the chunk's number of valid values."""
 
 
 class Mode(enum.IntEnum):
@@ -108,11 +123,19 @@ class Message:
     """The job incarnation the worker set attached with (``Controller.attach``); the switch
     echoes it, or puts the job's current one in a STALE."""
     values: npt.NDArray[np.int32] = field(default_factory=_empty_values)
-    """The valid values (``count`` = len(values))."""
+    """The valid values (``count`` = len(values)); empty with ``HDRONLY``."""
+    chunk_count: int | None = None
+    """``count`` of a ``HDRONLY`` message (its values are not on the wire); None: len(values)."""
 
     @property
     def count(self) -> int:
+        if self.chunk_count is not None:
+            return self.chunk_count
         return int(len(self.values))
+
+    @property
+    def header_only(self) -> bool:
+        return bool(self.flags & Flag.HDRONLY)
 
     @property
     def ver(self) -> int:
@@ -144,9 +167,16 @@ def _check_fields(values: tuple[int, ...]) -> None:
 
 
 def pack(msg: Message, k: int = DEFAULT_K) -> bytes:
-    """Header plus K values (``msg.values`` zero-padded to K); raises WireError."""
+    """Header plus K values (``msg.values`` zero-padded to K), the header alone with
+    ``HDRONLY``; raises WireError."""
     if msg.count > k:
         raise WireError(f"innet message: count {msg.count} exceeds K={k} values per packet")
+    if msg.header_only:
+        if len(msg.values):
+            raise WireError(f"innet message: HDRONLY with {len(msg.values)} values (it has none)")
+        header = msg.header_tuple()
+        _check_fields(header)
+        return HEADER.pack(*header)
     values = np.asarray(msg.values)
     if values.size and (values.min() < -(1 << 31) or values.max() >= (1 << 31)):
         raise WireError(f"innet message values: outside int32 range "
@@ -159,7 +189,8 @@ def pack(msg: Message, k: int = DEFAULT_K) -> bytes:
 
 
 def unpack(data: bytes, k: int = DEFAULT_K) -> Message:
-    """Parse header plus values; raises WireError on a short or inconsistent message.
+    """Parse header plus values (the header alone with ``HDRONLY``); raises WireError on a
+    short or inconsistent message.
 
     Extra bytes after the K values (e.g. Ethernet padding) are ignored."""
     if len(data) < HEADER_LEN:
@@ -169,6 +200,9 @@ def unpack(data: bytes, k: int = DEFAULT_K) -> Message:
         HEADER.unpack_from(data)
     if count > k:
         raise WireError(f"innet message: count {count} exceeds K={k}")
+    if flags & Flag.HDRONLY:
+        return Message(msg_type, job, worker, slot, chunk, flags, num_workers, bitmap, epoch,
+                       _empty_values(), count)
     need = HEADER_LEN + 4 * k
     if len(data) < need:
         raise WireError(f"innet message: {len(data)} bytes, need {need} for K={k} values")
@@ -180,6 +214,11 @@ def unpack(data: bytes, k: int = DEFAULT_K) -> Message:
 def message_len(k: int = DEFAULT_K) -> int:
     """Bytes of header plus K values."""
     return HEADER_LEN + 4 * k
+
+
+def message_bytes(values: bool, k: int = DEFAULT_K) -> int:
+    """UDP payload bytes of one message: with K values, or the header alone (HDRONLY)."""
+    return message_len(k) if values else HEADER_LEN
 
 
 def k_for_mtu(mtu: int) -> int:

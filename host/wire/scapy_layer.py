@@ -4,8 +4,8 @@
     pkt = Ether(frame_bytes)
     pkt[scapy_layer.InnetAgg].chunk
 
-The values follow the header as ``Raw`` payload of K*4 bytes; ``InnetAgg.values()`` decodes
-the ``count`` valid ones. Field names and widths are those of ``innet.host.wire``.
+The values follow the header as ``Raw`` payload of K*4 bytes (none with ``HDRONLY``);
+``InnetAgg.values()`` decodes the ``count`` valid ones. Field names and widths are those of ``innet.host.wire``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class InnetAgg(Packet):
     name = "InnetAgg"
     fields_desc = [
         ByteEnumField("msg_type", wire.MsgType.CONTRIB, {m.value: m.name for m in wire.MsgType}),
-        FlagsField("flags", 0, 8, ["VER", "RETRANS"]),
+        FlagsField("flags", 0, 8, ["VER", "RETRANS", "HDRONLY"]),
         ShortField("job", 0),
         ShortField("worker", 0),
         ShortField("slot", 0),
@@ -36,7 +36,9 @@ class InnetAgg(Packet):
     ]
 
     def values(self) -> np.ndarray:
-        """The ``count`` valid int32 values of the payload."""
+        """The ``count`` valid int32 values of the payload (none with ``HDRONLY``)."""
+        if self.flags.HDRONLY:
+            return np.zeros(0, np.int32)
         raw = bytes(self.payload)
         count = min(self.count, len(raw) // 4)
         return np.frombuffer(raw, dtype=wire.VALUE_DTYPE, count=count).astype(np.int32)

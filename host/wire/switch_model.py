@@ -2,7 +2,8 @@
 
 All state is int32 with wrapping; products are int64 (``lr`` and ``g`` sign-extended) and
 ``>>`` is arithmetic (floor). Used by tests and training runs to predict the switch's final
-parameters exactly.
+parameters exactly. The whole dataplane, packet by packet (slots, duplicates, REDUCE/BCAST,
+epochs), is modelled in :mod:`innet.host.wire.dataplane_model` with this arithmetic.
 """
 
 from __future__ import annotations

@@ -25,6 +25,12 @@
 #define INNET_PARAM_CHUNKS 4096
 #endif
 
+/* Entries of innet_owners: (job, chunk prefix) -> owner; a range of chunks takes up to
+ * 2 * 32 prefixes. */
+#ifndef INNET_OWNER_ENTRIES
+#define INNET_OWNER_ENTRIES 1024
+#endif
+
 /* Cells of the per-copy registers: slot s, copy v is cell 2*s + v. */
 #define INNET_COPIES (2 * INNET_SLOTS)
 

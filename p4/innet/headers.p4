@@ -18,6 +18,15 @@ const bit<8>  INNET_RESULT   = 2;
 const bit<8>  INNET_STATUS   = 3;
 /* switch -> worker: the packet's epoch is not the job's; the reply carries the job's */
 const bit<8>  INNET_STALE    = 4;
+/* reduce-to: workers' values, summed, go to the chunk's owner (innet_owners) only; the
+ * owner's header-only REDUCE asks for the sum */
+const bit<8>  INNET_REDUCE   = 5;
+/* broadcast: the owner's values go to every worker; a worker's header-only BCAST asks for them */
+const bit<8>  INNET_BCAST    = 6;
+/* flags: bit 0 VER, bit 1 RETRANS, bit 2 HDRONLY (no values follow the header) */
+const bit<8>  INNET_HDRONLY  = 0x04;
+/* bytes of the K values, added to or removed from IPv4/UDP lengths */
+const bit<16> INNET_VALUES_BYTES = 4 * INNET_K;
 /* innet_jobs modes */
 const bit<8>  INNET_MODE_SUM      = 0;
 const bit<8>  INNET_MODE_SGD      = 1;
@@ -64,7 +73,8 @@ header udp_t {
     bit<16> checksum;
 }
 
-/* 24 bytes; flags bit 0 = VER (copy), bit 1 = RETRANS; epoch = the job incarnation of the
+/* 24 bytes; flags bit 0 = VER (copy), bit 1 = RETRANS, bit 2 = HDRONLY (the K values are
+ * absent: a request or an acknowledgement); epoch = the job incarnation of the
  * worker set (docs/PROTOCOL.md, "Epochs"). */
 header innet_t {
     bit<8>  msg_type;
@@ -113,6 +123,12 @@ struct metadata {
     bit<32> epoch;
     /* 1 on a RESULT multicast: egress addresses each replica via innet_workers */
     bit<1>  innet_mcast;
+    /* msg_type of the packet that completed a multicast copy (CONTRIB, REDUCE or BCAST):
+     * egress strips the values of the replicas that only acknowledge */
+    bit<8>  innet_kind;
+    /* from innet_owners (set_owner): the rank owning the chunk, its copy's multicast group */
+    bit<8>  owner_rank;
+    bit<16> owner_grp;
 }
 
 #endif

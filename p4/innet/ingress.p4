@@ -30,6 +30,9 @@
 /* The packet's value (partial sum, or the result once complete) into the copy. */
 #define INNET_STORE(i) innet_acc_##i.write(idx, INNET_V(i));
 
+/* A header-only request contributes nothing: zeros in its (just added) values. */
+#define INNET_ZERO(i) INNET_V(i) = 0;
+
 /* sgd: w = w - ((lr * g) >> lr_shift); the packet carries w. */
 #define INNET_SGD_STEP(i) \
     innet_param_##i.read(w, p); \
@@ -141,6 +144,40 @@ control MyIngress(inout headers hdr, inout metadata meta,
         size = INNET_MAX_JOBS;
     }
 
+    /* Owner of a chunk range of a job, for REDUCE and BCAST (reduce-to and broadcast):
+     * its rank (a member outside 0..num_workers-1) and the multicast group of the job's
+     * workers plus that owner. A range is installed as its aligned prefixes. */
+    action set_owner(bit<8> rank, bit<16> mcast_grp) {
+        meta.owner_rank = rank;
+        meta.owner_grp = mcast_grp;
+    }
+
+    table innet_owners {
+        key = {
+            hdr.innet.job: exact;
+            hdr.innet.chunk: lpm;
+        }
+        actions = { set_owner; NoAction; }
+        default_action = NoAction();
+        size = INNET_OWNER_ENTRIES;
+    }
+
+    /* A header-only packet gets room for the K values (written by the caller). */
+    action innet_values_on() {
+        hdr.innet_values.setValid();
+        hdr.innet.flags = hdr.innet.flags & ~INNET_HDRONLY;
+        hdr.ipv4.totalLen = hdr.ipv4.totalLen + INNET_VALUES_BYTES;
+        hdr.udp.length_ = hdr.udp.length_ + INNET_VALUES_BYTES;
+    }
+
+    /* The values are dropped: the packet becomes a header-only acknowledgement. */
+    action innet_values_off() {
+        hdr.innet_values.setInvalid();
+        hdr.innet.flags = hdr.innet.flags | INNET_HDRONLY;
+        hdr.ipv4.totalLen = hdr.ipv4.totalLen - INNET_VALUES_BYTES;
+        hdr.udp.length_ = hdr.udp.length_ - INNET_VALUES_BYTES;
+    }
+
     /* A RESULT or STATUS back to the sender only (addresses and UDP ports swapped). */
     action innet_unicast_reply(bit<8> msg_type, bit<32> bitmap) {
         hdr.innet.msg_type = msg_type;
@@ -165,12 +202,27 @@ control MyIngress(inout headers hdr, inout metadata meta,
         if (hdr.innet.isValid() && hdr.ipv4.dstAddr == meta.switch_ip) {
             bit<32> job = (bit<32>)hdr.innet.job;
             bool known = innet_jobs.apply().hit;
+            /* REDUCE/BCAST copies have the job's workers and the chunk's owner as members */
+            bool owner_op = hdr.innet.msg_type == INNET_REDUCE || hdr.innet.msg_type == INNET_BCAST;
+            bool owned = false;
+            if (known && owner_op) {
+                owned = innet_owners.apply().hit;
+            }
+            bool is_owner = owned && hdr.innet.worker == (bit<16>)meta.owner_rank;
+            /* who carries values: CONTRIB always; REDUCE the workers; BCAST the owner */
+            bool sends_values = hdr.innet.msg_type == INNET_CONTRIB
+                                || (hdr.innet.msg_type == INNET_REDUCE && !is_owner)
+                                || (hdr.innet.msg_type == INNET_BCAST && is_owner);
+            bool hdr_only = (hdr.innet.flags & INNET_HDRONLY) != 0;
             if (!known || hdr.innet.job >= INNET_MAX_JOBS) {
                 innet_drops.count(0);
                 drop();
-            } else if (hdr.innet.msg_type != INNET_CONTRIB
-                       || !hdr.innet_values.isValid()  /* cut short: fewer than K values */
-                       || hdr.innet.worker >= (bit<16>)meta.num_workers
+            } else if ((hdr.innet.msg_type != INNET_CONTRIB && !owner_op)
+                       || (owner_op && (!owned || meta.mode != INNET_MODE_SUM))
+                       /* data without values, or a request with values */
+                       || (hdr_only && sends_values) || (!hdr_only && !sends_values)
+                       || (sends_values && !hdr.innet_values.isValid())  /* cut short: fewer than K values */
+                       || (hdr.innet.worker >= (bit<16>)meta.num_workers && !is_owner)
                        || (bit<32>)hdr.innet.slot >= meta.slot_count
                        || (meta.mode != INNET_MODE_SUM && hdr.innet.chunk >= meta.param_chunks)) {
                 innet_drops.count(job);
@@ -184,6 +236,11 @@ control MyIngress(inout headers hdr, inout metadata meta,
                 bit<32> idx = ((meta.slot_base + (bit<32>)hdr.innet.slot) << 1)
                               | (bit<32>)hdr.innet.flags[0:0];
                 bit<32> wbit = 32w1 << (bit<8>)hdr.innet.worker;
+                /* contributions that complete the copy: the workers, plus the owner */
+                bit<8> members = meta.num_workers;
+                if (owner_op) {
+                    members = members + 1;
+                }
                 bit<32> bitmap;
                 bit<8> count;
                 innet_bitmap.read(bitmap, idx);
@@ -198,8 +255,16 @@ control MyIngress(inout headers hdr, inout metadata meta,
                 if ((bitmap & wbit) != 0) {
                     /* duplicate: never counted twice */
                     innet_duplicates.count(job);
-                    if (count == meta.num_workers) {
-                        INNET_FOR_EACH(INNET_LOAD_RESULT)
+                    if (count == members) {
+                        if (owner_op && sends_values) {
+                            /* it only needs to know the copy is complete */
+                            innet_values_off();
+                        } else {
+                            if (hdr_only) {
+                                innet_values_on();
+                            }
+                            INNET_FOR_EACH(INNET_LOAD_RESULT)
+                        }
                         innet_unicast_reply(INNET_RESULT, bitmap);
                     } else if (hdr.innet.flags[1:1] == 1) {
                         innet_unicast_reply(INNET_STATUS, bitmap);
@@ -208,11 +273,15 @@ control MyIngress(inout headers hdr, inout metadata meta,
                     }
                 } else {
                     innet_contributions.count(job);
+                    if (hdr_only) {
+                        innet_values_on();
+                        INNET_FOR_EACH(INNET_ZERO)
+                    }
                     /* the worker has moved on from the other copy */
                     bit<32> other;
                     innet_bitmap.read(other, idx ^ 1);
                     innet_bitmap.write(idx ^ 1, other & ~wbit);
-                    if (count == 0 || count == meta.num_workers) {
+                    if (count == 0 || count == members) {
                         /* fresh use of the copy: the packet's values are the partial sum */
                         count = 1;
                         bitmap = wbit;
@@ -225,7 +294,7 @@ control MyIngress(inout headers hdr, inout metadata meta,
                     innet_count.write(idx, count);
                     innet_bitmap.write(idx, bitmap);
                     innet_epoch.write(idx, meta.epoch);
-                    if (count == meta.num_workers) {
+                    if (count == members) {
                         innet_completions.count(job);
                         bit<32> p = meta.param_base + hdr.innet.chunk;
                         bit<32> w;
@@ -237,10 +306,15 @@ control MyIngress(inout headers hdr, inout metadata meta,
                         } else if (meta.mode == INNET_MODE_MOMENTUM) {
                             INNET_FOR_EACH(INNET_MOMENTUM_STEP)
                         }
+                        meta.innet_kind = hdr.innet.msg_type;
                         hdr.innet.msg_type = INNET_RESULT;
                         hdr.innet.num_workers = (bit<16>)meta.num_workers;
                         hdr.innet.bitmap = bitmap;
-                        standard_metadata.mcast_grp = meta.mcast_grp;
+                        if (owner_op) {
+                            standard_metadata.mcast_grp = meta.owner_grp;
+                        } else {
+                            standard_metadata.mcast_grp = meta.mcast_grp;
+                        }
                         meta.innet_mcast = 1;
                     } else {
                         drop();

@@ -1,4 +1,5 @@
-/* Ethernet -> ARP | IPv4 -> UDP -> (dst port 18766) innet header + K values. */
+/* Ethernet -> ARP | IPv4 -> UDP -> (dst port 18766) innet header + K values (none with
+ * HDRONLY: a REDUCE/BCAST request or acknowledgement). */
 parser MyParser(packet_in packet, out headers hdr, inout metadata meta,
                 inout standard_metadata_t standard_metadata) {
     state start {
@@ -29,6 +30,12 @@ parser MyParser(packet_in packet, out headers hdr, inout metadata meta,
     }
     state parse_innet {
         packet.extract(hdr.innet);
+        transition select(hdr.innet.flags) {
+            INNET_HDRONLY &&& INNET_HDRONLY: accept;
+            default: parse_innet_values;
+        }
+    }
+    state parse_innet_values {
         packet.extract(hdr.innet_values);
         transition accept;
     }

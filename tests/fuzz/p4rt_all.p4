@@ -1,5 +1,6 @@
 /* Target of the P4Runtime fuzz tests: one v1model program with every entity kind the
- * server knows (exact/lpm/ternary/range/optional tables, const entries, idle timeout,
+ * server knows (exact/lpm/ternary/range/optional tables, exact + lpm keys as innet.p4's
+ * innet_owners (job, chunk prefix), const entries, idle timeout,
  * direct counter and meter, action profile and selector, counter, meter, register,
  * digest, multicast and clone sessions, packet I/O on CPU port 255). */
 #include <core.p4>
@@ -62,6 +63,13 @@ control Ing(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
         default_action = NoAction();
         size = 64;
     }
+    /* the shape of innet.p4's innet_owners: an exact key and an lpm key */
+    table owners {
+        key = { h.ipv4.proto: exact; h.ipv4.dst: lpm; }
+        actions = { flood; NoAction; }
+        default_action = NoAction();
+        size = 64;
+    }
     table acl {
         key = { h.ipv4.src: ternary; h.ipv4.proto: ternary; }
         actions = { meter_fwd; drop; mirror; NoAction; }
@@ -117,6 +125,7 @@ control Ing(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
         l2.apply();
         if (h.ipv4.isValid()) {
             routes.apply();
+            owners.apply();
             acl.apply();
             by_profile.apply();
             by_selector.apply();

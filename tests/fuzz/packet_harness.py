@@ -62,6 +62,36 @@ INNET_JOBS = (
 parameter ranges (as the controller allocates them)."""
 
 
+@dataclass(frozen=True)
+class InnetOwner:
+    """An ``innet_owners`` entry: chunks ``prefix/prefix_len`` of ``job`` belong to ``rank``."""
+
+    job: int
+    prefix: int
+    prefix_len: int
+    rank: int
+    mcast_grp: int
+
+    def owns(self, job: int, chunk: int) -> bool:
+        shift = 32 - self.prefix_len
+        return job == self.job and chunk >> shift == self.prefix >> shift
+
+
+INNET_OWNERS = (
+    InnetOwner(1, 0, 30, 3, 4),
+    InnetOwner(1, 4, 30, 4, 5),
+    InnetOwner(3, 0, 28, 5, 6),
+)
+"""Job 1 (sum, 2 workers): rank 3 owns chunks 0..3, rank 4 chunks 4..7 (REDUCE/BCAST copies
+of 3 members, multicast to the workers and the owner); job 3 (momentum) has an owner too,
+whose REDUCE/BCAST the switch drops (sum jobs only). Owner ranks are outside group 1 (jobs
+1..3 share it, rids 0..2), as the controller keeps them out of a job's own group."""
+
+
+def owner_of(job: int, chunk: int) -> InnetOwner | None:
+    return next((o for o in INNET_OWNERS if o.owns(job, chunk)), None)
+
+
 def worker_port(w: int) -> int:
     return w + 1
 
@@ -92,10 +122,20 @@ def innet_control() -> str:
             lines.append(f"add innet_workers hdr.innet.job:{j.job} standard_metadata.egress_rid:{w} "
                          f"set_worker(mac:{worker_mac(w):#x}, ip:{worker_ip(w):#x}, udp_port:{worker_udp(w):#x})")
         groups[j.mcast_grp] = max(groups.get(j.mcast_grp, 0), j.num_workers)
+    jobs = {j.job: j for j in INNET_JOBS}
+    members: dict[int, list[int]] = {grp: list(range(n)) for grp, n in groups.items()}
+    for o in INNET_OWNERS:
+        lines.append(f"add innet_owners hdr.innet.job:{o.job} hdr.innet.chunk:{o.prefix:#x}/{o.prefix_len} "
+                     f"set_owner(rank:{o.rank}, mcast_grp:{o.mcast_grp})")
+        if jobs[o.job].mode == 0:  # the others' REDUCE/BCAST are dropped: no group needed
+            members[o.mcast_grp] = list(range(jobs[o.job].num_workers)) + [o.rank]
+            lines.append(f"add innet_workers hdr.innet.job:{o.job} standard_metadata.egress_rid:{o.rank} "
+                         f"set_worker(mac:{worker_mac(o.rank):#x}, ip:{worker_ip(o.rank):#x}, "
+                         f"udp_port:{worker_udp(o.rank):#x})")
     handle = 0
-    for grp, n in sorted(groups.items()):
+    for grp, ranks in sorted(members.items()):
         lines.append(f"mc_mgrp_create {grp}")
-        for w in range(n):
+        for w in ranks:
             lines.append(f"mc_node_create {w} {worker_port(w)}")
             lines.append(f"mc_node_associate {grp} {handle}")
             handle += 1

@@ -3,8 +3,9 @@ p4/examples/*.p4), with the control plane of each program's STF test (innet.p4: 
 workers, multicast groups, routes as the controller installs them).
 
 Properties: no exception (``Pipeline.process`` documents none), no hang, output ports
-0..510; for innet.p4 also the protocol's safety invariants and bit-exactness against the
-numpy switch model (``testkit.fake_innet_switch`` over ``innet.host.wire.switch_model``). Every
+0..510; for innet.p4 also the protocol's safety invariants (CONTRIB, REDUCE, BCAST) and
+bit-exactness against the numpy models (``testkit.fake_innet_switch`` over
+``innet.host.wire.switch_model`` for CONTRIB, ``innet.host.wire.dataplane_model`` for every message type). Every
 example is a sequence of packets from the state right after the control plane was
 applied; a failure prints the example's seed and writes a minimized STF reproducer.
 """
@@ -20,9 +21,11 @@ import pytest
 from fuzzlib import fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
-from packet_harness import INNET_JOBS, INNET_P4, PROGRAMS, SWITCH_IP, SWITCH_MAC, Checker, Harness, Problem, harness
+from packet_harness import (INNET_JOBS, INNET_OWNERS, INNET_P4, PROGRAMS, SWITCH_IP, SWITCH_MAC, Checker, Harness,
+                            Problem, harness)
 from packet_harness import worker_ip, worker_mac, worker_port, worker_udp
 
+from innet.host.wire import dataplane_model as sm
 from innet.host import wire
 from innet.host.wire.quantize import OptimizerParams
 from testkit.fake_innet_switch import FakeInnetSwitch
@@ -76,26 +79,30 @@ def _copy_state(h: Harness, idx: int) -> tuple[int, int, tuple[int, ...]]:
 
 class InnetInvariants(Checker):
     def __call__(self, h: Harness, port: int, data: bytes, run: Callable[[], list[Packet]]) -> None:
-        """Duplicates never change a copy; a truncated contribution changes nothing; a copy's
-        count and bitmap never exceed num_workers; a completion goes to every worker."""
+        """Duplicates never change a copy; a truncated contribution, or one whose HDRONLY flag
+        contradicts its sender's role, changes nothing; a copy's count and bitmap never
+        exceed its job's members (workers, and owners with REDUCE/BCAST); a completion goes
+        to every member of the copy, once."""
         target = gen.addressed(data)
-        before = _copy_state(h, target[2]) if target else None
+        before = _copy_state(h, target.idx) if target else None
         outputs = run()
         if target is None or before is None:
             return
-        j, worker, idx, wbit = target
+        j, idx = target.job, target.idx
         after = _copy_state(h, idx)
-        if len(data) < gen.FULL and after != before:
-            raise Problem(f"truncated contribution ({len(data)} of {gen.FULL} bytes) changed copy {idx} of "
-                          f"job {j.job}: count {before[1]} -> {after[1]}")
-        if before[0] & wbit and after != before:
-            raise Problem(f"duplicate from worker {worker} changed copy {idx} of job {j.job}")
-        if after[1] > j.num_workers or after[0] >> j.num_workers:
-            raise Problem(f"job {j.job} copy {idx}: count {after[1]} / bitmap {after[0]:#x} beyond "
-                          f"{j.num_workers} workers")
-        if after[1] == j.num_workers and before[1] != j.num_workers:
+        if target.inert and after != before:
+            raise Problem(f"a contribution that must be dropped ({len(data)} of {gen.FULL} bytes, flags "
+                          f"{data[43]:#x}) changed copy {idx} of job {j.job}: count {before[1]} -> {after[1]}")
+        if before[0] & target.wbit and after != before:
+            raise Problem(f"duplicate from worker {target.worker} changed copy {idx} of job {j.job}")
+        ranks = set(range(j.num_workers)) | {o.rank for o in INNET_OWNERS if o.job == j.job}
+        if after[1] > len(ranks) or after[0] & ~sum(1 << r for r in ranks):
+            raise Problem(f"job {j.job} copy {idx}: count {after[1]} / bitmap {after[0]:#x} beyond its members "
+                          f"{sorted(ranks)}")
+        members = len(target.members)
+        if after[1] == members and before[1] != members:
             got = sorted(p for p, _ in outputs)
-            if got != [worker_port(w) for w in range(j.num_workers)]:
+            if got != sorted(worker_port(w) for w in target.members):
                 raise Problem(f"completion of job {j.job} went to ports {got}")
 
 
@@ -185,3 +192,68 @@ class AgainstModel(Checker):
             want = [(worker_port(r), out.header_tuple(), np.asarray(out.values).tolist()) for r in ranks]
         if got != want:
             raise Problem(f"reply differs from the numpy model for {msg!r}:\n  switch {got}\n  model  {want}")
+
+
+# ---------------------------------------------------------------- innet.p4 vs innet.host.wire.dataplane_model
+
+def _dataplane() -> sm.InnetDataplane:
+    """The numpy dataplane model with the harness's control plane (packet_harness.innet_control)."""
+    model = sm.InnetDataplane(K)
+    groups: dict[int, int] = {}
+    for j in INNET_JOBS:
+        model.jobs[j.job] = sm.JobEntry(j.mode, j.num_workers, j.mcast_grp, j.slot_base, j.slot_count, j.param_base,
+                                        j.param_chunks, j.lr, j.lr_shift, j.beta, j.beta_shift, j.epoch)
+        model.workers |= {(j.job, w) for w in range(j.num_workers)}
+        groups[j.mcast_grp] = max(groups.get(j.mcast_grp, 0), j.num_workers)
+    model.groups = {grp: list(range(n)) for grp, n in groups.items()}
+    for o in INNET_OWNERS:
+        model.owners.append(sm.OwnerEntry(o.job, o.prefix, o.prefix_len, o.rank, o.mcast_grp))
+        j = model.jobs[o.job]
+        if j.mode == 0:
+            model.workers.add((o.job, o.rank))
+            model.groups[o.mcast_grp] = list(range(j.num_workers)) + [o.rank]
+    model.param[5, 0] = 1000
+    model.param[17, 63] = -1000
+    return model
+
+
+class AgainstDataplaneModel(Checker):
+    """Each packet's outputs equal innet.host.wire.dataplane_model's: ports and innet payloads."""
+
+    def start(self) -> None:
+        self.model = _dataplane()
+
+    def __call__(self, h: Harness, port: int, data: bytes, run: Callable[[], list[Packet]]) -> None:
+        frame = wire.parse_frame(data)
+        assert frame is not None
+        got = []
+        for p, d in sorted(run()):
+            out = wire.parse_frame(d)
+            assert out is not None
+            got.append((p, out.payload))
+        want = sorted((port if d.rank is None else worker_port(d.rank), d.packet.payload())
+                      for d in self.model.process(sm.InnetPacket.parse(frame.payload, K)))
+        if got != want:
+            raise Problem(f"outputs differ from innet.host.wire.dataplane_model for {frame.payload[:24].hex()}:\n"
+                          f"  switch {[(p, x.hex()) for p, x in got]}\n  model  {[(p, x.hex()) for p, x in want]}")
+
+
+def test_innet_owner_ops_bit_exact_with_dataplane_model() -> None:
+    """Members' CONTRIB, REDUCE and BCAST messages (values or header-only requests, some
+    with the wrong role, rank, chunk or epoch): every output equals the dataplane model's,
+    byte for byte."""
+    h = harness(INNET_P4)
+    switch = wire.Endpoint(gen.mac(SWITCH_MAC), gen.ip(SWITCH_IP))
+
+    def frame(msg: wire.Message) -> Packet:
+        w = msg.worker % 32
+        src = wire.Endpoint(gen.mac(worker_mac(w)), gen.ip(worker_ip(w)), worker_udp(w))
+        return worker_port(w), wire.frame(src, switch, wire.pack(msg, K))
+
+    @fuzz_settings(200)
+    @given(seeds)
+    def check(seed: int) -> None:
+        rng = random.Random(seed)
+        h.check([frame(gen.member_message(rng)) for _ in range(rng.randint(1, 40))], AgainstDataplaneModel())
+
+    check()

@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from innet.host import wire
 from innet.host.agent.agent import AgentConfig
+from innet.host.wire.owners import OwnerRange, owner_group, prefixes
 from innet.host.agent.aggregator import JobConfig, Timing
 from innet.host.wire.quantize import FixedPointFormat, OptimizerParams
 from innet.host.agent.transport import TunnelTransportConfig
@@ -99,18 +100,23 @@ class InnetTestSwitch:
     def add_job(self, job: int, num_workers: int, window: int = 16,
                 mode: wire.Mode = wire.Mode.SUM, ports: list[int] | None = None,
                 params: npt.ArrayLike | None = None, opt: OptimizerParams | None = None,
-                fixed: FixedPointFormat | None = None, timing: Timing | None = None
+                fixed: FixedPointFormat | None = None, timing: Timing | None = None,
+                owners: tuple[OwnerRange, ...] = (), owner_slots: int = 0
                 ) -> list[AgentConfig]:
-        """Install job ``job`` and return one frame-tunnel AgentConfig per worker rank."""
-        ports = list(range(1, num_workers + 1)) if ports is None else ports
-        assert len(ports) == num_workers
+        """Install job ``job`` and return one frame-tunnel AgentConfig per worker rank, then
+        one per owner (``owners``: ranks ``num_workers..``, in order, on the ports after the
+        workers'; their ``innet_owners`` entries, workers entries and groups as the
+        controller installs them)."""
+        members = num_workers + len(owners)
+        ports = list(range(1, members + 1)) if ports is None else ports
+        assert len(ports) == members and [o.rank for o in owners] == list(range(num_workers, members))
         opt = opt or OptimizerParams(0, 0)
         flat = np.zeros(0, np.int32) if params is None else np.asarray(params, np.int32).ravel()
         chunks = -(-flat.size // self.k)
         setup = JobSetup(job, num_workers, self._next_slot, window, self._next_param, chunks,
                          tuple(ports), tuple(wire.Endpoint(f"02:00:00:00:{job:02x}:{r + 1:02x}",
                                                            f"10.{job}.0.{r + 1}", 40000 + r)
-                                             for r in range(num_workers)))
+                                             for r in range(members)))
         if setup.slot_base + window > self.slots or setup.param_base + chunks > self.param_capacity:
             raise ValueError(f"job {job}: out of slots or parameter chunks")
         self._next_slot += window
@@ -122,7 +128,13 @@ class InnetTestSwitch:
                 slot_base=setup.slot_base, slot_count=window, param_base=setup.param_base,
                 param_chunks=chunks, lr=opt.lr, lr_shift=opt.lr_shift, beta=opt.beta,
                 beta_shift=opt.beta_shift, epoch=1))
-            p.mc_set_group(group, [(rank, port) for rank, port in enumerate(ports)])
+            p.mc_set_group(group, [(rank, port) for rank, port in enumerate(ports[:num_workers])])
+            for o in owners:
+                members_of = [(rank, port) for rank, port in enumerate(ports[:num_workers])]
+                p.mc_set_group(owner_group(job, o.rank), members_of + [(o.rank, ports[o.rank])])
+                for prefix, length in prefixes(o.first_chunk, o.chunks):
+                    p.table_insert("innet_owners", [KeySpec(job), KeySpec(prefix, prefix_len=length)], "set_owner",
+                                   dict(rank=o.rank, mcast_grp=owner_group(job, o.rank)))
             for rank, ep in enumerate(setup.endpoints):
                 p.table_insert("innet_workers", [KeySpec(job), KeySpec(rank)], "set_worker",
                                [_mac(ep.mac), _ip(ep.ip), ep.port])
@@ -135,7 +147,8 @@ class InnetTestSwitch:
                         p.register_write(f"innet_param_{i}", setup.param_base + c, int(cells[c, i]))
         self.jobs[job] = setup
         timing = timing or Timing(initial_rto=0.05, chunk_deadline=15.0)
-        return [AgentConfig(JobConfig(job, rank, num_workers, window, self.k, epoch=1),
+        return [AgentConfig(JobConfig(job, rank, num_workers, window, self.k, epoch=1, owners=owners,
+                                      owner_slots=owner_slots),
                             TunnelTransportConfig(self.tunnel(port), setup.endpoints[rank], SWITCH),
                             mode, fixed, timing=timing)
                 for rank, port in enumerate(ports)]

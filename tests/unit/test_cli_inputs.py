@@ -154,3 +154,13 @@ def test_every_named_benchmark_has_help(capsys: pytest.CaptureFixture[str]) -> N
             main(["bench", name, "--help"])
         assert exit_info.value.code == 0
         assert capsys.readouterr().out.startswith(f"usage: innet bench {name}")
+
+
+def test_job_create_refuses_a_malformed_owner(capsys: pytest.CaptureFixture[str]) -> None:
+    worker = ["--worker", "0,1,00:00:00:00:00:01,10.0.0.1,5000"]
+    assert run(capsys, "job", "create", *UNUSED, "--job", "1", *worker, "--owner", "1,2,00:00:00:00:00:02,10.0.0.2,5001") == (
+        1, "innet: error: owner '1,2,00:00:00:00:00:02,10.0.0.2,5001': expected "
+           "RANK,PORT,MAC,IP,UDP_PORT,FIRST_CHUNK,CHUNKS")
+    assert run(capsys, "job", "create", *UNUSED, "--job", "1", *worker,
+               "--owner", "1,2,00:00:00:00:00:02,10.0.0.2,5001,0,x") == (
+        1, "innet: error: owner '1,2,00:00:00:00:00:02,10.0.0.2,5001,0,x': FIRST_CHUNK and CHUNKS must be integers")

@@ -14,11 +14,12 @@ import pytest
 
 from innet.controller.controller import Controller
 from innet.controller.errors import JobError, SchemaError
-from innet.controller.jobs import Forwarding, InnetLayout, JobSpec, WorkerSpec
+from innet.controller.jobs import Forwarding, InnetLayout, JobSpec, OwnerInfo, OwnerSpec, WorkerSpec
 from innet.controller.pipeline import PipelineConfig
 from innet.controller.schema import P4Schema, to_signed
 from innet.host.wire.shard import ShardPlan
 from innet.controller.switch import SwitchEndpoint
+from innet.host.wire.owners import OwnerRange
 from innet.host.wire.quantize import optimizer_params
 from innet.switch.p4runtime.embedded_target import InnetTarget
 from innet.switch.server import SwitchOptions, SwitchServer
@@ -214,3 +215,69 @@ def test_failed_create_rolls_back_earlier_switches(ctl):
     with pytest.raises(JobError, match="job 5 exists already"):
         ctl.create_job(job(5, slot_base=8, param_chunks=4))
     assert ctl["a"].jobs() == []
+
+
+def owner(rank: int, first: int, chunks: int) -> OwnerSpec:
+    return OwnerSpec(WorkerSpec(rank, rank + 1, f"00:00:00:00:00:{rank + 1:02x}", f"10.0.0.{rank + 1}", 5000 + rank),
+                     first, chunks)
+
+
+def test_owners_install_prefixes_groups_and_workers_and_read_back(ctl):
+    """Rank 2 owns chunks 1..6 (prefixes 1/32, 2/31, 4/31, 6/32), rank 3 chunks 7..7."""
+    node = ctl["a"]
+    spec = job(6, mode="sum", param_chunks=0, owners=(owner(2, 1, 6), owner(3, 7, 1)))
+    assert spec.owner_ranges() == (OwnerRange(2, 1, 6), OwnerRange(3, 7, 1))
+    node.create_job(spec, param_chunks=0)
+    entries = sorted((e.match["hdr.innet.chunk"].value, e.match["hdr.innet.chunk"].prefix_len, e.params["rank"],
+                      e.params["mcast_grp"]) for e in node.switch.read_table("innet_owners"))
+    g2, g3 = 0x8000 | 6 << 5 | 2, 0x8000 | 6 << 5 | 3
+    assert entries == [(1, 32, 2, g2), (2, 31, 2, g2), (4, 31, 2, g2), (6, 32, 2, g2), (7, 32, 3, g3)]
+    groups = node.switch.read_multicast_groups()
+    assert {g: [(r.port, r.rid) for r in reps] for g, reps in groups.items()} == {
+        6: [(1, 0), (2, 1)], g2: [(1, 0), (2, 1), (3, 2)], g3: [(1, 0), (2, 1), (4, 3)]}
+    assert sorted(e.match["standard_metadata.egress_rid"] for e in node.switch.read_table("innet_workers")) == [0, 1, 2, 3]
+    assert node.owners(6) == [OwnerInfo(2, 1, 6, g2), OwnerInfo(3, 7, 1, g3)]
+    node.destroy_job(6)
+    assert node.switch.read_table("innet_owners") == [] and node.switch.read_multicast_groups() == {}
+    assert node.switch.read_table("innet_workers") == []
+
+
+def test_owners_over_the_controller_and_the_whole_chunk_space(ctl):
+    """Controller.create_job installs the owners on every switch of the plan; a range of all
+    2^32 chunks is one wildcard entry."""
+    spec = job(7, mode="sum", param_chunks=0, owners=(owner(2, 0, 1 << 32),))
+    ctl.create_job(spec)
+    for name in ("a", "b"):
+        (entry,) = ctl[name].switch.read_table("innet_owners")
+        assert "hdr.innet.chunk" not in entry.match and entry.params["rank"] == 2
+    assert ctl.owners(7) == [OwnerInfo(2, 0, 1 << 32, 0x8000 | 7 << 5 | 2)]
+    ctl.destroy_job(7)
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(owners=(owner(1, 0, 4),)), r"owner rank 1 is a worker rank \(0..1\)"),
+    (dict(owners=(owner(2, 0, 4), owner(3, 3, 2))), r"chunks of owners 2 \(0\+4\) and 3 \(3\+2\) overlap"),
+    (dict(owners=(owner(2, 0, 4), owner(2, 4, 4))), r"owner ranks \[2, 2\] repeat"),
+    (dict(owners=(owner(2, 0, 0),)), r"owner rank 2: chunks 0\+0 are empty"),
+    (dict(owners=(owner(32, 0, 1),)), r"owner rank 32 is outside 0..31"),
+    (dict(mode="sgd", param_chunks=6, owners=(owner(2, 0, 4),)), "owners \\(REDUCE/BCAST\\) need mode sum"),
+    (dict(owners=(OwnerSpec(WorkerSpec(2, 3, "zz", "10.0.0.3", 1), 0, 1),)), "owner 2 mac: cannot read 'zz'"),
+    (dict(mcast_grp=0x8000), r"multicast group 32768 is outside 1..32767"),
+])
+def test_invalid_owners_are_refused_before_any_write(ctl, change, message):
+    node = ctl["a"]
+    base = dict(mode="sum", param_chunks=0)
+    base.update(change)
+    with pytest.raises(JobError, match=message):
+        node.create_job(job(**base), param_chunks=base["param_chunks"])
+    assert node.jobs() == [] and node.switch.read_multicast_groups() == {}
+    assert node.switch.read_table("innet_owners") == []
+
+
+def test_owner_spec_parse():
+    spec = OwnerSpec.parse("3,4,00:00:00:00:00:04,10.0.0.4,5003,12,8")
+    assert (spec.rank, spec.member.port, spec.first_chunk, spec.chunks) == (3, 4, 12, 8)
+    with pytest.raises(JobError, match="expected RANK,PORT,MAC,IP,UDP_PORT,FIRST_CHUNK,CHUNKS"):
+        OwnerSpec.parse("3,4,00:00:00:00:00:04,10.0.0.4,5003")
+    with pytest.raises(JobError, match="FIRST_CHUNK and CHUNKS must be integers"):
+        OwnerSpec.parse("3,4,00:00:00:00:00:04,10.0.0.4,5003,a,8")

@@ -92,6 +92,11 @@ def test_p4info_has_protocol_names() -> None:
         ("mode", 8), ("num_workers", 8), ("mcast_grp", 16), ("slot_base", 32), ("slot_count", 32),
         ("param_base", 32), ("param_chunks", 32), ("lr", 32), ("lr_shift", 8), ("beta", 32),
         ("beta_shift", 8), ("epoch", 32)]
+    keys, acts = table("MyIngress.innet_owners")
+    assert keys == ["hdr.innet.job", "hdr.innet.chunk"]
+    assert [f.match_type for f in tables["MyIngress.innet_owners"].match_fields] == [
+        p4i.MatchField.EXACT, p4i.MatchField.LPM]
+    assert acts["MyIngress.set_owner"] == [("rank", 8), ("mcast_grp", 16)]
     keys, acts = table("MyEgress.innet_workers")
     assert keys == ["hdr.innet.job", "standard_metadata.egress_rid"]
     assert acts["MyEgress.set_worker"] == [("mac", 48), ("ip", 32), ("udp_port", 16)]

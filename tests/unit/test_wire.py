@@ -17,8 +17,9 @@ def test_constants_match_protocol_document() -> None:
     assert wire.UDP_PORT == 18766 == 0x494E
     assert wire.HEADER_LEN == 24
     assert sum(wire.HEADER_BITS) == 8 * wire.HEADER_LEN
-    assert (MsgType.CONTRIB, MsgType.RESULT, MsgType.STATUS, MsgType.STALE) == (1, 2, 3, 4)
-    assert (Flag.VER, Flag.RETRANS) == (1, 2)
+    assert (MsgType.CONTRIB, MsgType.RESULT, MsgType.STATUS, MsgType.STALE, MsgType.REDUCE,
+            MsgType.BCAST) == (1, 2, 3, 4, 5, 6)
+    assert (Flag.VER, Flag.RETRANS, Flag.HDRONLY) == (1, 2, 4)
     assert (wire.Mode.SUM, wire.Mode.SGD, wire.Mode.MOMENTUM) == (0, 1, 2)
 
 
@@ -47,6 +48,22 @@ def test_round_trip_every_type(msg_type: MsgType) -> None:
     assert back == msg
     assert back.count == 37 and back.values.dtype == np.int32
     assert data[24 + 37 * 4:] == bytes(4 * (64 - 37))
+
+
+@pytest.mark.parametrize("msg_type", [MsgType.REDUCE, MsgType.BCAST, MsgType.RESULT, MsgType.STATUS])
+def test_header_only_exact_bytes_and_round_trip(msg_type: MsgType) -> None:
+    """HDRONLY: the 24-byte header alone, ``count`` the chunk's valid values all the same."""
+    msg = Message(msg_type, job=1, worker=2, slot=3, chunk=4, flags=Flag.HDRONLY | Flag.RETRANS,
+                  epoch=7, chunk_count=5)
+    data = wire.pack(msg, k=8)
+    assert data == struct.pack("!BBHHHIHHII", msg_type, 6, 1, 2, 3, 4, 5, 0, 0, 7)
+    back = wire.unpack(data + bytes(18), k=8)  # Ethernet padding after it is ignored
+    assert back == msg and back.count == 5 and back.header_only and back.values.size == 0
+    with pytest.raises(wire.WireError, match="HDRONLY with 2 values"):
+        wire.pack(Message(msg_type, flags=Flag.HDRONLY, values=np.zeros(2, np.int32)), k=8)
+    with pytest.raises(wire.WireError, match="count 9 exceeds K=8"):
+        wire.pack(Message(msg_type, flags=Flag.HDRONLY, chunk_count=9), k=8)
+    assert wire.message_bytes(False, 8) == 24 and wire.message_bytes(True, 8) == 56
 
 
 def test_status_header_bytes() -> None:
@@ -126,6 +143,11 @@ def test_scapy_dissects_full_frame() -> None:
                            num_workers=4, bitmap=0xF, epoch=3))
     assert built == wire.pack(msg, k=8)[:24]
     assert [f.name for f in InnetAgg.fields_desc] == list(wire.HEADER_FIELDS)
+    ack = Ether(wire.frame(wire.Endpoint("02:00:00:00:00:fe", "10.0.0.254"),
+                           wire.Endpoint("02:00:00:00:00:02", "10.0.0.2", 40000),
+                           wire.pack(Message(MsgType.RESULT, flags=Flag.HDRONLY, chunk_count=3), k=8)))
+    assert ack[InnetAgg].flags.HDRONLY and ack[InnetAgg].count == 3
+    assert ack[InnetAgg].values().size == 0
 
 
 # -- constants against p4/innet.p4 ----------------------------------------------------------
@@ -143,7 +165,8 @@ def test_constants_match_p4_source() -> None:
     consts = _p4_consts()
     assert consts["INNET_UDP_PORT"] == wire.UDP_PORT
     assert {m.name: m.value for m in MsgType} == {
-        name: consts[f"INNET_{name}"] for name in ("CONTRIB", "RESULT", "STATUS", "STALE")}
+        name: consts[f"INNET_{name}"] for name in ("CONTRIB", "RESULT", "STATUS", "STALE", "REDUCE", "BCAST")}
+    assert consts["INNET_HDRONLY"] == Flag.HDRONLY
     assert {m.name: m.value for m in wire.Mode} == {
         name: consts[f"INNET_MODE_{name}"] for name in ("SUM", "SGD", "MOMENTUM")}
     config = (P4_DIR / "innet" / "config.p4").read_text()
@@ -168,8 +191,9 @@ def test_control_plane_names_match_p4info() -> None:
                                             "slot_count", "param_base", "param_chunks", "lr",
                                             "lr_shift", "beta", "beta_shift", "epoch"]
     assert actions["MyEgress.set_worker"] == ["mac", "ip", "udp_port"]
+    assert actions["MyIngress.set_owner"] == ["rank", "mcast_grp"]
     tables = {t.preamble.name for t in info.tables}
-    assert {"MyIngress.innet_jobs", "MyEgress.innet_workers"} <= tables
+    assert {"MyIngress.innet_jobs", "MyEgress.innet_workers", "MyIngress.innet_owners"} <= tables
     counters = {c.preamble.name for c in info.counters}
     assert {f"MyIngress.innet_{n}" for n in ("contributions", "completions", "duplicates",
                                                "drops", "stale")} <= counters
