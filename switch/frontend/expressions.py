@@ -8,6 +8,7 @@ generic type parameters.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
 from lark import Token, Tree
@@ -18,6 +19,8 @@ from .errors import P4Error, UnsupportedError
 from .parse import convert_annotation, parse_int, tree_loc, unescape_string
 from .preprocess import Preprocessed
 from .symbols import BlockDecl, ConstSym, ExternFnSym, Scope, did_you_mean
+
+_log = logging.getLogger("innet.switch.frontend")
 
 _BINOPS = {"lor": "||", "land": "&&", "bor": "|", "bxor": "^", "band": "&", "eq": "==",
            "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">=", "shl": "<<", "shr": ">>",
@@ -65,6 +68,11 @@ class ExprBuilder:
 
     def err(self, loc: ir.Loc, msg: str) -> P4Error:
         return P4Error(loc, msg, self.pp.source_line(loc))
+
+    def warn(self, loc: ir.Loc, msg: str) -> None:
+        """A diagnostic p4c gives as a warning: logged (``file:line:col: warning: ...``),
+        compilation goes on."""
+        _log.warning("%s:%d:%d: warning: %s", loc.file, loc.line, loc.col, msg)
 
     def unsupported(self, loc: ir.Loc, what: str) -> P4Error:
         return UnsupportedError(loc, f"unsupported: {what} is not supported by innet's "
@@ -185,7 +193,9 @@ class ExprBuilder:
         if isinstance(e, ir.Const) and isinstance(e.type, ir.IntT) and not isinstance(e.value, bool):
             if isinstance(t, ir.BitT):
                 if not ce.fits(int(e.value), t):
-                    raise self.err(e.loc, f"{what}: value {e.value} does not fit in {t}")
+                    # p4c: a warning (WARN_OVERFLOW), and the value wraps to the width
+                    self.warn(e.loc, f"{what}: value {e.value} does not fit in {t}; "
+                              f"it wraps to {ce.wrap(int(e.value), t)}")
                 return ir.Const(ce.wrap(int(e.value), t), t, e.loc)
             if isinstance(t, ir.IntT):
                 return e

@@ -108,6 +108,7 @@ class Unit:
         self.deparse_max = 0
         self.ret_slots: dict[int, int] = {}
         self.sm: dict[str, int] = {}
+        self.oob: dict[ir.Type, int] = {}
 
     # ------------------------------------------------------------------ layout
     def _setup(self) -> None:
@@ -165,6 +166,13 @@ class Unit:
         if uid not in self.layout.by_uid:
             self._check_type(t, loc, f"variable '{name}'")
         return self.layout.var(uid, t, name)
+
+    def oob_scratch(self, elem: ir.Type) -> int:
+        """Slot base of the scratch element out-of-bounds stack accesses use (controls)."""
+        base = self.oob.get(elem)
+        if base is None:
+            base = self.oob[elem] = self.layout.alloc(elem, "oob")
+        return base
 
     def field_list(self, slots: tuple[int, ...]) -> int:
         if slots in self.field_lists:
@@ -424,6 +432,19 @@ class Gen:
             return f"{{ perr_code = {STACK_OUT_OF_BOUNDS}; goto perr; }}"
         return f"{{ c->fault = 1; {self.ret} }}"
 
+    def oob_place(self, bad: str, pos: str, elem: ir.Type) -> Place:
+        """A stack element at a run-time index outside a parser, as the python executor's
+        ``oob_place``: out of bounds it is a scratch element reset to invalid."""
+        scratch = Place(self.u.oob_scratch(elem), elem)
+        t = self.tmp(pos)
+        self.emit(f"if ({bad}) {{")
+        self.ind += 1
+        self.emit(f"{t} = {scratch.base};")
+        self.reset(scratch)
+        self.ind -= 1
+        self.emit("}")
+        return Place(t, elem)
+
     # ------------------------------------------------------------------ places
     def place(self, e: ir.Expr) -> Place:
         memo = self.place_memo.get(id(e))
@@ -460,6 +481,8 @@ class Gen:
             w, s = _w(e.index.type, e)
             idx = self.tmp(self.expr(e.index))
             cond = f"SX({idx}, {w}) < 0 || SX({idx}, {w}) >= {st.size}" if s else f"{idx} >= {st.size}"
+            if not self.in_parser:
+                return self.oob_place(cond, f"{base.at(1)}+{idx}*{esz}", st.elem)
             self.emit(f"if ({cond}) {self.oob(e)}")
             return Place(f"({base.at(1)}+{idx}*{esz})", st.elem)
         if isinstance(e, ir.StackProp) and e.prop in ("next", "last"):
@@ -472,6 +495,8 @@ class Gen:
                 self.emit(f"if ({t} >= {st.size}) {self.oob(e)}")
             else:
                 t = self.tmp(f"S[{base.at()}] - 1")
+                if not self.in_parser:
+                    return self.oob_place(f"S[{base.at()}] == 0", f"{base.at(1)}+{t}*{esz}", st.elem)
                 self.emit(f"if (S[{base.at()}] == 0) {self.oob(e)}")
             return Place(f"({base.at(1)}+{t}*{esz})", st.elem)
         if isinstance(e, ir.MethodCall) and e.method == "lookahead" and not is_scalar(e.type):
@@ -906,11 +931,25 @@ class Gen:
             return
         self.emit(f"{lv} = {value};")
 
+    def store_slot(self, p: Place, t: ir.Type, value: str, node: Any) -> None:
+        """``value`` (a C expression of type ``t``) into the scalar slot(s) at ``p``."""
+        self.emit(f"S[{p.at()}] = {value};")
+
     def store(self, lhs: ir.Expr, value: str) -> None:
         self.store_to(self.lvalue(lhs), lhs, value)
 
     def assign_agg(self, dst: Place, rhs: ir.Expr) -> None:
         t = dst.type
+        if isinstance(rhs, ir.ListExpr) and isinstance(t, ir.TupleT):
+            off = 0
+            for et, x in zip(t.elems, rhs.elems):
+                fp = dst.sub(off, et)
+                if is_scalar(et):
+                    self.store_slot(fp, et, self.expr(x), x)
+                else:
+                    self.assign_agg(fp, x)
+                off += nslots(et)
+            return
         if isinstance(rhs, ir.StructInit) or (isinstance(rhs, ir.ListExpr) and not isinstance(t, ir.TupleT)):
             items = rhs.fields if isinstance(rhs, ir.StructInit) else None
             if isinstance(t, ir.HeaderT):

@@ -95,6 +95,7 @@ class ProgramCompiler:
         self.errors = {n: i for i, n in enumerate(CORE_ERRORS + tuple(user))}
         self._sm_fields: dict[str, int] = {}
         self._slot_now: int | None = None
+        self._oob: dict[ir.Type, int] = {}
 
     # ------------------------------------------------------------------ naming
     def ref(self, obj: Any, hint: str) -> str:
@@ -162,6 +163,14 @@ class ProgramCompiler:
         self.slot_payload = L.alloc_scalar("payload", b"")
         self.slot_entry = L.alloc_scalar("entry", None)
         self.slot_digests = L.alloc_scalar("digests", None)
+
+    def oob_scratch(self, elem: ir.Type) -> int:
+        """Slot base of the scratch stack element of type ``elem`` that out-of-bounds
+        accesses at a run-time index use outside parsers (see ``ExprGen.oob_place``)."""
+        base = self._oob.get(elem)
+        if base is None:
+            base = self._oob[elem] = self.layout.alloc(elem, "oob")
+        return base
 
     def now_slot(self) -> int:
         """The slot holding this pass's clock reading (None until the first hit of an

@@ -209,6 +209,16 @@ class StmtGen(ExternGen):
 
     def assign_agg(self, dst: Place, rhs: ir.Expr) -> None:
         t = dst.type
+        if isinstance(rhs, ir.ListExpr) and isinstance(t, ir.TupleT):
+            off = 0
+            for et, x in zip(t.elems, rhs.elems):
+                fp = dst.sub(off, et)
+                if is_scalar(et):
+                    self.emit(f"S[{fp.at()}] = {self.expr(x)}")
+                else:
+                    self.assign_agg(fp, x)
+                off += nslots(et)
+            return
         if isinstance(rhs, ir.StructInit) or (isinstance(rhs, ir.ListExpr) and not isinstance(t, ir.TupleT)):
             items = rhs.fields if isinstance(rhs, ir.StructInit) else None
             if isinstance(t, ir.HeaderT):
@@ -435,6 +445,7 @@ class StmtGen(ExternGen):
         if not self.in_parser:
             raise self.unsupported("a parser applied outside a parser", e)
         bindings: dict[int, int] = {}
+        copy_back: list[tuple[str, int]] = []
         for i, p in enumerate(decl.params):
             if isinstance(p.type, ir.ExternT):
                 continue
@@ -445,6 +456,13 @@ class StmtGen(ExternGen):
                 pp = self.prog.layout.var(p.uid, p.type, p.name)
                 self.emit(f"S[{pp}] = {self.expr(a)}")
                 continue
+            if isinstance(a, ir.VarRef) and a.decl.uid in self.locals:
+                # a parser local kept in a Python variable: copy in and out through the
+                # parameter's own slot (the sub-parser's function cannot see the local)
+                pp = self.prog.layout.var(p.uid, p.type, p.name)
+                self.emit(f"S[{pp}] = {self.locals[a.decl.uid] if p.direction == 'inout' else repr(default_values(p.type)[0])}")
+                copy_back.append((self.locals[a.decl.uid], pp))
+                continue
             place = self.place(a)
             if not isinstance(place.base, int):
                 raise self.unsupported(f"sub-parser argument {p.name} at a runtime stack index", e)
@@ -453,6 +471,8 @@ class StmtGen(ExternGen):
                 self.reset(place)
         fn = self.prog.parsers.subparser_fn(decl, bindings)
         self.emit(f"pos = {fn}(S, data, pos, L)")
+        for local, slot in copy_back:
+            self.emit(f"{local} = S[{slot}]")
 
     def table_apply(self, e: ir.TableApply) -> str:
         t = e.table
