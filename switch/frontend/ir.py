@@ -210,16 +210,40 @@ class _Aggregate(Type):
 
 @dataclass(frozen=True, slots=True)
 class HeaderT(_Aggregate):
-    """Header: fields are BitT, BoolT or serializable EnumT (after typedef resolution)."""
+    """Header: fields are BitT, BoolT or serializable EnumT (after typedef resolution).
+
+    A header declared with struct-typed fields (P4_16 1.2: a struct of such fields) is
+    flattened as p4c's ``FlattenHeaders`` does: ``fields`` are the leaves (``row.e`` of a
+    field ``row_t row`` is the field ``_row_e0``) and ``source_fields`` the declared
+    fields, so that ``h.row`` (a ``Member`` of struct type, see :meth:`group`) denotes
+    the run of leaves that holds it."""
 
     name: str
     fields: tuple[Field, ...]
     annotations: Annotations = field(default_factory=_ann, compare=False, hash=False)
+    source_fields: tuple[Field, ...] = field(default=(), compare=False, hash=False)
 
     @property
     def width(self) -> int:
         """Size in bits (sum of field widths)."""
         return sum(type_width(f.type) for f in self.fields)
+
+    def group(self, name: str) -> tuple[int, "StructT"] | None:
+        """(index of its first leaf in ``fields``, type) of a struct-typed declared field."""
+        i = 0
+        for f in self.source_fields:
+            n = leaf_count(f.type)
+            if f.name == name and isinstance(f.type, StructT):
+                return i, f.type
+            i += n
+        return None
+
+
+def leaf_count(t: Type) -> int:
+    """Scalar leaves of a (nested) struct; 1 for a scalar."""
+    if isinstance(t, StructT):
+        return sum(leaf_count(f.type) for f in t.fields)
+    return 1
 
 
 @dataclass(frozen=True, slots=True)
