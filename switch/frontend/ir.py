@@ -752,6 +752,45 @@ class EmptyStmt(Stmt):
     loc: Loc = NOLOC
 
 
+@dataclass(eq=False, slots=True)
+class For(Stmt):
+    """``for (init; cond; update) body`` (P4_16 1.2.5): ``init`` runs once, then
+    ``cond`` (None: true) before each iteration and ``update`` after each one, also
+    after a ``continue``.  A variable ``init`` declares is local to the loop."""
+
+    init: tuple[Stmt, ...]
+    cond: Expr | None
+    update: tuple[Stmt, ...]
+    body: Block
+    loc: Loc = NOLOC
+
+
+@dataclass(eq=False, slots=True)
+class ForIn(Stmt):
+    """``for (T v in lo .. hi) body``: ``v`` takes lo, lo+1, ..., hi in turn (no
+    iteration when lo > hi); the bounds are evaluated once, before the loop."""
+
+    var: VarDecl
+    lo: Expr
+    hi: Expr
+    body: Block
+    loc: Loc = NOLOC
+
+
+@dataclass(eq=False, slots=True)
+class Break(Stmt):
+    """``break``: leaves the innermost ``for`` loop."""
+
+    loc: Loc = NOLOC
+
+
+@dataclass(eq=False, slots=True)
+class Continue(Stmt):
+    """``continue``: the innermost ``for`` loop's next iteration (its update first)."""
+
+    loc: Loc = NOLOC
+
+
 # ----------------------------------------------------------------------------- declarations
 
 

@@ -406,6 +406,7 @@ class Gen:
         self.ret = "return;"
         self._pinned: dict[int, tuple[ir.Expr, str]] = {}
         self.place_memo: dict[int, tuple[ir.Expr, Place]] = {}  # l-values already evaluated
+        self.loops: list[int] = []  # label numbers of the enclosing for loops (innermost last)
 
     # ------------------------------------------------------------------ helpers
     def emit(self, line: str) -> None:
@@ -810,6 +811,63 @@ class Gen:
             self.block(s.else_)
             self.ind -= 1
         self.emit("}")
+
+    def s_For(self, s: ir.For) -> None:
+        """``for`` as a C loop with labels: ``continue`` jumps to the update, ``break``
+        past the loop (gotos: a C ``switch`` in between would capture a C break)."""
+        self.ntmp += 1
+        n = self.ntmp
+        self.emit("{")
+        self.ind += 1
+        for x in s.init:
+            self.stmt(x)
+        self.emit("for (;;) {")
+        self.ind += 1
+        if s.cond is not None:
+            self.emit(f"if (!({self.expr(s.cond)})) goto brk{n};")
+        self.loops.append(n)
+        try:
+            self.s_Block(s.body)
+        finally:
+            self.loops.pop()
+        self.emit(f"cont{n}: ;")
+        for x in s.update:
+            self.stmt(x)
+        self.ind -= 1
+        self.emit("}")
+        self.emit(f"brk{n}: ;")
+        self.ind -= 1
+        self.emit("}")
+
+    def s_ForIn(self, s: ir.ForIn) -> None:
+        d = s.var
+        self.ntmp += 1
+        n = self.ntmp
+        w, sg = _w(d.type, s)
+        v = f"S[{self.u.var(d.uid, d.type, d.name, d.loc)}]"
+        self.emit("{")
+        self.ind += 1
+        lo, hi = self.tmp(self.expr(s.lo)), self.tmp(self.expr(s.hi))
+        le = f"SX({lo}, {w}) <= SX({hi}, {w})" if sg else f"{lo} <= {hi}"
+        self.emit(f"if ({le}) for ({v} = {lo};; {v} = ({v} + 1) & {_m(w)}) {{")
+        self.ind += 1
+        self.loops.append(n)
+        try:
+            self.s_Block(s.body)
+        finally:
+            self.loops.pop()
+        self.emit(f"cont{n}: if ({v} == {hi}) break;")
+        self.ind -= 1
+        self.emit("}")
+        self.emit(f"brk{n}: ;")
+        self.ind -= 1
+        self.emit("}")
+
+    def s_Break(self, s: ir.Break) -> None:
+        self.emit(f"goto brk{self.loops[-1]};")
+
+    def s_Continue(self, s: ir.Continue) -> None:
+        self.emit(f"goto cont{self.loops[-1]};")
 
     def s_Switch(self, s: ir.Switch) -> None:
         e = s.expr

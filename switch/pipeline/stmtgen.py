@@ -76,6 +76,44 @@ class StmtGen(ExternGen):
             self.block(s.else_)
             self.ind -= 1
 
+    def s_For(self, s: ir.For) -> None:
+        """``while True`` with a first-iteration flag, so that ``continue`` (a Python
+        continue) still runs the update before the next condition test."""
+        for x in s.init:
+            self.stmt(x)
+        first = self.tmp()
+        self.emit(f"{first} = True")
+        self.emit("while True:")
+        self.ind += 1
+        if s.update:
+            self.emit(f"if not {first}:")
+            self.ind += 1
+            for x in s.update:
+                self.stmt(x)
+            self.ind -= 1
+        self.emit(f"{first} = False")
+        if s.cond is not None:
+            self.emit(f"if not {self.expr(s.cond)}: break")
+        self.block(s.body)
+        self.ind -= 1
+
+    def s_ForIn(self, s: ir.ForIn) -> None:
+        d = s.var
+        lo = self.simple(self.expr(s.lo))
+        hi = self.simple(self.expr(s.hi))
+        name = f"v{d.uid}"
+        self.locals[d.uid] = name
+        self.emit(f"for {name} in range({lo}, {hi} + 1):")
+        self.ind += 1
+        self.block(s.body)
+        self.ind -= 1
+
+    def s_Break(self, s: ir.Break) -> None:
+        self.emit("break")
+
+    def s_Continue(self, s: ir.Continue) -> None:
+        self.emit("continue")
+
     def s_Switch(self, s: ir.Switch) -> None:
         e = s.expr
         table: ir.Table | None = None
