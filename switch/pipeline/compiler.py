@@ -25,6 +25,7 @@ from typing import Any, Callable
 from ..frontend import ir
 from . import guards
 from .errors import UnsupportedError
+from .exprgen import wrap_expr
 from .externs import Counter, DigestMessage, Meter, Register
 from .layout import Layout, nslots
 from .objects import ProgramObjects
@@ -230,6 +231,10 @@ class ProgramCompiler:
         self._fns[id(a)] = name
         data = {p.uid: f"d{p.uid}" for p in a.params if p.direction is None}
         g = self.codegen("action", data)
+        for p in a.params:
+            if p.direction is None and isinstance(p.type, ir.BitT) and p.type.signed:
+                # the control plane gives a W-bit pattern; the value is its two's complement
+                g.emit(f"d{p.uid} = {wrap_expr(f'd{p.uid}', p.type.width, True)}")
         g.written = written_locals(a.body)
         g.block(a.body)
         self.define(f"def {name}(S{''.join(', ' + n for n in data.values())}):", g)
