@@ -1054,12 +1054,12 @@ class Gen(WideGen):
         t = dst.type
         if isinstance(rhs, ir.ListExpr) and isinstance(t, ir.TupleT):
             off = 0
-            for et, x in zip(t.elems, rhs.elems):
+            for et, item in zip(t.elems, rhs.elems):
                 fp = dst.sub(off, et)
                 if is_scalar(et):
-                    self.store_slot(fp, et, self.expr(x), x)
+                    self.store_slot(fp, et, self.expr(item), item)
                 else:
-                    self.assign_agg(fp, x)
+                    self.assign_agg(fp, item)
                 off += nslots(et)
             return
         if isinstance(rhs, ir.StructInit) or (isinstance(rhs, ir.ListExpr) and not isinstance(t, ir.TupleT)):
@@ -1630,7 +1630,8 @@ class Gen(WideGen):
         if kind == "register":
             size, width = self.u.meta.registers[idx][1], self.u.meta.registers[idx][2]
             if width > 64:
-                return self.w_register(idx, size, width, e)
+                self.w_register(idx, size, width, e)
+                return None
             if m == "read":
                 dst = _arg(e, "result", 0)
                 i = self.tmp(self.expr(_arg(e, "index", 1)))

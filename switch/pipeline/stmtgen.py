@@ -249,12 +249,12 @@ class StmtGen(ExternGen):
         t = dst.type
         if isinstance(rhs, ir.ListExpr) and isinstance(t, ir.TupleT):
             off = 0
-            for et, x in zip(t.elems, rhs.elems):
+            for et, item in zip(t.elems, rhs.elems):
                 fp = dst.sub(off, et)
                 if is_scalar(et):
-                    self.emit(f"S[{fp.at()}] = {self.expr(x)}")
+                    self.emit(f"S[{fp.at()}] = {self.expr(item)}")
                 else:
-                    self.assign_agg(fp, x)
+                    self.assign_agg(fp, item)
                 off += nslots(et)
             return
         if isinstance(rhs, ir.StructInit) or (isinstance(rhs, ir.ListExpr) and not isinstance(t, ir.TupleT)):
