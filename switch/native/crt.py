@@ -190,13 +190,12 @@ static u64 *tbl_find(tbl_t *t, const u64 *k) {
     for (u32 j = 0; j < t->n; j++) {
         u64 *e = t->ents + (size_t)j * st; int ok = 1;
         for (int q = 0; q < nk; q++) {
-            u64 v = e[ENT_HDR + 2 * q], m = e[ENT_HDR + 2 * q + 1];
-            if (t->kinds[q] >= 2) {  /* a wide range key: kinds - 1 columns, most significant first */
-                int n = t->kinds[q] - 1;
-                if (!range_cols(k + q, e + ENT_HDR + 2 * q, n)) { ok = 0; break; }
-                q += n - 1; continue;
-            }
-            if (t->kinds[q] == 1 ? (k[q] < v || k[q] > m) : ((k[q] & m) != v)) { ok = 0; break; }
+            u64 v = e[ENT_HDR + 2 * q], m = e[ENT_HDR + 2 * q + 1]; u8 kd = t->kinds[q];
+            if (!kd) { if ((k[q] & m) != v) { ok = 0; break; } continue; }
+            if (kd == 1) { if (k[q] < v || k[q] > m) { ok = 0; break; } continue; }
+            /* a wide range key: kd - 1 columns, most significant first */
+            if (!range_cols(k + q, e + ENT_HDR + 2 * q, kd - 1)) { ok = 0; break; }
+            q += kd - 2;
         }
         if (ok) return e;
     }
