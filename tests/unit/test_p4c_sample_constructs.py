@@ -173,3 +173,35 @@ control I(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
 """ + TAIL
     with pytest.raises(P4Error, match=r"loop\.p4:10:62: error: undefined name 'i'"):
         compile_source(src, "loop.p4")
+
+
+def test_digest_of_a_negative_int_member_encodes_its_twos_complement() -> None:
+    """Both executors give an int<W> digest field as its value; P4Runtime carries the
+    W-bit pattern (p4c/PI: a bitstring of the member's width)."""
+    from finsy.proto import p4r
+
+    from innet.switch.p4info import build_p4info
+    from innet.switch.p4runtime.externs import ExternState
+    from innet.switch.p4runtime.schema import Schema
+    from innet.switch.p4runtime.target_api import Digest
+
+    src = HEAD + """
+header h_t { bit<8> a; }
+struct headers_t { h_t h; }
+struct meta_t { }
+struct d_t { int<12> s; bit<8> u; }
+parser P(packet_in pkt, out headers_t h, inout meta_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(h.h); transition accept; } }
+control I(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
+    apply { digest<d_t>(1, { (int<12>)-3, h.h.a }); } }
+""" + TAIL
+    prog = compile_source(src, "dig.p4")
+    pl = Pipeline(prog)
+    pl.process(0, b"\x07")
+    assert [(d.name, d.fields) for d in pl.pop_digests()] == [("d_t", {"s": -3, "u": 7})]
+    schema = Schema.build(build_p4info(prog))
+    ext = ExternState(schema, None, None)  # type: ignore[arg-type]
+    did = next(iter(schema.digests))
+    ext.digest_configs[did] = p4r.DigestEntry.Config()
+    _, data = ext.digest_data(Digest("d_t", (-3, 7)))  # type: ignore[misc]
+    assert [m.bitstring for m in data.struct.members] == [b"\x0f\xfd", b"\x07"]
