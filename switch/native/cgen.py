@@ -23,7 +23,7 @@ from typing import Any
 
 from ..frontend import ir
 from ..pipeline.exprgen import Place, _has_call, bits, is_scalar
-from .wide import (WIDE_RUNTIME, Layout, default_values, field_offset, header_offsets, limbs, limbs_of, nslots,
+from .wide import (WIDE_RUNTIME, WideLayout, default_values, field_offset, header_offsets, limbs, limbs_of, nslots,
                    wide_width)
 from .widegen import WideGen
 from ..pipeline.objects import _action_refs
@@ -121,7 +121,7 @@ class Unit:
             raise NativeUnsupported("a program whose main package is not V1Switch",
                                     program.main.loc if program.main else None)
         self.program = program
-        self.layout = Layout()
+        self.layout = WideLayout()
         user = [e for e in program.errors if e not in CORE_ERRORS]
         self.errors = {n: i for i, n in enumerate(CORE_ERRORS + tuple(user))}
         self.fns: dict[int, str] = {}

@@ -110,7 +110,7 @@ def default_values(t: ir.Type) -> list[Any]:
     return pylayout.default_values(t)
 
 
-class Layout(pylayout.Layout):
+class WideLayout(pylayout.Layout):
     """The python ``Layout`` allocating native slot ranges (wide scalars: their limbs)."""
 
     def alloc(self, t: ir.Type, name: str = "") -> int:
