@@ -16,13 +16,15 @@ from lark import Token, Tree
 from . import ir
 from .expressions import children
 from .statements import StmtBuilder
-from .symbols import BlockDecl, ConstSym, did_you_mean
+from .symbols import BlockDecl, BlockTypeDecl, ConstSym, did_you_mean
 
 
 class BlockBuilder(StmtBuilder):
     path: str
     global_scope: Any
     actions_global: dict[str, ir.Action]
+    direct: list[ir.Instance] | None = None
+    """Instances the direct invocations (``T.apply()``) in the body being built create."""
 
     # ------------------------------------------------------------------ names
     def cp_name(self, local: str, annos: ir.Annotations) -> str:
@@ -72,7 +74,9 @@ class BlockBuilder(StmtBuilder):
             for p in params:
                 self.declare(p.name, p, p.loc)
             for p, a in zip(decl.ctor_params, ctor_args):
-                v = self.coerce(a, p.type, f"constructor argument '{p.name}' of {decl.name}")
+                what = f"constructor argument '{p.name}' of {decl.name}"
+                v = self.block_arg(a, p.type, what) if isinstance(p.type, (ir.ControlT, ir.ParserT)) \
+                    else self.coerce(a, p.type, what)
                 self.declare(p.name, ConstSym(p.name, v, p.loc), p.loc)
             body_items = [c for c in decl.tree.children if isinstance(c, Tree)]
             if decl.kind == "control":
@@ -80,6 +84,23 @@ class BlockBuilder(StmtBuilder):
             return self._parser(decl, params, body_items, path)
         finally:
             self.scope, self.path, self.block_kind, self.return_type = saved
+
+    def block_arg(self, a: ir.Expr, t: ir.ControlT | ir.ParserT, what: str) -> ir.Expr:
+        """A parser/control instance passed for a constructor parameter of parser/control
+        type: the same kind, and apply parameters of the same directions and types as
+        the parameter's type declares (p4c's type unification, without generics)."""
+        kind = "control" if isinstance(t, ir.ControlT) else "parser"
+        if not isinstance(a, ir.InstanceRef) or not isinstance(a.inst.decl, ir.Control if kind == "control"
+                                                                 else ir.Parser):
+            raise self.err(a.loc, f"{what}: expected a {kind} instance of type {t}, not {a.type}")
+        want = self.scope.lookup_type(t.name)
+        got = a.inst.decl.params
+        if isinstance(want, (BlockTypeDecl, BlockDecl)) and (
+                len(want.params) != len(got)
+                or any(w.direction != g.direction or w.type != g.type for w, g in zip(want.params, got))):
+            sig = ", ".join(f"{p.direction or ''} {p.type}".strip() for p in want.params)
+            raise self.err(a.loc, f"{what}: {a.inst.name} ({a.type}) does not match {t}({sig})")
+        return a
 
     def _locals(self, items: list[Tree]) -> list[Any]:
         out: list[Any] = []
@@ -106,7 +127,12 @@ class BlockBuilder(StmtBuilder):
         locs = self._locals(local_items)
         body_t = next(i for i in items if i.data == "block")
         self.block_kind = "control"
-        body = self.block(body_t)
+        saved, self.direct = self.direct, []
+        try:
+            body = self.block(body_t)
+            locs += self.direct
+        finally:
+            self.direct = saved
         return ir.Control(decl.name, params, decl.ctor_params, tuple(locs), body,
                           decl.annotations, decl.loc, path)
 
@@ -125,8 +151,13 @@ class BlockBuilder(StmtBuilder):
         if "start" not in names:
             raise self.err(decl.loc, f"parser {decl.name} has no 'start' state")
         states: dict[str, ir.ParserState] = {}
-        for st in state_ts:
-            states[self.name_of(st.children[1])] = self._state(st, names)
+        saved, self.direct = self.direct, []
+        try:
+            for st in state_ts:
+                states[self.name_of(st.children[1])] = self._state(st, names)
+            locs += self.direct
+        finally:
+            self.direct = saved
         return ir.Parser(decl.name, params, decl.ctor_params, tuple(locs), states,
                          decl.annotations, decl.loc, path)
 
@@ -201,6 +232,22 @@ class BlockBuilder(StmtBuilder):
         return self.coerce(self.expr(t), ty, what)
 
     # ------------------------------------------------------------------ instances
+    def direct_instance(self, decl: BlockDecl, loc: ir.Loc) -> ir.Instance:
+        """``T.apply(...)`` in a body: a fresh instance of ``T`` local to the enclosing
+        block, named as p4c's InstantiateDirectCalls names it (``@name("T")``: its
+        control-plane prefix is ``<block>.T``); every direct call is its own instance."""
+        if self.block_kind not in ("control", "parser") or self.direct is None:
+            raise self.err(loc, f"{decl.kind} {decl.name} can only be applied directly in a "
+                           "control's apply block or a parser state")
+        name = f"{decl.name}_inst"
+        n = sum(1 for i in self.direct if i.name.startswith(name))
+        cp = self.cp_name(decl.name, {})
+        blk = self.specialise(decl, (), cp, loc)
+        ty: ir.Type = ir.ParserT(decl.name) if decl.kind == "parser" else ir.ControlT(decl.name)
+        inst = ir.Instance(name if n == 0 else f"{name}_{n - 1}", cp, ty, blk, (), {}, loc)
+        self.direct.append(inst)
+        return inst
+
     def instantiation(self, t: Tree) -> ir.Instance:
         annos_t, type_t, args_t, name_t = t.children
         name = self.name_of(name_t)

@@ -8,6 +8,7 @@ generic type parameters.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
 from lark import Token, Tree
@@ -18,6 +19,8 @@ from .errors import P4Error, UnsupportedError
 from .parse import convert_annotation, parse_int, tree_loc, unescape_string
 from .preprocess import Preprocessed
 from .symbols import BlockDecl, ConstSym, ExternFnSym, Scope, did_you_mean
+
+_log = logging.getLogger("innet.switch.frontend")
 
 _BINOPS = {"lor": "||", "land": "&&", "bor": "|", "bxor": "^", "band": "&", "eq": "==",
            "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">=", "shl": "<<", "shr": ">>",
@@ -65,6 +68,11 @@ class ExprBuilder:
 
     def err(self, loc: ir.Loc, msg: str) -> P4Error:
         return P4Error(loc, msg, self.pp.source_line(loc))
+
+    def warn(self, loc: ir.Loc, msg: str) -> None:
+        """A diagnostic p4c gives as a warning: logged (``file:line:col: warning: ...``),
+        compilation goes on."""
+        _log.warning("%s:%d:%d: warning: %s", loc.file, loc.line, loc.col, msg)
 
     def unsupported(self, loc: ir.Loc, what: str) -> P4Error:
         return UnsupportedError(loc, f"unsupported: {what} is not supported by innet's "
@@ -185,10 +193,19 @@ class ExprBuilder:
         if isinstance(e, ir.Const) and isinstance(e.type, ir.IntT) and not isinstance(e.value, bool):
             if isinstance(t, ir.BitT):
                 if not ce.fits(int(e.value), t):
-                    raise self.err(e.loc, f"{what}: value {e.value} does not fit in {t}")
+                    # p4c: a warning (WARN_OVERFLOW), and the value wraps to the width
+                    self.warn(e.loc, f"{what}: value {e.value} does not fit in {t}; "
+                              f"it wraps to {ce.wrap(int(e.value), t)}")
                 return ir.Const(ce.wrap(int(e.value), t), t, e.loc)
             if isinstance(t, ir.IntT):
                 return e
+        if isinstance(t, ir.HeaderT) and t.source_fields and isinstance(e, (ir.ListExpr, ir.StructInit)) \
+                and not (isinstance(e, ir.StructInit) and e.type == t):
+            # a header with struct fields: initialise its declared fields, then flatten
+            view = self.coerce(e, ir.StructT(t.name, t.source_fields), what)
+            assert isinstance(view, ir.StructInit)
+            leaves = [x for _, x in _leaves(view)]
+            return ir.StructInit(t, tuple((f.name, x) for f, x in zip(t.fields, leaves)), e.loc)
         if isinstance(e, ir.ListExpr):
             if isinstance(t, (ir.StructT, ir.HeaderT)):
                 if len(e.elems) != len(t.fields):
@@ -297,16 +314,27 @@ class ExprBuilder:
             raise self.err(loc, f"error.{name} is not declared." + did_you_mean(name, self.errors))
         return ir.ErrorMember(name, ir.ErrorT(), loc)
 
-    def _e_type_member(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+    def _e_type_member(self, t: Tree, loc: ir.Loc) -> ir.Expr | _Callable:
         tname = str(t.children[0])
         member = self.name_of(t.children[1])
         ty = self.named_type(t.children[0])
+        decl = self.scope.lookup_type(tname)
+        if isinstance(ty, (ir.ControlT, ir.ParserT)) and isinstance(decl, BlockDecl):
+            if member != "apply":
+                raise self.err(loc, f"'{tname}.{member}': a {decl.kind} type can only be applied "
+                               f"directly ({tname}.apply(...))")
+            inst = self.direct_instance(decl, loc)
+            return _Callable((ir.InstanceRef(inst, inst.type, loc), member), loc, f"{tname}.{member}")
         if isinstance(ty, ir.EnumT):
             if member not in ty.members:
                 raise self.err(loc, f"enum {tname} has no member '{member}'."
                                + did_you_mean(member, ty.members))
             return ir.EnumMember(ty, member, loc=loc)
         raise self.err(loc, f"'{tname}.{member}': {tname} is not an enum")
+
+    def direct_instance(self, decl: BlockDecl, loc: ir.Loc) -> ir.Instance:
+        """The fresh instance a direct invocation ``T.apply(...)`` applies (blocks.py)."""
+        raise self.err(loc, f"{decl.kind} {decl.name} cannot be applied here")
 
     def _e_list_expr(self, t: Tree, loc: ir.Loc) -> ir.Expr:
         ch = children(t)
@@ -465,10 +493,14 @@ class ExprBuilder:
             f = bt.field(name)
             if f is not None:
                 return ir.Member(base, name, f.type, loc)
+            g = bt.group(name) if isinstance(bt, ir.HeaderT) else None
+            if g is not None:
+                return ir.Member(base, name, g[1], loc)
             if name in ("isValid", "setValid", "setInvalid") or name in _SIZE_METHODS:
                 return _Callable((base, name), loc, name)
+            declared = bt.source_fields if isinstance(bt, ir.HeaderT) and bt.source_fields else bt.fields
             raise self.err(loc, f"{bt} has no field '{name}'."
-                           + did_you_mean(name, [f.name for f in bt.fields]))
+                           + did_you_mean(name, [f.name for f in declared]))
         if isinstance(bt, ir.StackT):
             if name in ("next", "last"):
                 return ir.StackProp(base, name, bt.elem, loc)
@@ -558,3 +590,18 @@ class ExprBuilder:
         if isinstance(e, (ir.Const, ir.StringLit)):
             raise self.err(e.loc, f"cannot {what} a literal or constant value")
         raise self.err(e.loc, f"cannot {what} this expression: it is not an l-value")
+
+
+def _leaves(e: ir.StructInit) -> list[tuple[str, ir.Expr]]:
+    """Scalar leaves of a struct initializer whose nested struct fields are initializers
+    too or struct-typed expressions (read field by field)."""
+    out: list[tuple[str, ir.Expr]] = []
+    for n, x in e.fields:
+        if isinstance(x, ir.StructInit) and isinstance(x.type, ir.StructT):
+            out += _leaves(x)
+        elif isinstance(x.type, ir.StructT):
+            out += _leaves(ir.StructInit(x.type, tuple(
+                (f.name, ir.Member(x, f.name, f.type, x.loc)) for f in x.type.fields), x.loc))
+        else:
+            out.append((n, x))
+    return out

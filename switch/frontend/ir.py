@@ -210,16 +210,40 @@ class _Aggregate(Type):
 
 @dataclass(frozen=True, slots=True)
 class HeaderT(_Aggregate):
-    """Header: fields are BitT, BoolT or serializable EnumT (after typedef resolution)."""
+    """Header: fields are BitT, BoolT or serializable EnumT (after typedef resolution).
+
+    A header declared with struct-typed fields (P4_16 1.2: a struct of such fields) is
+    flattened as p4c's ``FlattenHeaders`` does: ``fields`` are the leaves (``row.e`` of a
+    field ``row_t row`` is the field ``_row_e0``) and ``source_fields`` the declared
+    fields, so that ``h.row`` (a ``Member`` of struct type, see :meth:`group`) denotes
+    the run of leaves that holds it."""
 
     name: str
     fields: tuple[Field, ...]
     annotations: Annotations = field(default_factory=_ann, compare=False, hash=False)
+    source_fields: tuple[Field, ...] = field(default=(), compare=False, hash=False)
 
     @property
     def width(self) -> int:
         """Size in bits (sum of field widths)."""
         return sum(type_width(f.type) for f in self.fields)
+
+    def group(self, name: str) -> tuple[int, "StructT"] | None:
+        """(index of its first leaf in ``fields``, type) of a struct-typed declared field."""
+        i = 0
+        for f in self.source_fields:
+            n = leaf_count(f.type)
+            if f.name == name and isinstance(f.type, StructT):
+                return i, f.type
+            i += n
+        return None
+
+
+def leaf_count(t: Type) -> int:
+    """Scalar leaves of a (nested) struct; 1 for a scalar."""
+    if isinstance(t, StructT):
+        return sum(leaf_count(f.type) for f in t.fields)
+    return 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -725,6 +749,45 @@ class VarDeclStmt(Stmt):
 
 @dataclass(eq=False, slots=True)
 class EmptyStmt(Stmt):
+    loc: Loc = NOLOC
+
+
+@dataclass(eq=False, slots=True)
+class For(Stmt):
+    """``for (init; cond; update) body`` (P4_16 1.2.5): ``init`` runs once, then
+    ``cond`` (None: true) before each iteration and ``update`` after each one, also
+    after a ``continue``.  A variable ``init`` declares is local to the loop."""
+
+    init: tuple[Stmt, ...]
+    cond: Expr | None
+    update: tuple[Stmt, ...]
+    body: Block
+    loc: Loc = NOLOC
+
+
+@dataclass(eq=False, slots=True)
+class ForIn(Stmt):
+    """``for (T v in lo .. hi) body``: ``v`` takes lo, lo+1, ..., hi in turn (no
+    iteration when lo > hi); the bounds are evaluated once, before the loop."""
+
+    var: VarDecl
+    lo: Expr
+    hi: Expr
+    body: Block
+    loc: Loc = NOLOC
+
+
+@dataclass(eq=False, slots=True)
+class Break(Stmt):
+    """``break``: leaves the innermost ``for`` loop."""
+
+    loc: Loc = NOLOC
+
+
+@dataclass(eq=False, slots=True)
+class Continue(Stmt):
+    """``continue``: the innermost ``for`` loop's next iteration (its update first)."""
+
     loc: Loc = NOLOC
 
 

@@ -21,6 +21,34 @@ from .symbols import (BlockDecl, BlockTypeDecl, ConstSym, DuplicateError, Extern
 _HEADER_FIELD_TYPES = (ir.BitT, ir.BoolT, ir.VarBitT)
 
 
+def _header_field_type(t: ir.Type) -> bool:
+    return isinstance(t, _HEADER_FIELD_TYPES) or (isinstance(t, ir.EnumT) and t.underlying is not None)
+
+
+def _flat_struct(t: ir.StructT) -> bool:
+    """A struct that may be a header field: its leaves are fixed-width header field types."""
+    return all((_header_field_type(f.type) and not isinstance(f.type, ir.VarBitT))
+               or (isinstance(f.type, ir.StructT) and _flat_struct(f.type)) for f in t.fields)
+
+
+def _flatten_fields(fs: tuple[ir.Field, ...]) -> tuple[ir.Field, ...]:
+    """A header's declared fields with struct-typed ones replaced by their leaves, named
+    as p4c's FlattenHeaders names them (``row.e`` -> ``_row_e0``, numbered by leaf)."""
+    out: list[ir.Field] = []
+
+    def walk(f: ir.Field, path: list[str]) -> None:
+        if isinstance(f.type, ir.StructT):
+            for g in f.type.fields:
+                walk(g, path + [g.name])
+            return
+        name = f.name if len(path) == 1 else "_" + "_".join(path) + str(len(out))
+        out.append(ir.Field(name, f.type, f.annotations))
+
+    for f in fs:
+        walk(f, [f.name])
+    return tuple(out)
+
+
 class ProgramBuilder(BlockBuilder):
     def __init__(self, pr: ParseResult) -> None:
         self.pp = pr.pp
@@ -106,11 +134,11 @@ class ProgramBuilder(BlockBuilder):
             if any(x.name == fname for x in out):
                 raise self.err(self.loc(name_t), f"duplicate field '{fname}' in {kind} {tname}")
             ft = self.resolve_type(type_t)
-            if kind == "header" and not (isinstance(ft, _HEADER_FIELD_TYPES) or (
-                    isinstance(ft, ir.EnumT) and ft.underlying is not None)):
+            if kind == "header" and not (_header_field_type(ft) or (
+                    isinstance(ft, ir.StructT) and _flat_struct(ft))):
                 raise self.err(self.loc(type_t), f"field '{fname}' of header {tname} has type "
-                               f"{ft}; header fields must be bit<W>, int<W>, varbit<W>, bool "
-                               "or a serializable enum")
+                               f"{ft}; header fields must be bit<W>, int<W>, varbit<W>, bool, "
+                               "a serializable enum or a struct of such fields")
             if kind == "header_union" and not isinstance(ft, ir.HeaderT):
                 raise self.err(self.loc(type_t), f"field '{fname}' of header_union {tname} "
                                f"must be a header, not {ft}")
@@ -123,6 +151,10 @@ class ProgramBuilder(BlockBuilder):
         annos = self.annotations(annos_t)
         fs = self._fields([f for f in fields if f is not None], kind, name)
         cls = {"header": ir.HeaderT, "struct": ir.StructT, "header_union": ir.HeaderUnionT}[kind]
+        if kind == "header" and any(isinstance(f.type, ir.StructT) for f in fs):
+            leaves = _flatten_fields(fs)
+            self.declare_type(name, ir.HeaderT(name, leaves, annos, fs), self.loc(name_t))
+            return
         self.declare_type(name, cls(name, fs, annos), self.loc(name_t))
 
     def _d_header_decl(self, t: Tree) -> None:

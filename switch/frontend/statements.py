@@ -17,6 +17,8 @@ from .symbols import ConstSym, DuplicateError, decl_loc
 
 class StmtBuilder(CallBuilder):
     return_type: ir.Type | None
+    loop_depth: int = 0
+    """How many for loops enclose the statement being built (break/continue need one)."""
 
     def declare(self, name: str, sym: object, loc: ir.Loc) -> None:
         """Add a value name to the current scope, rejecting duplicates."""
@@ -79,6 +81,12 @@ class StmtBuilder(CallBuilder):
         if d == "const_decl":
             self.const_decl(t)
             return ir.EmptyStmt(loc)
+        if d in ("for_stmt", "for_in_stmt"):
+            return self.for_stmt(t, loc)
+        if d in ("break_stmt", "continue_stmt"):
+            if not self.loop_depth:
+                raise self.err(loc, f"'{d[:-5]}' outside a for loop")
+            return ir.Break(loc) if d == "break_stmt" else ir.Continue(loc)
         if d == "exit_stmt":
             return ir.Exit(loc)
         if d == "return_stmt":
@@ -86,6 +94,52 @@ class StmtBuilder(CallBuilder):
         if d == "empty_stmt":
             return ir.EmptyStmt(loc)
         raise self.err(loc, f"unsupported statement '{d}'")
+
+    def for_stmt(self, t: Tree, loc: ir.Loc) -> ir.Stmt:
+        """``for`` loops (P4_16 1.2.5); the loop's own scope holds its init variables."""
+        outer = self.scope
+        self.scope = outer.child()
+        try:
+            if t.data == "for_in_stmt":
+                type_t, name_t, lo_t, hi_t, body_t = t.children
+                ty = self.resolve_type(type_t)
+                if not isinstance(ty, ir.BitT):
+                    raise self.err(self.loc(type_t), f"the variable of a range loop must be bit<W> or int<W>, "
+                                   f"not {ty}")
+                name = self.name_of(name_t)
+                lo = self.coerce(self.expr(lo_t), ty, "range start")
+                hi = self.coerce(self.expr(hi_t), ty, "range end")
+                decl = ir.VarDecl(name, ty, self.new_uid(), self.loc(name_t))
+                self.declare(name, decl, decl.loc)
+                return ir.ForIn(decl, lo, hi, self._loop_body(body_t), loc)
+            init_t, cond_t, upd_t, body_t = t.children
+            init = tuple(self._for_item(i, True) for i in (children(init_t) if init_t is not None else ()))
+            cond = None
+            if cond_t is not None:
+                cond = self.expr(cond_t)
+                if not isinstance(cond.type, ir.BoolT):
+                    raise self.err(cond.loc, f"for loop condition must be bool, not {cond.type}")
+            upd = tuple(self._for_item(i, False) for i in (children(upd_t) if upd_t is not None else ()))
+            return ir.For(init, cond, upd, self._loop_body(body_t), loc)
+        finally:
+            self.scope = outer
+
+    def _loop_body(self, t: Tree) -> ir.Block:
+        self.loop_depth += 1
+        try:
+            return self.as_block(t)
+        finally:
+            self.loop_depth -= 1
+
+    def _for_item(self, t: Tree, init: bool) -> ir.Stmt:
+        """An item of a for loop's init or update list, as the statement it stands for."""
+        ch = t.children
+        if t.data == "for_var":
+            if not init:
+                raise self.err(self.loc(t), "a variable declaration is only allowed in a for loop's initializer")
+            return self.stmt(Tree("var_decl", [None, *ch], t.meta))
+        kind = {"for_assign": "assign", "for_op_assign": "op_assign", "for_call": "call_stmt"}[t.data]
+        return self.stmt(Tree(kind, list(ch), t.meta))
 
     def return_stmt(self, t: Tree, loc: ir.Loc) -> ir.Stmt:
         if self.block_kind == "parser":

@@ -19,9 +19,11 @@ python ``MeterCell``'s arithmetic), digests, idle-timeout stamps (pulled into
 extracted bits, up to varbit<8191>) and sub-parsers (inlined per call site). Clocks: C
 reads CLOCK_MONOTONIC as the python defaults do (``time.monotonic_ns`` for hit stamps,
 ``time.monotonic() * 1e6`` for meters); an injected pipeline or meter clock is read once
-per call into C. Still refused at load time with file:line:col and the construct
-(``auto`` then falls back to python with one stderr line): values wider than 64 bits,
-signed division, parser value sets and extern objects other than v1model's. ``random``
+per call into C. Values wider than 64 bits take one slot per 64-bit limb and are computed
+exactly by the ``w_*`` helpers (``wide``, ``widegen``); 64-bit values keep their code.
+Still refused at load time with file:line:col and the construct (``auto`` then falls back
+to python with one stderr line): varbits wider than varbit<8191>, signed division, parser
+value sets and extern objects other than v1model's. ``random``
 draws from a C xorshift generator (not the python executor's ``random.Random`` stream),
 so programs using it are not bit-identical across executors.
 

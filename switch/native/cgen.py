@@ -23,7 +23,9 @@ from typing import Any
 
 from ..frontend import ir
 from ..pipeline.exprgen import Place, _has_call, bits, is_scalar
-from ..pipeline.layout import Layout, default_values, field_offset, nslots
+from .wide import (WIDE_RUNTIME, WideLayout, default_values, field_offset, header_offsets, limbs, limbs_of, nslots,
+                   wide_width)
+from .widegen import WideGen
 from ..pipeline.objects import _action_refs
 from ..pipeline.tables import KeyDef
 from .crt import ARCH, RUNTIME
@@ -43,14 +45,20 @@ HASHES = {"crc16": "h_crc16", "crc16_custom": "h_crc16", "crc32": "h_crc32", "cr
 
 
 def _w(t: ir.Type, node: Any = None) -> tuple[int, bool]:
+    """(W, signed) of a 64-bit path's value; a wide one must have taken its wide path."""
     try:
         w, s = bits(t)
     except TypeError:
         raise NativeUnsupported(f"value of type {t}", getattr(node, "loc", None)) from None
     if w > 64:
-        raise NativeUnsupported(f"{t} value wider than 64 bits (multi-word values are not implemented natively)",
+        raise NativeUnsupported(f"{t} value in a 64-bit code path (a wide case the generator misses)",
                                 getattr(node, "loc", None))
     return w, s
+
+
+def _fw(t: ir.Type, node: Any = None) -> int:
+    """The width of a scalar field, wide or not (for packing and hashing)."""
+    return wide_width(t) or _w(t, node)[0]
 
 
 def _m(w: int) -> str:
@@ -75,6 +83,23 @@ class TableMeta:
     direct_meter: bool = False
     timeout: bool = False
 
+    @property
+    def ncols(self) -> int:
+        """Key columns of a C entry: a wide key takes one per limb (most significant first)."""
+        return sum(limbs_of(k.width) for k in self.keys)
+
+    def kinds(self) -> list[int]:
+        """The C kind of each column: 0 exact/masked, 1 range, for a wide range key
+        1 + its limbs on its first column and 0 on the others (a lexicographic range)."""
+        out: list[int] = []
+        for k in self.keys:
+            n = limbs_of(k.width)
+            if k.kind == "range":
+                out += [1] if n == 1 else [1 + n] + [0] * (n - 1)
+            else:
+                out += [0] * n
+        return out
+
 
 @dataclass
 class UnitMeta:
@@ -96,7 +121,7 @@ class Unit:
             raise NativeUnsupported("a program whose main package is not V1Switch",
                                     program.main.loc if program.main else None)
         self.program = program
-        self.layout = Layout()
+        self.layout = WideLayout()
         user = [e for e in program.errors if e not in CORE_ERRORS]
         self.errors = {n: i for i, n in enumerate(CORE_ERRORS + tuple(user))}
         self.fns: dict[int, str] = {}
@@ -108,6 +133,9 @@ class Unit:
         self.deparse_max = 0
         self.ret_slots: dict[int, int] = {}
         self.sm: dict[str, int] = {}
+        self.oob: dict[ir.Type, int] = {}
+        self.wk = 0
+        """Limbs of the C ``wv`` type: the most any wide value of the program needs (0: none)."""
 
     # ------------------------------------------------------------------ layout
     def _setup(self) -> None:
@@ -146,17 +174,13 @@ class Unit:
                 raise NativeUnsupported(f"{t} in the {what}: wider than varbit<{VB_MAXW}> (not implemented natively)",
                                         loc)
             return
-        if isinstance(t, ir.BitT) and t.width > 64:
-            raise NativeUnsupported(f"{t} field in the {what}: wider than 64 bits "
-                                    "(multi-word values are not implemented natively)", loc)
+        if wide_width(t):
+            self.wk = max(self.wk, limbs(t))
         if isinstance(t, (ir.HeaderT, ir.StructT, ir.HeaderUnionT)):
             for f in t.fields:
                 if isinstance(f.type, ir.VarBitT) and f.type.max_width > VB_MAXW:
                     raise NativeUnsupported(f"field {t.name}.{f.name} of type {f.type}: wider than "
                                             f"varbit<{VB_MAXW}> (not implemented natively)", loc)
-                if isinstance(f.type, ir.BitT) and f.type.width > 64:
-                    raise NativeUnsupported(f"field {t.name}.{f.name} of type {f.type}: wider than 64 bits "
-                                            "(not implemented natively)", loc)
                 self._check_type(f.type, loc, what)
         if isinstance(t, ir.StackT):
             self._check_type(t.elem, loc, what)
@@ -165,6 +189,13 @@ class Unit:
         if uid not in self.layout.by_uid:
             self._check_type(t, loc, f"variable '{name}'")
         return self.layout.var(uid, t, name)
+
+    def oob_scratch(self, elem: ir.Type) -> int:
+        """Slot base of the scratch element out-of-bounds stack accesses use (controls)."""
+        base = self.oob.get(elem)
+        if base is None:
+            base = self.oob[elem] = self.layout.alloc(elem, "oob")
+        return base
 
     def field_list(self, slots: tuple[int, ...]) -> int:
         if slots in self.field_lists:
@@ -218,8 +249,10 @@ class Unit:
             vt = t.type_args[0] if t.type_args else ir.BitT(32)
             if isinstance(vt, ir.BoolT):
                 vt = ir.BitT(1)
-            if not isinstance(vt, ir.BitT) or vt.width > 64:
-                raise NativeUnsupported(f"register {inst.cp_name} of {vt} (native: bit<W>/int<W>, W <= 64)", inst.loc)
+            if not isinstance(vt, ir.BitT):
+                raise NativeUnsupported(f"register {inst.cp_name} of {vt} (native: bit<W>/int<W>)", inst.loc)
+            if vt.width > 64:
+                self.wk = max(self.wk, limbs(vt))
             self.meta.registers.append((inst.cp_name, const(0), vt.width, vt.signed))
             st = ("register", len(self.meta.registers) - 1)
         elif kind == "counter":
@@ -255,13 +288,16 @@ class Unit:
         if name is None:
             name = self.fns[id(a)] = f"A{len(self.fns)}"
             g = Gen(self, "action")
-            g.data = {p.uid: f"d[{i}]" for i, p in enumerate(a.data_params)}
+            j = 0
+            for p in a.data_params:  # a wide parameter takes its limbs' words, low limb first
+                k = limbs(p.type)
+                g.data[p.uid] = f"w_ld(&d[{j}], {k})" if wide_width(p.type) else f"d[{j}]"
+                if k > 1:
+                    self.wk = max(self.wk, k)
+                j += k
             for p in a.params:
                 if p.direction is not None:
                     self.var(p.uid, p.type, p.name, p.loc)
-                elif isinstance(p.type, ir.BitT) and p.type.width > 64:
-                    raise NativeUnsupported(f"action {a.name}: parameter {p.name} of type {p.type} wider than 64 bits",
-                                            p.loc)
             g.block(a.body)
             self.define(f"static void {name}(ctx_t *c, u64 *S, const u64 *d)", g)
         return name
@@ -339,7 +375,7 @@ class Unit:
             f"#define NMTR {len(self.meta.meters)}",
             f"#define NTBL {len(tm)}",
         ]
-        head = RUNTIME
+        head = RUNTIME + (f"#define WK {self.wk}\n" + WIDE_RUNTIME if self.wk else "")
         lo_m, hi_m = self.m_base, self.m_base + nslots(self.M)
         sm_lo, sm_hi = min(sm.values()), max(sm.values()) + 1
         defs = [
@@ -349,16 +385,16 @@ class Unit:
             *(f"#define SM_{k.upper()} {sm[k]}" for k in ("ingress_port", "instance_type", "packet_length",
                                                           "egress_spec", "egress_port", "mcast_grp", "egress_rid")),
             f"#define DEPARSE_MAX {self.deparse_max}",
-            f"static const u32 REG_SIZES[NREG + 1] = {{{''.join(f'{r[1]}, ' for r in self.meta.registers)}0}};",
+            f"static const u32 REG_SIZES[NREG + 1] = {{{''.join(f'{r[1] * limbs(ir.BitT(r[2]))}, ' for r in self.meta.registers)}0}};",
             f"static const u32 CNT_SIZES[NCNT + 1] = {{{''.join(f'{r[1]}, ' for r in self.meta.counters)}0}};",
             f"static const u32 MTR_SIZES[NMTR + 1] = {{{''.join(f'{r[1]}, ' for r in self.meta.meters)}0}};",
-            f"static const int TBL_NKEYS[NTBL + 1] = {{{''.join(f'{len(t.keys)}, ' for t in tm)}0}};",
+            f"static const int TBL_NKEYS[NTBL + 1] = {{{''.join(f'{t.ncols}, ' for t in tm)}0}};",
             f"static const int TBL_NPARAMS[NTBL + 1] = {{{''.join(f'{t.nparams}, ' for t in tm)}0}};",
             f"static const int TBL_EXACT[NTBL + 1] = {{{''.join(f'{int(t.exact)}, ' for t in tm)}0}};",
             f"static const int TBL_DMETER[NTBL + 1] = {{{''.join(f'{int(t.direct_meter)}, ' for t in tm)}0}};",
         ]
         for t in tm:
-            kinds = ", ".join("1" if k.kind == "range" else "0" for k in t.keys) or "0"
+            kinds = ", ".join(str(k) for k in t.kinds()) or "0"
             defs.append(f"static const u8 TBLK{t.index}[] = {{{kinds}}};")
         defs.append(f"static const u8 *TBL_KINDS[NTBL + 1] = {{{''.join(f'TBLK{t.index}, ' for t in tm)}0}};")
         for i, fl in enumerate(self.field_lists):
@@ -383,8 +419,9 @@ class Unit:
                          "static u64 rnd_(ctx_t *c, u64 lo, u64 hi) { return rnd_range(c->sw, lo, hi); }"])
 
 
-class Gen:
-    """Generates the body of one C function from IR statements and expressions."""
+class Gen(WideGen):
+    """Generates the body of one C function from IR statements and expressions (values
+    wider than 64 bits: :class:`.widegen.WideGen`)."""
 
     def __init__(self, unit: Unit, kind: str) -> None:
         self.u = unit
@@ -398,6 +435,7 @@ class Gen:
         self.ret = "return;"
         self._pinned: dict[int, tuple[ir.Expr, str]] = {}
         self.place_memo: dict[int, tuple[ir.Expr, Place]] = {}  # l-values already evaluated
+        self.loops: list[int] = []  # label numbers of the enclosing for loops (innermost last)
 
     # ------------------------------------------------------------------ helpers
     def emit(self, line: str) -> None:
@@ -423,6 +461,19 @@ class Gen:
         if self.in_parser:
             return f"{{ perr_code = {STACK_OUT_OF_BOUNDS}; goto perr; }}"
         return f"{{ c->fault = 1; {self.ret} }}"
+
+    def oob_place(self, bad: str, pos: str, elem: ir.Type) -> Place:
+        """A stack element at a run-time index outside a parser, as the python executor's
+        ``oob_place``: out of bounds it is a scratch element reset to invalid."""
+        scratch = Place(self.u.oob_scratch(elem), elem)
+        t = self.tmp(pos)
+        self.emit(f"if ({bad}) {{")
+        self.ind += 1
+        self.emit(f"{t} = {scratch.base};")
+        self.reset(scratch)
+        self.ind -= 1
+        self.emit("}")
+        return Place(t, elem)
 
     # ------------------------------------------------------------------ places
     def place(self, e: ir.Expr) -> Place:
@@ -457,9 +508,15 @@ class Gen:
                 if not 0 <= i < st.size:
                     raise self.bad(f"stack index {i} out of range 0..{st.size - 1}", e)
                 return base.sub(1 + i * esz, st.elem)
-            w, s = _w(e.index.type, e)
-            idx = self.tmp(self.expr(e.index))
+            if wide_width(e.index.type):
+                w, s = 64, False
+                idx = self.tmp(f"w_sat64({self.expr(e.index)})")
+            else:
+                w, s = _w(e.index.type, e)
+                idx = self.tmp(self.expr(e.index))
             cond = f"SX({idx}, {w}) < 0 || SX({idx}, {w}) >= {st.size}" if s else f"{idx} >= {st.size}"
+            if not self.in_parser:
+                return self.oob_place(cond, f"{base.at(1)}+{idx}*{esz}", st.elem)
             self.emit(f"if ({cond}) {self.oob(e)}")
             return Place(f"({base.at(1)}+{idx}*{esz})", st.elem)
         if isinstance(e, ir.StackProp) and e.prop in ("next", "last"):
@@ -472,6 +529,8 @@ class Gen:
                 self.emit(f"if ({t} >= {st.size}) {self.oob(e)}")
             else:
                 t = self.tmp(f"S[{base.at()}] - 1")
+                if not self.in_parser:
+                    return self.oob_place(f"S[{base.at()}] == 0", f"{base.at(1)}+{t}*{esz}", st.elem)
                 self.emit(f"if (S[{base.at()}] == 0) {self.oob(e)}")
             return Place(f"({base.at(1)}+{t}*{esz})", st.elem)
         if isinstance(e, ir.MethodCall) and e.method == "lookahead" and not is_scalar(e.type):
@@ -492,9 +551,9 @@ class Gen:
         if isinstance(e.value, bool) or isinstance(e.type, ir.BoolT):
             return "1" if e.value else "0"
         v = int(e.value)
+        if wide_width(e.type):
+            return self.w_const(e)
         if isinstance(e.type, ir.BitT):
-            if e.type.width > 64:
-                raise self.bad(f"constant of type {e.type} wider than 64 bits", e)
             v &= (1 << e.type.width) - 1
         elif v < 0 or v >> 64:
             raise self.bad(f"compile-time integer {v} outside 0..2**64-1", e)
@@ -518,7 +577,7 @@ class Gen:
             return d
         if not is_scalar(e.type):
             raise self.bad(f"aggregate '{e.decl.name}' used as a scalar", e)
-        return f"S[{self.place(e).at()}]"
+        return self.load(self.place(e), e.type)
 
     def x_Member(self, e: ir.Member) -> str:
         if isinstance(e.base, ir.TableApply):
@@ -530,10 +589,10 @@ class Gen:
             if e.name == "action_run":
                 return f"({r} & 0xffff)"
             raise self.bad(f"table apply result member {e.name!r}", e)
-        return f"S[{self.place(e).at()}]"
+        return self.load(self.place(e), e.type)
 
     def x_StackElem(self, e: ir.StackElem) -> str:
-        return f"S[{self.place(e).at()}]"
+        return self.load(self.place(e), e.type)
 
     def x_StackProp(self, e: ir.StackProp) -> str:
         st = e.base.type
@@ -545,6 +604,8 @@ class Gen:
         raise self.bad(f"stack property {e.prop!r} as a value", e)
 
     def x_Slice(self, e: ir.Slice) -> str:
+        if wide_width(e.base.type):
+            return self.w_slice(e)
         base = self.expr(e.base)
         return f"(({base} >> {e.lo}) & {_m(e.hi - e.lo + 1)})"
 
@@ -554,6 +615,8 @@ class Gen:
             return f"(!{x})"
         if isinstance(e.type, ir.IntT):
             raise self.bad(f"unary {e.op} on a compile-time int", e)
+        if wide_width(e.type):
+            return self.w_unary(e)
         w, _ = _w(e.type, e)
         if e.op == "~":
             return f"((~{x}) & {_m(w)})"
@@ -564,7 +627,7 @@ class Gen:
     def x_Binary(self, e: ir.Binary) -> str:
         if e.op not in ("&&", "||") and is_scalar(e.left.type) and not isinstance(e.left, ir.Const) \
                 and _has_call(e.right):
-            t = self.tmp(self.expr(e.left))
+            t = self.vtmp(e.left.type, self.expr(e.left))
             self._pinned[id(e.left)] = (e.left, t)
             try:
                 return self._binary(e)
@@ -594,6 +657,8 @@ class Gen:
             eq = self.agg_equal(self.place(e.left), self.place(e.right), e.left.type, e)
             return eq if op == "==" else f"(!{eq})"
         lt = e.left.type
+        if wide_width(lt) or wide_width(e.right.type) or wide_width(e.type):
+            return self.w_binary(e)
         a, b = self.expr(e.left), self.expr(e.right)
         if op in ("==", "!=") and isinstance(lt, ir.VarBitT):
             return f"({'' if op == '==' else '!'}vb_eq({a}, {b}))"
@@ -643,6 +708,8 @@ class Gen:
     def cast(self, x: str, src: ir.Type, dst: ir.Type, node: Any) -> str:
         if src == dst:
             return x
+        if wide_width(src) or wide_width(dst):
+            return self.w_cast(x, src, dst, node)
         if isinstance(dst, ir.BoolT):
             return f"({x} != 0)"
         if isinstance(dst, ir.EnumT):
@@ -679,7 +746,7 @@ class Gen:
         self.ind -= 1
         if not pre_a and not pre_b:
             return f"(({c}) ? ({a}) : ({b}))"
-        t = self.tmp()
+        t = self.vtmp(e.type)
         self.emit(f"if ({c}) {{")
         self.lines.extend(pre_a)
         self.emit(f"    {t} = {a};")
@@ -691,17 +758,15 @@ class Gen:
 
     def agg_equal(self, a: Place, b: Place, t: ir.Type, node: Any) -> str:
         if isinstance(t, ir.HeaderT):
-            fields = " && ".join(f"vb_eq(S[{a.at(1 + i)}], S[{b.at(1 + i)}])" if isinstance(f.type, ir.VarBitT)
-                                 else f"S[{a.at(1 + i)}] == S[{b.at(1 + i)}]" for i, f in enumerate(t.fields)) or "1"
+            fields = " && ".join(_slot_eq(a.at(o), b.at(o), f.type)
+                                 for o, f in zip(header_offsets(t), t.fields)) or "1"
             return f"(S[{a.at()}] == S[{b.at()}] && (!S[{a.at()}] || ({fields})))"
         if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
             parts = []
             off = 0
             for f in t.fields:
-                if isinstance(f.type, ir.VarBitT):
-                    parts.append(f"vb_eq(S[{a.at(off)}], S[{b.at(off)}])")
-                elif is_scalar(f.type):
-                    parts.append(f"S[{a.at(off)}] == S[{b.at(off)}]")
+                if is_scalar(f.type):
+                    parts.append(_slot_eq(a.at(off), b.at(off), f.type))
                 else:
                     parts.append(self.agg_equal(a.sub(off, f.type), b.sub(off, f.type), f.type, node))
                 off += nslots(f.type)
@@ -771,6 +836,11 @@ class Gen:
             self.assign_agg(Place(self.u.function_ret(self.func), self.func.return_type), s.value)
             self.emit("return 0;")
             return
+        if wide_width(s.value.type) and self.func is not None:  # a wide result travels in slots too
+            ret = Place(self.u.function_ret(self.func), self.func.return_type)
+            self.store_slot(ret, self.func.return_type, self.expr(s.value), s)
+            self.emit("return 0;")
+            return
         self.emit(f"return {self.expr(s.value)};")
 
     def s_If(self, s: ir.If) -> None:
@@ -786,12 +856,72 @@ class Gen:
             self.ind -= 1
         self.emit("}")
 
+    def s_For(self, s: ir.For) -> None:
+        """``for`` as a C loop with labels: ``continue`` jumps to the update, ``break``
+        past the loop (gotos: a C ``switch`` in between would capture a C break)."""
+        self.ntmp += 1
+        n = self.ntmp
+        self.emit("{")
+        self.ind += 1
+        for x in s.init:
+            self.stmt(x)
+        self.emit("for (;;) {")
+        self.ind += 1
+        if s.cond is not None:
+            self.emit(f"if (!({self.expr(s.cond)})) goto brk{n};")
+        self.loops.append(n)
+        try:
+            self.s_Block(s.body)
+        finally:
+            self.loops.pop()
+        self.emit(f"cont{n}: ;")
+        for x in s.update:
+            self.stmt(x)
+        self.ind -= 1
+        self.emit("}")
+        self.emit(f"brk{n}: ;")
+        self.ind -= 1
+        self.emit("}")
+
+    def s_ForIn(self, s: ir.ForIn) -> None:
+        d = s.var
+        if wide_width(d.type):
+            self.w_for_in(s)
+            return
+        self.ntmp += 1
+        n = self.ntmp
+        w, sg = _w(d.type, s)
+        v = f"S[{self.u.var(d.uid, d.type, d.name, d.loc)}]"
+        self.emit("{")
+        self.ind += 1
+        lo, hi = self.tmp(self.expr(s.lo)), self.tmp(self.expr(s.hi))
+        le = f"SX({lo}, {w}) <= SX({hi}, {w})" if sg else f"{lo} <= {hi}"
+        self.emit(f"if ({le}) for ({v} = {lo};; {v} = ({v} + 1) & {_m(w)}) {{")
+        self.ind += 1
+        self.loops.append(n)
+        try:
+            self.s_Block(s.body)
+        finally:
+            self.loops.pop()
+        self.emit(f"cont{n}: if ({v} == {hi}) break;")
+        self.ind -= 1
+        self.emit("}")
+        self.emit(f"brk{n}: ;")
+        self.ind -= 1
+        self.emit("}")
+
+    def s_Break(self, s: ir.Break) -> None:
+        self.emit(f"goto brk{self.loops[-1]};")
+
+    def s_Continue(self, s: ir.Continue) -> None:
+        self.emit(f"goto cont{self.loops[-1]};")
+
     def s_Switch(self, s: ir.Switch) -> None:
         e = s.expr
         table: ir.Table | None = None
         if isinstance(e, ir.Member) and e.name == "action_run" and isinstance(e.base, ir.TableApply):
             table = e.base.table
-        v = self.tmp(self.expr(e))
+        v = self.vtmp(e.type, self.expr(e))
         pending: list[str] = []
         first = True
         closed = False
@@ -807,7 +937,8 @@ class Gen:
                         raise self.bad(f"action {lab.action.name} is not in table {table.name}", lab)
                     pending.append(f"{v} == {idx[0]}")
                 else:
-                    pending.append(f"{v} == {self.expr(lab)}")
+                    lv = self.expr(lab)
+                    pending.append(f"w_eq({v}, {lv})" if wide_width(e.type) else f"{v} == {lv}")
             if case.body is None and not default:
                 continue
             if default:
@@ -864,7 +995,7 @@ class Gen:
 
     def assign(self, lhs: ir.Expr, rhs: ir.Expr) -> None:
         if is_scalar(lhs.type):
-            if isinstance(lhs.type, ir.BitT):
+            if isinstance(lhs.type, ir.BitT) and not wide_width(lhs.type):
                 _w(lhs.type, lhs)
             if isinstance(lhs, (ir.Member, ir.StackElem, ir.Slice)) and _runtime_index(lhs):
                 # the l-value is evaluated first and once ('a op= b' reads the same node)
@@ -899,6 +1030,9 @@ class Gen:
 
     def store_to(self, tgt: tuple[str, ir.Expr], orig: ir.Expr, value: str) -> None:
         lv, lhs = tgt
+        if wide_width(lhs.base.type if isinstance(lhs, ir.Slice) else lhs.type):
+            self.w_store(lv, lhs, value)
+            return
         if isinstance(lhs, ir.Slice):
             w, _ = _w(lhs.base.type, lhs)
             m = ((1 << (lhs.hi - lhs.lo + 1)) - 1) << lhs.lo
@@ -906,31 +1040,46 @@ class Gen:
             return
         self.emit(f"{lv} = {value};")
 
+    def store_slot(self, p: Place, t: ir.Type, value: str, node: Any) -> None:
+        """``value`` (a C expression of type ``t``) into the scalar slot(s) at ``p``."""
+        if wide_width(t):
+            self.emit(f"w_st(&S[{p.at()}], {self.wk(t)[1]}, {value});")
+            return
+        self.emit(f"S[{p.at()}] = {value};")
+
     def store(self, lhs: ir.Expr, value: str) -> None:
         self.store_to(self.lvalue(lhs), lhs, value)
 
     def assign_agg(self, dst: Place, rhs: ir.Expr) -> None:
         t = dst.type
+        if isinstance(rhs, ir.ListExpr) and isinstance(t, ir.TupleT):
+            off = 0
+            for et, item in zip(t.elems, rhs.elems):
+                fp = dst.sub(off, et)
+                if is_scalar(et):
+                    self.store_slot(fp, et, self.expr(item), item)
+                else:
+                    self.assign_agg(fp, item)
+                off += nslots(et)
+            return
         if isinstance(rhs, ir.StructInit) or (isinstance(rhs, ir.ListExpr) and not isinstance(t, ir.TupleT)):
             items = rhs.fields if isinstance(rhs, ir.StructInit) else None
             if isinstance(t, ir.HeaderT):
-                fields, off0 = t.fields, 1
+                fields, offs = t.fields, header_offsets(t)
                 self.emit(f"S[{dst.at()}] = 1;")
             elif isinstance(t, ir.StructT):
-                fields, off0 = t.fields, 0
+                fields, offs = t.fields, [field_offset(t, f.name)[0] for f in t.fields]
             else:
                 raise self.bad(f"initializer for {t}", rhs)
             byname = dict(items) if items is not None else {f.name: x for f, x in zip(fields, rhs.elems)}  # type: ignore[union-attr]
-            off = off0
-            for f in fields:
+            for f, off in zip(fields, offs):
                 x = byname.get(f.name)
                 if x is not None:
                     fp = dst.sub(off, f.type)
                     if is_scalar(f.type):
-                        self.emit(f"S[{fp.at()}] = {self.expr(x)};")
+                        self.store_slot(fp, f.type, self.expr(x), x)
                     else:
                         self.assign_agg(fp, x)
-                off += 1 if isinstance(t, ir.HeaderT) else nslots(f.type)
             return
         if isinstance(rhs, ir.MethodCall) and rhs.method == "lookahead":
             if not isinstance(t, ir.HeaderT):
@@ -977,14 +1126,17 @@ class Gen:
             if p.direction is None:
                 if expr is None:
                     raise self.bad(f"missing argument for {p.name}", node)
-                data.append(self.tmp(self.expr(expr)))
+                if wide_width(p.type):
+                    data += self.w_words(self.expr(expr), p.type)
+                else:
+                    data.append(self.tmp(self.expr(expr)))
                 continue
             pp = Place(self.u.var(p.uid, p.type, p.name, p.loc), p.type)
             if p.direction in ("in", "inout"):
                 if expr is None:
                     raise self.bad(f"missing argument for {p.name}", node)
                 if is_scalar(p.type):
-                    self.emit(f"S[{pp.at()}] = {self.expr(expr)};")
+                    self.store_slot(pp, p.type, self.expr(expr), expr)
                 else:
                     self.assign_agg(pp, expr)
             else:
@@ -996,7 +1148,7 @@ class Gen:
     def copy_out(self, outs: list[tuple[ir.Expr, Place]]) -> None:
         for expr, pp in outs:
             if is_scalar(pp.type):
-                self.store(expr, f"S[{pp.at()}]")
+                self.store(expr, self.load(pp, pp.type))
             else:
                 dst = self.place(expr)
                 self.emit(f"memmove(&S[{dst.at()}], &S[{pp.at()}], {nslots(pp.type)} * sizeof(u64));")
@@ -1025,7 +1177,12 @@ class Gen:
             self.copy_out(outs)
             self.stop()
             return None
-        t = self.tmp(f"{fn}(c, S)")
+        rt = e.func.return_type
+        if wide_width(rt):  # a wide result comes back in the function's return slots
+            self.emit(f"{fn}(c, S);")
+            t = self.wtmp(self.load(Place(self.u.function_ret(e.func), rt), rt))
+        else:
+            t = self.tmp(f"{fn}(c, S)")
         self.copy_out(outs)
         self.stop()
         return t
@@ -1120,6 +1277,12 @@ class Gen:
         kvals: list[str] = []
         sels: list[str] = []
         for k in t.keys:
+            if wide_width(k.expr.type):  # a wide key: one column per limb, most significant first
+                if k.match_kind == "selector":
+                    sels.append(self.wtmp(self.expr(k.expr)))
+                else:
+                    kvals += self.w_words(self.expr(k.expr), k.expr.type, msb_first=True)
+                continue
             (sels if k.match_kind == "selector" else kvals).append(self.tmp(self.expr(k.expr)))
         kname = self.data_array(kvals) if kvals else "NULL"
         r = self.tmp()
@@ -1136,7 +1299,7 @@ class Gen:
         if info.direct_meter:
             self.emit(f"S[SLOT_DM] = {ent} ? (u64)(uintptr_t)&{tb}->mc[({ent} - {tb}->ents) / {tb}->stride] : 0;")
         self.emit(f"if (!{ent}) {ent} = {tb}->def;")
-        base = ENT_HDR + 2 * len(info.keys)
+        base = ENT_HDR + 2 * info.ncols
         act, dat = f"_a{n}", f"_d{n}"
         self.emit(f"u64 {act} = {ent}[0]; const u64 *{dat} = {ent} + {base};")
         if info.selector is not None:
@@ -1189,17 +1352,16 @@ class Gen:
         sel_widths = []
         for k in t.keys:
             if k.match_kind == "selector" and selector is not None:
-                sel_widths.append(_w(k.expr.type, k)[0])
+                sel_widths.append(_fw(k.expr.type, k))
                 continue
             if k.match_kind not in ("exact", "lpm", "ternary", "range", "optional"):
                 raise self.bad(f"table {t.cp_name}: match kind {k.match_kind}", k)
-            w, _ = _w(k.expr.type, k)
-            keys.append(KeyDef(k.name, k.match_kind, w))
+            keys.append(KeyDef(k.name, k.match_kind, _fw(k.expr.type, k)))
         nparams = 1 if impl is not None else 0
         for r in _action_refs(t):
             for p in r.action.data_params:
-                _w(p.type, p)
-            nparams = max(nparams, len(r.action.data_params))
+                _fw(p.type, p)
+            nparams = max(nparams, sum(limbs(p.type) for p in r.action.data_params))
         exact = bool(keys) and all(k.kind == "exact" for k in keys)
         tm = TableMeta(len(self.u.meta.tables), t.cp_name, keys, nparams, exact, t.direct_counter is not None,
                        indirect=impl is not None, selector=selector, sel_widths=tuple(sel_widths),
@@ -1222,15 +1384,15 @@ class Gen:
         if isinstance(t, ir.VarBitT):
             return [(self.expr(e), VARBIT)]
         if is_scalar(t):
-            w, _ = _w(t, e)
-            return [(self.expr(e), w)]
+            return [(self.expr(e), _fw(t, e))]
         return self.flatten_place(self.place(e), t, e)
 
     def flatten_place(self, p: Place, t: ir.Type, node: Any) -> list[tuple[str, int]]:
         out: list[tuple[str, int]] = []
         if isinstance(t, ir.HeaderT):
-            for i, f in enumerate(t.fields):
-                out.append((f"S[{p.at(1 + i)}]", VARBIT if isinstance(f.type, ir.VarBitT) else _w(f.type, node)[0]))
+            for o, f in zip(header_offsets(t), t.fields):
+                out.append((f"S[{p.at(o)}]", VARBIT) if isinstance(f.type, ir.VarBitT)
+                           else (self.load(p.sub(o, f.type), f.type), _fw(f.type, node)))
             return out
         if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
             off = 0
@@ -1238,7 +1400,7 @@ class Gen:
                 if isinstance(f.type, ir.VarBitT):
                     out.append((f"S[{p.at(off)}]", VARBIT))
                 elif is_scalar(f.type):
-                    out.append((f"S[{p.at(off)}]", _w(f.type, node)[0]))
+                    out.append((self.load(p.sub(off, f.type), f.type), _fw(f.type, node)))
                 else:
                     out += self.flatten_place(p.sub(off, f.type), f.type, node)
                 off += nslots(f.type)
@@ -1260,7 +1422,7 @@ class Gen:
         self.emit(f"memset({buf}, 0, {nb + 1});")
         off = 0
         for x, w in fields:
-            self.emit(f"putbits({buf}, {off}, {w}, {x});")
+            self.emit(f"{_put(buf, str(off), w, x)};")
             off += w
         return f"{fn}({buf}, {nb})"
 
@@ -1281,7 +1443,7 @@ class Gen:
         self.emit(f"memset({buf}, 0, {nb + 1});")
         off = 0
         for x, w in fields:
-            self.emit(f"putbits({buf}, {off}, {w}, {x});")
+            self.emit(f"{_put(buf, str(off), w, x)};")
             off += w
         if payload:
             self.emit(f"memcpy({buf} + {nb}, (const u8 *)(uintptr_t)S[SLOT_PAYP], {buf}_n - {nb});")
@@ -1305,7 +1467,7 @@ class Gen:
             if w == VARBIT:
                 self.emit(f"{buf}_o = vb_put({buf}, {buf}_o, {x});")
             else:
-                self.emit(f"putbits({buf}, {buf}_o, {w}, {x}); {buf}_o += {w};")
+                self.emit(f"{_put(buf, buf + '_o', w, x)}; {buf}_o += {w};")
         self.emit(f"u32 {buf}_n = ({buf}_o + 7) >> 3;")
         if payload:
             self.emit(f"u32 {buf}_p = (u32)S[SLOT_PAYL]; if ({buf}_p > 65536) {buf}_p = 65536;")
@@ -1321,16 +1483,21 @@ class Gen:
         if n == "hash":
             dst = _arg(e, "result", 0)
             fn = self.algo(_arg(e, "algo", 1))
-            base = self.tmp(self.expr(_arg(e, "base", 2)))
+            be, me = _arg(e, "base", 2), _arg(e, "max", 4)
+            if any(wide_width(x.type) for x in (dst, be, me)):
+                self.w_hash(dst, be, me, fn, _arg(e, "data", 3))
+                return None
+            base = self.tmp(self.expr(be))
             h = self.tmp(self.hash_of(fn, _arg(e, "data", 3), False))
-            mx = self.tmp(self.expr(_arg(e, "max", 4)))
+            mx = self.tmp(self.expr(me))
             w, _ = _w(dst.type, dst)
             self.store(dst, f"(({mx} ? {base} + {h} % {mx} : {base}) & {_m(w)})")
             return None
         if n == "random":
             dst = _arg(e, "result", 0)
-            lo, hi = self.expr(_arg(e, "lo", 1)), self.expr(_arg(e, "hi", 2))
-            self.store(dst, f"rnd_(c, {lo}, {hi})")
+            lo_e, hi_e = _arg(e, "lo", 1), _arg(e, "hi", 2)
+            lo, hi = self.narrow(self.expr(lo_e), lo_e.type), self.narrow(self.expr(hi_e), hi_e.type)
+            self.store(dst, self.fit(f"rnd_(c, {lo}, {hi})", dst.type))
             return None
         if n in ("verify_checksum", "update_checksum", "verify_checksum_with_payload", "update_checksum_with_payload"):
             cond = self.expr(_arg(e, "condition", 0))
@@ -1339,6 +1506,14 @@ class Gen:
             self.emit(f"if ({cond}) {{")
             self.ind += 1
             h = self.hash_of(fn, _arg(e, "data", 1), n.endswith("_with_payload"))
+            if wide_width(ck.type):  # a 64-bit hash in a wide field: its value, zero above
+                if n.startswith("verify"):
+                    self.emit(f"if (!w_eq(w_u({h}), {self.expr(ck)})) S[{sm['checksum_error']}] = 1;")
+                else:
+                    self.store(ck, f"w_u({h})")
+                self.ind -= 1
+                self.emit("}")
+                return None
             w, _ = _w(ck.type, ck)
             if n.startswith("verify"):
                 self.emit(f"if ((({h}) & {_m(w)}) != {self.expr(ck)}) S[{sm['checksum_error']}] = 1;")
@@ -1414,42 +1589,49 @@ class Gen:
         return tuple(out)
 
     def digest_fields(self, data: ir.Expr) -> tuple[list[str], list[str], list[tuple[int, bool]]]:
+        """Names, value words (a wide field: its limbs, low first) and (width, signed)."""
         t = data.type
         names: list[str] = []
         vals: list[str] = []
         types: list[tuple[int, bool]] = []
+
+        def add(name: str, x: str, ft: ir.Type, node: Any) -> None:
+            names.append(name)
+            if wide_width(ft):
+                vals.extend(self.w_words(x, ft))
+                types.append(bits(ft))
+            else:
+                vals.append(x)
+                types.append(_w(ft, node))
+
         if isinstance(data, ir.StructInit):
             for n, x in data.fields:
                 if not is_scalar(x.type):
                     raise self.bad("a digest with nested aggregates", data)
-                names.append(n)
-                vals.append(self.expr(x))
-                types.append(_w(x.type, x))
+                add(n, self.expr(x), x.type, x)
             return names, vals, types
         if isinstance(data, ir.ListExpr):
             for i, x in enumerate(data.elems):
-                names.append(f"f{i}")
-                vals.append(self.expr(x))
-                types.append(_w(x.type, x))
+                add(f"f{i}", self.expr(x), x.type, x)
             return names, vals, types
         if isinstance(t, (ir.StructT, ir.HeaderT)):
             p = self.place(data)
-            off = 1 if isinstance(t, ir.HeaderT) else 0
             for f in t.fields:
                 if not is_scalar(f.type):
                     raise self.bad("a digest struct with nested aggregates", data)
-                names.append(f.name)
-                vals.append(f"S[{p.at(off)}]")
-                types.append(_w(f.type, data))
-                off += 1
+                add(f.name, self.load(p.sub(field_offset(t, f.name)[0], f.type), f.type), f.type, data)
             return names, vals, types
-        return ["value"], [self.expr(data)], [_w(t, data)]
+        add("value", self.expr(data), t, data)
+        return names, vals, types
 
     def extern_method(self, inst: ir.Instance, e: ir.MethodCall) -> str | None:
         kind, idx = self.u.instance(inst)
         m = e.method
         if kind == "register":
             size, width = self.u.meta.registers[idx][1], self.u.meta.registers[idx][2]
+            if width > 64:
+                self.w_register(idx, size, width, e)
+                return None
             if m == "read":
                 dst = _arg(e, "result", 0)
                 i = self.tmp(self.expr(_arg(e, "index", 1)))
@@ -1472,18 +1654,18 @@ class Gen:
             _, size, mkind, _ = self.u.meta.meters[idx]
             i = self.tmp(self.expr(_arg(e, "index", 0)))
             dst = _arg(e, "result", 1)
-            w, _ = _w(dst.type, dst)
+            w = min(_fw(dst.type, dst), 64)
             amount = "1" if mkind == "packets" else f"S[{self.u.sm['packet_length']}]"
-            self.store(dst, f"(({i} < {size} ? meter_exec(&sw_mtr_(c, {idx})[{i}], now_us(c, {idx}), {amount}) : 0)"
-                            f" & {_m(w)})")
+            self.store(dst, self.fit(f"(({i} < {size} ? meter_exec(&sw_mtr_(c, {idx})[{i}], now_us(c, {idx}), {amount}) : 0)"
+                                     f" & {_m(w)})", dst.type))
             return None
         if kind == "direct_meter" and m == "read":
             mkind = self.u.meta.meters[idx][2]
             dst = _arg(e, "result", 0)
-            w, _ = _w(dst.type, dst)
+            w = min(_fw(dst.type, dst), 64)
             amount = "1" if mkind == "packets" else f"S[{self.u.sm['packet_length']}]"
-            self.store(dst, f"((S[SLOT_DM] ? meter_exec((mcell_t *)(uintptr_t)S[SLOT_DM], now_us(c, {idx}), {amount}) : 0)"
-                            f" & {_m(w)})")
+            self.store(dst, self.fit(f"((S[SLOT_DM] ? meter_exec((mcell_t *)(uintptr_t)S[SLOT_DM], now_us(c, {idx}), {amount}) : 0)"
+                                     f" & {_m(w)})", dst.type))
             return None
         raise self.bad(f"method {m} of extern {kind} (not implemented natively)", e)
 
@@ -1522,7 +1704,7 @@ class Gen:
                 raise self.bad(f"sub-parser argument {prm.name} left out", e)
             if is_scalar(prm.type) and prm.direction in (None, "in"):
                 pp = self.u.var(prm.uid, prm.type, prm.name, prm.loc)
-                self.emit(f"S[{pp}] = {self.expr(a)};")
+                self.store_slot(Place(pp, prm.type), prm.type, self.expr(a), a)
                 continue
             place = self.place(a)
             if not isinstance(place.base, int):
@@ -1557,11 +1739,14 @@ class Gen:
         if isinstance(tr, ir.Goto):
             self.emit(go(tr.state))
             return
-        keys = [self.tmp(self.expr(k)) for k in tr.keys]
+        keys = [self.vtmp(k.type, self.expr(k)) for k in tr.keys]
         for case in tr.cases:
             conds = []
-            for kx, ks in zip(keys, case.keys):
+            for kx, ks, key in zip(keys, case.keys, tr.keys):
                 if isinstance(ks, ir.DefaultKey):
+                    continue
+                if wide_width(key.type):
+                    conds.append(self.w_keyset(kx, ks, key.type))
                     continue
                 if isinstance(ks, ir.Mask):
                     m = self.expr(ks.mask)
@@ -1609,6 +1794,10 @@ class Gen:
             return None
         if m == "lookahead":
             t = e.type
+            if wide_width(t):
+                w, _ = self.wk(t)
+                self.emit(f"if (c->pos + {(w + 7) // 8} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
+                return self.wtmp(f"w_get(data + c->pos, 0, {w})")
             if isinstance(t, (ir.BitT, ir.BoolT)) or (isinstance(t, ir.EnumT) and t.underlying):
                 w, _ = _w(t, e)
                 nb = (w + 7) // 8
@@ -1674,7 +1863,8 @@ class Gen:
         vt = ht.fields[k].type
         assert isinstance(vt, ir.VarBitT)
         self.u._check_type(vt, getattr(node, "loc", None), f"header {ht.name}")
-        widths = [0 if i == k else _w(f.type, node)[0] for i, f in enumerate(ht.fields)]
+        widths = [0 if i == k else _fw(f.type, node) for i, f in enumerate(ht.fields)]
+        offs = header_offsets(ht)
         fixed = sum(widths)
         if fixed % 8 or vt.max_width % 8:
             raise self.bad(f"header {ht.name}: fixed fields of {fixed} bits and varbit<{vt.max_width}> "
@@ -1691,9 +1881,9 @@ class Gen:
         for i, f in enumerate(ht.fields):
             at = f"{off} + (u32){n}" if i > k else str(off)
             if i == k:
-                self.emit(f"S[{p.at(1 + i)}] = vb_make(data + c->pos, {off}, {n});")
+                self.emit(f"S[{p.at(offs[i])}] = vb_make(data + c->pos, {off}, {n});")
                 continue
-            self.emit(f"S[{p.at(1 + i)}] = getbits(data + c->pos, {at}, {widths[i]});")
+            self.store_slot(p.sub(offs[i], f.type), f.type, _get("data + c->pos", at, widths[i]), node)
             off += widths[i]
         self.emit(f"S[{p.at()}] = 1;")
         for sb in p.union_siblings:
@@ -1705,7 +1895,7 @@ class Gen:
             if isinstance(f.type, ir.VarBitT):
                 raise self.bad(f"header {ht.name} has a varbit field: extract it with the two-argument extract",
                                node or ht)
-            _w(f.type, node)
+            _fw(f.type, node)
         w = ht.width
         if w % 8:
             raise self.bad(f"header {ht.name} of {w} bits (not a whole number of bytes)", node or ht)
@@ -1715,9 +1905,9 @@ class Gen:
             b = self.tmp(str(p.base))
             p = Place(b, p.type, p.union_siblings)
         off = 0
-        for i, f in enumerate(ht.fields):
-            fw, _ = _w(f.type, node)
-            self.emit(f"S[{p.at(1 + i)}] = getbits(data + c->pos, {off}, {fw});")
+        for o, f in zip(header_offsets(ht), ht.fields):
+            fw = _fw(f.type, node)
+            self.store_slot(p.sub(o, f.type), f.type, _get("data + c->pos", str(off), fw), node)
             off += fw
         self.emit(f"S[{p.at()}] = 1;")
         for sb in p.union_siblings:
@@ -1727,19 +1917,19 @@ class Gen:
 
     def emit_place(self, p: Place, t: ir.Type, at: Any) -> None:
         if isinstance(t, ir.HeaderT) and any(isinstance(f.type, ir.VarBitT) for f in t.fields):
-            maxw = sum(f.type.max_width if isinstance(f.type, ir.VarBitT) else _w(f.type, at)[0] for f in t.fields)
+            maxw = sum(f.type.max_width if isinstance(f.type, ir.VarBitT) else _fw(f.type, at) for f in t.fields)
             self.u.deparse_max += (maxw + 7) // 8
             self.emit(f"if (S[{p.at()}]) {{")
             self.ind += 1
             self.ntmp += 1
             bo = f"_bo{self.ntmp}"
             self.emit(f"u32 {bo} = 0;")
-            for i, f in enumerate(t.fields):
+            for o, f in zip(header_offsets(t), t.fields):
                 if isinstance(f.type, ir.VarBitT):
-                    self.emit(f"{bo} = vb_put(c->ob + c->olen, {bo}, S[{p.at(1 + i)}]);")
+                    self.emit(f"{bo} = vb_put(c->ob + c->olen, {bo}, S[{p.at(o)}]);")
                 else:
-                    fw, _ = _w(f.type, at)
-                    self.emit(f"putbits(c->ob + c->olen, {bo}, {fw}, S[{p.at(1 + i)}]); {bo} += {fw};")
+                    fw = _fw(f.type, at)
+                    self.emit(f"{_put('c->ob + c->olen', bo, fw, self.load(p.sub(o, f.type), f.type))}; {bo} += {fw};")
             self.emit(f"c->olen += ({bo} + 7) >> 3;")
             self.ind -= 1
             self.emit("}")
@@ -1752,9 +1942,9 @@ class Gen:
             self.emit(f"if (S[{p.at()}]) {{")
             self.ind += 1
             off = 0
-            for i, f in enumerate(t.fields):
-                fw, _ = _w(f.type, at)
-                self.emit(f"putbits(c->ob + c->olen, {off}, {fw}, S[{p.at(1 + i)}]);")
+            for o, f in zip(header_offsets(t), t.fields):
+                fw = _fw(f.type, at)
+                self.emit(f"{_put('c->ob + c->olen', str(off), fw, self.load(p.sub(o, f.type), f.type))};")
                 off += fw
             self.emit(f"c->olen += {w // 8};")
             self.ind -= 1
@@ -1773,6 +1963,25 @@ class Gen:
                 self.emit_place(p.sub(1 + i * esz, t.elem), t.elem, at)
             return
         raise self.bad(f"emit of {t}", at)
+
+
+def _get(buf: str, off: str, w: int) -> str:
+    """C for the ``w``-bit value at bit offset ``off`` of ``buf`` (MSB first)."""
+    return f"w_get({buf}, {off}, {w})" if w > 64 else f"getbits({buf}, {off}, {w})"
+
+
+def _put(buf: str, off: str, w: int, x: str) -> str:
+    """C that writes the ``w``-bit value ``x`` at bit offset ``off`` of ``buf`` (MSB first)."""
+    return f"w_put({buf}, {off}, {w}, {x})" if w > 64 else f"putbits({buf}, {off}, {w}, {x})"
+
+
+def _slot_eq(a: str, b: str, t: ir.Type) -> str:
+    """Equality of the scalar values at slots ``a`` and ``b`` (C index expressions)."""
+    if isinstance(t, ir.VarBitT):
+        return f"vb_eq(S[{a}], S[{b}])"
+    if wide_width(t):
+        return f"!memcmp(&S[{a}], &S[{b}], {limbs(t)} * sizeof(u64))"
+    return f"S[{a}] == S[{b}]"
 
 
 def _varbit_types(t: ir.Type) -> list[ir.VarBitT]:

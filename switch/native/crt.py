@@ -165,6 +165,14 @@ static u64 meter_exec(mcell_t *m, double now, u64 amount) {
 }
 #define ACT_GROUP 0xFFFEULL
 static inline u64 key_hash(const u64 *k, int n) { u64 h = 0x9E3779B97F4A7C15ULL; for (int i = 0; i < n; i++) { h ^= k[i]; h *= 0xFF51AFD7ED558CCDULL; h ^= h >> 33; } return h; }
+/* lo <= k <= hi for n-limb values, most significant limb first; e holds (lo, hi) pairs. */
+static int range_cols(const u64 *k, const u64 *e, int n) {
+    int i;
+    for (i = 0; i < n && k[i] == e[2 * i]; i++) ;
+    if (i < n && k[i] < e[2 * i]) return 0;
+    for (i = 0; i < n && k[i] == e[2 * i + 1]; i++) ;
+    return !(i < n && k[i] > e[2 * i + 1]);
+}
 static u64 *tbl_find(tbl_t *t, const u64 *k) {
     int nk = t->nkeys, st = t->stride;
     if (t->exact) {
@@ -182,8 +190,12 @@ static u64 *tbl_find(tbl_t *t, const u64 *k) {
     for (u32 j = 0; j < t->n; j++) {
         u64 *e = t->ents + (size_t)j * st; int ok = 1;
         for (int q = 0; q < nk; q++) {
-            u64 v = e[ENT_HDR + 2 * q], m = e[ENT_HDR + 2 * q + 1];
-            if (t->kinds[q] == 1 ? (k[q] < v || k[q] > m) : ((k[q] & m) != v)) { ok = 0; break; }
+            u64 v = e[ENT_HDR + 2 * q], m = e[ENT_HDR + 2 * q + 1]; u8 kd = t->kinds[q];
+            if (!kd) { if ((k[q] & m) != v) { ok = 0; break; } continue; }
+            if (kd == 1) { if (k[q] < v || k[q] > m) { ok = 0; break; } continue; }
+            /* a wide range key: kd - 1 columns, most significant first */
+            if (!range_cols(k + q, e + ENT_HDR + 2 * q, kd - 1)) { ok = 0; break; }
+            q += kd - 2;
         }
         if (ok) return e;
     }

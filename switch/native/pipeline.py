@@ -39,6 +39,7 @@ from innet import native_build
 
 from . import cgen
 from .crt import CDEF
+from .wide import join, limbs_of, split
 
 
 ACT_GROUP, NO_ACTION = 0xFFFE, 0xFFFF
@@ -145,6 +146,33 @@ class NativeRegister(Register):
 
     def reset(self) -> None:
         self._ffi.memmove(self._ptr, bytes(8 * self.size), 8 * self.size)
+
+
+class NativeWideRegister(NativeRegister):
+    """A register of bit<W>/int<W> with W > 64: a cell is ``limbs`` words, low first."""
+
+    def __init__(self, name: str, size: int, width: int, signed: bool, ptr: Any, ffi: Any) -> None:
+        super().__init__(name, size, width, signed, ptr, ffi)
+        self._k = limbs_of(width)
+
+    @property
+    def cells(self) -> list[int]:  # type: ignore[override]
+        k = self._k
+        raw = self._ffi.unpack(self._ptr, self.size * k)
+        return [join(raw[i * k:(i + 1) * k], self.width, self.signed) for i in range(self.size)]
+
+    def read(self, index: int) -> int:
+        self._check(index)
+        k = self._k
+        return join(self._ffi.unpack(self._ptr + index * k, k), self.width, self.signed)
+
+    def write(self, index: int, value: int) -> None:
+        self._check(index)
+        for j, x in enumerate(split(value, self.width)):
+            self._ptr[index * self._k + j] = x
+
+    def reset(self) -> None:
+        self._ffi.memmove(self._ptr, bytes(8 * self.size * self._k), 8 * self.size * self._k)
 
 
 class NativeCounter(Counter):
@@ -313,7 +341,8 @@ class NativePipeline(Pipeline):
             prof.lock = self.lock
         regs = {}
         for i, (name, size, width, signed) in enumerate(meta.registers):
-            regs[name] = NativeRegister(name, size, width, signed, lib.sw_reg(self.sw, i), ffi)
+            cls = NativeWideRegister if width > 64 else NativeRegister
+            regs[name] = cls(name, size, width, signed, lib.sw_reg(self.sw, i), ffi)
         self.compiled.registers.clear()
         self.compiled.registers.update(regs)
         kinds = {n: c.kind for n, c in self.compiled.counters.items()}
@@ -351,7 +380,7 @@ class NativePipeline(Pipeline):
             ents = getattr(table, "_native_order", None)
             if not ents:
                 continue
-            stride = cgen.ENT_HDR + 2 * len(tm.keys) + tm.nparams
+            stride = cgen.ENT_HDR + 2 * tm.ncols + tm.nparams
             raw = self.ffi.unpack(self.lib.sw_tbl_entries(self.sw, tm.index), stride * len(ents))
             base = table._native_base  # type: ignore[attr-defined]
             for j, e in enumerate(ents):
@@ -401,19 +430,21 @@ class NativePipeline(Pipeline):
         (ACT_GROUP, its offset into ``groups``), as ``Table._ref_result`` resolves them."""
         if e.members is None or table.profile is None:
             info = table.actions[e.action]
-            return [info.index] + list(e.params) + [0] * (npar - len(e.params))
+            return [info.index] + _param_words(info, e.params, npar)
         prof = table.profile
         kind, ident = e.members
         if kind == "member":
             m = prof.member(ident)
-            return [table.actions[m.action].index] + list(m.params) + [0] * (npar - len(m.params))
+            info = table.actions[m.action]
+            return [info.index] + _param_words(info, m.params, npar)
         places = prof.group_members(ident)
         if not places:  # BMv2: an empty group runs no action
             return [NO_ACTION] + [0] * npar
         off = len(groups)
         groups.append(len(places))
         for m in places:
-            groups += [table.actions[m.action].index] + list(m.params) + [0] * (npar - len(m.params))
+            info = table.actions[m.action]
+            groups += [info.index] + _param_words(info, m.params, npar)
         return [ACT_GROUP, off] + [0] * (npar - 1)
 
     def _push_table(self, tm: cgen.TableMeta) -> None:
@@ -426,7 +457,7 @@ class NativePipeline(Pipeline):
             order = list(table.entries.values())
         flat: list[int] = []
         groups: list[int] = []
-        nk, npar = len(tm.keys), tm.nparams
+        nk, npar = tm.ncols, tm.nparams
         for e in order:
             words = self._action_words(table, e, npar, groups)
             flat += [words[0], e.handle, e.packets, e.bytes, e.last_hit]
@@ -434,12 +465,17 @@ class NativePipeline(Pipeline):
             for kd, m in zip(tm.keys, e.match):
                 full = (1 << kd.width) - 1
                 if kd.kind == "exact":
-                    flat += [m, full]
+                    pair = (m, full)
                 elif kd.kind == "lpm":
                     v, plen = m
-                    flat += [v, full ^ ((1 << (kd.width - plen)) - 1)]
+                    pair = (v, full ^ ((1 << (kd.width - plen)) - 1))
                 else:
-                    flat += [m[0], m[1]]
+                    pair = (m[0], m[1])
+                if kd.width > 64:  # one column per limb, most significant first
+                    for a, b in zip(reversed(split(pair[0], kd.width)), reversed(split(pair[1], kd.width))):
+                        flat += [a, b]
+                else:
+                    flat += list(pair)
             flat += words[1:]
         dwords = self._action_words(table, table.default_entry, npar, groups)
         default = [dwords[0], 0, 0, 0, 0] + [0] * (2 * nk) + dwords[1:]
@@ -544,8 +580,11 @@ class NativePipeline(Pipeline):
             did, recv, cnt = raw[i], raw[i + 1], raw[i + 2]
             name, names, types = self.meta.digests[did]
             vals = []
-            for v, (w, s) in zip(raw[i + 3:i + 3 + cnt], types):
-                vals.append(v - (1 << w) if s and v >> (w - 1) else v)
+            j = i + 3
+            for w, s in types:  # a wide field is its limbs' words, low first
+                n = limbs_of(w)
+                vals.append(join(raw[j:j + n], w, s))
+                j += n
             out.append(DigestMessage(name, recv, dict(zip(names, vals))))
             i += 3 + cnt
         return out
@@ -559,3 +598,11 @@ class NativePipeline(Pipeline):
     def source(self) -> str:
         """The generated C source."""
         return self.c_source
+
+
+def _param_words(info: Any, params: Sequence[int], npar: int) -> list[int]:
+    """An action's data words: a wide parameter as its limbs, low first; zero-padded."""
+    out: list[int] = []
+    for (_, width), v in zip(info.params, params):
+        out += split(v, width) if width > 64 else [v]
+    return out + [0] * (npar - len(out))

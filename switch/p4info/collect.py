@@ -80,7 +80,10 @@ def walk(node: object, into_calls: bool = False) -> Iterator[object]:
         stack.extend(reversed(children))
 
 
-def _instance_is_applied(inst: ir.Instance, body: ir.Block) -> bool:
+def _instance_is_applied(inst: ir.Instance, body: ir.Block, control: ir.Control | None = None) -> bool:
+    """``inst`` is applied by ``body``, or (with ``control``, its owner) passed as a
+    constructor argument to an applied sibling instance, which applies it (p4c inlines
+    it there)."""
     for node in walk(body):
         if (
             isinstance(node, ir.MethodCall)
@@ -89,6 +92,12 @@ def _instance_is_applied(inst: ir.Instance, body: ir.Block) -> bool:
             and node.target.inst is inst
         ):
             return True
+    if control is not None:
+        for other in control.locals:
+            if (isinstance(other, ir.Instance) and other is not inst and isinstance(other.decl, ir.Control)
+                    and any(isinstance(a, ir.InstanceRef) and a.inst is inst for a in other.ctor_args)
+                    and _instance_is_applied(other, body, control)):
+                return True
     return False
 
 
@@ -134,7 +143,7 @@ def _flatten_control(control: ir.Control) -> Iterator[tuple[object, _ControlAnal
     analysis = _ControlAnalysis(control)
     for local in control.locals:
         if isinstance(local, ir.Instance) and isinstance(local.decl, ir.Control):
-            if _instance_is_applied(local, control.body):
+            if _instance_is_applied(local, control.body, control):
                 yield from _flatten_control(local.decl)
             continue
         yield local, analysis
@@ -199,7 +208,7 @@ def _inlined_body(control: ir.Control) -> ir.Block:
     stmts: list[ir.Stmt] = [control.body]
     for local in control.locals:
         if isinstance(local, ir.Instance) and isinstance(local.decl, ir.Control):
-            if _instance_is_applied(local, control.body):
+            if _instance_is_applied(local, control.body, control):
                 stmts.append(_inlined_body(local.decl))
     return ir.Block(tuple(stmts))
 

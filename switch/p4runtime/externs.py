@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from finsy.proto import p4d, p4i, p4r
+from finsy.proto import p4d, p4i, p4r, p4t
 
 from innet.switch.p4runtime.errors import (
     already_exists,
@@ -340,7 +340,24 @@ class ExternState:
         if spec.HasField("struct"):
             out = p4d.P4Data()
             out.struct.SetInParent()
-            for value in values:
+            members = self.schema.p4info.type_info.structs[spec.struct.name].members \
+                if spec.struct.name in self.schema.p4info.type_info.structs else []
+            for i, value in enumerate(values):
+                if value < 0 and i < len(members):  # an int<W> member: its W-bit two's complement
+                    value &= (1 << _bitwidth(members[i].type_spec)) - 1
                 out.struct.members.add(bitstring=encode_bytes(value))
             return out
-        return p4d.P4Data(bitstring=encode_bytes(values[0] if values else 0))
+        value = values[0] if values else 0
+        if value < 0:
+            value &= (1 << _bitwidth(spec)) - 1
+        return p4d.P4Data(bitstring=encode_bytes(value))
+
+
+def _bitwidth(spec: p4t.P4DataTypeSpec) -> int:
+    """The width of a bitstring type spec (bit<W>/int<W>/varbit; 64 when it names none)."""
+    if spec.HasField("bitstring"):
+        bs = spec.bitstring
+        for kind in ("bit", "int", "varbit"):
+            if bs.HasField(kind):
+                return getattr(bs, kind).bitwidth if kind != "varbit" else bs.varbit.max_bitwidth
+    return 64

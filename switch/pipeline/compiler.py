@@ -25,6 +25,7 @@ from typing import Any, Callable
 from ..frontend import ir
 from . import guards
 from .errors import UnsupportedError
+from .exprgen import wrap_expr
 from .externs import Counter, DigestMessage, Meter, Register
 from .layout import Layout, nslots
 from .objects import ProgramObjects
@@ -95,6 +96,7 @@ class ProgramCompiler:
         self.errors = {n: i for i, n in enumerate(CORE_ERRORS + tuple(user))}
         self._sm_fields: dict[str, int] = {}
         self._slot_now: int | None = None
+        self._oob: dict[ir.Type, int] = {}
 
     # ------------------------------------------------------------------ naming
     def ref(self, obj: Any, hint: str) -> str:
@@ -163,6 +165,14 @@ class ProgramCompiler:
         self.slot_entry = L.alloc_scalar("entry", None)
         self.slot_digests = L.alloc_scalar("digests", None)
 
+    def oob_scratch(self, elem: ir.Type) -> int:
+        """Slot base of the scratch stack element of type ``elem`` that out-of-bounds
+        accesses at a run-time index use outside parsers (see ``ExprGen.oob_place``)."""
+        base = self._oob.get(elem)
+        if base is None:
+            base = self._oob[elem] = self.layout.alloc(elem, "oob")
+        return base
+
     def now_slot(self) -> int:
         """The slot holding this pass's clock reading (None until the first hit of an
         ageing entry); allocated only for programs with ``support_timeout`` tables."""
@@ -221,6 +231,10 @@ class ProgramCompiler:
         self._fns[id(a)] = name
         data = {p.uid: f"d{p.uid}" for p in a.params if p.direction is None}
         g = self.codegen("action", data)
+        for p in a.params:
+            if p.direction is None and isinstance(p.type, ir.BitT) and p.type.signed:
+                # the control plane gives a W-bit pattern; the value is its two's complement
+                g.emit(f"d{p.uid} = {wrap_expr(f'd{p.uid}', p.type.width, True)}")
         g.written = written_locals(a.body)
         g.block(a.body)
         self.define(f"def {name}(S{''.join(', ' + n for n in data.values())}):", g)

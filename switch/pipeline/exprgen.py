@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 
 VARBIT = -1  # the width ``flatten`` gives a varbit value: its expression is a (width, value) tuple
+ERROR_WIDTH = 32  # an ``error`` value as a table key or field-list field: BMv2's 32-bit number
 SMALL_SHIFT = 1024  # a variable shift amount up to this is done inline (a << b stays small)
 
 
@@ -59,6 +60,8 @@ def bits(t: ir.Type) -> tuple[int, bool]:
         return 1, False
     if isinstance(t, ir.EnumT) and t.underlying is not None:
         return t.underlying.width, t.underlying.signed
+    if isinstance(t, ir.ErrorT):
+        return ERROR_WIDTH, False
     raise TypeError(f"type {t} has no fixed width")
 
 
@@ -118,6 +121,24 @@ class ExprGen:
             return "raise _PErr(3)"
         return f"raise _AssertFail({'header stack index out of bounds at ' + str(e.loc)!r})"
 
+    def oob_place(self, bad: str, pos: str, elem: ir.Type) -> Place:
+        """A stack element at a run-time index outside a parser: out of bounds (``bad``),
+        it is a scratch element reset to an invalid header, so a read gives an
+        unspecified value and a write changes nothing (P4_16 8.18; p4c's HSIndexSimplifier
+        drops such accesses) instead of failing the packet."""
+        scratch = Place(self.prog.oob_scratch(elem), elem)
+        t = self.tmp()
+        self.emit(f"if {bad}:")
+        self.ind += 1
+        self.emit(f"{t} = {scratch.base}")
+        self.reset(scratch)
+        self.ind -= 1
+        self.emit(f"else: {t} = {pos}")
+        return Place(t, elem)
+
+    def reset(self, p: Place) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
     # ------------------------------------------------------------------ places
     def place(self, e: ir.Expr) -> Place:
         """The slot range an l-value or aggregate expression denotes."""
@@ -153,8 +174,12 @@ class ExprGen:
                 return base.sub(1 + i * esz, st.elem)
             idx = self.simple(self.expr(e.index))
             signed = isinstance(e.index.type, ir.BitT) and e.index.type.signed
-            self.emit(f"if {'not 0 <= ' if signed else ''}{idx} {'<' if signed else '>='} {st.size}: {self.oob(e)}")
-            return Place(f"{base.at(1)}+{idx}*{esz}" if esz != 1 else f"{base.at(1)}+{idx}", st.elem)
+            bad = f"{'not 0 <= ' if signed else ''}{idx} {'<' if signed else '>='} {st.size}"
+            pos = f"{base.at(1)}+{idx}*{esz}" if esz != 1 else f"{base.at(1)}+{idx}"
+            if self.in_parser:
+                self.emit(f"if {bad}: {self.oob(e)}")
+                return Place(pos, st.elem)
+            return self.oob_place(bad, pos, st.elem)
         if isinstance(e, ir.StackProp) and e.prop in ("next", "last"):
             st = e.base.type
             assert isinstance(st, ir.StackT)
@@ -166,6 +191,8 @@ class ExprGen:
                 self.emit(f"if {t} >= {st.size}: {self.oob(e)}")
             else:
                 self.emit(f"{t} = S[{base.at()}] - 1")
+                if not self.in_parser:
+                    return self.oob_place(f"{t} < 0", f"{base.at(1)}+{t}*{esz}", st.elem)
                 self.emit(f"if {t} < 0: {self.oob(e)}")
             return Place(f"{base.at(1)}+{t}*{esz}", st.elem)
         if isinstance(e, ir.MethodCall) and e.method == "lookahead" and not is_scalar(e.type):

@@ -169,10 +169,10 @@ class ExternGen(ExprGen):
         t = data.type
         if isinstance(data, ir.StructInit):
             names = [n for n, _ in data.fields]
-            vals = [self.flatten(x)[0][0] if is_scalar(x.type) else "None" for _, x in data.fields]
+            vals = [self._digest_value(x) if is_scalar(x.type) else "None" for _, x in data.fields]
             return names, vals
         if isinstance(data, ir.ListExpr):
-            return [f"f{i}" for i in range(len(data.elems))], [self.flatten(x)[0][0] for x in data.elems]
+            return [f"f{i}" for i in range(len(data.elems))], [self._digest_value(x) for x in data.elems]
         if isinstance(t, (ir.StructT, ir.HeaderT)):
             p = self.place(data)
             names, vals = [], []
@@ -185,6 +185,13 @@ class ExternGen(ExprGen):
                 off += 1
             return names, vals
         return ["value"], [self.expr(data)]
+
+    def _digest_value(self, x: ir.Expr) -> str:
+        """A digest field's value: an int<W> as its (signed) value, as a struct field of
+        the digest type holds it; other scalars as packed (bool as 0/1)."""
+        if isinstance(x.type, ir.BitT) and x.type.signed:
+            return self.expr(x)
+        return self.flatten(x)[0][0]
 
     def checksum(self, e: ir.ExternCall) -> None:
         n = e.name

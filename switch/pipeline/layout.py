@@ -40,6 +40,9 @@ def field_offset(t: ir.Type, name: str) -> tuple[int, ir.Type]:
         for i, f in enumerate(t.fields):
             if f.name == name:
                 return 1 + i, f.type
+        g = t.group(name)  # a struct-typed declared field: the run of its leaves
+        if g is not None:
+            return 1 + g[0], g[1]
     elif isinstance(t, (ir.StructT, ir.HeaderUnionT)):
         off = 0
         for f in t.fields:

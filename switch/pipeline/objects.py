@@ -18,6 +18,7 @@ from . import hashing
 from .errors import UnsupportedError
 from .externs import Counter, Meter, Register
 from .profiles import ActionProfile
+from .exprgen import ERROR_WIDTH
 from .tables import ActionInfo, KeyDef, KeySpec, Table
 
 if TYPE_CHECKING:
@@ -202,7 +203,8 @@ class ProgramObjects:
         sel_widths = tuple(_width(k.expr.type) for k in t.keys if k.match_kind == "selector")
         profile = self.profile_state(t.implementation) if t.implementation is not None else None
         d = t.default_action
-        default = (d.action.cp_name, _data_args(d))
+        errs = self.prog.errors
+        default = (d.action.cp_name, _data_args(d, errs))
         meter_factory = None
         if t.direct_meter is not None:
             from .externs import MeterCell
@@ -215,9 +217,9 @@ class ProgramObjects:
             ranks = [_bmv2_rank(i, ce) for i, ce in enumerate(t.const_entries)]
             top = max(ranks) + 1
             for ce, rank in zip(t.const_entries, ranks):
-                specs = [_keyspec(x, k) for x, k in zip(ce.keys, keys)]
+                specs = [_keyspec(x, k, errs) for x, k in zip(ce.keys, keys)]
                 # BMv2: the smallest rank wins; innet: the largest priority wins
-                entries.append((specs, ce.action.action.cp_name, _data_args(ce.action), top - rank))
+                entries.append((specs, ce.action.action.cp_name, _data_args(ce.action, errs), top - rank))
             table.add_const_entries(entries)
         return table
 
@@ -251,10 +253,15 @@ def _width(t: ir.Type) -> int:
         return 1
     if isinstance(t, ir.EnumT) and t.underlying is not None:
         return t.underlying.width
+    if isinstance(t, ir.ErrorT):
+        return ERROR_WIDTH
     raise UnsupportedError(f"table key or action parameter of type {t}")
 
 
-def _const(e: ir.Expr) -> int:
+def _const(e: ir.Expr, errors: dict[str, int] | None = None) -> int:
+    """A table entry's constant; ``error.X`` is its number (``errors``: the program's)."""
+    if isinstance(e, ir.ErrorMember) and errors is not None and e.name in errors:
+        return errors[e.name]
     if isinstance(e, ir.Const):
         v = int(e.value)
         if isinstance(e.type, ir.BitT) and e.type.signed:
@@ -265,13 +272,13 @@ def _const(e: ir.Expr) -> int:
     raise UnsupportedError(f"non-constant value {type(e).__name__} in a table entry", e.loc)
 
 
-def _data_args(r: ir.ActionRef) -> tuple[int, ...]:
+def _data_args(r: ir.ActionRef, errors: dict[str, int] | None = None) -> tuple[int, ...]:
     a = r.action
     ndir = len([p for p in a.params if p.direction is not None])
-    return tuple(_const(x) for x in r.args[ndir:])
+    return tuple(_const(x, errors) for x in r.args[ndir:])
 
 
-def _keyspec(x: ir.Expr, k: KeyDef) -> KeySpec:
+def _keyspec(x: ir.Expr, k: KeyDef, errors: dict[str, int] | None = None) -> KeySpec:
     full = (1 << k.width) - 1
     if isinstance(x, ir.DefaultKey):
         if k.kind == "range":
@@ -282,14 +289,14 @@ def _keyspec(x: ir.Expr, k: KeyDef) -> KeySpec:
             raise UnsupportedError("'_' / default for an exact key", x.loc)
         return KeySpec(0, mask=0)
     if isinstance(x, ir.Mask):
-        v, m = _const(x.value), _const(x.mask)
+        v, m = _const(x.value, errors), _const(x.mask, errors)
         if k.kind == "lpm":
             plen = bin(m).count("1")
             return KeySpec(v & m, prefix_len=plen)
         return KeySpec(v & m, mask=m)
     if isinstance(x, ir.Range):
-        return KeySpec(_const(x.lo), hi=_const(x.hi))
-    v = _const(x)
+        return KeySpec(_const(x.lo, errors), hi=_const(x.hi, errors))
+    v = _const(x, errors)
     if k.kind == "range":
         return KeySpec(v, hi=v)
     return KeySpec(v)

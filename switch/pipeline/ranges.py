@@ -68,8 +68,9 @@ def union(a: Range | None, b: Range | None) -> Range | None:
 
 def written_locals(*roots: Any) -> set[int]:
     """uids of the variables that the statements under ``roots`` write: left-hand sides of
-    assignments (anything under them, conservatively) and ``out``/``inout`` arguments of
-    calls (actions, functions, extern functions and methods, sub-controls)."""
+    assignments (anything under them, conservatively), ``out``/``inout`` arguments of
+    calls (actions, functions, extern functions and methods, sub-controls) and the
+    variables of range ``for`` loops."""
     out: set[int] = set()
     for r in roots:
         _walk(r, out, False)
@@ -89,6 +90,8 @@ def _walk(node: Any, out: set[int], writing: bool) -> None:
         _walk(node.lhs, out, True)
         _walk(node.rhs, out, writing)
         return
+    if isinstance(node, ir.ForIn):  # the loop writes its variable each iteration
+        out.add(node.var.uid)
     if isinstance(node, ir.Arg):
         _walk(node.expr, out, writing or node.direction in ("out", "inout"))
         return

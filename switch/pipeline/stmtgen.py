@@ -76,6 +76,44 @@ class StmtGen(ExternGen):
             self.block(s.else_)
             self.ind -= 1
 
+    def s_For(self, s: ir.For) -> None:
+        """``while True`` with a first-iteration flag, so that ``continue`` (a Python
+        continue) still runs the update before the next condition test."""
+        for x in s.init:
+            self.stmt(x)
+        first = self.tmp()
+        self.emit(f"{first} = True")
+        self.emit("while True:")
+        self.ind += 1
+        if s.update:
+            self.emit(f"if not {first}:")
+            self.ind += 1
+            for x in s.update:
+                self.stmt(x)
+            self.ind -= 1
+        self.emit(f"{first} = False")
+        if s.cond is not None:
+            self.emit(f"if not {self.expr(s.cond)}: break")
+        self.block(s.body)
+        self.ind -= 1
+
+    def s_ForIn(self, s: ir.ForIn) -> None:
+        d = s.var
+        lo = self.simple(self.expr(s.lo))
+        hi = self.simple(self.expr(s.hi))
+        name = f"v{d.uid}"
+        self.locals[d.uid] = name
+        self.emit(f"for {name} in range({lo}, {hi} + 1):")
+        self.ind += 1
+        self.block(s.body)
+        self.ind -= 1
+
+    def s_Break(self, s: ir.Break) -> None:
+        self.emit("break")
+
+    def s_Continue(self, s: ir.Continue) -> None:
+        self.emit("continue")
+
     def s_Switch(self, s: ir.Switch) -> None:
         e = s.expr
         table: ir.Table | None = None
@@ -209,6 +247,16 @@ class StmtGen(ExternGen):
 
     def assign_agg(self, dst: Place, rhs: ir.Expr) -> None:
         t = dst.type
+        if isinstance(rhs, ir.ListExpr) and isinstance(t, ir.TupleT):
+            off = 0
+            for et, item in zip(t.elems, rhs.elems):
+                fp = dst.sub(off, et)
+                if is_scalar(et):
+                    self.emit(f"S[{fp.at()}] = {self.expr(item)}")
+                else:
+                    self.assign_agg(fp, item)
+                off += nslots(et)
+            return
         if isinstance(rhs, ir.StructInit) or (isinstance(rhs, ir.ListExpr) and not isinstance(t, ir.TupleT)):
             items = rhs.fields if isinstance(rhs, ir.StructInit) else None
             if isinstance(t, ir.HeaderT):
@@ -435,6 +483,7 @@ class StmtGen(ExternGen):
         if not self.in_parser:
             raise self.unsupported("a parser applied outside a parser", e)
         bindings: dict[int, int] = {}
+        copy_back: list[tuple[str, int]] = []
         for i, p in enumerate(decl.params):
             if isinstance(p.type, ir.ExternT):
                 continue
@@ -445,6 +494,13 @@ class StmtGen(ExternGen):
                 pp = self.prog.layout.var(p.uid, p.type, p.name)
                 self.emit(f"S[{pp}] = {self.expr(a)}")
                 continue
+            if isinstance(a, ir.VarRef) and a.decl.uid in self.locals:
+                # a parser local kept in a Python variable: copy in and out through the
+                # parameter's own slot (the sub-parser's function cannot see the local)
+                pp = self.prog.layout.var(p.uid, p.type, p.name)
+                self.emit(f"S[{pp}] = {self.locals[a.decl.uid] if p.direction == 'inout' else repr(default_values(p.type)[0])}")
+                copy_back.append((self.locals[a.decl.uid], pp))
+                continue
             place = self.place(a)
             if not isinstance(place.base, int):
                 raise self.unsupported(f"sub-parser argument {p.name} at a runtime stack index", e)
@@ -453,6 +509,8 @@ class StmtGen(ExternGen):
                 self.reset(place)
         fn = self.prog.parsers.subparser_fn(decl, bindings)
         self.emit(f"pos = {fn}(S, data, pos, L)")
+        for local, slot in copy_back:
+            self.emit(f"{local} = S[{slot}]")
 
     def table_apply(self, e: ir.TableApply) -> str:
         t = e.table

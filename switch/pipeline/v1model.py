@@ -12,9 +12,11 @@ Per input packet (``Pipeline.process``):
    2); drop when ``egress_spec`` == 511; computeChecksum, deparser; recirculate (the
    deparsed packet re-enters ingress, ``instance_type`` 4) instead of output; output.
 
-``assert``/``assume`` failures and runtime faults (a header stack index out of range
-outside the parser) are logged at ERROR with their source location and drop the packet
-of that pass; other passes of the same input are unaffected.
+``assert``/``assume`` failures and runtime faults (``hs.next`` past the end outside the
+parser, ``advance`` by a number of bits that is not whole bytes) are logged at ERROR
+with their source location and drop the packet of that pass; other passes of the same
+input are unaffected. A header stack index out of range outside the parser is not a
+fault: it reads an invalid scratch element and its writes change nothing (P4_16 8.18).
 """
 
 from __future__ import annotations

@@ -71,10 +71,15 @@ def test_width_mismatch_needs_cast() -> None:
         compile_source(ingress_src("", "        m.x = hdr.h.c;"), "err.p4")
 
 
-def test_int_literal_too_wide() -> None:
-    with pytest.raises(P4Error, match=r"err\.p4:12:15: error: assignment: value 256 does not "
-                                      r"fit in bit<8>"):
-        compile_source(ingress_src("", "        m.x = 256;"), "err.p4")
+def test_int_literal_too_wide_warns_and_wraps(caplog: pytest.LogCaptureFixture) -> None:
+    """p4c: a warning (overflow), not an error, and the value wraps to the width."""
+    with caplog.at_level("WARNING", logger="innet.switch.frontend"):
+        prog = compile_source(ingress_src("", "        m.x = 257;"), "err.p4")
+    assert [r.getMessage() for r in caplog.records] == [
+        "err.p4:12:15: warning: assignment: value 257 does not fit in bit<8>; it wraps to 1"]
+    ing = prog.main.args[2].decl  # type: ignore[union-attr]
+    assign = ing.body.stmts[0]  # type: ignore[union-attr]
+    assert assign.rhs.value == 1
 
 
 def test_binary_operands_differ() -> None:

@@ -2,7 +2,8 @@
 
 For p4/innet.p4, every p4/examples program and the programs of the constructs the
 native executor learnt last (action profiles and selectors, meters and direct meters,
-idle-timeout tables, varbit, sub-parsers): the same control-plane set-up (the program's
+idle-timeout tables, varbit, sub-parsers, values wider than 64 bits): the same
+control-plane set-up (the program's
 STF file), then a seeded stream of packets (the STF packets mutated: flipped bytes,
 truncations, extra bytes, other ingress ports) mixed with control-plane operations
 (register writes, deletes and re-inserts of entries, meter rates, action-selector group
@@ -34,6 +35,7 @@ CONSTRUCTS = [
     (REPO / "tests/unit/native_diff/varbit.p4", REPO / "tests/unit/native_diff/varbit.stf"),
     (REPO / "tests/conformance/parser/varbit_extract.p4", REPO / "tests/conformance/parser/varbit_extract.stf"),
     (REPO / "tests/conformance/parser/subparser.p4", REPO / "tests/conformance/parser/subparser.stf"),
+    (REPO / "tests/unit/native_diff/wide.p4", REPO / "tests/unit/native_diff/wide.stf"),
 ]
 CASES = [(p, p.with_suffix(".stf")) for p in PROGRAMS] + CONSTRUCTS
 STEPS = 400
@@ -52,7 +54,7 @@ def _ops(stf: Path, seed: int) -> list[Op]:
     for _ in range(STEPS):
         r = rng.random()
         if r < 0.05:
-            ops.append(("reg", rng.random(), rng.getrandbits(32)))
+            ops.append(("reg", rng.random(), rng.getrandbits(256)))  # truncated to the register's width
         elif r < 0.08:
             ops.append(("toggle", rng.random()))
         elif r < 0.11:

@@ -42,23 +42,27 @@ WIDE = ("#include <core.p4>\n#include <v1model.p4>\n"
         "control CC(inout H h, inout M m) { apply { } }\n"
         "control D(packet_out p, in H h) { apply { p.emit(h.h); } }\n"
         "V1Switch(P(), VC(), I(), E(), CC(), D()) main;\n")
-"""A program the native executor refuses (a bit<128> field)."""
+"""A program with a bit<128> field: the native executor runs it (multi-word values)."""
+
+VARBIG = WIDE.replace("header h_t { bit<128> addr; }", "header h_t { bit<8> n; varbit<16384> v; }").replace(
+    "p.extract(h.h);", "p.extract(h.h, 0);")
+"""A program the native executor refuses (a varbit wider than varbit<8191>)."""
 
 
 def test_auto_falls_back_to_python_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    src = tmp_path / "wide.p4"
-    src.write_text(WIDE)
+    src = tmp_path / "varbig.p4"
+    src.write_text(VARBIG)
     pl = load_pipeline(compile_file(str(src)), "auto")
     assert type(pl) is Pipeline
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("innet: executor python (native executor not used: ")
-    assert "wide.p4:" in err[0] and "bit<128>" in err[0]
+    assert "varbig.p4:" in err[0] and "varbit<16384>" in err[0]
 
 
 def test_native_insists(tmp_path: Path) -> None:
-    src = tmp_path / "wide.p4"
-    src.write_text(WIDE)
-    with pytest.raises(NativeUnsupported, match=r"wide\.p4:\d+:\d+: unsupported: field h_t.addr of type bit<128>"):
+    src = tmp_path / "varbig.p4"
+    src.write_text(VARBIG)
+    with pytest.raises(NativeUnsupported, match=r"varbig\.p4:\d+:\d+: unsupported: field h_t.v of type varbit<16384>"):
         load_pipeline(compile_file(str(src)), "native")
 
 
@@ -71,12 +75,26 @@ def test_auto_picks_native_for_basic_forward(capsys: pytest.CaptureFixture[str])
     assert capsys.readouterr().err == ""
 
 
-def test_wide_field_is_refused_naming_it(tmp_path: Path) -> None:
-    src = tmp_path / "wide.p4"
-    src.write_text(WIDE)
+def test_wide_varbit_is_refused_naming_it(tmp_path: Path) -> None:
+    src = tmp_path / "varbig.p4"
+    src.write_text(VARBIG)
     why = native_refusal(compile_file(str(src)))
     assert why is not None
-    assert re.match(rf"{re.escape(str(src))}:\d+:\d+: unsupported: field h_t.addr of type bit<128>", why), why
+    assert re.match(rf"{re.escape(str(src))}:\d+:\d+: unsupported: field h_t.v of type varbit<16384>", why), why
+
+
+@pytest.mark.skipif(compiler_path() is None, reason="native executor needs a C compiler (cc/gcc)")
+def test_auto_picks_native_for_a_bit128_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from innet.switch.native.pipeline import NativePipeline
+
+    src = tmp_path / "wide.p4"
+    src.write_text(WIDE)
+    assert native_refusal(compile_file(str(src))) is None
+    pl = load_pipeline(compile_file(str(src)), "auto")
+    assert isinstance(pl, NativePipeline)
+    assert capsys.readouterr().err == ""
+    out = pl.process(0, bytes(range(16)) + b"tail")
+    assert out == [(1, bytes(range(16)) + b"tail")]
 
 
 def test_unknown_executor() -> None:
