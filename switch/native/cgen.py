@@ -423,6 +423,8 @@ class Gen(WideGen):
     """Generates the body of one C function from IR statements and expressions (values
     wider than 64 bits: :class:`.widegen.WideGen`)."""
 
+    u: Unit
+
     def __init__(self, unit: Unit, kind: str) -> None:
         self.u = unit
         self.kind = kind

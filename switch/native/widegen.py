@@ -9,20 +9,28 @@ ints are exact, these helpers compute the same W-bit patterns.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..frontend import ir
 from ..pipeline.exprgen import Place
 from .wide import limbs, split, wide_width
 
-if TYPE_CHECKING:
-    from .cgen import Unit
+
+
+class WideUnit(Protocol):
+    """What the wide-value generator needs of ``cgen.Unit`` (a protocol, so that the two
+    modules do not import each other)."""
+
+    wk: int
+    """Limbs of the C ``wv`` type."""
+
+    def var(self, uid: int, t: ir.Type, name: str, loc: Any) -> int: ...
 
 
 class WideGen:
     """The wide-value half of the C generator (``self`` is a ``cgen.Gen``)."""
 
-    u: "Unit"
+    u: WideUnit
     ntmp: int
 
     def emit(self, line: str) -> None:  # pragma: no cover - cgen.Gen's

@@ -28,6 +28,8 @@ class CompileContext(Protocol):
     slot_truncate: int
     slot_payload: int
     slot_entry: int
+    errors: dict[str, int]
+    """Error name -> number (BMv2's numbering)."""
 
     def ref(self, obj: Any, hint: str) -> str: ...
 
@@ -39,6 +41,8 @@ class CompileContext(Protocol):
     def py_name(prefix: str, p4_name: str) -> str: ...
 
     def now_slot(self) -> int: ...
+
+    def oob_scratch(self, elem: ir.Type) -> int: ...
 
     def field_list(self, index: int) -> tuple[int, ...]: ...
 
