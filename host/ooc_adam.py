@@ -216,7 +216,7 @@ class _Kernel:
 
 def _pread(fd: int, out: F32, start: int) -> None:
     """Fill ``out`` with elements ``start..`` of the float32 file ``fd``."""
-    view, offset = memoryview(out).cast("B"), 4 * start
+    view, offset = out.data.cast("B"), 4 * start
     while view:
         got = os.preadv(fd, [view], offset)
         if got <= 0:
@@ -225,7 +225,7 @@ def _pread(fd: int, out: F32, start: int) -> None:
 
 
 def _pwrite(fd: int, data: F32, start: int) -> None:
-    view, offset = memoryview(np.ascontiguousarray(data)).cast("B"), 4 * start
+    view, offset = np.ascontiguousarray(data).data.cast("B"), 4 * start
     while view:
         done = os.pwritev(fd, [view], offset)
         view, offset = view[done:], offset + done
