@@ -154,7 +154,7 @@ class _Scalars:
 
 
 class _Kernel:
-    """One block's step and copy, in C when it builds, else numpy (same operations)."""
+    """One block's step and checksums, in C when it builds, else numpy (same operations)."""
 
     def __init__(self, native: bool | None = None) -> None:
         self.lib: Any = None
@@ -193,16 +193,6 @@ class _Kernel:
         for out, x in zip(dst, (p, m, v)):
             out[:] = x
         return checksum_numpy(p, index0), checksum_numpy(m, index0), checksum_numpy(v, index0)
-
-    def copy(self, src: Any, dst: Any, index0: int) -> int:
-        if self.lib is not None:
-            ffi, lib = self.lib.ffi, self.lib.lib
-            out = ffi.new("uint64_t *")
-            lib.innet_adam_copy(ffi.from_buffer("float[]", src), ffi.from_buffer("float[]", dst, require_writable=True),
-                                len(src), index0, out)
-            return int(out[0])
-        dst[:] = src
-        return checksum_numpy(np.asarray(dst), index0)
 
     def checksum(self, values: Any, index0: int) -> int:
         if self.lib is not None:
@@ -465,7 +455,8 @@ class AdamState:
             for fd, buf in zip(src_fds, bufs):
                 _pread(fd, buf, a)
             lo = a - start
-            sums = self._kernel.step((bufs[0], bufs[1], bufs[2]), g_all[lo:lo + b - a], (bufs[0], bufs[1], bufs[2]), s, a)
+            block = (bufs[0], bufs[1], bufs[2])
+            sums = self._kernel.step(block, g_all[lo:lo + b - a], block, s, a)  # in place in the buffers
             for fd, buf in zip(dst_fds, bufs):
                 _pwrite(fd, buf, a)
             return sums

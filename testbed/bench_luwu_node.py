@@ -162,7 +162,8 @@ def _table(rows: list[dict[str, Any]], budget: int) -> str:
             f"{'+commit':>8} {'node RSS MiB':>12} {'torch RSS MiB':>13} {'state MiB':>9}")
     lines = [head]
     for r in rows:
-        lines.append(f"{r['optimizer']:9} {r['node_params_per_s'] / 1e6:13.1f} {r['node_with_commit_params_per_s'] / 1e6:8.1f} "
+        lines.append(f"{r['optimizer']:9} {r['node_params_per_s'] / 1e6:13.1f} "
+                     f"{r['node_with_commit_params_per_s'] / 1e6:8.1f} "
                      f"{r['torch_params_per_s'] / 1e6:14.1f} {r['ratio']:6.2f} {r['ratio_with_commit']:8.2f} "
                      f"{r['node']['peak_rss_bytes'] / 2**20:12.0f} {r['torch']['peak_rss_bytes'] / 2**20:13.0f} "
                      f"{r['state_bytes'] / 2**20:9.0f}")

@@ -23,7 +23,6 @@
  */
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 
 typedef struct {
     float decay;     /* AdamW: 1 - lr*wd, else 1 */
@@ -125,10 +124,4 @@ void innet_adam_step(const float *p_in, const float *m_in, const float *v_in, co
     sums[0] += innet_checksum((const uint32_t *)p_out, n, index0);
     sums[1] += innet_checksum((const uint32_t *)m_out, n, index0);
     sums[2] += innet_checksum((const uint32_t *)v_out, n, index0);
-}
-
-/* Copy n floats (a range no update touched in a step) and add the copy's checksum. */
-void innet_adam_copy(const float *src, float *dst, int64_t n, uint64_t index0, uint64_t *sum) {
-    if (src != dst) memmove(dst, src, (size_t)n * sizeof(float));
-    *sum += innet_checksum((const uint32_t *)dst, n, index0);
 }

@@ -17,7 +17,6 @@ uint64_t innet_checksum(const uint32_t *w, int64_t n, uint64_t index0);
 void innet_adam_step(const float *p_in, const float *m_in, const float *v_in, const float *g_in,
                      float *p_out, float *m_out, float *v_out, int64_t n, const innet_adam_params *a,
                      uint64_t index0, uint64_t *sums);
-void innet_adam_copy(const float *src, float *dst, int64_t n, uint64_t index0, uint64_t *sum);
 """
 
 FLAGS = ("-O3", "-shared", "-fPIC", "-std=gnu11", "-fno-strict-aliasing", "-ffp-contract=off", "-fno-math-errno")

@@ -177,7 +177,8 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
     raw = bytearray(params.read_bytes())
     raw[13] ^= 0x40
     params.write_bytes(bytes(raw))
-    with pytest.raises(AdamStateError, match=r"s/params\.0\.f32: checksum \w+ is not the committed \w+ \(the file is corrupt\)"):
+    corrupt = r"s/params\.0\.f32: checksum \w+ is not the committed \w+ \(the file is corrupt\)"
+    with pytest.raises(AdamStateError, match=corrupt):
         AdamState.open(s)
     (s / "exp_avg.1.f32").write_bytes(b"x")
     with pytest.raises(AdamStateError, match=r"exp_avg\.1\.f32: expected 40 bytes, found 1"):
