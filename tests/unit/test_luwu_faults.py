@@ -282,6 +282,11 @@ def test_a_node_refuses_a_corrupt_state_or_another_models_naming_the_file(tmp_pa
     assert lines[0].startswith(f"optimizer node o1: cannot start: optimizer state {state / 'state.json'}: "
                                "belongs to model '140 parameters in 3 layers"), lines[0]
 
+    # a member set resuming at a step this node cannot reach
+    code, lines = _refusal(NodeConfig(plan, 0, str(state), transport, 1, ADAM, str(init), resume_step=3))
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].endswith(f"optimizer state {state / 'state.json'}: at step 0, cannot resume at step 3"), lines[0]
+
     # a corrupt parameter file (one flipped bit)
     params = state / "params.0.f32"
     raw = bytearray(params.read_bytes())
