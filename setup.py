@@ -17,7 +17,7 @@ setup(
     packages=packages,
     package_dir={"innet": "."},
     package_data={"innet.p4": ["*.p4", "*.stf", "include/*.p4", "**/*.p4", "**/*.stf"], "innet": ["py.typed"],
-                  "innet.host.agent.native": ["*.c"], "innet.testbed.microbench.native": ["*.c"],
+                  "innet.host.agent.native": ["*.c"], "innet.host.luwu.native": ["*.c"], "innet.testbed.microbench.native": ["*.c"],
                   "innet.switch.native": ["*.c"],
                   "innet.switch.frontend": ["*.lark"]},
     include_package_data=False,

@@ -119,7 +119,7 @@ class InnetSwitch:
         entry = J.job_entry(job, chunks)
         info = J.JobInfo.from_entry(TableEntry(entry.table, entry.match, entry.action, {
             k: (v if isinstance(v, int) else 0) for k, v in entry.params.items()}))
-        self.switch.write_registers(J.clear_cells(self.layout, info))
+        self._clear(info)
         self.switch.reset_counters((c, job.job_id) for c in self.layout.counters)
         self._upsert(J.worker_entries(job))
         self.switch.set_multicast_group(job.group, J.replicas(job, self.name))
@@ -157,9 +157,13 @@ class InnetSwitch:
         for group in [info.mcast_grp] + [o.mcast_grp for o in owners]:
             if group in groups:
                 self.switch.delete_multicast_group(group)
-        self.switch.write_registers(J.clear_cells(self.layout, info))
+        self._clear(info)
         self.switch.reset_counters((c, job_id) for c in self.layout.counters)
         return info
+
+    def _clear(self, info: J.JobInfo) -> None:
+        for name, cells in J.clear_cells(self.layout, info).items():
+            self.switch.write_register(name, cells.start, np.zeros(len(cells), np.int64))
 
     def owners(self, job_id: int) -> list[J.OwnerInfo]:
         """The job's chunk owners (``innet_owners``), one range per rank, by first chunk."""
@@ -176,12 +180,10 @@ class InnetSwitch:
         w = _chunked(values, info.param_chunks, k, f"job {job_id} parameters on switch {self.name}")
         m = (np.zeros_like(w) if momentum is None
              else _chunked(momentum, info.param_chunks, k, f"job {job_id} momentum on switch {self.name}"))
-        cells: dict[str, list[tuple[int, int]]] = {}
         base = info.param_base
-        for i in range(k):
-            cells[self.layout.param[i]] = [(base + c, int(v)) for c, v in enumerate(w[:, i])]
-            cells[self.layout.mom[i]] = [(base + c, int(v)) for c, v in enumerate(m[:, i])]
-        self.switch.write_registers(cells)
+        for i in range(k):  # one range of cells per register (innet's register-range entities)
+            self.switch.write_register(self.layout.param[i], base, w[:, i])
+            self.switch.write_register(self.layout.mom[i], base, m[:, i])
 
     def read_params(self, job_id: int, momentum: bool = False) -> npt.NDArray[np.int32]:
         """The job's parameter (or momentum) shard as int32, ``param_chunks * K`` long."""

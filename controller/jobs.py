@@ -423,14 +423,14 @@ def replicas(job: JobSpec, switch: str) -> list[Replica]:
     return [Replica(w.port_on(switch), w.rank) for w in sorted(job.workers, key=lambda w: w.rank)]
 
 
-def clear_cells(layout: InnetLayout, info: JobInfo) -> dict[str, list[tuple[int, int]]]:
-    """Zero writes for every register cell of a job: slot copies and parameter chunks."""
-    out: dict[str, list[tuple[int, int]]] = {}
+def clear_cells(layout: InnetLayout, info: JobInfo) -> dict[str, range]:
+    """The register cells of a job to zero: slot copies and parameter chunks."""
+    out: dict[str, range] = {}
     for name in (layout.bitmap, layout.count, layout.epoch, *layout.acc):
-        out[name] = [(i, 0) for i in info.cells]
+        out[name] = info.cells
     if info.param_chunks:
         for name in (*layout.param, *layout.mom):
-            out[name] = [(i, 0) for i in info.chunks]
+            out[name] = info.chunks
     return out
 
 

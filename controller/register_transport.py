@@ -18,6 +18,9 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 from innet.controller.client import P4RuntimeClient
 from innet.controller.errors import ControllerError, UnimplementedError
 from innet.controller.registers import (AutoRegisters, P4RuntimeRegisters, RegisterBackend, Runner,
@@ -63,6 +66,9 @@ class ProbingRegisters:
 
     def write(self, cells: dict[str, Sequence[tuple[int, int]]]) -> None:
         self._backend().write(cells)
+
+    def write_range(self, info: RegisterInfo, start: int, values: npt.NDArray[np.int64]) -> None:
+        self._backend().write_range(info, start, values)
 
 
 def choose(client: P4RuntimeClient, schema: P4Schema, transport: str, thrift_port: int | None, address: str,

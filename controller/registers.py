@@ -15,12 +15,15 @@ import subprocess
 from typing import Callable, Protocol, Sequence
 
 import grpc
+import numpy as np
+import numpy.typing as npt
 from finsy.proto import p4r
 
 from innet.controller.client import P4RuntimeClient
 from innet.controller.entities import describer, register_reads, register_writes
-from innet.controller.errors import ControllerError, UnimplementedError, WriteError
+from innet.controller.errors import ControllerError, UnimplementedError, ValueRangeError, WriteError
 from innet.controller.schema import P4Schema, RegisterInfo, decode
+from innet.switch.p4rt_codec import register_range
 
 LOG = logging.getLogger(__name__)
 
@@ -30,14 +33,64 @@ class RegisterBackend(Protocol):
 
     def write(self, cells: dict[str, Sequence[tuple[int, int]]]) -> None: ...
 
+    def write_range(self, info: RegisterInfo, start: int, values: npt.NDArray[np.int64]) -> None: ...
+
 
 class P4RuntimeRegisters:
-    """RegisterEntry over P4Runtime; many updates per Write, one Read per call."""
+    """Register cells over P4Runtime: innet's register-range entities (many cells per entity,
+    ``innet.switch.p4rt_codec.register_range``) where the switch has them, else one
+    ``RegisterEntry`` per cell (decided at the first UNIMPLEMENTED answer, then kept)."""
 
     def __init__(self, client: P4RuntimeClient, schema: P4Schema) -> None:
         self.client, self.schema = client, schema
+        self.ranges = True
+        """The switch answers register-range entities (False after its first UNIMPLEMENTED)."""
+
+    def _unimplemented(self, error: ControllerError) -> bool:
+        codes = {f.code for f in error.failures} if isinstance(error, WriteError) else {getattr(error, "code", None)}
+        if codes == {grpc.StatusCode.UNIMPLEMENTED}:
+            LOG.info("switch %s: no register-range entities, one RegisterEntry per cell", self.client.address)
+            self.ranges = False
+            return True
+        return False
 
     def read(self, info: RegisterInfo, indexes: range) -> list[int]:
+        if self.ranges and indexes.step == 1 and len(indexes) > 1:
+            try:
+                entities = self.client.read([register_range.read_entity(info.id, indexes.start, len(indexes))])
+            except ControllerError as error:
+                if not self._unimplemented(error):
+                    raise
+            else:
+                cells: list[int] = []
+                for entity in entities:
+                    _, _, got = register_range.parse(entity.extern_entry, info.bitwidth)
+                    if got is not None:
+                        cells.extend(int(v) for v in got)
+                if len(cells) != len(indexes):
+                    raise ControllerError(f"register {info.name!r}: the switch returned {len(cells)} cells of "
+                                          f"{len(indexes)}")
+                return cells
+        return self._read_cells(info, indexes)
+
+    def write_range(self, info: RegisterInfo, start: int, values: npt.NDArray[np.int64]) -> None:
+        """Cells ``start..`` of one register from an array (entities of up to MAX_CELLS cells)."""
+        _check_fit(info, values)
+        if self.ranges:
+            updates = []
+            for at in range(0, len(values), register_range.MAX_CELLS):
+                entity = register_range.write_entity(info.id, start + at, values[at:at + register_range.MAX_CELLS],
+                                                     info.bitwidth)
+                updates.append(p4r.Update(type=p4r.Update.MODIFY, entity=entity))
+            try:
+                self.client.write(updates, describer(self.schema))
+                return
+            except WriteError as error:
+                if not self._unimplemented(error):
+                    raise
+        self._write_cells({info.name: [(start + i, int(v)) for i, v in enumerate(values)]})
+
+    def _read_cells(self, info: RegisterInfo, indexes: range) -> list[int]:
         values: dict[int, int] = {}
         for entity in self.client.read(register_reads(self.schema, info.name, indexes)):
             r = entity.register_entry
@@ -48,6 +101,19 @@ class P4RuntimeRegisters:
             raise ControllerError(f"register {info.name!r}: the switch returned no cell {missing}") from None
 
     def write(self, cells: dict[str, Sequence[tuple[int, int]]]) -> None:
+        if not self.ranges:
+            return self._write_cells(cells)
+        for name, items in cells.items():
+            if not items:
+                continue
+            info = self.schema.register(name)
+            indexes = [i for i, _ in items]
+            values = np.fromiter((v for _, v in items), dtype=np.int64, count=len(items))
+            for at, n in register_range.runs(indexes):
+                self.write_range(info, indexes[at], values[at:at + n])
+        return None
+
+    def _write_cells(self, cells: dict[str, Sequence[tuple[int, int]]]) -> None:
         updates: list[p4r.Update] = []
         for name, items in cells.items():
             updates.extend(register_writes(self.schema, name, items))
@@ -58,6 +124,19 @@ class P4RuntimeRegisters:
             if codes == {grpc.StatusCode.UNIMPLEMENTED}:
                 raise UnimplementedError(str(error), grpc.StatusCode.UNIMPLEMENTED) from None
             raise
+
+
+def _check_fit(info: RegisterInfo, values: npt.NDArray[np.int64]) -> None:
+    """ValueRangeError for the first value that does not fit the register (as ``schema.fit``)."""
+    w = info.bitwidth
+    if w >= 63 or values.size == 0:
+        return
+    low, high = int(values.min()), int(values.max())
+    what = f"register {info.name!r}"
+    if low < -(1 << (w - 1)):
+        raise ValueRangeError(f"{what}: value {low} does not fit a signed {w}-bit field (minimum {-(1 << (w - 1))})")
+    if high >= 1 << w:
+        raise ValueRangeError(f"{what}: value {high} does not fit {w} bits (maximum {(1 << w) - 1})")
 
 
 Runner = Callable[[list[str], str], str]
@@ -139,6 +218,9 @@ class ThriftCliRegisters:
         if commands:
             self._checked(commands, "register write")
 
+    def write_range(self, info: RegisterInfo, start: int, values: npt.NDArray[np.int64]) -> None:
+        self.write({info.name: [(start + i, int(v) & ((1 << info.bitwidth) - 1)) for i, v in enumerate(values)]})
+
     def reset(self, names: Sequence[str]) -> None:
         """Zero every cell of each register (``register_reset``, one command per register)."""
         if names:
@@ -174,3 +256,9 @@ class AutoRegisters:
             self.active.write(cells)
         except UnimplementedError as error:
             self._switch(error).write(cells)
+
+    def write_range(self, info: RegisterInfo, start: int, values: npt.NDArray[np.int64]) -> None:
+        try:
+            self.active.write_range(info, start, values)
+        except UnimplementedError as error:
+            self._switch(error).write_range(info, start, values)

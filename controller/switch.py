@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import grpc
+import numpy as np
+import numpy.typing as npt
 from finsy.proto import p4r
 
 from innet.controller import entities as ent
@@ -241,8 +243,15 @@ class Switch:
             resolved[info.name] = items
         self.registers.write(resolved)
 
-    def write_register(self, name: str, start: int, values: Sequence[int]) -> None:
-        self.write_registers({name: [(start + i, int(v)) for i, v in enumerate(values)]})
+    def write_register(self, name: str, start: int, values: Sequence[int] | npt.NDArray[Any]) -> None:
+        """Cells ``start..start+len(values)-1`` of register ``name`` (one range entity per 256k
+        cells where the switch has them, ``innet.switch.p4rt_codec.register_range``)."""
+        info = self.schema.register(name)
+        arr = np.asarray(values).astype(np.int64).ravel()
+        if arr.size == 0:
+            return
+        ent.check_indexes(info.size, range(start, start + arr.size), f"register {info.name!r}")
+        self.registers.write_range(info, start, arr)
 
     # -- packet I/O ----------------------------------------------------------------------
 

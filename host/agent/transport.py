@@ -99,7 +99,8 @@ def transport_config(data: dict[str, Any]) -> TransportConfig:
     kind = data.get("kind")
     if kind == "udp":
         return UdpTransportConfig(switch_ip=data["switch_ip"], local_ip=data["local_ip"],
-                                  local_port=int(data["local_port"]))
+                                  local_port=int(data["local_port"]),
+                                  switch_port=int(data.get("switch_port", wire.UDP_PORT)))
     if kind == "tunnel":
         return TunnelTransportConfig(tunnel=(data["tunnel"][0], int(data["tunnel"][1])),
                                      local=wire.Endpoint(*data["local"]), switch=wire.Endpoint(*data["switch"]))

@@ -18,6 +18,7 @@ when a chunk could not complete within the deadline; 2 for a bad configuration.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -58,11 +59,31 @@ class NodeConfig(JsonPlan):
     block: int = DEFAULT_BLOCK
     chunk_deadline: float = 120.0
     """A node waits for workers' compute between operations: a long deadline."""
+    resume_step: int | None = None
+    """After a failure: the step the new member set starts at, the smallest step any node
+    committed (``resume_step``); a node that committed one more goes back to it. None: the
+    node's own committed step."""
+    threads: int = 1
+    """Threads of the Adam update (the C kernel runs off the GIL)."""
 
     @property
     def name(self) -> str:
         return self.plan.nodes[self.index]
 
+
+
+def model_fingerprint(plan: LuwuPlan, index: int) -> str:
+    """What a node's state belongs to: the model's layer sizes, K, the node's shard. A state
+    directory from another model (or shard) is refused when the node starts."""
+    digest = hashlib.sha256(json.dumps([plan.k, list(plan.layer_sizes)]).encode()).hexdigest()[:12]
+    start, stop = plan.shards[index]
+    return (f"{plan.total} parameters in {len(plan.layer_sizes)} layers (K={plan.k}, sha256 {digest}), "
+            f"shard {index + 1} of {len(plan.nodes)}: {start}..{stop - 1}")
+
+
+def committed_step(directory: Path) -> int:
+    """The step a node's state directory committed (for ``NodeConfig.resume_step``)."""
+    return AdamState.open(Path(directory), verify=False).step
 
 
 def rss_bytes(pid: int | None = None) -> int:
@@ -110,11 +131,18 @@ class OptimizerNode:
                 raise AdamStateError(f"optimizer node {config.name}: {config.init} has "
                                      f"{np.load(config.init, mmap_mode='r').size} parameters, the plan "
                                      f"{plan.total}")
-        self.state = AdamState.open_or_create(self.directory, initial, config.adam, first=start, block=config.block)
+        self.state = AdamState.open_or_create(self.directory, initial, config.adam, first=start, block=config.block,
+                                              model=model_fingerprint(plan, config.index), threads=config.threads)
         if self.state.size != stop - start or self.state.first != start:
-            raise AdamStateError(f"optimizer node {config.name}: state {self.directory} holds elements "
+            raise AdamStateError(f"optimizer state {self.directory / 'state.json'}: holds elements "
                                  f"{self.state.first}..{self.state.first + self.state.size - 1}, the plan's shard "
                                  f"is {start}..{stop - 1}")
+        if config.resume_step is not None and self.state.step != config.resume_step:
+            if self.state.step == config.resume_step + 1:
+                self.state.rollback()
+            else:
+                raise AdamStateError(f"optimizer state {self.directory / 'state.json'}: at step {self.state.step}, "
+                                     f"cannot resume at step {config.resume_step}")
         job = JobConfig(job=plan.job, rank=plan.node_rank(config.index), num_workers=plan.members,
                         window=plan.window, k=plan.k, epoch=plan.epoch)
         largest = max(plan.layer_sizes)
@@ -172,7 +200,7 @@ def _run_node(config: NodeConfig) -> int:
     try:
         node = OptimizerNode(config, transport_config(config.transport))
     except (ValueError, TypeError, KeyError, AdamStateError) as error:
-        print(f"optimizer node: bad configuration: {error}", file=sys.stderr)
+        print(f"optimizer node {config.name}: cannot start: {error}", file=sys.stderr)
         return 2
     try:
         node.run()

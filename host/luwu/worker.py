@@ -17,7 +17,8 @@ on it, so compute and communication overlap.
 The worker keeps no optimizer state; ``take`` hands a pulled layer over and forgets it, so
 parameters live only where the caller keeps them. A failed operation is raised by the
 next ``take``/``finish_step``/``close`` as :class:`OptimizerNodeError` when the switch
-named optimizer nodes as the missing contributors, else as the agent's error.
+named optimizer nodes as the missing contributors, as :class:`WorkerLostError` when it named
+only workers, else as the agent's error.
 """
 
 from __future__ import annotations
@@ -48,6 +49,19 @@ class OptimizerNodeError(AggregationError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (OptimizerNodeError, (str(self), self.nodes, self.job, self.chunk, self.missing))
+
+
+class WorkerLostError(AggregationError):
+    """The switch is waiting for other workers of the job (dead or stuck): every member's
+    operation stops at its chunk deadline with this error naming them."""
+
+    def __init__(self, message: str, workers: tuple[int, ...], job: int = 0, chunk: int = -1,
+                 missing: tuple[int, ...] | None = None) -> None:
+        super().__init__(message, job, chunk, missing)
+        self.workers = workers
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (WorkerLostError, (str(self), self.workers, self.job, self.chunk, self.missing))
 
 
 class _Closed(Exception):
@@ -202,6 +216,12 @@ class LuwuWorker:
                 return OptimizerNodeError(f"optimizer node {ranks} did not answer: job {self.plan.job} chunk "
                                           f"{error.chunk} incomplete at the deadline ({error})", nodes,
                                           error.job, error.chunk, error.missing)
+            workers = tuple(sorted(r for r in error.missing if r < self.plan.num_workers))
+            if workers:
+                names = ", ".join(str(r) for r in workers)
+                return WorkerLostError(f"luwu worker rank {names} did not answer: job {self.plan.job} chunk "
+                                       f"{error.chunk} incomplete at the deadline ({error})", workers,
+                                       error.job, error.chunk, error.missing)
         return error
 
     def _pull(self, layer: int) -> None:

@@ -26,7 +26,7 @@ import numpy.typing as npt
 from innet.host.wire import quantize as qz
 from innet.host.wire import switch_model as sim
 from innet.host.agent.agent import Agent, AgentConfig
-from innet.host.training.model import Dataset, SoftmaxRegression
+from innet.host.training.model import Dataset, Model, SoftmaxRegression
 from innet.host.wire import Mode
 
 F32 = npt.NDArray[np.float32]
@@ -85,7 +85,7 @@ def minibatch(data: Dataset, config: TrainConfig, rank: int, step: int
     return x[idx], y[idx]
 
 
-def initial_params(config: TrainConfig, model: SoftmaxRegression) -> npt.NDArray[np.int32]:
+def initial_params(config: TrainConfig, model: Model) -> npt.NDArray[np.int32]:
     """The switch's initial int32 parameters (the controller loads them)."""
     return config.fixed.params(model.init(config.seed)).values
 
@@ -110,8 +110,7 @@ def simulate_training(data: Dataset, config: TrainConfig,
                        tuple(losses))
 
 
-def float_training(data: Dataset, config: TrainConfig,
-                   model: SoftmaxRegression = SoftmaxRegression()) -> TrainResult:
+def float_training(data: Dataset, config: TrainConfig, model: Model = SoftmaxRegression()) -> TrainResult:
     """float32 SGD/momentum on the workers' averaged gradients (accuracy reference)."""
     params = model.init(config.seed).astype(np.float32)
     velocity = np.zeros_like(params)

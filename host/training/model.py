@@ -8,6 +8,7 @@ gradient as one vector and pull the switch's parameters back into the model.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +41,19 @@ def load_digits_dataset(seed: int = 0, test_fraction: float = 0.25) -> Dataset:
     x, y = x[order], y[order]
     cut = int(round(len(y) * (1 - test_fraction)))
     return Dataset(x[:cut], y[:cut], x[cut:], y[cut:])
+
+
+class Model(Protocol):
+    """What training needs of a model: a flat float32 parameter vector and its gradient."""
+
+    @property
+    def size(self) -> int: ...
+
+    def init(self, seed: int = 0) -> F32: ...
+
+    def loss_and_gradient(self, params: F32, x: F32, y: npt.NDArray[np.int64]) -> tuple[float, F32]: ...
+
+    def accuracy(self, params: F32, x: F32, y: npt.NDArray[np.int64]) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -80,6 +94,77 @@ class SoftmaxRegression:
         grad_w = x.T @ p
         grad_b = p.sum(axis=0)
         return loss, np.concatenate([grad_w.ravel(), grad_b]).astype(np.float32)
+
+    def accuracy(self, params: F32, x: F32, y: npt.NDArray[np.int64]) -> float:
+        return float(np.mean(np.argmax(self.logits(params, x), axis=1) == y))
+
+
+@dataclass(frozen=True)
+class Mlp:
+    """A ReLU multilayer perceptron with mean cross-entropy loss, in numpy: the digits model
+    made as large as a test needs (64-1024-1024-10 has 1,126,410 parameters) to train with
+    the switches as the optimizer. Parameters are one flat float32 vector, layer by layer
+    ``[W (inputs x outputs) row-major, b (outputs)]``."""
+
+    hidden: tuple[int, ...] = (1024, 1024)
+    n_features: int = 64
+    n_classes: int = 10
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        return (self.n_features, *self.hidden, self.n_classes)
+
+    @property
+    def size(self) -> int:
+        """Number of parameters."""
+        w = self.widths
+        return sum(a * b + b for a, b in zip(w[:-1], w[1:]))
+
+    def init(self, seed: int = 0) -> F32:
+        """He-normal weights, zero biases."""
+        rng = np.random.default_rng(seed)
+        parts = []
+        for a, b in zip(self.widths[:-1], self.widths[1:]):
+            parts += [rng.normal(scale=np.sqrt(2.0 / a), size=a * b).astype(np.float32), np.zeros(b, np.float32)]
+        return np.concatenate(parts)
+
+    def _layers(self, params: F32) -> list[tuple[F32, F32]]:
+        out, at = [], 0
+        p = np.asarray(params, np.float32)
+        for a, b in zip(self.widths[:-1], self.widths[1:]):
+            out.append((p[at:at + a * b].reshape(a, b), p[at + a * b:at + a * b + b]))
+            at += a * b + b
+        return out
+
+    def logits(self, params: F32, x: F32) -> F32:
+        h = x
+        layers = self._layers(params)
+        for i, (w, b) in enumerate(layers):
+            h = h @ w + b
+            if i < len(layers) - 1:
+                h = np.maximum(h, 0)
+        return h
+
+    def loss_and_gradient(self, params: F32, x: F32, y: npt.NDArray[np.int64]) -> tuple[float, F32]:
+        """Mean cross-entropy over the batch and its gradient (float32)."""
+        layers = self._layers(params)
+        acts = [x]
+        for i, (w, b) in enumerate(layers):
+            z = acts[-1] @ w + b
+            acts.append(np.maximum(z, 0) if i < len(layers) - 1 else z)
+        z = acts[-1] - acts[-1].max(axis=1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(axis=1, keepdims=True)
+        loss = float(-np.mean(np.log(p[np.arange(len(y)), y] + 1e-12)))
+        p[np.arange(len(y)), y] -= 1.0
+        delta = p / len(y)
+        grads: list[F32] = []
+        for i in reversed(range(len(layers))):
+            w, _ = layers[i]
+            grads = [(acts[i].T @ delta).ravel(), delta.sum(axis=0), *grads]
+            if i:
+                delta = (delta @ w.T) * (acts[i] > 0)
+        return loss, np.concatenate(grads).astype(np.float32)
 
     def accuracy(self, params: F32, x: F32, y: npt.NDArray[np.int64]) -> float:
         return float(np.mean(np.argmax(self.logits(params, x), axis=1) == y))

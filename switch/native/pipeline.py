@@ -144,6 +144,17 @@ class NativeRegister(Register):
     def read_all(self) -> list[int]:
         return self.cells
 
+    def read_range(self, start: int, n: int) -> list[int]:
+        self._check_range(start, n)
+        return [int(v) for v in self._ffi.unpack(self._ptr + start, n)]
+
+    def write_range(self, start: int, values: Sequence[int]) -> None:
+        import numpy as np
+
+        self._check_range(start, len(values))
+        cells = np.asarray(values, dtype=np.int64).astype(np.uint64) & np.uint64((1 << self.width) - 1)
+        self._ffi.memmove(self._ptr + start, cells.tobytes(), 8 * len(values))
+
     def reset(self) -> None:
         self._ffi.memmove(self._ptr, bytes(8 * self.size), 8 * self.size)
 

@@ -223,6 +223,16 @@ class InnetPipeline(InnetProfiles):
         self.pipeline.register(name).write(index, value)
 
     @_control_plane
+    def register_read_range(self, name: str, start: int, n: int) -> list[int]:
+        with self.pipeline.lock:
+            return self.pipeline.register(name).read_range(start, n)
+
+    @_control_plane
+    def register_write_range(self, name: str, start: int, values: Sequence[int]) -> None:
+        with self.pipeline.lock:
+            self.pipeline.register(name).write_range(start, values)
+
+    @_control_plane
     def multicast_group_set(self, group: int, replicas: Sequence[PreReplica]) -> None:
         self.pipeline.pre.set_group(group, [(r.instance, r.port) for r in replicas])
 

@@ -16,7 +16,9 @@ from innet.switch.p4runtime.errors import (
     invalid,
     not_found,
     out_of_range,
+    unimplemented,
 )
+from innet.switch.p4rt_codec import register_range
 from innet.switch.p4rt_codec.bytestrings import bitstring_width, decode_bytes, encode_bytes
 from innet.switch.p4runtime.schema import Schema
 from innet.switch.p4runtime.tables import TableState, meter_rates
@@ -50,6 +52,11 @@ V1MODEL_PRE = PreLimits()
 def _check_modify(kind: int, what: str) -> None:
     if kind != p4r.Update.MODIFY:
         raise invalid(f"{what} can only be modified (MODIFY), not inserted or deleted")
+
+
+def _check_range(start: int, count: int, size: int, what: str) -> None:
+    if start < 0 or count < 0 or start + count > size:
+        raise out_of_range(f"{what}: cells {start}..{start + count - 1} are outside 0..{size - 1}")
 
 
 def _indexes(has_index: bool, index: int, size: int, what: str) -> range:
@@ -226,6 +233,38 @@ class ExternState:
                                         data=p4d.P4Data(bitstring=encode_bytes(value)))
                 out.index.index = i
                 yield out
+
+    # -- register ranges (innet extension: ``innet.switch.p4rt_codec.register_range``) -----
+
+    def _range_register(self, entry: p4r.ExternEntry) -> tuple[p4i.Register, str, int]:
+        if entry.extern_type_id != register_range.EXTERN_TYPE_ID:
+            raise unimplemented(f"extern entries of type {entry.extern_type_id:#x} are not supported by innet's "
+                                f"target (only register ranges, {register_range.EXTERN_TYPE_ID:#x})")
+        register = self.schema.lookup("register", self.schema.registers, entry.extern_id)
+        what = f"register {register.preamble.name!r}"
+        return register, what, bitstring_width(register.type_spec, what)
+
+    def write_extern(self, kind: int, entry: p4r.ExternEntry) -> None:
+        register, what, width = self._range_register(entry)
+        _check_modify(kind, what)
+        try:
+            start, count, cells = register_range.parse(entry, width)
+        except register_range.RegisterRangeError as error:
+            raise invalid(f"{what}: {error}") from None
+        if cells is None:
+            raise invalid(f"{what}: a register range write needs the cells, not only a count")
+        _check_range(start, count, int(register.size), what)
+        self.pipeline.register_write_range(register.preamble.name, start, cells.tolist())
+
+    def read_extern(self, request: p4r.ExternEntry) -> Iterator[p4r.ExternEntry]:
+        register, what, width = self._range_register(request)
+        try:
+            start, count, _ = register_range.parse(request, width)
+        except register_range.RegisterRangeError as error:
+            raise invalid(f"{what}: {error}") from None
+        _check_range(start, count, int(register.size), what)
+        values = self.pipeline.register_read_range(register.preamble.name, start, count)
+        yield register_range.write_entity(register.preamble.id, start, values, width).extern_entry
 
     # -- packet replication engine -------------------------------------------------------
 

@@ -170,6 +170,14 @@ class LoadedPipeline(Protocol):
         """Set a register cell."""
         ...
 
+    def register_read_range(self, name: str, start: int, n: int) -> list[int]:
+        """Cells ``start..start+n-1`` (unsigned) in one call."""
+        ...
+
+    def register_write_range(self, name: str, start: int, values: Sequence[int]) -> None:
+        """Set cells ``start..`` to ``values`` in one call."""
+        ...
+
     def multicast_group_set(self, group: int, replicas: Sequence[PreReplica]) -> None:
         """Create or replace a multicast group."""
         ...

@@ -7,7 +7,7 @@ plain Python objects holding lists so that generated code can index them directl
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .errors import ControlPlaneError
@@ -47,6 +47,23 @@ class Register:
     def read_all(self) -> list[int]:
         """A copy of all cells."""
         return list(self.cells)
+
+    def _check_range(self, start: int, n: int) -> None:
+        if n < 0 or not (0 <= start and start + n <= self.size):
+            raise ControlPlaneError(
+                f"register '{self.name}': cells {start}..{start + n - 1} are outside 0..{self.size - 1}")
+
+    def read_range(self, start: int, n: int) -> list[int]:
+        """Cells ``start..start+n-1``, unsigned (control plane, one call for a whole range)."""
+        self._check_range(start, n)
+        mask = (1 << self.width) - 1
+        return [v & mask for v in self.cells[start:start + n]]
+
+    def write_range(self, start: int, values: Sequence[int]) -> None:
+        """Set cells ``start..`` to ``values``, each truncated to the register width."""
+        self._check_range(start, len(values))
+        for i, value in enumerate(values):
+            self.write(start + i, value)
 
     def reset(self) -> None:
         """Set every cell to 0."""

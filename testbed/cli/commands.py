@@ -131,6 +131,7 @@ def cmd_rail_bench(args: argparse.Namespace) -> int:
 
 NAMED_BENCHMARKS: dict[str, tuple[str, str]] = {
     "luwu": ("innet.testbed.luwu.bench", "LuWu vs DDP (+gloo, +innet hook) training steps"),
+    "luwu-node": ("innet.testbed.luwu.node_bench", "optimizer node Adam/AdamW updates vs torch.optim.Adam (foreach)"),
     "agent": ("innet.testbed.microbench.agent", "host agent datapath, chunks/s (native vs python)"),
     "pipeline": ("innet.testbed.microbench.pipeline", "P4 executor alone, packets per CPU-second"),
     "p4runtime": ("innet.testbed.microbench.p4runtime", "P4Runtime writes/reads and innet-switch on veths"),

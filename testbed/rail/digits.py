@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from innet.host.wire import quantize as qz
-from innet.host.training.model import Dataset, SoftmaxRegression, load_digits_dataset
+from innet.host.training.model import Dataset, Mlp, Model, SoftmaxRegression, load_digits_dataset
 from innet.host.training.loop import TrainConfig, float_training, initial_params, minibatch
 from innet.host.wire import Mode
 
@@ -47,8 +47,12 @@ class DigitsConfig:
     seed: int = 0
     param_frac_bits: int = 16
     grad_frac_bits: int = 20
+    hidden: tuple[int, ...] = ()
+    """Hidden layer widths: () is softmax regression (650 parameters), (1024, 1024) an MLP of
+    1,126,410 parameters (``innet.host.training.model.Mlp``)."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))  # a JSON list too
         if self.mode not in ("sgd", "momentum"):
             raise ValueError(f"digits training mode {self.mode!r}: must be sgd or momentum")
         if self.steps < 1:
@@ -63,13 +67,16 @@ class DigitsConfig:
                            beta=self.beta if self.mode == "momentum" else 0.0, steps=self.steps,
                            batch_size=self.batch_size, seed=self.seed, fixed=self.fixed)
 
+    def model(self) -> Model:
+        return Mlp(self.hidden) if self.hidden else SoftmaxRegression()
+
     def param_chunks(self, k: int) -> int:
         """Chunks of ``k`` holding the model's parameters (the last one zero-padded)."""
-        return math.ceil(SoftmaxRegression().size / k)
+        return math.ceil(self.model().size / k)
 
     def initial(self, k: int) -> I32:
         """The switches' initial int32 parameters, padded to whole chunks."""
-        raw = initial_params(self.train_config(), SoftmaxRegression())
+        raw = initial_params(self.train_config(), self.model())
         out = np.zeros(self.param_chunks(k) * k, np.int32)
         out[:raw.size] = raw
         return out
@@ -77,7 +84,7 @@ class DigitsConfig:
 
 def gradient(config: DigitsConfig, data: Dataset, rank: int, step: int, params: I32) -> tuple[float, I32]:
     """GPU ``rank``'s loss and quantized gradient at ``step`` for int32 ``params`` (padded)."""
-    model = SoftmaxRegression()
+    model = config.model()
     fmt = config.fixed
     loss, g = model.loss_and_gradient(fmt.params_float(params[:model.size]),
                                       *minibatch(data, config.train_config(), rank, step))
@@ -120,7 +127,7 @@ def simulate(config: DigitsConfig, initial: I32, bounds: Sequence[tuple[int, int
 
 def accuracy(config: DigitsConfig, params: I32) -> float:
     """Test accuracy of int32 ``params`` (padded)."""
-    model = SoftmaxRegression()
+    model = config.model()
     data = load_digits_dataset(seed=config.seed)
     return model.accuracy(config.fixed.params_float(params[:model.size]), data.x_test, data.y_test)
 
@@ -128,7 +135,7 @@ def accuracy(config: DigitsConfig, params: I32) -> float:
 def float_accuracy(config: DigitsConfig) -> float:
     """Test accuracy of float32 training with the same workers, minibatches and optimizer."""
     data = load_digits_dataset(seed=config.seed)
-    return float_training(data, config.train_config()).accuracy
+    return float_training(data, config.train_config(), config.model()).accuracy
 
 
 def mean_losses(lines: Mapping[int, Sequence[dict[str, Any]]], steps: int) -> list[float]:

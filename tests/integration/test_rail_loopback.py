@@ -118,3 +118,20 @@ def test_alltoall_on_rail_only_delivers_every_byte(gpus: int, tmp_path: Path) ->
 def test_rail_only_2x2_trains_digits_with_the_rail_switches_as_optimizer(tmp_path: Path) -> None:
     with RailLoopbackTestbed(rail_only(2, 2), _options(tmp_path)) as tb:
         assert_digits_trained(tb, steps=12)
+
+
+MLP_PARAM_CHUNKS = 9216
+"""Parameter chunks per switch: 9216 x K=64 = 589,824 parameters, half of the 1,126,410 MLP."""
+
+
+@pytest.mark.slow
+def test_rail_only_2x2_trains_a_1m_parameter_mlp_no_single_switch_could_hold(tmp_path: Path) -> None:
+    """The rail switches are the optimizer (momentum in registers) of a 64-1024-1024-10 MLP:
+    each holds half of its 1,126,410 parameters; every GPU and both switches' registers end
+    bit-exact with the numpy model (``SwitchModel`` per shard)."""
+    from innet.host.training.model import Mlp
+
+    assert Mlp((1024, 1024)).size > MLP_PARAM_CHUNKS * 64
+    options = TestbedOptions(state_dir=tmp_path, window=64, defines=(("INNET_PARAM_CHUNKS", str(MLP_PARAM_CHUNKS)),))
+    with RailLoopbackTestbed(rail_only(2, 2), options) as tb:
+        assert_digits_trained(tb, steps=12, tolerance=0.05, hidden=(1024, 1024), lr=0.05)

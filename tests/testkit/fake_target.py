@@ -105,6 +105,13 @@ class FakePipeline:
     def register_write(self, name: str, index: int, value: int) -> None:
         self.registers[(name, index)] = value
 
+    def register_read_range(self, name: str, start: int, n: int) -> list[int]:
+        return [self.register_read(name, i) for i in range(start, start + n)]
+
+    def register_write_range(self, name: str, start: int, values: Sequence[int]) -> None:
+        for i, value in enumerate(values):
+            self.register_write(name, start + i, value)
+
     def multicast_group_set(self, group: int, replicas: Sequence[PreReplica]) -> None:
         self.groups[group] = list(replicas)
 

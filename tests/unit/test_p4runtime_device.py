@@ -367,3 +367,29 @@ def test_digest_lists_batch_by_timeout_and_acks_release_duplicates(device: Devic
     assert [m.struct.members[0].bitstring for m in msg.digest.data] == [b"\x01", b"\x02"]
     assert device.digest_ack(p4r.DigestListAck(digest_id=0x17000001, list_id=msg.digest.list_id))
     assert not device.digest_ack(p4r.DigestListAck(digest_id=0x17000001, list_id=msg.digest.list_id))
+
+
+def test_register_range_extension_writes_and_reads_many_cells(device: Device):
+    """innet's register-range extern entries (switch/p4rt_codec/register_range.py)."""
+    from innet.switch.p4rt_codec import register_range as rr
+
+    values = [5, 0xFFFFFFFF, 7, 256]
+    (write,) = [rr.write_entity(0x16000001, 3, values, 32)]
+    assert write_one(device, MODIFY, extern_entry=write.extern_entry) is None
+    assert [pipeline(device).registers.get(("MyIngress.accum", i), 0) for i in range(2, 8)] == [0, *values, 0]
+    (answer,) = device.read([rr.read_entity(0x16000001, 2, 6)])
+    start, count, cells = rr.parse(answer.extern_entry, 32)
+    assert (start, count, cells.tolist()) == (2, 6, [0, *values, 0])
+    beyond = rr.write_entity(0x16000001, 14, [1, 2, 3], 32).extern_entry
+    assert write_one(device, MODIFY, extern_entry=beyond).code == grpc.StatusCode.OUT_OF_RANGE
+    assert write_one(device, INSERT, extern_entry=write.extern_entry).code == grpc.StatusCode.INVALID_ARGUMENT
+    count_only = rr.read_entity(0x16000001, 0, 2).extern_entry
+    assert "needs the cells, not only a count" in write_one(device, MODIFY, extern_entry=count_only).message
+    other = p4r.ExternEntry(extern_type_id=0x90, extern_id=0x16000001)
+    assert write_one(device, MODIFY, extern_entry=other).code == grpc.StatusCode.UNIMPLEMENTED
+    # all-or-none batches undo a range write like any other update
+    undo = rr.write_entity(0x16000001, 3, [9, 9, 9, 9], 32)
+    results = device.write([p4r.Update(type=MODIFY, entity=undo), p4r.Update(type=MODIFY, entity=p4r.Entity(
+        extern_entry=beyond))], p4r.WriteRequest.ROLLBACK_ON_ERROR)
+    assert results[1] is not None and results[1].code == grpc.StatusCode.OUT_OF_RANGE
+    assert [pipeline(device).registers.get(("MyIngress.accum", i), 0) for i in range(3, 7)] == values

@@ -1,0 +1,1 @@
+"""C kernels of the optimizer node (compiled on first use by ``innet.native_build``)."""
