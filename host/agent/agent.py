@@ -31,7 +31,6 @@ chunk; every other entry is zero, so the sum is the list of every worker's max).
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing as mp
 import os
 import selectors
@@ -46,6 +45,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from innet.children import die_with_parent
 from innet.host.wire import quantize as qz
 from innet.host.agent.native import datapath as native_datapath
 from innet.host.agent.aggregator import AggregationError, Aggregator, JobConfig, Timing
@@ -108,7 +108,6 @@ class OpResult:
 
 # -- agent process ------------------------------------------------------------------------
 
-_PR_SET_PDEATHSIG = 1
 _PARENT_DEATH_SIGNAL = signal.SIGUSR1
 """Sent by the kernel when the agent's parent dies. Not SIGTERM: it also comes when the
 *thread* that started the agent exits, and the handler ignores it while the parent process
@@ -135,12 +134,7 @@ def _watch_parent(parent_pid: int | None) -> None:
     if parent_pid is None:
         return
     _on_parent_death_signal(parent_pid)
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, int(_PARENT_DEATH_SIGNAL), 0, 0, 0)
-        except (OSError, AttributeError):  # no prctl: the control pipe still ends the agent
-            pass
+    die_with_parent(_PARENT_DEATH_SIGNAL)  # False without prctl: the control pipe still ends the agent
     if os.getppid() != parent_pid:  # died before the prctl took effect
         raise _Stop(f"parent process {parent_pid} died during start-up")
 

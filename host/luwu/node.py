@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+import psutil
 
 from innet.host.agent.agent import Agent, AgentConfig, AgentError
 from innet.host.luwu.plan import LuwuPlan, schedule
@@ -87,11 +88,11 @@ def committed_step(directory: Path) -> int:
 
 
 def rss_bytes(pid: int | None = None) -> int:
-    """Resident set size of a process (Linux /proc), 0 where unknown."""
+    """Resident set size of a process, 0 where unknown (gone, or not ours to read): the status
+    file is written either way."""
     try:
-        with open(f"/proc/{pid or os.getpid()}/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
+        return int(psutil.Process(pid or os.getpid()).memory_info().rss)
+    except psutil.Error:
         return 0
 
 

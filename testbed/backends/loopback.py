@@ -17,6 +17,7 @@ import sys
 import time
 from typing import Any, Sequence
 
+from innet.polling import PollTimeout, poll_until
 from innet.host import wire
 from innet.testbed.core.testbed import Testbed, TestbedError
 from innet.testbed.core.freeport import free_port
@@ -51,23 +52,23 @@ class LoopbackTestbed(Testbed):
     def _start_network(self) -> str:
         name = "switch"
         popen = self.procs.spawn(name, self.switch_command(), stdout_pipe=False)
-        deadline = time.monotonic() + self.options.start_timeout
         expected = {c.b_port for c in self.topology.links}
-        grpc: str | None = None
-        while True:
+
+        def ready() -> str | None:
             text = self.procs.log_path(name).read_text(errors="replace")
             match = GRPC_LINE.search(text)
-            grpc = match.group(1) if match else None
             self.udp_ports = {int(p): (h, int(u)) for p, h, u in PORT_LINE.findall(text)}
-            if grpc is not None and set(self.udp_ports) >= expected:
-                return grpc
+            if match is not None and set(self.udp_ports) >= expected:
+                return match.group(1)
             if popen.poll() is not None:
                 raise TestbedError(f"loopback switch exited with status {popen.returncode}: "
                                    f"{self.procs.log_tail(name)}")
-            if time.monotonic() > deadline:
-                raise TestbedError(f"loopback switch not ready within {self.options.start_timeout:g} s: "
-                                   f"{self.procs.log_tail(name)}")
-            time.sleep(0.05)
+            return None
+
+        try:
+            return poll_until(ready, self.options.start_timeout, what="loopback switch")
+        except PollTimeout as error:
+            raise TestbedError(f"{error}: {self.procs.log_tail(name)}") from None
 
     def _stop_network(self) -> None:
         self.procs.stop("switch")

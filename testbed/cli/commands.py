@@ -12,7 +12,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from innet.argtypes import float_list, input_file, int_list, int_range, output_dir, positive_float, sizes
 from innet.host.wire import SUPPORTED_K
@@ -21,6 +21,7 @@ from innet.testbed.backends.select import resolve_backend
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+T = TypeVar("T")
 
 
 def _console() -> Any:
@@ -30,6 +31,19 @@ def _console() -> Any:
     if not console.is_terminal:
         console = Console(width=160)
     return console
+
+
+def _reported(command: str, run: Callable[[], T]) -> T | None:
+    """``run()``, or None after one line on stderr when the testbed or the controller failed
+    (the caller exits with EXIT_ERROR): no traceback reaches the user."""
+    from innet.controller.errors import ControllerError
+    from innet.testbed.core.testbed import TestbedError
+
+    try:
+        return run()
+    except (TestbedError, ControllerError) as error:
+        print(f"innet {command}: {error}", file=sys.stderr)
+        return None
 
 
 def _terminate_on_sigterm() -> None:
@@ -78,13 +92,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     config = DemoConfig(workers=args.workers, steps=args.steps, backend=args.backend, gloo=not args.no_gloo,
                         bench_sizes=args.sizes, out_dir=args.out, executor=args.executor, switch_impl=args.switch_impl,
                         benchmark=args.benchmark)
-    from innet.controller.errors import ControllerError
-    from innet.testbed.core.testbed import TestbedError
-
-    try:
-        doc = run(config, _console())
-    except (TestbedError, ControllerError) as error:
-        print(f"innet {args.command}: {error}", file=sys.stderr)
+    doc = _reported(args.command, lambda: run(config, _console()))
+    if doc is None:
         return EXIT_ERROR
     train = doc["training"]
     good = (train["workers_agree"] and train["switch_registers_match"] and train["bit_exact_with_model"]
@@ -108,13 +117,8 @@ def cmd_rail_bench(args: argparse.Namespace) -> int:
         print(f"innet bench: {error}", file=sys.stderr)
         return EXIT_USAGE
     console = _console()
-    from innet.controller.errors import ControllerError
-    from innet.testbed.core.testbed import TestbedError
-
-    try:
-        doc = rail_bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"))
-    except (TestbedError, ControllerError) as error:
-        print(f"innet bench: {error}", file=sys.stderr)
+    doc = _reported("bench", lambda: rail_bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]")))
+    if doc is None:
         return EXIT_ERROR
     console.print(rail_bench.table(doc))
     for s in doc["alltoall_slowdown"]:
@@ -173,13 +177,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"innet bench: {error}", file=sys.stderr)
         return EXIT_USAGE
     console = _console()
-    from innet.controller.errors import ControllerError
-    from innet.testbed.core.testbed import TestbedError
-
-    try:
-        doc = bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"))
-    except (TestbedError, ControllerError) as error:
-        print(f"innet bench: {error}", file=sys.stderr)
+    doc = _reported("bench", lambda: bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]")))
+    if doc is None:
         return EXIT_ERROR
     console.print(bench.table(doc))
     json_path, png_path = bench.save(doc, config.out_dir)

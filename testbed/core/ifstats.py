@@ -1,4 +1,4 @@
-"""Interface counters of the calling process's network namespace (``/proc/net/dev``).
+"""Interface counters of the calling process's network namespace (``/proc/net/dev``, read by psutil).
 
 ``/sys/class/net`` shows the namespace that mounted sysfs (the root one, inside a Mininet
 host), while ``/proc/net/dev`` is per network namespace of the reader, so workers inside
@@ -8,7 +8,8 @@ Mininet hosts read their own ``hI-eth0`` here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+
+import psutil
 
 
 @dataclass(frozen=True)
@@ -32,22 +33,11 @@ class IfCounters:
 ZERO = IfCounters(0, 0, 0, 0)
 
 
-def parse_proc_net_dev(text: str) -> dict[str, IfCounters]:
-    """Every interface of a ``/proc/net/dev`` text."""
-    out = {}
-    for line in text.splitlines()[2:]:
-        name, sep, rest = line.partition(":")
-        if not sep:
-            continue
-        f = rest.split()
-        out[name.strip()] = IfCounters(int(f[0]), int(f[1]), int(f[8]), int(f[9]))
-    return out
-
-
-def read(iface: str, path: Path = Path("/proc/net/dev")) -> IfCounters:
+def read(iface: str) -> IfCounters:
     """Counters of ``iface`` in this process's network namespace; KeyError names what exists."""
-    table = parse_proc_net_dev(path.read_text())
+    table = psutil.net_io_counters(pernic=True)
     try:
-        return table[iface]
+        c = table[iface]
     except KeyError:
-        raise KeyError(f"interface {iface!r} not in {path} (has: {', '.join(sorted(table))})") from None
+        raise KeyError(f"interface {iface!r} not in /proc/net/dev (has: {', '.join(sorted(table))})") from None
+    return IfCounters(c.bytes_recv, c.packets_recv, c.bytes_sent, c.packets_sent)

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable, Sequence
 
+import psutil
+
 MARK_ENV = "INNET_TESTBED_RUN"
 """Environment variable carried by every process the testbed starts (value: its run directory)."""
 STATE_DIR = Path(tempfile.gettempdir()) / f"innet-testbed-{os.getuid()}"
@@ -50,7 +52,10 @@ class ProcessRecord:
 
 def _stat(pid: int) -> list[str] | None:
     """``/proc/PID/stat`` from field 3 (state) on, or None when the process is gone. The
-    command name before it may hold spaces and parentheses, so it is cut at the last ')'."""
+    command name before it may hold spaces and parentheses, so it is cut at the last ')'.
+    Read here rather than through psutil because the record keeps the start time as integer
+    clock ticks (psutil offers only float seconds since the epoch) and ``alive`` needs state
+    and start time from one read."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -66,8 +71,10 @@ def start_ticks(pid: int) -> int | None:
 
 def pid_alive(pid: int) -> bool:
     """``pid`` exists and is no zombie (an exited child its parent has not reaped yet)."""
-    fields = _stat(pid)
-    return fields is not None and fields[0] != "Z"
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
 
 
 def alive(record: ProcessRecord) -> bool:
@@ -263,18 +270,13 @@ def stale_runs(state_dir: Path = STATE_DIR) -> list[Path]:
 def find_marked(only_run: str | None = None) -> list[tuple[int, str]]:
     """(pid, run directory) of readable processes carrying ``INNET_TESTBED_RUN`` (of ``only_run`` if given)."""
     found = []
-    needle = f"{MARK_ENV}=".encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+    for proc in psutil.process_iter():
+        if proc.pid == os.getpid():
             continue
         try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        for item in environ.split(b"\0"):
-            if item.startswith(needle):
-                run = item[len(needle):].decode(errors="replace")
-                if only_run is None or run == only_run:
-                    found.append((int(entry.name), run))
-                break
+            run = proc.environ().get(MARK_ENV)
+        except psutil.Error:
+            continue  # gone, or another user's
+        if run is not None and (only_run is None or run == only_run):
+            found.append((proc.pid, run))
     return found

@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from innet.children import end_popen
+
 ROLES = ("switch", "controller", "worker")
 JOB_FILE = "job.json"
 RANKS_DIR = "ranks"
@@ -174,11 +176,7 @@ def run_switch(config: ComposeConfig) -> int:
             raise ComposeError(f"switch: workers did not all report within {config.deadline:g} s")
         return 0
     finally:
-        popen.terminate()
-        try:
-            popen.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            popen.kill()
+        end_popen(popen)
 
 
 # -- controller -------------------------------------------------------------------------

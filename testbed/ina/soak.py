@@ -24,6 +24,7 @@ direction (cls_bpf random drop and mirred duplication, ``innet.testbed.backends.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -34,6 +35,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+import psutil
+
+from innet.polling import PollTimeout, poll_until
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
 from innet.testbed.backends.mininet.console import quiet_mininet
 from innet.testbed.core.ina_worker import EXIT_AGGREGATION
@@ -91,12 +95,9 @@ class Round:
 def rss_kb(pid: int) -> int | None:
     """Resident set size of a process in KiB (None when it is gone)."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except OSError:
+        return int(psutil.Process(pid).memory_info().rss) // 1024
+    except psutil.Error:
         return None
-    return None
 
 
 def open_testbed(config: SoakConfig) -> Testbed:
@@ -129,9 +130,8 @@ def _restart_round(tb: Testbed, config: SoakConfig, index: int) -> tuple[int, bo
     old_size = max(4 * max(config.sizes), 1 << 20)
     old = tb.spawn_ina([old_size], repeats=3, exact=True, tag=f"-r{index}-old")
     before = tb.counters()["innet_contributions"]
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and tb.counters()["innet_contributions"] == before:
-        time.sleep(0.05)
+    with contextlib.suppress(PollTimeout):  # a set that never started fails below, with its log
+        poll_until(lambda: tb.counters()["innet_contributions"] != before, 30, what="first contribution")
     time.sleep(0.2)  # well inside the operation
     os.kill(old[victim][1].pid, signal.SIGKILL)
     new = tb.spawn_ina(config.sizes, repeats=1, exact=True, tag=f"-r{index}")

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from innet.polling import PollTimeout, poll_until
 from innet.testbed.core.testbed import Testbed, TestbedError
 from innet.testbed.luwu.train import MODULE as TRAIN_MODULE, TrainSpec, build_model
 from innet.testbed.core.topology import Link, Topology, star
@@ -84,16 +85,18 @@ def _kill_at_step(tb: Testbed, name: str, directory: Path, step: int, timeout: f
     """Kill ``name`` once its status shows ``step``; when (``time.monotonic()``)."""
     from innet.host.luwu.node import read_status
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def reached() -> bool:
         try:
-            if read_status(directory).get("step", 0) >= step:
-                tb.procs.stop(name)
-                return time.monotonic()
+            return bool(read_status(directory).get("step", 0) >= step)
         except ValueError:  # not written yet
-            pass
-        time.sleep(0.05)
-    raise TestbedError(f"luwu run: optimizer node {name} did not reach step {step} within {timeout:g} s")
+            return False
+
+    try:
+        poll_until(reached, timeout, what=f"luwu run: optimizer node {name} at step {step}")
+    except PollTimeout as error:
+        raise TestbedError(str(error)) from None
+    tb.procs.stop(name)
+    return time.monotonic()
 
 
 def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None) -> RunResult:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from innet.children import end_popen
 from innet.testbed.core.machine import describe
 from innet.argtypes import output_dir
 
@@ -87,8 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             for datapath in ("python", "native"):
                 rows.append(measure(datapath, port, args.values, k, args.window, args.rounds))
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        end_popen(proc)
     doc: dict[str, Any] = {"format": "innet-bench-agent/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": describe(),
            "switch": "C echo switch on 127.0.0.1 (one-worker sum job)", "rows": rows}
     from rich.console import Console

@@ -38,6 +38,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
+import psutil
+
+from innet.children import die_with_parent, end_popen
 from innet.argtypes import int_range, output_dir, positive_float
 from innet.testbed.core.paths import REPO
 from innet.testbed.core.machine import describe as machine
@@ -66,7 +69,7 @@ def switch_process(*args: str, cpus: set[int] | None = None,
     cmd = [sys.executable, "-m", "innet.switch.cli.switch", *args,
            "--grpc-server-addr", "127.0.0.1:0", "--log-level", "warning"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_die_with_parent)
+                            preexec_fn=die_with_parent)
     if cpus:
         os.sched_setaffinity(proc.pid, cpus)
     try:
@@ -84,26 +87,13 @@ def switch_process(*args: str, cpus: set[int] | None = None,
                 address = line[len(READY):].strip()
         yield proc, address
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-
-
-def _die_with_parent() -> None:
-    """In the child: SIGTERM when the benchmark dies, even by SIGKILL (Linux prctl)."""
-    import ctypes
-
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        end_popen(proc)
 
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
 
 
 def compile_program() -> tuple[Any, bytes]:

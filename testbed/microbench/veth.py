@@ -36,6 +36,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from innet.polling import PollTimeout, poll_until
+from innet.children import end_popen
 from innet.testbed.core.machine import describe
 from innet.argtypes import output_dir, positive_float
 from innet.testbed.core.paths import REPO
@@ -189,24 +191,18 @@ def _send(pair: VethPair, sender: Path, frames_file: Path, config: VethBenchConf
 
 def _wait(condition: Callable[[], bool], timeout: float, what: str, proc: subprocess.Popen[Any],
           log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
+    def ready() -> bool:
+        if condition():
+            return True
         if proc.poll() is not None:
             tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.exists() else []
             raise BenchError(f"{what}: process exited with status {proc.returncode}: {' | '.join(tail)}")
-        if time.monotonic() > deadline:
-            raise BenchError(f"{what}: not ready within {timeout:g} s")
-        time.sleep(0.02)
+        return False
 
-
-def _stop(proc: subprocess.Popen[Any]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+    try:
+        poll_until(ready, timeout, interval=0.02, what=what)
+    except PollTimeout as error:
+        raise BenchError(str(error)) from None
 
 
 def measure_reflector(pair: VethPair, workload: str, frames_file: Path, frame_bytes: int,
@@ -221,7 +217,7 @@ def measure_reflector(pair: VethPair, workload: str, frames_file: Path, frame_by
             raise BenchError(f"reflector did not start: {log.read_text().strip()}")
         r = _send(pair, tools["sender"], frames_file, config)
     finally:
-        _stop(proc)
+        end_popen(proc)
     return Point(workload, "reflector", frame_bytes, r["pps"], r["sent"], r["received"], r["reprimes"])
 
 
@@ -250,7 +246,7 @@ def measure_switch(pair: VethPair, workload: str, frames_file: Path, frame_bytes
         _setup_tables(workload, address[0])
         r = _send(pair, tools["sender"], frames_file, config)
     finally:
-        _stop(proc)
+        end_popen(proc)
     return Point(workload, "innet-switch", frame_bytes, r["pps"], r["sent"], r["received"], r["reprimes"],
                  loop_breakdown(log.read_text(errors="replace")))
 

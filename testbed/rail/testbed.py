@@ -24,6 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from innet.polling import PollTimeout, poll_until
 from innet.host import wire
 from innet.testbed.core.testbed import Testbed, TestbedError, WorkerResult, is_failure, wait_outputs
 from innet.testbed.core.freeport import free_ports
@@ -364,9 +365,9 @@ class RailLoopbackTestbed(RailTestbed, LoopbackTestbed):
             if self.options.switch_loss > 0 or self.options.switch_dup > 0:
                 cmd += ["--loss", f"{self.options.switch_loss},{self.options.switch_dup},0,1"]
             popens[s.name] = self.procs.spawn(f"switch-{s.name}", cmd, stdout_pipe=False)
-        deadline = time.monotonic() + self.options.start_timeout
         pending = set(popens)
-        while pending:
+
+        def all_ready() -> bool:
             for name in sorted(pending):
                 text = self.procs.log_path(f"switch-{name}").read_text(errors="replace")
                 match = GRPC_LINE.search(text)
@@ -378,11 +379,12 @@ class RailLoopbackTestbed(RailTestbed, LoopbackTestbed):
                 elif popens[name].poll() is not None:
                     raise TestbedError(f"loopback switch {name} exited with status {popens[name].returncode}: "
                                        f"{self.procs.log_tail(f'switch-{name}')}")
-            if pending and time.monotonic() > deadline:
-                raise TestbedError(f"loopback switches {sorted(pending)} not ready within "
-                                   f"{self.options.start_timeout:g} s")
-            if pending:
-                time.sleep(0.05)
+            return not pending
+
+        try:
+            poll_until(all_ready, self.options.start_timeout, what="loopback switches")
+        except PollTimeout as error:
+            raise TestbedError(f"{error} ({', '.join(sorted(pending))} pending)") from None
         return self.grpc_addresses[self.topology.p4_switches[0].name]
 
     def _stop_network(self) -> None:

@@ -11,6 +11,7 @@ killed by name, only recorded or marked pids.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import signal
 import time
@@ -20,6 +21,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from innet.polling import PollTimeout, poll_until
 from innet.testbed.core.processes import (
     STATE_DIR,
     ProcessRecord,
@@ -110,9 +112,8 @@ def down(state_dir: Path = STATE_DIR, timeout: float = 60.0) -> list[str]:
             if owner is None or not alive(owner):
                 continue
             os.kill(owner.pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while run_is_live(run_dir) and time.monotonic() < deadline:
-                time.sleep(0.1)
+            with contextlib.suppress(PollTimeout):  # reported below as still live
+                poll_until(lambda: not run_is_live(run_dir), timeout, interval=0.1, what=f"run {run_dir.name} stopped")
             done.append(f"stopped run {run_dir.name} (owner pid {owner.pid})"
                         + ("" if not run_is_live(run_dir) else f": still live after {timeout:g} s"))
     return done + cleanup(state_dir)

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from innet.polling import PollTimeout, poll_until
 from innet.testbed.backends.mininet import impair
 from innet.testbed.core.testbed import Testbed, TestbedError
 from innet.testbed.backends.mininet.clean import SWITCHES_FILE
@@ -151,9 +152,8 @@ class MininetTestbed(Testbed):
         from innet.testbed.backends.mininet.clean import innet_interfaces
 
         names = [s.name for s in self.topology.switches]
-        deadline = time.monotonic() + timeout
-        while innet_interfaces(names) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        with contextlib.suppress(PollTimeout):  # Mininet reports a name still taken itself
+            poll_until(lambda: not innet_interfaces(names), timeout, interval=0.1, what="interface names free")
         time.sleep(0.5)
 
     def _stop_network(self) -> None:

@@ -44,7 +44,10 @@ from mininet.topo import Topo
 
 from innet.testbed.backends.bmv2 import BMV2_CPU_PORT, Bmv2Error, Bmv2SwitchConfig, Bmv2Tools, switch_command, \
     wait_grpc
+from innet.polling import PollTimeout, poll_until
+from innet.children import end_popen
 from innet.testbed.core.freeport import free_port
+from innet.testbed.core.processes import ProcessRecord, end_process, start_ticks
 
 STATE_DIR = Path("/tmp/innet-mininet")
 """Pid files, logs and the lock of Mininet runs with innet switches."""
@@ -72,20 +75,6 @@ def _is_innet_switch(pid: int) -> bool:
                                                       for arg in cmdline[:2])
 
 
-def _end_process(pid: int, timeout: float = 10.0) -> None:
-    """SIGTERM ``pid``, SIGKILL it when it is still alive after ``timeout``."""
-    for signum, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
-        try:
-            os.kill(pid, signum)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if not Path(f"/proc/{pid}").exists() or not _is_innet_switch(pid):
-                return
-            time.sleep(0.05)
-
-
 def cleanup_leftovers(switch_names: list[str], state_dir: Path = STATE_DIR) -> list[str]:
     """End recorded innet-switch processes and delete ``<name>-eth<N>`` links; what was done."""
     done: list[str] = []
@@ -96,8 +85,9 @@ def cleanup_leftovers(switch_names: list[str], state_dir: Path = STATE_DIR) -> l
                 pid = int(pid_file.read_text().strip())
             except ValueError:
                 pid = 0
-            if pid and _is_innet_switch(pid):
-                _end_process(pid)
+            ticks = start_ticks(pid) if pid else None
+            if ticks is not None and _is_innet_switch(pid):
+                end_process(ProcessRecord(pid, ticks, name), timeout=10.0)
                 done.append(f"ended leftover switch {name} (pid {pid})")
             pid_file.unlink(missing_ok=True)
     links = _run("ip", "-o", "link", "show").stdout
@@ -185,31 +175,35 @@ class InnetSwitchNode(Switch):  # type: ignore[misc]  # mininet is untyped
             raise
 
     def _wait_ready(self) -> None:
-        assert self.process is not None
+        process = self.process
+        assert process is not None
         deadline = time.monotonic() + self.start_timeout
-        while self.grpc_address is None:
+
+        def address() -> str | None:
             for line in self.log_path.read_text(errors="replace").splitlines():
                 if line.startswith(READY_PREFIX):
-                    self.grpc_address = line[len(READY_PREFIX):].strip()
-            if self.grpc_address is not None:
-                break
-            if self.process.poll() is not None:
+                    return line[len(READY_PREFIX):].strip()
+            if process.poll() is not None:
                 raise InnetSwitchError(f"switch {self.name}: innet-switch exited with status "
-                                       f"{self.process.returncode}: {self._log_tail()}")
-            if time.monotonic() > deadline:
-                raise InnetSwitchError(f"switch {self.name}: no P4Runtime address within "
-                                       f"{self.start_timeout} s: {self._log_tail()}")
-            time.sleep(0.05)
+                                       f"{process.returncode}: {self._log_tail()}")
+            return None
+
+        try:
+            self.grpc_address = poll_until(address, self.start_timeout,
+                                           what=f"switch {self.name}: P4Runtime address")
+        except PollTimeout as error:
+            raise InnetSwitchError(f"{error}: {self._log_tail()}") from None
         self._wait_ports_up(deadline)
 
     def _wait_ports_up(self, deadline: float) -> None:
         for iface in self.data_ports().values():
             state = Path(f"/sys/class/net/{iface}/operstate")
-            while state.read_text().strip() != "up":
-                if time.monotonic() > deadline:
-                    raise InnetSwitchError(f"switch {self.name}: interface {iface} is not up "
-                                           f"within {self.start_timeout} s")
-                time.sleep(0.05)
+            try:
+                poll_until(lambda: state.read_text().strip() == "up", max(0.0, deadline - time.monotonic()),
+                           what=f"switch {self.name}: interface {iface} up")
+            except PollTimeout:
+                raise InnetSwitchError(f"switch {self.name}: interface {iface} is not up "
+                                       f"within {self.start_timeout} s") from None
 
     def _log_tail(self, lines: int = 15) -> str:
         try:
@@ -225,12 +219,7 @@ class InnetSwitchNode(Switch):  # type: ignore[misc]  # mininet is untyped
     def _terminate(self) -> None:
         process, self.process = self.process, None
         if process is not None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5)
+            end_popen(process)
         if self._log is not None:
             self._log.close()
             self._log = None
