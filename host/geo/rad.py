@@ -35,7 +35,7 @@ from innet.host.geo.compress import CompressionConfig, LinkCompressor
 from innet.host.geo.graph import Graph, ParamStore
 from innet.host.geo.ops import Array
 from innet.host.geo.stages import Sgd, SgdState, Stage, StagePlan, partition
-from innet.host.geo.throughput import ThroughputMeter
+from innet.host.geo.throughput import WAITED_S, ThroughputMeter
 
 Feeds = Mapping[str, Array]
 Reducer = Callable[[ParamStore], ParamStore]
@@ -97,6 +97,7 @@ class StageRunner:
     # -- links ----------------------------------------------------------------------------
 
     def _recv(self, link: Channel, expect: tuple[Any, ...]) -> dict[str, Array]:
+        called = time.time()
         data = link.recv(self.timeout)
         arrived = time.time()
         tag, tensors = decode(data)
@@ -107,7 +108,8 @@ class StageRunner:
             self.period_s = max(self.period_s, float(tag[n]))
         if len(tag) > n + 2:
             from_next = link is self.next
-            (self.meter_next if from_next else self.meter_prev).observe(len(data), float(tag[n + 1]), arrived)
+            (self.meter_next if from_next else self.meter_prev).observe(
+                len(data), float(tag[n + 1]), arrived, waited=arrived - called >= WAITED_S)
             if tag[n + 2] is not None:  # the neighbour's estimate of the rate of what this stage sends it
                 if from_next:
                     self.tx_next.bandwidth_bps = float(tag[n + 2])

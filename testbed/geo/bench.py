@@ -286,6 +286,11 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
             "final_accuracy": evals[-1]["accuracy"] if evals else None, "final_loss": steps[-1]["loss"],
             "wan_bytes_per_step": wan_bytes / config.steps, "slow_link_ratio": ratio,
             "mean_ratios": ratios, "wall_s": wall,
+            # AdaTopK's ratio per forward message on the slowest link, and the rate the next
+            # stage last measured for it (the adaptive ratio follows this, not the probe)
+            "slow_link_ratio_curve": done[slow[0]].get("ratios_next") if slow else None,
+            "slow_link_probed_bps": done[slow[0]].get("bandwidth_next_bps") if slow else None,
+            "slow_link_measured_bps": done[slow[0]].get("measured_rate_next_bps") if slow else None,
             "reduce_s": sum(d["reduce_s"] for d in done),
             "samples_per_step": config.replicas * config.batch * config.microbatches,
             "wan_link_bytes": _wan_delta(wan_before, geo_tb.wan_bytes()) if wan_before is not None else None,

@@ -92,3 +92,11 @@ def test_shaped_link_rate_change_is_measured_from_real_messages() -> None:
     # under load the scheduler only adds time: the estimate may be low, never above the rate
     assert 3e6 < estimates[0] <= 8.8e6
     assert estimates[1] > 1.5 * estimates[0]
+
+
+def test_a_message_that_waited_for_the_receiver_is_not_a_sample() -> None:
+    meter = ThroughputMeter(delay_s=0.01, window=4)
+    meter.observe(12_500, 0.0, 0.02)  # 10 ms serialisation: 10 Mbit/s
+    meter.observe(12_500, 0.1, 0.5, waited=False)  # picked up late, after the stage computed
+    meter.observe(12_500, 1.0, 1.02)
+    assert meter.rate_bps == pytest.approx(10e6)
