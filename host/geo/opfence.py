@@ -203,3 +203,89 @@ def opfence(graph: Graph, workload: OpWorkload, net: SiteNetwork, clusters: Sequ
                 best = plan
     assert best is not None
     return best
+
+
+# -- baselines a user would try (issue 22) ---------------------------------------------
+
+
+def _cut_range(graph: Graph) -> range:
+    """Cut points every placement may use: the loss node stays with the operator before it."""
+    return range(1, len(graph) - 1)
+
+
+def _check_fit(graph: Graph, net: SiteNetwork, groups: Sequence[Sequence[str]]) -> None:
+    if len(groups) > len(graph) - 1:
+        raise PlanError(f"plan: {len(groups)} stages (one per site) but graph {graph.name} has only "
+                        f"{len(graph) - 1} operators besides its loss")
+    for a, b in itertools.combinations(groups, 2):
+        link = _inter(net, a, b)
+        if not link.bw_mbps > 0:
+            raise PlanError(f"plan: sites [{', '.join(a)}] and [{', '.join(b)}] have zero bandwidth between them")
+
+
+def balanced_cuts(graph: Graph, workload: OpWorkload, stages: int) -> tuple[int, ...]:
+    """Cuts that minimise the largest stage's measured compute (what a user balancing a
+    pipeline by hand would do; communication is ignored)."""
+    best: tuple[float, tuple[int, ...]] | None = None
+    for cuts in itertools.combinations(_cut_range(graph), stages - 1):
+        edges = [0, *cuts, len(graph)]
+        worst = max(workload.stage_compute(edges[i], edges[i + 1]) for i in range(stages))
+        if best is None or worst < best[0]:
+            best = (worst, tuple(cuts))
+    if best is None:
+        raise PlanError(f"plan: graph {graph.name} cannot be cut into {stages} stages")
+    return best[1]
+
+
+def greedy_order(net: SiteNetwork, groups: Sequence[Sequence[str]]) -> list[tuple[str, ...]]:
+    """Bandwidth-greedy chain: start with the pair of groups joined by the fastest link, then
+    repeatedly extend whichever end has the fastest link to a group not yet placed (ties: the
+    group given first). No compute or message size enters the choice."""
+    gs = [tuple(g) for g in groups]
+    if len(gs) < 2:
+        return gs
+    pairs = [(-_inter(net, a, b).bw_mbps, i, j) for (i, a), (j, b) in itertools.combinations(enumerate(gs), 2)]
+    _, i, j = min(pairs)
+    chain = [gs[i], gs[j]]
+    left = [g for k, g in enumerate(gs) if k not in (i, j)]
+    while left:
+        best = None
+        for g in left:
+            for end in (0, -1):
+                key = (-_inter(net, chain[end], g).bw_mbps, gs.index(g), end != 0)
+                if best is None or key < best[0]:
+                    best = (key, g, end)
+        assert best is not None
+        _, g, end = best
+        if end == 0:
+            chain.insert(0, g)
+        else:
+            chain.append(g)
+        left.remove(g)
+    return chain
+
+
+def greedy(graph: Graph, workload: OpWorkload, net: SiteNetwork, groups: Sequence[Sequence[str]],
+           microbatches: int = 1) -> Plan:
+    """Baseline (b): bandwidth-greedy site order, compute-balanced cuts."""
+    _check_fit(graph, net, groups)
+    return predict(graph, workload, net, greedy_order(net, groups), balanced_cuts(graph, workload, len(groups)),
+                   microbatches)
+
+
+def exhaustive(graph: Graph, workload: OpWorkload, net: SiteNetwork, groups: Sequence[Sequence[str]],
+               microbatches: int = 1) -> Plan:
+    """Baseline (c): every order of the given groups (the sites as the user names them, no
+    bandwidth clustering) and every cut, scored with :func:`predict`, the model OP-Fence uses.
+    Exact under that model; where the clusters equal the sites it finds OP-Fence's plan."""
+    _check_fit(graph, net, groups)
+    if math.factorial(len(groups)) > MAX_ORDERS:
+        raise PlanError(f"plan: {len(groups)} sites are too many orders to search (at most 8)")
+    best: Plan | None = None
+    for order in itertools.permutations(groups):
+        for cuts in itertools.combinations(_cut_range(graph), len(groups) - 1):
+            plan = predict(graph, workload, net, order, cuts, microbatches)
+            if best is None or plan.step_s < best.step_s:
+                best = plan
+    assert best is not None
+    return best

@@ -14,7 +14,10 @@ next. One training step with M microbatches (GPipe order) is:
 Messages are tagged ``(kind, step, microbatch)`` and checked, so a link that reorders or a
 stage that falls out of step is an error, never a silent mix-up. Compression applies per
 link direction (``LinkCompressor``); ``probe_next``/``answer_prev`` measure the link's
-bandwidth first, which AdaTopK needs.
+bandwidth and one-way delay first. During training every message carries its send time, the
+receiver measures the rate it arrived at (:class:`ThroughputMeter`) and returns the
+estimate in the tag of its next message the other way, so AdaTopK's ratio follows the
+boundary's current throughput (issue 22, item 3).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from innet.host.geo.compress import CompressionConfig, LinkCompressor
 from innet.host.geo.graph import Graph, ParamStore
 from innet.host.geo.ops import Array
 from innet.host.geo.stages import Sgd, SgdState, Stage, StagePlan, partition
+from innet.host.geo.throughput import WAITED_S, ThroughputMeter
 
 Feeds = Mapping[str, Array]
 Reducer = Callable[[ParamStore], ParamStore]
@@ -57,6 +61,8 @@ class StageStats:
     """Compression ratio of each backward message."""
     bandwidth_next_bps: float | None = None
     """Probed bandwidth of the link to the next stage."""
+    rate_next_bps: list[float] = field(default_factory=list)
+    """The next stage's measured rate of this stage's forward messages, as each estimate arrived."""
     reduce_s: float = 0.0
     """Time in the data-parallel gradient reduction."""
 
@@ -75,6 +81,10 @@ class StageRunner:
         self.reducer = reducer
         self.timeout = timeout
         self.stats = StageStats()
+        self.meter_prev = ThroughputMeter()
+        """Rate of the messages arriving from the previous stage (the forward direction)."""
+        self.meter_next = ThroughputMeter()
+        """Rate of the messages arriving from the next stage (the backward direction)."""
         self._mb_compute: float | None = None
         self.period_s: float = 0.0
         """Largest compute time per microbatch of any stage (the pipeline's period), learnt from
@@ -87,18 +97,34 @@ class StageRunner:
     # -- links ----------------------------------------------------------------------------
 
     def _recv(self, link: Channel, expect: tuple[Any, ...]) -> dict[str, Array]:
-        tag, tensors = decode(link.recv(self.timeout))
+        called = time.time()
+        data = link.recv(self.timeout)
+        arrived = time.time()
+        tag, tensors = decode(data)
         if tuple(tag[:len(expect)]) != expect:
             raise RadError(f"stage {self.index}: expected message {expect} on {link.name}, got {tag}")
-        if len(tag) > len(expect):
-            self.period_s = max(self.period_s, float(tag[len(expect)]))
+        n = len(expect)
+        if len(tag) > n:
+            self.period_s = max(self.period_s, float(tag[n]))
+        if len(tag) > n + 2:
+            from_next = link is self.next
+            (self.meter_next if from_next else self.meter_prev).observe(
+                len(data), float(tag[n + 1]), arrived, waited=arrived - called >= WAITED_S)
+            if tag[n + 2] is not None:  # the neighbour's estimate of the rate of what this stage sends it
+                if from_next:
+                    self.tx_next.bandwidth_bps = float(tag[n + 2])
+                    self.stats.rate_next_bps.append(float(tag[n + 2]))
+                else:
+                    self.tx_prev.bandwidth_bps = float(tag[n + 2])
         return tensors  # type: ignore[return-value]
 
     def _tag(self, kind: str, step: int, mb: int) -> tuple[Any, ...]:
-        """Message tag; it carries the largest stage compute time seen so far to the neighbour."""
+        """Message tag; it carries the largest stage compute time seen so far, the send time, and
+        this stage's estimate of the rate the receiver's messages arrive at."""
         own = self._mb_compute or 0.0
         self.period_s = max(self.period_s, own)
-        return (kind, step, mb, self.period_s)
+        meter = self.meter_next if kind == "fwd" else self.meter_prev
+        return (kind, step, mb, self.period_s, time.time(), meter.rate_bps)
 
     def probe_next(self, nbytes: int = PROBE_BYTES) -> float:
         """Measure the bandwidth to the next stage (bits/s) from small and large round trips,
@@ -115,7 +141,8 @@ class StageRunner:
                 best[size] = min(best[size], time.perf_counter() - start)
         extra = max(best[nbytes] - best[1], 1e-6)
         bw = (nbytes - 1) * 8 / extra
-        self.next.send(encode(("probe-result", bw), {}))
+        self.meter_next.delay_s = best[1] / 2
+        self.next.send(encode(("probe-result", bw, best[1] / 2), {}))
         self.tx_next.bandwidth_bps = self.stats.bandwidth_next_bps = bw
         return bw
 
@@ -130,6 +157,7 @@ class StageRunner:
         if tag[0] != "probe-result":
             raise RadError(f"stage {self.index}: expected the probe result, got {tag}")
         self.tx_prev.bandwidth_bps = float(tag[1])
+        self.meter_prev.delay_s = float(tag[2])
         return float(tag[1])
 
     def probe(self) -> None:
@@ -193,7 +221,10 @@ class StageRunner:
         ctx_values = self.stage.last_values
         self.stage.discard(-1)
         if self.next is not None:
-            self.next.send(encode(("eval", tag, 0), out))
+            # stamped like training messages: an evaluation crossing the link delays the training
+            # message queued behind it, and the receiver's meter must see it (measured: a 368 KB
+            # evaluation on the 10 Mbit/s link read as 282 ms of serialisation for the next one)
+            self.next.send(encode(("eval", tag, 0, self.period_s, time.time(), None), out))
             return None
         return ctx_values[self.stage.graph.node(self.stage.graph.loss).inputs[0]]
 

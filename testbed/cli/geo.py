@@ -100,7 +100,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from innet.testbed.core.topology import TopologyError
 
     try:
-        config = _config(args, steps=args.steps, runs=args.runs or geo_bench.DEFAULT_RUNS, replicas=args.replicas,
+        default = tuple(r for r in geo_bench.DEFAULT_RUNS if not (args.mininet and r[0] == "dp"))
+        config = _config(args, steps=args.steps, runs=args.runs or default, replicas=args.replicas,
                          target_accuracy=args.target, lr=args.lr, out_dir=args.out, eval_every=args.eval_every,
                          testbed="mininet" if args.mininet else "loopback")
     except (geo_bench.GeoBenchError, TopologyError) as error:
@@ -145,7 +146,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
         else:
             p.add_argument("--steps", type=int_range(2), default=100, help="training steps per run (default 100)")
             p.add_argument("--runs", type=_runs, default=None,
-                           help="PLACEMENT/COMPRESSION,... (default every naive|opfence x none|topk|adatopk)")
+                           help="PLACEMENT/COMPRESSION,... placements naive|greedy|search|opfence|dp, compression "
+                                "none|topk|adatopk (default: dp/none,dp/topk,naive/none,greedy/none,search/none,"
+                                "opfence/none,opfence/topk,opfence/adatopk; no dp with --mininet)")
             p.add_argument("--replicas", type=int_range(1, 9), default=1,
                            help="pipelines per site; > 1: data parallel inside each site via its innet switch")
             p.add_argument("--target", type=positive_float, default=0.9, help="time-to-accuracy target (default 0.9)")

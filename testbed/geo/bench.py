@@ -33,16 +33,20 @@ from innet.host.geo.compress import CompressionConfig
 from innet.host.geo.estimator import OpWorkload, measure
 from innet.host.geo.graph import Graph
 from innet.host.geo.launch import SINGLE_THREAD_BLAS, Spawn, launch, local_spawn
-from innet.host.geo.opfence import SiteNetwork, Plan, cluster, naive, opfence, predict
+from innet.host.geo.opfence import SiteNetwork, Plan, cluster, exhaustive, greedy, naive, opfence, predict
 from innet.host.geo.stage_process import StageJob, build_model, build_task
 from innet.testbed.geo.topology import geo, network_view, wan_shape
 from innet.testbed.core.topology import Topology
 from innet.testbed.core.machine import describe as machine
 
-PLACEMENTS = ("naive", "opfence")
+PLACEMENTS = ("naive", "greedy", "search", "opfence", "dp")
+"""Pipeline placements (naive order, bandwidth-greedy, exhaustive search without clustering,
+OP-Fence) and ``dp``: data parallel across sites, every site a full replica."""
 COMPRESSIONS = ("none", "topk", "adatopk")
-DEFAULT_RUNS = (("naive", "none"), ("naive", "topk"), ("naive", "adatopk"), ("opfence", "none"),
-                ("opfence", "topk"), ("opfence", "adatopk"))
+DEFAULT_RUNS = (("dp", "none"), ("dp", "topk"), ("naive", "none"), ("greedy", "none"), ("search", "none"),
+                ("opfence", "none"), ("opfence", "topk"), ("opfence", "adatopk"))
+REFERENCE = ("opfence", "adatopk")
+"""The run whose speedup against every other run the benchmark reports."""
 
 
 class GeoBenchError(ValueError):
@@ -88,6 +92,11 @@ class GeoBenchConfig:
             if placement not in PLACEMENTS or comp not in COMPRESSIONS:
                 raise GeoBenchError(f"geo bench run {placement}/{comp}: placement must be one of "
                                     f"{', '.join(PLACEMENTS)} and compression one of {', '.join(COMPRESSIONS)}")
+        if self.testbed == "mininet" and any(p == "dp" for p, _ in self.runs):
+            raise GeoBenchError("geo bench run dp/...: data parallel across sites runs on loopback only "
+                                "(sites as threads, WAN in the transport); drop it from --runs with --mininet")
+        if any(p == "dp" and c == "adatopk" for p, c in self.runs):
+            raise GeoBenchError("geo bench run dp/adatopk: data parallel takes none or topk")
         if self.testbed not in ("loopback", "mininet"):
             raise GeoBenchError(f"geo bench testbed {self.testbed!r}: expected 'loopback' or 'mininet'")
         if self.replicas < 1 or self.steps < 1 or self.microbatches < 1 or self.batch < 1:
@@ -119,8 +128,11 @@ def plan_all(config: GeoBenchConfig) -> Planned:
     workload = measure(graph, graph.init_params(config.seed), feeds, repeats=7)
     net = network_view(config.topology)
     clusters = tuple(cluster(net))
-    plans = {"naive": naive(graph, workload, net, clusters, config.microbatches),
-             "opfence": opfence(graph, workload, net, clusters, config.microbatches)}
+    sites = tuple(tuple(h.name for h in config.topology.workers if h.group == s)
+                  for s in dict.fromkeys(h.group for h in config.topology.workers))
+    m = config.microbatches
+    plans = {"naive": naive(graph, workload, net, clusters, m), "greedy": greedy(graph, workload, net, sites, m),
+             "search": exhaustive(graph, workload, net, sites, m), "opfence": opfence(graph, workload, net, clusters, m)}
     return Planned(graph, workload, net, clusters, plans)
 
 
@@ -184,8 +196,55 @@ def _stage_elements(planned: Planned, plan: Plan, i: int) -> int:
     return sum(c.param_bytes // 4 for c in planned.workload.costs if c.name in names)
 
 
+def run_dp(config: GeoBenchConfig, planned: Planned, compression: str) -> dict[str, Any]:
+    """Baseline (a): every site a full replica, gradients averaged over the WAN (dense or top-k
+    with error feedback at ``topk_ratio``); sites as threads, WAN shaped in the transport."""
+    from innet.host.geo.data import accuracy
+    from innet.host.geo.dataparallel import evaluator, train
+    from innet.host.geo.stages import Sgd
+
+    topo = config.topology
+    sites = list(dict.fromkeys(h.group for h in topo.workers if h.group is not None))
+    graph = planned.graph
+    task = build_task(config.task_spec(), config.seed)
+    params = graph.init_params(config.seed)
+    batches = [task.batches(config.batch, config.microbatches, config.seed + 1000 * i) for i in range(len(sites))]
+    from threadpoolctl import threadpool_limits  # comes with scikit-learn (the digits task)
+
+    start = time.monotonic()
+    # one BLAS thread, as the stage processes have (SINGLE_THREAD_BLAS): three site threads
+    # with multi-threaded BLAS on a loaded 2-core machine took 1.7 s per step instead of 40 ms
+    with threadpool_limits(limits=1):
+        log = train(graph, params, len(sites), batches, config.steps, Sgd(config.lr, config.momentum),
+                    lambda i, j: wan_shape(topo, sites[i], sites[j]),
+                    ratio=config.topk_ratio if compression == "topk" else 1.0,
+                    evaluate=evaluator(graph, task.test_feeds(), task.test_labels, accuracy),
+                    eval_every=config.eval_every, timeout=min(config.timeout_s, 300.0))
+    wall = time.monotonic() - start
+    # predicted: the whole model's compute for M microbatches, then every site's gradient
+    # crossing the slowest WAN link (all-to-all: one gradient per link direction, sent at once)
+    ratio = config.topk_ratio if compression == "topk" else 1.0
+    grad_bytes = sum(c.param_bytes for c in planned.workload.costs) * (ratio * 2 if ratio < 1 else 1.0)
+    wan = [wan_shape(topo, a, b) for a in sites for b in sites if a != b]
+    predicted = (config.microbatches * sum(c.compute_s for c in planned.workload.costs)
+                 + max(grad_bytes * 8 / ((w.bw_mbps or 1e5) * 1e6) + w.delay_ms / 1e3 for w in wan))
+    deltas = np.diff([0.0, *(t for t, _ in log.steps)])
+    warm = min(3, len(deltas) - 1)
+    tta = next((t for t, _, a in log.evals if a >= config.target_accuracy), None)
+    return {"placement": "dp", "compression": compression, "sites": sites, "cuts": [], "links": [],
+            "step_s": float(statistics.median(deltas[warm:])), "predicted_step_s": predicted,
+            "time_to_accuracy_s": tta, "final_accuracy": log.evals[-1][2] if log.evals else None,
+            "final_loss": log.steps[-1][1], "wan_bytes_per_step": log.sent_bytes * len(sites) / config.steps,
+            "slow_link_ratio": ratio, "mean_ratios": [],
+            "wall_s": wall, "reduce_s": 0.0, "wan_link_bytes": None,
+            "samples_per_step": len(sites) * config.batch * config.microbatches,
+            "loss_curve": [[t, l] for t, l in log.steps], "accuracy_curve": [[t, s, a] for t, s, a in log.evals]}
+
+
 def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compression: str,
             geo_tb: Any = None) -> dict[str, Any]:
+    if placement == "dp":
+        return run_dp(config, planned, compression)
     plan = planned.plans[placement]
     pipelines = []
     epochs: dict[str, int] = {}
@@ -227,7 +286,13 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
             "final_accuracy": evals[-1]["accuracy"] if evals else None, "final_loss": steps[-1]["loss"],
             "wan_bytes_per_step": wan_bytes / config.steps, "slow_link_ratio": ratio,
             "mean_ratios": ratios, "wall_s": wall,
+            # AdaTopK's ratio per forward message on the slowest link, and the rate the next
+            # stage last measured for it (the adaptive ratio follows this, not the probe)
+            "slow_link_ratio_curve": done[slow[0]].get("ratios_next") if slow else None,
+            "slow_link_probed_bps": done[slow[0]].get("bandwidth_next_bps") if slow else None,
+            "slow_link_measured_bps": done[slow[0]].get("measured_rate_next_bps") if slow else None,
             "reduce_s": sum(d["reduce_s"] for d in done),
+            "samples_per_step": config.replicas * config.batch * config.microbatches,
             "wan_link_bytes": _wan_delta(wan_before, geo_tb.wan_bytes()) if wan_before is not None else None,
             "loss_curve": [[s["t"], s["loss"]] for s in steps],
             "accuracy_curve": [[e["t"], e["step"], e["accuracy"]] for e in evals]}
@@ -283,11 +348,11 @@ def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None
     finally:
         if geo_tb is not None:
             geo_tb.stop()
-    base = next((r for r in rows if r["placement"] == "naive" and r["compression"] == "none"), rows[0])
-    for r in rows:
-        r["speedup_step"] = base["step_s"] / r["step_s"]
-        r["speedup_tta"] = (base["time_to_accuracy_s"] / r["time_to_accuracy_s"]
-                            if base["time_to_accuracy_s"] and r["time_to_accuracy_s"] else None)
+    ref = next((r for r in rows if (r["placement"], r["compression"]) == REFERENCE), None)
+    for r in rows:  # OP-Fence + AdaTopK's speedup against this run
+        r["speedup_step"] = r["step_s"] / ref["step_s"] if ref else None
+        r["speedup_tta"] = (r["time_to_accuracy_s"] / ref["time_to_accuracy_s"]
+                            if ref and ref["time_to_accuracy_s"] and r["time_to_accuracy_s"] else None)
     settings = {k: v for k, v in asdict(config).items() if k not in ("topology", "out_dir")}
     settings["topology"] = str(config.topology)
     settings["wan_emulation"] = wan_description(config.testbed)
@@ -299,12 +364,15 @@ def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None
 def table(doc: dict[str, Any]) -> str:
     lines = [f"{'placement':9} {'compress':8} {'sites':7} {'step ms':>8} {'pred ms':>8} {'TTA s':>7} "
              f"{'acc':>5} {'WAN kB/step':>11} {'ratio':>6} {'x step':>6} {'x TTA':>6}"]
+    # x step / x TTA: OP-Fence + AdaTopK's speedup against the row (paper: 1.45-9.39x)
     for r in doc["rows"]:
         tta = f"{r['time_to_accuracy_s']:.1f}" if r["time_to_accuracy_s"] else "-"
         xt = f"{r['speedup_tta']:.2f}" if r["speedup_tta"] else "-"
+        xs = f"{r['speedup_step']:.2f}" if r["speedup_step"] else "-"
+        pred = f"{r['predicted_step_s'] * 1e3:8.1f}" if r["predicted_step_s"] is not None else f"{'-':>8}"
         lines.append(f"{r['placement']:9} {r['compression']:8} {'-'.join(r['sites']):7} {r['step_s'] * 1e3:8.1f} "
-                     f"{r['predicted_step_s'] * 1e3:8.1f} {tta:>7} {r['final_accuracy'] or 0:5.3f} "
-                     f"{r['wan_bytes_per_step'] / 1e3:11.1f} {r['slow_link_ratio']:6.3f} {r['speedup_step']:6.2f} "
+                     f"{pred} {tta:>7} {r['final_accuracy'] or 0:5.3f} "
+                     f"{r['wan_bytes_per_step'] / 1e3:11.1f} {r['slow_link_ratio']:6.3f} {xs:>6} "
                      f"{xt:>6}")
     return "\n".join(lines)
 

@@ -29,5 +29,22 @@ def test_geo_plan_bad_input_is_one_line_and_exit_2(argv: list[str], message: str
 
 def test_geo_bench_refuses_an_unknown_run(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["geo", "bench", "--runs", "opfence/zip"]) == 2
-    assert "geo bench run opfence/zip: placement must be one of naive, opfence and compression one of" in \
+    assert "geo bench run opfence/zip: placement must be one of naive, greedy, search, opfence, dp and compression one of" in \
         capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    # 8 sites, one stage each, for an MLP with 7 operators besides its loss
+    (["--sites", "a,b,c,d,e,f,g,h", "--wan", "a-b:10:1,b-c:10:1,c-d:10:1,d-e:10:1,e-f:10:1,f-g:10:1,g-h:10:1"],
+     "plan: 8 stages (one per site) but graph mlp has only 7 operators"),
+    (["--wan", "a-b:0:40"], "WAN link 'a-b:0:40': expected A-B:MBITS:MS, e.g. a-b:10:40: link bw_mbps=0.0: must be > 0"),
+    (["--wan", "a-b:10:40"], "geo: the WAN links do not connect every site"),
+])
+def test_a_plan_that_cannot_fit_is_one_line_and_exit_2(argv: list[str], message: str,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    for action in ("plan", "bench"):
+        assert main(["geo", action, *argv]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        # the error is one line (argparse puts its usage lines before it)
+        assert err[-1].startswith(f"innet geo {action}: ") or err[-1].startswith(f"innet geo {action}: error: ")
+        assert message in err[-1] and "Traceback" not in "\n".join(err), err
