@@ -102,7 +102,7 @@ def row_of(result: RunResult, workers: int, overlap: bool, steps: int, k: int, w
         row["link_down_bytes_per_step"] = _mean([li["received_bytes"] / li["steps"] for li in links])
     if "comm" in finals[0] and result.mode == "ddp-innet":
         row["hook"] = {key: _mean([f["comm"].get(key, 0) / steps for f in finals])
-                       for key in ("buckets", "seconds", "stage_seconds", "wait_seconds")}
+                       for key in ("buckets", "seconds", "stage_seconds", "agent_seconds")}
     if result.mode == "luwu":
         comm = [(f["comm"]["push_seconds"] + f["comm"]["pull_seconds"]) / steps for f in finals]
         wait = [_mean(f.get("step_wait_seconds", [])[2:]) for f in finals]  # warm-up excluded, as step_ms

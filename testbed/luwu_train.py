@@ -271,7 +271,8 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
             final["tensor_bytes_peak"] = peak_tensors + transient
         if "hook" in extra:
             h = extra["hook"]
-            final["comm"] = {"buckets": h.buckets, "seconds": h.seconds, "saturated": h.saturated}
+            final["comm"] = {"buckets": h.buckets, "seconds": h.seconds, "saturated": h.saturated,
+                             "stage_seconds": h.stage_seconds, "agent_seconds": h.agent_seconds}
             final["agent_stats"] = h.agent.last.stats if h.agent.last else {}
         emit(final)
     finally:
