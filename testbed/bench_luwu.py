@@ -9,7 +9,9 @@ On the loopback testbed (``innet-switch`` UDP ports on 127.0.0.1; one optimizer 
 the same testbed, links, model, batches and seed: DDP + gloo (torch Adam), DDP + innet hook
 (torch Adam), FSDP2 over gloo (``fully_shard``, torch Adam on the shards; optionally with CPU
 offload), LuWu with layer-wise overlap and LuWu serialized (push after backward, pull before
-forward: the baseline the overlap is measured against). The model: ``digits`` (the MLP
+forward: the baseline the overlap is measured against), and the bare collectives the DDP
+modes stand on (``allreduce-gloo``, ``allreduce-innet``: one averaging allreduce of the
+model's gradient size per step, no model; not run by default). The model: ``digits`` (the MLP
 64-128-64-10 of the tests) or ``wide`` (MLP 1024-2048-2048-2048-10, 10.5 M parameters, on a
 synthetic task generated in each process: ``innet.testbed.luwu_data``). K (values per innet
 packet) is the largest whose frame fits the links' MTU unless ``-k`` is given, as ``innet bench``.
@@ -54,11 +56,12 @@ from innet.testbed.machine_info import load_average
 from innet.testbed.topology import Link
 
 MODES = {"ddp-gloo": ("ddp-gloo", True), "ddp-innet": ("ddp-innet", True), "fsdp": ("fsdp", True),
-         "fsdp-offload": ("fsdp-offload", True), "luwu": ("luwu", True), "luwu-serialized": ("luwu", False)}
+         "fsdp-offload": ("fsdp-offload", True), "luwu": ("luwu", True), "luwu-serialized": ("luwu", False),
+         "allreduce-gloo": ("allreduce-gloo", True), "allreduce-innet": ("allreduce-innet", True)}
 """CLI name -> (run mode, overlap)."""
 DEFAULT_MODES = ("ddp-gloo", "ddp-innet", "fsdp", "luwu", "luwu-serialized")
 """What runs without ``--modes`` (fsdp-offload is optional: on a CPU-only host it only copies)."""
-GLOO_THEORY = {"ddp-gloo": 2, "fsdp": 3, "fsdp-offload": 3}
+GLOO_THEORY = {"ddp-gloo": 2, "fsdp": 3, "fsdp-offload": 3, "allreduce-gloo": 2}
 """Mode -> gloo collectives' volume per direction in units of (N-1)/N x 4P bytes."""
 
 
@@ -100,7 +103,7 @@ def row_of(result: RunResult, workers: int, overlap: bool, steps: int, k: int, w
     if len(links) == len(finals):
         row["link_up_bytes_per_step"] = _mean([li["sent_bytes"] / li["steps"] for li in links])
         row["link_down_bytes_per_step"] = _mean([li["received_bytes"] / li["steps"] for li in links])
-    if "comm" in finals[0] and result.mode == "ddp-innet":
+    if "comm" in finals[0] and result.mode == "ddp-innet":  # the hook's own split of its time
         row["hook"] = {key: _mean([f["comm"].get(key, 0) / steps for f in finals])
                        for key in ("buckets", "seconds", "stage_seconds", "agent_seconds")}
     if result.mode == "luwu":
@@ -128,8 +131,10 @@ def summary(rows: Sequence[dict[str, Any]]) -> dict[int, dict[str, float]]:
             entry["overlap_speedup"] = by["luwu (serialized)"]["step_ms"] / by["luwu"]["step_ms"]
         if "ddp-gloo" in by:
             for mode, row in by.items():
-                if mode != "ddp-gloo":
+                if mode != "ddp-gloo" and not mode.startswith("allreduce"):
                     entry[f"{mode} vs ddp-gloo"] = by["ddp-gloo"]["step_ms"] / row["step_ms"]
+        if "allreduce-gloo" in by and "allreduce-innet" in by:
+            entry["allreduce-innet vs allreduce-gloo"] = by["allreduce-gloo"]["step_ms"] / by["allreduce-innet"]["step_ms"]
         if entry:
             out[n] = entry
     return out

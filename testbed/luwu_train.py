@@ -11,7 +11,10 @@
 - ``fsdp``: FSDP2 (``torch.distributed.fsdp.fully_shard`` per layer and on the root, gloo) +
   torch Adam on the shards: the model-sharded data parallelism LuWu is compared with;
 - ``fsdp-offload``: the same with ``CPUOffloadPolicy`` (parameters, gradients and Adam on
-  the host; on a CPU-only machine this adds only the copies, unpinned: nothing to pin for).
+  the host; on a CPU-only machine this adds only the copies, unpinned: nothing to pin for);
+- ``allreduce-gloo``, ``allreduce-innet``: no model compute, each step one averaging
+  allreduce of the model's gradient size (gloo ``all_reduce``; ``Agent.allreduce_into``, what
+  the DDP hook calls per bucket): the bare collectives the DDP modes are held against.
 
 The batches are ``innet.testbed.luwu_data.Batches`` (digits, or the synthetic task of the
 >= 10 M-parameter benchmark model); the union over ranks is what ``local`` trains on. One
@@ -32,9 +35,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 
 MODULE = "innet.testbed.luwu_train"
-MODES = ("local", "ddp-gloo", "ddp-innet", "luwu", "fsdp", "fsdp-offload")
-DISTRIBUTED = ("ddp-gloo", "ddp-innet", "fsdp", "fsdp-offload")
-"""Modes with a gloo process group."""
+MODES = ("local", "ddp-gloo", "ddp-innet", "luwu", "fsdp", "fsdp-offload", "allreduce-gloo", "allreduce-innet")
+DISTRIBUTED = ("ddp-gloo", "ddp-innet", "fsdp", "fsdp-offload", "allreduce-gloo", "allreduce-innet")
+"""Modes whose workers are the job's (and a gloo process group's) ranks."""
 
 
 @dataclass(frozen=True)
@@ -158,12 +161,89 @@ def _print(doc: dict[str, Any]) -> None:
     print(json.dumps(doc), flush=True)
 
 
+def _agent(spec: TrainSpec) -> Any:
+    """A started agent of this rank in the spec's sum job."""
+    from innet.host.agent import Agent, AgentConfig
+    from innet.host.protocol import JobConfig, Timing
+    from innet.testbed.ina_worker import transport_config
+
+    return Agent(AgentConfig(JobConfig(spec.job, spec.rank, spec.world, spec.window, spec.k, epoch=spec.epoch),
+                             transport_config(spec.transport),
+                             timing=Timing(chunk_deadline=spec.chunk_deadline))).start()
+
+
+def run_allreduce(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int:
+    """The ``allreduce-*`` modes (see module docstring): the same report as a training run."""
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(1)
+    params = sum(p.numel() for p in build_model(spec).parameters())
+    grads = torch.from_numpy(np.random.default_rng([spec.seed, spec.rank]).standard_normal(params, np.float32))
+    closers: list[Any] = []
+    try:
+        if spec.mode == "allreduce-gloo":
+            import torch.distributed as dist
+            from datetime import timedelta
+
+            from innet.testbed.gloo import rendezvous_store
+
+            store = rendezvous_store(spec.rank, spec.world, spec.master[0], spec.master[1], timedelta(seconds=60))
+            dist.init_process_group("gloo", store=store, rank=spec.rank, world_size=spec.world,
+                                    timeout=timedelta(seconds=60))
+            closers.append(dist.destroy_process_group)
+
+            def once() -> None:
+                dist.all_reduce(grads)
+                grads.div_(spec.world)
+        else:
+            agent = _agent(spec)
+            closers.append(agent.close)
+            view = grads.numpy()
+
+            def once() -> None:
+                agent.allreduce_into(view, view, divisor=spec.world)
+        times: list[float] = []
+        link_start = link_end = None
+        for s in range(spec.steps):
+            if s == min(spec.warmup, spec.steps - 1):
+                link_start = _link(spec)
+            start = time.perf_counter()
+            once()
+            times.append(time.perf_counter() - start)
+            if s == spec.steps - 1:
+                link_end = _link(spec)
+            emit({"step": s, "loss": 0.0, "seconds": times[-1]})
+        final: dict[str, Any] = {"final": True, "mode": spec.mode, "rank": spec.rank, "accuracy": float("nan"),
+                                 "rss_bytes": _rss(), "rss_peak_bytes": _rss_peak(), "step_seconds": times,
+                                 "params": params, "tensor_bytes_peak": 4 * params}
+        _link_report(final, spec, link_start, link_end)
+        if spec.mode == "allreduce-innet":
+            final["agent_stats"] = agent.last.stats if agent.last else {}
+        emit(final)
+    finally:
+        for close in reversed(closers):
+            close()
+    return 0
+
+
+def _link_report(final: dict[str, Any], spec: TrainSpec, start: Any, end: Any) -> None:
+    """The link's bytes and packets over the timed steps, into ``final`` (when counted)."""
+    if start is not None and end is not None:
+        delta = end - start
+        final["link"] = {"steps": spec.steps - min(spec.warmup, spec.steps - 1), "sent_bytes": delta.tx_bytes,
+                         "received_bytes": delta.rx_bytes, "sent_packets": delta.tx_packets,
+                         "received_packets": delta.rx_packets}
+
+
 def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int:
     """Train as ``spec`` says; every step and the final report go to ``emit`` (JSON lines on
     stdout by default; tests run the ``local`` reference in their own process)."""
     import torch
     import torch.nn.functional as F
 
+    if spec.mode.startswith("allreduce"):
+        return run_allreduce(spec, emit)
     torch.set_num_threads(1)
     data = batches(spec)
     xt, yt = data.test()
@@ -208,14 +288,9 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
                 else:
                     net = torch.nn.parallel.DistributedDataParallel(model)
                 if spec.mode == "ddp-innet":
-                    from innet.host.agent import Agent, AgentConfig
-                    from innet.host.protocol import JobConfig, Timing
                     from innet.host.pytorch import register_innet_hook
-                    from innet.testbed.ina_worker import transport_config
 
-                    agent = Agent(AgentConfig(JobConfig(spec.job, spec.rank, spec.world, spec.window, spec.k,
-                                                        epoch=spec.epoch), transport_config(spec.transport),
-                                              timing=Timing(chunk_deadline=spec.chunk_deadline))).start()
+                    agent = _agent(spec)
                     closers.append(agent.close)
                     hook = register_innet_hook(net, agent)  # the one line that switches DDP to innet
                     extra["hook"] = hook
@@ -254,11 +329,7 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
         final: dict[str, Any] = {"final": True, "mode": spec.mode, "rank": spec.rank, "accuracy": accuracy,
                                  "rss_bytes": _rss(), "rss_peak_bytes": _rss_peak(), "step_seconds": times,
                                  "params": params}
-        if link_start is not None and link_end is not None:
-            counted = spec.steps - min(spec.warmup, spec.steps - 1)
-            delta = link_end - link_start
-            final["link"] = {"steps": counted, "sent_bytes": delta.tx_bytes, "received_bytes": delta.rx_bytes,
-                             "sent_packets": delta.tx_packets, "received_packets": delta.rx_packets}
+        _link_report(final, spec, link_start, link_end)
         if spec.mode == "luwu":
             final["tensor_bytes_peak"] = mnet.peak_resident_bytes
             final["tensor_bytes_between_steps"] = between
