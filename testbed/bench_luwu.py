@@ -352,10 +352,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = BenchSettings(model=shape, steps=args.steps, warmup=args.warmup, batch=args.batch, k=args.k,
                              mtu=args.mtu, window=args.window, executor=args.executor, mininet=args.mininet,
                              bw_mbps=args.bw)
+    from innet.controller.errors import ControllerError
+
     try:
         run(args.workers, args.out, settings, args.modes)
-    except TestbedError as error:
-        print(f"bench_luwu: {error}", file=sys.stderr)
+    except (TestbedError, ControllerError) as error:  # e.g. the switch did not take the program in time
+        print(f"bench_luwu: {type(error).__name__}: {str(error).splitlines()[0]}", file=sys.stderr)
         return 1
     return 0
 
