@@ -250,7 +250,9 @@ class _AgentProcess:
                         self.aggregator.stats.as_dict())
 
     def _exchange_bound(self, x: npt.NDArray[np.float32]) -> float:
-        local = np.float32(np.max(np.abs(x))) if x.size else np.float32(0)
+        # max |x| as max(max x, -min x): two passes and no temporary (np.abs makes one the
+        # size of the bucket); NaN propagates through both
+        local = np.float32(np.maximum(x.max(), -x.min())) if x.size else np.float32(0)
         if not np.isfinite(local):
             raise qz.QuantizeError(f"allreduce input of worker {self.config.job.rank}: "
                                    "non-finite values")
