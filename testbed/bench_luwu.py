@@ -26,8 +26,11 @@ allreduce 2(N-1)/N of the gradient each way; FSDP 3(N-1)/N: all-gathers in forwa
 backward, reduce-scatter), since loopback has no per-worker interface to count. Memory: peak
 RSS, and peak tensor bytes (parameters + gradients + Adam moments; FSDP: the local shards plus
 twice the largest layer unsharded, the all-gathers in flight; LuWu: parameters materialized).
-Overlap: the communication thread's busy time per step, and (overlapped) the time forward
-waited for a pull in ``take`` against the rest of the step (compute).
+CPU: seconds per timed step of the trainers (every thread) and their agent processes, summed
+over the workers, and of the switch process (over the whole mode, start-up included): on a
+shared 2-core machine it tells a CPU-bound run from a link-bound one. Overlap: the
+communication thread's busy time per step, and (overlapped) the time forward waited for a
+pull in ``take`` against the rest of the step (compute).
 
 A mode that fails (e.g. a worker missing its chunk deadline on an overloaded machine) is a row
 with its ``errors`` (process -> log tail) and no numbers; the other rows still run.
@@ -99,6 +102,9 @@ def row_of(result: RunResult, workers: int, overlap: bool, steps: int, k: int, w
                 "worker_rss_peak_mb": _mean([f.get("rss_peak_bytes", f["rss_bytes"]) for f in finals]) / 2**20,
                 "worker_tensor_bytes_peak": int(_mean([f["tensor_bytes_peak"] for f in finals])),
                 "accuracy": _mean([f["accuracy"] for f in finals])})
+    cpus = [f["cpu_per_step"] for f in finals if "cpu_per_step" in f]
+    if len(cpus) == len(finals):  # CPU seconds per timed step, summed over the workers
+        row["cpu_s_per_step"] = {"trainers": sum(c["trainer"] for c in cpus), "agents": sum(c["agent"] for c in cpus)}
     links = [f["link"] for f in finals if "link" in f]
     if len(links) == len(finals):
         row["link_up_bytes_per_step"] = _mean([li["sent_bytes"] / li["steps"] for li in links])
@@ -234,6 +240,17 @@ def _wire(tb: Testbed, before: dict[str, tuple[int, int]] | None, n: int, steps:
     return float(np.mean([sum(after[h]) - sum(before[h]) for h in hosts])) / steps
 
 
+def _switch_cpu(tb: Testbed) -> float | None:
+    """CPU seconds of the switch process so far; None when it cannot be read."""
+    from innet.testbed.bench_p4runtime import cpu_seconds
+
+    pid = tb.switch_pid()
+    try:
+        return cpu_seconds(pid) if pid is not None else None
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _print_row(row: dict[str, Any]) -> None:
     if "step_ms" not in row:
         print(f"N={row['workers']} {row['mode']:<22} FAILED: {row['failed']}; {sorted(row['errors'])}", flush=True)
@@ -243,7 +260,8 @@ def _print_row(row: dict[str, Any]) -> None:
             f"{row['bytes_per_worker_step'] / 1e6:7.2f} MB ({row['bytes_source']})")
     print(f"N={row['workers']} {row['mode']:<22} {row['step_ms']:8.1f} ms/step (p90 {row['step_ms_p90']:8.1f})  "
           f"{link}/worker/step  RSS peak {row['worker_rss_peak_mb']:6.1f} MB  "
-          f"tensors {row['worker_tensor_bytes_peak'] / 1e6:7.2f} MB  acc {row['accuracy']:.3f}", flush=True)
+          f"tensors {row['worker_tensor_bytes_peak'] / 1e6:7.2f} MB  acc {row['accuracy']:.3f}  CPU s/step "
+          + ", ".join(f"{key} {value:.2f}" for key, value in row.get("cpu_s_per_step", {}).items()), flush=True)
 
 
 def run(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettings(),
@@ -258,12 +276,16 @@ def run(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettin
             for mode, overlap in (MODES[m] for m in modes):
                 before = tb.wire_bytes()
                 load = load_average()
+                switch_cpu = _switch_cpu(tb)
                 result = run_training(tb, RunConfig(mode=mode, workers=n, steps=total, overlap=overlap,
                                                     lr=settings.lr, hidden=shape.hidden, data=shape.data,
                                                     inputs=shape.inputs, batch=settings.batch,
                                                     warmup=settings.warmup, timeout=settings.timeout))
                 row = row_of(result, n, overlap, total, tb.options.k, settings.warmup)
                 row["wire_bytes_per_worker_step"] = _wire(tb, before, n, total)
+                after = _switch_cpu(tb)
+                if switch_cpu is not None and after is not None:  # start-up of the mode included
+                    row.setdefault("cpu_s_per_step", {})["switch (whole run)"] = (after - switch_cpu) / total
                 row["load_average"] = [load, load_average()]
                 rows.append(row)
                 _print_row(row)

@@ -136,6 +136,26 @@ def _largest_layer_bytes(model: Any) -> int:
     return int(max(sizes, default=0))
 
 
+def _cpu(agent: Any | None) -> tuple[float, float]:
+    """CPU seconds so far of this process (every thread) and of ``agent``'s process (0 without)."""
+    from innet.testbed.bench_p4runtime import cpu_seconds
+
+    pid = agent._process.pid if agent is not None and agent._process is not None else None
+    try:
+        theirs = cpu_seconds(pid) if pid is not None else 0.0
+    except (OSError, ValueError, IndexError):
+        theirs = 0.0
+    return time.process_time(), theirs
+
+
+def _cpu_report(final: dict[str, Any], start: tuple[float, float] | None, agent: Any | None, steps: int) -> None:
+    """CPU seconds per timed step of the trainer and its agent, into ``final``."""
+    if start is None:
+        return
+    end = _cpu(agent)
+    final["cpu_per_step"] = {"trainer": (end[0] - start[0]) / steps, "agent": (end[1] - start[1]) / steps}
+
+
 def _link(spec: TrainSpec) -> Any:
     """This host's link counters now, None without a link to count."""
     if spec.count_iface is None:
@@ -205,9 +225,12 @@ def run_allreduce(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _pri
                 agent.allreduce_into(view, view, divisor=spec.world)
         times: list[float] = []
         link_start = link_end = None
+        cpu_start = None
+        agent_or_none = agent if spec.mode == "allreduce-innet" else None
         for s in range(spec.steps):
             if s == min(spec.warmup, spec.steps - 1):
                 link_start = _link(spec)
+                cpu_start = _cpu(agent_or_none)
             start = time.perf_counter()
             once()
             times.append(time.perf_counter() - start)
@@ -218,6 +241,7 @@ def run_allreduce(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _pri
                                  "rss_bytes": _rss(), "rss_peak_bytes": _rss_peak(), "step_seconds": times,
                                  "params": params, "tensor_bytes_peak": 4 * params}
         _link_report(final, spec, link_start, link_end)
+        _cpu_report(final, cpu_start, agent_or_none, spec.steps - min(spec.warmup, spec.steps - 1))
         if spec.mode == "allreduce-innet":
             final["agent_stats"] = agent.last.stats if agent.last else {}
         emit(final)
@@ -298,9 +322,12 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
         times: list[float] = []
         waits: list[float] = []
         link_start = link_end = None
+        cpu_start = None
+        agent_of = extra["hook"].agent if "hook" in extra else (worker.agent if spec.mode == "luwu" else None)
         for s in range(spec.steps):
             if s == min(spec.warmup, spec.steps - 1):
                 link_start = _link(spec)
+                cpu_start = _cpu(agent_of)
             xb, yb = data.train(s, ranks)
             waited = worker.stats.wait_seconds if spec.mode == "luwu" else 0.0
             start = time.perf_counter()
@@ -319,6 +346,7 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
             times.append(elapsed)
             if s == spec.steps - 1:
                 link_end = _link(spec)
+                _cpu_report(extra, cpu_start, agent_of, spec.steps - min(spec.warmup, spec.steps - 1))
             step_doc = {"step": s, "loss": float(loss.item()), "seconds": elapsed}
             if spec.mode == "luwu":  # of it, forward blocked waiting for pulls (the rest is compute)
                 waits.append(worker.stats.wait_seconds - waited)
@@ -330,6 +358,8 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
                                  "rss_bytes": _rss(), "rss_peak_bytes": _rss_peak(), "step_seconds": times,
                                  "params": params}
         _link_report(final, spec, link_start, link_end)
+        if "cpu_per_step" in extra:
+            final["cpu_per_step"] = extra["cpu_per_step"]
         if spec.mode == "luwu":
             final["tensor_bytes_peak"] = mnet.peak_resident_bytes
             final["tensor_bytes_between_steps"] = between

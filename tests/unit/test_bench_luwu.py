@@ -125,3 +125,9 @@ def test_bad_link_and_packet_arguments_are_one_line_and_exit_2(argv: list[str], 
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
     assert re.search(message, err)
+
+
+def test_cpu_per_step_is_summed_over_the_workers() -> None:
+    finals = [{**_timed([0.1] * 12), "cpu_per_step": {"trainer": 0.5, "agent": 0.25}}] * 4
+    row = row_of(RunResult("ddp-innet", finals=finals), 4, True, 12, K)
+    assert row["cpu_s_per_step"] == {"trainers": pytest.approx(2.0), "agents": pytest.approx(1.0)}
