@@ -211,6 +211,10 @@ class BenchSettings:
     bw_mbps: float | None = None
     timeout: float = 1800.0
     """Seconds one mode may take at one N."""
+    program: Path | None = None
+    """An innet-p4c output directory built with ``INNET_K`` = K (large K takes minutes to
+    compile on a loaded machine, longer than the switch's pipeline deadline); None: the
+    switch compiles ``innet.p4`` for K."""
 
     def resolved_k(self) -> int:
         return self.k if self.k is not None else k_for_mtu(self.mtu or 1500)
@@ -218,9 +222,10 @@ class BenchSettings:
 
 def _testbed(n: int, settings: BenchSettings) -> Testbed:
     k = settings.resolved_k()
+    compiled = {"program": settings.program} if settings.program is not None else {}
     options = TestbedOptions(switch_executor=settings.executor, k=k, window=settings.window,
-                             defines=(("INNET_K", str(k)),) if k != 64 else (),
-                             start_timeout=300.0 if k >= 1024 else 120.0)  # large K: minutes to compile
+                             defines=(("INNET_K", str(k)),) if k != 64 and not compiled else (),
+                             start_timeout=300.0 if k >= 1024 else 120.0, **compiled)  # large K: minutes
     if not settings.mininet:
         return LoopbackTestbed(luwu_star(n, 1), options)
     from innet.testbed.mininet_net import MininetTestbed
@@ -337,8 +342,14 @@ def _check(args: argparse.Namespace) -> str | None:
         return f"--warmup {args.warmup}: must be >= 1 (the first step builds buckets and buffers)"
     if args.batch < 1:
         return f"--batch {args.batch}: must be >= 1"
+    if args.lr is not None and not 0 < args.lr < 1:
+        return f"--lr {args.lr:g}: must be within (0, 1)"
     if args.window < 1:
         return f"--window {args.window}: must be >= 1"
+    if args.program is not None and not args.program.is_dir():
+        return f"--program {args.program}: not an innet-p4c output directory"
+    if args.program is not None and args.k is None:
+        return f"--program {args.program}: give -k, the INNET_K it was built with"
     if args.hidden is not None and any(w < 1 for w in args.hidden):
         return f"--hidden {' '.join(map(str, args.hidden))}: widths must be >= 1"
     return None
@@ -354,6 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "parameters) on a synthetic task")
     parser.add_argument("--hidden", type=int, nargs="+", default=None, help="hidden layer widths (override the model's)")
     parser.add_argument("--batch", type=int, default=32, help="samples per worker per step")
+    parser.add_argument("--lr", type=float, default=None, help="Adam's learning rate (default 0.01; wide: 0.001)")
     parser.add_argument("--modes", nargs="+", choices=tuple(MODES), default=list(DEFAULT_MODES))
     parser.add_argument("--executor", choices=("auto", "native", "python"), default="auto",
                         help="the switch's packet executor (innet-switch --executor)")
@@ -362,6 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--mtu", type=int, default=None, help="Mininet links' MTU (default 1500)")
     parser.add_argument("-k", type=int, default=None, help="values per innet packet (default: the largest that fits the MTU)")
     parser.add_argument("--window", type=int, default=64, help="slots of the job (chunks in flight per worker)")
+    parser.add_argument("--program", type=Path, default=None,
+                        help="innet-p4c output directory of innet.p4 built with -D INNET_K=<K> (give -k too)")
     parser.add_argument("--out", type=Path, default=Path("results"))
     args = parser.parse_args(argv)
     error = _check(args)
@@ -371,9 +385,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     shape = MODELS[args.model]
     if args.hidden is not None:
         shape = replace(shape, hidden=tuple(args.hidden))
-    settings = BenchSettings(model=shape, steps=args.steps, warmup=args.warmup, batch=args.batch, k=args.k,
+    lr = args.lr if args.lr is not None else (0.001 if args.model == "wide" else 0.01)
+    settings = BenchSettings(model=shape, steps=args.steps, warmup=args.warmup, batch=args.batch, lr=lr, k=args.k,
                              mtu=args.mtu, window=args.window, executor=args.executor, mininet=args.mininet,
-                             bw_mbps=args.bw)
+                             bw_mbps=args.bw, program=args.program)
     from innet.controller.errors import ControllerError
 
     try:
