@@ -22,8 +22,8 @@ slowest worker's, then the median and the 90th percentile over the ``--steps`` s
 link's counters (``/proc/net/dev`` of its namespace) over the timed steps, sent (up) and
 received (down) separately, every mode alike; also, as a cross-check, innet from the agent's
 frame counters (frames x frame size, whole run) and gloo from the collective's theory (ring
-allreduce 2(N-1)/N of the gradient each way; FSDP 3(N-1)/N: all-gathers in forward and
-backward, reduce-scatter), since loopback has no per-worker interface to count. Memory: peak
+allreduce 2(N-1)/N of the gradient each way; FSDP 4(N-1)/N: all-gathers in forward and
+backward, and a reduce-scatter that costs gloo an allreduce's bytes), since loopback has no per-worker interface to count. Memory: peak
 RSS, and peak tensor bytes (parameters + gradients + Adam moments; FSDP: the local shards plus
 twice the largest layer unsharded, the all-gathers in flight; LuWu: parameters materialized).
 CPU: seconds per timed step of the trainers (every thread) and their agent processes, summed
@@ -64,8 +64,10 @@ MODES = {"ddp-gloo": ("ddp-gloo", True), "ddp-innet": ("ddp-innet", True), "fsdp
 """CLI name -> (run mode, overlap)."""
 DEFAULT_MODES = ("ddp-gloo", "ddp-innet", "fsdp", "luwu", "luwu-serialized")
 """What runs without ``--modes`` (fsdp-offload is optional: on a CPU-only host it only copies)."""
-GLOO_THEORY = {"ddp-gloo": 2, "fsdp": 3, "fsdp-offload": 3, "allreduce-gloo": 2}
-"""Mode -> gloo collectives' volume per direction in units of (N-1)/N x 4P bytes."""
+GLOO_THEORY = {"ddp-gloo": 2, "fsdp": 4, "fsdp-offload": 4, "allreduce-gloo": 2}
+"""Mode -> gloo collectives' volume per direction in units of (N-1)/N x 4P bytes. FSDP2: two
+all-gathers of the parameters (forward, backward) and the gradients' reduce-scatter, which
+gloo carries as much as a ring allreduce (measured on the links: 4(N-1)/N, not 3)."""
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -97,7 +97,7 @@ def test_link_bytes_are_per_timed_step_and_per_direction() -> None:
     row = row_of(RunResult("fsdp", finals=[_timed([0.1] * 12, link)] * 4), 4, True, 12, K)
     assert row["link_up_bytes_per_step"] == pytest.approx(500.0)
     assert row["link_down_bytes_per_step"] == pytest.approx(700.0)
-    assert row["bytes_per_worker_step"] == pytest.approx(2 * 3 * 3 / 4 * 4 * P)  # all-gather x2 + reduce-scatter
+    assert row["bytes_per_worker_step"] == pytest.approx(2 * 4 * 3 / 4 * 4 * P)  # all-gather x2 + reduce-scatter
     assert row["bytes_source"] == "theory"
     no_link = row_of(RunResult("fsdp", finals=[_timed([0.1] * 12, link), _timed([0.1] * 12)]), 2, True, 12, K)
     assert "link_up_bytes_per_step" not in no_link  # one worker without counters: no link figure at all
