@@ -224,10 +224,11 @@ class BenchSettings:
 
 def _testbed(n: int, settings: BenchSettings) -> Testbed:
     k = settings.resolved_k()
-    compiled = {"program": settings.program} if settings.program is not None else {}
     options = TestbedOptions(switch_executor=settings.executor, k=k, window=settings.window,
-                             defines=(("INNET_K", str(k)),) if k != 64 and not compiled else (),
-                             start_timeout=300.0 if k >= 1024 else 120.0, **compiled)  # large K: minutes
+                             defines=(("INNET_K", str(k)),) if k != 64 else (),
+                             start_timeout=300.0 if k >= 1024 else 120.0)  # large K: minutes to compile
+    if settings.program is not None:  # compiled already: no defines
+        options = replace(options, program=settings.program, defines=())
     if not settings.mininet:
         return LoopbackTestbed(luwu_star(n, 1), options)
     from innet.testbed.mininet_net import MininetTestbed
@@ -301,13 +302,14 @@ def run(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettin
     if settings.mininet:
         shaping = [f"{settings.bw_mbps:g} Mbit/s host links (HTB)" if settings.bw_mbps is not None else "unshaped veths"]
         backend = "mininet star, " + ", ".join(shaping + ([f"MTU {settings.mtu}"] if settings.mtu else []))
-    doc = {"format": "innet-bench-luwu/3", "date": date, "machine": machine(), "backend": backend,
-           "switch": switch_description(settings.executor), "load_average_start": load_start,
-           "load_average_end": load_average(),
-           "settings": {"steps": settings.steps, "warmup": settings.warmup, "batch": settings.batch,
-                        "model": shape.describe(), "params": shape.params, "k": settings.resolved_k(),
-                        "window": settings.window, "mtu": settings.mtu or 1500, "nodes": 1, "lr": settings.lr},
-           "rows": rows, "summary": summary(rows)}
+    doc: dict[str, Any] = {
+        "format": "innet-bench-luwu/3", "date": date, "machine": machine(), "backend": backend,
+        "switch": switch_description(settings.executor), "load_average_start": load_start,
+        "load_average_end": load_average(),
+        "settings": {"steps": settings.steps, "warmup": settings.warmup, "batch": settings.batch,
+                     "model": shape.describe(), "params": shape.params, "k": settings.resolved_k(),
+                     "window": settings.window, "mtu": settings.mtu or 1500, "nodes": 1, "lr": settings.lr},
+        "rows": rows, "summary": summary(rows)}
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"bench_luwu-{date.replace(':', '').replace('-', '')}"
     path = stem.with_suffix(".json")
