@@ -276,7 +276,9 @@ class _AgentProcess:
                         self.aggregator.stats.as_dict())
 
     def _exchange_bound(self, x: npt.NDArray[np.float32]) -> float:
-        local = np.float32(np.max(np.abs(x))) if x.size else np.float32(0)
+        # max |x| as max(max x, -min x): two passes and no temporary (np.abs makes one the
+        # size of the bucket); NaN propagates through both
+        local = np.float32(np.maximum(x.max(), -x.min())) if x.size else np.float32(0)
         if not np.isfinite(local):
             raise qz.QuantizeError(f"allreduce input of worker {self.config.job.rank}: "
                                    "non-finite values")
@@ -463,7 +465,9 @@ class Agent:
         self._pending = (self._op_ids, kind, flat.size)
         self._conn.send(("op", self._op_ids, kind, flat.size, first_chunk, frac_bits))
 
-    def _wait(self, timeout: float | None) -> npt.NDArray[np.int32]:
+    def _result_view(self, timeout: float | None) -> npt.NDArray[np.int32]:
+        """Wait for the pending operation; its result as a view of the output segment (valid
+        until the next operation)."""
         if self._pending is None:
             raise AgentError(f"agent of {self._name}: nothing to pull (push first)")
         op_id, kind, n = self._pending
@@ -474,7 +478,10 @@ class Agent:
             raise reply[2]
         self.last = reply[2]
         assert self._segments is not None
-        return np.ndarray((n,), np.int32, self._segments[1].buf).copy()
+        return np.ndarray((n,), np.int32, self._segments[1].buf)
+
+    def _wait(self, timeout: float | None) -> npt.NDArray[np.int32]:
+        return self._result_view(timeout).copy()
 
     def push(self, gradients: npt.ArrayLike) -> None:
         """Start aggregating float gradients (SGD/MOMENTUM jobs); returns at once."""
@@ -503,6 +510,23 @@ class Agent:
         result = self._wait(timeout)
         assert self.last is not None
         return self._dequantizer().dequantize(result, self.last.frac_bits).reshape(shape)
+
+    def allreduce_into(self, array: npt.NDArray[np.float32], out: npt.NDArray[np.float32], divisor: int = 1,
+                       timeout: float | None = None) -> None:
+        """``allreduce(array) / divisor`` written into ``out`` (float32, contiguous, ``array``'s
+        size; may be ``array`` itself): one copy into the agent's segment, the result
+        dequantized from the segment straight into ``out``, nothing allocated. The same
+        values as ``allreduce(array) / np.float32(divisor)``."""
+        if out.dtype != np.float32 or not out.flags.c_contiguous or out.size != np.size(array):
+            raise AgentError(f"agent of {self._name}: allreduce_into needs a contiguous float32 out of "
+                             f"{np.size(array)} values, got {out.dtype} {out.shape}")
+        self._submit("sum", array, np.float32)
+        result = self._result_view(timeout)
+        assert self.last is not None
+        flat = out.reshape(-1)
+        self._dequantizer().dequantize_into(result, self.last.frac_bits, flat)
+        if divisor != 1:
+            np.divide(flat, np.float32(divisor), out=flat)
 
     def _dequantizer(self) -> native_datapath.Codec:
         """The agent's datapath on the worker side (the C library is cached by then)."""

@@ -18,6 +18,10 @@ steps it holds no parameters (``resident_bytes`` is 0 after ``step``).
 
 Limits: every parameter is used once per forward (no weight tying across layers); every
 layer's parameters all require gradients.
+
+A model on a CUDA device works the same: gradients are staged to host through a pinned
+buffer on a side stream before they are pushed, and pulled parameters go to the device on
+the side stream with forward's stream waiting for the copy (``innet.host.pytorch.staging``).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import torch
 from torch import nn
 
 from innet.host.luwu.worker import LuwuWorker
+from innet.host.pytorch.staging import Stager
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,7 @@ def layer_table(model: nn.Module) -> list[Layer]:
 
 def flat_parameters(model: nn.Module) -> np.ndarray:
     """The whole model as one float32 vector in layer order (the nodes' initial parameters)."""
-    return np.concatenate([p.detach().to(torch.float32).reshape(-1).numpy()
+    return np.concatenate([p.detach().to("cpu", torch.float32).reshape(-1).numpy()
                            for layer in layer_table(model) for p in layer.params])
 
 
@@ -64,9 +69,11 @@ class ModelInNetwork:
     """See module docstring."""
 
     def __init__(self, model: nn.Module, worker: LuwuWorker, drop: bool = True,
-                 pull_timeout: float | None = None, overlap: bool = True) -> None:
+                 pull_timeout: float | None = None, overlap: bool = True, stager: Stager | None = None) -> None:
         self.model = model
         self.worker = worker
+        self.stager = stager if stager is not None else Stager()
+        """Host staging of a device model's gradients and parameters (CPU: no copies)."""
         self.drop = drop
         self.overlap = overlap
         """False: push every layer after backward and wait for every pull before the next
@@ -74,6 +81,8 @@ class ModelInNetwork:
         self._deferred: list[tuple[int, Any]] = []
         self.pull_timeout = pull_timeout
         self.layers = layer_table(model)
+        self.devices = [layer.params[0].device for layer in self.layers]
+        """Where each layer's parameters live (kept while they are dropped)."""
         sizes = tuple(layer.size for layer in self.layers)
         if sizes != worker.plan.layer_sizes:
             raise ValueError(f"ModelInNetwork: the model's layer sizes {list(sizes)} differ from the plan's "
@@ -99,7 +108,11 @@ class ModelInNetwork:
         def hook(module: nn.Module, args: Any) -> None:
             if self._have.get(i) == self.version:
                 return
-            vec = torch.from_numpy(self.worker.take(i, self.pull_timeout))
+            pulled = self.worker.take(i, self.pull_timeout)
+            vec = torch.from_numpy(pulled)
+            if self.stager.needs_staging(self.devices[i]):
+                vec = torch.empty(pulled.size, dtype=torch.float32, device=self.devices[i])
+                self.stager.to_device(pulled, vec, wait="stream", slot=f"pull{i}")
             at = 0
             with torch.no_grad():
                 for p, shape in zip(self.layers[i].params, self.layers[i].shapes):
@@ -119,17 +132,18 @@ class ModelInNetwork:
             if len(pending) == len(self.layers[i].params):
                 flat = torch.cat([pending[k] for k in range(len(pending))])
                 del self._pending[i]
+                host = self.stager.to_host(flat, self.stager.mark(flat))
                 if self.overlap:
-                    self.worker.push(i, flat.numpy())
+                    self.worker.push(i, host)  # push copies: the staging buffer is free again
                 else:
-                    self._deferred.append((i, flat.numpy()))
+                    self._deferred.append((i, host.copy() if self.stager.needs_staging(flat) else host))
                 if self.drop:
                     self._release(i)
         return hook
 
     def _release(self, i: int) -> None:
         for p in self.layers[i].params:
-            p.data = torch.empty(0, dtype=p.dtype)
+            p.data = torch.empty(0, dtype=p.dtype, device=self.devices[i])
         self._have.pop(i, None)
 
     # -- the step -------------------------------------------------------------------------

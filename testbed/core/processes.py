@@ -280,3 +280,11 @@ def find_marked(only_run: str | None = None) -> list[tuple[int, str]]:
         if run is not None and (only_run is None or run == only_run):
             found.append((proc.pid, run))
     return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (benchmarks report CPU per process)."""
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)

@@ -1,20 +1,36 @@
-"""Benchmark: step time, bytes per worker and memory of DDP+gloo, DDP+innet hook and LuWu mode.
+"""Benchmark: step time, bytes per worker and memory of DDP + gloo, DDP + innet hook, FSDP2 and LuWu.
 
-    innet bench luwu [--workers 2 4 8] [--steps 20] [--out results/]
-    flock /work/notes/mininet.lock innet bench luwu --mininet --bw 20 ...
+    python -m innet.testbed.luwu.bench [--workers 2 4 8] [--steps 20] [--model digits|wide] [--out results/]
+    python -m innet.testbed.luwu.bench --mininet --bw 100 --model wide --workers 4 8 \
+        --modes ddp-gloo ddp-innet fsdp
 
 On the loopback testbed (``innet-switch`` UDP ports on 127.0.0.1; one optimizer node) or, with
-``--mininet`` (root), the Mininet star with ``--bw`` Mbit/s host links (HTB); the
-MLP of ``innet.testbed.luwu.train`` on digits, for each N: DDP + gloo, DDP + innet hook, LuWu
-with layer-wise overlap and LuWu serialized (push after backward, pull before forward: the
-baseline the overlap is measured against). Prints a table and writes
-``bench_luwu-<stamp>.json`` and ``.png``. Step times are means over steps after the first two
-(warm-up). Bytes per worker per step: innet from the agent's frame counters (frames x frame
-size, both directions); gloo from the ring's theory (2(N-1)/N of the gradient each way),
-since loopback has no per-worker interface to count; on Mininet every mode's bytes are also
-counted on the workers' links (``wire_bytes_per_worker_step``, start-up included). Overlap: the communication thread's
-busy time per step, and (overlapped) the time forward waited for a pull in ``take`` against
-the rest of the step (compute); the serialized mode's step is compute + communication.
+``--mininet`` (root), the Mininet star with ``--bw`` Mbit/s host links (HTB), every mode on
+the same testbed, links, model, batches and seed: DDP + gloo (torch Adam), DDP + innet hook
+(torch Adam), FSDP2 over gloo (``fully_shard``, torch Adam on the shards; optionally with CPU
+offload), LuWu with layer-wise overlap and LuWu serialized (push after backward, pull before
+forward: the baseline the overlap is measured against), and the bare collectives the DDP
+modes stand on (``allreduce-gloo``, ``allreduce-innet``: one averaging allreduce of the
+model's gradient size per step, no model; not run by default). The model: ``digits`` (the MLP
+64-128-64-10 of the tests) or ``wide`` (MLP 1024-2048-2048-2048-10, 10.5 M parameters, on a
+synthetic task generated in each process: ``innet.testbed.luwu.data``). K (values per innet
+packet) is the largest whose frame fits the links' MTU unless ``-k`` is given, as ``innet bench``.
+
+Prints a table and writes ``bench_luwu-<stamp>.json`` and ``.png``. Step time: per step the
+slowest worker's, then the median and the 90th percentile over the ``--steps`` steps after
+``--warmup`` warm-up steps. Bytes per worker per step: on Mininet each worker reads its own
+link's counters (``/proc/net/dev`` of its namespace) over the timed steps, sent (up) and
+received (down) separately, every mode alike; also, as a cross-check, innet from the agent's
+frame counters (frames x frame size, whole run) and gloo from the collective's theory (ring
+allreduce 2(N-1)/N of the gradient each way; FSDP 4(N-1)/N: all-gathers in forward and
+backward, and a reduce-scatter that costs gloo an allreduce's bytes), since loopback has no per-worker interface to count. Memory: peak
+RSS, and peak tensor bytes (parameters + gradients + Adam moments; FSDP: the local shards plus
+twice the largest layer unsharded, the all-gathers in flight; LuWu: parameters materialized).
+CPU: seconds per timed step of the trainers (every thread) and their agent processes, summed
+over the workers, and of the switch process (over the whole mode, start-up included): on a
+shared 2-core machine it tells a CPU-bound run from a link-bound one. Overlap: the
+communication thread's busy time per step, and (overlapped) the time forward waited for a
+pull in ``take`` against the rest of the step (compute).
 
 A mode that fails (e.g. a worker missing its chunk deadline on an overloaded machine) is a row
 with its ``errors`` (process -> log tail) and no numbers; the other rows still run.
@@ -26,6 +42,7 @@ import argparse
 import datetime as dt
 import json
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -35,21 +52,36 @@ from innet.testbed.core.machine import describe as machine, switch_description
 from innet.testbed.core.bounds import INNET_FRAME_OVERHEAD
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
 from innet.testbed.backends.loopback import LoopbackTestbed
+from innet.host.wire import IP_OVERHEAD, SUPPORTED_K, k_for_mtu, message_len
 from innet.testbed.luwu.run import RunConfig, RunResult, luwu_star, run_training
+from innet.testbed.luwu.data import MODELS, ModelShape
 from innet.testbed.core.machine import load_average
 from innet.testbed.core.topology import Link
 
-MODES = {"ddp-gloo": ("ddp-gloo", True), "ddp-innet": ("ddp-innet", True), "luwu": ("luwu", True),
-         "luwu-serialized": ("luwu", False)}
+MODES = {"ddp-gloo": ("ddp-gloo", True), "ddp-innet": ("ddp-innet", True), "fsdp": ("fsdp", True),
+         "fsdp-offload": ("fsdp-offload", True), "luwu": ("luwu", True), "luwu-serialized": ("luwu", False),
+         "allreduce-gloo": ("allreduce-gloo", True), "allreduce-innet": ("allreduce-innet", True)}
 """CLI name -> (run mode, overlap)."""
+DEFAULT_MODES = ("ddp-gloo", "ddp-innet", "fsdp", "luwu", "luwu-serialized")
+"""What runs without ``--modes`` (fsdp-offload is optional: on a CPU-only host it only copies)."""
+GLOO_THEORY = {"ddp-gloo": 2, "fsdp": 4, "fsdp-offload": 4, "allreduce-gloo": 2}
+"""Mode -> gloo collectives' volume per direction in units of (N-1)/N x 4P bytes. FSDP2: two
+all-gathers of the parameters (forward, backward) and the gradients' reduce-scatter, which
+gloo carries as much as a ring allreduce (measured on the links: 4(N-1)/N, not 3)."""
 
 
 def _mean(values: Sequence[float]) -> float:
     return float(np.mean(values)) if len(values) else float("nan")
 
 
-def row_of(result: RunResult, workers: int, overlap: bool, steps: int, k: int) -> dict[str, Any]:
-    """One table row: what ``result`` measured, averaged over the workers."""
+def step_times(finals: Sequence[dict[str, Any]], warmup: int) -> list[float]:
+    """Per timed step (after ``warmup``), the slowest worker's seconds."""
+    steps = min(len(f["step_seconds"]) for f in finals)
+    return [max(f["step_seconds"][s] for f in finals) for s in range(min(warmup, steps - 1), steps)]
+
+
+def row_of(result: RunResult, workers: int, overlap: bool, steps: int, k: int, warmup: int = 2) -> dict[str, Any]:
+    """One table row: what ``result`` measured, over the workers (see module docstring)."""
     name = result.mode + ("" if overlap else " (serialized)")
     finals = result.finals
     row: dict[str, Any] = {"mode": name, "workers": workers, "errors": result.errors, "seconds": result.seconds}
@@ -58,16 +90,30 @@ def row_of(result: RunResult, workers: int, overlap: bool, steps: int, k: int) -
         return row
     params = finals[0]["params"]
     frame = INNET_FRAME_OVERHEAD + 4 * k
-    if result.mode == "ddp-gloo":
-        per_step = 2 * 2 * (workers - 1) / workers * 4 * params  # ring, both directions
+    if result.mode in GLOO_THEORY:  # both directions
+        per_step = 2 * GLOO_THEORY[result.mode] * (workers - 1) / workers * 4 * params
     else:
         per_step = _mean([(f["agent_stats"].get("sent", 0) + f["agent_stats"].get("results", 0)
                            + f["agent_stats"].get("statuses", 0)) * frame / steps for f in finals])
-    row.update({"params": params, "step_ms": 1000 * _mean([_mean(f["step_seconds"][2:]) for f in finals]),
+    timed = step_times(finals, warmup)
+    row.update({"params": params, "step_ms": 1000 * float(np.median(timed)),
+                "step_ms_p90": 1000 * float(np.percentile(timed, 90)), "timed_steps": len(timed),
                 "bytes_per_worker_step": per_step,
+                "bytes_source": "theory" if result.mode in GLOO_THEORY else "agent frames",
                 "worker_rss_mb": _mean([f["rss_bytes"] for f in finals]) / 2**20,
+                "worker_rss_peak_mb": _mean([f.get("rss_peak_bytes", f["rss_bytes"]) for f in finals]) / 2**20,
                 "worker_tensor_bytes_peak": int(_mean([f["tensor_bytes_peak"] for f in finals])),
                 "accuracy": _mean([f["accuracy"] for f in finals])})
+    cpus = [f["cpu_per_step"] for f in finals if "cpu_per_step" in f]
+    if len(cpus) == len(finals):  # CPU seconds per timed step, summed over the workers
+        row["cpu_s_per_step"] = {"trainers": sum(c["trainer"] for c in cpus), "agents": sum(c["agent"] for c in cpus)}
+    links = [f["link"] for f in finals if "link" in f]
+    if len(links) == len(finals):
+        row["link_up_bytes_per_step"] = _mean([li["sent_bytes"] / li["steps"] for li in links])
+        row["link_down_bytes_per_step"] = _mean([li["received_bytes"] / li["steps"] for li in links])
+    if "comm" in finals[0] and result.mode == "ddp-innet":  # the hook's own split of its time
+        row["hook"] = {key: _mean([f["comm"].get(key, 0) / steps for f in finals])
+                       for key in ("buckets", "seconds", "stage_seconds", "agent_seconds")}
     if result.mode == "luwu":
         comm = [(f["comm"]["push_seconds"] + f["comm"]["pull_seconds"]) / steps for f in finals]
         wait = [_mean(f.get("step_wait_seconds", [])[2:]) for f in finals]  # warm-up excluded, as step_ms
@@ -83,12 +129,22 @@ def row_of(result: RunResult, workers: int, overlap: bool, steps: int, k: int) -
 
 
 def summary(rows: Sequence[dict[str, Any]]) -> dict[int, dict[str, float]]:
-    """Per N: the overlap's speedup (serialized LuWu step / overlapped LuWu step)."""
+    """Per N: the overlap's speedup (serialized LuWu step / overlapped LuWu step), and every
+    mode's speedup over DDP + gloo (its median step / theirs)."""
     out: dict[int, dict[str, float]] = {}
     for n in sorted({r["workers"] for r in rows}):
         by = {r["mode"]: r for r in rows if r["workers"] == n and "step_ms" in r}
+        entry: dict[str, float] = {}
         if "luwu" in by and "luwu (serialized)" in by:
-            out[n] = {"overlap_speedup": by["luwu (serialized)"]["step_ms"] / by["luwu"]["step_ms"]}
+            entry["overlap_speedup"] = by["luwu (serialized)"]["step_ms"] / by["luwu"]["step_ms"]
+        if "ddp-gloo" in by:
+            for mode, row in by.items():
+                if mode != "ddp-gloo" and not mode.startswith("allreduce"):
+                    entry[f"{mode} vs ddp-gloo"] = by["ddp-gloo"]["step_ms"] / row["step_ms"]
+        if "allreduce-gloo" in by and "allreduce-innet" in by:
+            entry["allreduce-innet vs allreduce-gloo"] = by["allreduce-gloo"]["step_ms"] / by["allreduce-innet"]["step_ms"]
+        if entry:
+            out[n] = entry
     return out
 
 
@@ -104,23 +160,31 @@ def plot(doc: dict[str, Any], path: Path) -> Path | None:
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     axes[0].set_yscale("log")
     modes = list(dict.fromkeys(r["mode"] for r in doc["rows"]))
-    on_link = all(r.get("wire_bytes_per_worker_step") is not None for r in doc["rows"] if "step_ms" in r)
+    on_link = all("link_up_bytes_per_step" in r for r in doc["rows"] if "step_ms" in r)
     for mode in modes:
         rows = [r for r in doc["rows"] if r["mode"] == mode and "step_ms" in r]
         ns = [r["workers"] for r in rows]
-        axes[0].plot(ns, [r["step_ms"] for r in rows], marker="o", label=mode)
-        key = "wire_bytes_per_worker_step" if on_link else "bytes_per_worker_step"
-        axes[1].plot(ns, [r[key] / 1e3 for r in rows], marker="o", label=mode)
-        axes[2].plot(ns, [r["worker_tensor_bytes_peak"] / 1e3 for r in rows], marker="o", label=mode)
-    bytes_label = "kB per worker per step (on the link)" if on_link else "kB per worker per step (gloo: theory)"
-    for ax, label in zip(axes, ("ms per step", bytes_label, "worker tensor bytes at peak (kB)")):
+        p90 = [r.get("step_ms_p90", r["step_ms"]) - r["step_ms"] for r in rows]
+        line = axes[0].errorbar(ns, [r["step_ms"] for r in rows], yerr=[[0] * len(rows), p90], marker="o",
+                                capsize=3, label=mode)
+        if on_link:
+            axes[1].plot(ns, [r["link_up_bytes_per_step"] / 1e6 for r in rows], marker="o", label=f"{mode} up",
+                         color=line[0].get_color())
+            axes[1].plot(ns, [r["link_down_bytes_per_step"] / 1e6 for r in rows], marker="x", linestyle="--",
+                         label=f"{mode} down", color=line[0].get_color())
+        else:
+            axes[1].plot(ns, [r["bytes_per_worker_step"] / 1e6 for r in rows], marker="o", label=mode)
+        axes[2].plot(ns, [r["worker_tensor_bytes_peak"] / 1e6 for r in rows], marker="o", label=mode)
+    bytes_label = ("MB per worker per step on its link (o up, x down)" if on_link
+                   else "MB per worker per step (innet: frames; gloo: theory; both ways)")
+    for ax, label in zip(axes, ("ms per step (median, bar to p90)", bytes_label, "worker tensor MB at peak")):
         ax.set_xlabel("workers N")
         ax.set_ylabel(label)
         ax.set_xticks(sorted({r["workers"] for r in doc["rows"]}))
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     m, s = doc["machine"], doc["settings"]
-    fig.suptitle(f"{s['model']} on digits, batch {s['batch']}/worker, K={s['k']}, {s['nodes']} optimizer node; "
+    fig.suptitle(f"{s['model']}, batch {s['batch']}/worker, K={s['k']}, window {s.get('window', 64)}; "
                  f"{doc['backend']}, {doc['switch']}; {m.get('cpu')} x{m.get('cores')}, "
                  f"load {doc['load_average_start']} -> {doc['load_average_end']}", fontsize=8)
     fig.tight_layout()
@@ -129,17 +193,54 @@ def plot(doc: dict[str, Any], path: Path) -> Path | None:
     return path
 
 
-def _testbed(n: int, executor: str, mininet: bool, bw_mbps: float | None) -> Testbed:
-    options = TestbedOptions(switch_executor=executor)
-    if not mininet:
+@dataclass(frozen=True)
+class BenchSettings:
+    """What every mode of one run shares."""
+
+    model: ModelShape = MODELS["digits"]
+    steps: int = 20
+    """Timed steps (after the warm-up)."""
+    warmup: int = 2
+    batch: int = 32
+    lr: float = 0.01
+    k: int | None = None
+    """Values per innet packet; None: the largest whose frame fits ``mtu``."""
+    mtu: int | None = None
+    """Mininet links' MTU (None: 1500)."""
+    window: int = 64
+    executor: str = "auto"
+    mininet: bool = False
+    bw_mbps: float | None = None
+    timeout: float = 1800.0
+    """Seconds one mode may take at one N."""
+    program: Path | None = None
+    """An innet-p4c output directory built with ``INNET_K`` = K (large K takes minutes to
+    compile on a loaded machine, longer than the switch's pipeline deadline); None: the
+    switch compiles ``innet.p4`` for K."""
+
+    def resolved_k(self) -> int:
+        return self.k if self.k is not None else k_for_mtu(self.mtu or 1500)
+
+
+def _testbed(n: int, settings: BenchSettings) -> Testbed:
+    k = settings.resolved_k()
+    options = TestbedOptions(switch_executor=settings.executor, k=k, window=settings.window,
+                             defines=(("INNET_K", str(k)),) if k != 64 else (),
+                             start_timeout=300.0 if k >= 1024 else 120.0)  # large K: minutes to compile
+    if settings.program is not None:  # compiled already: no defines
+        options = replace(options, program=settings.program, defines=())
+    if not settings.mininet:
         return LoopbackTestbed(luwu_star(n, 1), options)
     from innet.testbed.backends.mininet.net import MininetTestbed
 
-    return MininetTestbed(luwu_star(n, 1, Link(bw_mbps=bw_mbps) if bw_mbps is not None else None), options)
+    shaped = settings.bw_mbps is not None or settings.mtu is not None
+    link = Link(bw_mbps=settings.bw_mbps, mtu=settings.mtu) if shaped else None
+    return MininetTestbed(luwu_star(n, 1, link), options)
 
 
 def _wire(tb: Testbed, before: dict[str, tuple[int, int]] | None, n: int, steps: int) -> float | None:
-    """Mean bytes (sent + received) per worker link per step since ``before``; None on loopback."""
+    """Mean bytes (sent + received) per worker link per step since ``before`` (the whole run,
+    start-up included); None on loopback."""
     after = tb.wire_bytes()
     if before is None or after is None:
         return None
@@ -147,42 +248,75 @@ def _wire(tb: Testbed, before: dict[str, tuple[int, int]] | None, n: int, steps:
     return float(np.mean([sum(after[h]) - sum(before[h]) for h in hosts])) / steps
 
 
-def run(workers: Sequence[int], steps: int, out: Path, executor: str = "auto",
-        hidden: tuple[int, ...] = (128, 64), batch: int = 32, modes: Sequence[str] = tuple(MODES),
-        mininet: bool = False, bw_mbps: float | None = None) -> dict[str, Any]:
-    """Every mode at every N, on loopback or Mininet (host links at ``bw_mbps``, unshaped if None)."""
+def _switch_cpu(tb: Testbed) -> float | None:
+    """CPU seconds of the switch process so far; None when it cannot be read."""
+    from innet.testbed.core.processes import cpu_seconds
+
+    pid = tb.switch_pid()
+    try:
+        return cpu_seconds(pid) if pid is not None else None
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _print_row(row: dict[str, Any]) -> None:
+    if "step_ms" not in row:
+        print(f"N={row['workers']} {row['mode']:<22} FAILED: {row['failed']}; {sorted(row['errors'])}", flush=True)
+        return
+    link = (f"link up {row['link_up_bytes_per_step'] / 1e6:7.2f} down {row['link_down_bytes_per_step'] / 1e6:7.2f} MB"
+            if "link_up_bytes_per_step" in row else
+            f"{row['bytes_per_worker_step'] / 1e6:7.2f} MB ({row['bytes_source']})")
+    print(f"N={row['workers']} {row['mode']:<22} {row['step_ms']:8.1f} ms/step (p90 {row['step_ms_p90']:8.1f})  "
+          f"{link}/worker/step  RSS peak {row['worker_rss_peak_mb']:6.1f} MB  "
+          f"tensors {row['worker_tensor_bytes_peak'] / 1e6:7.2f} MB  acc {row['accuracy']:.3f}  CPU s/step "
+          + ", ".join(f"{key} {value:.2f}" for key, value in row.get("cpu_s_per_step", {}).items()), flush=True)
+
+
+def run(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettings(),
+        modes: Sequence[str] = DEFAULT_MODES) -> dict[str, Any]:
+    """Every mode at every N, on loopback or Mininet (see module docstring)."""
     rows = []
     load_start = load_average()
+    total = settings.warmup + settings.steps
+    shape = settings.model
     for n in workers:
-        with _testbed(n, executor, mininet, bw_mbps) as tb:
+        with _testbed(n, settings) as tb:
             for mode, overlap in (MODES[m] for m in modes):
                 before = tb.wire_bytes()
-                result = run_training(tb, RunConfig(mode=mode, workers=n, steps=steps, overlap=overlap,
-                                                    lr=0.01, hidden=hidden, batch=batch, timeout=900))
-                row = row_of(result, n, overlap, steps, tb.options.k)
-                row["wire_bytes_per_worker_step"] = _wire(tb, before, n, steps)
+                load = load_average()
+                switch_cpu = _switch_cpu(tb)
+                result = run_training(tb, RunConfig(mode=mode, workers=n, steps=total, overlap=overlap,
+                                                    lr=settings.lr, hidden=shape.hidden, data=shape.data,
+                                                    inputs=shape.inputs, batch=settings.batch,
+                                                    warmup=settings.warmup, timeout=settings.timeout))
+                row = row_of(result, n, overlap, total, tb.options.k, settings.warmup)
+                row["wire_bytes_per_worker_step"] = _wire(tb, before, n, total)
+                after = _switch_cpu(tb)
+                if switch_cpu is not None and after is not None:  # start-up of the mode included
+                    row.setdefault("cpu_s_per_step", {})["switch (whole run)"] = (after - switch_cpu) / total
+                row["load_average"] = [load, load_average()]
                 rows.append(row)
-                if "step_ms" not in row:
-                    print(f"N={n} {row['mode']:<22} FAILED: {row['failed']}; {sorted(row['errors'])}", flush=True)
-                    continue
-                print(f"N={n} {row['mode']:<22} {row['step_ms']:8.1f} ms/step  "
-                      f"{row['bytes_per_worker_step'] / 1e3:8.1f} kB/worker/step  "
-                      f"RSS {row['worker_rss_mb']:6.1f} MB  tensors {row['worker_tensor_bytes_peak'] / 1e3:7.1f} kB  "
-                      f"acc {row['accuracy']:.3f}", flush=True)
+                _print_row(row)
     date = dt.datetime.now().isoformat(timespec="seconds")
-    sizes = "-".join(str(x) for x in (64, *hidden, 10))
-    backend = ("loopback" if not mininet else "mininet star, " + (f"{bw_mbps:g} Mbit/s host links (HTB)"
-                                                                 if bw_mbps is not None else "unshaped veths"))
-    doc = {"format": "innet-bench-luwu/2", "date": date, "machine": machine(), "backend": backend,
-           "switch": switch_description(executor), "load_average_start": load_start,
-           "load_average_end": load_average(),
-           "settings": {"steps": steps, "batch": batch, "model": f"MLP {sizes}", "k": 64, "nodes": 1, "lr": 0.01},
-           "rows": rows, "summary": summary(rows)}
+    backend = "loopback"
+    if settings.mininet:
+        shaping = [f"{settings.bw_mbps:g} Mbit/s host links (HTB)" if settings.bw_mbps is not None else "unshaped veths"]
+        backend = "mininet star, " + ", ".join(shaping + ([f"MTU {settings.mtu}"] if settings.mtu else []))
+    doc: dict[str, Any] = {
+        "format": "innet-bench-luwu/3", "date": date, "machine": machine(), "backend": backend,
+        "switch": switch_description(settings.executor), "load_average_start": load_start,
+        "load_average_end": load_average(),
+        "settings": {"steps": settings.steps, "warmup": settings.warmup, "batch": settings.batch,
+                     "model": shape.describe(), "params": shape.params, "k": settings.resolved_k(),
+                     "window": settings.window, "mtu": settings.mtu or 1500, "nodes": 1, "lr": settings.lr},
+        "rows": rows, "summary": summary(rows)}
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"bench_luwu-{date.replace(':', '').replace('-', '')}"
     path = stem.with_suffix(".json")
     path.write_text(json.dumps(doc, indent=1) + "\n")
     png = plot(doc, stem.with_suffix(".png"))
+    for n, entry in doc["summary"].items():
+        print(f"N={n}: " + ", ".join(f"{key} {value:.2f}x" for key, value in entry.items()))
     print(f"wrote {path}" + (f" and {png}" if png else ""))
     return doc
 
@@ -193,14 +327,34 @@ def _check(args: argparse.Namespace) -> str | None:
         return f"--bw {args.bw:g}: link shaping needs --mininet (loopback links are not shaped)"
     if args.bw is not None and not 0 < args.bw <= 100_000:
         return f"--bw {args.bw:g}: must be > 0 and <= 100000 Mbit/s"
+    if args.mtu is not None and not args.mininet:
+        return f"--mtu {args.mtu}: the MTU is a Mininet link's (loopback has none)"
+    if args.mtu is not None and not 576 <= args.mtu <= 9000:
+        return f"--mtu {args.mtu}: must be within 576..9000"
+    if args.k is not None:
+        if args.k not in SUPPORTED_K:
+            return f"-k {args.k}: innet.p4 builds K in {', '.join(map(str, SUPPORTED_K))}"
+        if args.mininet and IP_OVERHEAD + message_len(args.k) > (args.mtu or 1500):
+            return (f"-k {args.k}: a {IP_OVERHEAD + message_len(args.k)}-byte innet packet exceeds the MTU "
+                    f"{args.mtu or 1500} (largest K that fits: {k_for_mtu(args.mtu or 1500)})")
     if any(not 2 <= n <= 31 for n in args.workers):
         return (f"--workers {' '.join(map(str, args.workers))}: each must be within 2..31 (one member "
                 "is the optimizer node, 32 at most)")
     if args.steps < 3:
-        return f"--steps {args.steps}: must be >= 3 (the first two are warm-up)"
+        return f"--steps {args.steps}: must be >= 3 (timed steps after the warm-up)"
+    if args.warmup < 1:
+        return f"--warmup {args.warmup}: must be >= 1 (the first step builds buckets and buffers)"
     if args.batch < 1:
         return f"--batch {args.batch}: must be >= 1"
-    if any(w < 1 for w in args.hidden):
+    if args.lr is not None and not 0 < args.lr < 1:
+        return f"--lr {args.lr:g}: must be within (0, 1)"
+    if args.window < 1:
+        return f"--window {args.window}: must be >= 1"
+    if args.program is not None and not args.program.is_dir():
+        return f"--program {args.program}: not an innet-p4c output directory"
+    if args.program is not None and args.k is None:
+        return f"--program {args.program}: give -k, the INNET_K it was built with"
+    if args.hidden is not None and any(w < 1 for w in args.hidden):
         return f"--hidden {' '.join(map(str, args.hidden))}: widths must be >= 1"
     return None
 
@@ -208,25 +362,43 @@ def _check(args: argparse.Namespace) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="innet bench luwu", description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 4, 8])
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--hidden", type=int, nargs="+", default=[128, 64], help="hidden layer widths of the MLP")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps after the warm-up")
+    parser.add_argument("--warmup", type=int, default=2, help="steps before the timed ones")
+    parser.add_argument("--model", choices=tuple(MODELS), default="digits",
+                        help="digits: MLP 64-128-64-10 on digits; wide: MLP 1024-2048-2048-2048-10 (10.5 M "
+                             "parameters) on a synthetic task")
+    parser.add_argument("--hidden", type=int, nargs="+", default=None, help="hidden layer widths (override the model's)")
     parser.add_argument("--batch", type=int, default=32, help="samples per worker per step")
-    parser.add_argument("--modes", nargs="+", choices=tuple(MODES), default=list(MODES))
+    parser.add_argument("--lr", type=float, default=None, help="Adam's learning rate (default 0.01; wide: 0.001)")
+    parser.add_argument("--modes", nargs="+", choices=tuple(MODES), default=list(DEFAULT_MODES))
     parser.add_argument("--executor", choices=("auto", "native", "python"), default="auto",
                         help="the switch's packet executor (innet-switch --executor)")
     parser.add_argument("--mininet", action="store_true", help="on the Mininet star (root) instead of loopback")
     parser.add_argument("--bw", type=float, default=None, help="Mininet host link rate in Mbit/s (default unshaped)")
+    parser.add_argument("--mtu", type=int, default=None, help="Mininet links' MTU (default 1500)")
+    parser.add_argument("-k", type=int, default=None, help="values per innet packet (default: the largest that fits the MTU)")
+    parser.add_argument("--window", type=int, default=64, help="slots of the job (chunks in flight per worker)")
+    parser.add_argument("--program", type=Path, default=None,
+                        help="innet-p4c output directory of innet.p4 built with -D INNET_K=<K> (give -k too)")
     parser.add_argument("--out", type=Path, default=Path("results"))
     args = parser.parse_args(argv)
     error = _check(args)
     if error:
         print(f"bench_luwu: {error}", file=sys.stderr)
         return 2
+    shape = MODELS[args.model]
+    if args.hidden is not None:
+        shape = replace(shape, hidden=tuple(args.hidden))
+    lr = args.lr if args.lr is not None else (0.001 if args.model == "wide" else 0.01)
+    settings = BenchSettings(model=shape, steps=args.steps, warmup=args.warmup, batch=args.batch, lr=lr, k=args.k,
+                             mtu=args.mtu, window=args.window, executor=args.executor, mininet=args.mininet,
+                             bw_mbps=args.bw, program=args.program)
+    from innet.controller.errors import ControllerError
+
     try:
-        run(args.workers, args.steps, args.out, args.executor, tuple(args.hidden), args.batch, args.modes,
-            args.mininet, args.bw)
-    except TestbedError as error:
-        print(f"bench_luwu: {error}", file=sys.stderr)
+        run(args.workers, args.out, settings, args.modes)
+    except (TestbedError, ControllerError) as error:  # e.g. the switch did not take the program in time
+        print(f"bench_luwu: {type(error).__name__}: {str(error).splitlines()[0]}", file=sys.stderr)
         return 1
     return 0
 

@@ -62,17 +62,17 @@ def run(spec: GradcheckSpec) -> int:
     from torch.nn.parallel import DistributedDataParallel
 
     from innet.host.agent.agent import Agent, AgentConfig
-    from innet.host.training.model import load_digits_dataset
     from innet.host.agent.aggregator import JobConfig, Timing
     from innet.host.pytorch import register_innet_hook
     from innet.testbed.core.gloo import rendezvous_store
+    from innet.testbed.core.ina_worker import transport_config
+    from innet.testbed.luwu.train import TrainSpec, batches, build_model
+    from innet.host.training.model import load_digits_dataset
     from innet.host.agent.transport import transport_config
-    from innet.testbed.luwu.train import TrainSpec, minibatch, build_model
 
     torch.set_num_threads(1)
     train = TrainSpec(mode="ddp-gloo", rank=spec.rank, world=spec.world, batch=spec.batch, hidden=spec.hidden)
-    data = load_digits_dataset(seed=train.seed)
-    x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
+    data = batches(train)
     store = rendezvous_store(spec.rank, spec.world, spec.master[0], spec.master[1], timedelta(seconds=60))
     dist.init_process_group("gloo", store=store, rank=spec.rank, world_size=spec.world,
                             timeout=timedelta(seconds=60))
@@ -88,7 +88,7 @@ def run(spec: GradcheckSpec) -> int:
         opt = torch.optim.Adam(base.parameters(), lr=spec.lr)
         out: dict[str, list[Any]] = {"gloo": [], "innet": [], "local": []}
         for s in range(spec.steps):
-            xb, yb = minibatch(train, x, y, s, range(spec.rank, spec.rank + 1))
+            xb, yb = data.train(s, range(spec.rank, spec.rank + 1))
             for name, net in (("gloo", gloo), ("innet", innet), ("local", local)):
                 net.zero_grad(set_to_none=True)
                 F.cross_entropy(net(xb), yb).backward()

@@ -1,5 +1,5 @@
 """PyTorch training runs on a testbed: LuWu mode with optimizer nodes, DDP with innet's hook,
-DDP with gloo, and the one-process reference (``innet.testbed.luwu.train``).
+DDP with gloo, FSDP2 over gloo, and the one-process reference (``innet.testbed.luwu.train``).
 
     topo = luwu_star(workers=2, nodes=1)            # h1..hN workers, then the nodes' hosts
     with LoopbackTestbed(topo) as tb:
@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from innet.polling import PollTimeout, poll_until
 from innet.testbed.core.testbed import Testbed, TestbedError
-from innet.testbed.luwu.train import MODULE as TRAIN_MODULE, TrainSpec, build_model
+from innet.testbed.luwu.train import DISTRIBUTED, MODES, MODULE as TRAIN_MODULE, TrainSpec, build_model
 from innet.testbed.core.topology import Link, Topology, star
+from innet.polling import PollTimeout, poll_until
 
 
 
@@ -45,6 +45,11 @@ class RunConfig:
     batch: int = 32
     lr: float = 0.003
     hidden: tuple[int, ...] = (128, 64)
+    data: str = "digits"
+    """``digits`` or ``synthetic`` (``innet.testbed.luwu.data``)."""
+    inputs: int = 64
+    warmup: int = 2
+    """Steps before the workers start counting their link's bytes."""
     overlap: bool = True
     chunk_deadline: float = 20.0
     timeout: float = 300.0
@@ -113,7 +118,7 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
                            f"{n} workers{f' + {s} nodes' if config.mode == 'luwu' else ''}")
     base = TrainSpec(mode=config.mode, world=n, steps=config.steps, batch=config.batch, lr=config.lr,
                      hidden=config.hidden, overlap=config.overlap, chunk_deadline=config.chunk_deadline,
-                     k=tb.options.k)
+                     k=tb.options.k, data=config.data, inputs=config.inputs, warmup=config.warmup)
     result = RunResult(config.mode)
     procs: list[tuple[str, Any]] = []
     node_dirs: list[Path] = []
@@ -121,13 +126,14 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
     if config.mode == "local":
         procs.append(("train-local", _spawn(tb, hosts[0], "train-local",
                                             [sys.executable, "-m", TRAIN_MODULE, replace(base, rank=0).to_json()])))
-    elif config.mode.startswith("ddp"):
+    elif config.mode in DISTRIBUTED:
         job = tb.replace_job(mode="sum", hosts=hosts[:n])
         epoch = tb.controller.attach(job.job_id)
         port = tb.free_port()
         for r in range(n):
             spec = replace(base, rank=r, job=job.job_id, window=job.slot_count, epoch=epoch,
-                           transport=tb.host_transport(hosts[r]), master=(tb.gloo_master(), port))
+                           transport=tb.host_transport(hosts[r]), master=(tb.gloo_master(), port),
+                           count_iface=tb.count_iface(hosts[r]))
             name = f"train-{hosts[r]}"
             procs.append((name, _spawn(tb, hosts[r], name, [sys.executable, "-m", TRAIN_MODULE, spec.to_json()],
                                        gloo=True)))
@@ -153,11 +159,12 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
             procs.append((name, _spawn(tb, host, name, [sys.executable, "-m", NodeConfig.__module__, nc.to_json()])))
         for r in range(n):
             spec = replace(base, rank=r, job=job.job_id, window=job.slot_count, epoch=epoch,
-                           transport=tb.host_transport(hosts[r]), plan=json.loads(plan.to_json()))
+                           transport=tb.host_transport(hosts[r]), plan=json.loads(plan.to_json()),
+                           count_iface=tb.count_iface(hosts[r]))
             name = f"train-{hosts[r]}"
             procs.append((name, _spawn(tb, hosts[r], name, [sys.executable, "-m", TRAIN_MODULE, spec.to_json()])))
     else:
-        raise TestbedError(f"luwu run: mode {config.mode!r} is not local, ddp-gloo, ddp-innet or luwu")
+        raise TestbedError(f"luwu run: mode {config.mode!r} is not one of {', '.join(MODES)}")
     try:
         if config.kill_node_at_step is not None:
             result.killed_at = _kill_at_step(tb, procs[0][0], node_dirs[0], config.kill_node_at_step,

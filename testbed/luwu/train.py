@@ -1,4 +1,4 @@
-"""One training process of the PyTorch runs: an MLP on scikit-learn's digits, four ways.
+"""One training process of the PyTorch runs: an MLP on digits or a synthetic task, six ways.
 
     python -m innet.testbed.luwu.train '<TrainSpec JSON>'
 
@@ -7,13 +7,22 @@
 - ``ddp-innet``: the same with ``register_innet_hook`` (the one changed line): buckets are
   summed by the switch through this worker's agent;
 - ``luwu``: ``ModelInNetwork`` against the optimizer node(s) (``overlap`` False: push after
-  backward and pull before forward, serialized; the baseline of the overlap).
+  backward and pull before forward, serialized; the baseline of the overlap);
+- ``fsdp``: FSDP2 (``torch.distributed.fsdp.fully_shard`` per layer and on the root, gloo) +
+  torch Adam on the shards: the model-sharded data parallelism LuWu is compared with;
+- ``fsdp-offload``: the same with ``CPUOffloadPolicy`` (parameters, gradients and Adam on
+  the host; on a CPU-only machine this adds only the copies, unpinned: nothing to pin for);
+- ``allreduce-gloo``, ``allreduce-innet``: no model compute, each step one averaging
+  allreduce of the model's gradient size (gloo ``all_reduce``; ``Agent.allreduce_into``, what
+  the DDP hook calls per bucket): the bare collectives the DDP modes are held against.
 
-Worker ``r`` of N trains on samples ``[s*B*N + r*B, s*B*N + (r+1)*B)`` (mod the training set)
-at step ``s``, so the union is what ``local`` trains on. One JSON line per step
-(``{"step", "loss", "seconds"}``) and a final line (``{"final": true, "accuracy", ...}``)
-with memory: RSS, and tensor bytes (parameters, gradients, optimizer state) at their peak;
-on an error, ``{"failed": <exception type>, "monotonic": <time.monotonic()>}`` and exit 3.
+The batches are ``innet.testbed.luwu.data.Batches`` (digits, or the synthetic task of the
+>= 10 M-parameter benchmark model); the union over ranks is what ``local`` trains on. One
+JSON line per step (``{"step", "loss", "seconds"}``) and a final line (``{"final": true,
+"accuracy", ...}``) with memory (RSS now and at its peak; tensor bytes: parameters,
+gradients, optimizer state at their peak) and, when ``count_iface`` names this host's link,
+the interface's bytes sent and received over the steps after ``warmup``; on an error,
+``{"failed": <exception type>, "monotonic": <time.monotonic()>}`` and exit 3.
 """
 
 from __future__ import annotations
@@ -26,8 +35,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 from innet.plans import JsonPlan, worker_main
 
-MODULE = __name__
-MODES = ("local", "ddp-gloo", "ddp-innet", "luwu")
+MODULE = "innet.testbed.luwu.train"
+MODES = ("local", "ddp-gloo", "ddp-innet", "luwu", "fsdp", "fsdp-offload", "allreduce-gloo", "allreduce-innet")
+DISTRIBUTED = ("ddp-gloo", "ddp-innet", "fsdp", "fsdp-offload", "allreduce-gloo", "allreduce-innet")
+"""Modes whose workers are the job's (and a gloo process group's) ranks."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +61,16 @@ class TrainSpec(JsonPlan):
     master: tuple[str, int] = ("127.0.0.1", 0)
     overlap: bool = True
     chunk_deadline: float = 20.0
+    data: str = "digits"
+    """``digits`` or ``synthetic`` (``innet.testbed.luwu.data``)."""
+    inputs: int = 64
+    """Input features (64 for digits)."""
+    classes: int = 10
+    warmup: int = 2
+    """Steps before the interface counters are read (not counted in the link bytes)."""
+    count_iface: str | None = None
+    """This host's link, whose counters (``/proc/net/dev`` of this namespace) give the bytes
+    sent and received per step; None where there is none (loopback)."""
 
 
 
@@ -57,11 +78,18 @@ def build_model(spec: TrainSpec) -> Any:
     import torch
 
     torch.manual_seed(spec.seed)
-    sizes = (64, *spec.hidden, 10)
+    sizes = (spec.inputs, *spec.hidden, spec.classes)
     layers: list[Any] = []
     for a, b in zip(sizes, sizes[1:]):
         layers += [torch.nn.Linear(a, b), torch.nn.ReLU()]
     return torch.nn.Sequential(*layers[:-1])
+
+
+def batches(spec: TrainSpec) -> Any:
+    """The spec's ``luwu_data.Batches``."""
+    from innet.testbed.luwu.data import Batches
+
+    return Batches(spec.data, spec.inputs, spec.classes, spec.batch, spec.world, spec.seed)
 
 
 def _rss() -> int:
@@ -70,26 +98,158 @@ def _rss() -> int:
     return rss_bytes()
 
 
-def minibatch(spec: TrainSpec, x: Any, y: Any, step: int, ranks: range) -> tuple[Any, Any]:
-    import torch
+def _rss_peak() -> int:
+    """The process's peak RSS (``ru_maxrss``, kB on Linux)."""
+    import resource
 
-    idx = torch.cat([torch.arange(step * spec.batch * spec.world + r * spec.batch,
-                                  step * spec.batch * spec.world + (r + 1) * spec.batch) for r in ranks])
-    idx = idx % x.shape[0]
-    return x[idx], y[idx]
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def _local_bytes(t: Any) -> int:
+    """Bytes this process holds of ``t`` (a DTensor's local shard; a plain tensor whole)."""
+    local = t.to_local() if hasattr(t, "to_local") else t
+    return int(local.numel() * local.element_size())
 
 
 def _tensor_bytes(model: Any, opt: Any | None) -> int:
-    total = sum(p.numel() * p.element_size() for p in model.parameters())
-    total += sum(p.grad.numel() * p.grad.element_size() for p in model.parameters() if p.grad is not None)
+    total = sum(_local_bytes(p) for p in model.parameters())
+    total += sum(_local_bytes(p.grad) for p in model.parameters() if p.grad is not None)
     if opt is not None:
         for state in opt.state.values():
-            total += sum(v.numel() * v.element_size() for v in state.values() if hasattr(v, "numel"))
+            total += sum(_local_bytes(v) for v in state.values() if hasattr(v, "numel"))
     return int(total)
+
+
+def _largest_layer_bytes(model: Any) -> int:
+    """Unsharded bytes of the largest layer: what FSDP2 all-gathers for one layer's forward or
+    backward. It holds the running layer's and (prefetching) the next one's at once, so the
+    FSDP rows add twice this to the sharded tensors they measure."""
+    sizes = [sum(p.numel() * p.element_size() for p in m.parameters(recurse=False)) for m in model.modules()]
+    return int(max(sizes, default=0))
+
+
+def _cpu(agent: Any | None) -> tuple[float, float]:
+    """CPU seconds so far of this process (every thread) and of ``agent``'s process (0 without)."""
+    from innet.testbed.core.processes import cpu_seconds
+
+    pid = agent._process.pid if agent is not None and agent._process is not None else None
+    try:
+        theirs = cpu_seconds(pid) if pid is not None else 0.0
+    except (OSError, ValueError, IndexError):
+        theirs = 0.0
+    return time.process_time(), theirs
+
+
+def _cpu_report(final: dict[str, Any], start: tuple[float, float] | None, agent: Any | None, steps: int) -> None:
+    """CPU seconds per timed step of the trainer and its agent, into ``final``."""
+    if start is None:
+        return
+    end = _cpu(agent)
+    final["cpu_per_step"] = {"trainer": (end[0] - start[0]) / steps, "agent": (end[1] - start[1]) / steps}
+
+
+def _link(spec: TrainSpec) -> Any:
+    """This host's link counters now, None without a link to count."""
+    if spec.count_iface is None:
+        return None
+    from innet.testbed.core import ifstats
+
+    return ifstats.read(spec.count_iface)
+
+
+def _fsdp(model: Any, offload: bool) -> None:
+    """FSDP2 on every layer and on the root (the usual per-block wrapping)."""
+    from torch.distributed.fsdp import CPUOffloadPolicy, OffloadPolicy, fully_shard
+
+    # pin_memory needs an accelerator; on a CPU-only host the offload is CPU -> CPU anyway
+    policy = CPUOffloadPolicy(pin_memory=False) if offload else OffloadPolicy()
+    for module in model.modules():
+        if module is not model and any(True for _ in module.parameters(recurse=False)):
+            fully_shard(module, offload_policy=policy)
+    fully_shard(model, offload_policy=policy)
 
 
 def _print(doc: dict[str, Any]) -> None:
     print(json.dumps(doc), flush=True)
+
+
+def _agent(spec: TrainSpec) -> Any:
+    """A started agent of this rank in the spec's sum job."""
+    from innet.host.agent.agent import Agent, AgentConfig
+    from innet.host.agent.aggregator import JobConfig, Timing
+    from innet.host.agent.transport import transport_config
+
+    return Agent(AgentConfig(JobConfig(spec.job, spec.rank, spec.world, spec.window, spec.k, epoch=spec.epoch),
+                             transport_config(spec.transport),
+                             timing=Timing(chunk_deadline=spec.chunk_deadline))).start()
+
+
+def run_allreduce(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int:
+    """The ``allreduce-*`` modes (see module docstring): the same report as a training run."""
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(1)
+    params = sum(p.numel() for p in build_model(spec).parameters())
+    grads = torch.from_numpy(np.random.default_rng([spec.seed, spec.rank]).standard_normal(params, np.float32))
+    closers: list[Any] = []
+    try:
+        if spec.mode == "allreduce-gloo":
+            import torch.distributed as dist
+            from datetime import timedelta
+
+            from innet.testbed.core.gloo import rendezvous_store
+
+            store = rendezvous_store(spec.rank, spec.world, spec.master[0], spec.master[1], timedelta(seconds=60))
+            dist.init_process_group("gloo", store=store, rank=spec.rank, world_size=spec.world,
+                                    timeout=timedelta(seconds=60))
+            closers.append(dist.destroy_process_group)
+
+            def once() -> None:
+                dist.all_reduce(grads)
+                grads.div_(spec.world)
+        else:
+            agent = _agent(spec)
+            closers.append(agent.close)
+            view = grads.numpy()
+
+            def once() -> None:
+                agent.allreduce_into(view, view, divisor=spec.world)
+        times: list[float] = []
+        link_start = link_end = None
+        cpu_start = None
+        agent_or_none = agent if spec.mode == "allreduce-innet" else None
+        for s in range(spec.steps):
+            if s == min(spec.warmup, spec.steps - 1):
+                link_start = _link(spec)
+                cpu_start = _cpu(agent_or_none)
+            start = time.perf_counter()
+            once()
+            times.append(time.perf_counter() - start)
+            if s == spec.steps - 1:
+                link_end = _link(spec)
+            emit({"step": s, "loss": 0.0, "seconds": times[-1]})
+        final: dict[str, Any] = {"final": True, "mode": spec.mode, "rank": spec.rank, "accuracy": float("nan"),
+                                 "rss_bytes": _rss(), "rss_peak_bytes": _rss_peak(), "step_seconds": times,
+                                 "params": params, "tensor_bytes_peak": 4 * params}
+        _link_report(final, spec, link_start, link_end)
+        _cpu_report(final, cpu_start, agent_or_none, spec.steps - min(spec.warmup, spec.steps - 1))
+        if spec.mode == "allreduce-innet":
+            final["agent_stats"] = agent.last.stats if agent.last else {}
+        emit(final)
+    finally:
+        for close in reversed(closers):
+            close()
+    return 0
+
+
+def _link_report(final: dict[str, Any], spec: TrainSpec, start: Any, end: Any) -> None:
+    """The link's bytes and packets over the timed steps, into ``final`` (when counted)."""
+    if start is not None and end is not None:
+        delta = end - start
+        final["link"] = {"steps": spec.steps - min(spec.warmup, spec.steps - 1), "sent_bytes": delta.tx_bytes,
+                         "received_bytes": delta.rx_bytes, "sent_packets": delta.tx_packets,
+                         "received_packets": delta.rx_packets}
 
 
 def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int:
@@ -98,13 +258,14 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
     import torch
     import torch.nn.functional as F
 
-    from innet.host.training.model import load_digits_dataset
-
+    if spec.mode.startswith("allreduce"):
+        return run_allreduce(spec, emit)
     torch.set_num_threads(1)
-    data = load_digits_dataset(seed=spec.seed)
-    x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
-    xt, yt = torch.from_numpy(data.x_test), torch.from_numpy(data.y_test)
+    data = batches(spec)
+    xt, yt = data.test()
     model = build_model(spec)
+    params = sum(p.numel() for p in model.parameters())
+    transient = 0  # FSDP: all-gathered layers on top of the shards
     ranks = range(spec.world) if spec.mode == "local" else range(spec.rank, spec.rank + 1)
     extra: dict[str, Any] = {}
     closers: list[Any] = []
@@ -127,7 +288,7 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
             net, opt = model, None
         else:
             net, opt = model, None
-            if spec.mode.startswith("ddp"):
+            if spec.mode in DISTRIBUTED:
                 import torch.distributed as dist
                 from datetime import timedelta
 
@@ -137,24 +298,32 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
                 dist.init_process_group("gloo", store=store, rank=spec.rank, world_size=spec.world,
                                         timeout=timedelta(seconds=60))
                 closers.append(dist.destroy_process_group)
-                net = torch.nn.parallel.DistributedDataParallel(model)
+                if spec.mode.startswith("fsdp"):
+                    transient = 2 * _largest_layer_bytes(model)
+                    _fsdp(model, offload=spec.mode == "fsdp-offload")
+                else:
+                    net = torch.nn.parallel.DistributedDataParallel(model)
                 if spec.mode == "ddp-innet":
+                    from innet.host.pytorch import register_innet_hook
                     from innet.host.agent.agent import Agent, AgentConfig
                     from innet.host.agent.aggregator import JobConfig, Timing
-                    from innet.host.pytorch import register_innet_hook
                     from innet.host.agent.transport import transport_config
 
-                    agent = Agent(AgentConfig(JobConfig(spec.job, spec.rank, spec.world, spec.window, spec.k,
-                                                        epoch=spec.epoch), transport_config(spec.transport),
-                                              timing=Timing(chunk_deadline=spec.chunk_deadline))).start()
+                    agent = _agent(spec)
                     closers.append(agent.close)
                     hook = register_innet_hook(net, agent)  # the one line that switches DDP to innet
                     extra["hook"] = hook
             opt = torch.optim.Adam(model.parameters(), lr=spec.lr)
         times: list[float] = []
         waits: list[float] = []
+        link_start = link_end = None
+        cpu_start = None
+        agent_of = extra["hook"].agent if "hook" in extra else (worker.agent if spec.mode == "luwu" else None)
         for s in range(spec.steps):
-            xb, yb = minibatch(spec, x, y, s, ranks)
+            if s == min(spec.warmup, spec.steps - 1):
+                link_start = _link(spec)
+                cpu_start = _cpu(agent_of)
+            xb, yb = data.train(s, ranks)
             waited = worker.stats.wait_seconds if spec.mode == "luwu" else 0.0
             start = time.perf_counter()
             if opt is not None:
@@ -170,6 +339,9 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
                 between = max(between, mnet.resident_bytes)
             elapsed = time.perf_counter() - start
             times.append(elapsed)
+            if s == spec.steps - 1:
+                link_end = _link(spec)
+                _cpu_report(extra, cpu_start, agent_of, spec.steps - min(spec.warmup, spec.steps - 1))
             step_doc = {"step": s, "loss": float(loss.item()), "seconds": elapsed}
             if spec.mode == "luwu":  # of it, forward blocked waiting for pulls (the rest is compute)
                 waits.append(worker.stats.wait_seconds - waited)
@@ -178,8 +350,11 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
         with torch.no_grad():
             accuracy = float((net(xt).argmax(dim=1) == yt).float().mean().item())
         final: dict[str, Any] = {"final": True, "mode": spec.mode, "rank": spec.rank, "accuracy": accuracy,
-                                 "rss_bytes": _rss(), "step_seconds": times,
-                                 "params": sum(p.numel() for p in build_model(spec).parameters())}
+                                 "rss_bytes": _rss(), "rss_peak_bytes": _rss_peak(), "step_seconds": times,
+                                 "params": params}
+        _link_report(final, spec, link_start, link_end)
+        if "cpu_per_step" in extra:
+            final["cpu_per_step"] = extra["cpu_per_step"]
         if spec.mode == "luwu":
             final["tensor_bytes_peak"] = mnet.peak_resident_bytes
             final["tensor_bytes_between_steps"] = between
@@ -189,10 +364,11 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
             final["step_wait_seconds"] = waits
             final["agent_stats"] = worker.agent.last.stats if worker.agent.last else {}
         else:
-            final["tensor_bytes_peak"] = peak_tensors
+            final["tensor_bytes_peak"] = peak_tensors + transient
         if "hook" in extra:
             h = extra["hook"]
-            final["comm"] = {"buckets": h.buckets, "seconds": h.seconds, "saturated": h.saturated}
+            final["comm"] = {"buckets": h.buckets, "seconds": h.seconds, "saturated": h.saturated,
+                             "stage_seconds": h.stage_seconds, "agent_seconds": h.agent_seconds}
             final["agent_stats"] = h.agent.last.stats if h.agent.last else {}
         emit(final)
     finally:

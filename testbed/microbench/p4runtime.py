@@ -43,6 +43,7 @@ import psutil
 from innet.children import die_with_parent, end_popen
 from innet.argtypes import int_range, output_dir, positive_float
 from innet.testbed.core.paths import REPO
+from innet.testbed.core.processes import cpu_seconds
 from innet.testbed.core.machine import describe as machine
 
 if TYPE_CHECKING:
@@ -88,12 +89,6 @@ def switch_process(*args: str, cpus: set[int] | None = None,
         yield proc, address
     finally:
         end_popen(proc)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process."""
-    times = psutil.Process(pid).cpu_times()
-    return float(times.user + times.system)
 
 
 def compile_program() -> tuple[Any, bytes]:

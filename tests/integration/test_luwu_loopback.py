@@ -53,6 +53,20 @@ def test_ddp_with_the_innet_hook_trains_like_gloo_ddp(testbed: LoopbackTestbed) 
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("mode", ["fsdp", "fsdp-offload"])
+def test_fsdp2_trains_like_the_local_adam_baseline_on_shards(testbed: LoopbackTestbed, mode: str) -> None:
+    losses, accuracy = _local(2)  # FSDP2's reduce-scatter averages like DDP; Adam is per element
+    result = run_training(testbed, RunConfig(mode=mode, workers=2, steps=STEPS, lr=LR))
+    assert not result.errors, result.errors
+    np.testing.assert_allclose(result.mean_loss, losses, rtol=0, atol=2e-3)
+    for f in result.finals:
+        assert abs(f["accuracy"] - accuracy) <= 0.01
+        # half of parameters, gradients and both moments, plus two unsharded layers in flight:
+        # less than DDP + Adam's 4 x 4P
+        assert f["tensor_bytes_peak"] < 16 * f["params"]
+
+
+@pytest.mark.slow
 def test_the_innet_hook_averages_like_gloo_ddp_within_the_quantization_bound(testbed: LoopbackTestbed,
                                                                               tmp_path: Path) -> None:
     n, steps = 2, 5

@@ -73,3 +73,61 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
            "settings": {"model": "MLP", "batch": 32, "k": K, "nodes": 1}}
     path = plot(doc, tmp_path / "b.png")
     assert path is not None and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _timed(steps: list[float], link: dict | None = None) -> dict:
+    final = {**_final(0.0), "step_seconds": steps}
+    if link is not None:
+        final["link"] = link
+    return final
+
+
+def test_step_time_is_the_slowest_worker_per_step_then_median_and_p90() -> None:
+    fast = [9.0, 9.0] + [0.1] * 10
+    slow = [9.0, 9.0] + [0.1] * 9 + [1.1]  # one slow step on one worker
+    row = row_of(RunResult("ddp-innet", finals=[_timed(fast), _timed(slow)]), 2, True, 12, K, warmup=2)
+    assert row["timed_steps"] == 10
+    assert row["step_ms"] == pytest.approx(100.0)
+    assert row["step_ms_p90"] == pytest.approx(100.0 + 0.1 * 1000.0)  # numpy's linear interpolation: 90% of 10
+    assert row["worker_rss_peak_mb"] == pytest.approx(300.0)  # no rss_peak_bytes: falls back to rss_bytes
+
+
+def test_link_bytes_are_per_timed_step_and_per_direction() -> None:
+    link = {"steps": 10, "sent_bytes": 5_000, "received_bytes": 7_000, "sent_packets": 5, "received_packets": 7}
+    row = row_of(RunResult("fsdp", finals=[_timed([0.1] * 12, link)] * 4), 4, True, 12, K)
+    assert row["link_up_bytes_per_step"] == pytest.approx(500.0)
+    assert row["link_down_bytes_per_step"] == pytest.approx(700.0)
+    assert row["bytes_per_worker_step"] == pytest.approx(2 * 4 * 3 / 4 * 4 * P)  # all-gather x2 + reduce-scatter
+    assert row["bytes_source"] == "theory"
+    no_link = row_of(RunResult("fsdp", finals=[_timed([0.1] * 12, link), _timed([0.1] * 12)]), 2, True, 12, K)
+    assert "link_up_bytes_per_step" not in no_link  # one worker without counters: no link figure at all
+
+
+def test_summary_gives_every_mode_against_ddp_gloo_and_the_bare_allreduces_against_each_other() -> None:
+    rows = [row_of(RunResult(m, finals=[_timed([0.0, 0.0] + [t] * 10)] * 2), 2, True, 12, K)
+            for m, t in (("ddp-gloo", 0.6), ("ddp-innet", 0.4), ("fsdp", 1.2), ("allreduce-gloo", 0.5),
+                         ("allreduce-innet", 0.25))]
+    assert summary(rows) == {2: {"ddp-innet vs ddp-gloo": pytest.approx(1.5), "fsdp vs ddp-gloo": pytest.approx(0.5),
+                                 "allreduce-innet vs allreduce-gloo": pytest.approx(2.0)}}
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--mtu", "9000"], r"--mtu 9000: the MTU is a Mininet link's"),
+    (["--mininet", "--mtu", "100"], r"--mtu 100: must be within 576\.\.9000"),
+    (["-k", "100"], r"-k 100: innet\.p4 builds K in"),
+    (["--mininet", "-k", "2048"], r"-k 2048: a \d+-byte innet packet exceeds the MTU 1500 \(largest K that fits: 256\)"),
+    (["--warmup", "0"], r"--warmup 0: must be >= 1"),
+    (["--window", "0"], r"--window 0: must be >= 1"),
+])
+def test_bad_link_and_packet_arguments_are_one_line_and_exit_2(argv: list[str], message: str,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert re.search(message, err)
+
+
+def test_cpu_per_step_is_summed_over_the_workers() -> None:
+    finals = [{**_timed([0.1] * 12), "cpu_per_step": {"trainer": 0.5, "agent": 0.25}}] * 4
+    row = row_of(RunResult("ddp-innet", finals=finals), 4, True, 12, K)
+    assert row["cpu_s_per_step"] == {"trainers": pytest.approx(2.0), "agents": pytest.approx(1.0)}

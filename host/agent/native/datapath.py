@@ -101,6 +101,16 @@ class Codec:
                              ffi.from_buffer("float[]", out))
         return out
 
+    def dequantize_into(self, q: npt.NDArray[np.int32], frac_bits: int, out: npt.NDArray[np.float32]) -> None:
+        """``dequantize`` written into ``out`` (contiguous float32 of ``q``'s size)."""
+        if self.lib is None:
+            out[...] = qz.dequantize(q, frac_bits).reshape(out.shape)
+            return
+        ffi, lib = self.lib.ffi, self.lib.lib
+        src = np.ascontiguousarray(q, dtype=np.int32)
+        lib.innet_dequantize(ffi.from_buffer("int32_t[]", src), src.size, frac_bits,
+                             ffi.from_buffer("float[]", out))
+
     def aggregator(self, job: JobConfig, transport: Transport, timing: Timing,
                    wait: Callable[[float], bool] | None = None,
                    control: Callable[[], int] | None = None,
