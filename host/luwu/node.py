@@ -1,9 +1,9 @@
-"""The LuWu optimizer node: receives gradient sums through the switch, runs out-of-core Adam
-on its shard, publishes parameters back through the switch (docs/luwu.md).
+"""The LuWu optimizer node: collects the gradient sums of its shard from the switch (REDUCE),
+runs out-of-core Adam on it, broadcasts its parameters through the switch (BCAST); docs/luwu.md.
 
     python -m innet.host.luwu.node '<NodeConfig JSON>'
 
-A member of the job's sum job with rank ``N + index`` (``innet.host.luwu.plan``). Its state
+The owner of its shard's chunks in the job, with rank ``N + index`` (``innet.host.luwu.plan``). Its state
 (``innet.host.luwu.ooc_adam``) lives in ``state_dir``; an existing state is reopened and
 training resumes at its committed step (a restarted node), else it is created from the
 initial parameters ``init`` (a ``.npy`` of the whole model; the node keeps only its shard).
@@ -144,9 +144,11 @@ class OptimizerNode:
             else:
                 raise AdamStateError(f"optimizer state {self.directory / 'state.json'}: at step {self.state.step}, "
                                      f"cannot resume at step {config.resume_step}")
-        job = JobConfig(job=plan.job, rank=plan.node_rank(config.index), num_workers=plan.members,
-                        window=plan.window, k=plan.k, epoch=plan.epoch)
-        largest = max(plan.layer_sizes)
+        job = JobConfig(job=plan.job, rank=plan.node_rank(config.index), num_workers=plan.num_workers,
+                        window=plan.window, k=plan.k, epoch=plan.epoch, owners=plan.owner_ranges())
+        self.segments = {s.layer: s for s in plan.segments if s.node == config.index}
+        """This node's segment of each layer it owns part of."""
+        largest = max(s.chunks for s in self.segments.values()) * plan.k
         self.agent = Agent(AgentConfig(job, transport, timing=Timing(chunk_deadline=config.chunk_deadline)),
                            capacity=largest)
         self.seconds = {"adam": 0.0, "comm": 0.0}
@@ -168,23 +170,23 @@ class OptimizerNode:
         with self.agent:
             pushes = 0
             for kind, layer in schedule(len(plan.layer_sizes), self.config.steps):
-                size = plan.layer_sizes[layer]
-                part = plan.overlap(layer, index)
+                seg = self.segments.get(layer)
                 t0 = time.perf_counter()
                 if kind == "pull":
-                    out = np.zeros(size, np.float32)
-                    if part is not None:
-                        at, local, n = part
-                        out[at:at + n] = self.state.read(local, local + n)
-                    self.agent.allreduce_int(out.view(np.int32))
+                    if seg is not None:
+                        out = np.zeros(seg.chunks * plan.k, np.int32)
+                        out[1:1 + seg.n] = self.state.read(seg.local, seg.local + seg.n).view(np.int32)
+                        self.agent.broadcast_int(out, seg.first_chunk)
                     self.seconds["comm"] += time.perf_counter() - t0
                     continue
-                total = self.agent.allreduce(np.zeros(size, np.float32))
-                t1 = time.perf_counter()
-                self.seconds["comm"] += t1 - t0
-                if part is not None:
-                    at, local, n = part
-                    self.state.update(local, total[at:at + n] / np.float32(plan.num_workers))
+                t1 = t0
+                if seg is not None:
+                    sums = self.agent.collect_int(seg.chunks * plan.k, seg.first_chunk)
+                    t1 = time.perf_counter()
+                    self.seconds["comm"] += t1 - t0
+                    frac_bits = int(sums[0])  # the segment's header (module plan)
+                    total = (sums[1:1 + seg.n] * np.ldexp(1.0, -frac_bits)).astype(np.float32)
+                    self.state.update(seg.local, total / np.float32(plan.num_workers))
                 pushes += 1
                 if pushes == len(plan.layer_sizes):
                     pushes = 0

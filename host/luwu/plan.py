@@ -1,31 +1,41 @@
-"""LuWu model-in-network data parallelism over innet's sum jobs: the plan every member shares.
+"""LuWu model-in-network data parallelism over innet's reduce-to and broadcast: the plan every
+member shares.
 
-Members of one ``sum`` job on the switch: the N workers (ranks ``0..N-1``) and the S
-optimizer nodes (ranks ``N..N+S-1``; node ``s`` owns shard ``s`` of a :class:`ShardPlan`
-over the model's chunks). No P4 change: the job's multicast gives every member every
-completed sum. One stream of operations, the same on every member (the aggregator's
-contract: same calls, same lengths), one operation per layer:
+One ``sum`` job on the switch whose chunks have **owners** (docs/PROTOCOL.md, "Reduce-to and
+broadcast"): the N workers (ranks ``0..N-1``) and the S optimizer nodes (ranks
+``N..N+S-1``; node ``s`` owns shard ``s`` of a :class:`ShardPlan` over the model's chunks
+and the job's chunks that carry it). Per layer and step:
 
-- ``pull`` of layer ``i`` (``allreduce_int``): node ``s`` contributes the float32 *bits* of
-  its shard's part of the layer's parameters (as int32), every other member zeros. The
-  int32 sum is exactly those bits: parameters reach the workers bit for bit, no
-  quantization.
-- ``push`` of layer ``i`` (``allreduce`` of float32, quantized with the exchanged,
-  overflow-free bound of ``innet.host.wire.quantize``): workers contribute their gradients,
-  nodes zeros; node ``s`` divides its shard's part of the sum by N and applies Adam to it.
+- ``push`` of layer ``i``: the workers agree on a bound of the layer's gradients (one
+  CONTRIB chunk on the plain lane: every worker's max |g| at its rank) and quantize with
+  ``quantize.sum_frac_bits(bound, N)``; then they send the layer as REDUCE. Each chunk's sum
+  goes to its owner only, which divides it by N and applies Adam to its shard. The scale
+  reaches the owner inside the sum: every *segment* (the part of a layer one node owns)
+  starts with one header value that rank 0 sets to ``f * 2**-f`` (so ``f`` after
+  quantization) and the others to 0.
+- ``pull`` of layer ``i``: the owners BCAST the float32 *bits* of their segments and the
+  workers fetch them (header-only requests): parameters reach the workers bit for bit.
 
-The order: pulls of layers ``0..L-1`` (initial parameters), then per step the pushes of
-layers ``L-1..0`` (the order backward produces them) and the pulls of ``0..L-1`` (the order
-forward needs them). See docs/luwu.md for why this design, its costs and the alternatives.
+So a worker sends the model once and receives it once per step (plus one header-only frame
+per chunk each way), and a node only its shard: the wire of LuWu's design. The job's
+vector (the *wire* layout): the model's segments in model order, each ``1 + n`` values padded
+to whole chunks of K; a layer's segments are consecutive chunks, and so are a node's
+(its ``innet_owners`` range, :meth:`LuwuPlan.owner_ranges`).
+
+The order of operations, the same on every member: pulls of layers ``0..L-1`` (initial
+parameters), then per step the pushes of layers ``L-1..0`` (the order backward produces
+them) and the pulls of ``0..L-1`` (the order forward needs them). See docs/luwu.md.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from typing import Any, Iterator, Literal
 
 from innet.host import wire
+from innet.host.wire.owners import Lanes, OwnerRange, OwnersError
 
 Op = tuple[Literal["pull", "push"], int]
 """(kind, layer index)."""
@@ -33,6 +43,21 @@ Op = tuple[Literal["pull", "push"], int]
 
 class LuwuPlanError(ValueError):
     """A LuWu plan is inconsistent; names the field and the value."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """The part of layer ``layer`` that node ``node`` owns, on the wire: ``chunks`` chunks
+    from job chunk ``first_chunk``, value 0 the header (the scale of a push), values
+    ``1..n`` the layer's elements ``at..at+n-1`` (the node's shard elements ``local..``)."""
+
+    layer: int
+    node: int
+    at: int
+    local: int
+    n: int
+    first_chunk: int
+    chunks: int
 
 
 @dataclass(frozen=True)
@@ -77,6 +102,14 @@ class LuwuPlan:
             expected = b
         if expected != self.total:
             raise LuwuPlanError(f"luwu plan: shards cover {expected} of {self.total} elements")
+        empty = [name for (a, b), name in zip(self.shards, self.nodes) if a == b]
+        if empty:
+            raise LuwuPlanError(f"luwu plan: node(s) {', '.join(empty)} own no parameters ({self.total} "
+                                f"parameters in chunks of {self.k} for {len(self.nodes)} nodes): use fewer nodes")
+        try:
+            Lanes(self.window, self.owner_ranges())
+        except OwnersError as error:
+            raise LuwuPlanError(f"luwu plan: {error}") from None
 
     @property
     def members(self) -> int:
@@ -112,6 +145,40 @@ class LuwuPlan:
         if lo >= hi:
             return None
         return lo - a, lo - s0, hi - lo
+
+    @cached_property
+    def segments(self) -> tuple[Segment, ...]:
+        """Every (layer, node) part of the model on the wire, in model order (module docstring)."""
+        out: list[Segment] = []
+        chunk = 0
+        for layer in range(len(self.layer_sizes)):
+            for node in range(len(self.nodes)):
+                part = self.overlap(layer, node)
+                if part is not None:
+                    chunks = -(-(1 + part[2]) // self.k)
+                    out.append(Segment(layer, node, *part, chunk, chunks))
+                    chunk += chunks
+        return tuple(out)
+
+    def layer_segments(self, layer: int) -> tuple[Segment, ...]:
+        """The segments of ``layer``: consecutive chunks, by node."""
+        return tuple(s for s in self.segments if s.layer == layer)
+
+    def owner_ranges(self) -> tuple[OwnerRange, ...]:
+        """The job's chunk owners (``JobConfig.owners``, the controller's ``innet_owners``)."""
+        out = []
+        for node in range(len(self.nodes)):
+            mine = [s for s in self.segments if s.node == node]
+            if mine:
+                out.append(OwnerRange(self.node_rank(node), mine[0].first_chunk,
+                                      mine[-1].first_chunk + mine[-1].chunks - mine[0].first_chunk))
+        return tuple(out)
+
+    @property
+    def wire_chunks(self) -> int:
+        """Chunks of the job's vector."""
+        last = self.segments[-1]
+        return last.first_chunk + last.chunks
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

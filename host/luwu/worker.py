@@ -7,7 +7,8 @@ fixed order (``innet.host.luwu.plan.schedule``), on a communication thread.
         w.push(i, grad_i)          # as backward produces it, any order; returns at once
         w.finish_step()            # layers not pushed get zeros; the next step's pulls start
 
-The thread walks the schedule: a push of layer ``i`` waits until the worker has handed
+A push is the layer's bound agreement (one CONTRIB chunk) and one REDUCE of the layer's
+segments; a pull one fetch of them (``innet.host.luwu.plan``). The thread walks the schedule: a push of layer ``i`` waits until the worker has handed
 layer ``i``'s gradient over (so every member sends the same operations in the same order,
 whatever order autograd fires its hooks in), a pull starts as soon as the previous
 operation is done (prefetch: layer ``i+1`` is on its way while forward computes layer
@@ -33,6 +34,7 @@ import numpy.typing as npt
 
 from innet.host.agent.agent import Agent, AgentConfig
 from innet.host.luwu.plan import LuwuPlan, schedule
+from innet.host.wire import quantize as qz
 from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
 from innet.host.agent.transport import TransportConfig
 
@@ -68,6 +70,30 @@ class _Closed(Exception):
     pass
 
 
+class _LayerWire:
+    """Where a layer's elements sit in its wire vector (its segments, padded to chunks)."""
+
+    def __init__(self, plan: LuwuPlan, layer: int) -> None:
+        segments = plan.layer_segments(layer)
+        self.first_chunk = segments[0].first_chunk
+        self.size = sum(s.chunks for s in segments) * plan.k
+        self.parts = [((s.first_chunk - self.first_chunk) * plan.k, s.at, s.n) for s in segments]
+        """(wire offset of the segment's header, offset in the layer, elements)."""
+        self.headers = np.array([w for w, _, _ in self.parts], np.intp)
+
+    def pack(self, values: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
+        out = np.zeros(self.size, np.int32)
+        for w, at, n in self.parts:
+            out[w + 1:w + 1 + n] = values[at:at + n]
+        return out
+
+    def unpack(self, wire_values: npt.NDArray[np.int32]) -> npt.NDArray[np.int32]:
+        if len(self.parts) == 1:
+            w, _, n = self.parts[0]
+            return wire_values[w + 1:w + 1 + n].copy()
+        return np.concatenate([wire_values[w + 1:w + 1 + n] for w, _, n in self.parts])
+
+
 @dataclass
 class WorkerStats:
     """Time the communication thread spent (seconds) and what it moved."""
@@ -92,9 +118,11 @@ class LuwuWorker:
             raise ValueError(f"luwu worker rank {rank} is outside 0..{plan.num_workers - 1}")
         self.plan = plan
         self.rank = rank
-        job = JobConfig(job=plan.job, rank=rank, num_workers=plan.members, window=plan.window, k=plan.k,
-                        epoch=plan.epoch)
-        self.agent = Agent(AgentConfig(job, transport, timing=timing or Timing()), capacity=max(plan.layer_sizes))
+        job = JobConfig(job=plan.job, rank=rank, num_workers=plan.num_workers, window=plan.window, k=plan.k,
+                        epoch=plan.epoch, owners=plan.owner_ranges())
+        self._wire = [_LayerWire(plan, i) for i in range(len(plan.layer_sizes))]
+        self.agent = Agent(AgentConfig(job, transport, timing=timing or Timing()),
+                           capacity=max(w.size for w in self._wire))
         self.stats = WorkerStats()
         self._cond = threading.Condition()
         self._grads: dict[int, F32] = {}
@@ -225,11 +253,11 @@ class LuwuWorker:
         return error
 
     def _pull(self, layer: int) -> None:
-        size = self.plan.layer_sizes[layer]
+        lw = self._wire[layer]
         t0 = time.perf_counter()
-        bits = self._op(lambda: self.agent.allreduce_int(np.zeros(size, np.int32)))
+        bits = self._op(lambda: self.agent.fetch_int(lw.size, lw.first_chunk))
         with self._cond:
-            self._pulled[layer] = bits.view(np.float32)
+            self._pulled[layer] = lw.unpack(bits).view(np.float32)
             self._cond.notify_all()
         self.stats.pull_seconds += time.perf_counter() - t0
         self.stats.pulls += 1
@@ -245,13 +273,29 @@ class LuwuWorker:
             self._idle = False
             grad = self._grads.pop(layer)
         t0 = time.perf_counter()
-        self._op(lambda: self.agent.allreduce(grad))
+        lw = self._wire[layer]
+        frac_bits = self._op(lambda: self._agree_scale(grad))
+        vec = lw.pack(grad.view(np.int32)).view(np.float32)
+        if self.rank == 0:  # each segment's header: the scale, f after quantization at 2**f
+            vec[lw.headers] = np.float32(np.ldexp(np.float32(frac_bits), -frac_bits))
+        self._op(lambda: self.agent.reduce_to(vec, frac_bits, lw.first_chunk))
         last = self.agent.last
         if last is not None:
             self.stats.saturated += last.saturated
             self.stats.frac_bits.append(last.frac_bits)
         self.stats.push_seconds += time.perf_counter() - t0
         self.stats.pushes += 1
+
+    def _agree_scale(self, grad: F32) -> int:
+        """The workers' common fixed-point scale of a layer: every worker's max |g| at its rank
+        of one plain-lane chunk, summed by the switch (exact: one non-zero term each)."""
+        local = np.float32(np.maximum(grad.max(), -grad.min())) if grad.size else np.float32(0)
+        if not np.isfinite(local):
+            raise qz.QuantizeError(f"luwu worker {self.rank}: non-finite gradient values")
+        one_hot = np.zeros(self.plan.num_workers, np.float32)
+        one_hot[self.rank] = local
+        bound = float(self.agent.allreduce_int(one_hot.view(np.int32)).view(np.float32).max())
+        return qz.sum_frac_bits(bound if bound > 0 else 1.0, self.plan.num_workers)
 
     def _op(self, call: Any) -> Any:
         if self._closed:

@@ -7,8 +7,8 @@ DDP with gloo, FSDP2 over gloo, and the one-process reference (``innet.testbed.l
         ddp = run_training(tb, RunConfig(mode="ddp-innet", workers=2))
 
 The optimizer nodes are hosts of the star like the workers (a switch port each, an
-``innet_workers`` entry); the LuWu job is a sum job over the workers and the nodes, the
-DDP job one over the workers only (``Testbed.replace_job``).
+``innet_workers`` entry); the LuWu job is a sum job over the workers whose chunks the nodes
+own (REDUCE/BCAST, ``innet.host.luwu.plan``), the DDP job one over the workers only.
 """
 
 from __future__ import annotations
@@ -138,14 +138,18 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
             procs.append((name, _spawn(tb, hosts[r], name, [sys.executable, "-m", TRAIN_MODULE, spec.to_json()],
                                        gloo=True)))
     elif config.mode == "luwu":
+        from innet.controller.jobs import OwnerSpec
+
         members = hosts[:n + s]
-        job = tb.replace_job(mode="sum", hosts=members)
-        epoch = tb.controller.attach(job.job_id)
         model = build_model(base)
-        plan = LuwuPlan(job=job.job_id, num_workers=n, nodes=tuple(f"o{i + 1}" for i in range(s)),
+        plan = LuwuPlan(job=tb.options.job_id, num_workers=n, nodes=tuple(f"o{i + 1}" for i in range(s)),
                         layer_sizes=tuple(layer.size for layer in layer_table(model)),
                         layer_names=tuple(layer.name for layer in layer_table(model)),
-                        epoch=epoch, window=job.slot_count, k=tb.options.k)
+                        epoch=1, window=tb.options.window, k=tb.options.k)
+        specs = tb.worker_specs(members)
+        owners = tuple(OwnerSpec(specs[o.rank], o.first_chunk, o.chunks) for o in plan.owner_ranges())
+        job = tb.replace_job(mode="sum", hosts=hosts[:n], owners=owners)
+        plan = replace(plan, job=job.job_id, window=job.slot_count, epoch=tb.controller.attach(job.job_id))
         root = Path(state_root) if state_root is not None else Path(tempfile.mkdtemp(prefix="innet-luwu-"))
         root.mkdir(parents=True, exist_ok=True)
         init = root / "init.npy"
@@ -158,7 +162,7 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
             name = f"node-{plan.nodes[i]}"
             procs.append((name, _spawn(tb, host, name, [sys.executable, "-m", NodeConfig.__module__, nc.to_json()])))
         for r in range(n):
-            spec = replace(base, rank=r, job=job.job_id, window=job.slot_count, epoch=epoch,
+            spec = replace(base, rank=r, job=job.job_id, window=job.slot_count, epoch=plan.epoch,
                            transport=tb.host_transport(hosts[r]), plan=json.loads(plan.to_json()),
                            count_iface=tb.count_iface(hosts[r]))
             name = f"train-{hosts[r]}"

@@ -18,13 +18,15 @@ import random
 import selectors
 import socket
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
 import numpy.typing as npt
 
 from innet.host.wire import switch_model as sim
+from innet.host.wire.dataplane_model import InnetDataplane, InnetPacket, JobEntry, OwnerEntry
+from innet.host.wire.owners import OwnerRange, owner_group, prefixes
 from innet.host import wire
 from innet.host.wire.quantize import OptimizerParams
 from innet.host.wire import Message, Mode, MsgType
@@ -237,22 +239,76 @@ class FakeUdpSwitch:
             return
         if self.silent:
             return
+        for payload, dest in self._replies(data, sender):
+            self._send(payload, dest)
+
+    def _replies(self, data: bytes, sender: tuple[str, int]) -> list[tuple[bytes, tuple[str, int]]]:
+        """What the switch sends for ``data`` from ``sender``: (payload, address) pairs."""
         try:
             msg = wire.unpack(data, self.switch.k)
         except wire.WireError:
-            return
+            return []
         self._addresses[(msg.job, msg.worker)] = sender
         reply = self.switch.handle(msg)
         if reply is None:
-            return
+            return []
         kind, out = reply
         payload = wire.pack(out, self.switch.k)
         if kind == "unicast":
-            self._send(payload, sender)
-            return
-        for (job, _), address in list(self._addresses.items()):
-            if job == msg.job:
-                self._send(payload, address)
+            return [(payload, sender)]
+        return [(payload, address) for (job, _), address in list(self._addresses.items()) if job == msg.job]
+
+
+class DataplaneUdpSwitch(FakeUdpSwitch):
+    """TEST DOUBLE: ``innet.host.wire.dataplane_model.InnetDataplane`` (the switch's numpy model,
+    REDUCE/BCAST and owners included) behind one UDP socket; multicast replicas go to the
+    addresses members last sent from (a member not heard from yet misses them and is answered
+    when it asks)."""
+
+    def __init__(self, k: int, bind: tuple[str, int] = ("127.0.0.1", 0),
+                 impair: tuple[float, float, float, int] | None = None) -> None:
+        super().__init__(FakeInnetSwitch(k), bind, impair)
+        self.dataplane = InnetDataplane(k=k, slots=256)
+        self.k = k
+
+    def add_job(self, job: int, num_workers: int, slot_count: int, owners: tuple[OwnerRange, ...] = (),
+                epoch: int = 1) -> None:
+        """A sum job of ``num_workers`` workers whose chunks ``owners`` own (as the controller
+        installs it: owner groups of the workers and the owner, every member addressed)."""
+        dp = self.dataplane
+        with self.switch.lock:
+            dp.jobs[job] = JobEntry(mode=int(Mode.SUM), num_workers=num_workers, mcast_grp=job,
+                                    slot_base=0, slot_count=slot_count, epoch=epoch)
+            dp.groups[job] = list(range(num_workers))
+            dp.workers |= {(job, r) for r in range(num_workers)}
+            dp.owners = [o for o in dp.owners if o.job != job]
+            for o in owners:
+                group = owner_group(job, o.rank)
+                dp.groups[group] = [*range(num_workers), o.rank]
+                dp.workers.add((job, o.rank))
+                dp.owners += [OwnerEntry(job, value, length, o.rank, group)
+                              for value, length in prefixes(o.first_chunk, o.chunks)]
+
+    def attach(self, job: int) -> int:
+        """A new member set for ``job``: the next epoch (what ``Controller.attach`` does)."""
+        with self.switch.lock:
+            entry = self.dataplane.jobs[job]
+            self.dataplane.jobs[job] = replace(entry, epoch=entry.epoch + 1)
+            return entry.epoch + 1
+
+    def _replies(self, data: bytes, sender: tuple[str, int]) -> list[tuple[bytes, tuple[str, int]]]:
+        try:
+            pkt = InnetPacket.parse(data, self.k)
+        except ValueError:
+            return []
+        with self.switch.lock:
+            self._addresses[(pkt.job, pkt.worker)] = sender
+            out = []
+            for d in self.dataplane.process(pkt):
+                dest = sender if d.rank is None else self._addresses.get((pkt.job, d.rank))
+                if dest is not None:
+                    out.append((d.packet.payload(), dest))
+        return out
 
 
 def fake_frame_handler(switch: FakeInnetSwitch, switch_ep: wire.Endpoint,

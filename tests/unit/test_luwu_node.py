@@ -17,7 +17,7 @@ from innet.host.luwu.ooc_adam import AdamConfig, AdamState
 from innet.host.luwu.node import NodeConfig, OptimizerNode, read_status
 from innet.host.agent.aggregator import Timing
 from innet.host.agent.transport import UdpTransportConfig
-from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
+from testkit.fake_innet_switch import DataplaneUdpSwitch
 
 K = 16
 
@@ -58,11 +58,10 @@ def test_sharded_nodes_train_like_adam_on_the_mean_gradient(tmp_path: Path) -> N
     np.save(tmp_path / "init.npy", initial)
     grads = [[rng.normal(size=plan.total).astype(np.float32) for _ in range(n)] for _ in range(steps)]
     adam = AdamConfig(lr=0.01, weight_decay=0.01, decoupled=True)
-    fake = FakeInnetSwitch(K)
-    fake.add_job(plan.job, plan.members, slot_count=plan.window)
     seen: list[list[np.ndarray]] = [[] for _ in range(n)]
     errors: list[BaseException] = []
-    with FakeUdpSwitch(fake) as sw:
+    with DataplaneUdpSwitch(K) as sw:
+        sw.add_job(plan.job, plan.num_workers, plan.window, plan.owner_ranges())
         udp = UdpTransportConfig("127.0.0.1", sw.address[1], "127.0.0.1")
         node_objs = [OptimizerNode(NodeConfig(plan, i, str(tmp_path / f"o{i}"), {}, steps, adam,
                                               str(tmp_path / "init.npy"), block=32), udp) for i in range(nodes)]
@@ -105,9 +104,8 @@ def test_sharded_nodes_train_like_adam_on_the_mean_gradient(tmp_path: Path) -> N
 
 def test_a_dead_optimizer_node_is_named_within_the_deadline(tmp_path: Path) -> None:
     plan = _plan(2, 1, (40,))
-    fake = FakeInnetSwitch(K)
-    fake.add_job(plan.job, plan.members, slot_count=plan.window)
-    with FakeUdpSwitch(fake) as sw:
+    with DataplaneUdpSwitch(K) as sw:
+        sw.add_job(plan.job, plan.num_workers, plan.window, plan.owner_ranges())
         udp = UdpTransportConfig("127.0.0.1", sw.address[1], "127.0.0.1")
         timing = Timing(chunk_deadline=1.5)
         workers = [LuwuWorker(plan, r, udp, timing).start() for r in range(2)]
@@ -126,10 +124,9 @@ def test_a_layer_pushed_early_is_not_replaced_by_zeros_at_the_step_end(tmp_path:
     """finish_step fills zeros only for layers not pushed in this step, even when the comm
     thread has already sent some of them (regression: it refilled those with zeros)."""
     plan = _plan(1, 1, (8, 8))
-    fake = FakeInnetSwitch(K)
-    fake.add_job(plan.job, plan.members, slot_count=plan.window)
     np.save(tmp_path / "init.npy", np.zeros(16, np.float32))
-    with FakeUdpSwitch(fake) as sw:
+    with DataplaneUdpSwitch(K) as sw:
+        sw.add_job(plan.job, plan.num_workers, plan.window, plan.owner_ranges())
         udp = UdpTransportConfig("127.0.0.1", sw.address[1], "127.0.0.1")
         node = OptimizerNode(NodeConfig(plan, 0, str(tmp_path / "o"), {}, 2, AdamConfig(lr=0.1),
                                         str(tmp_path / "init.npy")), udp)
@@ -157,13 +154,13 @@ def test_a_restarted_node_resumes_from_its_state_on_disk(tmp_path: Path) -> None
     np.save(tmp_path / "init.npy", initial)
     grads = [rng.normal(size=29).astype(np.float32) for _ in range(3)]
     adam = AdamConfig(lr=0.05)
-    fake = FakeInnetSwitch(K)
-    fake.add_job(3, 2, slot_count=4)
     seen = []
-    with FakeUdpSwitch(fake) as sw:
+    with DataplaneUdpSwitch(K) as sw:
+        sw.add_job(3, 1, 4, LuwuPlan(job=3, num_workers=1, nodes=("o1",), layer_sizes=sizes, epoch=1, window=4,
+                                     k=K).owner_ranges())
         udp = UdpTransportConfig("127.0.0.1", sw.address[1], "127.0.0.1")
         for session, steps in enumerate((2, 1)):
-            epoch = 1 if session == 0 else fake.attach(3)  # a new member set after the restart
+            epoch = 1 if session == 0 else sw.attach(3)  # a new member set after the restart
             plan = LuwuPlan(job=3, num_workers=1, nodes=("o1",), layer_sizes=sizes, epoch=epoch, window=4, k=K)
             node = OptimizerNode(NodeConfig(plan, 0, str(tmp_path / "o1"), {}, steps, adam,
                                             str(tmp_path / "init.npy")), udp)

@@ -13,7 +13,7 @@ from innet.host.luwu.worker import LuwuWorker
 from innet.host.luwu.ooc_adam import AdamConfig
 from innet.host.luwu.node import NodeConfig, OptimizerNode
 from innet.host.agent.transport import UdpTransportConfig
-from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
+from testkit.fake_innet_switch import DataplaneUdpSwitch
 
 torch = pytest.importorskip("torch", reason="torch (optional dependency) is not installed")
 
@@ -50,13 +50,12 @@ def test_luwu_mode_matches_torch_adam_and_drops_parameters(tmp_path: Path) -> No
     plan = LuwuPlan(job=1, num_workers=n, nodes=("o1",), layer_sizes=tuple(l.size for l in layer_table(model)),
                     epoch=1, window=8, k=K)
     np.save(tmp_path / "init.npy", flat_parameters(model))
-    fake = FakeInnetSwitch(K)
-    fake.add_job(1, plan.members, slot_count=plan.window)
     losses = np.zeros((n, steps))
     between: list[int] = []
     peaks: list[int] = []
     errors: list[BaseException] = []
-    with FakeUdpSwitch(fake) as sw:
+    with DataplaneUdpSwitch(K) as sw:
+        sw.add_job(1, plan.num_workers, plan.window, plan.owner_ranges())
         udp = UdpTransportConfig("127.0.0.1", sw.address[1], "127.0.0.1")
         node = OptimizerNode(NodeConfig(plan, 0, str(tmp_path / "o1"), {}, steps, adam, str(tmp_path / "init.npy")), udp)
 
