@@ -48,7 +48,7 @@ import numpy.typing as npt
 from innet.children import die_with_parent
 from innet.host.wire import quantize as qz
 from innet.host.agent.native import datapath as native_datapath
-from innet.host.agent.aggregator import AggregationError, Aggregator, JobConfig, Timing
+from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
 from innet.host.agent.transport import TransportConfig, TransportError, open_transport
 from innet.host.wire import Mode
 
@@ -56,7 +56,7 @@ __all__ = ["Agent", "AgentConfig", "AgentError", "AggregationError", "OpResult"]
 
 
 OWNER_OPS = ("reduce", "reduce_f", "collect", "bcast", "fetch")
-"""Agent operations on owner lanes (REDUCE/BCAST), run by the python Aggregator."""
+"""Agent operations on owner lanes (REDUCE/BCAST)."""
 
 
 class AgentError(RuntimeError):
@@ -159,18 +159,18 @@ class _AgentProcess:
             config.datapath, self.transport,
             who=f"innet agent (job {config.job.job}, worker {config.job.rank})")
         job = config.job
-        self.owner_ops: Aggregator | None = None
-        """REDUCE/BCAST (owner lanes): always the python Aggregator."""
+        self.owner_ops: Any = None
+        """REDUCE/BCAST (owner lanes, the whole window): the C loop's planned runs, or the python
+        Aggregator without the C library."""
+        hooks = dict(wait=self._wait, control=self._control_fd, on_control=self._control_during_op)
         if job.owners:
-            self.owner_ops = Aggregator(job, self.transport, config.timing, wait=self._wait)
-        if job.owners and (job.is_owner or self.codec.lib is None):
-            self.aggregator: Any = self.owner_ops  # one python Aggregator for every lane
+            self.owner_ops = self.codec.aggregator(job, self.transport, config.timing, **hooks)
+        if job.is_owner:
+            self.aggregator: Any = self.owner_ops  # an owner takes part in no plain operation
         else:
-            # the plain lane alone: the native loop knows no lanes
+            # the plain lane alone (its slots, no owners)
             plain = replace(job, window=job.lanes.plain_slots, owners=(), owner_slots=0) if job.owners else job
-            self.aggregator = self.codec.aggregator(plain, self.transport, config.timing,
-                                                    wait=self._wait, control=self._control_fd,
-                                                    on_control=self._control_during_op)
+            self.aggregator = self.codec.aggregator(plain, self.transport, config.timing, **hooks)
         self.segments: tuple[shared_memory.SharedMemory, shared_memory.SharedMemory] | None = None
 
     def _wait(self, timeout: float) -> bool:

@@ -281,6 +281,71 @@ class _Run:
     tokens: "itertools.count[int]" = field(default_factory=itertools.count)
 
 
+@dataclass(frozen=True)
+class LanePlan:
+    """A REDUCE/BCAST operation of one member: the chunks it takes part in (``items``, chunk
+    index in the operation's vector), each with its owner, slot and copy, and how far it
+    moves each owner lane (``taken``). Shared by the python and the C loop."""
+
+    items: list[int]
+    owner: list[int]
+    slot: list[int]
+    ver: list[int]
+    taken: dict[int, int]
+
+    def advance(self, positions: dict[int, int]) -> None:
+        """Move the lanes' positions past this operation (after it completed)."""
+        for rank, n in self.taken.items():
+            positions[rank] = positions.get(rank, 0) + n
+
+
+def plan_owner_op(job: JobConfig, positions: dict[int, int], kind: wire.MsgType, chunks: int, first_chunk: int,
+                  worker: bool) -> LanePlan:
+    """The chunks of a ``kind`` operation over ``chunks`` chunks from ``first_chunk`` that
+    this member (a worker, or an owner) takes part in, on the lanes at ``positions``.
+    Raises ValueError for a member on the wrong side or a chunk without an owner."""
+    role = "worker" if worker else "owner"
+    if worker == job.is_owner:
+        raise ValueError(f"job {job.job}: rank {job.rank} is {'an owner' if job.is_owner else 'a worker'}; "
+                         f"this is the {role}'s side of {kind.name}")
+    lanes = job.lanes
+    if first_chunk < 0 or first_chunk + chunks > 1 << 32:
+        raise ValueError(f"job {job.job}: chunks {first_chunk}+{chunks} are outside the 32-bit chunk field")
+    plan = LanePlan([], [], [], [], {})
+    for c in range(chunks):
+        o = lanes.owner(first_chunk + c)
+        if o is None:
+            raise ValueError(f"job {job.job}: chunk {first_chunk + c} has no owner "
+                             f"(owners {[(x.rank, x.first_chunk, x.chunks) for x in lanes.owners]})")
+        if not worker and o.rank != job.rank:
+            continue
+        first, slots = lanes.lane(o.rank)
+        pos = positions.get(o.rank, 0) + plan.taken.get(o.rank, 0)
+        plan.taken[o.rank] = plan.taken.get(o.rank, 0) + 1
+        plan.items.append(c)
+        plan.owner.append(o.rank)
+        plan.slot.append(first + pos % slots)
+        plan.ver.append((pos // slots) % 2)
+    return plan
+
+
+def lane_order(owner: list[int], lane_slots: int) -> tuple[list[int], list[int]]:
+    """(following, ready) of a run's items: item ``i`` follows the item of its lane
+    ``lane_slots`` before it (the slot's previous use); the first ``lane_slots`` of each lane
+    are ready at once."""
+    following = [-1] * len(owner)
+    ready: list[int] = []
+    seen: dict[int, list[int]] = {}
+    for i, rank in enumerate(owner):
+        lane = seen.setdefault(rank, [])
+        if len(lane) >= lane_slots:
+            following[lane[-lane_slots]] = i
+        else:
+            ready.append(i)
+        lane.append(i)
+    return following, ready
+
+
 @dataclass
 class Aggregator:
     """Streams vectors through a job's slots over one transport (see module docstring)."""
@@ -356,60 +421,23 @@ class Aggregator:
 
     def _owner_op(self, kind: wire.MsgType, vec: npt.NDArray[np.int32] | None, size: int, first_chunk: int,
                   worker: bool) -> npt.NDArray[np.int32]:
-        job = self.job
-        role = "worker" if worker else "owner"
-        if worker == job.is_owner:
-            raise ValueError(f"job {job.job}: rank {job.rank} is {'an owner' if job.is_owner else 'a worker'}; "
-                             f"this is the {role}'s side of {kind.name}")
-        lanes = job.lanes
-        chunks = self._chunks(size)
-        if first_chunk < 0 or first_chunk + chunks > 1 << 32:
-            raise ValueError(f"job {job.job}: chunks {first_chunk}+{chunks} are outside the 32-bit chunk field")
-        items: list[int] = []
-        owner: list[int] = []
-        slot: list[int] = []
-        ver: list[int] = []
-        taken: dict[int, int] = {}
-        for c in range(chunks):
-            o = lanes.owner(first_chunk + c)
-            if o is None:
-                raise ValueError(f"job {job.job}: chunk {first_chunk + c} has no owner "
-                                 f"(owners {[(x.rank, x.first_chunk, x.chunks) for x in lanes.owners]})")
-            if not worker and o.rank != job.rank:
-                continue
-            first, slots = lanes.lane(o.rank)
-            pos = self.lane_positions.get(o.rank, 0) + taken.get(o.rank, 0)
-            taken[o.rank] = taken.get(o.rank, 0) + 1
-            items.append(c)
-            owner.append(o.rank)
-            slot.append(first + pos % slots)
-            ver.append((pos // slots) % 2)
-        run = self._plan(kind, first_chunk, vec, size, items, owner, slot, ver, lanes.owner_slots)
+        lane_plan = plan_owner_op(self.job, self.lane_positions, kind, self._chunks(size), first_chunk, worker)
+        run = self._plan(kind, first_chunk, vec, size, lane_plan.items, lane_plan.owner, lane_plan.slot,
+                         lane_plan.ver, self.job.lanes.owner_slots)
         out = self._execute(run)
-        for rank, n in taken.items():
-            self.lane_positions[rank] = self.lane_positions.get(rank, 0) + n
+        lane_plan.advance(self.lane_positions)
         return out
 
     def _plan(self, kind: int, first_chunk: int, vec: npt.NDArray[np.int32] | None, size: int, items: list[int],
               owner: list[int], slot: list[int], ver: list[int], lane_slots: int) -> _Run:
-        """The run of ``items`` (chunks of this member): chunk ``i`` follows the item of
-        its lane ``lane_slots`` before it in the same slot."""
+        """The run of ``items`` (chunks of this member)."""
         k = self.job.k
         raw = b""
         if vec is not None:
             padded = np.zeros(-(-size // k) * k, dtype=wire.VALUE_DTYPE)
             padded[:size] = vec
             raw = padded.tobytes()
-        following = [-1] * len(items)
-        ready: list[int] = []
-        seen: dict[int, list[int]] = {}
-        for i, rank in enumerate(owner):
-            lane = seen.setdefault(rank, [])
-            if len(lane) >= lane_slots:
-                following[lane[-lane_slots]] = i
-            else:
-                ready.append(i)
-            lane.append(i)
+        following, ready = lane_order(owner, lane_slots)
         return _Run(kind, first_chunk, size, raw, np.zeros(-(-size // k) * k, dtype=np.int32), items, slot, ver,
                     following, owner, [None] * self.job.window, ready)
 

@@ -24,7 +24,8 @@ from innet.host.agent.aggregator import AggregationError, Aggregator, JobConfig,
 from innet.host.agent.transport import (FrameTunnelTransport, TunnelTransportConfig, UdpTransport,
                                   UdpTransportConfig)
 from innet.native_build import NativeBuildError
-from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
+from innet.host.wire.owners import OwnerRange
+from testkit.fake_innet_switch import DataplaneUdpSwitch, FakeInnetSwitch, FakeUdpSwitch
 
 K = 16
 SLOW_RTO = Timing(initial_rto=1.0, min_rto=0.5, max_rto=1.0, chunk_deadline=10)
@@ -277,6 +278,87 @@ def test_lossy_fake_switch_exact_sums(native: dp.Codec, python_ranks: tuple[int,
     counters = fake_switch.jobs[9].counters
     assert counters["contributions"] == n * sum(-(-s // K) for s in sizes)  # never double-counted
     assert counters["duplicates"] > 0
+
+
+# -- REDUCE/BCAST on owner lanes (planned runs) against the switch's dataplane model -------
+
+OWNERS = (OwnerRange(3, 0, 5), OwnerRange(4, 5, 4))
+"""Two owners of a 9-chunk vector (K=16: 144 values)."""
+
+
+def _owner_round(native: dp.Codec, sw: DataplaneUdpSwitch, python_ranks: tuple[int, ...], rounds: int,
+                 timing: Timing, members: tuple[int, ...] = (0, 1, 2, 3, 4)) -> tuple[dict[int, Any], dict[int, Any]]:
+    """``rounds`` of: workers REDUCE their vectors, owners collect their chunks' sums and
+    BCAST them plus one, workers fetch. Per member its results (or its error)."""
+    size = 9 * K - 5
+    grads = _vectors(3, [size] * rounds, seed=4)
+    out: dict[int, Any] = {}
+    errors: dict[int, Any] = {}
+
+    def member(rank: int) -> None:
+        transport = UdpTransport(UdpTransportConfig("127.0.0.1", sw.address[1], "127.0.0.1"))
+        try:
+            config = JobConfig(5, rank, 3, 7, K, epoch=1, owners=OWNERS)
+            agg: Any = (Aggregator(config, transport, timing) if rank in python_ranks
+                        else NativeAggregator(config, transport, timing, native.lib))
+            got = []
+            for r in range(rounds):
+                if rank < 3:
+                    agg.reduce_to(grads[rank][r])
+                    got.append(agg.fetch(size))
+                else:
+                    sums = agg.collect(size)
+                    got.append(sums)
+                    agg.broadcast(sums + 1)
+            out[rank] = got
+        except AggregationError as error:
+            errors[rank] = error
+        finally:
+            transport.close()
+
+    threads = [threading.Thread(target=member, args=(r,)) for r in members]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    return out, errors
+
+
+@pytest.mark.parametrize("python_ranks", [(), (1, 4)], ids=["all-native", "mixed"])
+def test_owner_lanes_exact_over_a_lossy_switch(native: dp.Codec, python_ranks: tuple[int, ...]) -> None:
+    size, rounds = 9 * K - 5, 3
+    grads = _vectors(3, [size] * rounds, seed=4)
+    with DataplaneUdpSwitch(K, impair=(0.1, 0.1, 0.1, 5)) as sw:
+        sw.add_job(5, 3, 7, OWNERS)
+        out, errors = _owner_round(native, sw, python_ranks, rounds, Timing(initial_rto=0.02, chunk_deadline=10))
+        contributions = int(sw.dataplane.counters["contributions"][5])
+    assert not errors
+    for r in range(rounds):
+        total = _expected(grads, r)
+        owned = {3: slice(0, 5 * K), 4: slice(5 * K, size)}
+        for owner, part in owned.items():
+            expected = np.zeros(size, np.int32)
+            expected[part] = total[part]
+            assert np.array_equal(out[owner][r], expected), (owner, r)
+        for w in range(3):  # each owner's chunks of (its sums + 1): the whole vector, + 1
+            assert np.array_equal(out[w][r], (total.astype(np.int64) + 1).astype(np.int32)), (w, r)
+    # every copy counted once per member: 9 chunks x (3 workers + owner) x (REDUCE + BCAST)
+    assert contributions == rounds * 9 * 4 * 2
+
+
+def test_a_dead_owner_is_named_by_the_native_workers(native: dp.Codec) -> None:
+    with DataplaneUdpSwitch(K) as sw:
+        sw.add_job(5, 3, 7, OWNERS)
+        _, errors = _owner_round(native, sw, (), 1, Timing(initial_rto=0.01, max_rto=0.1, chunk_deadline=0.8),
+                                 members=(0, 1, 2, 3))
+    # nobody collects owner 4's chunks: the workers' REDUCE stops there (and owner 3's BCAST
+    # then waits for the workers' requests, which never come)
+    assert {0, 1, 2} <= set(errors)
+    for rank in (0, 1, 2):
+        error = errors[rank]
+        assert error.missing == (4,), (rank, error)
+        assert "(switch bitmap 0x7 of 3 workers and owner 4)" in str(error)
 
 
 def test_dead_worker_is_named(native: dp.Codec) -> None:

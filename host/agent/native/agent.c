@@ -8,6 +8,11 @@
  * checks it). Sends are batched with sendmmsg and receives with recvmmsg; the loop returns
  * to Python when the run completes, on an error, when the agent's control pipe is readable
  * or when a signal interrupted the wait (so Python signal handlers run).
+ *
+ * Two kinds of run: a plain one (innet_agg_begin: CONTRIB chunks 0..n/K, slot and copy from
+ * the stream position) and a planned one (innet_agg_begin_plan: REDUCE/BCAST on owner lanes,
+ * each item's chunk, slot, copy and successor computed by innet.host.agent.aggregator's
+ * plan_owner_op/lane_order and handed over as arrays).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -76,8 +81,8 @@ void innet_dequantize(const int32_t *q, int64_t n, int frac_bits, float *out)
 /* ---- wire (innet.host.wire) -------------------------------------------------------------- */
 
 enum { HEADER_LEN = 24, FRAME_OVERHEAD = 42 };
-enum { MSG_CONTRIB = 1, MSG_RESULT = 2, MSG_STATUS = 3, MSG_STALE = 4 };
-enum { FLAG_VER = 1, FLAG_RETRANS = 2 };
+enum { MSG_CONTRIB = 1, MSG_RESULT = 2, MSG_STATUS = 3, MSG_STALE = 4, MSG_REDUCE = 5, MSG_BCAST = 6 };
+enum { FLAG_VER = 1, FLAG_RETRANS = 2, FLAG_HDRONLY = 4 };
 
 static void put16(uint8_t *p, uint32_t v) { p[0] = v >> 8; p[1] = v; }
 static void put32(uint8_t *p, uint32_t v) { p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v; }
@@ -102,6 +107,8 @@ int64_t innet_pack(uint8_t *buf, int msg_type, int flags, int job, int worker, i
     put16(buf + 14, num_workers);
     put32(buf + 16, bitmap);
     put32(buf + 20, epoch);
+    if (!values) /* header only (HDRONLY): count still names the chunk's values */
+        return HEADER_LEN;
     uint8_t *v = buf + HEADER_LEN;
     for (int i = 0; i < count; i++)
         put32(v + 4 * i, (uint32_t)values[i]);
@@ -152,13 +159,16 @@ typedef struct {
     int has_bitmap;
     uint32_t bitmap, num_workers, switch_epoch;
     int os_errno;
+    int32_t owner; /* the failing chunk's owner (planned runs), else -1 */
 } innet_agg_error;
 
 enum { INNET_DONE = 0, INNET_CONTROL = 1, INNET_INTR = 2, INNET_ERR_DEADLINE = 3,
        INNET_ERR_STALE = 4, INNET_ERR_OS = 5, INNET_ERR_BUSY = 6 };
 
 typedef struct {
-    int64_t chunk; /* -1: free */
+    int64_t chunk; /* the chunk field on the wire; -1: free */
+    int64_t item;  /* index of the chunk in the run (plain runs: the chunk) */
+    int64_t c;     /* chunk index in the run's vector */
     uint32_t count, ver, retries;
     double first_sent, deadline, rto;
     uint64_t gen;
@@ -183,6 +193,12 @@ typedef struct innet_agg {
     int64_t n, chunks, outstanding, done;
     const int32_t *in;
     int32_t *out;
+    /* planned runs (innet_agg_begin_plan); planned == 0: a plain CONTRIB run */
+    int planned, msg_type, carries, receives;
+    uint32_t first_chunk;
+    const int64_t *item_c, *item_following;
+    const uint32_t *item_slot, *item_ver;
+    const int32_t *item_owner;
     slot_state *slots;
     uint32_t *ready;
     int64_t nready, capready;
@@ -437,9 +453,17 @@ static int queue(innet_agg *a, uint32_t slot, int flags)
     uint8_t *buf = a->sendbuf + a->nsend * a->buf_len;
     uint8_t *msg = a->cfg.tunnel ? buf + FRAME_OVERHEAD : buf;
     int k = (int)a->cfg.k;
-    innet_pack(msg, MSG_CONTRIB, flags, a->cfg.job, a->cfg.rank, slot, (uint32_t)s->chunk,
-               s->count, 0, 0, a->cfg.epoch, a->in + s->chunk * k, k);
     size_t len = a->msg_len;
+    int type = a->planned ? a->msg_type : MSG_CONTRIB;
+    if (a->planned && !a->carries) { /* a header-only request */
+        innet_pack(msg, type, flags | FLAG_HDRONLY, a->cfg.job, a->cfg.rank, slot, (uint32_t)s->chunk,
+                   s->count, 0, 0, a->cfg.epoch, NULL, 0);
+        len = HEADER_LEN;
+    } else {
+        innet_pack(msg, type, flags, a->cfg.job, a->cfg.rank, slot, (uint32_t)s->chunk,
+                   s->count, 0, 0, a->cfg.epoch, a->in + s->c * k, k);
+    }
+    size_t payload = len;
     if (a->cfg.tunnel) {
         a->ident = (uint16_t)(a->ident + 1);
         memcpy(buf, a->cfg.switch_mac, 6);
@@ -448,7 +472,7 @@ static int queue(innet_agg *a, uint32_t slot, int flags)
         uint8_t *ip = buf + 14;
         ip[0] = 0x45;
         ip[1] = 0;
-        put16(ip + 2, 20 + 8 + (uint32_t)a->msg_len);
+        put16(ip + 2, 20 + 8 + (uint32_t)payload);
         put16(ip + 4, a->ident);
         put16(ip + 6, 0x4000);
         ip[8] = 64;
@@ -460,7 +484,7 @@ static int queue(innet_agg *a, uint32_t slot, int flags)
         uint8_t *udp = ip + 20;
         put16(udp, a->cfg.local_port);
         put16(udp + 2, a->cfg.switch_port);
-        put16(udp + 4, 8 + (uint32_t)a->msg_len);
+        put16(udp + 4, 8 + (uint32_t)payload);
         put16(udp + 6, 0);
         len += FRAME_OVERHEAD;
     }
@@ -477,15 +501,26 @@ static int arm(innet_agg *a, uint32_t slot, double now)
     return timer_push(a, tm);
 }
 
-static int send_chunk(innet_agg *a, uint32_t chunk, double now)
+static int send_chunk(innet_agg *a, uint32_t item, double now)
 {
     uint32_t k = a->cfg.k, window = a->cfg.window;
-    uint64_t pos = a->base + chunk;
-    uint32_t slot = (uint32_t)(pos % window), ver = (uint32_t)((pos / window) % 2);
-    int64_t left = a->n - (int64_t)chunk * k;
+    int64_t c = item;
+    uint32_t slot, ver;
+    if (a->planned) {
+        c = a->item_c[item];
+        slot = a->item_slot[item];
+        ver = a->item_ver[item];
+    } else {
+        uint64_t pos = a->base + item;
+        slot = (uint32_t)(pos % window);
+        ver = (uint32_t)((pos / window) % 2);
+    }
+    int64_t left = a->n - c * k;
     slot_state *s = &a->slots[slot];
     memset(s, 0, sizeof *s);
-    s->chunk = chunk;
+    s->chunk = (int64_t)a->first_chunk + c;
+    s->item = item;
+    s->c = c;
     s->count = left < k ? (uint32_t)left : k;
     s->ver = ver;
     s->first_sent = now;
@@ -557,14 +592,22 @@ static int handle(innet_agg *a, const uint8_t *d, size_t len)
         }
         return 0;
     }
-    if (count != s->count || len < HEADER_LEN + 4 * (size_t)count) {
-        a->stats.foreign++;
+    int header_only = (flags & FLAG_HDRONLY) != 0;
+    if (!a->planned || a->receives) {
+        if (header_only || count != s->count || len < HEADER_LEN + 4 * (size_t)count) {
+            a->stats.foreign++;
+            return 0;
+        }
+        int32_t *out = a->out + s->c * a->cfg.k;
+        const uint8_t *v = d + HEADER_LEN;
+        for (uint32_t i = 0; i < count; i++)
+            out[i] = (int32_t)get32(v + 4 * i);
+    } else if (!header_only) {
+        /* we sent values: the acknowledgement is header-only; a RESULT with values on this
+         * copy answers another member's operation */
+        a->stats.late++;
         return 0;
     }
-    int32_t *out = a->out + (int64_t)chunk * a->cfg.k;
-    const uint8_t *v = d + HEADER_LEN;
-    for (uint32_t i = 0; i < count; i++)
-        out[i] = (int32_t)get32(v + 4 * i);
     a->stats.results++;
     /* Karn; the RESULT of a retransmitted chunk counts when it echoes our own original */
     if (s->retries == 0 || (sender == a->cfg.rank && !(flags & FLAG_RETRANS))) {
@@ -573,10 +616,17 @@ static int handle(innet_agg *a, const uint8_t *d, size_t len)
         if (s->retries)
             a->stats.spurious++;
     }
+    int64_t item = s->item;
     s->chunk = -1;
     a->outstanding--;
     a->done++;
-    uint64_t following = (uint64_t)chunk + a->cfg.window; /* the slot's next use */
+    if (a->planned) {
+        int64_t following = a->item_following[item];
+        if (following >= 0)
+            ready_push(a, (uint32_t)following);
+        return 1;
+    }
+    uint64_t following = (uint64_t)item + a->cfg.window; /* the slot's next use */
     if ((int64_t)following < a->chunks)
         ready_push(a, (uint32_t)following);
     return 1;
@@ -691,6 +741,7 @@ static int expire(innet_agg *a, double now)
             e->has_bitmap = s->has_bitmap;
             e->bitmap = s->bitmap;
             e->num_workers = s->num_workers;
+            e->owner = a->planned ? a->item_owner[s->item] : -1;
             return -1;
         }
         if (retransmit(a, t.slot, now) < 0) {
@@ -714,12 +765,15 @@ static int expire(innet_agg *a, double now)
 int innet_agg_begin(innet_agg *a, const int32_t *in, int64_t n, int32_t *out)
 {
     memset(&a->err, 0, sizeof a->err);
+    a->err.owner = -1;
     if (a->running) {
         a->err.kind = INNET_ERR_BUSY;
         return INNET_ERR_BUSY;
     }
     int64_t chunks = (n + a->cfg.k - 1) / a->cfg.k;
     a->running = 1;
+    a->planned = 0;
+    a->first_chunk = 0;
     a->base = a->position;
     a->n = n;
     a->chunks = chunks;
@@ -733,6 +787,56 @@ int innet_agg_begin(innet_agg *a, const int32_t *in, int64_t n, int32_t *out)
         a->slots[i].chunk = -1;
     for (int64_t c = 0; c < chunks && c < a->cfg.window; c++)
         a->ready[a->nready++] = (uint32_t)c; /* ascending: already a heap */
+    if (fill(a) < 0) {
+        a->running = 0;
+        a->err.kind = INNET_ERR_OS;
+        return INNET_ERR_OS;
+    }
+    return INNET_DONE;
+}
+
+/* A planned run (REDUCE/BCAST, module comment): ``nitems`` chunks of this member, item ``i``
+ * being chunk ``item_c[i]`` of the ``n``-value vector (job chunk ``first_chunk + item_c[i]``)
+ * in slot ``item_slot[i]``, copy ``item_ver[i]``, of owner ``item_owner[i]``; its slot's next
+ * use is item ``item_following[i]`` (-1: none); ``ready`` (ascending) may start at once.
+ * ``carries``: this member sends values (else header-only requests); ``receives``: the
+ * RESULTs carry values for it (else header-only acknowledgements). The arrays, ``in`` and
+ * ``out`` stay the caller's until the run ends; the stream position is not moved. */
+int innet_agg_begin_plan(innet_agg *a, int msg_type, uint32_t first_chunk, int carries, int receives,
+                         const int32_t *in, int64_t n, int32_t *out, int64_t nitems, const int64_t *item_c,
+                         const uint32_t *item_slot, const uint32_t *item_ver, const int64_t *item_following,
+                         const int32_t *item_owner, const uint32_t *ready, int64_t nready)
+{
+    memset(&a->err, 0, sizeof a->err);
+    a->err.owner = -1;
+    if (a->running || nready > a->cfg.window) {
+        a->err.kind = INNET_ERR_BUSY;
+        return INNET_ERR_BUSY;
+    }
+    a->running = 1;
+    a->planned = 1;
+    a->msg_type = msg_type;
+    a->carries = carries;
+    a->receives = receives;
+    a->first_chunk = first_chunk;
+    a->item_c = item_c;
+    a->item_slot = item_slot;
+    a->item_ver = item_ver;
+    a->item_following = item_following;
+    a->item_owner = item_owner;
+    a->base = a->position;
+    a->n = n;
+    a->chunks = nitems;
+    a->outstanding = a->done = 0;
+    a->in = in;
+    a->out = out;
+    a->ntimers = 0;
+    a->nready = 0;
+    a->nsend = 0;
+    for (uint32_t i = 0; i < a->cfg.window; i++)
+        a->slots[i].chunk = -1;
+    for (int64_t i = 0; i < nready; i++)
+        a->ready[a->nready++] = ready[i]; /* ascending: already a heap */
     if (fill(a) < 0) {
         a->running = 0;
         a->err.kind = INNET_ERR_OS;
@@ -760,7 +864,8 @@ static int step(innet_agg *a, int control_fd, const sigset_t *waitmask)
             return fail(a, INNET_ERR_OS);
         if (a->done >= a->chunks) {
             a->running = 0;
-            a->position = a->base + (uint64_t)a->chunks;
+            if (!a->planned)
+                a->position = a->base + (uint64_t)a->chunks;
             return INNET_DONE;
         }
         double timeout = a->cfg.max_rto;

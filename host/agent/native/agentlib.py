@@ -49,6 +49,7 @@ typedef struct {
     int has_bitmap;
     uint32_t bitmap, num_workers, switch_epoch;
     int os_errno;
+    int32_t owner;
 } innet_agg_error;
 typedef struct innet_agg innet_agg;
 innet_agg *innet_agg_new(const innet_agg_config *cfg);
@@ -62,6 +63,10 @@ uint32_t innet_agg_ident(const innet_agg *a);
 void innet_agg_set_ident(innet_agg *a, uint32_t ident);
 double innet_agg_rto_now(const innet_agg *a);
 int innet_agg_begin(innet_agg *a, const int32_t *in, int64_t n, int32_t *out);
+int innet_agg_begin_plan(innet_agg *a, int msg_type, uint32_t first_chunk, int carries, int receives,
+                         const int32_t *in, int64_t n, int32_t *out, int64_t nitems, const int64_t *item_c,
+                         const uint32_t *item_slot, const uint32_t *item_ver, const int64_t *item_following,
+                         const int32_t *item_owner, const uint32_t *ready, int64_t nready);
 int innet_agg_step(innet_agg *a, int control_fd);
 void innet_agg_abort(innet_agg *a);
 """

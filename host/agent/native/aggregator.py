@@ -27,8 +27,8 @@ import numpy.typing as npt
 from innet.host import wire
 from innet.host.agent.native import agentlib
 from innet.native_build import NativeLibrary
-from innet.host.agent.aggregator import (AggregationError, AggregatorStats, JobConfig, StaleEpochError,
-                                 Timing)
+from innet.host.agent.aggregator import (AggregationError, AggregatorStats, JobConfig, LanePlan, StaleEpochError,
+                                         Timing, lane_order, plan_owner_op)
 from innet.host.agent.rto import RtoBounds
 from innet.host.agent.transport import FrameTunnelTransport, Transport, UdpTransport
 
@@ -95,6 +95,8 @@ class NativeAggregator:
     on_control: Callable[[], None] | None = None
     """Called when ``control()`` is readable; may raise to end the operation."""
     stats: AggregatorStats = field(default_factory=AggregatorStats)
+    lane_positions: dict[int, int] = field(default_factory=dict)
+    """Next stream position in each owner's lane (owner rank -> position)."""
 
     def __post_init__(self) -> None:
         cfg = _config(self.lib, self.job, self.transport, self.timing)
@@ -126,20 +128,63 @@ class NativeAggregator:
 
     def run(self, values: npt.ArrayLike) -> npt.NDArray[np.int32]:
         """Aggregate ``values`` (int32); the RESULT values. Raises AggregationError."""
-        lib, ffi = self.lib.lib, self.lib.ffi
         vec = np.ascontiguousarray(values, dtype=np.int32).ravel()
         n = vec.size
-        k = self.job.k
-        if -(-n // k) > 0xFFFFFFFF:
-            raise ValueError(f"job {self.job.job}: {-(-n // k)} chunks exceed the 32-bit chunk field")
+        if -(-n // self.job.k) > 0xFFFFFFFF:
+            raise ValueError(f"job {self.job.job}: {-(-n // self.job.k)} chunks exceed the 32-bit chunk field")
         out = np.zeros(n, dtype=np.int32)
+        ffi = self.lib.ffi
+        self._drive(lambda: self.lib.lib.innet_agg_begin(self._agg, ffi.from_buffer("int32_t[]", vec), n,
+                                                         ffi.from_buffer("int32_t[]", out)))
+        return out
+
+    # -- REDUCE/BCAST on owner lanes (the python Aggregator's methods, same plan)
+    def reduce_to(self, values: npt.ArrayLike, first_chunk: int = 0) -> None:
+        vec = np.ascontiguousarray(values, dtype=np.int32).ravel()
+        self._owner_op(wire.MsgType.REDUCE, vec, vec.size, first_chunk, worker=True)
+
+    def collect(self, size: int, first_chunk: int = 0) -> npt.NDArray[np.int32]:
+        return self._owner_op(wire.MsgType.REDUCE, None, size, first_chunk, worker=False)
+
+    def broadcast(self, values: npt.ArrayLike, first_chunk: int = 0) -> None:
+        vec = np.ascontiguousarray(values, dtype=np.int32).ravel()
+        self._owner_op(wire.MsgType.BCAST, vec, vec.size, first_chunk, worker=False)
+
+    def fetch(self, size: int, first_chunk: int = 0) -> npt.NDArray[np.int32]:
+        return self._owner_op(wire.MsgType.BCAST, None, size, first_chunk, worker=True)
+
+    def _owner_op(self, kind: wire.MsgType, vec: npt.NDArray[np.int32] | None, size: int, first_chunk: int,
+                  worker: bool) -> npt.NDArray[np.int32]:
+        job, k = self.job, self.job.k
+        chunks = -(-size // k)
+        plan: LanePlan = plan_owner_op(job, self.lane_positions, kind, chunks, first_chunk, worker)
+        following, ready = lane_order(plan.owner, job.lanes.owner_slots)
+        carries = (kind == wire.MsgType.REDUCE) != job.is_owner
+        padded = np.zeros(chunks * k, np.int32)
+        if vec is not None:
+            padded[:size] = vec
+        out = np.zeros(chunks * k, np.int32)
+        arrays = (np.array(plan.items, np.int64), np.array(plan.slot, np.uint32), np.array(plan.ver, np.uint32),
+                  np.array(following, np.int64), np.array(plan.owner, np.int32), np.array(ready, np.uint32))
+        ffi = self.lib.ffi
+        c_item, c_slot, c_ver, c_following, c_owner, c_ready = (
+            ffi.from_buffer(t, a) for t, a in zip(("int64_t[]", "uint32_t[]", "uint32_t[]", "int64_t[]", "int32_t[]",
+                                                    "uint32_t[]"), arrays))
+        self._drive(lambda: self.lib.lib.innet_agg_begin_plan(
+            self._agg, int(kind), first_chunk, int(carries), int(not carries), ffi.from_buffer("int32_t[]", padded),
+            size, ffi.from_buffer("int32_t[]", out), len(plan.items), c_item, c_slot, c_ver, c_following, c_owner,
+            c_ready, len(ready)))
+        plan.advance(self.lane_positions)
+        return out[:size]
+
+    def _drive(self, begin: Callable[[], int]) -> None:
+        """Start a run with ``begin`` and step it to its end; raises its error."""
+        lib = self.lib.lib
         tunnel = self.transport if isinstance(self.transport, FrameTunnelTransport) else None
         if tunnel is not None:
             lib.innet_agg_set_ident(self._agg, tunnel._ident)
-        cin = ffi.from_buffer("int32_t[]", vec)
-        cout = ffi.from_buffer("int32_t[]", out)
         before = int(lib.innet_agg_stats_of(self._agg).ignored)
-        code = lib.innet_agg_begin(self._agg, cin, n, cout)
+        code = begin()
         try:
             while code in (agentlib.DONE, agentlib.CONTROL, agentlib.INTR):
                 if code == agentlib.CONTROL and self.on_control is not None:
@@ -158,7 +203,6 @@ class NativeAggregator:
                 tunnel.ignored += int(lib.innet_agg_stats_of(self._agg).ignored) - before
         if code != agentlib.DONE:
             raise self._error(code)
-        return out
 
     def _sync_stats(self) -> None:
         c = self.lib.lib.innet_agg_stats_of(self._agg)
@@ -190,10 +234,12 @@ class NativeAggregator:
                 return AggregationError(f"{where}: no answer from switch", job.job, int(e.chunk), None)
             bitmap = int(e.bitmap)
             workers = int(e.num_workers) or job.num_workers
-            missing = tuple(w for w in range(workers) if not bitmap >> w & 1)
+            owners = (int(e.owner),) if e.owner >= 0 else ()  # REDUCE/BCAST: the chunk's owner
+            missing = tuple(w for w in (*range(workers), *owners) if not bitmap >> w & 1)
+            of = f"{workers} workers" + "".join(f" and owner {o}" for o in owners)
             return AggregationError(
                 f"{where}: missing workers {list(missing)} (switch bitmap {bitmap:#x} "
-                f"of {workers} workers)", job.job, int(e.chunk), missing)
+                f"of {of})", job.job, int(e.chunk), missing)
         if code == agentlib.ERR_OS:
             errno = int(e.os_errno)
             reason = os.strerror(errno) if errno else "out of memory"
