@@ -34,6 +34,15 @@ def test_plan_shards_schedule_and_errors() -> None:
     assert plan.overlap(0, 1) is None and plan.node_name(3) == "o2" and plan.node_name(1) is None
     assert list(schedule(2, 1)) == [("pull", 0), ("pull", 1), ("push", 1), ("push", 0), ("pull", 0), ("pull", 1)]
     assert LuwuPlan.from_dict(__import__("json").loads(plan.to_json())) == plan
+    # the wire: segments of 1 + n values padded to chunks, in model order; a node's are consecutive
+    assert [(g.layer, g.node, g.at, g.local, g.n, g.first_chunk, g.chunks) for g in plan.segments] == [
+        (0, 0, 0, 0, 5, 0, 1), (1, 0, 0, 5, 75, 1, 5), (1, 1, 75, 0, 55, 6, 4), (2, 1, 0, 55, 7, 10, 1)]
+    assert [(o.rank, o.first_chunk, o.chunks) for o in plan.owner_ranges()] == [(2, 0, 6), (3, 6, 5)]
+    assert plan.wire_chunks == 11 and [g.node for g in plan.layer_segments(1)] == [0, 1]
+    with pytest.raises(LuwuPlanError, match=r"node\(s\) o3 own no parameters"):
+        _plan(2, 3, (20, 10))
+    with pytest.raises(LuwuPlanError, match="leave no slot for the plain lane"):
+        LuwuPlan(job=3, num_workers=2, nodes=("o1", "o2"), layer_sizes=(40, 40), epoch=1, window=2, k=K)
     with pytest.raises(LuwuPlanError, match="needs at least one optimizer node"):
         _plan(2, 0, (5,))
     with pytest.raises(LuwuPlanError, match=r"31 workers \+ 2 nodes must be 1\.\.32 members"):
