@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything innet needs on a fresh Debian bookworm machine, as root:
 # Debian packages (Mininet, cpp, iproute2, ...) and a venv at .venv built on Debian's
-# python3 (so that Mininet, a Debian package, imports from it) with innet installed editable.
+# python3 with innet installed editable. Mininet is the one Debian Python package innet
+# imports: the venv sees it through a .pth file and sees no other system package (a Debian
+# matplotlib or numpy beside the venv's own would mix versions).
 # Every Python package comes at the version pinned in constraints.txt, so two setups give the
 # same versions. Idempotent: a second run only checks.
 set -euo pipefail
@@ -33,10 +35,19 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PY=/usr/bin/python3
+if [ -f .venv/pyvenv.cfg ] && grep -q "include-system-site-packages = true" .venv/pyvenv.cfg; then
+  echo "setup.sh: .venv sees every Debian Python package; recreating it with Mininet only"
+  rm -rf .venv
+fi
 if [ ! -x .venv/bin/python ]; then
   echo "setup.sh: creating .venv on $($PY --version)"
-  $PY -m venv --system-site-packages .venv
+  $PY -m venv .venv
 fi
+MININET_PKG=$($PY -c "import mininet, os; print(os.path.dirname(mininet.__file__))")
+SITE=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_path('purelib'))")
+mkdir -p .venv/debian
+ln -sfn "$MININET_PKG" .venv/debian/mininet
+echo "$(pwd)/.venv/debian" > "$SITE/innet-debian-mininet.pth"
 stamp=.venv/.innet-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
    || [ constraints.txt -nt "$stamp" ]; then
