@@ -162,16 +162,20 @@ class _AgentProcess:
         self.owner_ops: Any = None
         """REDUCE/BCAST (owner lanes, the whole window): the C loop's planned runs, or the python
         Aggregator without the C library."""
-        hooks = dict(wait=self._wait, control=self._control_fd, on_control=self._control_during_op)
         if job.owners:
-            self.owner_ops = self.codec.aggregator(job, self.transport, config.timing, **hooks)
+            self.owner_ops = self._aggregator(job)
         if job.is_owner:
             self.aggregator: Any = self.owner_ops  # an owner takes part in no plain operation
         else:
             # the plain lane alone (its slots, no owners)
             plain = replace(job, window=job.lanes.plain_slots, owners=(), owner_slots=0) if job.owners else job
-            self.aggregator = self.codec.aggregator(plain, self.transport, config.timing, **hooks)
+            self.aggregator = self._aggregator(plain)
         self.segments: tuple[shared_memory.SharedMemory, shared_memory.SharedMemory] | None = None
+
+    def _aggregator(self, job: JobConfig) -> Any:
+        """This datapath's loop for ``job`` on the agent's transport, watching the control pipe."""
+        return self.codec.aggregator(job, self.transport, self.config.timing, wait=self._wait,
+                                     control=self._control_fd, on_control=self._control_during_op)
 
     def _wait(self, timeout: float) -> bool:
         """The aggregator's wait: True if the transport is readable; the control pipe is
