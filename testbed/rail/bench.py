@@ -109,6 +109,9 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[st
         attempt("hierarchical INA", allreduce("hierarchical INA",
                                               lambda: tb.run_hierarchical(sizes, repeats=config.repeats),
                                               railperf.allreduce_hierarchical_ina))
+        attempt("hierarchical ring", allreduce(
+            "hierarchical ring", lambda: tb.run_hierarchical(sizes, repeats=config.repeats, collective="ring"),
+            railperf.allreduce_hierarchical_ring))
         if tb.grid.spine is not None:
             attempt("flat INA through the spine", allreduce(
                 "flat INA (spine)", lambda: tb.run_flat(sizes, repeats=config.repeats, exact=True),

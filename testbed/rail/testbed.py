@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -161,10 +162,22 @@ class RailTestbed(Testbed):
         return procs
 
     def run_hierarchical(self, sizes: Sequence[int], repeats: int = 1, timeout: float = 120.0,
-                         exact: bool = True) -> list[list[WorkerResult]]:
-        """Hierarchical allreduce of ``sizes`` (exact integers, checked) on every GPU; per global rank."""
-        procs = self.spawn_rail("allreduce", sizes=tuple(sizes), repeats=repeats)
-        return self._collect(procs, timeout, "hierarchical allreduce")
+                         exact: bool = True, collective: str = "ina") -> list[list[WorkerResult]]:
+        """Hierarchical allreduce of ``sizes`` (exact integers, checked) on every GPU; per global
+        rank. ``collective``: ``ina`` (the rail switches sum) or ``ring`` (the GPUs of each rail
+        reduce-scatter and all-gather over TCP through it: NCCL's hierarchical ring)."""
+        if collective != "ring":
+            procs = self.spawn_rail("allreduce", sizes=tuple(sizes), repeats=repeats)
+            return self._collect(procs, timeout, "hierarchical allreduce")
+        rail = {h.name: self.alltoall_addresses(h.name)["rail"] for h in self.topology.workers}
+        epoch = self.attach()
+        procs = []
+        for host, plan in self.rail_plans("allreduce", epoch, sizes=tuple(sizes), repeats=repeats):
+            plan = replace(plan, collective="ring", rail_peers=tuple(rail[row[plan.gpu]] for row in self.grid.hosts))
+            name = f"rail-{host}"
+            procs.append((name, self.spawn_on(host, name, [sys.executable, "-m", RAIL_WORKER, plan.to_json()],
+                                              stdout_pipe=True)))
+        return self._collect(procs, timeout, "hierarchical ring allreduce")
 
     def run_training(self, mode: str, steps: int, param_chunks: int, lr: float, beta: float = 0.0,
                      initial: np.ndarray | None = None, timeout: float = 120.0) -> dict[str, Any]:

@@ -11,6 +11,11 @@ Each step of the hierarchical collective (docs/rail.md):
    switch's optimizer step (``sgd``/``momentum`` jobs);
 3. all-gather inside the HB domain: every GPU has the whole vector.
 
+With ``collective = "ring"`` step 2 is host-based instead (NCCL's hierarchical ring): the
+``y`` GPUs of rail ``g`` reduce-scatter and all-gather shard ``g`` among themselves over TCP
+through the rail switch (``rail_peers``: their NIC addresses), the baseline hierarchical INA
+is measured against; the rail switches only forward.
+
 ``allreduce`` plans time ``sizes`` like ``ina_worker`` (a global barrier before each timed
 operation: the rail's one-chunk allreduce, then an empty HB exchange) and check every
 element against the wrapping sum of every GPU's integers (``ina_worker.exact_values`` of
@@ -42,6 +47,7 @@ from innet.testbed.rail.grid import shard_bounds
 from innet.plans import JsonPlan, worker_main
 
 WORKER_MODULE = __name__
+COLLECTIVES = ("ina", "ring")
 EXIT_HB = 4
 """Exit status when an HB-domain exchange failed (its text is on stderr)."""
 
@@ -85,6 +91,18 @@ class RailPlan(JsonPlan):
     hb_deadline: float = 20.0
     digits: dict[str, Any] | None = None
     """``digits``: the ``DigitsConfig`` fields."""
+    collective: str = "ina"
+    """Step 2: ``ina`` (the rail switch sums) or ``ring`` (host-based over the rail, TCP;
+    ``allreduce`` only)."""
+    rail_peers: tuple[tuple[str, int], ...] = ()
+    """``ring``: listen address (NIC) of the GPU on this rail in every domain, by domain."""
+
+    def __post_init__(self) -> None:
+        if self.collective not in COLLECTIVES:
+            raise ValueError(f"rail plan: collective {self.collective!r} is not one of {', '.join(COLLECTIVES)}")
+        if self.collective == "ring" and (self.op != "allreduce" or len(self.rail_peers) != self.y):
+            raise ValueError(f"rail plan: the ring collective runs op allreduce with one rail peer per domain "
+                             f"({self.y}), got op {self.op!r} and {len(self.rail_peers)} peers")
 
     @property
     def rank(self) -> int:
@@ -104,28 +122,38 @@ def wrapping_total(values: Sequence[npt.NDArray[np.int32]]) -> npt.NDArray[np.in
 
 
 class HierarchicalStep:
-    """Reduce-scatter in the HB domain, INA on the rail switch, all-gather (module docstring)."""
+    """Reduce-scatter in the HB domain, INA on the rail switch (or the host ring over the rail),
+    all-gather (module docstring)."""
 
-    def __init__(self, plan: RailPlan, agent: Agent, hb: HbGroup) -> None:
-        self.plan, self.agent, self.hb = plan, agent, hb
+    def __init__(self, plan: RailPlan, agent: Agent | None, hb: HbGroup, rail: HbGroup | None = None) -> None:
+        self.plan, self.agent, self.hb, self.rail = plan, agent, hb, rail
         self.phases = {"reduce_scatter": 0.0, "ina": 0.0, "all_gather": 0.0}
 
     def barrier(self) -> None:
-        self.agent.allreduce_int(np.zeros(1, np.int32))
+        if self.agent is not None:
+            self.agent.allreduce_int(np.zeros(1, np.int32))
+        else:
+            assert self.rail is not None
+            self.rail.exchange({}, "barrier")
         self.hb.exchange({}, "barrier")
+
+    def _across_rail(self, part: npt.NDArray[np.int32], push: bool) -> npt.NDArray[np.int32]:
+        """Step 2: the sum of ``part`` over the rail's domains (or the switch's parameters)."""
+        if self.rail is not None:
+            bounds = shard_bounds(part.size, 1, self.plan.y)
+            return self.rail.all_gather(self.rail.reduce_scatter(part, bounds), bounds)
+        assert self.agent is not None
+        if push:
+            self.agent.push_int(part)
+            return self.agent.pull_int()
+        return self.agent.allreduce_int(part)
 
     def run(self, vector: npt.NDArray[np.int32], push: bool = False) -> npt.NDArray[np.int32]:
         bounds = shard_bounds(vector.size, self.plan.k, self.plan.x)
         t0 = time.perf_counter()
         part = self.hb.reduce_scatter(vector, bounds)
         t1 = time.perf_counter()
-        if part.size == 0:
-            result = part
-        elif push:
-            self.agent.push_int(part)
-            result = self.agent.pull_int()
-        else:
-            result = self.agent.allreduce_int(part)
+        result = part if part.size == 0 else self._across_rail(part, push)
         t2 = time.perf_counter()
         full = self.hb.all_gather(result, bounds)
         t3 = time.perf_counter()
@@ -193,6 +221,12 @@ def run(plan: RailPlan) -> int:
     hb = HbConfig(rank=plan.gpu, peers=plan.hb_peers, names=plan.hb_names, domain=f"hb{plan.domain + 1}",
                   deadline=plan.hb_deadline)
     capacity = max([*plan.sizes, plan.params, 1])
+    if plan.collective == "ring":
+        rail = HbConfig(rank=plan.domain, peers=plan.rail_peers, domain=f"rail {plan.gpu + 1}",
+                        deadline=plan.hb_deadline)
+        with HbGroup(hb) as group, HbGroup(rail) as rail_group:
+            ok = OPS[plan.op](plan, HierarchicalStep(plan, None, group, rail_group))
+        return 0 if ok else 1
     with Agent(config, capacity=capacity) as agent, HbGroup(hb) as group:
         step = HierarchicalStep(plan, agent, group)
         ok = OPS[plan.op](plan, step)

@@ -15,8 +15,9 @@ from innet.testbed.core.gloo import gloo_available
 
 @pytest.mark.slow
 @pytest.mark.parametrize("topo,rows,not_applicable", [
-    ("rail-only", ["hierarchical INA", "gloo ring", "all-to-all two-step"], ["flat INA", "all-to-all direct"]),
-    ("rail-optimized", ["hierarchical INA", "flat INA (spine)", "gloo ring", "all-to-all direct",
+    ("rail-only", ["hierarchical INA", "hierarchical ring", "gloo ring", "all-to-all two-step"],
+     ["flat INA", "all-to-all direct"]),
+    ("rail-optimized", ["hierarchical INA", "hierarchical ring", "flat INA (spine)", "gloo ring", "all-to-all direct",
                         "all-to-all two-step"], []),
 ])
 def test_rail_bench_runs_every_collective_the_design_has(tmp_path: Path, topo: str, rows: list[str],

@@ -54,6 +54,8 @@ def test_rail_optimized_2x2_sgd(tmp_path: Path) -> None:
 def test_rail_only_2x4_hierarchical_sums(tmp_path: Path) -> None:
     with RailLoopbackTestbed(rail_only(2, 4), _options(tmp_path)) as tb:
         assert_exact(tb.run_hierarchical([300, 2000]), [300, 2000], 8)
+        # the host-based baseline: the rail's GPUs reduce-scatter and all-gather over TCP
+        assert_exact(tb.run_hierarchical([300, 2000], collective="ring"), [300, 2000], 8)
 
 
 @pytest.mark.slow
