@@ -122,8 +122,7 @@ def cmd_rail_bench(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     console.print(rail_bench.table(doc))
     for s in doc["alltoall_slowdown"]:
-        console.print(f"all-to-all two-step slowdown at D={s['pair_bytes']} B: measured {s['measured']:.1%}, "
-                      f"model {s['model']:.1%} (seed's C_S/C_F {s['seed_estimate']:.1%})")
+        console.print(rail_bench.slowdown_line(s))
     json_path, png_path = rail_bench.save(doc, config.out_dir)
     console.print(f"wrote {json_path} and {png_path}")
     if args.markdown:

@@ -76,6 +76,39 @@ def _row(collective: str, size: int, unit: str, per_rank: list[list[WorkerResult
             "min_s": min(times), "times": times, "ok": all(r[index].ok for r in per_rank), "model_s": model_s}
 
 
+PAPER_A2A_SHARE = 0.27
+"""The all-to-all's share of MoE-1.3B's traffic in the seed's Fig. 5 (its Amdahl argument)."""
+PAPER_SLOWDOWNS = (0.082, 0.112)
+"""The seed's all-to-all slowdowns on DGX A100 and H100."""
+
+
+def alltoall_slowdown(direct: dict[str, Any], two_step: dict[str, Any], grid: railperf.Grid) -> dict[str, Any]:
+    """Rail-only's all-to-all (two-step) over rail-optimized's (direct), measured in one run:
+    the ratio of the medians, its spread over the repeats (the i-th fastest of each route
+    paired), and the Amdahl total: the slowdown times the all-to-all's share of an MoE
+    iteration's traffic (``innet model traffic``'s MoE-1.3B, and the seed's 27%)."""
+    from innet.testbed.rail.models import traffic
+
+    measured = two_step["median_s"] / direct["median_s"] - 1
+    ratios = [b / a - 1 for a, b in zip(sorted(direct["times"]), sorted(two_step["times"]))]
+    share = traffic.summary(traffic.moe(traffic.MOE_1_3B, 128, 512, 8))["a2a_share"]
+    return {"pair_bytes": direct["size"], "measured": measured, "runs": len(ratios),
+            "spread": [min(ratios), max(ratios)], "model": railperf.alltoall_slowdown(grid),
+            "seed_estimate": railperf.seed_slowdown_estimate(grid),
+            "amdahl": {"a2a_share": share, "total": share * measured, "paper_a2a_share": PAPER_A2A_SHARE,
+                       "paper_totals": [PAPER_A2A_SHARE * x for x in PAPER_SLOWDOWNS]}}
+
+
+def slowdown_line(s: dict[str, Any]) -> str:
+    """One line for the CLI and the markdown report."""
+    a = s["amdahl"]
+    return (f"all-to-all two-step slowdown at D={s['pair_bytes']} B: measured {s['measured']:.1%} (median of "
+            f"{s['runs']} runs, spread {s['spread'][0]:.1%} to {s['spread'][1]:.1%}), model {s['model']:.1%}, "
+            f"seed's C_S/C_F {s['seed_estimate']:.1%}; Amdahl total with the all-to-all at {a['a2a_share']:.1%} "
+            f"of an MoE iteration's bytes: {a['total']:.1%} (seed: {a['paper_a2a_share']:.0%} x 8.2-11.2% = "
+            f"{a['paper_totals'][0]:.1%}-{a['paper_totals'][1]:.1%})")
+
+
 def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[str, Any]:
     from innet.testbed.rail.testbed import rail_testbed_class
 
@@ -133,10 +166,7 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[st
     for d in config.pair_bytes:
         by = {r["collective"]: r for r in rows if r["size"] == d and r["unit"] == "bytes/pair"}
         if "all-to-all direct" in by and "all-to-all two-step" in by:
-            slowdowns.append({"pair_bytes": d,
-                              "measured": by["all-to-all two-step"]["median_s"] / by["all-to-all direct"]["median_s"] - 1,
-                              "model": railperf.alltoall_slowdown(grid),
-                              "seed_estimate": railperf.seed_slowdown_estimate(grid)})
+            slowdowns.append(alltoall_slowdown(by["all-to-all direct"], by["all-to-all two-step"], grid))
     not_applicable = [] if topo.kind == "rail-optimized" else [
         {"collective": "flat INA", "reason": "rail-only has no switch that every GPU reaches (no spine)"},
         {"collective": "all-to-all direct", "reason": "rail-only has no NIC path between rails"}]
@@ -179,8 +209,7 @@ def table(doc: dict[str, Any]) -> Any:
 def markdown(doc: dict[str, Any]) -> str:
     lines = [markdown_table(COLUMNS, _all_rows(doc))]
     for s in doc["alltoall_slowdown"]:
-        lines.append(f"\nAll-to-all slowdown of the two-step route, D={s['pair_bytes']} B: measured "
-                     f"{s['measured']:.1%}, model {s['model']:.1%}, seed's C_S/C_F {s['seed_estimate']:.1%}")
+        lines.append("\n" + slowdown_line(s))
     return "\n".join(lines)
 
 

@@ -125,3 +125,19 @@ def test_model_cli_writes_json_and_png(tmp_path: Path, capsys: pytest.CaptureFix
                                                "gpus_per_domain=8")
     with pytest.raises(ModelError, match=r"parts transceiver_usd=-1: must be a number >= 0"):
         netcost.Parts(1.0, 1.0, -1, 1.0)
+
+
+def test_bench_slowdown_pairs_repeats_and_applies_amdahl() -> None:
+    from innet.testbed.rail.bench import alltoall_slowdown, slowdown_line
+
+    g = railperf.Grid(4, 2, 2e6, 20e6)
+    direct = {"size": 50_000, "median_s": 1.0, "times": [1.2, 1.0, 0.9]}
+    two_step = {"size": 50_000, "median_s": 1.1, "times": [1.0, 1.1, 1.26]}
+    s = alltoall_slowdown(direct, two_step, g)
+    assert s["measured"] == pytest.approx(0.1) and s["runs"] == 3
+    # sorted and paired: 1.0/0.9, 1.1/1.0, 1.26/1.2
+    assert s["spread"] == [pytest.approx(0.05), pytest.approx(1.0 / 0.9 - 1)]
+    a = s["amdahl"]
+    assert 0.2 < a["a2a_share"] < 0.4 and a["total"] == pytest.approx(a["a2a_share"] * 0.1)
+    assert a["paper_totals"] == [pytest.approx(0.27 * 0.082), pytest.approx(0.27 * 0.112)]
+    assert "measured 10.0% (median of 3 runs, spread 5.0% to 11.1%)" in slowdown_line(s)
