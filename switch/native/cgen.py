@@ -26,8 +26,10 @@ from ..pipeline.exprgen import Place, _has_call, bits, is_scalar
 from ..pipeline.layout import Layout, default_values, field_offset, nslots
 from ..pipeline.objects import _action_refs
 from ..pipeline.tables import KeyDef
+from . import reroll
 from .crt import ARCH, RUNTIME
 from .errors import NativeUnsupported
+from .fuse import CellLayout, fuse_mode, register_groups
 
 CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
                "ParserTimeout", "ParserInvalidArgument")
@@ -81,6 +83,8 @@ class UnitMeta:
     """The generated unit's objects, in C index order."""
 
     registers: list[tuple[str, int, int, bool]] = field(default_factory=list)  # name, size, width, signed
+    reg_cells: list[CellLayout] = field(default_factory=list)  # where each register's cells live
+    blocks: list[tuple[int, int]] = field(default_factory=list)  # register blocks: rows (size + 1), stride
     counters: list[tuple[str, int]] = field(default_factory=list)
     meters: list[tuple[str, int, str, bool]] = field(default_factory=list)  # name, size, kind, direct
     tables: dict[str, TableMeta] = field(default_factory=dict)
@@ -91,7 +95,7 @@ class UnitMeta:
 class Unit:
     """Generates the C translation unit of one program."""
 
-    def __init__(self, program: ir.Program) -> None:
+    def __init__(self, program: ir.Program, fuse: str | None = None, loops: bool = True) -> None:
         if program.main is None or program.main.type_name != "V1Switch":
             raise NativeUnsupported("a program whose main package is not V1Switch",
                                     program.main.loc if program.main else None)
@@ -108,6 +112,10 @@ class Unit:
         self.deparse_max = 0
         self.ret_slots: dict[int, int] = {}
         self.sm: dict[str, int] = {}
+        self.groups = register_groups(program, fuse_mode(fuse))
+        self.group_blocks: dict[tuple[str, ...], int] = {}
+        self.loops = loops
+        """Reroll repeated statements into loops (``reroll``)."""
 
     # ------------------------------------------------------------------ layout
     def _setup(self) -> None:
@@ -221,6 +229,7 @@ class Unit:
             if not isinstance(vt, ir.BitT) or vt.width > 64:
                 raise NativeUnsupported(f"register {inst.cp_name} of {vt} (native: bit<W>/int<W>, W <= 64)", inst.loc)
             self.meta.registers.append((inst.cp_name, const(0), vt.width, vt.signed))
+            self.meta.reg_cells.append(self.cell_layout(inst.cp_name, const(0)))
             st = ("register", len(self.meta.registers) - 1)
         elif kind == "counter":
             self.meta.counters.append((inst.cp_name, const(0)))
@@ -244,6 +253,18 @@ class Unit:
             raise NativeUnsupported(f"extern {kind or t} instance '{inst.cp_name}' (not implemented natively)", inst.loc)
         self.states[id(inst)] = st
         return st
+
+    def cell_layout(self, name: str, size: int) -> CellLayout:
+        """A register's place: a column of its group's block (``fuse``), or a block of its own."""
+        group = self.groups.get(name)
+        if group is None:
+            self.meta.blocks.append((size + 1, 1))
+            return CellLayout(len(self.meta.blocks) - 1, 0, 1)
+        blk = self.group_blocks.get(group)
+        if blk is None:
+            blk = self.group_blocks[group] = len(self.meta.blocks)
+            self.meta.blocks.append((size + 1, len(group)))
+        return CellLayout(blk, group.index(name), len(group))
 
     # ------------------------------------------------------------------ functions
     def define(self, proto: str, g: "Gen") -> None:
@@ -335,6 +356,7 @@ class Unit:
         d = [
             f"#define NSLOTS {max(1, self.layout.size)}",
             f"#define NREG {len(self.meta.registers)}",
+            f"#define NBLK {len(self.meta.blocks)}",
             f"#define NCNT {len(self.meta.counters)}",
             f"#define NMTR {len(self.meta.meters)}",
             f"#define NTBL {len(tm)}",
@@ -350,6 +372,9 @@ class Unit:
                                                           "egress_spec", "egress_port", "mcast_grp", "egress_rid")),
             f"#define DEPARSE_MAX {self.deparse_max}",
             f"static const u32 REG_SIZES[NREG + 1] = {{{''.join(f'{r[1]}, ' for r in self.meta.registers)}0}};",
+            f"static const u32 REG_BLK[NREG + 1] = {{{''.join(f'{r.block}, ' for r in self.meta.reg_cells)}0}};",
+            f"static const u32 REG_OFF[NREG + 1] = {{{''.join(f'{r.member}, ' for r in self.meta.reg_cells)}0}};",
+            f"static const u64 BLK_CELLS[NBLK + 1] = {{{''.join(f'{n * g}ULL, ' for n, g in self.meta.blocks)}0}};",
             f"static const u32 CNT_SIZES[NCNT + 1] = {{{''.join(f'{r[1]}, ' for r in self.meta.counters)}0}};",
             f"static const u32 MTR_SIZES[NMTR + 1] = {{{''.join(f'{r[1]}, ' for r in self.meta.meters)}0}};",
             f"static const int TBL_NKEYS[NTBL + 1] = {{{''.join(f'{len(t.keys)}, ' for t in tm)}0}};",
@@ -366,7 +391,7 @@ class Unit:
         defs.append(f"static const int32_t *FIELD_LISTS[] = {{{''.join(f'FL{i}, ' for i in range(len(self.field_lists)))}0}};")
         macros = [f"#define PARSER {names[0]}", f"#define VERIFY {names[1]}", f"#define INGRESS {names[2]}",
                   f"#define EGRESS {names[3]}", f"#define COMPUTE {names[4]}", f"#define DEPARSER {names[5]}"]
-        return "\n".join(d + [head] + defs + ["struct sw;", "static u64 *sw_reg_(ctx_t *c, int r);",
+        return "\n".join(d + [head] + defs + ["struct sw;", "static u64 *sw_blk_(ctx_t *c, int b);",
                                                "static u64 *sw_cnt_(ctx_t *c, int r, int b);",
                                                "static tbl_t *sw_tbl_(ctx_t *c, int t);",
                                                "static u64 now_ns(sw_t *sw);",
@@ -375,7 +400,7 @@ class Unit:
                                                "static double now_us(ctx_t *c, int m);",
                                                "static u64 rnd_(ctx_t *c, u64 lo, u64 hi);"]
                          + self.protos + self.bodies + macros + [ARCH,
-                         "static u64 *sw_reg_(ctx_t *c, int r) { return c->sw->reg[r]; }",
+                         "static u64 *sw_blk_(ctx_t *c, int b) { return c->sw->blk[b]; }",
                          "static u64 *sw_cnt_(ctx_t *c, int r, int b) { return b ? c->sw->cnt_b[r] : c->sw->cnt_p[r]; }",
                          "static tbl_t *sw_tbl_(ctx_t *c, int t) { return &c->sw->tbl[t]; }",
                          "static mcell_t *sw_mtr_(ctx_t *c, int m) { return c->sw->mtr[m]; }",
@@ -736,8 +761,30 @@ class Gen:
     # ------------------------------------------------------------------ statements
     def block(self, b: ir.Block | None) -> None:
         if b is not None:
-            for s in b.stmts:
-                self.stmt(s)
+            self.stmts(b.stmts)
+
+    def stmts(self, ss: Any) -> None:
+        """A statement list; repeated statements become loops (``reroll``)."""
+        start = len(self.lines)
+        spans = []
+        for s in ss:
+            a = len(self.lines)
+            self.stmt(s)
+            spans.append(a)
+        if self.u.loops and len(ss) >= reroll.MIN_REPS:
+            spans.append(len(self.lines))
+            texts = [self.lines[a:b] for a, b in zip(spans, spans[1:])]
+            self.lines[start:] = reroll.compress(texts, self.fresh)
+
+    def reroll_lines(self, start: int) -> None:
+        """Lines from ``start`` on, one C statement each: repeated ones become loops."""
+        if self.u.loops and len(self.lines) - start >= reroll.MIN_REPS:
+            self.lines[start:] = reroll.compress([[ln] for ln in self.lines[start:]], self.fresh)
+
+    def fresh(self) -> str:
+        """A new C identifier for a loop index or a loop's local."""
+        self.ntmp += 1
+        return f"_r{self.ntmp}"
 
     def stmt(self, s: Any) -> None:
         m = getattr(self, "s_" + type(s).__name__, None)
@@ -748,8 +795,7 @@ class Gen:
     def s_Block(self, s: ir.Block) -> None:
         self.emit("{")
         self.ind += 1
-        for x in s.stmts:
-            self.stmt(x)
+        self.stmts(s.stmts)
         self.ind -= 1
         self.emit("}")
 
@@ -1450,15 +1496,21 @@ class Gen:
         m = e.method
         if kind == "register":
             size, width = self.u.meta.registers[idx][1], self.u.meta.registers[idx][2]
+            cl = self.u.meta.reg_cells[idx]
+
+            def cell(i: str) -> str:
+                return f"sw_blk_(c, {cl.block})[{i} * {cl.stride} + {cl.member}]" if cl.stride > 1 \
+                    else f"sw_blk_(c, {cl.block})[{i}]"
+
             if m == "read":
                 dst = _arg(e, "result", 0)
                 i = self.tmp(self.expr(_arg(e, "index", 1)))
-                self.store(dst, f"({i} < {size} ? sw_reg_(c, {idx})[{i}] : 0)")
+                self.store(dst, f"({i} < {size} ? {cell(i)} : 0)")
                 return None
             if m == "write":
                 i = self.tmp(self.expr(_arg(e, "index", 0)))
                 v = self.expr(_arg(e, "value", 1))
-                self.emit(f"if ({i} < {size}) sw_reg_(c, {idx})[{i}] = ({v}) & {_m(width)};")
+                self.emit(f"if ({i} < {size}) {cell(i)} = ({v}) & {_m(width)};")
                 return None
         if kind == "counter" and m == "count":
             size = self.u.meta.counters[idx][1]
@@ -1503,8 +1555,7 @@ class Gen:
         self.emit(f"goto {prefix}st{ids['start']};")
         for n, s in p.states.items():
             self.emit(f"{prefix}st{ids[n]}: ;")
-            for x in s.body:
-                self.stmt(x)
+            self.stmts(s.body)
             self.transition(s.transition, ids, prefix, done)
 
     def subparser_apply(self, decl: ir.Parser, e: ir.MethodCall) -> None:
@@ -1715,10 +1766,12 @@ class Gen:
             b = self.tmp(str(p.base))
             p = Place(b, p.type, p.union_siblings)
         off = 0
+        first = len(self.lines)
         for i, f in enumerate(ht.fields):
             fw, _ = _w(f.type, node)
-            self.emit(f"S[{p.at(1 + i)}] = getbits(data + c->pos, {off}, {fw});")
+            self.emit(f"S[{p.at(1 + i)}] = getbits(data + c->pos{_bytes(off)}, {off & 7}, {fw});")
             off += fw
+        self.reroll_lines(first)
         self.emit(f"S[{p.at()}] = 1;")
         for sb in p.union_siblings:
             self.emit(f"S[{sb}] = 0;")
@@ -1752,10 +1805,12 @@ class Gen:
             self.emit(f"if (S[{p.at()}]) {{")
             self.ind += 1
             off = 0
+            first = len(self.lines)
             for i, f in enumerate(t.fields):
                 fw, _ = _w(f.type, at)
-                self.emit(f"putbits(c->ob + c->olen, {off}, {fw}, S[{p.at(1 + i)}]);")
+                self.emit(f"putbits(c->ob + c->olen{_bytes(off)}, {off & 7}, {fw}, S[{p.at(1 + i)}]);")
                 off += fw
+            self.reroll_lines(first)
             self.emit(f"c->olen += {w // 8};")
             self.ind -= 1
             self.emit("}")
@@ -1773,6 +1828,13 @@ class Gen:
                 self.emit_place(p.sub(1 + i * esz, t.elem), t.elem, at)
             return
         raise self.bad(f"emit of {t}", at)
+
+
+def _bytes(off: int) -> str:
+    """`` + <whole bytes of a bit offset>``: the pointer part of a field's offset, so that
+    the bit part is a constant the compiler folds, also in a rerolled loop (``+ 0`` too:
+    every field of a header reads alike)."""
+    return f" + {off >> 3}"
 
 
 def _varbit_types(t: ir.Type) -> list[ir.VarBitT]:
@@ -1805,6 +1867,8 @@ def _runtime_index(e: ir.Expr) -> bool:
     return False
 
 
-def generate(program: ir.Program) -> tuple[str, UnitMeta]:
-    """The C source of ``program`` and the objects it declares; raises NativeUnsupported."""
-    return Unit(program).generate()
+def generate(program: ir.Program, fuse: str | None = None, loops: bool = True) -> tuple[str, UnitMeta]:
+    """The C source of ``program`` and the objects it declares; raises NativeUnsupported.
+    ``fuse``: the register layout (``fuse.FUSE_MODES``; None: ``$INNET_NATIVE_FUSE`` or
+    auto); ``loops``: reroll repeated statements into loops."""
+    return Unit(program, fuse, loops).generate()
