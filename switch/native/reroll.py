@@ -28,6 +28,7 @@ store after the loop), or a constant slot inside a progression's range.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,24 +38,35 @@ MIN_REPS = 4
 MAX_PERIOD = 16
 """Most statements in one repeated group (innet's momentum step has 7)."""
 
-_TOKEN = re.compile(r"""
-  (?P<id>[A-Za-z_][A-Za-z0-9_]*)
-| (?P<num>0[xX][0-9a-fA-F]+[uUlL]*|[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?[uUlLfF]*)
-| (?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
-| (?P<ws>\s+)
-| (?P<op>.)
-""", re.X | re.S)
-_DECL_TYPES = frozenset({"u64", "u32", "u16", "u8", "int", "unsigned", "i64", "double"})
-_LOCAL = re.compile(r"_[A-Za-z]+[0-9]+$")
-_REFUSE = frozenset({"break", "continue", "case", "default"})
+_STR = r'"(?:[^"\\]|\\.)*"|' + r"'(?:[^'\\]|\\.)*'"
+_ID = r"[A-Za-z_][A-Za-z0-9_]*"
+_NUM = r"0[xX][0-9a-fA-F]+[uUlL]*|[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?[uUlLfF]*"
+_TOKEN = re.compile(f"(?P<str>{_STR})|(?P<id>{_ID})|(?P<num>{_NUM})|(?P<ws>\\s+)|(?P<op>.)", re.S)
+_WORDS = re.compile(f"({_STR}|{_ID}|{_NUM})", re.S)
+"""Splits text into gaps and words (strings, identifiers, literals), as ``_TOKEN`` does."""
+_DECLARED = re.compile(r"(?:\b(?:u64|u32|u16|u8|int|unsigned|i64|double)\s*\*?|__typeof__\([^()]*\))\s*"
+                       r"(_[A-Za-z]+[0-9]+)\b")
+"""A local's name where it is declared (``u64 _t3``, ``u64 *_r4``, ``__typeof__(c->pos) _r5``)."""
+_REFUSE = re.compile(r"\b(?:break|continue|case|default)\b|^\s*[A-Za-z_][A-Za-z0-9_]*\s*:(?!:)", re.M)
+_DIGIT = re.compile(r"[0-9]")
 _INT_MAX = (1 << 31) - 1
 
 
 @dataclass(frozen=True, slots=True)
 class _Tok:
-    kind: str  # id, int (plain decimal), ull (…ULL), num (any other literal), str, ws, op
+    kind: str  # id, int (plain decimal), ull (…ULL), num (any other literal), str, ws, op, prog
     text: str
     value: int = 0
+
+
+def _literal(t: str) -> tuple[str, int]:
+    """(kind, value) of a numeric literal: int (plain decimal), ull (a ULL suffix), num."""
+    if t.isdigit():
+        return "int", int(t)
+    body = t.rstrip("uUlL")
+    if t[len(body):].upper() == "ULL" and re.fullmatch(r"0[xX][0-9a-fA-F]+|[0-9]+", body):
+        return "ull", int(body, 0) if not body.isdigit() else int(body)
+    return "num", 0
 
 
 def _tokens(text: str) -> list[_Tok]:
@@ -62,73 +74,47 @@ def _tokens(text: str) -> list[_Tok]:
     for m in _TOKEN.finditer(text):
         kind, t = m.lastgroup or "op", m.group()
         if kind == "num":
-            if t.isdigit():
-                out.append(_Tok("int", t, int(t)))
-                continue
-            body = t.rstrip("uUlL")
-            if t[len(body):].upper() == "ULL" and re.fullmatch(r"0[xX][0-9a-fA-F]+|[0-9]+", body):
-                out.append(_Tok("ull", t, int(body, 0) if not body.isdigit() else int(body)))
-                continue
-        out.append(_Tok(kind, t))
+            kind, value = _literal(t)
+            out.append(_Tok(kind, t, value))
+        else:
+            out.append(_Tok(kind, t))
     return out
 
 
 @dataclass
 class _Stmt:
-    """One generated statement: its tokens, its shape (literals abstracted, declared
-    locals renamed) and its literal values in order."""
+    """One generated statement: its shape (literals abstracted, declared locals renamed)
+    and its literals in order."""
 
     lines: list[str]
-    toks: list[_Tok]
-    shape: tuple[str, ...]
-    nums: list[_Tok]
+    shape: str
+    nums: list[str]
     ok: bool  # rerollable at all
+    _values: list[tuple[str, int]] | None = None
+
+    def values(self) -> list[tuple[str, int]]:
+        if self._values is None:
+            self._values = [_literal(t) for t in self.nums]
+        return self._values
 
 
 def _analyse(lines: list[str]) -> _Stmt:
-    toks = _tokens("\n".join(lines))
-    declared: dict[str, str] = {}
-    ok = True
-    for i, t in enumerate(toks):
-        if t.kind == "id":
-            if t.text in _REFUSE:
-                ok = False
-            elif _LOCAL.match(t.text) and t.text not in declared and _after_type(toks, i):
-                declared[t.text] = f"_L{len(declared)}"
-        elif t.kind == "op" and t.text == ":" and _is_label(toks, i):
-            ok = False
-    shape = []
+    text = "\n".join(lines)
+    ok = _REFUSE.search(text) is None
+    if _DIGIT.search(text) is None:
+        return _Stmt(lines, text, [], ok)
+    declared = {name: f"_L{i}" for i, name in enumerate(dict.fromkeys(_DECLARED.findall(text)))}
+    parts = _WORDS.split(text)
     nums = []
-    for t in toks:
-        if t.kind in ("int", "ull", "num"):
-            nums.append(t)
-            shape.append("#" + t.kind if t.kind != "num" else t.text)
-        elif t.kind == "id":
-            shape.append(declared.get(t.text, t.text))
-        else:
-            shape.append(t.text)
-    return _Stmt(lines, toks, tuple(shape), nums, ok)
-
-
-def _after_type(toks: list[_Tok], i: int) -> bool:
-    """Token ``i`` is the name in a declaration (``u64 _t3``, ``u64 *_r4``)."""
-    k = i - 1
-    while k >= 0 and (toks[k].kind == "ws" or toks[k].text == "*"):
-        k -= 1
-    return k >= 0 and toks[k].kind == "id" and toks[k].text in _DECL_TYPES
-
-
-def _is_label(toks: list[_Tok], i: int) -> bool:
-    """``name :`` at the start of a line (a C label), not ``a ? b : c``."""
-    j = i - 1
-    while j >= 0 and toks[j].kind == "ws" and "\n" not in toks[j].text:
-        j -= 1
-    if j < 0 or toks[j].kind != "id":
-        return False
-    k = j - 1
-    while k >= 0 and toks[k].kind == "ws" and "\n" not in toks[k].text:
-        k -= 1
-    return k < 0 or (toks[k].kind == "ws") or toks[k].text in (";", "{", "}")
+    for i in range(1, len(parts), 2):
+        w = parts[i]
+        c = w[0]
+        if c.isdigit():
+            nums.append(w)
+            parts[i] = "#" if w.isdigit() or w.upper().endswith("ULL") else w
+        elif w in declared:
+            parts[i] = declared[w]
+    return _Stmt(lines, "\x00".join(parts), nums, ok)
 
 
 def compress(stmts: Sequence[list[str]], fresh: Callable[[], str]) -> list[str]:
@@ -139,7 +125,7 @@ def compress(stmts: Sequence[list[str]], fresh: Callable[[], str]) -> list[str]:
     if len(stmts) < MIN_REPS:
         return [ln for s in stmts for ln in s]
     info = [_analyse(list(s)) for s in stmts]
-    ids: dict[tuple[str, ...], int] = {}
+    ids: dict[str, int] = {}
     shape_id = [ids.setdefault(s.shape, len(ids)) if s.ok else -1 - i for i, s in enumerate(info)]
     out: list[str] = []
     n = len(info)
@@ -149,7 +135,9 @@ def compress(stmts: Sequence[list[str]], fresh: Callable[[], str]) -> list[str]:
         for p in range(1, min(MAX_PERIOD, (n - j) // MIN_REPS) + 1):
             if best is not None and p * MIN_REPS > best[0] * best[1]:
                 break
-            r = 1
+            if shape_id[j + p:j + 2 * p] != shape_id[j:j + p]:
+                continue
+            r = 2
             while j + (r + 1) * p <= n and shape_id[j + r * p:j + (r + 1) * p] == shape_id[j:j + p]:
                 r += 1
             if r < MIN_REPS:
@@ -162,12 +150,16 @@ def compress(stmts: Sequence[list[str]], fresh: Callable[[], str]) -> list[str]:
             j += 1
             continue
         p, r = best
-        out.extend(_loop(info[j:j + p], info, j, p, r, fresh))
+        out.extend(_loop(info, j, p, r, fresh))
         j += p * r
     return out
 
 
-def _group_nums(info: list[_Stmt], start: int, p: int) -> list[_Tok]:
+def _group_nums(info: list[_Stmt], start: int, p: int) -> list[tuple[str, int]]:
+    return [v for s in info[start:start + p] for v in s.values()]
+
+
+def _group_texts(info: list[_Stmt], start: int, p: int) -> list[str]:
     return [t for s in info[start:start + p] for t in s.nums]
 
 
@@ -175,26 +167,26 @@ def _affine_prefix(info: list[_Stmt], j: int, p: int, r: int) -> int:
     """How many of the ``r`` repetitions from ``j`` follow the progressions set by the
     first two (0 when the first two do not differ at all or differ in a literal that may
     not vary)."""
+    ta, tb = _group_texts(info, j, p), _group_texts(info, j + p, p)
     a, b = _group_nums(info, j, p), _group_nums(info, j + p, p)
-    deltas = []
-    varies = False
-    for x, y in zip(a, b):
-        if x.text == y.text:
-            deltas.append(0)
-            continue
-        if x.kind not in ("int", "ull") or x.kind != y.kind:
-            return 0
-        deltas.append(y.value - x.value)
-        varies = True
-    if not varies:
+    deltas: dict[int, int] = {}
+    for q, (xt, yt, (xk, xv), (yk, yv)) in enumerate(zip(ta, tb, a, b)):
+        if xt != yt:
+            if xk not in ("int", "ull") or xk != yk:
+                return 0
+            deltas[q] = yv - xv
+    if not deltas:
         return 0
+    fixed = [q for q in range(len(ta)) if q not in deltas]
+    same = operator.itemgetter(*fixed) if fixed else (lambda _: ())
+    want = same(ta)
     for k in range(2, r):
-        c = _group_nums(info, j + k * p, p)
-        for x, z, d in zip(a, c, deltas):
-            if d == 0:
-                if z.text != x.text:
-                    return k
-            elif z.kind != x.kind or z.value != x.value + k * d or (x.kind == "int" and z.value > _INT_MAX):
+        tc = _group_texts(info, j + k * p, p)
+        if same(tc) != want:
+            return k
+        for q, d in deltas.items():
+            kind, value = _literal(tc[q])
+            if kind != a[q][0] or value != a[q][1] + k * d or (kind == "int" and value > _INT_MAX):
                 return k
     return r
 
@@ -206,23 +198,25 @@ def _progression(t: _Tok, d: int, i: str) -> str:
     return f"({t.text} {sign} (u64){i} * {m}ULL)"
 
 
-def _loop(group: list[_Stmt], info: list[_Stmt], j: int, p: int, r: int, fresh: Callable[[], str]) -> list[str]:
-    first = _group_nums(info, j, p)
-    second = _group_nums(info, j + p, p)
-    deltas = {id(x): y.value - x.value for x, y in zip(first, second) if x.text != y.text}
+def _loop(info: list[_Stmt], j: int, p: int, r: int, fresh: Callable[[], str]) -> list[str]:
+    group = info[j:j + p]
+    deltas = [y[1] - x[1] for x, y in zip(_group_nums(info, j, p), _group_nums(info, j + p, p))]
     i = fresh()
     toks: list[_Tok] = []
     prog: dict[int, tuple[int, int]] = {}  # token index -> (first value, delta)
+    q = 0  # literal number within the group
     for s in group:
         if toks:
             toks.append(_Tok("ws", "\n"))
-        for t in s.toks:
-            d = deltas.get(id(t))
-            if d is not None:
-                prog[len(toks)] = (t.value, d)
-                toks.append(_Tok("prog", _progression(t, d, i)))
-            else:
-                toks.append(t)
+        for t in _tokens("\n".join(s.lines)):
+            if t.kind in ("int", "ull", "num"):
+                d = deltas[q]
+                q += 1
+                if d:
+                    prog[len(toks)] = (t.value, d)
+                    toks.append(_Tok("prog", _progression(t, d, i)))
+                    continue
+            toks.append(t)
     first_line = group[0].lines[0] if group[0].lines else ""
     indent = first_line[:len(first_line) - len(first_line.lstrip(" "))]
     pre, post, toks = _promote(toks, prog, r, fresh)
