@@ -41,6 +41,7 @@ from ..pipeline.pre import CloneSession, ReplicationEngine
 from innet import native_build
 
 from . import cgen
+from .fuse import fuse_mode
 from .crt import CDEF
 
 
@@ -334,6 +335,23 @@ class SyncLock:
         self.release()
 
 
+def _generate(program: ir.Program, fuse: str | None, loops: bool) -> tuple[str, cgen.UnitMeta]:
+    """``cgen.generate``, through the start-up cache when the program came from one
+    (``program.cache_key``): a program started before skips code generation."""
+    from innet.switch import startcache
+
+    if not program.cache_key:
+        return cgen.generate(program, fuse, loops)
+    mode = fuse_mode(fuse)
+    key = startcache.key("cgen", program.cache_key, mode, str(loops))
+    cached = startcache.load("cgen", key)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    out = cgen.generate(program, mode, loops)
+    startcache.store("cgen", key, out)
+    return out
+
+
 class NativePipeline(Pipeline):
     """A v1model program executed by generated C (same public API as ``Pipeline``).
 
@@ -341,12 +359,13 @@ class NativePipeline(Pipeline):
     native executor does not run, ``native_build.NativeBuildError`` without a working compiler."""
 
     executor = "native"
+    packet_code = False
 
     def __init__(self, program: ir.Program, *, seed: int | None = None,
                  digest_sink: Callable[[DigestMessage], None] | None = None,
                  clock: Callable[[], int] = time.monotonic_ns, fuse: str | None = None,
                  loops: bool = True) -> None:
-        source, meta = cgen.generate(program, fuse, loops)
+        source, meta = _generate(program, fuse, loops)
         files = program.source_files
         stem = "".join(ch if ch.isalnum() else "_" for ch in (files[0].rsplit("/", 1)[-1].rsplit(".", 1)[0]
                                                               if files else "program"))
