@@ -105,7 +105,7 @@ class _Pickler(pickle.Pickler):
         names, frozen = plan
         if frozen:
             return type(obj), tuple(getattr(obj, n) for n in names)
-        return copyreg.__newobj__, (type(obj),), (None, {n: getattr(obj, n) for n in names})
+        return copyreg.__newobj__, (type(obj),), (None, {n: getattr(obj, n) for n in names})  # type: ignore[attr-defined]
 
 
 def _path(kind: str, k: str) -> Path | None:

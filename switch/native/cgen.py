@@ -18,6 +18,7 @@ construct and its file:line:col; nothing falls through to a guess.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,8 @@ from .fuse import CellLayout, fuse_mode, register_groups
 CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
                "ParserTimeout", "ParserInvalidArgument")
 PACKET_TOO_SHORT, STACK_OUT_OF_BOUNDS = 1, 3
+LAZY_MIN_FIELDS = 64
+"""Headers with at least this many fields may skip their template copy (``lazy_headers``)."""
 VB_MAXW = 8191
 """Widest varbit the native executor stores (see crt: a slot locates the bits)."""
 VARBIT = -1
@@ -116,6 +119,8 @@ class Unit:
         self.group_blocks: dict[tuple[str, ...], int] = {}
         self.loops = loops
         """Reroll repeated statements into loops (``reroll``)."""
+        self.extracts: dict[int, int] = {}  # validity slot of a header -> extracts into it
+        self.lazy: list[tuple[int, int, int]] = []  # (validity slot, first field slot, fields)
 
     # ------------------------------------------------------------------ layout
     def _setup(self) -> None:
@@ -328,11 +333,51 @@ class Unit:
         g.emit("done: ;")
         pe = self.sm["parser_error"]
         body = "\n".join(g.lines)
+        self.lazy = self.lazy_headers(body)
         self.protos.append(f"static void {name}(ctx_t *c, u64 *S);")
         self.bodies.append(f"static void {name}(ctx_t *c, u64 *S) {{\n    const u8 *data = c->data; u32 L = c->len; (void)data; (void)L;\n"
                            f"    u64 perr_code = 0; (void)perr_code;\n{body}\n"
                            f"    if (perr_code) S[{pe}] = perr_code;\n    return;\n}}\n")
         return name
+
+    def lazy_headers(self, parser: str) -> list[tuple[int, int, int]]:
+        """Big headers whose fields need no template copy before parsing.
+
+        Why: a packet's slots start as a copy of TEMPLATE; for a header of thousands of
+        fields (agg2048, innet at K=2048) that copy is as much memory traffic as parsing
+        the header. When the parser writes the header's fields only by extracting it
+        (and sets its valid bit only there), never reads them and never invalidates it,
+        every field is either written by an extract or, for a header the parser left
+        invalid, copied from TEMPLATE right after parsing: the same slots as before.
+        Checked on the generated parser text; anything else (dynamic slot indexes other
+        than extracts, whole-range copies) keeps the full copy."""
+        H = self.H
+        if not isinstance(H, ir.StructT):
+            return []
+        lines = [ln.strip() for ln in parser.splitlines()]
+        if any("&S[" in ln for ln in lines):
+            return []
+        mentions: dict[int, int] = {}
+        for ln in lines:
+            extract = "= getbits(" in ln and ln.startswith("S[")
+            for idx in re.findall(r"S\[([^\]]*)\]", ln):
+                if idx.isdigit():
+                    if not (extract and ln.startswith(f"S[{idx}]")):
+                        mentions[int(idx)] = mentions.get(int(idx), 0) + 1
+                elif not extract:
+                    return []
+        out = []
+        off = self.h_base
+        for f in H.fields:
+            n = nslots(f.type)
+            if isinstance(f.type, ir.HeaderT) and len(f.type.fields) >= LAZY_MIN_FIELDS:
+                v = off
+                sets = sum(1 for ln in lines if ln == f"S[{v}] = 1;")
+                touched = any(k in mentions for k in range(v + 1, v + n))
+                if sets == self.extracts.get(v, 0) == mentions.get(v, 0) and not touched:
+                    out.append((v, v + 1, n - 1))
+            off += n
+        return out
 
     # ------------------------------------------------------------------ unit
     def generate(self) -> tuple[str, UnitMeta]:
@@ -346,6 +391,20 @@ class Unit:
                  self.control_fn(CC), self.control_fn(DP, deparser=True)]  # type: ignore[arg-type]
         self.meta.nslots = self.layout.size
         return self._assemble(names), self.meta
+
+    def _slot_init(self) -> list[str]:
+        """``init_slots``: TEMPLATE into a packet's slots but the lazy headers' fields;
+        ``lazy_fields``: after the parser, those of a header it left invalid."""
+        init, fix = [], []
+        at = 0
+        for v, lo, n in sorted(self.lazy, key=lambda x: x[1]):
+            if lo > at:
+                init.append(f"memcpy(S + {at}, TEMPLATE + {at}, {lo - at} * sizeof(u64));")
+            at = lo + n
+            fix.append(f"if (!S[{v}]) memcpy(S + {lo}, TEMPLATE + {lo}, {n} * sizeof(u64));")
+        init.append(f"memcpy(S + {at}, TEMPLATE + {at}, (NSLOTS - {at}) * sizeof(u64));")
+        return ["static void init_slots(u64 *S) { " + " ".join(init) + " }",
+                "static void lazy_fields(u64 *S) { " + " ".join(fix) + " (void)S; }"]
 
     def _assemble(self, names: list[str]) -> str:
         tmpl = []
@@ -389,6 +448,7 @@ class Unit:
         for i, fl in enumerate(self.field_lists):
             defs.append(f"static const int32_t FL{i}[] = {{{len(fl)}{''.join(f', {s}' for s in fl)}}};")
         defs.append(f"static const int32_t *FIELD_LISTS[] = {{{''.join(f'FL{i}, ' for i in range(len(self.field_lists)))}0}};")
+        defs += self._slot_init()
         macros = [f"#define PARSER {names[0]}", f"#define VERIFY {names[1]}", f"#define INGRESS {names[2]}",
                   f"#define EGRESS {names[3]}", f"#define COMPUTE {names[4]}", f"#define DEPARSER {names[5]}"]
         return "\n".join(d + [head] + defs + ["struct sw;", "static u64 *sw_blk_(ctx_t *c, int b);",
@@ -1762,7 +1822,9 @@ class Gen:
             raise self.bad(f"header {ht.name} of {w} bits (not a whole number of bytes)", node or ht)
         nb = w // 8
         self.emit(f"if (c->pos + {nb} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
-        if not isinstance(p.base, int):
+        if isinstance(p.base, int):
+            self.u.extracts[p.base] = self.u.extracts.get(p.base, 0) + 1
+        else:
             b = self.tmp(str(p.base))
             p = Place(b, p.type, p.union_siblings)
         off = 0

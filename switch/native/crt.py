@@ -301,13 +301,14 @@ static void reset_meta(u64 *S) {
 
 static int run_parse(sw_t *sw, u64 *S, const u8 *data, u32 len, u32 port, u32 itype, const u64 *saved, int fl) {
     ctx_t *c = &sw->ctx;
-    memcpy(S, TEMPLATE, NSLOTS * sizeof(u64));
+    init_slots(S);  /* TEMPLATE, but fields of big headers only the parser writes (cgen.lazy_headers) */
     if (itype == I_NORMAL || itype == I_I2E) S[SM_INGRESS_PORT] = port;
     S[SM_INSTANCE_TYPE] = itype; S[SM_PACKET_LENGTH] = len;
     apply_fl(S, saved, fl);
     c->data = data; c->len = len; c->pos = 0; c->exited = 0; c->fault = 0;
     PARSER(c, S);
     if (c->fault) return 0;
+    lazy_fields(S);
     S[SLOT_PAYP] = (u64)(uintptr_t)(data + c->pos); S[SLOT_PAYL] = len - c->pos;
     if (itype == I_I2E) { reset_meta(S); apply_fl(S, saved, fl); S[SM_INSTANCE_TYPE] = itype; S[SM_PACKET_LENGTH] = len; }
     return 1;
