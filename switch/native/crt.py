@@ -538,6 +538,14 @@ u32 sw_process(sw_t *sw, u32 n, const u8 *data, const u32 *lens, const u32 *port
     arena_reset(&sw->arena);
     return sw->on;
 }
+/* Packets one after the other, each where it lies (datas[i], lens[i] bytes): what a port
+   loop receiving into separate buffers (an RX ring) calls, without copying them together. */
+u32 sw_process_v(sw_t *sw, u32 n, const u8 *const *datas, const u32 *lens, const u32 *ports) {
+    sw->on = 0; sw->ob_len = 0; sw->burst = 0;
+    vec_t none = {0}; sw->deferred = none; sw->pending = none;
+    for (u32 i = 0; i < n; i++) { process_one(sw, datas[i], lens[i], ports[i]); arena_reset(&sw->arena); sw->pending = none; }
+    return sw->on;
+}
 const u32 *sw_out_recs(sw_t *sw) { return sw->orec; }
 const u8 *sw_out_data(sw_t *sw) { return sw->obuf; }
 u32 sw_digests(sw_t *sw, const u64 **out) { *out = sw->dq; return sw->dq_n; }
@@ -566,6 +574,7 @@ mcell_t *sw_mtr(sw_t *sw, int m);
 void sw_mtr_now(sw_t *sw, int m, int fixed, double us);
 void sw_pre_load(sw_t *sw, uint32_t ng, const uint32_t *groups, uint32_t ns, const uint32_t *sess);
 uint32_t sw_process(sw_t *sw, uint32_t n, const uint8_t *data, const uint32_t *lens, const uint32_t *ports, int burst);
+uint32_t sw_process_v(sw_t *sw, uint32_t n, const uint8_t *const *datas, const uint32_t *lens, const uint32_t *ports);
 const uint32_t *sw_out_recs(sw_t *sw);
 const uint8_t *sw_out_data(sw_t *sw);
 uint32_t sw_digests(sw_t *sw, const uint64_t **out);
