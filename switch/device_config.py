@@ -135,12 +135,13 @@ def build(path: str | Path, include_dirs: tuple[str | Path, ...] = (),
         program, info_bytes = cached
         info = p4i.P4Info.FromString(info_bytes)
         return Build(DeviceConfig(src.stem, source, p4info_digest(info)), program, info)
-    program = frontend.compile_source(source, filename=filename)
-    if program.main is None:
-        raise FrontendError(f"{src}: error: could not locate the top-level block: the program has no "
-                            "package instance named 'main' (a v1model program ends with 'V1Switch(...) main;')")
-    _check_executable(program, pp)
-    info = build_p4info(program)
+    with startcache.no_gc():  # ~1M objects that all live until the end: no collections
+        program = frontend.compile_source(source, filename=filename)
+        if program.main is None:
+            raise FrontendError(f"{src}: error: could not locate the top-level block: the program has no "
+                                "package instance named 'main' (a v1model program ends with 'V1Switch(...) main;')")
+        _check_executable(program, pp)
+        info = build_p4info(program)
     program.cache_key = key
     startcache.store("frontend", key, (program, info.SerializeToString(deterministic=True)))
     return Build(DeviceConfig(src.stem, source, p4info_digest(info)), program, info)
