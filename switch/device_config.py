@@ -116,20 +116,34 @@ class Build:
 
 def build(path: str | Path, include_dirs: tuple[str | Path, ...] = (),
           defines: dict[str, str | None] | None = None) -> Build:
-    """Compile ``path`` (front-end errors propagate as ``FrontendError``) and package it."""
+    """Compile ``path`` (front-end errors propagate as ``FrontendError``) and package it.
+    The result is cached by the preprocessed source (``innet.switch.startcache``): the
+    same program built again, by ``innet-p4c`` or a switch start, skips the front-end."""
     from innet.switch import frontend
     from innet.switch.frontend.preprocess import preprocess_file
     from innet.switch.p4info import build_p4info
 
+    from innet.switch import startcache
+
     src = Path(path)
     pp = preprocess_file(src, include_dirs, defines)
     source = single_file_source(pp.text, pp.line_map)
-    program = frontend.compile_source(source, filename=_PSEUDO_FILE.format(src.stem))
-    if program.main is None:
-        raise FrontendError(f"{src}: error: could not locate the top-level block: the program has no "
-                            "package instance named 'main' (a v1model program ends with 'V1Switch(...) main;')")
-    _check_executable(program, pp)
-    info = build_p4info(program)
+    filename = _PSEUDO_FILE.format(src.stem)
+    key = startcache.key("frontend", filename, source)
+    cached = startcache.load("frontend", key)
+    if cached is not None:  # compiled, checked and described before: same source, same innet
+        program, info_bytes = cached
+        info = p4i.P4Info.FromString(info_bytes)
+        return Build(DeviceConfig(src.stem, source, p4info_digest(info)), program, info)
+    with startcache.no_gc():  # ~1M objects that all live until the end: no collections
+        program = frontend.compile_source(source, filename=filename)
+        if program.main is None:
+            raise FrontendError(f"{src}: error: could not locate the top-level block: the program has no "
+                                "package instance named 'main' (a v1model program ends with 'V1Switch(...) main;')")
+        _check_executable(program, pp)
+        info = build_p4info(program)
+    program.cache_key = key
+    startcache.store("frontend", key, (program, info.SerializeToString(deterministic=True)))
     return Build(DeviceConfig(src.stem, source, p4info_digest(info)), program, info)
 
 

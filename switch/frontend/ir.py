@@ -47,6 +47,7 @@ which is what P4Info must be generated from (p4c drops unreachable blocks).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Iterator, Union
 
@@ -199,6 +200,8 @@ class _Aggregate(Type):
     fields: tuple[Field, ...]
 
     def field(self, name: str) -> Field | None:
+        if len(self.fields) > 32:  # thousands of fields (p4/innet's values): an index
+            return _field_index(self).get(name)
         for f in self.fields:
             if f.name == name:
                 return f
@@ -206,6 +209,24 @@ class _Aggregate(Type):
 
     def __str__(self) -> str:
         return self.name
+
+
+_FIELD_INDEXES: "OrderedDict[int, tuple[_Aggregate, dict[str, Field]]]" = OrderedDict()
+
+
+def _field_index(t: _Aggregate) -> dict[str, Field]:
+    """Name -> first field of that name, built once per big aggregate (keyed by identity,
+    holding the type so an id is not reused while its entry lives; the last 64 kept)."""
+    hit = _FIELD_INDEXES.get(id(t))
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    index: dict[str, Field] = {}
+    for f in t.fields:
+        index.setdefault(f.name, f)
+    _FIELD_INDEXES[id(t)] = (t, index)
+    if len(_FIELD_INDEXES) > 64:
+        _FIELD_INDEXES.popitem(last=False)
+    return index
 
 
 @dataclass(frozen=True, slots=True)
@@ -1031,6 +1052,9 @@ class Program:
     main: PackageInstance | None
     source_files: tuple[str, ...] = ()
     digest_calls: list[ExternCall] = field(default_factory=list)  # all digest<T>() sites
+    cache_key: str = ""
+    """Start-up cache key of the source this program was compiled from
+    (``innet.switch.startcache``; set by ``device_config.build``); empty: not cached."""
 
     def reachable_blocks(self) -> Iterator[Parser | Control]:
         """Every specialised parser/control reachable from ``main`` (depth first)."""

@@ -4,6 +4,10 @@
   testbed's C code): compile with the system compiler, cache by content hash, load with cffi.
 - ``cgen`` + ``crt``: one C unit per program from the typed IR (the same IR and slot
   layout as the python executor, which stays the reference).
+- ``fuse``: register arrays the program always indexes together (``p4/innet``'s per-element
+  arrays) share one element-major block (``fuse="auto"|"all"|"off"``, ``$INNET_NATIVE_FUSE``);
+  ``reroll``: repeated per-element statements become loops over contiguous slots and
+  cells, which the compiler vectorises (built with -O3 -march=native).
 - ``pipeline.NativePipeline``: the ``Pipeline`` API (tables, registers, counters, PRE,
   digests, ``atomic()``) with the packet path in C, off the GIL.
 - ``select.load_pipeline(program, executor="auto"|"native"|"python")``: the choice every

@@ -18,6 +18,7 @@ construct and its file:line:col; nothing falls through to a guess.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,12 +29,16 @@ from .wide import (WIDE_RUNTIME, WideLayout, default_values, field_offset, heade
 from .widegen import WideGen
 from ..pipeline.objects import _action_refs
 from ..pipeline.tables import KeyDef
+from . import reroll
 from .crt import ARCH, RUNTIME
 from .errors import NativeUnsupported
+from .fuse import CellLayout, fuse_mode, register_groups
 
 CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
                "ParserTimeout", "ParserInvalidArgument")
 PACKET_TOO_SHORT, STACK_OUT_OF_BOUNDS = 1, 3
+LAZY_MIN_FIELDS = 64
+"""Headers with at least this many fields may skip their template copy (``lazy_headers``)."""
 VB_MAXW = 8191
 """Widest varbit the native executor stores (see crt: a slot locates the bits)."""
 VARBIT = -1
@@ -106,6 +111,8 @@ class UnitMeta:
     """The generated unit's objects, in C index order."""
 
     registers: list[tuple[str, int, int, bool]] = field(default_factory=list)  # name, size, width, signed
+    reg_cells: list[CellLayout] = field(default_factory=list)  # where each register's cells live
+    blocks: list[tuple[int, int]] = field(default_factory=list)  # register blocks: rows (size + 1), stride
     counters: list[tuple[str, int]] = field(default_factory=list)
     meters: list[tuple[str, int, str, bool]] = field(default_factory=list)  # name, size, kind, direct
     tables: dict[str, TableMeta] = field(default_factory=dict)
@@ -116,7 +123,7 @@ class UnitMeta:
 class Unit:
     """Generates the C translation unit of one program."""
 
-    def __init__(self, program: ir.Program) -> None:
+    def __init__(self, program: ir.Program, fuse: str | None = None, loops: bool = True) -> None:
         if program.main is None or program.main.type_name != "V1Switch":
             raise NativeUnsupported("a program whose main package is not V1Switch",
                                     program.main.loc if program.main else None)
@@ -136,6 +143,12 @@ class Unit:
         self.oob: dict[ir.Type, int] = {}
         self.wk = 0
         """Limbs of the C ``wv`` type: the most any wide value of the program needs (0: none)."""
+        self.groups = register_groups(program, fuse_mode(fuse))
+        self.group_blocks: dict[tuple[str, ...], int] = {}
+        self.loops = loops
+        """Reroll repeated statements into loops (``reroll``)."""
+        self.extracts: dict[int, int] = {}  # validity slot of a header -> extracts into it
+        self.lazy: list[tuple[int, int, int]] = []  # (validity slot, first field slot, fields)
 
     # ------------------------------------------------------------------ layout
     def _setup(self) -> None:
@@ -254,6 +267,8 @@ class Unit:
             if vt.width > 64:
                 self.wk = max(self.wk, limbs(vt))
             self.meta.registers.append((inst.cp_name, const(0), vt.width, vt.signed))
+            # a wide cell is limbs(vt) words of its own block (``fuse`` groups W <= 64 only)
+            self.meta.reg_cells.append(self.cell_layout(inst.cp_name, const(0) * limbs(vt)))
             st = ("register", len(self.meta.registers) - 1)
         elif kind == "counter":
             self.meta.counters.append((inst.cp_name, const(0)))
@@ -277,6 +292,18 @@ class Unit:
             raise NativeUnsupported(f"extern {kind or t} instance '{inst.cp_name}' (not implemented natively)", inst.loc)
         self.states[id(inst)] = st
         return st
+
+    def cell_layout(self, name: str, size: int) -> CellLayout:
+        """A register's place: a column of its group's block (``fuse``), or a block of its own."""
+        group = self.groups.get(name)
+        if group is None:
+            self.meta.blocks.append((size + 1, 1))
+            return CellLayout(len(self.meta.blocks) - 1, 0, 1)
+        blk = self.group_blocks.get(group)
+        if blk is None:
+            blk = self.group_blocks[group] = len(self.meta.blocks)
+            self.meta.blocks.append((size + 1, len(group)))
+        return CellLayout(blk, group.index(name), len(group))
 
     # ------------------------------------------------------------------ functions
     def define(self, proto: str, g: "Gen") -> None:
@@ -343,11 +370,51 @@ class Unit:
         g.emit("done: ;")
         pe = self.sm["parser_error"]
         body = "\n".join(g.lines)
+        self.lazy = self.lazy_headers(body)
         self.protos.append(f"static void {name}(ctx_t *c, u64 *S);")
         self.bodies.append(f"static void {name}(ctx_t *c, u64 *S) {{\n    const u8 *data = c->data; u32 L = c->len; (void)data; (void)L;\n"
                            f"    u64 perr_code = 0; (void)perr_code;\n{body}\n"
                            f"    if (perr_code) S[{pe}] = perr_code;\n    return;\n}}\n")
         return name
+
+    def lazy_headers(self, parser: str) -> list[tuple[int, int, int]]:
+        """Big headers whose fields need no template copy before parsing.
+
+        Why: a packet's slots start as a copy of TEMPLATE; for a header of thousands of
+        fields (agg2048, innet at K=2048) that copy is as much memory traffic as parsing
+        the header. When the parser writes the header's fields only by extracting it
+        (and sets its valid bit only there), never reads them and never invalidates it,
+        every field is either written by an extract or, for a header the parser left
+        invalid, copied from TEMPLATE right after parsing: the same slots as before.
+        Checked on the generated parser text; anything else (dynamic slot indexes other
+        than extracts, whole-range copies) keeps the full copy."""
+        H = self.H
+        if not isinstance(H, ir.StructT):
+            return []
+        lines = [ln.strip() for ln in parser.splitlines()]
+        if any("&S[" in ln for ln in lines):
+            return []
+        mentions: dict[int, int] = {}
+        for ln in lines:
+            extract = "= getbits(" in ln and ln.startswith("S[")
+            for idx in re.findall(r"S\[([^\]]*)\]", ln):
+                if idx.isdigit():
+                    if not (extract and ln.startswith(f"S[{idx}]")):
+                        mentions[int(idx)] = mentions.get(int(idx), 0) + 1
+                elif not extract:
+                    return []
+        out = []
+        off = self.h_base
+        for f in H.fields:
+            n = nslots(f.type)
+            if isinstance(f.type, ir.HeaderT) and len(f.type.fields) >= LAZY_MIN_FIELDS:
+                v = off
+                sets = sum(1 for ln in lines if ln == f"S[{v}] = 1;")
+                touched = any(k in mentions for k in range(v + 1, v + n))
+                if sets == self.extracts.get(v, 0) == mentions.get(v, 0) and not touched:
+                    out.append((v, v + 1, n - 1))
+            off += n
+        return out
 
     # ------------------------------------------------------------------ unit
     def generate(self) -> tuple[str, UnitMeta]:
@@ -362,6 +429,20 @@ class Unit:
         self.meta.nslots = self.layout.size
         return self._assemble(names), self.meta
 
+    def _slot_init(self) -> list[str]:
+        """``init_slots``: TEMPLATE into a packet's slots but the lazy headers' fields;
+        ``lazy_fields``: after the parser, those of a header it left invalid."""
+        init, fix = [], []
+        at = 0
+        for v, lo, n in sorted(self.lazy, key=lambda x: x[1]):
+            if lo > at:
+                init.append(f"memcpy(S + {at}, TEMPLATE + {at}, {lo - at} * sizeof(u64));")
+            at = lo + n
+            fix.append(f"if (!S[{v}]) memcpy(S + {lo}, TEMPLATE + {lo}, {n} * sizeof(u64));")
+        init.append(f"memcpy(S + {at}, TEMPLATE + {at}, (NSLOTS - {at}) * sizeof(u64));")
+        return ["static void init_slots(u64 *S) { " + " ".join(init) + " }",
+                "static void lazy_fields(u64 *S) { " + " ".join(fix) + " (void)S; }"]
+
     def _assemble(self, names: list[str]) -> str:
         tmpl = []
         for v in self.layout.template:
@@ -371,6 +452,7 @@ class Unit:
         d = [
             f"#define NSLOTS {max(1, self.layout.size)}",
             f"#define NREG {len(self.meta.registers)}",
+            f"#define NBLK {len(self.meta.blocks)}",
             f"#define NCNT {len(self.meta.counters)}",
             f"#define NMTR {len(self.meta.meters)}",
             f"#define NTBL {len(tm)}",
@@ -386,6 +468,9 @@ class Unit:
                                                           "egress_spec", "egress_port", "mcast_grp", "egress_rid")),
             f"#define DEPARSE_MAX {self.deparse_max}",
             f"static const u32 REG_SIZES[NREG + 1] = {{{''.join(f'{r[1] * limbs(ir.BitT(r[2]))}, ' for r in self.meta.registers)}0}};",
+            f"static const u32 REG_BLK[NREG + 1] = {{{''.join(f'{r.block}, ' for r in self.meta.reg_cells)}0}};",
+            f"static const u32 REG_OFF[NREG + 1] = {{{''.join(f'{r.member}, ' for r in self.meta.reg_cells)}0}};",
+            f"static const u64 BLK_CELLS[NBLK + 1] = {{{''.join(f'{n * g}ULL, ' for n, g in self.meta.blocks)}0}};",
             f"static const u32 CNT_SIZES[NCNT + 1] = {{{''.join(f'{r[1]}, ' for r in self.meta.counters)}0}};",
             f"static const u32 MTR_SIZES[NMTR + 1] = {{{''.join(f'{r[1]}, ' for r in self.meta.meters)}0}};",
             f"static const int TBL_NKEYS[NTBL + 1] = {{{''.join(f'{t.ncols}, ' for t in tm)}0}};",
@@ -400,9 +485,10 @@ class Unit:
         for i, fl in enumerate(self.field_lists):
             defs.append(f"static const int32_t FL{i}[] = {{{len(fl)}{''.join(f', {s}' for s in fl)}}};")
         defs.append(f"static const int32_t *FIELD_LISTS[] = {{{''.join(f'FL{i}, ' for i in range(len(self.field_lists)))}0}};")
+        defs += self._slot_init()
         macros = [f"#define PARSER {names[0]}", f"#define VERIFY {names[1]}", f"#define INGRESS {names[2]}",
                   f"#define EGRESS {names[3]}", f"#define COMPUTE {names[4]}", f"#define DEPARSER {names[5]}"]
-        return "\n".join(d + [head] + defs + ["struct sw;", "static u64 *sw_reg_(ctx_t *c, int r);",
+        return "\n".join(d + [head] + defs + ["struct sw;", "static u64 *sw_blk_(ctx_t *c, int b);",
                                                "static u64 *sw_cnt_(ctx_t *c, int r, int b);",
                                                "static tbl_t *sw_tbl_(ctx_t *c, int t);",
                                                "static u64 now_ns(sw_t *sw);",
@@ -411,7 +497,7 @@ class Unit:
                                                "static double now_us(ctx_t *c, int m);",
                                                "static u64 rnd_(ctx_t *c, u64 lo, u64 hi);"]
                          + self.protos + self.bodies + macros + [ARCH,
-                         "static u64 *sw_reg_(ctx_t *c, int r) { return c->sw->reg[r]; }",
+                         "static u64 *sw_blk_(ctx_t *c, int b) { return c->sw->blk[b]; }",
                          "static u64 *sw_cnt_(ctx_t *c, int r, int b) { return b ? c->sw->cnt_b[r] : c->sw->cnt_p[r]; }",
                          "static tbl_t *sw_tbl_(ctx_t *c, int t) { return &c->sw->tbl[t]; }",
                          "static mcell_t *sw_mtr_(ctx_t *c, int m) { return c->sw->mtr[m]; }",
@@ -803,8 +889,30 @@ class Gen(WideGen):
     # ------------------------------------------------------------------ statements
     def block(self, b: ir.Block | None) -> None:
         if b is not None:
-            for s in b.stmts:
-                self.stmt(s)
+            self.stmts(b.stmts)
+
+    def stmts(self, ss: Any) -> None:
+        """A statement list; repeated statements become loops (``reroll``)."""
+        start = len(self.lines)
+        spans = []
+        for s in ss:
+            a = len(self.lines)
+            self.stmt(s)
+            spans.append(a)
+        if self.u.loops and len(ss) >= reroll.MIN_REPS:
+            spans.append(len(self.lines))
+            texts = [self.lines[a:b] for a, b in zip(spans, spans[1:])]
+            self.lines[start:] = reroll.compress(texts, self.fresh)
+
+    def reroll_lines(self, start: int) -> None:
+        """Lines from ``start`` on, one C statement each: repeated ones become loops."""
+        if self.u.loops and len(self.lines) - start >= reroll.MIN_REPS:
+            self.lines[start:] = reroll.compress([[ln] for ln in self.lines[start:]], self.fresh)
+
+    def fresh(self) -> str:
+        """A new C identifier for a loop index or a loop's local."""
+        self.ntmp += 1
+        return f"_r{self.ntmp}"
 
     def stmt(self, s: Any) -> None:
         m = getattr(self, "s_" + type(s).__name__, None)
@@ -815,8 +923,7 @@ class Gen(WideGen):
     def s_Block(self, s: ir.Block) -> None:
         self.emit("{")
         self.ind += 1
-        for x in s.stmts:
-            self.stmt(x)
+        self.stmts(s.stmts)
         self.ind -= 1
         self.emit("}")
 
@@ -1631,18 +1738,24 @@ class Gen(WideGen):
         m = e.method
         if kind == "register":
             size, width = self.u.meta.registers[idx][1], self.u.meta.registers[idx][2]
-            if width > 64:
-                self.w_register(idx, size, width, e)
+            cl = self.u.meta.reg_cells[idx]
+            if width > 64:  # never fused: the cells' limbs are its own block
+                self.w_register(cl.block, size, width, e)
                 return None
+
+            def cell(i: str) -> str:
+                return f"sw_blk_(c, {cl.block})[{i} * {cl.stride} + {cl.member}]" if cl.stride > 1 \
+                    else f"sw_blk_(c, {cl.block})[{i}]"
+
             if m == "read":
                 dst = _arg(e, "result", 0)
                 i = self.tmp(self.expr(_arg(e, "index", 1)))
-                self.store(dst, f"({i} < {size} ? sw_reg_(c, {idx})[{i}] : 0)")
+                self.store(dst, f"({i} < {size} ? {cell(i)} : 0)")
                 return None
             if m == "write":
                 i = self.tmp(self.expr(_arg(e, "index", 0)))
                 v = self.expr(_arg(e, "value", 1))
-                self.emit(f"if ({i} < {size}) sw_reg_(c, {idx})[{i}] = ({v}) & {_m(width)};")
+                self.emit(f"if ({i} < {size}) {cell(i)} = ({v}) & {_m(width)};")
                 return None
         if kind == "counter" and m == "count":
             size = self.u.meta.counters[idx][1]
@@ -1687,8 +1800,7 @@ class Gen(WideGen):
         self.emit(f"goto {prefix}st{ids['start']};")
         for n, s in p.states.items():
             self.emit(f"{prefix}st{ids[n]}: ;")
-            for x in s.body:
-                self.stmt(x)
+            self.stmts(s.body)
             self.transition(s.transition, ids, prefix, done)
 
     def subparser_apply(self, decl: ir.Parser, e: ir.MethodCall) -> None:
@@ -1903,14 +2015,18 @@ class Gen(WideGen):
             raise self.bad(f"header {ht.name} of {w} bits (not a whole number of bytes)", node or ht)
         nb = w // 8
         self.emit(f"if (c->pos + {nb} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
-        if not isinstance(p.base, int):
+        if isinstance(p.base, int):
+            self.u.extracts[p.base] = self.u.extracts.get(p.base, 0) + 1
+        else:
             b = self.tmp(str(p.base))
             p = Place(b, p.type, p.union_siblings)
         off = 0
+        first = len(self.lines)
         for o, f in zip(header_offsets(ht), ht.fields):
             fw = _fw(f.type, node)
-            self.store_slot(p.sub(o, f.type), f.type, _get("data + c->pos", str(off), fw), node)
+            self.store_slot(p.sub(o, f.type), f.type, _get(f"data + c->pos{_bytes(off)}", str(off & 7), fw), node)
             off += fw
+        self.reroll_lines(first)
         self.emit(f"S[{p.at()}] = 1;")
         for sb in p.union_siblings:
             self.emit(f"S[{sb}] = 0;")
@@ -1944,10 +2060,12 @@ class Gen(WideGen):
             self.emit(f"if (S[{p.at()}]) {{")
             self.ind += 1
             off = 0
+            first = len(self.lines)
             for o, f in zip(header_offsets(t), t.fields):
                 fw = _fw(f.type, at)
-                self.emit(f"{_put('c->ob + c->olen', str(off), fw, self.load(p.sub(o, f.type), f.type))};")
+                self.emit(f"{_put(f'c->ob + c->olen{_bytes(off)}', str(off & 7), fw, self.load(p.sub(o, f.type), f.type))};")
                 off += fw
+            self.reroll_lines(first)
             self.emit(f"c->olen += {w // 8};")
             self.ind -= 1
             self.emit("}")
@@ -1986,6 +2104,13 @@ def _slot_eq(a: str, b: str, t: ir.Type) -> str:
     return f"S[{a}] == S[{b}]"
 
 
+def _bytes(off: int) -> str:
+    """`` + <whole bytes of a bit offset>``: the pointer part of a field's offset, so that
+    the bit part is a constant the compiler folds, also in a rerolled loop (``+ 0`` too:
+    every field of a header reads alike)."""
+    return f" + {off >> 3}"
+
+
 def _varbit_types(t: ir.Type) -> list[ir.VarBitT]:
     """Every varbit type inside ``t`` (for the maximum size of a field list)."""
     if isinstance(t, ir.VarBitT):
@@ -2016,6 +2141,8 @@ def _runtime_index(e: ir.Expr) -> bool:
     return False
 
 
-def generate(program: ir.Program) -> tuple[str, UnitMeta]:
-    """The C source of ``program`` and the objects it declares; raises NativeUnsupported."""
-    return Unit(program).generate()
+def generate(program: ir.Program, fuse: str | None = None, loops: bool = True) -> tuple[str, UnitMeta]:
+    """The C source of ``program`` and the objects it declares; raises NativeUnsupported.
+    ``fuse``: the register layout (``fuse.FUSE_MODES``; None: ``$INNET_NATIVE_FUSE`` or
+    auto); ``loops``: reroll repeated statements into loops."""
+    return Unit(program, fuse, loops).generate()

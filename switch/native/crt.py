@@ -48,6 +48,7 @@ static inline u64 SATS(__int128 s, int w) {
 }
 static inline u64 getbits(const u8 *p, u32 off, u32 w) {
     const u8 *q = p + (off >> 3);
+    if (!(off & 7) && w == 32) { u32 v; memcpy(&v, q, 4); return __builtin_bswap32(v); }  /* folds when inlined */
     u32 sh = off & 7, nb = (sh + w + 7) >> 3;
     unsigned __int128 acc = 0;
     for (u32 i = 0; i < nb; i++) acc = (acc << 8) | q[i];
@@ -56,6 +57,7 @@ static inline u64 getbits(const u8 *p, u32 off, u32 w) {
 }
 static inline void putbits(u8 *p, u32 off, u32 w, u64 v) {
     u8 *q = p + (off >> 3);
+    if (!(off & 7) && w == 32) { u32 x = __builtin_bswap32((u32)v); memcpy(q, &x, 4); return; }
     u32 sh = off & 7, nb = (sh + w + 7) >> 3;
     if (!sh && !(w & 7)) { for (u32 i = 0; i < nb; i++) q[i] = (u8)(v >> (8 * (nb - 1 - i))); return; }
     unsigned __int128 acc = 0;
@@ -222,6 +224,7 @@ ARCH = r"""
 struct sw {
     pthread_mutex_t mu;
     u64 *reg[NREG + 1]; u32 reg_size[NREG + 1];
+    u64 *blk[NBLK + 1];  /* register blocks (fuse.py): register r is column REG_OFF[r] of block REG_BLK[r] */
     u64 *cnt_p[NCNT + 1], *cnt_b[NCNT + 1]; u32 cnt_size[NCNT + 1];
     tbl_t tbl[NTBL + 1];
     mcell_t *mtr[NMTR + 1]; int mfixed[NMTR + 1]; double mnow[NMTR + 1];
@@ -284,10 +287,14 @@ static void dig_deliver(sw_t *sw, ctx_t *c) {
     }
     c->npend = 0;
 }
-static void out_push(sw_t *sw, u32 port, const u8 *hdr, u32 hlen, const u8 *pay, u32 plen, u32 trunc) {
-    u32 len = hlen + plen; if (trunc && trunc < len) len = trunc;
+static void out_reserve(sw_t *sw, u32 len) {
     if (sw->ob_len + len > sw->ob_cap) { u32 nc = sw->ob_cap ? sw->ob_cap : 65536; while (nc < sw->ob_len + len) nc *= 2; sw->obuf = realloc(sw->obuf, nc); sw->ob_cap = nc; }
-    u32 h = hlen < len ? hlen : len; memcpy(sw->obuf + sw->ob_len, hdr, h); if (len > h) memcpy(sw->obuf + sw->ob_len + h, pay, len - h);
+}
+/* An output whose hlen header bytes the deparser wrote at obuf + ob_len: the payload after
+   them, truncated to trunc (0: no truncation). */
+static void out_commit(sw_t *sw, u32 port, u32 hlen, const u8 *pay, u32 plen, u32 trunc) {
+    u32 len = hlen + plen; if (trunc && trunc < len) len = trunc;
+    if (len > hlen) memcpy(sw->obuf + sw->ob_len + hlen, pay, len - hlen);
     if (sw->on == sw->ocap) { sw->ocap = sw->ocap ? sw->ocap * 2 : 256; sw->orec = realloc(sw->orec, sw->ocap * 3 * sizeof(u32)); }
     sw->orec[3 * sw->on] = port; sw->orec[3 * sw->on + 1] = sw->ob_len; sw->orec[3 * sw->on + 2] = len; sw->on++;
     sw->ob_len += len;
@@ -306,13 +313,14 @@ static void reset_meta(u64 *S) {
 
 static int run_parse(sw_t *sw, u64 *S, const u8 *data, u32 len, u32 port, u32 itype, const u64 *saved, int fl) {
     ctx_t *c = &sw->ctx;
-    memcpy(S, TEMPLATE, NSLOTS * sizeof(u64));
+    init_slots(S);  /* TEMPLATE, but fields of big headers only the parser writes (cgen.lazy_headers) */
     if (itype == I_NORMAL || itype == I_I2E) S[SM_INGRESS_PORT] = port;
     S[SM_INSTANCE_TYPE] = itype; S[SM_PACKET_LENGTH] = len;
     apply_fl(S, saved, fl);
     c->data = data; c->len = len; c->pos = 0; c->exited = 0; c->fault = 0;
     PARSER(c, S);
     if (c->fault) return 0;
+    lazy_fields(S);
     S[SLOT_PAYP] = (u64)(uintptr_t)(data + c->pos); S[SLOT_PAYL] = len - c->pos;
     if (itype == I_I2E) { reset_meta(S); apply_fl(S, saved, fl); S[SM_INSTANCE_TYPE] = itype; S[SM_PACKET_LENGTH] = len; }
     return 1;
@@ -346,20 +354,24 @@ static void finish_egress(sw_t *sw, u64 *S, u32 eport, u32 pport, vec_t *iq, u32
     c->exited = 0; c->fault = 0;
     COMPUTE(c, S);
     if (c->fault) return;
+    const u8 *pay = (const u8 *)(uintptr_t)S[SLOT_PAYP]; u32 plen = (u32)S[SLOT_PAYL];
+    if (!S[SLOT_RC]) {  /* deparse straight into the output buffer */
+        out_reserve(sw, DEPARSE_MAX + 16 + plen);
+        c->ob = sw->obuf + sw->ob_len; c->olen = 0; c->exited = 0;
+        DEPARSER(c, S);
+        if (c->fault) return;
+        out_commit(sw, eport, c->olen, pay, plen, (u32)S[SLOT_TR]);
+        return;
+    }
     u8 *hb = arena_alloc(&sw->arena, DEPARSE_MAX + 16);
     c->ob = hb; c->olen = 0; c->exited = 0;
     DEPARSER(c, S);
     if (c->fault) return;
-    const u8 *pay = (const u8 *)(uintptr_t)S[SLOT_PAYP]; u32 plen = (u32)S[SLOT_PAYL];
-    if (S[SLOT_RC]) {
-        u32 len = c->olen + plen; if (S[SLOT_TR] && S[SLOT_TR] < len) len = (u32)S[SLOT_TR];
-        u8 *p = arena_alloc(&sw->arena, len + 1);
-        u32 h = c->olen < len ? c->olen : len; memcpy(p, hb, h); if (len > h) memcpy(p + h, pay, len - h);
-        qitem_t q = {p, len, pport, I_RECIRC, (int)S[SLOT_RC] - 1, S};
-        vec_push(&sw->arena, sw->burst ? &sw->deferred : iq, &q, sizeof q);
-        return;
-    }
-    out_push(sw, eport, hb, c->olen, pay, plen, (u32)S[SLOT_TR]);
+    u32 len = c->olen + plen; if (S[SLOT_TR] && S[SLOT_TR] < len) len = (u32)S[SLOT_TR];
+    u8 *p = arena_alloc(&sw->arena, len + 1);
+    u32 h = c->olen < len ? c->olen : len; memcpy(p, hb, h); if (len > h) memcpy(p + h, pay, len - h);
+    qitem_t q = {p, len, pport, I_RECIRC, (int)S[SLOT_RC] - 1, S};
+    vec_push(&sw->arena, sw->burst ? &sw->deferred : iq, &q, sizeof q);
 }
 
 static void do_egress(sw_t *sw, u64 *S, u32 eport, u32 pport, vec_t *iq, u32 depth) {
@@ -445,7 +457,8 @@ sw_t *sw_new(u64 seed) {
     pthread_mutex_init(&sw->mu, NULL);
     sw->rng = seed ? seed : 0x2545F4914F6CDD1DULL;
     sw->ctx.sw = sw;
-    for (int i = 0; i < NREG; i++) { sw->reg_size[i] = REG_SIZES[i]; sw->reg[i] = calloc(REG_SIZES[i] + 1, sizeof(u64)); }
+    for (int i = 0; i < NBLK; i++) sw->blk[i] = calloc(BLK_CELLS[i], sizeof(u64));
+    for (int i = 0; i < NREG; i++) { sw->reg_size[i] = REG_SIZES[i]; sw->reg[i] = sw->blk[REG_BLK[i]] + REG_OFF[i]; }
     for (int i = 0; i < NCNT; i++) { sw->cnt_size[i] = CNT_SIZES[i]; sw->cnt_p[i] = calloc(CNT_SIZES[i] + 1, sizeof(u64)); sw->cnt_b[i] = calloc(CNT_SIZES[i] + 1, sizeof(u64)); }
     for (int i = 0; i < NMTR; i++) sw->mtr[i] = calloc(MTR_SIZES[i] + 1, sizeof(mcell_t));
     for (int i = 0; i < NTBL; i++) {
@@ -457,7 +470,7 @@ sw_t *sw_new(u64 seed) {
     return sw;
 }
 void sw_free(sw_t *sw) {
-    for (int i = 0; i < NREG; i++) free(sw->reg[i]);
+    for (int i = 0; i < NBLK; i++) free(sw->blk[i]);
     for (int i = 0; i < NCNT; i++) { free(sw->cnt_p[i]); free(sw->cnt_b[i]); }
     for (int i = 0; i < NMTR; i++) free(sw->mtr[i]);
     for (int i = 0; i < NTBL; i++) { free(sw->tbl[i].ents); free(sw->tbl[i].hidx); free(sw->tbl[i].def); free(sw->tbl[i].gp); free(sw->tbl[i].mc); }
@@ -516,7 +529,11 @@ u32 sw_process(sw_t *sw, u32 n, const u8 *data, const u32 *lens, const u32 *port
     sw->on = 0; sw->ob_len = 0; sw->burst = burst;
     vec_t none = {0}; sw->deferred = none; sw->pending = none;
     u32 off = 0;
-    for (u32 i = 0; i < n; i++) { process_one(sw, data + off, lens[i], ports[i]); off += lens[i]; }
+    for (u32 i = 0; i < n; i++) {
+        process_one(sw, data + off, lens[i], ports[i]); off += lens[i];
+        /* nothing outlives a packet outside a burst: reuse the arena's (cache-hot) memory */
+        if (!burst) { arena_reset(&sw->arena); sw->pending = none; }
+    }
     if (burst) {
         u32 budget = MAX_PASSES * (n ? n : 1);
         qitem_t q;
@@ -531,6 +548,14 @@ u32 sw_process(sw_t *sw, u32 n, const u8 *data, const u32 *lens, const u32 *port
     }
     sw->burst = 0;
     arena_reset(&sw->arena);
+    return sw->on;
+}
+/* Packets one after the other, each where it lies (datas[i], lens[i] bytes): what a port
+   loop receiving into separate buffers (an RX ring) calls, without copying them together. */
+u32 sw_process_v(sw_t *sw, u32 n, const u8 *const *datas, const u32 *lens, const u32 *ports) {
+    sw->on = 0; sw->ob_len = 0; sw->burst = 0;
+    vec_t none = {0}; sw->deferred = none; sw->pending = none;
+    for (u32 i = 0; i < n; i++) { process_one(sw, datas[i], lens[i], ports[i]); arena_reset(&sw->arena); sw->pending = none; }
     return sw->on;
 }
 const u32 *sw_out_recs(sw_t *sw) { return sw->orec; }
@@ -561,6 +586,7 @@ mcell_t *sw_mtr(sw_t *sw, int m);
 void sw_mtr_now(sw_t *sw, int m, int fixed, double us);
 void sw_pre_load(sw_t *sw, uint32_t ng, const uint32_t *groups, uint32_t ns, const uint32_t *sess);
 uint32_t sw_process(sw_t *sw, uint32_t n, const uint8_t *data, const uint32_t *lens, const uint32_t *ports, int burst);
+uint32_t sw_process_v(sw_t *sw, uint32_t n, const uint8_t *const *datas, const uint32_t *lens, const uint32_t *ports);
 const uint32_t *sw_out_recs(sw_t *sw);
 const uint8_t *sw_out_data(sw_t *sw);
 uint32_t sw_digests(sw_t *sw, const uint64_t **out);

@@ -25,8 +25,11 @@ pushes what changed, then releases it: an ``atomic()`` batch reaches the data pa
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import threading
 import time
+from pathlib import Path
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,10 +41,59 @@ from ..pipeline.pre import CloneSession, ReplicationEngine
 from innet import native_build
 
 from . import cgen
+from .fuse import fuse_mode
 from .crt import CDEF
 from .wide import join, limbs_of, split
 
 
+C_FLAGS = tuple("-O3" if f == "-O2" else f for f in native_build.SHARED_FLAGS) + ("-ffp-contract=off",)
+"""The switch unit's flags: -O3 for gcc's loop vectorizer (and loop unswitching, which
+takes register bounds checks out of rerolled loops); the rest as every shared object.
+``-march=native`` is added when the host CPU can be named (``host_cpu``); with it the
+compiler may fuse ``a * b + c`` into one FMA instruction, rounded once, which changes
+the meters' token-bucket arithmetic against the python executor's doubles, so
+contraction is off (integer code, all that is vectorised, is unaffected)."""
+
+
+@functools.lru_cache(maxsize=1)
+def host_cpu() -> str | None:
+    """The CPU model and a digest of its feature flags (/proc/cpuinfo), or None.
+
+    Why: the switch unit is built with ``-march=native`` (AVX2/AVX-512 for the rerolled
+    per-element loops: 2-4x fewer instructions than SSE2 on jumbo frames), so the object
+    depends on the CPU, which the build cache's key (source, compiler, flags) does not
+    see; this string goes into the source, so another CPU never loads this object."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    model = flags = ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and not model:
+            model = value.strip()
+        elif key.strip() in ("flags", "Features") and not flags:
+            flags = value.strip()
+    if not flags:
+        return None
+    return f"{model} flags {hashlib.sha256(flags.encode()).hexdigest()[:16]}"
+
+
+GCC_FLAGS = ("--param", "hot-bb-frequency-fraction=1000000")
+"""gcc only: count every block reached at all as hot. gcc's guessed profile puts the
+per-element loops of p4/innet (under eight nested conditions) below its hot threshold,
+and a cold loop is optimised for size, so not vectorised."""
+
+
+def build_flags() -> tuple[tuple[str, ...], str]:
+    """(compiler flags, a comment line for the source naming what the flags depend on)."""
+    flags = C_FLAGS
+    if "clang" not in native_build.find_compiler().version.lower():
+        flags += GCC_FLAGS
+    cpu = host_cpu()
+    if cpu is None:
+        return flags, "/* generic build */"
+    return flags + ("-march=native",), f"/* -march=native on {cpu.replace('*/', '')} */"
 ACT_GROUP, NO_ACTION = 0xFFFE, 0xFFFF
 """C action words: a selector group (first data word: its offset), an emptied group."""
 
@@ -120,43 +172,62 @@ _PRE_MUTATORS = frozenset({"group_create", "group_delete", "node_create", "node_
 
 
 class NativeRegister(Register):
-    """A register whose cells are the C array."""
+    """A register whose cells are C words: cell ``i`` is ``ptr[i * stride]`` (``stride``
+    > 1: a column of a fused block, see ``fuse``)."""
 
-    def __init__(self, name: str, size: int, width: int, signed: bool, ptr: Any, ffi: Any) -> None:
+    def __init__(self, name: str, size: int, width: int, signed: bool, ptr: Any, ffi: Any,
+                 stride: int = 1) -> None:
         self.name, self.size, self.width, self.signed = name, size, width, signed
-        self._ptr, self._ffi = ptr, ffi
+        self._ptr, self._ffi, self._stride = ptr, ffi, stride
 
     def _signed(self, v: int) -> int:
         return v - (1 << self.width) if self.signed and v >> (self.width - 1) else v
 
     @property
     def cells(self) -> list[int]:  # type: ignore[override]
-        return [self._signed(v) for v in self._ffi.unpack(self._ptr, self.size)]
+        if not self.size:
+            return []
+        n = (self.size - 1) * self._stride + 1
+        raw = memoryview(self._ffi.buffer(self._ptr, 8 * n)).cast("Q")[::self._stride].tolist()
+        return [self._signed(v) for v in raw] if self.signed else raw
 
     def read(self, index: int) -> int:
         self._check(index)
-        return self._signed(int(self._ptr[index]))
+        return self._signed(int(self._ptr[index * self._stride]))
 
     def write(self, index: int, value: int) -> None:
         self._check(index)
-        self._ptr[index] = value & ((1 << self.width) - 1)
+        self._ptr[index * self._stride] = value & ((1 << self.width) - 1)
 
     def read_all(self) -> list[int]:
         return self.cells
 
+    def _words(self, start: int, n: int) -> memoryview:
+        """Cells ``start..start+n-1`` as a writable view of C words (every ``stride``-th)."""
+        span = (n - 1) * self._stride + 1 if n else 0
+        words = memoryview(self._ffi.buffer(self._ptr + start * self._stride, 8 * span)).cast("Q")
+        return words[::self._stride]
+
     def read_range(self, start: int, n: int) -> list[int]:
         self._check_range(start, n)
-        return [int(v) for v in self._ffi.unpack(self._ptr + start, n)]
+        return self._words(start, n).tolist()
 
     def write_range(self, start: int, values: Sequence[int]) -> None:
         import numpy as np
 
         self._check_range(start, len(values))
         cells = np.asarray(values, dtype=np.int64).astype(np.uint64) & np.uint64((1 << self.width) - 1)
-        self._ffi.memmove(self._ptr + start, cells.tobytes(), 8 * len(values))
+        if self._stride == 1:
+            self._ffi.memmove(self._ptr + start, cells.tobytes(), 8 * len(values))
+            return
+        np.asarray(self._words(start, len(values)))[:] = cells
 
     def reset(self) -> None:
-        self._ffi.memmove(self._ptr, bytes(8 * self.size), 8 * self.size)
+        if self._stride == 1:
+            self._ffi.memmove(self._ptr, bytes(8 * self.size), 8 * self.size)
+            return
+        for i in range(self.size):
+            self._ptr[i * self._stride] = 0
 
 
 class NativeWideRegister(NativeRegister):
@@ -315,6 +386,23 @@ class SyncLock:
         self.release()
 
 
+def _generate(program: ir.Program, fuse: str | None, loops: bool) -> tuple[str, cgen.UnitMeta]:
+    """``cgen.generate``, through the start-up cache when the program came from one
+    (``program.cache_key``): a program started before skips code generation."""
+    from innet.switch import startcache
+
+    if not program.cache_key:
+        return cgen.generate(program, fuse, loops)
+    mode = fuse_mode(fuse)
+    key = startcache.key("cgen", program.cache_key, mode, str(loops))
+    cached = startcache.load("cgen", key)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    out = cgen.generate(program, mode, loops)
+    startcache.store("cgen", key, out)
+    return out
+
+
 class NativePipeline(Pipeline):
     """A v1model program executed by generated C (same public API as ``Pipeline``).
 
@@ -322,16 +410,19 @@ class NativePipeline(Pipeline):
     native executor does not run, ``native_build.NativeBuildError`` without a working compiler."""
 
     executor = "native"
+    packet_code = False
 
     def __init__(self, program: ir.Program, *, seed: int | None = None,
                  digest_sink: Callable[[DigestMessage], None] | None = None,
-                 clock: Callable[[], int] = time.monotonic_ns) -> None:
-        source, meta = cgen.generate(program)
+                 clock: Callable[[], int] = time.monotonic_ns, fuse: str | None = None,
+                 loops: bool = True) -> None:
+        source, meta = _generate(program, fuse, loops)
         files = program.source_files
         stem = "".join(ch if ch.isalnum() else "_" for ch in (files[0].rsplit("/", 1)[-1].rsplit(".", 1)[0]
                                                               if files else "program"))
-        self.c_source = source
-        loaded = native_build.load_library(f"innet_sw_{stem}", source, CDEF)
+        flags, built_for = build_flags()
+        self.c_source = source = built_for + "\n" + source
+        loaded = native_build.load_library(f"innet_sw_{stem}", source, CDEF, flags)
         self.ffi, self.lib = loaded.ffi, loaded.lib
         super().__init__(program, seed=seed, digest_sink=digest_sink, clock=clock)
         self.meta = meta
@@ -350,10 +441,13 @@ class NativePipeline(Pipeline):
                 continue
         for prof in self.compiled.profiles.values():
             prof.lock = self.lock
-        regs = {}
+        regs: dict[str, NativeRegister] = {}
         for i, (name, size, width, signed) in enumerate(meta.registers):
-            cls = NativeWideRegister if width > 64 else NativeRegister
-            regs[name] = cls(name, size, width, signed, lib.sw_reg(self.sw, i), ffi)
+            if width > 64:  # never fused (``fuse._register``): a cell is limbs of a block of its own
+                regs[name] = NativeWideRegister(name, size, width, signed, lib.sw_reg(self.sw, i), ffi)
+            else:
+                regs[name] = NativeRegister(name, size, width, signed, lib.sw_reg(self.sw, i), ffi,
+                                            meta.reg_cells[i].stride)
         self.compiled.registers.clear()
         self.compiled.registers.update(regs)
         kinds = {n: c.kind for n, c in self.compiled.counters.items()}
@@ -537,7 +631,7 @@ class NativePipeline(Pipeline):
 
     def _run(self, packets: Sequence[tuple[int, bytes]], burst: bool) -> list[tuple[int, bytes]]:
         ffi, lib = self.ffi, self.lib
-        blob = b"".join(bytes(d) for _, d in packets)
+        blob = b"".join([d for _, d in packets])
         lens = ffi.new("uint32_t[]", [len(d) for _, d in packets] or [0])
         ports = ffi.new("uint32_t[]", [p for p, _ in packets] or [0])
         with self.lock:
@@ -549,7 +643,7 @@ class NativePipeline(Pipeline):
             if n:
                 recs = ffi.unpack(lib.sw_out_recs(self.sw), 3 * n)
                 total = recs[-2] + recs[-1]
-                buf = ffi.buffer(lib.sw_out_data(self.sw), total)[:]
+                buf = ffi.buffer(lib.sw_out_data(self.sw), total)  # sliced: one copy per output
                 out = [(recs[3 * i], buf[recs[3 * i + 1]:recs[3 * i + 1] + recs[3 * i + 2]]) for i in range(n)]
             msgs = self._take_digests()
         self._route_digests(msgs)

@@ -2,7 +2,7 @@
  *
  * Why: per-packet Python socket calls and a Python call per packet cap innet-switch far
  * below what the generated C pipeline runs. Here the loop receives a batch with recvmmsg,
- * runs the whole batch through the pipeline library's sw_process (one call, the switch
+ * runs the whole batch through the pipeline library's sw_process_v (one call, the switch
  * mutex held for the batch: the mutex the control plane's pipeline.lock takes, so a
  * control-plane batch is never seen half applied), and sends the outputs of each port
  * with one sendmmsg, all without the GIL (Python calls pio_run through cffi, which
@@ -50,7 +50,7 @@ enum { Q_RX = 0, Q_CPU = 1 };
 enum { ST_BATCHES, ST_RX, ST_TX, ST_TO_PY, ST_DROP_NOPEER, ST_DROP_NOPORT, ST_DROP_QUEUE, ST_DROP_SEND,
        ST_DROP_UNBOUND, ST_NS_RECV, ST_NS_LOCK, ST_NS_PROC, ST_NS_SEND, ST_NS_WAIT, ST_WAKEUPS, ST_DROP_TRUNC, ST_N };
 
-typedef u32 (*process_fn)(void *, u32, const u8 *, const u32 *, const u32 *, int);
+typedef u32 (*process_fn)(void *, u32, const u8 *const *, const u32 *, const u32 *);  /* sw_process_v */
 typedef const u32 *(*recs_fn)(void *);
 typedef const u8 *(*data_fn)(void *);
 typedef u32 (*dig_fn)(void *, const u64 **);
@@ -77,6 +77,7 @@ typedef struct pio {
     volatile int flag_queue, flag_digest;
     u8 *q; u32 qhead, qtail, qcap;
     u8 *rbuf; u32 lens[PIO_BATCH], pnums[PIO_BATCH];
+    const u8 *ptrs[PIO_BATCH];  /* the batch's frames: in rbuf's slots or, zero-copy, in an RX ring */
     struct mmsghdr rm[PIO_BATCH]; struct iovec riov[PIO_BATCH]; struct sockaddr_storage rname[PIO_BATCH];
     struct mmsghdr sm[PIO_BATCH]; struct iovec siov[PIO_BATCH];
     u64 st[ST_N];
@@ -298,7 +299,7 @@ static void run_native(pio_t *io, u32 n, u64 t0) {
     u64 t1 = now_ns();
     io->lock(io->sw);
     u64 t2 = now_ns();
-    u32 no = io->process(io->sw, n, io->rbuf, io->lens, io->pnums, 0);
+    u32 no = io->process(io->sw, n, io->ptrs, io->lens, io->pnums);
     u64 t3 = now_ns();
     const u32 *rec = no ? io->recs(io->sw) : NULL;
     const u8 *data = no ? io->data(io->sw) : NULL;
@@ -325,10 +326,11 @@ static void run_native(pio_t *io, u32 n, u64 t0) {
 
 static void run_batch(pio_t *io, u32 n, u64 t0);
 
-/* Up to PIO_BATCH frames from the RX ring into rbuf (each slot handed back at once). */
+/* Up to PIO_BATCH frames from the RX ring, processed where the kernel put them (no copy);
+   their ring slots go back to the kernel after the batch. */
 static void handle_ring(pio_t *io, port_t *p) {
     u64 t0 = now_ns();
-    u32 n = 0, off = 0, seen = 0;
+    u32 n = 0, seen = 0, first = p->ring_cur;
     while (n < PIO_BATCH && seen < p->ring_nr) {
         struct tpacket2_hdr *h = (struct tpacket2_hdr *)(p->ring + (size_t)p->ring_cur * p->ring_frame);
         if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) break;
@@ -336,14 +338,16 @@ static void handle_ring(pio_t *io, port_t *p) {
         u32 len = h->tp_snaplen;
         if (len != h->tp_len) ST_ADD(io, ST_DROP_TRUNC, 1);  /* longer than the ring's frames */
         else if (ll->sll_pkttype != PACKET_OUTGOING) {
-            memcpy(io->rbuf + off, (u8 *)h + h->tp_mac, len);
-            io->lens[n] = len; io->pnums[n] = p->num; n++; off += len;
+            io->ptrs[n] = (u8 *)h + h->tp_mac; io->lens[n] = len; io->pnums[n] = p->num; n++;
         }
-        __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
         p->ring_cur = (p->ring_cur + 1) % p->ring_nr; seen++;
     }
     p->rx += n; ST_ADD(io, ST_RX, n); ST_ADD(io, ST_BATCHES, 1);
     if (n) run_batch(io, n, t0);
+    for (u32 i = 0, k = first; i < seen; i++, k = (k + 1) % p->ring_nr) {
+        struct tpacket2_hdr *h = (struct tpacket2_hdr *)(p->ring + (size_t)k * p->ring_frame);
+        __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+    }
 }
 
 static int same_sender(pio_t *io, int a, int b) {
@@ -367,7 +371,7 @@ static void handle_port(pio_t *io, port_t *p) {
     /* A UDP port's peer is the sender of the latest datagram, as on the Python loop: a batch
        with several senders runs as consecutive sub-batches, one per run of the same sender, and
        each sub-batch first learns its sender, so every output goes where it would one at a time. */
-    u32 n = 0, off = 0; int last = -1;
+    u32 n = 0; int last = -1;
     for (int i = 0; i < r; i++) {
         u32 len = io->rm[i].msg_len;
         if (p->kind == KIND_PACKET) {
@@ -378,14 +382,12 @@ static void handle_port(pio_t *io, port_t *p) {
                 learn_peer(io, p, last);
                 p->rx += n; ST_ADD(io, ST_RX, n);
                 run_batch(io, n, t0);
-                n = 0; off = 0; t0 = now_ns();
+                n = 0; t0 = now_ns();
             }
             last = i;
         }
         if (len > PIO_SLOT) len = PIO_SLOT;
-        u8 *src = io->rbuf + (size_t)i * PIO_SLOT;
-        if (io->rbuf + off != src) memmove(io->rbuf + off, src, len);
-        io->lens[n] = len; io->pnums[n] = p->num; n++; off += len;
+        io->ptrs[n] = io->rbuf + (size_t)i * PIO_SLOT; io->lens[n] = len; io->pnums[n] = p->num; n++;
     }
     if (last >= 0) learn_peer(io, p, last);
     p->rx += n; ST_ADD(io, ST_RX, n); ST_ADD(io, ST_BATCHES, 1);
@@ -393,13 +395,11 @@ static void handle_port(pio_t *io, port_t *p) {
 }
 
 static void run_batch(pio_t *io, u32 n, u64 t0) {
-    u32 off;
     pthread_mutex_lock(&io->mu);
     if (io->mode == MODE_NATIVE) {
         run_native(io, n, t0);
     } else if (io->mode == MODE_PYTHON) {
-        off = 0;
-        for (u32 i = 0; i < n; i++) { q_push(io, Q_RX, io->pnums[i], io->rbuf + off, io->lens[i]); off += io->lens[i]; }
+        for (u32 i = 0; i < n; i++) q_push(io, Q_RX, io->pnums[i], io->ptrs[i], io->lens[i]);
     } else {
         ST_ADD(io, ST_DROP_UNBOUND, n);
     }

@@ -4,9 +4,10 @@ Why: with the native executor, a Python receive loop (one socket call and one Py
 per frame) is what bounds innet-switch, not the generated C. Here one C thread owns the
 port sockets (the fds of the same ``UdpPort``/``IfacePort`` objects the Python
 ``PortSet`` uses), receives batches (``recvmmsg``, or a ring: below), runs each batch through the
-pipeline's ``sw_process`` holding the switch mutex (the mutex ``NativePipeline.lock``
-takes: a control-plane batch is applied whole between two packet batches), and sends each
-port's outputs with one ``sendmmsg``. cffi releases the GIL for ``pio_run``, so Python
+pipeline's ``sw_process_v`` (each frame where it was received: ring frames are not copied)
+holding the switch mutex (the mutex ``NativePipeline.lock`` takes: a control-plane batch
+is applied whole between two packet batches), and sends each port's outputs with one
+``sendmmsg``. cffi releases the GIL for ``pio_run``, so Python
 never runs per packet.
 
 What still needs Python goes through one queue in C, drained by a second thread here:
@@ -172,7 +173,7 @@ class NativePortSet:
                 return self._ffi.cast("void *", int(pffi.cast("uintptr_t", getattr(plib, name))))
 
             sw = self._ffi.cast("void *", int(pffi.cast("uintptr_t", pipeline.sw)))
-            lib.pio_bind(self._io, MODE_NATIVE, sw, fn("sw_lock"), fn("sw_unlock"), fn("sw_process"),
+            lib.pio_bind(self._io, MODE_NATIVE, sw, fn("sw_lock"), fn("sw_unlock"), fn("sw_process_v"),
                          fn("sw_out_recs"), fn("sw_out_data"), fn("sw_digests"))
         else:
             null = self._ffi.NULL

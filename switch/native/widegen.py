@@ -199,21 +199,22 @@ class WideGen:
             from .cgen import _w
             self.store(dst, f"(w_lo({full}) & {_mask(_w(dst.type, dst)[0])})")
 
-    def w_register(self, idx: int, size: int, width: int, e: ir.MethodCall) -> None:
+    def w_register(self, block: int, size: int, width: int, e: ir.MethodCall) -> None:
         """``read``/``write`` of a register of bit<W>/int<W>, W > 64: a cell is ``limbs``
-        words of the C array; out of range a read gives 0 and a write does nothing."""
+        words of the register's C block ``block`` (never shared: ``fuse`` groups only
+        registers of W <= 64); out of range a read gives 0 and a write does nothing."""
         from .cgen import _arg
         k = (width + 63) // 64
         self.need(width)
         if e.method == "read":
             dst = _arg(e, "result", 0)
             i = self.index(_arg(e, "index", 1))
-            self.store(dst, f"({i} < {size} ? w_ld(&sw_reg_(c, {idx})[{i} * {k}], {k}) : w_zero())")
+            self.store(dst, f"({i} < {size} ? w_ld(&sw_blk_(c, {block})[{i} * {k}], {k}) : w_zero())")
             return None
         if e.method == "write":
             i = self.index(_arg(e, "index", 0))
             v = self.expr(_arg(e, "value", 1))
-            self.emit(f"if ({i} < {size}) w_st(&sw_reg_(c, {idx})[{i} * {k}], {k}, w_mask({v}, {width}));")
+            self.emit(f"if ({i} < {size}) w_st(&sw_blk_(c, {block})[{i} * {k}], {k}, w_mask({v}, {width}));")
             return None
         raise self.bad(f"method {e.method} of a register", e)
 

@@ -47,20 +47,37 @@ class BlockContents:
     items: list[TableUse | ir.Instance] = field(default_factory=list)
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_IS_NODE: dict[type, bool] = {}
+_DECLS = (ir.Action, ir.Table, ir.Instance, ir.Function, ir.Control, ir.Parser)
+
+
+def _is_node(value: object) -> bool:
+    """A dataclass instance (not a class): the per-class answer is cached."""
+    cls = type(value)
+    hit = _IS_NODE.get(cls)
+    if hit is None:
+        hit = _IS_NODE[cls] = dataclasses.is_dataclass(value) and not isinstance(value, type)
+    return hit
+
+
 def iter_children(node: object) -> Iterator[object]:
     """Direct sub-nodes (expressions, statements, args, cases) of an IR node; never
     descends into declarations referenced by name (actions, tables, instances)."""
-    if not dataclasses.is_dataclass(node) or isinstance(node, ir.Type):
+    if not _is_node(node) or isinstance(node, ir.Type):
         return
-    for f in dataclasses.fields(node):
-        value = getattr(node, f.name)
-        if isinstance(value, (ir.Action, ir.Table, ir.Instance, ir.Function, ir.Control, ir.Parser)):
+    names = _FIELDS.get(type(node))
+    if names is None:
+        names = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))  # type: ignore[arg-type]
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, _DECLS):
             continue
         if isinstance(value, (tuple, list)):
             for item in value:
-                if dataclasses.is_dataclass(item) and not isinstance(item, (ir.Type, ir.Loc)):
+                if _is_node(item) and not isinstance(item, (ir.Type, ir.Loc)):
                     yield item
-        elif dataclasses.is_dataclass(value) and not isinstance(value, (ir.Type, ir.Loc, ir.Param, ir.VarDecl)):
+        elif _is_node(value) and not isinstance(value, (ir.Type, ir.Loc, ir.Param, ir.VarDecl)):
             yield value
 
 

@@ -289,10 +289,12 @@ class InnetTarget:
 
     def load(self, p4info: p4i.P4Info | None, device_config: bytes) -> LoadedConfig:
         from innet.switch.native.select import load_pipeline
+        from innet.switch.startcache import no_gc
 
         program, derived = self._compile(device_config)
         try:
-            pipeline = load_pipeline(program, self.executor, clock=self.clock)
+            with no_gc():  # a program's objects all live on: no collection while building them
+                pipeline = load_pipeline(program, self.executor, clock=self.clock)
             LOG.info("program loaded on the %s executor", getattr(pipeline, "executor", "python"))
         except Exception as error:
             raise TargetError(f"cannot load the program: {error}") from None

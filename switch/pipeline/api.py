@@ -48,6 +48,9 @@ class Pipeline:
 
     executor = "python"
     """Which executor runs the packets (``NativePipeline`` says ``native``)."""
+    packet_code = True
+    """Generate the python packet path (an executor that runs packets itself compiles
+    the control plane only: ``ProgramCompiler(packet_code=False)``)."""
 
     def __init__(self, program: ir.Program, *, seed: int | None = None,
                  digest_sink: Callable[[DigestMessage], None] | None = None,
@@ -55,7 +58,7 @@ class Pipeline:
         self.program = program
         self.clock = clock
         """Monotonic nanoseconds: the hit times of entries of ``support_timeout`` tables."""
-        self.compiled = ProgramCompiler(program, seed=seed, clock=clock).compile()
+        self.compiled = ProgramCompiler(program, seed=seed, clock=clock, packet_code=self.packet_code).compile()
         self.pre = ReplicationEngine()
         self.arch = Architecture(self.compiled, self.pre, digest_sink)
         self.lock = self.arch.lock

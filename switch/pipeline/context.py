@@ -30,6 +30,8 @@ class CompileContext(Protocol):
     slot_entry: int
     errors: dict[str, int]
     """Error name -> number (BMv2's numbering)."""
+    packet_code: bool
+    """False: the control plane only (registers keep no cells of their own: the executor's)."""
 
     def ref(self, obj: Any, hint: str) -> str: ...
 

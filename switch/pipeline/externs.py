@@ -18,12 +18,13 @@ GREEN, YELLOW, RED = 0, 1, 2
 class Register:
     """``register<T>(size)``: out-of-range reads return 0 and writes are ignored (BMv2)."""
 
-    def __init__(self, name: str, size: int, width: int, signed: bool = False) -> None:
+    def __init__(self, name: str, size: int, width: int, signed: bool = False, cells: bool = True) -> None:
         self.name = name
         self.size = size
         self.width = width
         self.signed = signed
-        self.cells: list[int] = [0] * size
+        self.cells: list[int] = [0] * size if cells else []
+        """The values; empty (``cells`` False) when an executor keeps them itself."""
 
     def _check(self, index: int) -> None:
         if not 0 <= index < self.size:

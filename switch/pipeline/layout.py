@@ -16,6 +16,7 @@ Slot shapes per type:
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from ..frontend import ir
@@ -34,8 +35,39 @@ def nslots(t: ir.Type) -> int:
     return 1
 
 
+_BIG = 32
+"""Aggregates with more fields than this get a field index (``_field_index``)."""
+_INDEXES: "OrderedDict[int, tuple[ir.Type, dict[str, tuple[int, ir.Type]]]]" = OrderedDict()
+
+
+def _field_index(t: ir.Type) -> dict[str, tuple[int, ir.Type]]:
+    """Field name -> (offset, type) of a big aggregate, built once: a program with
+    thousands of fields in one header (p4/innet at INNET_K=2048) would otherwise scan
+    them for every field access. Keyed by identity and holding the type (so an id is
+    never reused while its entry lives); the last 64 aggregates are kept."""
+    hit = _INDEXES.get(id(t))
+    if hit is not None and hit[0] is t:
+        _INDEXES.move_to_end(id(t))
+        return hit[1]
+    index: dict[str, tuple[int, ir.Type]] = {}
+    fields = t.fields  # type: ignore[attr-defined]
+    off = 1 if isinstance(t, ir.HeaderT) else 0
+    for f in fields:
+        index.setdefault(f.name, (off, f.type))
+        off += 1 if isinstance(t, ir.HeaderT) else nslots(f.type)
+    _INDEXES[id(t)] = (t, index)
+    if len(_INDEXES) > 64:
+        _INDEXES.popitem(last=False)
+    return index
+
+
 def field_offset(t: ir.Type, name: str) -> tuple[int, ir.Type]:
     """Slot offset and type of field ``name`` inside a header/struct/union value."""
+    if isinstance(t, (ir.HeaderT, ir.StructT, ir.HeaderUnionT)) and len(t.fields) > _BIG:
+        hit = _field_index(t).get(name)
+        if hit is None:
+            raise KeyError(f"type {t} has no field {name!r}")
+        return hit
     if isinstance(t, ir.HeaderT):
         for i, f in enumerate(t.fields):
             if f.name == name:

@@ -14,8 +14,10 @@ AF_PACKET) runs in the namespace; on the root end runs, in turn,
   program, its table entries installed over P4Runtime by innet's controller.
 
 Workloads (those of ``bench_pipeline``): ``basic_forward`` (p4/examples/basic_forward.p4:
-LPM route back to port 1, TTL decrement, checksum update) and ``agg64``
-(p4/examples/agg64.p4: 64 values added into registers, the sums reflected). For each it
+LPM route back to port 1, TTL decrement, checksum update), ``agg64``
+(p4/examples/agg64.p4: 64 values added into registers, the sums reflected) and ``agg2048``
+(p4/examples/agg2048.p4: the same with 2048 values, 8,238-byte frames; the veth's MTU is
+raised to 9000 for it, so its reflector ceiling is measured at that frame size). For each it
 prints pkt/s of the reflector and of the switch and their ratio, and saves
 ``bench_veth.json`` and ``bench_veth.png``. ``--executor`` is passed to innet-switch
 (the native executor of issue 9); without it the switch's default runs.
@@ -42,7 +44,9 @@ from innet.testbed.core.machine import describe
 from innet.argtypes import output_dir, positive_float
 from innet.testbed.core.paths import REPO
 
-WORKLOADS = ("basic_forward", "agg64")
+WORKLOADS = ("basic_forward", "agg64", "agg2048")
+WORKLOAD_MTU = {"agg2048": 9000}
+"""Least veth MTU a workload's frames need (others run at ``--mtu``)."""
 SWITCH_MODULE = "innet.switch.cli.switch"
 _GRPC_LINE = re.compile(r"innet-switch: P4Runtime listening on (\S+)")
 _LOOP_LINE = re.compile(r"C port loop stats: (\{.*\})")
@@ -74,7 +78,7 @@ class VethBenchConfig:
     """``innet-switch --port-loop`` value (native: the C loop; python: one Python call per
     frame); None: the switch's default (the C loop with the native executor)."""
     workloads: tuple[str, ...] = WORKLOADS
-    start_timeout: float = 120.0
+    start_timeout: float = 300.0
     """Seconds innet-switch may take to compile its program and listen."""
 
 
@@ -137,6 +141,13 @@ class VethPair:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def set_mtu(self, mtu: int) -> None:
+        """Both ends to ``mtu`` (a workload with jumbo frames)."""
+        if mtu != self.mtu:
+            _ip("link", "set", self.outer, "mtu", str(mtu))
+            _ip("-n", self.ns, "link", "set", self.inner, "mtu", str(mtu))
+            self.mtu = mtu
+
     def close(self) -> None:
         if self._made:
             _ip("netns", "del", self.ns, check=False)  # takes the veth pair with it
@@ -150,8 +161,8 @@ def _frames(workload: str) -> list[bytes]:
     """Frames that the workload's program answers on port 1 (from its STF, or built)."""
     from innet.switch.stf import read_stf
 
-    if workload == "agg64":
-        test = read_stf(REPO / "p4" / "examples" / "agg64.stf")
+    if workload in ("agg64", "agg2048"):
+        test = read_stf(REPO / "p4" / "examples" / f"{workload}.stf")
         frames = [data for _, port, data in test.packets if len(data) > 300]
         return frames[:3]
     if workload == "basic_forward":
@@ -285,6 +296,7 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
     with tempfile.TemporaryDirectory(prefix="innet-bench-veth-") as tmpdir, VethPair(config.mtu) as pair:
         tmp = Path(tmpdir)
         for workload in config.workloads:
+            pair.set_mtu(max(config.mtu, WORKLOAD_MTU.get(workload, 0)))
             frames = _frames(workload)
             frames_file = tmp / f"{workload}.frames"
             write_frames(frames_file, frames)
@@ -296,14 +308,17 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
                 points.append(measure_switch(pair, workload, frames_file, len(frames[0]), config, tools, tmp))
     rows = []
     for workload in config.workloads:
+        mtu = max(config.mtu, WORKLOAD_MTU.get(workload, 0))
         ceilings = [p for p in points if p.workload == workload and p.device == "reflector"]
         switches = [p for p in points if p.workload == workload and p.device == "innet-switch"]
         ratios = [s.pps / c.pps if c.pps else 0.0 for c, s in zip(ceilings, switches)]
         middle = sorted(zip(ratios, range(len(ratios))))[len(ratios) // 2][1]
-        rows.append({"workload": workload, "frame_bytes": switches[0].frame_bytes,
+        rows.append({"workload": workload, "frame_bytes": switches[0].frame_bytes, "mtu": mtu,
                      "ceiling_pps": round(statistics.median(c.pps for c in ceilings)),
                      "switch_pps": round(statistics.median(s.pps for s in switches)),
                      "ratio": round(statistics.median(ratios), 3), "round_ratios": [round(r, 3) for r in ratios],
+                     "round_ceiling_pps": [round(c.pps) for c in ceilings],
+                     "round_switch_pps": [round(s.pps) for s in switches],
                      "loop": switches[middle].loop})
     return {"format": "innet-bench-veth/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "machine": describe(), "executor": config.executor or "default",
@@ -376,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     console = Console()
+    if not console.is_terminal:  # a log file: room for every column
+        console = Console(width=200)
     try:
         doc = run(config, lambda msg: console.print(f"[dim]{msg}[/]"))
     except BenchError as error:
@@ -385,11 +402,11 @@ def main(argv: list[str] | None = None) -> int:
     table = Table(title=f"innet-switch on one veth vs the C reflector ({m['cpu']}, {m['cores']} cores, "
                         f"load {m['load_average']}; executor {doc['executor']}, port loop {doc['port_loop']}, "
                         f"window {config.window})")
-    for col in ("workload", "bytes/frame", "reflector pkt/s", "innet-switch pkt/s", "ratio"):
+    for col in ("workload", "bytes/frame", "MTU", "reflector pkt/s", "innet-switch pkt/s", "ratio", "round ratios"):
         table.add_column(col, justify="left" if col == "workload" else "right")
     for r in doc["rows"]:
-        table.add_row(r["workload"], str(r["frame_bytes"]), f"{r['ceiling_pps']:,}", f"{r['switch_pps']:,}",
-                      f"{r['ratio']:.2f}x")
+        table.add_row(r["workload"], str(r["frame_bytes"]), str(r["mtu"]), f"{r['ceiling_pps']:,}",
+                      f"{r['switch_pps']:,}", f"{r['ratio']:.2f}x", " ".join(f"{x:.2f}" for x in r["round_ratios"]))
     console.print(table)
     for r in doc["rows"]:
         if r["loop"]:

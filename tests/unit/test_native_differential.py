@@ -11,7 +11,12 @@ changes, clock ticks), fed to both executors. Both run on one injected clock (th
 pipeline's and every meter's), advanced only between operations. Outputs and digests
 must be equal packet for packet, and every register, counter, meter cell, direct
 counter, direct meter cell and last-hit stamp equal. A failure prints a minimal
-reproducer (the operations that still show the difference)."""
+reproducer (the operations that still show the difference).
+
+Every case runs with each register layout of the native executor (``fuse``): ``auto``
+(arrays the program indexes together fused), ``all`` (fusion forced on: every register
+array with the same element type and size in one block) and ``off`` (one block per
+array)."""
 
 from __future__ import annotations
 
@@ -189,12 +194,12 @@ def _state(pl: Pipeline) -> dict[str, Any]:
     return st
 
 
-def _first_difference(program: Any, stf: Path, ops: list[Op]) -> str | None:
+def _first_difference(program: Any, stf: Path, ops: list[Op], fuse: str) -> str | None:
     from innet.switch.native.pipeline import NativePipeline
 
     clks = [[1_000_000], [1_000_000]]  # us, one clock per executor, ticked alike
     pls: list[Pipeline] = [Pipeline(program, seed=1, clock=lambda: clks[0][0] * 1000),
-                           NativePipeline(program, seed=1, clock=lambda: clks[1][0] * 1000)]
+                           NativePipeline(program, seed=1, clock=lambda: clks[1][0] * 1000, fuse=fuse)]
     test = read_stf(stf)
     for pl, clk in zip(pls, clks):
         for m in list(pl.meters.values()) + [m for m, _ in pl.compiled.direct_meters.values()]:
@@ -215,14 +220,14 @@ def _first_difference(program: Any, stf: Path, ops: list[Op]) -> str | None:
     return None
 
 
-def _minimise(program: Any, stf: Path, ops: list[Op]) -> list[Op]:
+def _minimise(program: Any, stf: Path, ops: list[Op], fuse: str) -> list[Op]:
     """Drop operations (halves, then single ones) while the difference stays."""
     chunk = len(ops) // 2
     while chunk >= 1:
         i = 0
         while i < len(ops):
             trial = ops[:i] + ops[i + chunk:]
-            if trial and _first_difference(program, stf, trial) is not None:
+            if trial and _first_difference(program, stf, trial, fuse) is not None:
                 ops = trial
             else:
                 i += chunk
@@ -241,13 +246,14 @@ def _reproducer(ops: list[Op]) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("fuse", ["auto", "all", "off"])
 @pytest.mark.parametrize("p4,stf", CASES, ids=[p.stem for p, _ in CASES])
-def test_native_matches_python(p4: Path, stf: Path) -> None:
+def test_native_matches_python(p4: Path, stf: Path, fuse: str) -> None:
     program = compile_file(str(p4))
     seed = sum(p4.name.encode())
     ops = _ops(stf, seed)
-    diff = _first_difference(program, stf, ops)
+    diff = _first_difference(program, stf, ops, fuse)
     if diff is not None:
-        small = _minimise(program, stf, ops)
-        pytest.fail(f"{p4.name} (seed {seed}): {_first_difference(program, stf, small) or diff}\n"
+        small = _minimise(program, stf, ops, fuse)
+        pytest.fail(f"{p4.name} (seed {seed}, fuse {fuse}): {_first_difference(program, stf, small, fuse) or diff}\n"
                     f"minimal reproducer after the STF's control commands ({stf.name}):\n{_reproducer(small)}")

@@ -1,7 +1,9 @@
 /* Values wider than 64 bits, for the differential test of the native executor against
  * the python one (tests/unit/test_native_differential.py): wide header fields, metadata,
  * locals, registers, table keys (exact, lpm, ternary, range) and action parameters,
- * arithmetic, shifts, comparisons, casts, concatenation, slices, hash inputs, digests. */
+ * arithmetic, shifts, comparisons, casts, concatenation, slices, hash inputs, digests.
+ * lo_a/lo_b: two bit<32> registers indexed together, which the native executor fuses
+ * into one block (switch/native/fuse.py) next to the wide registers' own blocks. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -83,6 +85,8 @@ bit<128> mix(in bit<128> x, in bit<96> y) {
 
 control I(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
     register<bit<128>>(16) r128;
+    register<bit<32>>(16) lo_a;
+    register<bit<32>>(16) lo_b;
     register<int<80>>(8) r80;
 
     action set_port(bit<9> port) {
@@ -198,6 +202,12 @@ control I(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
         bit<128> old;
         r128.read(old, idx);
         r128.write(idx, old + x);
+        bit<32> la;
+        bit<32> lb;
+        lo_a.read(la, idx);
+        lo_b.read(lb, idx);
+        lo_a.write(idx, la + (bit<32>)x);
+        lo_b.write(idx, lb ^ (bit<32>)(y >> 40));
         int<80> sold;
         r80.read(sold, idx & 7);
         r80.write(idx & 7, sold - (int<80>)z);
