@@ -760,6 +760,35 @@ static int expire(innet_agg *a, double now)
 
 /* ---- the run ---------------------------------------------------------------------- */
 
+/* The state every run starts from: ``items`` chunks to complete, no slot busy, nothing
+ * ready, queued or timed yet. */
+static void reset_run(innet_agg *a, const int32_t *in, int64_t n, int32_t *out, int64_t items)
+{
+    a->running = 1;
+    a->base = a->position;
+    a->n = n;
+    a->chunks = items;
+    a->outstanding = a->done = 0;
+    a->in = in;
+    a->out = out;
+    a->ntimers = 0;
+    a->nready = 0;
+    a->nsend = 0;
+    for (uint32_t i = 0; i < a->cfg.window; i++)
+        a->slots[i].chunk = -1;
+}
+
+/* Send the first ready chunks (the rest follow from innet_agg_step). */
+static int start_run(innet_agg *a)
+{
+    if (fill(a) < 0) {
+        a->running = 0;
+        a->err.kind = INNET_ERR_OS;
+        return INNET_ERR_OS;
+    }
+    return INNET_DONE;
+}
+
 /* Start streaming ``n`` values (``in``) into ``out``; both stay the caller's until the run
  * ends (INNET_DONE or an error). Queues the first window; innet_agg_step sends it. */
 int innet_agg_begin(innet_agg *a, const int32_t *in, int64_t n, int32_t *out)
@@ -771,28 +800,12 @@ int innet_agg_begin(innet_agg *a, const int32_t *in, int64_t n, int32_t *out)
         return INNET_ERR_BUSY;
     }
     int64_t chunks = (n + a->cfg.k - 1) / a->cfg.k;
-    a->running = 1;
     a->planned = 0;
     a->first_chunk = 0;
-    a->base = a->position;
-    a->n = n;
-    a->chunks = chunks;
-    a->outstanding = a->done = 0;
-    a->in = in;
-    a->out = out;
-    a->ntimers = 0;
-    a->nready = 0;
-    a->nsend = 0;
-    for (uint32_t i = 0; i < a->cfg.window; i++)
-        a->slots[i].chunk = -1;
+    reset_run(a, in, n, out, chunks);
     for (int64_t c = 0; c < chunks && c < a->cfg.window; c++)
         a->ready[a->nready++] = (uint32_t)c; /* ascending: already a heap */
-    if (fill(a) < 0) {
-        a->running = 0;
-        a->err.kind = INNET_ERR_OS;
-        return INNET_ERR_OS;
-    }
-    return INNET_DONE;
+    return start_run(a);
 }
 
 /* A planned run (REDUCE/BCAST, module comment): ``nitems`` chunks of this member, item ``i``
@@ -813,7 +826,6 @@ int innet_agg_begin_plan(innet_agg *a, int msg_type, uint32_t first_chunk, int c
         a->err.kind = INNET_ERR_BUSY;
         return INNET_ERR_BUSY;
     }
-    a->running = 1;
     a->planned = 1;
     a->msg_type = msg_type;
     a->carries = carries;
@@ -824,25 +836,10 @@ int innet_agg_begin_plan(innet_agg *a, int msg_type, uint32_t first_chunk, int c
     a->item_ver = item_ver;
     a->item_following = item_following;
     a->item_owner = item_owner;
-    a->base = a->position;
-    a->n = n;
-    a->chunks = nitems;
-    a->outstanding = a->done = 0;
-    a->in = in;
-    a->out = out;
-    a->ntimers = 0;
-    a->nready = 0;
-    a->nsend = 0;
-    for (uint32_t i = 0; i < a->cfg.window; i++)
-        a->slots[i].chunk = -1;
+    reset_run(a, in, n, out, nitems);
     for (int64_t i = 0; i < nready; i++)
         a->ready[a->nready++] = ready[i]; /* ascending: already a heap */
-    if (fill(a) < 0) {
-        a->running = 0;
-        a->err.kind = INNET_ERR_OS;
-        return INNET_ERR_OS;
-    }
-    return INNET_DONE;
+    return start_run(a);
 }
 
 static int fail(innet_agg *a, int kind)
