@@ -1,8 +1,9 @@
 """The ``bmv2`` switch backend: p4lang's ``simple_switch_grpc`` with the same P4 and controller.
 
-* tools: ``simple_switch_grpc`` and ``simple_switch_CLI`` on PATH or in ``INNET_BMV2_BIN``
-  (the binary or its directory), ``p4c-bm2-ss`` on PATH or ``INNET_P4C``; a missing one is
-  one line saying which and how to get it (:class:`Bmv2Missing`);
+* tools: ``simple_switch_grpc`` and ``simple_switch_CLI`` in ``INNET_BMV2_BIN`` (the binary
+  or its directory), on PATH, or in ``/opt/p4tools/bin`` (the prefix docs/bmv2.md builds
+  into; ``INNET_P4_PREFIX`` names another), ``p4c-bm2-ss`` likewise with ``INNET_P4C``; a
+  missing one is one line saying which and how to get it (:class:`Bmv2Missing`);
 * compile: ``p4c-bm2-ss --arch v1model --p4runtime-files DIR/p4info.txtpb -o DIR/NAME.json``
   (p4c's own core.p4/v1model.p4, never innet's copies), or a given directory with the JSON
   and P4Info (``PipelineConfig.from_dir``);
@@ -52,41 +53,60 @@ class Bmv2Tools:
 
 
 Which = Callable[[str], str | None]
+DEFAULT_PREFIX = Path("/opt/p4tools")
+"""Where a toolchain built by hand for innet lives (``bin/`` below it), searched after PATH."""
 
 
-def _lookup(name: str, env_dir: str | None, which: Which) -> Path | None:
+def _executable(candidate: Path) -> bool:
+    return candidate.is_file() and os.access(candidate, os.X_OK)
+
+
+def _lookup(name: str, env_dir: str | None, which: Which, prefixes: Sequence[Path] = ()) -> Path | None:
     if env_dir:
         p = Path(env_dir)
         candidate = p / name if p.is_dir() else p.with_name(name)
-        if candidate.is_file() and os.access(candidate, os.X_OK):
+        if _executable(candidate):
             return candidate
     found = which(name)
-    return Path(found) if found else None
+    if found:
+        return Path(found)
+    return next((prefix / "bin" / name for prefix in prefixes if _executable(prefix / "bin" / name)), None)
+
+
+def _in(prefixes: Sequence[Path]) -> str:
+    return "".join(f" or in {prefix / 'bin'}" for prefix in prefixes)
+
+
+def default_prefixes(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """``INNET_P4_PREFIX`` if set, else ``/opt/p4tools``."""
+    return (Path(env["INNET_P4_PREFIX"]),) if env.get("INNET_P4_PREFIX") else (DEFAULT_PREFIX,)
 
 
 def find_tools(env: Mapping[str, str] | None = None, which: Which = shutil.which, need_p4c: bool = True,
-               need_cli: bool = False) -> Bmv2Tools:
+               need_cli: bool = False, prefixes: Sequence[Path] | None = None) -> Bmv2Tools:
     """The binaries, or Bmv2Missing naming the first one that is missing (``need_cli``: a testbed,
-    whose controller reads and writes registers through simple_switch_CLI)."""
+    whose controller reads and writes registers through simple_switch_CLI). ``prefixes``:
+    searched after PATH (None: :func:`default_prefixes`)."""
     env = os.environ if env is None else env
+    prefixes = default_prefixes(env) if prefixes is None else tuple(prefixes)
     bmv2_dir = env.get("INNET_BMV2_BIN")
     switch: Path | None = None
     if bmv2_dir and Path(bmv2_dir).is_file():
         switch = Path(bmv2_dir)
-    switch = switch or _lookup("simple_switch_grpc", bmv2_dir, which)
+    switch = switch or _lookup("simple_switch_grpc", bmv2_dir, which, prefixes)
     if switch is None:
-        where = f"INNET_BMV2_BIN={bmv2_dir}" if bmv2_dir else "PATH (or INNET_BMV2_BIN)"
+        where = (f"INNET_BMV2_BIN={bmv2_dir}" if bmv2_dir else "PATH (or INNET_BMV2_BIN)") + _in(prefixes)
         raise Bmv2Missing(f"bmv2 backend: simple_switch_grpc not found on {where}: {GET_BMV2}")
-    cli = _lookup("simple_switch_CLI", str(switch.parent), which)
+    cli = _lookup("simple_switch_CLI", str(switch.parent), which, prefixes)
     if cli is None and need_cli:
         raise Bmv2Missing(f"bmv2 backend: simple_switch_CLI not found beside {switch} or on PATH, needed for "
                           f"registers (Thrift): {GET_BMV2}")
     p4c_env = env.get("INNET_P4C")
-    p4c = Path(p4c_env) if p4c_env and Path(p4c_env).is_file() else which("p4c-bm2-ss")
+    p4c = Path(p4c_env) if p4c_env and Path(p4c_env).is_file() else _lookup("p4c-bm2-ss", None, which, prefixes)
     if p4c_env and not Path(p4c_env).is_file():
         raise Bmv2Missing(f"bmv2 backend: INNET_P4C={p4c_env}: no such file: {GET_P4C}")
     if p4c is None and need_p4c:
-        raise Bmv2Missing(f"bmv2 backend: p4c-bm2-ss not found on PATH (or INNET_P4C), needed to compile for "
+        raise Bmv2Missing(f"bmv2 backend: p4c-bm2-ss not found on PATH (or INNET_P4C){_in(prefixes)}, needed to compile for "
                           f"BMv2 (or give a compiled directory with the JSON and p4info.txtpb): {GET_P4C}")
     return Bmv2Tools(switch, cli, Path(p4c) if p4c else None)
 

@@ -25,15 +25,15 @@ def _exe(path: Path) -> Path:
 def test_missing_switch_names_it_and_how_to_get_it():
     with pytest.raises(Bmv2Missing, match=r"^bmv2 backend: simple_switch_grpc not found on PATH \(or INNET_BMV2_BIN\):"
                                           r" install BMv2 .*p4lang"):
-        find_tools(env={}, which=lambda name: None)
+        find_tools(env={}, which=lambda name: None, prefixes=())
 
 
 def test_missing_p4c_is_named_after_the_switch_is_found(tmp_path):
     _exe(tmp_path / "simple_switch_grpc")
     with pytest.raises(Bmv2Missing, match=r"p4c-bm2-ss not found on PATH \(or INNET_P4C\).*install p4c"):
-        find_tools(env={"INNET_BMV2_BIN": str(tmp_path)}, which=lambda name: None)
+        find_tools(env={"INNET_BMV2_BIN": str(tmp_path)}, which=lambda name: None, prefixes=())
     with pytest.raises(Bmv2Missing, match=r"INNET_P4C=/nope/p4c-bm2-ss: no such file"):
-        find_tools(env={"INNET_BMV2_BIN": str(tmp_path), "INNET_P4C": "/nope/p4c-bm2-ss"}, which=lambda name: None)
+        find_tools(env={"INNET_BMV2_BIN": str(tmp_path), "INNET_P4C": "/nope/p4c-bm2-ss"}, which=lambda name: None, prefixes=())
 
 
 def test_env_directory_and_binary_and_cli_beside_it(tmp_path):
@@ -41,8 +41,17 @@ def test_env_directory_and_binary_and_cli_beside_it(tmp_path):
     cli = _exe(tmp_path / "bin" / "simple_switch_CLI")
     p4c = _exe(tmp_path / "p4c" / "p4c-bm2-ss")
     for given in (tmp_path / "bin", switch):
-        tools = find_tools(env={"INNET_BMV2_BIN": str(given), "INNET_P4C": str(p4c)}, which=lambda name: None)
+        tools = find_tools(env={"INNET_BMV2_BIN": str(given), "INNET_P4C": str(p4c)}, which=lambda name: None, prefixes=())
         assert tools == Bmv2Tools(switch, cli, p4c)
+
+
+def test_the_toolchain_prefix_is_searched_after_path(tmp_path):
+    switch = _exe(tmp_path / "bin" / "simple_switch_grpc")
+    cli = _exe(tmp_path / "bin" / "simple_switch_CLI")
+    p4c = _exe(tmp_path / "bin" / "p4c-bm2-ss")
+    assert find_tools(env={"INNET_P4_PREFIX": str(tmp_path)}, which=lambda name: None) == Bmv2Tools(switch, cli, p4c)
+    with pytest.raises(Bmv2Missing, match=r"not found on PATH \(or INNET_BMV2_BIN\) or in /nope/bin:"):
+        find_tools(env={"INNET_P4_PREFIX": "/nope"}, which=lambda name: None)
 
 
 def test_switch_command_puts_target_options_after_the_separator():
