@@ -1,8 +1,8 @@
 """The ``bmv2`` switch backend: p4lang's ``simple_switch_grpc`` with the same P4 and controller.
 
 * tools: ``simple_switch_grpc`` and ``simple_switch_CLI`` in ``INNET_BMV2_BIN`` (the binary
-  or its directory), on PATH, or in ``/opt/p4tools/bin`` (the prefix docs/bmv2.md builds
-  into; ``INNET_P4_PREFIX`` names another), ``p4c-bm2-ss`` likewise with ``INNET_P4C``; a
+  or its directory), on PATH, or in ``/opt/p4tools/bin`` (the README's "Real BMv2" section;
+  ``INNET_P4_PREFIX`` names another prefix), ``p4c-bm2-ss`` likewise with ``INNET_P4C``; a
   missing one is one line saying which and how to get it (:class:`Bmv2Missing`);
 * compile: ``p4c-bm2-ss --arch v1model --p4runtime-files DIR/p4info.txtpb -o DIR/NAME.json``
   (p4c's own core.p4/v1model.p4, never innet's copies), or a given directory with the JSON
