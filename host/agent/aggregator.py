@@ -284,13 +284,13 @@ class _Run:
 @dataclass(frozen=True)
 class LanePlan:
     """A REDUCE/BCAST operation of one member: the chunks it takes part in (``items``, chunk
-    index in the operation's vector), each with its owner, slot and copy, and how far it
-    moves each owner lane (``taken``). Shared by the python and the C loop."""
+    index in the operation's vector, ascending), each with its owner, slot and copy, and how
+    far it moves each owner lane (``taken``). Shared by the python and the C loop."""
 
-    items: list[int]
-    owner: list[int]
-    slot: list[int]
-    ver: list[int]
+    items: npt.NDArray[np.int64]
+    owner: npt.NDArray[np.int32]
+    slot: npt.NDArray[np.uint32]
+    ver: npt.NDArray[np.uint32]
     taken: dict[int, int]
 
     def advance(self, positions: dict[int, int]) -> None:
@@ -302,8 +302,9 @@ class LanePlan:
 def plan_owner_op(job: JobConfig, positions: dict[int, int], kind: wire.MsgType, chunks: int, first_chunk: int,
                   worker: bool) -> LanePlan:
     """The chunks of a ``kind`` operation over ``chunks`` chunks from ``first_chunk`` that
-    this member (a worker, or an owner) takes part in, on the lanes at ``positions``.
-    Raises ValueError for a member on the wrong side or a chunk without an owner."""
+    this member (a worker, or an owner) takes part in, on the lanes at ``positions``: a
+    lane's position advances by one per chunk of it, in chunk order. Raises ValueError for a
+    member on the wrong side or a chunk without an owner."""
     role = "worker" if worker else "owner"
     if worker == job.is_owner:
         raise ValueError(f"job {job.job}: rank {job.rank} is {'an owner' if job.is_owner else 'a worker'}; "
@@ -311,38 +312,48 @@ def plan_owner_op(job: JobConfig, positions: dict[int, int], kind: wire.MsgType,
     lanes = job.lanes
     if first_chunk < 0 or first_chunk + chunks > 1 << 32:
         raise ValueError(f"job {job.job}: chunks {first_chunk}+{chunks} are outside the 32-bit chunk field")
-    plan = LanePlan([], [], [], [], {})
-    for c in range(chunks):
-        o = lanes.owner(first_chunk + c)
-        if o is None:
-            raise ValueError(f"job {job.job}: chunk {first_chunk + c} has no owner "
-                             f"(owners {[(x.rank, x.first_chunk, x.chunks) for x in lanes.owners]})")
-        if not worker and o.rank != job.rank:
-            continue
-        first, slots = lanes.lane(o.rank)
-        pos = positions.get(o.rank, 0) + plan.taken.get(o.rank, 0)
-        plan.taken[o.rank] = plan.taken.get(o.rank, 0) + 1
-        plan.items.append(c)
-        plan.owner.append(o.rank)
-        plan.slot.append(first + pos % slots)
-        plan.ver.append((pos // slots) % 2)
-    return plan
+    chunk = first_chunk + np.arange(chunks, dtype=np.int64)
+    owner_of = np.full(chunks, -1, np.int32)
+    for o in lanes.owners:
+        owner_of[(chunk >= o.first_chunk) & (chunk < o.stop)] = o.rank
+    orphans = np.flatnonzero(owner_of < 0)
+    if orphans.size:
+        raise ValueError(f"job {job.job}: chunk {int(chunk[orphans[0]])} has no owner "
+                         f"(owners {[(x.rank, x.first_chunk, x.chunks) for x in lanes.owners]})")
+    items = np.arange(chunks, dtype=np.int64)
+    if not worker:
+        items = items[owner_of == job.rank]
+    owner = owner_of[items]
+    slot = np.zeros(items.size, np.uint32)
+    ver = np.zeros(items.size, np.uint32)
+    taken: dict[int, int] = {}
+    for rank in np.unique(owner).tolist():
+        mine = owner == rank
+        first, slots = lanes.lane(rank)
+        pos = positions.get(rank, 0) + np.arange(int(mine.sum()), dtype=np.int64)
+        slot[mine] = first + pos % slots
+        ver[mine] = (pos // slots) % 2
+        taken[rank] = int(mine.sum())
+    return LanePlan(items, owner, slot, ver, taken)
 
 
-def lane_order(owner: list[int], lane_slots: int) -> tuple[list[int], list[int]]:
+def lane_order(owner: npt.ArrayLike, lane_slots: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(following, ready) of a run's items: item ``i`` follows the item of its lane
-    ``lane_slots`` before it (the slot's previous use); the first ``lane_slots`` of each lane
-    are ready at once."""
-    following = [-1] * len(owner)
-    ready: list[int] = []
-    seen: dict[int, list[int]] = {}
-    for i, rank in enumerate(owner):
-        lane = seen.setdefault(rank, [])
-        if len(lane) >= lane_slots:
-            following[lane[-lane_slots]] = i
-        else:
-            ready.append(i)
-        lane.append(i)
+    ``lane_slots`` before it (the slot's previous use: -1 where none does); the first
+    ``lane_slots`` of each lane are ready at once (ascending)."""
+    lanes = np.asarray(owner, np.int64)
+    n = lanes.size
+    order = np.argsort(lanes, kind="stable")  # each lane's items together, in item order
+    grouped = lanes[order]
+    at = np.arange(n)
+    starts = np.r_[0, np.flatnonzero(np.diff(grouped)) + 1] if n else np.zeros(0, np.int64)
+    rank_in_lane = at - np.repeat(starts, np.diff(np.r_[starts, n]))
+    following = np.full(n, -1, np.int64)
+    later = at + lane_slots
+    same = later < n
+    same[same] = grouped[later[same]] == grouped[same]
+    following[order[same]] = order[later[same]]
+    ready = np.sort(order[rank_in_lane < lane_slots])
     return following, ready
 
 
@@ -422,8 +433,8 @@ class Aggregator:
     def _owner_op(self, kind: wire.MsgType, vec: npt.NDArray[np.int32] | None, size: int, first_chunk: int,
                   worker: bool) -> npt.NDArray[np.int32]:
         lane_plan = plan_owner_op(self.job, self.lane_positions, kind, self._chunks(size), first_chunk, worker)
-        run = self._plan(kind, first_chunk, vec, size, lane_plan.items, lane_plan.owner, lane_plan.slot,
-                         lane_plan.ver, self.job.lanes.owner_slots)
+        run = self._plan(kind, first_chunk, vec, size, lane_plan.items.tolist(), lane_plan.owner.tolist(),
+                         lane_plan.slot.tolist(), lane_plan.ver.tolist(), self.job.lanes.owner_slots)
         out = self._execute(run)
         lane_plan.advance(self.lane_positions)
         return out
@@ -439,7 +450,7 @@ class Aggregator:
             raw = padded.tobytes()
         following, ready = lane_order(owner, lane_slots)
         return _Run(kind, first_chunk, size, raw, np.zeros(-(-size // k) * k, dtype=np.int32), items, slot, ver,
-                    following, owner, [None] * self.job.window, ready)
+                    following.tolist(), owner, [None] * self.job.window, ready.tolist())
 
     def _execute(self, run: _Run) -> npt.NDArray[np.int32]:
         limit = min(self.job.window, self.timing.max_outstanding or self.job.window)

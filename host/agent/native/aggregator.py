@@ -164,8 +164,7 @@ class NativeAggregator:
         if vec is not None:
             padded[:size] = vec
         out = np.zeros(chunks * k, np.int32)
-        arrays = (np.array(plan.items, np.int64), np.array(plan.slot, np.uint32), np.array(plan.ver, np.uint32),
-                  np.array(following, np.int64), np.array(plan.owner, np.int32), np.array(ready, np.uint32))
+        arrays = (plan.items, plan.slot, plan.ver, following, plan.owner, ready.astype(np.uint32))
         ffi = self.lib.ffi
         c_item, c_slot, c_ver, c_following, c_owner, c_ready = (
             ffi.from_buffer(t, a) for t, a in zip(("int64_t[]", "uint32_t[]", "uint32_t[]", "int64_t[]", "int32_t[]",
