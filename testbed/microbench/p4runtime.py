@@ -45,6 +45,7 @@ from innet.argtypes import int_range, output_dir, positive_float
 from innet.testbed.core.paths import REPO
 from innet.testbed.core.processes import cpu_seconds
 from innet.testbed.core.machine import describe as machine
+from innet.testbed.core.veth import VethPair
 
 if TYPE_CHECKING:
     from finsy.proto import p4r
@@ -194,37 +195,14 @@ print(json.dumps({"received": n, "seconds": (last - first) if n > 1 else 0.0}), 
 """
 
 
-def _ip(*args: str, check: bool = True) -> None:
-    result = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
-    if check and result.returncode != 0:
-        raise RuntimeError(f"ip {' '.join(args)}: {result.stderr.strip()}")
-
-
-def cleanup_veths() -> None:
-    """Remove the benchmark's namespaces and veths (also those of a crashed run)."""
-    for ns in (NS_A, NS_B):
-        _ip("netns", "del", ns, check=False)
-    for iface in (IF_S1, IF_S2):
-        _ip("link", "del", iface, check=False)
-
-
 @contextlib.contextmanager
 def veth_pair_namespaces() -> Iterator[None]:
-    cleanup_veths()
-    try:
+    """The two namespaces (sender A, receiver B) and their veths to the switch's ports; a
+    crashed run's are removed first."""
+    with contextlib.ExitStack() as stack:
         for ns, inner, outer in ((NS_A, IF_A, IF_S1), (NS_B, IF_B, IF_S2)):
-            _ip("netns", "add", ns)
-            _ip("link", "add", outer, "type", "veth", "peer", "name", inner)
-            _ip("link", "set", inner, "netns", ns)
-            for prefix, iface in ((["-n", ns], inner), ([], outer)):
-                subprocess.run(["ip", *prefix, "link", "set", iface, "up"], check=True, timeout=30)
-                netns = ["ip", "netns", "exec", ns] if prefix else []
-                subprocess.run([*netns, "sysctl", "-qw", f"net.ipv6.conf.{iface}.disable_ipv6=1"],
-                               capture_output=True, timeout=30)
-                subprocess.run([*netns, "ethtool", "-K", iface, "tx", "off"], capture_output=True, timeout=30)
+            stack.enter_context(VethPair(ns, outer=outer, inner=inner, tx_checksum=False))
         yield
-    finally:
-        cleanup_veths()
 
 
 def _frames(n: int, size: int) -> list[bytes]:

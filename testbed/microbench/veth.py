@@ -43,6 +43,7 @@ from innet.children import end_popen
 from innet.testbed.core.machine import describe
 from innet.argtypes import output_dir, positive_float
 from innet.testbed.core.paths import REPO
+from innet.testbed.core.veth import VethError, VethPair
 
 WORKLOADS = ("basic_forward", "agg64", "agg2048")
 WORKLOAD_MTU = {"agg2048": 9000}
@@ -102,57 +103,10 @@ class Point:
 
 # -- the veth pair ---------------------------------------------------------------------------
 
-def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
-    if check and done.returncode != 0:
-        raise BenchError(f"ip {' '.join(args)}: {done.stderr.strip() or done.returncode}")
-    return done
-
-
-class VethPair:
-    """A namespace holding ``inner``; ``outer`` (its peer) in the root namespace."""
-
-    def __init__(self, mtu: int) -> None:
-        tag = f"{os.getpid() % 100000}"
-        self.ns = f"innet-bv{tag}"
-        self.outer, self.inner = f"ibvo{tag}", f"ibvi{tag}"
-        self.mtu = mtu
-        self._made = False
-
-    def __enter__(self) -> "VethPair":
-        try:
-            _ip("netns", "add", self.ns)
-            self._made = True
-            _ip("link", "add", self.outer, "mtu", str(self.mtu), "type", "veth", "peer", "name", self.inner,
-                "mtu", str(self.mtu), "netns", self.ns)
-            for sysctl in ("net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"):
-                subprocess.run(["ip", "netns", "exec", self.ns, "sysctl", "-qw", sysctl],
-                               capture_output=True, timeout=30)
-            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{self.outer}.disable_ipv6=1"],
-                           capture_output=True, timeout=30)
-            _ip("link", "set", self.outer, "up")
-            _ip("-n", self.ns, "link", "set", self.inner, "up")
-            _ip("-n", self.ns, "link", "set", "lo", "up")
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def set_mtu(self, mtu: int) -> None:
-        """Both ends to ``mtu`` (a workload with jumbo frames)."""
-        if mtu != self.mtu:
-            _ip("link", "set", self.outer, "mtu", str(mtu))
-            _ip("-n", self.ns, "link", "set", self.inner, "mtu", str(mtu))
-            self.mtu = mtu
-
-    def close(self) -> None:
-        if self._made:
-            _ip("netns", "del", self.ns, check=False)  # takes the veth pair with it
-            self._made = False
-        _ip("link", "del", self.outer, check=False)
+def veth_pair(mtu: int) -> VethPair:
+    """This run's pair (names from the process id)."""
+    tag = f"{os.getpid() % 100000}"
+    return VethPair(f"innet-bv{tag}", outer=f"ibvo{tag}", inner=f"ibvi{tag}", mtu=mtu)
 
 
 # -- traffic ---------------------------------------------------------------------------------
@@ -293,7 +247,7 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
     except NativeBuildError as error:
         raise BenchError(f"C tools: {error}") from None
     points: list[Point] = []
-    with tempfile.TemporaryDirectory(prefix="innet-bench-veth-") as tmpdir, VethPair(config.mtu) as pair:
+    with tempfile.TemporaryDirectory(prefix="innet-bench-veth-") as tmpdir, veth_pair(config.mtu) as pair:
         tmp = Path(tmpdir)
         for workload in config.workloads:
             pair.set_mtu(max(config.mtu, WORKLOAD_MTU.get(workload, 0)))
@@ -395,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         console = Console(width=200)
     try:
         doc = run(config, lambda msg: console.print(f"[dim]{msg}[/]"))
-    except BenchError as error:
+    except (BenchError, VethError) as error:
         print(f"bench_veth: {error}", file=sys.stderr)
         return 1
     m = doc["machine"]
