@@ -687,9 +687,9 @@ class NativePipeline(Pipeline):
             vals = []
             j = i + 3
             for w, s in types:  # a wide field is its limbs' words, low first
-                n = limbs_of(w)
-                vals.append(join(raw[j:j + n], w, s))
-                j += n
+                limbs = limbs_of(w)
+                vals.append(join(raw[j:j + limbs], w, s))
+                j += limbs
             out.append(DigestMessage(name, recv, dict(zip(names, vals))))
             i += 3 + cnt
         return out
