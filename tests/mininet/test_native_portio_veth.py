@@ -16,7 +16,7 @@ from innet.switch.native.select import load_pipeline_file
 from innet.switch.p4runtime.embedded_target import InnetTarget
 from innet.switch.ports import IfacePortSpec
 from innet.switch.server import SwitchOptions, SwitchServer
-from innet.testbed.microbench.veth import VethPair
+from innet.testbed.microbench.veth import veth_pair
 
 from testkit.agg64 import AGG64, agg64_frames
 
@@ -42,7 +42,7 @@ def test_c_loop_on_a_veth_matches_the_reference_executor() -> None:
     frames = agg64_frames(300, seed=4)
     reference = load_pipeline_file(AGG64, "python")
     expected = [reference.process(1, f)[0][1].hex() for f in frames]
-    with VethPair(1500) as pair:
+    with veth_pair(1500) as pair:
         options = SwitchOptions(grpc_address="127.0.0.1:0", program=AGG64, port_loop="native",
                                 iface_ports=(IfacePortSpec(1, pair.outer),))
         with SwitchServer(options, InnetTarget(executor="native")) as server:
@@ -103,7 +103,7 @@ def test_jumbo_frames_after_the_mtu_is_raised_at_run_time(tmp_path: Path) -> Non
     links): the receive ring must already fit 9000-byte frames."""
     program = tmp_path / "reflect.p4"
     program.write_text(REFLECT_P4)
-    with VethPair(1500) as pair:
+    with veth_pair(1500) as pair:
         options = SwitchOptions(grpc_address="127.0.0.1:0", program=program, port_loop="native",
                                 iface_ports=(IfacePortSpec(1, pair.outer),))
         with SwitchServer(options, InnetTarget(executor="native")) as server:
@@ -124,7 +124,7 @@ def test_link_down_and_up_neither_spins_nor_stops_the_loop(tmp_path: Path) -> No
 
     program = tmp_path / "reflect.p4"
     program.write_text(REFLECT_P4)
-    with VethPair(1500) as pair:
+    with veth_pair(1500) as pair:
         options = SwitchOptions(grpc_address="127.0.0.1:0", program=program, port_loop="native",
                                 iface_ports=(IfacePortSpec(1, pair.outer),))
         with SwitchServer(options, InnetTarget(executor="native")) as server:
