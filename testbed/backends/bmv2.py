@@ -169,12 +169,22 @@ def switch_command(switch: Path, config: Bmv2SwitchConfig) -> list[str]:
     return cmd
 
 
-def controller_spec(name: str, config: Bmv2SwitchConfig, timeout: float = 30.0):  # type: ignore[no-untyped-def]
-    """The controller's SwitchEndpoint of a BMv2 switch: registers through Thrift only."""
+def cli_path(env: Mapping[str, str] | None = None, which: Which = shutil.which) -> str:
+    """``simple_switch_CLI`` where :func:`find_tools` looks for it (``INNET_BMV2_BIN``, PATH,
+    the toolchain prefix), else the bare name (the register fallback then says it is missing)."""
+    env = os.environ if env is None else env
+    found = _lookup("simple_switch_CLI", env.get("INNET_BMV2_BIN"), which, default_prefixes(env))
+    return str(found) if found else "simple_switch_CLI"
+
+
+def controller_spec(name: str, config: Bmv2SwitchConfig, timeout: float = 30.0,
+                    cli: str | None = None):  # type: ignore[no-untyped-def]
+    """The controller's SwitchEndpoint of a BMv2 switch: registers through Thrift only, with
+    ``cli`` (default: :func:`cli_path`)."""
     from innet.controller.switch import SwitchEndpoint
 
     return SwitchEndpoint(name, config.grpc_address, config.device_id, thrift_port=config.thrift_port,
-                      registers="thrift", timeout=timeout)
+                          registers="thrift", timeout=timeout, thrift_cli=cli or cli_path())
 
 
 def pipeline(program: Path, tools: Bmv2Tools, work_dir: Path, defines: Mapping[str, str | None] = {}):  # type: ignore[no-untyped-def]

@@ -30,15 +30,9 @@ def _tools(need_p4c: bool = True):  # type: ignore[no-untyped-def]
 @pytest.mark.slow
 @pytest.mark.parametrize("program", MAINS, ids=[str(p.relative_to(REPO)) for p in MAINS])
 def test_p4c_compiles_every_program_unchanged(program: Path, tmp_path: Path) -> None:
-    import os
-    import shutil
-
-    from innet.testbed.backends.bmv2 import GET_P4C
-
-    p4c = os.environ.get("INNET_P4C") or shutil.which("p4c-bm2-ss")
-    if p4c is None:
-        pytest.skip(f"p4c-bm2-ss not found on PATH (or INNET_P4C): {GET_P4C}")
-    out = compile_program(Path(p4c), program, tmp_path)
+    tools = _tools()  # p4c where the backend finds it (INNET_P4C, PATH, the toolchain prefix)
+    assert tools.p4c is not None
+    out = compile_program(tools.p4c, program, tmp_path)
     assert (out / "p4info.txtpb").is_file() and (out / f"{program.stem}.json").is_file()
 
 
