@@ -429,7 +429,9 @@ class RailLoopbackTestbed(RailTestbed, LoopbackTestbed):
         """Loopback: every group on 127.0.0.1 (the all-to-all does not cross the switches here)."""
         if not hasattr(self, "_a2a"):
             workers = [h.name for h in self.topology.workers]
-            ports = iter(free_ports(3 * len(workers)))
+            # never an HB port: a GPU of the host ring listens on both at once
+            taken = {port for _, port in self._hb.values()}
+            ports = iter([p for p in free_ports(3 * len(workers) + len(taken)) if p not in taken])
             self._a2a = {h: {"hb": (LOCALHOST, next(ports)), "rail": (LOCALHOST, next(ports)),
                              "direct": (LOCALHOST, p)} for h in workers for p in [next(ports)]}
             for h in workers:

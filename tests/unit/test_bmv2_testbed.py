@@ -71,6 +71,7 @@ def test_loopback_testbed_refuses_bmv2(tmp_path):
 
 def test_missing_binaries_stop_bring_up_before_any_network(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("INNET_P4_PREFIX", "/nonexistent")  # not this machine's toolchain, if it has one
     monkeypatch.delenv("INNET_BMV2_BIN", raising=False)
     tb = _FakeMininetTestbed(star(workers=2), TestbedOptions(switch_impl="bmv2", state_dir=tmp_path))
     with pytest.raises(BringUpError, match=r"^bmv2 backend: simple_switch_grpc not found on PATH"):

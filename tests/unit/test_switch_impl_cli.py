@@ -12,12 +12,14 @@ from innet.cli import main
                                   ["demo", "--switch-impl", "bmv2"]])
 def test_missing_bmv2_is_one_line(argv, capsys, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("INNET_P4_PREFIX", "/nonexistent")  # not this machine's toolchain, if it has one
     monkeypatch.delenv("INNET_BMV2_BIN", raising=False)
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert err[0].startswith(f"innet {argv[0] if argv[0] != 'testbed' else 'testbed up'}: bmv2 backend: "
-                             "simple_switch_grpc not found on PATH (or INNET_BMV2_BIN): install BMv2")
+                             "simple_switch_grpc not found on PATH (or INNET_BMV2_BIN) or in /nonexistent/bin: "
+                             "install BMv2")
 
 
 def test_unknown_switch_impl_is_a_usage_error(capsys):
@@ -36,6 +38,7 @@ def test_unknown_switch_impl_is_a_usage_error(capsys):
 def test_what_bmv2_cannot_bring_up_is_one_usage_line(argv, wrong, capsys, monkeypatch):
     """Checked before the binaries are looked for: the answer does not depend on the machine."""
     monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("INNET_P4_PREFIX", "/nonexistent")
     monkeypatch.delenv("INNET_BMV2_BIN", raising=False)
     assert main(argv + ["--switch-impl", "bmv2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -48,6 +51,7 @@ def test_missing_simple_switch_cli_is_named(tmp_path, capsys, monkeypatch):
         (tmp_path / name).write_text("#!/bin/sh\nexit 0\n")
         (tmp_path / name).chmod(0o755)
     monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("INNET_P4_PREFIX", "/nonexistent")
     monkeypatch.setenv("INNET_BMV2_BIN", str(tmp_path))
     monkeypatch.setenv("INNET_P4C", str(tmp_path / "p4c-bm2-ss"))
     assert main(["bench", "--switch-impl", "bmv2"]) == 2
