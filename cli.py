@@ -112,13 +112,15 @@ def _specs(args: argparse.Namespace, read_only: bool = False) -> list:  # type: 
     from innet.controller.switch import SwitchEndpoint
 
     election = None if read_only else args.election_id
-    extra = {}
+    specs = [SwitchEndpoint(f"s{i}", a, args.device_id, election_id=election, thrift_port=args.thrift_port,
+                            timeout=args.timeout, tls=_tls(args)) for i, a in enumerate(args.switch)]
     if args.thrift_port is not None:  # BMv2's register fallback: its CLI where the backend finds it
+        from dataclasses import replace
+
         from innet.testbed.backends.bmv2 import cli_path
 
-        extra["thrift_cli"] = cli_path()
-    return [SwitchEndpoint(f"s{i}", a, args.device_id, election_id=election, thrift_port=args.thrift_port,
-                           timeout=args.timeout, tls=_tls(args), **extra) for i, a in enumerate(args.switch)]
+        specs = [replace(spec, thrift_cli=cli_path()) for spec in specs]
+    return specs
 
 
 def _tls(args: argparse.Namespace):  # type: ignore[no-untyped-def]
