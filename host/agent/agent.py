@@ -280,17 +280,9 @@ class _AgentProcess:
                         self.aggregator.stats.as_dict())
 
     def _exchange_bound(self, x: npt.NDArray[np.float32]) -> float:
-        # max |x| as max(max x, -min x): two passes and no temporary (np.abs makes one the
-        # size of the bucket); NaN propagates through both
-        local = np.float32(np.maximum(x.max(), -x.min())) if x.size else np.float32(0)
-        if not np.isfinite(local):
-            raise qz.QuantizeError(f"allreduce input of worker {self.config.job.rank}: "
-                                   "non-finite values")
-        one_hot = np.zeros(self.config.job.num_workers, np.float32)
-        one_hot[self.config.job.rank] = local
-        maxima = self.aggregator.run(one_hot.view(np.int32)).view(np.float32)
-        bound = float(np.max(maxima))
-        return bound if bound > 0 else 1.0
+        job = self.config.job
+        mine = qz.bound_contribution(x, job.rank, job.num_workers, f"allreduce input of worker {job.rank}")
+        return qz.exchanged_bound(self.aggregator.run(mine))
 
     def _close_segments(self) -> None:
         if self.segments is not None:

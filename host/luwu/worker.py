@@ -287,15 +287,10 @@ class LuwuWorker:
         self.stats.pushes += 1
 
     def _agree_scale(self, grad: F32) -> int:
-        """The workers' common fixed-point scale of a layer: every worker's max |g| at its rank
-        of one plain-lane chunk, summed by the switch (exact: one non-zero term each)."""
-        local = np.float32(np.maximum(grad.max(), -grad.min())) if grad.size else np.float32(0)
-        if not np.isfinite(local):
-            raise qz.QuantizeError(f"luwu worker {self.rank}: non-finite gradient values")
-        one_hot = np.zeros(self.plan.num_workers, np.float32)
-        one_hot[self.rank] = local
-        bound = float(self.agent.allreduce_int(one_hot.view(np.int32)).view(np.float32).max())
-        return qz.sum_frac_bits(bound if bound > 0 else 1.0, self.plan.num_workers)
+        """The workers' common fixed-point scale of a layer: the bound exchange of the DDP path
+        (one plain-lane chunk) on the layer's gradient."""
+        mine = qz.bound_contribution(grad, self.rank, self.plan.num_workers, f"luwu worker {self.rank} gradient")
+        return qz.sum_frac_bits(qz.exchanged_bound(self.agent.allreduce_int(mine)), self.plan.num_workers)
 
     def _op(self, call: Any) -> Any:
         if self._closed:

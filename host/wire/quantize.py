@@ -64,6 +64,25 @@ def per_worker_limit(num_workers: int) -> int:
     return INT32_MAX // num_workers
 
 
+def bound_contribution(x: npt.NDArray[np.floating], rank: int, num_workers: int, what: str) -> npt.NDArray[np.int32]:
+    """This member's part of a bound exchange: max |x| at index ``rank`` of ``num_workers``
+    float32 values, as int32 bits (the switch's int32 sum of every member's is the list of
+    their maxima, exactly: one non-zero term each). max |x| as max(max x, -min x): no
+    temporary the size of ``x``. QuantizeError naming ``what`` for non-finite values."""
+    local = np.float32(np.maximum(x.max(), -x.min())) if x.size else np.float32(0)
+    if not np.isfinite(local):
+        raise QuantizeError(f"{what}: non-finite values")
+    one_hot = np.zeros(num_workers, np.float32)
+    one_hot[rank] = local
+    return one_hot.view(np.int32)
+
+
+def exchanged_bound(summed: npt.NDArray[np.int32]) -> float:
+    """The bound from the summed contributions (:func:`bound_contribution`); 1.0 when all are 0."""
+    bound = float(np.max(summed.view(np.float32)))
+    return bound if bound > 0 else 1.0
+
+
 def sum_frac_bits(bound: float, num_workers: int) -> int:
     """Largest ``f`` with ``bound * 2**f <= floor((2**31 - 1) / N)`` (see module docstring)."""
     if not (math.isfinite(bound) and bound > 0):
