@@ -83,6 +83,9 @@ class AgentConfig:
     """multiprocessing start method of the agent process."""
     start_timeout: float = 60.0
     """Seconds the agent process may take to come up."""
+    start_position: int = 0
+    """First stream position of the plain lane. 0 for a new worker set; a process that takes
+    over a failed worker's rank mid-run continues that rank's stream (docs/rail.md, "Failures")."""
     datapath: str = "native"
     """``"native"``: quantization and the protocol loop in C (``innet.host.agent.native``), falling
     back to ``"python"`` (the reference) with one line on stderr when no C compiler or cffi
@@ -90,6 +93,8 @@ class AgentConfig:
 
     def __post_init__(self) -> None:
         native_datapath.check_datapath(self.datapath)
+        if self.start_position < 0:
+            raise ValueError(f"agent start position {self.start_position} is negative")
 
 
 @dataclass(frozen=True)
@@ -170,6 +175,7 @@ class _AgentProcess:
             # the plain lane alone (its slots, no owners)
             plain = replace(job, window=job.lanes.plain_slots, owners=(), owner_slots=0) if job.owners else job
             self.aggregator = self._aggregator(plain)
+            self.aggregator.position = config.start_position
         self.segments: tuple[shared_memory.SharedMemory, shared_memory.SharedMemory] | None = None
 
     def _aggregator(self, job: JobConfig) -> Any:

@@ -42,9 +42,15 @@ class RailTestbed(Testbed):
 
     multi_switch = True
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, spares: int = 0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.grid = RailGrid.of(self.topology)
+        if not 0 <= spares < self.grid.y:
+            raise TestbedError(f"topology {self.topology.name}: {spares} spare HB domains of {self.grid.y}; "
+                               f"keep at least one domain in the job (0..{self.grid.y - 1} spares)")
+        self.active: list[int] = list(range(self.grid.y - spares))
+        """The HB domains in the job, by rank (the last ``spares`` domains wait as spares;
+        :mod:`innet.testbed.rail.spare` swaps one in for a failed domain)."""
         self.grpc_addresses: dict[str, str] = {}
         self.rail_jobs: dict[str, Any] = {}
         """The hierarchical job's JobSpec on each rail switch."""
@@ -90,7 +96,7 @@ class RailTestbed(Testbed):
         jobs, plan = hierarchical_jobs(self.grid, job_id if job_id is not None else self.options.job_id,
                                        window=self.options.window, k=self.options.k,
                                        agent_port=self.options.agent_port, mode=mode, port_of=self.switch_port,
-                                       **params)
+                                       domains=self.active, **params)
         self.controller.create_sharded_job(jobs, plan)
         self.rail_jobs = jobs
         return jobs[self.grid.rails[0]]
@@ -138,13 +144,22 @@ class RailTestbed(Testbed):
 
     # -- runs -----------------------------------------------------------------------------
 
+    def active_rows(self) -> list[tuple[str, ...]]:
+        """The job's HB domains' hosts, by rank."""
+        return [self.grid.hosts[d] for d in self.active]
+
+    @property
+    def gpus(self) -> int:
+        """GPUs in the job (spare domains not counted)."""
+        return self.grid.x * len(self.active)
+
     def rail_plans(self, op: str, epoch: int, **fields: Any) -> list[tuple[str, RailPlan]]:
         out = []
-        for d, row in enumerate(self.grid.hosts):
+        for d, row in enumerate(self.active_rows()):
             peers = tuple(self.hb_address(h) for h in row)
             for g, host in enumerate(row):
                 sw = switch_of(self.topology, host)
-                plan = RailPlan(job=self.job.job_id, domain=d, gpu=g, x=self.grid.x, y=self.grid.y,
+                plan = RailPlan(job=self.job.job_id, domain=d, gpu=g, x=self.grid.x, y=len(self.active),
                                 window=self.options.window, k=self.options.k, transport=self.host_transport(host),
                                 epoch=epoch, hb_peers=peers, hb_names=row, switch=f"{sw.name} ({sw.ip})", op=op,
                                 chunk_deadline=self.options.chunk_deadline, **fields)
@@ -173,7 +188,7 @@ class RailTestbed(Testbed):
         epoch = self.attach()
         procs = []
         for host, plan in self.rail_plans("allreduce", epoch, sizes=tuple(sizes), repeats=repeats):
-            plan = replace(plan, collective="ring", rail_peers=tuple(rail[row[plan.gpu]] for row in self.grid.hosts))
+            plan = replace(plan, collective="ring", rail_peers=tuple(rail[row[plan.gpu]] for row in self.active_rows()))
             name = f"rail-{host}"
             procs.append((name, self.spawn_on(host, name, [sys.executable, "-m", RAIL_WORKER, plan.to_json()],
                                               stdout_pipe=True)))
@@ -193,7 +208,7 @@ class RailTestbed(Testbed):
         start = np.zeros(size, np.int32) if initial is None else np.asarray(initial, np.int32)
         self.controller.load_params(self.job.job_id, start)
         procs = self.spawn_rail("train", steps=steps, params=size)
-        outputs = self._collect_lines(procs, timeout, "hierarchical training")
+        outputs = self.collect_lines(procs, timeout, "hierarchical training")
         finals = {}
         for lines in outputs:
             for d in lines:
@@ -210,9 +225,16 @@ class RailTestbed(Testbed):
         installed job, the initial vector and every GPU's ``{"step", "loss"}`` lines."""
         from dataclasses import asdict
 
-        if config.gpus != self.grid.x * self.grid.y:
+        initial = self.digits_job(config)
+        procs = self.spawn_rail("digits", params=initial.size, digits=asdict(config))
+        return self.digits_outputs(procs, initial, timeout)
+
+    def digits_job(self, config: Any) -> np.ndarray:
+        """Replace the job by ``config``'s (a ``DigitsConfig`` over the job's GPUs) holding its
+        initial parameters; those parameters."""
+        if config.gpus != self.gpus:
             raise TestbedError(f"digits training for {config.gpus} GPUs on {self.topology.name} "
-                               f"({self.grid.x * self.grid.y} GPUs)")
+                               f"({self.gpus} GPUs in the job)")
         if self.job is not None:
             self.controller.destroy_job(self.job.job_id)
             self.job = None
@@ -222,8 +244,12 @@ class RailTestbed(Testbed):
                                    grad_frac_bits=config.grad_frac_bits, param_frac_bits=config.param_frac_bits)
         initial = config.initial(self.options.k)
         self.controller.load_params(self.job.job_id, initial)
-        procs = self.spawn_rail("digits", params=initial.size, digits=asdict(config))
-        outputs = self._collect_lines(procs, timeout, "digits training")
+        return initial
+
+    def digits_outputs(self, procs: list[tuple[str, subprocess.Popen[bytes]]], initial: np.ndarray,
+                       timeout: float) -> dict[str, Any]:
+        """Wait for a digits run's GPUs (:meth:`run_digits`' result)."""
+        outputs = self.collect_lines(procs, timeout, "digits training")
         finals, lines = {}, {}
         for rows in outputs:
             for d in rows:
@@ -246,7 +272,7 @@ class RailTestbed(Testbed):
 
         initial = out["initial"]
         bounds = shard_bounds(initial.size, self.options.k, self.grid.x)
-        gpus = self.grid.x * self.grid.y
+        gpus = self.gpus
         grads = [[train_gradient(r, s, initial.size) for r in range(gpus)] for s in range(steps)]
         parts = []
         for g, rail in enumerate(self.grid.rails):
@@ -259,7 +285,7 @@ class RailTestbed(Testbed):
             parts.append(model.params)
         return np.concatenate(parts)
 
-    def _collect_lines(self, procs: list[tuple[str, subprocess.Popen[bytes]]], timeout: float,
+    def collect_lines(self, procs: list[tuple[str, subprocess.Popen[bytes]]], timeout: float,
                        what: str) -> list[list[dict[str, Any]]]:
         import json
 

@@ -96,6 +96,13 @@ class RailPlan(JsonPlan):
     ``allreduce`` only)."""
     rail_peers: tuple[tuple[str, int], ...] = ()
     """``ring``: listen address (NIC) of the GPU on this rail in every domain, by domain."""
+    start_step: int = 0
+    """``digits``: the first step to run (a spare taking a failed domain's rank over mid-run)."""
+    start_position: int = 0
+    """The agent's first stream position on the rail (``start_step`` times the chunks each
+    step pushes there: the failed rank's stream continues)."""
+    resume_params: str = ""
+    """``digits`` from ``start_step``: an ``.npy`` file of the int32 parameters before it."""
 
     def __post_init__(self) -> None:
         if self.collective not in COLLECTIVES:
@@ -199,12 +206,17 @@ def _train(plan: RailPlan, step: HierarchicalStep) -> bool:
 
 
 def _digits(plan: RailPlan, step: HierarchicalStep) -> bool:
+    from innet.host.training.model import load_digits_dataset
     from innet.testbed.rail.digits import DigitsConfig, worker_loop
 
     config = DigitsConfig(**(plan.digits or {}))
+    initial = np.load(plan.resume_params) if plan.resume_params else config.initial(plan.k)
+    data = load_digits_dataset(seed=config.seed)
+    print(json.dumps({"rank": plan.rank, "ready": time.time()}), flush=True)  # agent, HB domain and data are up
     start = time.perf_counter()
-    final = worker_loop(config, plan.rank, config.initial(plan.k), lambda g: step.run(g, push=True),
-                        lambda d: print(json.dumps(d), flush=True))
+    final = worker_loop(config, plan.rank, initial, lambda g: step.run(g, push=True),
+                        lambda d: print(json.dumps({**d, "time": time.time()}), flush=True),
+                        start_step=plan.start_step, data=data)
     print(json.dumps({"rank": plan.rank, "final": final.tolist(), "seconds": time.perf_counter() - start}),
           flush=True)
     return True
@@ -217,7 +229,7 @@ def run(plan: RailPlan) -> int:
     job = JobConfig(job=plan.job, rank=plan.domain, num_workers=plan.y, window=plan.window, k=plan.k,
                     epoch=plan.epoch)
     config = AgentConfig(job, transport_config(plan.transport), sum_bound=1.0,
-                         timing=Timing(chunk_deadline=plan.chunk_deadline))
+                         timing=Timing(chunk_deadline=plan.chunk_deadline), start_position=plan.start_position)
     hb = HbConfig(rank=plan.gpu, peers=plan.hb_peers, names=plan.hb_names, domain=f"hb{plan.domain + 1}",
                   deadline=plan.hb_deadline)
     capacity = max([*plan.sizes, plan.params, 1])
