@@ -241,6 +241,11 @@ class InnetSwitch:
                          sum(1 for c in counts if 0 < c < n), sum(1 for c in counts if c == n),
                          tuple(bin(b).count("1") for b in bitmaps))
 
+    def completions(self, job_id: int) -> int:
+        """The job's ``innet_completions`` (one counter read: cheap enough to poll)."""
+        name = next(c for c in self.layout.counters if c.endswith("innet_completions"))
+        return self.switch.read_counter(name, job_id).get(job_id, (0, 0))[0]
+
     def counters(self, job_id: int | None = None) -> dict[str, dict[int, int]]:
         """Short counter name -> {job index: packets}; one job or every index."""
         out: dict[str, dict[int, int]] = {}

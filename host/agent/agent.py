@@ -230,6 +230,9 @@ class _AgentProcess:
                 self._close_segments()
                 self.segments = (_attach(msg[1]), _attach(msg[2]))
                 continue
+            if msg[0] == "take_rank":
+                self.conn.send(("took_rank", self._take_rank(msg[1], msg[2])))
+                continue
             _, op_id, kind, n, first_chunk, frac_bits = msg
             try:
                 self.conn.send(("done", op_id, self._op(kind, n, first_chunk, frac_bits)))
@@ -240,6 +243,21 @@ class _AgentProcess:
                     self.conn.send(("error", op_id, error))
                 except Exception:  # not picklable
                     self.conn.send(("error", op_id, AgentError(f"{type(error).__name__}: {error}")))
+
+    def _take_rank(self, rank: int, position: int) -> str:
+        """Become worker ``rank`` of the job at stream ``position`` (a standby taking over a
+        failed rank); an error text, or "" when done."""
+        job = self.config.job
+        if job.owners or job.is_owner:
+            return f"job {job.job}: a worker of a job with owners cannot take another rank"
+        try:
+            new = replace(job, rank=rank)
+        except ValueError as error:
+            return str(error)
+        self.config = replace(self.config, job=new, start_position=position)
+        self.aggregator = self._aggregator(new)
+        self.aggregator.position = position
+        return ""
 
     def _op(self, kind: str, n: int, first_chunk: int = 0, frac_bits: int = 0) -> OpResult:
         assert self.segments is not None
@@ -496,6 +514,20 @@ class Agent:
         """Wait for the pushed vector's result: the updated parameters as float32."""
         fmt = self.config.fixed or qz.FixedPointFormat(num_workers=self.config.job.num_workers)
         return self._dequantizer().dequantize(self._wait(timeout), fmt.param_frac_bits)
+
+    def take_rank(self, rank: int, position: int, timeout: float = 30.0) -> None:
+        """Act as worker ``rank`` from stream ``position`` on (same job, epoch and transport):
+        a standby that was started before it knew which failed worker it would replace
+        (docs/rail.md, "Failures"). Raises AgentError."""
+        if self._conn is None:
+            raise AgentError(f"agent of {self._name} is not running (use start() or 'with')")
+        if self._pending is not None:
+            raise AgentError(f"agent of {self._name}: an operation is still pending; pull() first")
+        self._conn.send(("take_rank", rank, position))
+        reply = self._recv(timeout, f"taking rank {rank}")
+        if reply[0] != "took_rank" or reply[1]:
+            raise AgentError(f"agent of {self._name}: cannot take rank {rank}: {reply[1] if len(reply) > 1 else reply}")
+        self.config = replace(self.config, job=replace(self.config.job, rank=rank), start_position=position)
 
     def push_int(self, values: npt.ArrayLike) -> None:
         """Start aggregating raw int32 values (any mode); returns at once."""

@@ -3,7 +3,7 @@ spare, and whether the run ends where an uninterrupted one does.
 
 One rail-only testbed with one spare domain; digits training with the rail switches as the
 optimizer, once uninterrupted (the reference: its final parameters, also checked against
-the numpy model), then once per ``--kill-at`` with the domain of ``--rank`` SIGKILLed when
+the numpy model), then once per ``--spare`` kind and ``--kill-at`` with the domain of ``--rank`` SIGKILLed when
 rail 1's switch has completed that many chunks (:mod:`innet.testbed.rail.spare`). The failed
 domain's hosts become the spare of the next run (a repaired server). Prints a table and
 writes ``rail-failover-<stamp>.json``.
@@ -23,7 +23,11 @@ import numpy as np
 from innet.testbed.core.report import Column, markdown_table, rich_table
 from innet.testbed.core.testbed import TestbedError, TestbedOptions
 
+SPARES = {"cold": ("cold",), "warm": ("warm",), "both": ("cold", "warm")}
+"""``--spare``: started at the take-over (cold) or with the job, waiting (warm)."""
+
 COLUMNS = (
+    Column("spare", lambda r: r["spare"], align="left"),
     Column("kill at (completions on r1)", lambda r: str(r["kill_at_completions"])),
     Column("resume step", lambda r: str(r["resume_step"])),
     Column("chunks of it applied", lambda r: f"{r['applied_chunks_of_step']}/{r['chunks_per_step']}"),
@@ -61,11 +65,13 @@ def run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
         console.print(f"{topo.name} on {backend}: {args.domains} domains of {args.gpus_per_domain} GPUs and one "
                       f"spare; digits, {config.steps} steps uninterrupted: bit-exact with the numpy model "
                       f"{model_exact}")
-        for kill_at in args.kill_at:
-            out = run_digits_failover(tb, config, rank=args.rank, kill_at=kill_at, timeout=args.deadline * 4)
-            exact = all(np.array_equal(f, reference) for f in out["finals"].values()) and bool(
-                np.array_equal(out["registers"], reference))
-            rows.append({**out["failover"], "exact": exact})
+        for spare in SPARES[args.spare]:
+            for kill_at in args.kill_at:
+                out = run_digits_failover(tb, config, rank=args.rank, kill_at=kill_at, timeout=args.deadline * 4,
+                                          warm=spare == "warm")
+                exact = all(np.array_equal(f, reference) for f in out["finals"].values()) and bool(
+                    np.array_equal(out["registers"], reference))
+                rows.append({**out["failover"], "exact": exact})
     console.print(rich_table(f"spare HB domain taking over rank {args.rank} ({backend})", COLUMNS, rows))
     if args.markdown:
         console.print(markdown_table(COLUMNS, rows), markup=False, highlight=False)
@@ -100,10 +106,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="innet bench rail-failover", description=__doc__.splitlines()[0])
     parser.add_argument("--domains", type=int, default=2, help="HB domains in the job, besides the spare (default 2)")
     parser.add_argument("--gpus-per-domain", type=int, default=2, help="GPUs per domain = rails (default 2)")
-    parser.add_argument("--steps", type=int, default=20, help="digits training steps (default 20)")
+    parser.add_argument("--steps", type=int, default=60, help="digits training steps (default 60)")
     parser.add_argument("--rank", type=int, default=1, help="the job rank whose domain dies (default 1)")
-    parser.add_argument("--kill-at", type=int, nargs="+", default=[20, 45, 70],
+    parser.add_argument("--kill-at", type=int, nargs="+", default=[30, 100, 170],
                         help="kill when rail 1's switch has completed this many chunks; one run each")
+    parser.add_argument("--spare", choices=tuple(SPARES), default="both",
+                        help="cold: the spare's GPUs start at the take-over; warm: they start with the job and "
+                             "wait for the order; both (default)")
     parser.add_argument("--window", type=int, default=8, help="slots of the job (default 8)")
     parser.add_argument("--deadline", type=float, default=60.0,
                         help="the GPUs' chunk deadline in seconds: the survivors wait this long (default 60)")

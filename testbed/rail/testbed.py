@@ -154,21 +154,28 @@ class RailTestbed(Testbed):
         return self.grid.x * len(self.active)
 
     def rail_plans(self, op: str, epoch: int, **fields: Any) -> list[tuple[str, RailPlan]]:
+        """Every GPU of the job: (host, plan), by rank."""
+        return [pair for d, row in enumerate(self.active_rows()) for pair in self.domain_plans(row, d, op, epoch,
+                                                                                               **fields)]
+
+    def domain_plans(self, row: Sequence[str], rank: int, op: str, epoch: int,
+                     **fields: Any) -> list[tuple[str, RailPlan]]:
+        """The GPUs of one HB domain (``row``: its hosts) as job rank ``rank``."""
+        peers = tuple(self.hb_address(h) for h in row)
         out = []
-        for d, row in enumerate(self.active_rows()):
-            peers = tuple(self.hb_address(h) for h in row)
-            for g, host in enumerate(row):
-                sw = switch_of(self.topology, host)
-                plan = RailPlan(job=self.job.job_id, domain=d, gpu=g, x=self.grid.x, y=len(self.active),
-                                window=self.options.window, k=self.options.k, transport=self.host_transport(host),
-                                epoch=epoch, hb_peers=peers, hb_names=row, switch=f"{sw.name} ({sw.ip})", op=op,
-                                chunk_deadline=self.options.chunk_deadline, **fields)
-                out.append((host, plan))
+        for g, host in enumerate(row):
+            sw = switch_of(self.topology, host)
+            plan = RailPlan(job=self.job.job_id, domain=rank, gpu=g, x=self.grid.x, y=len(self.active),
+                            window=self.options.window, k=self.options.k, transport=self.host_transport(host),
+                            epoch=epoch, hb_peers=peers, hb_names=tuple(row), switch=f"{sw.name} ({sw.ip})", op=op,
+                            chunk_deadline=self.options.chunk_deadline, **fields)
+            out.append((host, plan))
         return out
 
-    def spawn_rail(self, op: str, **fields: Any) -> list[tuple[str, subprocess.Popen[bytes]]]:
-        """Start one ``rail_worker`` per GPU (a new worker set: one attach moves every rail)."""
-        epoch = self.attach()
+    def spawn_rail(self, op: str, epoch: int | None = None, **fields: Any) -> list[tuple[str, subprocess.Popen[bytes]]]:
+        """Start one ``rail_worker`` per GPU: a new worker set (one attach moves every rail), or
+        the set attached at ``epoch``."""
+        epoch = self.attach() if epoch is None else epoch
         procs = []
         for host, plan in self.rail_plans(op, epoch, **fields):
             name = f"rail-{host}"

@@ -70,14 +70,15 @@ def test_a_hung_rail_switch_fails_its_rail_and_a_reinstalled_job_runs(tmp_path: 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kill_at", [26])
-def test_a_spare_domain_takes_over_a_dead_one_with_no_lost_or_repeated_step(kill_at: int, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("kill_at", "warm"), [(26, False), (15, True)])
+def test_a_spare_domain_takes_over_a_dead_one_with_no_lost_or_repeated_step(kill_at: int, warm: bool,
+                                                                            tmp_path: Path) -> None:
     options = TestbedOptions(state_dir=tmp_path, window=8, chunk_deadline=60.0)
     with RailLoopbackTestbed(rail_only(domains=3, gpus_per_domain=2), options, spares=1) as tb:
         assert tb.active == [0, 1] and tb.gpus == 4
         config = DigitsConfig(gpus=tb.gpus, steps=10)
         plain = tb.run_digits(config)
-        out = run_digits_failover(tb, config, rank=1, kill_at=kill_at)
+        out = run_digits_failover(tb, config, rank=1, kill_at=kill_at, warm=warm)
         report = out["failover"]
         assert (report["failed_domain"], report["spare_domain"]) == (1, 2) and tb.active == [0, 2]
         assert 0 <= report["resume_step"] < config.steps

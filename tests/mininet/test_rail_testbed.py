@@ -168,7 +168,7 @@ def test_a_spare_domain_takes_over_a_dead_one_bit_exact(tmp_path: Path) -> None:
     with RailMininetTestbed(topo, options, spares=1) as tb:
         config = DigitsConfig(gpus=tb.gpus, steps=8)
         plain = tb.run_digits(config)
-        out = run_digits_failover(tb, config, rank=0, kill_at=20)
+        out = run_digits_failover(tb, config, rank=0, kill_at=20, warm=True)
         assert (out["failover"]["failed_domain"], out["failover"]["spare_domain"]) == (0, 2)
         assert sorted(out["finals"]) == [0, 1, 2, 3]
         for rank, params in out["finals"].items():
