@@ -180,7 +180,7 @@ def run(config: DemoConfig, console: Any) -> dict[str, Any]:
     bench_config = bench.BenchConfig(workers=(config.workers,), sizes=config.bench_sizes,
                                      repeats=config.bench_repeats, collectives=("ina", "gloo") if gloo else ("ina",),
                                      backend=backend, bw_mbps=config.bw_mbps, out_dir=config.out_dir,
-                                     executor=config.executor, switch_impl=config.switch_impl)
+                                     executor=config.executor, switch_impls=(config.switch_impl,))
     started = time.perf_counter()
     with bench.open_testbed(backend, config.workers, 0.0, bench_config) as tb:
         console.print(f"up in {time.perf_counter() - started:.1f} s: switch {tb.topology.switch().name} "
