@@ -32,6 +32,18 @@ BMV2_CPU_PORT = 510
 """``--cpu-port`` of testbed switches: P4Runtime packet I/O, as innet-switch's; innet.p4 sends nothing there."""
 
 
+def impl_list(text: str) -> tuple[str, ...]:
+    """``--switch-impl`` of a benchmark: ``innet``, ``bmv2`` or both comma-separated (one
+    measurement each, same run, rows labelled by it)."""
+    import argparse
+
+    impls = tuple(t.strip() for t in text.split(",") if t.strip())
+    bad = [i for i in impls if i not in SWITCH_IMPLS]
+    if bad or not impls or len(set(impls)) != len(impls) or len(impls) != len(text.split(",")):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected innet, bmv2 or innet,bmv2")
+    return impls
+
+
 class Bmv2Missing(RuntimeError):
     """A BMv2 or p4c binary is not there (names it, where it was looked for, how to get it)."""
 

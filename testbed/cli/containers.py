@@ -15,20 +15,13 @@ EXIT_USAGE = 2
 IMPLS = ("innet", "bmv2")
 
 
-def impl_list(text: str) -> tuple[str, ...]:
-    """``innet``, ``bmv2`` or both comma-separated (benchmarks: one testbed each, same run)."""
-    impls = tuple(t.strip() for t in text.split(",") if t.strip())
-    bad = [i for i in impls if i not in IMPLS]
-    if bad or not impls or len(set(impls)) != len(impls):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected innet, bmv2 or innet,bmv2")
-    return impls
-
-
 def add_arguments(parser: argparse.ArgumentParser, runtime: bool = False, several: bool = False) -> None:
     """``--switch-impl`` (and ``--runtime`` for ``testbed up``/``cleanup``); ``several``: a
     benchmark taking ``innet,bmv2`` (rows of both, side by side)."""
     needs = "needs BMv2 and p4c: PATH, INNET_BMV2_BIN, INNET_P4C, /opt/p4tools"
     if several:
+        from innet.testbed.backends.bmv2 import impl_list
+
         parser.add_argument("--switch-impl", type=impl_list, default=("innet",),
                             help="switch(es): innet (default), bmv2 (p4lang's simple_switch_grpc; " + needs
                                  + ") or innet,bmv2 (both, rows labelled; BMv2 absent: said, innet rows only)")

@@ -197,10 +197,10 @@ def run(config: DemoConfig, console: Any) -> dict[str, Any]:
             link = LinkModel(bw_bps=config.bw_mbps * 1e6 if backend == "mininet" else None)
             console.print(f"benchmark: allreduce of {', '.join(map(str, config.bench_sizes))} float32 elements")
             per_rank = tb.run_ina(config.bench_sizes, config.bench_repeats)
-            rows += bench.summarize("ina", config.workers, 0.0, per_rank, tb.options.k, link)
+            rows += bench.summarize("ina", config.workers, 0.0, per_rank, tb.options.k, link, config.switch_impl)
             if gloo:
                 per_rank = tb.run_gloo(config.bench_sizes, config.bench_repeats)
-                rows += bench.summarize("gloo", config.workers, 0.0, per_rank, tb.options.k, link)
+                rows += bench.summarize("gloo", config.workers, 0.0, per_rank, tb.options.k, link, config.switch_impl)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(bench_config).items()}
     settings["k"], settings["mtu"] = bench_config.resolved_k(), bench_config.link_mtu
     date = dt.datetime.now().isoformat(timespec="seconds")
