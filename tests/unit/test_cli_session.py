@@ -14,7 +14,7 @@ from innet.controller.registers import ThriftCliRegisters
 from innet.controller.schema import RegisterInfo
 
 FAKE = '''
-import cmd, sys, time
+import cmd, os, sys, time
 print("Obtaining JSON from switch...")
 print("Done")
 cells = {}
@@ -27,6 +27,8 @@ class Cli(cmd.Cmd):
     def do_register_read(self, line):
         name, index = line.split()
         print(f"{name}[{index}]= {cells.get(int(index), 0)}")
+    def do_pid(self, line):
+        print(f"pid={os.getpid()}")
     def do_die(self, line):
         print("Error: the switch went away")
         sys.exit(3)
@@ -95,10 +97,11 @@ def test_a_cli_that_hangs_is_killed_at_the_deadline(fake_cli: str):
 
 def test_close_ends_the_process(fake_cli: str):
     session = CliSession(timeout=30)
-    session([fake_cli, "--thrift-port", "9090"], "register_read x 0\n")
-    assert session.running == 1
+    out = session([fake_cli, "--thrift-port", "9090"], "pid\n")
+    pid = int(out.split("pid=")[1].split()[0])
+    assert session.running == 1 and Path(f"/proc/{pid}").exists()
     session.close()
-    assert session.running == 0
+    assert session.running == 0 and not Path(f"/proc/{pid}").exists()
 
 
 def test_missing_cli_is_named():
