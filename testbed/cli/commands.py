@@ -170,13 +170,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                    bw_mbps=(1000.0 if args.bw is None else args.bw) or None, delay_ms=args.delay,
                                    repeats=args.repeats, k=args.k, mtu=args.mtu,
                                    window=args.window, backend=args.backend, out_dir=args.out, executor=args.executor,
-                                   switch_impl=args.switch_impl, timeout_s=args.timeout,
+                                   switch_impls=args.switch_impl, timeout_s=args.timeout,
                                    collectives=tuple(c for c in ("ina", "gloo") if c not in args.skip))
     except ValueError as error:
         print(f"innet bench: {error}", file=sys.stderr)
         return EXIT_USAGE
     console = _console()
-    doc = _reported("bench", lambda: bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]")))
+    absent = tuple(getattr(args, "switch_absent", {}).items())
+    doc = _reported("bench", lambda: bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"),
+                                               absent=absent))
     if doc is None:
         return EXIT_ERROR
     console.print(bench.table(doc))
@@ -354,7 +356,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                        help="rail topologies: all-to-all bytes per GPU pair (default 50000)")
     bench.add_argument("--timeout", type=positive_float, default=300.0,
                        help="seconds per collective and testbed before it counts as failed (default 300)")
-    add_switch_impl(bench)
+    add_switch_impl(bench, several=True)
     bench.set_defaults(func=cmd_bench)
 
     tb = sub.add_parser("testbed", help="bring a topology up with the job ready, or remove leftovers")

@@ -127,9 +127,14 @@ def test_innet_switch_endpoint_is_unchanged(tmp_path, monkeypatch):
 def test_bench_and_demo_configs_carry_the_switch_impl(tmp_path):
     from innet.testbed.ina import bench
 
-    config = bench.BenchConfig(workers=(2,), switch_impl="bmv2", backend="mininet", out_dir=tmp_path)
+    config = bench.BenchConfig(workers=(2,), switch_impls=("bmv2",), backend="mininet", out_dir=tmp_path)
     tb = bench.open_testbed("mininet", 2, 0.0, config)
     assert tb.options.switch_impl == "bmv2"
+    both = bench.BenchConfig(workers=(2,), switch_impls=("innet", "bmv2"), backend="mininet", out_dir=tmp_path)
+    assert bench.open_testbed("mininet", 2, 0.0, both, "bmv2").options.switch_impl == "bmv2"
+    assert bench.open_testbed("mininet", 2, 0.0, both).options.switch_impl == "innet"
+    with pytest.raises(ValueError, match="switch_impls"):
+        bench.BenchConfig(switch_impls=("innet", "innet"))
     assert bench.switch_description("auto", "bmv2").startswith("simple_switch_grpc")
 
 
