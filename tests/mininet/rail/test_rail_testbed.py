@@ -17,8 +17,7 @@ from innet.testbed.core.testbed import TestbedOptions
 from innet.testbed.rail.testbed import RailTestbed
 from innet.testbed.core.topology import Link, rail_only, rail_optimized
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from rail_checks import assert_digits_trained, assert_exact, assert_training_bit_exact  # noqa: E402
+from testkit.rail_checks import assert_digits_trained, assert_exact, assert_training_bit_exact  # noqa: E402
 
 NIC = Link(bw_mbps=100)
 HB = Link(bw_mbps=1000)
@@ -150,7 +149,7 @@ def test_testbed_up_rail_only_every_gpu_reaches_every_gpu() -> None:
     proc = subprocess.run([sys.executable, "-m", "innet.cli", "testbed", "up", "--topo", "rail-only", "--domains", "2",
                            "--gpus-per-domain", "2", "--bw", "100", "--hb-bw", "1000"],
                           input=commands, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=55,
-                          cwd=Path(__file__).resolve().parents[2])
+                          cwd=Path(__file__).resolve().parents[3])
     out = proc.stdout
     assert proc.returncode == 0, out
     assert "*** Results: 0% dropped (12/12 received)" in out, out

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +13,7 @@ from innet.testbed.core.gloo import gloo_available
 from innet.testbed.rail.testbed import RailTestbed
 from innet.testbed.core.topology import rail_only, rail_optimized
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rail_checks import assert_digits_trained, assert_exact, assert_training_bit_exact  # noqa: E402
+from testkit.rail_checks import assert_digits_trained, assert_exact, assert_training_bit_exact  # noqa: E402
 
 SIZES = [1, 300, 2000]
 

@@ -4,7 +4,6 @@ the other rail's switch holds no half-finished slot, and after re-installing the
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -16,8 +15,7 @@ from innet.testbed.rail.testbed import RailTestbed
 from innet.testbed.rail.worker import EXIT_HB
 from innet.testbed.core.topology import rail_only
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rail_checks import assert_exact  # noqa: E402
+from testkit.rail_checks import assert_exact  # noqa: E402
 
 DEADLINE = 2.0
 
