@@ -35,9 +35,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-import psutil
-
 from innet.polling import PollTimeout, poll_until
+from innet.rss import rss_bytes
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
 from innet.testbed.backends.mininet.console import quiet_mininet
 from innet.testbed.core.ina_worker import EXIT_AGGREGATION
@@ -94,10 +93,8 @@ class Round:
 
 def rss_kb(pid: int) -> int | None:
     """Resident set size of a process in KiB (None when it is gone)."""
-    try:
-        return int(psutil.Process(pid).memory_info().rss) // 1024
-    except psutil.Error:
-        return None
+    size = rss_bytes(pid)
+    return None if size is None else size // 1024
 
 
 def open_testbed(config: SoakConfig) -> Testbed:
