@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from innet.testbed.core.network import Network
+from innet.testbed.core.network import TestbedNetwork
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
 from innet.testbed.core.topology import Topology
 
@@ -27,7 +27,7 @@ def resolve_backend(requested: str = "auto") -> str:
 
 
 def network_for(topology: Topology, options: TestbedOptions, backend: str = "auto",
-                mininet: dict[str, Any] | None = None) -> Network:
+                mininet: dict[str, Any] | None = None) -> TestbedNetwork:
     """The network of ``topology`` on ``backend`` (``mininet``: keyword arguments of
     :class:`~innet.testbed.backends.mininet.net.MininetNetwork`, a system's topology builder
     and configure step)."""

@@ -16,7 +16,7 @@ from typing import Any, Protocol, Sequence
 from innet.testbed.core.processes import ProcessGroup
 
 
-class Network(Protocol):
+class TestbedNetwork(Protocol):
     """A topology's switches and hosts, brought up on one backend."""
 
     kind: str

@@ -5,7 +5,7 @@
         gloo = tb.run_gloo([1024, 65536])
 
 A testbed is a topology value, a system (this class for the single-switch star; rail and geo
-subclass it once) and a :class:`~innet.testbed.core.network.Network` from
+subclass it once) and a :class:`~innet.testbed.core.network.TestbedNetwork` from
 ``innet.testbed.backends`` (composition: a system never inherits a backend).
 
 ``start`` (or ``with``): open a :class:`ProcessGroup` (marked, recorded processes), bring
@@ -31,7 +31,7 @@ from innet.testbed.core.gloo import command as gloo_command, gloo_env
 from innet.testbed.core.ina_worker import WORKER_MODULE, WorkerPlan
 from innet.testbed.core.processes import STATE_DIR, ProcessGroup
 from innet.testbed.core.forwarding import forwarding
-from innet.testbed.core.network import Network
+from innet.testbed.core.network import TestbedNetwork
 from innet.testbed.core.topology import Topology
 from innet.testbed.core.paths import P4_DIR
 
@@ -162,7 +162,7 @@ class Testbed:
     multi_switch = False
     """Whether the class brings up topologies of several switches (rail, geo)."""
 
-    def __init__(self, topology: Topology, options: TestbedOptions | None, network: Network) -> None:
+    def __init__(self, topology: Topology, options: TestbedOptions | None, network: TestbedNetwork) -> None:
         if len(topology.switches) != 1 and not self.multi_switch:
             raise TestbedError(f"topology {topology.name}: only single-switch topologies can be brought up "
                                f"today, it has {len(topology.switches)}")
