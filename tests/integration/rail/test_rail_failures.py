@@ -4,7 +4,6 @@ the other rail's switch holds no half-finished slot, and after re-installing the
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -12,12 +11,11 @@ import pytest
 
 from innet.testbed.core.testbed import TestbedOptions
 from innet.testbed.core.ina_worker import EXIT_AGGREGATION
-from innet.testbed.rail.testbed import RailLoopbackTestbed
+from innet.testbed.rail.testbed import RailTestbed
 from innet.testbed.rail.worker import EXIT_HB
 from innet.testbed.core.topology import rail_only
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rail_checks import assert_exact  # noqa: E402
+from testkit.rail_checks import assert_exact  # noqa: E402
 
 DEADLINE = 2.0
 
@@ -33,7 +31,7 @@ def _wait_for(condition: object, timeout: float, what: str) -> None:
 @pytest.mark.slow
 def test_a_hung_rail_switch_fails_its_rail_and_a_reinstalled_job_runs(tmp_path: Path) -> None:
     options = TestbedOptions(state_dir=tmp_path, window=8, chunk_deadline=DEADLINE)
-    with RailLoopbackTestbed(rail_only(2, 2), options) as tb:
+    with RailTestbed(rail_only(2, 2), options, backend="loopback") as tb:
         procs = tb.spawn_rail("allreduce", sizes=(4000,), repeats=200)
         _wait_for(lambda: tb.rail_counters("r2")["innet_completions"] > 20, 30, "rail r2 did not aggregate")
         tb.freeze_switch("r2")
