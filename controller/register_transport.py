@@ -72,8 +72,9 @@ class ProbingRegisters:
 
 
 def choose(client: P4RuntimeClient, schema: P4Schema, transport: str, thrift_port: int | None, address: str,
-           runner: Runner, cli: str = "simple_switch_CLI") -> RegisterBackend:
-    """The register backend of a switch session (see the module docstring)."""
+           runner: Runner | None, cli: str = "simple_switch_CLI") -> RegisterBackend:
+    """The register backend of a switch session (see the module docstring); ``runner``
+    None: one long-lived CLI process (``ThriftCliRegisters``' default)."""
     if transport not in TRANSPORTS:
         raise ControllerError(f"switch {address}: register transport {transport!r}: expected one of "
                               f"{', '.join(TRANSPORTS)}")

@@ -3,7 +3,8 @@
 BMv2's P4Runtime server answers UNIMPLEMENTED to RegisterEntry reads and writes
 (p4lang/PI, open since 2018).  When a switch spec names a Thrift port, the controller
 then falls back to ``simple_switch_CLI --thrift-port PORT`` and its ``register_read`` /
-``register_write`` commands, fed on stdin in one session per call.  Without a Thrift
+``register_write`` commands, fed on stdin to one CLI process kept per switch
+(``innet.controller.cli_session``).  Without a Thrift
 port the UNIMPLEMENTED error is raised with that hint.
 """
 
@@ -19,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 from finsy.proto import p4r
 
+from innet.controller.cli_session import CliSession, exited, missing_cli
 from innet.controller.client import P4RuntimeClient
 from innet.controller.entities import describer, register_reads, register_writes
 from innet.controller.errors import ControllerError, UnimplementedError, ValueRangeError, WriteError
@@ -144,20 +146,16 @@ Runner = Callable[[list[str], str], str]
 
 
 def run_subprocess(argv: list[str], stdin: str) -> str:
+    """One process per call (:class:`CliSession` keeps one per switch instead)."""
     try:
         result = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=120)
     except FileNotFoundError:
-        raise ControllerError(f"register fallback: {argv[0]!r} not found on PATH (BMv2's simple_switch_CLI is "
-                              "needed to access registers on BMv2: install BMv2 from p4lang's packages, use the "
-                              "p4lang/behavioral-model image, or build it from source)") from None
+        raise missing_cli(argv[0]) from None
     except subprocess.TimeoutExpired:
         raise ControllerError(f"register fallback: {' '.join(argv)} did not finish within 120 s") from None
     if result.returncode != 0:
         # simple_switch_CLI prints its connection failure on stdout
-        why = result.stderr.strip() or result.stdout.strip()
-        lines = why.splitlines()
-        why = f"{lines[0]} ({' '.join(lines[1:])})" if len(lines) > 1 else why
-        raise ControllerError(f"register fallback: {' '.join(argv)} exited with {result.returncode}: {why[:500]}")
+        raise exited(argv, result.returncode, result.stderr.strip() or result.stdout)
     return result.stdout
 
 
@@ -179,10 +177,17 @@ _ALL = re.compile(r"(?:RuntimeCmd:\s*)?([\w.$]+)\s*=\s*(-?\d+(?:\s*,\s*-?\d+)*)"
 
 
 class ThriftCliRegisters:
-    """``simple_switch_CLI`` register commands (BMv2)."""
+    """``simple_switch_CLI`` register commands (BMv2), by default in one long-lived CLI
+    process (:class:`CliSession`; ``close`` ends it)."""
 
-    def __init__(self, thrift_port: int, cli: str = "simple_switch_CLI", runner: Runner = run_subprocess) -> None:
-        self.thrift_port, self.cli, self.runner = thrift_port, cli, runner
+    def __init__(self, thrift_port: int, cli: str = "simple_switch_CLI", runner: Runner | None = None) -> None:
+        self.thrift_port, self.cli = thrift_port, cli
+        self.runner: Runner = CliSession() if runner is None else runner
+
+    def close(self) -> None:
+        """End the CLI process (when this object runs one)."""
+        if isinstance(self.runner, CliSession):
+            self.runner.close()
 
     def _run(self, commands: list[str]) -> str:
         return self.runner([self.cli, "--thrift-port", str(self.thrift_port)], "\n".join(commands) + "\n")

@@ -23,7 +23,8 @@ from innet.controller.client import P4RuntimeClient
 from innet.controller.entities import Replica, TableEntry
 from innet.controller.errors import ControllerError, NoPipelineError, ValueRangeError
 from innet.controller.pipeline import PipelineConfig
-from innet.controller.registers import RegisterBackend, Runner, run_subprocess
+from innet.controller.cli_session import CliSession
+from innet.controller.registers import RegisterBackend, Runner
 from innet.controller.schema import P4Schema, Value, encode
 from innet.controller.reconnect import ReconnectPolicy
 from innet.controller.tls import ClientTls
@@ -71,12 +72,14 @@ class SwitchEndpoint:
 class Switch:
     """A connected P4Runtime session with one switch (use as a context manager)."""
 
-    def __init__(self, spec: SwitchEndpoint, runner: Runner = run_subprocess) -> None:
+    def __init__(self, spec: SwitchEndpoint, runner: Runner | None = None) -> None:
         self.spec = spec
         self.client = P4RuntimeClient(spec.address, spec.device_id, spec.election_id, spec.timeout, spec.tls,
                                       spec.reconnect, spec.p4runtime_role)
         self.client.on_reconnect = self.restore
         self._runner = runner
+        """Runs simple_switch_CLI; None: one long-lived CLI per pipeline (``CliSession``)."""
+        self._session: CliSession | None = None
         self._schema: P4Schema | None = None
         self._registers: RegisterBackend | None = None
         self._pushed: PipelineConfig | None = None
@@ -91,7 +94,13 @@ class Switch:
         return self
 
     def close(self) -> None:
+        self._end_session()
         self.client.close()
+
+    def _end_session(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
 
     def __enter__(self) -> "Switch":
         return self.connect()
@@ -135,8 +144,12 @@ class Switch:
         from innet.controller.register_transport import choose
 
         self._schema = schema
+        runner = self._runner
+        if runner is None:  # a new CLI per pipeline: simple_switch_CLI reads the program's JSON when it starts
+            self._end_session()
+            runner = self._session = CliSession()
         self._registers = choose(self.client, schema, self.spec.registers, self.spec.thrift_port, self.spec.address,
-                                 self._runner, cli=self.spec.thrift_cli)
+                                 runner, cli=self.spec.thrift_cli)
 
     @property
     def schema(self) -> P4Schema:

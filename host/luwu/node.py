@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
-import psutil
 
 from innet.host.agent.agent import Agent, AgentConfig, AgentError
 from innet.host.luwu.plan import LuwuPlan, schedule
@@ -36,6 +35,7 @@ from innet.host.luwu.ooc_adam import AdamConfig, AdamState, AdamStateError, DEFA
 from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
 from innet.host.agent.transport import TransportConfig
 from innet.plans import JsonPlan, worker_main
+from innet import rss
 
 MODULE = __name__
 STATUS_FILE = "status.json"
@@ -90,10 +90,7 @@ def committed_step(directory: Path) -> int:
 def rss_bytes(pid: int | None = None) -> int:
     """Resident set size of a process, 0 where unknown (gone, or not ours to read): the status
     file is written either way."""
-    try:
-        return int(psutil.Process(pid or os.getpid()).memory_info().rss)
-    except psutil.Error:
-        return 0
+    return rss.rss_bytes(pid) or 0
 
 
 def write_status(directory: Path, doc: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ generic type parameters.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from lark import Token, Tree
 
@@ -46,12 +46,19 @@ def children(t: Tree) -> list[Any]:
     return [c for c in t.children if c is not None]
 
 
-class ExprBuilder:
-    """Builds typed expressions in the current scope (``self.scope``)."""
+class CallHooks(Protocol):
+    """What expression typing calls back into the call builder for (``calls.CallBuilder``,
+    built on :class:`ExprBuilder`): binding a call's arguments."""
 
     def _call(self, target: Tree, targs: tuple[ir.Type, ...], args_tree: Tree | None,
               loc: ir.Loc) -> ir.Expr:
-        raise NotImplementedError  # provided by calls.CallBuilder
+        """The typed call of ``target`` with type arguments ``targs`` and ``args_tree``."""
+        ...
+
+
+class ExprBuilder(CallHooks):
+    """Builds typed expressions in the current scope (``self.scope``; calls are bound by
+    :class:`CallHooks`)."""
 
     pp: Preprocessed
     annos: list[Any]

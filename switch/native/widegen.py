@@ -27,23 +27,46 @@ class WideUnit(Protocol):
     def var(self, uid: int, t: ir.Type, name: str, loc: Any) -> int: ...
 
 
-class WideGen:
-    """The wide-value half of the C generator (``self`` is a ``cgen.Gen``)."""
+class GenHooks(Protocol):
+    """What the wide-value half needs of ``cgen.Gen``, the generator it is mixed into (a
+    protocol, so that the two modules do not import each other)."""
 
     u: WideUnit
     ntmp: int
+    loops: list[int]
+    """Labels of the enclosing loops (``break``/``continue`` targets)."""
 
-    def emit(self, line: str) -> None:  # pragma: no cover - cgen.Gen's
-        raise NotImplementedError
+    def emit(self, line: str) -> None:
+        """Append one line of C."""
+        ...
 
-    def expr(self, e: ir.Expr) -> str:  # pragma: no cover - cgen.Gen's
-        raise NotImplementedError
+    def expr(self, e: ir.Expr) -> str:
+        """The C expression of ``e`` (emitting what it needs first)."""
+        ...
 
-    def bad(self, what: str, node: Any) -> Exception:  # pragma: no cover - cgen.Gen's
-        raise NotImplementedError
+    def bad(self, what: str, node: Any) -> Exception:
+        """The error refusing ``node`` (the native executor does not support ``what``)."""
+        ...
 
-    def tmp(self, init: str | None = None) -> str:  # pragma: no cover - cgen.Gen's
-        raise NotImplementedError
+    def tmp(self, init: str | None = None) -> str:
+        """A new C temporary, initialized to ``init``."""
+        ...
+
+    def s_Block(self, s: ir.Block) -> None:
+        """Emit a block statement."""
+        ...
+
+    def hash_of(self, fn: str, data: ir.Expr, payload: bool) -> str:
+        """The C expression of hash ``fn`` over the field list ``data``."""
+        ...
+
+    def store(self, lhs: ir.Expr, value: str) -> None:
+        """Emit ``lhs = value``."""
+        ...
+
+
+class WideGen(GenHooks):
+    """The wide-value half of the C generator (``self`` is a ``cgen.Gen``)."""
 
     # ------------------------------------------------------------------ basics
     def wk(self, t: ir.Type) -> tuple[int, int]:
@@ -255,20 +278,9 @@ class WideGen:
         self.emit(f"brk{n}: ;")
         self.emit("}")
 
-    def s_Block(self, s: ir.Block) -> None:  # pragma: no cover - cgen.Gen's
-        raise NotImplementedError
-
-    loops: list[int]
-
     def index(self, x: ir.Expr) -> str:
         """A temp holding an index expression (a wide one saturated to 64 bits)."""
         return self.tmp(self.narrow(self.expr(x), x.type))
-
-    def hash_of(self, fn: str, data: ir.Expr, payload: bool) -> str:  # pragma: no cover - cgen.Gen's
-        raise NotImplementedError
-
-    def store(self, lhs: ir.Expr, value: str) -> None:  # pragma: no cover - cgen.Gen's
-        raise NotImplementedError
 
     # ------------------------------------------------------------------ stores
     def w_store(self, lv: str, lhs: ir.Expr, value: str) -> None:

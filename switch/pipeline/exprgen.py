@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..frontend import ir
 from .errors import UnsupportedError
@@ -77,8 +77,43 @@ def wrap_expr(x: str, width: int, signed: bool) -> str:
     return f"({x}) & {m}"
 
 
-class ExprGen:
-    """Generates Python source for one function body (base of the statement generator)."""
+class StatementHooks(Protocol):
+    """What the expression generator calls back into the generators built on it: the
+    statement generator (``stmtgen.StmtGen``: stores, calls, table applies, header resets)
+    and the extern generator (``externgen.ExternGen``: extern calls, lookahead)."""
+
+    def reset(self, p: Place) -> None:
+        """Make the header at ``p`` invalid (its fields unspecified)."""
+        ...
+
+    def lookahead_place(self, e: ir.MethodCall) -> Place:
+        """The slots a non-scalar ``packet.lookahead<T>()`` is read into."""
+        ...
+
+    def method_call(self, e: ir.MethodCall) -> str | None:
+        """Emit a method call; the expression of its value (None: it has none)."""
+        ...
+
+    def table_apply(self, e: ir.TableApply) -> str:
+        """Emit a table apply; the expression of its result."""
+        ...
+
+    def function_call(self, e: ir.FunctionCall) -> str | None:
+        """Emit a function call; the expression of its value (None: it has none)."""
+        ...
+
+    def store(self, lhs: ir.Expr, value: str) -> None:
+        """Emit ``lhs = value``."""
+        ...
+
+    def extern_call(self, e: ir.ExternCall) -> str | None:
+        """Emit an extern call; the expression of its value (None: it has none)."""
+        ...
+
+
+class ExprGen(StatementHooks):
+    """Generates Python source for one function body (base of the statement generator; the
+    calls back into it are :class:`StatementHooks`)."""
 
     def __init__(self, prog: "CompileContext", locals_: dict[int, str] | None = None) -> None:
         self.prog = prog
@@ -135,9 +170,6 @@ class ExprGen:
         self.ind -= 1
         self.emit(f"else: {t} = {pos}")
         return Place(t, elem)
-
-    def reset(self, p: Place) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
 
     # ------------------------------------------------------------------ places
     def place(self, e: ir.Expr) -> Place:
@@ -198,9 +230,6 @@ class ExprGen:
         if isinstance(e, ir.MethodCall) and e.method == "lookahead" and not is_scalar(e.type):
             return self.lookahead_place(e)
         raise self.unsupported(f"expression {type(e).__name__} as an l-value", e)
-
-    def lookahead_place(self, e: ir.MethodCall) -> Place:  # pragma: no cover - overridden
-        raise NotImplementedError
 
     # ------------------------------------------------------------------ value ranges
     def vrange(self, e: ir.Expr) -> Range | None:
@@ -550,22 +579,6 @@ class ExprGen:
         if r is None:
             raise self.unsupported(f"extern {e.name!r} returns no value", e)
         return r
-
-    # implemented by the statement generator
-    def method_call(self, e: ir.MethodCall) -> str | None:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def table_apply(self, e: ir.TableApply) -> str:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def function_call(self, e: ir.FunctionCall) -> str | None:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def store(self, lhs: ir.Expr, value: str) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def extern_call(self, e: ir.ExternCall) -> str | None:  # pragma: no cover - overridden
-        raise NotImplementedError
 
     # ------------------------------------------------------------------ field lists
     def flatten(self, e: ir.Expr) -> list[tuple[str, int]]:

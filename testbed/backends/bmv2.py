@@ -17,7 +17,9 @@ BMv2 has no UDP ports: the backend needs Linux interfaces (Mininet, root).
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -30,6 +32,18 @@ GET_BMV2 = ("install BMv2 built with PI (p4lang's packages for Debian/Ubuntu, th
 GET_P4C = "install p4c (p4lang's packages, the p4lang/p4c image, or github.com/p4lang/p4c from source)"
 BMV2_CPU_PORT = 510
 """``--cpu-port`` of testbed switches: P4Runtime packet I/O, as innet-switch's; innet.p4 sends nothing there."""
+
+
+def impl_list(text: str) -> tuple[str, ...]:
+    """``--switch-impl`` of a benchmark: ``innet``, ``bmv2`` or both comma-separated (one
+    measurement each, same run, rows labelled by it)."""
+    import argparse
+
+    impls = tuple(t.strip() for t in text.split(",") if t.strip())
+    bad = [i for i in impls if i not in SWITCH_IMPLS]
+    if bad or not impls or len(set(impls)) != len(impls) or len(impls) != len(text.split(",")):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected innet, bmv2 or innet,bmv2")
+    return impls
 
 
 class Bmv2Missing(RuntimeError):
@@ -121,10 +135,55 @@ def compile_command(p4c: Path, source: Path, out_dir: Path, defines: Mapping[str
     return cmd
 
 
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def _sources(source: Path, seen: set[Path] | None = None) -> list[Path]:
+    """``source`` and every file it includes with quotes, recursively (``<...>`` ones are p4c's)."""
+    seen = set() if seen is None else seen
+    source = source.resolve()
+    if source in seen or not source.is_file():
+        return []
+    seen.add(source)
+    found = [source]
+    for name in _INCLUDE.findall(source.read_text(errors="replace")):
+        found += _sources(source.parent / name, seen)
+    return found
+
+
+def compile_key(p4c: Path, source: Path, defines: Mapping[str, str | None]) -> str:
+    """Names one compilation: the compiler (path, size, mtime: its own core.p4/v1model.p4 come
+    with it), the command line and the text of the program and of every file it includes."""
+    h = hashlib.sha256()
+    st = p4c.stat()
+    h.update(f"{p4c.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    h.update("\0".join(compile_command(p4c, Path(source.name), Path("out"), defines)).encode())
+    for path in _sources(source):
+        h.update(b"\0\1" + path.read_bytes())
+    return h.hexdigest()[:20]
+
+
+def compile_cache() -> Path:
+    """Where compiled programs are kept: beside innet's native builds (``INNET_NATIVE_CACHE``...)."""
+    from innet.native_build import cache_dir
+
+    return cache_dir() / "p4c-bm2-ss"
+
+
 def compile_program(p4c: Path, source: Path, out_dir: Path, defines: Mapping[str, str | None] = {},
-                    timeout: float = 600.0) -> Path:
-    """Compile ``source`` into ``out_dir`` (returned; ``PipelineConfig.from_dir`` reads it)."""
+                    timeout: float = 600.0, cache: bool = True) -> Path:
+    """Compile ``source`` into ``out_dir`` (returned; ``PipelineConfig.from_dir`` reads it).
+
+    p4c-bm2-ss takes one to two minutes for innet.p4 at K=256 on a loaded 2-core machine, once
+    per testbed; with ``cache`` the output of the same compiler, command and sources is copied
+    from :func:`compile_cache` instead (``cache=False``: always run p4c, e.g. to test it)."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    names = (f"{source.stem}.json", "p4info.txtpb")
+    cached = compile_cache() / compile_key(p4c, source, defines) if cache else None
+    if cached is not None and all((cached / n).is_file() for n in names):
+        for n in names:
+            shutil.copyfile(cached / n, out_dir / n)
+        return out_dir
     cmd = compile_command(p4c, source, out_dir, defines)
     try:
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -134,7 +193,27 @@ def compile_program(p4c: Path, source: Path, out_dir: Path, defines: Mapping[str
         lines = (result.stderr or result.stdout).strip().splitlines()
         raise Bmv2Error(f"{p4c.name} {source.name} failed (status {result.returncode}): "
                         f"{lines[0] if lines else 'no output'}")
+    if cached is not None:
+        _store(out_dir, names, cached)
     return out_dir
+
+
+def _store(out_dir: Path, names: Sequence[str], cached: Path) -> None:
+    """Copy a compilation into the cache: a whole directory renamed into place, so a reader
+    never sees half of one (a cache that cannot be written is only slower)."""
+    import tempfile
+
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=cached.parent, prefix=".tmp-"))
+        for n in names:
+            shutil.copyfile(out_dir / n, tmp / n)
+        try:
+            tmp.rename(cached)
+        except OSError:  # another run stored it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    except OSError:
+        pass
 
 
 @dataclass(frozen=True)

@@ -7,20 +7,26 @@ the same frames as in Mininet. The switch answers each port's last sender. Link 
 and delays do not apply (there are no links); ``TestbedOptions.switch_loss`` drops that
 fraction of the switch's output (``innet-switch --loss``). gloo runs on ``lo`` and does
 not cross the switch.
+
+Topologies of several P4 switches (rail, geo) get one process per switch; a link between two
+switches becomes a pair of UDP ports that send to each other (``-u p@addr@peer``).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
-import time
 from typing import Any, Sequence
 
 from innet.polling import PollTimeout, poll_until
 from innet.host import wire
-from innet.testbed.core.testbed import Testbed, TestbedError
-from innet.testbed.core.freeport import free_port
+from innet.testbed.core.processes import ProcessGroup
+from innet.testbed.core.testbed import TestbedError, TestbedOptions
+from innet.testbed.core.topology import Topology
+from innet.testbed.core.freeport import free_port, free_ports
 from innet.host.agent.transport import tunnel_transport
 
 LOCALHOST = "127.0.0.1"
@@ -29,69 +35,131 @@ GRPC_LINE = re.compile(r"innet-switch: P4Runtime listening on (\S+)")
 PORT_LINE = re.compile(r"innet-switch: port (\d+) on UDP ([\d.]+):(\d+)")
 
 
-class LoopbackTestbed(Testbed):
-    """A single-switch topology on 127.0.0.1 (no root, no namespaces)."""
+class LoopbackNetwork:
+    """A topology's P4 switches on 127.0.0.1 (no root, no namespaces): one ``innet-switch``
+    process per switch, UDP switch ports (switch-to-switch ports send to each other's bound
+    port), hosts as local processes tunnelling frames to their switch's port."""
 
     kind = "loopback"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.udp_ports: dict[int, tuple[str, int]] = {}
-        """Switch port -> the UDP address its socket is bound to."""
+    def __init__(self, topology: Topology, options: TestbedOptions) -> None:
+        self.topology = topology
+        self.options = options
+        self.procs: ProcessGroup | None = None
+        self.switch_udp: dict[str, dict[int, tuple[str, int]]] = {}
+        """P4 switch -> its port -> the UDP address the port's socket is bound to."""
+        self.thrift_port: int | None = None
+        self.bmv2_tools: Any = None
 
-    def switch_command(self) -> list[str]:
+    def process_name(self, switch: str) -> str:
+        """The switch's process name in the run (``switch`` when it is the only one)."""
+        return "switch" if len(self.topology.p4_switches) == 1 else f"switch-{switch}"
+
+    def _port_specs(self) -> dict[str, list[str]]:
+        p4 = {s.name for s in self.topology.p4_switches}
+        specs: dict[str, list[str]] = {name: [] for name in p4}
+        for c in self.topology.links:
+            if c.b not in p4:
+                continue
+            if c.a in p4:
+                pa, pb = free_ports(2)
+                specs[c.a].append(f"{c.a_port}@{LOCALHOST}:{pa}@{LOCALHOST}:{pb}")
+                specs[c.b].append(f"{c.b_port}@{LOCALHOST}:{pb}@{LOCALHOST}:{pa}")
+            else:
+                specs[c.b].append(f"{c.b_port}@{LOCALHOST}:0")
+        return specs
+
+    def switch_command(self, switch: str, ports: Sequence[str] | None = None) -> list[str]:
+        """``innet-switch`` of P4 switch ``switch`` with UDP ``ports`` (default: its links' ports)."""
+        spec = self.topology.switch(switch)
         cmd = [sys.executable, "-m", SWITCH_MODULE, "--no-p4", "--grpc-server-addr", f"{LOCALHOST}:0",
                "--log-level", self.options.switch_log_level, "--executor", self.options.switch_executor,
-               "--device-id", str(self.topology.switch().device_id)]
-        for c in self.topology.links:
-            cmd += ["-u", f"{c.b_port}@{LOCALHOST}:0"]
+               "--device-id", str(spec.device_id)]
+        for port in self._port_specs()[switch] if ports is None else ports:
+            cmd += ["-u", port]
         if self.options.switch_loss > 0 or self.options.switch_dup > 0:
             cmd += ["--loss", f"{self.options.switch_loss},{self.options.switch_dup},0,1"]
         return cmd
 
-    def _start_network(self) -> str:
-        name = "switch"
-        popen = self.procs.spawn(name, self.switch_command(), stdout_pipe=False)
-        expected = {c.b_port for c in self.topology.links}
+    def prepare_pipeline(self, procs: ProcessGroup) -> Any:
+        return None
 
-        def ready() -> str | None:
-            text = self.procs.log_path(name).read_text(errors="replace")
-            match = GRPC_LINE.search(text)
-            self.udp_ports = {int(p): (h, int(u)) for p, h, u in PORT_LINE.findall(text)}
-            if match is not None and set(self.udp_ports) >= expected:
-                return match.group(1)
-            if popen.poll() is not None:
-                raise TestbedError(f"loopback switch exited with status {popen.returncode}: "
-                                   f"{self.procs.log_tail(name)}")
-            return None
+    def start(self, procs: ProcessGroup) -> dict[str, str]:
+        self.procs = procs
+        ports = self._port_specs()
+        popens = {s.name: procs.spawn(self.process_name(s.name), self.switch_command(s.name, ports[s.name]),
+                                      stdout_pipe=False) for s in self.topology.p4_switches}
+        pending = set(popens)
+        addresses: dict[str, str] = {}
+
+        def all_ready() -> bool:
+            for name in sorted(pending):
+                log = self.process_name(name)
+                text = procs.log_path(log).read_text(errors="replace")
+                match = GRPC_LINE.search(text)
+                udp = {int(p): (h, int(u)) for p, h, u in PORT_LINE.findall(text)}
+                if match is not None and len(udp) >= len(ports[name]):
+                    addresses[name] = match.group(1)
+                    self.switch_udp[name] = udp
+                    pending.discard(name)
+                elif popens[name].poll() is not None:
+                    raise TestbedError(f"loopback switch {name} exited with status {popens[name].returncode}: "
+                                       f"{procs.log_tail(log)}")
+            return not pending
 
         try:
-            return poll_until(ready, self.options.start_timeout, what="loopback switch")
+            poll_until(all_ready, self.options.start_timeout, what="loopback switches")
         except PollTimeout as error:
-            raise TestbedError(f"{error}: {self.procs.log_tail(name)}") from None
+            tails = "; ".join(procs.log_tail(self.process_name(name)) for name in sorted(pending))
+            raise TestbedError(f"{error} ({', '.join(sorted(pending))} pending): {tails}") from None
+        return addresses
 
-    def _stop_network(self) -> None:
-        self.procs.stop("switch")
+    def stop(self) -> None:
+        if self.procs is not None:
+            for s in self.topology.p4_switches:
+                self.procs.stop(self.process_name(s.name))
+
+    def freeze_switch(self, name: str) -> None:
+        """Make P4 switch ``name`` stop forwarding (SIGSTOP: a hung switch); :meth:`thaw_switch` undoes it."""
+        assert self.procs is not None
+        self.procs.popens[self.process_name(name)].send_signal(signal.SIGSTOP)
+
+    def thaw_switch(self, name: str) -> None:
+        assert self.procs is not None
+        self.procs.popens[self.process_name(name)].send_signal(signal.SIGCONT)
 
     def spawn_on(self, host: str, name: str, argv: Sequence[str], env: dict[str, str] | None = None,
                  stdout_pipe: bool = False) -> subprocess.Popen[bytes]:
-        import os
-
+        if self.procs is None:
+            raise TestbedError(f"spawn {name!r} on {host}: the loopback testbed is not up")
         self.topology.host(host)
         return self.procs.spawn(name, argv, env={**os.environ, **(env or {})}, stdout_pipe=stdout_pipe)
 
-    def host_transport(self, host: str) -> dict[str, Any]:
+    def transport_to(self, host: str, switch: str) -> dict[str, Any]:
         h = self.topology.host(host)
-        spec = self.topology.switch()
-        return tunnel_transport(self.udp_ports[self.switch_port(h.name)],
+        nic = self.topology.uplink(host)
+        target = self.topology.switch(switch)
+        return tunnel_transport(self.switch_udp[nic.b][nic.b_port],
                                 wire.Endpoint(h.mac, h.address, self.options.agent_port),
-                                wire.Endpoint(spec.mac, spec.ip, wire.UDP_PORT))
+                                wire.Endpoint(target.mac, target.ip, wire.UDP_PORT))
 
     def gloo_iface(self, host: str) -> str:
         return "lo"
 
     def gloo_master(self) -> str:
         return LOCALHOST
+
+    def count_iface(self, host: str) -> str | None:
+        return None
+
+    def wire_bytes(self) -> dict[str, tuple[int, int]] | None:
+        return None
+
+    def switch_pid(self) -> int | None:
+        if self.procs is None:
+            return None
+        popen = self.procs.popens.get("switch")
+        return popen.pid if popen is not None and popen.poll() is None else None
 
     def free_port(self) -> int:
         return free_port(LOCALHOST)

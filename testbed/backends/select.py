@@ -7,13 +7,11 @@ message when Mininet was asked for without root) is written once.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import Any
 
-from innet.testbed.core.testbed import TestbedError, TestbedOptions
+from innet.testbed.core.network import TestbedNetwork
+from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
 from innet.testbed.core.topology import Topology
-
-if TYPE_CHECKING:
-    from innet.testbed.core.testbed import Testbed
 
 BACKENDS = ("auto", "mininet", "loopback")
 
@@ -28,15 +26,23 @@ def resolve_backend(requested: str = "auto") -> str:
     return requested
 
 
-def open_testbed(topology: Topology, options: TestbedOptions | None = None, backend: str = "auto") -> "Testbed":
+def network_for(topology: Topology, options: TestbedOptions, backend: str = "auto",
+                mininet: dict[str, Any] | None = None) -> TestbedNetwork:
+    """The network of ``topology`` on ``backend`` (``mininet``: keyword arguments of
+    :class:`~innet.testbed.backends.mininet.net.MininetNetwork`, a system's topology builder
+    and configure step)."""
+    if resolve_backend(backend) == "mininet":
+        from innet.testbed.backends.mininet.net import MininetNetwork
+
+        return MininetNetwork(topology, options, **(mininet or {}))
+    from innet.testbed.backends.loopback import LoopbackNetwork
+
+    return LoopbackNetwork(topology, options)
+
+
+def open_testbed(topology: Topology, options: TestbedOptions | None = None, backend: str = "auto") -> Testbed:
     """An unstarted testbed of a single-switch ``topology`` on ``backend`` (use it as a
-    context manager). Multi-switch topologies have their system's own testbed classes
-    (``innet.testbed.rail``, ``innet.testbed.geo``), built on the same backends."""
-    resolved = resolve_backend(backend)
-    if resolved == "mininet":
-        from innet.testbed.backends.mininet.net import MininetTestbed
-
-        return MininetTestbed(topology, options)
-    from innet.testbed.backends.loopback import LoopbackTestbed
-
-    return LoopbackTestbed(topology, options)
+    context manager). Multi-switch topologies have their system's testbed class
+    (``innet.testbed.rail``, ``innet.testbed.geo``), built on the same networks."""
+    options = options or TestbedOptions()
+    return Testbed(topology, options, network_for(topology, options, backend))

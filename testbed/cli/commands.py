@@ -17,7 +17,7 @@ from typing import Any, Callable, TypeVar
 from innet.argtypes import float_list, input_file, int_list, int_range, output_dir, positive_float, sizes
 from innet.host.wire import SUPPORTED_K
 from innet.testbed.backends.mininet.console import quiet_mininet, run_cli
-from innet.testbed.backends.select import resolve_backend
+from innet.testbed.backends.select import open_testbed, resolve_backend
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -172,13 +172,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                    bw_mbps=(1000.0 if args.bw is None else args.bw) or None, delay_ms=args.delay,
                                    repeats=args.repeats, k=args.k, mtu=args.mtu,
                                    window=args.window, backend=args.backend, out_dir=args.out, executor=args.executor,
-                                   switch_impl=args.switch_impl, timeout_s=args.timeout,
+                                   switch_impls=args.switch_impl, timeout_s=args.timeout,
                                    collectives=tuple(c for c in ("ina", "gloo") if c not in args.skip))
     except ValueError as error:
         print(f"innet bench: {error}", file=sys.stderr)
         return EXIT_USAGE
     console = _console()
-    doc = _reported("bench", lambda: bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]")))
+    absent = tuple(getattr(args, "switch_absent", {}).items())
+    doc = _reported("bench", lambda: bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"),
+                                               absent=absent))
     if doc is None:
         return EXIT_ERROR
     console.print(bench.table(doc))
@@ -197,7 +199,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_testbed_up(args: argparse.Namespace) -> int:
     from innet.controller.errors import ControllerError
-    from innet.testbed.core.testbed import TestbedError, options_for
+    from innet.testbed.core.testbed import Testbed, TestbedError, options_for
     from innet.testbed.cli.containers import check_switch_impl, cmd_up_docker
     from innet.testbed.core.topology import TOPOLOGIES, Link, Topology, TopologyError
 
@@ -232,25 +234,23 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
         print(f"innet testbed up: --switch-loss {args.switch_loss:g}: must be a percentage within 0..100 "
               "(100 excluded)", file=sys.stderr)
         return EXIT_USAGE
-    if loopback:
-        from innet.testbed.backends.loopback import LoopbackTestbed as Impl
-        if not args.loopback:
-            console.print("[yellow]not root: bringing the topology up on loopback[/]")
-    else:
-        from innet.testbed.backends.mininet.net import MininetTestbed as Impl  # type: ignore[assignment]
-    if len(topo.switches) > 1:
-        from innet.testbed.rail.testbed import rail_testbed_class
-
-        Impl = rail_testbed_class("loopback" if loopback else "mininet")  # type: ignore[assignment,misc]
+    if loopback and not args.loopback:
+        console.print("[yellow]not root: bringing the topology up on loopback[/]")
+    backend = "loopback" if loopback else "mininet"
     console.print(str(topo), markup=False, highlight=False)
     try:
-        tb = Impl(topo, options)
+        if len(topo.switches) > 1:
+            from innet.testbed.rail.testbed import RailTestbed
+
+            tb: Testbed = RailTestbed(topo, options, backend=backend)
+        else:
+            tb = open_testbed(topo, options, backend=backend)
     except TestbedError as error:
         print(f"innet testbed up: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
         with tb:
-            addresses = getattr(tb, "grpc_addresses", None) or {topo.p4_switches[0].name: tb.grpc_address}
+            addresses = tb.grpc_addresses
             where = ", ".join(f"{name} {addr} (device {topo.switch(name).device_id})"
                               for name, addr in addresses.items())
             console.print(f"[green]up[/] ({tb.kind}): P4Runtime {where}; job {tb.job.job_id} ({tb.job.mode}, "
@@ -260,7 +260,7 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
                 console.print(f"inspect with: innet inspect --switch {addr}"
                               + (f" --thrift-port {tb.thrift_port}" if tb.thrift_port is not None else ""))
             if not loopback and not args.no_cli:
-                run_cli(tb.net)  # type: ignore[attr-defined]
+                run_cli(tb.network.net)  # type: ignore[attr-defined]  # the Mininet network's
             else:
                 console.print("waiting; Ctrl-C (or `innet testbed down`) tears it down")
                 while True:
@@ -356,7 +356,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                        help="rail topologies: all-to-all bytes per GPU pair (default 50000)")
     bench.add_argument("--timeout", type=positive_float, default=300.0,
                        help="seconds per collective and testbed before it counts as failed (default 300)")
-    add_switch_impl(bench)
+    add_switch_impl(bench, several=True)
     bench.set_defaults(func=cmd_bench)
 
     tb = sub.add_parser("testbed", help="bring a topology up with the job ready, or remove leftovers")

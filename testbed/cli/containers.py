@@ -12,11 +12,22 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 
 
-def add_arguments(parser: argparse.ArgumentParser, runtime: bool = False) -> None:
-    """``--switch-impl`` (and ``--runtime`` for ``testbed up``/``cleanup``)."""
-    parser.add_argument("--switch-impl", choices=["innet", "bmv2"], default="innet",
-                        help="switch: innet's embedded target (default) or p4lang's simple_switch_grpc "
-                             "(needs BMv2 and p4c: PATH, INNET_BMV2_BIN, INNET_P4C)")
+IMPLS = ("innet", "bmv2")
+
+
+def add_arguments(parser: argparse.ArgumentParser, runtime: bool = False, several: bool = False) -> None:
+    """``--switch-impl`` (and ``--runtime`` for ``testbed up``/``cleanup``); ``several``: a
+    benchmark taking ``innet,bmv2`` (rows of both, side by side)."""
+    needs = "needs BMv2 and p4c: PATH, INNET_BMV2_BIN, INNET_P4C, /opt/p4tools"
+    if several:
+        from innet.testbed.backends.bmv2 import impl_list
+
+        parser.add_argument("--switch-impl", type=impl_list, default=("innet",),
+                            help="switch(es): innet (default), bmv2 (p4lang's simple_switch_grpc; " + needs
+                                 + ") or innet,bmv2 (both, rows labelled; BMv2 absent: said, innet rows only)")
+    else:
+        parser.add_argument("--switch-impl", choices=list(IMPLS), default="innet",
+                            help=f"switch: innet's embedded target (default) or p4lang's simple_switch_grpc ({needs})")
     if runtime:
         parser.add_argument("--runtime", choices=["process", "docker"], default="process",
                             help="process: Mininet or loopback (default); docker: switch, controller and "
@@ -28,16 +39,28 @@ def check_switch_impl(args: argparse.Namespace, command: str) -> int | None:
     command brings up what the backend supports); else the exit status after one line on stderr."""
     from innet.testbed.backends.bmv2 import Bmv2Error, Bmv2Missing, check_impl
 
-    impl = getattr(args, "switch_impl", "innet")
-    if impl == "innet":
-        return None
+    chosen = getattr(args, "switch_impl", "innet")
+    impls = (chosen,) if isinstance(chosen, str) else tuple(chosen)
     backend = "loopback" if getattr(args, "loopback", False) else getattr(args, "backend", "auto")
-    try:
-        check_impl(impl, root=os.geteuid() == 0, backend=backend, topo=getattr(args, "topo", "star"),
-                   mode=getattr(args, "mode", "switch"))
-    except (Bmv2Missing, Bmv2Error) as error:
-        print(f"innet {command}: {error}", file=sys.stderr)
-        return EXIT_USAGE
+    absent: dict[str, str] = {}
+    for impl in impls:
+        if impl == "innet":
+            continue
+        try:
+            check_impl(impl, root=os.geteuid() == 0, backend=backend, topo=getattr(args, "topo", "star"),
+                       mode=getattr(args, "mode", "switch"))
+        except Bmv2Missing as missing:
+            if len(impls) == 1:
+                print(f"innet {command}: {missing}", file=sys.stderr)
+                return EXIT_USAGE
+            absent[impl] = str(missing)
+            print(f"innet {command}: no {impl} rows: {missing}", file=sys.stderr)
+        except Bmv2Error as error:
+            print(f"innet {command}: {error}", file=sys.stderr)
+            return EXIT_USAGE
+    if not isinstance(chosen, str):  # the benchmarks: run what is there, say what is not
+        args.switch_impl = tuple(i for i in impls if i not in absent)
+        args.switch_absent = absent
     return None
 
 

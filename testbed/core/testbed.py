@@ -1,32 +1,37 @@
-"""The testbed lifecycle shared by Mininet and loopback: switch up, pipeline, forwarding, job.
+"""The testbed lifecycle shared by every system and backend: switches up, pipeline, forwarding, jobs.
 
-    with LoopbackTestbed(star(workers=4)) as tb:         # or MininetTestbed (root)
+    with open_testbed(star(workers=4), backend="loopback") as tb:   # innet.testbed.backends.select
         results = tb.run_ina([1024, 65536])              # one WorkerResult list per rank
         gloo = tb.run_gloo([1024, 65536])
 
+A testbed is a topology value, a system (this class for the single-switch star; rail and geo
+subclass it once) and a :class:`~innet.testbed.core.network.TestbedNetwork` from
+``innet.testbed.backends`` (composition: a system never inherits a backend).
+
 ``start`` (or ``with``): open a :class:`ProcessGroup` (marked, recorded processes), bring
-the network up (subclass), connect the controller, push ``innet.p4``, install forwarding
-(switch address, a /32 route and a proxy-ARP entry per host) and create the default
-``sum`` job over every worker. ``stop`` undoes all of it in ``finally`` blocks, newest
-first; a crash of the owning process is handled by ``innet.testbed.backends.mininet.clean``.
+the network up, connect the controller to every P4 switch, push ``innet.p4``, install
+forwarding (:func:`innet.testbed.core.forwarding.forwarding`: switch address, a /32 route
+and a proxy-ARP entry per host) and the system's jobs (here the ``sum`` job over every
+worker). ``stop`` undoes all of it in ``finally`` blocks, newest first; a crash of the
+owning process is handled by ``innet.testbed.backends.mininet.clean``.
 """
 
 from __future__ import annotations
 
-import abc
+import json
 import subprocess
+import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
-
-import json
-import random
-import sys
+from typing import Any, Self, Sequence
 
 from innet.testbed.core.gloo import command as gloo_command, gloo_env
 from innet.testbed.core.ina_worker import WORKER_MODULE, WorkerPlan
 from innet.testbed.core.processes import STATE_DIR, ProcessGroup
+from innet.testbed.core.forwarding import forwarding
+from innet.testbed.core.network import TestbedNetwork
 from innet.testbed.core.topology import Topology
 from innet.testbed.core.paths import P4_DIR
 
@@ -146,22 +151,24 @@ def is_failure(exc_type: type[BaseException] | None) -> bool:
     return exc_type is not None and not issubclass(exc_type, KeyboardInterrupt)
 
 
-class Testbed(abc.ABC):
-    """A topology brought up with innet switches, a controller session and a sum job."""
+class Testbed:
+    """A topology brought up on a backend's network, with innet switches, a controller session
+    and a sum job. The single-switch star is this class itself; a system with more switches
+    (``innet.testbed.rail``, ``innet.testbed.geo``) subclasses it once and says which jobs it
+    installs; the backend is always the ``network`` it was given (``innet.testbed.backends``)."""
 
     __test__ = False  # not a pytest test class
 
-    kind = "abstract"
-    """``mininet`` or ``loopback``."""
     multi_switch = False
-    """Whether the class brings up topologies of several switches (``innet.testbed.rail.testbed``)."""
+    """Whether the class brings up topologies of several switches (rail, geo)."""
 
-    def __init__(self, topology: Topology, options: TestbedOptions | None = None) -> None:
+    def __init__(self, topology: Topology, options: TestbedOptions | None, network: TestbedNetwork) -> None:
         if len(topology.switches) != 1 and not self.multi_switch:
             raise TestbedError(f"topology {topology.name}: only single-switch topologies can be brought up "
                                f"today, it has {len(topology.switches)}")
         self.topology = topology
         self.options = options or TestbedOptions()
+        self.network = network
         if self.options.switch_impl == "bmv2" and (self.kind != "mininet" or self.multi_switch):
             raise TestbedError(f"switch_impl bmv2: the {self.kind} testbed of {topology.name} starts innet switches; "
                                "BMv2 runs as the switch of a single-switch topology in Mininet")
@@ -170,21 +177,33 @@ class Testbed(abc.ABC):
         self.job: Any = None
         self.job_hosts: dict[int, tuple[str, ...]] = {}
         """Per job id created here, its worker hosts in rank order."""
+        self.grpc_addresses: dict[str, str] = {}
+        """P4 switch -> its P4Runtime address (while up)."""
         self.grpc_address: str | None = None
-        self.thrift_port: int | None = None
-        """BMv2 only: the switch's Thrift port (registers through simple_switch_CLI)."""
-        self._bmv2_tools: Any = None
+        """The first P4 switch's P4Runtime address."""
         self._started = False
+
+    @property
+    def kind(self) -> str:
+        """``mininet`` or ``loopback``: the backend's."""
+        return self.network.kind
+
+    @property
+    def thrift_port(self) -> int | None:
+        """BMv2 only: the switch's Thrift port (registers through simple_switch_CLI)."""
+        return self.network.thrift_port
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def __enter__(self) -> "Testbed":
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         self.stop(keep_logs=is_failure(exc_type) or self.options.keep_logs)
 
-    def start(self) -> "Testbed":
+    def start(self) -> Self:
+        """Network up, the controller on every P4 switch, innet.p4 pushed (in parallel: each
+        switch builds its executor), forwarding installed, then the system's jobs."""
         from innet.controller.controller import Controller
         from innet.controller.pipeline import PipelineConfig
         from innet.controller.switch import SwitchEndpoint
@@ -192,30 +211,34 @@ class Testbed(abc.ABC):
         self.procs.open()
         try:
             (self.procs.dir / "topology.json").write_text(self.topology.to_json())
-            bmv2_pipeline = self._prepare_pipeline()
-            self.grpc_address = self._start_network()
-            spec = self.topology.switch()
-            endpoint = SwitchEndpoint(spec.name, self.grpc_address, spec.device_id,
-                                      timeout=max(30.0, self.options.start_timeout))
+            bmv2_pipeline = self.network.prepare_pipeline(self.procs)
+            self.grpc_addresses = self.network.start(self.procs)
+            switches = [s for s in self.topology.p4_switches if s.name in self.grpc_addresses]
+            self.grpc_address = self.grpc_addresses[switches[0].name]
+            endpoints = [SwitchEndpoint(s.name, self.grpc_addresses[s.name], s.device_id,
+                                        timeout=max(30.0, self.options.start_timeout)) for s in switches]
             if bmv2_pipeline is not None:  # BMv2 answers UNIMPLEMENTED to RegisterEntry: Thrift only
-                endpoint = replace(endpoint, thrift_port=self.thrift_port, registers="thrift",
-                                   thrift_cli=str(self._bmv2_tools.cli))
-            self.controller = Controller([endpoint]).connect()
-            self.controller.push(bmv2_pipeline or PipelineConfig.load(self.options.program,
-                                                                      dict(self.options.defines) or None))
-            self.controller.install_forwarding({spec.name: self.forwarding()})
-            self.job = self.create_job()
+                endpoints = [replace(e, thrift_port=self.thrift_port, registers="thrift",
+                                     thrift_cli=str(self.network.bmv2_tools.cli)) for e in endpoints]
+            self.controller = Controller(endpoints).connect()
+            config = bmv2_pipeline or PipelineConfig.load(self.options.program, dict(self.options.defines) or None)
+            names = [s.name for s in switches]
+            if len(names) == 1:
+                self.controller.push(config)
+            else:
+                with ThreadPoolExecutor(len(names)) as pool:
+                    list(pool.map(lambda name: self.controller.push(config, [name]), names))
+            self.controller.install_forwarding(forwarding(self.topology, self.switch_port))
+            self.install_jobs()
             self._started = True
         except BaseException as error:
             self.stop(keep_logs=is_failure(type(error)) or self.options.keep_logs)
             raise
         return self
 
-    def _prepare_pipeline(self) -> Any:
-        """The pipeline to push when the switch is not innet-switch (a backend that starts
-        BMv2 compiles it here, before any network exists, so that a missing binary or a
-        compile error leaves nothing to undo); None: innet.p4 through innet's own compiler."""
-        return None
+    def install_jobs(self) -> None:
+        """The system's jobs once forwarding is in: here the ``sum`` job over every worker."""
+        self.job = self.create_job()
 
     def stop(self, keep_logs: bool = False) -> None:
         """Close the controller, end every process, take the network down (each step even if one fails)."""
@@ -228,58 +251,49 @@ class Testbed(abc.ABC):
                 self.procs.end_spawned()
             finally:
                 try:
-                    self._stop_network()
+                    self.network.stop()
                 finally:
                     self.procs.close(keep_logs=keep_logs)
                     self._started = False
 
-    @abc.abstractmethod
-    def _start_network(self) -> str:
-        """Bring up switch and hosts; the switch's P4Runtime address."""
-
-    @abc.abstractmethod
-    def _stop_network(self) -> None:
-        """Undo ``_start_network`` (called also after a partial start)."""
-
     # -- per host -------------------------------------------------------------------------
 
-    @abc.abstractmethod
     def spawn_on(self, host: str, name: str, argv: Sequence[str], env: dict[str, str] | None = None,
                  stdout_pipe: bool = False) -> subprocess.Popen[bytes]:
         """Start ``argv`` as a process of ``host`` (recorded in ``procs``)."""
+        return self.network.spawn_on(host, name, argv, env, stdout_pipe)
 
-    @abc.abstractmethod
     def host_transport(self, host: str) -> dict[str, Any]:
-        """The agent transport dict of a worker on ``host`` (see ``innet.testbed.core.ina_worker``)."""
+        """The agent transport dict of a worker on ``host`` towards its own switch."""
+        return self.network.transport_to(host, self.topology.uplink(host).b)
 
     def transport(self, rank: int) -> dict[str, Any]:
         """The agent transport dict of topology worker ``rank``."""
         return self.host_transport(self.topology.workers[rank].name)
 
-    @abc.abstractmethod
     def gloo_iface(self, host: str) -> str:
         """Interface gloo binds to on ``host``."""
+        return self.network.gloo_iface(host)
 
-    @abc.abstractmethod
     def gloo_master(self) -> str:
         """Address of rank 0 for gloo's rendezvous."""
+        return self.network.gloo_master()
 
     def switch_pid(self) -> int | None:
-        """Process id of the ``innet-switch`` (for RSS and CPU measurements); None if not running."""
-        popen = self.procs.popens.get("switch")
-        return popen.pid if popen is not None and popen.poll() is None else None
+        """Process id of the switch (for RSS and CPU measurements); None if not running or several."""
+        return self.network.switch_pid()
 
     def count_iface(self, host: str) -> str | None:
         """Interface (in the host's namespace) whose counters are that host's link; None on loopback."""
-        return None
+        return self.network.count_iface(host)
 
     def wire_bytes(self) -> dict[str, tuple[int, int]] | None:
         """Per host, (bytes sent, bytes received) on its link so far; None where not measurable."""
-        return None
+        return self.network.wire_bytes()
 
     def free_port(self) -> int:
-        """A TCP port for gloo's rendezvous on rank 0's host (subclasses may check it is free)."""
-        return random.randint(20000, 30000)
+        """A TCP port for gloo's rendezvous on rank 0's host."""
+        return self.network.free_port()
 
     def switch_port(self, host: str) -> int:
         return self.topology.uplink(host).b_port
@@ -302,14 +316,6 @@ class Testbed(abc.ABC):
             out.append(WorkerSpec(rank=rank, port=self.switch_port(name), mac=h.mac, ip=h.address,
                                   udp_port=self.options.agent_port))
         return tuple(out)
-
-    def forwarding(self) -> Any:
-        from innet.controller.jobs import Forwarding, Route
-
-        spec = self.topology.switch()
-        routes = tuple(Route(f"{h.address}/32", h.mac, self.switch_port(h.name)) for h in self.topology.hosts)
-        arp = tuple((h.address, h.mac) for h in self.topology.hosts)
-        return Forwarding(spec.mac, spec.ip, routes, arp)
 
     def create_job(self, job_id: int | None = None, mode: str = "sum", hosts: Sequence[str] | None = None,
                    **params: Any) -> Any:

@@ -180,7 +180,7 @@ def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: in
 
 def stage_spawner(config: GeoBenchConfig, fabric: Any) -> Spawn:
     """How ``launch`` starts a stage: locally, or on the testbed host whose address it listens on."""
-    if fabric is None or not hasattr(fabric, "spawn_stage"):
+    if fabric is None or fabric.kind != "mininet":
         return local_spawn
     hosts = {h.address: h.name for h in config.topology.workers}
 
@@ -257,7 +257,7 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
             return {"agent": geo_tb.dp_agent(site, r, epochs[site], max(1, _stage_elements(planned, plan, i))),
                     "replicas": config.replicas}
         pipelines.append(stage_jobs(config, plan, compression, r, dp if config.replicas > 1 else None, geo_tb))
-    wan_before = geo_tb.wan_bytes() if hasattr(geo_tb, "wan_bytes") else None
+    wan_before = geo_tb.wan_bytes() if geo_tb is not None else None
     start = time.monotonic()
     outputs = launch(pipelines, spawn=stage_spawner(config, geo_tb), timeout=config.timeout_s)
     wall = time.monotonic() - start
@@ -308,20 +308,16 @@ def open_testbed(config: GeoBenchConfig) -> Any:
     traffic on the WAN veths); loopback only for data parallel (the site switches), else None."""
     from innet.testbed.core.testbed import TestbedOptions
 
-    if config.testbed == "mininet":
-        from innet.testbed.geo.mininet import GeoMininetTestbed
+    from innet.testbed.geo.testbed import GeoTestbed
 
-        return GeoMininetTestbed(config.topology, TestbedOptions(window=32)).start()
-    if config.replicas > 1:
-        from innet.testbed.geo.testbed import GeoTestbed
-
-        return GeoTestbed(config.topology, TestbedOptions(window=32)).start()
+    if config.testbed == "mininet" or config.replicas > 1:
+        return GeoTestbed(config.topology, TestbedOptions(window=32), backend=config.testbed).start()
     return None
 
 
 def wan_description(testbed: str) -> str:
     """Which WAN emulation applies (recorded with every result)."""
-    from innet.testbed.geo.testbed import wan_emulation
+    from innet.testbed.geo.mininet import wan_emulation
 
     if testbed == "loopback":
         return "transport: rate + delay by the geo transport's user-space shaper, loopback TCP"

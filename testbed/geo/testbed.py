@@ -1,103 +1,153 @@
-"""Bring a geo topology up: one innet switch per site (INA inside the site), WAN emulated
-between sites in the geo transport.
+"""Bring a geo topology up: one innet switch per site (INA inside the site), WAN between sites.
 
-Each site with at least two workers becomes its own single-switch testbed
-(:func:`~innet.testbed.geo.topology.site_star`) on loopback UDP ports: an ``innet-switch``
-process, the controller's forwarding and a ``sum`` job whose worker sets are the stage
-replicas of that site. Stage traffic between sites runs over TCP with
-:class:`~innet.host.geo.channel.ShapedChannel` applying the WAN link's rate and delay in
-user space (docs/geo.md says why: this kernel has HTB but no netem). Sites come up one by
-one and go down in reverse, every step even if another failed, so nothing is left behind.
+    with GeoTestbed(geo(), backend="loopback") as tb:  # or "mininet" (root; innet.testbed.geo.mininet)
+        epoch = tb.attach_site("a")                   # a new worker set of site a's ``sum`` job
+        agent = tb.dp_agent("a", 0, epoch, 1000)      # host agent settings of s1h1 towards s1
+
+Every site switch comes up, the controller pushes innet.p4 to each and installs
+:func:`innet.testbed.core.forwarding.forwarding` (a remote site's hosts are routed out of the
+WAN port towards it), and every site with at least two workers gets a ``sum`` job whose
+worker set is the stage replicas of that site. On loopback the site switches are
+``innet-switch`` processes on UDP ports (WAN ports peered to each other, unused by the
+stages), and stage traffic between sites runs over TCP with
+:class:`~innet.host.geo.channel.ShapedChannel` applying the WAN link's rate and delay in user
+space (docs/geo.md says why). On Mininet the WAN is veths with the link's rate and delay
+(see :mod:`innet.testbed.geo.mininet`) and the stages run on the site hosts.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import os
+import subprocess
+from pathlib import Path
+from typing import Any, Self, Sequence
 
-from innet.testbed.core.testbed import TestbedOptions
 from innet.host.geo.channel import LinkShape
-from innet.testbed.geo.topology import site_star, sites_of, wan_shape
-from innet.testbed.backends.loopback import LoopbackTestbed
+from innet.testbed.backends.select import network_for
+from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
 from innet.testbed.core.topology import Topology
+from innet.testbed.geo.mininet import configure_sites, geo_mininet_topo, wan_emulation
+from innet.testbed.geo.topology import sites_of, wan_shape
 
 
-def wan_emulation(backend: str = "loopback") -> str:
-    """Where WAN delay is emulated: on Mininet ``netem`` when the kernel has it, else
-    ``switch`` (the site switches hold their WAN ports' output back: ``innet-switch
-    --port-delay``); the rate is HTB there either way. On loopback there are no links, so it
-    is ``transport`` (the geo transport's user-space shaper: rate and delay)."""
-    if backend == "mininet":
-        from innet.testbed.backends.mininet.impair import netem_available
+class GeoTestbed(Testbed):
+    """A geo topology on a loopback or Mininet network (see module docstring)."""
 
-        return "netem" if netem_available() else "switch"
-    return "transport"
+    multi_switch = True
 
-
-class GeoTestbed:
-    """Site testbeds of a geo topology (loopback)."""
-
-    __test__ = False
-
-    def __init__(self, topology: Topology, options: TestbedOptions | None = None) -> None:
+    def __init__(self, topology: Topology, options: TestbedOptions | None = None, backend: str = "loopback") -> None:
         if topology.kind != "geo":
-            raise ValueError(f"topology {topology.name}: kind {topology.kind!r} is not 'geo'")
-        self.topology = topology
-        self.options = options or TestbedOptions(window=16)
-        self.sites: dict[str, LoopbackTestbed] = {}
-        """Site name -> its running testbed (sites with one worker have none: nothing to aggregate)."""
+            raise TestbedError(f"topology {topology.name}: kind {topology.kind!r} is not 'geo'")
+        options = options or TestbedOptions(window=16)
+        network = network_for(topology, options, backend, mininet={"topo": geo_mininet_topo,
+                                                                   "configure": configure_sites})
+        super().__init__(topology, options, network)
+        self.wan = wan_emulation(self.kind)
+        """``netem`` (the kernel delays WAN frames), ``switch`` (the switches' WAN ports do) or
+        ``transport`` (loopback: the geo transport's shaper emulates the whole WAN link)."""
+        self.site_names = sites_of(topology)
+        self.site_jobs: dict[str, Any] = {}
+        """Site -> its ``sum`` JobSpec (sites with one host have none: nothing to aggregate)."""
 
-    def __enter__(self) -> "GeoTestbed":
-        return self.start()
+    # -- lifecycle ------------------------------------------------------------------------
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def start(self) -> Self:
+        if self.kind == "mininet" and os.geteuid() != 0:  # before anything is recorded: nothing to clean up
+            raise TestbedError("the Mininet geo testbed needs root (network namespaces, veths); "
+                               "without root, innet geo bench runs the sites on loopback")
+        return super().start()
 
-    def start(self) -> "GeoTestbed":
-        try:
-            for site in sites_of(self.topology):
-                if sum(1 for h in self.topology.workers if h.group == site) < 2:
-                    continue
-                tb = LoopbackTestbed(site_star(self.topology, site), self.options)
-                self.sites[site] = tb  # before start: a failed start is cleaned by its own stop
-                tb.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
+    def install_jobs(self) -> None:
+        """One ``sum`` job per site with two or more hosts (job id ``options.job_id + i``)."""
+        for i, site in enumerate(self.site_names):
+            if len(self.site_hosts(site)) >= 2:
+                self.site_jobs[site] = self._create_site_job(site, self.options.job_id + i)
 
-    def stop(self) -> None:
-        errors: list[BaseException] = []
-        for site in reversed(list(self.sites)):
-            try:
-                self.sites[site].stop()
-            except BaseException as error:  # keep taking the others down
-                errors.append(error)
-        self.sites.clear()
-        if errors:
-            raise errors[0]
+    def stop(self, keep_logs: bool = False) -> None:
+        self.site_jobs.clear()
+        super().stop(keep_logs)
+
+    # -- sites ----------------------------------------------------------------------------
+
+    def site_hosts(self, site: str) -> tuple[str, ...]:
+        """Hosts of ``site`` in topology order."""
+        hosts = tuple(h.name for h in self.topology.workers if h.group == site)
+        if not hosts:
+            raise TestbedError(f"geo testbed: no site {site!r} (sites: {', '.join(self.site_names)})")
+        return hosts
+
+    def site_switch(self, site: str) -> str:
+        return self.topology.uplink(self.site_hosts(site)[0]).b
+
+    def _create_site_job(self, site: str, job_id: int) -> Any:
+        from innet.controller.jobs import JobSpec
+
+        hosts = self.site_hosts(site)
+        job = JobSpec(job_id=job_id, workers=self.worker_specs(hosts), slot_base=0,
+                      slot_count=self.options.window, k=self.options.k, mode="sum")
+        switch = self.site_switch(site)
+        self.controller.create_job(job, self.controller.plan_for(job, [switch]))
+        self.job_hosts[job_id] = hosts
+        return job
 
     def has_ina(self, site: str) -> bool:
-        """Whether ``site`` has an aggregation switch (two or more workers)."""
-        return site in self.sites
+        """Whether ``site`` has an aggregation job (two or more hosts)."""
+        return site in self.site_jobs
 
     def attach_site(self, site: str) -> int:
         """A new worker set of ``site``'s job: its epoch."""
-        return self.sites[site].attach()
-
-    def stage_host(self, site: str, replica: int) -> str | None:
-        """Where a stage runs: on loopback, a local process (None)."""
-        return None
-
-    def transport_shape(self, a: str, b: str) -> LinkShape | None:
-        """What the geo transport emulates from site ``a`` to ``b``: the whole WAN link (rate
-        and delay); there are no links on loopback."""
-        return wan_shape(self.topology, a, b)
+        return int(self.controller.attach(self.site_jobs[site].job_id))
 
     def dp_agent(self, site: str, rank: int, epoch: int, elements: int) -> dict[str, Any]:
-        """The host agent settings of replica ``rank`` of ``site`` for a stage whose gradient has
-        ``elements`` values (``StageJob.dp["agent"]``), in the worker set attached at ``epoch``."""
-        tb = self.sites[site]
-        plan = tb.worker_plan(rank, (elements,), epoch)
-        return {"job": plan.job, "rank": plan.rank, "num_workers": plan.num_workers, "window": plan.window,
-                "k": plan.k, "epoch": plan.epoch, "chunk_deadline": self.options.chunk_deadline,
-                "transport": plan.transport, "elements": elements}
+        """Host agent settings of replica ``rank`` of ``site`` (on the site's ``rank``-th host)
+        for a stage gradient of ``elements`` values (``StageJob.dp["agent"]``), in the worker
+        set attached at ``epoch``."""
+        job = self.site_jobs[site]
+        host = self.site_hosts(site)[rank]
+        return {"job": job.job_id, "rank": rank, "num_workers": len(job.workers), "window": job.slot_count,
+                "k": self.options.k, "epoch": epoch, "chunk_deadline": self.options.chunk_deadline,
+                "transport": self.host_transport(host), "elements": elements}
+
+    def stage_host(self, site: str, replica: int) -> str | None:
+        """The host that runs pipeline ``replica``'s stage at ``site``; on loopback a local
+        process (None)."""
+        if self.kind != "mininet":
+            return None
+        hosts = self.site_hosts(site)
+        if replica >= len(hosts):
+            raise TestbedError(f"site {site!r} has {len(hosts)} hosts; pipeline replica {replica} needs "
+                               f"{replica + 1}")
+        return hosts[replica]
+
+    def transport_shape(self, a: str, b: str) -> LinkShape | None:
+        """What the geo transport emulates from site ``a`` to ``b``: on loopback the whole WAN
+        link (rate and delay; there are no links); on Mininet nothing, the WAN veths have the
+        rate (HTB) and the delay (netem or the switches' port delay)."""
+        return wan_shape(self.topology, a, b) if self.kind != "mininet" else None
+
+    def spawn_stage(self, host: str, argv: Sequence[str], env: dict[str, str],
+                    name: str = "stage") -> subprocess.Popen[bytes]:
+        """Mininet: start a stage process on ``host`` (stdout and stderr piped; the caller ends
+        it). It is recorded in the run's pids, so ``innet testbed cleanup`` ends it if the
+        caller was killed."""
+        net = getattr(self.network, "net", None)
+        if net is None:
+            raise TestbedError(f"stage on {host}: the Mininet geo testbed is not up")
+        popen: subprocess.Popen[bytes] = net.get(host).popen(
+            list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **env})
+        self.procs.adopt(f"geo {name} on {host}", popen.pid)
+        return popen
+
+    def wan_bytes(self) -> dict[str, int] | None:
+        """Mininet: bytes sent so far on each WAN link end (``s1-eth101``...), from the interface
+        counters; None on loopback (no links)."""
+        if self.kind != "mininet":
+            return None
+        out = {}
+        for c in self.topology.links:
+            if c.a_port is None:
+                continue
+            for sw, port in ((c.a, c.a_port), (c.b, c.b_port)):
+                iface = f"{sw}-eth{port}"
+                out[iface] = int((Path("/sys/class/net") / iface / "statistics" / "tx_bytes").read_text())
+        return out

@@ -61,8 +61,9 @@ class BenchConfig:
     """``mininet``, ``loopback`` or ``auto`` (Mininet when root)."""
     executor: str = "auto"
     """The switch's packet executor (``innet-switch --executor``): native, python or auto."""
-    switch_impl: str = "innet"
-    """The switch: ``innet`` or ``bmv2`` (simple_switch_grpc, Mininet only; ``TestbedOptions.switch_impl``)."""
+    switch_impls: tuple[str, ...] = ("innet",)
+    """The switches, each measured on its own testbed in this run, rows labelled by it:
+    ``innet`` and/or ``bmv2`` (simple_switch_grpc, Mininet only; ``TestbedOptions.switch_impl``)."""
     out_dir: Path = Path("results")
     """Where JSON and PNG go."""
     timeout_s: float = 300.0
@@ -83,6 +84,9 @@ class BenchConfig:
             raise ValueError(f"bench collectives={self.collectives}: choose from ina, gloo")
         if self.backend not in ("auto", "mininet", "loopback"):
             raise ValueError(f"bench backend={self.backend!r}: choose auto, mininet or loopback")
+        if not self.switch_impls or set(self.switch_impls) - {"innet", "bmv2"} \
+                or len(set(self.switch_impls)) != len(self.switch_impls):
+            raise ValueError(f"bench switch_impls={self.switch_impls}: one or more of innet, bmv2, each once")
         if self.repeats < 1:
             raise ValueError(f"bench repeats={self.repeats}: must be >= 1")
         if self.mtu is not None and not 576 <= self.mtu <= 9000:
@@ -142,6 +146,8 @@ class Row:
     """innet: chunks retransmitted during one timed operation, summed over the workers and
     averaged over the row's timed operations (warm-up and barriers excluded); None for gloo
     (and for workers that did not report it)."""
+    switch_impl: str = "innet"
+    """The switch of the testbed (``innet`` or ``bmv2``): gloo's traffic crosses it too."""
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -149,7 +155,7 @@ def _mean(values: Sequence[float]) -> float:
 
 
 def summarize(collective: str, n: int, loss_pct: float, per_rank: list[list[WorkerResult]], k: int,
-              link: costmodel.LinkModel) -> list[Row]:
+              link: costmodel.LinkModel, switch_impl: str = "innet") -> list[Row]:
     """Rows (one per size) from every rank's results."""
     rows = []
     for series in zip(*per_rank):
@@ -174,16 +180,17 @@ def summarize(collective: str, n: int, loss_pct: float, per_rank: list[list[Work
             wire_down=_mean([w["rx_bytes"] for w in wires]) if wires else None,
             wire_source=series[0].wire_source,
             theory_time_s=est.time_s, theory_payload=est.payload_up, theory_wire=est.wire_up,
-            retransmitted=retrans))
+            retransmitted=retrans, switch_impl=switch_impl))
     return rows
 
 
-def open_testbed(backend: str, n: int, loss_pct: float, config: BenchConfig) -> Testbed:
+def open_testbed(backend: str, n: int, loss_pct: float, config: BenchConfig, switch_impl: str | None = None) -> Testbed:
+    """The star of ``n`` workers with ``switch_impl`` (default: the config's first)."""
     k = config.resolved_k()
     options = TestbedOptions(k=k, window=config.window,
                              defines=(("INNET_K", str(k)),) if k != 64 else (),
                              switch_loss=loss_pct / 100 if backend == "loopback" else 0.0,
-                             switch_executor=config.executor, switch_impl=config.switch_impl,
+                             switch_executor=config.executor, switch_impl=switch_impl or config.switch_impls[0],
                              start_timeout=300.0 if k >= 1024 else 60.0)  # large K: minutes to compile
     if backend == "mininet":
         link = Link(bw_mbps=config.bw_mbps, delay_ms=config.delay_ms, loss_pct=loss_pct or None,
@@ -195,39 +202,43 @@ def open_testbed(backend: str, n: int, loss_pct: float, config: BenchConfig) -> 
 Progress = Callable[[str], None]
 
 
-def run(config: BenchConfig, progress: Progress = lambda _: None) -> dict[str, Any]:
-    """Run the grid; the result document (also what :func:`save` writes)."""
+def run(config: BenchConfig, progress: Progress = lambda _: None,
+        absent: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+    """Run the grid; the result document (also what :func:`save` writes). ``absent``: switch
+    implementations asked for but not installed, (name, why), recorded so the document says so."""
     backend = config.resolved_backend()
     rows: list[Row] = []
     failures: list[dict[str, Any]] = []
-    for n in config.workers:
-        for loss in config.losses:
-            progress(f"bringing up star of {n} workers on {backend}, loss {loss:g}%")
-            link = costmodel.LinkModel(
-                bw_bps=config.bw_mbps * 1e6 if backend == "mininet" and config.bw_mbps else None,
-                latency_s=(config.delay_ms or 0) / 1e3 if backend == "mininet" else 0.0, loss=loss / 100,
-                mtu=config.link_mtu)
-            with open_testbed(backend, n, loss, config) as tb:
-                for collective in config.collectives:
-                    progress(f"{collective}: {n} workers, sizes {list(config.sizes)}, loss {loss:g}%")
-                    try:
-                        if collective == "ina":
-                            per_rank = tb.run_ina(config.sizes, config.repeats, timeout=config.timeout_s)
-                        else:
-                            per_rank = tb.run_gloo(config.sizes, config.repeats, timeout=config.timeout_s)
-                    except TestbedError as error:
-                        first_line = str(error).splitlines()[0]
-                        progress(f"[red]{collective} failed[/]: {first_line}")
-                        failures.append({"collective": collective, "workers": n, "loss_pct": loss,
-                                         "error": first_line})
-                        continue
-                    rows.extend(summarize(collective, n, loss, per_rank, config.resolved_k(), link))
+    for impl in config.switch_impls:
+        for n in config.workers:
+            for loss in config.losses:
+                progress(f"bringing up star of {n} workers on {backend} with {impl}, loss {loss:g}%")
+                link = costmodel.LinkModel(
+                    bw_bps=config.bw_mbps * 1e6 if backend == "mininet" and config.bw_mbps else None,
+                    latency_s=(config.delay_ms or 0) / 1e3 if backend == "mininet" else 0.0, loss=loss / 100,
+                    mtu=config.link_mtu)
+                with open_testbed(backend, n, loss, config, impl) as tb:
+                    for collective in config.collectives:
+                        progress(f"{collective}: {n} workers, {impl}, sizes {list(config.sizes)}, loss {loss:g}%")
+                        try:
+                            if collective == "ina":
+                                per_rank = tb.run_ina(config.sizes, config.repeats, timeout=config.timeout_s)
+                            else:
+                                per_rank = tb.run_gloo(config.sizes, config.repeats, timeout=config.timeout_s)
+                        except TestbedError as error:
+                            first_line = str(error).splitlines()[0]
+                            progress(f"[red]{collective} failed[/]: {first_line}")
+                            failures.append({"collective": collective, "workers": n, "loss_pct": loss,
+                                             "switch_impl": impl, "error": first_line})
+                            continue
+                        rows.extend(summarize(collective, n, loss, per_rank, config.resolved_k(), link, impl))
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()}
     settings["k"], settings["mtu"] = config.resolved_k(), config.link_mtu
     return {"format": "innet-bench/1", "date": dt.datetime.now().isoformat(timespec="seconds"),
-            "machine": machine(), "backend": backend, "switch": switch_description(config.executor, config.switch_impl),
+            "machine": machine(), "backend": backend,
+            "switch": " | ".join(switch_description(config.executor, impl) for impl in config.switch_impls),
             "settings": settings,
-            "rows": [asdict(r) for r in rows], "failures": failures}
+            "rows": [asdict(r) for r in rows], "failures": failures, "switch_absent": dict(absent)}
 
 
 def caption(doc: dict[str, Any]) -> str:
@@ -267,6 +278,7 @@ def _retrans(n: float | None) -> str:
 
 COLUMNS = (
     Column("collective", lambda r: r["collective"], align="left"),
+    Column("switch", lambda r: r.get("switch_impl", "innet"), align="left"),
     Column("N", lambda r: str(r["workers"])),
     Column("S", lambda r: _size(r["elements"])),
     Column("loss", lambda r: f"{r['loss_pct']:g}%"),
@@ -289,14 +301,19 @@ LOOPBACK_NOTE = ("loopback: innet's rows cross innet-switch (frames tunnelled in
 def table(doc: dict[str, Any]) -> Any:
     """A rich Table of the rows (on loopback its caption says why INA and gloo are not comparable)."""
     title = "Allreduce: innet (INA) vs gloo ring"
-    cap = caption(doc) + (f"\n{LOOPBACK_NOTE}" if doc["backend"] == "loopback" else "")
+    cap = caption(doc) + (f"\n{LOOPBACK_NOTE}" if doc["backend"] == "loopback" else "") + absent_note(doc)
     return rich_table(title, COLUMNS, doc["rows"], cap)
 
 
 def markdown_table(doc: dict[str, Any]) -> str:
     """The rows as a Markdown table (for docs/benchmarks.md)."""
     note = f"\n\n{LOOPBACK_NOTE}" if doc["backend"] == "loopback" else ""
-    return markdown_table_of(COLUMNS, doc["rows"]) + note
+    return markdown_table_of(COLUMNS, doc["rows"]) + note + absent_note(doc).replace("\n", "\n\n")
+
+
+def absent_note(doc: dict[str, Any]) -> str:
+    """A line per switch implementation that was asked for but is not installed (no rows)."""
+    return "".join(f"\nno {impl} rows: {why}" for impl, why in doc.get("switch_absent", {}).items())
 
 
 def plot(doc: dict[str, Any], path: Path) -> Path:
@@ -310,17 +327,19 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
     losses = sorted({r["loss_pct"] for r in rows})
     fig, axes = plt.subplots(len(losses), 2, figsize=(12, 4.2 * len(losses)), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    keys = sorted({(r["collective"], r["workers"]) for r in rows})
+    keys = sorted({(r["collective"], r["workers"], r.get("switch_impl", "innet")) for r in rows})
+    several = len({key[2] for key in keys}) > 1
     for li, loss in enumerate(losses):
         ax_t, ax_b = axes[li]
         for ci, key in enumerate(keys):
-            sel = sorted((r for r in rows if (r["collective"], r["workers"]) == key and r["loss_pct"] == loss),
+            sel = sorted((r for r in rows if (r["collective"], r["workers"], r.get("switch_impl", "innet")) == key
+                          and r["loss_pct"] == loss),
                          key=lambda r: r["elements"])
             if not sel:
                 continue
             c = colors[ci % len(colors)]
             xs = [r["elements"] for r in sel]
-            label = f"{'innet' if key[0] == 'ina' else 'gloo'} N={key[1]}"
+            label = f"{'innet' if key[0] == 'ina' else 'gloo'} N={key[1]}" + (f" ({key[2]})" if several else "")
             ax_t.plot(xs, [r["time_max_s"] * 1e3 for r in sel], "o-", color=c, label=label)
             ax_t.plot(xs, [max(r["theory_time_s"], 1e-6) * 1e3 for r in sel], "--", color=c, alpha=0.6,
                       label=f"{label} theory")
@@ -358,4 +377,4 @@ def save(doc: dict[str, Any], out_dir: Path, stem: str = "bench") -> tuple[Path,
     return json_path, png_path
 
 
-__all__ = ["BenchConfig", "Row", "caption", "markdown_table", "plot", "run", "save", "summarize", "table"]
+__all__ = ["BenchConfig", "Row", "absent_note", "caption", "markdown_table", "plot", "run", "save", "summarize", "table"]

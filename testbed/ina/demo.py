@@ -180,7 +180,7 @@ def run(config: DemoConfig, console: Any) -> dict[str, Any]:
     bench_config = bench.BenchConfig(workers=(config.workers,), sizes=config.bench_sizes,
                                      repeats=config.bench_repeats, collectives=("ina", "gloo") if gloo else ("ina",),
                                      backend=backend, bw_mbps=config.bw_mbps, out_dir=config.out_dir,
-                                     executor=config.executor, switch_impl=config.switch_impl)
+                                     executor=config.executor, switch_impls=(config.switch_impl,))
     started = time.perf_counter()
     with bench.open_testbed(backend, config.workers, 0.0, bench_config) as tb:
         console.print(f"up in {time.perf_counter() - started:.1f} s: switch {tb.topology.switch().name} "
@@ -197,10 +197,10 @@ def run(config: DemoConfig, console: Any) -> dict[str, Any]:
             link = LinkModel(bw_bps=config.bw_mbps * 1e6 if backend == "mininet" else None)
             console.print(f"benchmark: allreduce of {', '.join(map(str, config.bench_sizes))} float32 elements")
             per_rank = tb.run_ina(config.bench_sizes, config.bench_repeats)
-            rows += bench.summarize("ina", config.workers, 0.0, per_rank, tb.options.k, link)
+            rows += bench.summarize("ina", config.workers, 0.0, per_rank, tb.options.k, link, config.switch_impl)
             if gloo:
                 per_rank = tb.run_gloo(config.bench_sizes, config.bench_repeats)
-                rows += bench.summarize("gloo", config.workers, 0.0, per_rank, tb.options.k, link)
+                rows += bench.summarize("gloo", config.workers, 0.0, per_rank, tb.options.k, link, config.switch_impl)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(bench_config).items()}
     settings["k"], settings["mtu"] = bench_config.resolved_k(), bench_config.link_mtu
     date = dt.datetime.now().isoformat(timespec="seconds")

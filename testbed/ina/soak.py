@@ -35,14 +35,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-import psutil
-
 from innet.polling import PollTimeout, poll_until
+from innet.rss import rss_bytes
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
 from innet.testbed.backends.mininet.console import quiet_mininet
 from innet.testbed.core.ina_worker import EXIT_AGGREGATION
 from innet.testbed.core.topology import Link, star
-from innet.testbed.backends.select import resolve_backend
+from innet.testbed.backends.select import open_testbed as open_star, resolve_backend
 
 
 @dataclass(frozen=True)
@@ -94,24 +93,18 @@ class Round:
 
 def rss_kb(pid: int) -> int | None:
     """Resident set size of a process in KiB (None when it is gone)."""
-    try:
-        return int(psutil.Process(pid).memory_info().rss) // 1024
-    except psutil.Error:
-        return None
+    size = rss_bytes(pid)
+    return None if size is None else size // 1024
 
 
 def open_testbed(config: SoakConfig) -> Testbed:
     if config.loopback:
-        from innet.testbed.backends.loopback import LoopbackTestbed
-
         options = TestbedOptions(chunk_deadline=config.chunk_deadline,
                                  switch_loss=config.loss_pct / 100, switch_dup=config.dup_pct / 100)
-        return LoopbackTestbed(star(workers=config.workers), options)
-    from innet.testbed.backends.mininet.net import MininetTestbed
-
+        return open_star(star(workers=config.workers), options, backend="loopback")
     options = TestbedOptions(chunk_deadline=config.chunk_deadline, link_dup_pct=config.dup_pct)
     link = Link(bw_mbps=1000.0, loss_pct=config.loss_pct or None)
-    return MininetTestbed(star(workers=config.workers, link=link), options)
+    return open_star(star(workers=config.workers, link=link), options, backend="mininet")
 
 
 def _full_round(tb: Testbed, config: SoakConfig, index: int) -> tuple[int, bool, int, str]:

@@ -51,7 +51,7 @@ import numpy as np
 from innet.testbed.core.machine import describe as machine, switch_description
 from innet.testbed.core.bounds import INNET_FRAME_OVERHEAD
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
-from innet.testbed.backends.loopback import LoopbackTestbed
+from innet.testbed.backends.select import open_testbed as open_star
 from innet.host.wire import IP_OVERHEAD, SUPPORTED_K, k_for_mtu, message_len
 from innet.testbed.luwu.run import RunConfig, RunResult, luwu_star, run_training
 from innet.testbed.luwu.data import MODELS, ModelShape
@@ -230,12 +230,10 @@ def _testbed(n: int, settings: BenchSettings) -> Testbed:
     if settings.program is not None:  # compiled already: no defines
         options = replace(options, program=settings.program, defines=())
     if not settings.mininet:
-        return LoopbackTestbed(luwu_star(n, 1), options)
-    from innet.testbed.backends.mininet.net import MininetTestbed
-
+        return open_star(luwu_star(n, 1), options, backend="loopback")
     shaped = settings.bw_mbps is not None or settings.mtu is not None
     link = Link(bw_mbps=settings.bw_mbps, mtu=settings.mtu) if shaped else None
-    return MininetTestbed(luwu_star(n, 1, link), options)
+    return open_star(luwu_star(n, 1, link), options, backend="mininet")
 
 
 def _wire(tb: Testbed, before: dict[str, tuple[int, int]] | None, n: int, steps: int) -> float | None:

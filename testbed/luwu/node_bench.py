@@ -29,20 +29,11 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from innet.rss import peak_rss_bytes
+
 MODULE = __name__
 TARGET_RATIO = 0.5
 """Node throughput / torch foreach throughput the benchmark is held to (issue 18)."""
-
-
-def peak_rss_bytes() -> int:
-    """This process's peak resident set size (VmHWM), 0 where unknown."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
 
 
 def _config(optimizer: str) -> Any:

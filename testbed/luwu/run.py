@@ -2,7 +2,7 @@
 DDP with gloo, FSDP2 over gloo, and the one-process reference (``innet.testbed.luwu.train``).
 
     topo = luwu_star(workers=2, nodes=1)            # h1..hN workers, then the nodes' hosts
-    with LoopbackTestbed(topo) as tb:
+    with open_testbed(topo, backend="loopback") as tb:
         luwu = run_training(tb, RunConfig(mode="luwu", workers=2, nodes=1), state_root)
         ddp = run_training(tb, RunConfig(mode="ddp-innet", workers=2))
 

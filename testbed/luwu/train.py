@@ -34,6 +34,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
 from innet.plans import JsonPlan, worker_main
+from innet.rss import peak_rss_bytes, rss_bytes
 
 MODULE = "innet.testbed.luwu.train"
 MODES = ("local", "ddp-gloo", "ddp-innet", "luwu", "fsdp", "fsdp-offload", "allreduce-gloo", "allreduce-innet")
@@ -93,16 +94,11 @@ def batches(spec: TrainSpec) -> Any:
 
 
 def _rss() -> int:
-    from innet.host.luwu.node import rss_bytes
-
-    return rss_bytes()
+    return rss_bytes() or 0
 
 
 def _rss_peak() -> int:
-    """The process's peak RSS (``ru_maxrss``, kB on Linux)."""
-    import resource
-
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+    return peak_rss_bytes()
 
 
 def _local_bytes(t: Any) -> int:

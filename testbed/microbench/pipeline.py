@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import statistics
 import sys
@@ -49,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from innet.testbed.core.machine import cpu_model, load_average
+from innet.testbed.core.machine import describe
 from innet.argtypes import output_dir, positive_float
 from innet.testbed.core.paths import REPO
 
@@ -259,8 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     global EXECUTOR
     EXECUTOR = args.executor
     rows = run(args.seconds, args.only, args.rounds)
-    machine = {"platform": platform.platform(), "python": sys.version.split()[0], "cpu": cpu_model(),
-               "cores_used": 1, "load_average": load_average(),
+    machine = {**describe(), "cores_used": 1,
                "backend": f"innet embedded pipeline ({args.executor} executor)",
                "executors": sorted({r["executor"] for r in rows})}
     from rich.console import Console

@@ -11,7 +11,10 @@ AF_PACKET) runs in the namespace; on the root end runs, in turn,
 
 - the **ceiling**: a C reflector (``reflector.c``) that bounces every frame unparsed;
 - **innet-switch** with one AF_PACKET port (``-i 1@<veth>``) running the workload's P4
-  program, its table entries installed over P4Runtime by innet's controller.
+  program, its table entries installed over P4Runtime by innet's controller;
+- with ``--switch-impl innet,bmv2`` (or ``bmv2``), also p4lang's **simple_switch_grpc**
+  (``-i 1@<veth>``), the same program compiled by p4c-bm2-ss and pushed over P4Runtime:
+  the reference target next to the embedded one, rows labelled by switch.
 
 Workloads (those of ``bench_pipeline``): ``basic_forward`` (p4/examples/basic_forward.p4:
 LPM route back to port 1, TTL decrement, checksum update), ``agg64``
@@ -44,8 +47,11 @@ from innet.testbed.core.machine import describe
 from innet.argtypes import output_dir, positive_float
 from innet.testbed.core.paths import REPO
 from innet.testbed.core.veth import VethError, VethPair
+from innet.testbed.backends.bmv2 import Bmv2Missing, find_tools, impl_list
 
 WORKLOADS = ("basic_forward", "agg64", "agg2048")
+DEVICES = {"innet": "innet-switch", "bmv2": "simple_switch_grpc"}
+"""The device name of each ``--switch-impl`` in points and rows."""
 WORKLOAD_MTU = {"agg2048": 9000}
 """Least veth MTU a workload's frames need (others run at ``--mtu``)."""
 SWITCH_MODULE = "innet.switch.cli.switch"
@@ -79,6 +85,9 @@ class VethBenchConfig:
     """``innet-switch --port-loop`` value (native: the C loop; python: one Python call per
     frame); None: the switch's default (the C loop with the native executor)."""
     workloads: tuple[str, ...] = WORKLOADS
+    switch_impls: tuple[str, ...] = ("innet",)
+    """Switches measured on the veth, each after the reflector in every round: ``innet``
+    (innet-switch) and/or ``bmv2`` (p4lang's simple_switch_grpc, the program compiled by p4c-bm2-ss)."""
     start_timeout: float = 300.0
     """Seconds innet-switch may take to compile its program and listen."""
 
@@ -89,7 +98,7 @@ class Point:
 
     workload: str
     device: str
-    """``reflector`` or ``innet-switch``."""
+    """``reflector``, ``innet-switch`` or ``simple_switch_grpc``."""
     frame_bytes: int
     pps: float
     sent: int
@@ -133,13 +142,18 @@ def _frames(workload: str) -> list[bytes]:
     raise BenchError(f"workload {workload!r}: expected one of {', '.join(WORKLOADS)}")
 
 
-def _setup_tables(workload: str, address: str) -> None:
-    if workload != "basic_forward":
+def _setup_tables(workload: str, address: str, pipeline: Any = None) -> None:
+    """The workload's table entries (``pipeline``: a PipelineConfig to push first, for BMv2)."""
+    if workload != "basic_forward" and pipeline is None:
         return
     from innet.controller.entities import Lpm, TableEntry
     from innet.controller.switch import Switch, SwitchEndpoint
 
     with Switch(SwitchEndpoint("s1", address, timeout=30.0)) as sw:
+        if pipeline is not None:
+            sw.push(pipeline)
+        if workload != "basic_forward":
+            return
         sw.insert([TableEntry("ipv4_lpm", {"hdr.ipv4.dstAddr": Lpm("10.0.1.0", 24)}, "ipv4_forward",
                               {"dstAddr": 0x000000000101, "port": 1})])
 
@@ -216,6 +230,37 @@ def measure_switch(pair: VethPair, workload: str, frames_file: Path, frame_bytes
                  loop_breakdown(log.read_text(errors="replace")))
 
 
+def measure_bmv2(pair: VethPair, workload: str, frames_file: Path, frame_bytes: int,
+                 config: VethBenchConfig, tools: dict[str, Path], tmp: Path, bmv2: Any) -> Point:
+    """simple_switch_grpc with the veth as port 1, the program compiled by p4c-bm2-ss and pushed
+    over P4Runtime (as the testbed does), the same sender and frames as innet-switch."""
+    from innet.testbed.backends.bmv2 import Bmv2Error, Bmv2SwitchConfig, pipeline, switch_command, wait_grpc
+    from innet.testbed.core.freeport import free_port
+
+    program = REPO / "p4" / "examples" / f"{workload}.p4"
+    try:
+        compiled = pipeline(program, bmv2, tmp / f"bmv2-{workload}")
+    except Bmv2Error as error:
+        raise BenchError(str(error)) from None
+    switch = Bmv2SwitchConfig(ports=((1, pair.outer),), grpc_address=f"127.0.0.1:{free_port()}",
+                              thrift_port=free_port())
+    log = tmp / f"bmv2-{workload}.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(switch_command(bmv2.switch, switch), stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    try:
+        try:
+            wait_grpc(switch.grpc_address, config.start_timeout, alive=lambda: proc.poll() is None)
+        except Bmv2Error as error:
+            tail = log.read_text(errors="replace").strip().splitlines()[-3:]
+            raise BenchError(f"{error}: {' | '.join(tail)}") from None
+        _setup_tables(workload, switch.grpc_address, compiled)
+        r = _send(pair, tools["sender"], frames_file, config)
+    finally:
+        end_popen(proc)
+    return Point(workload, DEVICES["bmv2"], frame_bytes, r["pps"], r["sent"], r["received"], r["reprimes"])
+
+
 def loop_breakdown(log: str) -> dict[str, float] | None:
     """Frames per batch and ns per frame by stage from the switch's "C port loop stats"
     line (None when the Python port loop served the port)."""
@@ -237,11 +282,16 @@ def switch_has_executor_flag() -> bool:
     return "--executor" in done.stdout
 
 
-def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """Measure every workload; the result document."""
+def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: None,
+        bmv2: Any = None, absent: dict[str, str] | None = None) -> dict[str, Any]:
+    """Measure every workload; the result document. ``bmv2``: BMv2's tools (``find_tools``),
+    needed when ``config.switch_impls`` has bmv2; ``absent``: implementations asked for but
+    not installed, (name: why), recorded in the document."""
     from innet.native_build import NativeBuildError
     from innet.testbed.microbench.native import tool, write_frames
 
+    if "bmv2" in config.switch_impls and bmv2 is None:
+        raise BenchError("switch_impls has bmv2 but no BMv2 tools were given (find_tools)")
     try:
         tools = {name: tool(name) for name in ("sender", "reflector")}
     except NativeBuildError as error:
@@ -258,26 +308,34 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
                 step = f" (round {k + 1}/{config.rounds})" if config.rounds > 1 else ""
                 progress(f"{workload}: reflector ceiling on {pair.outer}{step}")
                 points.append(measure_reflector(pair, workload, frames_file, len(frames[0]), config, tools, tmp))
-                progress(f"{workload}: innet-switch on {pair.outer}{step}")
-                points.append(measure_switch(pair, workload, frames_file, len(frames[0]), config, tools, tmp))
+                for impl in config.switch_impls:
+                    progress(f"{workload}: {DEVICES[impl]} on {pair.outer}{step}")
+                    if impl == "bmv2":
+                        points.append(measure_bmv2(pair, workload, frames_file, len(frames[0]), config, tools, tmp,
+                                                   bmv2))
+                    else:
+                        points.append(measure_switch(pair, workload, frames_file, len(frames[0]), config, tools,
+                                                     tmp))
     rows = []
     for workload in config.workloads:
         mtu = max(config.mtu, WORKLOAD_MTU.get(workload, 0))
         ceilings = [p for p in points if p.workload == workload and p.device == "reflector"]
-        switches = [p for p in points if p.workload == workload and p.device == "innet-switch"]
-        ratios = [s.pps / c.pps if c.pps else 0.0 for c, s in zip(ceilings, switches)]
-        middle = sorted(zip(ratios, range(len(ratios))))[len(ratios) // 2][1]
-        rows.append({"workload": workload, "frame_bytes": switches[0].frame_bytes, "mtu": mtu,
-                     "ceiling_pps": round(statistics.median(c.pps for c in ceilings)),
-                     "switch_pps": round(statistics.median(s.pps for s in switches)),
-                     "ratio": round(statistics.median(ratios), 3), "round_ratios": [round(r, 3) for r in ratios],
-                     "round_ceiling_pps": [round(c.pps) for c in ceilings],
-                     "round_switch_pps": [round(s.pps) for s in switches],
-                     "loop": switches[middle].loop})
+        for impl in config.switch_impls:
+            switches = [p for p in points if p.workload == workload and p.device == DEVICES[impl]]
+            ratios = [s.pps / c.pps if c.pps else 0.0 for c, s in zip(ceilings, switches)]
+            middle = sorted(zip(ratios, range(len(ratios))))[len(ratios) // 2][1]
+            rows.append({"workload": workload, "switch": DEVICES[impl], "frame_bytes": switches[0].frame_bytes,
+                         "mtu": mtu, "ceiling_pps": round(statistics.median(c.pps for c in ceilings)),
+                         "switch_pps": round(statistics.median(s.pps for s in switches)),
+                         "ratio": round(statistics.median(ratios), 3), "round_ratios": [round(r, 3) for r in ratios],
+                         "round_ceiling_pps": [round(c.pps) for c in ceilings],
+                         "round_switch_pps": [round(s.pps) for s in switches],
+                         "loop": switches[middle].loop})
     return {"format": "innet-bench-veth/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "machine": describe(), "executor": config.executor or "default",
             "port_loop": config.port_loop or "default",
-            "settings": asdict(config), "points": [asdict(p) for p in points], "rows": rows}
+            "settings": asdict(config), "points": [asdict(p) for p in points], "rows": rows,
+            "switch_absent": dict(absent or {})}
 
 
 def save(doc: dict[str, Any], out: Path) -> tuple[Path, Path | None]:
@@ -296,11 +354,17 @@ def save(doc: dict[str, Any], out: Path) -> tuple[Path, Path | None]:
     x = list(range(len(rows)))
     ax.bar([i - 0.2 for i in x], [r["ceiling_pps"] for r in rows], width=0.4, color="tab:gray",
            label="C reflector (ceiling)")
-    ax.bar([i + 0.2 for i in x], [r["switch_pps"] for r in rows], width=0.4, color="tab:blue",
-           label=f"innet-switch ({doc['executor']})")
+    colors = {"innet-switch": "tab:blue", "simple_switch_grpc": "tab:orange"}
+    for device, color in colors.items():
+        at = [i for i, r in enumerate(rows) if r.get("switch", "innet-switch") == device]
+        if at:
+            label = f"innet-switch ({doc['executor']})" if device == "innet-switch" else "BMv2 simple_switch_grpc"
+            ax.bar([i + 0.2 for i in at], [rows[i]["switch_pps"] for i in at], width=0.4, color=color, label=label)
     for i, r in enumerate(rows):
         ax.annotate(f"{r['ratio']:.2f}x", (i + 0.2, r["switch_pps"]), ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(x, [f"{r['workload']}\n{r['frame_bytes']} B" for r in rows], fontsize=7)
+    ax.set_yscale("log")
+    ax.set_xticks(x, [f"{r['workload']}\n{r['frame_bytes']} B\n{r.get('switch', 'innet-switch')}" for r in rows],
+                  fontsize=6)
     ax.set_ylabel("packets/s, one veth port, closed loop")
     m, s = doc["machine"], doc["settings"]
     ax.set_title(f"{m['cpu'][:40]} ({m['cores']} cores), window {s['window']}, MTU {s['mtu']}", fontsize=7)
@@ -324,6 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port-loop", choices=["python", "native"], default=None,
                     help="innet-switch --port-loop (default: the switch's own default)")
     ap.add_argument("--only", action="append", choices=list(WORKLOADS), help="one workload (repeatable)")
+    ap.add_argument("--switch-impl", type=impl_list, default=("innet",),
+                    help="innet (default), bmv2 (p4lang's simple_switch_grpc, program compiled by p4c-bm2-ss) or "
+                         "innet,bmv2: rows of both in the same run (BMv2 absent: said, innet rows only)")
     ap.add_argument("--out", type=output_dir, default=Path("results"), help="directory for JSON/PNG")
     args = ap.parse_args(argv)
     if not 1 <= args.window <= 1 << 16:
@@ -339,8 +406,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench_veth: --executor {args.executor}: this innet-switch has no --executor option yet "
               "(the native executor is not merged)", file=sys.stderr)
         return 2
+    impls, bmv2, absent = args.switch_impl, None, {}
+    if "bmv2" in impls:
+        try:
+            bmv2 = find_tools()
+        except Bmv2Missing as missing:
+            if len(impls) == 1:
+                print(f"bench_veth: {missing}", file=sys.stderr)
+                return 2
+            print(f"bench_veth: no simple_switch_grpc rows: {missing}", file=sys.stderr)
+            impls, absent = tuple(i for i in impls if i != "bmv2"), {"bmv2": str(missing)}
     config = VethBenchConfig(seconds=args.seconds, window=args.window, mtu=args.mtu, executor=args.executor,
-                             port_loop=args.port_loop, rounds=args.rounds, workloads=tuple(args.only or WORKLOADS))
+                             port_loop=args.port_loop, rounds=args.rounds, workloads=tuple(args.only or WORKLOADS),
+                             switch_impls=impls)
     from rich.console import Console
     from rich.table import Table
 
@@ -348,18 +426,20 @@ def main(argv: list[str] | None = None) -> int:
     if not console.is_terminal:  # a log file: room for every column
         console = Console(width=200)
     try:
-        doc = run(config, lambda msg: console.print(f"[dim]{msg}[/]"))
+        doc = run(config, lambda msg: console.print(f"[dim]{msg}[/]"), bmv2, absent)
     except (BenchError, VethError) as error:
         print(f"bench_veth: {error}", file=sys.stderr)
         return 1
     m = doc["machine"]
-    table = Table(title=f"innet-switch on one veth vs the C reflector ({m['cpu']}, {m['cores']} cores, "
-                        f"load {m['load_average']}; executor {doc['executor']}, port loop {doc['port_loop']}, "
-                        f"window {config.window})")
-    for col in ("workload", "bytes/frame", "MTU", "reflector pkt/s", "innet-switch pkt/s", "ratio", "round ratios"):
-        table.add_column(col, justify="left" if col == "workload" else "right")
+    table = Table(title=f"switches on one veth vs the C reflector ({m['cpu']}, {m['cores']} cores, "
+                        f"load {m['load_average']}; innet-switch executor {doc['executor']}, port loop "
+                        f"{doc['port_loop']}, window {config.window})",
+                  caption="".join(f"no {i} rows: {why}\n" for i, why in doc["switch_absent"].items()) or None)
+    for col in ("workload", "switch", "bytes/frame", "MTU", "reflector pkt/s", "switch pkt/s", "ratio",
+                "round ratios"):
+        table.add_column(col, justify="left" if col in ("workload", "switch") else "right")
     for r in doc["rows"]:
-        table.add_row(r["workload"], str(r["frame_bytes"]), str(r["mtu"]), f"{r['ceiling_pps']:,}",
+        table.add_row(r["workload"], r["switch"], str(r["frame_bytes"]), str(r["mtu"]), f"{r['ceiling_pps']:,}",
                       f"{r['switch_pps']:,}", f"{r['ratio']:.2f}x", " ".join(f"{x:.2f}" for x in r["round_ratios"]))
     console.print(table)
     for r in doc["rows"]:

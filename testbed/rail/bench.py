@@ -110,7 +110,7 @@ def slowdown_line(s: dict[str, Any]) -> str:
 
 
 def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[str, Any]:
-    from innet.testbed.rail.testbed import rail_testbed_class
+    from innet.testbed.rail.testbed import RailTestbed
 
     backend = resolve_backend(config.backend)
     topo = TOPOLOGIES[config.topo](domains=config.domains, gpus_per_domain=config.gpus_per_domain,
@@ -121,7 +121,7 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[st
     failures: list[dict[str, str]] = []
     options = TestbedOptions(k=config.k, window=config.window)
     progress(f"bringing up {topo.name} ({backend})")
-    tb = rail_testbed_class(backend)(topo, options)
+    tb = RailTestbed(topo, options, backend=backend)
     with tb:
         def attempt(what: str, body: Callable[[], None]) -> None:
             progress(what)

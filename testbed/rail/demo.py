@@ -53,7 +53,7 @@ class RailDemoConfig:
 def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
     from rich.table import Table
 
-    from innet.testbed.rail.testbed import rail_testbed_class
+    from innet.testbed.rail.testbed import RailTestbed
 
     backend = resolve_backend(config.backend)
     topo = TOPOLOGIES[config.topo](domains=config.domains, gpus_per_domain=config.gpus_per_domain,
@@ -61,7 +61,7 @@ def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
     console.print(f"[bold]{'innet demo' if config.benchmark else 'innet train'}[/]: {topo.name} on [bold]{backend}[/] "
                   f"({len(topo.p4_switches)} innet switches, {config.domains} HB domains of {config.gpus_per_domain})")
     grid = railperf.Grid(config.gpus_per_domain, config.domains, config.nic_mbps * 1e6, config.hb_mbps * 1e6)
-    tb = rail_testbed_class(backend)(topo, TestbedOptions(window=8))
+    tb = RailTestbed(topo, TestbedOptions(window=8), backend=backend)
     with tb:
         digits = rail_digits.DigitsConfig(gpus=config.gpus_per_domain * config.domains, steps=config.steps)
         started = time.perf_counter()

@@ -47,14 +47,14 @@ def run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
     from innet.testbed.rail.digits import DigitsConfig, simulate
     from innet.testbed.rail.grid import shard_bounds
     from innet.testbed.rail.spare import run_digits_failover
-    from innet.testbed.rail.testbed import rail_testbed_class
+    from innet.testbed.rail.testbed import RailTestbed
 
     backend = resolve_backend(args.backend)
     topo = rail_only(args.domains + 1, args.gpus_per_domain, nic_link=Link(bw_mbps=args.nic_bw),
                      hb_link=Link(bw_mbps=args.hb_bw))
     options = TestbedOptions(window=args.window, chunk_deadline=args.deadline)
     rows = []
-    tb = rail_testbed_class(backend)(topo, options, spares=1)
+    tb = RailTestbed(topo, options, backend=backend, spares=1)
     with tb:
         config = DigitsConfig(gpus=tb.gpus, steps=args.steps)
         plain = tb.run_digits(config)

@@ -1,6 +1,6 @@
 """A spare HB domain taking over a failed one in a running rail job (docs/rail.md, "Failures").
 
-    with RailLoopbackTestbed(rail_only(domains=3, gpus_per_domain=2), options, spares=1) as tb:
+    with RailTestbed(rail_only(domains=3, gpus_per_domain=2), options, backend="loopback", spares=1) as tb:
         out = run_digits_failover(tb, DigitsConfig(gpus=tb.gpus, steps=30), rank=1, kill_at=40)
 
 :func:`run_digits_failover` trains the digits model like ``RailTestbed.run_digits``, SIGKILLs

@@ -1,7 +1,7 @@
 """Rail-only and rail-optimized topologies brought up: one ``innet-switch`` per rail (and spine),
 the HB fabrics, the controller over every switch, and the hierarchical INA job.
 
-    with RailLoopbackTestbed(rail_only(domains=2, gpus_per_domain=4)) as tb:     # or RailMininetTestbed
+    with RailTestbed(rail_only(domains=2, gpus_per_domain=4), backend="loopback") as tb:  # or "mininet"
         results = tb.run_hierarchical([1000, 65536], exact=True)   # per GPU, one result per size
         finals = tb.run_training("momentum", steps=5, param_chunks=8, lr=0.1, beta=0.9)
         flat = tb.run_flat([1000])                                 # rail-optimized: through the spine
@@ -15,35 +15,36 @@ on rail-optimized, the flat job (``job_id + 1``) on the spine.
 
 from __future__ import annotations
 
-import signal
-from concurrent.futures import ThreadPoolExecutor
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
 
-from innet.polling import PollTimeout, poll_until
-from innet.host import wire
-from innet.testbed.core.testbed import Testbed, TestbedError, WorkerResult, is_failure, wait_outputs
+from innet.testbed.backends.loopback import LOCALHOST, LoopbackNetwork
+from innet.testbed.backends.mininet.net import MininetNetwork
+from innet.testbed.backends.select import network_for
 from innet.testbed.core.freeport import free_ports
 from innet.testbed.core.ina_worker import WORKER_MODULE as INA_WORKER, WorkerPlan
-from innet.host.agent.transport import tunnel_transport
-from innet.testbed.backends.loopback import GRPC_LINE, PORT_LINE, LOCALHOST, SWITCH_MODULE, LoopbackTestbed
-from innet.testbed.core.forwarding import forwarding
-from innet.testbed.rail.grid import RailGrid, flat_job, hierarchical_jobs, ring_order, switch_of
+from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions, WorkerResult, wait_outputs
+from innet.testbed.core.topology import Topology
+from innet.testbed.rail.mininet import configure_hosts, rail_mininet_topo
+from innet.testbed.rail.grid import HB_PORT, RailGrid, flat_job, hierarchical_jobs, ring_order, switch_of
 from innet.testbed.rail.worker import WORKER_MODULE as RAIL_WORKER, RailPlan
 
 
 class RailTestbed(Testbed):
-    """What Mininet and loopback rail testbeds share (see module docstring)."""
+    """A rail topology on a loopback or Mininet network (see module docstring)."""
 
     multi_switch = True
 
-    def __init__(self, *args: Any, spares: int = 0, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, topology: Topology, options: TestbedOptions | None = None, backend: str = "auto",
+                 spares: int = 0) -> None:
+        options = options or TestbedOptions()
+        network = network_for(topology, options, backend,
+                              mininet={"topo": rail_mininet_topo, "configure": configure_hosts, "executor": False})
+        super().__init__(topology, options, network)
         self.grid = RailGrid.of(self.topology)
         if not 0 <= spares < self.grid.y:
             raise TestbedError(f"topology {self.topology.name}: {spares} spare HB domains of {self.grid.y}; "
@@ -51,39 +52,18 @@ class RailTestbed(Testbed):
         self.active: list[int] = list(range(self.grid.y - spares))
         """The HB domains in the job, by rank (the last ``spares`` domains wait as spares;
         :mod:`innet.testbed.rail.spare` swaps one in for a failed domain)."""
-        self.grpc_addresses: dict[str, str] = {}
         self.rail_jobs: dict[str, Any] = {}
         """The hierarchical job's JobSpec on each rail switch."""
         self.flat: Any = None
         """The flat job on the spine (rail-optimized), or None."""
+        self._hb: dict[str, tuple[str, int]] = {}
+        self._a2a: dict[str, dict[str, tuple[str, int]]] = {}
 
-    # -- lifecycle ------------------------------------------------------------------------
-
-    def start(self) -> "RailTestbed":
-        from innet.controller.controller import Controller
-        from innet.controller.pipeline import PipelineConfig
-        from innet.controller.switch import SwitchEndpoint
-
-        self.procs.open()
-        try:
-            (self.procs.dir / "topology.json").write_text(self.topology.to_json())
-            self.grpc_address = self._start_network()
-            specs = [SwitchEndpoint(s.name, self.grpc_addresses[s.name], s.device_id, timeout=30.0)
-                     for s in self.topology.p4_switches]
-            self.controller = Controller(specs).connect()
-            config = PipelineConfig.load(self.options.program, dict(self.options.defines) or None)
-            names = [s.name for s in self.topology.p4_switches]
-            with ThreadPoolExecutor(len(names)) as pool:  # each switch builds its executor: in parallel
-                list(pool.map(lambda name: self.controller.push(config, [name]), names))
-            self.controller.install_forwarding(forwarding(self.topology, self.switch_port))
-            self.job = self.create_job()
-            if self.grid.spine is not None:
-                self.flat = self.create_flat_job()
-            self._started = True
-        except BaseException as error:
-            self.stop(keep_logs=is_failure(type(error)) or self.options.keep_logs)
-            raise
-        return self
+    def install_jobs(self) -> None:
+        """The hierarchical job on every rail switch and, with a spine, the flat job on it."""
+        self.job = self.create_job()
+        if self.grid.spine is not None:
+            self.flat = self.create_flat_job()
 
     # -- jobs -----------------------------------------------------------------------------
 
@@ -136,11 +116,37 @@ class RailTestbed(Testbed):
 
     def transport_to(self, host: str, switch: str) -> dict[str, Any]:
         """Transport dict of ``host``'s agent towards P4 switch ``switch`` (through its rail switch)."""
-        raise NotImplementedError
+        return self.network.transport_to(host, switch)
 
     def hb_address(self, host: str) -> tuple[str, int]:
-        """Where ``host`` listens for its HB domain's exchanges."""
-        raise NotImplementedError
+        """Where ``host`` listens for its HB domain's exchanges: on Mininet its HB address; on
+        loopback a port of 127.0.0.1 (unshaped: the "fast" fabric)."""
+        if self.kind == "mininet":
+            address = self.topology.host(host).hb_address
+            assert address is not None
+            return address, HB_PORT
+        if not self._hb:
+            self._hb = {h.name: (LOCALHOST, p) for h, p in zip(self.topology.workers,
+                                                               free_ports(len(self.topology.workers)))}
+        return self._hb[host]
+
+    def freeze_switch(self, name: str) -> None:
+        """Loopback: make P4 switch ``name`` stop forwarding (SIGSTOP: a hung switch); :meth:`thaw_switch` undoes it."""
+        self._loopback("freeze a switch").freeze_switch(name)
+
+    def thaw_switch(self, name: str) -> None:
+        self._loopback("thaw a switch").thaw_switch(name)
+
+    def set_nic_link(self, host: str, up: bool) -> None:
+        """Mininet: take ``host``'s NIC link down (or up again) at its rail switch's end."""
+        if not isinstance(self.network, MininetNetwork):
+            raise TestbedError(f"set the NIC link of {host}: needs the Mininet backend, this is {self.kind}")
+        self.network.set_nic_link(host, up)
+
+    def _loopback(self, what: str) -> LoopbackNetwork:
+        if not isinstance(self.network, LoopbackNetwork):
+            raise TestbedError(f"{what}: needs the loopback backend, this is {self.kind}")
+        return self.network
 
     # -- runs -----------------------------------------------------------------------------
 
@@ -301,8 +307,28 @@ class RailTestbed(Testbed):
                 for name, _ in procs]
 
     def alltoall_addresses(self, host: str) -> dict[str, tuple[str, int]]:
-        """Where ``host`` listens for all-to-all groups: ``hb``, ``rail`` and ``direct``."""
-        raise NotImplementedError
+        """Where ``host`` listens for all-to-all groups: ``hb``, ``rail`` and ``direct``.
+
+        Mininet: the HB group on the HB address, the rail group on the NIC address; the direct
+        group listens on both and is reached over HB from the own domain, over the NIC from the
+        others. Loopback: every group on 127.0.0.1 (the all-to-all does not cross the switches)."""
+        if self.kind == "mininet":
+            h = self.topology.host(host)
+            assert h.hb_address is not None
+            return {"hb": (h.hb_address, HB_PORT + 1), "rail": (h.address, HB_PORT + 2),
+                    "direct": (h.address, HB_PORT + 3), "direct_hb": (h.hb_address, HB_PORT + 3),
+                    "direct_bind": ("0.0.0.0", HB_PORT + 3)}
+        if not self._a2a:
+            workers = [w.name for w in self.topology.workers]
+            self.hb_address(workers[0])
+            # never an HB port: a GPU of the host ring listens on both at once
+            taken = {port for _, port in self._hb.values()}
+            ports = iter([p for p in free_ports(3 * len(workers) + len(taken)) if p not in taken])
+            self._a2a = {h: {"hb": (LOCALHOST, next(ports)), "rail": (LOCALHOST, next(ports)),
+                             "direct": (LOCALHOST, p)} for h in workers for p in [next(ports)]}
+            for name in workers:
+                self._a2a[name]["direct_hb"] = self._a2a[name]["direct_bind"] = self._a2a[name]["direct"]
+        return self._a2a[host]
 
     def run_alltoall(self, pair_bytes: int, repeats: int = 1, route: str | None = None,
                      timeout: float = 120.0) -> list[list[WorkerResult]]:
@@ -369,113 +395,3 @@ class RailTestbed(Testbed):
             procs.append((name, self.spawn_on(h.name, name, [sys.executable, "-m", INA_WORKER, plan.to_json()],
                                               stdout_pipe=True)))
         return self._collect(procs, timeout, "flat allreduce")
-
-
-class RailLoopbackTestbed(RailTestbed, LoopbackTestbed):
-    """A rail topology on 127.0.0.1: one innet-switch process per rail/spine, UDP switch ports
-    (switch-to-switch ports send to each other's bound port), HB exchanges over loopback TCP
-    (unshaped: the "fast" fabric), agents tunnelling frames to their rail switch's port."""
-
-    kind = "loopback"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.switch_udp: dict[str, dict[int, tuple[str, int]]] = {}
-        """P4 switch -> its port -> the UDP address the port's socket is bound to."""
-        self._hb: dict[str, tuple[str, int]] = {}
-
-    def _switch_ports(self) -> dict[str, list[str]]:
-        p4 = {s.name for s in self.topology.p4_switches}
-        specs: dict[str, list[str]] = {name: [] for name in p4}
-        for c in self.topology.links:
-            if c.b not in p4:
-                continue
-            if c.a in p4:
-                pa, pb = free_ports(2)
-                specs[c.a].append(f"{c.a_port}@{LOCALHOST}:{pa}@{LOCALHOST}:{pb}")
-                specs[c.b].append(f"{c.b_port}@{LOCALHOST}:{pb}@{LOCALHOST}:{pa}")
-            else:
-                specs[c.b].append(f"{c.b_port}@{LOCALHOST}:0")
-        return specs
-
-    def _start_network(self) -> str:
-        self._hb = {h.name: (LOCALHOST, p) for h, p in zip(self.topology.workers,
-                                                           free_ports(len(self.topology.workers)))}
-        ports = self._switch_ports()
-        popens = {}
-        for s in self.topology.p4_switches:
-            cmd = [sys.executable, "-m", SWITCH_MODULE, "--no-p4", "--grpc-server-addr", f"{LOCALHOST}:0",
-                   "--log-level", self.options.switch_log_level, "--device-id", str(s.device_id)]
-            for spec in ports[s.name]:
-                cmd += ["-u", spec]
-            if self.options.switch_loss > 0 or self.options.switch_dup > 0:
-                cmd += ["--loss", f"{self.options.switch_loss},{self.options.switch_dup},0,1"]
-            popens[s.name] = self.procs.spawn(f"switch-{s.name}", cmd, stdout_pipe=False)
-        pending = set(popens)
-
-        def all_ready() -> bool:
-            for name in sorted(pending):
-                text = self.procs.log_path(f"switch-{name}").read_text(errors="replace")
-                match = GRPC_LINE.search(text)
-                udp = {int(p): (h, int(u)) for p, h, u in PORT_LINE.findall(text)}
-                if match is not None and len(udp) >= len(ports[name]):
-                    self.grpc_addresses[name] = match.group(1)
-                    self.switch_udp[name] = udp
-                    pending.discard(name)
-                elif popens[name].poll() is not None:
-                    raise TestbedError(f"loopback switch {name} exited with status {popens[name].returncode}: "
-                                       f"{self.procs.log_tail(f'switch-{name}')}")
-            return not pending
-
-        try:
-            poll_until(all_ready, self.options.start_timeout, what="loopback switches")
-        except PollTimeout as error:
-            raise TestbedError(f"{error} ({', '.join(sorted(pending))} pending)") from None
-        return self.grpc_addresses[self.topology.p4_switches[0].name]
-
-    def _stop_network(self) -> None:
-        for s in self.topology.p4_switches:
-            self.procs.stop(f"switch-{s.name}")
-
-    def switch_pid(self) -> int | None:
-        return None
-
-    def freeze_switch(self, name: str) -> None:
-        """Make P4 switch ``name`` stop forwarding (SIGSTOP: a hung switch); :meth:`thaw_switch` undoes it."""
-        self.procs.popens[f"switch-{name}"].send_signal(signal.SIGSTOP)
-
-    def thaw_switch(self, name: str) -> None:
-        self.procs.popens[f"switch-{name}"].send_signal(signal.SIGCONT)
-
-    def transport_to(self, host: str, switch: str) -> dict[str, Any]:
-        h = self.topology.host(host)
-        nic = self.topology.uplink(host)
-        target = self.topology.switch(switch)
-        return tunnel_transport(self.switch_udp[nic.b][nic.b_port], wire.Endpoint(h.mac, h.address,
-                                                                                  self.options.agent_port),
-                                wire.Endpoint(target.mac, target.ip, wire.UDP_PORT))
-
-    def hb_address(self, host: str) -> tuple[str, int]:
-        return self._hb[host]
-
-    def alltoall_addresses(self, host: str) -> dict[str, tuple[str, int]]:
-        """Loopback: every group on 127.0.0.1 (the all-to-all does not cross the switches here)."""
-        if not hasattr(self, "_a2a"):
-            workers = [h.name for h in self.topology.workers]
-            # never an HB port: a GPU of the host ring listens on both at once
-            taken = {port for _, port in self._hb.values()}
-            ports = iter([p for p in free_ports(3 * len(workers) + len(taken)) if p not in taken])
-            self._a2a = {h: {"hb": (LOCALHOST, next(ports)), "rail": (LOCALHOST, next(ports)),
-                             "direct": (LOCALHOST, p)} for h in workers for p in [next(ports)]}
-            for h in workers:
-                self._a2a[h]["direct_hb"] = self._a2a[h]["direct_bind"] = self._a2a[h]["direct"]
-        return self._a2a[host]
-
-
-def rail_testbed_class(backend: str) -> type[RailTestbed]:
-    """``RailLoopbackTestbed`` or the Mininet one (imported only when asked: needs mininet)."""
-    if backend == "loopback":
-        return RailLoopbackTestbed
-    from innet.testbed.rail.mininet import RailMininetTestbed
-
-    return RailMininetTestbed

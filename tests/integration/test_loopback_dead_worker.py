@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from innet.testbed.core.testbed import TestbedOptions
-from innet.testbed.backends.loopback import LoopbackTestbed
+from innet.testbed.backends.select import open_testbed
 from innet.testbed.core.topology import star
 
 from testkit.dead_worker import DEADLINE, WINDOW, dead_worker_scenario
@@ -20,5 +20,5 @@ from testkit.dead_worker import DEADLINE, WINDOW, dead_worker_scenario
 @pytest.mark.parametrize("kill_mid_job", [True, False], ids=["sigkill-mid-job", "never-started"])
 def test_dead_worker_is_named_and_the_next_job_starts_clean(tmp_path: Path, kill_mid_job: bool) -> None:
     options = TestbedOptions(state_dir=tmp_path, chunk_deadline=DEADLINE, window=WINDOW)
-    with LoopbackTestbed(star(workers=4), options) as tb:
+    with open_testbed(star(workers=4), options, backend="loopback") as tb:
         dead_worker_scenario(tb, kill_mid_job)

@@ -14,17 +14,17 @@ import pytest
 
 from innet.testbed.core.testbed import TestbedOptions
 from innet.testbed.backends.mininet.clean import cleanup
-from innet.testbed.backends.loopback import LoopbackTestbed
+from innet.testbed.backends.select import open_testbed
 from innet.testbed.core.processes import MARK_ENV, find_marked, pid_alive, stale_runs
 from innet.testbed.core.topology import star
 
 
 def test_exact_sums_through_the_switch_and_nothing_left(tmp_path: Path) -> None:
     options = TestbedOptions(state_dir=tmp_path)
-    with LoopbackTestbed(star(workers=3), options) as tb:
+    with open_testbed(star(workers=3), options, backend="loopback") as tb:
         run_dir = tb.procs.dir
         switch_pid = tb.procs.popens["switch"].pid
-        assert set(tb.udp_ports) == {1, 2, 3}
+        assert set(tb.network.switch_udp["s1"]) == {1, 2, 3}  # type: ignore[attr-defined]
         results = tb.run_ina([1, 64, 1000], repeats=1, exact=True, timeout=120)
         assert [[r.elements for r in per_rank] for per_rank in results] == [[1, 64, 1000]] * 3
         assert all(r.ok for per_rank in results for r in per_rank)
@@ -45,7 +45,7 @@ def test_exact_sums_through_the_switch_and_nothing_left(tmp_path: Path) -> None:
 def test_reused_job_is_exact_for_every_worker_set(tmp_path: Path) -> None:
     """Issue 7 F1: three worker sets one after another on the same live job, each starting at
     stream position 0 on the slot copies the previous set left complete."""
-    with LoopbackTestbed(star(workers=2), TestbedOptions(state_dir=tmp_path)) as tb:
+    with open_testbed(star(workers=2), TestbedOptions(state_dir=tmp_path), backend="loopback") as tb:
         for run in range(3):
             results = tb.run_ina([1000], repeats=1, exact=True, timeout=120)
             assert all(r.ok for per_rank in results for r in per_rank), f"run {run}"
@@ -56,8 +56,8 @@ def test_reused_job_is_exact_for_every_worker_set(tmp_path: Path) -> None:
 
 def test_lossy_switch_output_still_sums_exactly(tmp_path: Path) -> None:
     options = TestbedOptions(state_dir=tmp_path, switch_loss=0.05)
-    with LoopbackTestbed(star(workers=2), options) as tb:
-        assert "--loss" in tb.switch_command()
+    with open_testbed(star(workers=2), options, backend="loopback") as tb:
+        assert "--loss" in tb.network.switch_command("s1")  # type: ignore[attr-defined]
         results = tb.run_ina([2000], repeats=1, exact=True, timeout=120)
         assert all(r.ok for per_rank in results for r in per_rank)
         assert sum(r.stats["retransmitted"] for per_rank in results for r in per_rank) > 0
@@ -66,7 +66,7 @@ def test_lossy_switch_output_still_sums_exactly(tmp_path: Path) -> None:
 
 def test_failed_bring_up_leaves_nothing(tmp_path: Path) -> None:
     options = TestbedOptions(state_dir=tmp_path, program=tmp_path / "missing.p4")
-    tb = LoopbackTestbed(star(workers=2), options)
+    tb = open_testbed(star(workers=2), options, backend="loopback")
     with pytest.raises(Exception, match=r"missing.p4"):
         tb.start()
     assert all(not pid_alive(r.pid) for r in tb.procs.records)
@@ -77,9 +77,9 @@ CRASHER = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
     from innet.testbed.core.testbed import TestbedOptions
-    from innet.testbed.backends.loopback import LoopbackTestbed
+    from innet.testbed.backends.select import open_testbed
     from innet.testbed.core.topology import star
-    tb = LoopbackTestbed(star(workers=2), TestbedOptions(state_dir=Path(sys.argv[1]))).start()
+    tb = open_testbed(star(workers=2), TestbedOptions(state_dir=Path(sys.argv[1])), backend="loopback").start()
     tb.spawn_on("h1", "sleeper", [sys.executable, "-c", "import time; time.sleep(600)"])
     print("up", flush=True)
     time.sleep(600)
@@ -122,7 +122,7 @@ def test_cleanup_after_a_killed_run(tmp_path: Path) -> None:
 
 
 def test_marker_is_in_the_environment_of_spawned_processes(tmp_path: Path) -> None:
-    with LoopbackTestbed(star(workers=2), TestbedOptions(state_dir=tmp_path)) as tb:
+    with open_testbed(star(workers=2), TestbedOptions(state_dir=tmp_path), backend="loopback") as tb:
         popen = tb.spawn_on("h2", "echo", [sys.executable, "-c", f"import os; print(os.environ['{MARK_ENV}'])"],
                             stdout_pipe=True)
         out, _ = popen.communicate(timeout=30)
@@ -132,7 +132,7 @@ def test_marker_is_in_the_environment_of_spawned_processes(tmp_path: Path) -> No
 @pytest.mark.parametrize("interrupt, kept", [(KeyboardInterrupt, False), (RuntimeError, True)])
 def test_run_dir_is_kept_only_after_a_real_failure(interrupt: type[BaseException], kept: bool, tmp_path: Path) -> None:
     with pytest.raises(interrupt):
-        with LoopbackTestbed(star(workers=2), TestbedOptions(state_dir=tmp_path)) as tb:
+        with open_testbed(star(workers=2), TestbedOptions(state_dir=tmp_path), backend="loopback") as tb:
             run_dir = tb.procs.dir
             raise interrupt("stop")
     assert run_dir.exists() == kept

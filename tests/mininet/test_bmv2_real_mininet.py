@@ -19,10 +19,10 @@ def test_allreduce_through_simple_switch_grpc(tmp_path):
         find_tools(need_cli=True)
     except Bmv2Missing as missing:
         pytest.skip(str(missing))
-    from innet.testbed.backends.mininet.net import MininetTestbed
+    from innet.testbed.backends.select import open_testbed
 
     topo = star(workers=2)
-    with MininetTestbed(topo, options_for(topo, switch_impl="bmv2", state_dir=tmp_path, start_timeout=60.0)) as tb:
+    with open_testbed(topo, options_for(topo, switch_impl="bmv2", state_dir=tmp_path, start_timeout=60.0), backend="mininet") as tb:
         assert tb.thrift_port is not None
         per_rank = tb.run_ina([1024, 4096], repeats=1, exact=True, timeout=50)
         assert [[r.ok for r in rank] for rank in per_rank] == [[True, True], [True, True]]

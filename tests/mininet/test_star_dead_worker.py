@@ -12,7 +12,7 @@ import pytest
 
 from innet.testbed.core.testbed import TestbedOptions
 from innet.testbed.backends.mininet.clean import innet_interfaces
-from innet.testbed.backends.mininet.net import MininetTestbed
+from innet.testbed.backends.select import open_testbed
 from innet.testbed.core.processes import find_marked
 from innet.testbed.core.topology import Link, star
 
@@ -22,7 +22,7 @@ from testkit.dead_worker import DEADLINE, WINDOW, dead_worker_scenario
 @pytest.mark.parametrize("kill_mid_job", [True, False], ids=["sigkill-mid-job", "never-started"])
 def test_dead_worker_is_named_and_the_next_job_starts_clean(tmp_path: Path, kill_mid_job: bool) -> None:
     options = TestbedOptions(state_dir=tmp_path, chunk_deadline=DEADLINE, window=WINDOW)
-    with MininetTestbed(star(workers=4, link=Link(bw_mbps=1000)), options) as tb:
+    with open_testbed(star(workers=4, link=Link(bw_mbps=1000)), options, backend="mininet") as tb:
         run_dir = tb.procs.dir
         dead_worker_scenario(tb, kill_mid_job)
     assert innet_interfaces(["s1"]) == []

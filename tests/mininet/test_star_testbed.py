@@ -22,7 +22,7 @@ import pytest
 from innet.testbed.core.testbed import Testbed, TestbedOptions, WorkerResult
 from innet.testbed.backends.mininet.clean import cleanup, innet_interfaces
 from innet.testbed.backends.mininet.impair import cls_bpf_available, duplication_available
-from innet.testbed.backends.mininet.net import MininetTestbed
+from innet.testbed.backends.select import open_testbed
 from innet.testbed.core.processes import alive, find_marked, read_records
 from innet.testbed.core.topology import Link, star
 
@@ -59,7 +59,7 @@ def _assert_exact(results: list[list[WorkerResult]], workers: int, sizes: list[i
 
 def _mirred_copies(tb: Testbed, host: str, hook: str) -> int:
     """Frames the duplication filter's mirred action cloned on ``host``'s interface at ``hook``."""
-    out = tb.net.get(host).cmd(f"tc -s filter show dev {host}-eth0 {hook}")
+    out = tb.network.net.get(host).cmd(f"tc -s filter show dev {host}-eth0 {hook}")
     match = re.search(r"mirred \((?:Ingress|Egress) Mirror to device \S+\).*?Sent \d+ bytes (\d+) pkt", out, re.S)
     assert match, out
     return int(match.group(1))
@@ -74,11 +74,11 @@ def _require_cls_bpf() -> None:
 @pytest.mark.parametrize("workers", [2, 4, 8])
 def test_star_exact_sums_and_clean_teardown(tmp_path: Path, workers: int) -> None:
     sizes = [1, 1000, 20000]
-    with MininetTestbed(star(workers=workers, link=Link(bw_mbps=1000)), TestbedOptions(state_dir=tmp_path)) as tb:
+    with open_testbed(star(workers=workers, link=Link(bw_mbps=1000)), TestbedOptions(state_dir=tmp_path), backend="mininet") as tb:
         run_dir = tb.procs.dir
         assert innet_interfaces(["s1"]) == [f"s1-eth{i}" for i in range(1, workers + 1)]
         # routes + proxy ARP in innet.p4
-        assert "ttl" in tb.net.get("h1").cmd(f"ping -c1 -W2 10.0.0.{workers}")
+        assert "ttl" in tb.network.net.get("h1").cmd(f"ping -c1 -W2 10.0.0.{workers}")
         results = tb.run_ina(sizes, repeats=1, exact=True, timeout=240)
         _assert_exact(results, workers, sizes)
         assert all(r.wire_source == f"h{r.rank + 1}-eth0" for per_rank in results for r in per_rank)
@@ -99,9 +99,9 @@ def test_exact_sums_with_5_percent_bpf_random_drop(tmp_path: Path, workers: int)
     where the kernel has netem, which this one has not)."""
     _require_cls_bpf()
     options = TestbedOptions(state_dir=tmp_path, link_loss_bpf=True)
-    with MininetTestbed(star(workers=workers, link=Link(loss_pct=5)), options) as tb:
+    with open_testbed(star(workers=workers, link=Link(loss_pct=5)), options, backend="mininet") as tb:
         for hook in ("ingress", "egress"):
-            filters = tb.net.get("h2").cmd(f"tc filter show dev h2-eth0 {hook}")
+            filters = tb.network.net.get("h2").cmd(f"tc filter show dev h2-eth0 {hook}")
             assert "direct-action" in filters and "bytecode" in filters and "mirred" not in filters, filters
         results = tb.run_ina([5000], repeats=1, exact=True, timeout=240)
         _assert_exact(results, workers, [5000])
@@ -122,7 +122,7 @@ def test_exact_sums_with_5_percent_duplication(tmp_path: Path, loss: int) -> Non
         pytest.skip("the kernel lacks mirred (CONFIG_NET_ACT_MIRRED): no link duplication")
     workers = 4
     options = TestbedOptions(state_dir=tmp_path, link_loss_bpf=True, link_dup_pct=5)
-    with MininetTestbed(star(workers=workers, link=Link(loss_pct=loss or None)), options) as tb:
+    with open_testbed(star(workers=workers, link=Link(loss_pct=loss or None)), options, backend="mininet") as tb:
         results = tb.run_ina([5000], repeats=1, exact=True, timeout=240)
         _assert_exact(results, workers, [5000])
         counters = tb.counters()
@@ -143,7 +143,7 @@ def test_exact_sums_with_5_percent_duplication(tmp_path: Path, loss: int) -> Non
 
 
 def test_gloo_through_the_switch(tmp_path: Path) -> None:
-    with MininetTestbed(star(workers=2, link=Link(bw_mbps=100)), TestbedOptions(state_dir=tmp_path)) as tb:
+    with open_testbed(star(workers=2, link=Link(bw_mbps=100)), TestbedOptions(state_dir=tmp_path), backend="mininet") as tb:
         results = tb.run_gloo([1024, 100000], repeats=1, timeout=240)
         assert all(r.ok for per_rank in results for r in per_rank)
         # Ring of 2: each worker sends half of 400 kB twice = 400 kB, plus TCP/IP headers.
@@ -157,9 +157,9 @@ CRASHER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from innet.testbed.core.testbed import Testbed, TestbedOptions, WorkerResult
-    from innet.testbed.backends.mininet.net import MininetTestbed
+    from innet.testbed.backends.select import open_testbed
     from innet.testbed.core.topology import star
-    tb = MininetTestbed(star(workers=3), TestbedOptions(state_dir=Path(sys.argv[1]))).start()
+    tb = open_testbed(star(workers=3), TestbedOptions(state_dir=Path(sys.argv[1])), backend="mininet").start()
     tb.spawn_on("h2", "sleeper", [sys.executable, "-c", "import time; time.sleep(600)"])
     print("up", flush=True)
     time.sleep(600)

@@ -5,6 +5,7 @@ taken as the device config."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,48 @@ def test_switch_impl_check():
     assert check_impl("innet", root=False) is None
     with pytest.raises(Bmv2Error, match=r"--switch-impl 'p4': expected one of innet, bmv2"):
         check_impl("p4", root=True)
+
+
+FAKE_P4C = """#!{python}
+import sys
+from pathlib import Path
+args = sys.argv[1:]
+with open({log!r}, "a") as log:
+    log.write(args[-1] + "\\n")
+Path(args[args.index("-o") + 1]).write_text('{{"compiled": true}}')
+Path(args[args.index("--p4runtime-files") + 1]).write_text("pkg_info {{}}\\n")
+"""
+
+
+def test_compiled_programs_are_reused_until_a_source_changes(tmp_path, monkeypatch):
+    """The second compile of the same program, defines and compiler is a copy; editing a file
+    the program includes, or another define, runs p4c again; ``cache=False`` always runs it."""
+    from innet.testbed.backends.bmv2 import compile_program
+
+    monkeypatch.setenv("INNET_NATIVE_CACHE", str(tmp_path / "cache"))
+    log = tmp_path / "p4c.log"
+    p4c = tmp_path / "p4c-bm2-ss"
+    p4c.write_text(FAKE_P4C.format(python=sys.executable, log=str(log)))
+    p4c.chmod(0o755)
+    (tmp_path / "src" / "inc").mkdir(parents=True)
+    program = tmp_path / "src" / "prog.p4"
+    program.write_text('#include <core.p4>\n#include "inc/a.p4"\n')
+    (tmp_path / "src" / "inc" / "a.p4").write_text('#include "b.p4"\n')
+    included = tmp_path / "src" / "inc" / "b.p4"
+    included.write_text("const bit<8> X = 1;\n")
+
+    def runs() -> int:
+        return len(log.read_text().splitlines()) if log.exists() else 0
+
+    out = compile_program(p4c, program, tmp_path / "out1")
+    assert runs() == 1
+    out = compile_program(p4c, program, tmp_path / "out2")
+    assert runs() == 1 and (out / "prog.json").read_text() == '{"compiled": true}'
+    assert (out / "p4info.txtpb").is_file()
+    compile_program(p4c, program, tmp_path / "out3", {"K": "4"})
+    assert runs() == 2
+    included.write_text("const bit<8> X = 2;\n")
+    compile_program(p4c, program, tmp_path / "out4")
+    assert runs() == 3
+    compile_program(p4c, program, tmp_path / "out5", cache=False)
+    assert runs() == 4

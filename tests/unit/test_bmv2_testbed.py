@@ -8,12 +8,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
 
 from innet.testbed.backends.bmv2 import BMV2_CPU_PORT, Bmv2Tools
-from innet.testbed.backends.mininet.net import MininetTestbed
+from innet.testbed.backends.mininet.net import MininetNetwork
 from innet.testbed.core.testbed import Testbed, TestbedError as BringUpError, TestbedOptions
 from innet.testbed.core.topology import star
 
@@ -22,37 +22,34 @@ class _Recorded(Exception):
     pass
 
 
-class _FakeMininetTestbed(Testbed):
-    """A testbed of kind mininet whose network is a record of being asked for (the BMv2
-    compile step is the Mininet backend's own)."""
+class _FakeMininetNetwork:
+    """A network of kind mininet that records being asked for (the BMv2 compile step is the
+    Mininet network's own)."""
 
     kind = "mininet"
-    _prepare_pipeline = MininetTestbed._prepare_pipeline
+    prepare_pipeline = MininetNetwork.prepare_pipeline
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, options: TestbedOptions) -> None:
+        self.options = options
         self.calls: list[str] = []
+        self.thrift_port: int | None = None
+        self.bmv2_tools: Any = None
 
-    def _start_network(self) -> str:
+    def start(self, procs: Any) -> dict[str, str]:
         self.calls.append("network")
         self.thrift_port = 9191
-        return "127.0.0.1:50123"
+        return {"s1": "127.0.0.1:50123"}
 
-    def _stop_network(self) -> None:
+    def stop(self) -> None:
         self.calls.append("stop")
 
-    def spawn_on(self, host: str, name: str, argv: Sequence[str], env: dict[str, str] | None = None,
-                 stdout_pipe: bool = False) -> subprocess.Popen[bytes]:
-        raise NotImplementedError
+    def switch_pid(self) -> int | None:
+        return None
 
-    def host_transport(self, host: str) -> dict[str, Any]:
-        raise NotImplementedError
 
-    def gloo_iface(self, host: str) -> str:
-        raise NotImplementedError
-
-    def gloo_master(self) -> str:
-        raise NotImplementedError
+def _fake_testbed(options: TestbedOptions) -> tuple[Testbed, _FakeMininetNetwork]:
+    network = _FakeMininetNetwork(options)
+    return Testbed(star(workers=2), options, network), network  # type: ignore[arg-type]  # a partial Network
 
 
 def test_unknown_switch_impl_is_refused():
@@ -61,22 +58,22 @@ def test_unknown_switch_impl_is_refused():
 
 
 def test_loopback_testbed_refuses_bmv2(tmp_path):
-    from innet.testbed.backends.loopback import LoopbackTestbed
+    from innet.testbed.backends.select import open_testbed
 
     topo = star(workers=2)
     with pytest.raises(BringUpError, match=rf"switch_impl bmv2: the loopback testbed of {topo.name} starts innet "
                                            "switches; BMv2 runs as the switch of a single-switch topology in Mininet"):
-        LoopbackTestbed(topo, TestbedOptions(switch_impl="bmv2", state_dir=tmp_path))
+        open_testbed(topo, TestbedOptions(switch_impl="bmv2", state_dir=tmp_path), backend="loopback")
 
 
 def test_missing_binaries_stop_bring_up_before_any_network(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.setenv("INNET_P4_PREFIX", "/nonexistent")  # not this machine's toolchain, if it has one
     monkeypatch.delenv("INNET_BMV2_BIN", raising=False)
-    tb = _FakeMininetTestbed(star(workers=2), TestbedOptions(switch_impl="bmv2", state_dir=tmp_path))
+    tb, network = _fake_testbed(TestbedOptions(switch_impl="bmv2", state_dir=tmp_path))
     with pytest.raises(BringUpError, match=r"^bmv2 backend: simple_switch_grpc not found on PATH"):
         tb.start()
-    assert tb.calls == ["stop"]  # no network was asked for; the (empty) teardown ran
+    assert network.calls == ["stop"]  # no network was asked for; the (empty) teardown ran
 
 
 def _record_endpoints(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
@@ -101,16 +98,16 @@ def test_controller_endpoint_sends_registers_through_thrift(tmp_path, monkeypatc
     cli = tmp_path / "bin" / "simple_switch_CLI"
     tools = Bmv2Tools(tmp_path / "bin" / "simple_switch_grpc", cli, None)
 
-    def fake_pipeline(self: Testbed) -> str:
-        self.calls.append("compile")  # type: ignore[attr-defined]
-        self._bmv2_tools = tools
+    def fake_pipeline(self: _FakeMininetNetwork, procs: Any) -> str:
+        self.calls.append("compile")
+        self.bmv2_tools = tools
         return "compiled"
 
-    monkeypatch.setattr(_FakeMininetTestbed, "_prepare_pipeline", fake_pipeline)
-    tb = _FakeMininetTestbed(star(workers=2), TestbedOptions(switch_impl="bmv2", state_dir=tmp_path / "runs"))
+    monkeypatch.setattr(_FakeMininetNetwork, "prepare_pipeline", fake_pipeline)
+    tb, network = _fake_testbed(TestbedOptions(switch_impl="bmv2", state_dir=tmp_path / "runs"))
     with pytest.raises(_Recorded):
         tb.start()
-    assert tb.calls == ["compile", "network", "stop"]
+    assert network.calls == ["compile", "network", "stop"]
     [endpoint] = seen
     assert (endpoint.address, endpoint.thrift_port, endpoint.registers, endpoint.thrift_cli) == (
         "127.0.0.1:50123", 9191, "thrift", str(cli))
@@ -118,7 +115,7 @@ def test_controller_endpoint_sends_registers_through_thrift(tmp_path, monkeypatc
 
 def test_innet_switch_endpoint_is_unchanged(tmp_path, monkeypatch):
     seen = _record_endpoints(monkeypatch)
-    tb = _FakeMininetTestbed(star(workers=2), TestbedOptions(state_dir=tmp_path))
+    tb, _ = _fake_testbed(TestbedOptions(state_dir=tmp_path))
     with pytest.raises(_Recorded):
         tb.start()
     assert (seen[0].thrift_port, seen[0].registers) == (None, "auto")
@@ -127,9 +124,14 @@ def test_innet_switch_endpoint_is_unchanged(tmp_path, monkeypatch):
 def test_bench_and_demo_configs_carry_the_switch_impl(tmp_path):
     from innet.testbed.ina import bench
 
-    config = bench.BenchConfig(workers=(2,), switch_impl="bmv2", backend="mininet", out_dir=tmp_path)
+    config = bench.BenchConfig(workers=(2,), switch_impls=("bmv2",), backend="mininet", out_dir=tmp_path)
     tb = bench.open_testbed("mininet", 2, 0.0, config)
     assert tb.options.switch_impl == "bmv2"
+    both = bench.BenchConfig(workers=(2,), switch_impls=("innet", "bmv2"), backend="mininet", out_dir=tmp_path)
+    assert bench.open_testbed("mininet", 2, 0.0, both, "bmv2").options.switch_impl == "bmv2"
+    assert bench.open_testbed("mininet", 2, 0.0, both).options.switch_impl == "innet"
+    with pytest.raises(ValueError, match="switch_impls"):
+        bench.BenchConfig(switch_impls=("innet", "innet"))
     assert bench.switch_description("auto", "bmv2").startswith("simple_switch_grpc")
 
 

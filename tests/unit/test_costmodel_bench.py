@@ -107,7 +107,10 @@ def test_tables_and_caption_name_the_settings() -> None:
         assert part in caption
     lines = bench.markdown_table(doc).splitlines()
     assert lines[0].split("|")[-3].strip() == "retrans/op"
-    assert lines[2].startswith("| ina | 2 | 1K | 1% | 10.0 |") and lines[2].endswith("| 0 | yes |")
+    assert lines[2].startswith("| ina | innet | 2 | 1K | 1% | 10.0 |") and lines[2].endswith("| 0 | yes |")
+    assert "no bmv2 rows" not in bench.markdown_table(doc)
+    doc["switch_absent"] = {"bmv2": "bmv2 backend: simple_switch_grpc not found on PATH"}
+    assert bench.markdown_table(doc).endswith("\n\nno bmv2 rows: bmv2 backend: simple_switch_grpc not found on PATH")
     doc["rows"][0]["retransmitted"] = 2.5
     assert bench.markdown_table(doc).splitlines()[2].endswith("| 2.5 | yes |")
 

@@ -58,3 +58,32 @@ def test_missing_simple_switch_cli_is_named(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("innet bench: bmv2 backend: simple_switch_CLI not found beside "
                                                f"{tmp_path / 'simple_switch_grpc'} or on PATH"), err
+
+
+def test_bench_with_both_switches_and_no_bmv2_says_so_and_runs_innet(capsys, monkeypatch):
+    """``--switch-impl innet,bmv2`` without BMv2: one line saying the bmv2 rows are left out and
+    why; the benchmark goes on with innet (stopped here before any testbed starts)."""
+    from innet.testbed.ina import bench
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("INNET_P4_PREFIX", "/nonexistent")
+    monkeypatch.delenv("INNET_BMV2_BIN", raising=False)
+    seen = {}
+
+    def fake_run(config, progress, absent):  # type: ignore[no-untyped-def]
+        seen["impls"], seen["absent"] = config.switch_impls, dict(absent)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(bench, "run", fake_run)
+    with pytest.raises(SystemExit):
+        main(["bench", "--switch-impl", "innet,bmv2", "--backend", "mininet", "--workers", "2", "--sizes", "1K"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("innet bench: no bmv2 rows: bmv2 backend: simple_switch_grpc not found")
+    assert seen["impls"] == ("innet",)
+    assert seen["absent"]["bmv2"].startswith("bmv2 backend: simple_switch_grpc not found")
+
+
+@pytest.mark.parametrize("value", ["tofino", "innet,innet", "", "innet,,tofino"])
+def test_bench_switch_impl_list_is_checked(value, capsys):
+    assert main(["bench", "--switch-impl", value]) == 2
+    assert "--switch-impl" in capsys.readouterr().err

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from innet.polling import PollTimeout, poll_until
 from innet.testbed.backends.mininet import impair
-from innet.testbed.core.testbed import Testbed, TestbedError
+from innet.testbed.core.processes import ProcessGroup
+from innet.testbed.core.testbed import TestbedError, TestbedOptions
 from innet.testbed.backends.mininet.clean import SWITCHES_FILE
 from innet.host.agent.transport import udp_transport
 from innet.testbed.core.topology import Topology
@@ -56,44 +58,102 @@ def mininet_topo(topology: Topology, netem: bool = True, **switch_params: Any) -
     return topo
 
 
-class MininetTestbed(Testbed):
-    """A single-switch topology in Mininet with an ``innet-switch`` data plane."""
+def _check_impairments(topology: Topology, options: TestbedOptions) -> bool:
+    """Whether link loss is netem's (else the cls_bpf drop applies it after start); raises
+    when the kernel lacks what the topology's links or ``options`` ask for."""
+    netem = impair.netem_available()
+    netem_loss = netem and not options.link_loss_bpf
+    lossy = any(c.link.loss_pct for c in topology.links)
+    if options.link_dup_pct and not impair.duplication_available():
+        raise TestbedError(f"link duplication {options.link_dup_pct:g}%: needs the kernel's clsact, "
+                           "cls_bpf and mirred (CONFIG_NET_SCH_INGRESS, NET_CLS_BPF, NET_ACT_MIRRED)")
+    if lossy and not netem_loss and not impair.cls_bpf_available():
+        raise TestbedError("link loss: the cls_bpf random drop needs clsact and cls_bpf (CONFIG_NET_SCH_INGRESS, "
+                           "NET_CLS_BPF), which this kernel lacks" + ("" if netem else ", and it has no netem"))
+    if not netem:
+        for c in topology.links:
+            if c.link.delay_ms is not None or c.link.jitter_ms is not None:
+                raise TestbedError(f"link {c.a}-{c.b}: delay/jitter need the kernel's netem qdisc "
+                                   "(CONFIG_NET_SCH_NETEM), which this kernel lacks")
+    return netem_loss
+
+
+TopoBuilder = Callable[[Topology, TestbedOptions], Any]
+"""A system's ``mininet.topo.Topo`` of its topology (rail: HB bridges; geo: WAN shaping)."""
+Configure = Callable[["MininetNetwork"], None]
+"""A system's steps once Mininet is up (rail: HB addresses and relay routes; geo: site routes)."""
+
+
+class MininetNetwork:
+    """A topology in Mininet (see module docstring): by default a star whose links get the
+    topology's shaping and impairments; a system with another layout passes its own
+    ``topo`` builder and ``configure`` step (composition, not a subclass)."""
 
     kind = "mininet"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, topology: Topology, options: TestbedOptions, topo: TopoBuilder | None = None,
+                 configure: Configure | None = None, executor: bool = True) -> None:
+        self.topology = topology
+        self.options = options
+        self.topo = topo
+        self.configure = configure
+        self.executor = executor
+        """Whether the switches get ``options.switch_executor`` (else innet-switch's default)."""
+        self.procs: ProcessGroup | None = None
         self.net: Any = None
+        self.thrift_port: int | None = None
+        self.bmv2_tools: Any = None
         self._stack = contextlib.ExitStack()
 
-    def _start_network(self) -> str:
+    def prepare_pipeline(self, procs: ProcessGroup) -> Any:
+        if self.options.switch_impl != "bmv2":
+            return None
+        try:
+            self.bmv2_tools = find_tools(need_p4c=not self.options.program.is_dir(), need_cli=True)
+            return pipeline(self.options.program, self.bmv2_tools, procs.dir / "bmv2-build",
+                            dict(self.options.defines))
+        except (Bmv2Missing, Bmv2Error) as error:
+            raise TestbedError(str(error)) from None
+
+    def start(self, procs: ProcessGroup) -> dict[str, str]:
         if os.geteuid() != 0:
             raise TestbedError("the Mininet testbed needs root (network namespaces, veths); "
                                "use the loopback testbed (--loopback) without root")
         from innet.testbed.backends.mininet.switch import Bmv2SwitchNode, InnetSwitchNode
 
-        (self.procs.dir / SWITCHES_FILE).write_text("\n".join(s.name for s in self.topology.switches) + "\n")
-        netem = impair.netem_available()
-        netem_loss = netem and not self.options.link_loss_bpf
-        lossy = any(c.link.loss_pct for c in self.topology.links)
-        if self.options.link_dup_pct and not impair.duplication_available():
-            raise TestbedError(f"link duplication {self.options.link_dup_pct:g}%: needs the kernel's clsact, "
-                               "cls_bpf and mirred (CONFIG_NET_SCH_INGRESS, NET_CLS_BPF, NET_ACT_MIRRED)")
-        if lossy and not netem_loss and not impair.cls_bpf_available():
-            raise TestbedError("link loss: the cls_bpf random drop needs clsact and cls_bpf (CONFIG_NET_SCH_INGRESS, "
-                               "NET_CLS_BPF), which this kernel lacks" + ("" if netem else ", and it has no netem"))
-        if not netem:
-            for c in self.topology.links:
-                if c.link.delay_ms is not None or c.link.jitter_ms is not None:
-                    raise TestbedError(f"link {c.a}-{c.b}: delay/jitter need the kernel's netem qdisc "
-                                       "(CONFIG_NET_SCH_NETEM), which this kernel lacks")
-        topo = mininet_topo(self.topology, netem=netem_loss)
-        node: dict[str, Any] = {"node_class": InnetSwitchNode}
-        if self.options.switch_impl == "bmv2":
-            node = {"node_class": Bmv2SwitchNode, "tools": self._bmv2_tools}
-        self._enter_network(topo, executor=self.options.switch_executor, **node)
+        self.procs = procs
+        (procs.dir / SWITCHES_FILE).write_text("\n".join(s.name for s in self.topology.switches) + "\n")
+        node: dict[str, Any] = {}
+        netem_loss = True
+        if self.topo is None:
+            netem_loss = _check_impairments(self.topology, self.options)
+            topo = mininet_topo(self.topology, netem=netem_loss)
+            node = {"node_class": InnetSwitchNode}
+            if self.options.switch_impl == "bmv2":
+                node = {"node_class": Bmv2SwitchNode, "tools": self.bmv2_tools}
+        else:
+            topo = self.topo(self.topology, self.options)
+        if self.executor:
+            node["executor"] = self.options.switch_executor
+        self._enter_network(topo, **node)
         for host in self.net.hosts:
-            self.procs.adopt(f"mnhost-{host.name}", host.pid)
+            procs.adopt(f"mnhost-{host.name}", host.pid)
+        if self.topo is None:
+            self._impair_links(netem_loss)
+        if self.configure is not None:
+            self.configure(self)
+        addresses = {}
+        for s in self.topology.p4_switches:
+            switch = self.net.get(s.name)
+            if switch.grpc_address is None:
+                raise TestbedError(f"switch {s.name} has no P4Runtime address; log {switch.log_path}")
+            addresses[s.name] = str(switch.grpc_address)
+        if len(addresses) == 1:
+            self.thrift_port = getattr(self.net.get(self.topology.switch().name), "thrift_port", None)
+        return addresses
+
+    def _impair_links(self, netem_loss: bool) -> None:
+        """The star's host links: cls_bpf loss/duplication where asked for, and their MTU."""
         for c in self.topology.links:
             loss = 0.0 if netem_loss else c.link.loss_pct or 0.0
             if loss or self.options.link_dup_pct:
@@ -104,25 +164,9 @@ class MininetTestbed(Testbed):
                 host.cmd(f"ip link set dev {host.defaultIntf().name} mtu {c.link.mtu}")
                 subprocess.run(["ip", "link", "set", "dev", self.switch_iface(c.a), "mtu", str(c.link.mtu)],
                                check=True, capture_output=True, timeout=30)
-        switch = self.net.get(self.topology.switch().name)
-        if switch.grpc_address is None:
-            raise TestbedError(f"switch {switch.name} has no P4Runtime address; log {switch.log_path}")
-        self.thrift_port = getattr(switch, "thrift_port", None)
-        address: str = switch.grpc_address
-        return address
-
-    def _prepare_pipeline(self) -> Any:
-        if self.options.switch_impl != "bmv2":
-            return None
-        try:
-            self._bmv2_tools = find_tools(need_p4c=not self.options.program.is_dir(), need_cli=True)
-            return pipeline(self.options.program, self._bmv2_tools, self.procs.dir / "bmv2-build",
-                            dict(self.options.defines))
-        except (Bmv2Missing, Bmv2Error) as error:
-            raise TestbedError(str(error)) from None
 
     def switch_pid(self) -> int | None:
-        if self.net is None:
+        if self.net is None or len(self.topology.p4_switches) != 1:
             return None
         process = getattr(self.net.get(self.topology.switch().name), "process", None)
         return process.pid if process is not None and process.poll() is None else None
@@ -156,7 +200,7 @@ class MininetTestbed(Testbed):
             poll_until(lambda: not innet_interfaces(names), timeout, interval=0.1, what="interface names free")
         time.sleep(0.5)
 
-    def _stop_network(self) -> None:
+    def stop(self) -> None:
         net, self.net = self.net, None
         try:
             self._stack.close()
@@ -170,17 +214,24 @@ class MininetTestbed(Testbed):
         c = self.topology.uplink(host)
         return f"{c.b}-eth{c.b_port}"
 
+    def set_nic_link(self, host: str, up: bool) -> None:
+        """Take ``host``'s NIC link down (or up again) at its switch's end."""
+        result = subprocess.run(["ip", "link", "set", "dev", self.switch_iface(host), "up" if up else "down"],
+                                capture_output=True, text=True, timeout=30)
+        if result.returncode != 0:
+            raise TestbedError(f"link {host}-{self.topology.uplink(host).b}: {result.stderr.strip()}")
+
     def spawn_on(self, host: str, name: str, argv: Sequence[str], env: dict[str, str] | None = None,
                  stdout_pipe: bool = False) -> subprocess.Popen[bytes]:
-        if self.net is None:
+        if self.net is None or self.procs is None:
             raise TestbedError(f"spawn {name!r} on {host}: the Mininet testbed is not up")
         node = self.net.get(host)
         return self.procs.spawn(name, argv, spawner=node.popen, env={**os.environ, **(env or {})},
                                 stdout_pipe=stdout_pipe)
 
-    def host_transport(self, host: str) -> dict[str, Any]:
-        h = self.topology.host(host)
-        return udp_transport(self.topology.switch().ip, h.address, self.options.agent_port)
+    def transport_to(self, host: str, switch: str) -> dict[str, Any]:
+        return udp_transport(self.topology.switch(switch).ip, self.topology.host(host).address,
+                             self.options.agent_port)
 
     def count_iface(self, host: str) -> str | None:
         return f"{host}-eth0"
@@ -191,23 +242,22 @@ class MininetTestbed(Testbed):
     def gloo_master(self) -> str:
         return self.topology.workers[0].address
 
+    def free_port(self) -> int:
+        return random.randint(20000, 30000)
+
     def wire_bytes(self) -> dict[str, tuple[int, int]] | None:
-        out = {}
-        for h in self.topology.hosts:
-            stats = Path("/sys/class/net") / self.switch_iface(h.name) / "statistics"
-            try:
-                out[h.name] = (int((stats / "rx_bytes").read_text()), int((stats / "tx_bytes").read_text()))
-            except OSError:
-                return None
-        return out
+        return self._link_counters("bytes")
 
     def wire_packets(self) -> dict[str, tuple[int, int]] | None:
         """Per host, (frames sent, frames received) on its link so far."""
+        return self._link_counters("packets")
+
+    def _link_counters(self, unit: str) -> dict[str, tuple[int, int]] | None:
         out = {}
         for h in self.topology.hosts:
             stats = Path("/sys/class/net") / self.switch_iface(h.name) / "statistics"
             try:
-                out[h.name] = (int((stats / "rx_packets").read_text()), int((stats / "tx_packets").read_text()))
+                out[h.name] = (int((stats / f"rx_{unit}").read_text()), int((stats / f"tx_{unit}").read_text()))
             except OSError:
                 return None
         return out

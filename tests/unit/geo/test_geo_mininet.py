@@ -9,7 +9,8 @@ import pytest
 
 from innet.testbed.core import testbed as bringup
 from innet.testbed.geo.bench import GeoBenchConfig, GeoBenchError, wan_description
-from innet.testbed.geo.mininet import GeoMininetTestbed, geo_mininet_topo
+from innet.testbed.geo.mininet import geo_mininet_topo
+from innet.testbed.geo.testbed import GeoTestbed
 from innet.testbed.geo.topology import Site, Wan, geo
 from innet.testbed.core.topology import Link, star
 
@@ -62,7 +63,7 @@ def test_innet_switch_node_passes_port_delays_on_its_command_line() -> None:
 
 
 def test_on_mininet_the_transport_emulates_nothing_and_stages_sit_on_site_hosts() -> None:
-    tb = GeoMininetTestbed(geo())
+    tb = GeoTestbed(geo(), backend="mininet")
     assert tb.wan in ("netem", "switch")
     assert tb.transport_shape("a", "b") is None
     assert tb.stage_host("c", 1) == "s3h2"
@@ -72,7 +73,7 @@ def test_on_mininet_the_transport_emulates_nothing_and_stages_sit_on_site_hosts(
 
 def test_geo_mininet_testbed_wants_a_geo_topology() -> None:
     with pytest.raises(bringup.TestbedError, match="kind 'star' is not 'geo'"):
-        GeoMininetTestbed(star(2))
+        GeoTestbed(star(2), backend="mininet")
 
 
 def test_bench_config_names_a_bad_testbed_and_results_say_which_emulation_applied() -> None:

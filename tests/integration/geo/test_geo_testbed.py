@@ -18,13 +18,13 @@ from innet.testbed.core.processes import find_marked, pid_alive
 @pytest.mark.slow
 def test_geo_sites_come_up_sum_inside_a_site_and_go_down_leaving_nothing(tmp_path: Path) -> None:
     topo = geo([Site("a", 2), Site("b", 2), Site("c", 1)])
-    tb = GeoTestbed(topo, TestbedOptions(state_dir=tmp_path, window=8))
+    tb = GeoTestbed(topo, TestbedOptions(state_dir=tmp_path, window=8), backend="loopback")
     with tb:
-        assert sorted(tb.sites) == ["a", "b"]  # site c has one worker: no aggregation switch
-        pids = [s.procs.popens["switch"].pid for s in tb.sites.values()]
-        runs = [s.procs.dir for s in tb.sites.values()]
-        assert all(pid_alive(p) for p in pids)
-        epoch = tb.sites["b"].attach()
+        assert sorted(tb.site_jobs) == ["a", "b"]  # site c has one worker: nothing to aggregate
+        pids = [tb.procs.popens[f"switch-{s.name}"].pid for s in topo.switches]
+        runs = [tb.procs.dir]
+        assert len(pids) == 3 and all(pid_alive(p) for p in pids)
+        epoch = tb.attach_site("b")
         agents = [Agent(agent_config({"agent": tb.dp_agent("b", r, epoch, 100)}, sum_bound=4.0),
                         capacity=100).start() for r in range(2)]
         try:

@@ -16,7 +16,7 @@ import pytest
 from innet.host.geo.launch import SINGLE_THREAD_BLAS, launch
 from innet.host.geo.stage_process import StageJob, load_params
 from innet.testbed.core.testbed import TestbedOptions
-from innet.testbed.geo.mininet import GeoMininetTestbed
+from innet.testbed.geo.testbed import GeoTestbed
 from innet.testbed.geo.topology import geo
 from innet.testbed.core.processes import pid_alive, read_records
 
@@ -37,14 +37,14 @@ def _interfaces(switches: Sequence[str]) -> list[str]:
 def test_geo_sites_in_mininet_run_rad_across_three_sites_and_leave_nothing(tmp_path: Path) -> None:
     topo = geo()
     elements = [64 * 32 + 32, 32 * 24 + 24, 24 * 10 + 10]
-    tb = GeoMininetTestbed(topo, TestbedOptions(state_dir=tmp_path / "state", window=16, chunk_deadline=10.0))
+    tb = GeoTestbed(topo, TestbedOptions(state_dir=tmp_path / "state", window=16, chunk_deadline=10.0), backend="mininet")
     with tb:
-        host_pids = [h.pid for h in tb.net.hosts]
-        switch_pids = [tb.net.get(s.name).process.pid for s in topo.switches]
+        host_pids = [h.pid for h in tb.network.net.hosts]
+        switch_pids = [tb.network.net.get(s.name).process.pid for s in topo.switches]
         assert all(pid_alive(p) for p in host_pids + switch_pids)
         assert sorted(tb.site_jobs) == list(SITES)
         # the WAN delay is on the path (40 ms each way a-b): every frame, not only the transport's
-        ping = tb.net.get("s1h1").cmd("ping -c 2 -i 0.2 -W 2 10.0.2.1")
+        ping = tb.network.net.get("s1h1").cmd("ping -c 2 -i 0.2 -W 2 10.0.2.1")
         rtts = [float(x.split("time=")[1].split()[0]) for x in ping.splitlines() if "time=" in x]
         assert rtts and all(80.0 <= r < 400.0 for r in rtts), ping
         epochs = {s: tb.attach_site(s) for s in SITES}

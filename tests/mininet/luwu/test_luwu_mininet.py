@@ -18,7 +18,8 @@ from innet.testbed.core.testbed import TestbedOptions  # noqa: E402
 from innet.testbed.luwu.hook_check import compare_gradients  # noqa: E402
 from innet.testbed.luwu.run import RunConfig, luwu_star, run_training  # noqa: E402
 from innet.testbed.luwu.train import TrainSpec, run  # noqa: E402
-from innet.testbed.backends.mininet.net import MininetTestbed  # noqa: E402
+from innet.testbed.backends.select import open_testbed  # noqa: E402
+from innet.testbed.core.testbed import Testbed  # noqa: E402
 
 STEPS = 25
 LR = 0.01
@@ -31,14 +32,14 @@ def _local(workers: int) -> tuple[list[float], float]:
 
 
 @pytest.fixture(scope="module")
-def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MininetTestbed]:
-    with MininetTestbed(luwu_star(workers=2, nodes=1),
-                        TestbedOptions(state_dir=tmp_path_factory.mktemp("run"))) as tb:
+def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testbed]:
+    with open_testbed(luwu_star(workers=2, nodes=1),
+                        TestbedOptions(state_dir=tmp_path_factory.mktemp("run")), backend="mininet") as tb:
         yield tb
 
 
 @pytest.mark.slow
-def test_luwu_mode_on_mininet_trains_like_the_local_adam_baseline(testbed: MininetTestbed, tmp_path: Path) -> None:
+def test_luwu_mode_on_mininet_trains_like_the_local_adam_baseline(testbed: Testbed, tmp_path: Path) -> None:
     losses, accuracy = _local(2)
     before = testbed.wire_bytes()
     result = run_training(testbed, RunConfig(mode="luwu", workers=2, nodes=1, steps=STEPS, lr=LR, timeout=50),
@@ -60,7 +61,7 @@ def test_luwu_mode_on_mininet_trains_like_the_local_adam_baseline(testbed: Minin
 
 
 @pytest.mark.slow
-def test_the_innet_hook_averages_like_gloo_ddp_on_mininet(testbed: MininetTestbed, tmp_path: Path) -> None:
+def test_the_innet_hook_averages_like_gloo_ddp_on_mininet(testbed: Testbed, tmp_path: Path) -> None:
     n, steps = 2, 4
     ranks = compare_gradients(testbed, workers=n, steps=steps, out_dir=tmp_path)
     eps = float(np.finfo(np.float32).eps)

@@ -15,13 +15,12 @@ import numpy as np
 import pytest
 
 from innet.testbed.core.testbed import TestbedOptions
-from innet.testbed.rail.mininet import RailMininetTestbed
+from innet.testbed.rail.testbed import RailTestbed
 from innet.testbed.core.topology import Link, rail_only, rail_optimized
 from innet.testbed.rail.digits import DigitsConfig
 from innet.testbed.rail.spare import run_digits_failover
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-from rail_checks import assert_digits_trained, assert_exact, assert_training_bit_exact  # noqa: E402
+from testkit.rail_checks import assert_digits_trained, assert_exact, assert_training_bit_exact  # noqa: E402
 
 NIC = Link(bw_mbps=100)
 HB = Link(bw_mbps=1000)
@@ -40,7 +39,7 @@ def _options(tmp_path: Path) -> TestbedOptions:
 @pytest.mark.parametrize("gpus", [2, 4])
 def test_rail_only_hierarchical_exact(gpus: int, tmp_path: Path) -> None:
     topo = rail_only(2, gpus, nic_link=NIC, hb_link=HB)
-    with RailMininetTestbed(topo, _options(tmp_path)) as tb:
+    with RailTestbed(topo, _options(tmp_path), backend="mininet") as tb:
         assert_exact(tb.run_hierarchical([1, 300, 2000]), [1, 300, 2000], 2 * gpus)
     assert _leftovers([s.name for s in topo.switches]) == []
 
@@ -48,7 +47,7 @@ def test_rail_only_hierarchical_exact(gpus: int, tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("gpus", [2, 4])
 def test_rail_only_momentum_bit_exact(gpus: int, tmp_path: Path) -> None:
-    with RailMininetTestbed(rail_only(2, gpus, nic_link=NIC, hb_link=HB), _options(tmp_path)) as tb:
+    with RailTestbed(rail_only(2, gpus, nic_link=NIC, hb_link=HB), _options(tmp_path), backend="mininet") as tb:
         assert_training_bit_exact(tb, "momentum", steps=2)
 
 
@@ -56,7 +55,7 @@ def test_rail_only_momentum_bit_exact(gpus: int, tmp_path: Path) -> None:
 @pytest.mark.parametrize("gpus", [2, 4])
 def test_rail_optimized_hierarchical_and_flat_exact(gpus: int, tmp_path: Path) -> None:
     topo = rail_optimized(2, gpus, nic_link=NIC, hb_link=HB)
-    with RailMininetTestbed(topo, _options(tmp_path)) as tb:
+    with RailTestbed(topo, _options(tmp_path), backend="mininet") as tb:
         assert_exact(tb.run_hierarchical([300, 2000]), [300, 2000], 2 * gpus)
         assert_exact(tb.run_flat([300]), [300], 2 * gpus)
     assert _leftovers([s.name for s in topo.switches]) == []
@@ -65,7 +64,7 @@ def test_rail_optimized_hierarchical_and_flat_exact(gpus: int, tmp_path: Path) -
 @pytest.mark.slow
 @pytest.mark.parametrize("gpus", [2, 4])
 def test_rail_optimized_sgd_bit_exact(gpus: int, tmp_path: Path) -> None:
-    with RailMininetTestbed(rail_optimized(2, gpus, nic_link=NIC, hb_link=HB), _options(tmp_path)) as tb:
+    with RailTestbed(rail_optimized(2, gpus, nic_link=NIC, hb_link=HB), _options(tmp_path), backend="mininet") as tb:
         assert_training_bit_exact(tb, "sgd", steps=2)
 
 
@@ -80,7 +79,7 @@ def test_a_nic_link_down_fails_its_rail_and_a_reinstalled_job_runs(tmp_path: Pat
     from innet.testbed.core.ina_worker import EXIT_AGGREGATION
 
     topo = rail_only(2, 2, nic_link=NIC, hb_link=HB)
-    with RailMininetTestbed(topo, TestbedOptions(state_dir=tmp_path, window=8, chunk_deadline=2.0)) as tb:
+    with RailTestbed(topo, TestbedOptions(state_dir=tmp_path, window=8, chunk_deadline=2.0), backend="mininet") as tb:
         procs = tb.spawn_rail("allreduce", sizes=(4000,), repeats=200)
         deadline = time.monotonic() + 30
         while tb.rail_counters("r2")["innet_completions"] <= 20:
@@ -107,8 +106,8 @@ def test_a_nic_link_down_fails_its_rail_and_a_reinstalled_job_runs(tmp_path: Pat
 @pytest.mark.parametrize("gpus", [2, 4])
 def test_alltoall_on_rail_optimized_delivers_every_byte_on_both_routes(gpus: int, tmp_path: Path) -> None:
     """Direct (through the spine) and two-step (HB forwarding, then the rail)."""
-    with RailMininetTestbed(rail_optimized(2, gpus, nic_link=NIC, hb_link=HB),
-                            TestbedOptions(state_dir=tmp_path, window=8)) as tb:
+    with RailTestbed(rail_optimized(2, gpus, nic_link=NIC, hb_link=HB),
+                            TestbedOptions(state_dir=tmp_path, window=8), backend="mininet") as tb:
         for route in ("direct", "two-step"):
             assert_exact(tb.run_alltoall(20000, repeats=1, route=route), [20000], 2 * gpus)
 
@@ -116,8 +115,8 @@ def test_alltoall_on_rail_optimized_delivers_every_byte_on_both_routes(gpus: int
 @pytest.mark.slow
 @pytest.mark.parametrize("gpus", [2, 4])
 def test_alltoall_on_rail_only_delivers_every_byte(gpus: int, tmp_path: Path) -> None:
-    with RailMininetTestbed(rail_only(2, gpus, nic_link=NIC, hb_link=HB),
-                            TestbedOptions(state_dir=tmp_path, window=8)) as tb:
+    with RailTestbed(rail_only(2, gpus, nic_link=NIC, hb_link=HB),
+                            TestbedOptions(state_dir=tmp_path, window=8), backend="mininet") as tb:
         assert_exact(tb.run_alltoall(20000, repeats=1), [20000], 2 * gpus)
 
 
@@ -127,21 +126,21 @@ def test_gloo_ring_on_rail_only_relays_through_the_hb_domain(gpus: int, tmp_path
     """No NIC path between rails: gloo's full mesh connects through the hosts' relay routes
     (HB peer, then its rail); the ring's own neighbours share a domain or a rail."""
     topo = rail_only(2, gpus, nic_link=NIC, hb_link=HB)
-    with RailMininetTestbed(topo, _options(tmp_path)) as tb:
-        assert "via 10.1.1.2 dev d1g1-eth1" in tb.net.get("d1g1").cmd(f"ip route get {topo.host('d2g2').address}")
+    with RailTestbed(topo, _options(tmp_path), backend="mininet") as tb:
+        assert "via 10.1.1.2 dev d1g1-eth1" in tb.network.net.get("d1g1").cmd(f"ip route get {topo.host('d2g2').address}")
         assert_exact(tb.run_gloo([1000, 20000], repeats=1, timeout=50), [1000, 20000], 2 * gpus)
 
 
 @pytest.mark.slow
 def test_gloo_ring_on_rail_optimized_through_the_spine(tmp_path: Path) -> None:
-    with RailMininetTestbed(rail_optimized(2, 2, nic_link=NIC, hb_link=HB), _options(tmp_path)) as tb:
+    with RailTestbed(rail_optimized(2, 2, nic_link=NIC, hb_link=HB), _options(tmp_path), backend="mininet") as tb:
         assert_exact(tb.run_gloo([1000, 20000], repeats=1, timeout=50), [1000, 20000], 4)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("topology", [rail_only, rail_optimized])
 def test_digits_trained_with_the_rail_switches_as_optimizer(topology: Any, tmp_path: Path) -> None:
-    with RailMininetTestbed(topology(2, 4, nic_link=NIC, hb_link=HB), _options(tmp_path)) as tb:
+    with RailTestbed(topology(2, 4, nic_link=NIC, hb_link=HB), _options(tmp_path), backend="mininet") as tb:
         assert_digits_trained(tb, steps=12)
 
 
@@ -153,7 +152,7 @@ def test_testbed_up_rail_only_every_gpu_reaches_every_gpu() -> None:
     proc = subprocess.run([sys.executable, "-m", "innet.cli", "testbed", "up", "--topo", "rail-only", "--domains", "2",
                            "--gpus-per-domain", "2", "--bw", "100", "--hb-bw", "1000"],
                           input=commands, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=55,
-                          cwd=Path(__file__).resolve().parents[2])
+                          cwd=Path(__file__).resolve().parents[3])
     out = proc.stdout
     assert proc.returncode == 0, out
     assert "*** Results: 0% dropped (12/12 received)" in out, out
@@ -165,7 +164,7 @@ def test_testbed_up_rail_only_every_gpu_reaches_every_gpu() -> None:
 def test_a_spare_domain_takes_over_a_dead_one_bit_exact(tmp_path: Path) -> None:
     topo = rail_only(3, 2, nic_link=NIC, hb_link=HB)
     options = TestbedOptions(state_dir=tmp_path, window=8, chunk_deadline=60.0)
-    with RailMininetTestbed(topo, options, spares=1) as tb:
+    with RailTestbed(topo, options, backend="mininet", spares=1) as tb:
         config = DigitsConfig(gpus=tb.gpus, steps=8)
         plain = tb.run_digits(config)
         out = run_digits_failover(tb, config, rank=0, kill_at=20, warm=True)

@@ -11,7 +11,8 @@ import pytest
 pytest.importorskip("torch", reason="torch (optional dependency) is not installed")
 
 from innet.host.wire import quantize as qz  # noqa: E402
-from innet.testbed.backends.loopback import LoopbackTestbed  # noqa: E402
+from innet.testbed.backends.select import open_testbed  # noqa: E402
+from innet.testbed.core.testbed import Testbed  # noqa: E402
 from innet.testbed.luwu.hook_check import compare_gradients  # noqa: E402
 from innet.testbed.luwu.run import RunConfig, luwu_star, run_training  # noqa: E402
 from innet.testbed.luwu.train import TrainSpec, run  # noqa: E402
@@ -21,8 +22,8 @@ LR = 0.01
 
 
 @pytest.fixture(scope="module")
-def testbed() -> Iterator[LoopbackTestbed]:
-    with LoopbackTestbed(luwu_star(workers=2, nodes=1)) as tb:
+def testbed() -> Iterator[Testbed]:
+    with open_testbed(luwu_star(workers=2, nodes=1), backend="loopback") as tb:
         yield tb
 
 
@@ -33,7 +34,7 @@ def _local(workers: int) -> tuple[list[float], float]:
 
 
 @pytest.mark.slow
-def test_luwu_mode_trains_like_the_local_adam_baseline(testbed: LoopbackTestbed, tmp_path: Path) -> None:
+def test_luwu_mode_trains_like_the_local_adam_baseline(testbed: Testbed, tmp_path: Path) -> None:
     losses, accuracy = _local(2)
     result = run_training(testbed, RunConfig(mode="luwu", workers=2, nodes=1, steps=STEPS, lr=LR), tmp_path)
     assert not result.errors, result.errors
@@ -44,7 +45,7 @@ def test_luwu_mode_trains_like_the_local_adam_baseline(testbed: LoopbackTestbed,
 
 
 @pytest.mark.slow
-def test_ddp_with_the_innet_hook_trains_like_gloo_ddp(testbed: LoopbackTestbed) -> None:
+def test_ddp_with_the_innet_hook_trains_like_gloo_ddp(testbed: Testbed) -> None:
     losses, accuracy = _local(2)  # = DDP + gloo (mean of the ranks' gradients), computed in one process
     result = run_training(testbed, RunConfig(mode="ddp-innet", workers=2, steps=STEPS, lr=LR))
     assert not result.errors, result.errors
@@ -54,7 +55,7 @@ def test_ddp_with_the_innet_hook_trains_like_gloo_ddp(testbed: LoopbackTestbed) 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["fsdp", "fsdp-offload"])
-def test_fsdp2_trains_like_the_local_adam_baseline_on_shards(testbed: LoopbackTestbed, mode: str) -> None:
+def test_fsdp2_trains_like_the_local_adam_baseline_on_shards(testbed: Testbed, mode: str) -> None:
     losses, accuracy = _local(2)  # FSDP2's reduce-scatter averages like DDP; Adam is per element
     result = run_training(testbed, RunConfig(mode=mode, workers=2, steps=STEPS, lr=LR))
     assert not result.errors, result.errors
@@ -67,7 +68,7 @@ def test_fsdp2_trains_like_the_local_adam_baseline_on_shards(testbed: LoopbackTe
 
 
 @pytest.mark.slow
-def test_the_innet_hook_averages_like_gloo_ddp_within_the_quantization_bound(testbed: LoopbackTestbed,
+def test_the_innet_hook_averages_like_gloo_ddp_within_the_quantization_bound(testbed: Testbed,
                                                                               tmp_path: Path) -> None:
     n, steps = 2, 5
     ranks = compare_gradients(testbed, workers=n, steps=steps, out_dir=tmp_path)
@@ -86,7 +87,7 @@ def test_the_innet_hook_averages_like_gloo_ddp_within_the_quantization_bound(tes
 
 
 @pytest.mark.slow
-def test_a_killed_optimizer_node_is_named_by_the_workers(testbed: LoopbackTestbed, tmp_path: Path) -> None:
+def test_a_killed_optimizer_node_is_named_by_the_workers(testbed: Testbed, tmp_path: Path) -> None:
     deadline = 2.0
     result = run_training(testbed, RunConfig(mode="luwu", workers=2, nodes=1, steps=500, lr=LR,
                                              chunk_deadline=deadline, kill_node_at_step=2, timeout=20), tmp_path)

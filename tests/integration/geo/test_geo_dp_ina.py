@@ -29,8 +29,8 @@ def test_two_replicas_per_site_average_through_the_site_switches(tmp_path: Path)
     topo = geo([Site("a", 2), Site("b", 2)], [Wan("a", "b", Link(bw_mbps=100, delay_ms=5))])
     plans = partition(mlp(SIZES), CUTS)
     sizes = [64 * 16 + 16, 16 * 10 + 10]
-    with GeoTestbed(topo, TestbedOptions(state_dir=tmp_path / "state", window=16)) as tb:
-        epochs = {s: tb.sites[s].attach() for s in ("a", "b")}
+    with GeoTestbed(topo, TestbedOptions(state_dir=tmp_path / "state", window=16), backend="loopback") as tb:
+        epochs = {s: tb.attach_site(s) for s in ("a", "b")}
         pipelines = []
         for r in range(2):
             jobs = []

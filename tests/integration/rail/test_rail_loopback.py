@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +10,10 @@ import pytest
 from innet.testbed.core import testbed as bringup
 from innet.testbed.core.testbed import TestbedOptions
 from innet.testbed.core.gloo import gloo_available
-from innet.testbed.rail.testbed import RailLoopbackTestbed
+from innet.testbed.rail.testbed import RailTestbed
 from innet.testbed.core.topology import rail_only, rail_optimized
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rail_checks import assert_digits_trained, assert_exact, assert_training_bit_exact  # noqa: E402
+from testkit.rail_checks import assert_digits_trained, assert_exact, assert_training_bit_exact  # noqa: E402
 
 SIZES = [1, 300, 2000]
 
@@ -26,7 +24,7 @@ def _options(tmp_path: Path) -> TestbedOptions:
 
 @pytest.mark.slow
 def test_rail_only_2x2_hierarchical_sums_and_momentum(tmp_path: Path) -> None:
-    with RailLoopbackTestbed(rail_only(2, 2), _options(tmp_path)) as tb:
+    with RailTestbed(rail_only(2, 2), _options(tmp_path), backend="loopback") as tb:
         assert tb.flat is None
         assert_exact(tb.run_hierarchical(SIZES), SIZES, 4)
         counters = tb.counters()
@@ -37,7 +35,7 @@ def test_rail_only_2x2_hierarchical_sums_and_momentum(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_rail_optimized_2x2_hierarchical_and_flat(tmp_path: Path) -> None:
-    with RailLoopbackTestbed(rail_optimized(2, 2), _options(tmp_path)) as tb:
+    with RailTestbed(rail_optimized(2, 2), _options(tmp_path), backend="loopback") as tb:
         assert_exact(tb.run_hierarchical(SIZES), SIZES, 4)
         assert_exact(tb.run_flat(SIZES), SIZES, 4)
         spine = tb.controller[tb.grid.spine].counters(tb.flat.job_id)
@@ -46,13 +44,13 @@ def test_rail_optimized_2x2_hierarchical_and_flat(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_rail_optimized_2x2_sgd(tmp_path: Path) -> None:
-    with RailLoopbackTestbed(rail_optimized(2, 2), _options(tmp_path)) as tb:
+    with RailTestbed(rail_optimized(2, 2), _options(tmp_path), backend="loopback") as tb:
         assert_training_bit_exact(tb, "sgd")
 
 
 @pytest.mark.slow
 def test_rail_only_2x4_hierarchical_sums(tmp_path: Path) -> None:
-    with RailLoopbackTestbed(rail_only(2, 4), _options(tmp_path)) as tb:
+    with RailTestbed(rail_only(2, 4), _options(tmp_path), backend="loopback") as tb:
         assert_exact(tb.run_hierarchical([300, 2000]), [300, 2000], 8)
         # the host-based baseline: the rail's GPUs reduce-scatter and all-gather over TCP
         assert_exact(tb.run_hierarchical([300, 2000], collective="ring"), [300, 2000], 8)
@@ -60,39 +58,39 @@ def test_rail_only_2x4_hierarchical_sums(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_rail_only_2x4_momentum(tmp_path: Path) -> None:
-    with RailLoopbackTestbed(rail_only(2, 4), _options(tmp_path)) as tb:
+    with RailTestbed(rail_only(2, 4), _options(tmp_path), backend="loopback") as tb:
         assert_training_bit_exact(tb, "momentum", steps=2)
 
 
 @pytest.mark.slow
 def test_rail_optimized_2x4_hierarchical(tmp_path: Path) -> None:
-    with RailLoopbackTestbed(rail_optimized(2, 4), _options(tmp_path)) as tb:
+    with RailTestbed(rail_optimized(2, 4), _options(tmp_path), backend="loopback") as tb:
         assert_exact(tb.run_hierarchical([2000]), [2000], 8)
 
 
 @pytest.mark.slow
 def test_rail_optimized_2x4_flat_through_the_spine(tmp_path: Path) -> None:
-    with RailLoopbackTestbed(rail_optimized(2, 4), _options(tmp_path)) as tb:
+    with RailTestbed(rail_optimized(2, 4), _options(tmp_path), backend="loopback") as tb:
         assert_exact(tb.run_flat([300]), [300], 8)
 
 
 @pytest.mark.slow
 def test_rail_optimized_2x4_sgd(tmp_path: Path) -> None:
-    with RailLoopbackTestbed(rail_optimized(2, 4), _options(tmp_path)) as tb:
+    with RailTestbed(rail_optimized(2, 4), _options(tmp_path), backend="loopback") as tb:
         assert_training_bit_exact(tb, "sgd", steps=2)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("gpus", [2, 4])
 def test_alltoall_delivers_every_byte_on_both_routes(gpus: int, tmp_path: Path) -> None:
-    with RailLoopbackTestbed(rail_optimized(2, gpus), _options(tmp_path)) as tb:
+    with RailTestbed(rail_optimized(2, gpus), _options(tmp_path), backend="loopback") as tb:
         for route in ("direct", "two-step"):
             results = tb.run_alltoall(30000, repeats=1, route=route)
             assert_exact(results, [30000], 2 * gpus)
 
 
 def test_rail_only_has_no_direct_alltoall_or_flat_ina(tmp_path: Path) -> None:
-    tb = RailLoopbackTestbed(rail_only(2, 2), _options(tmp_path))  # not started: planning only
+    tb = RailTestbed(rail_only(2, 2), _options(tmp_path), backend="loopback")  # not started: planning only
     with pytest.raises(bringup.TestbedError, match=r"topology rail-only-2x2: the direct all-to-all needs a spine"):
         tb.run_alltoall(10, route="direct")
     with pytest.raises(bringup.TestbedError, match=r"topology rail-only-2x2: flat INA needs a spine"):
@@ -105,20 +103,20 @@ def test_gloo_ring_on_a_rail_testbed(topology: Any, tmp_path: Path) -> None:
     """gloo's ranks in ring order, rendezvous on 127.0.0.1 (not the topology's 10.0.0.1)."""
     if not gloo_available():
         pytest.skip("torch (the gloo baseline's optional dependency) is not installed")
-    with RailLoopbackTestbed(topology(2, 2), _options(tmp_path)) as tb:
+    with RailTestbed(topology(2, 2), _options(tmp_path), backend="loopback") as tb:
         assert_exact(tb.run_gloo([1000], repeats=1, timeout=60), [1000], 4)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("gpus", [2, 4])
 def test_alltoall_on_rail_only_delivers_every_byte(gpus: int, tmp_path: Path) -> None:
-    with RailLoopbackTestbed(rail_only(2, gpus), _options(tmp_path)) as tb:
+    with RailTestbed(rail_only(2, gpus), _options(tmp_path), backend="loopback") as tb:
         assert_exact(tb.run_alltoall(30000, repeats=1), [30000], 2 * gpus)
 
 
 @pytest.mark.slow
 def test_rail_only_2x2_trains_digits_with_the_rail_switches_as_optimizer(tmp_path: Path) -> None:
-    with RailLoopbackTestbed(rail_only(2, 2), _options(tmp_path)) as tb:
+    with RailTestbed(rail_only(2, 2), _options(tmp_path), backend="loopback") as tb:
         assert_digits_trained(tb, steps=12)
 
 
@@ -135,5 +133,5 @@ def test_rail_only_2x2_trains_a_1m_parameter_mlp_no_single_switch_could_hold(tmp
 
     assert Mlp((1024, 1024)).size > MLP_PARAM_CHUNKS * 64
     options = TestbedOptions(state_dir=tmp_path, window=64, defines=(("INNET_PARAM_CHUNKS", str(MLP_PARAM_CHUNKS)),))
-    with RailLoopbackTestbed(rail_only(2, 2), options) as tb:
+    with RailTestbed(rail_only(2, 2), options, backend="loopback") as tb:
         assert_digits_trained(tb, steps=12, tolerance=0.05, hidden=(1024, 1024), lr=0.05)

@@ -7,7 +7,6 @@ state the rail switches hold, and the run ends bit for bit where an uninterrupte
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -16,15 +15,14 @@ import pytest
 
 from innet.testbed.core.testbed import TestbedOptions
 from innet.testbed.core.ina_worker import EXIT_AGGREGATION
-from innet.testbed.rail.testbed import RailLoopbackTestbed
+from innet.testbed.rail.testbed import RailTestbed
 from innet.testbed.rail.worker import EXIT_HB
 from innet.testbed.core.topology import rail_only
 from innet.testbed.rail.digits import DigitsConfig, simulate
 from innet.testbed.rail.grid import shard_bounds
 from innet.testbed.rail.spare import run_digits_failover
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rail_checks import assert_exact  # noqa: E402
+from testkit.rail_checks import assert_exact  # noqa: E402
 
 DEADLINE = 2.0
 
@@ -40,7 +38,7 @@ def _wait_for(condition: object, timeout: float, what: str) -> None:
 @pytest.mark.slow
 def test_a_hung_rail_switch_fails_its_rail_and_a_reinstalled_job_runs(tmp_path: Path) -> None:
     options = TestbedOptions(state_dir=tmp_path, window=8, chunk_deadline=DEADLINE)
-    with RailLoopbackTestbed(rail_only(2, 2), options) as tb:
+    with RailTestbed(rail_only(2, 2), options, backend="loopback") as tb:
         procs = tb.spawn_rail("allreduce", sizes=(4000,), repeats=200)
         _wait_for(lambda: tb.rail_counters("r2")["innet_completions"] > 20, 30, "rail r2 did not aggregate")
         tb.freeze_switch("r2")
@@ -74,7 +72,7 @@ def test_a_hung_rail_switch_fails_its_rail_and_a_reinstalled_job_runs(tmp_path: 
 def test_a_spare_domain_takes_over_a_dead_one_with_no_lost_or_repeated_step(kill_at: int, warm: bool,
                                                                             tmp_path: Path) -> None:
     options = TestbedOptions(state_dir=tmp_path, window=8, chunk_deadline=60.0)
-    with RailLoopbackTestbed(rail_only(domains=3, gpus_per_domain=2), options, spares=1) as tb:
+    with RailTestbed(rail_only(domains=3, gpus_per_domain=2), options, backend="loopback", spares=1) as tb:
         assert tb.active == [0, 1] and tb.gpus == 4
         config = DigitsConfig(gpus=tb.gpus, steps=10)
         plain = tb.run_digits(config)

@@ -1,0 +1,76 @@
+"""What a :class:`~innet.testbed.core.testbed.Testbed` asks of the backend that brings its
+topology up (``innet.testbed.backends``: loopback UDP, Mininet).
+
+A testbed is one shape for every system: a topology value, a system class (star, rail, geo)
+that says which jobs and runs it has, and a network object satisfying this protocol. The
+system never subclasses a backend; a backend never knows which system it carries (a system
+that needs more of the network, such as rail's HB bridges, hands the backend a topology
+builder and a configure step).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any, Protocol, Sequence
+
+from innet.testbed.core.processes import ProcessGroup
+
+
+class TestbedNetwork(Protocol):
+    """A topology's switches and hosts, brought up on one backend."""
+
+    kind: str
+    """``mininet`` or ``loopback``."""
+    thrift_port: int | None
+    """BMv2 only: the switch's Thrift port (registers through simple_switch_CLI)."""
+    bmv2_tools: Any
+    """BMv2 only: the binaries :meth:`prepare_pipeline` found."""
+
+    def prepare_pipeline(self, procs: ProcessGroup) -> Any:
+        """The pipeline to push when the switch is not innet-switch (compiled before any
+        network exists, so that a missing binary leaves nothing to undo); None: innet.p4
+        through innet's own compiler."""
+        ...
+
+    def start(self, procs: ProcessGroup) -> dict[str, str]:
+        """Bring switches and hosts up, their processes recorded in ``procs``; per P4 switch,
+        its P4Runtime address."""
+        ...
+
+    def stop(self) -> None:
+        """Undo :meth:`start` (called also after a partial start)."""
+        ...
+
+    def spawn_on(self, host: str, name: str, argv: Sequence[str], env: dict[str, str] | None = None,
+                 stdout_pipe: bool = False) -> subprocess.Popen[bytes]:
+        """Start ``argv`` as a process of ``host`` (recorded in the run's ``procs``)."""
+        ...
+
+    def transport_to(self, host: str, switch: str) -> dict[str, Any]:
+        """The agent transport dict of ``host`` towards P4 switch ``switch`` (see
+        ``innet.testbed.core.ina_worker``)."""
+        ...
+
+    def gloo_iface(self, host: str) -> str:
+        """Interface gloo binds to on ``host``."""
+        ...
+
+    def gloo_master(self) -> str:
+        """Address of rank 0 for gloo's rendezvous."""
+        ...
+
+    def count_iface(self, host: str) -> str | None:
+        """Interface (in the host's namespace) whose counters are that host's link; None on loopback."""
+        ...
+
+    def wire_bytes(self) -> dict[str, tuple[int, int]] | None:
+        """Per host, (bytes sent, bytes received) on its link so far; None where not measurable."""
+        ...
+
+    def switch_pid(self) -> int | None:
+        """Process id of a single-switch topology's switch (RSS, CPU); None otherwise or not running."""
+        ...
+
+    def free_port(self) -> int:
+        """A TCP port for gloo's rendezvous on rank 0's host."""
+        ...
