@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from innet.controller.errors import ControllerError, JobError
 from innet.controller.innet_switch import InnetSwitch
-from innet.controller.jobs import Forwarding, JobInfo, JobSpec, OwnerInfo, next_epoch
+from innet.controller.jobs import Forwarding, JobInfo, JobSpec, OwnerInfo, WorkerSpec, next_epoch
 from innet.controller.pipeline import PipelineConfig
 from innet.host.wire.shard import Shard, ShardPlan, ShardPlanError
 from innet.controller.switch import Switch, SwitchEndpoint, connect_all
@@ -133,6 +133,11 @@ class Controller:
         for name in switches:
             self[name].attach(job_id, epoch)
         return epoch
+
+    def replace_worker(self, job_id: int, switch: str, worker: WorkerSpec) -> None:
+        """Rank ``worker.rank`` of live job ``job_id`` is now ``worker`` on ``switch`` (same
+        epoch, state kept): see :meth:`InnetSwitch.replace_worker`."""
+        self[switch].replace_worker(job_id, worker)
 
     def destroy_job(self, job_id: int) -> list[str]:
         """Remove ``job_id`` from every switch that has it; the names of those switches."""

@@ -12,7 +12,7 @@ parameters, state.  Layout (K, slots, ...) is read from the pipeline's P4Info.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import grpc
 import numpy as np
@@ -41,6 +41,17 @@ class Occupancy:
     """count == num_workers: result stored."""
     contributors: tuple[int, ...]
     """Per copy, number of bits set in its bitmap (cell order)."""
+
+
+@dataclass(frozen=True)
+class CopyState:
+    """A job's slot copies as the switch holds them (``idx = (slot_base + slot) * 2 + VER``,
+    counted from the job's first cell)."""
+
+    info: J.JobInfo
+    count: npt.NDArray[np.int64]
+    bitmap: npt.NDArray[np.int64]
+    epoch: npt.NDArray[np.int64]
 
 
 class InnetSwitch:
@@ -194,7 +205,32 @@ class InnetSwitch:
             out[:, i] = self.switch.read_register(name, info.chunks)
         return out.reshape(-1).view(np.int32)
 
+    def replace_worker(self, job_id: int, worker: J.WorkerSpec) -> None:
+        """Address rank ``worker.rank`` of a live job at another host (a spare taking over a
+        failed one): its ``innet_workers`` entry and its replica in the job's multicast group.
+        Slot state, parameters and the epoch stay, so the new host continues the rank's
+        stream where the old one stopped."""
+        if job_id not in self._jobs:
+            raise JobError(f"switch {self.name}: job {job_id} was not created by this controller; "
+                           "its workers cannot be replaced")
+        job, chunks = self._jobs[job_id]
+        ranks = [w.rank for w in job.workers]
+        if worker.rank not in ranks:
+            raise JobError(f"switch {self.name}: job {job_id} has no worker of rank {worker.rank} "
+                           f"(ranks {min(ranks)}..{max(ranks)})")
+        job = replace(job, workers=tuple(worker if w.rank == worker.rank else w for w in job.workers))
+        self.switch.modify([J.worker_entry(job_id, worker)])
+        self.switch.set_multicast_group(job.group, J.replicas(job, self.name))
+        self._jobs[job_id] = (job, chunks)
+
     # -- state ---------------------------------------------------------------------------
+
+    def copy_state(self, job_id: int) -> CopyState:
+        """Every slot copy of the job: count, bitmap and epoch (cell order)."""
+        info = self.job(job_id)
+        layout = self.layout
+        return CopyState(info, *(np.asarray(self.switch.read_register(name, info.cells), np.int64)
+                                 for name in (layout.count, layout.bitmap, layout.epoch)))
 
     def occupancy(self, job_id: int) -> Occupancy:
         info = self.job(job_id)
@@ -204,6 +240,11 @@ class InnetSwitch:
         return Occupancy(job_id, len(counts), sum(1 for c in counts if c == 0),
                          sum(1 for c in counts if 0 < c < n), sum(1 for c in counts if c == n),
                          tuple(bin(b).count("1") for b in bitmaps))
+
+    def completions(self, job_id: int) -> int:
+        """The job's ``innet_completions`` (one counter read: cheap enough to poll)."""
+        name = next(c for c in self.layout.counters if c.endswith("innet_completions"))
+        return self.switch.read_counter(name, job_id).get(job_id, (0, 0))[0]
 
     def counters(self, job_id: int | None = None) -> dict[str, dict[int, int]]:
         """Short counter name -> {job index: packets}; one job or every index."""

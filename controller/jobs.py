@@ -413,10 +413,15 @@ def next_epoch(current: list[int]) -> int:
     return top + 1
 
 
+def worker_entry(job_id: int, w: WorkerSpec) -> TableEntry:
+    """``innet_workers`` of one member: where its RESULT replica (rid = rank) goes."""
+    return TableEntry(WORKERS_TABLE, {"job": job_id, "egress_rid": w.rank}, "set_worker",
+                      {"mac": w.mac, "ip": w.ip, "udp_port": w.udp_port})
+
+
 def worker_entries(job: JobSpec) -> list[TableEntry]:
     """``innet_workers`` of the workers and the owners."""
-    return [TableEntry(WORKERS_TABLE, {"job": job.job_id, "egress_rid": w.rank}, "set_worker",
-                       {"mac": w.mac, "ip": w.ip, "udp_port": w.udp_port}) for w in job.members()]
+    return [worker_entry(job.job_id, w) for w in job.members()]
 
 
 def replicas(job: JobSpec, switch: str) -> list[Replica]:

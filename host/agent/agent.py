@@ -83,6 +83,9 @@ class AgentConfig:
     """multiprocessing start method of the agent process."""
     start_timeout: float = 60.0
     """Seconds the agent process may take to come up."""
+    start_position: int = 0
+    """First stream position of the plain lane. 0 for a new worker set; a process that takes
+    over a failed worker's rank mid-run continues that rank's stream (docs/rail.md, "Failures")."""
     datapath: str = "native"
     """``"native"``: quantization and the protocol loop in C (``innet.host.agent.native``), falling
     back to ``"python"`` (the reference) with one line on stderr when no C compiler or cffi
@@ -90,6 +93,8 @@ class AgentConfig:
 
     def __post_init__(self) -> None:
         native_datapath.check_datapath(self.datapath)
+        if self.start_position < 0:
+            raise ValueError(f"agent start position {self.start_position} is negative")
 
 
 @dataclass(frozen=True)
@@ -170,6 +175,7 @@ class _AgentProcess:
             # the plain lane alone (its slots, no owners)
             plain = replace(job, window=job.lanes.plain_slots, owners=(), owner_slots=0) if job.owners else job
             self.aggregator = self._aggregator(plain)
+            self.aggregator.position = config.start_position
         self.segments: tuple[shared_memory.SharedMemory, shared_memory.SharedMemory] | None = None
 
     def _aggregator(self, job: JobConfig) -> Any:
@@ -224,6 +230,9 @@ class _AgentProcess:
                 self._close_segments()
                 self.segments = (_attach(msg[1]), _attach(msg[2]))
                 continue
+            if msg[0] == "take_rank":
+                self.conn.send(("took_rank", self._take_rank(msg[1], msg[2])))
+                continue
             _, op_id, kind, n, first_chunk, frac_bits = msg
             try:
                 self.conn.send(("done", op_id, self._op(kind, n, first_chunk, frac_bits)))
@@ -234,6 +243,21 @@ class _AgentProcess:
                     self.conn.send(("error", op_id, error))
                 except Exception:  # not picklable
                     self.conn.send(("error", op_id, AgentError(f"{type(error).__name__}: {error}")))
+
+    def _take_rank(self, rank: int, position: int) -> str:
+        """Become worker ``rank`` of the job at stream ``position`` (a standby taking over a
+        failed rank); an error text, or "" when done."""
+        job = self.config.job
+        if job.owners or job.is_owner:
+            return f"job {job.job}: a worker of a job with owners cannot take another rank"
+        try:
+            new = replace(job, rank=rank)
+        except ValueError as error:
+            return str(error)
+        self.config = replace(self.config, job=new, start_position=position)
+        self.aggregator = self._aggregator(new)
+        self.aggregator.position = position
+        return ""
 
     def _op(self, kind: str, n: int, first_chunk: int = 0, frac_bits: int = 0) -> OpResult:
         assert self.segments is not None
@@ -490,6 +514,20 @@ class Agent:
         """Wait for the pushed vector's result: the updated parameters as float32."""
         fmt = self.config.fixed or qz.FixedPointFormat(num_workers=self.config.job.num_workers)
         return self._dequantizer().dequantize(self._wait(timeout), fmt.param_frac_bits)
+
+    def take_rank(self, rank: int, position: int, timeout: float = 30.0) -> None:
+        """Act as worker ``rank`` from stream ``position`` on (same job, epoch and transport):
+        a standby that was started before it knew which failed worker it would replace
+        (docs/rail.md, "Failures"). Raises AgentError."""
+        if self._conn is None:
+            raise AgentError(f"agent of {self._name} is not running (use start() or 'with')")
+        if self._pending is not None:
+            raise AgentError(f"agent of {self._name}: an operation is still pending; pull() first")
+        self._conn.send(("take_rank", rank, position))
+        reply = self._recv(timeout, f"taking rank {rank}")
+        if reply[0] != "took_rank" or reply[1]:
+            raise AgentError(f"agent of {self._name}: cannot take rank {rank}: {reply[1] if len(reply) > 1 else reply}")
+        self.config = replace(self.config, job=replace(self.config.job, rank=rank), start_position=position)
 
     def push_int(self, values: npt.ArrayLike) -> None:
         """Start aggregating raw int32 values (any mode); returns at once."""

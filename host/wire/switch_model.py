@@ -56,6 +56,16 @@ def momentum_step(w: npt.ArrayLike, m: npt.ArrayLike, g: npt.ArrayLike, lr: int,
     return w_new, m_new
 
 
+def momentum_unstep(w: npt.ArrayLike, m: npt.ArrayLike, lr: int, lr_shift: int) -> I32:
+    """The parameters before the momentum step that left ``(w, m)``: ``w + ((lr*m) >> lr_shift)``.
+
+    Exact in int32 with wrapping, because the step subtracted that very term from the old
+    parameters and the new momentum ``m`` is what the switch stores. A controller uses it to
+    undo the last step of a chunk whose step ran while others of the same step did not (an
+    HB domain failed mid-step, docs/rail.md "Failures"); sgd stores nothing to undo with."""
+    return wrap32(_i64(w) + mul_shift(lr, m, lr_shift))
+
+
 @dataclass
 class SwitchModel:
     """One job's parameter shard and optimizer state as the switch holds them."""

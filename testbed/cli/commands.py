@@ -140,6 +140,8 @@ NAMED_BENCHMARKS: dict[str, tuple[str, str]] = {
     "p4runtime": ("innet.testbed.microbench.p4runtime", "P4Runtime writes/reads and innet-switch on veths"),
     "veth": ("innet.testbed.microbench.veth", "innet-switch on one veth against the C reflector ceiling (root)"),
     "soak": ("innet.testbed.ina.soak", "exact allreduces for minutes under loss, duplication and restarts"),
+    "rail-failover": ("innet.testbed.rail.failover_bench", "a spare HB domain replacing a dead one mid-training: "
+                                                           "recovery time, exactness"),
 }
 """``innet bench NAME [options]``: benchmarks with options of their own (``--help`` each);
 ``innet bench`` without a name is the allreduce benchmark."""
@@ -318,7 +320,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     demo.set_defaults(func=cmd_demo, benchmark=True)
     train.set_defaults(func=cmd_demo, benchmark=False, sizes=(), no_gloo=True)
 
-    named = "\n".join(f"  {name:<10} {help_}" for name, (_, help_) in NAMED_BENCHMARKS.items())
+    named = "\n".join(f"  {name:<14} {help_}" for name, (_, help_) in NAMED_BENCHMARKS.items())
     bench = sub.add_parser("bench", help="allreduce benchmark: innet INA vs gloo ring on the same testbed "
                                          "(--topo rail-*: hierarchical INA and all-to-all too); "
                                          "innet bench NAME: " + ", ".join(NAMED_BENCHMARKS),

@@ -94,11 +94,13 @@ def gradient(config: DigitsConfig, data: Dataset, rank: int, step: int, params: 
 
 
 def worker_loop(config: DigitsConfig, rank: int, initial: I32, step_fn: Callable[[I32], I32],
-                report: Callable[[dict[str, Any]], None]) -> I32:
-    """One GPU's training: ``step_fn`` is the hierarchical push/pull; the final int32 parameters."""
-    data = load_digits_dataset(seed=config.seed)
+                report: Callable[[dict[str, Any]], None], start_step: int = 0, data: Dataset | None = None) -> I32:
+    """One GPU's training from ``start_step`` (``initial``: the parameters before it):
+    ``step_fn`` is the hierarchical push/pull; the final int32 parameters. ``data``: the
+    loaded dataset (default: loaded here)."""
+    data = data or load_digits_dataset(seed=config.seed)
     params = initial
-    for s in range(config.steps):
+    for s in range(start_step, config.steps):
         loss, g = gradient(config, data, rank, s, params)
         params = step_fn(g)
         report({"rank": rank, "step": s, "loss": loss})

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from innet.controller.jobs import JobSpec, WorkerSpec
 from innet.host.wire.shard import ShardPlan
@@ -94,19 +94,29 @@ def shard_bounds(elements: int, k: int, rails: int) -> list[tuple[int, int]]:
 def hierarchical_jobs(grid: RailGrid, job_id: int, *, window: int, k: int, agent_port: int, mode: str = "sum",
                       param_chunks: int = 0, lr: float = 0.0, beta: float = 0.0, grad_frac_bits: int = 16,
                       param_frac_bits: int = 16, slot_base: int = 0,
-                      port_of: Callable[[str], int] | None = None) -> tuple[dict[str, JobSpec], ShardPlan]:
-    """Per rail switch its JobSpec (workers: the rail's GPUs, rank = domain), and the shard plan."""
+                      port_of: Callable[[str], int] | None = None,
+                      domains: Sequence[int] | None = None) -> tuple[dict[str, JobSpec], ShardPlan]:
+    """Per rail switch its JobSpec (workers: the rail's GPUs of ``domains``, default every
+    domain, rank = position in ``domains``), and the shard plan."""
     port_of = port_of or (lambda h: grid.topology.uplink(h).b_port)
     plan = ShardPlan.contiguous(param_chunks, list(grid.rails))
+    rows = list(range(grid.y)) if domains is None else list(domains)
     jobs = {}
     for g, rail in enumerate(grid.rails):
-        workers = tuple(WorkerSpec(rank=d, port=port_of(h.name), mac=h.mac, ip=h.address, udp_port=agent_port)
-                        for d, h in enumerate(grid.rail(g)))
+        workers = tuple(rail_worker(grid, d, g, rank, agent_port, port_of) for rank, d in enumerate(rows))
         # The rail switch averages over y contributions, each the sum of x gradients: lr/x.
         jobs[rail] = JobSpec(job_id=job_id, workers=workers, slot_base=slot_base, slot_count=window, k=k,
                              mode=mode, lr=lr / grid.x, beta=beta, grad_frac_bits=grad_frac_bits,
                              param_frac_bits=param_frac_bits, param_chunks=param_chunks)
     return jobs, plan
+
+
+def rail_worker(grid: RailGrid, domain: int, gpu: int, rank: int, agent_port: int,
+                port_of: Callable[[str], int] | None = None) -> WorkerSpec:
+    """GPU ``gpu`` of ``domain`` as worker ``rank`` of its rail's job."""
+    h = grid.topology.host(grid.hosts[domain][gpu])
+    port = (port_of or (lambda name: grid.topology.uplink(name).b_port))(h.name)
+    return WorkerSpec(rank=rank, port=port, mac=h.mac, ip=h.address, udp_port=agent_port)
 
 
 def flat_job(grid: RailGrid, job_id: int, *, window: int, k: int, agent_port: int, **params: Any) -> JobSpec:

@@ -39,12 +39,19 @@ class RailTestbed(Testbed):
 
     multi_switch = True
 
-    def __init__(self, topology: Topology, options: TestbedOptions | None = None, backend: str = "auto") -> None:
+    def __init__(self, topology: Topology, options: TestbedOptions | None = None, backend: str = "auto",
+                 spares: int = 0) -> None:
         options = options or TestbedOptions()
         network = network_for(topology, options, backend,
                               mininet={"topo": rail_mininet_topo, "configure": configure_hosts, "executor": False})
         super().__init__(topology, options, network)
         self.grid = RailGrid.of(self.topology)
+        if not 0 <= spares < self.grid.y:
+            raise TestbedError(f"topology {self.topology.name}: {spares} spare HB domains of {self.grid.y}; "
+                               f"keep at least one domain in the job (0..{self.grid.y - 1} spares)")
+        self.active: list[int] = list(range(self.grid.y - spares))
+        """The HB domains in the job, by rank (the last ``spares`` domains wait as spares;
+        :mod:`innet.testbed.rail.spare` swaps one in for a failed domain)."""
         self.rail_jobs: dict[str, Any] = {}
         """The hierarchical job's JobSpec on each rail switch."""
         self.flat: Any = None
@@ -69,7 +76,7 @@ class RailTestbed(Testbed):
         jobs, plan = hierarchical_jobs(self.grid, job_id if job_id is not None else self.options.job_id,
                                        window=self.options.window, k=self.options.k,
                                        agent_port=self.options.agent_port, mode=mode, port_of=self.switch_port,
-                                       **params)
+                                       domains=self.active, **params)
         self.controller.create_sharded_job(jobs, plan)
         self.rail_jobs = jobs
         return jobs[self.grid.rails[0]]
@@ -143,22 +150,38 @@ class RailTestbed(Testbed):
 
     # -- runs -----------------------------------------------------------------------------
 
+    def active_rows(self) -> list[tuple[str, ...]]:
+        """The job's HB domains' hosts, by rank."""
+        return [self.grid.hosts[d] for d in self.active]
+
+    @property
+    def gpus(self) -> int:
+        """GPUs in the job (spare domains not counted)."""
+        return self.grid.x * len(self.active)
+
     def rail_plans(self, op: str, epoch: int, **fields: Any) -> list[tuple[str, RailPlan]]:
+        """Every GPU of the job: (host, plan), by rank."""
+        return [pair for d, row in enumerate(self.active_rows()) for pair in self.domain_plans(row, d, op, epoch,
+                                                                                               **fields)]
+
+    def domain_plans(self, row: Sequence[str], rank: int, op: str, epoch: int,
+                     **fields: Any) -> list[tuple[str, RailPlan]]:
+        """The GPUs of one HB domain (``row``: its hosts) as job rank ``rank``."""
+        peers = tuple(self.hb_address(h) for h in row)
         out = []
-        for d, row in enumerate(self.grid.hosts):
-            peers = tuple(self.hb_address(h) for h in row)
-            for g, host in enumerate(row):
-                sw = switch_of(self.topology, host)
-                plan = RailPlan(job=self.job.job_id, domain=d, gpu=g, x=self.grid.x, y=self.grid.y,
-                                window=self.options.window, k=self.options.k, transport=self.host_transport(host),
-                                epoch=epoch, hb_peers=peers, hb_names=row, switch=f"{sw.name} ({sw.ip})", op=op,
-                                chunk_deadline=self.options.chunk_deadline, **fields)
-                out.append((host, plan))
+        for g, host in enumerate(row):
+            sw = switch_of(self.topology, host)
+            plan = RailPlan(job=self.job.job_id, domain=rank, gpu=g, x=self.grid.x, y=len(self.active),
+                            window=self.options.window, k=self.options.k, transport=self.host_transport(host),
+                            epoch=epoch, hb_peers=peers, hb_names=tuple(row), switch=f"{sw.name} ({sw.ip})", op=op,
+                            chunk_deadline=self.options.chunk_deadline, **fields)
+            out.append((host, plan))
         return out
 
-    def spawn_rail(self, op: str, **fields: Any) -> list[tuple[str, subprocess.Popen[bytes]]]:
-        """Start one ``rail_worker`` per GPU (a new worker set: one attach moves every rail)."""
-        epoch = self.attach()
+    def spawn_rail(self, op: str, epoch: int | None = None, **fields: Any) -> list[tuple[str, subprocess.Popen[bytes]]]:
+        """Start one ``rail_worker`` per GPU: a new worker set (one attach moves every rail), or
+        the set attached at ``epoch``."""
+        epoch = self.attach() if epoch is None else epoch
         procs = []
         for host, plan in self.rail_plans(op, epoch, **fields):
             name = f"rail-{host}"
@@ -178,7 +201,7 @@ class RailTestbed(Testbed):
         epoch = self.attach()
         procs = []
         for host, plan in self.rail_plans("allreduce", epoch, sizes=tuple(sizes), repeats=repeats):
-            plan = replace(plan, collective="ring", rail_peers=tuple(rail[row[plan.gpu]] for row in self.grid.hosts))
+            plan = replace(plan, collective="ring", rail_peers=tuple(rail[row[plan.gpu]] for row in self.active_rows()))
             name = f"rail-{host}"
             procs.append((name, self.spawn_on(host, name, [sys.executable, "-m", RAIL_WORKER, plan.to_json()],
                                               stdout_pipe=True)))
@@ -198,7 +221,7 @@ class RailTestbed(Testbed):
         start = np.zeros(size, np.int32) if initial is None else np.asarray(initial, np.int32)
         self.controller.load_params(self.job.job_id, start)
         procs = self.spawn_rail("train", steps=steps, params=size)
-        outputs = self._collect_lines(procs, timeout, "hierarchical training")
+        outputs = self.collect_lines(procs, timeout, "hierarchical training")
         finals = {}
         for lines in outputs:
             for d in lines:
@@ -215,9 +238,16 @@ class RailTestbed(Testbed):
         installed job, the initial vector and every GPU's ``{"step", "loss"}`` lines."""
         from dataclasses import asdict
 
-        if config.gpus != self.grid.x * self.grid.y:
+        initial = self.digits_job(config)
+        procs = self.spawn_rail("digits", params=initial.size, digits=asdict(config))
+        return self.digits_outputs(procs, initial, timeout)
+
+    def digits_job(self, config: Any) -> np.ndarray:
+        """Replace the job by ``config``'s (a ``DigitsConfig`` over the job's GPUs) holding its
+        initial parameters; those parameters."""
+        if config.gpus != self.gpus:
             raise TestbedError(f"digits training for {config.gpus} GPUs on {self.topology.name} "
-                               f"({self.grid.x * self.grid.y} GPUs)")
+                               f"({self.gpus} GPUs in the job)")
         if self.job is not None:
             self.controller.destroy_job(self.job.job_id)
             self.job = None
@@ -227,8 +257,12 @@ class RailTestbed(Testbed):
                                    grad_frac_bits=config.grad_frac_bits, param_frac_bits=config.param_frac_bits)
         initial = config.initial(self.options.k)
         self.controller.load_params(self.job.job_id, initial)
-        procs = self.spawn_rail("digits", params=initial.size, digits=asdict(config))
-        outputs = self._collect_lines(procs, timeout, "digits training")
+        return initial
+
+    def digits_outputs(self, procs: list[tuple[str, subprocess.Popen[bytes]]], initial: np.ndarray,
+                       timeout: float) -> dict[str, Any]:
+        """Wait for a digits run's GPUs (:meth:`run_digits`' result)."""
+        outputs = self.collect_lines(procs, timeout, "digits training")
         finals, lines = {}, {}
         for rows in outputs:
             for d in rows:
@@ -251,7 +285,7 @@ class RailTestbed(Testbed):
 
         initial = out["initial"]
         bounds = shard_bounds(initial.size, self.options.k, self.grid.x)
-        gpus = self.grid.x * self.grid.y
+        gpus = self.gpus
         grads = [[train_gradient(r, s, initial.size) for r in range(gpus)] for s in range(steps)]
         parts = []
         for g, rail in enumerate(self.grid.rails):
@@ -264,7 +298,7 @@ class RailTestbed(Testbed):
             parts.append(model.params)
         return np.concatenate(parts)
 
-    def _collect_lines(self, procs: list[tuple[str, subprocess.Popen[bytes]]], timeout: float,
+    def collect_lines(self, procs: list[tuple[str, subprocess.Popen[bytes]]], timeout: float,
                        what: str) -> list[list[dict[str, Any]]]:
         import json
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -96,6 +96,18 @@ class RailPlan(JsonPlan):
     ``allreduce`` only)."""
     rail_peers: tuple[tuple[str, int], ...] = ()
     """``ring``: listen address (NIC) of the GPU on this rail in every domain, by domain."""
+    start_step: int = 0
+    """``digits``: the first step to run (a spare taking a failed domain's rank over mid-run)."""
+    start_position: int = 0
+    """The agent's first stream position on the rail (``start_step`` times the chunks each
+    step pushes there: the failed rank's stream continues)."""
+    resume_params: str = ""
+    """``digits`` from ``start_step``: an ``.npy`` file of the int32 parameters before it."""
+    standby: str = ""
+    """``digits`` on a spare domain started before any failure (``domain`` is a placeholder):
+    the path of the file that will say which rank to take and from where (:class:`TakeOrder`);
+    the GPU marks ``<standby>.ready<gpu>`` once its agent, HB domain and data are up."""
+    standby_deadline: float = 600.0
 
     def __post_init__(self) -> None:
         if self.collective not in COLLECTIVES:
@@ -198,13 +210,59 @@ def _train(plan: RailPlan, step: HierarchicalStep) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class TakeOrder(JsonPlan):
+    """What a standby GPU is told when its domain replaces a failed one (or ``stop``)."""
+
+    rank: int = 0
+    """The job rank (domain) to take."""
+    start_step: int = 0
+    positions: tuple[int, ...] = ()
+    """Each GPU's first stream position on its rail, by gpu index."""
+    resume_params: str = ""
+    stop: bool = False
+    """Nothing failed: exit."""
+
+
+def _await_order(plan: RailPlan, step: HierarchicalStep) -> RailPlan | None:
+    """A standby GPU: mark ready, wait for the take-over order, take the rank (None: stop)."""
+    from pathlib import Path
+
+    go = Path(plan.standby)
+    Path(f"{plan.standby}.ready{plan.gpu}").touch()
+    deadline = time.monotonic() + plan.standby_deadline
+    while not go.exists():
+        if time.monotonic() > deadline:
+            raise HbError(f"standby GPU {plan.gpu}: no take-over order ({go}) within {plan.standby_deadline} s")
+        time.sleep(0.002)
+    order = TakeOrder.from_json(go.read_text())
+    if order.stop:
+        return None
+    plan = replace(plan, domain=order.rank, start_step=order.start_step, start_position=order.positions[plan.gpu],
+                   resume_params=order.resume_params, standby="")
+    assert step.agent is not None
+    step.agent.take_rank(order.rank, plan.start_position)
+    step.plan = plan
+    return plan
+
+
 def _digits(plan: RailPlan, step: HierarchicalStep) -> bool:
+    from innet.host.training.model import load_digits_dataset
     from innet.testbed.rail.digits import DigitsConfig, worker_loop
 
     config = DigitsConfig(**(plan.digits or {}))
+    data = load_digits_dataset(seed=config.seed)
+    if plan.standby:
+        taken = _await_order(plan, step)
+        if taken is None:
+            return True
+        plan = taken
+    initial = np.load(plan.resume_params) if plan.resume_params else config.initial(plan.k)
+    print(json.dumps({"rank": plan.rank, "ready": time.time()}), flush=True)  # agent, HB domain and data are up
     start = time.perf_counter()
-    final = worker_loop(config, plan.rank, config.initial(plan.k), lambda g: step.run(g, push=True),
-                        lambda d: print(json.dumps(d), flush=True))
+    final = worker_loop(config, plan.rank, initial, lambda g: step.run(g, push=True),
+                        lambda d: print(json.dumps({**d, "time": time.time()}), flush=True),
+                        start_step=plan.start_step, data=data)
     print(json.dumps({"rank": plan.rank, "final": final.tolist(), "seconds": time.perf_counter() - start}),
           flush=True)
     return True
@@ -217,7 +275,7 @@ def run(plan: RailPlan) -> int:
     job = JobConfig(job=plan.job, rank=plan.domain, num_workers=plan.y, window=plan.window, k=plan.k,
                     epoch=plan.epoch)
     config = AgentConfig(job, transport_config(plan.transport), sum_bound=1.0,
-                         timing=Timing(chunk_deadline=plan.chunk_deadline))
+                         timing=Timing(chunk_deadline=plan.chunk_deadline), start_position=plan.start_position)
     hb = HbConfig(rank=plan.gpu, peers=plan.hb_peers, names=plan.hb_names, domain=f"hb{plan.domain + 1}",
                   deadline=plan.hb_deadline)
     capacity = max([*plan.sizes, plan.params, 1])

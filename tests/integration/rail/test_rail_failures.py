@@ -1,12 +1,16 @@
 """A rail switch fails mid-job (loopback: the process hangs, SIGSTOP): the GPUs of that rail fail
 within their chunk deadline naming the switch, the others name the peer that left their HB domain,
-the other rail's switch holds no half-finished slot, and after re-installing the job a new run is exact."""
+the other rail's switch holds no half-finished slot, and after re-installing the job a new run is exact.
+
+An HB domain dies mid-training (every GPU SIGKILLed): the spare domain takes its rank over from the
+state the rail switches hold, and the run ends bit for bit where an uninterrupted one does."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from innet.testbed.core.testbed import TestbedOptions
@@ -14,6 +18,9 @@ from innet.testbed.core.ina_worker import EXIT_AGGREGATION
 from innet.testbed.rail.testbed import RailTestbed
 from innet.testbed.rail.worker import EXIT_HB
 from innet.testbed.core.topology import rail_only
+from innet.testbed.rail.digits import DigitsConfig, simulate
+from innet.testbed.rail.grid import shard_bounds
+from innet.testbed.rail.spare import run_digits_failover
 
 from testkit.rail_checks import assert_exact  # noqa: E402
 
@@ -58,3 +65,29 @@ def test_a_hung_rail_switch_fails_its_rail_and_a_reinstalled_job_runs(tmp_path: 
         assert tb.rail_counters("r1")["innet_drops"] == 0
         tb.reinstall()
         assert_exact(tb.run_hierarchical([1000]), [1000], 4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("kill_at", "warm"), [(26, False), (15, True)])
+def test_a_spare_domain_takes_over_a_dead_one_with_no_lost_or_repeated_step(kill_at: int, warm: bool,
+                                                                            tmp_path: Path) -> None:
+    options = TestbedOptions(state_dir=tmp_path, window=8, chunk_deadline=60.0)
+    with RailTestbed(rail_only(domains=3, gpus_per_domain=2), options, backend="loopback", spares=1) as tb:
+        assert tb.active == [0, 1] and tb.gpus == 4
+        config = DigitsConfig(gpus=tb.gpus, steps=10)
+        plain = tb.run_digits(config)
+        out = run_digits_failover(tb, config, rank=1, kill_at=kill_at, warm=warm)
+        report = out["failover"]
+        assert (report["failed_domain"], report["spare_domain"]) == (1, 2) and tb.active == [0, 2]
+        assert 0 <= report["resume_step"] < config.steps
+        finals = out["finals"]
+        assert sorted(finals) == [0, 1, 2, 3]  # the spare's GPUs report the dead domain's ranks
+        for rank, params in finals.items():
+            assert np.array_equal(params, plain["finals"][0]), f"rank {rank} differs from the uninterrupted run"
+        assert np.array_equal(out["registers"], plain["finals"][0])
+        bounds = shard_bounds(plain["initial"].size, tb.options.k, tb.grid.x)
+        assert np.array_equal(simulate(config, plain["initial"], bounds, [plain["jobs"][r] for r in tb.grid.rails]),
+                              plain["finals"][0])
+        spare_steps = sorted(d["step"] for d in out["lines"][2] if "step" in d)
+        assert spare_steps == list(range(report["resume_step"], config.steps))
+        assert report["recovery_s"] > 0 and report["read_state_s"] > 0

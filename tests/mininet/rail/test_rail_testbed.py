@@ -1,8 +1,8 @@
 """Mininet tier: rail-only and rail-optimized with 2 domains x 2 and x 4 GPUs; hierarchical INA
 exact, the switch optimizer bit-exact with the numpy model, flat INA through the spine, the
 all-to-all delivering every byte, gloo's ring (relayed through the HB domain on rail-only),
-digits training on the rail switches, and nothing left behind (HB bridges live in their own
-namespaces)."""
+digits training on the rail switches, a spare HB domain taking over a dead one mid-training
+bit for bit, and nothing left behind (HB bridges live in their own namespaces)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from innet.testbed.core.testbed import TestbedOptions
 from innet.testbed.rail.testbed import RailTestbed
 from innet.testbed.core.topology import Link, rail_only, rail_optimized
+from innet.testbed.rail.digits import DigitsConfig
+from innet.testbed.rail.spare import run_digits_failover
 
 from testkit.rail_checks import assert_digits_trained, assert_exact, assert_training_bit_exact  # noqa: E402
 
@@ -155,3 +158,18 @@ def test_testbed_up_rail_only_every_gpu_reaches_every_gpu() -> None:
     assert "*** Results: 0% dropped (12/12 received)" in out, out
     assert "10.0.0.4 via 10.1.1.2 dev d1g1-eth1 src 10.0.0.1" in out, out  # d2g2: relayed by d1g2
     assert "10.0.0.3 dev d1g1-eth0" in out, out  # d2g1: on rail r1
+
+
+@pytest.mark.slow
+def test_a_spare_domain_takes_over_a_dead_one_bit_exact(tmp_path: Path) -> None:
+    topo = rail_only(3, 2, nic_link=NIC, hb_link=HB)
+    options = TestbedOptions(state_dir=tmp_path, window=8, chunk_deadline=60.0)
+    with RailTestbed(topo, options, backend="mininet", spares=1) as tb:
+        config = DigitsConfig(gpus=tb.gpus, steps=8)
+        plain = tb.run_digits(config)
+        out = run_digits_failover(tb, config, rank=0, kill_at=20, warm=True)
+        assert (out["failover"]["failed_domain"], out["failover"]["spare_domain"]) == (0, 2)
+        assert sorted(out["finals"]) == [0, 1, 2, 3]
+        for rank, params in out["finals"].items():
+            assert np.array_equal(params, plain["finals"][0]), f"rank {rank} differs from the uninterrupted run"
+    assert _leftovers([s.name for s in topo.switches]) == []

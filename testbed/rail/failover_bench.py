@@ -1,0 +1,142 @@
+"""``innet bench rail-failover``: how long a rail-only job takes to replace a dead HB domain by a
+spare, and whether the run ends where an uninterrupted one does.
+
+One rail-only testbed with one spare domain; digits training with the rail switches as the
+optimizer, once uninterrupted (the reference: its final parameters, also checked against
+the numpy model), then once per ``--spare`` kind and ``--kill-at`` with the domain of ``--rank`` SIGKILLed when
+rail 1's switch has completed that many chunks (:mod:`innet.testbed.rail.spare`). The failed
+domain's hosts become the spare of the next run (a repaired server). Prints a table and
+writes ``rail-failover-<stamp>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from innet.testbed.core.report import Column, markdown_table, rich_table
+from innet.testbed.core.testbed import TestbedError, TestbedOptions
+
+SPARES = {"cold": ("cold",), "warm": ("warm",), "both": ("cold", "warm")}
+"""``--spare``: started at the take-over (cold) or with the job, waiting (warm)."""
+
+COLUMNS = (
+    Column("spare", lambda r: r["spare"], align="left"),
+    Column("kill at (completions on r1)", lambda r: str(r["kill_at_completions"])),
+    Column("resume step", lambda r: str(r["resume_step"])),
+    Column("chunks of it applied", lambda r: f"{r['applied_chunks_of_step']}/{r['chunks_per_step']}"),
+    Column("read state (s)", lambda r: f"{r['read_state_s']:.2f}"),
+    Column("reprogram (s)", lambda r: f"{r['reprogram_s']:.3f}"),
+    Column("spare up (s)", lambda r: f"{r['spare_ready_s']:.2f}"),
+    Column("its first step (s)", lambda r: f"{r['spare_first_step_s']:.2f}"),
+    Column("recovery (s)", lambda r: f"{r['recovery_s']:.2f}"),
+    Column("normal step (ms)", lambda r: f"{r['normal_step_s'] * 1e3:.1f}"),
+    Column("= uninterrupted", lambda r: "yes" if r["exact"] else "NO", alarm=lambda r: not r["exact"]),
+)
+
+
+def run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
+    from innet.testbed.backends.select import resolve_backend
+    from innet.testbed.core.topology import Link, rail_only
+    from innet.testbed.rail.digits import DigitsConfig, simulate
+    from innet.testbed.rail.grid import shard_bounds
+    from innet.testbed.rail.spare import run_digits_failover
+    from innet.testbed.rail.testbed import RailTestbed
+
+    backend = resolve_backend(args.backend)
+    topo = rail_only(args.domains + 1, args.gpus_per_domain, nic_link=Link(bw_mbps=args.nic_bw),
+                     hb_link=Link(bw_mbps=args.hb_bw))
+    options = TestbedOptions(window=args.window, chunk_deadline=args.deadline)
+    rows = []
+    tb = RailTestbed(topo, options, backend=backend, spares=1)
+    with tb:
+        config = DigitsConfig(gpus=tb.gpus, steps=args.steps)
+        plain = tb.run_digits(config)
+        reference = plain["finals"][0]
+        bounds = shard_bounds(plain["initial"].size, tb.options.k, tb.grid.x)
+        model_exact = bool(np.array_equal(simulate(config, plain["initial"], bounds,
+                                                   [plain["jobs"][r] for r in tb.grid.rails]), reference))
+        console.print(f"{topo.name} on {backend}: {args.domains} domains of {args.gpus_per_domain} GPUs and one "
+                      f"spare; digits, {config.steps} steps uninterrupted: bit-exact with the numpy model "
+                      f"{model_exact}")
+        for spare in SPARES[args.spare]:
+            for kill_at in args.kill_at:
+                out = run_digits_failover(tb, config, rank=args.rank, kill_at=kill_at, timeout=args.deadline * 4,
+                                          warm=spare == "warm")
+                exact = all(np.array_equal(f, reference) for f in out["finals"].values()) and bool(
+                    np.array_equal(out["registers"], reference))
+                rows.append({**out["failover"], "exact": exact})
+    console.print(rich_table(f"spare HB domain taking over rank {args.rank} ({backend})", COLUMNS, rows))
+    if args.markdown:
+        console.print(markdown_table(COLUMNS, rows), markup=False, highlight=False)
+    doc = {"topology": topo.name, "backend": backend, "steps": args.steps, "window": args.window,
+           "model_exact": model_exact, "rows": rows}
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"rail-failover-{dt.datetime.now():%Y%m%d-%H%M%S}.json"
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    console.print(f"wrote {path}")
+    return doc
+
+
+def _check(args: argparse.Namespace) -> str | None:
+    if args.domains < 2:
+        return f"--domains {args.domains}: the job needs at least 2 HB domains besides the spare"
+    if args.gpus_per_domain < 1:
+        return f"--gpus-per-domain {args.gpus_per_domain}: must be at least 1"
+    if not 0 <= args.rank < args.domains:
+        return f"--rank {args.rank}: must be one of the job's domains 0..{args.domains - 1}"
+    if args.steps < 2:
+        return f"--steps {args.steps}: must be at least 2"
+    if any(k < 1 for k in args.kill_at):
+        return f"--kill-at {min(args.kill_at)}: completions must be at least 1"
+    if args.nic_bw <= 0 or args.hb_bw <= 0:
+        return f"--nic-bw {args.nic_bw} / --hb-bw {args.hb_bw}: link rates must be positive"
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from rich.console import Console
+
+    parser = argparse.ArgumentParser(prog="innet bench rail-failover", description=__doc__.splitlines()[0])
+    parser.add_argument("--domains", type=int, default=2, help="HB domains in the job, besides the spare (default 2)")
+    parser.add_argument("--gpus-per-domain", type=int, default=2, help="GPUs per domain = rails (default 2)")
+    parser.add_argument("--steps", type=int, default=60, help="digits training steps (default 60)")
+    parser.add_argument("--rank", type=int, default=1, help="the job rank whose domain dies (default 1)")
+    parser.add_argument("--kill-at", type=int, nargs="+", default=[30, 100, 170],
+                        help="kill when rail 1's switch has completed this many chunks; one run each")
+    parser.add_argument("--spare", choices=tuple(SPARES), default="both",
+                        help="cold: the spare's GPUs start at the take-over; warm: they start with the job and "
+                             "wait for the order; both (default)")
+    parser.add_argument("--window", type=int, default=8, help="slots of the job (default 8)")
+    parser.add_argument("--deadline", type=float, default=60.0,
+                        help="the GPUs' chunk deadline in seconds: the survivors wait this long (default 60)")
+    parser.add_argument("--backend", choices=("auto", "loopback", "mininet"), default="auto",
+                        help="auto: Mininet when root")
+    parser.add_argument("--nic-bw", type=float, default=100.0, help="Mininet NIC links, Mbit/s (default 100)")
+    parser.add_argument("--hb-bw", type=float, default=1000.0, help="Mininet HB links, Mbit/s (default 1000)")
+    parser.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
+    parser.add_argument("--out", type=Path, default=Path("results"))
+    args = parser.parse_args(argv)
+    error = _check(args)
+    if error:
+        print(f"innet bench rail-failover: {error}", file=sys.stderr)
+        return 2
+    from innet.controller.errors import ControllerError
+    from innet.testbed.rail.failover import FailoverError
+
+    try:
+        doc = run(args, Console())
+    except (TestbedError, ControllerError, FailoverError) as error:
+        print(f"innet bench rail-failover: {type(error).__name__}: {str(error).splitlines()[0]}", file=sys.stderr)
+        return 1
+    return 0 if doc["model_exact"] and all(r["exact"] for r in doc["rows"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
