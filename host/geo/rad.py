@@ -188,7 +188,7 @@ class StageRunner:
             out = self.stage.forward(mb, received, feeds)
             fwd_times.append(time.perf_counter() - start)
             if self.next is not None:
-                sent = self.tx_next.compress(out, self._budget(fwd_times[-1]))
+                sent = self.tx_next.compress(out, self._budget(fwd_times[-1]), step)
                 self.stats.ratios_next.append(self.tx_next.last_ratio)
                 self.next.send(encode(self._tag("fwd", step, mb), sent))
             else:
@@ -202,7 +202,7 @@ class StageRunner:
             self.stats.microbatches += 1
             self._mb_compute = elapsed if self._mb_compute is None else 0.8 * self._mb_compute + 0.2 * elapsed
             if self.prev is not None:
-                sent = self.tx_prev.compress(grads_in, self._budget(elapsed))
+                sent = self.tx_prev.compress(grads_in, self._budget(elapsed), step)
                 self.stats.ratios_prev.append(self.tx_prev.last_ratio)
                 self.prev.send(encode(self._tag("bwd", step, mb), sent))
         grads = self.stage.take_grads()
