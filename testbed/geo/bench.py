@@ -344,7 +344,8 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
             "samples_per_step": config.replicas * config.batch * config.microbatches,
             "wan_link_bytes": _wan_delta(wan_before, geo_tb.wan_bytes()) if wan_before is not None else None,
             "loss_curve": [[s["t"], s["loss"]] for s in steps],
-            "accuracy_curve": [[e["t"], e["step"], e["accuracy"]] for e in evals]}
+            "accuracy_curve": [[e["t"], e["step"], e["accuracy"]] for e in evals],
+            "test_loss_curve": [[e["t"], e["step"], e["loss"]] for e in evals]}
 
 
 def _wan_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
