@@ -222,7 +222,7 @@ def from_torch(module: Any, name: str = "torch", target: str = "y",
             continue
         inputs: list[str] = []
 
-        def ref(arg: Any) -> InputRef:
+        def ref(arg: Any) -> Any:
             if arg.name not in inputs:
                 inputs.append(arg.name)
             return InputRef(inputs.index(arg.name))
@@ -243,40 +243,26 @@ def from_torch(module: Any, name: str = "torch", target: str = "y",
             called.add(n.target)
             label = f"{kind}({n.target})"
             params = {k: np.array(v.detach().cpu().numpy(), copy=True) for k, v in sub.named_parameters()}
-
-            def call(ts: list[Any], ps: dict[str, Any], sub: Any = sub, args: Any = args, kwargs: Any = kwargs) -> Any:
-                import torch.func
-
-                a, k = _fill(args, ts), _fill(kwargs, ts)
-                return torch.func.functional_call(sub, ps, tuple(a), dict(k))
+            call = _module_call(sub, args, kwargs)
         elif n.op == "call_function":
             fname = functions.get(n.target)
             if fname is None:
                 raise TorchModelError(f"traced model: unknown operator {getattr(n.target, '__name__', n.target)} "
                                       f"(function, node {n.name!r})")
             label = fname
-
-            def call(ts: list[Any], ps: dict[str, Any], fn: Any = n.target, args: Any = args,
-                     kwargs: Any = kwargs) -> Any:
-                return fn(*_fill(args, ts), **_fill(kwargs, ts))
+            call = _function_call(n.target, args, kwargs)
         elif n.op == "call_method":
             if n.target not in METHODS:
                 raise TorchModelError(f"traced model: unknown operator Tensor.{n.target} (method, node {n.name!r})")
             label = f"Tensor.{n.target}"
-
-            def call(ts: list[Any], ps: dict[str, Any], method: str = n.target, args: Any = args,
-                     kwargs: Any = kwargs) -> Any:
-                a = _fill(args, ts)
-                return getattr(a[0], method)(*a[1:], **_fill(kwargs, ts))
+            call = _method_call(str(n.target), args, kwargs)
         else:  # get_attr: a constant tensor (fx folds e.g. ``torch.ones(T, T)``) or a buffer
             value = _attr(gm, n.target)
             if isinstance(value, torch.nn.Parameter) or not isinstance(value, torch.Tensor):
                 raise TorchModelError(f"traced model: unknown operator get_attr {n.target!r} (node {n.name!r}); "
                                       "wrap parameters in a module such as nn.Linear")
             label = f"constant {n.target}"
-
-            def call(ts: list[Any], ps: dict[str, Any], value: Any = value.detach().clone()) -> Any:
-                return value
+            call = _constant(value.detach().clone())
         if n.name in numpy_nodes:
             unused.discard(n.name)
             op: Op = _numpy_op(n, sub, label, len(inputs))
@@ -294,6 +280,40 @@ def from_torch(module: Any, name: str = "torch", target: str = "y",
     else:
         nodes.append(Node("loss", TorchOp("torch F.cross_entropy", _cross_entropy, 2, {}), (logits, target)))
     return Graph(name, nodes, (*feeds, target), "loss")
+
+
+Call = Callable[[list[Any], dict[str, Any]], Any]
+
+
+def _module_call(sub: Any, args: Any, kwargs: Any) -> Call:
+    def call(ts: list[Any], ps: dict[str, Any]) -> Any:
+        import torch.func
+
+        return torch.func.functional_call(sub, ps, tuple(_fill(args, ts)), dict(_fill(kwargs, ts)))
+
+    return call
+
+
+def _function_call(fn: Any, args: Any, kwargs: Any) -> Call:
+    def call(ts: list[Any], ps: dict[str, Any]) -> Any:
+        return fn(*_fill(args, ts), **_fill(kwargs, ts))
+
+    return call
+
+
+def _method_call(method: str, args: Any, kwargs: Any) -> Call:
+    def call(ts: list[Any], ps: dict[str, Any]) -> Any:
+        a = _fill(args, ts)
+        return getattr(a[0], method)(*a[1:], **_fill(kwargs, ts))
+
+    return call
+
+
+def _constant(value: Any) -> Call:
+    def call(ts: list[Any], ps: dict[str, Any]) -> Any:
+        return value
+
+    return call
 
 
 def _attr(gm: Any, target: str) -> Any:
