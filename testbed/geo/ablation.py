@@ -44,8 +44,8 @@ def variants(ratio: float) -> list[Variant]:
             Variant("activations only", top, None),
             Variant("gradients only", None, top),
             Variant("activations per row + gradients", {**top, "row_topk": True}, top),
-            Variant("both, 20 dense warm-up steps", {**top, "warmup_steps": 20}, {**top, "warmup_steps": 20}),
-            Variant("both per row, 20 warm-up steps", {**top, "row_topk": True, "warmup_steps": 20},
+            Variant("both + 20 dense warm-up steps", {**top, "warmup_steps": 20}, {**top, "warmup_steps": 20}),
+            Variant("both per row + 20 warm-up steps", {**top, "row_topk": True, "warmup_steps": 20},
                     {**top, "warmup_steps": 20})]
 
 
