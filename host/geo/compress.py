@@ -20,7 +20,7 @@ from typing import Mapping
 
 import numpy as np
 
-from innet.host.geo.codec import Sparse, Tensor
+from innet.host.geo.codec import Quantized, Sparse, Tensor
 from innet.host.geo.ops import Array
 
 MODES = ("none", "topk", "adatopk")
@@ -53,6 +53,9 @@ class CompressionConfig:
     tensor, for activations (forward messages)."""
     warmup_steps: int = 0
     """Send dense for the first N training steps."""
+    quantize_activations: bool = False
+    """Send activations as int8 per row (``codec.Quantized``, ~1 byte per element) instead of
+    top-k whenever that fits the bytes the ratio allows (top-k costs value + index per kept element)."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -127,6 +130,7 @@ class LinkCompressor:
         self.config = config
         self.use_feedback = config.feedback and (direction == "bwd" or config.feedback_activations)
         self.rows = config.row_topk and direction == "fwd"
+        self.quantize = config.quantize_activations and direction == "fwd" and not self.use_feedback
         self.bandwidth_bps = bandwidth_bps
         """Measured bandwidth of the link (AdaTopK); set by the probe."""
         self.feedback = ErrorFeedback()
@@ -157,6 +161,9 @@ class LinkCompressor:
         for key, v in tensors.items():
             if key not in floats:
                 out[key] = v
+            elif ratio < 1.0 and self.quantize and v.ndim >= 1 and \
+                    ratio * (v.dtype.itemsize + INDEX_BYTES) >= 1.0 + 4.0 / max(v.shape[-1], 1):
+                out[key] = Quantized.of(v)  # int8 + a scale per row fits the bytes top-k would use
             elif ratio >= 1.0:
                 out[key] = self.feedback.dense(key, v, self.use_feedback)
             else:

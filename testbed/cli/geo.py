@@ -119,7 +119,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         default = tuple(r for r in geo_bench.DEFAULT_RUNS if not ((args.mininet or args.torch) and r[0] == "dp"))
         config = _config(args, steps=args.steps, runs=args.runs or default, replicas=args.replicas,
                          target_accuracy=args.target, lr=args.lr, out_dir=args.out, eval_every=args.eval_every,
-                         target_loss=args.target_loss, timeout_s=args.timeout, warmup_steps=args.warmup, row_topk=not args.tensor_topk,
+                         target_loss=args.target_loss, timeout_s=args.timeout,
+                         int8_activations=args.int8_activations, warmup_steps=args.warmup, row_topk=not args.tensor_topk,
                          testbed="mininet" if args.mininet else "loopback")
     except (geo_bench.GeoBenchError, TopologyError) as error:
         print(f"innet geo bench: {error}", file=sys.stderr)
@@ -184,6 +185,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
             p.add_argument("--timeout", type=positive_float, default=600.0,
                            help="seconds a run may take before its stages are stopped (default 600)")
             p.add_argument("--warmup", type=int_range(0), default=0, help="compressed links send dense for N steps")
+            p.add_argument("--int8-activations", action="store_true",
+                           help="compressed links send activations as int8 per row when that fits the ratio's bytes")
             p.add_argument("--tensor-topk", action="store_true",
                            help="top-k over whole activation tensors (default: per row, i.e. per token/sample)")
             p.add_argument("--lr", type=positive_float, default=0.05, help="SGD learning rate (default 0.05)")

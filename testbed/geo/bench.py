@@ -97,6 +97,8 @@ class GeoBenchConfig:
     stall, docs/geo.md)."""
     warmup_steps: int = 0
     """Compressed links send dense for the first N steps."""
+    int8_activations: bool = False
+    """Compressed links send activations as int8 per row when that fits the bytes top-k would use."""
     runs: tuple[tuple[str, str], ...] = DEFAULT_RUNS
     replicas: int = 1
     """Pipelines per site (> 1: data parallel inside each site through its innet switch)."""
@@ -194,7 +196,8 @@ def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: in
             comp.append(None)
         else:
             comp.append(asdict(CompressionConfig(compression, ratio=config.topk_ratio, min_ratio=config.min_ratio,
-                                                 row_topk=config.row_topk, warmup_steps=config.warmup_steps)))
+                                                 row_topk=config.row_topk, warmup_steps=config.warmup_steps,
+                                                 quantize_activations=config.int8_activations)))
     numpy_nodes: list[str] = []
     if config.numpy_stages:
         stages = partition(build_model(config.model_spec()), plan.cuts)
