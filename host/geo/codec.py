@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import struct
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeAlias, Union
 
 import numpy as np
 
@@ -68,7 +68,7 @@ class Quantized:
         return int(self.q.nbytes + self.scale.nbytes)
 
 
-Tensor = Array | Sparse | Quantized
+Tensor: TypeAlias = Union[Array, Sparse, Quantized]
 
 
 def encode(tag: Any, tensors: Mapping[str, Tensor]) -> bytes:
