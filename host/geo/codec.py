@@ -43,7 +43,7 @@ class Sparse:
 
 
 @dataclass(frozen=True)
-class Quantized:
+class Int8Rows:
     """A tensor as int8 per row (last axis) with one float32 scale per row: 1 byte per element
     instead of 4, no indices; the receiver gets ``q * scale`` in ``dtype``."""
 
@@ -54,7 +54,7 @@ class Quantized:
     dtype: str
 
     @classmethod
-    def of(cls, x: Array) -> "Quantized":
+    def of(cls, x: Array) -> "Int8Rows":
         amax = np.abs(x).max(axis=-1, keepdims=True).astype(np.float32)
         scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
         q = np.clip(np.rint(x / scale), -127, 127).astype(np.int8)
@@ -68,14 +68,14 @@ class Quantized:
         return int(self.q.nbytes + self.scale.nbytes)
 
 
-Tensor: TypeAlias = Union[Array, Sparse, Quantized]
+Tensor: TypeAlias = Union[Array, Sparse, Int8Rows]
 
 
 def encode(tag: Any, tensors: Mapping[str, Tensor]) -> bytes:
     entries: list[dict[str, Any]] = []
     buffers: list[bytes] = []
     for name, t in tensors.items():
-        if isinstance(t, Quantized):
+        if isinstance(t, Int8Rows):
             entries.append({"name": name, "kind": "q8", "dtype": t.dtype, "shape": list(t.q.shape)})
             buffers += [np.ascontiguousarray(t.q, np.int8).tobytes(), np.ascontiguousarray(t.scale, np.float32).tobytes()]
         elif isinstance(t, Sparse):
@@ -121,7 +121,7 @@ def decode(data: bytes, densify: bool = True) -> tuple[Any, dict[str, Tensor]]:
             out[e["name"]] = sp.dense() if densify else sp
         elif e["kind"] == "q8":
             q = take(np.dtype(np.int8), int(np.prod(shape))).reshape(shape)
-            qt = Quantized(q, take(np.dtype(np.float32), int(np.prod(shape[:-1]))).reshape(shape[:-1]), dtype.str)
+            qt = Int8Rows(q, take(np.dtype(np.float32), int(np.prod(shape[:-1]))).reshape(shape[:-1]), dtype.str)
             out[e["name"]] = qt.dense() if densify else qt
         else:
             out[e["name"]] = take(dtype, int(np.prod(shape))).reshape(shape)

@@ -20,7 +20,7 @@ from typing import Mapping
 
 import numpy as np
 
-from innet.host.geo.codec import Quantized, Sparse, Tensor
+from innet.host.geo.codec import Int8Rows, Sparse, Tensor
 from innet.host.geo.ops import Array
 
 MODES = ("none", "topk", "adatopk")
@@ -54,7 +54,7 @@ class CompressionConfig:
     warmup_steps: int = 0
     """Send dense for the first N training steps."""
     quantize_activations: bool = False
-    """Send activations as int8 per row (``codec.Quantized``, ~1 byte per element) instead of
+    """Send activations as int8 per row (``codec.Int8Rows``, ~1 byte per element) instead of
     top-k whenever that fits the bytes the ratio allows (top-k costs value + index per kept element)."""
 
     def __post_init__(self) -> None:
@@ -163,7 +163,7 @@ class LinkCompressor:
                 out[key] = v
             elif ratio < 1.0 and self.quantize and v.ndim >= 1 and \
                     ratio * (v.dtype.itemsize + INDEX_BYTES) >= 1.0 + 4.0 / max(v.shape[-1], 1):
-                out[key] = Quantized.of(v)  # int8 + a scale per row fits the bytes top-k would use
+                out[key] = Int8Rows.of(v)  # int8 + a scale per row fits the bytes top-k would use
             elif ratio >= 1.0:
                 out[key] = self.feedback.dense(key, v, self.use_feedback)
             else:

@@ -125,13 +125,13 @@ def test_warmup_sends_dense_for_the_first_steps() -> None:
 def test_int8_activations_when_they_fit_the_ratios_bytes() -> None:
     """At ratio 0.25 top-k would send 0.25 x (4 + 4) = 2 bytes per element: int8 + a scale per
     row (1 + 4/width) fits, so activations go quantised; at 0.1 (0.8 bytes) they go top-k."""
-    from innet.host.geo.codec import Quantized
+    from innet.host.geo.codec import Int8Rows
 
     rng = np.random.default_rng(0)
     x = {"h": rng.standard_normal((3, 5, 16)).astype(np.float32)}
     c = LinkCompressor(CompressionConfig("topk", ratio=0.25, quantize_activations=True), direction="fwd")
     q = c.compress(x)["h"]
-    assert isinstance(q, Quantized)
+    assert isinstance(q, Int8Rows)
     tag, back = decode(encode(("fwd", 0, 0), {"h": q}))
     np.testing.assert_allclose(back["h"], x["h"], atol=np.abs(x["h"]).max() / 127 / 2 + 1e-7)
     assert back["h"].dtype == np.float32 and q.nbytes == 3 * 5 * 16 + 3 * 5 * 4 < x["h"].nbytes / 3
