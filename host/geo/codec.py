@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import struct
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeAlias, Union
 
 import numpy as np
 
@@ -42,14 +42,43 @@ class Sparse:
         return int(self.indices.nbytes + self.values.nbytes)
 
 
-Tensor = Array | Sparse
+@dataclass(frozen=True)
+class Int8Rows:
+    """A tensor as int8 per row (last axis) with one float32 scale per row: 1 byte per element
+    instead of 4, no indices; the receiver gets ``q * scale`` in ``dtype``."""
+
+    q: Array
+    """int8, the tensor's shape."""
+    scale: Array
+    """float32, one per row (the shape without its last axis)."""
+    dtype: str
+
+    @classmethod
+    def of(cls, x: Array) -> "Int8Rows":
+        amax = np.abs(x).max(axis=-1, keepdims=True).astype(np.float32)
+        scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+        q = np.clip(np.rint(x / scale), -127, 127).astype(np.int8)
+        return cls(q, scale[..., 0], x.dtype.str)
+
+    def dense(self) -> Array:
+        return (self.q.astype(np.float32) * self.scale[..., None]).astype(np.dtype(self.dtype))
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.q.nbytes + self.scale.nbytes)
+
+
+Tensor: TypeAlias = Union[Array, Sparse, Int8Rows]
 
 
 def encode(tag: Any, tensors: Mapping[str, Tensor]) -> bytes:
     entries: list[dict[str, Any]] = []
     buffers: list[bytes] = []
     for name, t in tensors.items():
-        if isinstance(t, Sparse):
+        if isinstance(t, Int8Rows):
+            entries.append({"name": name, "kind": "q8", "dtype": t.dtype, "shape": list(t.q.shape)})
+            buffers += [np.ascontiguousarray(t.q, np.int8).tobytes(), np.ascontiguousarray(t.scale, np.float32).tobytes()]
+        elif isinstance(t, Sparse):
             entries.append({"name": name, "kind": "sparse", "dtype": t.values.dtype.str, "shape": list(t.shape),
                             "n": int(len(t.indices))})
             buffers += [np.ascontiguousarray(t.indices, np.uint32).tobytes(), np.ascontiguousarray(t.values).tobytes()]
@@ -90,6 +119,10 @@ def decode(data: bytes, densify: bool = True) -> tuple[Any, dict[str, Tensor]]:
             vals = take(dtype, e["n"])
             sp = Sparse(shape, idx, vals)
             out[e["name"]] = sp.dense() if densify else sp
+        elif e["kind"] == "q8":
+            q = take(np.dtype(np.int8), int(np.prod(shape))).reshape(shape)
+            qt = Int8Rows(q, take(np.dtype(np.float32), int(np.prod(shape[:-1]))).reshape(shape[:-1]), dtype.str)
+            out[e["name"]] = qt.dense() if densify else qt
         else:
             out[e["name"]] = take(dtype, int(np.prod(shape))).reshape(shape)
     tag = header["tag"]

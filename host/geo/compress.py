@@ -20,7 +20,7 @@ from typing import Mapping
 
 import numpy as np
 
-from innet.host.geo.codec import Sparse, Tensor
+from innet.host.geo.codec import Int8Rows, Sparse, Tensor
 from innet.host.geo.ops import Array
 
 MODES = ("none", "topk", "adatopk")
@@ -48,6 +48,14 @@ class CompressionConfig:
     samples, and adding it to the next microbatch's activations biases the forward pass
     (on digits, fixed 10% top-k on the logits with activation feedback ended at chance
     accuracy; see docs/benchmarks.md)."""
+    row_topk: bool = False
+    """Choose the top elements per row (last axis: per sample or token) instead of over the whole
+    tensor, for activations (forward messages)."""
+    warmup_steps: int = 0
+    """Send dense for the first N training steps."""
+    quantize_activations: bool = False
+    """Send activations as int8 per row (``codec.Int8Rows``, ~1 byte per element) instead of
+    top-k whenever that fits the bytes the ratio allows (top-k costs value + index per kept element)."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -70,14 +78,22 @@ class ErrorFeedback:
             return np.array(x, copy=True)
         return x + r
 
-    def topk(self, key: str, x: Array, k: int, feedback: bool = True) -> Sparse:
-        """The ``k`` largest-magnitude elements of ``x + residual``; the rest becomes the residual."""
+    def topk(self, key: str, x: Array, k: int, feedback: bool = True, rows: bool = False) -> Sparse:
+        """The ``k`` largest-magnitude elements of ``x + residual``; the rest becomes the residual.
+        With ``rows``, the same share of every row (last axis) instead: each sample's (token's)
+        vector keeps its own largest elements, none is dropped whole."""
         acc = self.accumulate(key, x) if feedback else np.array(x, copy=True)
         flat = acc.reshape(-1)
         n = flat.size
         k = max(1, min(int(k), n))
+        width = acc.shape[-1] if acc.ndim >= 1 else 1
         if k == n:
             idx = np.arange(n, dtype=np.uint32)
+        elif rows and acc.ndim >= 2 and width > 1:
+            per = max(1, min(width, round(k / (n // width))))
+            m = acc.reshape(-1, width)
+            cols = np.argpartition(np.abs(m), width - per, axis=1)[:, width - per:]
+            idx = np.sort((np.arange(len(m))[:, None] * width + cols).reshape(-1)).astype(np.uint32)
         else:
             idx = np.sort(np.argpartition(np.abs(flat), n - k)[n - k:]).astype(np.uint32)
         sent = Sparse(tuple(acc.shape), idx, flat[idx].copy())
@@ -113,6 +129,8 @@ class LinkCompressor:
             raise CompressionError(f"link direction {direction!r}: expected 'fwd' (activations) or 'bwd' (gradients)")
         self.config = config
         self.use_feedback = config.feedback and (direction == "bwd" or config.feedback_activations)
+        self.rows = config.row_topk and direction == "fwd"
+        self.quantize = config.quantize_activations and direction == "fwd" and not self.use_feedback
         self.bandwidth_bps = bandwidth_bps
         """Measured bandwidth of the link (AdaTopK); set by the probe."""
         self.feedback = ErrorFeedback()
@@ -128,8 +146,10 @@ class LinkCompressor:
             raise CompressionError("adatopk needs the link's measured bandwidth and the stage's compute time")
         return adaptive_ratio(elements, itemsize, self.bandwidth_bps, budget_s, c.min_ratio)
 
-    def compress(self, tensors: Mapping[str, Array], budget_s: float | None = None) -> dict[str, Tensor]:
-        if self.config.mode == "none":
+    def compress(self, tensors: Mapping[str, Array], budget_s: float | None = None,
+                 step: int | None = None) -> dict[str, Tensor]:
+        """The message to send; ``step`` (the training step) lets ``warmup_steps`` send dense."""
+        if self.config.mode == "none" or (step is not None and step < self.config.warmup_steps):
             self.last_ratio = 1.0
             return dict(tensors)
         floats = {k: v for k, v in tensors.items() if np.issubdtype(v.dtype, np.floating)}
@@ -141,8 +161,11 @@ class LinkCompressor:
         for key, v in tensors.items():
             if key not in floats:
                 out[key] = v
+            elif ratio < 1.0 and self.quantize and v.ndim >= 1 and \
+                    ratio * (v.dtype.itemsize + INDEX_BYTES) >= 1.0 + 4.0 / max(v.shape[-1], 1):
+                out[key] = Int8Rows.of(v)  # int8 + a scale per row fits the bytes top-k would use
             elif ratio >= 1.0:
                 out[key] = self.feedback.dense(key, v, self.use_feedback)
             else:
-                out[key] = self.feedback.topk(key, v, math.ceil(ratio * v.size), self.use_feedback)
+                out[key] = self.feedback.topk(key, v, math.ceil(ratio * v.size), self.use_feedback, self.rows)
         return out

@@ -97,6 +97,13 @@ class LmTask:
         """Next-token accuracy of the true chain's most likely successor."""
         return float(self.transition.max(axis=1).mean())
 
+    @property
+    def bayes_loss(self) -> float:
+        """Cross-entropy (nats) of the true chain on the test set's next tokens: the lowest test
+        loss any model can expect."""
+        a, b = self.test_tokens[:, :-1], self.test_tokens[:, 1:]
+        return float(-np.log(self.transition[a, b]).mean())
+
     def batches(self, batch: int, microbatches: int, seed: int = 0) -> Iterator[list[Feeds]]:
         rng = np.random.default_rng([seed, 2])
         while True:
@@ -116,3 +123,12 @@ class LmTask:
 
 def accuracy(logits: Array, labels: Array) -> float:
     return float((logits.argmax(axis=-1) == labels).mean())
+
+
+def cross_entropy(logits: Array, labels: Array) -> float:
+    """Mean cross-entropy (nats) of ``logits`` (..., C) against int ``labels`` (...)."""
+    z = logits.reshape(-1, logits.shape[-1]).astype(np.float64)
+    y = np.asarray(labels).reshape(-1)
+    z = z - z.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return float(-logp[np.arange(len(y)), y].mean())

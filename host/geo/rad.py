@@ -188,7 +188,7 @@ class StageRunner:
             out = self.stage.forward(mb, received, feeds)
             fwd_times.append(time.perf_counter() - start)
             if self.next is not None:
-                sent = self.tx_next.compress(out, self._budget(fwd_times[-1]))
+                sent = self.tx_next.compress(out, self._budget(fwd_times[-1]), step)
                 self.stats.ratios_next.append(self.tx_next.last_ratio)
                 self.next.send(encode(self._tag("fwd", step, mb), sent))
             else:
@@ -202,7 +202,7 @@ class StageRunner:
             self.stats.microbatches += 1
             self._mb_compute = elapsed if self._mb_compute is None else 0.8 * self._mb_compute + 0.2 * elapsed
             if self.prev is not None:
-                sent = self.tx_prev.compress(grads_in, self._budget(elapsed))
+                sent = self.tx_prev.compress(grads_in, self._budget(elapsed), step)
                 self.stats.ratios_prev.append(self.tx_prev.last_ratio)
                 self.prev.send(encode(self._tag("bwd", step, mb), sent))
         grads = self.stage.take_grads()
@@ -244,13 +244,17 @@ class PipelineResult:
 def run_threads(graph: Graph, cuts: Sequence[int], params: ParamStore, steps: Iterable[Sequence[Feeds]],
                 sgd: Sgd, shapes: Sequence[LinkShape | None] | None = None,
                 compression: Sequence[CompressionConfig | None] | None = None,
-                probe: bool = False, timeout: float = 30.0) -> PipelineResult:
+                probe: bool = False, timeout: float = 30.0,
+                compression_bwd: Sequence[CompressionConfig | None] | None = None) -> PipelineResult:
     """Train on ``steps`` (each a list of microbatch feeds) with one thread per stage and
-    in-process links (optionally shaped); ``params`` is split between the stages and updated."""
+    in-process links (optionally shaped); ``params`` is split between the stages and updated.
+    ``compression[b]`` applies to both directions of boundary ``b`` unless ``compression_bwd``
+    gives the backward (gradient) direction its own."""
     plans: tuple[StagePlan, ...] = partition(graph, cuts)
     nb = len(plans) - 1
     shapes = list(shapes) if shapes is not None else [None] * nb
     compression = list(compression) if compression is not None else [None] * nb
+    backward = list(compression_bwd) if compression_bwd is not None else compression
     links: list[tuple[Channel, Channel]] = []
     for b in range(nb):
         a, z = QueueChannel.pair(f"boundary {b}")
@@ -262,7 +266,7 @@ def run_threads(graph: Graph, cuts: Sequence[int], params: ParamStore, steps: It
         runners.append(StageRunner(Stage(graph, plan, stage_params),
                                    links[i - 1][1] if i > 0 else None, links[i][0] if i < nb else None, sgd,
                                    compress_next=compression[i] if i < nb else None,
-                                   compress_prev=compression[i - 1] if i > 0 else None, timeout=timeout))
+                                   compress_prev=backward[i - 1] if i > 0 else None, timeout=timeout))
     steps = list(steps)
     losses: list[float] = []
     errors: list[BaseException] = []

@@ -24,7 +24,7 @@ import numpy as np
 from innet.host.geo.channel import Channel, ChannelError, LinkShape, ShapedChannel, TcpChannel
 from innet.host.geo.codec import CodecError
 from innet.host.geo.compress import CompressionConfig
-from innet.host.geo.data import Digits, LmTask, accuracy
+from innet.host.geo.data import Digits, LmTask, accuracy, cross_entropy
 from innet.host.geo.graph import Graph, GraphError, ParamStore, gpt, mlp
 from innet.host.geo.rad import RadError, Reducer, StageRunner
 from innet.host.geo.stages import Sgd, Stage, partition
@@ -38,7 +38,8 @@ class StageJob(JsonPlan):
     """Everything one stage process needs (JSON on its command line)."""
 
     model: dict[str, Any]
-    """``{"kind": "mlp", "sizes": [...]}`` or ``{"kind": "gpt", "vocab", "d", "heads", "layers", "seq"}``."""
+    """``{"kind": "mlp", "sizes": [...]}``, ``{"kind": "gpt", "vocab", "d", "heads", "layers", "seq"}`` or
+    ``{"kind": "torch", "factory": "pkg.mod:fn", "kwargs", "seed", "target", "numpy_nodes"}``."""
     task: dict[str, Any]
     """``{"kind": "digits"}`` or ``{"kind": "lm", "vocab", "seq"}``."""
     cuts: tuple[int, ...]
@@ -84,7 +85,13 @@ def build_model(spec: dict[str, Any]) -> Graph:
         return mlp(spec["sizes"])
     if kind == "gpt":
         return gpt(spec["vocab"], spec["d"], spec["heads"], spec["layers"], spec["seq"])
-    raise GraphError(f"model kind {kind!r}: expected 'mlp' or 'gpt'")
+    if kind == "torch":  # a torch.nn.Module from a factory, traced with torch.fx (innet.host.geo.torchfx)
+        from innet.host.geo.torchfx import from_torch, load_factory
+
+        module = load_factory(spec["factory"], spec.get("kwargs", {}), int(spec.get("seed", 0)))
+        return from_torch(module, name=spec["factory"], target=spec.get("target", "y"),
+                          numpy_nodes=spec.get("numpy_nodes", ()))
+    raise GraphError(f"model kind {kind!r}: expected 'mlp', 'gpt' or 'torch'")
 
 
 def build_task(spec: dict[str, Any], seed: int) -> Digits | LmTask:
@@ -216,7 +223,8 @@ def run(job: StageJob) -> int:
                 logits = runner.evaluate(step, test)
                 base["next"] += (nxt.sent_bytes if nxt else 0) - before  # evaluation is not training traffic
                 if logits is not None:
-                    _emit(event="eval", step=step, t=clock, accuracy=accuracy(logits, task.test_labels))
+                    _emit(event="eval", step=step, t=clock, accuracy=accuracy(logits, task.test_labels),
+                          loss=cross_entropy(logits, task.test_labels))
         for link in (nxt, prev):
             if isinstance(link, ShapedChannel):
                 link.flush(job.timeout)

@@ -60,14 +60,29 @@ def _runs(text: str) -> tuple[tuple[str, str], ...]:
 
 
 def _config(args: argparse.Namespace, **extra: Any) -> Any:
-    from innet.testbed.geo.bench import GeoBenchConfig
+    from innet.testbed.geo.bench import DEFAULT_RUNS, GeoBenchConfig
     from innet.testbed.geo.topology import DEFAULT_SITES, DEFAULT_WAN, geo
 
     topo = geo(args.sites or DEFAULT_SITES, args.wan or DEFAULT_WAN)
-    return GeoBenchConfig(task=args.task, batch=args.batch, microbatches=args.microbatches, topology=topo, **extra)
+    if args.torch is not None and "runs" not in extra:  # plan: no data-parallel run for torch models
+        extra["runs"] = tuple(r for r in DEFAULT_RUNS if r[0] != "dp")
+    return GeoBenchConfig(task=args.task, batch=args.batch, microbatches=args.microbatches, topology=topo,
+                          layers=args.layers, width=args.width, heads=args.heads, vocab=args.vocab, seq=args.seq,
+                          torch_model=args.torch, numpy_stages=args.numpy_stages, **extra)
+
+
+def _stages(text: str) -> tuple[int, ...]:
+    try:
+        out = tuple(int(p) for p in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"stages {text!r}: expected indices such as 0 or 0,2") from None
+    if any(i < 0 for i in out):
+        raise argparse.ArgumentTypeError(f"stages {text!r}: indices must be >= 0")
+    return out
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from innet.host.geo.graph import GraphError
     from innet.host.geo.opfence import PlanError
     from innet.testbed.geo.bench import GeoBenchError, plan_all, run
     from innet.testbed.core.topology import TopologyError
@@ -75,7 +90,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     try:
         config = _config(args)
         planned = plan_all(config)
-    except (GeoBenchError, PlanError, TopologyError) as error:
+    except (GeoBenchError, PlanError, TopologyError, GraphError) as error:
         print(f"innet geo plan: {error}", file=sys.stderr)
         return EXIT_USAGE
     print(config.topology)
@@ -95,14 +110,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from innet.host.geo.graph import GraphError
     from innet.host.geo.opfence import PlanError
     from innet.testbed.geo import bench as geo_bench
     from innet.testbed.core.topology import TopologyError
 
     try:
-        default = tuple(r for r in geo_bench.DEFAULT_RUNS if not (args.mininet and r[0] == "dp"))
+        default = tuple(r for r in geo_bench.DEFAULT_RUNS if not ((args.mininet or args.torch) and r[0] == "dp"))
         config = _config(args, steps=args.steps, runs=args.runs or default, replicas=args.replicas,
                          target_accuracy=args.target, lr=args.lr, out_dir=args.out, eval_every=args.eval_every,
+                         target_loss=args.target_loss, timeout_s=args.timeout,
+                         int8_activations=args.int8_activations, warmup_steps=args.warmup, row_topk=not args.tensor_topk,
                          testbed="mininet" if args.mininet else "loopback")
     except (geo_bench.GeoBenchError, TopologyError) as error:
         print(f"innet geo bench: {error}", file=sys.stderr)
@@ -112,7 +130,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     try:
         doc = geo_bench.run(config, progress=print)
-    except PlanError as error:
+    except (PlanError, GraphError, geo_bench.GeoBenchError) as error:  # GraphError: e.g. an unknown traced operator
         print(f"innet geo bench: {error}", file=sys.stderr)
         return EXIT_USAGE
     except (TestbedError, LaunchError) as error:
@@ -139,6 +157,16 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                        help="WAN links as A-B:MBITS:MS,... (default a-b:10:40,b-c:100:10,a-c:1000:2)")
         p.add_argument("--batch", type=int_range(1), default=32, help="samples per microbatch (default 32)")
         p.add_argument("--microbatches", type=int_range(1), default=4, help="microbatches per step (default 4)")
+        p.add_argument("--layers", type=int_range(1, 64), default=2, help="lm: GPT blocks (default 2)")
+        p.add_argument("--width", type=int_range(2, 4096), default=32, help="lm: GPT width (default 32)")
+        p.add_argument("--heads", type=int_range(1, 64), default=2, help="lm: attention heads (default 2)")
+        p.add_argument("--vocab", type=int_range(2, 4096), default=32, help="lm: vocabulary (default 32)")
+        p.add_argument("--seq", type=int_range(1, 1024), default=16, help="lm: tokens per sequence (default 16)")
+        p.add_argument("--torch", default=None, metavar="MODEL",
+                       help="a PyTorch model traced with torch.fx instead of the numpy one: mlp, gpt, or "
+                            "package.module:factory (returns an nn.Module giving logits)")
+        p.add_argument("--numpy-stages", type=_stages, default=(), metavar="I,J",
+                       help="with --torch: stages that run the numpy operators instead (heterogeneous software)")
         p.set_defaults(func=func)
         if name == "plan":
             p.add_argument("--measure", type=int_range(2), default=0, metavar="STEPS",
@@ -152,6 +180,15 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
             p.add_argument("--replicas", type=int_range(1, 9), default=1,
                            help="pipelines per site; > 1: data parallel inside each site via its innet switch")
             p.add_argument("--target", type=positive_float, default=0.9, help="time-to-accuracy target (default 0.9)")
+            p.add_argument("--target-loss", type=positive_float, default=None,
+                           help="also report the time to this test loss (nats)")
+            p.add_argument("--timeout", type=positive_float, default=600.0,
+                           help="seconds a run may take before its stages are stopped (default 600)")
+            p.add_argument("--warmup", type=int_range(0), default=0, help="compressed links send dense for N steps")
+            p.add_argument("--int8-activations", action="store_true",
+                           help="compressed links send activations as int8 per row when that fits the ratio's bytes")
+            p.add_argument("--tensor-topk", action="store_true",
+                           help="top-k over whole activation tensors (default: per row, i.e. per token/sample)")
             p.add_argument("--lr", type=positive_float, default=0.05, help="SGD learning rate (default 0.05)")
             p.add_argument("--eval-every", type=int_range(1), default=5, help="evaluate every N steps (default 5)")
             p.add_argument("--mininet", action="store_true",

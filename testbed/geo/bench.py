@@ -35,6 +35,7 @@ from innet.host.geo.graph import Graph
 from innet.host.geo.launch import SINGLE_THREAD_BLAS, Spawn, launch, local_spawn
 from innet.host.geo.opfence import SiteNetwork, Plan, cluster, exhaustive, greedy, naive, opfence, predict
 from innet.host.geo.stage_process import StageJob, build_model, build_task
+from innet.host.geo.stages import partition
 from innet.testbed.geo.topology import geo, network_view, wan_shape
 from innet.testbed.core.topology import Topology
 from innet.testbed.core.machine import describe as machine
@@ -74,6 +75,30 @@ class GeoBenchConfig:
     """Fixed top-k baseline ratio."""
     min_ratio: float = 0.05
     """AdaTopK's floor."""
+    target_loss: float | None = None
+    """Time-to-loss threshold (test cross-entropy), or None."""
+    layers: int = 2
+    """GPT blocks (``lm``)."""
+    width: int = 32
+    """GPT width (``lm``)."""
+    heads: int = 2
+    vocab: int = 32
+    """Tokens of the synthetic language (``lm``)."""
+    seq: int = 16
+    """Tokens per sequence (``lm``)."""
+    torch_model: str | None = None
+    """Run a PyTorch model traced with torch.fx instead of the numpy one: ``mlp`` / ``gpt`` (the
+    shipped ones with this config's sizes) or ``package.module:factory`` (called without arguments;
+    returns an ``nn.Module`` whose forward gives the logits)."""
+    numpy_stages: tuple[int, ...] = ()
+    """With ``torch_model``: pipeline stages that run the numpy operators instead (heterogeneous software)."""
+    row_topk: bool = True
+    """AdaTopK / top-k on activations per row (token) rather than per tensor (the language-model
+    stall, docs/geo.md)."""
+    warmup_steps: int = 0
+    """Compressed links send dense for the first N steps."""
+    int8_activations: bool = False
+    """Compressed links send activations as int8 per row when that fits the bytes top-k would use."""
     runs: tuple[tuple[str, str], ...] = DEFAULT_RUNS
     replicas: int = 1
     """Pipelines per site (> 1: data parallel inside each site through its innet switch)."""
@@ -101,14 +126,29 @@ class GeoBenchConfig:
             raise GeoBenchError(f"geo bench testbed {self.testbed!r}: expected 'loopback' or 'mininet'")
         if self.replicas < 1 or self.steps < 1 or self.microbatches < 1 or self.batch < 1:
             raise GeoBenchError("geo bench: replicas, steps, microbatches and batch must be >= 1")
+        if self.width % self.heads:
+            raise GeoBenchError(f"geo bench: width {self.width} is not a multiple of heads {self.heads}")
+        if min(self.layers, self.width, self.vocab, self.seq) < 1 or self.vocab < 2:
+            raise GeoBenchError("geo bench: layers, width, seq must be >= 1 and vocab >= 2")
+        if self.numpy_stages and self.torch_model is None:
+            raise GeoBenchError("geo bench: numpy stages only apply to a torch model (--torch)")
+        if self.torch_model is not None and any(p == "dp" for p, _ in self.runs):
+            raise GeoBenchError("geo bench run dp/...: data parallel runs the numpy models only; drop it with --torch")
 
-    def model_spec(self) -> dict[str, Any]:
+    def model_spec(self, numpy_nodes: Sequence[str] = ()) -> dict[str, Any]:
+        gpt = {"vocab": self.vocab, "d": self.width, "heads": self.heads, "layers": self.layers, "seq": self.seq}
+        if self.torch_model is not None:
+            builtin = {"mlp": ("innet.host.geo.torch_models:mlp", {"sizes": list(self.sizes)}),
+                       "gpt": ("innet.host.geo.torch_models:gpt", gpt)}
+            factory, kwargs = builtin.get(self.torch_model, (self.torch_model, {}))
+            return {"kind": "torch", "factory": factory, "kwargs": kwargs, "seed": self.seed,
+                    "target": "y" if self.task == "digits" else "targets", "numpy_nodes": list(numpy_nodes)}
         if self.task == "digits":
             return {"kind": "mlp", "sizes": list(self.sizes)}
-        return {"kind": "gpt", "vocab": 32, "d": 32, "heads": 2, "layers": 2, "seq": 16}
+        return {"kind": "gpt", **gpt}
 
     def task_spec(self) -> dict[str, Any]:
-        return {"kind": "digits"} if self.task == "digits" else {"kind": "lm", "vocab": 32, "seq": 16}
+        return {"kind": "digits"} if self.task == "digits" else {"kind": "lm", "vocab": self.vocab, "seq": self.seq}
 
 
 @dataclass(frozen=True)
@@ -155,7 +195,16 @@ def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: in
         if compression == "none" or link.bw_mbps != slowest:
             comp.append(None)
         else:
-            comp.append(asdict(CompressionConfig(compression, ratio=config.topk_ratio, min_ratio=config.min_ratio)))
+            comp.append(asdict(CompressionConfig(compression, ratio=config.topk_ratio, min_ratio=config.min_ratio,
+                                                 row_topk=config.row_topk, warmup_steps=config.warmup_steps,
+                                                 quantize_activations=config.int8_activations)))
+    numpy_nodes: list[str] = []
+    if config.numpy_stages:
+        stages = partition(build_model(config.model_spec()), plan.cuts)
+        for i in config.numpy_stages:
+            if not 0 <= i < len(stages):
+                raise GeoBenchError(f"geo bench: numpy stage {i}: the plan has {len(stages)} stages")
+            numpy_nodes += stages[i].nodes
 
     def shape(a: str, b: str) -> dict[str, Any] | None:
         s = fabric.transport_shape(a, b) if fabric is not None else wan_shape(topo, a, b)
@@ -165,7 +214,7 @@ def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: in
     for i in range(len(sites)):
         host = fabric.stage_host(sites[i], replica) if fabric is not None else None
         listen = (topo.host(host).address, 0) if host is not None else ("127.0.0.1", 0)
-        jobs.append(StageJob(model=config.model_spec(), task=config.task_spec(), cuts=plan.cuts, index=i,
+        jobs.append(StageJob(model=config.model_spec(numpy_nodes), task=config.task_spec(), cuts=plan.cuts, index=i,
                              steps=config.steps, batch=config.batch, microbatches=config.microbatches,
                              seed=config.seed, data_seed=config.seed + 1000 * replica, lr=config.lr,
                              momentum=config.momentum, listen=listen,
@@ -269,6 +318,7 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
     warm = min(3, len(deltas) - 1)
     step_s = float(statistics.median(deltas[warm:]))
     tta = next((e["t"] for e in evals if e["accuracy"] >= config.target_accuracy), None)
+    ttl = next((e["t"] for e in evals if config.target_loss is not None and e["loss"] <= config.target_loss), None)
     done = [o.of("done")[0] for pipe in outputs for o in pipe]
     # one pipeline's WAN traffic: every stage's sends both ways (probes and evaluation excluded)
     wan_bytes = sum(d["sent_next"] + d["sent_prev"] for d in (o.of("done")[0] for o in outputs[0]))
@@ -284,6 +334,8 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
             "cuts": list(plan.cuts), "links": [asdict(l) for l in plan.links],
             "step_s": step_s, "predicted_step_s": predicted, "time_to_accuracy_s": tta,
             "final_accuracy": evals[-1]["accuracy"] if evals else None, "final_loss": steps[-1]["loss"],
+            "time_to_loss_s": ttl, "final_test_loss": evals[-1]["loss"] if evals else None,
+            "train_wall_s": times[-1] if times else None,
             "wan_bytes_per_step": wan_bytes / config.steps, "slow_link_ratio": ratio,
             "mean_ratios": ratios, "wall_s": wall,
             # AdaTopK's ratio per forward message on the slowest link, and the rate the next
@@ -295,7 +347,8 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
             "samples_per_step": config.replicas * config.batch * config.microbatches,
             "wan_link_bytes": _wan_delta(wan_before, geo_tb.wan_bytes()) if wan_before is not None else None,
             "loss_curve": [[s["t"], s["loss"]] for s in steps],
-            "accuracy_curve": [[e["t"], e["step"], e["accuracy"]] for e in evals]}
+            "accuracy_curve": [[e["t"], e["step"], e["accuracy"]] for e in evals],
+            "test_loss_curve": [[e["t"], e["step"], e["loss"]] for e in evals]}
 
 
 def _wan_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:

@@ -68,3 +68,42 @@ def test_a_failing_stage_is_reported_with_its_message() -> None:
                    steps=1, next_address=None, timeout=5.0)
     with pytest.raises(LaunchError, match="next_address is required"):
         launch([[job]], timeout=30.0)
+
+
+@pytest.mark.slow
+def test_numpy_site_and_torch_sites_equal_one_torch_process(tmp_path: Path) -> None:
+    """Heterogeneous software across processes (issue 22, item 4): a torch.fx-traced MLP whose
+    stage 0 runs the numpy operators and stages 1-2 torch autograd, over loopback TCP, ends
+    where the module trained in one torch process ends."""
+    torch = pytest.importorskip("torch", reason="torch (optional dependency) is not installed")
+    from innet.host.geo.torch_models import mlp as torch_mlp
+
+    sizes = [64, 32, 24, 10]  # layers_0 acts_0 | layers_1 acts_1 | layers_2 loss
+    steps, batch, mbs, lr, mom = 5, 16, 2, 0.1, 0.9
+    cuts = (2, 4)
+    spec = {"kind": "torch", "factory": "innet.host.geo.torch_models:mlp", "kwargs": {"sizes": sizes}, "seed": 7,
+            "target": "y", "numpy_nodes": ["layers_0", "acts_0"]}
+    jobs = [StageJob(model=spec, task={"kind": "digits"}, cuts=cuts, index=i, steps=steps, batch=batch,
+                     microbatches=mbs, dtype="float64", lr=lr, momentum=mom,
+                     params_out=str(tmp_path / f"stage{i}.npz"), timeout=60.0) for i in range(3)]
+    out = launch([jobs], timeout=120.0)[0]
+    torch.manual_seed(7)
+    module = torch_mlp(sizes).double()
+    opt = torch.optim.SGD(module.parameters(), lr=lr, momentum=mom)
+    batches = Digits.load(0).batches(batch, mbs, 0)
+    ref_losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = sum(torch.nn.functional.cross_entropy(module(torch.from_numpy(f["x"].astype(np.float64))),
+                                                     torch.from_numpy(f["y"])) for f in next(batches)) / mbs
+        loss.backward()
+        opt.step()
+        ref_losses.append(float(loss.detach()))
+    np.testing.assert_allclose([r["loss"] for r in out[2].of("step")], ref_losses, rtol=1e-9)
+    got = {}
+    for i in range(3):
+        got.update(load_params(tmp_path / f"stage{i}.npz"))
+    np.testing.assert_allclose(got["layers_0"]["w"], module.layers[0].weight.detach().numpy().T, rtol=1e-9,
+                               atol=1e-12)
+    np.testing.assert_allclose(got["layers_2"]["weight"], module.layers[2].weight.detach().numpy(), rtol=1e-9,
+                               atol=1e-12)

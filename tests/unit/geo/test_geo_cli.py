@@ -48,3 +48,28 @@ def test_a_plan_that_cannot_fit_is_one_line_and_exit_2(argv: list[str], message:
         # the error is one line (argparse puts its usage lines before it)
         assert err[-1].startswith(f"innet geo {action}: ") or err[-1].startswith(f"innet geo {action}: error: ")
         assert message in err[-1] and "Traceback" not in "\n".join(err), err
+
+
+def odd_model() -> object:
+    """A factory for ``--torch``: a module whose forward calls an operator the OP-DAG lacks."""
+    import torch
+
+    class Odd(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(64, 10)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.cumsum(self.fc(x), dim=-1)
+
+    return Odd()
+
+
+@pytest.mark.parametrize("action", ["plan", "bench"])
+def test_unknown_operator_in_a_traced_model_is_one_line_and_exit_2(action: str,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch", reason="torch (optional dependency) is not installed")
+    argv = ["geo", action, "--torch", f"{__name__}:odd_model"]
+    assert main(argv + (["--runs", "opfence/none", "--steps", "2"] if action == "bench" else [])) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown operator cumsum (function, node 'cumsum')" in err[0]

@@ -100,3 +100,42 @@ def test_activations_go_without_error_feedback_unless_asked() -> None:
     both = LinkCompressor(CompressionConfig("topk", ratio=0.5, feedback_activations=True), direction="fwd")
     both.compress({"h": x})
     assert "h" in both.feedback.residuals
+
+
+def test_row_topk_keeps_every_rows_largest_elements() -> None:
+    """Per-row top-k on activations: each token's vector keeps its own share, none is dropped whole
+    (whole-tensor top-k keeps only the large row here)."""
+    x = np.array([[10.0, 20.0, -30.0, 40.0], [0.1, -0.4, 0.2, 0.3]], np.float32)
+    rows = LinkCompressor(CompressionConfig("topk", ratio=0.5, row_topk=True), direction="fwd").compress({"h": x})
+    np.testing.assert_array_equal(rows["h"].indices, [2, 3, 5, 7])
+    whole = LinkCompressor(CompressionConfig("topk", ratio=0.5), direction="fwd").compress({"h": x})
+    np.testing.assert_array_equal(whole["h"].indices, [0, 1, 2, 3])
+    # gradients keep whole-tensor top-k (error feedback carries the rest)
+    grads = LinkCompressor(CompressionConfig("topk", ratio=0.5, row_topk=True), direction="bwd").compress({"h": x})
+    np.testing.assert_array_equal(grads["h"].indices, [0, 1, 2, 3])
+
+
+def test_warmup_sends_dense_for_the_first_steps() -> None:
+    c = LinkCompressor(CompressionConfig("topk", ratio=0.1, warmup_steps=2), direction="bwd")
+    x = {"g": np.arange(20, dtype=np.float32)}
+    assert isinstance(c.compress(x, step=1)["g"], np.ndarray) and c.last_ratio == 1.0
+    assert isinstance(c.compress(x, step=2)["g"], Sparse) and c.last_ratio == 0.1
+
+
+def test_int8_activations_when_they_fit_the_ratios_bytes() -> None:
+    """At ratio 0.25 top-k would send 0.25 x (4 + 4) = 2 bytes per element: int8 + a scale per
+    row (1 + 4/width) fits, so activations go quantised; at 0.1 (0.8 bytes) they go top-k."""
+    from innet.host.geo.codec import Int8Rows
+
+    rng = np.random.default_rng(0)
+    x = {"h": rng.standard_normal((3, 5, 16)).astype(np.float32)}
+    c = LinkCompressor(CompressionConfig("topk", ratio=0.25, quantize_activations=True), direction="fwd")
+    q = c.compress(x)["h"]
+    assert isinstance(q, Int8Rows)
+    tag, back = decode(encode(("fwd", 0, 0), {"h": q}))
+    np.testing.assert_allclose(back["h"], x["h"], atol=np.abs(x["h"]).max() / 127 / 2 + 1e-7)
+    assert back["h"].dtype == np.float32 and q.nbytes == 3 * 5 * 16 + 3 * 5 * 4 < x["h"].nbytes / 3
+    low = LinkCompressor(CompressionConfig("topk", ratio=0.1, quantize_activations=True), direction="fwd")
+    assert isinstance(low.compress(x)["h"], Sparse)
+    grads = LinkCompressor(CompressionConfig("topk", ratio=0.25, quantize_activations=True), direction="bwd")
+    assert isinstance(grads.compress(x)["h"], Sparse)

@@ -157,3 +157,14 @@ def test_every_stage_learns_the_pipeline_period_from_its_neighbours() -> None:
     assert heavy._mb_compute > 3 * light._mb_compute
     assert light.period_s > 3 * light._mb_compute  # it knows it is not the bottleneck
     assert light._budget(0.0) == light.period_s
+
+
+def test_backward_compression_can_differ_from_forward() -> None:
+    """``compression_bwd`` compresses only the gradients (the ablation's 'gradients only')."""
+    from innet.host.geo.compress import CompressionConfig
+
+    g = mlp([8, 16, 3])
+    steps = _mlp_steps(2, 2)
+    top = CompressionConfig("topk", ratio=0.25)
+    r = run_threads(g, (2,), _as64(g.init_params(0)), steps, Sgd(0.1), compression=[None], compression_bwd=[top])
+    assert set(r.stats[0].ratios_next) == {1.0} and set(r.stats[1].ratios_prev) == {0.25}
