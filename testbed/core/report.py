@@ -4,6 +4,7 @@ to Markdown for the docs, so the two never list different columns or formats."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 Row = dict[str, Any]
@@ -49,3 +50,15 @@ def markdown_table(columns: Sequence[Column], rows: Iterable[Row]) -> str:
     for row in rows:
         lines.append("| " + " | ".join(c.cell(row).replace("|", "\\|") for c in columns) + " |")
     return "\n".join(lines)
+
+
+def save_json(out_dir: Path, name: str, doc: Any) -> Path:
+    """Write a run's results as ``out_dir/<name>-<YYYYmmdd-HHMMSS>.json`` (the directory made if
+    needed): the stamp keeps one run from overwriting another's."""
+    import datetime as dt
+    import json
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}-{dt.datetime.now():%Y%m%d-%H%M%S}.json"
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    return path

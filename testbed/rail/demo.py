@@ -14,8 +14,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import os
 import statistics
 import time
@@ -25,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from innet.testbed.core.report import save_json
 from innet.testbed.core.testbed import TestbedOptions
 from innet.testbed.rail import digits as rail_digits
 from innet.testbed.rail.models import railperf
@@ -115,8 +114,6 @@ def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
         console.print(table)
     doc = {"topology": topo.name, "backend": backend, "config": {**asdict(config), "out_dir": str(config.out_dir)},
            "training": train, "rows": rows}
-    config.out_dir.mkdir(parents=True, exist_ok=True)
-    path = config.out_dir / f"rail-{'demo' if config.benchmark else 'train'}-{config.topo}-{dt.datetime.now():%Y%m%d-%H%M%S}.json"
-    path.write_text(json.dumps(doc, indent=2) + "\n")
-    console.print(f"wrote {path}")
+    name = f"rail-{'demo' if config.benchmark else 'train'}-{config.topo}"
+    console.print(f"wrote {save_json(config.out_dir, name, doc)}")
     return doc

@@ -12,15 +12,13 @@ writes ``rail-failover-<stamp>.json``.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from innet.testbed.core.report import Column, markdown_table, rich_table
+from innet.testbed.core.report import Column, markdown_table, rich_table, save_json
 from innet.testbed.core.testbed import TestbedError, TestbedOptions
 
 SPARES = {"cold": ("cold",), "warm": ("warm",), "both": ("cold", "warm")}
@@ -77,10 +75,7 @@ def run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
         console.print(markdown_table(COLUMNS, rows), markup=False, highlight=False)
     doc = {"topology": topo.name, "backend": backend, "steps": args.steps, "window": args.window,
            "model_exact": model_exact, "rows": rows}
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"rail-failover-{dt.datetime.now():%Y%m%d-%H%M%S}.json"
-    path.write_text(json.dumps(doc, indent=2) + "\n")
-    console.print(f"wrote {path}")
+    console.print(f"wrote {save_json(args.out, 'rail-failover', doc)}")
     return doc
 
 
