@@ -6,7 +6,7 @@ reading FIFO ``pcapN_in.pcap`` and writing ``pcapN_out.pcap``, one per port some
 ``packet``/``expect`` line names, as p4c's BMv2 STF driver sets it up); the control-plane
 lines go through one ``simple_switch_CLI`` session, which ends before the first packet
 (innet's runner, too, applies every control line first); the packets then go in back to back
-in file order. Once the switch's log has been quiet for a while the switch is stopped and
+in file order (increasing pcap time stamps, by which the switch merges its ports). Once the switch's log has been quiet for a while the switch is stopped and
 each port's output compared, in order, with the ``expect`` lines of that port (``*``
 nibbles, ``$`` exact length: the driver's ``compare_pkt``); a port that expects nothing must
 send nothing. ``check_counter`` lines, which the driver parses but never checks, are checked
@@ -88,9 +88,12 @@ def _pcap_header() -> bytes:
         (65535).to_bytes(4, "little") + (1).to_bytes(4, "little")
 
 
-def _pcap_record(data: bytes) -> bytes:
+def _pcap_record(data: bytes, seq: int) -> bytes:
+    """One record stamped ``seq`` µs: simple_switch's pcap reader merges its ports' files by
+    time stamp, so increasing stamps keep the file's order across ports (a stateful program
+    depends on it)."""
     n = len(data).to_bytes(4, "little")
-    return bytes(8) + n + n + data
+    return (seq // 1_000_000).to_bytes(4, "little") + (seq % 1_000_000).to_bytes(4, "little") + n + n + data
 
 
 def read_pcap(path: Path) -> list[bytes]:
@@ -203,7 +206,7 @@ _OPS = {"==": int.__eq__, "!=": int.__ne__, "<": int.__lt__, "<=": int.__le__, "
 
 
 def run_bmv2_stf(stf: Path, tools: Bmv2StfTools, work: Path, p4: Path | None = None,
-                 timeout: float = 60.0) -> Bmv2StfResult:
+                 timeout: float = 120.0) -> Bmv2StfResult:
     """Compile ``p4`` (default: the program ``stf`` tests), run ``stf`` on simple_switch in
     ``work`` and compare. Raises Bmv2Skip (innet's dialect), Bmv2Unsupported (a line BMv2
     cannot express), Bmv2Error (p4c, the switch or the CLI failed; names which)."""
@@ -233,8 +236,11 @@ def run_bmv2_stf(stf: Path, tools: Bmv2StfTools, work: Path, p4: Path | None = N
         os.write(fifos[port], _pcap_header())
     thrift = free_port()
     log = run / "switch.txt"
-    argv = [str(tools.switch), "--log-file", str(run / "switch"), "--log-flush", "--use-files", "0",
-            "--thrift-port", str(thrift), "--device-id", "0"]
+    # debug, not trace: per-packet events (parser, tables, transmit) without one line per
+    # primitive, which makes the log, not the switch, the bottleneck on large programs
+    argv = [str(tools.switch), "--log-file", str(run / "switch"), "--log-flush", "--log-level", "debug",
+            "--use-files", "0",
+            "--thrift-port", str(thrift), "--notifications-addr", f"ipc://{run / 'notifications.ipc'}"]
     for port in ports:
         argv += ["-i", f"{port}@pcap{port}"]
     argv.append(str(json_path))
@@ -247,8 +253,8 @@ def run_bmv2_stf(stf: Path, tools: Bmv2StfTools, work: Path, p4: Path | None = N
         _wait_thrift(proc, thrift, deadline, run / "stdout.txt")
         if commands:
             _check_cli(commands, _run_cli(tools.cli, thrift, [c.text for c in commands], run), where)
-        for _, port, data in test.packets:
-            os.write(fifos[port], _pcap_record(data))
+        for seq, (_, port, data) in enumerate(test.packets, 1):
+            os.write(fifos[port], _pcap_record(data, seq))
         for fd in fifos.values():
             os.close(fd)
         fifos.clear()

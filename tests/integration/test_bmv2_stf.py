@@ -6,16 +6,23 @@ on ``simple_switch`` by ``innet.testbed.backends.bmv2_stf``; a disagreement fail
 file, line, port and expected vs sent bytes. A ``NAME.innet.stf`` is skipped with the reason
 on its first line; a line BMv2 cannot express fails with its located reason (the repository
 keeps such tests in ``.innet.stf`` files). Without the toolchain every item skips naming the
-missing binary (``INNET_P4_PREFIX=/nonexistent`` shows it). docs/TESTING.md, "Real BMv2".
+missing binary (``INNET_P4_PREFIX=/nonexistent`` shows it).
+
+With ``INNET_P4C_SAMPLES=DIR`` (p4c's ``testdata/p4_16_samples``, or a p4c checkout) the same
+runner also takes p4c's own v1model samples (the ones ``innet conformance --p4c-samples``
+runs), as the check that the runner reads STF as p4c's driver does. docs/p4c-compat.md.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import os
+
 import pytest
 
 from innet.conformance import stf_files
+from innet.p4c_samples import resolve_samples_dir, sample_names
 from innet.testbed.backends.bmv2 import Bmv2Error, Bmv2Missing
 from innet.testbed.backends.bmv2_stf import Bmv2Skip, Bmv2StfTools, find_stf_tools, innet_only_reason, run_bmv2_stf
 from innet.testbed.backends.bmv2_stf_cli import Bmv2Unsupported
@@ -53,3 +60,21 @@ def test_the_tier_covers_the_suites() -> None:
     assert {"p4/innet.stf", "p4/innet/tests/forward_arp.stf", "tests/conformance/v1model/field_list_const.stf",
             "tests/unit/native_diff/meters.stf"} <= names
     assert len(STF) >= 100
+
+
+SAMPLES = sample_names()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SAMPLES)
+def test_p4c_sample_agrees_on_bmv2(name: str, tmp_path: Path) -> None:
+    where = os.environ.get("INNET_P4C_SAMPLES")
+    if not where:
+        pytest.skip("INNET_P4C_SAMPLES (p4c's testdata/p4_16_samples) is not set")
+    tools = _tools()
+    p4 = resolve_samples_dir(Path(where)) / name
+    try:
+        result = run_bmv2_stf(p4.with_suffix(".stf"), tools, tmp_path, p4=p4)
+    except (Bmv2Unsupported, Bmv2Error) as e:
+        pytest.fail(str(e), pytrace=False)
+    assert result.agreed, result.message
