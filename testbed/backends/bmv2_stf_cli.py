@@ -144,8 +144,8 @@ class _Resolver:
                 raise self.unsupported(line, f"exact key {key.name} takes no '*' digits or prefix")
             return str(int(text, 0))
         if key.kind == "lpm" and "/" in text:
-            v, plen = text.split("/")
-            return f"{int(v, 0)}/{int(plen, 0)}"
+            v, given = text.split("/")
+            return f"{int(v, 0)}/{int(given, 0)}"
         if key.width is None:
             raise self.unsupported(line, f"key {key.name} is an expression whose width p4c's JSON does not give, "
                                          f"so the {key.kind} value {text!r} cannot be masked")
