@@ -277,7 +277,7 @@ def run_bmv2_stf(stf: Path, tools: Bmv2StfTools, work: Path, p4: Path | None = N
     got = {port: read_pcap(run / f"pcap{port}_out.pcap") for port in ports}
     problems = _compare(test, got, where)
     for (line, counter, what, op, want), text in zip(counters, counts):
-        m = re.search(rf"{what}=(\d+)", text)
+        m = re.search(rf"(\d+) {what}\b", text)  # "NAME[i]= (1020 bytes, 14 packets)"
         if m is None:
             problems.append(f"{where}:{line}: counter_read {counter}: no {what} in {text.strip()!r}")
         elif not _OPS[op](int(m.group(1)), want):
