@@ -17,6 +17,7 @@ A line BMv2 cannot express raises :class:`Bmv2Unsupported` naming the file, line
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -196,9 +197,9 @@ def _add(line: int, text: str, res: _Resolver) -> str:
         kname, sep, value = tok.rpartition(":")
         if not sep:
             raise res.unsupported(line, f"key {tok!r} is not name:value")
-        kname = kname.replace("$", "") if kname.count("$") == 1 else kname
+        kname = re.sub(r"\$(\d+)", r"[\1]", kname)  # p4c's STF spells stack element i as stack$i
         hits = [i for i, n in enumerate(names)
-                if n == kname or n.endswith("." + kname) or n.replace("[", "$").replace("]", "") == kname
+                if n == kname or n.endswith("." + kname)
                 or n in (kname + ".$valid$", kname.removesuffix(".valid") + ".$valid$")]
         if len(hits) != 1:
             raise res.unsupported(line, f"table {table.name} has {'several keys' if hits else 'no key'} "
