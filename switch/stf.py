@@ -406,7 +406,9 @@ def _key_index(table: Any, name: str) -> int:
     raise ValueError(f"table {table.name}: no key named {name!r} (keys: {', '.join(names)})")
 
 
-def _matches(exp: Expect, data: bytes) -> bool:
+def expect_matches(exp: Expect, data: bytes) -> bool:
+    """Whether ``data`` is what ``exp`` asks for (p4c's ``compare_pkt``: ``*`` any nibble, a
+    longer packet matches unless ``$``); shared with the BMv2 runner so both judge alike."""
     if not exp.pattern:
         return True
     got = data.hex()
@@ -434,13 +436,13 @@ def run_test(pl: Pipeline, test: StfTest, name: str = "<stf>") -> StfResult:
     for port in sorted(observed):
         exp = [e for e in test.expects if e.port == port]
         outs = got[port]
-        bad = len(exp) != len(outs) or not all(_matches(e, d) for e, d in zip(exp, outs))
+        bad = len(exp) != len(outs) or not all(expect_matches(e, d) for e, d in zip(exp, outs))
         if bad:
             lines = [f"port {port}: expected {len(exp)} packet(s), got {len(outs)}"]
             for i in range(max(len(exp), len(outs))):
                 ex = exp[i] if i < len(exp) else None
                 d = outs[i] if i < len(outs) else None
-                mark = "ok " if ex is not None and d is not None and _matches(ex, d) else "BAD"
+                mark = "ok " if ex is not None and d is not None and expect_matches(ex, d) else "BAD"
                 es = "-" if ex is None else (ex.pattern or "<any>") + ("$" if ex.exact else "") + f" (line {ex.line})"
                 ds = "-" if d is None else d.hex()
                 lines.append(f"  {mark} #{i}: expected {es}\n             got      {ds}")
@@ -520,5 +522,5 @@ def run_stf(p4_path: str | Path, stf_path: str | Path, include_dirs: Sequence[st
     return run_test(pl, test, str(stf_path))
 
 
-__all__ = ["StfError", "StfResult", "StfTest", "parse_stf", "read_stf", "run_test", "run_stf", "key_spec", "parse_value",
+__all__ = ["StfError", "StfResult", "StfTest", "parse_stf", "read_stf", "run_test", "run_stf", "expect_matches", "key_spec", "parse_value",
            "apply_control"]

@@ -47,13 +47,17 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Problem", "check_p4c_dialect", "DIALECT_COMMENT", "INNET_SUFFIX", "program_for"]
+__all__ = ["Problem", "check_p4c_dialect", "DIALECT_COMMENT", "NOT_BMV2_COMMENT", "INNET_SUFFIX", "program_for"]
 
 INNET_SUFFIX = ".innet.stf"
 """Ending of an STF file in innet's extended dialect; every other ``.stf`` is p4c's dialect."""
 
 DIALECT_COMMENT = "# innet STF dialect:"
 """How the first line of a ``NAME.innet.stf`` file starts; it goes on to name what it uses."""
+
+NOT_BMV2_COMMENT = "# innet only, BMv2 cannot run it:"
+"""The other first line of a ``NAME.innet.stf`` file: in p4c's dialect, but p4c or simple_switch
+cannot run its program (the line goes on to say why)."""
 
 
 def program_for(stf: Path) -> Path:

@@ -110,6 +110,14 @@ control MyIngress(inout headers hdr, inout metadata meta,
         standard_metadata.egress_spec = standard_metadata.ingress_port;
     }
 
+    /* The switch's own address (switch_addr) when arp_responder has no entry. A separate action,
+     * not a direct call of arp_reply: p4c would emit a second, parameterless BMv2 action named
+     * MyIngress.arp_reply for that call, and simple_switch_CLI, which finds actions by name,
+     * then refuses arp_responder's entries (the table misses; the request goes unanswered). */
+    action arp_reply_switch() {
+        arp_reply(meta.switch_mac);
+    }
+
     table arp_responder {
         key = { hdr.arp.targetIp: exact; }
         actions = { arp_reply; NoAction; }
@@ -327,7 +335,7 @@ control MyIngress(inout headers hdr, inout metadata meta,
         } else if (hdr.arp.isValid() && hdr.arp.oper == ARP_REQUEST) {
             if (arp_responder.apply().miss) {
                 if (meta.switch_ip != 0 && hdr.arp.targetIp == meta.switch_ip) {
-                    arp_reply(meta.switch_mac);
+                    arp_reply_switch();
                 } else {
                     drop();
                 }

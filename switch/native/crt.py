@@ -87,10 +87,16 @@ static u32 vb_put(u8 *dst, u32 doff, u64 v) {
     for (u32 i = 0; i < w; i += 32) { u32 n = w - i < 32 ? w - i : 32; putbits(dst, doff + i, n, getbits(s, so + i, n)); }
     return doff + w;
 }
-/* Two varbit values are equal when width and bits are. */
+/* Two varbit values are equal when their values are, whatever their widths (simple_switch
+   compares the numbers; the P4 spec would also want equal widths). Bits are MSB first, so
+   compare from the least significant end, reading 0 above a value's width. */
 static int vb_eq(u64 a, u64 b) {
-    u32 w = vb_w(a); if (w != vb_w(b)) return 0;
-    for (u32 i = 0; i < w; i += 32) { u32 n = w - i < 32 ? w - i : 32; if (getbits(vb_p(a), vb_o(a) + i, n) != getbits(vb_p(b), vb_o(b) + i, n)) return 0; }
+    u32 wa = vb_w(a), wb = vb_w(b), w = wa > wb ? wa : wb;
+    for (u32 i = 0; i < w; i++) {
+        u32 x = i < wa ? getbits(vb_p(a), vb_o(a) + wa - 1 - i, 1) : 0;
+        u32 y = i < wb ? getbits(vb_p(b), vb_o(b) + wb - 1 - i, 1) : 0;
+        if (x != y) return 0;
+    }
     return 1;
 }
 
@@ -423,7 +429,10 @@ static void after_ingress(sw_t *sw, u64 *S, const u8 *pdata, u32 plen, u32 pport
         }
         goto run;
     }
-    if (S[SM_EGRESS_SPEC] != DROP_PORT) { eitem_t it = {S, (u32)S[SM_EGRESS_SPEC], 0}; vec_push(&sw->arena, &eq, &it, sizeof it); }
+    if (S[SM_EGRESS_SPEC] != DROP_PORT) {  /* unicast: simple_switch resets instance_type to NORMAL */
+        S[SM_INSTANCE_TYPE] = 0;
+        eitem_t it = {S, (u32)S[SM_EGRESS_SPEC], 0}; vec_push(&sw->arena, &eq, &it, sizeof it);
+    }
 run:;
     eitem_t it;
     while (vec_pop(&eq, &it, sizeof it)) { do_egress(sw, it.S, it.port, pport, iq, 0); drain_clones(sw, pport, iq); }

@@ -411,6 +411,10 @@ class ExprGen(StatementHooks):
         if op in ("+", "-", "*") and isinstance(rt, ir.BitT):
             return self.wrapped(e, rt.width, rt.signed)
         a, b = self.expr(e.left), self.expr(e.right)
+        if op in ("==", "!=") and isinstance(e.left.type, ir.VarBitT):
+            # simple_switch compares a varbit's value only (0x1122 over 16 bits equals 0x1122
+            # over 24), where the P4 spec also wants equal widths; innet follows simple_switch
+            return f"({a}[1] {op} {b}[1])"
         if op in ("==", "!=", "<", "<=", ">", ">="):
             return f"({a} {op} {b})"
         if isinstance(rt, ir.IntT):

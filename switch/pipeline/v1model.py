@@ -7,7 +7,8 @@ Per input packet (``Pipeline.process``):
    ``instance_type`` 1), digests, resubmit (the original packet re-enters ingress with
    only the field-list metadata, ``instance_type`` 6, and this pass produces nothing
    else), multicast when ``mcast_grp`` != 0 (one copy per replica, ``egress_rid`` = node
-   rid, ``instance_type`` 5), drop when ``egress_spec`` == 511, else unicast;
+   rid, ``instance_type`` 5), drop when ``egress_spec`` == 511, else unicast (with
+   ``instance_type`` set back to 0, as simple_switch does before egress);
 3. egress pass: egress; E2E clone (the deparsed output parsed again, ``instance_type``
    2); drop when ``egress_spec`` == 511; computeChecksum, deparser; recirculate (the
    deparsed packet re-enters ingress, ``instance_type`` 4) instead of output; output.
@@ -313,6 +314,9 @@ class Architecture:
         spec = S[self.s_egress_spec]
         if spec == DROP_PORT:
             return
+        # simple_switch sets instance_type to NORMAL before a unicast packet enters egress, so
+        # a resubmitted or recirculated packet reads 0 there (its ingress pass read 6 or 4)
+        S[self.s_instance_type] = NORMAL
         egress_q.append((S, spec))
 
     def _clone(self, session: int, fl: tuple[int, ...], S: list[Any], pdata: bytes, pport: int, itype: int,

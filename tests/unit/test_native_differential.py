@@ -40,7 +40,7 @@ CONSTRUCTS = [
     (REPO / "tests/unit/native_diff/varbit.p4", REPO / "tests/unit/native_diff/varbit.stf"),
     (REPO / "tests/conformance/parser/varbit_extract.p4", REPO / "tests/conformance/parser/varbit_extract.stf"),
     (REPO / "tests/conformance/parser/subparser.p4", REPO / "tests/conformance/parser/subparser.stf"),
-    (REPO / "tests/unit/native_diff/wide.p4", REPO / "tests/unit/native_diff/wide.stf"),
+    (REPO / "tests/unit/native_diff/wide.p4", REPO / "tests/unit/native_diff/wide.innet.stf"),
 ]
 CASES = [(p, p.with_suffix(".stf")) for p in PROGRAMS] + CONSTRUCTS
 STEPS = 400

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from innet.switch.stf import Expect, StfError, _matches, key_spec, parse_stf, parse_value
+from innet.switch.stf import Expect, StfError, expect_matches, key_spec, parse_stf, parse_value
 
 TEXT = """
 # comment
@@ -50,10 +50,10 @@ def test_key_specs_per_kind() -> None:
 
 
 def test_expect_matching() -> None:
-    assert _matches(Expect(1, "01**ff", True, 1), bytes([1, 0x77, 0xFF]))
-    assert not _matches(Expect(1, "01**ff", True, 1), bytes([1, 0x77, 0xFF, 0]))
-    assert _matches(Expect(1, "01**ff", False, 1), bytes([1, 0x77, 0xFF, 0]))
-    assert _matches(Expect(1, "", False, 1), b"anything")
+    assert expect_matches(Expect(1, "01**ff", True, 1), bytes([1, 0x77, 0xFF]))
+    assert not expect_matches(Expect(1, "01**ff", True, 1), bytes([1, 0x77, 0xFF, 0]))
+    assert expect_matches(Expect(1, "01**ff", False, 1), bytes([1, 0x77, 0xFF, 0]))
+    assert expect_matches(Expect(1, "", False, 1), b"anything")
 
 
 COUNTER_P4 = """

@@ -14,7 +14,7 @@ import pytest
 
 from innet.conformance import run_file, stf_files
 from innet.switch.stf import parse_stf
-from innet.switch.stf_dialect import DIALECT_COMMENT, INNET_SUFFIX, check_p4c_dialect, program_for
+from innet.switch.stf_dialect import DIALECT_COMMENT, INNET_SUFFIX, NOT_BMV2_COMMENT, check_p4c_dialect, program_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -135,7 +135,9 @@ def test_conformance_runs_innet_dialect_files(tmp_path: Path) -> None:
 
 
 def _repo_stf_files() -> list[Path]:
-    return sorted(p for d in ("p4", "tests/conformance") for p in (REPO / d).rglob("*.stf"))
+    """Every STF file of the repository (not only the suites: a ``.stf`` anywhere is p4c's dialect)."""
+    skip = {".venv", ".git", "results", "build", "node_modules"}
+    return sorted(p for p in REPO.rglob("*.stf") if not skip & set(p.relative_to(REPO).parts))
 
 
 @pytest.mark.parametrize("stf", _repo_stf_files(), ids=lambda p: str(p.relative_to(REPO)))
@@ -144,12 +146,20 @@ def test_repo_stf_file_is_in_its_dialect(stf: Path) -> None:
     text = stf.read_text()
     if stf.name.endswith(INNET_SUFFIX):
         first = text.split("\n", 1)[0]
+        if first.startswith(NOT_BMV2_COMMENT):
+            assert len(first) > len(NOT_BMV2_COMMENT) + 10, f"{stf.name}: say why BMv2 cannot run it"
+            parse_stf(text, str(stf))
+            return
         assert first.startswith(DIALECT_COMMENT) and "(not in p4c's STF" in first, first
         assert check_p4c_dialect(text), f"{stf.name} is in p4c's dialect: name it {stf.name[:-len(INNET_SUFFIX)]}.stf"
     else:
         problems = check_p4c_dialect(text)
         assert not problems, f"{stf}: " + "; ".join(map(str, problems))
     parse_stf(text, str(stf))  # and innet reads it
+
+
+def test_repo_stf_files_outside_the_suites_are_checked() -> None:
+    assert REPO / "tests" / "unit" / "native_diff" / "meters.stf" in _repo_stf_files()
 
 
 def test_repo_has_both_dialects() -> None:

@@ -3,7 +3,7 @@
 
 // Two-argument extract into headers with a varbit field between fixed fields: the size (in
 // bits) comes from an earlier header. The emitted header has the extracted width. Two varbit
-// values are equal only with the same width and bits. csum16 over a field list with a varbit
+// values are equal when their numbers are, whatever their widths (simple_switch's ==). csum16 over a field list with a varbit
 // covers its current bytes. Errors in simple_switch's order (BMv2 parser.cpp, extract_VL):
 // a size that is not a multiple of 8 is ParserInvalidArgument, then too few bytes left is
 // PacketTooShort, then a size above the varbit's maximum is HeaderTooShort.

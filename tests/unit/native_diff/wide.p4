@@ -185,7 +185,7 @@ control I(inout headers_t h, inout meta_t m, inout standard_metadata_t sm) {
             h.o.flags = 0;
             if (x > (bit<128>)y) { h.o.flags[0:0] = 1; }
             if (z < 0) { h.o.flags[1:1] = 1; }
-            if (z >= 72s-1000) { h.o.flags[2:2] = 1; }
+            if (z >= -72s1000) { h.o.flags[2:2] = 1; }
             if (h.w.d == (bit<200>)x) { h.o.flags[3:3] = 1; }
             if ((int<100>)z < (int<100>)(int<72>)(bit<72>)y) { h.o.flags[4:4] = 1; }
             if ((bit<64>)x == 64w0) { h.o.flags[5:5] = 1; }
