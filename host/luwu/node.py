@@ -158,7 +158,8 @@ class OptimizerNode:
                 "shard": [start, stop], "shards": [list(s) for s in self.plan.shards], "nodes": list(self.plan.nodes),
                 "step": self.state.step, "adam": asdict(self.state.config), "bytes_on_disk": self.state.bytes_on_disk,
                 "bytes_state": 3 * 4 * self.state.size, "bytes_working_set": self.state.working_set_bytes,
-                "rss_bytes": rss_bytes(), "seconds": dict(self.seconds), "updated": time.time()}
+                "rss_bytes": rss_bytes(), "seconds": dict(self.seconds), "updated": time.time(),
+                "agent_stats": dict(self.agent.last.stats) if self.agent.last is not None else {}}
 
     def run(self) -> int:
         """Run ``steps`` steps; the step reached."""

@@ -19,9 +19,12 @@ from dataclasses import dataclass
 
 from innet.host import wire
 
-OWNER_GROUP_BASE = 0x8000
+OWNER_GROUP_BASE = 0x4000
 """Multicast groups of owners are ``OWNER_GROUP_BASE | job << 5 | rank`` (a job's own group
-stays below it)."""
+stays below it). They end below 0x8000: P4Runtime servers built on p4lang's PI (BMv2's
+simple_switch_grpc) refuse group ids from ``1 << 15`` (reserved for clone sessions)."""
+MAX_OWNER_JOB = 1 << 9
+"""Job ids with owner groups are below this (``job << 5`` stays clear of the base's bit)."""
 
 
 class OwnersError(ValueError):
@@ -69,8 +72,8 @@ def prefixes(first: int, count: int, bits: int = 32) -> list[tuple[int, int]]:
 
 def owner_group(job: int, rank: int) -> int:
     """The multicast group of ``job``'s workers plus owner ``rank``."""
-    if not 0 <= job < 1 << 10:
-        raise OwnersError(f"job {job}: owner groups need a job id below 1024")
+    if not 0 <= job < MAX_OWNER_JOB:
+        raise OwnersError(f"job {job}: owner groups need a job id below {MAX_OWNER_JOB}")
     return OWNER_GROUP_BASE | job << 5 | rank
 
 

@@ -33,6 +33,21 @@ GET_P4C = "install p4c (p4lang's packages, the p4lang/p4c image, or github.com/p
 BMV2_CPU_PORT = 510
 """``--cpu-port`` of testbed switches: P4Runtime packet I/O, as innet-switch's; innet.p4 sends nothing there."""
 
+BMV2_HEADROOM = 512
+"""Bytes simple_switch may add to a packet it received (``receive_`` gives the packet buffer
+``len + 512``; beyond it the process aborts on an assertion in ``PacketBuffer::push``)."""
+LUWU_K = 64
+"""K of LuWu on BMv2: REDUCE answers the owner's header-only request with the sum, BCAST a
+worker's with the values, so a frame grows by 4K bytes: 256 at K=64, 1024 at K=256."""
+
+
+def check_growth(k: int) -> None:
+    """Bmv2Error unless a header-only frame answered with ``k`` values fits BMv2's headroom."""
+    if 4 * k > BMV2_HEADROOM:
+        raise Bmv2Error(f"K={k} with REDUCE/BCAST on BMv2: a header-only request answered with {k} values "
+                        f"grows by {4 * k} bytes, simple_switch adds at most {BMV2_HEADROOM} to a packet "
+                        f"(use K={LUWU_K})")
+
 
 def impl_list(text: str) -> tuple[str, ...]:
     """``--switch-impl`` of a benchmark: ``innet``, ``bmv2`` or both comma-separated (one
@@ -307,8 +322,9 @@ def check_impl(impl: str, root: bool, backend: str = "auto", topo: str = "star",
     """For ``--switch-impl``: None for innet; the tools for bmv2 (Bmv2Missing / Bmv2Error otherwise).
 
     The bmv2 backend runs one ``simple_switch_grpc`` as the switch of a star in Mininet: BMv2 has
-    no UDP ports (so no loopback testbed), and the multi-switch (rail) and LuWu bring-ups start
-    innet switches of their own."""
+    no UDP ports (so no loopback testbed), and the multi-switch (rail) bring-ups start innet
+    switches of their own. Both training modes run on it: the switch as optimizer, and LuWu
+    (optimizer nodes as hosts of the star, REDUCE/BCAST through ``innet_owners``)."""
     if impl not in SWITCH_IMPLS:
         raise Bmv2Error(f"--switch-impl {impl!r}: expected one of {', '.join(SWITCH_IMPLS)}")
     if impl == "innet":
@@ -319,9 +335,8 @@ def check_impl(impl: str, root: bool, backend: str = "auto", topo: str = "star",
     if topo != "star":
         raise Bmv2Error(f"--switch-impl bmv2 --topo {topo}: the bmv2 backend brings up the star (one switch) only; "
                         "rail topologies run innet switches")
-    if mode != "switch":
-        raise Bmv2Error(f"--switch-impl bmv2 --mode {mode}: the bmv2 backend runs the switch-optimizer demo only "
-                        "(--mode switch); LuWu's optimizer nodes run beside innet switches")
+    if mode not in ("switch", "luwu"):
+        raise Bmv2Error(f"--switch-impl bmv2 --mode {mode}: expected switch or luwu")
     tools = find_tools(need_cli=True)
     if not root:
         raise Bmv2Error("--switch-impl bmv2: BMv2 has no UDP ports, so it needs Linux interfaces: run as root "

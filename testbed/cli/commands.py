@@ -68,8 +68,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.mode == "luwu":
         from innet.testbed.luwu.demo import LuwuDemoConfig, run as run_luwu
 
-        luwu = run_luwu(LuwuDemoConfig(workers=args.workers, steps=args.steps, backend=args.backend,
-                                       out_dir=args.out), _console())
+        config_luwu = LuwuDemoConfig(workers=args.workers, steps=args.steps, backend=args.backend,
+                                     out_dir=args.out, switch_impl=args.switch_impl)
+        luwu = _reported(args.command, lambda: run_luwu(config_luwu, _console()))
+        if luwu is None:
+            return EXIT_ERROR
         acc = luwu["accuracy"]
         return 0 if not luwu["errors"] and acc["luwu"] is not None and abs(acc["luwu"] - acc["local"]) <= 0.01 \
             else EXIT_ERROR

@@ -12,7 +12,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import statistics
 import tempfile
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +23,9 @@ from typing import Any
 from innet.testbed.luwu import status as luwu_status
 from innet.testbed.luwu.run import RunConfig, run_training
 from innet.testbed.luwu.train import TrainSpec, run as train
+from innet.testbed.backends.bmv2 import LUWU_K
 from innet.testbed.backends.select import open_testbed, resolve_backend
-from innet.testbed.core.machine import describe
+from innet.testbed.core.machine import describe, switch_description
 from innet.testbed.core.testbed import options_for
 from innet.testbed.core.topology import star
 
@@ -35,6 +38,8 @@ class LuwuDemoConfig:
     lr: float = 0.01
     backend: str = "auto"
     out_dir: Path = Path("results")
+    switch_impl: str = "innet"
+    """``innet`` or ``bmv2`` (simple_switch_grpc in Mininet; ``TestbedOptions.switch_impl``)."""
 
 
 def run(config: LuwuDemoConfig, console: Any) -> dict[str, Any]:
@@ -46,7 +51,10 @@ def run(config: LuwuDemoConfig, console: Any) -> dict[str, Any]:
     ref_loss = [d["loss"] for d in reference if "step" in d]
     state_root = Path(tempfile.mkdtemp(prefix="innet-luwu-demo-"))
     topology = star(workers=config.workers + config.nodes)
-    with open_testbed(topology, options_for(topology, window=16), backend) as tb:
+    k = LUWU_K if config.switch_impl == "bmv2" else None  # else the largest K the links' MTU takes
+    started = time.perf_counter()
+    with open_testbed(topology, options_for(topology, k, window=16, switch_impl=config.switch_impl), backend) as tb:
+        bring_up = time.perf_counter() - started
         luwu = run_training(tb, RunConfig(mode="luwu", workers=config.workers, nodes=config.nodes,
                                           steps=config.steps, lr=config.lr), state_root)
         ddp = run_training(tb, RunConfig(mode="ddp-innet", workers=config.workers, steps=config.steps, lr=config.lr))
@@ -69,11 +77,16 @@ def run(config: LuwuDemoConfig, console: Any) -> dict[str, Any]:
         console.print(f"LuWu worker: peak parameter bytes {f['tensor_bytes_peak']}, between steps "
                       f"{f['tensor_bytes_between_steps']}, no optimizer state; DDP+Adam worker: "
                       f"{ddp.finals[0]['tensor_bytes_peak'] if ddp.finals else '-'} tensor bytes")
+    step_s = {r.mode: _median_step(r.finals) for r in (luwu, ddp)}
+    console.print(f"{switch_description('auto', config.switch_impl)}, K={tb.options.k}: bring-up {bring_up:.1f} s; "
+                  f"median step LuWu {_fmt_s(step_s['luwu'])}, DDP+innet {_fmt_s(step_s['ddp-innet'])}")
     luwu_status.render([n for n in luwu.nodes if "name" in n], console)
     console.print(f"(inspect later: innet inspect " + " ".join(f"--optimizer {state_root / n}" for n in
                   (s.get("name", "") for s in luwu.nodes)) + ")")
     date = dt.datetime.now().isoformat(timespec="seconds")
     doc = {"format": "innet-demo-luwu/1", "date": date, "machine": describe(), "backend": backend,
+           "switch": switch_description("auto", config.switch_impl), "k": tb.options.k,
+           "bring_up_seconds": bring_up, "median_step_seconds": step_s,
            "settings": {k: str(v) for k, v in asdict(config).items()}, "accuracy": acc,
            "loss": {"local": ref_loss, "luwu": luwu.mean_loss, "ddp-innet": ddp.mean_loss},
            "nodes": luwu.nodes, "errors": {**luwu.errors, **ddp.errors}}
@@ -82,3 +95,13 @@ def run(config: LuwuDemoConfig, console: Any) -> dict[str, Any]:
     path.write_text(json.dumps(doc, indent=1) + "\n")
     console.print(f"wrote {path}")
     return doc
+
+
+def _median_step(finals: list[dict[str, Any]]) -> float | None:
+    """Median over the ranks' steps after the first (which includes the agents' start)."""
+    times = [t for f in finals for t in f.get("step_seconds", [])[1:]]
+    return float(statistics.median(times)) if times else None
+
+
+def _fmt_s(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.2f} s"

@@ -140,6 +140,13 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
     elif config.mode == "luwu":
         from innet.controller.jobs import OwnerSpec
 
+        if tb.options.switch_impl == "bmv2":
+            from innet.testbed.backends.bmv2 import Bmv2Error, check_growth
+
+            try:
+                check_growth(tb.options.k)
+            except Bmv2Error as error:
+                raise TestbedError(f"luwu run: {error}") from None
         members = hosts[:n + s]
         model = build_model(base)
         plan = LuwuPlan(job=tb.options.job_id, num_workers=n, nodes=tuple(f"o{i + 1}" for i in range(s)),

@@ -1,7 +1,8 @@
 """The user's commands on real BMv2 in Mininet (``--switch-impl bmv2``), short: ``innet demo``
-and ``innet train`` exact on simple_switch_grpc, ``innet bench`` with innet and BMv2 rows in
-one run, and ``innet bench veth`` with a simple_switch_grpc row. Skipped, naming the missing
-binary, when BMv2 is not installed (``INNET_P4_PREFIX=/nonexistent`` makes it so here)."""
+and ``innet train`` on simple_switch_grpc (the switch as optimizer, exact; LuWu, like local
+Adam), ``innet bench`` with innet and BMv2 rows in one run, and ``innet bench veth`` with a
+simple_switch_grpc row. Skipped, naming the missing binary, when BMv2 is not installed
+(``INNET_P4_PREFIX=/nonexistent`` makes it so here)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,19 @@ def test_switch_optimizer_on_simple_switch_grpc_is_exact(command: str, tmp_path:
     if command == "demo":
         assert [(r["collective"], r["switch_impl"], r["elements"], r["ok"]) for r in doc["rows"]] == [
             ("ina", "bmv2", 1024, True)]
+    assert _left_behind() == []
+
+
+@pytest.mark.parametrize("command", ["demo", "train"])
+def test_luwu_on_simple_switch_grpc_trains_like_local_adam(command: str, tmp_path: Path) -> None:
+    """Exit 0 means no process failed and LuWu's accuracy is within 1 point of local Adam's."""
+    _innet(command, "--switch-impl", "bmv2", "--mode", "luwu", "--workers", "2", "--steps", "3", "--out", str(tmp_path))
+    doc = _one(tmp_path, "demo-luwu-*.json")
+    assert doc["switch"].startswith("simple_switch_grpc") and doc["k"] == 64 and doc["errors"] == {}
+    assert len(doc["loss"]["luwu"]) == 3
+    assert max(abs(a - b) for a, b in zip(doc["loss"]["luwu"], doc["loss"]["local"])) <= 2e-3
+    assert [(n["name"], n["state"], n["step"]) for n in doc["nodes"]] == [("o1", "done", 3), ("o2", "done", 3)]
+    assert doc["median_step_seconds"]["luwu"] > 0
     assert _left_behind() == []
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.backends.bmv2 import (Bmv2Error, Bmv2Missing, Bmv2SwitchConfig, Bmv2Tools, check_impl, compile_command,
-                                controller_spec, find_tools, pipeline, switch_command)
+from innet.testbed.backends.bmv2 import (Bmv2Error, Bmv2Missing, Bmv2SwitchConfig, Bmv2Tools, check_growth, check_impl,
+                                compile_command, controller_spec, find_tools, pipeline, switch_command)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -104,6 +104,27 @@ def test_switch_impl_check():
     assert check_impl("innet", root=False) is None
     with pytest.raises(Bmv2Error, match=r"--switch-impl 'p4': expected one of innet, bmv2"):
         check_impl("p4", root=True)
+
+
+def test_luwu_k_on_bmv2_fits_what_simple_switch_adds_to_a_packet():
+    """REDUCE/BCAST answer a header-only request with K values; simple_switch's packet buffer
+    takes 512 bytes more than what arrived (it aborts beyond)."""
+    check_growth(64)
+    with pytest.raises(Bmv2Error, match=r"^K=256 with REDUCE/BCAST on BMv2: .* grows by 1024 bytes, simple_switch "
+                                         r"adds at most 512 to a packet \(use K=64\)$"):
+        check_growth(256)
+
+
+def test_luwu_run_on_bmv2_with_a_k_too_large_is_refused_before_any_job(tmp_path):
+    """Refused before the job is replaced or a process spawned (the fake has neither)."""
+    from types import SimpleNamespace
+
+    from innet.testbed.core.testbed import TestbedError, TestbedOptions
+    from innet.testbed.luwu.run import RunConfig, run_training
+
+    tb = SimpleNamespace(options=TestbedOptions(k=256, switch_impl="bmv2"), worker_hosts=lambda: ("h1", "h2", "h3"))
+    with pytest.raises(TestbedError, match=r"^luwu run: K=256 with REDUCE/BCAST on BMv2"):
+        run_training(tb, RunConfig(mode="luwu", workers=2, nodes=1), tmp_path)  # type: ignore[arg-type]
 
 
 FAKE_P4C = """#!{python}

@@ -230,7 +230,7 @@ def test_owners_install_prefixes_groups_and_workers_and_read_back(ctl):
     node.create_job(spec, param_chunks=0)
     entries = sorted((e.match["hdr.innet.chunk"].value, e.match["hdr.innet.chunk"].prefix_len, e.params["rank"],
                       e.params["mcast_grp"]) for e in node.switch.read_table("innet_owners"))
-    g2, g3 = 0x8000 | 6 << 5 | 2, 0x8000 | 6 << 5 | 3
+    g2, g3 = 0x4000 | 6 << 5 | 2, 0x4000 | 6 << 5 | 3
     assert entries == [(1, 32, 2, g2), (2, 31, 2, g2), (4, 31, 2, g2), (6, 32, 2, g2), (7, 32, 3, g3)]
     groups = node.switch.read_multicast_groups()
     assert {g: [(r.port, r.rid) for r in reps] for g, reps in groups.items()} == {
@@ -250,7 +250,7 @@ def test_owners_over_the_controller_and_the_whole_chunk_space(ctl):
     for name in ("a", "b"):
         (entry,) = ctl[name].switch.read_table("innet_owners")
         assert "hdr.innet.chunk" not in entry.match and entry.params["rank"] == 2
-    assert ctl.owners(7) == [OwnerInfo(2, 0, 1 << 32, 0x8000 | 7 << 5 | 2)]
+    assert ctl.owners(7) == [OwnerInfo(2, 0, 1 << 32, 0x4000 | 7 << 5 | 2)]
     ctl.destroy_job(7)
 
 
@@ -262,7 +262,7 @@ def test_owners_over_the_controller_and_the_whole_chunk_space(ctl):
     (dict(owners=(owner(32, 0, 1),)), r"owner rank 32 is outside 0..31"),
     (dict(mode="sgd", param_chunks=6, owners=(owner(2, 0, 4),)), "owners \\(REDUCE/BCAST\\) need mode sum"),
     (dict(owners=(OwnerSpec(WorkerSpec(2, 3, "zz", "10.0.0.3", 1), 0, 1),)), "owner 2 mac: cannot read 'zz'"),
-    (dict(mcast_grp=0x8000), r"multicast group 32768 is outside 1..32767"),
+    (dict(mcast_grp=0x4000), r"multicast group 16384 is outside 1..16383"),
 ])
 def test_invalid_owners_are_refused_before_any_write(ctl, change, message):
     node = ctl["a"]

@@ -9,7 +9,9 @@ from innet.cli import main
 
 
 @pytest.mark.parametrize("argv", [["testbed", "up", "--switch-impl", "bmv2"], ["bench", "--switch-impl", "bmv2"],
-                                  ["demo", "--switch-impl", "bmv2"]])
+                                  ["demo", "--switch-impl", "bmv2"],
+                                  ["demo", "--mode", "luwu", "--switch-impl", "bmv2"],
+                                  ["train", "--mode", "luwu", "--switch-impl", "bmv2"]])
 def test_missing_bmv2_is_one_line(argv, capsys, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.setenv("INNET_P4_PREFIX", "/nonexistent")  # not this machine's toolchain, if it has one
@@ -33,7 +35,8 @@ def test_unknown_switch_impl_is_a_usage_error(capsys):
     (["demo", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
     (["bench", "--topo", "rail-only"], "--topo rail-only: the bmv2 backend brings up the star"),
     (["testbed", "up", "--topo", "rail-optimized"], "--topo rail-optimized: the bmv2 backend brings up the star"),
-    (["demo", "--mode", "luwu"], "--mode luwu: the bmv2 backend runs the switch-optimizer demo only"),
+    (["train", "--mode", "luwu", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
+    (["train", "--mode", "luwu", "--topo", "rail-only"], "--topo rail-only: the bmv2 backend brings up the star"),
 ])
 def test_what_bmv2_cannot_bring_up_is_one_usage_line(argv, wrong, capsys, monkeypatch):
     """Checked before the binaries are looked for: the answer does not depend on the machine."""
