@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 SWITCH_IMPLS = ("innet", "bmv2")
+BMV2_TOPOLOGIES = ("star", "rail-only", "rail-optimized")
+"""The generated topologies whose P4 switches can all be simple_switch_grpc processes."""
 GET_BMV2 = ("install BMv2 built with PI (p4lang's packages for Debian/Ubuntu, the p4lang/behavioral-model "
             "image, or github.com/p4lang/behavioral-model built --with-pi)")
 GET_P4C = "install p4c (p4lang's packages, the p4lang/p4c image, or github.com/p4lang/p4c from source)"
@@ -306,9 +308,9 @@ def wait_grpc(address: str, deadline: float, alive: Callable[[], bool] = lambda:
 def check_impl(impl: str, root: bool, backend: str = "auto", topo: str = "star", mode: str = "switch") -> Bmv2Tools | None:
     """For ``--switch-impl``: None for innet; the tools for bmv2 (Bmv2Missing / Bmv2Error otherwise).
 
-    The bmv2 backend runs one ``simple_switch_grpc`` as the switch of a star in Mininet: BMv2 has
-    no UDP ports (so no loopback testbed), and the multi-switch (rail) and LuWu bring-ups start
-    innet switches of their own."""
+    The bmv2 backend runs one ``simple_switch_grpc`` per P4 switch (the star's, every rail switch
+    and the spine) in Mininet: BMv2 has no UDP ports (so no loopback testbed); LuWu's bring-up
+    starts innet switches of its own."""
     if impl not in SWITCH_IMPLS:
         raise Bmv2Error(f"--switch-impl {impl!r}: expected one of {', '.join(SWITCH_IMPLS)}")
     if impl == "innet":
@@ -316,9 +318,9 @@ def check_impl(impl: str, root: bool, backend: str = "auto", topo: str = "star",
     if backend == "loopback":
         raise Bmv2Error("--switch-impl bmv2 on the loopback testbed: BMv2 has no UDP ports, so it needs Linux "
                         "interfaces: use Mininet (as root)")
-    if topo != "star":
-        raise Bmv2Error(f"--switch-impl bmv2 --topo {topo}: the bmv2 backend brings up the star (one switch) only; "
-                        "rail topologies run innet switches")
+    if topo not in BMV2_TOPOLOGIES:
+        raise Bmv2Error(f"--switch-impl bmv2 --topo {topo}: the bmv2 backend brings up "
+                        f"{', '.join(BMV2_TOPOLOGIES)}")
     if mode != "switch":
         raise Bmv2Error(f"--switch-impl bmv2 --mode {mode}: the bmv2 backend runs the switch-optimizer demo only "
                         "(--mode switch); LuWu's optimizer nodes run beside innet switches")

@@ -77,14 +77,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
         from innet.testbed.rail.demo import RailDemoConfig, run as run_rail
 
         try:
-            rail = run_rail(RailDemoConfig(topo=args.topo, domains=args.domains, gpus_per_domain=args.gpus_per_domain,
-                                           steps=min(args.steps, 50) if args.benchmark else args.steps,
-                                           backend=args.backend, out_dir=args.out,
-                                           benchmark=args.benchmark),
-                            _console())
+            rail_config = RailDemoConfig(topo=args.topo, domains=args.domains, gpus_per_domain=args.gpus_per_domain,
+                                         steps=min(args.steps, 50) if args.benchmark else args.steps,
+                                         backend=args.backend, switch_impl=args.switch_impl, out_dir=args.out,
+                                         benchmark=args.benchmark)
+            rail = _reported(args.command, lambda: run_rail(rail_config, _console()))
         except ValueError as error:
             print(f"innet {args.command}: {error}", file=sys.stderr)
             return EXIT_USAGE
+        if rail is None:
+            return EXIT_ERROR
         t = rail["training"]
         good = (t["workers_agree"] and t["switch_registers_match"] and t["bit_exact_with_model"]
                 and t["accuracy"] >= t["float_reference_accuracy"] - 0.03)
@@ -256,9 +258,10 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
             console.print(f"[green]up[/] ({tb.kind}): P4Runtime {where}; job {tb.job.job_id} ({tb.job.mode}, "
                           f"{tb.job.num_workers} workers per switch, {tb.job.slot_count} slots, K={tb.options.k}); "
                           f"run dir {tb.procs.dir}")
-            for addr in addresses.values():
+            thrift = tb.network.thrift_ports
+            for name, addr in addresses.items():
                 console.print(f"inspect with: innet inspect --switch {addr}"
-                              + (f" --thrift-port {tb.thrift_port}" if tb.thrift_port is not None else ""))
+                              + (f" --thrift-port {thrift[name]}" if name in thrift else ""))
             if not loopback and not args.no_cli:
                 run_cli(tb.network.net)  # type: ignore[attr-defined]  # the Mininet network's
             else:

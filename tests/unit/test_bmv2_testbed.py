@@ -33,11 +33,13 @@ class _FakeMininetNetwork:
         self.options = options
         self.calls: list[str] = []
         self.thrift_port: int | None = None
+        self.thrift_ports: dict[str, int] = {}
         self.bmv2_tools: Any = None
 
     def start(self, procs: Any) -> dict[str, str]:
         self.calls.append("network")
         self.thrift_port = 9191
+        self.thrift_ports = {"s1": 9191}
         return {"s1": "127.0.0.1:50123"}
 
     def stop(self) -> None:
