@@ -114,12 +114,14 @@ def cmd_rail_bench(args: argparse.Namespace) -> int:
             topo=args.topo, domains=args.domains, gpus_per_domain=args.gpus_per_domain,
             nic_mbps=10.0 if args.bw is None else args.bw, hb_mbps=args.hb_bw, sizes=args.sizes, pair_bytes=args.pair_bytes,
             repeats=args.repeats, k=rail_bench.RailBenchConfig.k if args.k is None else args.k, window=args.window,
-            gloo="gloo" not in args.skip, backend=args.backend, out_dir=args.out)
+            gloo="gloo" not in args.skip, backend=args.backend, out_dir=args.out, switch_impls=tuple(args.switch_impl))
     except ValueError as error:
         print(f"innet bench: {error}", file=sys.stderr)
         return EXIT_USAGE
     console = _console()
-    doc = _reported("bench", lambda: rail_bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]")))
+    absent = tuple(getattr(args, "switch_absent", {}).items())
+    doc = _reported("bench", lambda: rail_bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"),
+                                                    absent=absent))
     if doc is None:
         return EXIT_ERROR
     console.print(rail_bench.table(doc))
@@ -130,7 +132,8 @@ def cmd_rail_bench(args: argparse.Namespace) -> int:
     if args.markdown:
         print(rail_bench.markdown(doc))
     for failure in doc["failures"]:
-        console.print(f"[red]failed[/]: {failure['collective']}: {failure['error']}", markup=True, highlight=False)
+        console.print(f"[red]failed[/]: {failure['collective']} ({failure['switch_impl']}): {failure['error']}",
+                      markup=True, highlight=False)
     return 0 if all(r["ok"] for r in doc["rows"]) and not doc["failures"] else EXIT_ERROR
 
 

@@ -9,7 +9,9 @@ from innet.cli import main
 
 
 @pytest.mark.parametrize("argv", [["testbed", "up", "--switch-impl", "bmv2"], ["bench", "--switch-impl", "bmv2"],
-                                  ["demo", "--switch-impl", "bmv2"]])
+                                  ["demo", "--switch-impl", "bmv2"],
+                                  ["train", "--topo", "rail-only", "--switch-impl", "bmv2"],
+                                  ["testbed", "up", "--topo", "rail-optimized", "--switch-impl", "bmv2"]])
 def test_missing_bmv2_is_one_line(argv, capsys, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.setenv("INNET_P4_PREFIX", "/nonexistent")  # not this machine's toolchain, if it has one
@@ -31,8 +33,9 @@ def test_unknown_switch_impl_is_a_usage_error(capsys):
     (["testbed", "up", "--loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
     (["bench", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
     (["demo", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
-    (["bench", "--topo", "rail-only"], "--topo rail-only: the bmv2 backend brings up the star"),
-    (["testbed", "up", "--topo", "rail-optimized"], "--topo rail-optimized: the bmv2 backend brings up the star"),
+    (["train", "--topo", "rail-only", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
+    (["testbed", "up", "--topo", "rail-optimized", "--loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
+    (["bench", "--topo", "rail-only", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
     (["demo", "--mode", "luwu"], "--mode luwu: the bmv2 backend runs the switch-optimizer demo only"),
 ])
 def test_what_bmv2_cannot_bring_up_is_one_usage_line(argv, wrong, capsys, monkeypatch):
