@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 SWITCH_IMPLS = ("innet", "bmv2")
-BMV2_TOPOLOGIES = ("star", "rail-only", "rail-optimized")
+BMV2_TOPOLOGIES = ("star", "rail-only", "rail-optimized", "geo")
 """The generated topologies whose P4 switches can all be simple_switch_grpc processes."""
 GET_BMV2 = ("install BMv2 built with PI (p4lang's packages for Debian/Ubuntu, the p4lang/behavioral-model "
             "image, or github.com/p4lang/behavioral-model built --with-pi)")
