@@ -309,7 +309,7 @@ def check_impl(impl: str, root: bool, backend: str = "auto", topo: str = "star",
     """For ``--switch-impl``: None for innet; the tools for bmv2 (Bmv2Missing / Bmv2Error otherwise).
 
     The bmv2 backend runs one ``simple_switch_grpc`` per P4 switch (the star's, every rail switch
-    and the spine) in Mininet: BMv2 has no UDP ports (so no loopback testbed); LuWu's bring-up
+    and the spine, every geo site's) in Mininet: BMv2 has no UDP ports (so no loopback testbed); LuWu's bring-up
     starts innet switches of its own."""
     if impl not in SWITCH_IMPLS:
         raise Bmv2Error(f"--switch-impl {impl!r}: expected one of {', '.join(SWITCH_IMPLS)}")

@@ -90,3 +90,23 @@ def test_bench_with_both_switches_and_no_bmv2_says_so_and_runs_innet(capsys, mon
 def test_bench_switch_impl_list_is_checked(value, capsys):
     assert main(["bench", "--switch-impl", value]) == 2
     assert "--switch-impl" in capsys.readouterr().err
+
+
+def test_geo_bench_on_bmv2_needs_mininet(capsys):
+    assert main(["geo", "bench", "--switch-impl", "bmv2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["innet geo bench: geo bench --switch-impl bmv2: BMv2 has no UDP ports, so its site switches run "
+                   "in Mininet: add --mininet (as root)"]
+
+
+def test_geo_wan_delay_without_netem_is_refused_on_bmv2():
+    """Without netem the WAN delay is innet-switch's port delay stage, which BMv2 lacks."""
+    from innet.testbed.core.topology import Link
+    from innet.testbed.geo.testbed import bmv2_wan_problem
+    from innet.testbed.geo.topology import DEFAULT_SITES, Wan, geo
+
+    delayed = geo()
+    undelayed = geo(DEFAULT_SITES, [Wan("a", "b", Link(bw_mbps=10, delay_ms=0)), Wan("b", "c", Link(bw_mbps=100))])
+    assert "simple_switch_grpc lacks" in (bmv2_wan_problem(delayed, "switch") or "")
+    assert bmv2_wan_problem(delayed, "netem") is None
+    assert bmv2_wan_problem(undelayed, "switch") is None
