@@ -114,7 +114,8 @@ def cmd_rail_bench(args: argparse.Namespace) -> int:
             topo=args.topo, domains=args.domains, gpus_per_domain=args.gpus_per_domain,
             nic_mbps=10.0 if args.bw is None else args.bw, hb_mbps=args.hb_bw, sizes=args.sizes, pair_bytes=args.pair_bytes,
             repeats=args.repeats, k=rail_bench.RailBenchConfig.k if args.k is None else args.k, window=args.window,
-            gloo="gloo" not in args.skip, backend=args.backend, out_dir=args.out, switch_impls=tuple(args.switch_impl))
+            gloo="gloo" not in args.skip, backend=args.backend, out_dir=args.out,
+            switch_impls=tuple(args.switch_impl))
     except ValueError as error:
         print(f"innet bench: {error}", file=sys.stderr)
         return EXIT_USAGE

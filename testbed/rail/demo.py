@@ -115,8 +115,8 @@ def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
         table.add_row(r["collective"], str(r["size"]), f"{r['median_s'] * 1e3:.1f}", "yes" if r["ok"] else "NO")
     if rows:
         console.print(table)
-    doc = {"topology": topo.name, "backend": backend, "switch_impl": config.switch_impl, "config": {**asdict(config), "out_dir": str(config.out_dir)},
-           "training": train, "rows": rows}
+    doc = {"topology": topo.name, "backend": backend, "switch_impl": config.switch_impl,
+           "config": {**asdict(config), "out_dir": str(config.out_dir)}, "training": train, "rows": rows}
     name = f"rail-{'demo' if config.benchmark else 'train'}-{config.topo}"
     console.print(f"wrote {save_json(config.out_dir, name, doc)}")
     return doc
