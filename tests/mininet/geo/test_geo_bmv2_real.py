@@ -38,17 +38,19 @@ def _bench(impl: str, out: Path) -> dict:  # type: ignore[type-arg]
     return doc
 
 
-def _bmv2_switches_on(names: list[str]) -> list[str]:
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines()
-            if "simple_switch_grpc" in line and any(f"@{n}-eth" in line for n in names)]
+def _orphaned_bmv2_switches_on(names: list[str]) -> list[str]:
+    """simple_switch_grpc processes on these switches' interfaces whose run has ended (their
+    parent is gone: orphans of init); a live run of another session has its own parent."""
+    out = subprocess.run(["ps", "-eo", "ppid=,args="], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if line.split(None, 1)[0] == "1"
+            and "simple_switch_grpc" in line and any(f"@{n}-eth" in line for n in names)]
 
 
 def test_geo_sites_on_simple_switch_grpc_match_innet_switch(tmp_path: Path) -> None:
     bmv2 = _bench("bmv2", tmp_path / "bmv2")
     assert (bmv2["settings"]["switch_impl"], bmv2["settings"]["testbed"]) == ("bmv2", "mininet")
     sites = ["s1", "s2", "s3"]
-    assert _bmv2_switches_on(sites) == []  # (other runs may hold s1-s3 interfaces of innet switches)
+    assert _orphaned_bmv2_switches_on(sites) == []  # (other runs may hold s1-s3 interfaces)
     innet = _bench("innet", tmp_path / "innet")
     (b,), (i,) = bmv2["rows"], innet["rows"]
     assert b["final_loss"] == pytest.approx(i["final_loss"], rel=1e-5)

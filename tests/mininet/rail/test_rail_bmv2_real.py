@@ -8,6 +8,7 @@ without BMv2 (``INNET_P4_PREFIX=/nonexistent`` makes it so here)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,29 +34,37 @@ def bmv2() -> None:
         pytest.skip(str(missing))
 
 
-def _processes() -> dict[int, str]:
-    """pid -> command line of every process."""
+def _processes() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command line) of every process."""
     out = {}
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
             try:
-                out[int(proc.name)] = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                pass
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            out[int(proc.name)] = (ppid, cmdline)
     return out
 
 
-def _left_behind(topo: Topology, before: dict[int, str]) -> list[str]:
-    """This topology's switch interfaces still there, and processes started since ``before``
-    that are still running: a simple_switch_grpc on its interfaces, or a Mininet host shell
-    of its hosts."""
+def _left_behind(topo: Topology, before: dict[int, tuple[int, str]]) -> list[str]:
+    """This run's leftovers: processes started since ``before``, still running, that are this
+    test's children or orphans (a run of another session, with the same names, has its own
+    live parent): a simple_switch_grpc on the topology's interfaces or a Mininet host shell of
+    its hosts; and, when no other run holds them, the switches' interfaces."""
     names = [s.name for s in topo.switches]
     marks = [f"@{n}-eth" for n in names] + [f"mininet:{h.name} " for h in topo.hosts]
-    found = innet_interfaces(names)
-    for pid, cmdline in _processes().items():
-        if pid not in before and any(m in cmdline + " " for m in marks):
+    found = []
+    others = False
+    for pid, (ppid, cmdline) in _processes().items():
+        if pid in before or not any(m in cmdline + " " for m in marks):
+            continue
+        if ppid in (os.getpid(), 1):
             found.append(f"pid {pid}: {cmdline[:120]}")
-    return found
+        else:
+            others = True
+    return found if others else found + innet_interfaces(names)
 
 
 def test_train_rail_only_on_simple_switch_grpc_is_bit_exact(tmp_path: Path) -> None:
@@ -86,7 +95,8 @@ def test_rail_optimized_switches_are_separate_bmv2_and_a_failure_leaves_nothing(
             assert len(set(tb.network.thrift_ports.values())) == len(switches)
             running = _processes()
             for s in topo.p4_switches:  # one simple_switch_grpc per switch, with its own identity
-                (cmd,) = [c for pid, c in running.items() if pid not in before and f"@{s.name}-eth" in c]
+                (cmd,) = [c for pid, (ppid, c) in running.items()
+                          if ppid == os.getpid() and f"@{s.name}-eth" in c]
                 assert "simple_switch_grpc" in cmd
                 assert f"--device-id {s.device_id} " in cmd
                 assert f"--thrift-port {tb.network.thrift_ports[s.name]} " in cmd
