@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 SWITCH_IMPLS = ("innet", "bmv2")
+BMV2_TOPOLOGIES = ("star", "rail-only", "rail-optimized", "geo")
+"""The generated topologies whose P4 switches can all be simple_switch_grpc processes."""
 GET_BMV2 = ("install BMv2 built with PI (p4lang's packages for Debian/Ubuntu, the p4lang/behavioral-model "
             "image, or github.com/p4lang/behavioral-model built --with-pi)")
 GET_P4C = "install p4c (p4lang's packages, the p4lang/p4c image, or github.com/p4lang/p4c from source)"
@@ -321,10 +323,10 @@ def wait_grpc(address: str, deadline: float, alive: Callable[[], bool] = lambda:
 def check_impl(impl: str, root: bool, backend: str = "auto", topo: str = "star", mode: str = "switch") -> Bmv2Tools | None:
     """For ``--switch-impl``: None for innet; the tools for bmv2 (Bmv2Missing / Bmv2Error otherwise).
 
-    The bmv2 backend runs one ``simple_switch_grpc`` as the switch of a star in Mininet: BMv2 has
-    no UDP ports (so no loopback testbed), and the multi-switch (rail) bring-ups start innet
-    switches of their own. Both training modes run on it: the switch as optimizer, and LuWu
-    (optimizer nodes as hosts of the star, REDUCE/BCAST through ``innet_owners``)."""
+    The bmv2 backend runs one ``simple_switch_grpc`` per P4 switch (the star's, every rail switch
+    and the spine, every geo site's) in Mininet: BMv2 has no UDP ports (so no loopback testbed).
+    Both training modes run on the star: the switch as optimizer, and LuWu (optimizer nodes as
+    hosts of the star, REDUCE/BCAST through ``innet_owners``)."""
     if impl not in SWITCH_IMPLS:
         raise Bmv2Error(f"--switch-impl {impl!r}: expected one of {', '.join(SWITCH_IMPLS)}")
     if impl == "innet":
@@ -332,9 +334,9 @@ def check_impl(impl: str, root: bool, backend: str = "auto", topo: str = "star",
     if backend == "loopback":
         raise Bmv2Error("--switch-impl bmv2 on the loopback testbed: BMv2 has no UDP ports, so it needs Linux "
                         "interfaces: use Mininet (as root)")
-    if topo != "star":
-        raise Bmv2Error(f"--switch-impl bmv2 --topo {topo}: the bmv2 backend brings up the star (one switch) only; "
-                        "rail topologies run innet switches")
+    if topo not in BMV2_TOPOLOGIES:
+        raise Bmv2Error(f"--switch-impl bmv2 --topo {topo}: the bmv2 backend brings up "
+                        f"{', '.join(BMV2_TOPOLOGIES)}")
     if mode not in ("switch", "luwu"):
         raise Bmv2Error(f"--switch-impl bmv2 --mode {mode}: expected switch or luwu")
     tools = find_tools(need_cli=True)

@@ -49,6 +49,7 @@ class LoopbackNetwork:
         self.switch_udp: dict[str, dict[int, tuple[str, int]]] = {}
         """P4 switch -> its port -> the UDP address the port's socket is bound to."""
         self.thrift_port: int | None = None
+        self.thrift_ports: dict[str, int] = {}
         self.bmv2_tools: Any = None
 
     def process_name(self, switch: str) -> str:

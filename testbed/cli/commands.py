@@ -80,14 +80,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
         from innet.testbed.rail.demo import RailDemoConfig, run as run_rail
 
         try:
-            rail = run_rail(RailDemoConfig(topo=args.topo, domains=args.domains, gpus_per_domain=args.gpus_per_domain,
-                                           steps=min(args.steps, 50) if args.benchmark else args.steps,
-                                           backend=args.backend, out_dir=args.out,
-                                           benchmark=args.benchmark),
-                            _console())
+            rail_config = RailDemoConfig(topo=args.topo, domains=args.domains, gpus_per_domain=args.gpus_per_domain,
+                                         steps=min(args.steps, 50) if args.benchmark else args.steps,
+                                         backend=args.backend, switch_impl=args.switch_impl, out_dir=args.out,
+                                         benchmark=args.benchmark)
+            rail = _reported(args.command, lambda: run_rail(rail_config, _console()))
         except ValueError as error:
             print(f"innet {args.command}: {error}", file=sys.stderr)
             return EXIT_USAGE
+        if rail is None:
+            return EXIT_ERROR
         t = rail["training"]
         good = (t["workers_agree"] and t["switch_registers_match"] and t["bit_exact_with_model"]
                 and t["accuracy"] >= t["float_reference_accuracy"] - 0.03)
@@ -115,12 +117,15 @@ def cmd_rail_bench(args: argparse.Namespace) -> int:
             topo=args.topo, domains=args.domains, gpus_per_domain=args.gpus_per_domain,
             nic_mbps=10.0 if args.bw is None else args.bw, hb_mbps=args.hb_bw, sizes=args.sizes, pair_bytes=args.pair_bytes,
             repeats=args.repeats, k=rail_bench.RailBenchConfig.k if args.k is None else args.k, window=args.window,
-            gloo="gloo" not in args.skip, backend=args.backend, out_dir=args.out)
+            gloo="gloo" not in args.skip, backend=args.backend, out_dir=args.out,
+            switch_impls=tuple(args.switch_impl))
     except ValueError as error:
         print(f"innet bench: {error}", file=sys.stderr)
         return EXIT_USAGE
     console = _console()
-    doc = _reported("bench", lambda: rail_bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]")))
+    absent = tuple(getattr(args, "switch_absent", {}).items())
+    doc = _reported("bench", lambda: rail_bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"),
+                                                    absent=absent))
     if doc is None:
         return EXIT_ERROR
     console.print(rail_bench.table(doc))
@@ -131,7 +136,8 @@ def cmd_rail_bench(args: argparse.Namespace) -> int:
     if args.markdown:
         print(rail_bench.markdown(doc))
     for failure in doc["failures"]:
-        console.print(f"[red]failed[/]: {failure['collective']}: {failure['error']}", markup=True, highlight=False)
+        console.print(f"[red]failed[/]: {failure['collective']} ({failure['switch_impl']}): {failure['error']}",
+                      markup=True, highlight=False)
     return 0 if all(r["ok"] for r in doc["rows"]) and not doc["failures"] else EXIT_ERROR
 
 
@@ -259,9 +265,10 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
             console.print(f"[green]up[/] ({tb.kind}): P4Runtime {where}; job {tb.job.job_id} ({tb.job.mode}, "
                           f"{tb.job.num_workers} workers per switch, {tb.job.slot_count} slots, K={tb.options.k}); "
                           f"run dir {tb.procs.dir}")
-            for addr in addresses.values():
+            thrift = tb.network.thrift_ports
+            for name, addr in addresses.items():
                 console.print(f"inspect with: innet inspect --switch {addr}"
-                              + (f" --thrift-port {tb.thrift_port}" if tb.thrift_port is not None else ""))
+                              + (f" --thrift-port {thrift[name]}" if name in thrift else ""))
             if not loopback and not args.no_cli:
                 run_cli(tb.network.net)  # type: ignore[attr-defined]  # the Mininet network's
             else:

@@ -7,6 +7,7 @@ Sites and WAN links are flags (``--sites a:2,b:2,c:2``, ``--wan a-b:10:40,...`` 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -121,10 +122,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
                          target_accuracy=args.target, lr=args.lr, out_dir=args.out, eval_every=args.eval_every,
                          target_loss=args.target_loss, timeout_s=args.timeout,
                          int8_activations=args.int8_activations, warmup_steps=args.warmup, row_topk=not args.tensor_topk,
-                         testbed="mininet" if args.mininet else "loopback")
+                         testbed="mininet" if args.mininet else "loopback", switch_impl=args.switch_impl)
     except (geo_bench.GeoBenchError, TopologyError) as error:
         print(f"innet geo bench: {error}", file=sys.stderr)
         return EXIT_USAGE
+    if config.switch_impl == "bmv2":
+        from innet.testbed.backends.bmv2 import Bmv2Error, Bmv2Missing, check_impl
+        from innet.testbed.geo.mininet import wan_emulation
+        from innet.testbed.geo.testbed import bmv2_wan_problem
+
+        problem = bmv2_wan_problem(config.topology, wan_emulation("mininet"))
+        try:
+            check_impl("bmv2", root=os.geteuid() == 0, backend="mininet", topo="geo")
+        except (Bmv2Missing, Bmv2Error) as error:
+            problem = problem or str(error)
+        if problem is not None:
+            print(f"innet geo bench: {problem}", file=sys.stderr)
+            return EXIT_USAGE
     from innet.host.geo.launch import LaunchError
     from innet.testbed.core.testbed import TestbedError
 
@@ -195,3 +209,6 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                            help="run on the Mininet geo testbed (root): a switch per site, stages on site hosts, "
                                 "WAN veths shaped by HTB (delay: netem, else the transport)")
             p.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
+            p.add_argument("--switch-impl", choices=["innet", "bmv2"], default="innet",
+                           help="site switches: innet's embedded target (default) or p4lang's simple_switch_grpc "
+                                "(with --mininet; needs BMv2 and p4c: PATH, INNET_BMV2_BIN, INNET_P4C, /opt/p4tools)")

@@ -22,7 +22,9 @@ class TestbedNetwork(Protocol):
     kind: str
     """``mininet`` or ``loopback``."""
     thrift_port: int | None
-    """BMv2 only: the switch's Thrift port (registers through simple_switch_CLI)."""
+    """BMv2 only: the single switch's Thrift port (registers through simple_switch_CLI)."""
+    thrift_ports: dict[str, int]
+    """BMv2 only: per P4 switch, its Thrift port (each simple_switch_grpc has its own)."""
     bmv2_tools: Any
     """BMv2 only: the binaries :meth:`prepare_pipeline` found."""
 

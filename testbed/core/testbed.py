@@ -169,9 +169,9 @@ class Testbed:
         self.topology = topology
         self.options = options or TestbedOptions()
         self.network = network
-        if self.options.switch_impl == "bmv2" and (self.kind != "mininet" or self.multi_switch):
+        if self.options.switch_impl == "bmv2" and self.kind != "mininet":
             raise TestbedError(f"switch_impl bmv2: the {self.kind} testbed of {topology.name} starts innet switches; "
-                               "BMv2 runs as the switch of a single-switch topology in Mininet")
+                               "BMv2 has no UDP ports, so its switches run in Mininet (root)")
         self.procs = ProcessGroup(state_dir=self.options.state_dir)
         self.controller: Any = None
         self.job: Any = None
@@ -218,7 +218,8 @@ class Testbed:
             endpoints = [SwitchEndpoint(s.name, self.grpc_addresses[s.name], s.device_id,
                                         timeout=max(30.0, self.options.start_timeout)) for s in switches]
             if bmv2_pipeline is not None:  # BMv2 answers UNIMPLEMENTED to RegisterEntry: Thrift only
-                endpoints = [replace(e, thrift_port=self.thrift_port, registers="thrift",
+                ports = self.network.thrift_ports
+                endpoints = [replace(e, thrift_port=ports[e.name], registers="thrift",
                                      thrift_cli=str(self.network.bmv2_tools.cli)) for e in endpoints]
             self.controller = Controller(endpoints).connect()
             config = bmv2_pipeline or PipelineConfig.load(self.options.program, dict(self.options.defines) or None)

@@ -106,6 +106,8 @@ class GeoBenchConfig:
     testbed: str = "loopback"
     """``loopback`` (stages as local processes, WAN in the transport) or ``mininet`` (root:
     stages on the site hosts, switches per site, WAN veths; see innet.testbed.geo.mininet)."""
+    switch_impl: str = "innet"
+    """The site switches: ``innet`` (innet-switch) or ``bmv2`` (simple_switch_grpc; Mininet only)."""
     seed: int = 0
     out_dir: Path = Path("results")
     timeout_s: float = 600.0
@@ -124,6 +126,11 @@ class GeoBenchConfig:
             raise GeoBenchError("geo bench run dp/adatopk: data parallel takes none or topk")
         if self.testbed not in ("loopback", "mininet"):
             raise GeoBenchError(f"geo bench testbed {self.testbed!r}: expected 'loopback' or 'mininet'")
+        if self.switch_impl not in ("innet", "bmv2"):
+            raise GeoBenchError(f"geo bench switch_impl {self.switch_impl!r}: expected 'innet' or 'bmv2'")
+        if self.switch_impl == "bmv2" and self.testbed != "mininet":
+            raise GeoBenchError("geo bench --switch-impl bmv2: BMv2 has no UDP ports, so its site switches run in "
+                                "Mininet: add --mininet (as root)")
         if self.replicas < 1 or self.steps < 1 or self.microbatches < 1 or self.batch < 1:
             raise GeoBenchError("geo bench: replicas, steps, microbatches and batch must be >= 1")
         if self.width % self.heads:
@@ -364,7 +371,8 @@ def open_testbed(config: GeoBenchConfig) -> Any:
     from innet.testbed.geo.testbed import GeoTestbed
 
     if config.testbed == "mininet" or config.replicas > 1:
-        return GeoTestbed(config.topology, TestbedOptions(window=32), backend=config.testbed).start()
+        return GeoTestbed(config.topology, TestbedOptions(window=32, switch_impl=config.switch_impl),
+                          backend=config.testbed).start()
     return None
 
 

@@ -30,6 +30,16 @@ from innet.testbed.geo.mininet import configure_sites, geo_mininet_topo, wan_emu
 from innet.testbed.geo.topology import sites_of, wan_shape
 
 
+def bmv2_wan_problem(topology: Topology, wan: str) -> str | None:
+    """Why BMv2 site switches cannot carry ``topology``'s WAN with emulation ``wan``, or None:
+    without netem the WAN delay is innet-switch's port delay stage, which simple_switch_grpc lacks."""
+    if wan != "switch" or not any(c.link.delay_ms for c in topology.links):
+        return None
+    return ("switch_impl bmv2: this kernel has no netem, so the geo testbed delays WAN frames in innet-switch's "
+            "port delay stage, which simple_switch_grpc lacks; give the WAN links no delay (--wan A-B:MBPS:0,...) "
+            "or use a kernel with netem (CONFIG_NET_SCH_NETEM)")
+
+
 class GeoTestbed(Testbed):
     """A geo topology on a loopback or Mininet network (see module docstring)."""
 
@@ -43,6 +53,9 @@ class GeoTestbed(Testbed):
                                                                    "configure": configure_sites})
         super().__init__(topology, options, network)
         self.wan = wan_emulation(self.kind)
+        problem = bmv2_wan_problem(topology, self.wan) if self.options.switch_impl == "bmv2" else None
+        if problem is not None:
+            raise TestbedError(problem)
         """``netem`` (the kernel delays WAN frames), ``switch`` (the switches' WAN ports do) or
         ``transport`` (loopback: the geo transport's shaper emulates the whole WAN link)."""
         self.site_names = sites_of(topology)

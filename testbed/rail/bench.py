@@ -21,7 +21,7 @@ import os
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from innet.testbed.core.machine import describe as machine, switch_description
 from innet.testbed.core.testbed import TestbedError, TestbedOptions, WorkerResult
@@ -55,10 +55,16 @@ class RailBenchConfig:
     gloo: bool = True
     backend: str = "auto"
     out_dir: Path = Path("results")
+    switch_impls: tuple[str, ...] = ("innet",)
+    """Every P4 switch ``innet`` (innet-switch) and/or ``bmv2`` (simple_switch_grpc, Mininet only):
+    one testbed each, in this order, rows labelled ``switch_impl``."""
 
     def __post_init__(self) -> None:
         if self.topo not in ("rail-only", "rail-optimized"):
             raise ValueError(f"rail bench topo {self.topo!r}: must be rail-only or rail-optimized")
+        if not self.switch_impls or set(self.switch_impls) - {"innet", "bmv2"} \
+                or len(set(self.switch_impls)) != len(self.switch_impls):
+            raise ValueError(f"rail bench switch_impls={self.switch_impls}: one or more of innet, bmv2, each once")
         if not self.nic_mbps > 0 or not self.hb_mbps > 0:
             raise ValueError(f"rail bench rates nic={self.nic_mbps} hb={self.hb_mbps} Mbit/s: must be > 0")
 
@@ -102,16 +108,18 @@ def alltoall_slowdown(direct: dict[str, Any], two_step: dict[str, Any], grid: ra
 def slowdown_line(s: dict[str, Any]) -> str:
     """One line for the CLI and the markdown report."""
     a = s["amdahl"]
-    return (f"all-to-all two-step slowdown at D={s['pair_bytes']} B: measured {s['measured']:.1%} (median of "
+    on = f" on {s['switch_impl']} switches" if s.get("switch_impl", "innet") != "innet" else ""
+    return (f"all-to-all two-step{on} slowdown at D={s['pair_bytes']} B: measured {s['measured']:.1%} (median of "
             f"{s['runs']} runs, spread {s['spread'][0]:.1%} to {s['spread'][1]:.1%}), model {s['model']:.1%}, "
             f"seed's C_S/C_F {s['seed_estimate']:.1%}; Amdahl total with the all-to-all at {a['a2a_share']:.1%} "
             f"of an MoE iteration's bytes: {a['total']:.1%} (seed: {a['paper_a2a_share']:.0%} x 8.2-11.2% = "
             f"{a['paper_totals'][0]:.1%}-{a['paper_totals'][1]:.1%})")
 
 
-def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[str, Any]:
-    from innet.testbed.rail.testbed import RailTestbed
-
+def run(config: RailBenchConfig, progress: Progress = lambda _: None,
+        absent: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+    """Every collective on one testbed per switch implementation; the result document.
+    ``absent``: implementations asked for but not installed, (name, why), recorded."""
     backend = resolve_backend(config.backend)
     topo = TOPOLOGIES[config.topo](domains=config.domains, gpus_per_domain=config.gpus_per_domain,
                                    nic_link=Link(bw_mbps=config.nic_mbps), hb_link=Link(bw_mbps=config.hb_mbps))
@@ -119,24 +127,63 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[st
     shaped = backend == "mininet"
     rows: list[dict[str, Any]] = []
     failures: list[dict[str, str]] = []
-    options = TestbedOptions(k=config.k, window=config.window)
-    progress(f"bringing up {topo.name} ({backend})")
-    tb = RailTestbed(topo, options, backend=backend)
-    with tb:
-        def attempt(what: str, body: Callable[[], None]) -> None:
-            progress(what)
-            try:
-                body()
-            except TestbedError as error:
-                failures.append({"collective": what, "error": str(error)[-400:]})
+    slowdowns = []
+    for impl in config.switch_impls:
+        impl_rows = _measure(config, impl, topo, backend, grid, failures, progress)
+        rows.extend(impl_rows)
+        for d in config.pair_bytes:
+            by = {r["collective"]: r for r in impl_rows if r["size"] == d and r["unit"] == "bytes/pair"}
+            if "all-to-all direct" in by and "all-to-all two-step" in by:
+                slowdowns.append({**alltoall_slowdown(by["all-to-all direct"], by["all-to-all two-step"], grid),
+                                  "switch_impl": impl})
+    not_applicable = [] if topo.kind == "rail-optimized" else [
+        {"collective": "flat INA", "reason": "rail-only has no switch that every GPU reaches (no spine)"},
+        {"collective": "all-to-all direct", "reason": "rail-only has no NIC path between rails"}]
+    return {"kind": "rail-bench", "config": {**asdict(config), "out_dir": str(config.out_dir)},
+            "not_applicable": not_applicable, "topology": topo.name, "backend": backend,
+            "switch": " | ".join(switch_description("auto", impl) for impl in config.switch_impls),
+            "switch_absent": dict(absent), "machine": machine(),
+            "c_s_bps": grid.c_s_bps, "c_f_bps": grid.c_f_bps, "shaped": shaped, "rows": rows,
+            "alltoall_slowdown": slowdowns, "failures": failures,
+            "note": None if shaped else "loopback: no link rates, all-to-all does not cross the switches; "
+                                        "model columns left empty"}
 
+
+def _measure(config: RailBenchConfig, impl: str, topo: Any, backend: str, grid: railperf.Grid,
+             failures: list[dict[str, str]], progress: Progress) -> list[dict[str, Any]]:
+    """The rows of one testbed whose P4 switches are ``impl``; a failed bring-up or collective
+    is a failure entry (the other implementation's rows still come)."""
+    from innet.controller.errors import ControllerError
+    from innet.testbed.rail.testbed import RailTestbed
+
+    shaped = backend == "mininet"
+    rows: list[dict[str, Any]] = []
+    options = TestbedOptions(k=config.k, window=config.window, switch_impl=impl)
+    progress(f"bringing up {topo.name} ({backend}, {impl} switches)")
+    tb = RailTestbed(topo, options, backend=backend)
+
+    def attempt(what: str, body: Callable[[], None]) -> None:
+        progress(f"{what} ({impl})")
+        try:
+            body()
+        except TestbedError as error:
+            failures.append({"collective": what, "switch_impl": impl, "error": str(error)[-400:]})
+
+    try:
+        tb.start()
+    except (TestbedError, ControllerError) as error:
+        if len(config.switch_impls) == 1:
+            raise
+        failures.append({"collective": "bring-up", "switch_impl": impl, "error": str(error)[-400:]})
+        return rows
+    try:  # the testbed's own ``with`` semantics, after a bring-up failure was told apart
         sizes = list(config.sizes)
 
         def allreduce(label: str, run: Callable[[], Any], model: Callable[[Any, int], Any]) -> Callable[[], None]:
             def measure() -> None:
                 res = run()
-                rows.extend(_row(label, s, "elements", res, i, model(grid, 4 * s) if shaped else None)
-                            for i, s in enumerate(sizes))
+                rows.extend({**_row(label, s, "elements", res, i, model(grid, 4 * s) if shaped else None),
+                             "switch_impl": impl} for i, s in enumerate(sizes))
             return measure
 
         attempt("hierarchical INA", allreduce("hierarchical INA",
@@ -159,24 +206,15 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None) -> dict[st
                     res = tb.run_alltoall(d, repeats=config.repeats, route=route)
                     model = (railperf.alltoall_rail_optimized(grid, d) if route == "direct"
                              else railperf.alltoall_rail_only(grid, d))
-                    rows.append(_row(f"all-to-all {route}", d, "bytes/pair", res, 0, model if shaped else None))
+                    rows.append({**_row(f"all-to-all {route}", d, "bytes/pair", res, 0, model if shaped else None),
+                                 "switch_impl": impl})
 
             attempt(f"all-to-all ({route})", a2a)
-    slowdowns = []
-    for d in config.pair_bytes:
-        by = {r["collective"]: r for r in rows if r["size"] == d and r["unit"] == "bytes/pair"}
-        if "all-to-all direct" in by and "all-to-all two-step" in by:
-            slowdowns.append(alltoall_slowdown(by["all-to-all direct"], by["all-to-all two-step"], grid))
-    not_applicable = [] if topo.kind == "rail-optimized" else [
-        {"collective": "flat INA", "reason": "rail-only has no switch that every GPU reaches (no spine)"},
-        {"collective": "all-to-all direct", "reason": "rail-only has no NIC path between rails"}]
-    return {"kind": "rail-bench", "config": {**asdict(config), "out_dir": str(config.out_dir)},
-            "not_applicable": not_applicable,
-            "topology": topo.name, "backend": backend, "switch": switch_description("auto"), "machine": machine(),
-            "c_s_bps": grid.c_s_bps, "c_f_bps": grid.c_f_bps, "shaped": shaped, "rows": rows,
-            "alltoall_slowdown": slowdowns, "failures": failures,
-            "note": None if shaped else "loopback: no link rates, all-to-all does not cross the switches; "
-                                        "model columns left empty"}
+    except BaseException:
+        tb.stop(keep_logs=True)
+        raise
+    tb.stop(keep_logs=options.keep_logs)
+    return rows
 
 
 def _ms(seconds: float | None) -> str:
@@ -196,18 +234,27 @@ COLUMNS = (
 design say why in the last column)."""
 
 
+SWITCH_COLUMN = Column("switch", lambda r: r.get("switch_impl", ""), align="left")
+"""Added when a run measured other switches than innet-switch alone (``--switch-impl``)."""
+
+
 def _all_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [*doc["rows"], *doc.get("not_applicable", [])]
+
+
+def columns_of(doc: dict[str, Any]) -> tuple[Column, ...]:
+    impls = tuple(doc["config"].get("switch_impls", ("innet",)))
+    return COLUMNS if impls == ("innet",) else (COLUMNS[0], SWITCH_COLUMN, *COLUMNS[1:])
 
 
 def table(doc: dict[str, Any]) -> Any:
     title = (f"{doc['topology']} ({doc['backend']}), C_S={doc['c_s_bps'] / 1e6:g} Mbit/s, "
              f"C_F={doc['c_f_bps'] / 1e6:g} Mbit/s, K={doc['config']['k']}")
-    return rich_table(title, COLUMNS, _all_rows(doc))
+    return rich_table(title, columns_of(doc), _all_rows(doc))
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    lines = [markdown_table(COLUMNS, _all_rows(doc))]
+    lines = [markdown_table(columns_of(doc), _all_rows(doc))]
     for s in doc["alltoall_slowdown"]:
         lines.append("\n" + slowdown_line(s))
     return "\n".join(lines)
@@ -226,7 +273,9 @@ def save(doc: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
     json_path.write_text(json.dumps(doc, indent=2) + "\n")
     rows = doc["rows"]
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    labels = [f"{r['collective']}\n{r['size']} {r['unit']}" for r in rows]
+    several = len(doc["config"].get("switch_impls", ("innet",))) > 1
+    labels = [f"{r['collective']}\n{r['size']} {r['unit']}" + (f"\n{r['switch_impl']}" if several else "")
+              for r in rows]
     pos = list(range(len(rows)))
     ax.bar([p - 0.2 for p in pos], [r["median_s"] * 1e3 for r in rows], 0.4, label="measured (median)")
     ax.bar([p + 0.2 for p in pos], [(r["model_s"] or 0) * 1e3 for r in rows], 0.4, label="model")

@@ -44,6 +44,8 @@ class RailDemoConfig:
     nic_mbps: float = 10.0
     hb_mbps: float = 100.0
     backend: str = "auto"
+    switch_impl: str = "innet"
+    """Every P4 switch: ``innet`` (innet-switch) or ``bmv2`` (simple_switch_grpc, Mininet only)."""
     out_dir: Path = Path("results")
     benchmark: bool = True
     """Run the collectives after training (``innet demo``); False for ``innet train``."""
@@ -57,10 +59,11 @@ def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
     backend = resolve_backend(config.backend)
     topo = TOPOLOGIES[config.topo](domains=config.domains, gpus_per_domain=config.gpus_per_domain,
                                    nic_link=Link(bw_mbps=config.nic_mbps), hb_link=Link(bw_mbps=config.hb_mbps))
+    kind = "BMv2 (simple_switch_grpc)" if config.switch_impl == "bmv2" else "innet"
     console.print(f"[bold]{'innet demo' if config.benchmark else 'innet train'}[/]: {topo.name} on [bold]{backend}[/] "
-                  f"({len(topo.p4_switches)} innet switches, {config.domains} HB domains of {config.gpus_per_domain})")
+                  f"({len(topo.p4_switches)} {kind} switches, {config.domains} HB domains of {config.gpus_per_domain})")
     grid = railperf.Grid(config.gpus_per_domain, config.domains, config.nic_mbps * 1e6, config.hb_mbps * 1e6)
-    tb = RailTestbed(topo, TestbedOptions(window=8), backend=backend)
+    tb = RailTestbed(topo, TestbedOptions(window=8, switch_impl=config.switch_impl), backend=backend)
     with tb:
         digits = rail_digits.DigitsConfig(gpus=config.gpus_per_domain * config.domains, steps=config.steps)
         started = time.perf_counter()
@@ -112,8 +115,8 @@ def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
         table.add_row(r["collective"], str(r["size"]), f"{r['median_s'] * 1e3:.1f}", "yes" if r["ok"] else "NO")
     if rows:
         console.print(table)
-    doc = {"topology": topo.name, "backend": backend, "config": {**asdict(config), "out_dir": str(config.out_dir)},
-           "training": train, "rows": rows}
+    doc = {"topology": topo.name, "backend": backend, "switch_impl": config.switch_impl,
+           "config": {**asdict(config), "out_dir": str(config.out_dir)}, "training": train, "rows": rows}
     name = f"rail-{'demo' if config.benchmark else 'train'}-{config.topo}"
     console.print(f"wrote {save_json(config.out_dir, name, doc)}")
     return doc

@@ -33,11 +33,13 @@ class _FakeMininetNetwork:
         self.options = options
         self.calls: list[str] = []
         self.thrift_port: int | None = None
+        self.thrift_ports: dict[str, int] = {}
         self.bmv2_tools: Any = None
 
     def start(self, procs: Any) -> dict[str, str]:
         self.calls.append("network")
         self.thrift_port = 9191
+        self.thrift_ports = {"s1": 9191}
         return {"s1": "127.0.0.1:50123"}
 
     def stop(self) -> None:
@@ -62,7 +64,7 @@ def test_loopback_testbed_refuses_bmv2(tmp_path):
 
     topo = star(workers=2)
     with pytest.raises(BringUpError, match=rf"switch_impl bmv2: the loopback testbed of {topo.name} starts innet "
-                                           "switches; BMv2 runs as the switch of a single-switch topology in Mininet"):
+                                           "switches; BMv2 has no UDP ports, so its switches run in Mininet"):
         open_testbed(topo, TestbedOptions(switch_impl="bmv2", state_dir=tmp_path), backend="loopback")
 
 
@@ -167,3 +169,27 @@ def test_leftover_recognition_covers_simple_switch_grpc(tmp_path):
         for p in (proc, other):
             p.kill()
             p.wait()
+
+
+def test_rail_testbed_on_mininet_accepts_bmv2_and_loopback_refuses_it(tmp_path):
+    """Every rail switch can be a simple_switch_grpc in Mininet; loopback has no interfaces for it."""
+    from innet.testbed.core.topology import rail_only
+    from innet.testbed.rail.testbed import RailTestbed
+
+    topo = rail_only(domains=2, gpus_per_domain=2)
+    tb = RailTestbed(topo, TestbedOptions(switch_impl="bmv2", state_dir=tmp_path), backend="mininet")
+    assert (tb.kind, tb.options.switch_impl, tb.network.thrift_ports) == ("mininet", "bmv2", {})
+    with pytest.raises(BringUpError, match="BMv2 has no UDP ports, so its switches run in Mininet"):
+        RailTestbed(topo, TestbedOptions(switch_impl="bmv2", state_dir=tmp_path), backend="loopback")
+
+
+def test_rail_bench_config_checks_its_switch_impls(tmp_path):
+    from innet.testbed.rail.bench import RailBenchConfig, columns_of
+
+    assert RailBenchConfig(switch_impls=("innet", "bmv2"), out_dir=tmp_path).switch_impls == ("innet", "bmv2")
+    for bad in [(), ("bmv2", "bmv2"), ("tofino",)]:
+        with pytest.raises(ValueError, match="switch_impls"):
+            RailBenchConfig(switch_impls=bad)
+    doc = {"config": {"switch_impls": ["innet", "bmv2"]}}
+    assert [c.header for c in columns_of(doc)][:2] == ["collective", "switch"]
+    assert "switch" not in [c.header for c in columns_of({"config": {"switch_impls": ["innet"]}})]

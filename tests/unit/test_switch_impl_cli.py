@@ -11,7 +11,9 @@ from innet.cli import main
 @pytest.mark.parametrize("argv", [["testbed", "up", "--switch-impl", "bmv2"], ["bench", "--switch-impl", "bmv2"],
                                   ["demo", "--switch-impl", "bmv2"],
                                   ["demo", "--mode", "luwu", "--switch-impl", "bmv2"],
-                                  ["train", "--mode", "luwu", "--switch-impl", "bmv2"]])
+                                  ["train", "--mode", "luwu", "--switch-impl", "bmv2"],
+                                  ["train", "--topo", "rail-only", "--switch-impl", "bmv2"],
+                                  ["testbed", "up", "--topo", "rail-optimized", "--switch-impl", "bmv2"]])
 def test_missing_bmv2_is_one_line(argv, capsys, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.setenv("INNET_P4_PREFIX", "/nonexistent")  # not this machine's toolchain, if it has one
@@ -33,10 +35,10 @@ def test_unknown_switch_impl_is_a_usage_error(capsys):
     (["testbed", "up", "--loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
     (["bench", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
     (["demo", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
-    (["bench", "--topo", "rail-only"], "--topo rail-only: the bmv2 backend brings up the star"),
-    (["testbed", "up", "--topo", "rail-optimized"], "--topo rail-optimized: the bmv2 backend brings up the star"),
     (["train", "--mode", "luwu", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
-    (["train", "--mode", "luwu", "--topo", "rail-only"], "--topo rail-only: the bmv2 backend brings up the star"),
+    (["train", "--topo", "rail-only", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
+    (["testbed", "up", "--topo", "rail-optimized", "--loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
+    (["bench", "--topo", "rail-only", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
 ])
 def test_what_bmv2_cannot_bring_up_is_one_usage_line(argv, wrong, capsys, monkeypatch):
     """Checked before the binaries are looked for: the answer does not depend on the machine."""
@@ -90,3 +92,23 @@ def test_bench_with_both_switches_and_no_bmv2_says_so_and_runs_innet(capsys, mon
 def test_bench_switch_impl_list_is_checked(value, capsys):
     assert main(["bench", "--switch-impl", value]) == 2
     assert "--switch-impl" in capsys.readouterr().err
+
+
+def test_geo_bench_on_bmv2_needs_mininet(capsys):
+    assert main(["geo", "bench", "--switch-impl", "bmv2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["innet geo bench: geo bench --switch-impl bmv2: BMv2 has no UDP ports, so its site switches run "
+                   "in Mininet: add --mininet (as root)"]
+
+
+def test_geo_wan_delay_without_netem_is_refused_on_bmv2():
+    """Without netem the WAN delay is innet-switch's port delay stage, which BMv2 lacks."""
+    from innet.testbed.core.topology import Link
+    from innet.testbed.geo.testbed import bmv2_wan_problem
+    from innet.testbed.geo.topology import DEFAULT_SITES, Wan, geo
+
+    delayed = geo()
+    undelayed = geo(DEFAULT_SITES, [Wan("a", "b", Link(bw_mbps=10, delay_ms=0)), Wan("b", "c", Link(bw_mbps=100))])
+    assert "simple_switch_grpc lacks" in (bmv2_wan_problem(delayed, "switch") or "")
+    assert bmv2_wan_problem(delayed, "netem") is None
+    assert bmv2_wan_problem(undelayed, "switch") is None

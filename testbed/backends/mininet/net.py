@@ -102,6 +102,7 @@ class MininetNetwork:
         self.procs: ProcessGroup | None = None
         self.net: Any = None
         self.thrift_port: int | None = None
+        self.thrift_ports: dict[str, int] = {}
         self.bmv2_tools: Any = None
         self._stack = contextlib.ExitStack()
 
@@ -123,17 +124,16 @@ class MininetNetwork:
 
         self.procs = procs
         (procs.dir / SWITCHES_FILE).write_text("\n".join(s.name for s in self.topology.switches) + "\n")
-        node: dict[str, Any] = {}
+        node: dict[str, Any] = {"node_class": InnetSwitchNode}
+        if self.options.switch_impl == "bmv2":  # every P4 switch of the topology, each with its own ports
+            node = {"node_class": Bmv2SwitchNode, "tools": self.bmv2_tools}
         netem_loss = True
         if self.topo is None:
             netem_loss = _check_impairments(self.topology, self.options)
             topo = mininet_topo(self.topology, netem=netem_loss)
-            node = {"node_class": InnetSwitchNode}
-            if self.options.switch_impl == "bmv2":
-                node = {"node_class": Bmv2SwitchNode, "tools": self.bmv2_tools}
         else:
             topo = self.topo(self.topology, self.options)
-        if self.executor:
+        if self.executor and self.options.switch_impl != "bmv2":
             node["executor"] = self.options.switch_executor
         self._enter_network(topo, **node)
         for host in self.net.hosts:
@@ -148,8 +148,10 @@ class MininetNetwork:
             if switch.grpc_address is None:
                 raise TestbedError(f"switch {s.name} has no P4Runtime address; log {switch.log_path}")
             addresses[s.name] = str(switch.grpc_address)
+            if getattr(switch, "thrift_port", None) is not None:
+                self.thrift_ports[s.name] = int(switch.thrift_port)
         if len(addresses) == 1:
-            self.thrift_port = getattr(self.net.get(self.topology.switch().name), "thrift_port", None)
+            self.thrift_port = next(iter(self.thrift_ports.values()), None)
         return addresses
 
     def _impair_links(self, netem_loss: bool) -> None:
