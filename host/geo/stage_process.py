@@ -213,8 +213,12 @@ def run(job: StageJob) -> int:
         clock = 0.0
         for step in range(job.steps):
             start = time.perf_counter()
+            computed = runner.stats.compute_s
             loss = runner.step(step, [_cast(f, dtype) for f in next(batches)])
             clock += time.perf_counter() - start
+            # this stage's compute in the step (forward + backward of every microbatch): what a
+            # slower device (a tighter CPU quota) changes, seen by the coordinator per step
+            _emit(event="compute", stage=job.index, step=step, s=runner.stats.compute_s - computed)
             if loss is not None:
                 _emit(event="step", step=step, loss=loss, t=clock)
             last = step == job.steps - 1
