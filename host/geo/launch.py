@@ -19,7 +19,8 @@ from typing import Any, Callable, Sequence
 
 from innet.host.geo.stage_process import WORKER_MODULE, StageJob
 
-Spawn = Callable[[StageJob, str, Sequence[str]], subprocess.Popen[bytes]]
+Spawn = Callable[[Any, str, Sequence[str]], subprocess.Popen[bytes]]
+"""Starts one worker process: (its job, a name for messages, argv)."""
 OnRecord = Callable[[StageJob, dict[str, Any]], None]
 """Called (from a reader thread) with every JSON line a stage prints, as it arrives."""
 
@@ -41,12 +42,14 @@ SINGLE_THREAD_BLAS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_
 """Toy-sized matrices: BLAS threads only add contention spikes (tens of ms) on a shared machine."""
 
 
-def local_spawn(job: StageJob, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
+def local_spawn(job: Any, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, **SINGLE_THREAD_BLAS})
 
 
-class _Proc:
+class WorkerProc:
+    """A started worker: its JSON lines as they arrive, its stderr, and how to end it."""
+
     def __init__(self, name: str, popen: subprocess.Popen[bytes],
                  on_record: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.name, self.popen = name, popen
@@ -118,18 +121,18 @@ def launch(pipelines: Sequence[Sequence[StageJob]], spawn: Spawn = local_spawn, 
     the stage printed. ``connect_host`` gives the address other stages reach a stage at
     (default: its ``listen`` host); ``on_record`` sees every record as it arrives (e.g. to
     change a site's CPU quota at a given step)."""
-    procs: list[_Proc] = []
-    per_pipe: list[list[_Proc]] = []
+    procs: list[WorkerProc] = []
+    per_pipe: list[list[WorkerProc]] = []
     deadline = time.monotonic() + timeout
     try:
         for p, jobs in enumerate(pipelines):
-            started: list[_Proc] = []
+            started: list[WorkerProc] = []
             next_addr: tuple[str, int] | None = None
             for job in reversed(jobs):
                 job = replace(job, next_address=next_addr)
                 name = f"pipeline {p} stage {job.index}"
                 hook = (lambda record, job=job: on_record(job, record)) if on_record is not None else None
-                proc = _Proc(name, spawn(job, name, [sys.executable, "-m", WORKER_MODULE, job.to_json()]), hook)
+                proc = WorkerProc(name, spawn(job, name, [sys.executable, "-m", WORKER_MODULE, job.to_json()]), hook)
                 procs.append(proc)
                 started.insert(0, proc)
                 if job.index > 0:

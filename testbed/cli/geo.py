@@ -147,7 +147,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from innet.testbed.core.topology import TopologyError
 
     try:
-        default = tuple(r for r in geo_bench.DEFAULT_RUNS if not ((args.mininet or args.torch) and r[0] == "dp"))
+        default = tuple(r for r in geo_bench.DEFAULT_RUNS if not (args.torch and r[0] == "dp"))
         config = _config(args, steps=args.steps, runs=args.runs or default, replicas=args.replicas,
                          target_accuracy=args.target, lr=args.lr, out_dir=args.out, eval_every=args.eval_every,
                          target_loss=args.target_loss, timeout_s=args.timeout,
@@ -210,7 +210,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
             p.add_argument("--runs", type=_runs, default=None,
                            help="PLACEMENT/COMPRESSION,... placements naive|greedy|search|opfence|dp, compression "
                                 "none|topk|adatopk (default: dp/none,dp/topk,naive/none,greedy/none,search/none,"
-                                "opfence/none,opfence/topk,opfence/adatopk; no dp with --mininet)")
+                                "opfence/none,opfence/topk,opfence/adatopk; no dp with --torch)")
             p.add_argument("--replicas", type=int_range(1, 9), default=1,
                            help="pipelines per site; > 1: data parallel inside each site via its innet switch")
             p.add_argument("--target", type=positive_float, default=0.9, help="time-to-accuracy target (default 0.9)")

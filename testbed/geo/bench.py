@@ -128,9 +128,6 @@ class GeoBenchConfig:
             if placement not in PLACEMENTS or comp not in COMPRESSIONS:
                 raise GeoBenchError(f"geo bench run {placement}/{comp}: placement must be one of "
                                     f"{', '.join(PLACEMENTS)} and compression one of {', '.join(COMPRESSIONS)}")
-        if self.testbed == "mininet" and any(p == "dp" for p, _ in self.runs):
-            raise GeoBenchError("geo bench run dp/...: data parallel across sites runs on loopback only "
-                                "(sites as threads, WAN in the transport); drop it from --runs with --mininet")
         if any(p == "dp" and c == "adatopk" for p, c in self.runs):
             raise GeoBenchError("geo bench run dp/adatopk: data parallel takes none or topk")
         if self.testbed not in ("loopback", "mininet"):
@@ -373,9 +370,54 @@ def _stage_elements(planned: Planned, plan: Plan, i: int) -> int:
     return sum(c.param_bytes // 4 for c in planned.workload.costs if c.name in names)
 
 
-def run_dp(config: GeoBenchConfig, planned: Planned, compression: str) -> dict[str, Any]:
+def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, geo_tb: Any,
+                  quotas: Any) -> tuple[Any, float, list[dict[str, Any]] | None]:
+    """Data parallel with one process per site (:mod:`innet.host.geo.dp_process`): on Mininet on
+    the site's first host, gradients over the WAN veths; on loopback local processes with the
+    transport's shaper. The log of site 0 (as :class:`SiteLog`), wall time, WAN bytes."""
+    from innet.host.geo.dataparallel import SiteLog
+    from innet.host.geo.dp_process import DpJob, launch_dp
+
+    topo = config.topology
+    mininet = geo_tb is not None and geo_tb.kind == "mininet"
+    jobs = []
+    for i, site in enumerate(sites):
+        host = geo_tb.stage_host(site, 0) if mininet else None
+        shapes = tuple(None if j == i or mininet else asdict(wan_shape(topo, site, other))
+                       for j, other in enumerate(sites))
+        jobs.append(DpJob(model=config.model_spec(), task=config.task_spec(), index=i, sites=len(sites),
+                          steps=config.steps, batch=config.batch, microbatches=config.microbatches, seed=config.seed,
+                          data_seed=config.seed + 1000 * i, lr=config.lr, momentum=config.momentum, ratio=ratio,
+                          listen=(topo.host(host).address, 0) if host is not None else ("127.0.0.1", 0),
+                          shapes=shapes, eval_every=config.eval_every, timeout=min(config.timeout_s, 300.0)))
+    hosts = {h.address: h.name for h in topo.workers}
+
+    def spawn(job: Any, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
+        popen: subprocess.Popen[bytes]
+        if mininet:
+            popen = geo_tb.spawn_stage(hosts[job.listen[0]], argv, SINGLE_THREAD_BLAS, name)
+        else:
+            popen = local_spawn(job, name, argv)
+        if quotas is not None:
+            quotas.add(sites[job.index], popen.pid)
+        return popen
+
+    wan_before = geo_tb.wan_bytes() if mininet else None
+    start = time.monotonic()
+    outputs = launch_dp(jobs, spawn, timeout=config.timeout_s)
+    wall = time.monotonic() - start
+    log = SiteLog([(r["t"], r["loss"]) for r in outputs[0].of("step")],
+                  [(r["t"], r["step"], r["accuracy"]) for r in outputs[0].of("eval")],
+                  outputs[0].of("done")[0]["sent"])
+    wan = _wan_delta(wan_before, geo_tb.wan_bytes()) if wan_before is not None else None
+    return log, wall, wan
+
+
+def run_dp(config: GeoBenchConfig, planned: Planned, compression: str, geo_tb: Any = None,
+           quotas: Any = None) -> dict[str, Any]:
     """Baseline (a): every site a full replica, gradients averaged over the WAN (dense or top-k
-    with error feedback at ``topk_ratio``); sites as threads, WAN shaped in the transport."""
+    with error feedback at ``topk_ratio``). On Mininet, or with CPU quotas, one process per site
+    (on the site's host on Mininet); otherwise sites as threads, WAN shaped in the transport."""
     from innet.host.geo.data import accuracy
     from innet.host.geo.dataparallel import evaluator, train
     from innet.host.geo.stages import Sgd
@@ -383,21 +425,27 @@ def run_dp(config: GeoBenchConfig, planned: Planned, compression: str) -> dict[s
     topo = config.topology
     sites = list(dict.fromkeys(h.group for h in topo.workers if h.group is not None))
     graph = planned.graph
-    task = build_task(config.task_spec(), config.seed)
-    params = graph.init_params(config.seed)
-    batches = [task.batches(config.batch, config.microbatches, config.seed + 1000 * i) for i in range(len(sites))]
-    from threadpoolctl import threadpool_limits  # comes with scikit-learn (the digits task)
+    wan_link_bytes = None
+    processes = (geo_tb is not None and geo_tb.kind == "mininet") or quotas is not None
+    if processes:
+        log, wall, wan_link_bytes = _dp_processes(config, sites, config.topk_ratio if compression == "topk" else 1.0,
+                                                  geo_tb, quotas)
+    else:
+        task = build_task(config.task_spec(), config.seed)
+        params = graph.init_params(config.seed)
+        batches = [task.batches(config.batch, config.microbatches, config.seed + 1000 * i) for i in range(len(sites))]
+        from threadpoolctl import threadpool_limits  # comes with scikit-learn (the digits task)
 
-    start = time.monotonic()
-    # one BLAS thread, as the stage processes have (SINGLE_THREAD_BLAS): three site threads
-    # with multi-threaded BLAS on a loaded 2-core machine took 1.7 s per step instead of 40 ms
-    with threadpool_limits(limits=1):
-        log = train(graph, params, len(sites), batches, config.steps, Sgd(config.lr, config.momentum),
-                    lambda i, j: wan_shape(topo, sites[i], sites[j]),
-                    ratio=config.topk_ratio if compression == "topk" else 1.0,
-                    evaluate=evaluator(graph, task.test_feeds(), task.test_labels, accuracy),
-                    eval_every=config.eval_every, timeout=min(config.timeout_s, 300.0))
-    wall = time.monotonic() - start
+        start = time.monotonic()
+        # one BLAS thread, as the stage processes have (SINGLE_THREAD_BLAS): three site threads
+        # with multi-threaded BLAS on a loaded 2-core machine took 1.7 s per step instead of 40 ms
+        with threadpool_limits(limits=1):
+            log = train(graph, params, len(sites), batches, config.steps, Sgd(config.lr, config.momentum),
+                        lambda i, j: wan_shape(topo, sites[i], sites[j]),
+                        ratio=config.topk_ratio if compression == "topk" else 1.0,
+                        evaluate=evaluator(graph, task.test_feeds(), task.test_labels, accuracy),
+                        eval_every=config.eval_every, timeout=min(config.timeout_s, 300.0))
+        wall = time.monotonic() - start
     # predicted: the whole model's compute for M microbatches, then every site's gradient
     # crossing the slowest WAN link (all-to-all: one gradient per link direction, sent at once)
     ratio = config.topk_ratio if compression == "topk" else 1.0
@@ -413,7 +461,8 @@ def run_dp(config: GeoBenchConfig, planned: Planned, compression: str) -> dict[s
             "time_to_accuracy_s": tta, "final_accuracy": log.evals[-1][2] if log.evals else None,
             "final_loss": log.steps[-1][1], "wan_bytes_per_step": log.sent_bytes * len(sites) / config.steps,
             "slow_link_ratio": ratio, "mean_ratios": [],
-            "wall_s": wall, "reduce_s": 0.0, "wan_link_bytes": None,
+            "wall_s": wall, "reduce_s": 0.0, "wan_link_bytes": wan_link_bytes,
+            "dp_sites_as": "processes" if processes else "threads",
             "samples_per_step": len(sites) * config.batch * config.microbatches,
             "loss_curve": [[t, l] for t, l in log.steps], "accuracy_curve": [[t, s, a] for t, s, a in log.evals]}
 
@@ -466,7 +515,7 @@ def straggler_effect(config: GeoBenchConfig, planned: Planned, plan: Plan, outpu
 def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compression: str,
             geo_tb: Any = None, quotas: Any = None) -> dict[str, Any]:
     if placement == "dp":
-        return run_dp(config, planned, compression)
+        return run_dp(config, planned, compression, geo_tb, quotas)
     plan = planned.plans[placement]
     plan_sites = [_site(config.topology, c[0]) for c in plan.order]
     pipelines = []
