@@ -129,3 +129,24 @@ def test_plan_refuses_speeds_for_an_unknown_site(capsys: pytest.CaptureFixture[s
 def test_config_refuses_bad_speeds_before_anything_runs() -> None:
     with pytest.raises(GeoBenchError, match="speed of site 'a' is 0"):
         GeoBenchConfig(speeds=(("a", 0.0),))
+
+
+def test_without_root_speeds_are_one_line_and_exit_2(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    import innet.testbed.geo.cpuquota as cpuquota
+
+    monkeypatch.setattr(cpuquota.os, "geteuid", lambda: 1000)
+    assert main(["geo", "plan", "--speeds", "b:0.5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["innet geo plan: geo bench --speeds: CPU quotas per site need root (cgroups)"]
+
+
+def test_quota_keeps_a_short_period_above_the_kernel_floor() -> None:
+    from innet.testbed.geo.cpuquota import CpuQuotaError, quota_for
+
+    assert quota_for(0.25) == (2500, 10_000)
+    assert quota_for(2.0) == (20_000, 10_000)  # two CPUs' worth
+    assert quota_for(0.05) == (1000, 20_000)  # 1 ms is the least quota the kernel takes
+    assert quota_for(None) == (-1, 10_000)
+    with pytest.raises(CpuQuotaError, match="at least 0.001 of a CPU"):
+        quota_for(0.0001)
