@@ -152,7 +152,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                          target_accuracy=args.target, lr=args.lr, out_dir=args.out, eval_every=args.eval_every,
                          target_loss=args.target_loss, timeout_s=args.timeout,
                          int8_activations=args.int8_activations, warmup_steps=args.warmup, row_topk=not args.tensor_topk,
-                         testbed="mininet" if args.mininet else "loopback", straggler=args.straggler)
+                         testbed="mininet" if args.mininet else "loopback", straggler=args.straggler,
+                         replan=args.replan)
     except (geo_bench.GeoBenchError, TopologyError) as error:
         print(f"innet geo bench: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -225,6 +226,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                            help="top-k over whole activation tensors (default: per row, i.e. per token/sample)")
             p.add_argument("--straggler", type=_straggler, default=None, metavar="SITE:STEP:SHARE",
                            help="tighten SITE's CPU quota to SHARE after STEP (a device slowing mid-run; root)")
+            p.add_argument("--replan", action="store_true",
+                           help="with --straggler: re-plan once, 6 steps after the slowdown, from the measured speed "
+                                "(the stages restart from their parameters on the new plan)")
             p.add_argument("--lr", type=positive_float, default=0.05, help="SGD learning rate (default 0.05)")
             p.add_argument("--eval-every", type=int_range(1), default=5, help="evaluate every N steps (default 5)")
             p.add_argument("--mininet", action="store_true",

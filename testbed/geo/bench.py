@@ -115,6 +115,9 @@ class GeoBenchConfig:
     straggler: tuple[str, int, float] | None = None
     """(site, step, share): tighten that site's quota to ``share`` when the last stage finishes
     ``step`` (a device that slows mid-run)."""
+    replan: bool = False
+    """With ``straggler``: re-plan once, ``REPLAN_WINDOW`` steps after the slowdown (stop, plan with
+    the measured speed, continue from the stages' parameters)."""
     probe_s: float = 0.6
     """Seconds each site's speed probe runs (several quota periods)."""
     seed: int = 0
@@ -161,6 +164,8 @@ class GeoBenchConfig:
             raise GeoBenchError(f"geo bench: CPU share {low[0][1]:g} of site {low[0][0]!r}: at least 0.001 of a CPU")
         if self.straggler is not None and not 0 <= self.straggler[1] < self.steps:
             raise GeoBenchError(f"geo bench: straggler step {self.straggler[1]}: must be within 0..{self.steps - 1}")
+        if self.replan and (self.straggler is None or self.straggler[1] + 1 + 6 >= self.steps - 1):
+            raise GeoBenchError("geo bench --replan: needs --straggler SITE:STEP:SHARE with STEP + 8 < --steps")
         if any(p == "uniform" for p, _ in self.runs) and not self.speeds:
             raise GeoBenchError("geo bench run uniform/...: the equal-speed plan only differs with --speeds")
 
@@ -308,7 +313,9 @@ def _site(topo: Topology, device: str) -> str:
 
 
 def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: int,
-               dp: Callable[[int, str], dict[str, Any] | None] | None = None, fabric: Any = None) -> list[StageJob]:
+               dp: Callable[[int, str], dict[str, Any] | None] | None = None, fabric: Any = None,
+               data_offset: int = 0, params_dir: Path | None = None,
+               params_in: Sequence[str] = ()) -> list[StageJob]:
     """The stage jobs of pipeline ``replica`` for ``plan``; compression on the slowest links only.
     ``fabric`` (a geo testbed) places each stage on a host and says what the transport still
     emulates of each WAN link; without it, stages are local processes shaping the whole link."""
@@ -341,13 +348,15 @@ def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: in
         listen = (topo.host(host).address, 0) if host is not None else ("127.0.0.1", 0)
         jobs.append(StageJob(model=config.model_spec(numpy_nodes), task=config.task_spec(), cuts=plan.cuts, index=i,
                              steps=config.steps, batch=config.batch, microbatches=config.microbatches,
-                             seed=config.seed, data_seed=config.seed + 1000 * replica, lr=config.lr,
+                             seed=config.seed, data_seed=config.seed + 1000 * replica + data_offset, lr=config.lr,
                              momentum=config.momentum, listen=listen,
                              shape_next=shape(sites[i], sites[i + 1]) if i + 1 < len(sites) else None,
                              shape_prev=shape(sites[i], sites[i - 1]) if i > 0 else None,
                              compress_next=comp[i] if i < len(comp) else None,
                              compress_prev=comp[i - 1] if i > 0 else None,
                              eval_every=config.eval_every, dp=dp(i, sites[i]) if dp else None,
+                             params_out=str(params_dir / f"r{replica}s{i}.npz") if params_dir else None,
+                             params_in=tuple(params_in),
                              timeout=min(config.timeout_s, 300.0)))
     return jobs
 
@@ -512,8 +521,62 @@ def straggler_effect(config: GeoBenchConfig, planned: Planned, plan: Plan, outpu
     return out
 
 
+def run_replanned(config: GeoBenchConfig, planned: Planned, placement: str, compression: str,
+                  geo_tb: Any = None, quotas: Any = None) -> dict[str, Any]:
+    """A straggler, then a re-plan at a step boundary: train until ``REPLAN_WINDOW`` steps after
+    the quota is tightened, measure the straggler's new speed from its stage's compute, plan
+    again with it, and continue the same training on the new plan (each stage starts from the
+    parameters the old stages wrote; momentum restarts at zero; the batches continue from a
+    different data seed). Stops and restarts the stage processes: the re-plan's cost is in
+    the row (``replan_pause_s``)."""
+    import tempfile
+
+    assert config.straggler is not None and quotas is not None
+    site, at, share = config.straggler
+    first = at + 1 + REPLAN_WINDOW
+    with tempfile.TemporaryDirectory(prefix="innet-geo-replan-") as tmp:
+        a = run_one(replace(config, steps=first, replan=False), planned, placement, compression, geo_tb, quotas, Path(tmp))
+        effect = a["straggler"]
+        if not effect or "speed_after" not in effect:
+            raise GeoBenchError("geo bench --replan: the straggler's compute after the change was not measured")
+        speed = dict(planned.network.speed or {})
+        speed.update({h.name: effect["speed_after"] for h in config.topology.workers if h.group == site})
+        net = replace(planned.network, speed=speed)
+        new = opfence(planned.graph, planned.workload, net, planned.clusters, config.microbatches)
+        later = replace(planned, network=net, plans={**planned.plans, placement: new})
+        files = sorted(str(f) for f in Path(tmp).glob("*.npz"))
+        quotas.set(site, share)  # the device stays slow
+        try:
+            b = run_one(replace(config, steps=config.steps - first, straggler=None, replan=False), later, placement, compression,
+                        geo_tb, quotas, params_in=files, data_offset=7919)
+        finally:
+            quotas.set(site, dict(config.speeds).get(site))
+    offset = a["train_wall_s"] or 0.0
+    row = dict(a)
+    row.update({
+        "replan": {"sites_before": a["sites"], "cuts_before": a["cuts"], "sites_after": b["sites"],
+                   "cuts_after": b["cuts"], "at_step": first, "speed_after": effect["speed_after"],
+                   "step_after_straggler_s": effect["step_after_s"], "step_after_replan_s": b["step_s"],
+                   "predicted_after_replan_s": b["predicted_step_s"],
+                   "replan_pause_s": b["wall_s"] - (b["train_wall_s"] or 0.0)},
+        "step_s": b["step_s"], "predicted_step_s": b["predicted_step_s"], "sites": b["sites"], "cuts": b["cuts"],
+        "final_accuracy": b["final_accuracy"], "final_loss": b["final_loss"], "final_test_loss": b["final_test_loss"],
+        "train_wall_s": offset + (b["train_wall_s"] or 0.0), "wall_s": a["wall_s"] + b["wall_s"],
+        "loss_curve": a["loss_curve"] + [[t + offset, v] for t, v in b["loss_curve"]],
+        "accuracy_curve": a["accuracy_curve"] + [[t + offset, st + first, v] for t, st, v in b["accuracy_curve"]],
+        "test_loss_curve": a["test_loss_curve"] + [[t + offset, st + first, v] for t, st, v in b["test_loss_curve"]]})
+    row["time_to_accuracy_s"] = next((t for t, _, v in row["accuracy_curve"] if v >= config.target_accuracy), None)
+    return row
+
+
+REPLAN_WINDOW = 6
+"""Steps after a straggler's slowdown before the re-plan (its new speed is the median compute of
+the last ones; the first after the change is skipped as a transition)."""
+
+
 def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compression: str,
-            geo_tb: Any = None, quotas: Any = None) -> dict[str, Any]:
+            geo_tb: Any = None, quotas: Any = None, params_dir: Path | None = None, params_in: Sequence[str] = (),
+            data_offset: int = 0) -> dict[str, Any]:
     if placement == "dp":
         return run_dp(config, planned, compression, geo_tb, quotas)
     plan = planned.plans[placement]
@@ -528,7 +591,8 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
                 epochs[site] = geo_tb.attach_site(site)
             return {"agent": geo_tb.dp_agent(site, r, epochs[site], max(1, _stage_elements(planned, plan, i))),
                     "replicas": config.replicas}
-        pipelines.append(stage_jobs(config, plan, compression, r, dp if config.replicas > 1 else None, geo_tb))
+        pipelines.append(stage_jobs(config, plan, compression, r, dp if config.replicas > 1 else None, geo_tb,
+                                    data_offset, params_dir, params_in))
     wan_before = geo_tb.wan_bytes() if geo_tb is not None else None
     spawn = stage_spawner(config, geo_tb)
     on_record = None
@@ -637,12 +701,17 @@ def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None
             progress(plan.describe(name))
         for placement, compression in config.runs:
             progress(f"training {placement} / {compression} ...")
-            row = run_one(config, planned, placement, compression, geo_tb, quotas)
+            if config.replan and placement != "dp":
+                row = run_replanned(config, planned, placement, compression, geo_tb, quotas)
+            else:
+                row = run_one(config, planned, placement, compression, geo_tb, quotas)
             progress(f"  step {row['step_s'] * 1e3:.1f} ms (predicted {row['predicted_step_s'] * 1e3:.1f}), "
                      f"time to {config.target_accuracy:.0%}: {row['time_to_accuracy_s']}, "
                      f"final accuracy {row['final_accuracy']}")
             if row.get("straggler"):
                 progress(f"  straggler: {straggler_line(row['straggler'])}")
+            if row.get("replan"):
+                progress(f"  re-planned: {replan_line(row['replan'])}")
             rows.append(row)
     finally:
         if quotas is not None:
@@ -680,6 +749,13 @@ def straggler_line(s: dict[str, Any]) -> str:
     return line
 
 
+def replan_line(r: dict[str, Any]) -> str:
+    return (f"after step {r['at_step']}: {'-'.join(r['sites_before'])} cuts {r['cuts_before']} -> "
+            f"{'-'.join(r['sites_after'])} cuts {r['cuts_after']} (straggler speed {r['speed_after']:.2f}); step "
+            f"{r['step_after_straggler_s'] * 1e3:.1f} ms with the straggler -> {r['step_after_replan_s'] * 1e3:.1f} ms "
+            f"re-planned (predicted {r['predicted_after_replan_s'] * 1e3:.1f}); pause {r['replan_pause_s']:.1f} s")
+
+
 def table(doc: dict[str, Any]) -> str:
     lines = [f"{'placement':9} {'compress':8} {'sites':7} {'step ms':>8} {'pred ms':>8} {'TTA s':>7} "
              f"{'acc':>5} {'WAN kB/step':>11} {'ratio':>6} {'x step':>6} {'x TTA':>6}"]
@@ -707,6 +783,8 @@ def table(doc: dict[str, Any]) -> str:
     for r in doc["rows"]:
         if r.get("straggler"):
             lines.append(f"straggler in {r['placement']}/{r['compression']}: {straggler_line(r['straggler'])}")
+        if r.get("replan"):
+            lines.append(f"re-planned {r['placement']}/{r['compression']}: {replan_line(r['replan'])}")
     return "\n".join(lines)
 
 

@@ -112,6 +112,8 @@ def test_every_site_is_probed_in_its_own_process() -> None:
     (["--straggler", "b:3:0"], "argument --straggler: straggler 'b:3:0': CPU share 0 must be a positive number"),
     (["--straggler", "b:500:0.1"], "straggler step 500: must be within 0..99"),
     (["--runs", "uniform/none"], "the equal-speed plan only differs with --speeds"),
+    (["--replan"], "geo bench --replan: needs --straggler SITE:STEP:SHARE with STEP + 8 < --steps"),
+    (["--replan", "--straggler", "b:95:0.1"], "with STEP + 8 < --steps"),
 ])
 def test_bad_speeds_on_the_cli_are_one_line_and_exit_2(argv: list[str], message: str,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
