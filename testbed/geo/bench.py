@@ -743,8 +743,8 @@ def straggler_line(s: dict[str, Any]) -> str:
             f"{ms(s['compute_after_s'])} ms/step")
     if s.get("replan"):
         r = s["replan"]
-        line += (f"; measured speed {s['speed_before']:.2f} -> {s['speed_after']:.2f}; OP-Fence re-planned with it "
-                 f"(not applied mid-run): {'-'.join(r['sites'])} cuts {r['cuts']} predicted "
+        line += (f"; measured speed {s['speed_before']:.2f} -> {s['speed_after']:.2f}; OP-Fence's plan with it: "
+                 f"{'-'.join(r['sites'])} cuts {r['cuts']} predicted "
                  f"{ms(r['predicted_step_s'])} ms vs {ms(r['kept_plan_predicted_step_s'])} ms keeping the plan")
     return line
 
