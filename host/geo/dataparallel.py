@@ -8,8 +8,10 @@ each site sends the ``ratio`` largest elements of ``gradient + residual`` (error
 :class:`ErrorFeedback`, exact) and the mean is taken over what was sent, own part
 included, so the replicas stay identical.
 
-Sites are threads in one process joined by in-process links shaped like the WAN
-(:class:`ShapedChannel`): loopback-functional, like the pipeline runs without Mininet.
+:func:`train` runs the sites as threads in one process joined by in-process links shaped like
+the WAN (:class:`ShapedChannel`): loopback-functional. :mod:`innet.host.geo.dp_process` runs
+each site as its own process over TCP (on Mininet: on the site's host, across the WAN veths),
+with the same per-site loop, :func:`run_site`.
 """
 
 from __future__ import annotations
@@ -64,17 +66,76 @@ def _unflatten(vec: Array, layout: Sequence[tuple[str, str, tuple[int, ...]]]) -
     return out
 
 
+def run_site(i: int, sites: int, graph: Graph, params: ParamStore, links: Mapping[int, Channel],
+             batches: Iterator[Sequence[Feeds]], steps: int, sgd: Sgd, ratio: float = 1.0,
+             evaluate: Callable[[ParamStore], float] | None = None, eval_every: int = 0, timeout: float = 120.0,
+             on_step: Callable[[int, float, float], None] | None = None,
+             on_eval: Callable[[int, float, float], None] | None = None) -> ParamStore:
+    """Site ``i``'s training loop; ``links[j]`` reaches site ``j`` (a queue, a shaped link or
+    TCP across the WAN). Each step's gradient goes to every peer from its own thread while this
+    one receives (so no cycle of full TCP buffers can stall the sites). ``on_step(step, clock,
+    loss)`` and ``on_eval(step, clock, accuracy)`` see the training clock (evaluation excluded).
+    Returns the replica's final parameters."""
+    replica = {n: {k: v.copy() for k, v in p.items()} for n, p in params.items()}
+    stage = Stage(graph, partition(graph, ())[0], replica)
+    opt = SgdState(sgd)
+    feedback = ErrorFeedback()
+    clock = 0.0
+    peers = [j for j in range(sites) if j != i]
+    for step in range(steps):
+        start = time.perf_counter()
+        mbs = next(batches)
+        losses = []
+        for mb, feeds in enumerate(mbs):
+            out = stage.forward(mb, {}, feeds)
+            losses.append(float(out[graph.loss]))
+            stage.backward(mb, {}, loss_scale=1.0 / len(mbs))
+        vec, layout = _flatten(stage.take_grads())
+        sent: Array | Sparse
+        if ratio < 1.0:
+            sent = feedback.topk("g", vec, math.ceil(ratio * vec.size))
+        else:
+            sent = vec
+        message = encode(("grad", step, i), {"g": sent})
+        failed: list[BaseException] = []
+
+        def send(j: int) -> None:
+            try:
+                links[j].send(message)
+            except BaseException as error:  # reported below
+                failed.append(error)
+
+        senders = [threading.Thread(target=send, args=(j,), name=f"dp {i}->{j}") for j in peers]
+        for t in senders:
+            t.start()
+        total = (sent.dense() if isinstance(sent, Sparse) else sent).astype(np.float64)
+        for j in peers:
+            tag, tensors = decode(links[j].recv(timeout))
+            if tuple(tag) != ("grad", step, j):
+                raise DataParallelError(f"data parallel site {i}: expected grad {step} from {j}, got {tag}")
+            total += np.asarray(tensors["g"], np.float64)
+        for t in senders:
+            t.join(timeout)
+        if failed:
+            raise DataParallelError(f"data parallel site {i}: sending its gradient: {failed[0]}")
+        opt.step(stage.params, _unflatten((total / sites).astype(vec.dtype), layout))
+        clock += time.perf_counter() - start
+        if on_step is not None:
+            on_step(step, clock, float(np.mean(losses)))
+        last = step == steps - 1
+        if evaluate is not None and on_eval is not None and ((eval_every and (step + 1) % eval_every == 0) or last):
+            on_eval(step, clock, evaluate(stage.params))
+    return stage.params
+
+
 def train(graph: Graph, params: ParamStore, sites: int, batches: Sequence[Iterator[Sequence[Feeds]]], steps: int,
           sgd: Sgd, shape: Callable[[int, int], LinkShape | None], ratio: float = 1.0,
           evaluate: Callable[[ParamStore], float] | None = None, eval_every: int = 0,
           timeout: float = 120.0) -> SiteLog:
-    """Train ``steps`` steps with ``sites`` full replicas; ``shape(i, j)`` is the link from site
-    i to site j; ``ratio < 1`` sends top-k with error feedback. ``evaluate`` (site 0, clock
-    stopped) maps parameters to test accuracy."""
-    if sites < 2:
-        raise DataParallelError(f"data parallel: {sites} site; need at least 2")
-    if not 0 < ratio <= 1:
-        raise DataParallelError(f"data parallel: top-k ratio {ratio!r} must be within (0, 1]")
+    """Train ``steps`` steps with ``sites`` full replicas as threads; ``shape(i, j)`` is the
+    link from site i to site j; ``ratio < 1`` sends top-k with error feedback. ``evaluate``
+    (site 0, clock stopped) maps parameters to test accuracy."""
+    check(sites, ratio)
     links: dict[tuple[int, int], Channel] = {}
     for i in range(sites):
         for j in range(i + 1, sites):
@@ -82,53 +143,17 @@ def train(graph: Graph, params: ParamStore, sites: int, batches: Sequence[Iterat
             sij, sji = shape(i, j), shape(j, i)
             links[(i, j)] = ShapedChannel(a, sij) if sij is not None else a
             links[(j, i)] = ShapedChannel(b, sji) if sji is not None else b
-    plan = partition(graph, ())[0]
     log = SiteLog()
     errors: list[BaseException] = []
 
-    def site(i: int) -> None:
-        replica = {n: {k: v.copy() for k, v in p.items()} for n, p in params.items()}
-        stage = Stage(graph, plan, replica)
-        opt = SgdState(sgd)
-        feedback = ErrorFeedback()
-        clock = 0.0
-        peers = [j for j in range(sites) if j != i]
-        for step in range(steps):
-            start = time.perf_counter()
-            mbs = next(batches[i])
-            losses = []
-            for mb, feeds in enumerate(mbs):
-                out = stage.forward(mb, {}, feeds)
-                losses.append(float(out[graph.loss]))
-                stage.backward(mb, {}, loss_scale=1.0 / len(mbs))
-            vec, layout = _flatten(stage.take_grads())
-            sent: Array | Sparse
-            if ratio < 1.0:
-                sent = feedback.topk("g", vec, math.ceil(ratio * vec.size))
-            else:
-                sent = vec
-            message = encode(("grad", step, i), {"g": sent})
-            for j in peers:
-                links[(i, j)].send(message)
-            total = (sent.dense() if isinstance(sent, Sparse) else sent).astype(np.float64)
-            for j in peers:
-                tag, tensors = decode(links[(i, j)].recv(timeout))
-                if tuple(tag) != ("grad", step, j):
-                    raise DataParallelError(f"data parallel site {i}: expected grad {step} from {j}, got {tag}")
-                total += np.asarray(tensors["g"], np.float64)
-            opt.step(stage.params, _unflatten((total / sites).astype(vec.dtype), layout))
-            clock += time.perf_counter() - start
-            if i == 0:
-                log.steps.append((clock, float(np.mean(losses))))
-                last = step == steps - 1
-                if evaluate is not None and ((eval_every and (step + 1) % eval_every == 0) or last):
-                    log.evals.append((clock, step, evaluate(stage.params)))
-        if i == 0:
-            log.sent_bytes = sum(links[(0, j)].sent_bytes for j in peers)
-
     def work(i: int) -> None:
         try:
-            site(i)
+            own = {j: links[(i, j)] for j in range(sites) if j != i}
+            run_site(i, sites, graph, params, own, batches[i], steps, sgd, ratio, evaluate, eval_every, timeout,
+                     (lambda step, t, loss: log.steps.append((t, loss))) if i == 0 else None,
+                     (lambda step, t, acc: log.evals.append((t, step, acc))) if i == 0 else None)
+            if i == 0:
+                log.sent_bytes = sum(c.sent_bytes for c in own.values())
         except BaseException as error:  # reported by the caller
             errors.append(error)
             for link in links.values():
@@ -148,6 +173,14 @@ def train(graph: Graph, params: ParamStore, sites: int, batches: Sequence[Iterat
     return log
 
 
+def check(sites: int, ratio: float) -> None:
+    """Refuse settings data parallel cannot run, naming them."""
+    if sites < 2:
+        raise DataParallelError(f"data parallel: {sites} site; need at least 2")
+    if not 0 < ratio <= 1:
+        raise DataParallelError(f"data parallel: top-k ratio {ratio!r} must be within (0, 1]")
+
+
 def evaluator(graph: Graph, feeds: Feeds, labels: Array, accuracy: Callable[[Array, Array], float]) \
         -> Callable[[ParamStore], float]:
     """Test accuracy of a replica: a forward pass of the whole graph, logits from the loss input."""
@@ -163,4 +196,4 @@ def evaluator(graph: Graph, feeds: Feeds, labels: Array, accuracy: Callable[[Arr
     return run
 
 
-__all__ = ["DataParallelError", "SiteLog", "evaluator", "train"]
+__all__ = ["DataParallelError", "SiteLog", "check", "evaluator", "run_site", "train"]

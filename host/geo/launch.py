@@ -19,7 +19,10 @@ from typing import Any, Callable, Sequence
 
 from innet.host.geo.stage_process import WORKER_MODULE, StageJob
 
-Spawn = Callable[[StageJob, str, Sequence[str]], subprocess.Popen[bytes]]
+Spawn = Callable[[Any, str, Sequence[str]], subprocess.Popen[bytes]]
+"""Starts one worker process: (its job, a name for messages, argv)."""
+OnRecord = Callable[[StageJob, dict[str, Any]], None]
+"""Called (from a reader thread) with every JSON line a stage prints, as it arrives."""
 
 
 class LaunchError(RuntimeError):
@@ -39,14 +42,18 @@ SINGLE_THREAD_BLAS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_
 """Toy-sized matrices: BLAS threads only add contention spikes (tens of ms) on a shared machine."""
 
 
-def local_spawn(job: StageJob, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
+def local_spawn(job: Any, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, **SINGLE_THREAD_BLAS})
 
 
-class _Proc:
-    def __init__(self, name: str, popen: subprocess.Popen[bytes]) -> None:
+class WorkerProc:
+    """A started worker: its JSON lines as they arrive, its stderr, and how to end it."""
+
+    def __init__(self, name: str, popen: subprocess.Popen[bytes],
+                 on_record: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.name, self.popen = name, popen
+        self.on_record = on_record
         self.lines: list[dict[str, Any]] = []
         self.stderr = b""
         self._cond = threading.Condition()
@@ -60,9 +67,12 @@ class _Proc:
         for raw in self.popen.stdout:
             line = raw.decode(errors="replace").strip()
             if line.startswith("{"):
+                record = json.loads(line)
                 with self._cond:
-                    self.lines.append(json.loads(line))
+                    self.lines.append(record)
                     self._cond.notify_all()
+                if self.on_record is not None:
+                    self.on_record(record)
         with self._cond:
             self._cond.notify_all()
 
@@ -105,21 +115,24 @@ class _Proc:
 
 
 def launch(pipelines: Sequence[Sequence[StageJob]], spawn: Spawn = local_spawn, timeout: float = 300.0,
-           connect_host: Callable[[StageJob], str] | None = None) -> list[list[StageOutput]]:
+           connect_host: Callable[[StageJob], str] | None = None,
+           on_record: OnRecord | None = None) -> list[list[StageOutput]]:
     """Run every pipeline (a list of stage jobs in stage order); per pipeline, per stage, what
     the stage printed. ``connect_host`` gives the address other stages reach a stage at
-    (default: its ``listen`` host)."""
-    procs: list[_Proc] = []
-    per_pipe: list[list[_Proc]] = []
+    (default: its ``listen`` host); ``on_record`` sees every record as it arrives (e.g. to
+    change a site's CPU quota at a given step)."""
+    procs: list[WorkerProc] = []
+    per_pipe: list[list[WorkerProc]] = []
     deadline = time.monotonic() + timeout
     try:
         for p, jobs in enumerate(pipelines):
-            started: list[_Proc] = []
+            started: list[WorkerProc] = []
             next_addr: tuple[str, int] | None = None
             for job in reversed(jobs):
                 job = replace(job, next_address=next_addr)
                 name = f"pipeline {p} stage {job.index}"
-                proc = _Proc(name, spawn(job, name, [sys.executable, "-m", WORKER_MODULE, job.to_json()]))
+                hook = (lambda record, job=job: on_record(job, record)) if on_record is not None else None
+                proc = WorkerProc(name, spawn(job, name, [sys.executable, "-m", WORKER_MODULE, job.to_json()]), hook)
                 procs.append(proc)
                 started.insert(0, proc)
                 if job.index > 0:

@@ -71,6 +71,9 @@ class StageJob(JsonPlan):
     eval_every: int = 0
     """Evaluate test accuracy every N steps (0: only after the last)."""
     params_out: str | None = None
+    params_in: tuple[str, ...] = ()
+    """.npz files (other stages' ``params_out``) to start from: this stage takes the parameters of
+    its own nodes from them (a pipeline re-planned at a step boundary; momentum starts at zero)."""
     """Write the stage's final parameters to this .npz."""
     dp: dict[str, Any] | None = None
     """Data parallel inside the site: ``{"agent": {...}, "replicas": R}`` (see :func:`agent_config`;
@@ -182,6 +185,10 @@ def run(job: StageJob) -> int:
     dtype = np.dtype(job.dtype)
     params = {n: {k: v.astype(dtype) for k, v in p.items()}
               for n, p in graph.init_params(job.seed, plan.nodes).items()}
+    for path in job.params_in:
+        for n, p in load_params(Path(path)).items():
+            if n in params:
+                params[n] = {k: v.astype(dtype) for k, v in p.items()}
     task = build_task(job.task, job.seed)
     batches: Iterator[list[dict[str, Any]]] = task.batches(job.batch, job.microbatches,
                                                                    job.seed if job.data_seed is None else job.data_seed)
@@ -213,8 +220,12 @@ def run(job: StageJob) -> int:
         clock = 0.0
         for step in range(job.steps):
             start = time.perf_counter()
+            computed = runner.stats.compute_s
             loss = runner.step(step, [_cast(f, dtype) for f in next(batches)])
             clock += time.perf_counter() - start
+            # this stage's compute in the step (forward + backward of every microbatch): what a
+            # slower device (a tighter CPU quota) changes, seen by the coordinator per step
+            _emit(event="compute", stage=job.index, step=step, s=runner.stats.compute_s - computed)
             if loss is not None:
                 _emit(event="step", step=step, loss=loss, t=clock)
             last = step == job.steps - 1

@@ -60,6 +60,34 @@ def _runs(text: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def _speeds(text: str) -> tuple[tuple[str, float], ...]:
+    out = []
+    for part in text.split(","):
+        name, sep, value = part.strip().partition(":")
+        try:
+            out.append((name, float(value)))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"speed {part!r}: expected SITE:CPU_SHARE, e.g. b:0.25") from None
+        if not sep or not name:
+            raise argparse.ArgumentTypeError(f"speed {part!r}: expected SITE:CPU_SHARE, e.g. b:0.25")
+        if not out[-1][1] > 0 or out[-1][1] == float("inf"):
+            raise argparse.ArgumentTypeError(f"speed of site {name!r} is {value}: must be a positive number")
+    return tuple(out)
+
+
+def _straggler(text: str) -> tuple[str, int, float]:
+    fields = text.split(":")
+    try:
+        if len(fields) != 3 or not fields[0]:
+            raise ValueError
+        site, step, share = fields[0], int(fields[1]), float(fields[2])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"straggler {text!r}: expected SITE:STEP:CPU_SHARE, e.g. b:50:0.1") from None
+    if not share > 0 or share == float("inf"):
+        raise argparse.ArgumentTypeError(f"straggler {text!r}: CPU share {fields[2]} must be a positive number")
+    return site, step, share
+
+
 def _config(args: argparse.Namespace, **extra: Any) -> Any:
     from innet.testbed.geo.bench import DEFAULT_RUNS, GeoBenchConfig
     from innet.testbed.geo.topology import DEFAULT_SITES, DEFAULT_WAN, geo
@@ -69,7 +97,8 @@ def _config(args: argparse.Namespace, **extra: Any) -> Any:
         extra["runs"] = tuple(r for r in DEFAULT_RUNS if r[0] != "dp")
     return GeoBenchConfig(task=args.task, batch=args.batch, microbatches=args.microbatches, topology=topo,
                           layers=args.layers, width=args.width, heads=args.heads, vocab=args.vocab, seq=args.seq,
-                          torch_model=args.torch, numpy_stages=args.numpy_stages, **extra)
+                          torch_model=args.torch, numpy_stages=args.numpy_stages, speeds=args.speeds or (),
+                          **extra)
 
 
 def _stages(text: str) -> tuple[int, ...]:
@@ -91,6 +120,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     try:
         config = _config(args)
         planned = plan_all(config)
+        if planned.site_speeds:
+            print("measured site speeds: " + ", ".join(f"{s} {v:.2f}" for s, v in planned.site_speeds.items()))
     except (GeoBenchError, PlanError, TopologyError, GraphError) as error:
         print(f"innet geo plan: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -117,12 +148,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from innet.testbed.core.topology import TopologyError
 
     try:
-        default = tuple(r for r in geo_bench.DEFAULT_RUNS if not ((args.mininet or args.torch) and r[0] == "dp"))
+        default = tuple(r for r in geo_bench.DEFAULT_RUNS if not (args.torch and r[0] == "dp"))
         config = _config(args, steps=args.steps, runs=args.runs or default, replicas=args.replicas,
                          target_accuracy=args.target, lr=args.lr, out_dir=args.out, eval_every=args.eval_every,
                          target_loss=args.target_loss, timeout_s=args.timeout,
                          int8_activations=args.int8_activations, warmup_steps=args.warmup, row_topk=not args.tensor_topk,
-                         testbed="mininet" if args.mininet else "loopback", switch_impl=args.switch_impl)
+                         testbed="mininet" if args.mininet else "loopback", switch_impl=args.switch_impl,
+                         straggler=args.straggler, replan=args.replan)
     except (geo_bench.GeoBenchError, TopologyError) as error:
         print(f"innet geo bench: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -181,6 +213,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                             "package.module:factory (returns an nn.Module giving logits)")
         p.add_argument("--numpy-stages", type=_stages, default=(), metavar="I,J",
                        help="with --torch: stages that run the numpy operators instead (heterogeneous software)")
+        p.add_argument("--speeds", type=_speeds, default=None, metavar="SITE:SHARE,...",
+                       help="emulated device speeds: each named site's processes limited to SHARE of one CPU "
+                            "(cgroup quota; root); the speeds are then measured and OP-Fence plans with them")
         p.set_defaults(func=func)
         if name == "plan":
             p.add_argument("--measure", type=int_range(2), default=0, metavar="STEPS",
@@ -190,7 +225,7 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
             p.add_argument("--runs", type=_runs, default=None,
                            help="PLACEMENT/COMPRESSION,... placements naive|greedy|search|opfence|dp, compression "
                                 "none|topk|adatopk (default: dp/none,dp/topk,naive/none,greedy/none,search/none,"
-                                "opfence/none,opfence/topk,opfence/adatopk; no dp with --mininet)")
+                                "opfence/none,opfence/topk,opfence/adatopk; no dp with --torch)")
             p.add_argument("--replicas", type=int_range(1, 9), default=1,
                            help="pipelines per site; > 1: data parallel inside each site via its innet switch")
             p.add_argument("--target", type=positive_float, default=0.9, help="time-to-accuracy target (default 0.9)")
@@ -203,6 +238,11 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                            help="compressed links send activations as int8 per row when that fits the ratio's bytes")
             p.add_argument("--tensor-topk", action="store_true",
                            help="top-k over whole activation tensors (default: per row, i.e. per token/sample)")
+            p.add_argument("--straggler", type=_straggler, default=None, metavar="SITE:STEP:SHARE",
+                           help="tighten SITE's CPU quota to SHARE after STEP (a device slowing mid-run; root)")
+            p.add_argument("--replan", action="store_true",
+                           help="with --straggler: re-plan once, 6 steps after the slowdown, from the measured speed "
+                                "(the stages restart from their parameters on the new plan)")
             p.add_argument("--lr", type=positive_float, default=0.05, help="SGD learning rate (default 0.05)")
             p.add_argument("--eval-every", type=int_range(1), default=5, help="evaluate every N steps (default 5)")
             p.add_argument("--mininet", action="store_true",

@@ -20,6 +20,7 @@ loss and accuracy against training wall-clock (evaluation time excluded), in JSO
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import time
@@ -40,9 +41,10 @@ from innet.testbed.geo.topology import geo, network_view, wan_shape
 from innet.testbed.core.topology import Topology
 from innet.testbed.core.machine import describe as machine
 
-PLACEMENTS = ("naive", "greedy", "search", "opfence", "dp")
+PLACEMENTS = ("naive", "greedy", "search", "opfence", "uniform", "dp")
 """Pipeline placements (naive order, bandwidth-greedy, exhaustive search without clustering,
-OP-Fence) and ``dp``: data parallel across sites, every site a full replica."""
+OP-Fence; ``uniform``: OP-Fence's plan made as if every site were equally fast, for runs with
+``speeds``) and ``dp``: data parallel across sites, every site a full replica."""
 COMPRESSIONS = ("none", "topk", "adatopk")
 DEFAULT_RUNS = (("dp", "none"), ("dp", "topk"), ("naive", "none"), ("greedy", "none"), ("search", "none"),
                 ("opfence", "none"), ("opfence", "topk"), ("opfence", "adatopk"))
@@ -108,6 +110,18 @@ class GeoBenchConfig:
     stages on the site hosts, switches per site, WAN veths; see innet.testbed.geo.mininet)."""
     switch_impl: str = "innet"
     """The site switches: ``innet`` (innet-switch) or ``bmv2`` (simple_switch_grpc; Mininet only)."""
+    speeds: tuple[tuple[str, float], ...] = ()
+    """CPU share of one core per site (a cgroup quota on the site's processes; root): emulated
+    heterogeneous devices. Sites not named are not limited. Each site's speed is then measured
+    (innet.host.geo.speed) and OP-Fence plans with it."""
+    straggler: tuple[str, int, float] | None = None
+    """(site, step, share): tighten that site's quota to ``share`` when the last stage finishes
+    ``step`` (a device that slows mid-run)."""
+    replan: bool = False
+    """With ``straggler``: re-plan once, ``REPLAN_WINDOW`` steps after the slowdown (stop, plan with
+    the measured speed, continue from the stages' parameters)."""
+    probe_s: float = 0.6
+    """Seconds each site's speed probe runs (several quota periods)."""
     seed: int = 0
     out_dir: Path = Path("results")
     timeout_s: float = 600.0
@@ -119,9 +133,6 @@ class GeoBenchConfig:
             if placement not in PLACEMENTS or comp not in COMPRESSIONS:
                 raise GeoBenchError(f"geo bench run {placement}/{comp}: placement must be one of "
                                     f"{', '.join(PLACEMENTS)} and compression one of {', '.join(COMPRESSIONS)}")
-        if self.testbed == "mininet" and any(p == "dp" for p, _ in self.runs):
-            raise GeoBenchError("geo bench run dp/...: data parallel across sites runs on loopback only "
-                                "(sites as threads, WAN in the transport); drop it from --runs with --mininet")
         if any(p == "dp" and c == "adatopk" for p, c in self.runs):
             raise GeoBenchError("geo bench run dp/adatopk: data parallel takes none or topk")
         if self.testbed not in ("loopback", "mininet"):
@@ -141,6 +152,29 @@ class GeoBenchConfig:
             raise GeoBenchError("geo bench: numpy stages only apply to a torch model (--torch)")
         if self.torch_model is not None and any(p == "dp" for p, _ in self.runs):
             raise GeoBenchError("geo bench run dp/...: data parallel runs the numpy models only; drop it with --torch")
+        self._check_speeds()
+
+    def _check_speeds(self) -> None:
+        from innet.host.geo.speed import SpeedError, check_speeds
+        from innet.testbed.geo.topology import sites_of
+
+        sites = sites_of(self.topology)
+        named = [s for s, _ in self.speeds] + ([self.straggler[0]] if self.straggler else [])
+        values = [v for _, v in self.speeds] + ([self.straggler[2]] if self.straggler else [])
+        try:
+            for site, value in zip(named, values):
+                check_speeds({site: value}, sites)
+        except SpeedError as error:
+            raise GeoBenchError(f"geo bench: {error}") from None
+        low = [(s, v) for s, v in zip(named, values) if v < 0.001]
+        if low:
+            raise GeoBenchError(f"geo bench: CPU share {low[0][1]:g} of site {low[0][0]!r}: at least 0.001 of a CPU")
+        if self.straggler is not None and not 0 <= self.straggler[1] < self.steps:
+            raise GeoBenchError(f"geo bench: straggler step {self.straggler[1]}: must be within 0..{self.steps - 1}")
+        if self.replan and (self.straggler is None or self.straggler[1] + 1 + 6 >= self.steps - 1):
+            raise GeoBenchError("geo bench --replan: needs --straggler SITE:STEP:SHARE with STEP + 8 < --steps")
+        if any(p == "uniform" for p, _ in self.runs) and not self.speeds:
+            raise GeoBenchError("geo bench run uniform/...: the equal-speed plan only differs with --speeds")
 
     def model_spec(self, numpy_nodes: Sequence[str] = ()) -> dict[str, Any]:
         gpt = {"vocab": self.vocab, "d": self.width, "heads": self.heads, "layers": self.layers, "seq": self.seq}
@@ -165,22 +199,118 @@ class Planned:
     network: SiteNetwork
     clusters: tuple[tuple[str, ...], ...]
     plans: dict[str, Plan]
+    site_speeds: dict[str, float] = field(default_factory=dict)
+    """Measured speed per site relative to the planning process (empty: not measured)."""
+    probe_s: dict[str, float] = field(default_factory=dict)
+    """Seconds per probe operator: ``reference`` and each site."""
 
 
-def plan_all(config: GeoBenchConfig) -> Planned:
-    """Measure the workload at the microbatch size and plan both placements."""
+def _probe_process(spawn: Callable[[], subprocess.Popen[bytes]], what: str, timeout: float) -> float:
+    popen = spawn()
+    try:
+        out, err = popen.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        popen.kill()
+        popen.wait(5.0)
+        raise GeoBenchError(f"geo bench: the speed probe of {what} did not finish in {timeout:g} s") from None
+    for line in out.decode(errors="replace").splitlines():
+        if line.startswith("{"):
+            return float(json.loads(line)["probe_s"])
+    raise GeoBenchError(f"geo bench: the speed probe of {what} printed nothing "
+                        f"(status {popen.returncode}): {err.decode(errors='replace')[-300:]}")
+
+
+def _reference_probe(duration: float) -> float:
+    """The probe in this process (where the workload was measured), one BLAS thread."""
+    from threadpoolctl import threadpool_limits
+
+    from innet.host.geo.speed import probe
+
+    with threadpool_limits(1):
+        return probe(duration)[0]
+
+
+def measure_speeds(config: GeoBenchConfig, quotas: Any, fabric: Any = None) -> tuple[dict[str, float], dict[str, float]]:
+    """Each site's speed: the probe operator timed in a process placed like the site's stages
+    (its quota; on Mininet its first host), against the same probe in this process, where the
+    workload was measured (speed 1.0 is that process's speed), timed before and after the sites
+    and averaged (the machine's load drifts)."""
+    import sys
+
+    from innet.host.geo.speed import relative_speeds
+    from innet.testbed.geo.topology import sites_of
+
+    argv = [sys.executable, "-m", "innet.host.geo.speed", str(config.probe_s)]
+    env = {**os.environ, **SINGLE_THREAD_BLAS}
+    timeout = 30 + 20 * config.probe_s
+    before = _reference_probe(config.probe_s)
+    times: dict[str, float] = {}
+    for site in sites_of(config.topology):
+        def spawn(site: str = site) -> subprocess.Popen[bytes]:
+            popen: subprocess.Popen[bytes]
+            if fabric is not None and fabric.kind == "mininet":
+                popen = fabric.spawn_stage(fabric.stage_host(site, 0), argv, SINGLE_THREAD_BLAS, f"speed probe {site}")
+            else:
+                popen = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+            quotas.add(site, popen.pid)
+            return popen
+        times[site] = _probe_process(spawn, f"site {site}", timeout)
+    reference = (before + _reference_probe(config.probe_s)) / 2
+    return relative_speeds(reference, times), {"reference": reference, **times}
+
+
+def plan_all(config: GeoBenchConfig, quotas: Any = None, fabric: Any = None) -> Planned:
+    """Measure the workload at the microbatch size (and, with ``speeds``, every site's device
+    speed under its quota) and plan every placement with the measured speeds."""
     graph = build_model(config.model_spec())
     task = build_task(config.task_spec(), config.seed)
     feeds = next(task.batches(config.batch, 1, config.seed))[0]
     workload = measure(graph, graph.init_params(config.seed), feeds, repeats=7)
-    net = network_view(config.topology)
+    speeds: dict[str, float] = {}
+    probes: dict[str, float] = {}
+    if config.speeds:
+        own = quotas is None
+        quotas = quotas if quotas is not None else site_quotas(config)
+        try:
+            speeds, probes = measure_speeds(config, quotas, fabric)
+        finally:
+            if own:
+                quotas.close()
+    device_speed = {h.name: speeds[h.group] for h in config.topology.workers if h.group in speeds}
+    equal = network_view(config.topology)
+    net = replace(equal, speed=device_speed) if device_speed else equal
     clusters = tuple(cluster(net))
     sites = tuple(tuple(h.name for h in config.topology.workers if h.group == s)
                   for s in dict.fromkeys(h.group for h in config.topology.workers))
     m = config.microbatches
     plans = {"naive": naive(graph, workload, net, clusters, m), "greedy": greedy(graph, workload, net, sites, m),
              "search": exhaustive(graph, workload, net, sites, m), "opfence": opfence(graph, workload, net, clusters, m)}
-    return Planned(graph, workload, net, clusters, plans)
+    if device_speed:  # the plan made as if all sites were equally fast, scored at the measured speeds
+        blind = opfence(graph, workload, equal, clusters, m)
+        plans["uniform"] = predict(graph, workload, net, blind.order, blind.cuts, m)
+    return Planned(graph, workload, net, clusters, plans, speeds, probes)
+
+
+def site_quotas(config: GeoBenchConfig) -> Any:
+    """The sites' CPU quotas (cgroups) as ``speeds`` gives them; unnamed sites get no limit."""
+    from innet.testbed.geo.cpuquota import CpuQuotaError, CpuQuotas
+    from innet.testbed.geo.topology import sites_of
+
+    try:
+        quotas = CpuQuotas()
+    except CpuQuotaError as error:
+        raise GeoBenchError(f"geo bench --speeds: {error}") from None
+    try:
+        given = dict(config.speeds)
+        for site in sites_of(config.topology):
+            quotas.set(site, given.get(site))
+    except CpuQuotaError as error:
+        quotas.close()
+        raise GeoBenchError(f"geo bench --speeds: {error}") from None
+    except BaseException:
+        quotas.close()
+        raise
+    return quotas
 
 
 def _site(topo: Topology, device: str) -> str:
@@ -190,7 +320,9 @@ def _site(topo: Topology, device: str) -> str:
 
 
 def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: int,
-               dp: Callable[[int, str], dict[str, Any] | None] | None = None, fabric: Any = None) -> list[StageJob]:
+               dp: Callable[[int, str], dict[str, Any] | None] | None = None, fabric: Any = None,
+               data_offset: int = 0, params_dir: Path | None = None,
+               params_in: Sequence[str] = ()) -> list[StageJob]:
     """The stage jobs of pipeline ``replica`` for ``plan``; compression on the slowest links only.
     ``fabric`` (a geo testbed) places each stage on a host and says what the transport still
     emulates of each WAN link; without it, stages are local processes shaping the whole link."""
@@ -223,13 +355,15 @@ def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: in
         listen = (topo.host(host).address, 0) if host is not None else ("127.0.0.1", 0)
         jobs.append(StageJob(model=config.model_spec(numpy_nodes), task=config.task_spec(), cuts=plan.cuts, index=i,
                              steps=config.steps, batch=config.batch, microbatches=config.microbatches,
-                             seed=config.seed, data_seed=config.seed + 1000 * replica, lr=config.lr,
+                             seed=config.seed, data_seed=config.seed + 1000 * replica + data_offset, lr=config.lr,
                              momentum=config.momentum, listen=listen,
                              shape_next=shape(sites[i], sites[i + 1]) if i + 1 < len(sites) else None,
                              shape_prev=shape(sites[i], sites[i - 1]) if i > 0 else None,
                              compress_next=comp[i] if i < len(comp) else None,
                              compress_prev=comp[i - 1] if i > 0 else None,
                              eval_every=config.eval_every, dp=dp(i, sites[i]) if dp else None,
+                             params_out=str(params_dir / f"r{replica}s{i}.npz") if params_dir else None,
+                             params_in=tuple(params_in),
                              timeout=min(config.timeout_s, 300.0)))
     return jobs
 
@@ -252,9 +386,54 @@ def _stage_elements(planned: Planned, plan: Plan, i: int) -> int:
     return sum(c.param_bytes // 4 for c in planned.workload.costs if c.name in names)
 
 
-def run_dp(config: GeoBenchConfig, planned: Planned, compression: str) -> dict[str, Any]:
+def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, geo_tb: Any,
+                  quotas: Any) -> tuple[Any, float, list[dict[str, Any]] | None]:
+    """Data parallel with one process per site (:mod:`innet.host.geo.dp_process`): on Mininet on
+    the site's first host, gradients over the WAN veths; on loopback local processes with the
+    transport's shaper. The log of site 0 (as :class:`SiteLog`), wall time, WAN bytes."""
+    from innet.host.geo.dataparallel import SiteLog
+    from innet.host.geo.dp_process import DpJob, launch_dp
+
+    topo = config.topology
+    mininet = geo_tb is not None and geo_tb.kind == "mininet"
+    jobs = []
+    for i, site in enumerate(sites):
+        host = geo_tb.stage_host(site, 0) if mininet else None
+        shapes = tuple(None if j == i or mininet else asdict(wan_shape(topo, site, other))
+                       for j, other in enumerate(sites))
+        jobs.append(DpJob(model=config.model_spec(), task=config.task_spec(), index=i, sites=len(sites),
+                          steps=config.steps, batch=config.batch, microbatches=config.microbatches, seed=config.seed,
+                          data_seed=config.seed + 1000 * i, lr=config.lr, momentum=config.momentum, ratio=ratio,
+                          listen=(topo.host(host).address, 0) if host is not None else ("127.0.0.1", 0),
+                          shapes=shapes, eval_every=config.eval_every, timeout=min(config.timeout_s, 300.0)))
+    hosts = {h.address: h.name for h in topo.workers}
+
+    def spawn(job: Any, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
+        popen: subprocess.Popen[bytes]
+        if mininet:
+            popen = geo_tb.spawn_stage(hosts[job.listen[0]], argv, SINGLE_THREAD_BLAS, name)
+        else:
+            popen = local_spawn(job, name, argv)
+        if quotas is not None:
+            quotas.add(sites[job.index], popen.pid)
+        return popen
+
+    wan_before = geo_tb.wan_bytes() if mininet else None
+    start = time.monotonic()
+    outputs = launch_dp(jobs, spawn, timeout=config.timeout_s)
+    wall = time.monotonic() - start
+    log = SiteLog([(r["t"], r["loss"]) for r in outputs[0].of("step")],
+                  [(r["t"], r["step"], r["accuracy"]) for r in outputs[0].of("eval")],
+                  outputs[0].of("done")[0]["sent"])
+    wan = _wan_delta(wan_before, geo_tb.wan_bytes()) if wan_before is not None else None
+    return log, wall, wan
+
+
+def run_dp(config: GeoBenchConfig, planned: Planned, compression: str, geo_tb: Any = None,
+           quotas: Any = None) -> dict[str, Any]:
     """Baseline (a): every site a full replica, gradients averaged over the WAN (dense or top-k
-    with error feedback at ``topk_ratio``); sites as threads, WAN shaped in the transport."""
+    with error feedback at ``topk_ratio``). On Mininet, or with CPU quotas, one process per site
+    (on the site's host on Mininet); otherwise sites as threads, WAN shaped in the transport."""
     from innet.host.geo.data import accuracy
     from innet.host.geo.dataparallel import evaluator, train
     from innet.host.geo.stages import Sgd
@@ -262,21 +441,27 @@ def run_dp(config: GeoBenchConfig, planned: Planned, compression: str) -> dict[s
     topo = config.topology
     sites = list(dict.fromkeys(h.group for h in topo.workers if h.group is not None))
     graph = planned.graph
-    task = build_task(config.task_spec(), config.seed)
-    params = graph.init_params(config.seed)
-    batches = [task.batches(config.batch, config.microbatches, config.seed + 1000 * i) for i in range(len(sites))]
-    from threadpoolctl import threadpool_limits  # comes with scikit-learn (the digits task)
+    wan_link_bytes = None
+    processes = (geo_tb is not None and geo_tb.kind == "mininet") or quotas is not None
+    if processes:
+        log, wall, wan_link_bytes = _dp_processes(config, sites, config.topk_ratio if compression == "topk" else 1.0,
+                                                  geo_tb, quotas)
+    else:
+        task = build_task(config.task_spec(), config.seed)
+        params = graph.init_params(config.seed)
+        batches = [task.batches(config.batch, config.microbatches, config.seed + 1000 * i) for i in range(len(sites))]
+        from threadpoolctl import threadpool_limits  # comes with scikit-learn (the digits task)
 
-    start = time.monotonic()
-    # one BLAS thread, as the stage processes have (SINGLE_THREAD_BLAS): three site threads
-    # with multi-threaded BLAS on a loaded 2-core machine took 1.7 s per step instead of 40 ms
-    with threadpool_limits(limits=1):
-        log = train(graph, params, len(sites), batches, config.steps, Sgd(config.lr, config.momentum),
-                    lambda i, j: wan_shape(topo, sites[i], sites[j]),
-                    ratio=config.topk_ratio if compression == "topk" else 1.0,
-                    evaluate=evaluator(graph, task.test_feeds(), task.test_labels, accuracy),
-                    eval_every=config.eval_every, timeout=min(config.timeout_s, 300.0))
-    wall = time.monotonic() - start
+        start = time.monotonic()
+        # one BLAS thread, as the stage processes have (SINGLE_THREAD_BLAS): three site threads
+        # with multi-threaded BLAS on a loaded 2-core machine took 1.7 s per step instead of 40 ms
+        with threadpool_limits(limits=1):
+            log = train(graph, params, len(sites), batches, config.steps, Sgd(config.lr, config.momentum),
+                        lambda i, j: wan_shape(topo, sites[i], sites[j]),
+                        ratio=config.topk_ratio if compression == "topk" else 1.0,
+                        evaluate=evaluator(graph, task.test_feeds(), task.test_labels, accuracy),
+                        eval_every=config.eval_every, timeout=min(config.timeout_s, 300.0))
+        wall = time.monotonic() - start
     # predicted: the whole model's compute for M microbatches, then every site's gradient
     # crossing the slowest WAN link (all-to-all: one gradient per link direction, sent at once)
     ratio = config.topk_ratio if compression == "topk" else 1.0
@@ -292,16 +477,117 @@ def run_dp(config: GeoBenchConfig, planned: Planned, compression: str) -> dict[s
             "time_to_accuracy_s": tta, "final_accuracy": log.evals[-1][2] if log.evals else None,
             "final_loss": log.steps[-1][1], "wan_bytes_per_step": log.sent_bytes * len(sites) / config.steps,
             "slow_link_ratio": ratio, "mean_ratios": [],
-            "wall_s": wall, "reduce_s": 0.0, "wan_link_bytes": None,
+            "wall_s": wall, "reduce_s": 0.0, "wan_link_bytes": wan_link_bytes,
+            "dp_sites_as": "processes" if processes else "threads",
             "samples_per_step": len(sites) * config.batch * config.microbatches,
             "loss_curve": [[t, l] for t, l in log.steps], "accuracy_curve": [[t, s, a] for t, s, a in log.evals]}
 
 
+def _quota_spawner(spawn: Spawn, quotas: Any, sites: Sequence[str]) -> Spawn:
+    """``spawn``, then the stage process moved into its site's CPU quota."""
+    def placed(job: StageJob, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
+        popen = spawn(job, name, argv)
+        quotas.add(sites[job.index], popen.pid)
+        return popen
+
+    return placed
+
+
+def straggler_effect(config: GeoBenchConfig, planned: Planned, plan: Plan, outputs: Any,
+                     step_deltas: Sequence[float]) -> dict[str, Any]:
+    """What the mid-run slowdown did: median step time and the straggler's stage compute per
+    step before and after, the speed that implies, and the plan OP-Fence would make with it
+    (computed after the run; the run itself keeps its plan)."""
+    assert config.straggler is not None
+    site, at, share = config.straggler
+    sites = [_site(config.topology, c[0]) for c in plan.order]
+    stage = sites.index(site)
+    compute = [r["s"] for r in outputs[0][stage].of("compute")]
+    warm = min(3, at)
+    before_c, after_c = compute[warm:at + 1], compute[at + 2:]
+    before_s, after_s = list(step_deltas[warm:at + 1]), list(step_deltas[at + 2:])
+    out: dict[str, Any] = {"site": site, "step": at, "share": share, "stage": stage,
+                           "step_before_s": statistics.median(before_s) if before_s else None,
+                           "step_after_s": statistics.median(after_s) if after_s else None,
+                           "compute_before_s": statistics.median(before_c) if before_c else None,
+                           "compute_after_s": statistics.median(after_c) if after_c else None}
+    if before_c and after_c:
+        old = planned.site_speeds.get(site, 1.0)
+        new = old * out["compute_before_s"] / out["compute_after_s"]
+        out["speed_before"], out["speed_after"] = old, new
+        speed = dict(planned.network.speed or {})
+        for h in config.topology.workers:
+            if h.group == site:
+                speed[h.name] = new
+        net = replace(planned.network, speed=speed)
+        m = config.microbatches
+        replan = opfence(planned.graph, planned.workload, net, planned.clusters, m)
+        kept = predict(planned.graph, planned.workload, net, plan.order, plan.cuts, m)
+        out["replan"] = {"sites": [_site(config.topology, c[0]) for c in replan.order], "cuts": list(replan.cuts),
+                         "predicted_step_s": replan.step_s, "kept_plan_predicted_step_s": kept.step_s}
+    return out
+
+
+def run_replanned(config: GeoBenchConfig, planned: Planned, placement: str, compression: str,
+                  geo_tb: Any = None, quotas: Any = None) -> dict[str, Any]:
+    """A straggler, then a re-plan at a step boundary: train until ``REPLAN_WINDOW`` steps after
+    the quota is tightened, measure the straggler's new speed from its stage's compute, plan
+    again with it, and continue the same training on the new plan (each stage starts from the
+    parameters the old stages wrote; momentum restarts at zero; the batches continue from a
+    different data seed). Stops and restarts the stage processes: the re-plan's cost is in
+    the row (``replan_pause_s``)."""
+    import tempfile
+
+    assert config.straggler is not None and quotas is not None
+    site, at, share = config.straggler
+    first = at + 1 + REPLAN_WINDOW
+    with tempfile.TemporaryDirectory(prefix="innet-geo-replan-") as tmp:
+        a = run_one(replace(config, steps=first, replan=False), planned, placement, compression, geo_tb, quotas, Path(tmp))
+        effect = a["straggler"]
+        if not effect or "speed_after" not in effect:
+            raise GeoBenchError("geo bench --replan: the straggler's compute after the change was not measured")
+        speed = dict(planned.network.speed or {})
+        speed.update({h.name: effect["speed_after"] for h in config.topology.workers if h.group == site})
+        net = replace(planned.network, speed=speed)
+        new = opfence(planned.graph, planned.workload, net, planned.clusters, config.microbatches)
+        later = replace(planned, network=net, plans={**planned.plans, placement: new})
+        files = sorted(str(f) for f in Path(tmp).glob("*.npz"))
+        quotas.set(site, share)  # the device stays slow
+        try:
+            b = run_one(replace(config, steps=config.steps - first, straggler=None, replan=False), later, placement, compression,
+                        geo_tb, quotas, params_in=files, data_offset=7919)
+        finally:
+            quotas.set(site, dict(config.speeds).get(site))
+    offset = a["train_wall_s"] or 0.0
+    row = dict(a)
+    row.update({
+        "replan": {"sites_before": a["sites"], "cuts_before": a["cuts"], "sites_after": b["sites"],
+                   "cuts_after": b["cuts"], "at_step": first, "speed_after": effect["speed_after"],
+                   "step_after_straggler_s": effect["step_after_s"], "step_after_replan_s": b["step_s"],
+                   "predicted_after_replan_s": b["predicted_step_s"],
+                   "replan_pause_s": b["wall_s"] - (b["train_wall_s"] or 0.0)},
+        "step_s": b["step_s"], "predicted_step_s": b["predicted_step_s"], "sites": b["sites"], "cuts": b["cuts"],
+        "final_accuracy": b["final_accuracy"], "final_loss": b["final_loss"], "final_test_loss": b["final_test_loss"],
+        "train_wall_s": offset + (b["train_wall_s"] or 0.0), "wall_s": a["wall_s"] + b["wall_s"],
+        "loss_curve": a["loss_curve"] + [[t + offset, v] for t, v in b["loss_curve"]],
+        "accuracy_curve": a["accuracy_curve"] + [[t + offset, st + first, v] for t, st, v in b["accuracy_curve"]],
+        "test_loss_curve": a["test_loss_curve"] + [[t + offset, st + first, v] for t, st, v in b["test_loss_curve"]]})
+    row["time_to_accuracy_s"] = next((t for t, _, v in row["accuracy_curve"] if v >= config.target_accuracy), None)
+    return row
+
+
+REPLAN_WINDOW = 6
+"""Steps after a straggler's slowdown before the re-plan (its new speed is the median compute of
+the last ones; the first after the change is skipped as a transition)."""
+
+
 def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compression: str,
-            geo_tb: Any = None) -> dict[str, Any]:
+            geo_tb: Any = None, quotas: Any = None, params_dir: Path | None = None, params_in: Sequence[str] = (),
+            data_offset: int = 0) -> dict[str, Any]:
     if placement == "dp":
-        return run_dp(config, planned, compression)
+        return run_dp(config, planned, compression, geo_tb, quotas)
     plan = planned.plans[placement]
+    plan_sites = [_site(config.topology, c[0]) for c in plan.order]
     pipelines = []
     epochs: dict[str, int] = {}
     for r in range(config.replicas):
@@ -312,10 +598,26 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
                 epochs[site] = geo_tb.attach_site(site)
             return {"agent": geo_tb.dp_agent(site, r, epochs[site], max(1, _stage_elements(planned, plan, i))),
                     "replicas": config.replicas}
-        pipelines.append(stage_jobs(config, plan, compression, r, dp if config.replicas > 1 else None, geo_tb))
+        pipelines.append(stage_jobs(config, plan, compression, r, dp if config.replicas > 1 else None, geo_tb,
+                                    data_offset, params_dir, params_in))
     wan_before = geo_tb.wan_bytes() if geo_tb is not None else None
+    spawn = stage_spawner(config, geo_tb)
+    on_record = None
+    if quotas is not None:
+        spawn = _quota_spawner(spawn, quotas, plan_sites)
+        if quotas is not None and config.straggler is not None:
+            slow_site, slow_step, slow_share = config.straggler
+            last_stage = len(plan.order) - 1
+
+            def on_record(job: StageJob, record: dict[str, Any]) -> None:
+                if job.index == last_stage and record.get("event") == "step" and record.get("step") == slow_step:
+                    quotas.set(slow_site, slow_share)
     start = time.monotonic()
-    outputs = launch(pipelines, spawn=stage_spawner(config, geo_tb), timeout=config.timeout_s)
+    try:
+        outputs = launch(pipelines, spawn=spawn, timeout=config.timeout_s, on_record=on_record)
+    finally:
+        if quotas is not None and config.straggler is not None:  # the next run starts at the given speeds
+            quotas.set(config.straggler[0], dict(config.speeds).get(config.straggler[0]))
     wall = time.monotonic() - start
     last = outputs[0][-1]
     steps = last.of("step")
@@ -336,8 +638,13 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
     link_ratios = [ratio if i in slow else 1.0 for i in range(len(plan.links))]
     predicted = predict(planned.graph, planned.workload, planned.network, plan.order, plan.cuts,
                         config.microbatches, link_ratios).step_s
-    return {"placement": placement, "compression": compression, "sites": [_site(config.topology, c[0]) for c in
-                                                                          plan.order],
+    compute = {plan_sites[i]: statistics.median([r["s"] for r in o.of("compute")][warm:] or [0.0])
+               for i, o in enumerate(outputs[0])}
+    return {"placement": placement, "compression": compression, "sites": plan_sites,
+            "stage_compute_s": compute, "predicted_stage_compute_s": [c * config.microbatches
+                                                                      for c in plan.stage_compute_s],
+            "straggler": straggler_effect(config, planned, plan, outputs, list(deltas))
+            if config.straggler is not None and quotas is not None else None,
             "cuts": list(plan.cuts), "links": [asdict(l) for l in plan.links],
             "step_s": step_s, "predicted_step_s": predicted, "time_to_accuracy_s": tta,
             "final_accuracy": evals[-1]["accuracy"] if evals else None, "final_loss": steps[-1]["loss"],
@@ -389,20 +696,34 @@ def wan_description(testbed: str) -> str:
 
 
 def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
-    planned = plan_all(config)
-    for name, plan in planned.plans.items():
-        progress(plan.describe(name))
     rows = []
     geo_tb = open_testbed(config)
+    quotas = None
     try:
+        quotas = site_quotas(config) if config.speeds or config.straggler else None
+        planned = plan_all(config, quotas, geo_tb)
+        if planned.site_speeds:
+            progress("measured site speeds (probe, relative to an unlimited process): "
+                     + ", ".join(f"{s} {v:.2f}" for s, v in planned.site_speeds.items()))
+        for name, plan in planned.plans.items():
+            progress(plan.describe(name))
         for placement, compression in config.runs:
             progress(f"training {placement} / {compression} ...")
-            row = run_one(config, planned, placement, compression, geo_tb)
+            if config.replan and placement != "dp":
+                row = run_replanned(config, planned, placement, compression, geo_tb, quotas)
+            else:
+                row = run_one(config, planned, placement, compression, geo_tb, quotas)
             progress(f"  step {row['step_s'] * 1e3:.1f} ms (predicted {row['predicted_step_s'] * 1e3:.1f}), "
                      f"time to {config.target_accuracy:.0%}: {row['time_to_accuracy_s']}, "
                      f"final accuracy {row['final_accuracy']}")
+            if row.get("straggler"):
+                progress(f"  straggler: {straggler_line(row['straggler'])}")
+            if row.get("replan"):
+                progress(f"  re-planned: {replan_line(row['replan'])}")
             rows.append(row)
     finally:
+        if quotas is not None:
+            quotas.close()
         if geo_tb is not None:
             geo_tb.stop()
     ref = next((r for r in rows if (r["placement"], r["compression"]) == REFERENCE), None)
@@ -414,8 +735,33 @@ def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None
     settings["topology"] = str(config.topology)
     settings["wan_emulation"] = wan_description(config.testbed)
     return {"date": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": machine(), "settings": settings,
+            "load_average": list(os.getloadavg()),
+            "site_speeds": planned.site_speeds, "probe_s": planned.probe_s,
             "clusters": [list(c) for c in planned.clusters],
             "plans": {k: p.describe(k) for k, p in planned.plans.items()}, "rows": rows}
+
+
+def straggler_line(s: dict[str, Any]) -> str:
+    """One line: what the straggler did to the step and what a re-plan would pick."""
+    def ms(v: float | None) -> str:
+        return f"{v * 1e3:.1f}" if v is not None else "-"
+
+    line = (f"site {s['site']} to {s['share']:g} CPU after step {s['step']}: step {ms(s['step_before_s'])} -> "
+            f"{ms(s['step_after_s'])} ms, its stage's compute {ms(s['compute_before_s'])} -> "
+            f"{ms(s['compute_after_s'])} ms/step")
+    if s.get("replan"):
+        r = s["replan"]
+        line += (f"; measured speed {s['speed_before']:.2f} -> {s['speed_after']:.2f}; OP-Fence's plan with it: "
+                 f"{'-'.join(r['sites'])} cuts {r['cuts']} predicted "
+                 f"{ms(r['predicted_step_s'])} ms vs {ms(r['kept_plan_predicted_step_s'])} ms keeping the plan")
+    return line
+
+
+def replan_line(r: dict[str, Any]) -> str:
+    return (f"after step {r['at_step']}: {'-'.join(r['sites_before'])} cuts {r['cuts_before']} -> "
+            f"{'-'.join(r['sites_after'])} cuts {r['cuts_after']} (straggler speed {r['speed_after']:.2f}); step "
+            f"{r['step_after_straggler_s'] * 1e3:.1f} ms with the straggler -> {r['step_after_replan_s'] * 1e3:.1f} ms "
+            f"re-planned (predicted {r['predicted_after_replan_s'] * 1e3:.1f}); pause {r['replan_pause_s']:.1f} s")
 
 
 def table(doc: dict[str, Any]) -> str:
@@ -431,6 +777,22 @@ def table(doc: dict[str, Any]) -> str:
                      f"{pred} {tta:>7} {r['final_accuracy'] or 0:5.3f} "
                      f"{r['wan_bytes_per_step'] / 1e3:11.1f} {r['slow_link_ratio']:6.3f} {xs:>6} "
                      f"{xt:>6}")
+    if doc.get("site_speeds"):
+        lines.append("measured site speeds (1.0 = the planning process): "
+                     + ", ".join(f"{s} {v:.2f}" for s, v in doc["site_speeds"].items()))
+        by = {(r["placement"], r["compression"]): r for r in doc["rows"]}
+        for comp in COMPRESSIONS:
+            aware, blind = by.get(("opfence", comp)), by.get(("uniform", comp))
+            if aware and blind:
+                lines.append(f"speed-aware plan ({'-'.join(aware['sites'])} cuts {aware['cuts']}) vs the plan made "
+                             f"assuming equal speeds ({'-'.join(blind['sites'])} cuts {blind['cuts']}), {comp}: "
+                             f"{blind['step_s'] * 1e3:.1f} -> {aware['step_s'] * 1e3:.1f} ms per step "
+                             f"({blind['step_s'] / aware['step_s']:.2f}x)")
+    for r in doc["rows"]:
+        if r.get("straggler"):
+            lines.append(f"straggler in {r['placement']}/{r['compression']}: {straggler_line(r['straggler'])}")
+        if r.get("replan"):
+            lines.append(f"re-planned {r['placement']}/{r['compression']}: {replan_line(r['replan'])}")
     return "\n".join(lines)
 
 
