@@ -110,3 +110,15 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     if file_path == Path(__file__).resolve():
         return StfCorpus.from_parent(parent, path=file_path)
     return None
+
+
+@pytest.fixture
+def bmv2_tools() -> Any:
+    """BMv2's tools (simple_switch_grpc, simple_switch_CLI, p4c-bm2-ss); the test is skipped,
+    naming what is missing, on a machine without them (the real-BMv2 tier)."""
+    from innet.testbed.backends.bmv2 import Bmv2Missing, find_tools
+
+    try:
+        return find_tools(need_cli=True)
+    except Bmv2Missing as missing:
+        pytest.skip(str(missing))

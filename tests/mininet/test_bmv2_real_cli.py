@@ -13,18 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.backends.bmv2 import Bmv2Missing, find_tools
 from innet.testbed.backends.mininet.clean import innet_interfaces
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(autouse=True)
-def bmv2() -> None:
-    try:
-        find_tools(need_cli=True)
-    except Bmv2Missing as missing:
-        pytest.skip(str(missing))
+def bmv2(bmv2_tools: object) -> None:
+    """Every test here needs BMv2 (skipped, naming what is missing, without it)."""
 
 
 def _innet(*argv: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("torch", reason="torch (optional dependency) is not installed")
 
 from innet.host.wire import ETH, IP_OVERHEAD, message_len  # noqa: E402
-from innet.testbed.backends.bmv2 import LUWU_K, Bmv2Missing, find_tools  # noqa: E402
+from innet.testbed.backends.bmv2 import LUWU_K  # noqa: E402
 from innet.testbed.backends.mininet.clean import innet_interfaces  # noqa: E402
 from innet.testbed.core.testbed import TestbedOptions  # noqa: E402
 from innet.testbed.luwu.run import RunConfig, RunResult, luwu_star, run_training  # noqa: E402
@@ -34,11 +34,8 @@ WINDOW = 16
 
 
 @pytest.fixture(autouse=True)
-def bmv2() -> None:
-    try:
-        find_tools(need_cli=True)
-    except Bmv2Missing as missing:
-        pytest.skip(str(missing))
+def bmv2(bmv2_tools: object) -> None:
+    """Every test here needs BMv2 (skipped, naming what is missing, without it)."""
 
 
 def _local(workers: int) -> tuple[list[float], float]:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.backends.bmv2 import Bmv2Missing, find_tools
 from innet.testbed.backends.mininet.clean import innet_interfaces
 from innet.testbed.core.testbed import TestbedOptions
 from innet.testbed.core.topology import Topology, rail_only, rail_optimized
@@ -27,11 +26,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(autouse=True)
-def bmv2() -> None:
-    try:
-        find_tools(need_cli=True)
-    except Bmv2Missing as missing:
-        pytest.skip(str(missing))
+def bmv2(bmv2_tools: object) -> None:
+    """Every test here needs BMv2 (skipped, naming what is missing, without it)."""
 
 
 def _processes() -> dict[int, tuple[int, str]]:
