@@ -96,14 +96,14 @@ def run(job: DpJob) -> int:
                  job.eval_every, job.timeout,
                  (lambda step, t, loss: _emit(event="step", step=step, t=t, loss=loss)) if first else None,
                  (lambda step, t, acc: _emit(event="eval", step=step, t=t, accuracy=acc)) if first else None)
-        for link in links.values():
-            if isinstance(link, ShapedChannel):
-                link.flush(job.timeout)
-        _emit(event="done", site=job.index, sent=sum(link.sent_bytes for link in links.values()))
+        for channel in links.values():
+            if isinstance(channel, ShapedChannel):
+                channel.flush(job.timeout)
+        _emit(event="done", site=job.index, sent=sum(c.sent_bytes for c in links.values()))
         return 0
     finally:
-        for link in links.values():
-            link.close()
+        for channel in links.values():
+            channel.close()
         if srv is not None:
             srv.close()
 

@@ -387,7 +387,7 @@ def _stage_elements(planned: Planned, plan: Plan, i: int) -> int:
 
 
 def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, geo_tb: Any,
-                  quotas: Any) -> tuple[Any, float, list[dict[str, Any]] | None]:
+                  quotas: Any) -> tuple[Any, float, dict[str, int] | None]:
     """Data parallel with one process per site (:mod:`innet.host.geo.dp_process`): on Mininet on
     the site's first host, gradients over the WAN veths; on loopback local processes with the
     transport's shaper. The log of site 0 (as :class:`SiteLog`), wall time, WAN bytes."""
@@ -741,6 +741,18 @@ def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None
             "plans": {k: p.describe(k) for k, p in planned.plans.items()}, "rows": rows}
 
 
+def combine(docs: dict[str, dict[str, Any]], absent: dict[str, str] | None = None) -> dict[str, Any]:
+    """One document of runs made on several switch implementations (``innet``, ``bmv2``), in
+    that order: the first run's settings and plans, every run's rows labelled with its switch
+    (speedups stay against each switch's own OP-Fence + AdaTopK row), and the switches asked
+    for but not there (``switch_absent``: implementation -> why)."""
+    if not docs:
+        raise GeoBenchError("geo bench: no switch implementation to run")
+    first = next(iter(docs.values()))
+    rows = [{**r, "switch": impl} for impl, doc in docs.items() for r in doc["rows"]]
+    return {**first, "rows": rows, "switches": list(docs), "switch_absent": dict(absent or {})}
+
+
 def straggler_line(s: dict[str, Any]) -> str:
     """One line: what the straggler did to the step and what a re-plan would pick."""
     def ms(v: float | None) -> str:
@@ -765,15 +777,17 @@ def replan_line(r: dict[str, Any]) -> str:
 
 
 def table(doc: dict[str, Any]) -> str:
-    lines = [f"{'placement':9} {'compress':8} {'sites':7} {'step ms':>8} {'pred ms':>8} {'TTA s':>7} "
-             f"{'acc':>5} {'WAN kB/step':>11} {'ratio':>6} {'x step':>6} {'x TTA':>6}"]
+    several = len(doc.get("switches", [])) > 1
+    lines = [f"{'switch ' if several else ''}{'placement':9} {'compress':8} {'sites':7} {'step ms':>8} {'pred ms':>8} "
+             f"{'TTA s':>7} {'acc':>5} {'WAN kB/step':>11} {'ratio':>6} {'x step':>6} {'x TTA':>6}"]
     # x step / x TTA: OP-Fence + AdaTopK's speedup against the row (paper: 1.45-9.39x)
     for r in doc["rows"]:
         tta = f"{r['time_to_accuracy_s']:.1f}" if r["time_to_accuracy_s"] else "-"
         xt = f"{r['speedup_tta']:.2f}" if r["speedup_tta"] else "-"
         xs = f"{r['speedup_step']:.2f}" if r["speedup_step"] else "-"
         pred = f"{r['predicted_step_s'] * 1e3:8.1f}" if r["predicted_step_s"] is not None else f"{'-':>8}"
-        lines.append(f"{r['placement']:9} {r['compression']:8} {'-'.join(r['sites']):7} {r['step_s'] * 1e3:8.1f} "
+        lines.append(f"{r.get('switch', 'innet'):6} " * several
+                     + f"{r['placement']:9} {r['compression']:8} {'-'.join(r['sites']):7} {r['step_s'] * 1e3:8.1f} "
                      f"{pred} {tta:>7} {r['final_accuracy'] or 0:5.3f} "
                      f"{r['wan_bytes_per_step'] / 1e3:11.1f} {r['slow_link_ratio']:6.3f} {xs:>6} "
                      f"{xt:>6}")
@@ -793,6 +807,7 @@ def table(doc: dict[str, Any]) -> str:
             lines.append(f"straggler in {r['placement']}/{r['compression']}: {straggler_line(r['straggler'])}")
         if r.get("replan"):
             lines.append(f"re-planned {r['placement']}/{r['compression']}: {replan_line(r['replan'])}")
+    lines += [f"no {impl} rows: {why}" for impl, why in doc.get("switch_absent", {}).items()]
     return "\n".join(lines)
 
 
@@ -804,7 +819,7 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
     for r in doc["rows"]:
-        label = f"{r['placement']} / {r['compression']}"
+        label = f"{r['placement']} / {r['compression']}" + (f" ({r['switch']})" if "switch" in r else "")
         curve = np.array(r["loss_curve"])
         ax1.plot(curve[:, 0], curve[:, 1], label=label)
         acc = np.array(r["accuracy_curve"])
@@ -837,4 +852,4 @@ def save(doc: dict[str, Any], out_dir: Path, stem: str = "geo-bench") -> tuple[P
     return json_path, plot(doc, json_path.with_suffix(".png"))
 
 
-__all__ = ["GeoBenchConfig", "plan_all", "run", "save", "stage_jobs", "table"]
+__all__ = ["GeoBenchConfig", "combine", "plan_all", "run", "save", "stage_jobs", "table"]

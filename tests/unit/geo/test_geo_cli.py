@@ -73,3 +73,20 @@ def test_unknown_operator_in_a_traced_model_is_one_line_and_exit_2(action: str,
     assert main(argv + (["--runs", "opfence/none", "--steps", "2"] if action == "bench" else [])) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown operator cumsum (function, node 'cumsum')" in err[0]
+
+
+def test_runs_on_two_switch_implementations_are_one_document_with_rows_by_switch() -> None:
+    from innet.testbed.geo.bench import combine, table
+
+    def doc(step_s: float) -> dict:  # type: ignore[type-arg]
+        row = {"placement": "opfence", "compression": "adatopk", "sites": ["a", "c", "b"], "step_s": step_s,
+               "predicted_step_s": 0.01, "time_to_accuracy_s": None, "final_accuracy": 0.5,
+               "wan_bytes_per_step": 1000.0, "slow_link_ratio": 0.1, "speedup_step": 1.0, "speedup_tta": None}
+        return {"settings": {"task": "digits"}, "rows": [row]}
+
+    both = combine({"innet": doc(0.005), "bmv2": doc(0.017)}, {})
+    assert [(r["switch"], r["step_s"]) for r in both["rows"]] == [("innet", 0.005), ("bmv2", 0.017)]
+    lines = table(both).splitlines()
+    assert lines[0].startswith("switch placement") and lines[1].startswith("innet ") and lines[2].startswith("bmv2 ")
+    only = combine({"innet": doc(0.005)}, {"bmv2": "simple_switch_grpc not found"})
+    assert table(only).splitlines()[-1] == "no bmv2 rows: simple_switch_grpc not found"
