@@ -21,5 +21,15 @@ def rss_bytes(pid: int | None = None) -> int | None:
 
 
 def peak_rss_bytes() -> int:
-    """This process's peak resident set size (``ru_maxrss``, the kernel's VmHWM; kB on Linux)."""
+    """This process's peak resident set size: ``VmHWM`` of /proc/self/status, which belongs to
+    the address space and starts again at exec. ``ru_maxrss`` does not: Linux carries it over
+    fork and exec, so a child of a large parent (a benchmark run under pytest) would report
+    the parent's peak. ``ru_maxrss`` only where /proc is not there."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024

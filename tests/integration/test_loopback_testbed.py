@@ -142,9 +142,13 @@ def test_run_dir_is_kept_only_after_a_real_failure(interrupt: type[BaseException
 def test_testbed_up_ctrl_c_removes_its_run_dir(tmp_path: Path) -> None:
     """``innet testbed up --loopback --no-cli``, SIGINT once it waits: clean stop, no run dir left."""
     env = {**os.environ, "TMPDIR": str(tmp_path)}  # the state directory lives under it
+    # a Ctrl-C as a terminal delivers it: SIGINT's default action restored in the child, since a
+    # suite started in the background by a shell without job control inherits it ignored (and
+    # Python then installs no KeyboardInterrupt handler)
     proc = subprocess.Popen([sys.executable, "-m", "innet.cli", "testbed", "up", "--loopback", "--no-cli",
                              "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True)
+                            env=env, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert proc.stdout is not None
         deadline = time.monotonic() + 60

@@ -34,6 +34,6 @@ def test_bench_smoke_writes_json_and_png(tmp_path: Path) -> None:
             assert isinstance(r["retransmitted"], (int, float)) and r["retransmitted"] >= 0, r
         else:
             assert r["retransmitted"] is None, r
-    assert "| ina | 2 | 1K | 0% |" in result.stdout
+    assert "| ina | innet | 2 | 1K | 0% |" in result.stdout  # collective, switch, workers, size, loss
     assert "| recv/worker | retrans/op | exact |" in result.stdout
     assert innet_interfaces(["s1"]) == []
