@@ -31,6 +31,7 @@ from typing import Any, Mapping
 
 from innet.switch.stf import StfTest, expect_matches, read_stf
 from innet.switch.stf_dialect import INNET_SUFFIX, program_for
+from innet.children import end_popen
 from innet.testbed.backends.bmv2 import Bmv2Error, Bmv2Missing, compile_program, find_tools
 from innet.testbed.backends.bmv2_stf_cli import Bmv2Unsupported, CliCommand, cli_commands, counter_name
 from innet.testbed.core.freeport import free_port
@@ -264,13 +265,7 @@ def run_bmv2_stf(stf: Path, tools: Bmv2StfTools, work: Path, p4: Path | None = N
     finally:
         for fd in fifos.values():
             os.close(fd)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        end_popen(proc)
     if proc.returncode not in (0, -signal.SIGTERM):
         raise Bmv2Error(f"{where}: simple_switch died with status {proc.returncode} on p4c's output for "
                         f"{p4.name}: {_tail(run / 'stdout.txt')}")
