@@ -19,6 +19,7 @@ pytest.importorskip("torch", reason="torch (optional dependency) is not installe
 from innet.host.wire import ETH, IP_OVERHEAD, message_len  # noqa: E402
 from innet.testbed.backends.bmv2 import LUWU_K  # noqa: E402
 from innet.testbed.backends.mininet.clean import innet_interfaces  # noqa: E402
+from innet.testbed.backends.select import open_testbed  # noqa: E402
 from innet.testbed.core.testbed import TestbedOptions  # noqa: E402
 from innet.testbed.luwu.run import RunConfig, RunResult, luwu_star, run_training  # noqa: E402
 from innet.testbed.luwu.train import TrainSpec, run  # noqa: E402
@@ -52,21 +53,17 @@ def _node_state(directory: Path) -> dict[str, bytes]:
 
 
 def _luwu_on_innet_switch(tmp_path: Path) -> RunResult:
-    from innet.testbed.backends.loopback import LoopbackTestbed
-
     options = TestbedOptions(k=LUWU_K, window=WINDOW, state_dir=tmp_path / "run")
-    with LoopbackTestbed(luwu_star(workers=2, nodes=1), options) as tb:
+    with open_testbed(luwu_star(workers=2, nodes=1), options, backend="loopback") as tb:
         return run_training(tb, RunConfig(mode="luwu", workers=2, nodes=1, steps=STEPS, lr=LR, timeout=120),
                             tmp_path / "state")
 
 
 def test_luwu_on_simple_switch_grpc_trains_bit_exact_with_innet_switch(tmp_path: Path) -> None:
-    from innet.testbed.backends.mininet.net import MininetTestbed
-
     losses, accuracy = _local(2)
     topo = luwu_star(workers=2, nodes=1)
     options = TestbedOptions(k=LUWU_K, window=WINDOW, switch_impl="bmv2", state_dir=tmp_path / "run")
-    with MininetTestbed(topo, options) as tb:
+    with open_testbed(topo, options, backend="mininet") as tb:
         assert tb.thrift_port is not None  # simple_switch_grpc, registers through its CLI
         before = tb.wire_bytes()
         result = run_training(tb, RunConfig(mode="luwu", workers=2, nodes=1, steps=STEPS, lr=LR, timeout=240),
