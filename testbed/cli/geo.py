@@ -182,6 +182,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from innet.host.geo.launch import LaunchError
     from innet.testbed.core.testbed import TestbedError
 
+    if args.mininet:
+        from innet.testbed.backends.mininet.console import quiet_mininet
+
+        quiet_mininet()
     try:
         docs = {}
         for impl in impls:

@@ -52,6 +52,23 @@ def markdown_table(columns: Sequence[Column], rows: Iterable[Row]) -> str:
     return "\n".join(lines)
 
 
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (files only, no display). The font manager's
+    "font family not found" warnings are silenced: Mininet's logger class makes every logger
+    created after its import print to the terminal, and matplotlib's lookup of optional
+    mathtext fonts it falls back from is not something a benchmark's user can act on.
+    Raises ImportError without matplotlib."""
+    import logging
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def save_json(out_dir: Path, name: str, doc: Any) -> Path:
     """Write a run's results as ``out_dir/<name>-<YYYYmmdd-HHMMSS>.json`` (the directory made if
     needed): the stamp keeps one run from overwriting another's."""

@@ -318,10 +318,9 @@ def absent_note(doc: dict[str, Any]) -> str:
 
 def plot(doc: dict[str, Any], path: Path) -> Path:
     """Time and bytes per worker vs message size, measured and theory, one colour per (collective, N)."""
-    import matplotlib
+    from innet.testbed.core.report import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = doc["rows"]
     losses = sorted({r["loss_pct"] for r in rows})

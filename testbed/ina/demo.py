@@ -147,10 +147,9 @@ def _train(tb: Testbed, config: DemoConfig, console: Any) -> dict[str, Any]:
 
 
 def _train_plot(train: dict[str, Any], caption: str, path: Path) -> Path:
-    import matplotlib
+    from innet.testbed.core.report import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
     ax.plot(train["loss_curve"], label=f"innet switch optimizer ({train['mode']}), acc {train['accuracy']:.3f}")

@@ -186,10 +186,9 @@ def save(doc: dict[str, Any], out: Path) -> Path:
     path = out / f"soak-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.write_text(json.dumps(doc, indent=1))
     try:
-        import matplotlib
+        from innet.testbed.core.report import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
     except ImportError:
         return path
     rounds = doc["rounds"]

@@ -150,12 +150,12 @@ def summary(rows: Sequence[dict[str, Any]]) -> dict[int, dict[str, float]]:
 
 def plot(doc: dict[str, Any], path: Path) -> Path | None:
     """Step time and bytes per worker against N, one line per mode; None without matplotlib."""
+    from innet.testbed.core.report import pyplot
+
     try:
-        import matplotlib
+        plt = pyplot()
     except ImportError:
         return None
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     axes[0].set_yscale("log")

@@ -164,10 +164,9 @@ def _table(rows: list[dict[str, Any]], budget: int) -> str:
 
 def _plot(rows: list[dict[str, Any]], path: Path, caption: str) -> bool:
     try:
-        import matplotlib
+        from innet.testbed.core.report import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
     except ImportError:
         return False
     fig, ax = plt.subplots(figsize=(6, 3.5))

@@ -108,10 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     path = args.out / "bench_agent.json"
     path.write_text(json.dumps(doc, indent=2))
     try:
-        import matplotlib
+        from innet.testbed.core.report import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         fig, ax = plt.subplots(figsize=(6, 3))
         labels = [f"K={r['k']}\n{r['datapath']}" for r in rows]

@@ -296,10 +296,9 @@ def main(argv: list[str] | None = None) -> int:
                                "seconds": args.seconds, "results": rows}, indent=2))
     print(f"saved {out}")
     try:
-        import matplotlib
+        from innet.testbed.core.report import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         fig, ax = plt.subplots(figsize=(6, 3))
         names = [r["workload"] for r in rows]

@@ -343,10 +343,9 @@ def save(doc: dict[str, Any], out: Path) -> tuple[Path, Path | None]:
     json_path = out / "bench_veth.json"
     json_path.write_text(json.dumps(doc, indent=2))
     try:
-        import matplotlib
+        from innet.testbed.core.report import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
     except ImportError:
         return json_path, None
     rows = doc["rows"]

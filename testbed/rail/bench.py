@@ -261,10 +261,9 @@ def markdown(doc: dict[str, Any]) -> str:
 
 
 def save(doc: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
-    import matplotlib
+    from innet.testbed.core.report import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")

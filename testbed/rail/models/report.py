@@ -313,10 +313,9 @@ def _plot_traffic(plt: Any, matrices: dict[str, Any]) -> Any:
 
 def save(doc: dict[str, Any], out_dir: Path, stem: str) -> tuple[Path, Path]:
     """``<stem>.json`` and ``<stem>.png`` (matplotlib, Agg)."""
-    import matplotlib
+    from innet.testbed.core.report import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path, png_path = out_dir / f"{stem}.json", out_dir / f"{stem}.png"
