@@ -150,13 +150,14 @@ def build(path: str | Path, include_dirs: tuple[str | Path, ...] = (),
 def _check_executable(program: ir.Program, pp: "Preprocessed") -> None:
     """Generate the executor's code once, so that whatever the switch would refuse when it
     loads the config (a header that is not a whole number of bytes, an unsupported
-    construct) is refused here, located in the source, as p4c-bm2-ss refuses it."""
+    construct) is refused here, located in the source, as p4c-bm2-ss refuses it.  The
+    generated module is not compiled by Python (``ProgramCompiler.check``)."""
     from innet.switch.frontend.errors import UnsupportedError as FrontendUnsupported
     from innet.switch.pipeline.compiler import ProgramCompiler
     from innet.switch.pipeline.errors import UnsupportedError
 
     try:
-        ProgramCompiler(program).compile()
+        ProgramCompiler(program).check()
     except UnsupportedError as exc:
         loc = exc.loc
         if isinstance(loc, ir.Loc):
