@@ -104,6 +104,8 @@ class ProgramCompiler:
         self._slot_now: int | None = None
         self._oob: dict[ir.Type, int] = {}
         self.packet_code = packet_code
+        self.state_cells = packet_code
+        """Registers get their cells here (False: an executor keeps them, or ``check``)."""
         """False: controls' apply bodies are only walked for the objects they use (tables,
         externs, sub-controls, actions) and compiled to stubs; for an executor that runs
         packets itself (the native one) and needs this compiler's control plane only."""
@@ -347,7 +349,9 @@ class ProgramCompiler:
         module: code generation and the tables' construction (const entries, priorities,
         keys) run, the tables bound to placeholder action functions.  Python's own compile
         of a K=2048 ``innet.p4`` (a 5 MB function) takes ~1 s and ~300 MB, which a
-        compile-time check (``innet-p4c``) does not need to spend."""
+        compile-time check (``innet-p4c``) does not need to spend; nor the registers'
+        cells (6,144 registers of 4,096 cells there, ~170 MB)."""
+        self.state_cells = False
         self._generate()
         for glue in self.objects.tables.values():
             for fn in glue.fns:
