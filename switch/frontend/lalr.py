@@ -43,73 +43,74 @@ def to_token(t: Tok) -> Token:
     return tok
 
 
+Pos = Tok | Token
+"""A token with a position: the lexer's (punctuation and keywords the tree leaves out)
+or the tree's own ``Token``; both answer ``line``, ``column``, ``start_pos``, ``end_*``."""
+
+
 class Span:
-    """A node's position as lark's ``Meta`` reports it, read from the lexer's first and
-    last token of the node; ``outer_*`` is the node's extent in its parent when the node
-    was inlined from a rule with more tokens (``"(" expr ")"``), lark's ``container_*``."""
+    """A node's position as lark's ``Meta`` reports it, read from the node's first and last
+    token; ``outer_*`` is the node's extent in its parent when the node was inlined from a
+    rule with more tokens (``"(" expr ")"``), lark's ``container_*``."""
 
     __slots__ = ("first", "last", "outer_first", "outer_last")
     empty = False
 
-    def __init__(self, first: Tok, last: Tok) -> None:
+    def __init__(self, first: Pos, last: Pos) -> None:
         self.first = first
         self.last = last
-        self.outer_first: Tok | None = None
-        self.outer_last: Tok | None = None
+        self.outer_first: Pos | None = None
+        self.outer_last: Pos | None = None
 
     @property
     def line(self) -> int:
-        return self.first.line
+        return self.first.line  # type: ignore[return-value]
 
     @property
     def column(self) -> int:
-        return self.first.col
+        return self.first.column  # type: ignore[return-value]
 
     @property
     def start_pos(self) -> int:
-        return self.first.pos
+        return self.first.start_pos  # type: ignore[return-value]
 
     @property
     def end_line(self) -> int:
-        return self.last.line
+        return self.last.line  # type: ignore[return-value]
 
     @property
     def end_column(self) -> int:
-        return self.last.col + len(self.last.text)
+        return self.last.end_column  # type: ignore[return-value]
 
     @property
     def end_pos(self) -> int:
-        return self.last.pos + len(self.last.text)
+        return self.last.end_pos  # type: ignore[return-value]
 
 
-def _start(v: Any) -> Tok | None:
-    """First lexer token of a raw child (lark's container start), or None when empty."""
-    if isinstance(v, Tok):
-        return v
+def _start(v: Any) -> Pos | None:
+    """First token of a raw child (lark's container start), or None when it is empty."""
     if isinstance(v, Tree):
         m = v._meta
         if isinstance(m, Span):
             return m.outer_first or m.first
         return None
-    if isinstance(v, Token):  # a token returned by a single-child rule
-        return Tok(v.type, str(v), v.line or 0, v.column or 0, v.start_pos or 0)
+    if isinstance(v, (Tok, Token)):
+        return v
     return None
 
 
-def _end(v: Any) -> Tok | None:
-    if isinstance(v, Tok):
-        return v
+def _end(v: Any) -> Pos | None:
     if isinstance(v, Tree):
         m = v._meta
         if isinstance(m, Span):
             return m.outer_last or m.last
         return None
-    if isinstance(v, Token):
-        return Tok(v.type, str(v), v.line or 0, v.column or 0, v.start_pos or 0)
+    if isinstance(v, (Tok, Token)):
+        return v
     return None
 
 
-def _span(children: list[Any]) -> tuple[Tok | None, Tok | None]:
+def _span(children: list[Any]) -> tuple[Pos | None, Pos | None]:
     first = last = None
     for c in children:
         first = _start(c)
@@ -153,10 +154,19 @@ def _builder(rule: Any, maybe_placeholders: bool) -> Builder | None:
         return None
     simple = all(not splice and not nb for _, splice, nb in plan) and tail == 0
     idx = [i for i, _, _ in plan]
+    whole = simple and idx == list(range(len(expansion)))
+    kept = [i for i, splice, _ in plan if not splice]
 
     def build(raw: list[Any]) -> Any:
-        if simple:
-            kids = [to_token(k) if type(k) is Tok else k for k in [raw[i] for i in idx]]
+        # kept lexer tokens become the tree's Tokens in place, so that positions (and the
+        # parent's) refer to those and the lexer's are freed once parsed
+        for i in kept:
+            if type(raw[i]) is Tok:
+                raw[i] = to_token(raw[i])
+        if whole:
+            kids = raw
+        elif simple:
+            kids = [raw[i] for i in idx]
         else:
             kids = []
             for i, splice, nb in plan:
@@ -168,8 +178,7 @@ def _builder(rule: Any, maybe_placeholders: bool) -> Builder | None:
                     else:
                         kids = raw[i].children
                 else:
-                    k = raw[i]
-                    kids.append(to_token(k) if type(k) is Tok else k)
+                    kids.append(raw[i])
             if tail:
                 kids += [None] * tail
         first, last = _span(raw)
@@ -215,12 +224,18 @@ class Driver:
         self._keep = [acts for acts in table.states.values()]  # rules stay alive with their ids
 
     def parse(self, toks: list[Tok]) -> Any:
+        """The tree of ``toks``, which it consumes (emptied as it goes, so that a token
+        the tree does not keep is freed once shifted); raises lark's UnexpectedToken."""
         actions = self.actions
         states = [self.start_state]
         values: list[Any] = []
         push_state, push_value = states.append, values.append
         row = actions[self.start_state]
-        for tok in toks:
+        toks.reverse()
+        pop = toks.pop
+        tok = None
+        while toks:
+            tok = pop()
             kind = tok.kind
             while True:
                 act = row.get(kind)
@@ -248,7 +263,7 @@ class Driver:
         while True:
             act = row.get("$END")
             if act is None or type(act) is int:
-                end = Token.new_borrow_pos("$END", "", to_token(toks[-1])) if toks else Token("$END", "", 0, 1, 1)
+                end = Token.new_borrow_pos("$END", "", to_token(tok)) if tok else Token("$END", "", 0, 1, 1)
                 raise self._error(row, end)
             size, origin, build = act
             if build is None:

@@ -53,6 +53,23 @@ class Tok:
     col: int
     pos: int
 
+    # lark ``Token``'s position names, so that a parse node's ``Span`` reads either kind
+    @property
+    def column(self) -> int:
+        return self.col
+
+    @property
+    def start_pos(self) -> int:
+        return self.pos
+
+    @property
+    def end_column(self) -> int:
+        return self.col + len(self.text)
+
+    @property
+    def end_pos(self) -> int:
+        return self.pos + len(self.text)
+
 
 @dataclass(slots=True)
 class AnnotationTok:

@@ -79,15 +79,12 @@ def parse(pp: Preprocessed) -> ParseResult:
     """Parse preprocessed text; raises P4Error for lexical and syntax errors."""
     driver = _get_driver()
     store: list[lx.AnnotationTok] = []
-    try:
-        toks = lx.classify(lx.fold_annotations(lx.tokenize(pp.text), pp.text, store))
-    except lx.LexError as e:
-        loc = pp.loc(e.line, e.col)
-        raise P4Error(loc, e.message, pp.source_line(loc)) from None
+    toks = _lex(pp, store)
     to_terminal(toks)
     try:
-        tree = driver.parse(toks)
+        tree = driver.parse(toks)  # consumes toks
     except UnexpectedToken as e:
+        toks = _lex(pp, [])  # again, for the message's look at the neighbours
         tok = e.token
         if tok.type == "$END":
             last = toks[-1] if toks else None
@@ -117,6 +114,14 @@ def parse(pp: Preprocessed) -> ParseResult:
         loc = pp.loc(getattr(e, "line", 1), getattr(e, "column", 1))
         raise P4Error(loc, f"syntax error: {e}", pp.source_line(loc)) from None
     return ParseResult(tree, store, pp)
+
+
+def _lex(pp: Preprocessed, store: list[lx.AnnotationTok]) -> list[lx.Tok]:
+    try:
+        return lx.classify(lx.fold_annotations(lx.tokenize(pp.text), pp.text, store))
+    except lx.LexError as e:
+        loc = pp.loc(e.line, e.col)
+        raise P4Error(loc, e.message, pp.source_line(loc)) from None
 
 
 def to_terminal(toks: list[lx.Tok]) -> None:
