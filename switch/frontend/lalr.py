@@ -110,17 +110,30 @@ def _end(v: Any) -> Pos | None:
     return None
 
 
-def _span(children: list[Any]) -> tuple[Pos | None, Pos | None]:
+def _span(children: list[Any]) -> Span | None:
+    """The span of a node with these raw children; the first positioned child's own
+    ``Span`` when the node covers exactly that (``arg`` over ``name_ref``, ...), so that
+    a chain of such nodes holds one.  Sharing is safe: a span's ``outer_*`` is set only
+    when its node is returned by a ``?rule`` and is read only while building that node's
+    parent, after which the nodes below never have their ``outer_*`` read again."""
     first = last = None
+    head: Any = None
     for c in children:
         first = _start(c)
         if first is not None:
+            head = c
             break
+    if first is None:
+        return None
     for c in reversed(children):
         last = _end(c)
         if last is not None:
             break
-    return first, last
+    if type(head) is Tree:
+        m = head._meta
+        if isinstance(m, Span) and m.outer_first is None and m.first is first and m.last is last:
+            return m
+    return Span(first, last)  # type: ignore[arg-type]
 
 
 Builder = Callable[[list[Any]], Any]
@@ -181,19 +194,20 @@ def _builder(rule: Any, maybe_placeholders: bool) -> Builder | None:
                     kids.append(raw[i])
             if tail:
                 kids += [None] * tail
-        first, last = _span(raw)
+        span = _span(raw)
         if expand1 and len(kids) == 1:
             res = kids[0]
-            if isinstance(res, Tree) and first is not None and last is not None:
+            if isinstance(res, Tree) and span is not None:
                 m = res._meta
                 if isinstance(m, Span):
-                    m.outer_first, m.outer_last = first, last
+                    if m is not span:
+                        m.outer_first, m.outer_last = span.first, span.last
                 else:
-                    res._meta = Span(first, last)  # type: ignore[assignment]
+                    res._meta = span  # type: ignore[assignment]
             return res
-        if first is None or last is None:
+        if span is None:
             return Tree(name, kids)
-        return Tree(name, kids, Span(first, last))  # type: ignore[arg-type]
+        return Tree(name, kids, span)  # type: ignore[arg-type]
 
     return build
 
