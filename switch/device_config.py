@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from finsy.proto import p4i
-
 from innet.switch.frontend import ir
 from innet.switch.frontend.errors import FrontendError
 
 if TYPE_CHECKING:
+    from finsy.proto import p4i
+
     from innet.switch.frontend.preprocess import Preprocessed
 
 FORMAT = "innet-device-config/1"
@@ -121,7 +121,6 @@ def build(path: str | Path, include_dirs: tuple[str | Path, ...] = (),
     same program built again, by ``innet-p4c`` or a switch start, skips the front-end."""
     from innet.switch import frontend
     from innet.switch.frontend.preprocess import preprocess_file
-    from innet.switch.p4info import build_p4info
 
     from innet.switch import startcache
 
@@ -133,6 +132,8 @@ def build(path: str | Path, include_dirs: tuple[str | Path, ...] = (),
     cached = startcache.load("frontend", key)
     if cached is not None:  # compiled, checked and described before: same source, same innet
         program, info_bytes = cached
+        from finsy.proto import p4i
+
         info = p4i.P4Info.FromString(info_bytes)
         return Build(DeviceConfig(src.stem, source, p4info_digest(info)), program, info)
     with startcache.no_gc():  # ~1M objects that all live until the end: no collections
@@ -141,6 +142,9 @@ def build(path: str | Path, include_dirs: tuple[str | Path, ...] = (),
             raise FrontendError(f"{src}: error: could not locate the top-level block: the program has no "
                                 "package instance named 'main' (a v1model program ends with 'V1Switch(...) main;')")
         _check_executable(program, pp)
+        # imported here, after the front-end's peak: P4Info brings finsy (~20 MB, 0.4 s)
+        from innet.switch.p4info import build_p4info
+
         info = build_p4info(program)
     program.cache_key = key
     startcache.store("frontend", key, (program, info.SerializeToString(deterministic=True)))
@@ -150,13 +154,14 @@ def build(path: str | Path, include_dirs: tuple[str | Path, ...] = (),
 def _check_executable(program: ir.Program, pp: "Preprocessed") -> None:
     """Generate the executor's code once, so that whatever the switch would refuse when it
     loads the config (a header that is not a whole number of bytes, an unsupported
-    construct) is refused here, located in the source, as p4c-bm2-ss refuses it."""
+    construct) is refused here, located in the source, as p4c-bm2-ss refuses it.  The
+    generated module is not compiled by Python (``ProgramCompiler.check``)."""
     from innet.switch.frontend.errors import UnsupportedError as FrontendUnsupported
     from innet.switch.pipeline.compiler import ProgramCompiler
     from innet.switch.pipeline.errors import UnsupportedError
 
     try:
-        ProgramCompiler(program).compile()
+        ProgramCompiler(program).check()
     except UnsupportedError as exc:
         loc = exc.loc
         if isinstance(loc, ir.Loc):

@@ -64,20 +64,30 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _p4info_error() -> type[Exception]:
+    """P4InfoError, imported only when an exception reaches its ``except`` clause: the
+    P4Info modules bring finsy, which ``build`` imports itself after the front-end's
+    memory peak."""
+    from innet.switch.p4info import P4InfoError
+
+    return P4InfoError
+
+
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     from innet.switch.device_config import build
     from innet.switch.frontend.errors import FrontendError
-    from innet.switch.p4info import P4InfoError, P4InfoFormat, write_p4info
 
     try:
         result = build(args.source, tuple(args.include_dirs), dict(args.defines))
     except FrontendError as exc:
         print(str(exc), file=sys.stderr)
         return 1
-    except P4InfoError as exc:
+    except _p4info_error() as exc:
         print(f"{args.source}: error: {exc}", file=sys.stderr)
         return 1
+    from innet.switch.p4info import P4InfoFormat, write_p4info
+
     try:
         out_dir: Path = args.output_dir
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -53,6 +53,23 @@ class Tok:
     col: int
     pos: int
 
+    # lark ``Token``'s position names, so that a parse node's ``Span`` reads either kind
+    @property
+    def column(self) -> int:
+        return self.col
+
+    @property
+    def start_pos(self) -> int:
+        return self.pos
+
+    @property
+    def end_column(self) -> int:
+        return self.col + len(self.text)
+
+    @property
+    def end_pos(self) -> int:
+        return self.pos + len(self.text)
+
 
 @dataclass(slots=True)
 class AnnotationTok:
@@ -74,6 +91,10 @@ def tokenize(text: str) -> list[Tok]:
     toks: list[Tok] = []
     line, line_start, pos, n = 1, 0, 0, len(text)
     match = _TOKEN_RE.match
+    # one string per distinct identifier or literal: a macro-expanded program repeats a
+    # few thousand names hundreds of thousands of times, and the tree's tokens keep them
+    intern: dict[str, str] = {}
+    same = intern.setdefault
     while pos < n:
         m = match(text, pos)
         if m is None:
@@ -92,6 +113,8 @@ def tokenize(text: str) -> list[Tok]:
             pass
         else:
             col = pos - line_start + 1
+            if kind in ("ident", "int"):
+                val = same(val, val)
             if kind == "int":
                 toks.append(Tok("INTEGER", val, line, col, pos))
             elif kind == "string":

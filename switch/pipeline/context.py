@@ -32,6 +32,8 @@ class CompileContext(Protocol):
     """Error name -> number (BMv2's numbering)."""
     packet_code: bool
     """False: the control plane only (registers keep no cells of their own: the executor's)."""
+    state_cells: bool
+    """Registers get their cells (False with ``packet_code`` False, and for a check)."""
 
     def ref(self, obj: Any, hint: str) -> str: ...
 

@@ -25,6 +25,12 @@ _MARK = re.compile(r"^(?P<ind>\s*)(?P<body>.*)  #G (?P<i>\w+) (?P<n>\d+)$")
 _CONTINUATION = ("elif ", "else:", "except", "finally:")
 
 
+def _marked(line: str) -> re.Match[str] | None:
+    """The marker match of ``line``; the substring test first, since the pattern's
+    backtracking over a long unmarked line costs far more than the scan."""
+    return _MARK.match(line) if "  #G " in line else None
+
+
 def mark(line: str, index: str, size: int) -> str:
     """``line`` (an access checking ``index < size``) with the hoisting marker."""
     return f"{line}  #G {index} {size}"
@@ -60,7 +66,7 @@ def hoist(lines: list[str]) -> list[str]:
     out: list[str] = []
     k = 0
     while k < len(lines):
-        m = _MARK.match(lines[k])
+        m = _marked(lines[k])
         if m is None:
             out.append(lines[k])
             k += 1
@@ -69,7 +75,7 @@ def hoist(lines: list[str]) -> list[str]:
         assigns = re.compile(rf"(^|[^\w.\[]){re.escape(i)}\s*(=[^=]|[-+*/%&|^<>]+=)")
         j, last, count = k, k, 0
         while j < len(lines) and _simple(lines[j], ind, assigns):
-            mj = _MARK.match(lines[j])
+            mj = _marked(lines[j])
             if mj is not None and (mj["i"], mj["n"]) == (i, n):
                 count += 1
                 last = j
@@ -82,7 +88,7 @@ def hoist(lines: list[str]) -> list[str]:
         out.append(f"{ind}if {i} < {n}:")
         fast = []
         for line in run:
-            mj = _MARK.match(line)
+            mj = _marked(line)
             if mj is not None and (mj["i"], mj["n"]) == (i, n):
                 fast.append(f"{ind}    {_fast(mj['body'], i, n)}")
             else:
@@ -95,5 +101,5 @@ def hoist(lines: list[str]) -> list[str]:
 
 
 def _strip(line: str) -> str:
-    m = _MARK.match(line)
+    m = _marked(line)
     return f"{m['ind']}{m['body']}" if m is not None else line

@@ -76,7 +76,7 @@ class ProgramObjects:
                 vt = ir.BitT(1)
             if not isinstance(vt, ir.BitT):
                 raise UnsupportedError(f"register of {vt} (only bit<W>/int<W> values)", inst.loc)
-            st = Register(inst.cp_name, const(0), vt.width, vt.signed, cells=self.prog.packet_code)
+            st = Register(inst.cp_name, const(0), vt.width, vt.signed, cells=self.prog.state_cells)
             self.registers[inst.cp_name] = st
         elif kind == "counter":
             st = Counter(inst.cp_name, const(0), enum(1))

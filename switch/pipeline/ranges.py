@@ -66,6 +66,10 @@ def union(a: Range | None, b: Range | None) -> Range | None:
     return min(a[0], b[0]), max(a[1], b[1])
 
 
+#: dataclass field names per IR class (``dataclasses.fields`` per node was a third of the walk)
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def written_locals(*roots: Any) -> set[int]:
     """uids of the variables that the statements under ``roots`` write: left-hand sides of
     assignments (anything under them, conservatively), ``out``/``inout`` arguments of
@@ -96,7 +100,10 @@ def _walk(node: Any, out: set[int], writing: bool) -> None:
         _walk(node.expr, out, writing or node.direction in ("out", "inout"))
         return
     if isinstance(node, (ir.Stmt, ir.Expr, ir.SwitchCase)) and dataclasses.is_dataclass(node):
-        for f in dataclasses.fields(node):
-            v = getattr(node, f.name)
+        names = _FIELD_NAMES.get(type(node))
+        if names is None:
+            names = _FIELD_NAMES[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+        for name in names:
+            v = getattr(node, name)
             if isinstance(v, (ir.Stmt, ir.Expr, ir.Arg, ir.SwitchCase, tuple, list)):
                 _walk(v, out, writing)
