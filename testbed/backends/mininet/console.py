@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Iterator
 
 
 def quiet_mininet() -> None:
@@ -13,6 +14,21 @@ def quiet_mininet() -> None:
         setLogLevel("critical")
     except ImportError:
         pass
+
+
+@contextlib.contextmanager
+def quiet_links() -> Iterator[None]:
+    """Mininet's logger at ``critical`` while links are configured, then as it was: ``tc``
+    warns that the HTB quantum of a fast link is big (harmless: HTB then uses its largest
+    quantum), and Mininet prints that as "*** Error" in every entry point that builds a net."""
+    from mininet.log import lg
+
+    level = lg.level
+    lg.setLevel(50)  # logging.CRITICAL
+    try:
+        yield
+    finally:
+        lg.setLevel(level)
 
 
 def run_cli(net: Any) -> None:

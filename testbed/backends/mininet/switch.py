@@ -45,6 +45,7 @@ from mininet.topo import Topo
 from innet.testbed.backends.bmv2 import BMV2_CPU_PORT, Bmv2Error, Bmv2SwitchConfig, Bmv2Tools, switch_command, \
     wait_grpc
 from innet.polling import PollTimeout, poll_until
+from innet.testbed.backends.mininet.console import quiet_links
 from innet.children import end_popen
 from innet.testbed.core.freeport import free_port
 from innet.testbed.core.processes import ProcessRecord, end_process, start_ticks
@@ -311,7 +312,8 @@ def innet_network(topo: Topo, state_dir: Path = STATE_DIR, node_class: type[Inne
         net = Mininet(topo=topo, switch=make_switch, controller=None, autoSetMacs=True,
                       build=False, waitConnected=False)
         try:
-            net.build()
+            with quiet_links():
+                net.build()
             quiet_hosts(net)
             net.start()
             yield net
