@@ -37,9 +37,12 @@ def _tools(need_p4c: bool = True):  # type: ignore[no-untyped-def]
 @pytest.mark.slow
 @pytest.mark.parametrize("program", MAINS, ids=[str(p.relative_to(REPO)) for p in MAINS])
 def test_p4c_compiles_every_program_unchanged(program: Path, tmp_path: Path) -> None:
+    """Through the compile cache, keyed by the p4c binary and every source file, so a program
+    p4c compiled before on this machine is not compiled again (agg2048: 40 s); one program
+    always runs p4c itself."""
     tools = _tools()  # p4c where the backend finds it (INNET_P4C, PATH, the toolchain prefix)
     assert tools.p4c is not None
-    out = compile_program(tools.p4c, program, tmp_path, cache=False)
+    out = compile_program(tools.p4c, program, tmp_path, cache=program.name != "agg64.p4")
     assert (out / "p4info.txtpb").is_file() and (out / f"{program.stem}.json").is_file()
 
 

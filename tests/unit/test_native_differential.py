@@ -245,11 +245,24 @@ def _reproducer(ops: list[Op]) -> str:
     return "\n".join(lines)
 
 
+def _same_code_as_all(program: Any) -> bool:
+    """``auto`` found the same register groups as ``all`` and generates the same C, so running
+    the differential again would execute the same library (agg2048: 20 s)."""
+    from innet.switch.native import cgen
+    from innet.switch.native.fuse import register_groups
+
+    if register_groups(program, "auto") != register_groups(program, "all"):
+        return False
+    return cgen.generate(program, "auto", True)[0] == cgen.generate(program, "all", True)[0]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("fuse", ["auto", "all", "off"])
 @pytest.mark.parametrize("p4,stf", CASES, ids=[p.stem for p, _ in CASES])
 def test_native_matches_python(p4: Path, stf: Path, fuse: str) -> None:
     program = compile_file(str(p4))
+    if fuse == "auto" and _same_code_as_all(program):
+        return  # byte-identical C to the "all" case, which runs the differential
     seed = sum(p4.name.encode())
     ops = _ops(stf, seed)
     diff = _first_difference(program, stf, ops, fuse)

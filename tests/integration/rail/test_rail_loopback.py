@@ -23,70 +23,42 @@ def _options(tmp_path: Path) -> TestbedOptions:
 
 
 @pytest.mark.slow
-def test_rail_only_2x2_hierarchical_sums_and_momentum(tmp_path: Path) -> None:
-    with RailTestbed(rail_only(2, 2), _options(tmp_path), backend="loopback") as tb:
+@pytest.mark.parametrize("gpus", [2, 4])
+def test_rail_only_on_loopback(gpus: int, tmp_path: Path) -> None:
+    """One bring-up per size: hierarchical INA exact (and the host ring, NCCL's hierarchical
+    baseline, at 4 GPUs per domain), the momentum optimizer bit-exact with the numpy model,
+    the all-to-all, and at 2 GPUs per domain the switch counters and digits training."""
+    sizes = SIZES if gpus == 2 else [300, 2000]
+    with RailTestbed(rail_only(2, gpus), _options(tmp_path), backend="loopback") as tb:
         assert tb.flat is None
-        assert_exact(tb.run_hierarchical(SIZES), SIZES, 4)
-        counters = tb.counters()
-        assert counters["innet_drops"] == 0 and counters["innet_stale"] == 0
-        assert counters["innet_contributions"] == 2 * counters["innet_completions"]  # y = 2 per rail
-        assert_training_bit_exact(tb, "momentum")
-
-
-@pytest.mark.slow
-def test_rail_optimized_2x2_hierarchical_and_flat(tmp_path: Path) -> None:
-    with RailTestbed(rail_optimized(2, 2), _options(tmp_path), backend="loopback") as tb:
-        assert_exact(tb.run_hierarchical(SIZES), SIZES, 4)
-        assert_exact(tb.run_flat(SIZES), SIZES, 4)
-        spine = tb.controller[tb.grid.spine].counters(tb.flat.job_id)
-        assert spine["innet_completions"][tb.flat.job_id] > 0
-
-
-@pytest.mark.slow
-def test_rail_optimized_2x2_sgd(tmp_path: Path) -> None:
-    with RailTestbed(rail_optimized(2, 2), _options(tmp_path), backend="loopback") as tb:
-        assert_training_bit_exact(tb, "sgd")
-
-
-@pytest.mark.slow
-def test_rail_only_2x4_hierarchical_sums(tmp_path: Path) -> None:
-    with RailTestbed(rail_only(2, 4), _options(tmp_path), backend="loopback") as tb:
-        assert_exact(tb.run_hierarchical([300, 2000]), [300, 2000], 8)
-        # the host-based baseline: the rail's GPUs reduce-scatter and all-gather over TCP
-        assert_exact(tb.run_hierarchical([300, 2000], collective="ring"), [300, 2000], 8)
-
-
-@pytest.mark.slow
-def test_rail_only_2x4_momentum(tmp_path: Path) -> None:
-    with RailTestbed(rail_only(2, 4), _options(tmp_path), backend="loopback") as tb:
-        assert_training_bit_exact(tb, "momentum", steps=2)
-
-
-@pytest.mark.slow
-def test_rail_optimized_2x4_hierarchical(tmp_path: Path) -> None:
-    with RailTestbed(rail_optimized(2, 4), _options(tmp_path), backend="loopback") as tb:
-        assert_exact(tb.run_hierarchical([2000]), [2000], 8)
-
-
-@pytest.mark.slow
-def test_rail_optimized_2x4_flat_through_the_spine(tmp_path: Path) -> None:
-    with RailTestbed(rail_optimized(2, 4), _options(tmp_path), backend="loopback") as tb:
-        assert_exact(tb.run_flat([300]), [300], 8)
-
-
-@pytest.mark.slow
-def test_rail_optimized_2x4_sgd(tmp_path: Path) -> None:
-    with RailTestbed(rail_optimized(2, 4), _options(tmp_path), backend="loopback") as tb:
-        assert_training_bit_exact(tb, "sgd", steps=2)
+        assert_exact(tb.run_hierarchical(sizes), sizes, 2 * gpus)
+        if gpus == 2:
+            counters = tb.counters()
+            assert counters["innet_drops"] == 0 and counters["innet_stale"] == 0
+            assert counters["innet_contributions"] == 2 * counters["innet_completions"]  # y = 2 per rail
+        else:  # the host-based baseline: the rail's GPUs reduce-scatter and all-gather over TCP
+            assert_exact(tb.run_hierarchical(sizes, collective="ring"), sizes, 2 * gpus)
+        assert_training_bit_exact(tb, "momentum", steps=3 if gpus == 2 else 2)
+        assert_exact(tb.run_alltoall(30000, repeats=1), [30000], 2 * gpus)
+        if gpus == 2:
+            assert_digits_trained(tb, steps=12)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("gpus", [2, 4])
-def test_alltoall_delivers_every_byte_on_both_routes(gpus: int, tmp_path: Path) -> None:
+def test_rail_optimized_on_loopback(gpus: int, tmp_path: Path) -> None:
+    """One bring-up per size: hierarchical and flat INA exact (the flat job completes on the
+    spine), SGD bit-exact with the numpy model, the all-to-all on both routes."""
+    sizes = SIZES if gpus == 2 else [300, 2000]
     with RailTestbed(rail_optimized(2, gpus), _options(tmp_path), backend="loopback") as tb:
+        assert_exact(tb.run_hierarchical(sizes), sizes, 2 * gpus)
+        assert_exact(tb.run_flat(sizes), sizes, 2 * gpus)
+        assert tb.flat is not None
+        spine = tb.controller[tb.grid.spine].counters(tb.flat.job_id)
+        assert spine["innet_completions"][tb.flat.job_id] > 0
+        assert_training_bit_exact(tb, "sgd", steps=3 if gpus == 2 else 2)
         for route in ("direct", "two-step"):
-            results = tb.run_alltoall(30000, repeats=1, route=route)
-            assert_exact(results, [30000], 2 * gpus)
+            assert_exact(tb.run_alltoall(30000, repeats=1, route=route), [30000], 2 * gpus)
 
 
 def test_rail_only_has_no_direct_alltoall_or_flat_ina(tmp_path: Path) -> None:
@@ -105,19 +77,6 @@ def test_gloo_ring_on_a_rail_testbed(topology: Any, tmp_path: Path) -> None:
         pytest.skip("torch (the gloo baseline's optional dependency) is not installed")
     with RailTestbed(topology(2, 2), _options(tmp_path), backend="loopback") as tb:
         assert_exact(tb.run_gloo([1000], repeats=1, timeout=60), [1000], 4)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("gpus", [2, 4])
-def test_alltoall_on_rail_only_delivers_every_byte(gpus: int, tmp_path: Path) -> None:
-    with RailTestbed(rail_only(2, gpus), _options(tmp_path), backend="loopback") as tb:
-        assert_exact(tb.run_alltoall(30000, repeats=1), [30000], 2 * gpus)
-
-
-@pytest.mark.slow
-def test_rail_only_2x2_trains_digits_with_the_rail_switches_as_optimizer(tmp_path: Path) -> None:
-    with RailTestbed(rail_only(2, 2), _options(tmp_path), backend="loopback") as tb:
-        assert_digits_trained(tb, steps=12)
 
 
 MLP_PARAM_CHUNKS = 9216

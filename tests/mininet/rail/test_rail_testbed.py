@@ -37,35 +37,42 @@ def _options(tmp_path: Path) -> TestbedOptions:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("gpus", [2, 4])
-def test_rail_only_hierarchical_exact(gpus: int, tmp_path: Path) -> None:
+def test_rail_only_collectives_and_training(gpus: int, tmp_path: Path) -> None:
+    """One bring-up for everything rail-only does: hierarchical INA exact, the momentum
+    optimizer bit-exact with the numpy model, the all-to-all, gloo's ring relayed through the
+    HB domain (no NIC path between rails: the hosts' relay routes go via the HB peer), and
+    at 4 GPUs per domain digits trained on the rail switches."""
     topo = rail_only(2, gpus, nic_link=NIC, hb_link=HB)
     with RailTestbed(topo, _options(tmp_path), backend="mininet") as tb:
         assert_exact(tb.run_hierarchical([1, 300, 2000]), [1, 300, 2000], 2 * gpus)
+        assert_training_bit_exact(tb, "momentum", steps=2)
+        assert_exact(tb.run_alltoall(20000, repeats=1), [20000], 2 * gpus)
+        assert "via 10.1.1.2 dev d1g1-eth1" in tb.network.net.get("d1g1").cmd(f"ip route get {topo.host('d2g2').address}")
+        assert_exact(tb.run_gloo([1000, 20000], repeats=1, timeout=50), [1000, 20000], 2 * gpus)
+        if gpus == 4:
+            assert_digits_trained(tb, steps=12)
     assert _leftovers([s.name for s in topo.switches]) == []
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("gpus", [2, 4])
-def test_rail_only_momentum_bit_exact(gpus: int, tmp_path: Path) -> None:
-    with RailTestbed(rail_only(2, gpus, nic_link=NIC, hb_link=HB), _options(tmp_path), backend="mininet") as tb:
-        assert_training_bit_exact(tb, "momentum", steps=2)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("gpus", [2, 4])
-def test_rail_optimized_hierarchical_and_flat_exact(gpus: int, tmp_path: Path) -> None:
+def test_rail_optimized_collectives_and_training(gpus: int, tmp_path: Path) -> None:
+    """One bring-up for everything rail-optimized does: hierarchical and flat (through the
+    spine) INA exact, SGD bit-exact with the numpy model, the all-to-all on both routes
+    (direct through the spine; two-step: HB forwarding, then the rail), gloo's ring through
+    the spine at 2 GPUs per domain and digits trained on the rail switches at 4."""
     topo = rail_optimized(2, gpus, nic_link=NIC, hb_link=HB)
     with RailTestbed(topo, _options(tmp_path), backend="mininet") as tb:
         assert_exact(tb.run_hierarchical([300, 2000]), [300, 2000], 2 * gpus)
         assert_exact(tb.run_flat([300]), [300], 2 * gpus)
-    assert _leftovers([s.name for s in topo.switches]) == []
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("gpus", [2, 4])
-def test_rail_optimized_sgd_bit_exact(gpus: int, tmp_path: Path) -> None:
-    with RailTestbed(rail_optimized(2, gpus, nic_link=NIC, hb_link=HB), _options(tmp_path), backend="mininet") as tb:
         assert_training_bit_exact(tb, "sgd", steps=2)
+        for route in ("direct", "two-step"):
+            assert_exact(tb.run_alltoall(20000, repeats=1, route=route), [20000], 2 * gpus)
+        if gpus == 2:
+            assert_exact(tb.run_gloo([1000, 20000], repeats=1, timeout=50), [1000, 20000], 4)
+        else:
+            assert_digits_trained(tb, steps=12)
+    assert _leftovers([s.name for s in topo.switches]) == []
 
 
 @pytest.mark.slow
@@ -100,48 +107,6 @@ def test_a_nic_link_down_fails_its_rail_and_a_reinstalled_job_runs(tmp_path: Pat
         tb.set_nic_link("d1g2", up=True)
         tb.reinstall()
         assert_exact(tb.run_hierarchical([1000]), [1000], 4)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("gpus", [2, 4])
-def test_alltoall_on_rail_optimized_delivers_every_byte_on_both_routes(gpus: int, tmp_path: Path) -> None:
-    """Direct (through the spine) and two-step (HB forwarding, then the rail)."""
-    with RailTestbed(rail_optimized(2, gpus, nic_link=NIC, hb_link=HB),
-                            TestbedOptions(state_dir=tmp_path, window=8), backend="mininet") as tb:
-        for route in ("direct", "two-step"):
-            assert_exact(tb.run_alltoall(20000, repeats=1, route=route), [20000], 2 * gpus)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("gpus", [2, 4])
-def test_alltoall_on_rail_only_delivers_every_byte(gpus: int, tmp_path: Path) -> None:
-    with RailTestbed(rail_only(2, gpus, nic_link=NIC, hb_link=HB),
-                            TestbedOptions(state_dir=tmp_path, window=8), backend="mininet") as tb:
-        assert_exact(tb.run_alltoall(20000, repeats=1), [20000], 2 * gpus)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("gpus", [2, 4])
-def test_gloo_ring_on_rail_only_relays_through_the_hb_domain(gpus: int, tmp_path: Path) -> None:
-    """No NIC path between rails: gloo's full mesh connects through the hosts' relay routes
-    (HB peer, then its rail); the ring's own neighbours share a domain or a rail."""
-    topo = rail_only(2, gpus, nic_link=NIC, hb_link=HB)
-    with RailTestbed(topo, _options(tmp_path), backend="mininet") as tb:
-        assert "via 10.1.1.2 dev d1g1-eth1" in tb.network.net.get("d1g1").cmd(f"ip route get {topo.host('d2g2').address}")
-        assert_exact(tb.run_gloo([1000, 20000], repeats=1, timeout=50), [1000, 20000], 2 * gpus)
-
-
-@pytest.mark.slow
-def test_gloo_ring_on_rail_optimized_through_the_spine(tmp_path: Path) -> None:
-    with RailTestbed(rail_optimized(2, 2, nic_link=NIC, hb_link=HB), _options(tmp_path), backend="mininet") as tb:
-        assert_exact(tb.run_gloo([1000, 20000], repeats=1, timeout=50), [1000, 20000], 4)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("topology", [rail_only, rail_optimized])
-def test_digits_trained_with_the_rail_switches_as_optimizer(topology: Any, tmp_path: Path) -> None:
-    with RailTestbed(topology(2, 4, nic_link=NIC, hb_link=HB), _options(tmp_path), backend="mininet") as tb:
-        assert_digits_trained(tb, steps=12)
 
 
 @pytest.mark.slow
