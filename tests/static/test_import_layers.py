@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -198,24 +199,11 @@ def _module_level_imports(name: str, path: Path, known: dict[str, Path]) -> set[
     are left out, as Python initialises a package before its modules anyway."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-
-    def visit(body: list[ast.stmt]) -> None:
-        for node in body:
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                mini = ast.Module(body=[node], type_ignores=[])
-                for target in _targets(mini, package, known):
-                    found.update(m for m in _with_parents(target) if m in known)
-            elif isinstance(node, ast.If):
-                visit(node.body)
-                visit(node.orelse)
-            elif isinstance(node, ast.Try):
-                visit(node.body)
-                for handler in node.handlers:
-                    visit(handler.body)
-                visit(node.orelse)
-                visit(node.finalbody)
-
-    visit(ast.parse(path.read_text(), str(path)).body)
+    for node in _module_level(ast.parse(path.read_text(), str(path)).body):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            mini = ast.Module(body=[node], type_ignores=[])
+            for target in _targets(mini, package, known):
+                found.update(m for m in _with_parents(target) if m in known)
     ancestors = set(_with_parents(name))
     return {m for m in found if m not in ancestors}
 
@@ -307,38 +295,29 @@ def test_no_private_name_is_imported_across_modules() -> None:
     assert not bad, "; ".join(sorted(bad))
 
 
+def _module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements that run when a module is imported: its body and, recursively, the
+    bodies of ``if`` and ``try`` statements there (``TYPE_CHECKING`` blocks included)."""
+    for node in body:
+        yield node
+        if isinstance(node, ast.If):
+            yield from _module_level(node.body + node.orelse)
+        elif isinstance(node, ast.Try):
+            yield from _module_level(node.body + [s for h in node.handlers for s in h.body]
+                                     + node.orelse + node.finalbody)
+
+
 def _defined_names(path: Path) -> set[str]:
-    """Names a module binds when imported: its defs, classes, assignments and imports, also
-    under module-level ``if``/``try`` (as ``_module_level_imports`` walks them)."""
+    """Names a module binds when imported: its defs, classes, assignments and imports."""
     names: set[str] = set()
-
-    def bind(target: ast.expr) -> None:
-        for node in ast.walk(target):
-            if isinstance(node, ast.Name):
-                names.add(node.id)
-
-    def visit(body: list[ast.stmt]) -> None:
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                names.add(node.name)
-            elif isinstance(node, ast.Assign):
-                for target in node.targets:
-                    bind(target)
-            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
-                bind(node.target)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                names.update((a.asname or a.name).split(".")[0] for a in node.names)
-            elif isinstance(node, ast.If):
-                visit(node.body)
-                visit(node.orelse)
-            elif isinstance(node, ast.Try):
-                visit(node.body)
-                for handler in node.handlers:
-                    visit(handler.body)
-                visit(node.orelse)
-                visit(node.finalbody)
-
-    visit(ast.parse(path.read_text(), str(path)).body)
+    for node in _module_level(ast.parse(path.read_text(), str(path)).body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
     return names
 
 
