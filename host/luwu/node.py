@@ -21,16 +21,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
 import sys
+import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from innet.host.agent.agent import Agent, AgentConfig, AgentError
-from innet.host.luwu.plan import LuwuPlan, schedule
+from innet.host.luwu.plan import LuwuPlan, Segment, pull_order, schedule
 from innet.host.luwu.ooc_adam import AdamConfig, AdamState, AdamStateError, DEFAULT_BLOCK
 from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
 from innet.host.agent.transport import TransportConfig
@@ -66,6 +68,8 @@ class NodeConfig(JsonPlan):
     node's own committed step."""
     threads: int = 1
     """Threads of the Adam update (the C kernel runs off the GIL)."""
+    pull_transport: dict[str, Any] | None = None
+    """A duplex plan's second agent (the pull job's broadcasts), on its own UDP port."""
 
     @property
     def name(self) -> str:
@@ -114,7 +118,8 @@ def read_status(directory: Path) -> dict[str, Any]:
 class OptimizerNode:
     """The node's loop over the job's operations (see module docstring)."""
 
-    def __init__(self, config: NodeConfig, transport: TransportConfig) -> None:
+    def __init__(self, config: NodeConfig, transport: TransportConfig,
+                 pull_transport: TransportConfig | None = None) -> None:
         plan = config.plan
         if not 0 <= config.index < len(plan.nodes):
             raise AdamStateError(f"optimizer node index {config.index} is outside 0..{len(plan.nodes) - 1}")
@@ -143,11 +148,21 @@ class OptimizerNode:
                                      f"cannot resume at step {config.resume_step}")
         job = JobConfig(job=plan.job, rank=plan.node_rank(config.index), num_workers=plan.num_workers,
                         window=plan.window, k=plan.k, epoch=plan.epoch, owners=plan.owner_ranges())
-        self.segments = {s.layer: s for s in plan.segments if s.node == config.index}
-        """This node's segment of each layer it owns part of."""
-        largest = max(s.chunks for s in self.segments.values()) * plan.k
-        self.agent = Agent(AgentConfig(job, transport, timing=Timing(chunk_deadline=config.chunk_deadline)),
-                           capacity=largest)
+        if plan.duplex != (pull_transport is not None):
+            raise AdamStateError(f"optimizer node {config.name}: a duplex plan needs a pull transport, "
+                                 "a plan on one job none")
+        self.segments: dict[int, list[Segment]] = {}
+        """This node's segments of each layer it owns part of (chunk order)."""
+        for seg in plan.segments:
+            if seg.node == config.index:
+                self.segments.setdefault(seg.layer, []).append(seg)
+        largest = max(s.chunks for segs in self.segments.values() for s in segs) * plan.k
+        timing = Timing(chunk_deadline=config.chunk_deadline)
+        self.agent = Agent(AgentConfig(job, transport, timing=timing), capacity=largest)
+        self.pull_agent = self.agent
+        if pull_transport is not None and plan.pull_job is not None:
+            pull_job = replace(job, job=plan.pull_job, epoch=plan.pull_epoch)
+            self.pull_agent = Agent(AgentConfig(pull_job, pull_transport, timing=timing), capacity=largest)
         self.seconds = {"adam": 0.0, "comm": 0.0}
         self.started = time.time()
 
@@ -163,43 +178,104 @@ class OptimizerNode:
 
     def run(self) -> int:
         """Run ``steps`` steps; the step reached."""
-        plan, index = self.plan, self.config.index
         write_status(self.directory, self.status("running"))
-        with self.agent:
-            pushes = 0
-            for kind, layer in schedule(len(plan.layer_sizes), self.config.steps):
-                seg = self.segments.get(layer)
-                t0 = time.perf_counter()
-                if kind == "pull":
-                    if seg is not None:
-                        out = np.zeros(seg.chunks * plan.k, np.int32)
-                        out[1:1 + seg.n] = self.state.read(seg.local, seg.local + seg.n).view(np.int32)
-                        self.agent.broadcast_int(out, seg.first_chunk)
-                    self.seconds["comm"] += time.perf_counter() - t0
-                    continue
-                t1 = t0
-                if seg is not None:
-                    sums = self.agent.collect_int(seg.chunks * plan.k, seg.first_chunk)
-                    t1 = time.perf_counter()
-                    self.seconds["comm"] += t1 - t0
-                    frac_bits = int(sums[0])  # the segment's header (module plan)
-                    total = (sums[1:1 + seg.n] * np.ldexp(1.0, -frac_bits)).astype(np.float32)
-                    self.state.update(seg.local, total / np.float32(plan.num_workers))
-                pushes += 1
-                if pushes == len(plan.layer_sizes):
-                    pushes = 0
-                    self.state.commit_step()
-                    write_status(self.directory, self.status("running"))
-                self.seconds["adam"] += time.perf_counter() - t1
+        if self.plan.duplex:
+            with self.agent, self.pull_agent:
+                self._run_duplex()
+        else:
+            with self.agent:
+                self._run_serial()
         write_status(self.directory, self.status("done"))
         return self.state.step
+
+    def _broadcast(self, seg: Segment, generation: int | None = None) -> None:
+        """Send segment ``seg``'s parameters: committed ones, or those of ``generation``."""
+        t0 = time.perf_counter()
+        out = np.zeros(seg.chunks * self.plan.k, np.int32)
+        end = seg.local + seg.n
+        params = (self.state.read(seg.local, end) if generation is None
+                  else self.state.read_written(seg.local, end, generation))
+        out[1:1 + seg.n] = params.view(np.int32)
+        self.pull_agent.broadcast_int(out, seg.first_chunk)
+        self.seconds["comm"] += time.perf_counter() - t0
+
+    def _collect_and_update(self, seg: Segment) -> None:
+        t0 = time.perf_counter()
+        sums = self.agent.collect_int(seg.chunks * self.plan.k, seg.first_chunk)
+        t1 = time.perf_counter()
+        self.seconds["comm"] += t1 - t0
+        frac_bits = int(sums[0])  # the segment's header (module plan)
+        total = (sums[1:1 + seg.n] * np.ldexp(1.0, -frac_bits)).astype(np.float32)
+        self.state.update(seg.local, total / np.float32(self.plan.num_workers))
+        self.seconds["adam"] += time.perf_counter() - t1
+
+    def _end_of_push(self, pushes: int) -> int:
+        """Count a layer's push; commit the step after the last layer's. The new count."""
+        pushes += 1
+        if pushes == len(self.plan.layer_sizes):
+            t0 = time.perf_counter()
+            self.state.commit_step()
+            write_status(self.directory, self.status("running"))
+            self.seconds["adam"] += time.perf_counter() - t0
+            return 0
+        return pushes
+
+    def _run_serial(self) -> None:
+        pushes = 0
+        for kind, layer in schedule(len(self.plan.layer_sizes), self.config.steps):
+            for seg in self.segments.get(layer, ()):
+                if kind == "pull":
+                    self._broadcast(seg)
+                else:
+                    self._collect_and_update(seg)
+            if kind == "push":
+                pushes = self._end_of_push(pushes)
+
+    def _run_duplex(self) -> None:
+        """Collect and update on this thread; broadcast each updated segment on another, in
+        ``pull_order`` (the workers fetch in that order)."""
+        mine = [s for s in pull_order(self.plan) if s.node == self.config.index]
+        ready: queue.Queue[tuple[Segment, int | None] | None] = queue.Queue()
+        failed: list[BaseException] = []
+
+        def broadcasts() -> None:
+            try:
+                while (item := ready.get()) is not None:
+                    self._broadcast(*item)
+            except BaseException as error:  # raised by the collecting thread
+                failed.append(error)
+
+        for seg in mine:
+            ready.put((seg, None))
+        sender = threading.Thread(target=broadcasts, name=f"node-{self.config.name}-bcast", daemon=True)
+        sender.start()
+        try:
+            pushes = 0
+            for _ in range(self.config.steps):
+                for layer in reversed(range(len(self.plan.layer_sizes))):
+                    for seg in self.segments.get(layer, ()):
+                        if failed:
+                            raise failed[0]
+                        generation = self.state.next_generation
+                        self._collect_and_update(seg)
+                        ready.put((seg, generation))
+                    pushes = self._end_of_push(pushes)
+        except BaseException:
+            self.pull_agent.close()  # ends a broadcast still waiting
+            raise
+        finally:
+            ready.put(None)
+            sender.join()  # a broadcast ends by its chunk deadline at the latest
+        if failed:
+            raise failed[0]
 
 
 def _run_node(config: NodeConfig) -> int:
     from innet.host.agent.transport import transport_config
 
     try:
-        node = OptimizerNode(config, transport_config(config.transport))
+        pull = None if config.pull_transport is None else transport_config(config.pull_transport)
+        node = OptimizerNode(config, transport_config(config.transport), pull)
     except (ValueError, TypeError, KeyError, AdamStateError) as error:
         print(f"optimizer node {config.name}: cannot start: {error}", file=sys.stderr)
         return 2

@@ -415,6 +415,20 @@ class AdamState:
         _pread(self._fd(self.path("params")), out, start)
         return out
 
+    @property
+    def next_generation(self) -> int:
+        """The generation ``update`` writes (the committed one after ``commit_step``)."""
+        return (self.step + 1) % 2
+
+    def read_written(self, start: int, stop: int, generation: int) -> F32:
+        """A copy of parameters ``start..stop-1`` of ``generation``: what ``update`` wrote there
+        before ``commit_step`` (a node broadcasts a piece as soon as it is updated). The caller
+        reads a range before the step after the next one overwrites it."""
+        self._check(start, stop - start)
+        out = np.empty(stop - start, np.float32)
+        _pread(self._fd(self.path("params", generation)), out, start)
+        return out
+
     def read_moments(self) -> tuple[F32, F32]:
         """Both committed moments in full (for tests and inspection of small shards)."""
         out = []

@@ -25,6 +25,16 @@ to whole chunks of K; a layer's segments are consecutive chunks, and so are a no
 The order of operations, the same on every member: pulls of layers ``0..L-1`` (initial
 parameters), then per step the pushes of layers ``L-1..0`` (the order backward produces
 them) and the pulls of ``0..L-1`` (the order forward needs them). See docs/luwu.md.
+
+**Duplex plans** (``pull_job`` set): one agent carries one operation at a time, so on one
+job a member's pushes and pulls take turns on its link, and a step costs the model's bytes
+up *plus* down. A duplex plan puts the pulls on a second job (``pull_job``, its own slots,
+every member a second agent on its own UDP port): the pushes walk layers ``L-1..0`` on the
+push job while the pulls walk the segments in the same order on the pull job, each pull
+right after its node updated the segment (:func:`pull_order`). Uplink and downlink then
+carry a step at once and a step costs about the bytes of one direction. ``piece`` cuts the
+segments into pieces of at most that many chunks, so a pull trails its push by a piece, not
+by a whole layer.
 """
 
 from __future__ import annotations
@@ -80,6 +90,12 @@ class LuwuPlan:
     shards: tuple[tuple[int, int], ...] = ()
     """Element range ``[start, stop)`` of each node; empty: ``ShardPlan.contiguous`` over
     the model's chunks of K (see :func:`shard_ranges`)."""
+    pull_job: int | None = None
+    """Job id of the pulls in a duplex plan (module docstring); None: pulls share ``job``."""
+    pull_epoch: int = 1
+    """The pull job's epoch (``Controller.attach``)."""
+    piece: int = 0
+    """Chunks per segment at most (a longer part of a layer is several segments); 0: no limit."""
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -100,6 +116,10 @@ class LuwuPlan:
             if a != expected or b < a:
                 raise LuwuPlanError(f"luwu plan: shard of node {name} is {a}..{b}, expected to start at {expected}")
             expected = b
+        if self.pull_job is not None and self.pull_job == self.job:
+            raise LuwuPlanError(f"luwu plan: pull job {self.pull_job} is the push job; a duplex plan needs two jobs")
+        if self.piece < 0 or self.piece == 1:
+            raise LuwuPlanError(f"luwu plan: piece {self.piece} chunks: 0 (no limit) or at least 2 (header + values)")
         if expected != self.total:
             raise LuwuPlanError(f"luwu plan: shards cover {expected} of {self.total} elements")
         empty = [name for (a, b), name in zip(self.shards, self.nodes) if a == b]
@@ -110,6 +130,10 @@ class LuwuPlan:
             Lanes(self.window, self.owner_ranges())
         except OwnersError as error:
             raise LuwuPlanError(f"luwu plan: {error}") from None
+
+    @property
+    def duplex(self) -> bool:
+        return self.pull_job is not None
 
     @property
     def members(self) -> int:
@@ -154,9 +178,14 @@ class LuwuPlan:
         for layer in range(len(self.layer_sizes)):
             for node in range(len(self.nodes)):
                 part = self.overlap(layer, node)
-                if part is not None:
-                    chunks = -(-(1 + part[2]) // self.k)
-                    out.append(Segment(layer, node, *part, chunk, chunks))
+                if part is None:
+                    continue
+                at, local, n = part
+                most = self.piece * self.k - 1 if self.piece else n
+                for lo in range(0, n, most):
+                    m = min(most, n - lo)
+                    chunks = -(-(1 + m) // self.k)
+                    out.append(Segment(layer, node, at + lo, local + lo, m, chunk, chunks))
                     chunk += chunks
         return tuple(out)
 
@@ -199,6 +228,13 @@ def shard_ranges(total: int, k: int, nodes: tuple[str, ...]) -> tuple[tuple[int,
     plan = ShardPlan.contiguous(-(-total // k), list(nodes))
     return tuple((min(s.first_chunk * k, total), min((s.first_chunk + s.chunks) * k, total))
                  for s in plan.shards)
+
+
+def pull_order(plan: LuwuPlan) -> tuple[Segment, ...]:
+    """The segments in the order a duplex plan pulls them, every version: layers ``L-1..0``
+    (the order of the pushes, so each pull follows its node's update), each layer's segments
+    in chunk order. Per node (lane) this is the order the node collects and broadcasts them."""
+    return tuple(s for layer in reversed(range(len(plan.layer_sizes))) for s in plan.layer_segments(layer))
 
 
 def schedule(layers: int, steps: int | None) -> Iterator[Op]:

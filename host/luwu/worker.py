@@ -13,7 +13,10 @@ layer ``i``'s gradient over (so every member sends the same operations in the sa
 whatever order autograd fires its hooks in), a pull starts as soon as the previous
 operation is done (prefetch: layer ``i+1`` is on its way while forward computes layer
 ``i``). One agent process does the packets (``innet.host.agent.agent``); the thread only waits
-on it, so compute and communication overlap.
+on it, so compute and communication overlap. A duplex plan (``LuwuPlan.pull_job``) has a
+second agent and thread for the pulls, which fetch each segment as soon as its node has
+updated it (``innet.host.luwu.plan.pull_order``), while the pushes go on: the link carries
+both directions at once.
 
 The worker keeps no optimizer state; ``take`` hands a pulled layer over and forgets it, so
 parameters live only where the caller keeps them. A failed operation is raised by the
@@ -26,14 +29,14 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from innet.host.agent.agent import Agent, AgentConfig
-from innet.host.luwu.plan import LuwuPlan, schedule
+from innet.host.luwu.plan import LuwuPlan, pull_order, schedule
 from innet.host.wire import quantize as qz
 from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
 from innet.host.agent.transport import TransportConfig
@@ -113,56 +116,98 @@ class LuwuWorker:
     """See module docstring."""
 
     def __init__(self, plan: LuwuPlan, rank: int, transport: TransportConfig,
-                 timing: Timing | None = None) -> None:
+                 timing: Timing | None = None, pull_transport: TransportConfig | None = None) -> None:
         if not 0 <= rank < plan.num_workers:
             raise ValueError(f"luwu worker rank {rank} is outside 0..{plan.num_workers - 1}")
+        if plan.duplex != (pull_transport is not None):
+            raise ValueError(f"luwu worker {rank}: a duplex plan needs a pull transport (its second agent's "
+                             "address), a plan on one job none")
         self.plan = plan
         self.rank = rank
         job = JobConfig(job=plan.job, rank=rank, num_workers=plan.num_workers, window=plan.window, k=plan.k,
                         epoch=plan.epoch, owners=plan.owner_ranges())
         self._wire = [_LayerWire(plan, i) for i in range(len(plan.layer_sizes))]
-        self.agent = Agent(AgentConfig(job, transport, timing=timing or Timing()),
-                           capacity=max(w.size for w in self._wire))
+        capacity = max(w.size for w in self._wire)
+        self.agent = Agent(AgentConfig(job, transport, timing=timing or Timing()), capacity=capacity)
+        self.pull_agent = self.agent
+        """The agent of the pulls: a second one, on the pull job, in a duplex plan."""
+        if pull_transport is not None and plan.pull_job is not None:
+            pull_job = replace(job, job=plan.pull_job, epoch=plan.pull_epoch)
+            self.pull_agent = Agent(AgentConfig(pull_job, pull_transport, timing=timing or Timing()),
+                                    capacity=max(s.chunks for s in plan.segments) * plan.k)
         self.stats = WorkerStats()
         self._cond = threading.Condition()
         self._grads: dict[int, F32] = {}
         self._pulled: dict[int, F32] = {}
         self._handed: set[int] = set()
         """Layers pushed in the current step (the comm thread may have sent them already)."""
+        self._last_segment = [plan.layer_segments(i)[-1] for i in range(len(plan.layer_sizes))]
+        self._pushed = [0] * len(plan.layer_sizes)
+        """Pushes sent per layer (duplex: a layer's next pull waits for its push)."""
+        self._pulls_left = len(plan.layer_sizes)
+        """Layer pulls due and not done (duplex: the initial ones plus one per push)."""
         self._error: BaseException | None = None
         self._closed = False
         self._idle = False
         """The thread waits for a gradient the caller has not handed over."""
-        self._thread = threading.Thread(target=self._loop, name=f"luwu-worker-{rank}", daemon=True)
+        self._threads = [threading.Thread(target=self._loop, name=f"luwu-worker-{rank}", daemon=True)]
+        if plan.duplex:
+            self._threads.append(threading.Thread(target=self._pull_loop, name=f"luwu-pull-{rank}", daemon=True))
 
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> "LuwuWorker":
         self.agent.start()
-        self._thread.start()
+        if self.pull_agent is not self.agent:
+            self.pull_agent.start()
+        for thread in self._threads:
+            thread.start()
         return self
+
+    @property
+    def agents(self) -> tuple[Agent, ...]:
+        """The push agent, and the pull agent of a duplex plan."""
+        return (self.agent,) if self.pull_agent is self.agent else (self.agent, self.pull_agent)
+
+    def agent_stats(self) -> dict[str, int]:
+        """The agents' counters of their last operations (summed over a duplex worker's two)."""
+        out: dict[str, int] = {}
+        for agent in self.agents:
+            for key, value in (agent.last.stats if agent.last is not None else {}).items():
+                out[key] = out.get(key, 0) + value
+        return out
+
+    def _done(self) -> bool:
+        """Everything handed over is done: pushes, and the pulls after them."""
+        if not self._threads[0].is_alive():
+            return True
+        return self._idle and (not self.plan.duplex or self._pulls_left == 0)
 
     def wait_idle(self, timeout: float = 60.0) -> None:
         """Wait until everything handed over is done (pushes, and the pulls after them)."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while self._thread.is_alive() and not self._idle and time.monotonic() < deadline:
+            while not self._done() and time.monotonic() < deadline:
                 self._raise()
                 self._cond.wait(0.2)
             self._raise()
 
     def close(self, drain_timeout: float = 60.0) -> None:
         """Finish what was handed over (the last step's pushes and the pulls after them: the
-        optimizer nodes wait for them), then stop the agent."""
+        optimizer nodes wait for them), then stop the agents."""
         deadline = time.monotonic() + drain_timeout
         with self._cond:
-            while (self._thread.is_alive() and self._error is None and not self._idle
-                   and time.monotonic() < deadline):
+            while self._error is None and not self._done() and time.monotonic() < deadline:
                 self._cond.wait(0.2)
             self._closed = True
             self._cond.notify_all()
-        self.agent.close()  # ends a pending operation (the agent process stops)
-        self._thread.join(timeout=10)
+        try:
+            self.agent.close()  # ends a pending operation (the agent process stops)
+        finally:
+            if self.pull_agent is not self.agent:
+                self.pull_agent.close()
+        for thread in self._threads:
+            thread.join(timeout=10)
 
     def __enter__(self) -> "LuwuWorker":
         return self.start()
@@ -223,18 +268,59 @@ class LuwuWorker:
     # -- the communication thread ---------------------------------------------------------
 
     def _loop(self) -> None:
+        """The job's operations (a duplex plan: only the pushes; ``_pull_loop`` pulls)."""
         try:
             for kind, layer in schedule(len(self.plan.layer_sizes), None):
-                if kind == "pull":
-                    self._pull(layer)
-                else:
+                if kind == "push":
                     self._push(layer)
+                elif not self.plan.duplex:
+                    self._pull(layer)
         except _Closed:
             return
         except BaseException as error:  # handed to the caller
-            with self._cond:
+            self._fail(error)
+
+    def _pull_loop(self) -> None:
+        """A duplex plan's pulls: the segments in ``pull_order``, each version of a layer once
+        this worker pushed the version before (the pulls then never wait on compute)."""
+        order = pull_order(self.plan)
+        version = 0
+        try:
+            while True:
+                buffers: dict[int, npt.NDArray[np.int32]] = {}
+                for seg in order:
+                    layer = seg.layer
+                    if layer not in buffers:
+                        with self._cond:
+                            while self._pushed[layer] < version:
+                                if self._closed:
+                                    raise _Closed()
+                                self._cond.wait(0.5)
+                        buffers[layer] = np.zeros(self._wire[layer].size, np.int32)
+                    t0 = time.perf_counter()
+                    lw = self._wire[layer]
+                    at = (seg.first_chunk - lw.first_chunk) * self.plan.k
+                    size = seg.chunks * self.plan.k
+                    buffers[layer][at:at + size] = self._op(lambda: self.pull_agent.fetch_int(size, seg.first_chunk))
+                    self.stats.pull_seconds += time.perf_counter() - t0
+                    if seg == self._last_segment[layer]:
+                        values = lw.unpack(buffers.pop(layer)).view(np.float32)
+                        with self._cond:
+                            self._pulled[layer] = values
+                            self._pulls_left -= 1
+                            self._cond.notify_all()
+                        self.stats.pulls += 1
+                version += 1
+        except _Closed:
+            return
+        except BaseException as error:
+            self._fail(error)
+
+    def _fail(self, error: BaseException) -> None:
+        with self._cond:
+            if self._error is None:
                 self._error = self._named(error)
-                self._cond.notify_all()
+            self._cond.notify_all()
 
     def _named(self, error: BaseException) -> BaseException:
         if isinstance(error, AggregationError) and error.missing:
@@ -285,6 +371,10 @@ class LuwuWorker:
             self.stats.frac_bits.append(last.frac_bits)
         self.stats.push_seconds += time.perf_counter() - t0
         self.stats.pushes += 1
+        with self._cond:
+            self._pushed[layer] += 1
+            self._pulls_left += 1
+            self._cond.notify_all()
 
     def _agree_scale(self, grad: F32) -> int:
         """The workers' common fixed-point scale of a layer: the bound exchange of the DDP path

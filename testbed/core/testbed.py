@@ -305,8 +305,9 @@ class Testbed:
         """Every worker host of the topology, in rank order."""
         return tuple(h.name for h in sorted(self.topology.workers, key=lambda h: h.rank or 0))
 
-    def worker_specs(self, hosts: Sequence[str] | None = None) -> tuple[Any, ...]:
-        """Job workers: ``hosts`` (default every worker host) get ranks 0..len-1 in that order."""
+    def worker_specs(self, hosts: Sequence[str] | None = None, udp_port: int | None = None) -> tuple[Any, ...]:
+        """Job workers: ``hosts`` (default every worker host) get ranks 0..len-1 in that order;
+        their agents listen on ``udp_port`` (default ``options.agent_port``)."""
         from innet.controller.jobs import WorkerSpec
 
         out = []
@@ -315,18 +316,19 @@ class Testbed:
             if h not in self.topology.workers:
                 raise TestbedError(f"job worker {name!r}: not a worker host of topology {self.topology.name}")
             out.append(WorkerSpec(rank=rank, port=self.switch_port(name), mac=h.mac, ip=h.address,
-                                  udp_port=self.options.agent_port))
+                                  udp_port=self.options.agent_port if udp_port is None else udp_port))
         return tuple(out)
 
     def create_job(self, job_id: int | None = None, mode: str = "sum", hosts: Sequence[str] | None = None,
                    **params: Any) -> Any:
         """Install a job over ``hosts`` (default every worker; rank = position) (``params``: JobSpec
-        fields such as ``lr``, ``param_chunks``, ``slot_base``)."""
+        fields such as ``lr``, ``param_chunks``, ``slot_base``; ``udp_port``: the agents' port)."""
         from innet.controller.jobs import JobSpec
 
         hosts = self.worker_hosts() if hosts is None else tuple(hosts)
         job = JobSpec(job_id=job_id if job_id is not None else self.options.job_id,
-                      workers=self.worker_specs(hosts), slot_base=params.pop("slot_base", 0),
+                      workers=self.worker_specs(hosts, params.pop("udp_port", None)),
+                      slot_base=params.pop("slot_base", 0),
                       slot_count=params.pop("slot_count", self.options.window), k=self.options.k, mode=mode,
                       **params)
         self.controller.create_job(job)

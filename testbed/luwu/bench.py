@@ -58,10 +58,12 @@ from innet.testbed.luwu.data import MODELS, ModelShape
 from innet.testbed.core.machine import load_average
 from innet.testbed.core.topology import Link
 
-MODES = {"ddp-gloo": ("ddp-gloo", True), "ddp-innet": ("ddp-innet", True), "fsdp": ("fsdp", True),
-         "fsdp-offload": ("fsdp-offload", True), "luwu": ("luwu", True), "luwu-serialized": ("luwu", False),
-         "allreduce-gloo": ("allreduce-gloo", True), "allreduce-innet": ("allreduce-innet", True)}
-"""CLI name -> (run mode, overlap)."""
+MODES = {"ddp-gloo": ("ddp-gloo", True, None), "ddp-innet": ("ddp-innet", True, None), "fsdp": ("fsdp", True, None),
+         "fsdp-offload": ("fsdp-offload", True, None), "luwu": ("luwu", True, None),
+         "luwu-one-job": ("luwu", True, False), "luwu-serialized": ("luwu", False, None),
+         "allreduce-gloo": ("allreduce-gloo", True, None), "allreduce-innet": ("allreduce-innet", True, None)}
+"""CLI name -> (run mode, overlap, duplex). ``luwu`` is duplex where the testbed allows it
+(Mininet: pulls on a second job, ``RunConfig.duplex``); ``luwu-one-job`` pushes and pulls on one."""
 DEFAULT_MODES = ("ddp-gloo", "ddp-innet", "fsdp", "luwu", "luwu-serialized")
 """What runs without ``--modes`` (fsdp-offload is optional: on a CPU-only host it only copies)."""
 GLOO_THEORY = {"ddp-gloo": 2, "fsdp": 4, "fsdp-offload": 4, "allreduce-gloo": 2}
@@ -80,9 +82,10 @@ def step_times(finals: Sequence[dict[str, Any]], warmup: int) -> list[float]:
     return [max(f["step_seconds"][s] for f in finals) for s in range(min(warmup, steps - 1), steps)]
 
 
-def row_of(result: RunResult, workers: int, overlap: bool, steps: int, k: int, warmup: int = 2) -> dict[str, Any]:
+def row_of(result: RunResult, workers: int, overlap: bool, steps: int, k: int, warmup: int = 2,
+           duplex: bool | None = None) -> dict[str, Any]:
     """One table row: what ``result`` measured, over the workers (see module docstring)."""
-    name = result.mode + ("" if overlap else " (serialized)")
+    name = result.mode + ("" if overlap else " (serialized)") + (" (one job)" if duplex is False else "")
     finals = result.finals
     row: dict[str, Any] = {"mode": name, "workers": workers, "errors": result.errors, "seconds": result.seconds}
     if len(finals) != workers:
@@ -279,15 +282,15 @@ def run(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettin
     shape = settings.model
     for n in workers:
         with _testbed(n, settings) as tb:
-            for mode, overlap in (MODES[m] for m in modes):
+            for mode, overlap, duplex in (MODES[m] for m in modes):
                 before = tb.wire_bytes()
                 load = load_average()
                 switch_cpu = _switch_cpu(tb)
-                result = run_training(tb, RunConfig(mode=mode, workers=n, steps=total, overlap=overlap,
+                result = run_training(tb, RunConfig(mode=mode, workers=n, steps=total, overlap=overlap, duplex=duplex,
                                                     lr=settings.lr, hidden=shape.hidden, data=shape.data,
                                                     inputs=shape.inputs, batch=settings.batch,
                                                     warmup=settings.warmup, timeout=settings.timeout))
-                row = row_of(result, n, overlap, total, tb.options.k, settings.warmup)
+                row = row_of(result, n, overlap, total, tb.options.k, settings.warmup, duplex)
                 row["wire_bytes_per_worker_step"] = _wire(tb, before, n, total)
                 after = _switch_cpu(tb)
                 if switch_cpu is not None and after is not None:  # start-up of the mode included

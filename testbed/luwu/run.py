@@ -55,6 +55,10 @@ class RunConfig:
     timeout: float = 300.0
     kill_node_at_step: int | None = None
     """Kill optimizer node 0 once its status shows this step (failure test)."""
+    duplex: bool | None = None
+    """LuWu's pulls on a second job, beside the pushes (``LuwuPlan.pull_job``); None: where
+    the hosts' agents have addresses of their own (Mininet). Loopback's frame tunnels answer
+    one sender per switch port, so a host there has one agent per job set."""
 
 
 @dataclass
@@ -77,6 +81,19 @@ class RunResult:
     @property
     def mean_loss(self) -> list[float]:
         return [float(x) for x in np.mean(np.array(self.losses), axis=0)]
+
+
+PIECE_BYTES = 1 << 20
+"""A duplex plan's segment pieces: about 1 MiB, so a pull trails its push by ~80 ms at 100 Mbit/s."""
+
+
+def _has_udp_agents(tb: Testbed, host: str) -> bool:
+    return bool(tb.host_transport(host).get("kind") == "udp")
+
+
+def _pull_transport(tb: Testbed, host: str) -> dict[str, Any]:
+    """The transport of ``host``'s second agent (a duplex plan's pulls): the next UDP port."""
+    return {**tb.host_transport(host), "local_port": tb.options.agent_port + 1}
 
 
 def _spawn(tb: Testbed, host: str, name: str, argv: list[str], gloo: bool = False) -> Any:
@@ -122,6 +139,7 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
     result = RunResult(config.mode)
     procs: list[tuple[str, Any]] = []
     node_dirs: list[Path] = []
+    pull_job_id: int | None = None
     start = time.perf_counter()
     if config.mode == "local":
         procs.append(("train-local", _spawn(tb, hosts[0], "train-local",
@@ -149,14 +167,27 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
                 raise TestbedError(f"luwu run: {error}") from None
         members = hosts[:n + s]
         model = build_model(base)
+        duplex = config.duplex if config.duplex is not None else _has_udp_agents(tb, members[0])
+        if duplex and not _has_udp_agents(tb, members[0]):
+            raise TestbedError("luwu run: duplex needs agents with addresses of their own (Mininet); this "
+                               "testbed's frame tunnels answer one sender per switch port")
         plan = LuwuPlan(job=tb.options.job_id, num_workers=n, nodes=tuple(f"o{i + 1}" for i in range(s)),
                         layer_sizes=tuple(layer.size for layer in layer_table(model)),
                         layer_names=tuple(layer.name for layer in layer_table(model)),
-                        epoch=1, window=tb.options.window, k=tb.options.k)
+                        epoch=1, window=tb.options.window, k=tb.options.k,
+                        piece=max(2, PIECE_BYTES // (4 * tb.options.k)) if duplex else 0)
         specs = tb.worker_specs(members)
         owners = tuple(OwnerSpec(specs[o.rank], o.first_chunk, o.chunks) for o in plan.owner_ranges())
         job = tb.replace_job(mode="sum", hosts=hosts[:n], owners=owners)
         plan = replace(plan, job=job.job_id, window=job.slot_count, epoch=tb.controller.attach(job.job_id))
+        if duplex:
+            pull_specs = tb.worker_specs(members, udp_port=tb.options.agent_port + 1)
+            pull_owners = tuple(OwnerSpec(pull_specs[o.rank], o.first_chunk, o.chunks) for o in plan.owner_ranges())
+            pull_job = tb.create_job(job_id=job.job_id + 1, mode="sum", hosts=hosts[:n], owners=pull_owners,
+                                     slot_base=job.slot_base + job.slot_count, slot_count=job.slot_count,
+                                     udp_port=tb.options.agent_port + 1)
+            pull_job_id = pull_job.job_id
+            plan = replace(plan, pull_job=pull_job_id, pull_epoch=tb.controller.attach(pull_job_id))
         root = Path(state_root) if state_root is not None else Path(tempfile.mkdtemp(prefix="innet-luwu-"))
         root.mkdir(parents=True, exist_ok=True)
         init = root / "init.npy"
@@ -165,13 +196,15 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
             host = members[n + i]
             node_dirs.append(root / plan.nodes[i])
             nc = NodeConfig(plan, i, str(node_dirs[-1]), tb.host_transport(host), config.steps,
-                            AdamConfig(lr=config.lr), str(init))
+                            AdamConfig(lr=config.lr), str(init),
+                            pull_transport=_pull_transport(tb, host) if plan.duplex else None)
             name = f"node-{plan.nodes[i]}"
             procs.append((name, _spawn(tb, host, name, [sys.executable, "-m", NodeConfig.__module__, nc.to_json()])))
         for r in range(n):
             spec = replace(base, rank=r, job=job.job_id, window=job.slot_count, epoch=plan.epoch,
                            transport=tb.host_transport(hosts[r]), plan=json.loads(plan.to_json()),
-                           count_iface=tb.count_iface(hosts[r]))
+                           count_iface=tb.count_iface(hosts[r]),
+                           pull_transport=_pull_transport(tb, hosts[r]) if plan.duplex else None)
             name = f"train-{hosts[r]}"
             procs.append((name, _spawn(tb, hosts[r], name, [sys.executable, "-m", TRAIN_MODULE, spec.to_json()])))
     else:
@@ -198,6 +231,8 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
         for name, _ in procs:
             tb.procs.stop(name)
             tb.procs.forget(name)
+        if pull_job_id is not None:
+            tb.controller.destroy_job(pull_job_id)
     for d in node_dirs:
         try:
             result.nodes.append(read_status(d))

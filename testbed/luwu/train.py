@@ -69,6 +69,8 @@ class TrainSpec(JsonPlan):
     classes: int = 10
     warmup: int = 2
     """Steps before the interface counters are read (not counted in the link bytes)."""
+    pull_transport: dict[str, Any] | None = None
+    """The second agent's transport of a duplex LuWu plan (``LuwuPlan.pull_job``)."""
     count_iface: str | None = None
     """This host's link, whose counters (``/proc/net/dev`` of this namespace) give the bytes
     sent and received per step; None where there is none (loopback)."""
@@ -125,14 +127,17 @@ def _largest_layer_bytes(model: Any) -> int:
 
 
 def _cpu(agent: Any | None) -> tuple[float, float]:
-    """CPU seconds so far of this process (every thread) and of ``agent``'s process (0 without)."""
+    """CPU seconds so far of this process (every thread) and of the process of ``agent`` (an
+    agent or a tuple of them: a duplex LuWu worker's two; 0 without)."""
     from innet.testbed.core.processes import cpu_seconds
 
-    pid = agent._process.pid if agent is not None and agent._process is not None else None
-    try:
-        theirs = cpu_seconds(pid) if pid is not None else 0.0
-    except (OSError, ValueError, IndexError):
-        theirs = 0.0
+    theirs = 0.0
+    for one in agent if isinstance(agent, tuple) else (agent,):
+        pid = one._process.pid if one is not None and one._process is not None else None
+        try:
+            theirs += cpu_seconds(pid) if pid is not None else 0.0
+        except (OSError, ValueError, IndexError):
+            pass
     return time.process_time(), theirs
 
 
@@ -277,8 +282,9 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
 
             assert spec.plan is not None
             plan = LuwuPlan.from_dict(spec.plan)
+            pull = None if spec.pull_transport is None else transport_config(spec.pull_transport)
             worker = LuwuWorker(plan, spec.rank, transport_config(spec.transport),
-                                Timing(chunk_deadline=spec.chunk_deadline)).start()
+                                Timing(chunk_deadline=spec.chunk_deadline), pull_transport=pull).start()
             closers.append(worker.close)
             mnet = ModelInNetwork(model, worker, overlap=spec.overlap, pull_timeout=spec.chunk_deadline * 3)
             net, opt = model, None
@@ -314,7 +320,7 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
         waits: list[float] = []
         link_start = link_end = None
         cpu_start = None
-        agent_of = extra["hook"].agent if "hook" in extra else (worker.agent if spec.mode == "luwu" else None)
+        agent_of = extra["hook"].agent if "hook" in extra else (worker.agents if spec.mode == "luwu" else None)
         for s in range(spec.steps):
             if s == min(spec.warmup, spec.steps - 1):
                 link_start = _link(spec)
@@ -358,7 +364,7 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
             final["comm"] = {"push_seconds": st.push_seconds, "pull_seconds": st.pull_seconds,
                              "wait_seconds": st.wait_seconds, "saturated": st.saturated}
             final["step_wait_seconds"] = waits
-            final["agent_stats"] = worker.agent.last.stats if worker.agent.last else {}
+            final["agent_stats"] = worker.agent_stats()
         else:
             final["tensor_bytes_peak"] = peak_tensors + transient
         if "hook" in extra:

@@ -272,13 +272,13 @@ class DataplaneUdpSwitch(FakeUdpSwitch):
         self.k = k
 
     def add_job(self, job: int, num_workers: int, slot_count: int, owners: tuple[OwnerRange, ...] = (),
-                epoch: int = 1) -> None:
+                epoch: int = 1, slot_base: int = 0) -> None:
         """A sum job of ``num_workers`` workers whose chunks ``owners`` own (as the controller
         installs it: owner groups of the workers and the owner, every member addressed)."""
         dp = self.dataplane
         with self.switch.lock:
             dp.jobs[job] = JobEntry(mode=int(Mode.SUM), num_workers=num_workers, mcast_grp=job,
-                                    slot_base=0, slot_count=slot_count, epoch=epoch)
+                                    slot_base=slot_base, slot_count=slot_count, epoch=epoch)
             dp.groups[job] = list(range(num_workers))
             dp.workers |= {(job, r) for r in range(num_workers)}
             dp.owners = [o for o in dp.owners if o.job != job]

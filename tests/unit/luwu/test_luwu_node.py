@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from innet.host.wire import quantize as qz
-from innet.host.luwu.plan import LuwuPlan, LuwuPlanError, schedule
+from innet.host.luwu.plan import LuwuPlan, LuwuPlanError, pull_order, schedule
 from innet.host.luwu.worker import LuwuWorker, OptimizerNodeError
 from innet.host.luwu.ooc_adam import AdamConfig, AdamState
 from innet.host.luwu.node import NodeConfig, OptimizerNode, read_status
@@ -43,6 +44,12 @@ def test_plan_shards_schedule_and_errors() -> None:
         _plan(2, 3, (20, 10))
     with pytest.raises(LuwuPlanError, match="leave no slot for the plain lane"):
         LuwuPlan(job=3, num_workers=2, nodes=("o1", "o2"), layer_sizes=(40, 40), epoch=1, window=2, k=K)
+    with pytest.raises(LuwuPlanError, match="pull job 3 is the push job"):
+        replace(plan, pull_job=3)
+    with pytest.raises(LuwuPlanError, match="piece 1 chunks"):
+        replace(plan, piece=1)
+    with pytest.raises(ValueError, match="a duplex plan needs a pull transport"):
+        LuwuWorker(replace(plan, pull_job=4), 0, UdpTransportConfig("127.0.0.1", 9, "127.0.0.1"))
     with pytest.raises(LuwuPlanError, match="needs at least one optimizer node"):
         _plan(2, 0, (5,))
     with pytest.raises(LuwuPlanError, match=r"31 workers \+ 2 nodes must be 1\.\.32 members"):
@@ -58,10 +65,17 @@ def _adam_reference(initial: np.ndarray, mean_grads: list[np.ndarray], config: A
     return state.read()
 
 
-def test_sharded_nodes_train_like_adam_on_the_mean_gradient(tmp_path: Path) -> None:
+@pytest.mark.parametrize("duplex", [False, True], ids=["one-job", "duplex"])
+def test_sharded_nodes_train_like_adam_on_the_mean_gradient(tmp_path: Path, duplex: bool) -> None:
     n, nodes, steps = 2, 2, 3
     sizes = (5, 130, 7)
     plan = _plan(n, nodes, sizes)
+    if duplex:  # pulls on job 4, segments of at most 3 chunks (layer 1's parts are 2 pieces each)
+        plan = replace(plan, pull_job=4, piece=3)
+        assert [(g.layer, g.node, g.n, g.chunks) for g in plan.segments] == [
+            (0, 0, 5, 1), (1, 0, 47, 3), (1, 0, 28, 2), (1, 1, 47, 3), (1, 1, 8, 1), (2, 1, 7, 1)]
+        assert [(g.layer, g.first_chunk) for g in pull_order(plan)] == [
+            (2, 10), (1, 1), (1, 4), (1, 6), (1, 9), (0, 0)]
     rng = np.random.default_rng(0)
     initial = rng.normal(size=plan.total).astype(np.float32)
     np.save(tmp_path / "init.npy", initial)
@@ -71,13 +85,17 @@ def test_sharded_nodes_train_like_adam_on_the_mean_gradient(tmp_path: Path) -> N
     errors: list[BaseException] = []
     with DataplaneUdpSwitch(K) as sw:
         sw.add_job(plan.job, plan.num_workers, plan.window, plan.owner_ranges())
+        if duplex:
+            sw.add_job(4, plan.num_workers, plan.window, plan.owner_ranges(), slot_base=plan.window)
         udp = UdpTransportConfig("127.0.0.1", sw.address[1], "127.0.0.1")
+        pull = udp if duplex else None  # an ephemeral port of its own per agent
         node_objs = [OptimizerNode(NodeConfig(plan, i, str(tmp_path / f"o{i}"), {}, steps, adam,
-                                              str(tmp_path / "init.npy"), block=32), udp) for i in range(nodes)]
+                                              str(tmp_path / "init.npy"), block=32), udp, pull)
+                     for i in range(nodes)]
 
         def worker(rank: int) -> None:
             try:
-                with LuwuWorker(plan, rank, udp) as w:
+                with LuwuWorker(plan, rank, udp, pull_transport=pull) as w:
                     for step in range(steps + 1):
                         seen[rank].append(np.concatenate([w.take(i, timeout=30) for i in range(len(sizes))]))
                         if step == steps:
