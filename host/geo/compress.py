@@ -9,7 +9,10 @@ arithmetic on them), so ``sent + new_residual == x + old_residual`` bit for bit.
 AdaTopK (FusionLLM) compresses only on the slowest links and picks the ratio from the
 measured bandwidth: the message should cross the link in no more than the stage's compute
 time per microbatch, which is the period of a pipeline in its steady state. When the dense
-message already fits it goes dense (flushing the residual with it).
+message already fits it goes dense (flushing the residual with it). What a compressed message
+carries is a separate choice (``CompressionConfig.activations`` / ``.gradients``): top-k at the
+ratio, or int8 per row (the rounding error kept as the residual, as exact as top-k's split),
+which on the language model trains like dense where top-k stalls (docs/geo.md).
 """
 
 from __future__ import annotations

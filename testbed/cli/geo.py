@@ -255,9 +255,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
             p.add_argument("--activations", choices=("int8", "int8-fit", "topk"), default="int8",
                            help="compressed links send activations as int8 per row (default), int8 only when it "
                                 "fits the bytes of top-k at the ratio (int8-fit), or top-k (the old behaviour)")
-            p.add_argument("--gradients", choices=("topk", "int8"), default="topk",
-                           help="compressed links send gradients top-k at the ratio (default) or int8 per row, "
-                                "both with error feedback")
+            p.add_argument("--gradients", choices=("int8", "topk"), default="int8",
+                           help="compressed links send gradients as int8 per row (default) or top-k at the "
+                                "adaptive ratio, both with error feedback")
             p.add_argument("--tensor-topk", action="store_true",
                            help="with --activations topk: top-k over whole activation tensors (default: per row, "
                                 "i.e. per token/sample)")

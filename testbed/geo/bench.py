@@ -103,9 +103,10 @@ class GeoBenchConfig:
     """How compressed links send activations (``CompressionConfig.activations``): ``int8`` per row
     whenever the ratio is below 1 (default: top-k on activations stalls the language model,
     docs/geo.md), ``int8-fit`` only when that fits top-k's bytes, or ``topk``."""
-    gradients: str = "topk"
-    """How compressed links send gradients (``CompressionConfig.gradients``): ``topk`` at the
-    adaptive ratio or ``int8`` per row, both with error feedback."""
+    gradients: str = "int8"
+    """How compressed links send gradients (``CompressionConfig.gradients``): ``int8`` per row
+    (default: on the language model it trains like dense where top-k at the same bytes does not,
+    docs/geo.md) or ``topk`` at the adaptive ratio, both with error feedback."""
     runs: tuple[tuple[str, str], ...] = DEFAULT_RUNS
     replicas: int = 1
     """Pipelines per site (> 1: data parallel inside each site through its innet switch)."""
