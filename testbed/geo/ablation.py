@@ -5,8 +5,9 @@ boundary, in one process (threads as sites, no WAN shaping), so only the arithme
 toy GPT-2 of ``innet geo bench --task lm`` (vocabulary 32, width 32, 2 blocks, 16 tokens; 4 x 32
 sequences per step, SGD lr 0.3 momentum 0.9, the naive 3-stage cut) with the boundary between
 stage 0 and 1 compressed per variant (dense; activations and/or gradients top-k at ``ratio``;
-per-row activation top-k; dense warm-up; int8 activations), prints test accuracy and loss per variant and saves
-JSON. 0.08 is the ratio AdaTopK chose on that link in the loopback benchmark (docs/geo.md).
+per-row activation top-k; dense warm-up; int8 per row on activations and/or gradients), prints
+test accuracy and loss per variant and saves JSON. 0.08 is the ratio AdaTopK chose on that link
+in the loopback benchmark (docs/geo.md).
 """
 
 from __future__ import annotations
