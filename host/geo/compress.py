@@ -9,7 +9,10 @@ arithmetic on them), so ``sent + new_residual == x + old_residual`` bit for bit.
 AdaTopK (FusionLLM) compresses only on the slowest links and picks the ratio from the
 measured bandwidth: the message should cross the link in no more than the stage's compute
 time per microbatch, which is the period of a pipeline in its steady state. When the dense
-message already fits it goes dense (flushing the residual with it).
+message already fits it goes dense (flushing the residual with it). What a compressed message
+carries is a separate choice (``CompressionConfig.activations`` / ``.gradients``): top-k at the
+ratio, or int8 per row (the rounding error kept as the residual, as exact as top-k's split),
+which on the language model trains like dense where top-k stalls (docs/geo.md).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from innet.host.geo.codec import Int8Rows, Sparse, Tensor
 from innet.host.geo.ops import Array
 
 MODES = ("none", "topk", "adatopk")
+ACTIVATION_CODECS = ("topk", "int8-fit", "int8")
+GRADIENT_CODECS = ("topk", "int8")
 INDEX_BYTES = 4
 
 
@@ -53,9 +58,17 @@ class CompressionConfig:
     tensor, for activations (forward messages)."""
     warmup_steps: int = 0
     """Send dense for the first N training steps."""
-    quantize_activations: bool = False
-    """Send activations as int8 per row (``codec.Int8Rows``, ~1 byte per element) instead of
-    top-k whenever that fits the bytes the ratio allows (top-k costs value + index per kept element)."""
+    activations: str = "topk"
+    """How a forward message goes when the ratio is below 1. ``topk``: top-k at the ratio, like
+    gradients. ``int8-fit``: int8 per row (``codec.Int8Rows``, 1 byte per element + a float32
+    scale per row) when that fits the bytes top-k at the ratio would use (value + index per kept
+    element), else top-k. ``int8``: always int8 per row, never sparsified, even where that
+    exceeds the ratio's bytes: every token keeps its whole vector to within 1/254 of its
+    largest element, which on the language model trains like dense where top-k stalls
+    (docs/geo.md)."""
+    gradients: str = "topk"
+    """How a backward message goes when the ratio is below 1: ``topk`` at the ratio, or ``int8``
+    per row (always, like ``activations="int8"``), both with error feedback."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -64,6 +77,15 @@ class CompressionConfig:
             v = getattr(self, name)
             if not 0 < v <= 1:
                 raise CompressionError(f"compression {name}={v!r}: must be within (0, 1]")
+        if self.activations not in ACTIVATION_CODECS:
+            raise CompressionError(f"compression activations={self.activations!r}: must be one of "
+                                   f"{', '.join(ACTIVATION_CODECS)}")
+        if self.gradients not in GRADIENT_CODECS:
+            raise CompressionError(f"compression gradients={self.gradients!r}: must be one of "
+                                   f"{', '.join(GRADIENT_CODECS)}")
+        if self.activations != "topk" and self.feedback_activations:
+            raise CompressionError(f"compression activations={self.activations!r} with feedback_activations: "
+                                   "int8 activations keep no residual")
 
 
 class ErrorFeedback:
@@ -102,6 +124,16 @@ class ErrorFeedback:
             self.residuals[key] = acc
         return sent
 
+    def int8(self, key: str, x: Array, feedback: bool = True) -> Int8Rows:
+        """``x + residual`` as int8 per row; the rounding error becomes the residual. Exact like
+        ``topk``: the residual ``acc - sent`` is a difference of two floats within a factor of two
+        of each other (or ``sent == 0``), so ``sent + new_residual == x + old_residual`` bit for bit."""
+        acc = self.accumulate(key, x) if feedback else x
+        sent = Int8Rows.of(acc)
+        if feedback:
+            self.residuals[key] = acc - sent.dense()
+        return sent
+
     def dense(self, key: str, x: Array, feedback: bool = True) -> Array:
         """Send everything (residual included); the residual becomes empty."""
         acc = self.accumulate(key, x) if feedback else x
@@ -130,7 +162,7 @@ class LinkCompressor:
         self.config = config
         self.use_feedback = config.feedback and (direction == "bwd" or config.feedback_activations)
         self.rows = config.row_topk and direction == "fwd"
-        self.quantize = config.quantize_activations and direction == "fwd" and not self.use_feedback
+        self.int8 = config.activations if direction == "fwd" else config.gradients
         self.bandwidth_bps = bandwidth_bps
         """Measured bandwidth of the link (AdaTopK); set by the probe."""
         self.feedback = ErrorFeedback()
@@ -161,9 +193,9 @@ class LinkCompressor:
         for key, v in tensors.items():
             if key not in floats:
                 out[key] = v
-            elif ratio < 1.0 and self.quantize and v.ndim >= 1 and \
-                    ratio * (v.dtype.itemsize + INDEX_BYTES) >= 1.0 + 4.0 / max(v.shape[-1], 1):
-                out[key] = Int8Rows.of(v)  # int8 + a scale per row fits the bytes top-k would use
+            elif ratio < 1.0 and self.int8 != "topk" and v.ndim >= 1 and (self.int8 == "int8" or
+                    ratio * (v.dtype.itemsize + INDEX_BYTES) >= 1.0 + 4.0 / max(v.shape[-1], 1)):
+                out[key] = self.feedback.int8(key, v, self.use_feedback)  # int8-fit: fits top-k's bytes
             elif ratio >= 1.0:
                 out[key] = self.feedback.dense(key, v, self.use_feedback)
             else:

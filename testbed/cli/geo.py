@@ -153,7 +153,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         config = _config(args, steps=args.steps, runs=args.runs or default, replicas=args.replicas,
                          target_accuracy=args.target, lr=args.lr, out_dir=args.out, eval_every=args.eval_every,
                          target_loss=args.target_loss, timeout_s=args.timeout,
-                         int8_activations=args.int8_activations, warmup_steps=args.warmup, row_topk=not args.tensor_topk,
+                         activations=args.activations, gradients=args.gradients, warmup_steps=args.warmup, row_topk=not args.tensor_topk,
                          testbed="mininet" if args.mininet else "loopback", switch_impl=impls[-1],
                          straggler=args.straggler, replan=args.replan)
     except (geo_bench.GeoBenchError, TopologyError) as error:
@@ -252,10 +252,15 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
             p.add_argument("--timeout", type=positive_float, default=600.0,
                            help="seconds a run may take before its stages are stopped (default 600)")
             p.add_argument("--warmup", type=int_range(0), default=0, help="compressed links send dense for N steps")
-            p.add_argument("--int8-activations", action="store_true",
-                           help="compressed links send activations as int8 per row when that fits the ratio's bytes")
+            p.add_argument("--activations", choices=("int8", "int8-fit", "topk"), default="int8",
+                           help="compressed links send activations as int8 per row (default), int8 only when it "
+                                "fits the bytes of top-k at the ratio (int8-fit), or top-k (the old behaviour)")
+            p.add_argument("--gradients", choices=("int8", "topk"), default="int8",
+                           help="compressed links send gradients as int8 per row (default) or top-k at the "
+                                "adaptive ratio, both with error feedback")
             p.add_argument("--tensor-topk", action="store_true",
-                           help="top-k over whole activation tensors (default: per row, i.e. per token/sample)")
+                           help="with --activations topk: top-k over whole activation tensors (default: per row, "
+                                "i.e. per token/sample)")
             p.add_argument("--straggler", type=_straggler, default=None, metavar="SITE:STEP:SHARE",
                            help="tighten SITE's CPU quota to SHARE after STEP (a device slowing mid-run; root)")
             p.add_argument("--replan", action="store_true",

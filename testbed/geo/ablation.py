@@ -5,8 +5,9 @@ boundary, in one process (threads as sites, no WAN shaping), so only the arithme
 toy GPT-2 of ``innet geo bench --task lm`` (vocabulary 32, width 32, 2 blocks, 16 tokens; 4 x 32
 sequences per step, SGD lr 0.3 momentum 0.9, the naive 3-stage cut) with the boundary between
 stage 0 and 1 compressed per variant (dense; activations and/or gradients top-k at ``ratio``;
-per-row activation top-k; dense warm-up), prints test accuracy and loss per variant and saves
-JSON. 0.08 is the ratio AdaTopK chose on that link in the loopback benchmark (docs/geo.md).
+per-row activation top-k; dense warm-up; int8 per row on activations and/or gradients), prints
+test accuracy and loss per variant and saves JSON. 0.08 is the ratio AdaTopK chose on that link
+in the loopback benchmark (docs/geo.md).
 """
 
 from __future__ import annotations
@@ -46,7 +47,11 @@ def variants(ratio: float) -> list[Variant]:
             Variant("activations per row + gradients", {**top, "row_topk": True}, top),
             Variant("both + 20 dense warm-up steps", {**top, "warmup_steps": 20}, {**top, "warmup_steps": 20}),
             Variant("both per row + 20 warm-up steps", {**top, "row_topk": True, "warmup_steps": 20},
-                    {**top, "warmup_steps": 20})]
+                    {**top, "warmup_steps": 20}),
+            Variant("activations int8 + gradients", {**top, "activations": "int8"}, top),
+            Variant("activations int8 only", {**top, "activations": "int8"}, None),
+            Variant("activations int8 + gradients int8", {**top, "activations": "int8"}, {**top, "gradients": "int8"}),
+            Variant("gradients int8 only", None, {**top, "gradients": "int8"})]
 
 
 def train(variant: Variant, steps: int, seed: int) -> dict[str, Any]:

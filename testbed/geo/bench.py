@@ -99,8 +99,14 @@ class GeoBenchConfig:
     stall, docs/geo.md)."""
     warmup_steps: int = 0
     """Compressed links send dense for the first N steps."""
-    int8_activations: bool = False
-    """Compressed links send activations as int8 per row when that fits the bytes top-k would use."""
+    activations: str = "int8"
+    """How compressed links send activations (``CompressionConfig.activations``): ``int8`` per row
+    whenever the ratio is below 1 (default: top-k on activations stalls the language model,
+    docs/geo.md), ``int8-fit`` only when that fits top-k's bytes, or ``topk``."""
+    gradients: str = "int8"
+    """How compressed links send gradients (``CompressionConfig.gradients``): ``int8`` per row
+    (default: on the language model it trains like dense where top-k at the same bytes does not,
+    docs/geo.md) or ``topk`` at the adaptive ratio, both with error feedback."""
     runs: tuple[tuple[str, str], ...] = DEFAULT_RUNS
     replicas: int = 1
     """Pipelines per site (> 1: data parallel inside each site through its innet switch)."""
@@ -144,6 +150,9 @@ class GeoBenchConfig:
                                 "Mininet: add --mininet (as root)")
         if self.replicas < 1 or self.steps < 1 or self.microbatches < 1 or self.batch < 1:
             raise GeoBenchError("geo bench: replicas, steps, microbatches and batch must be >= 1")
+        if self.activations not in ("int8", "int8-fit", "topk") or self.gradients not in ("int8", "topk"):
+            raise GeoBenchError(f"geo bench: activations {self.activations!r} / gradients {self.gradients!r}: "
+                                "expected int8|int8-fit|topk / int8|topk")
         if self.width % self.heads:
             raise GeoBenchError(f"geo bench: width {self.width} is not a multiple of heads {self.heads}")
         if min(self.layers, self.width, self.vocab, self.seq) < 1 or self.vocab < 2:
@@ -336,7 +345,7 @@ def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: in
         else:
             comp.append(asdict(CompressionConfig(compression, ratio=config.topk_ratio, min_ratio=config.min_ratio,
                                                  row_topk=config.row_topk, warmup_steps=config.warmup_steps,
-                                                 quantize_activations=config.int8_activations)))
+                                                 activations=config.activations, gradients=config.gradients)))
     numpy_nodes: list[str] = []
     if config.numpy_stages:
         stages = partition(build_model(config.model_spec()), plan.cuts)

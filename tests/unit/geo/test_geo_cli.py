@@ -90,3 +90,34 @@ def test_runs_on_two_switch_implementations_are_one_document_with_rows_by_switch
     assert lines[0].startswith("switch placement") and lines[1].startswith("innet ") and lines[2].startswith("bmv2 ")
     only = combine({"innet": doc(0.005)}, {"bmv2": "simple_switch_grpc not found"})
     assert table(only).splitlines()[-1] == "no bmv2 rows: simple_switch_grpc not found"
+
+
+def test_geo_bench_compresses_int8_by_default_and_names_a_bad_codec(capsys: pytest.CaptureFixture[str]) -> None:
+    """AdaTopK's compressed links send int8 per row both ways unless ``--activations topk`` /
+    ``--gradients topk`` ask for top-k (docs/geo.md, the language-model stall); an unknown codec
+    is one line, exit 2."""
+    from innet.testbed.geo.bench import GeoBenchConfig, GeoBenchError
+
+    assert (GeoBenchConfig().activations, GeoBenchConfig().gradients) == ("int8", "int8")
+    with pytest.raises(GeoBenchError, match="activations 'fp4'"):
+        GeoBenchConfig(activations="fp4")
+    assert main(["geo", "bench", "--activations", "fp4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "argument --activations: invalid choice: 'fp4'" in err[-1]
+
+
+def test_adatopk_stage_jobs_carry_the_codecs_on_the_slowest_link_only() -> None:
+    from innet.host.geo.opfence import LinkCost, Plan
+    from innet.testbed.geo.bench import GeoBenchConfig, stage_jobs
+
+    plan = Plan(order=(("s1h1", "s1h2"), ("s2h1", "s2h2"), ("s3h1", "s3h2")), cuts=(8, 16),
+                stage_nodes=(("a",), ("b",), ("c",)), stage_compute_s=(0.01, 0.01, 0.01),
+                links=(LinkCost(10, 40), LinkCost(100, 10)), boundary_bytes=(1, 1), reduce_s=(0, 0, 0),
+                microbatches=4, step_s=1.0)
+    jobs = stage_jobs(GeoBenchConfig(task="lm"), plan, "adatopk", 0)
+    assert jobs[0].compress_next is not None and jobs[1].compress_prev == jobs[0].compress_next
+    assert (jobs[0].compress_next["activations"], jobs[0].compress_next["gradients"]) == ("int8", "int8")
+    assert jobs[1].compress_next is None and jobs[2].compress_prev is None  # 100 Mbit/s: not the slowest
+    old = stage_jobs(GeoBenchConfig(task="lm", activations="topk", gradients="topk"), plan, "adatopk", 0)
+    assert old[0].compress_next is not None
+    assert (old[0].compress_next["activations"], old[0].compress_next["gradients"]) == ("topk", "topk")

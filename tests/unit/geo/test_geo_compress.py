@@ -129,13 +129,98 @@ def test_int8_activations_when_they_fit_the_ratios_bytes() -> None:
 
     rng = np.random.default_rng(0)
     x = {"h": rng.standard_normal((3, 5, 16)).astype(np.float32)}
-    c = LinkCompressor(CompressionConfig("topk", ratio=0.25, quantize_activations=True), direction="fwd")
+    c = LinkCompressor(CompressionConfig("topk", ratio=0.25, activations="int8-fit"), direction="fwd")
     q = c.compress(x)["h"]
     assert isinstance(q, Int8Rows)
     tag, back = decode(encode(("fwd", 0, 0), {"h": q}))
     np.testing.assert_allclose(back["h"], x["h"], atol=np.abs(x["h"]).max() / 127 / 2 + 1e-7)
     assert back["h"].dtype == np.float32 and q.nbytes == 3 * 5 * 16 + 3 * 5 * 4 < x["h"].nbytes / 3
-    low = LinkCompressor(CompressionConfig("topk", ratio=0.1, quantize_activations=True), direction="fwd")
+    low = LinkCompressor(CompressionConfig("topk", ratio=0.1, activations="int8-fit"), direction="fwd")
     assert isinstance(low.compress(x)["h"], Sparse)
-    grads = LinkCompressor(CompressionConfig("topk", ratio=0.25, quantize_activations=True), direction="bwd")
+    grads = LinkCompressor(CompressionConfig("topk", ratio=0.25, activations="int8-fit"), direction="bwd")
     assert isinstance(grads.compress(x)["h"], Sparse)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), rows=st.integers(1, 20), width=st.integers(1, 40), steps=st.integers(1, 6),
+       dtype=st.sampled_from([np.float32, np.float64]), spread=st.floats(-20, 20))
+def test_int8_error_feedback_is_exact_bit_for_bit(seed: int, rows: int, width: int, steps: int,
+                                                  dtype: type, spread: float) -> None:
+    """int8 gradients keep the rounding error as the residual: what the receiver decodes plus the
+    new residual is the input plus the old residual, exactly, like top-k's split."""
+    rng = np.random.default_rng(seed)
+    ef = ErrorFeedback()
+    for _ in range(steps):
+        x = (rng.standard_normal((rows, width)) * np.exp(rng.uniform(-abs(spread), abs(spread), (rows, width))))
+        x = x.astype(dtype)
+        acc = ef.accumulate("g", x)
+        sent = ef.int8("g", x)
+        _, back = decode(encode(("bwd", 0, 0), {"g": sent}))
+        assert back["g"].dtype == dtype
+        assert np.array_equal(back["g"] + ef.residuals["g"], acc)
+        assert np.all(np.abs(ef.residuals["g"]) <= np.abs(acc).max(axis=-1, keepdims=True) / 254 * (1 + 1e-6))
+
+
+def _policy_message() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(1)
+    return {"h": rng.standard_normal((4, 16, 32)).astype(np.float32), "ids": np.arange(4, dtype=np.int64)}
+
+
+def test_int8_activations_policy_every_forward_message_int8_gradients_topk() -> None:
+    """``activations="int8"``: below ratio 1 a forward tensor always goes int8 per row (even at 5%,
+    where it costs more bytes than top-k would), keeping every token's vector; gradients go top-k
+    at the ratio with error feedback; integer tensors go as they are."""
+    from innet.host.geo.codec import Int8Rows
+
+    msg = _policy_message()
+    n, rows = 4 * 16 * 32, 4 * 16
+    config = CompressionConfig("topk", ratio=0.05, activations="int8")
+    fwd = LinkCompressor(config, direction="fwd").compress(msg)
+    assert isinstance(fwd["h"], Int8Rows) and fwd["h"].nbytes == n + 4 * rows  # 1 byte/element + a scale per row
+    assert fwd["ids"] is msg["ids"]
+    np.testing.assert_allclose(fwd["h"].dense(), msg["h"], rtol=0,
+                               atol=float(np.abs(msg["h"]).max()) / 254 * (1 + 1e-6))
+    wire = len(encode(("fwd", 0, 0), fwd))
+    assert n + 4 * rows < wire < n + 4 * rows + 400 + msg["ids"].nbytes  # header + ids only beside it
+    bwd_link = LinkCompressor(config, direction="bwd")
+    bwd = bwd_link.compress({"h": msg["h"]})
+    k = int(np.ceil(0.05 * n))
+    assert isinstance(bwd["h"], Sparse) and len(bwd["h"].indices) == k and bwd["h"].nbytes == 8 * k
+    assert "h" in bwd_link.feedback.residuals
+    # int8-fit (the old opt-in) keeps top-k at 5%: 0.05 x 8 bytes < 1 + 4/32
+    assert isinstance(LinkCompressor(CompressionConfig("topk", ratio=0.05, activations="int8-fit"),
+                                     direction="fwd").compress(msg)["h"], Sparse)
+    # topk (old behaviour) sparsifies activations too
+    assert isinstance(LinkCompressor(CompressionConfig("topk", ratio=0.05), direction="fwd").compress(msg)["h"], Sparse)
+
+
+def test_int8_gradients_policy_and_adatopk_sends_dense_when_it_fits() -> None:
+    """``gradients="int8"``: the backward goes int8 with the residual kept; under AdaTopK a message
+    that fits the budget goes dense in both directions (flushing the residual), and one that does
+    not goes int8 forward."""
+    from innet.host.geo.codec import Int8Rows
+
+    msg = {"h": _policy_message()["h"]}
+    n = msg["h"].size
+    config = CompressionConfig("adatopk", min_ratio=0.05, activations="int8", gradients="int8")
+    slow, fast = 1e6, 1e9  # bit/s: 64 KiB takes ~0.5 s vs ~0.5 ms
+    bwd = LinkCompressor(config, bandwidth_bps=slow, direction="bwd")
+    sent = bwd.compress(msg, budget_s=0.01)
+    assert isinstance(sent["h"], Int8Rows) and bwd.last_ratio < 1 and "h" in bwd.feedback.residuals
+    bwd.bandwidth_bps = fast
+    dense = bwd.compress(msg, budget_s=0.01)["h"]
+    assert isinstance(dense, np.ndarray) and bwd.last_ratio == 1.0 and bwd.feedback.residuals == {}
+    fwd = LinkCompressor(config, bandwidth_bps=slow, direction="fwd")
+    assert isinstance(fwd.compress(msg, budget_s=0.01)["h"], Int8Rows) and fwd.feedback.residuals == {}
+    fwd.bandwidth_bps = fast
+    assert isinstance(fwd.compress(msg, budget_s=0.01)["h"], np.ndarray)
+    assert n * 4 == msg["h"].nbytes
+
+
+def test_bad_activation_and_gradient_codecs_are_named() -> None:
+    with pytest.raises(CompressionError, match="activations='fp4'"):
+        CompressionConfig(activations="fp4")
+    with pytest.raises(CompressionError, match="gradients='int8-fit'"):
+        CompressionConfig(gradients="int8-fit")
+    with pytest.raises(CompressionError, match="feedback_activations"):
+        CompressionConfig(activations="int8", feedback_activations=True)
