@@ -602,6 +602,16 @@ class Agent:
         self._submit("collect", None, np.int32, size, first_chunk)
         return self._wait(timeout)
 
+    def begin_collect(self, size: int, first_chunk: int = 0) -> None:
+        """Owner: start ``collect_int`` and return at once; ``end_collect`` gives the sums. An
+        owner that works on one result while the next is collected keeps its requests going
+        out, so the workers' stream does not stall on its lane in between."""
+        self._submit("collect", None, np.int32, size, first_chunk)
+
+    def end_collect(self, timeout: float | None = None) -> npt.NDArray[np.int32]:
+        """The sums of the collect ``begin_collect`` started (a copy)."""
+        return self._wait(timeout)
+
     def collect(self, size: int, frac_bits: int, first_chunk: int = 0,
                 timeout: float | None = None) -> npt.NDArray[np.float32]:
         """Owner: ``collect_int`` as float32 (the sums at ``2**frac_bits``)."""

@@ -157,7 +157,7 @@ class OptimizerNode:
             if seg.node == config.index:
                 self.segments.setdefault(seg.layer, []).append(seg)
         largest = max(s.chunks for segs in self.segments.values() for s in segs) * plan.k
-        timing = Timing(chunk_deadline=config.chunk_deadline)
+        timing = plan.timing(Timing(chunk_deadline=config.chunk_deadline))
         self.agent = Agent(AgentConfig(job, transport, timing=timing), capacity=largest)
         self.pull_agent = self.agent
         if pull_transport is not None and plan.pull_job is not None:
@@ -188,22 +188,14 @@ class OptimizerNode:
         write_status(self.directory, self.status("done"))
         return self.state.step
 
-    def _broadcast(self, seg: Segment, generation: int | None = None) -> None:
-        """Send segment ``seg``'s parameters: committed ones, or those of ``generation``."""
-        t0 = time.perf_counter()
-        out = np.zeros(seg.chunks * self.plan.k, np.int32)
-        end = seg.local + seg.n
-        params = (self.state.read(seg.local, end) if generation is None
-                  else self.state.read_written(seg.local, end, generation))
-        out[1:1 + seg.n] = params.view(np.int32)
-        self.pull_agent.broadcast_int(out, seg.first_chunk)
-        self.seconds["comm"] += time.perf_counter() - t0
-
     def _collect_and_update(self, seg: Segment) -> None:
         t0 = time.perf_counter()
         sums = self.agent.collect_int(seg.chunks * self.plan.k, seg.first_chunk)
+        self.seconds["comm"] += time.perf_counter() - t0
+        self._update(seg, sums)
+
+    def _update(self, seg: Segment, sums: np.ndarray) -> None:
         t1 = time.perf_counter()
-        self.seconds["comm"] += t1 - t0
         frac_bits = int(sums[0])  # the segment's header (module plan)
         total = (sums[1:1 + seg.n] * np.ldexp(1.0, -frac_bits)).astype(np.float32)
         self.state.update(seg.local, total / np.float32(self.plan.num_workers))
@@ -225,41 +217,42 @@ class OptimizerNode:
         for kind, layer in schedule(len(self.plan.layer_sizes), self.config.steps):
             for seg in self.segments.get(layer, ()):
                 if kind == "pull":
-                    self._broadcast(seg)
+                    self._broadcast_run([(seg, None)])
                 else:
                     self._collect_and_update(seg)
             if kind == "push":
                 pushes = self._end_of_push(pushes)
 
     def _run_duplex(self) -> None:
-        """Collect and update on this thread; broadcast each updated segment on another, in
-        ``pull_order`` (the workers fetch in that order)."""
+        """Collect and update on this thread, the next segment's collect already running while
+        one is updated; broadcast on another thread each updated segment, in ``pull_order``
+        (the workers fetch in that order), merging the queued ones of a layer into one
+        operation."""
         mine = [s for s in pull_order(self.plan) if s.node == self.config.index]
         ready: queue.Queue[tuple[Segment, int | None] | None] = queue.Queue()
         failed: list[BaseException] = []
-
-        def broadcasts() -> None:
-            try:
-                while (item := ready.get()) is not None:
-                    self._broadcast(*item)
-            except BaseException as error:  # raised by the collecting thread
-                failed.append(error)
-
+        sender = threading.Thread(target=self._broadcasts, args=(ready, failed),
+                                  name=f"node-{self.config.name}-bcast", daemon=True)
         for seg in mine:
             ready.put((seg, None))
-        sender = threading.Thread(target=broadcasts, name=f"node-{self.config.name}-bcast", daemon=True)
         sender.start()
+        items = [seg for _ in range(self.config.steps) for seg in mine]
         try:
-            pushes = 0
-            for _ in range(self.config.steps):
-                for layer in reversed(range(len(self.plan.layer_sizes))):
-                    for seg in self.segments.get(layer, ()):
-                        if failed:
-                            raise failed[0]
-                        generation = self.state.next_generation
-                        self._collect_and_update(seg)
-                        ready.put((seg, generation))
-                    pushes = self._end_of_push(pushes)
+            if items:
+                self.agent.begin_collect(items[0].chunks * self.plan.k, items[0].first_chunk)
+            for at, seg in enumerate(items):
+                if failed:
+                    raise failed[0]
+                t0 = time.perf_counter()
+                sums = self.agent.end_collect()
+                self.seconds["comm"] += time.perf_counter() - t0
+                if at + 1 < len(items):
+                    self.agent.begin_collect(items[at + 1].chunks * self.plan.k, items[at + 1].first_chunk)
+                generation = self.state.next_generation
+                self._update(seg, sums)
+                ready.put((seg, generation))
+                if seg == mine[-1]:
+                    self._end_of_push(len(self.plan.layer_sizes) - 1)  # the step's last: commit
         except BaseException:
             self.pull_agent.close()  # ends a broadcast still waiting
             raise
@@ -268,6 +261,53 @@ class OptimizerNode:
             sender.join()  # a broadcast ends by its chunk deadline at the latest
         if failed:
             raise failed[0]
+
+    def _broadcasts(self, ready: "queue.Queue[tuple[Segment, int | None] | None]",
+                    failed: list[BaseException]) -> None:
+        """Broadcast what ``ready`` hands over until None; consecutive segments of one layer and
+        generation that are already queued go as one operation (fewer lane drains)."""
+        try:
+            held: tuple[Segment, int | None] | None = None
+            stop = False
+            while not stop:
+                item = held if held is not None else ready.get()
+                held = None
+                if item is None:
+                    break
+                run = [item]
+                while True:
+                    try:
+                        nxt = ready.get_nowait()
+                    except queue.Empty:
+                        break
+                    if nxt is None:
+                        stop = True
+                        break
+                    last = run[-1][0]
+                    if nxt[1] == run[-1][1] and nxt[0].layer == last.layer and \
+                            nxt[0].first_chunk == last.first_chunk + last.chunks:
+                        run.append(nxt)
+                        continue
+                    held = nxt
+                    break
+                self._broadcast_run(run)
+        except BaseException as error:  # raised by the collecting thread
+            failed.append(error)
+
+    def _broadcast_run(self, run: list[tuple[Segment, int | None]]) -> None:
+        """Segments with consecutive chunks, one generation (None: committed), as one BCAST."""
+        t0 = time.perf_counter()
+        k = self.plan.k
+        first = run[0][0].first_chunk
+        out = np.zeros((run[-1][0].first_chunk + run[-1][0].chunks - first) * k, np.int32)
+        for seg, generation in run:
+            end = seg.local + seg.n
+            params = (self.state.read(seg.local, end) if generation is None
+                      else self.state.read_written(seg.local, end, generation))
+            at = (seg.first_chunk - first) * k
+            out[at + 1:at + 1 + seg.n] = params.view(np.int32)
+        self.pull_agent.broadcast_int(out, first)
+        self.seconds["comm"] += time.perf_counter() - t0
 
 
 def _run_node(config: NodeConfig) -> int:

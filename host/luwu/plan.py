@@ -40,11 +40,12 @@ by a whole layer.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from typing import Any, Iterator, Literal
 
 from innet.host import wire
+from innet.host.agent.aggregator import Timing
 from innet.host.wire.owners import Lanes, OwnerRange, OwnersError
 
 Op = tuple[Literal["pull", "push"], int]
@@ -96,6 +97,11 @@ class LuwuPlan:
     """The pull job's epoch (``Controller.attach``)."""
     piece: int = 0
     """Chunks per segment at most (a longer part of a layer is several segments); 0: no limit."""
+    outstanding: int = 0
+    """Chunks in flight per agent at most; 0: the job's window. A duplex plan's links carry
+    both directions at once, so every chunk in flight is a frame queued in front of the
+    other direction's acknowledgements: a window of 64 jumbo frames queues ~40 ms at 100
+    Mbit/s, RTTs swing with it and a quarter of the chunks were sent twice (measured)."""
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -118,6 +124,8 @@ class LuwuPlan:
             expected = b
         if self.pull_job is not None and self.pull_job == self.job:
             raise LuwuPlanError(f"luwu plan: pull job {self.pull_job} is the push job; a duplex plan needs two jobs")
+        if self.outstanding < 0:
+            raise LuwuPlanError(f"luwu plan: outstanding {self.outstanding} chunks must be >= 0")
         if self.piece < 0 or self.piece == 1:
             raise LuwuPlanError(f"luwu plan: piece {self.piece} chunks: 0 (no limit) or at least 2 (header + values)")
         if expected != self.total:
@@ -130,6 +138,10 @@ class LuwuPlan:
             Lanes(self.window, self.owner_ranges())
         except OwnersError as error:
             raise LuwuPlanError(f"luwu plan: {error}") from None
+
+    def timing(self, timing: Timing) -> Timing:
+        """``timing`` with the plan's limit of chunks in flight."""
+        return replace(timing, max_outstanding=self.outstanding) if self.outstanding else timing
 
     @property
     def duplex(self) -> bool:

@@ -14,9 +14,8 @@ whatever order autograd fires its hooks in), a pull starts as soon as the previo
 operation is done (prefetch: layer ``i+1`` is on its way while forward computes layer
 ``i``). One agent process does the packets (``innet.host.agent.agent``); the thread only waits
 on it, so compute and communication overlap. A duplex plan (``LuwuPlan.pull_job``) has a
-second agent and thread for the pulls, which fetch each segment as soon as its node has
-updated it (``innet.host.luwu.plan.pull_order``), while the pushes go on: the link carries
-both directions at once.
+second agent and thread for the pulls, which fetch layers ``L-1..0`` while the pushes go on,
+each piece as soon as its node updated it: the link carries both directions at once.
 
 The worker keeps no optimizer state; ``take`` hands a pulled layer over and forgets it, so
 parameters live only where the caller keeps them. A failed operation is raised by the
@@ -36,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from innet.host.agent.agent import Agent, AgentConfig
-from innet.host.luwu.plan import LuwuPlan, pull_order, schedule
+from innet.host.luwu.plan import LuwuPlan, schedule
 from innet.host.wire import quantize as qz
 from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
 from innet.host.agent.transport import TransportConfig
@@ -128,22 +127,23 @@ class LuwuWorker:
                         epoch=plan.epoch, owners=plan.owner_ranges())
         self._wire = [_LayerWire(plan, i) for i in range(len(plan.layer_sizes))]
         capacity = max(w.size for w in self._wire)
-        self.agent = Agent(AgentConfig(job, transport, timing=timing or Timing()), capacity=capacity)
+        timing = plan.timing(timing or Timing())
+        self.agent = Agent(AgentConfig(job, transport, timing=timing), capacity=capacity)
         self.pull_agent = self.agent
         """The agent of the pulls: a second one, on the pull job, in a duplex plan."""
         if pull_transport is not None and plan.pull_job is not None:
             pull_job = replace(job, job=plan.pull_job, epoch=plan.pull_epoch)
-            self.pull_agent = Agent(AgentConfig(pull_job, pull_transport, timing=timing or Timing()),
-                                    capacity=max(s.chunks for s in plan.segments) * plan.k)
+            self.pull_agent = Agent(AgentConfig(pull_job, pull_transport, timing=timing),
+                                    capacity=capacity)
         self.stats = WorkerStats()
         self._cond = threading.Condition()
         self._grads: dict[int, F32] = {}
         self._pulled: dict[int, F32] = {}
         self._handed: set[int] = set()
         """Layers pushed in the current step (the comm thread may have sent them already)."""
-        self._last_segment = [plan.layer_segments(i)[-1] for i in range(len(plan.layer_sizes))]
         self._pushed = [0] * len(plan.layer_sizes)
-        """Pushes sent per layer (duplex: a layer's next pull waits for its push)."""
+        """Pushes started per layer, after the scale agreement: every worker has the gradient
+        (duplex: a layer's next pull is asked for then, not while compute may still run)."""
         self._pulls_left = len(plan.layer_sizes)
         """Layer pulls due and not done (duplex: the initial ones plus one per push)."""
         self._error: BaseException | None = None
@@ -281,35 +281,23 @@ class LuwuWorker:
             self._fail(error)
 
     def _pull_loop(self) -> None:
-        """A duplex plan's pulls: the segments in ``pull_order``, each version of a layer once
-        this worker pushed the version before (the pulls then never wait on compute)."""
-        order = pull_order(self.plan)
+        """A duplex plan's pulls: layers ``L-1..0`` (``pull_order``), each version once every
+        worker started pushing the version before (so a pull waits on the links and the
+        node, never on compute). One fetch per layer: the nodes broadcast its pieces as they
+        update them, and the requests for the later pieces are already out."""
         version = 0
         try:
             while True:
-                buffers: dict[int, npt.NDArray[np.int32]] = {}
-                for seg in order:
-                    layer = seg.layer
-                    if layer not in buffers:
-                        with self._cond:
-                            while self._pushed[layer] < version:
-                                if self._closed:
-                                    raise _Closed()
-                                self._cond.wait(0.5)
-                        buffers[layer] = np.zeros(self._wire[layer].size, np.int32)
-                    t0 = time.perf_counter()
-                    lw = self._wire[layer]
-                    at = (seg.first_chunk - lw.first_chunk) * self.plan.k
-                    size = seg.chunks * self.plan.k
-                    buffers[layer][at:at + size] = self._op(lambda: self.pull_agent.fetch_int(size, seg.first_chunk))
-                    self.stats.pull_seconds += time.perf_counter() - t0
-                    if seg == self._last_segment[layer]:
-                        values = lw.unpack(buffers.pop(layer)).view(np.float32)
-                        with self._cond:
-                            self._pulled[layer] = values
-                            self._pulls_left -= 1
-                            self._cond.notify_all()
-                        self.stats.pulls += 1
+                for layer in reversed(range(len(self.plan.layer_sizes))):
+                    with self._cond:
+                        while self._pushed[layer] < version:
+                            if self._closed:
+                                raise _Closed()
+                            self._cond.wait(0.5)
+                    self._pull(layer, self.pull_agent)
+                    with self._cond:
+                        self._pulls_left -= 1
+                        self._cond.notify_all()
                 version += 1
         except _Closed:
             return
@@ -338,10 +326,10 @@ class LuwuWorker:
                                        error.job, error.chunk, error.missing)
         return error
 
-    def _pull(self, layer: int) -> None:
+    def _pull(self, layer: int, agent: Agent | None = None) -> None:
         lw = self._wire[layer]
         t0 = time.perf_counter()
-        bits = self._op(lambda: self.agent.fetch_int(lw.size, lw.first_chunk))
+        bits = self._op(lambda: (agent or self.agent).fetch_int(lw.size, lw.first_chunk))
         with self._cond:
             self._pulled[layer] = lw.unpack(bits).view(np.float32)
             self._cond.notify_all()
@@ -361,6 +349,10 @@ class LuwuWorker:
         t0 = time.perf_counter()
         lw = self._wire[layer]
         frac_bits = self._op(lambda: self._agree_scale(grad))
+        with self._cond:  # every worker has this layer's gradient: its next pull may be asked for
+            self._pushed[layer] += 1
+            self._pulls_left += 1
+            self._cond.notify_all()
         vec = lw.pack(grad.view(np.int32)).view(np.float32)
         if self.rank == 0:  # each segment's header: the scale, f after quantization at 2**f
             vec[lw.headers] = np.float32(np.ldexp(np.float32(frac_bits), -frac_bits))
@@ -371,10 +363,6 @@ class LuwuWorker:
             self.stats.frac_bits.append(last.frac_bits)
         self.stats.push_seconds += time.perf_counter() - t0
         self.stats.pushes += 1
-        with self._cond:
-            self._pushed[layer] += 1
-            self._pulls_left += 1
-            self._cond.notify_all()
 
     def _agree_scale(self, grad: F32) -> int:
         """The workers' common fixed-point scale of a layer: the bound exchange of the DDP path

@@ -87,6 +87,10 @@ PIECE_BYTES = 1 << 20
 """A duplex plan's segment pieces: about 1 MiB, so a pull trails its push by ~80 ms at 100 Mbit/s."""
 
 
+IN_FLIGHT_BYTES = 128 << 10
+"""A duplex plan's chunks in flight per agent: 128 KiB (16 jumbo frames, ~10 ms at 100 Mbit/s)."""
+
+
 def _has_udp_agents(tb: Testbed, host: str) -> bool:
     return bool(tb.host_transport(host).get("kind") == "udp")
 
@@ -175,7 +179,8 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
                         layer_sizes=tuple(layer.size for layer in layer_table(model)),
                         layer_names=tuple(layer.name for layer in layer_table(model)),
                         epoch=1, window=tb.options.window, k=tb.options.k,
-                        piece=max(2, PIECE_BYTES // (4 * tb.options.k)) if duplex else 0)
+                        piece=max(2, PIECE_BYTES // (4 * tb.options.k)) if duplex else 0,
+                        outstanding=max(8, IN_FLIGHT_BYTES // (4 * tb.options.k)) if duplex else 0)
         specs = tb.worker_specs(members)
         owners = tuple(OwnerSpec(specs[o.rank], o.first_chunk, o.chunks) for o in plan.owner_ranges())
         job = tb.replace_job(mode="sum", hosts=hosts[:n], owners=owners)

@@ -365,6 +365,8 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
                              "wait_seconds": st.wait_seconds, "saturated": st.saturated}
             final["step_wait_seconds"] = waits
             final["agent_stats"] = worker.agent_stats()
+            if worker.pull_agent is not worker.agent and worker.pull_agent.last is not None:
+                final["pull_agent_stats"] = worker.pull_agent.last.stats
         else:
             final["tensor_bytes_peak"] = peak_tensors + transient
         if "hook" in extra:

@@ -46,6 +46,9 @@ def test_plan_shards_schedule_and_errors() -> None:
         LuwuPlan(job=3, num_workers=2, nodes=("o1", "o2"), layer_sizes=(40, 40), epoch=1, window=2, k=K)
     with pytest.raises(LuwuPlanError, match="pull job 3 is the push job"):
         replace(plan, pull_job=3)
+    assert plan.timing(Timing()) == Timing() and replace(plan, outstanding=3).timing(Timing()).max_outstanding == 3
+    with pytest.raises(LuwuPlanError, match="outstanding -1 chunks"):
+        replace(plan, outstanding=-1)
     with pytest.raises(LuwuPlanError, match="piece 1 chunks"):
         replace(plan, piece=1)
     with pytest.raises(ValueError, match="a duplex plan needs a pull transport"):
@@ -71,7 +74,7 @@ def test_sharded_nodes_train_like_adam_on_the_mean_gradient(tmp_path: Path, dupl
     sizes = (5, 130, 7)
     plan = _plan(n, nodes, sizes)
     if duplex:  # pulls on job 4, segments of at most 3 chunks (layer 1's parts are 2 pieces each)
-        plan = replace(plan, pull_job=4, piece=3)
+        plan = replace(plan, pull_job=4, piece=3, outstanding=2)
         assert [(g.layer, g.node, g.n, g.chunks) for g in plan.segments] == [
             (0, 0, 5, 1), (1, 0, 47, 3), (1, 0, 28, 2), (1, 1, 47, 3), (1, 1, 8, 1), (2, 1, 7, 1)]
         assert [(g.layer, g.first_chunk) for g in pull_order(plan)] == [
