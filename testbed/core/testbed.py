@@ -45,6 +45,8 @@ P4_PROGRAM = P4_DIR / "innet.p4"
 class TestbedError(RuntimeError):
     """Bring-up or a run on the testbed failed; names the step and the process log."""
 
+    __test__ = False  # not a pytest test class
+
 
 @dataclass(frozen=True)
 class TestbedOptions:

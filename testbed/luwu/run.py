@@ -74,6 +74,8 @@ class RunResult:
     """Process name -> its stderr tail, for processes that failed."""
     killed_at: float | None = None
     """``time.monotonic()`` when optimizer node 0 was killed (``kill_node_at_step``)."""
+    duplex: bool = False
+    """LuWu ran a duplex plan (pulls on a second job)."""
     failed_at: dict[str, float] = field(default_factory=dict)
     """Training process name -> ``time.monotonic()`` when it caught its error (the clock is
     the machine's, the same in every process and Mininet host)."""
@@ -193,6 +195,7 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
                                      udp_port=tb.options.agent_port + 1)
             pull_job_id = pull_job.job_id
             plan = replace(plan, pull_job=pull_job_id, pull_epoch=tb.controller.attach(pull_job_id))
+            result.duplex = True
         root = Path(state_root) if state_root is not None else Path(tempfile.mkdtemp(prefix="innet-luwu-"))
         root.mkdir(parents=True, exist_ok=True)
         init = root / "init.npy"

@@ -12,7 +12,7 @@ pytest.importorskip("torch", reason="torch (optional dependency) is not installe
 
 from innet.host.wire import quantize as qz  # noqa: E402
 from innet.testbed.backends.select import open_testbed  # noqa: E402
-from innet.testbed.core.testbed import Testbed  # noqa: E402
+from innet.testbed.core.testbed import Testbed, TestbedError  # noqa: E402
 from innet.testbed.luwu.hook_check import compare_gradients  # noqa: E402
 from innet.testbed.luwu.run import RunConfig, luwu_star, run_training  # noqa: E402
 from innet.testbed.luwu.train import TrainSpec, run  # noqa: E402
@@ -36,8 +36,11 @@ def _local(workers: int) -> tuple[list[float], float]:
 @pytest.mark.slow
 def test_luwu_mode_trains_like_the_local_adam_baseline(testbed: Testbed, tmp_path: Path) -> None:
     losses, accuracy = _local(2)
+    with pytest.raises(TestbedError, match="duplex needs agents with addresses of their own"):
+        run_training(testbed, RunConfig(mode="luwu", workers=2, nodes=1, steps=STEPS, duplex=True), tmp_path)
     result = run_training(testbed, RunConfig(mode="luwu", workers=2, nodes=1, steps=STEPS, lr=LR), tmp_path)
     assert not result.errors, result.errors
+    assert not result.duplex  # frame tunnels: one agent per host, the one-job schedule
     np.testing.assert_allclose(result.mean_loss, losses, rtol=0, atol=2e-3)
     assert all(abs(f["accuracy"] - accuracy) <= 0.01 for f in result.finals)
     assert all(f["tensor_bytes_between_steps"] == 0 for f in result.finals)  # nothing held between steps

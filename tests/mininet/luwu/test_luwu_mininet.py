@@ -46,8 +46,10 @@ def test_luwu_mode_on_mininet_trains_like_the_local_adam_baseline(testbed: Testb
                           tmp_path)
     after = testbed.wire_bytes()
     assert not result.errors, result.errors
+    assert result.duplex  # Mininet hosts have addresses of their own: pulls on a second job
     np.testing.assert_allclose(result.mean_loss, losses, rtol=0, atol=2e-3)
     assert len(result.finals) == 2 and all(abs(f["accuracy"] - accuracy) <= 0.01 for f in result.finals)
+    assert all(f["pull_agent_stats"]["results"] > 0 for f in result.finals)
     node = result.nodes[0]
     assert node["state"] == "done" and node["step"] == STEPS and node["name"] == "o1"
     # the node's traffic crossed its own link h3 <-> s1: per step its parameters up (BCAST) and
