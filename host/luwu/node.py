@@ -201,19 +201,14 @@ class OptimizerNode:
         self.state.update(seg.local, total / np.float32(self.plan.num_workers))
         self.seconds["adam"] += time.perf_counter() - t1
 
-    def _end_of_push(self, pushes: int) -> int:
-        """Count a layer's push; commit the step after the last layer's. The new count."""
-        pushes += 1
-        if pushes == len(self.plan.layer_sizes):
-            t0 = time.perf_counter()
-            self.state.commit_step()
-            write_status(self.directory, self.status("running"))
-            self.seconds["adam"] += time.perf_counter() - t0
-            return 0
-        return pushes
+    def _commit(self) -> None:
+        """The step's last layer is updated: commit it and report."""
+        t0 = time.perf_counter()
+        self.state.commit_step()
+        write_status(self.directory, self.status("running"))
+        self.seconds["adam"] += time.perf_counter() - t0
 
     def _run_serial(self) -> None:
-        pushes = 0
         for kind, layer in schedule(len(self.plan.layer_sizes), self.config.steps):
             for seg in self.segments.get(layer, ()):
                 if kind == "pull":
@@ -221,7 +216,8 @@ class OptimizerNode:
                 else:
                     self._collect_and_update(seg)
             if kind == "push":
-                pushes = self._end_of_push(pushes)
+                if layer == 0:  # pushes walk layers L-1..0: the step's last
+                    self._commit()
 
     def _run_duplex(self) -> None:
         """Collect and update on this thread, the next segment's collect already running while
@@ -252,7 +248,7 @@ class OptimizerNode:
                 self._update(seg, sums)
                 ready.put((seg, generation))
                 if seg == mine[-1]:
-                    self._end_of_push(len(self.plan.layer_sizes) - 1)  # the step's last: commit
+                    self._commit()
         except BaseException:
             self.pull_agent.close()  # ends a broadcast still waiting
             raise
