@@ -599,8 +599,8 @@ class Agent:
     def collect_int(self, size: int, first_chunk: int = 0, timeout: float | None = None) -> npt.NDArray[np.int32]:
         """Owner: the REDUCE sums of this owner's chunks among ``size`` elements from chunk
         ``first_chunk`` (0 elsewhere); the workers send the same operation with ``reduce_to``."""
-        self._submit("collect", None, np.int32, size, first_chunk)
-        return self._wait(timeout)
+        self.begin_collect(size, first_chunk)
+        return self.end_collect(timeout)
 
     def begin_collect(self, size: int, first_chunk: int = 0) -> None:
         """Owner: start ``collect_int`` and return at once; ``end_collect`` gives the sums. An
