@@ -154,13 +154,18 @@ def test_gloo_through_the_switch(tmp_path: Path) -> None:
 
 
 CRASHER = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
     from pathlib import Path
     from innet.testbed.core.testbed import Testbed, TestbedOptions, WorkerResult
     from innet.testbed.backends.select import open_testbed
     from innet.testbed.core.topology import star
     tb = open_testbed(star(workers=3), TestbedOptions(state_dir=Path(sys.argv[1])), backend="mininet").start()
-    tb.spawn_on("h2", "sleeper", [sys.executable, "-c", "import time; time.sleep(600)"])
+    sleeper = tb.spawn_on("h2", "sleeper", [sys.executable, "-c", "import time; time.sleep(600)"])
+    # mnexec leaves this process's session after its exec: until then a kill of this process
+    # group would take the sleeper along, and cleanup would find nothing to end.
+    deadline = time.monotonic() + 10
+    while os.getsid(sleeper.pid) != sleeper.pid and time.monotonic() < deadline:
+        time.sleep(0.01)
     print("up", flush=True)
     time.sleep(600)
 """)

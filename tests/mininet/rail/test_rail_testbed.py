@@ -78,9 +78,10 @@ def test_rail_optimized_collectives_and_training(gpus: int, tmp_path: Path) -> N
 @pytest.mark.slow
 def test_a_nic_link_down_fails_its_rail_and_a_reinstalled_job_runs(tmp_path: Path) -> None:
     """d1g2's NIC link goes down mid-job: both GPUs of rail r2 fail within the chunk deadline
-    naming their rail switch; link up, re-install, exact. Rail r1 may keep a half-finished copy
-    of the failed set (its GPUs stop when their HB peers leave, mid-chunk or not: a timing
-    race); it belongs to that set's epoch, so the next worker set can never see it."""
+    naming their rail switch; link up, re-install, exact. Rail r1 may keep half-finished copies
+    of the failed set (its GPUs stop when their HB peers leave, with up to a window of chunks
+    in flight: a timing race); they belong to that set's epoch, so the next worker set can never
+    see them."""
     import time
 
     from innet.testbed.core.ina_worker import EXIT_AGGREGATION
@@ -103,7 +104,8 @@ def test_a_nic_link_down_fails_its_rail_and_a_reinstalled_job_runs(tmp_path: Pat
         for host in ("d1g2", "d2g2"):
             code, log = logs[f"rail-{host}"]
             assert code == EXIT_AGGREGATION and "rail switch r2 (10.0.0.253): aggregation failed" in log, log
-        assert tb.controller["r1"].occupancy(tb.job.job_id).busy <= 1  # at most the interrupted chunk
+        # At most the chunks r1's GPUs had in flight when they stopped: one window each.
+        assert tb.controller["r1"].occupancy(tb.job.job_id).busy <= 2 * tb.options.window
         tb.set_nic_link("d1g2", up=True)
         tb.reinstall()
         assert_exact(tb.run_hierarchical([1000]), [1000], 4)
