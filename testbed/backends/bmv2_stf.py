@@ -41,7 +41,12 @@ __all__ = ["Bmv2Skip", "Bmv2StfResult", "Bmv2StfTools", "find_stf_tools", "innet
 _PCAP_MAGIC = 0xA1B2C3D4
 _PCAP_MAGIC_NS = 0xA1B23C4D
 _QUIET_S = 1.0
-"""How long the switch log must stay unchanged before its outputs are read."""
+"""How long the switch log must stay unchanged before its outputs are read, while it has
+not yet logged the arrival of every packet sent (a packet the switch never reports)."""
+_SETTLED_S = 0.25
+"""The same once every packet sent has been logged as received: what is left is the rest of
+its pipeline, which BMv2 logs within milliseconds."""
+_RECEIVED = b"Processing packet received on port"
 
 
 class Bmv2Skip(Exception):
@@ -154,16 +159,20 @@ def _check_cli(commands: list[CliCommand], outputs: list[str], where: str) -> No
             raise Bmv2Error(f"{where}:{cmd.line}: simple_switch_CLI refused {cmd.text!r}: {line}")
 
 
-def _wait_quiet(proc: subprocess.Popen[bytes], log: Path, deadline: float) -> None:
-    """Until the switch log has not grown for ``_QUIET_S`` (the packets are through)."""
-    size, since = -1, time.monotonic()
+def _wait_quiet(proc: subprocess.Popen[bytes], log: Path, deadline: float, sent: int = 0) -> None:
+    """Until the switch log has not grown for ``_SETTLED_S`` after it logged ``sent`` packets
+    as received, or for ``_QUIET_S`` before (the packets are through)."""
+    size, since, received = -1, time.monotonic(), 0
     while time.monotonic() < deadline and proc.poll() is None:
         now_size = log.stat().st_size if log.is_file() else 0
         if now_size != size:
+            if received < sent:
+                with open(log, "rb") as f:
+                    received = f.read().count(_RECEIVED)
             size, since = now_size, time.monotonic()
-        elif time.monotonic() - since >= _QUIET_S:
+        elif time.monotonic() - since >= (_SETTLED_S if received >= sent else _QUIET_S):
             return
-        time.sleep(0.1)
+        time.sleep(0.05)
 
 
 def _compare(test: StfTest, got: dict[int, list[bytes]], where: str) -> list[str]:
@@ -259,7 +268,7 @@ def run_bmv2_stf(stf: Path, tools: Bmv2StfTools, work: Path, p4: Path | None = N
         for fd in fifos.values():
             os.close(fd)
         fifos.clear()
-        _wait_quiet(proc, log, deadline)
+        _wait_quiet(proc, log, deadline, sent=len(test.packets))
         if counters:
             counts = _run_cli(tools.cli, thrift, [f"counter_read {c[1]}" for c in counters], run)
     finally:
