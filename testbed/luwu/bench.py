@@ -211,6 +211,8 @@ class BenchSettings:
     mtu: int | None = None
     """Mininet links' MTU (None: 1500)."""
     window: int = 64
+    in_flight_kib: int | None = None
+    """The hook's payload in flight per agent (``RunConfig.in_flight_bytes``); None: its default."""
     executor: str = "auto"
     mininet: bool = False
     bw_mbps: float | None = None
@@ -289,7 +291,9 @@ def run(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettin
                 result = run_training(tb, RunConfig(mode=mode, workers=n, steps=total, overlap=overlap, duplex=duplex,
                                                     lr=settings.lr, hidden=shape.hidden, data=shape.data,
                                                     inputs=shape.inputs, batch=settings.batch,
-                                                    warmup=settings.warmup, timeout=settings.timeout))
+                                                    warmup=settings.warmup, timeout=settings.timeout,
+                                                    in_flight_bytes=None if settings.in_flight_kib is None
+                                                    else settings.in_flight_kib << 10))
                 row = row_of(result, n, overlap, total, tb.options.k, settings.warmup, duplex)
                 row["wire_bytes_per_worker_step"] = _wire(tb, before, n, total)
                 after = _switch_cpu(tb)
@@ -347,6 +351,8 @@ def _check(args: argparse.Namespace) -> str | None:
         return f"--warmup {args.warmup}: must be >= 1 (the first step builds buckets and buffers)"
     if args.batch < 1:
         return f"--batch {args.batch}: must be >= 1"
+    if args.in_flight is not None and args.in_flight < 0:
+        return f"--in-flight {args.in_flight}: must be >= 0 KiB (0: the whole window)"
     if args.lr is not None and not 0 < args.lr < 1:
         return f"--lr {args.lr:g}: must be within (0, 1)"
     if args.window < 1:
@@ -379,6 +385,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--mtu", type=int, default=None, help="Mininet links' MTU (default 1500)")
     parser.add_argument("-k", type=int, default=None, help="values per innet packet (default: the largest that fits the MTU)")
     parser.add_argument("--window", type=int, default=64, help="slots of the job (chunks in flight per worker)")
+    parser.add_argument("--in-flight", type=int, default=None, metavar="KIB",
+                        help="ddp-innet: payload KiB in flight per agent (0: the whole window; default 128 on "
+                             "Mininet, the whole window on loopback)")
     parser.add_argument("--program", type=Path, default=None,
                         help="innet-p4c output directory of innet.p4 built with -D INNET_K=<K> (give -k too)")
     parser.add_argument("--out", type=Path, default=Path("results"))
@@ -393,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     lr = args.lr if args.lr is not None else (0.001 if args.model == "wide" else 0.01)
     settings = BenchSettings(model=shape, steps=args.steps, warmup=args.warmup, batch=args.batch, lr=lr, k=args.k,
                              mtu=args.mtu, window=args.window, executor=args.executor, mininet=args.mininet,
-                             bw_mbps=args.bw, program=args.program)
+                             bw_mbps=args.bw, program=args.program, in_flight_kib=args.in_flight)
     from innet.controller.errors import ControllerError
 
     try:

@@ -59,6 +59,10 @@ class RunConfig:
     """LuWu's pulls on a second job, beside the pushes (``LuwuPlan.pull_job``); None: where
     the hosts' agents have addresses of their own (Mininet). Loopback's frame tunnels answer
     one sender per switch port, so a host there has one agent per job set."""
+    in_flight_bytes: int | None = None
+    """Payload bytes in flight per agent of the ``ddp-innet`` hook; 0: the job's whole window;
+    None: ``IN_FLIGHT_BYTES`` where the hosts' agents have addresses of their own (Mininet's
+    shaped links, where a deeper window only queues in front of the link), else the window."""
 
 
 @dataclass
@@ -154,8 +158,12 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
         job = tb.replace_job(mode="sum", hosts=hosts[:n])
         epoch = tb.controller.attach(job.job_id)
         port = tb.free_port()
+        in_flight = config.in_flight_bytes
+        if in_flight is None:
+            in_flight = IN_FLIGHT_BYTES if _has_udp_agents(tb, hosts[0]) else 0
+        outstanding = max(8, in_flight // (4 * tb.options.k)) if in_flight and config.mode == "ddp-innet" else 0
         for r in range(n):
-            spec = replace(base, rank=r, job=job.job_id, window=job.slot_count, epoch=epoch,
+            spec = replace(base, rank=r, job=job.job_id, window=job.slot_count, epoch=epoch, outstanding=outstanding,
                            transport=tb.host_transport(hosts[r]), master=(tb.gloo_master(), port),
                            count_iface=tb.count_iface(hosts[r]))
             name = f"train-{hosts[r]}"

@@ -71,6 +71,9 @@ class TrainSpec(JsonPlan):
     """Steps before the interface counters are read (not counted in the link bytes)."""
     pull_transport: dict[str, Any] | None = None
     """The second agent's transport of a duplex LuWu plan (``LuwuPlan.pull_job``)."""
+    outstanding: int = 0
+    """Chunks in flight per agent of the ``ddp-innet`` hook (``Timing.max_outstanding``); 0:
+    the job's window."""
     count_iface: str | None = None
     """This host's link, whose counters (``/proc/net/dev`` of this namespace) give the bytes
     sent and received per step; None where there is none (loopback)."""
@@ -182,7 +185,8 @@ def _agent(spec: TrainSpec) -> Any:
 
     return Agent(AgentConfig(JobConfig(spec.job, spec.rank, spec.world, spec.window, spec.k, epoch=spec.epoch),
                              transport_config(spec.transport),
-                             timing=Timing(chunk_deadline=spec.chunk_deadline))).start()
+                             timing=Timing(chunk_deadline=spec.chunk_deadline,
+                                           max_outstanding=spec.outstanding or None))).start()
 
 
 def run_allreduce(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int:

@@ -53,6 +53,7 @@ def test_a_run_with_missing_workers_is_a_row_without_numbers() -> None:
     (["--workers", "2", "32"], r"--workers 2 32: each must be within 2\.\.31"),
     (["--steps", "2"], r"--steps 2: must be >= 3"),
     (["--batch", "0"], r"--batch 0: must be >= 1"),
+    (["--in-flight", "-1"], r"--in-flight -1: must be >= 0 KiB"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(argv: list[str], message: str,
                                               capsys: pytest.CaptureFixture[str]) -> None:
