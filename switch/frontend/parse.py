@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from lark import Lark, Token, Tree
+from lark import Lark, Token
 from lark.exceptions import UnexpectedInput, UnexpectedToken
 from lark.lexer import Lexer
 
@@ -22,6 +22,7 @@ from .ir import Annotation, Loc
 from .lalr import Driver
 from .preprocess import Preprocessed
 from .symbols import did_you_mean
+from .tree import ParseNode
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
 _lock = threading.Lock()
@@ -65,7 +66,7 @@ def _get_driver() -> Driver:
 
 @dataclass
 class ParseResult:
-    tree: Tree
+    tree: ParseNode
     annotations: list[lx.AnnotationTok]
     pp: Preprocessed
 
@@ -219,14 +220,14 @@ def _anno_value(p: list[lx.Tok]) -> object:
     return " ".join(t.text for t in p)
 
 
-def tree_loc(pp: Preprocessed, node: Tree | Token) -> Loc:
+def tree_loc(pp: Preprocessed, node: ParseNode | lx.Tok) -> Loc:
     """Original location of a tree node or token."""
-    if isinstance(node, Token):
-        return pp.loc(node.line or 0, node.column or 0)
-    meta = node.meta
-    if getattr(meta, "empty", True):
+    if isinstance(node, lx.Tok):
+        return pp.loc(node.line, node.col)
+    first = node.first
+    if first is None:
         for ch in node.children:
-            if isinstance(ch, (Tree, Token)):
+            if isinstance(ch, (ParseNode, lx.Tok)):
                 return tree_loc(pp, ch)
         return pp.loc(0, 0)
-    return pp.loc(meta.line, meta.column)
+    return pp.loc(first.line, first.col)
