@@ -2,8 +2,9 @@
 
 Why lark with a custom lexer: lark turns ``grammar.lark`` into an LALR(1) table, while
 the token classification P4 needs (type names, ``<`` of type arguments, ``>>``) lives in
-``lexer.py``.  The table is run by ``lalr.Driver``, which builds lark's trees at a
-fraction of ``Lark.parse``'s cost (a 660,000-token program is parsed in seconds).
+``lexer.py``.  The table is run by ``lalr.Driver``, which builds the trees lark would, as
+slotted ``tree.ParseNode``s over the lexer's ``Tok``s, at a fraction of ``Lark.parse``'s
+time and memory (a 660,000-token program is parsed in seconds, its tree ~120 MB).
 """
 
 from __future__ import annotations
