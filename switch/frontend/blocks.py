@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from lark import Token, Tree
-
 from . import ir
 from .expressions import children
+from .lexer import Tok
 from .statements import StmtBuilder
 from .symbols import BlockDecl, BlockTypeDecl, ConstSym, did_you_mean
+from .tree import ParseNode
 
 
 class BlockBuilder(StmtBuilder):
@@ -36,7 +36,7 @@ class BlockBuilder(StmtBuilder):
             local = n
         return f"{self.path}.{local}" if self.path else local
 
-    def params(self, t: Tree | None, fresh: bool = True) -> tuple[ir.Param, ...]:
+    def params(self, t: ParseNode | None, fresh: bool = True) -> tuple[ir.Param, ...]:
         out: list[ir.Param] = []
         if t is None:
             return ()
@@ -78,7 +78,7 @@ class BlockBuilder(StmtBuilder):
                 v = self.block_arg(a, p.type, what) if isinstance(p.type, (ir.ControlT, ir.ParserT)) \
                     else self.coerce(a, p.type, what)
                 self.declare(p.name, ConstSym(p.name, v, p.loc), p.loc)
-            body_items = [c for c in decl.tree.children if isinstance(c, Tree)]
+            body_items = [c for c in decl.tree.children if isinstance(c, ParseNode)]
             if decl.kind == "control":
                 return self._control(decl, params, body_items, path)
             return self._parser(decl, params, body_items, path)
@@ -102,7 +102,7 @@ class BlockBuilder(StmtBuilder):
             raise self.err(a.loc, f"{what}: {a.inst.name} ({a.type}) does not match {t}({sig})")
         return a
 
-    def _locals(self, items: list[Tree]) -> list[Any]:
+    def _locals(self, items: list[ParseNode]) -> list[Any]:
         out: list[Any] = []
         for it in items:
             d = it.data
@@ -120,7 +120,7 @@ class BlockBuilder(StmtBuilder):
                 raise self.unsupported(self.loc(it), "value_set")
         return out
 
-    def _control(self, decl: BlockDecl, params: tuple[ir.Param, ...], items: list[Tree],
+    def _control(self, decl: BlockDecl, params: tuple[ir.Param, ...], items: list[ParseNode],
                  path: str) -> ir.Control:
         local_items = [i for i in items if i.data in ("const_decl", "var_decl", "instantiation",
                                                       "action_decl", "table_decl")]
@@ -136,7 +136,7 @@ class BlockBuilder(StmtBuilder):
         return ir.Control(decl.name, params, decl.ctor_params, tuple(locs), body,
                           decl.annotations, decl.loc, path)
 
-    def _parser(self, decl: BlockDecl, params: tuple[ir.Param, ...], items: list[Tree],
+    def _parser(self, decl: BlockDecl, params: tuple[ir.Param, ...], items: list[ParseNode],
                 path: str) -> ir.Parser:
         local_items = [i for i in items if i.data in ("const_decl", "var_decl", "instantiation",
                                                       "value_set_decl")]
@@ -161,7 +161,7 @@ class BlockBuilder(StmtBuilder):
         return ir.Parser(decl.name, params, decl.ctor_params, tuple(locs), states,
                          decl.annotations, decl.loc, path)
 
-    def _state(self, st: Tree, names: dict[str, ir.Loc]) -> ir.ParserState:
+    def _state(self, st: ParseNode, names: dict[str, ir.Loc]) -> ir.ParserState:
         annos_t, name_t, *rest = st.children
         outer = self.scope
         self.scope = outer.child()
@@ -173,14 +173,14 @@ class BlockBuilder(StmtBuilder):
         return ir.ParserState(self.name_of(name_t), body, tr, self.loc(st),
                               self.annotations(annos_t))
 
-    def _target_state(self, t: Tree | Token, names: dict[str, ir.Loc]) -> str:
+    def _target_state(self, t: ParseNode | Tok, names: dict[str, ir.Loc]) -> str:
         n = self.name_of(t)
         if n not in names and n not in ("accept", "reject"):
             raise self.err(self.loc(t), f"transition to undefined state '{n}'."
                            + did_you_mean(n, list(names) + ["accept", "reject"]))
         return n
 
-    def _transition(self, t: Tree, names: dict[str, ir.Loc]) -> ir.Goto | ir.Select:
+    def _transition(self, t: ParseNode, names: dict[str, ir.Loc]) -> ir.Goto | ir.Select:
         loc = self.loc(t)
         if t.data == "goto":
             return ir.Goto(self._target_state(t.children[0], names), loc)
@@ -195,23 +195,23 @@ class BlockBuilder(StmtBuilder):
             cases.append(ir.SelectCase(ks, self._target_state(st_t, names), self.loc(c)))
         return ir.Select(keys, tuple(cases), loc)
 
-    def keysets(self, t: Tree | Token, types: list[ir.Type], what: str) -> tuple[ir.Expr, ...]:
+    def keysets(self, t: ParseNode | Tok, types: list[ir.Type], what: str) -> tuple[ir.Expr, ...]:
         loc = self.loc(t)
-        if isinstance(t, Tree) and t.data == "tuple_keyset":
+        if isinstance(t, ParseNode) and t.data == "tuple_keyset":
             items = children(t)
             if len(items) != len(types):
                 raise self.err(loc, f"{what} has {len(items)} keyset elements but there are "
                                f"{len(types)} keys")
             return tuple(self.keyset(i, ty, what) for i, ty in zip(items, types))
-        if isinstance(t, Tree) and t.data in ("default_key", "dontcare_key"):
+        if isinstance(t, ParseNode) and t.data in ("default_key", "dontcare_key"):
             return tuple(self.keyset(t, ty, what) for ty in types)
         if len(types) != 1:
             raise self.err(loc, f"{what} has 1 keyset element but there are {len(types)} keys")
         return (self.keyset(t, types[0], what),)
 
-    def keyset(self, t: Tree | Token, ty: ir.Type, what: str) -> ir.Expr:
+    def keyset(self, t: ParseNode | Tok, ty: ir.Type, what: str) -> ir.Expr:
         loc = self.loc(t)
-        if isinstance(t, Tree):
+        if isinstance(t, ParseNode):
             if t.data == "default_key":
                 return ir.DefaultKey(ir.DontCareT(), loc, True)
             if t.data == "dontcare_key":
@@ -248,7 +248,7 @@ class BlockBuilder(StmtBuilder):
         self.direct.append(inst)
         return inst
 
-    def instantiation(self, t: Tree) -> ir.Instance:
+    def instantiation(self, t: ParseNode) -> ir.Instance:
         annos_t, type_t, args_t, name_t = t.children
         name = self.name_of(name_t)
         annos = self.annotations(annos_t)
@@ -257,7 +257,7 @@ class BlockBuilder(StmtBuilder):
         self.declare(name, inst, self.loc(name_t))
         return inst
 
-    def make_instance(self, type_t: Tree, args_t: Tree | None, name: str,
+    def make_instance(self, type_t: ParseNode, args_t: ParseNode | None, name: str,
                       annos: ir.Annotations, loc: ir.Loc, cp_name: str) -> ir.Instance:
         ty = self.resolve_type(type_t)
         args = self.arg_list(args_t)
@@ -284,7 +284,7 @@ class BlockBuilder(StmtBuilder):
         raise self.err(loc, f"cannot instantiate a value of type {ty}")
 
     # ------------------------------------------------------------------ actions
-    def action(self, t: Tree) -> ir.Action:
+    def action(self, t: ParseNode) -> ir.Action:
         annos_t, name_t, params_t, body_t = t.children
         name = self.name_of(name_t)
         annos = self.annotations(annos_t)
@@ -315,9 +315,9 @@ class BlockBuilder(StmtBuilder):
         return act
 
     # ------------------------------------------------------------------ tables
-    def expr_text(self, t: Tree | Token) -> str:
+    def expr_text(self, t: ParseNode | Tok) -> str:
         """Key expression as p4c prints it (``hdr.ipv4.dstAddr``)."""
-        if isinstance(t, Token):
+        if isinstance(t, Tok):
             return str(t)
         d = t.data
         if d == "name_ref":
@@ -337,6 +337,6 @@ class BlockBuilder(StmtBuilder):
             return re.sub(r"\s+", " ", self.pp.text[t.meta.start_pos:t.meta.end_pos]).strip()
         return d
 
-    def table(self, t: Tree) -> ir.Table:
+    def table(self, t: ParseNode) -> ir.Table:
         from .tables import build_table
         return build_table(self, t)

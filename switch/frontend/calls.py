@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from lark import Token, Tree
-
 from . import ir
 from .errors import P4Error
 from .expressions import _SIZE_METHODS, ExprBuilder, _Callable, children
+from .lexer import Tok
 from .symbols import ExternFnSym
+from .tree import ParseNode
 
 
 def subst(t: ir.Type, tv: dict[str, ir.Type]) -> ir.Type:
@@ -42,16 +42,16 @@ class CallBuilder(ExprBuilder):
 
     block_kind: str
 
-    def _e_call(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+    def _e_call(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         ch = t.children
         return self._call(ch[0], (), ch[1], loc)
 
-    def _e_generic_call(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+    def _e_generic_call(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         ch = t.children
         targs = tuple(self.resolve_type(a) for a in children(ch[1]))
         return self._call(ch[0], targs, ch[2], loc)
 
-    def arg_list(self, args_tree: Tree | None) -> list[tuple[str | None, Any]]:
+    def arg_list(self, args_tree: ParseNode | None) -> list[tuple[str | None, Any]]:
         out: list[tuple[str | None, Any]] = []
         if args_tree is None:
             return out
@@ -65,7 +65,7 @@ class CallBuilder(ExprBuilder):
         return out
 
     # ------------------------------------------------------------------ dispatch
-    def _call(self, target: Tree, targs: tuple[ir.Type, ...], args_tree: Tree | None,
+    def _call(self, target: ParseNode, targs: tuple[ir.Type, ...], args_tree: ParseNode | None,
               loc: ir.Loc) -> ir.Expr:
         args = self.arg_list(args_tree)
         tgt = self._expr(target)
@@ -285,7 +285,7 @@ class CallBuilder(ExprBuilder):
             out.append(ir.Arg(e, p.direction, p))
         return tuple(out)
 
-    def call_target_tree(self, t: Tree | Token) -> Tree | Token:
+    def call_target_tree(self, t: ParseNode | Tok) -> ParseNode | Tok:
         return t
 
 

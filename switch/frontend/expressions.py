@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Protocol
 
-from lark import Token, Tree
-
 from . import consteval as ce
 from . import ir
 from .errors import P4Error, UnsupportedError
+from .lexer import Tok
 from .parse import convert_annotation, parse_int, tree_loc, unescape_string
 from .preprocess import Preprocessed
 from .symbols import BlockDecl, ConstSym, ExternFnSym, Scope, did_you_mean
+from .tree import ParseNode
 
 _log = logging.getLogger("innet.switch.frontend")
 
@@ -41,7 +41,7 @@ class _Callable:
         self.obj, self.loc, self.name = obj, loc, name
 
 
-def children(t: Tree) -> list[Any]:
+def children(t: ParseNode) -> list[Any]:
     """Children without the None placeholders of absent optional items."""
     return [c for c in t.children if c is not None]
 
@@ -50,7 +50,7 @@ class CallHooks(Protocol):
     """What expression typing calls back into the call builder for (``calls.CallBuilder``,
     built on :class:`ExprBuilder`): binding a call's arguments."""
 
-    def _call(self, target: Tree, targs: tuple[ir.Type, ...], args_tree: Tree | None,
+    def _call(self, target: ParseNode, targs: tuple[ir.Type, ...], args_tree: ParseNode | None,
               loc: ir.Loc) -> ir.Expr:
         """The typed call of ``target`` with type arguments ``targs`` and ``args_tree``."""
         ...
@@ -70,7 +70,7 @@ class ExprBuilder(CallHooks):
     externs: dict[str, ir.ExternDecl]
 
     # ------------------------------------------------------------------ helpers
-    def loc(self, node: Tree | Token) -> ir.Loc:
+    def loc(self, node: ParseNode | Tok) -> ir.Loc:
         return tree_loc(self.pp, node)
 
     def err(self, loc: ir.Loc, msg: str) -> P4Error:
@@ -89,7 +89,7 @@ class ExprBuilder(CallHooks):
         self._uid += 1
         return self._uid
 
-    def annotations(self, t: Tree | None) -> ir.Annotations:
+    def annotations(self, t: ParseNode | None) -> ir.Annotations:
         if t is None:
             return {}
         out: ir.Annotations = {}
@@ -99,15 +99,15 @@ class ExprBuilder(CallHooks):
         return out
 
     @staticmethod
-    def name_of(t: Tree | Token) -> str:
-        if isinstance(t, Token):
+    def name_of(t: ParseNode | Tok) -> str:
+        if isinstance(t, Tok):
             return str(t)
         if t.data in ("name", "kw_name"):
             return ExprBuilder.name_of(t.children[0])
         return ExprBuilder.name_of(t.children[0])
 
     # ------------------------------------------------------------------ types
-    def resolve_type(self, t: Tree) -> ir.Type:
+    def resolve_type(self, t: ParseNode) -> ir.Type:
         d = t.data
         if d == "type_ref":
             return self.resolve_type(t.children[0])
@@ -120,7 +120,7 @@ class ExprBuilder(CallHooks):
         if d == "bit1_type":
             return ir.BitT(1)
         if d in ("bit_type", "sint_type", "varbit_type"):
-            w_tree = next(c for c in t.children if isinstance(c, Tree) and c.data == "width")
+            w_tree = next(c for c in t.children if isinstance(c, ParseNode) and c.data == "width")
             w = self.width_value(w_tree)
             if d == "varbit_type":
                 return ir.VarBitT(w)
@@ -153,12 +153,12 @@ class ExprBuilder(CallHooks):
             return ir.TupleT(tuple(self.resolve_type(a) for a in children(t.children[0])))
         raise self.err(self.loc(t), f"unexpected type syntax {d}")
 
-    def width_value(self, w: Tree) -> int:
+    def width_value(self, w: ParseNode) -> int:
         c = w.children[0]
-        if isinstance(c, Token) and c.type == "INTEGER":
+        if isinstance(c, Tok) and c.type == "INTEGER":
             v = parse_int(str(c))[0]
-        elif isinstance(c, Token):
-            v = self.const_int(Tree("name_ref", [c], w.meta), "width")
+        elif isinstance(c, Tok):
+            v = self.const_int(ParseNode.at("name_ref", [c], w), "width")
         else:
             v = self.const_int(c, "width")
         if v < 0:
@@ -184,7 +184,7 @@ class ExprBuilder(CallHooks):
             return ir.ControlT(name)
         return ir.PackageT(name)
 
-    def const_int(self, t: Tree | Token, what: str) -> int:
+    def const_int(self, t: ParseNode | Tok, what: str) -> int:
         e = self.expr(t)
         if not isinstance(e, ir.Const) or isinstance(e.value, bool):
             raise self.err(self.loc(t), f"{what} must be a compile-time integer constant")
@@ -244,18 +244,18 @@ class ExprBuilder(CallHooks):
                        "use a cast")
 
     # ------------------------------------------------------------------ expressions
-    def expr(self, t: Tree | Token) -> ir.Expr:
+    def expr(self, t: ParseNode | Tok) -> ir.Expr:
         r = self._expr(t)
         if isinstance(r, _Callable):
             raise self.err(r.loc, f"'{r.name}' cannot be used as a value")
         return r
 
-    def _expr(self, t: Tree | Token) -> ir.Expr | _Callable:
-        if isinstance(t, Token):
-            return self._expr(Tree("name_ref", [t]))
+    def _expr(self, t: ParseNode | Tok) -> ir.Expr | _Callable:
+        if isinstance(t, Tok):
+            return self._expr(ParseNode("name_ref", [t]))
         d = t.data
         loc = self.loc(t)
-        fn: Callable[[Tree, ir.Loc], ir.Expr | _Callable] | None = getattr(self, "_e_" + d, None)
+        fn: Callable[[ParseNode, ir.Loc], ir.Expr | _Callable] | None = getattr(self, "_e_" + d, None)
         if fn is not None:
             return fn(t, loc)
         if d in _BINOPS:
@@ -271,23 +271,23 @@ class ExprBuilder(CallHooks):
                            "table entries")
         raise self.err(loc, f"unsupported expression syntax '{d}'")
 
-    def _e_int_lit(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+    def _e_int_lit(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         v, w, s = parse_int(str(t.children[0]))
         if w is None:
             return ir.Const(v, ir.IntT(), loc)
         bt = ir.BitT(w, s)
         return ir.Const(ce.wrap(v, bt), bt, loc)
 
-    def _e_string_lit(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+    def _e_string_lit(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         return ir.StringLit(unescape_string(str(t.children[0])), ir.StringT(), loc)
 
-    def _e_true_lit(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+    def _e_true_lit(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         return ir.Const(True, ir.BoolT(), loc)
 
-    def _e_false_lit(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+    def _e_false_lit(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         return ir.Const(False, ir.BoolT(), loc)
 
-    def _e_name_ref(self, t: Tree, loc: ir.Loc) -> ir.Expr | _Callable:
+    def _e_name_ref(self, t: ParseNode, loc: ir.Loc) -> ir.Expr | _Callable:
         name = self.name_of(t.children[0])
         sym = self.scope.lookup(name)
         if sym is None:
@@ -315,13 +315,13 @@ class ExprBuilder(CallHooks):
             return ir.StringLit(v.value, v.type, loc)
         return v
 
-    def _e_error_member(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+    def _e_error_member(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         name = self.name_of(children(t)[-1])
         if name not in self.errors:
             raise self.err(loc, f"error.{name} is not declared." + did_you_mean(name, self.errors))
         return ir.ErrorMember(name, ir.ErrorT(), loc)
 
-    def _e_type_member(self, t: Tree, loc: ir.Loc) -> ir.Expr | _Callable:
+    def _e_type_member(self, t: ParseNode, loc: ir.Loc) -> ir.Expr | _Callable:
         tname = str(t.children[0])
         member = self.name_of(t.children[1])
         ty = self.named_type(t.children[0])
@@ -343,12 +343,12 @@ class ExprBuilder(CallHooks):
         """The fresh instance a direct invocation ``T.apply(...)`` applies (blocks.py)."""
         raise self.err(loc, f"{decl.kind} {decl.name} cannot be applied here")
 
-    def _e_list_expr(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+    def _e_list_expr(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         ch = children(t)
         elems = tuple(self.expr(x) for x in (children(ch[0]) if ch else []))
         return ir.ListExpr(elems, ir.TupleT(tuple(e.type for e in elems)), loc)
 
-    def _e_struct_expr(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+    def _e_struct_expr(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         fields: list[tuple[str, ir.Expr]] = []
         for kv in children(t):
             n = self.name_of(kv.children[0])
@@ -358,11 +358,11 @@ class ExprBuilder(CallHooks):
         anon = ir.StructT("", tuple(ir.Field(n, e.type) for n, e in fields))
         return ir.StructInit(anon, tuple(fields), loc)
 
-    def _e_ctor_call(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+    def _e_ctor_call(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         raise self.err(loc, "constructor call is only allowed in an instantiation or a "
                        "table 'implementation' property")
 
-    def _e_cast(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+    def _e_cast(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         ty = self.resolve_type(t.children[0])
         e = self.expr(t.children[1])
         return self.cast(ty, e, loc)
@@ -474,7 +474,7 @@ class ExprBuilder(CallHooks):
                 return f
         return ir.Binary(op, a, b, t, loc)
 
-    def _e_mux(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+    def _e_mux(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         c, a, b = (self.expr(x) for x in children(t))
         if not isinstance(c.type, ir.BoolT):
             raise self.err(c.loc, f"condition of '?:' must be bool, not {c.type}")
@@ -486,7 +486,7 @@ class ExprBuilder(CallHooks):
         return ir.Mux(c, a, b, a.type, loc)
 
     # ------------------------------------------------------------------ members
-    def _e_member(self, t: Tree, loc: ir.Loc) -> ir.Expr | _Callable:
+    def _e_member(self, t: ParseNode, loc: ir.Loc) -> ir.Expr | _Callable:
         base_t, name_t = t.children[0], t.children[1]
         name = self.name_of(name_t)
         base = self._expr(base_t)
@@ -531,7 +531,7 @@ class ExprBuilder(CallHooks):
             return _Callable((base, name), loc, name)
         raise self.err(loc, f"{bt} has no member '{name}'")
 
-    def _e_index(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+    def _e_index(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         base = self.expr(t.children[0])
         idx = self.expr(t.children[1])
         if not isinstance(base.type, ir.StackT):
@@ -547,7 +547,7 @@ class ExprBuilder(CallHooks):
             raise self.err(idx.loc, f"stack index must be bit<W> or int<W>, not {idx.type}")
         return ir.StackElem(base, idx, base.type.elem, loc)
 
-    def _e_slice(self, t: Tree, loc: ir.Loc) -> ir.Expr:
+    def _e_slice(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         base = self.expr(t.children[0])
         hi = self.const_int(t.children[1], "slice bound")
         lo = self.const_int(t.children[2], "slice bound")
@@ -567,7 +567,7 @@ class ExprBuilder(CallHooks):
                             ir.BitT(hi - lo + 1), loc)
         return ir.Slice(base, hi, lo, ir.BitT(hi - lo + 1), loc)
 
-    def _e_call_member(self, t: Tree, loc: ir.Loc) -> ir.Expr | _Callable:
+    def _e_call_member(self, t: ParseNode, loc: ir.Loc) -> ir.Expr | _Callable:
         call = self._call(t.children[0], (), t.children[1], loc)
         return self.member(call, self.name_of(t.children[2]), loc)
 

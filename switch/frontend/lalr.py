@@ -5,9 +5,11 @@ its per-reduction wrapper chain (child filter, single-child expansion, position
 propagation through ``getattr`` on dictionary-backed ``Meta`` objects), and those ``Meta``
 dictionaries were most of the memory of a 660,000-token program.  This driver walks the
 table lark built from ``grammar.lark`` and shapes each reduction with one precomputed
-closure per rule, giving the trees ``Lark.parse`` gives (same ``data``, children, ``None``
-placeholders and ``Token`` attributes; ``tests/unit/test_frontend_lalr.py`` compares
-them).  Positions are kept as references to the lexer's tokens (``Span``), which is all
+closure per rule, giving the trees ``Lark.parse`` gives in a lighter form: the same
+``data``, children, ``None`` placeholders and positions, in slotted ``tree.ParseNode``s
+whose leaves are the lexer's own ``Tok``s (lark's ``Tree``, ``Meta`` and ``Token`` made a
+large program's tree three times its size; ``tests/unit/test_frontend_lalr.py`` compares
+the two node for node).  A node's position is its first and last token, which is all
 error locations and source excerpts read.  The many single-child reductions of the
 expression precedence chain (``?expr: ternary``, ...) change no value, so they cost a
 table lookup and nothing else.
@@ -18,122 +20,50 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lark import Token, Tree
+from lark import Token
 from lark.exceptions import UnexpectedToken
 from lark.parsers.lalr_analysis import Shift
 
 from .lexer import Tok
+from .tree import ParseNode
 
 _new_str = str.__new__
 
 
 def to_token(t: Tok) -> Token:
-    """The lark ``Token`` of a lexer token whose ``kind`` is already its terminal name;
-    built without ``Token.__new__``'s keyword handling (this runs ~300,000 times)."""
+    """The lark ``Token`` of a lexer token whose ``kind`` is already its terminal name
+    (for lark's ``UnexpectedToken``, which the error messages read)."""
     tok = _new_str(Token, t.text)
     n = len(t.text)
+    col = t.col
     tok.type = t.kind
     tok.value = t.text
     tok.start_pos = t.pos
     tok.line = t.line
-    tok.column = t.col
+    tok.column = col
     tok.end_line = t.line
-    tok.end_column = t.col + n
+    tok.end_column = col + n
     tok.end_pos = t.pos + n
     return tok
 
 
-Pos = Tok | Token
-"""A token with a position: the lexer's (punctuation and keywords the tree leaves out)
-or the tree's own ``Token``; both answer ``line``, ``column``, ``start_pos``, ``end_*``."""
-
-
-class Span:
-    """A node's position as lark's ``Meta`` reports it, read from the node's first and last
-    token; ``outer_*`` is the node's extent in its parent when the node was inlined from a
-    rule with more tokens (``"(" expr ")"``), lark's ``container_*``."""
-
-    __slots__ = ("first", "last", "outer_first", "outer_last")
-    empty = False
-
-    def __init__(self, first: Pos, last: Pos) -> None:
-        self.first = first
-        self.last = last
-        self.outer_first: Pos | None = None
-        self.outer_last: Pos | None = None
-
-    @property
-    def line(self) -> int:
-        return self.first.line  # type: ignore[return-value]
-
-    @property
-    def column(self) -> int:
-        return self.first.column  # type: ignore[return-value]
-
-    @property
-    def start_pos(self) -> int:
-        return self.first.start_pos  # type: ignore[return-value]
-
-    @property
-    def end_line(self) -> int:
-        return self.last.line  # type: ignore[return-value]
-
-    @property
-    def end_column(self) -> int:
-        return self.last.end_column  # type: ignore[return-value]
-
-    @property
-    def end_pos(self) -> int:
-        return self.last.end_pos  # type: ignore[return-value]
-
-
-def _start(v: Any) -> Pos | None:
+def _start(v: Any) -> Tok | None:
     """First token of a raw child (lark's container start), or None when it is empty."""
-    if isinstance(v, Tree):
-        m = v._meta
-        if isinstance(m, Span):
-            return m.outer_first or m.first
-        return None
-    if isinstance(v, (Tok, Token)):
+    if type(v) is ParseNode:
+        o = v.outer
+        return v.first if o is None else o[0]
+    if type(v) is Tok:
         return v
     return None
 
 
-def _end(v: Any) -> Pos | None:
-    if isinstance(v, Tree):
-        m = v._meta
-        if isinstance(m, Span):
-            return m.outer_last or m.last
-        return None
-    if isinstance(v, (Tok, Token)):
+def _end(v: Any) -> Tok | None:
+    if type(v) is ParseNode:
+        o = v.outer
+        return v.last if o is None else o[1]
+    if type(v) is Tok:
         return v
     return None
-
-
-def _span(children: list[Any]) -> Span | None:
-    """The span of a node with these raw children; the first positioned child's own
-    ``Span`` when the node covers exactly that (``arg`` over ``name_ref``, ...), so that
-    a chain of such nodes holds one.  Sharing is safe: a span's ``outer_*`` is set only
-    when its node is returned by a ``?rule`` and is read only while building that node's
-    parent, after which the nodes below never have their ``outer_*`` read again."""
-    first = last = None
-    head: Any = None
-    for c in children:
-        first = _start(c)
-        if first is not None:
-            head = c
-            break
-    if first is None:
-        return None
-    for c in reversed(children):
-        last = _end(c)
-        if last is not None:
-            break
-    if type(head) is Tree:
-        m = head._meta
-        if isinstance(m, Span) and m.outer_first is None and m.first is first and m.last is last:
-            return m
-    return Span(first, last)  # type: ignore[arg-type]
 
 
 Builder = Callable[[list[Any]], Any]
@@ -168,14 +98,8 @@ def _builder(rule: Any, maybe_placeholders: bool) -> Builder | None:
     simple = all(not splice and not nb for _, splice, nb in plan) and tail == 0
     idx = [i for i, _, _ in plan]
     whole = simple and idx == list(range(len(expansion)))
-    kept = [i for i, splice, _ in plan if not splice]
 
     def build(raw: list[Any]) -> Any:
-        # kept lexer tokens become the tree's Tokens in place, so that positions (and the
-        # parent's) refer to those and the lexer's are freed once parsed
-        for i in kept:
-            if type(raw[i]) is Tok:
-                raw[i] = to_token(raw[i])
         if whole:
             kids = raw
         elif simple:
@@ -194,20 +118,25 @@ def _builder(rule: Any, maybe_placeholders: bool) -> Builder | None:
                     kids.append(raw[i])
             if tail:
                 kids += [None] * tail
-        span = _span(raw)
+        first = last = None
+        for c in raw:
+            first = _start(c)
+            if first is not None:
+                break
+        if first is not None:
+            for c in reversed(raw):
+                last = _end(c)
+                if last is not None:
+                    break
         if expand1 and len(kids) == 1:
             res = kids[0]
-            if isinstance(res, Tree) and span is not None:
-                m = res._meta
-                if isinstance(m, Span):
-                    if m is not span:
-                        m.outer_first, m.outer_last = span.first, span.last
-                else:
-                    res._meta = span  # type: ignore[assignment]
+            if type(res) is ParseNode and first is not None:
+                if res.first is None:
+                    res.first, res.last = first, last
+                elif res.first is not first or res.last is not last:
+                    res.outer = (first, last)  # type: ignore[assignment]
             return res
-        if span is None:
-            return Tree(name, kids)
-        return Tree(name, kids, span)  # type: ignore[arg-type]
+        return ParseNode(name, kids, first, last)
 
     return build
 

@@ -41,30 +41,71 @@ _TOKEN_RE = re.compile(r"""
 TYPE_START_KW = frozenset({"bit", "int", "varbit", "bool", "string", "void", "tuple", "error"})
 
 
-@dataclass(slots=True)
+class SourceLine:
+    """One line of the lexed text: its number and the offset it starts at, shared by the
+    tokens on it (a token's column is computed from its offset, not stored)."""
+
+    __slots__ = ("number", "start")
+
+    def __init__(self, number: int, start: int) -> None:
+        self.number = number
+        self.start = start
+
+
 class Tok:
     """A token: ``kind`` is the grammar terminal kind (IDENTIFIER, TYPE_IDENTIFIER,
     INTEGER, STRING_LITERAL, ANNOTATION, DONTCARE, L_ANGLE_T, SHR_ANGLE, or the keyword /
-    punctuation text itself)."""
+    punctuation text itself).  The parse tree keeps these as its leaves, so they are
+    small: four references, the line and column read through the shared ``SourceLine``
+    (a macro-expanded program has hundreds of thousands of them, on long lines whose
+    columns would each be an int object of their own)."""
 
-    kind: str
-    text: str
-    line: int
-    col: int
-    pos: int
+    __slots__ = ("kind", "text", "pos", "row")
 
-    # lark ``Token``'s position names, so that a parse node's ``Span`` reads either kind
+    def __init__(self, kind: str, text: str, pos: int, row: SourceLine) -> None:
+        self.kind = kind
+        self.text = text
+        self.pos = pos
+        self.row = row
+
+    def __repr__(self) -> str:
+        return f"Tok({self.kind!r}, {self.text!r}, {self.line}:{self.col})"
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def line(self) -> int:
+        return self.row.number
+
+    @property
+    def col(self) -> int:
+        return self.pos - self.row.start + 1
+
+    # lark ``Token``'s names, so that the tree's leaves read as lark's did
+    @property
+    def type(self) -> str:
+        return self.kind
+
+    @property
+    def value(self) -> str:
+        return self.text
+
     @property
     def column(self) -> int:
-        return self.col
+        return self.pos - self.row.start + 1
 
     @property
     def start_pos(self) -> int:
         return self.pos
 
     @property
+    def end_line(self) -> int:
+        return self.row.number
+
+    @property
     def end_column(self) -> int:
-        return self.col + len(self.text)
+        return self.pos - self.row.start + 1 + len(self.text)
 
     @property
     def end_pos(self) -> int:
@@ -90,6 +131,7 @@ def tokenize(text: str) -> list[Tok]:
     """Split text into raw tokens (identifiers not yet classified)."""
     toks: list[Tok] = []
     line, line_start, pos, n = 1, 0, 0, len(text)
+    row = SourceLine(1, 0)
     match = _TOKEN_RE.match
     # one string per distinct identifier or literal: a macro-expanded program repeats a
     # few thousand names hundreds of thousands of times, and the tree's tokens keep them
@@ -104,30 +146,31 @@ def tokenize(text: str) -> list[Tok]:
         if kind == "nl":
             line += 1
             line_start = m.end()
+            row = SourceLine(line, line_start)
         elif kind == "bcomment":
             nls = val.count("\n")
             if nls:
                 line += nls
                 line_start = pos + val.rfind("\n") + 1
+                row = SourceLine(line, line_start)
         elif kind in ("ws", "lcomment"):
             pass
         else:
-            col = pos - line_start + 1
             if kind in ("ident", "int"):
                 val = same(val, val)
             if kind == "int":
-                toks.append(Tok("INTEGER", val, line, col, pos))
+                toks.append(Tok("INTEGER", val, pos, row))
             elif kind == "string":
-                toks.append(Tok("STRING_LITERAL", val, line, col, pos))
+                toks.append(Tok("STRING_LITERAL", val, pos, row))
             elif kind == "ident":
                 if val == "_":
-                    toks.append(Tok("DONTCARE", val, line, col, pos))
+                    toks.append(Tok("DONTCARE", val, pos, row))
                 elif val in KEYWORDS:
-                    toks.append(Tok(val, val, line, col, pos))
+                    toks.append(Tok(val, val, pos, row))
                 else:
-                    toks.append(Tok("IDENTIFIER", val, line, col, pos))
+                    toks.append(Tok("IDENTIFIER", val, pos, row))
             else:
-                toks.append(Tok("ASSIGN_OP" if val in ASSIGN_OPS else val, val, line, col, pos))
+                toks.append(Tok("ASSIGN_OP" if val in ASSIGN_OPS else val, val, pos, row))
         pos = m.end()
     if text.find("/*", pos) != -1:
         pass
@@ -170,7 +213,7 @@ def fold_annotations(toks: list[Tok], text: str, store: list[AnnotationTok]) -> 
             raw = text[toks[j].pos + 1:toks[k].pos]
             j = k + 1
         store.append(AnnotationTok(name, body, raw))
-        out.append(Tok("ANNOTATION", str(len(store) - 1), t.line, t.col, t.pos))
+        out.append(Tok("ANNOTATION", str(len(store) - 1), t.pos, t.row))
         i = j
     return out
 

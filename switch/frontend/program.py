@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from lark import Tree
-
 from . import ir
 from .blocks import BlockBuilder
 from .expressions import children
 from .parse import ParseResult
 from .symbols import (BlockDecl, BlockTypeDecl, ConstSym, DuplicateError, ExternFnSym,
                       PackageDecl, Scope, decl_loc)
+from .tree import ParseNode
 
 _HEADER_FIELD_TYPES = (ir.BitT, ir.BoolT, ir.VarBitT)
 
@@ -119,14 +118,14 @@ class ProgramBuilder(BlockBuilder):
         return bd.name
 
     # ------------------------------------------------------------------ simple decls
-    def _d_empty_decl(self, t: Tree) -> None:
+    def _d_empty_decl(self, t: ParseNode) -> None:
         pass
 
-    def _d_const_decl(self, t: Tree) -> None:
+    def _d_const_decl(self, t: ParseNode) -> None:
         sym = self.const_decl(t)
         self.consts[sym.name] = sym.value
 
-    def _fields(self, items: list[Tree], kind: str, tname: str) -> tuple[ir.Field, ...]:
+    def _fields(self, items: list[ParseNode], kind: str, tname: str) -> tuple[ir.Field, ...]:
         out: list[ir.Field] = []
         for f in items:
             annos_t, type_t, name_t = f.children
@@ -145,7 +144,7 @@ class ProgramBuilder(BlockBuilder):
             out.append(ir.Field(fname, ft, self.annotations(annos_t)))
         return tuple(out)
 
-    def _aggregate(self, t: Tree, kind: str) -> None:
+    def _aggregate(self, t: ParseNode, kind: str) -> None:
         annos_t, name_t, *fields = t.children
         name = self.name_of(name_t)
         annos = self.annotations(annos_t)
@@ -157,30 +156,30 @@ class ProgramBuilder(BlockBuilder):
             return
         self.declare_type(name, cls(name, fs, annos), self.loc(name_t))
 
-    def _d_header_decl(self, t: Tree) -> None:
+    def _d_header_decl(self, t: ParseNode) -> None:
         self._aggregate(t, "header")
 
-    def _d_struct_decl(self, t: Tree) -> None:
+    def _d_struct_decl(self, t: ParseNode) -> None:
         self._aggregate(t, "struct")
 
-    def _d_union_decl(self, t: Tree) -> None:
+    def _d_union_decl(self, t: ParseNode) -> None:
         self._aggregate(t, "header_union")
 
-    def _d_enum_decl(self, t: Tree) -> None:
+    def _d_enum_decl(self, t: ParseNode) -> None:
         annos_t, name_t, *members = t.children
         names = [self.name_of(m) for m in members if m is not None]
         self._dup_check(names, t, "enum member")
         name = self.name_of(name_t)
         self.declare_type(name, ir.EnumT(name, tuple(names)), self.loc(name_t))
 
-    def _dup_check(self, names: list[str], t: Tree, what: str) -> None:
+    def _dup_check(self, names: list[str], t: ParseNode, what: str) -> None:
         seen: set[str] = set()
         for n in names:
             if n in seen:
                 raise self.err(self.loc(t), f"duplicate {what} '{n}'")
             seen.add(n)
 
-    def _d_ser_enum_decl(self, t: Tree) -> None:
+    def _d_ser_enum_decl(self, t: ParseNode) -> None:
         annos_t, type_t, name_t, *members = t.children
         under = self.resolve_type(type_t)
         name = self.name_of(name_t)
@@ -201,20 +200,20 @@ class ProgramBuilder(BlockBuilder):
         self.declare_type(name, ir.EnumT(name, tuple(names), under, tuple(values)),
                           self.loc(name_t))
 
-    def _d_typedef_decl(self, t: Tree) -> None:
+    def _d_typedef_decl(self, t: ParseNode) -> None:
         annos_t, type_t, name_t = t.children
         self.declare_type(self.name_of(name_t), self.resolve_type(type_t), self.loc(name_t))
 
     _d_newtype_decl = _d_typedef_decl
 
-    def _d_error_decl(self, t: Tree) -> None:
+    def _d_error_decl(self, t: ParseNode) -> None:
         for n in children(t):
             name = self.name_of(n)
             if name in self.errors:
                 raise self.err(self.loc(n), f"duplicate error member '{name}'")
             self.errors.append(name)
 
-    def _d_match_kind_decl(self, t: Tree) -> None:
+    def _d_match_kind_decl(self, t: ParseNode) -> None:
         for n in children(t):
             name = self.name_of(n)
             if name in self.match_kinds:
@@ -228,10 +227,10 @@ class ProgramBuilder(BlockBuilder):
             s.types[n] = ir.TypeVarT(n)
         return s
 
-    def _type_param_names(self, t: Tree | None) -> list[str]:
+    def _type_param_names(self, t: ParseNode | None) -> list[str]:
         return [self.name_of(c) for c in children(t)] if t is not None else []
 
-    def _fn_proto(self, t: Tree, annos: ir.Annotations, outer_tv: list[str]) -> ir.MethodSig:
+    def _fn_proto(self, t: ParseNode, annos: ir.Annotations, outer_tv: list[str]) -> ir.MethodSig:
         rt_t, name_t, tp_t, params_t = t.children
         tps = self._type_param_names(tp_t)
         saved = self.scope
@@ -243,7 +242,7 @@ class ProgramBuilder(BlockBuilder):
             self.scope = saved
         return ir.MethodSig(self.name_of(name_t), ps, rt, tuple(tps), annos, self.loc(name_t))
 
-    def _d_extern_obj(self, t: Tree) -> None:
+    def _d_extern_obj(self, t: ParseNode) -> None:
         annos_t, type_t, *methods = t.children
         if type_t.data == "named_type":
             name_tok, tps = type_t.children[0], []
@@ -280,7 +279,7 @@ class ProgramBuilder(BlockBuilder):
         decl.ctors = tuple(ctors)
         self.externs[name] = decl
 
-    def _d_extern_fn(self, t: Tree) -> None:
+    def _d_extern_fn(self, t: ParseNode) -> None:
         annos_t, proto_t = t.children
         sig = self._fn_proto(proto_t, self.annotations(annos_t), [])
         existing = self.global_scope.values.get(sig.name)
@@ -295,7 +294,7 @@ class ProgramBuilder(BlockBuilder):
         self.externs[sig.name] = decl
 
     # ------------------------------------------------------------------ blocks
-    def _block_type(self, t: Tree, kind: str) -> None:
+    def _block_type(self, t: ParseNode, kind: str) -> None:
         annos_t, name_t, tp_t, params_t = t.children
         tps = self._type_param_names(tp_t)
         saved = self.scope
@@ -311,16 +310,16 @@ class ProgramBuilder(BlockBuilder):
             BlockTypeDecl(kind, name, tuple(tps), ps, loc)
         self.declare_type(name, sym, loc)
 
-    def _d_parser_type_decl(self, t: Tree) -> None:
+    def _d_parser_type_decl(self, t: ParseNode) -> None:
         self._block_type(t, "parser")
 
-    def _d_control_type_decl(self, t: Tree) -> None:
+    def _d_control_type_decl(self, t: ParseNode) -> None:
         self._block_type(t, "control")
 
-    def _d_package_decl(self, t: Tree) -> None:
+    def _d_package_decl(self, t: ParseNode) -> None:
         self._block_type(t, "package")
 
-    def _block_decl(self, t: Tree, kind: str) -> None:
+    def _block_decl(self, t: ParseNode, kind: str) -> None:
         annos_t, name_t, tp_t, params_t, ctor_t = t.children[:5]
         name = self.name_of(name_t)
         if tp_t is not None:
@@ -334,17 +333,17 @@ class ProgramBuilder(BlockBuilder):
         self.declare_type(name, bd, bd.loc)
         self.blocks[name] = bd
 
-    def _d_parser_decl(self, t: Tree) -> None:
+    def _d_parser_decl(self, t: ParseNode) -> None:
         self._block_decl(t, "parser")
 
-    def _d_control_decl(self, t: Tree) -> None:
+    def _d_control_decl(self, t: ParseNode) -> None:
         self._block_decl(t, "control")
 
-    def _d_action_decl(self, t: Tree) -> None:
+    def _d_action_decl(self, t: ParseNode) -> None:
         act = self.action(t)
         self.actions_global[act.name] = act
 
-    def _d_function_decl(self, t: Tree) -> None:
+    def _d_function_decl(self, t: ParseNode) -> None:
         annos_t, rt_t, name_t, tp_t, params_t, body_t = t.children
         if tp_t is not None:
             raise self.unsupported(self.loc(tp_t), "generic functions")
@@ -365,7 +364,7 @@ class ProgramBuilder(BlockBuilder):
         self.functions[name] = fn
 
     # ------------------------------------------------------------------ instances
-    def _d_instantiation(self, t: Tree) -> None:
+    def _d_instantiation(self, t: ParseNode) -> None:
         annos_t, type_t, args_t, name_t = t.children
         ty = self.resolve_type(type_t)
         name = self.name_of(name_t)
@@ -375,7 +374,7 @@ class ProgramBuilder(BlockBuilder):
             return
         self.instantiation(t)
 
-    def _package(self, ty: ir.PackageT, args_t: Tree | None, name: str, loc: ir.Loc) -> None:
+    def _package(self, ty: ir.PackageT, args_t: ParseNode | None, name: str, loc: ir.Loc) -> None:
         pkg = self.global_scope.lookup_type(ty.name)
         assert isinstance(pkg, PackageDecl)
         args = [a for a in (children(args_t) if args_t is not None else [])]
@@ -390,12 +389,12 @@ class ProgramBuilder(BlockBuilder):
         self.main = ir.PackageInstance(name, ty.name, tuple(insts), loc)
         self.declare(name, self.main, loc)
 
-    def _package_arg(self, p: ir.Param, a: Tree) -> ir.Instance:
+    def _package_arg(self, p: ir.Param, a: ParseNode) -> ir.Instance:
         loc = self.loc(a)
         e = a.children[0] if a.data in ("arg", "named_arg") else a
         if a.data == "named_arg":
             e = a.children[1]
-        if isinstance(e, Tree) and e.data == "ctor_call":
+        if isinstance(e, ParseNode) and e.data == "ctor_call":
             tname = str(e.children[0])
             bd = self.global_scope.lookup_type(tname)
             if not isinstance(bd, BlockDecl):

@@ -7,12 +7,11 @@ literals), bool conditions (``bit<1>`` is not ``bool``), and ``switch`` on
 
 from __future__ import annotations
 
-from lark import Tree
-
 from . import ir
 from .calls import CallBuilder
 from .expressions import children
 from .symbols import ConstSym, DuplicateError, decl_loc
+from .tree import ParseNode
 
 
 class StmtBuilder(CallBuilder):
@@ -29,7 +28,7 @@ class StmtBuilder(CallBuilder):
             where = f" (previous declaration at {prev})" if prev != ir.NOLOC else ""
             raise self.err(loc, f"duplicate declaration of '{name}'{where}") from None
 
-    def block(self, t: Tree) -> ir.Block:
+    def block(self, t: ParseNode) -> ir.Block:
         outer = self.scope
         self.scope = outer.child()
         try:
@@ -38,7 +37,7 @@ class StmtBuilder(CallBuilder):
             self.scope = outer
         return ir.Block(stmts, self.loc(t))
 
-    def as_block(self, t: Tree) -> ir.Block:
+    def as_block(self, t: ParseNode) -> ir.Block:
         if t.data == "block":
             return self.block(t)
         outer = self.scope
@@ -49,7 +48,7 @@ class StmtBuilder(CallBuilder):
             self.scope = outer
         return ir.Block((s,), s.loc)
 
-    def stmt(self, t: Tree) -> ir.Stmt:
+    def stmt(self, t: ParseNode) -> ir.Stmt:
         d = t.data
         loc = self.loc(t)
         if d == "assign":
@@ -95,7 +94,7 @@ class StmtBuilder(CallBuilder):
             return ir.EmptyStmt(loc)
         raise self.err(loc, f"unsupported statement '{d}'")
 
-    def for_stmt(self, t: Tree, loc: ir.Loc) -> ir.Stmt:
+    def for_stmt(self, t: ParseNode, loc: ir.Loc) -> ir.Stmt:
         """``for`` loops (P4_16 1.2.5); the loop's own scope holds its init variables."""
         outer = self.scope
         self.scope = outer.child()
@@ -124,24 +123,24 @@ class StmtBuilder(CallBuilder):
         finally:
             self.scope = outer
 
-    def _loop_body(self, t: Tree) -> ir.Block:
+    def _loop_body(self, t: ParseNode) -> ir.Block:
         self.loop_depth += 1
         try:
             return self.as_block(t)
         finally:
             self.loop_depth -= 1
 
-    def _for_item(self, t: Tree, init: bool) -> ir.Stmt:
+    def _for_item(self, t: ParseNode, init: bool) -> ir.Stmt:
         """An item of a for loop's init or update list, as the statement it stands for."""
         ch = t.children
         if t.data == "for_var":
             if not init:
                 raise self.err(self.loc(t), "a variable declaration is only allowed in a for loop's initializer")
-            return self.stmt(Tree("var_decl", [None, *ch], t.meta))
+            return self.stmt(ParseNode.at("var_decl", [None, *ch], t))
         kind = {"for_assign": "assign", "for_op_assign": "op_assign", "for_call": "call_stmt"}[t.data]
-        return self.stmt(Tree(kind, list(ch), t.meta))
+        return self.stmt(ParseNode.at(kind, list(ch), t))
 
-    def return_stmt(self, t: Tree, loc: ir.Loc) -> ir.Stmt:
+    def return_stmt(self, t: ParseNode, loc: ir.Loc) -> ir.Stmt:
         if self.block_kind == "parser":
             raise self.err(loc, "return is not allowed in a parser state")
         val = t.children[0]
@@ -154,20 +153,20 @@ class StmtBuilder(CallBuilder):
             raise self.err(loc, "return with a value is only allowed in a non-void function")
         return ir.Return(self.coerce(self.expr(val), rt, "return value"), loc)
 
-    def assign(self, t: Tree, loc: ir.Loc) -> ir.Stmt:
+    def assign(self, t: ParseNode, loc: ir.Loc) -> ir.Stmt:
         lhs_t, rhs_t = t.children
-        if isinstance(lhs_t, Tree) and lhs_t.data == "name_ref":
+        if isinstance(lhs_t, ParseNode) and lhs_t.data == "name_ref":
             sym = self.scope.lookup(self.name_of(lhs_t.children[0]))
             if isinstance(sym, ConstSym):
                 raise self.err(self.loc(lhs_t), f"cannot assign to constant '{sym.name}'")
-        if isinstance(lhs_t, Tree) and lhs_t.data in ("int_lit", "true_lit", "false_lit"):
+        if isinstance(lhs_t, ParseNode) and lhs_t.data in ("int_lit", "true_lit", "false_lit"):
             raise self.err(self.loc(lhs_t), "cannot assign to a literal")
         lhs = self.expr(lhs_t)
         self.check_lvalue(lhs, "assign to")
         rhs = self.coerce(self.expr(rhs_t), lhs.type, "assignment")
         return ir.Assign(lhs, rhs, loc)
 
-    def op_assign(self, t: Tree, loc: ir.Loc) -> ir.Stmt:
+    def op_assign(self, t: ParseNode, loc: ir.Loc) -> ir.Stmt:
         """``a op= b`` (P4_16 1.2.4) is ``a = a op b`` with ``a`` evaluated once."""
         lhs_t, op_t, rhs_t = t.children
         lhs = self.expr(lhs_t)
@@ -177,7 +176,7 @@ class StmtBuilder(CallBuilder):
         value = self.binary(str(op_t)[:-1], lhs, self.expr(rhs_t), loc)
         return ir.Assign(lhs, self.coerce(value, lhs.type, "assignment"), loc)
 
-    def var_decl(self, t: Tree) -> ir.VarDeclStmt:
+    def var_decl(self, t: ParseNode) -> ir.VarDeclStmt:
         annos_t, type_t, name_t, init_t = t.children
         ty = self.resolve_type(type_t)
         name = self.name_of(name_t)
@@ -189,7 +188,7 @@ class StmtBuilder(CallBuilder):
         self.declare(name, decl, loc)
         return ir.VarDeclStmt(decl, init, self.loc(t))
 
-    def const_decl(self, t: Tree) -> ConstSym:
+    def const_decl(self, t: ParseNode) -> ConstSym:
         annos_t, type_t, name_t, val_t = t.children
         ty = self.resolve_type(type_t)
         name = self.name_of(name_t)
@@ -202,7 +201,7 @@ class StmtBuilder(CallBuilder):
         self.declare(name, sym, loc)
         return sym
 
-    def switch(self, t: Tree, loc: ir.Loc) -> ir.Stmt:
+    def switch(self, t: ParseNode, loc: ir.Loc) -> ir.Stmt:
         e = self.expr(t.children[0])
         table: ir.Table | None = None
         if isinstance(e, ir.Member) and isinstance(e.type, ir.ActionEnumT):

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lark import Tree
-
 from innet.names import did_you_mean  # noqa: F401  (the front-end imports it from here)
 
 from . import ir
+from .tree import ParseNode
 
 
 @dataclass(eq=False)
@@ -41,7 +40,7 @@ class BlockDecl:
 
     kind: str  # 'parser' | 'control'
     name: str
-    tree: Tree
+    tree: ParseNode
     annotations: ir.Annotations
     params: tuple[ir.Param, ...]
     ctor_params: tuple[ir.Param, ...]

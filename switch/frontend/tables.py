@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from lark import Tree
-
 from . import ir
 from .errors import P4Error
 from .expressions import children
 from .symbols import did_you_mean
+from .tree import ParseNode
 
 if TYPE_CHECKING:
     from .blocks import BlockBuilder
@@ -31,7 +30,7 @@ def _action_named(b: "BlockBuilder", name_t: Any) -> ir.Action:
 
 
 def _bind_prefix(b: "BlockBuilder", act: ir.Action, params: tuple[ir.Param, ...],
-                 args_t: Tree | None, loc: ir.Loc) -> tuple[ir.Expr, ...]:
+                 args_t: ParseNode | None, loc: ir.Loc) -> tuple[ir.Expr, ...]:
     args = b.arg_list(args_t)
     if len(args) != len(params):
         raise b.err(loc, f"wrong number of arguments for action '{act.name}': expected "
@@ -47,7 +46,7 @@ def _bind_prefix(b: "BlockBuilder", act: ir.Action, params: tuple[ir.Param, ...]
     return tuple(out)
 
 
-def _ref_args(b: "BlockBuilder", ref: ir.ActionRef, args_t: Tree | None,
+def _ref_args(b: "BlockBuilder", ref: ir.ActionRef, args_t: ParseNode | None,
               loc: ir.Loc) -> tuple[ir.Expr, ...]:
     """Full argument list for a default action / entry action given the list binding."""
     act = ref.action
@@ -58,7 +57,7 @@ def _ref_args(b: "BlockBuilder", ref: ir.ActionRef, args_t: Tree | None,
     return ref.args + _bind_prefix(b, act, rest, args_t, loc)
 
 
-def _call_parts(b: "BlockBuilder", t: Tree) -> tuple[Any, Tree | None]:
+def _call_parts(b: "BlockBuilder", t: ParseNode) -> tuple[Any, ParseNode | None]:
     if t.data == "call":
         return t.children[0].children[0], t.children[1]
     if t.data == "name_ref":
@@ -66,7 +65,7 @@ def _call_parts(b: "BlockBuilder", t: Tree) -> tuple[Any, Tree | None]:
     raise b.err(b.loc(t), "expected an action call like a(1, 2)")
 
 
-def build_table(b: "BlockBuilder", t: Tree) -> ir.Table:
+def build_table(b: "BlockBuilder", t: ParseNode) -> ir.Table:
     annos_t, name_t, *props = t.children
     name = b.name_of(name_t)
     annos = b.annotations(annos_t)
@@ -74,8 +73,8 @@ def build_table(b: "BlockBuilder", t: Tree) -> ir.Table:
     cp = b.cp_name(name, annos)
     keys: list[ir.Key] = []
     refs: list[ir.ActionRef] = []
-    generic: list[Tree] = []
-    entries_t: Tree | None = None
+    generic: list[ParseNode] = []
+    entries_t: ParseNode | None = None
     seen: set[str] = set()
     for p in props:
         pname = {"key_prop": "key", "actions_prop": "actions", "entries_prop": "entries"}.get(
@@ -127,7 +126,7 @@ def build_table(b: "BlockBuilder", t: Tree) -> ir.Table:
         _generic_prop(b, table, p)
     if entries_t is not None:
         table.const_entries = tuple(_entry(b, table, e) for e in children(entries_t)
-                                    if isinstance(e, Tree) and e.data == "entry")
+                                    if isinstance(e, ParseNode) and e.data == "entry")
     return _declare(b, table, loc)
 
 
@@ -145,7 +144,7 @@ def _find_ref(b: "BlockBuilder", table: ir.Table, name_t: Any, what: str) -> ir.
     return ref
 
 
-def _generic_prop(b: "BlockBuilder", table: ir.Table, p: Tree) -> None:
+def _generic_prop(b: "BlockBuilder", table: ir.Table, p: ParseNode) -> None:
     pa, const_t, pn, val_t = p.children
     pname = b.name_of(pn)
     ploc = b.loc(p)
@@ -166,10 +165,10 @@ def _generic_prop(b: "BlockBuilder", table: ir.Table, p: Tree) -> None:
     if pname in ("implementation", "counters", "meters"):
         want = {"implementation": ("action_profile", "action_selector"),
                 "counters": ("direct_counter",), "meters": ("direct_meter",)}[pname]
-        if isinstance(val_t, Tree) and val_t.data == "ctor_call":
-            inst = b.make_instance(Tree("named_type", [val_t.children[0]], val_t.meta)
+        if isinstance(val_t, ParseNode) and val_t.data == "ctor_call":
+            inst = b.make_instance(ParseNode.at("named_type", [val_t.children[0]], val_t)
                                    if len(val_t.children) == 2 else
-                                   Tree("spec_type", val_t.children[:2], val_t.meta),
+                                   ParseNode.at("spec_type", val_t.children[:2], val_t),
                                    val_t.children[-1], table.name, {}, b.loc(val_t), table.cp_name)
         else:
             inst_e = b.expr(val_t)
@@ -199,7 +198,7 @@ def _generic_prop(b: "BlockBuilder", table: ir.Table, p: Tree) -> None:
         raise b.err(ploc, f"table '{table.name}': cannot evaluate property '{pname}': {error.message}") from None
 
 
-def _entry(b: "BlockBuilder", table: ir.Table, e: Tree) -> ir.ConstEntry:
+def _entry(b: "BlockBuilder", table: ir.Table, e: ParseNode) -> ir.ConstEntry:
     const_t, prio_t, ks_t, act_t, annos_t = e.children
     if not table.keys:
         raise b.err(b.loc(e), f"table '{table.name}' has entries but no key")

@@ -1,5 +1,7 @@
 """``lalr.Driver`` builds the trees lark's own ``Lark.parse`` builds (with
-``propagate_positions``), node for node, positions included, and fails where it fails."""
+``propagate_positions``), node for node, positions included, and fails where it fails.
+The driver's nodes are ``ParseNode``s with the lexer's ``Tok``s as leaves (lighter than
+lark's ``Tree``/``Token``): each is compared with lark's on everything lark's has."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from lark.exceptions import UnexpectedToken
 from innet.switch.frontend import lexer as lx
 from innet.switch.frontend import parse as fp
 from innet.switch.frontend.preprocess import preprocess_file, preprocess_source
+from innet.switch.frontend.tree import ParseNode
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = sorted([*(ROOT / "p4" / "examples").glob("*.p4"), *(ROOT / "tests" / "data").glob("*.p4"),
@@ -52,8 +55,9 @@ def _outcome(parse: Any) -> tuple[Any, Any]:
 
 
 def _same(a: Any, b: Any, path: str = "") -> None:
-    if isinstance(a, Tree):
-        assert isinstance(b, Tree) and a.data == b.data, path
+    """``a`` (the driver's) is ``b`` (lark's), node for node."""
+    if isinstance(b, Tree):
+        assert type(a) is ParseNode and a.data == b.data, path
         assert a.meta.empty == b.meta.empty, (path, a.data)
         if not a.meta.empty:
             for f in ("line", "column", "start_pos", "end_line", "end_column", "end_pos"):
@@ -61,10 +65,10 @@ def _same(a: Any, b: Any, path: str = "") -> None:
         assert len(a.children) == len(b.children), (path, a.data)
         for i, (x, y) in enumerate(zip(a.children, b.children)):
             _same(x, y, f"{path}/{a.data}[{i}]")
-    elif a is None:
-        assert b is None, path
+    elif b is None:
+        assert a is None, path
     else:
-        assert type(a) is type(b) is Token and str(a) == str(b), (path, a, b)
+        assert type(b) is Token and type(a) is lx.Tok and str(a) == str(b), (path, a, b)
         for f in ("type", "value", "start_pos", "line", "column", "end_line", "end_column", "end_pos"):
             assert getattr(a, f) == getattr(b, f), (path, a, f)
 
