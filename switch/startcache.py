@@ -77,16 +77,42 @@ def key(*parts: str) -> str:
     return h.hexdigest()[:32]
 
 
+FREEZE_MIN_OBJECTS = 100_000
+"""Objects a ``no_gc(keep=True)`` block must leave behind to be frozen (a K=2048
+``innet.p4`` leaves about a million; a test's small program a few thousand)."""
+
+_frozen = False
+"""Whether ``no_gc(keep=True)`` froze objects that a later load must unfreeze."""
+
+
 @contextlib.contextmanager
-def no_gc() -> Iterator[None]:
+def no_gc(keep: bool = False) -> Iterator[None]:
     """The cyclic garbage collector off for a block that builds a program's long-lived
     objects (a loaded IR, its compiled control plane): every collection in between would
-    scan up to a million new objects that are all still in use (2-3x the CPU time)."""
+    scan up to a million new objects that are all still in use (2-3x the CPU time).
+
+    ``keep``: the block builds what the process keeps (a switch's loaded program), so when
+    it leaves many objects they are frozen (``gc.freeze``) instead of handed to the
+    collector: re-enabled, it would scan them all at its next three collections (young,
+    middle, then full generation: ~0.9 s for K=2048, most of a warm switch start) and at
+    every full collection after. Frozen objects are still freed by reference counting; so
+    that the cycles of a program replaced later are not kept for good, the next
+    ``keep`` block first unfreezes and collects (a reload pays one full collection)."""
+    global _frozen
     collecting = gc.isenabled()
+    if keep and _frozen:
+        gc.unfreeze()
+        _frozen = False
+        gc.collect()
     gc.disable()
+    ok = False
     try:
         yield
+        ok = True
     finally:
+        if keep and ok and gc.get_count()[0] >= FREEZE_MIN_OBJECTS:
+            gc.freeze()
+            _frozen = True
         if collecting:
             gc.enable()
 

@@ -142,3 +142,39 @@ def test_native_code_generation_is_cached(project: Path, monkeypatch: pytest.Mon
     outs = [NativePipeline(program, fuse=mode).process(0, frame) for mode in ("auto", "auto", "off")]
     assert outs[0] == outs[1] == outs[2] == [(1, frame)]
     assert calls == ["gen", "gen"]  # auto generated once, then taken from the cache; off is another key
+
+
+class _Cycle:
+    """An object in a reference cycle: only the cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_kept_objects_are_frozen_and_a_later_load_frees_their_cycles(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+    import weakref
+
+    monkeypatch.setattr(startcache, "FREEZE_MIN_OBJECTS", 1000)
+    gc.unfreeze()  # whatever an earlier test's load froze
+    monkeypatch.setattr(startcache, "_frozen", False)
+    try:
+        with startcache.no_gc(keep=True):
+            program = [_Cycle() for _ in range(2000)]
+            assert not gc.isenabled()
+        assert gc.isenabled() and gc.get_freeze_count() >= 2000  # no collection scans them again
+        first = weakref.ref(program[0])
+        del program
+        assert first() is not None  # a replaced program's cycles wait for the next load...
+        with startcache.no_gc(keep=True):
+            small = [_Cycle() for _ in range(10)]
+        assert first() is None  # ...which frees them
+        assert gc.get_freeze_count() == 0 and small  # too few objects to freeze
+        with pytest.raises(RuntimeError):
+            with startcache.no_gc(keep=True):
+                failed = [_Cycle() for _ in range(2000)]
+                raise RuntimeError(str(len(failed)))
+        assert gc.get_freeze_count() == 0 and gc.isenabled()  # a failed load keeps nothing
+    finally:
+        gc.unfreeze()
+        monkeypatch.setattr(startcache, "_frozen", False)
