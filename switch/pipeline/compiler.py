@@ -303,7 +303,10 @@ class ProgramCompiler:
         """The objects an apply body uses, in the order code generation meets them:
         tables (with their actions), extern instances, sub-controls, called actions and
         functions (``packet_code`` False)."""
-        for node in body_uses(body):
+        uses = self.program.body_uses.get(body)
+        if uses is None:
+            uses = self.program.body_uses[body] = body_uses(body)
+        for node in uses:
             if isinstance(node, ir.TableApply):
                 self.objects.table_info(node.table)
             elif isinstance(node, ir.MethodCall) and isinstance(node.target, ir.InstanceRef):
@@ -497,6 +500,14 @@ def body_uses(root: object) -> list[object]:
             if ck != _SKIP:
                 push(child)
     return out
+
+
+def remember_uses(program: ir.Program) -> None:
+    """Fill ``program.body_uses`` for every control body (``device_config.build`` does
+    before caching the program: a switch loading it then skips the walks)."""
+    for control in program.reachable_controls():
+        if control.body not in program.body_uses:
+            program.body_uses[control.body] = body_uses(control.body)
 
 
 def _ident(name: str) -> str:

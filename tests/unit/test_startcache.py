@@ -144,6 +144,29 @@ def test_native_code_generation_is_cached(project: Path, monkeypatch: pytest.Mon
     assert calls == ["gen", "gen"]  # auto generated once, then taken from the cache; off is another key
 
 
+
+def test_control_body_walks_come_with_the_cached_program(project: Path, compiles: list[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from innet.switch.pipeline import compiler
+
+    first = device_config.build(project / "prog.p4").program
+    walked: list[object] = []
+    real = compiler.body_uses
+    monkeypatch.setattr(compiler, "body_uses", lambda body: walked.append(body) or real(body))
+    second = device_config.build(project / "prog.p4").program
+    assert len(compiles) == 1 and second is not first
+    bodies = [c.body for c in second.reachable_controls()]
+    assert {id(b) for b in second.body_uses} == {id(b) for b in bodies}  # the loaded program's own nodes
+    for body in bodies:
+        fresh = real(body)
+        assert len(second.body_uses[body]) == len(fresh) and all(a is b for a, b in zip(second.body_uses[body], fresh))
+    assert any(second.body_uses[b] for b in bodies)  # the register write
+    compiler.ProgramCompiler(second, packet_code=False).compile()
+    assert walked == []  # loading it walks no body
+    other = device_config.build(project / "prog.p4", defines={"CELLS": "64"}).program  # another key: compiled
+    assert len(compiles) == 2 and all(c.body in other.body_uses for c in other.reachable_controls())
+
+
 class _Cycle:
     """An object in a reference cycle: only the cyclic collector frees it."""
 
