@@ -134,20 +134,45 @@ def _plan(cls: type) -> tuple[tuple[str, ...], bool] | None:
     return _PLANS[cls]
 
 
+_PLAIN = (str, int, bool)
+"""Field types of a frozen value that may stand for every equal one (``_Pickler``)."""
+
+
+def _same(value: Any) -> Any:
+    """The unpickler's stand-in for a frozen value equal to one it has already built."""
+    return value
+
+
 class _Pickler(pickle.Pickler):
     """Pickles the IR's slotted dataclasses so that unpickling runs in C: mutable ones as
     ``object.__new__`` plus a slot-state dict (the unpickler sets it with setattr), frozen
     ones as a call of the class. (dataclasses' own ``__setstate__`` for slotted classes
-    is Python that recomputes ``fields()`` per object: seconds for a big program.)"""
+    is Python that recomputes ``fields()`` per object: seconds for a big program.)
+
+    A frozen value of plain fields (``Loc``, ``BitT``) equal to one pickled before is
+    pickled as that one: a K=2048 program's 239,000 locations are 156,000 distinct values
+    and its 33,000 ``bit<W>`` types a few dozen, each of which the unpickler would build
+    through the class's Python ``__init__``. (Frozen dataclasses compare by value; no
+    code tells two equal ones apart.)"""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._values: dict[tuple[Any, ...], Any] = {}
 
     def reducer_override(self, obj: Any) -> Any:
-        plan = _plan(type(obj))
+        cls = type(obj)
+        plan = _plan(cls)
         if plan is None:
             return NotImplemented
         names, frozen = plan
         if frozen:
-            return type(obj), tuple(getattr(obj, n) for n in names)
-        return copyreg.__newobj__, (type(obj),), (None, {n: getattr(obj, n) for n in names})  # type: ignore[attr-defined]
+            args = tuple(getattr(obj, n) for n in names)
+            if all(type(a) in _PLAIN for a in args):  # exact types: True and 1 stay apart
+                first = self._values.setdefault((cls, args, tuple(type(a) for a in args)), obj)
+                if first is not obj:
+                    return _same, (first,)
+            return cls, args
+        return copyreg.__newobj__, (cls,), (None, {n: getattr(obj, n) for n in names})  # type: ignore[attr-defined]
 
 
 def _path(kind: str, k: str) -> Path | None:

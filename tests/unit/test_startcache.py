@@ -201,3 +201,14 @@ def test_kept_objects_are_frozen_and_a_later_load_frees_their_cycles(monkeypatch
     finally:
         gc.unfreeze()
         monkeypatch.setattr(startcache, "_frozen", False)
+
+
+def test_equal_frozen_values_are_stored_once(project: Path) -> None:
+    from innet.switch.frontend import ir
+
+    here, again, bit, flag = ir.Loc("a.p4", 7, 3), ir.Loc("a.p4", 7, 3), ir.BitT(8, True), ir.BitT(8, 1)  # type: ignore[arg-type]
+    startcache.store("test", "values", [here, again, ir.Loc("a.p4", 7, 4), bit, flag, ir.BitT(8, True)])
+    got = startcache.load("test", "values")
+    assert got == [here, again, ir.Loc("a.p4", 7, 4), bit, flag, bit]
+    assert got[0] is got[1] and got[2] is not got[0] and got[3] is got[5]
+    assert got[4] is not got[3] and type(got[4].signed) is int  # True and 1 are equal, not the same value
