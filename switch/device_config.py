@@ -146,6 +146,9 @@ def build(path: str | Path, include_dirs: tuple[str | Path, ...] = (),
         from innet.switch.p4info import build_p4info
 
         info = build_p4info(program)
+        from innet.switch.pipeline.compiler import remember_uses
+
+        remember_uses(program)
     program.cache_key = key
     startcache.store("frontend", key, (program, info.SerializeToString(deterministic=True)))
     return Build(DeviceConfig(src.stem, source, p4info_digest(info)), program, info)

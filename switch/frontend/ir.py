@@ -1055,6 +1055,11 @@ class Program:
     cache_key: str = ""
     """Start-up cache key of the source this program was compiled from
     (``innet.switch.startcache``; set by ``device_config.build``); empty: not cached."""
+    body_uses: dict[Block, list[object]] = field(default_factory=dict)
+    """Per control body, its table applications and calls in pre-order: a memo of
+    ``pipeline.compiler.body_uses`` (a K=2048 ``innet.p4``'s bodies are 280,000 nodes, walked
+    at every load), filled by the executor's compiler, and by ``device_config.build``
+    before the program goes into the start-up cache."""
 
     def reachable_blocks(self) -> Iterator[Parser | Control]:
         """Every specialised parser/control reachable from ``main`` (depth first)."""

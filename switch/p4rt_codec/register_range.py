@@ -18,10 +18,8 @@ back to one ``RegisterEntry`` per cell.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import numpy as np
-import numpy.typing as npt
 from finsy.proto import p4r
 from google.protobuf import any_pb2, wrappers_pb2
 
@@ -30,7 +28,11 @@ EXTERN_TYPE_ID = 0xA1
 MAX_CELLS = 1 << 18
 """Cells per entity a writer should not exceed (1 MiB of 32-bit cells: a Write stays under gRPC's 4 MiB)."""
 
-U64 = npt.NDArray[np.uint64]
+if TYPE_CHECKING:  # numpy is imported by the functions that use it: a switch starts without it (0.1 s)
+    import numpy as np
+    import numpy.typing as npt
+
+    U64 = npt.NDArray[np.uint64]
 
 
 class RegisterRangeError(ValueError):
@@ -47,12 +49,16 @@ def cell_bytes(bitwidth: int) -> int:
 
 def pack(values: npt.ArrayLike, bitwidth: int) -> bytes:
     """Cells as big-endian bytes (each value masked to ``bitwidth``)."""
+    import numpy as np
+
     n = cell_bytes(bitwidth)
     cells = np.asarray(values).astype(np.int64).astype(np.uint64) & np.uint64((1 << bitwidth) - 1)
     return cells.astype(f">u{n}").tobytes()
 
 
 def unpack(data: bytes, bitwidth: int) -> U64:
+    import numpy as np
+
     n = cell_bytes(bitwidth)
     if len(data) % n:
         raise RegisterRangeError(f"register range of {len(data)} bytes is not whole cells of {n} bytes")

@@ -291,13 +291,13 @@ class InnetTarget:
         from innet.switch.native.select import load_pipeline
         from innet.switch.startcache import no_gc
 
-        program, derived = self._compile(device_config)
-        try:
-            with no_gc():  # a program's objects all live on: no collection while building them
+        with no_gc(keep=True):  # a program's objects all live on: no collection, then frozen
+            program, derived = self._compile(device_config)
+            try:
                 pipeline = load_pipeline(program, self.executor, clock=self.clock)
-            LOG.info("program loaded on the %s executor", getattr(pipeline, "executor", "python"))
-        except Exception as error:
-            raise TargetError(f"cannot load the program: {error}") from None
+            except Exception as error:
+                raise TargetError(f"cannot load the program: {error}") from None
+        LOG.info("program loaded on the %s executor", getattr(pipeline, "executor", "python"))
         if p4info is not None:
             check_p4info_matches(p4info, derived)
         info = p4info if p4info is not None else derived

@@ -142,3 +142,73 @@ def test_native_code_generation_is_cached(project: Path, monkeypatch: pytest.Mon
     outs = [NativePipeline(program, fuse=mode).process(0, frame) for mode in ("auto", "auto", "off")]
     assert outs[0] == outs[1] == outs[2] == [(1, frame)]
     assert calls == ["gen", "gen"]  # auto generated once, then taken from the cache; off is another key
+
+
+
+def test_control_body_walks_come_with_the_cached_program(project: Path, compiles: list[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from innet.switch.pipeline import compiler
+
+    first = device_config.build(project / "prog.p4").program
+    walked: list[object] = []
+    real = compiler.body_uses
+    monkeypatch.setattr(compiler, "body_uses", lambda body: walked.append(body) or real(body))
+    second = device_config.build(project / "prog.p4").program
+    assert len(compiles) == 1 and second is not first
+    bodies = [c.body for c in second.reachable_controls()]
+    assert {id(b) for b in second.body_uses} == {id(b) for b in bodies}  # the loaded program's own nodes
+    for body in bodies:
+        fresh = real(body)
+        assert len(second.body_uses[body]) == len(fresh) and all(a is b for a, b in zip(second.body_uses[body], fresh))
+    assert any(second.body_uses[b] for b in bodies)  # the register write
+    compiler.ProgramCompiler(second, packet_code=False).compile()
+    assert walked == []  # loading it walks no body
+    other = device_config.build(project / "prog.p4", defines={"CELLS": "64"}).program  # another key: compiled
+    assert len(compiles) == 2 and all(c.body in other.body_uses for c in other.reachable_controls())
+
+
+class _Cycle:
+    """An object in a reference cycle: only the cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_kept_objects_are_frozen_and_a_later_load_frees_their_cycles(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+    import weakref
+
+    monkeypatch.setattr(startcache, "FREEZE_MIN_OBJECTS", 1000)
+    gc.unfreeze()  # whatever an earlier test's load froze
+    monkeypatch.setattr(startcache, "_frozen", False)
+    try:
+        with startcache.no_gc(keep=True):
+            program = [_Cycle() for _ in range(2000)]
+            assert not gc.isenabled()
+        assert gc.isenabled() and gc.get_freeze_count() >= 2000  # no collection scans them again
+        first = weakref.ref(program[0])
+        del program
+        assert first() is not None  # a replaced program's cycles wait for the next load...
+        with startcache.no_gc(keep=True):
+            small = [_Cycle() for _ in range(10)]
+        assert first() is None  # ...which frees them
+        assert gc.get_freeze_count() == 0 and small  # too few objects to freeze
+        with pytest.raises(RuntimeError):
+            with startcache.no_gc(keep=True):
+                failed = [_Cycle() for _ in range(2000)]
+                raise RuntimeError(str(len(failed)))
+        assert gc.get_freeze_count() == 0 and gc.isenabled()  # a failed load keeps nothing
+    finally:
+        gc.unfreeze()
+        monkeypatch.setattr(startcache, "_frozen", False)
+
+
+def test_equal_frozen_values_are_stored_once(project: Path) -> None:
+    from innet.switch.frontend import ir
+
+    here, again, bit, flag = ir.Loc("a.p4", 7, 3), ir.Loc("a.p4", 7, 3), ir.BitT(8, True), ir.BitT(8, 1)  # type: ignore[arg-type]
+    startcache.store("test", "values", [here, again, ir.Loc("a.p4", 7, 4), bit, flag, ir.BitT(8, True)])
+    got = startcache.load("test", "values")
+    assert got == [here, again, ir.Loc("a.p4", 7, 4), bit, flag, bit]
+    assert got[0] is got[1] and got[2] is not got[0] and got[3] is got[5]
+    assert got[4] is not got[3] and type(got[4].signed) is int  # True and 1 are equal, not the same value
