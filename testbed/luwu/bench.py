@@ -212,7 +212,8 @@ class BenchSettings:
     """Mininet links' MTU (None: 1500)."""
     window: int = 64
     in_flight_kib: int | None = None
-    """The hook's payload in flight per agent (``RunConfig.in_flight_bytes``); None: its default."""
+    """The hook's and a duplex plan's payload in flight per agent (``RunConfig.in_flight_bytes``);
+    None: their default."""
     executor: str = "auto"
     mininet: bool = False
     bw_mbps: float | None = None
@@ -386,8 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("-k", type=int, default=None, help="values per innet packet (default: the largest that fits the MTU)")
     parser.add_argument("--window", type=int, default=64, help="slots of the job (chunks in flight per worker)")
     parser.add_argument("--in-flight", type=int, default=None, metavar="KIB",
-                        help="ddp-innet: payload KiB in flight per agent (0: the whole window; default 128 on "
-                             "Mininet, the whole window on loopback)")
+                        help="ddp-innet and duplex luwu: payload KiB in flight per agent (0: the whole window; "
+                             "default 64 on Mininet, the hook's whole window on loopback)")
     parser.add_argument("--program", type=Path, default=None,
                         help="innet-p4c output directory of innet.p4 built with -D INNET_K=<K> (give -k too)")
     parser.add_argument("--out", type=Path, default=Path("results"))

@@ -60,9 +60,10 @@ class RunConfig:
     the hosts' agents have addresses of their own (Mininet). Loopback's frame tunnels answer
     one sender per switch port, so a host there has one agent per job set."""
     in_flight_bytes: int | None = None
-    """Payload bytes in flight per agent of the ``ddp-innet`` hook; 0: the job's whole window;
-    None: ``IN_FLIGHT_BYTES`` where the hosts' agents have addresses of their own (Mininet's
-    shaped links, where a deeper window only queues in front of the link), else the window."""
+    """Payload bytes in flight per agent of the ``ddp-innet`` hook and of a duplex LuWu plan;
+    0: the job's whole window; None: ``IN_FLIGHT_BYTES`` where the hosts' agents have addresses
+    of their own (Mininet's shaped links, where a deeper window only queues in front of the
+    link), else the window (a duplex plan: always the cap)."""
 
 
 @dataclass
@@ -93,8 +94,16 @@ PIECE_BYTES = 1 << 20
 """A duplex plan's segment pieces: about 1 MiB, so a pull trails its push by ~80 ms at 100 Mbit/s."""
 
 
-IN_FLIGHT_BYTES = 128 << 10
-"""A duplex plan's chunks in flight per agent: 128 KiB (16 jumbo frames, ~10 ms at 100 Mbit/s)."""
+IN_FLIGHT_BYTES = 64 << 10
+"""Payload in flight per agent of a duplex plan and of the DDP hook on Mininet: 64 KiB (8 jumbo
+frames, ~5 ms at 100 Mbit/s). Deeper windows only queue in front of a shaped link, and the
+chunks stuck there are sent again: 128 KiB cost LuWu 5-7% more bytes than 2 x 4P, 64 KiB
+1-2% (docs/benchmarks.md, "The hook and LuWu with 64 KiB in flight")."""
+
+
+def _chunks_in_flight(in_flight_bytes: int, k: int) -> int:
+    """``Timing.max_outstanding`` for a payload cap (0: none); at least 8 chunks."""
+    return max(8, in_flight_bytes // (4 * k)) if in_flight_bytes else 0
 
 
 def _has_udp_agents(tb: Testbed, host: str) -> bool:
@@ -161,7 +170,7 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
         in_flight = config.in_flight_bytes
         if in_flight is None:
             in_flight = IN_FLIGHT_BYTES if _has_udp_agents(tb, hosts[0]) else 0
-        outstanding = max(8, in_flight // (4 * tb.options.k)) if in_flight and config.mode == "ddp-innet" else 0
+        outstanding = _chunks_in_flight(in_flight, tb.options.k) if config.mode == "ddp-innet" else 0
         for r in range(n):
             spec = replace(base, rank=r, job=job.job_id, window=job.slot_count, epoch=epoch, outstanding=outstanding,
                            transport=tb.host_transport(hosts[r]), master=(tb.gloo_master(), port),
@@ -190,7 +199,8 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
                         layer_names=tuple(layer.name for layer in layer_table(model)),
                         epoch=1, window=tb.options.window, k=tb.options.k,
                         piece=max(2, PIECE_BYTES // (4 * tb.options.k)) if duplex else 0,
-                        outstanding=max(8, IN_FLIGHT_BYTES // (4 * tb.options.k)) if duplex else 0)
+                        outstanding=_chunks_in_flight(IN_FLIGHT_BYTES if config.in_flight_bytes is None
+                                                      else config.in_flight_bytes, tb.options.k) if duplex else 0)
         specs = tb.worker_specs(members)
         owners = tuple(OwnerSpec(specs[o.rank], o.first_chunk, o.chunks) for o in plan.owner_ranges())
         job = tb.replace_job(mode="sum", hosts=hosts[:n], owners=owners)

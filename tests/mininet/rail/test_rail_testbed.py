@@ -1,4 +1,4 @@
-"""Mininet tier: rail-only and rail-optimized with 2 domains x 2 and x 4 GPUs; hierarchical INA
+"""Mininet tier: rail-only and rail-optimized with 2 domains x 4 GPUs (x 2 on loopback); hierarchical INA
 exact, the switch optimizer bit-exact with the numpy model, flat INA through the spine, the
 all-to-all delivering every byte, gloo's ring (relayed through the HB domain on rail-only),
 digits training on the rail switches, a spare HB domain taking over a dead one mid-training
@@ -36,12 +36,12 @@ def _options(tmp_path: Path) -> TestbedOptions:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("gpus", [2, 4])
-def test_rail_only_collectives_and_training(gpus: int, tmp_path: Path) -> None:
-    """One bring-up for everything rail-only does: hierarchical INA exact, the momentum
-    optimizer bit-exact with the numpy model, the all-to-all, gloo's ring relayed through the
-    HB domain (no NIC path between rails: the hosts' relay routes go via the HB peer), and
-    at 4 GPUs per domain digits trained on the rail switches."""
+def test_rail_only_collectives_and_training(tmp_path: Path) -> None:
+    """One bring-up for everything rail-only does, at 4 GPUs per domain (2 per domain runs on
+    loopback): hierarchical INA exact, the momentum optimizer bit-exact with the numpy model,
+    the all-to-all, gloo's ring relayed through the HB domain (no NIC path between rails: the
+    hosts' relay routes go via the HB peer), and digits trained on the rail switches."""
+    gpus = 4
     topo = rail_only(2, gpus, nic_link=NIC, hb_link=HB)
     with RailTestbed(topo, _options(tmp_path), backend="mininet") as tb:
         assert_exact(tb.run_hierarchical([1, 300, 2000]), [1, 300, 2000], 2 * gpus)
@@ -49,18 +49,17 @@ def test_rail_only_collectives_and_training(gpus: int, tmp_path: Path) -> None:
         assert_exact(tb.run_alltoall(20000, repeats=1), [20000], 2 * gpus)
         assert "via 10.1.1.2 dev d1g1-eth1" in tb.network.net.get("d1g1").cmd(f"ip route get {topo.host('d2g2').address}")
         assert_exact(tb.run_gloo([1000, 20000], repeats=1, timeout=50), [1000, 20000], 2 * gpus)
-        if gpus == 4:
-            assert_digits_trained(tb, steps=12)
+        assert_digits_trained(tb, steps=12)
     assert _leftovers([s.name for s in topo.switches]) == []
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("gpus", [2, 4])
-def test_rail_optimized_collectives_and_training(gpus: int, tmp_path: Path) -> None:
-    """One bring-up for everything rail-optimized does: hierarchical and flat (through the
-    spine) INA exact, SGD bit-exact with the numpy model, the all-to-all on both routes
-    (direct through the spine; two-step: HB forwarding, then the rail), gloo's ring through
-    the spine at 2 GPUs per domain and digits trained on the rail switches at 4."""
+def test_rail_optimized_collectives_and_training(tmp_path: Path) -> None:
+    """One bring-up for everything rail-optimized does, at 4 GPUs per domain: hierarchical and
+    flat (through the spine) INA exact, SGD bit-exact with the numpy model, the all-to-all on
+    both routes (direct through the spine; two-step: HB forwarding, then the rail), gloo's ring
+    through the spine and digits trained on the rail switches."""
+    gpus = 4
     topo = rail_optimized(2, gpus, nic_link=NIC, hb_link=HB)
     with RailTestbed(topo, _options(tmp_path), backend="mininet") as tb:
         assert_exact(tb.run_hierarchical([300, 2000]), [300, 2000], 2 * gpus)
@@ -68,10 +67,8 @@ def test_rail_optimized_collectives_and_training(gpus: int, tmp_path: Path) -> N
         assert_training_bit_exact(tb, "sgd", steps=2)
         for route in ("direct", "two-step"):
             assert_exact(tb.run_alltoall(20000, repeats=1, route=route), [20000], 2 * gpus)
-        if gpus == 2:
-            assert_exact(tb.run_gloo([1000, 20000], repeats=1, timeout=50), [1000, 20000], 4)
-        else:
-            assert_digits_trained(tb, steps=12)
+        assert_exact(tb.run_gloo([1000, 20000], repeats=1, timeout=50), [1000, 20000], 2 * gpus)
+        assert_digits_trained(tb, steps=12)
     assert _leftovers([s.name for s in topo.switches]) == []
 
 
