@@ -167,9 +167,11 @@ def test_a_node_killed_mid_step_resumes_and_the_run_ends_bit_identical(tmp_path:
                 p.wait()
         assert nodes[1].returncode == -signal.SIGKILL
 
-        # restart: a new epoch, every node on its state directory at the common committed step
+        # restart: a new epoch, every node on its state directory at the common committed step.
+        # o1 may have committed step 3 as well: the workers push its layers after layer 2 and
+        # need no answer from o2 to do so; it then goes back one step (NodeConfig.resume_step).
         steps_done = [committed_step(d) for d in dirs]
-        assert steps_done == [kill_step, kill_step]
+        assert steps_done[1] == kill_step and steps_done[0] in (kill_step, kill_step + 1), steps_done
         resume = min(steps_done)
         epoch = sw.attach(JOB)
         nodes = [_spawn_node(_plan(epoch), i, dirs[i], port, STEPS - resume, init, resume_step=resume)
