@@ -91,9 +91,7 @@ class Tok:
     def value(self) -> str:
         return self.text
 
-    @property
-    def column(self) -> int:
-        return self.pos - self.row.start + 1
+    column = col  # lark's name for the same position
 
     @property
     def start_pos(self) -> int:
