@@ -118,7 +118,7 @@ def cmd_rail_bench(args: argparse.Namespace) -> int:
             nic_mbps=10.0 if args.bw is None else args.bw, hb_mbps=args.hb_bw, sizes=args.sizes, pair_bytes=args.pair_bytes,
             repeats=args.repeats, k=rail_bench.RailBenchConfig.k if args.k is None else args.k, window=args.window,
             gloo="gloo" not in args.skip, backend=args.backend, out_dir=args.out,
-            switch_impls=tuple(args.switch_impl))
+            switch_impls=tuple(args.switch_impl), small_frames_first=args.small_frames_first)
     except ValueError as error:
         print(f"innet bench: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -171,6 +171,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if (rc := check_switch_impl(args, "bench")) is not None:
         return rc
+    if args.small_frames_first and args.topo == "star":
+        print("innet bench: --small-frames-first applies to --topo rail-only|rail-optimized", file=sys.stderr)
+        return EXIT_USAGE
 
     quiet_mininet()
     _terminate_on_sigterm()
@@ -364,6 +367,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                        help="rail topologies: HB link rate C_F in Mbit/s (default 100; --bw is C_S, default 10)")
     bench.add_argument("--pair-bytes", type=sizes, default=(50000,),
                        help="rail topologies: all-to-all bytes per GPU pair (default 50000)")
+    bench.add_argument("--small-frames-first", action="store_true",
+                       help="rail topologies, Mininet: shaped links send frames of at most 128 bytes (TCP ACKs) "
+                            "before queued data, so TCP in both directions keeps a link busy")
     bench.add_argument("--timeout", type=positive_float, default=300.0,
                        help="seconds per collective and testbed before it counts as failed (default 300)")
     add_switch_impl(bench, several=True)

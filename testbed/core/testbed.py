@@ -93,6 +93,10 @@ class TestbedOptions:
     link_dup_pct: float = 0.0
     """Mininet only: percent of frames duplicated on every host link, each direction (cls_bpf +
     mirred, see ``innet.testbed.backends.mininet.impair``); link loss is the topology's ``Link.loss_pct``."""
+    small_frames_first: bool = False
+    """Mininet only: rate-shaped links send frames of at most 128 bytes (TCP's ACKs) before
+    queued data, so TCP flows in both directions of a link keep it busy
+    (``innet.testbed.backends.mininet.smallfirst``)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.switch_loss < 1:

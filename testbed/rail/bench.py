@@ -58,6 +58,8 @@ class RailBenchConfig:
     switch_impls: tuple[str, ...] = ("innet",)
     """Every P4 switch ``innet`` (innet-switch) and/or ``bmv2`` (simple_switch_grpc, Mininet only):
     one testbed each, in this order, rows labelled ``switch_impl``."""
+    small_frames_first: bool = False
+    """Mininet: shaped links send TCP's ACKs before queued data (``TestbedOptions.small_frames_first``)."""
 
     def __post_init__(self) -> None:
         if self.topo not in ("rail-only", "rail-optimized"):
@@ -158,7 +160,8 @@ def _measure(config: RailBenchConfig, impl: str, topo: Any, backend: str, grid: 
 
     shaped = backend == "mininet"
     rows: list[dict[str, Any]] = []
-    options = TestbedOptions(k=config.k, window=config.window, switch_impl=impl)
+    options = TestbedOptions(k=config.k, window=config.window, switch_impl=impl,
+                             small_frames_first=config.small_frames_first and backend == "mininet")
     progress(f"bringing up {topo.name} ({backend}, {impl} switches)")
     tb = RailTestbed(topo, options, backend=backend)
 
@@ -249,7 +252,8 @@ def columns_of(doc: dict[str, Any]) -> tuple[Column, ...]:
 
 def table(doc: dict[str, Any]) -> Any:
     title = (f"{doc['topology']} ({doc['backend']}), C_S={doc['c_s_bps'] / 1e6:g} Mbit/s, "
-             f"C_F={doc['c_f_bps'] / 1e6:g} Mbit/s, K={doc['config']['k']}")
+             f"C_F={doc['c_f_bps'] / 1e6:g} Mbit/s, K={doc['config']['k']}"
+             + (", small frames first" if doc["config"].get("small_frames_first") else ""))
     return rich_table(title, columns_of(doc), _all_rows(doc))
 
 

@@ -102,6 +102,11 @@ def test_testbed_up_refuses_bad_options_before_bring_up(capsys: pytest.CaptureFi
     assert rc == 2 and line.startswith("innet testbed up: star: workers=1 must be an integer within 2..")
 
 
+def test_small_frames_first_is_refused_on_the_star(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "bench", "--small-frames-first") == (
+        2, "innet bench: --small-frames-first applies to --topo rail-only|rail-optimized")
+
+
 def test_conformance_needs_stf_tests(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "conformance", tmp_path) == (
         2, f"innet conformance: error: suite {str(tmp_path)!r}: holds no STF tests (NAME.stf beside NAME.p4)")

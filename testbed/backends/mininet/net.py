@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from innet.polling import PollTimeout, poll_until
-from innet.testbed.backends.mininet import impair
+from innet.testbed.backends.mininet import impair, smallfirst
 from innet.testbed.core.processes import ProcessGroup
 from innet.testbed.core.testbed import TestbedError, TestbedOptions
 from innet.testbed.backends.mininet.clean import SWITCHES_FILE
@@ -142,6 +142,8 @@ class MininetNetwork:
             self._impair_links(netem_loss)
         if self.configure is not None:
             self.configure(self)
+        if self.options.small_frames_first:
+            self._small_frames_first()
         addresses = {}
         for s in self.topology.p4_switches:
             switch = self.net.get(s.name)
@@ -166,6 +168,17 @@ class MininetNetwork:
                 host.cmd(f"ip link set dev {host.defaultIntf().name} mtu {c.link.mtu}")
                 subprocess.run(["ip", "link", "set", "dev", self.switch_iface(c.a), "mtu", str(c.link.mtu)],
                                check=True, capture_output=True, timeout=30)
+
+    def _small_frames_first(self) -> None:
+        """Both ends of every rate-shaped link (``smallfirst``)."""
+        for link in self.net.links:
+            for intf in (link.intf1, link.intf2):
+                rate = getattr(intf, "params", {}).get("bw")
+                if rate:
+                    try:
+                        smallfirst.apply(intf.node.cmd, intf.name, float(rate))
+                    except smallfirst.SmallFirstError as error:
+                        raise TestbedError(str(error)) from None
 
     def switch_pid(self) -> int | None:
         if self.net is None or len(self.topology.p4_switches) != 1:

@@ -6,8 +6,10 @@ bit for bit, and nothing left behind (HB bridges live in their own namespaces)."
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +60,18 @@ def test_rail_optimized_collectives_and_training(tmp_path: Path) -> None:
     """One bring-up for everything rail-optimized does, at 4 GPUs per domain: hierarchical and
     flat (through the spine) INA exact, SGD bit-exact with the numpy model, the all-to-all on
     both routes (direct through the spine; two-step: HB forwarding, then the rail), gloo's ring
-    through the spine and digits trained on the rail switches."""
+    through the spine and digits trained on the rail switches; all of it with small frames first
+    on every shaped link (both ends: host NIC, switch port, HB)."""
     gpus = 4
     topo = rail_optimized(2, gpus, nic_link=NIC, hb_link=HB)
-    with RailTestbed(topo, _options(tmp_path), backend="mininet") as tb:
+    with RailTestbed(topo, replace(_options(tmp_path), small_frames_first=True), backend="mininet") as tb:
+        host = tb.network.net.get("d1g1")
+        for run, iface in ((host.cmd, "d1g1-eth0"), (host.cmd, "d1g1-eth1"),
+                           (lambda c: subprocess.run(c, shell=True, capture_output=True, text=True).stdout,
+                            tb.network.switch_iface("d1g1"))):
+            classes = run(f"tc class show dev {iface}")
+            assert "class htb 5:10 parent 5:1 prio 0" in classes and "class htb 5:20 parent 5:1 prio 1" in classes, \
+                (iface, classes)
         assert_exact(tb.run_hierarchical([300, 2000]), [300, 2000], 2 * gpus)
         assert_exact(tb.run_flat([300]), [300], 2 * gpus)
         assert_training_bit_exact(tb, "sgd", steps=2)
@@ -69,6 +79,12 @@ def test_rail_optimized_collectives_and_training(tmp_path: Path) -> None:
             assert_exact(tb.run_alltoall(20000, repeats=1, route=route), [20000], 2 * gpus)
         assert_exact(tb.run_gloo([1000, 20000], repeats=1, timeout=50), [1000, 20000], 2 * gpus)
         assert_digits_trained(tb, steps=12)
+        sent = host.cmd("tc -s class show dev d1g1-eth0")
+        small = re.search(r"class htb 5:10 .*?\n Sent (\d+) bytes (\d+) pkt", sent)
+        large = re.search(r"class htb 5:20 .*?\n Sent (\d+) bytes (\d+) pkt", sent)
+        assert small and large, sent
+        assert int(small[2]) > 0 and int(small[1]) <= 128 * int(small[2]), sent  # only small frames took 5:10
+        assert int(large[1]) > 128 * int(large[2]), sent
     assert _leftovers([s.name for s in topo.switches]) == []
 
 
