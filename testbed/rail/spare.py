@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from innet.controller.jobs import JobInfo
 from innet.polling import PollTimeout, poll_until
 from innet.testbed.core.testbed import TestbedError
 from innet.testbed.rail.failover import FailoverError, RailState, ResumePoint, params_before, resume_point
@@ -47,8 +48,8 @@ class TakeOver:
     """Re-pointing the rank on every rail switch."""
 
 
-def rail_states(tb: RailTestbed) -> list[RailState]:
-    """Every rail switch's view of the running job."""
+def _read_rails(tb: RailTestbed) -> list[tuple[RailState, JobInfo]]:
+    """Every rail switch's view of the running job, with the job entry it was read from."""
     job_id = tb.job.job_id
     out = []
     for rail in tb.grid.rails:
@@ -56,9 +57,14 @@ def rail_states(tb: RailTestbed) -> list[RailState]:
         copies = node.copy_state(job_id)
         info = copies.info
         completions = node.completions(job_id)
-        out.append(RailState(rail, info.param_chunks, info.slot_count, info.num_workers, info.epoch, completions,
-                             copies.count, copies.bitmap, copies.epoch))
+        out.append((RailState(rail, info.param_chunks, info.slot_count, info.num_workers, info.epoch, completions,
+                              copies.count, copies.bitmap, copies.epoch), info))
     return out
+
+
+def rail_states(tb: RailTestbed) -> list[RailState]:
+    """Every rail switch's view of the running job."""
+    return [state for state, _ in _read_rails(tb)]
 
 
 def spare_domain(tb: RailTestbed) -> int:
@@ -123,13 +129,14 @@ def take_over(tb: RailTestbed, rank: int, digits: dict[str, Any], standby: Stand
     if not 0 <= rank < len(tb.active):
         raise TestbedError(f"rank {rank} is outside the job's 0..{len(tb.active) - 1}")
     job_id = tb.job.job_id
-    infos = [tb.controller[rail].job(job_id) for rail in tb.grid.rails]
+    started = time.perf_counter()
+    rails = _read_rails(tb)
+    infos = [info for _, info in rails]
     if infos[0].mode != "momentum":
         raise FailoverError(f"job {job_id} runs {infos[0].mode}: a spare resumes from the switches' state only "
                             "for momentum jobs, whose momentum register undoes a half-applied step (run sgd as "
                             "momentum with beta 0)")
-    started = time.perf_counter()
-    point = resume_point(rail_states(tb))
+    point = resume_point([state for state, _ in rails])
     if point.step >= digits["steps"]:
         raise FailoverError(f"the domain of rank {rank} died after the run's last step ({digits['steps']}): "
                             "nothing to take over (kill earlier or train longer)")
