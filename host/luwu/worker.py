@@ -351,7 +351,8 @@ class LuwuWorker:
         frac_bits = self._op(lambda: self._agree_scale(grad))
         with self._cond:  # every worker has this layer's gradient: its next pull may be asked for
             self._pushed[layer] += 1
-            self._pulls_left += 1
+            if self.plan.duplex:  # the one-job schedule pulls in this thread, after the push
+                self._pulls_left += 1
             self._cond.notify_all()
         vec = lw.pack(grad.view(np.int32)).view(np.float32)
         if self.rank == 0:  # each segment's header: the scale, f after quantization at 2**f
