@@ -249,6 +249,7 @@ def run(job: StageJob) -> int:
               mean_ratio_prev=float(np.mean(s.ratios_prev)) if s.ratios_prev else None,
               ratios_next=[round(r, 4) for r in s.ratios_next],
               measured_rate_next_bps=s.rate_next_bps[-1] if s.rate_next_bps else None,
+              rates_next_bps=[round(r) for r in s.rate_next_bps],
               sent_next=(nxt.sent_bytes if nxt else 0) - base["next"],
               sent_prev=(prev.sent_bytes if prev else 0) - base["prev"])
         return 0

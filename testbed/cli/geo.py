@@ -88,6 +88,21 @@ def _straggler(text: str) -> tuple[str, int, float]:
     return site, step, share
 
 
+def _rate_change(text: str) -> tuple[str, str, int, float]:
+    fields = text.split(":")
+    try:
+        sites = fields[0].split("-")
+        if len(fields) != 3 or len(sites) != 2 or not all(sites):
+            raise ValueError
+        step, mbps = int(fields[1]), float(fields[2])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"rate change {text!r}: expected SITE-SITE:STEP:MBIT_S, e.g. a-b:20:2.5") \
+            from None
+    if not 0 < mbps <= 1000:
+        raise argparse.ArgumentTypeError(f"rate change {text!r}: {fields[2]} Mbit/s must be within (0, 1000]")
+    return sites[0], sites[1], step, mbps
+
+
 def _config(args: argparse.Namespace, **extra: Any) -> Any:
     from innet.testbed.geo.bench import DEFAULT_RUNS, GeoBenchConfig
     from innet.testbed.geo.topology import DEFAULT_SITES, DEFAULT_WAN, geo
@@ -155,7 +170,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                          target_loss=args.target_loss, timeout_s=args.timeout,
                          activations=args.activations, gradients=args.gradients, warmup_steps=args.warmup, row_topk=not args.tensor_topk,
                          testbed="mininet" if args.mininet else "loopback", switch_impl=impls[-1],
-                         straggler=args.straggler, replan=args.replan)
+                         straggler=args.straggler, replan=args.replan, rate_change=args.rate_change)
     except (geo_bench.GeoBenchError, TopologyError) as error:
         print(f"innet geo bench: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -263,6 +278,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                                 "i.e. per token/sample)")
             p.add_argument("--straggler", type=_straggler, default=None, metavar="SITE:STEP:SHARE",
                            help="tighten SITE's CPU quota to SHARE after STEP (a device slowing mid-run; root)")
+            p.add_argument("--rate-change", type=_rate_change, default=None, metavar="A-B:STEP:MBIT_S",
+                           help="set the WAN link between sites A and B to MBIT_S after STEP (tc; --mininet): "
+                                "AdaTopK's ratio follows the measured rate")
             p.add_argument("--replan", action="store_true",
                            help="with --straggler: re-plan once, 6 steps after the slowdown, from the measured speed "
                                 "(the stages restart from their parameters on the new plan)")

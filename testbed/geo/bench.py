@@ -123,6 +123,9 @@ class GeoBenchConfig:
     straggler: tuple[str, int, float] | None = None
     """(site, step, share): tighten that site's quota to ``share`` when the last stage finishes
     ``step`` (a device that slows mid-run)."""
+    rate_change: tuple[str, str, int, float] | None = None
+    """(site, site, step, Mbit/s): set the WAN link between the two sites to that rate when the
+    last stage finishes ``step`` (Mininet: tc on the link; AdaTopK's ratio should follow)."""
     replan: bool = False
     """With ``straggler``: re-plan once, ``REPLAN_WINDOW`` steps after the slowdown (stop, plan with
     the measured speed, continue from the stages' parameters)."""
@@ -182,6 +185,15 @@ class GeoBenchConfig:
             raise GeoBenchError(f"geo bench: straggler step {self.straggler[1]}: must be within 0..{self.steps - 1}")
         if self.replan and (self.straggler is None or self.straggler[1] + 1 + 6 >= self.steps - 1):
             raise GeoBenchError("geo bench --replan: needs --straggler SITE:STEP:SHARE with STEP + 8 < --steps")
+        if self.rate_change is not None:
+            a, b, at, mbps = self.rate_change
+            if self.testbed != "mininet":
+                raise GeoBenchError("geo bench --rate-change: changes a Mininet WAN link with tc: add --mininet (root)")
+            if not 0 <= at < self.steps:
+                raise GeoBenchError(f"geo bench: rate change step {at}: must be within 0..{self.steps - 1}")
+            missing = [x for x in (a, b) if x not in sites]
+            if missing:
+                raise GeoBenchError(f"geo bench: rate change: no site {missing[0]!r} (sites: {', '.join(sites)})")
         if any(p == "uniform" for p, _ in self.runs) and not self.speeds:
             raise GeoBenchError("geo bench run uniform/...: the equal-speed plan only differs with --speeds")
 
@@ -611,16 +623,20 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
                                     data_offset, params_dir, params_in))
     wan_before = geo_tb.wan_bytes() if geo_tb is not None else None
     spawn = stage_spawner(config, geo_tb)
-    on_record = None
+    on_record: Callable[[StageJob, dict[str, Any]], None] | None = None
     if quotas is not None:
         spawn = _quota_spawner(spawn, quotas, plan_sites)
         if quotas is not None and config.straggler is not None:
             slow_site, slow_step, slow_share = config.straggler
             last_stage = len(plan.order) - 1
 
-            def on_record(job: StageJob, record: dict[str, Any]) -> None:
+            def slow_down(job: StageJob, record: dict[str, Any]) -> None:
                 if job.index == last_stage and record.get("event") == "step" and record.get("step") == slow_step:
                     quotas.set(slow_site, slow_share)
+            on_record = slow_down
+    changed: list[float] = []
+    if config.rate_change is not None and geo_tb is not None:
+        on_record = _rate_changer(config, geo_tb, len(plan.order) - 1, on_record, changed)
     start = time.monotonic()
     try:
         outputs = launch(pipelines, spawn=spawn, timeout=config.timeout_s, on_record=on_record)
@@ -654,6 +670,7 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
                                                                       for c in plan.stage_compute_s],
             "straggler": straggler_effect(config, planned, plan, outputs, list(deltas))
             if config.straggler is not None and quotas is not None else None,
+            "rate_change": rate_change_effect(config, plan, done, changed) if config.rate_change else None,
             "cuts": list(plan.cuts), "links": [asdict(l) for l in plan.links],
             "step_s": step_s, "predicted_step_s": predicted, "time_to_accuracy_s": tta,
             "final_accuracy": evals[-1]["accuracy"] if evals else None, "final_loss": steps[-1]["loss"],
@@ -672,6 +689,43 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
             "loss_curve": [[s["t"], s["loss"]] for s in steps],
             "accuracy_curve": [[e["t"], e["step"], e["accuracy"]] for e in evals],
             "test_loss_curve": [[e["t"], e["step"], e["loss"]] for e in evals]}
+
+
+def _rate_changer(config: GeoBenchConfig, geo_tb: Any, last_stage: int,
+                  then: Callable[[StageJob, dict[str, Any]], None] | None,
+                  changed: list[float]) -> Callable[[StageJob, dict[str, Any]], None]:
+    """An ``on_record`` that sets the WAN rate once the last stage reports the change's step."""
+    assert config.rate_change is not None
+    a, b, at, mbps = config.rate_change
+
+    def on_record(job: StageJob, record: dict[str, Any]) -> None:
+        if then is not None:
+            then(job, record)
+        if job.index == last_stage and record.get("event") == "step" and record.get("step") == at and not changed:
+            geo_tb.set_wan_rate(a, b, mbps)
+            changed.append(time.monotonic())
+    return on_record
+
+
+def rate_change_effect(config: GeoBenchConfig, plan: Plan, done: list[dict[str, Any]],
+                       changed: list[float]) -> dict[str, Any]:
+    """AdaTopK's ratio on the changed link, per step (mean of the step's forward messages):
+    before the change, and each step after it. The first stage's messages of step ``at + 1``
+    may already be out when the last stage reports ``at``, so the change shows from there."""
+    assert config.rate_change is not None
+    a, b, at, mbps = config.rate_change
+    sites = [_site(config.topology, c[0]) for c in plan.order]
+    link = next((i for i in range(len(sites) - 1) if {sites[i], sites[i + 1]} == {a, b}), None)
+    def per_step(values: list[float]) -> list[float]:
+        m = config.microbatches
+        return [float(np.mean(values[s * m:(s + 1) * m])) for s in range(len(values) // m)]
+
+    stage = done[link] if link is not None else {}
+    before_mbps = plan.links[link].bw_mbps if link is not None else None
+    return {"link": f"{a}-{b}", "step": at, "before_mbps": before_mbps, "after_mbps": mbps,
+            "applied": bool(changed), "boundary": link, "ratio_per_step": per_step(stage.get("ratios_next") or []),
+            # the next stage's estimate of the link's rate, as it arrived with each backward message
+            "measured_mbps_per_step": [r / 1e6 for r in per_step(stage.get("rates_next_bps") or [])]}
 
 
 def _wan_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
@@ -727,6 +781,8 @@ def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None
                      f"final accuracy {row['final_accuracy']}")
             if row.get("straggler"):
                 progress(f"  straggler: {straggler_line(row['straggler'])}")
+            if row.get("rate_change"):
+                progress(f"  rate change: {rate_change_line(row['rate_change'])}")
             if row.get("replan"):
                 progress(f"  re-planned: {replan_line(row['replan'])}")
             rows.append(row)
@@ -760,6 +816,18 @@ def combine(docs: dict[str, dict[str, Any]], absent: dict[str, str] | None = Non
     first = next(iter(docs.values()))
     rows = [{**r, "switch": impl} for impl, doc in docs.items() for r in doc["rows"]]
     return {**first, "rows": rows, "switches": list(docs), "switch_absent": dict(absent or {})}
+
+
+def rate_change_line(c: dict[str, Any]) -> str:
+    """One line: the changed link's rates and AdaTopK's ratio per step around the change."""
+    per = c["ratio_per_step"]
+    at = c["step"]
+    shown = " ".join(f"{x:.3f}" for x in per[max(0, at - 2):at + 6])
+    rates = " ".join(f"{x:.2f}" for x in c.get("measured_mbps_per_step", [])[max(0, at - 2):at + 6])
+    before = f"{c['before_mbps']:g}" if c["before_mbps"] is not None else "?"
+    return (f"link {c['link']} {before} -> {c['after_mbps']:g} Mbit/s after step {at}"
+            f"{'' if c['applied'] else ' (not applied: the run ended first)'}; from step {max(0, at - 2)}, "
+            f"measured Mbit/s per step: {rates}; ratio per step: {shown}")
 
 
 def straggler_line(s: dict[str, Any]) -> str:
@@ -814,6 +882,8 @@ def table(doc: dict[str, Any]) -> str:
     for r in doc["rows"]:
         if r.get("straggler"):
             lines.append(f"straggler in {r['placement']}/{r['compression']}: {straggler_line(r['straggler'])}")
+        if r.get("rate_change"):
+            lines.append(f"rate change in {r['placement']}/{r['compression']}: {rate_change_line(r['rate_change'])}")
         if r.get("replan"):
             lines.append(f"re-planned {r['placement']}/{r['compression']}: {replan_line(r['replan'])}")
     lines += [f"no {impl} rows: {why}" for impl, why in doc.get("switch_absent", {}).items()]

@@ -26,7 +26,7 @@ from innet.host.geo.channel import LinkShape
 from innet.testbed.backends.select import network_for
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
 from innet.testbed.core.topology import Topology
-from innet.testbed.geo.mininet import configure_sites, geo_mininet_topo, wan_emulation
+from innet.testbed.geo.mininet import MININET_MAX_MBPS, configure_sites, geo_mininet_topo, wan_emulation
 from innet.testbed.geo.topology import sites_of, wan_shape
 
 
@@ -131,6 +131,25 @@ class GeoTestbed(Testbed):
             raise TestbedError(f"site {site!r} has {len(hosts)} hosts; pipeline replica {replica} needs "
                                f"{replica + 1}")
         return hosts[replica]
+
+    def set_wan_rate(self, a: str, b: str, mbps: float) -> None:
+        """Mininet: change the rate of the WAN link between sites ``a`` and ``b`` now, both
+        directions (the HTB class Mininet shaped each end with), e.g. to make a link slower
+        mid-run. Raises TestbedError (loopback, no such link, tc refused)."""
+        if self.kind != "mininet":
+            raise TestbedError("geo testbed: changing a WAN link's rate needs Mininet (loopback has no links)")
+        ends = {self.site_switch(a), self.site_switch(b)}
+        links = [c for c in self.topology.links if c.a_port is not None and {c.a, c.b} == ends]
+        if not links:
+            raise TestbedError(f"geo testbed: no WAN link between sites {a!r} and {b!r}")
+        if not 0 < mbps <= MININET_MAX_MBPS:
+            raise TestbedError(f"geo testbed: WAN rate {mbps:g} Mbit/s: must be > 0 and <= {MININET_MAX_MBPS:g}")
+        c = links[0]
+        for iface in (f"{c.a}-eth{c.a_port}", f"{c.b}-eth{c.b_port}"):
+            done = subprocess.run(["tc", "class", "change", "dev", iface, "parent", "5:0", "classid", "5:1", "htb",
+                                   "rate", f"{mbps:g}mbit", "burst", "15k"], capture_output=True, text=True, timeout=30)
+            if done.returncode != 0:
+                raise TestbedError(f"geo testbed: rate of {iface}: tc: {(done.stderr or done.stdout).strip()}")
 
     def transport_shape(self, a: str, b: str) -> LinkShape | None:
         """What the geo transport emulates from site ``a`` to ``b``: on loopback the whole WAN

@@ -1,0 +1,39 @@
+"""Mininet tier: AdaTopK follows a WAN link whose rate tc changes mid-run (issue 22, item 3).
+
+The language model on the naive chain a-b-c sends its activations over the 10 Mbit/s a-b
+link; after step ``AT`` the link's HTB rate on both ends becomes 2.5 Mbit/s
+(``GeoTestbed.set_wan_rate``). The stated bound: from ``FOLLOW`` steps after the change on,
+the receiving stage's estimate of the link's rate is within 25% of 2.5 Mbit/s, and AdaTopK's
+ratio on that link, recomputed from it every message, is at most half of what it was
+before (the rate fell 4x; the floor ``min_ratio`` is set below the new ratio).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from innet.testbed.geo.bench import GeoBenchConfig, run
+
+AT = 6
+FOLLOW = 2
+STEPS = 14
+
+
+@pytest.mark.slow
+def test_adatopk_follows_a_wan_link_that_tc_slows_mid_run(tmp_path: Path) -> None:
+    config = GeoBenchConfig(task="lm", lr=0.3, runs=(("naive", "adatopk"),), steps=STEPS, eval_every=STEPS,
+                            testbed="mininet", rate_change=("a", "b", AT, 2.5), min_ratio=0.005,
+                            out_dir=tmp_path, timeout_s=300.0)
+    change = run(config)["rows"][0]["rate_change"]
+    assert change["applied"] and change["link"] == "a-b" and change["before_mbps"] == 10.0, change
+    rates, ratios = change["measured_mbps_per_step"], change["ratio_per_step"]
+    assert len(rates) >= STEPS - 1 and len(ratios) == STEPS, change
+    assert 7.0 < rates[AT - 1] < 11.0, change  # HTB's 10 Mbit/s as measured before the change
+    before = ratios[AT - 1]
+    assert before > 2 * config.min_ratio, change
+    for step in range(AT + FOLLOW, len(rates)):
+        assert rates[step] == pytest.approx(2.5, rel=0.25), (step, change)
+    for step in range(AT + FOLLOW, STEPS):
+        assert config.min_ratio <= ratios[step] <= before / 2, (step, change)
