@@ -3,6 +3,7 @@ as one process would (float64, so equal to rounding)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -107,3 +108,37 @@ def test_numpy_site_and_torch_sites_equal_one_torch_process(tmp_path: Path) -> N
                                atol=1e-12)
     np.testing.assert_allclose(got["layers_2"]["weight"], module.layers[2].weight.detach().numpy(), rtol=1e-9,
                                atol=1e-12)
+
+
+def test_a_site_killed_mid_run_is_named_at_the_others_and_nothing_is_left() -> None:
+    """Issue 22 item 6: the middle site's process dies (SIGKILL) at step 3 of a long run; its
+    neighbours see their links close, exit naming what failed, and the launch reports it well
+    within the stages' 10 s receive deadline; no stage process is left."""
+    import signal
+    import subprocess
+    import time
+
+    from innet.host.geo.launch import local_spawn
+
+    jobs = [StageJob(model={"kind": "mlp", "sizes": [64, 32, 24, 10]}, task={"kind": "digits"}, cuts=(2, 4),
+                     index=i, steps=10_000, batch=16, microbatches=2, lr=0.1, timeout=10.0) for i in range(3)]
+    popens: dict[int, subprocess.Popen[bytes]] = {}
+    killed: list[float] = []
+
+    def spawn(job: StageJob, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        popens[job.index] = local_spawn(job, name, argv)
+        return popens[job.index]
+
+    def on_record(job: StageJob, record: dict) -> None:
+        if job.index == 2 and record.get("event") == "step" and record.get("step") == 3 and not killed:
+            popens[1].send_signal(signal.SIGKILL)
+            killed.append(time.monotonic())
+
+    with pytest.raises(LaunchError) as failure:
+        launch([jobs], spawn=spawn, timeout=120.0, on_record=on_record)
+    assert killed, "the run ended before step 3"
+    took = time.monotonic() - killed[0]
+    assert took < 8.0, (took, str(failure.value))
+    assert re.search(r"link 1-2: peer closed the link|stage 1 exited with status -9", str(failure.value)), \
+        str(failure.value)
+    assert all(p.poll() is not None for p in popens.values())
