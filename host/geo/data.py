@@ -31,12 +31,12 @@ class Digits:
 
     @classmethod
     def load(cls, seed: int = 0) -> "Digits":
-        from sklearn.datasets import load_digits
+        from innet.host.training.model import digits_arrays
 
-        d = load_digits()
-        x = (d.data / 16.0).astype(np.float32)
+        data, target = digits_arrays()
+        x = (data / 16.0).astype(np.float32)
         x = (x - x.mean(axis=0)) / (x.std(axis=0) + 1e-3)
-        y = d.target.astype(np.int64)
+        y = target.astype(np.int64)
         order = np.random.default_rng(seed).permutation(len(y))
         cut = int(0.8 * len(y))
         tr, te = order[:cut], order[cut:]

@@ -14,6 +14,7 @@ every helper that can leave W bits takes W and masks.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from ..frontend import ir
@@ -69,6 +70,8 @@ def nslots(t: ir.Type) -> int:
 
 def header_offsets(t: ir.HeaderT) -> list[int]:
     """Slot offset of each field of a header value (its validity is at offset 0)."""
+    if len(t.fields) > _BIG:
+        return list(_field_index(t)[0])
     out, off = [], 1
     for f in t.fields:
         out.append(off)
@@ -76,8 +79,44 @@ def header_offsets(t: ir.HeaderT) -> list[int]:
     return out
 
 
+_BIG = 32
+"""Aggregates with more fields than this get a field index (``_field_index``)."""
+_INDEXES: "OrderedDict[int, tuple[ir.Type, tuple[int, ...], dict[str, tuple[int, ir.Type]]]]" = OrderedDict()
+
+
+def _field_index(t: ir.Type) -> tuple[tuple[int, ...], dict[str, tuple[int, ir.Type]]]:
+    """Each field's slot offset, and field name -> (offset, type), of a big header, struct or
+    union, built once: the generator asks for a field of p4/examples/agg2048's 2048-field
+    header once per access, and scanning the fields each time made generating its C take
+    seconds (``innet.switch.pipeline.layout`` indexes the python layout the same way). Keyed
+    by identity and holding the type (so an id is never reused while its entry lives); the
+    last 64 aggregates are kept."""
+    hit = _INDEXES.get(id(t))
+    if hit is not None and hit[0] is t:
+        _INDEXES.move_to_end(id(t))
+        return hit[1], hit[2]
+    header = isinstance(t, ir.HeaderT)
+    offsets: list[int] = []
+    index: dict[str, tuple[int, ir.Type]] = {}
+    off = 1 if header else 0
+    for f in t.fields:  # type: ignore[attr-defined]
+        offsets.append(off)
+        index.setdefault(f.name, (off, f.type))
+        off += limbs(f.type) if header else nslots(f.type)
+    _INDEXES[id(t)] = (t, tuple(offsets), index)
+    if len(_INDEXES) > 64:
+        _INDEXES.popitem(last=False)
+    return tuple(offsets), index
+
+
 def field_offset(t: ir.Type, name: str) -> tuple[int, ir.Type]:
     """Slot offset and type of field ``name`` of a header/struct/union value."""
+    if isinstance(t, (ir.HeaderT, ir.StructT, ir.HeaderUnionT)) and len(t.fields) > _BIG:
+        hit = _field_index(t)[1].get(name)
+        if hit is not None:
+            return hit
+        if not isinstance(t, ir.HeaderT):
+            raise KeyError(f"type {t} has no field {name!r}")
     if isinstance(t, ir.HeaderT):
         offs = header_offsets(t)
         for o, f in zip(offs, t.fields):

@@ -7,10 +7,13 @@ GPUs because the topology has no path between rails.
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from innet.controller.jobs import Forwarding, Route
 from innet.testbed.core.topology import Topology
+
+if TYPE_CHECKING:  # imported in forwarding(): GPU processes import this module (through the rail
+    # grid) and innet.controller (finsy, grpc) would add ~0.2 s to their start-up
+    from innet.controller.jobs import Forwarding
 
 
 def _switch_graph(topo: Topology) -> dict[str, list[tuple[str, int]]]:
@@ -40,6 +43,8 @@ def _first_hops(graph: dict[str, list[tuple[str, int]]], source: str) -> dict[st
 def forwarding(topo: Topology, port_of: Callable[[str], int] | None = None) -> dict[str, Forwarding]:
     """Forwarding of every P4 switch (see module docstring); ``port_of(host)`` is the host's
     switch port (default: its uplink's ``b_port``)."""
+    from innet.controller.jobs import Forwarding, Route
+
     port_of = port_of or (lambda h: topo.uplink(h).b_port)
     graph = _switch_graph(topo)
     switches = {s.name: s for s in topo.p4_switches}

@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from innet.controller.jobs import JobSpec, WorkerSpec
 from innet.host.wire.shard import ShardPlan
 from innet.testbed.core.forwarding import forwarding
 from innet.testbed.core.topology import HostSpec, SwitchSpec, Topology, TopologyError
+
+if TYPE_CHECKING:  # imported where used: every rail GPU process imports this module for
+    # shard_bounds, and innet.controller (finsy, grpc) would add ~0.2 s to its start-up
+    from innet.controller.jobs import JobSpec, WorkerSpec
 
 RAIL_KINDS = ("rail-only", "rail-optimized")
 HB_PORT = 18800
@@ -98,6 +101,8 @@ def hierarchical_jobs(grid: RailGrid, job_id: int, *, window: int, k: int, agent
                       domains: Sequence[int] | None = None) -> tuple[dict[str, JobSpec], ShardPlan]:
     """Per rail switch its JobSpec (workers: the rail's GPUs of ``domains``, default every
     domain, rank = position in ``domains``), and the shard plan."""
+    from innet.controller.jobs import JobSpec
+
     port_of = port_of or (lambda h: grid.topology.uplink(h).b_port)
     plan = ShardPlan.contiguous(param_chunks, list(grid.rails))
     rows = list(range(grid.y)) if domains is None else list(domains)
@@ -114,6 +119,8 @@ def hierarchical_jobs(grid: RailGrid, job_id: int, *, window: int, k: int, agent
 def rail_worker(grid: RailGrid, domain: int, gpu: int, rank: int, agent_port: int,
                 port_of: Callable[[str], int] | None = None) -> WorkerSpec:
     """GPU ``gpu`` of ``domain`` as worker ``rank`` of its rail's job."""
+    from innet.controller.jobs import WorkerSpec
+
     h = grid.topology.host(grid.hosts[domain][gpu])
     port = (port_of or (lambda name: grid.topology.uplink(name).b_port))(h.name)
     return WorkerSpec(rank=rank, port=port, mac=h.mac, ip=h.address, udp_port=agent_port)
@@ -121,6 +128,8 @@ def rail_worker(grid: RailGrid, domain: int, gpu: int, rank: int, agent_port: in
 
 def flat_job(grid: RailGrid, job_id: int, *, window: int, k: int, agent_port: int, **params: Any) -> JobSpec:
     """Every GPU (rank = its topology rank) aggregating on the spine (rail-optimized only)."""
+    from innet.controller.jobs import JobSpec, WorkerSpec
+
     if grid.spine is None:
         raise TopologyError(f"topology {grid.topology.name}: flat INA needs a spine (rail-optimized); "
                             "rail-only has none")

@@ -14,12 +14,20 @@ from __future__ import annotations
 import ast
 from collections import deque
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PARTS = ("switch", "controller", "host", "testbed", "p4")
 FORBIDDEN_FOR_CONTROLLER = ("innet.switch.p4runtime", "innet.switch.pipeline", "innet.switch.frontend")
 CODEC = "innet.switch.p4rt_codec"
+
+
+@cache
+def _tree(path: Path) -> ast.Module:
+    """The parsed source, once per session: every test walks the same ~500 files and parsing
+    them dominated the file's time. The trees are only read."""
+    return ast.parse(path.read_text(), str(path))
 
 
 def _module_name(path: Path) -> str:
@@ -50,7 +58,7 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     """innet modules ``name`` imports (with their parent packages)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(_tree(path)):
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
@@ -199,7 +207,7 @@ def _module_level_imports(name: str, path: Path, known: dict[str, Path]) -> set[
     are left out, as Python initialises a package before its modules anyway."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in _module_level(ast.parse(path.read_text(), str(path)).body):
+    for node in _module_level(_tree(path).body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             mini = ast.Module(body=[node], type_ignores=[])
             for target in _targets(mini, package, known):
@@ -288,7 +296,7 @@ def test_no_private_name_is_imported_across_modules() -> None:
     known = innet_modules()
     bad = []
     for name, path in known.items():
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("innet"):
                 bad += [f"{name}: from {node.module} import {alias.name}" for alias in node.names
                         if alias.name.startswith("_") and not alias.name.startswith("__")]
@@ -310,7 +318,7 @@ def _module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
 def _defined_names(path: Path) -> set[str]:
     """Names a module binds when imported: its defs, classes, assignments and imports."""
     names: set[str] = set()
-    for node in _module_level(ast.parse(path.read_text(), str(path)).body):
+    for node in _module_level(_tree(path).body):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -330,7 +338,7 @@ def test_every_innet_import_names_something_that_exists() -> None:
     files = list(known.values()) + sorted((REPO / "tests").rglob("*.py"))
     bad = []
     for path in files:
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(_tree(path)):
             if not (isinstance(node, ast.ImportFrom) and not node.level
                     and (node.module == "innet" or (node.module or "").startswith("innet."))):
                 continue
@@ -339,7 +347,9 @@ def test_every_innet_import_names_something_that_exists() -> None:
             if module not in known:
                 bad.append(f"{where}: no module {module}")
                 continue
-            names = defined.setdefault(module, _defined_names(known[module]))
+            if module not in defined:  # (setdefault would build its default on every import)
+                defined[module] = _defined_names(known[module])
+            names = defined[module]
             bad += [f"{where}: {module} has no {alias.name}" for alias in node.names
                     if alias.name != "*" and alias.name not in names and f"{module}.{alias.name}" not in known]
     assert not bad, "\n".join(bad)

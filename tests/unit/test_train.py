@@ -7,7 +7,7 @@ import pytest
 
 from innet.host.wire import quantize as qz
 from innet.host.agent.agent import AgentConfig
-from innet.host.training.model import SoftmaxRegression, load_digits_dataset
+from innet.host.training.model import SoftmaxRegression, digits_arrays, load_digits_dataset
 from innet.host.agent.aggregator import JobConfig
 from innet.host.training.loop import (TrainConfig, float_training, initial_params, minibatch,
                               simulate_training, train_workers)
@@ -20,6 +20,15 @@ from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
 @pytest.fixture(scope="module")
 def digits():
     return load_digits_dataset()
+
+
+def test_digits_read_from_the_shipped_csv_equal_scikit_learns_load_digits() -> None:
+    from sklearn.datasets import load_digits
+
+    data, target = digits_arrays()
+    reference = load_digits()
+    assert data.shape == (1797, 64)
+    assert np.array_equal(data, reference.data) and np.array_equal(target, reference.target)
 
 
 def test_gradient_matches_finite_differences(digits) -> None:
