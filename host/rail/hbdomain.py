@@ -239,7 +239,7 @@ class HbGroup:
         all-to-all took 1.6-1.9x its link time, docs/rail.md)."""
         rank, size = self.config.rank, self.size
         peers = sorted(self._queues, key=lambda p: (p - rank) % size)
-        if self._pool is not None and len(peers) > 1:
+        if self._pool is not None:  # started with two or more peers
             for sent in [self._pool.submit(self.send, peer, outgoing.get(peer, b"")) for peer in peers]:
                 sent.result()  # an HbError of any send is raised here
         else:

@@ -33,7 +33,7 @@ import numpy as np
 from innet.host.geo.compress import CompressionConfig
 from innet.host.geo.estimator import OpWorkload, measure
 from innet.host.geo.graph import Graph
-from innet.host.geo.launch import SINGLE_THREAD_BLAS, Spawn, launch, local_spawn
+from innet.host.geo.launch import SINGLE_THREAD_BLAS, OnRecord, Spawn, launch, local_spawn
 from innet.host.geo.opfence import SiteNetwork, Plan, cluster, exhaustive, greedy, naive, opfence, predict
 from innet.host.geo.stage_process import StageJob, build_model, build_task
 from innet.host.geo.stages import partition
@@ -623,20 +623,23 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
                                     data_offset, params_dir, params_in))
     wan_before = geo_tb.wan_bytes() if geo_tb is not None else None
     spawn = stage_spawner(config, geo_tb)
-    on_record: Callable[[StageJob, dict[str, Any]], None] | None = None
+    on_record: OnRecord | None = None
+    hooks: list[_AtStep] = []
+    last_stage = len(plan.order) - 1
     if quotas is not None:
         spawn = _quota_spawner(spawn, quotas, plan_sites)
-        if quotas is not None and config.straggler is not None:
+        if config.straggler is not None:
             slow_site, slow_step, slow_share = config.straggler
-            last_stage = len(plan.order) - 1
-
-            def slow_down(job: StageJob, record: dict[str, Any]) -> None:
-                if job.index == last_stage and record.get("event") == "step" and record.get("step") == slow_step:
-                    quotas.set(slow_site, slow_share)
-            on_record = slow_down
-    changed: list[float] = []
+            hooks.append(_AtStep(last_stage, slow_step, lambda: quotas.set(slow_site, slow_share)))
+    rate_hook: _AtStep | None = None
     if config.rate_change is not None and geo_tb is not None:
-        on_record = _rate_changer(config, geo_tb, len(plan.order) - 1, on_record, changed)
+        a, b, at, mbps = config.rate_change
+        rate_hook = _AtStep(last_stage, at, lambda: geo_tb.set_wan_rate(a, b, mbps))
+        hooks.append(rate_hook)
+    if hooks:
+        def on_record(job: StageJob, record: dict[str, Any]) -> None:
+            for hook in hooks:
+                hook(job, record)
     start = time.monotonic()
     try:
         outputs = launch(pipelines, spawn=spawn, timeout=config.timeout_s, on_record=on_record)
@@ -644,6 +647,9 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
         if quotas is not None and config.straggler is not None:  # the next run starts at the given speeds
             quotas.set(config.straggler[0], dict(config.speeds).get(config.straggler[0]))
     wall = time.monotonic() - start
+    for hook in hooks:
+        if hook.error is not None:
+            raise GeoBenchError(f"geo bench: the change at step {hook.step} failed: {hook.error}")
     last = outputs[0][-1]
     steps = last.of("step")
     evals = last.of("eval")
@@ -670,7 +676,8 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
                                                                       for c in plan.stage_compute_s],
             "straggler": straggler_effect(config, planned, plan, outputs, list(deltas))
             if config.straggler is not None and quotas is not None else None,
-            "rate_change": rate_change_effect(config, plan, done, changed) if config.rate_change else None,
+            "rate_change": rate_change_effect(config, plan, done, rate_hook.fired)
+            if rate_hook is not None else None,
             "cuts": list(plan.cuts), "links": [asdict(l) for l in plan.links],
             "step_s": step_s, "predicted_step_s": predicted, "time_to_accuracy_s": tta,
             "final_accuracy": evals[-1]["accuracy"] if evals else None, "final_loss": steps[-1]["loss"],
@@ -691,24 +698,28 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
             "test_loss_curve": [[e["t"], e["step"], e["loss"]] for e in evals]}
 
 
-def _rate_changer(config: GeoBenchConfig, geo_tb: Any, last_stage: int,
-                  then: Callable[[StageJob, dict[str, Any]], None] | None,
-                  changed: list[float]) -> Callable[[StageJob, dict[str, Any]], None]:
-    """An ``on_record`` that sets the WAN rate once the last stage reports the change's step."""
-    assert config.rate_change is not None
-    a, b, at, mbps = config.rate_change
+class _AtStep:
+    """An ``on_record`` piece that runs ``action`` once, when stage ``stage`` reports training
+    step ``step`` (a straggler's slowdown, a WAN rate change). It runs on a stage's output
+    reader thread, so an error is kept for the caller instead of ending that thread."""
 
-    def on_record(job: StageJob, record: dict[str, Any]) -> None:
-        if then is not None:
-            then(job, record)
-        if job.index == last_stage and record.get("event") == "step" and record.get("step") == at and not changed:
-            geo_tb.set_wan_rate(a, b, mbps)
-            changed.append(time.monotonic())
-    return on_record
+    def __init__(self, stage: int, step: int, action: Callable[[], None]) -> None:
+        self.stage, self.step, self.action = stage, step, action
+        self.fired = False
+        self.error: Exception | None = None
+
+    def __call__(self, job: StageJob, record: dict[str, Any]) -> None:
+        if self.fired or job.index != self.stage or record.get("event") != "step" or record.get("step") != self.step:
+            return
+        self.fired = True
+        try:
+            self.action()
+        except Exception as error:  # noqa: BLE001  (reported after the run, named)
+            self.error = error
 
 
 def rate_change_effect(config: GeoBenchConfig, plan: Plan, done: list[dict[str, Any]],
-                       changed: list[float]) -> dict[str, Any]:
+                       applied: bool) -> dict[str, Any]:
     """AdaTopK's ratio on the changed link, per step (mean of the step's forward messages):
     before the change, and each step after it. The first stage's messages of step ``at + 1``
     may already be out when the last stage reports ``at``, so the change shows from there."""
@@ -723,7 +734,7 @@ def rate_change_effect(config: GeoBenchConfig, plan: Plan, done: list[dict[str, 
     stage = done[link] if link is not None else {}
     before_mbps = plan.links[link].bw_mbps if link is not None else None
     return {"link": f"{a}-{b}", "step": at, "before_mbps": before_mbps, "after_mbps": mbps,
-            "applied": bool(changed), "boundary": link, "ratio_per_step": per_step(stage.get("ratios_next") or []),
+            "applied": applied, "boundary": link, "ratio_per_step": per_step(stage.get("ratios_next") or []),
             # the next stage's estimate of the link's rate, as it arrived with each backward message
             "measured_mbps_per_step": [r / 1e6 for r in per_step(stage.get("rates_next_bps") or [])]}
 

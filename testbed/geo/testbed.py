@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Self, Sequence
 
 from innet.host.geo.channel import LinkShape
+from innet.testbed.backends.mininet import htb
 from innet.testbed.backends.select import network_for
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
 from innet.testbed.core.topology import Topology
@@ -146,8 +147,7 @@ class GeoTestbed(Testbed):
             raise TestbedError(f"geo testbed: WAN rate {mbps:g} Mbit/s: must be > 0 and <= {MININET_MAX_MBPS:g}")
         c = links[0]
         for iface in (f"{c.a}-eth{c.a_port}", f"{c.b}-eth{c.b_port}"):
-            done = subprocess.run(["tc", "class", "change", "dev", iface, "parent", "5:0", "classid", "5:1", "htb",
-                                   "rate", f"{mbps:g}mbit", "burst", "15k"], capture_output=True, text=True, timeout=30)
+            done = subprocess.run(htb.rate_command(iface, mbps), capture_output=True, text=True, timeout=30)
             if done.returncode != 0:
                 raise TestbedError(f"geo testbed: rate of {iface}: tc: {(done.stderr or done.stdout).strip()}")
 

@@ -146,6 +146,7 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None,
             "switch": " | ".join(switch_description("auto", impl) for impl in config.switch_impls),
             "switch_absent": dict(absent), "machine": machine(),
             "c_s_bps": grid.c_s_bps, "c_f_bps": grid.c_f_bps, "shaped": shaped, "rows": rows,
+            "small_frames_first": shaped and config.small_frames_first,
             "alltoall_slowdown": slowdowns, "failures": failures,
             "note": None if shaped else "loopback: no link rates, all-to-all does not cross the switches; "
                                         "model columns left empty"}
@@ -253,7 +254,7 @@ def columns_of(doc: dict[str, Any]) -> tuple[Column, ...]:
 def table(doc: dict[str, Any]) -> Any:
     title = (f"{doc['topology']} ({doc['backend']}), C_S={doc['c_s_bps'] / 1e6:g} Mbit/s, "
              f"C_F={doc['c_f_bps'] / 1e6:g} Mbit/s, K={doc['config']['k']}"
-             + (", small frames first" if doc["config"].get("small_frames_first") else ""))
+             + (", small frames first" if doc.get("small_frames_first") else ""))
     return rich_table(title, columns_of(doc), _all_rows(doc))
 
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Callable
 
+from innet.testbed.backends.mininet.htb import RATE_CLASS
+
 SMALL_BYTES = 128
 """Frames up to this length (an Ethernet + IPv4 + TCP ACK with options is 66-86 bytes) go first."""
-PARENT = "5:1"
-"""Mininet's HTB class holding the link's rate (``TCIntf.bwCmds``: root ``5:0``, class ``5:1``)."""
 FIRST, REST = 0x50010, 0x50020
 """Class ids ``5:10`` and ``5:20`` as ``major << 16 | minor`` (the classifier's return value)."""
 
@@ -48,8 +48,8 @@ def commands(iface: str, rate_mbps: float) -> list[str]:
     """The tc commands for one interface whose class ``5:1`` shapes to ``rate_mbps``."""
     rate = f"{rate_mbps:g}mbit"
     return [
-        f"tc class add dev {iface} parent {PARENT} classid 5:10 htb rate {rate_mbps / 10:g}mbit ceil {rate} prio 0",
-        f"tc class add dev {iface} parent {PARENT} classid 5:20 htb rate {rate_mbps * 9 / 10:g}mbit ceil {rate} prio 1",
+        f"tc class add dev {iface} parent {RATE_CLASS} classid 5:10 htb rate {rate_mbps / 10:g}mbit ceil {rate} prio 0",
+        f"tc class add dev {iface} parent {RATE_CLASS} classid 5:20 htb rate {rate_mbps * 9 / 10:g}mbit ceil {rate} prio 1",
         f"tc filter add dev {iface} parent 5: protocol all prio 1 bpf bytecode '{classifier_bytecode()}'",
     ]
 
