@@ -134,6 +134,8 @@ class TcpChannel(Channel):
         with self._send_lock:
             try:
                 self.sock.sendall(_LEN.pack(len(data)) + data)
+            except (ConnectionResetError, BrokenPipeError) as error:
+                raise ChannelError(f"{self.name}: peer closed the link ({error.strerror})") from None
             except OSError as error:
                 raise ChannelError(f"{self.name}: send failed: {error}") from None
 
@@ -144,6 +146,9 @@ class TcpChannel(Channel):
                 chunk = self.sock.recv(min(n, 1 << 20))
             except socket.timeout:
                 raise ChannelError(f"{self.name}: nothing received within the timeout") from None
+            except ConnectionResetError as error:
+                # A peer that dies with unread data in its buffer resets rather than closes.
+                raise ChannelError(f"{self.name}: peer closed the link ({error.strerror})") from None
             except OSError as error:
                 raise ChannelError(f"{self.name}: receive failed: {error}") from None
             if not chunk:
