@@ -177,6 +177,10 @@ class _AgentProcess:
             self.aggregator = self._aggregator(plain)
             self.aggregator.position = config.start_position
         self.segments: tuple[shared_memory.SharedMemory, shared_memory.SharedMemory] | None = None
+        self.scratch: npt.NDArray[np.int32] = np.empty(0, np.int32)
+        """The quantized input of a float operation, kept from one operation to the next: a
+        fresh 4-bytes-per-value array each time made every operation fault in and zero new pages
+        (with the result array, 15% of all CPU time in a 16M allreduce, measured)."""
 
     def _aggregator(self, job: JobConfig) -> Any:
         """This datapath's loop for ``job`` on the agent's transport, watching the control pipe."""
@@ -229,6 +233,7 @@ class _AgentProcess:
             if msg[0] == "attach":
                 self._close_segments()
                 self.segments = (_attach(msg[1]), _attach(msg[2]))
+                self.scratch = np.empty(self.segments[0].size // 4, np.int32)
                 continue
             if msg[0] == "take_rank":
                 self.conn.send(("took_rank", self._take_rank(msg[1], msg[2])))
@@ -293,13 +298,13 @@ class _AgentProcess:
                 bound = self.config.sum_bound
                 if bound is None:
                     bound = self._exchange_bound(x)
-                q, frac_bits = self.codec.quantize_sum(x, bound, job.num_workers)
+                q, frac_bits = self.codec.quantize_sum(x, bound, job.num_workers, out=self.scratch[:n])
             else:
                 fmt = self.config.fixed or qz.FixedPointFormat(num_workers=job.num_workers)
                 q = self.codec.grads(fmt, x)
                 frac_bits = fmt.param_frac_bits
             values, saturated = q.values, q.saturated
-        out[:] = self.aggregator.run(values)
+        self.aggregator.run(values, out=out)
         return OpResult(frac_bits, saturated, time.monotonic() - start,
                         self.aggregator.stats.as_dict())
 

@@ -382,9 +382,10 @@ class Aggregator:
 
     # -- operations ---------------------------------------------------------------------
 
-    def run(self, values: npt.ArrayLike) -> npt.NDArray[np.int32]:
+    def run(self, values: npt.ArrayLike, out: npt.NDArray[np.int32] | None = None) -> npt.NDArray[np.int32]:
         """Aggregate ``values`` (int32) over the workers (CONTRIB, plain lane); the RESULT
-        values. Raises AggregationError."""
+        values, also written into ``out`` when given (contiguous int32 of the same size).
+        Raises AggregationError."""
         if self.job.is_owner:
             raise ValueError(f"job {self.job.job}: rank {self.job.rank} is an owner, not a worker: "
                              "it takes part in REDUCE/BCAST only")
@@ -395,9 +396,13 @@ class Aggregator:
         positions = [base + c for c in range(chunks)]
         run = self._plan(wire.MsgType.CONTRIB, 0, vec, vec.size, list(range(chunks)), [-1] * chunks,
                          [p % window for p in positions], [(p // window) % 2 for p in positions], window)
-        out = self._execute(run)
+        target = result_buffer(out, vec.size, self.job.job) if out is not None else None
+        result = self._execute(run)
         self.position = base + chunks
-        return out
+        if target is None:
+            return result
+        target[:] = result
+        return target
 
     def reduce_to(self, values: npt.ArrayLike, first_chunk: int = 0) -> None:
         """Worker: send ``values`` (int32; chunk ``c`` of it is chunk ``first_chunk + c`` of
@@ -622,3 +627,13 @@ class Aggregator:
         return AggregationError(
             f"{where}: missing workers {list(missing)} (switch bitmap {state.bitmap:#x} "
             f"of {of})", job.job, state.chunk, missing)
+
+
+def result_buffer(out: npt.NDArray[np.int32] | None, n: int, job: int) -> npt.NDArray[np.int32]:
+    """``out`` checked as a run's result buffer of ``n`` values, or a new zeroed one."""
+    if out is None:
+        return np.zeros(n, dtype=np.int32)
+    if out.dtype != np.int32 or not out.flags.c_contiguous or out.size != n:
+        raise ValueError(f"job {job}: a result buffer must be contiguous int32 of {n} values, "
+                         f"got {out.dtype} {out.shape}")
+    return out.reshape(-1)

@@ -25,11 +25,8 @@ pushes what changed, then releases it: an ``atomic()`` batch reaches the data pa
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import threading
 import time
-from pathlib import Path
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -49,34 +46,10 @@ from .wide import join, limbs_of, split
 C_FLAGS = tuple("-O3" if f == "-O2" else f for f in native_build.SHARED_FLAGS) + ("-ffp-contract=off",)
 """The switch unit's flags: -O3 for gcc's loop vectorizer (and loop unswitching, which
 takes register bounds checks out of rerolled loops); the rest as every shared object.
-``-march=native`` is added when the host CPU can be named (``host_cpu``); with it the
+``-march=native`` is added when the host CPU can be named (``native_build.host_cpu``); with it the
 compiler may fuse ``a * b + c`` into one FMA instruction, rounded once, which changes
 the meters' token-bucket arithmetic against the python executor's doubles, so
 contraction is off (integer code, all that is vectorised, is unaffected)."""
-
-
-@functools.lru_cache(maxsize=1)
-def host_cpu() -> str | None:
-    """The CPU model and a digest of its feature flags (/proc/cpuinfo), or None.
-
-    Why: the switch unit is built with ``-march=native`` (AVX2/AVX-512 for the rerolled
-    per-element loops: 2-4x fewer instructions than SSE2 on jumbo frames), so the object
-    depends on the CPU, which the build cache's key (source, compiler, flags) does not
-    see; this string goes into the source, so another CPU never loads this object."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return None
-    model = flags = ""
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "model name" and not model:
-            model = value.strip()
-        elif key.strip() in ("flags", "Features") and not flags:
-            flags = value.strip()
-    if not flags:
-        return None
-    return f"{model} flags {hashlib.sha256(flags.encode()).hexdigest()[:16]}"
 
 
 GCC_FLAGS = ("--param", "hot-bb-frequency-fraction=1000000")
@@ -90,10 +63,7 @@ def build_flags() -> tuple[tuple[str, ...], str]:
     flags = C_FLAGS
     if "clang" not in native_build.find_compiler().version.lower():
         flags += GCC_FLAGS
-    cpu = host_cpu()
-    if cpu is None:
-        return flags, "/* generic build */"
-    return flags + ("-march=native",), f"/* -march=native on {cpu.replace('*/', '')} */"
+    return native_build.for_this_cpu(flags)
 ACT_GROUP, NO_ACTION = 0xFFFE, 0xFFFF
 """C action words: a selector group (first data word: its offset), an emptied group."""
 

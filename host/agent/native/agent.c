@@ -38,33 +38,36 @@ typedef struct {
 
 /* round(x * 2**frac_bits) half-to-even on float64; |x| > bound clipped first (bound > 0),
  * then |q| > limit clipped; both counted. Multiplying by the power of two is exact-rounded
- * like ldexp. Non-finite inputs are counted (the caller raises) and give 0. */
+ * like ldexp. Non-finite inputs are counted (the caller raises) and give 0.
+ *
+ * Branch-free, so that the library's build (-O3 -march=native) turns it into SIMD code: as a
+ * branchy loop calling rint() it took 2.6 ns per value (43 ms for 16M). Rounding adds and
+ * subtracts 1.5 * 2**52, which is rint() in the default rounding mode for |s| < 2**51 (the
+ * library is built without FMA contraction, so the two are rounded separately); s is first
+ * clamped to limit + 1, which changes neither the clip that follows nor its count. */
 void innet_quantize(const float *x, int64_t n, int frac_bits, double bound, int64_t limit,
                     int32_t *out, innet_qstats *st)
 {
-    double scale = ldexp(1.0, frac_bits);
-    double lim = (double)limit;
+    const double scale = ldexp(1.0, frac_bits), lim = (double)limit, hi = lim + 1.0;
+    const double b = bound > 0 ? bound : INFINITY, magic = 6755399441055744.0;
     int64_t sat = 0, bad = 0, first = -1;
     for (int64_t i = 0; i < n; i++) {
         double d = x[i];
-        if (!isfinite(d)) {
-            if (first < 0)
-                first = i;
-            bad++;
-            out[i] = 0;
-            continue;
-        }
-        if (bound > 0 && fabs(d) > bound) {
-            d = d < 0 ? -bound : bound;
-            sat++;
-        }
-        double s = rint(d * scale);
-        if (fabs(s) > lim) {
-            s = s < 0 ? -lim : lim;
-            sat++;
-        }
-        out[i] = (int32_t)s;
+        int fin = (d - d) == 0.0; /* false for inf and NaN */
+        d = fin ? d : 0.0;
+        double c = d > b ? b : (d < -b ? -b : d);
+        sat += c != d;
+        double s = c * scale;
+        s = s > hi ? hi : (s < -hi ? -hi : s);
+        s = (s + magic) - magic;
+        double t = s > lim ? lim : (s < -lim ? -lim : s);
+        sat += t != s;
+        out[i] = (int32_t)t;
+        bad += !fin;
     }
+    if (bad)
+        for (first = 0; first < n && isfinite(x[first]); first++)
+            ;
     st->saturated = sat;
     st->nonfinite = bad;
     st->first_bad = first;
@@ -85,11 +88,16 @@ enum { MSG_CONTRIB = 1, MSG_RESULT = 2, MSG_STATUS = 3, MSG_STALE = 4, MSG_REDUC
 enum { FLAG_VER = 1, FLAG_RETRANS = 2, FLAG_HDRONLY = 4 };
 
 static void put16(uint8_t *p, uint32_t v) { p[0] = v >> 8; p[1] = v; }
-static void put32(uint8_t *p, uint32_t v) { p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v; }
+/* Big-endian 32-bit words through a byte swap of an unaligned load or store: the per-value
+   loops over a frame then vectorise (byte by byte they did not; packing was 4.7% of all CPU
+   time in a 16M allreduce). */
+static void put32(uint8_t *p, uint32_t v) { v = __builtin_bswap32(v); memcpy(p, &v, 4); }
 static uint32_t get16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
 static uint32_t get32(const uint8_t *p)
 {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return __builtin_bswap32(v);
 }
 
 /* Header plus K values (the count valid ones, zero padding); returns the length. */

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from innet.native_build import NativeLibrary, load_library
+from innet.native_build import SHARED_FLAGS, NativeLibrary, for_this_cpu, load_library
 
 CDEF = """
 typedef struct { int64_t saturated; int64_t nonfinite; int64_t first_bad; } innet_qstats;
@@ -80,6 +80,12 @@ def source() -> str:
     return resources.files("innet.host.agent.native").joinpath("agent.c").read_text()
 
 
+FLAGS: tuple[str, ...] = tuple("-O3" if f == "-O2" else f for f in SHARED_FLAGS) + ("-ffp-contract=off",)
+"""-O3 (and ``-march=native``, :func:`load`) for the vectorised quantization, whose rounding
+adds and subtracts a constant: no FMA contraction, so each step is rounded as written."""
+
+
 def load() -> NativeLibrary:
     """The loaded agent library (compiled on first use, then cached); raises NativeBuildError."""
-    return load_library("innet-agent", source(), CDEF)
+    flags, built_for = for_this_cpu(FLAGS)
+    return load_library("innet-agent", built_for + "\n" + source(), CDEF, flags)

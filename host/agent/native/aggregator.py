@@ -28,7 +28,7 @@ from innet.host import wire
 from innet.host.agent.native import agentlib
 from innet.native_build import NativeLibrary
 from innet.host.agent.aggregator import (AggregationError, AggregatorStats, JobConfig, LanePlan, StaleEpochError,
-                                         Timing, lane_order, plan_owner_op)
+                                         Timing, lane_order, plan_owner_op, result_buffer)
 from innet.host.agent.rto import RtoBounds
 from innet.host.agent.transport import FrameTunnelTransport, Transport, UdpTransport
 
@@ -126,13 +126,14 @@ class NativeAggregator:
         """The timeout a new chunk would start with."""
         return float(self.lib.lib.innet_agg_rto_now(self._agg))
 
-    def run(self, values: npt.ArrayLike) -> npt.NDArray[np.int32]:
-        """Aggregate ``values`` (int32); the RESULT values. Raises AggregationError."""
+    def run(self, values: npt.ArrayLike, out: npt.NDArray[np.int32] | None = None) -> npt.NDArray[np.int32]:
+        """Aggregate ``values`` (int32); the RESULT values, written into ``out`` when given
+        (contiguous int32 of the same size, not overlapping ``values``). Raises AggregationError."""
         vec = np.ascontiguousarray(values, dtype=np.int32).ravel()
         n = vec.size
         if -(-n // self.job.k) > 0xFFFFFFFF:
             raise ValueError(f"job {self.job.job}: {-(-n // self.job.k)} chunks exceed the 32-bit chunk field")
-        out = np.zeros(n, dtype=np.int32)
+        out = result_buffer(out, n, self.job.job)
         ffi = self.lib.ffi
         self._drive(lambda: self.lib.lib.innet_agg_begin(self._agg, ffi.from_buffer("int32_t[]", vec), n,
                                                          ffi.from_buffer("int32_t[]", out)))

@@ -50,9 +50,14 @@ class Codec:
         return "python" if self.lib is None else "native"
 
     def quantize(self, x: npt.NDArray[np.float32], frac_bits: int, limit: int,
-                 bound: float = 0.0, what: str = "values") -> qz.Quantized:
+                 bound: float = 0.0, what: str = "values",
+                 out: npt.NDArray[np.int32] | None = None) -> qz.Quantized:
         """``innet.host.wire.quantize.quantize`` of float32 ``x`` after clipping ``|x| > bound``
-        (bound > 0), both clips counted; raises QuantizeError for NaN/inf."""
+        (bound > 0), both clips counted; raises QuantizeError for NaN/inf. ``out`` (contiguous
+        int32 of ``x``'s size): where the values go, returned as ``Quantized.values``."""
+        if out is not None and (out.dtype != np.int32 or not out.flags.c_contiguous or out.size != np.size(x)):
+            raise ValueError(f"quantize {what}: out must be contiguous int32 of {np.size(x)} values, "
+                             f"got {out.dtype} {out.shape}")
         if self.lib is None:
             arr = np.asarray(x, dtype=np.float64).ravel()
             qz._check_finite(arr, what)
@@ -62,10 +67,14 @@ class Codec:
                 if saturated:
                     arr = np.clip(arr, -bound, bound)
             q = qz.quantize(arr, frac_bits, limit, what)
-            return qz.Quantized(q.values, saturated + q.saturated)
+            if out is None:
+                return qz.Quantized(q.values, saturated + q.saturated)
+            out.reshape(-1)[:] = q.values
+            return qz.Quantized(out, saturated + q.saturated)
         ffi, lib = self.lib.ffi, self.lib.lib
         src = np.ascontiguousarray(x, dtype=np.float32).ravel()
-        out = np.empty(src.size, np.int32)
+        if out is None:
+            out = np.empty(src.size, np.int32)
         st = ffi.new("innet_qstats *")
         lib.innet_quantize(ffi.from_buffer("float[]", src), src.size, frac_bits, float(bound),
                            limit, ffi.from_buffer("int32_t[]", out), st)
@@ -76,12 +85,16 @@ class Codec:
         return qz.Quantized(out, int(st.saturated))
 
     def quantize_sum(self, x: npt.NDArray[np.float32], bound: float,
-                     num_workers: int) -> tuple[qz.Quantized, int]:
-        """``innet.host.wire.quantize.quantize_sum``."""
+                     num_workers: int, out: npt.NDArray[np.int32] | None = None) -> tuple[qz.Quantized, int]:
+        """``innet.host.wire.quantize.quantize_sum`` (into ``out``, as ``quantize``)."""
         if self.lib is None:
-            return qz.quantize_sum(x, bound, num_workers)
+            q, f = qz.quantize_sum(x, bound, num_workers)
+            if out is None:
+                return q, f
+            out.reshape(-1)[:] = q.values
+            return qz.Quantized(out, q.saturated), f
         f = qz.sum_frac_bits(bound, num_workers)
-        return self.quantize(x, f, qz.per_worker_limit(num_workers), bound, "allreduce input"), f
+        return self.quantize(x, f, qz.per_worker_limit(num_workers), bound, "allreduce input", out), f
 
     def grads(self, fmt: qz.FixedPointFormat, g: npt.NDArray[np.float32]) -> qz.Quantized:
         """``FixedPointFormat.grads``."""
