@@ -401,7 +401,7 @@ class Aggregator:
         self.position = base + chunks
         if target is None:
             return result
-        target[:] = result
+        target.reshape(-1)[:] = result
         return target
 
     def reduce_to(self, values: npt.ArrayLike, first_chunk: int = 0) -> None:
@@ -636,4 +636,4 @@ def result_buffer(out: npt.NDArray[np.int32] | None, n: int, job: int) -> npt.ND
     if out.dtype != np.int32 or not out.flags.c_contiguous or out.size != n:
         raise ValueError(f"job {job}: a result buffer must be contiguous int32 of {n} values, "
                          f"got {out.dtype} {out.shape}")
-    return out.reshape(-1)
+    return out

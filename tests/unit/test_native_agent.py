@@ -72,6 +72,22 @@ def test_quantize_sum_and_grads_equal_reference(native: dp.Codec, workers: int) 
     assert ga.saturated == gb.saturated and np.array_equal(ga.values, gb.values)
 
 
+@pytest.mark.parametrize("codec", ["python", "native"])
+def test_quantize_into_a_used_buffer_equals_a_fresh_one(native: dp.Codec, codec: str) -> None:
+    """The agent quantizes every operation into one kept buffer: what was there before must
+    not show through, and a buffer of the wrong kind is refused."""
+    c = PYTHON if codec == "python" else native
+    x = _edge_floats(np.random.default_rng(11))
+    out = np.full(x.size, -7, np.int32)
+    fresh, f = c.quantize_sum(x, 2.5, 4)
+    kept, g = c.quantize_sum(x, 2.5, 4, out=out)
+    assert kept.values is out and f == g and kept.saturated == fresh.saturated > 0
+    assert np.array_equal(out, fresh.values)
+    for wrong in (np.empty(x.size, np.int64), np.empty(x.size - 1, np.int32), np.empty((x.size, 2), np.int32)[:, 0]):
+        with pytest.raises(ValueError, match="out must be contiguous int32"):
+            c.quantize(x, 8, qz.INT32_MAX, out=wrong)
+
+
 def test_quantize_rejects_non_finite_like_reference(native: dp.Codec) -> None:
     x = np.array([1.0, 2.0, np.nan, np.inf, 3.0], np.float32)
     for codec in (PYTHON, native):
@@ -224,7 +240,8 @@ def test_same_retransmissions_as_reference(native: dp.Codec) -> None:
 
 def _run_workers(native: dp.Codec, fake: FakeUdpSwitch, job: int, n: int, window: int,
                  vectors: list[list[np.ndarray]], timing: Timing, ranks: list[int] | None = None,
-                 python_ranks: tuple[int, ...] = (), epoch: int = 1) -> tuple[list[Any], list[Any]]:
+                 python_ranks: tuple[int, ...] = (), epoch: int = 1,
+                 into: bool = False) -> tuple[list[Any], list[Any]]:
     ranks = list(range(n)) if ranks is None else ranks
     results: list[Any] = [None] * n
     errors: list[Any] = [None] * n
@@ -235,7 +252,14 @@ def _run_workers(native: dp.Codec, fake: FakeUdpSwitch, job: int, n: int, window
             config = JobConfig(job, rank, n, window, K, epoch=epoch)
             agg: Any = (Aggregator(config, transport, timing) if rank in python_ranks
                         else NativeAggregator(config, transport, timing, native.lib))
-            results[rank] = [agg.run(v) for v in vectors[rank]]
+            if into:  # the agent's way: each result into a buffer that held something else
+                results[rank] = []
+                for v in vectors[rank]:
+                    out = np.full(v.size, 0x5A5A5A5A, np.int32)
+                    assert agg.run(v, out=out) is out
+                    results[rank].append(out)
+            else:
+                results[rank] = [agg.run(v) for v in vectors[rank]]
         except AggregationError as error:
             errors[rank] = error
         finally:
@@ -261,8 +285,9 @@ def _expected(vectors: list[list[np.ndarray]], i: int) -> np.ndarray:
     return (np.asarray(total) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
 
+@pytest.mark.parametrize("into", [False, True], ids=["new-result", "into-buffer"])
 @pytest.mark.parametrize("python_ranks", [(), (1,)], ids=["all-native", "mixed"])
-def test_lossy_fake_switch_exact_sums(native: dp.Codec, python_ranks: tuple[int, ...]) -> None:
+def test_lossy_fake_switch_exact_sums(native: dp.Codec, python_ranks: tuple[int, ...], into: bool) -> None:
     n = 3
     fake_switch = FakeInnetSwitch(K)
     fake_switch.add_job(9, n, slot_count=8)
@@ -270,7 +295,8 @@ def test_lossy_fake_switch_exact_sums(native: dp.Codec, python_ranks: tuple[int,
     vectors = _vectors(n, sizes, seed=7)
     with FakeUdpSwitch(fake_switch, impair=(0.1, 0.1, 0.1, 3)) as fake:
         results, errors = _run_workers(native, fake, 9, n, 8, vectors,
-                                       Timing(initial_rto=0.02, chunk_deadline=10), python_ranks=python_ranks)
+                                       Timing(initial_rto=0.02, chunk_deadline=10), python_ranks=python_ranks,
+                                       into=into)
     assert errors == [None] * n
     for rank in range(n):
         for i in range(len(sizes)):
