@@ -40,7 +40,8 @@ class BenchConfig:
     sizes: tuple[int, ...] = (1024, 16384, 262144)
     """Elements S per allreduce (float32)."""
     losses: tuple[float, ...] = (0.0,)
-    """Random loss per link direction in percent (netem in Mininet, switch output on loopback)."""
+    """Random loss per link direction in percent (a cls_bpf random drop in Mininet: the kernel has no
+    netem; switch output on loopback)."""
     bw_mbps: float | None = 1000.0
     """Link rate (Mininet TCLink); None for unshaped veths."""
     delay_ms: float | None = None
