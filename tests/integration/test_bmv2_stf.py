@@ -15,15 +15,17 @@ runs), as the check that the runner reads STF as p4c's driver does. docs/p4c-com
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import os
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from innet.conformance import stf_files
 from innet.p4c_samples import resolve_samples_dir, sample_names
 from innet.testbed.backends.bmv2 import Bmv2Error, Bmv2Missing
+from innet.testbed.backends.bmv2_ahead import CompileAhead
+from innet.switch.stf_dialect import program_for
 from innet.testbed.backends.bmv2_stf import Bmv2Skip, Bmv2StfTools, find_stf_tools, innet_only_reason, run_bmv2_stf
 from innet.testbed.backends.bmv2_stf_cli import Bmv2Unsupported
 
@@ -38,13 +40,31 @@ def _tools() -> Bmv2StfTools:
         pytest.skip(str(missing))
 
 
+@pytest.fixture(scope="module")
+def compile_ahead(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CompileAhead | None]:
+    """The programs of this session's selected STF items, compiled in the background in the
+    order the items run (``bmv2_ahead``); None without the toolchain."""
+    try:
+        tools = find_stf_tools()
+    except Bmv2Missing:
+        yield None
+        return
+    selected = [item.callspec.params["stf"] for item in request.session.items
+                if getattr(item, "originalname", None) == "test_stf_agrees_on_bmv2"]
+    sources = [program_for(stf) for stf in selected if innet_only_reason(stf) is None]
+    with CompileAhead(tools.p4c, sources, tmp_path_factory.mktemp("p4c-ahead")) as ahead:
+        yield ahead
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("stf", STF, ids=[str(p.relative_to(REPO)) for p in STF])
-def test_stf_agrees_on_bmv2(stf: Path, tmp_path: Path) -> None:
+def test_stf_agrees_on_bmv2(stf: Path, tmp_path: Path, compile_ahead: CompileAhead | None) -> None:
     reason = innet_only_reason(stf)
     if reason is not None:
         pytest.skip(reason)
     tools = _tools()
+    if compile_ahead is not None:
+        compile_ahead.wait(program_for(stf))
     failure = None
     try:
         result = run_bmv2_stf(stf, tools, tmp_path)

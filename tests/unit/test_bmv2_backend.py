@@ -170,3 +170,51 @@ def test_compiled_programs_are_reused_until_a_source_changes(tmp_path, monkeypat
     assert runs() == 3
     compile_program(p4c, program, tmp_path / "out5", cache=False)
     assert runs() == 4
+
+
+def test_compile_ahead_fills_the_cache_in_order_and_leaves_failures_to_the_caller(tmp_path, monkeypatch):
+    """Programs compiled ahead are copies when their user compiles them; a program p4c
+    rejects is reported by the user's own compile, not by the compile ahead."""
+    from innet.testbed.backends.bmv2 import Bmv2Error, compile_program
+    from innet.testbed.backends.bmv2_ahead import CompileAhead
+
+    monkeypatch.setenv("INNET_NATIVE_CACHE", str(tmp_path / "cache"))
+    log = tmp_path / "p4c.log"
+    p4c = tmp_path / "p4c-bm2-ss"
+    p4c.write_text(FAKE_P4C.format(python=sys.executable, log=str(log)).replace(
+        "args = sys.argv[1:]\n", "args = sys.argv[1:]\nif args[-1].endswith('bad.p4'):\n    sys.exit('bad.p4:1: syntax error')\n"))
+    p4c.chmod(0o755)
+    sources = []
+    for name in ("a", "b", "bad", "c"):
+        sources.append(tmp_path / f"{name}.p4")
+        sources[-1].write_text(f"const bit<8> {name.upper()} = 1;\n")
+    with CompileAhead(p4c, sources + [sources[0]], tmp_path / "ahead", workers=1) as ahead:
+        assert [ahead.wait(s, timeout=60) for s in sources] == [True, True, False, True]
+        assert not ahead.wait(tmp_path / "never-asked.p4")
+    good = sources[:2] + sources[3:]
+    assert log.read_text().splitlines() == [str(s) for s in good]  # in order, each once (the fake logs successes)
+    for s in good:
+        assert (compile_program(p4c, s, tmp_path / "use" / s.stem) / f"{s.stem}.json").is_file()
+    assert len(log.read_text().splitlines()) == len(good)  # all copies from the cache
+    with pytest.raises(Bmv2Error, match="bad.p4 failed"):
+        compile_program(p4c, sources[2], tmp_path / "use" / "bad")
+
+
+def test_compile_ahead_drops_what_it_has_not_started_when_closed(tmp_path, monkeypatch):
+    from innet.testbed.backends.bmv2_ahead import CompileAhead
+
+    monkeypatch.setenv("INNET_NATIVE_CACHE", str(tmp_path / "cache"))
+    log = tmp_path / "p4c.log"
+    p4c = tmp_path / "p4c-bm2-ss"
+    p4c.write_text(FAKE_P4C.format(python=sys.executable, log=str(log)).replace(
+        "args = sys.argv[1:]\n", "args = sys.argv[1:]\nimport time\ntime.sleep(0.3)\n"))
+    p4c.chmod(0o755)
+    sources = []
+    for i in range(20):
+        sources.append(tmp_path / f"p{i}.p4")
+        sources[-1].write_text(f"const bit<8> X = {i};\n")
+    ahead = CompileAhead(p4c, sources, tmp_path / "ahead", workers=1)
+    assert ahead.wait(sources[0], timeout=60)
+    ahead.close()
+    ran = len(log.read_text().splitlines())
+    assert 1 <= ran < len(sources)
