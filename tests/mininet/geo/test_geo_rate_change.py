@@ -16,9 +16,9 @@ import pytest
 
 from innet.testbed.geo.bench import GeoBenchConfig, run
 
-AT = 6
+AT = 5
 FOLLOW = 2
-STEPS = 14
+STEPS = 11
 
 
 @pytest.mark.slow
