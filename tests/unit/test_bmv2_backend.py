@@ -172,22 +172,29 @@ def test_compiled_programs_are_reused_until_a_source_changes(tmp_path, monkeypat
     assert runs() == 4
 
 
+def _fake_ahead(tmp_path, monkeypatch, prelude: str, names: tuple[str, ...]) -> tuple[Path, Path, list[Path]]:
+    """A fake p4c that runs ``prelude`` first and logs the programs it compiled, a cache of
+    this test's own, and one program per name: (p4c, log, programs)."""
+    monkeypatch.setenv("INNET_NATIVE_CACHE", str(tmp_path / "cache"))
+    log = tmp_path / "p4c.log"
+    p4c = tmp_path / "p4c-bm2-ss"
+    p4c.write_text(FAKE_P4C.format(python=sys.executable, log=str(log)).replace(
+        "args = sys.argv[1:]\n", "args = sys.argv[1:]\n" + prelude))
+    p4c.chmod(0o755)
+    sources = [tmp_path / f"{name}.p4" for name in names]
+    for i, source in enumerate(sources):
+        source.write_text(f"const bit<8> X = {i};\n")
+    return p4c, log, sources
+
+
 def test_compile_ahead_fills_the_cache_in_order_and_leaves_failures_to_the_caller(tmp_path, monkeypatch):
     """Programs compiled ahead are copies when their user compiles them; a program p4c
     rejects is reported by the user's own compile, not by the compile ahead."""
     from innet.testbed.backends.bmv2 import Bmv2Error, compile_program
     from innet.testbed.backends.bmv2_ahead import CompileAhead
 
-    monkeypatch.setenv("INNET_NATIVE_CACHE", str(tmp_path / "cache"))
-    log = tmp_path / "p4c.log"
-    p4c = tmp_path / "p4c-bm2-ss"
-    p4c.write_text(FAKE_P4C.format(python=sys.executable, log=str(log)).replace(
-        "args = sys.argv[1:]\n", "args = sys.argv[1:]\nif args[-1].endswith('bad.p4'):\n    sys.exit('bad.p4:1: syntax error')\n"))
-    p4c.chmod(0o755)
-    sources = []
-    for name in ("a", "b", "bad", "c"):
-        sources.append(tmp_path / f"{name}.p4")
-        sources[-1].write_text(f"const bit<8> {name.upper()} = 1;\n")
+    p4c, log, sources = _fake_ahead(tmp_path, monkeypatch, "if args[-1].endswith('bad.p4'):\n"
+                                    "    sys.exit('bad.p4:1: syntax error')\n", ("a", "b", "bad", "c"))
     with CompileAhead(p4c, sources + [sources[0]], tmp_path / "ahead", workers=1) as ahead:
         assert [ahead.wait(s, timeout=60) for s in sources] == [True, True, False, True]
         assert not ahead.wait(tmp_path / "never-asked.p4")
@@ -203,16 +210,8 @@ def test_compile_ahead_fills_the_cache_in_order_and_leaves_failures_to_the_calle
 def test_compile_ahead_drops_what_it_has_not_started_when_closed(tmp_path, monkeypatch):
     from innet.testbed.backends.bmv2_ahead import CompileAhead
 
-    monkeypatch.setenv("INNET_NATIVE_CACHE", str(tmp_path / "cache"))
-    log = tmp_path / "p4c.log"
-    p4c = tmp_path / "p4c-bm2-ss"
-    p4c.write_text(FAKE_P4C.format(python=sys.executable, log=str(log)).replace(
-        "args = sys.argv[1:]\n", "args = sys.argv[1:]\nimport time\ntime.sleep(0.3)\n"))
-    p4c.chmod(0o755)
-    sources = []
-    for i in range(20):
-        sources.append(tmp_path / f"p{i}.p4")
-        sources[-1].write_text(f"const bit<8> X = {i};\n")
+    p4c, log, sources = _fake_ahead(tmp_path, monkeypatch, "import time\ntime.sleep(0.3)\n",
+                                    tuple(f"p{i}" for i in range(20)))
     ahead = CompileAhead(p4c, sources, tmp_path / "ahead", workers=1)
     assert ahead.wait(sources[0], timeout=60)
     ahead.close()
