@@ -41,8 +41,8 @@ def test_summarize_takes_the_slowest_worker_per_operation_and_the_theory() -> No
 
 class _ScriptedAgent:
     """Stands in for ``Agent`` in ``ina_worker.run``: every ``allreduce_int`` (warm-up and
-    barriers) retransmits 100 chunks, the k-th float ``allreduce`` k x (rank + 1) chunks and
-    returns the right sum."""
+    barriers) retransmits 100 chunks, the k-th float ``allreduce_into`` k x (rank + 1) chunks and
+    writes the right sum."""
 
     def __init__(self, config: Any, capacity: int) -> None:
         self.n, self.rank = config.job.num_workers, config.job.rank
@@ -64,10 +64,11 @@ class _ScriptedAgent:
         self._done(100)
         return x
 
-    def allreduce(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    def allreduce_into(self, x: npt.NDArray[np.float32], out: npt.NDArray[np.float32], divisor: int = 1,
+                       timeout: float | None = None) -> None:
         self.calls += 1
         self._done(self.calls * (self.rank + 1))
-        return np.full_like(x, self.n * (self.n + 1) / 2)
+        out[...] = self.n * (self.n + 1) / 2 / divisor
 
 
 def test_ina_worker_reports_retransmissions_of_the_timed_operations_only(

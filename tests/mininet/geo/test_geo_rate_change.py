@@ -16,9 +16,9 @@ import pytest
 
 from innet.testbed.geo.bench import GeoBenchConfig, run
 
-AT = 5
+AT = 6
 FOLLOW = 2
-STEPS = 11
+STEPS = 14
 
 
 @pytest.mark.slow
