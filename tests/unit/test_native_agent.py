@@ -86,6 +86,8 @@ def test_quantize_into_a_used_buffer_equals_a_fresh_one(native: dp.Codec, codec:
     for wrong in (np.empty(x.size, np.int64), np.empty(x.size - 1, np.int32), np.empty((x.size, 2), np.int32)[:, 0]):
         with pytest.raises(ValueError, match="out must be contiguous int32"):
             c.quantize(x, 8, qz.INT32_MAX, out=wrong)
+        with pytest.raises(ValueError, match="allreduce input: out must be contiguous int32"):
+            c.quantize_sum(x, 2.5, 4, out=wrong)
 
 
 def test_quantize_rejects_non_finite_like_reference(native: dp.Codec) -> None:

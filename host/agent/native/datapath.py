@@ -39,6 +39,20 @@ def load_native() -> NativeLibrary:
     return agentlib.load()
 
 
+def _check_out(out: npt.NDArray[np.int32] | None, n: int, what: str) -> None:
+    if out is not None and (out.dtype != np.int32 or not out.flags.c_contiguous or out.size != n):
+        raise ValueError(f"quantize {what}: out must be contiguous int32 of {n} values, "
+                         f"got {out.dtype} {out.shape}")
+
+
+def _into(q: qz.Quantized, out: npt.NDArray[np.int32] | None) -> qz.Quantized:
+    """``q`` with its values copied into ``out`` (checked by ``_check_out``), or ``q``."""
+    if out is None:
+        return q
+    out.reshape(-1)[:] = q.values
+    return qz.Quantized(out, q.saturated)
+
+
 @dataclass(frozen=True)
 class Codec:
     """Quantization and the aggregator of one datapath (``lib`` None: python)."""
@@ -55,9 +69,7 @@ class Codec:
         """``innet.host.wire.quantize.quantize`` of float32 ``x`` after clipping ``|x| > bound``
         (bound > 0), both clips counted; raises QuantizeError for NaN/inf. ``out`` (contiguous
         int32 of ``x``'s size): where the values go, returned as ``Quantized.values``."""
-        if out is not None and (out.dtype != np.int32 or not out.flags.c_contiguous or out.size != np.size(x)):
-            raise ValueError(f"quantize {what}: out must be contiguous int32 of {np.size(x)} values, "
-                             f"got {out.dtype} {out.shape}")
+        _check_out(out, np.size(x), what)
         if self.lib is None:
             arr = np.asarray(x, dtype=np.float64).ravel()
             qz._check_finite(arr, what)
@@ -67,10 +79,7 @@ class Codec:
                 if saturated:
                     arr = np.clip(arr, -bound, bound)
             q = qz.quantize(arr, frac_bits, limit, what)
-            if out is None:
-                return qz.Quantized(q.values, saturated + q.saturated)
-            out.reshape(-1)[:] = q.values
-            return qz.Quantized(out, saturated + q.saturated)
+            return _into(qz.Quantized(q.values, saturated + q.saturated), out)
         ffi, lib = self.lib.ffi, self.lib.lib
         src = np.ascontiguousarray(x, dtype=np.float32).ravel()
         if out is None:
@@ -88,11 +97,9 @@ class Codec:
                      num_workers: int, out: npt.NDArray[np.int32] | None = None) -> tuple[qz.Quantized, int]:
         """``innet.host.wire.quantize.quantize_sum`` (into ``out``, as ``quantize``)."""
         if self.lib is None:
+            _check_out(out, np.size(x), "allreduce input")
             q, f = qz.quantize_sum(x, bound, num_workers)
-            if out is None:
-                return q, f
-            out.reshape(-1)[:] = q.values
-            return qz.Quantized(out, q.saturated), f
+            return _into(q, out), f
         f = qz.sum_frac_bits(bound, num_workers)
         return self.quantize(x, f, qz.per_worker_limit(num_workers), bound, "allreduce input", out), f
 
