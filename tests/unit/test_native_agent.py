@@ -83,6 +83,9 @@ def test_quantize_into_a_used_buffer_equals_a_fresh_one(native: dp.Codec, codec:
     kept, g = c.quantize_sum(x, 2.5, 4, out=out)
     assert kept.values is out and f == g and kept.saturated == fresh.saturated > 0
     assert np.array_equal(out, fresh.values)
+    fmt = qz.FixedPointFormat(12, 18, 4)
+    out[:] = -7
+    assert c.grads(fmt, x, out=out).values is out and np.array_equal(out, c.grads(fmt, x).values)
     for wrong in (np.empty(x.size, np.int64), np.empty(x.size - 1, np.int32), np.empty((x.size, 2), np.int32)[:, 0]):
         with pytest.raises(ValueError, match="out must be contiguous int32"):
             c.quantize(x, 8, qz.INT32_MAX, out=wrong)

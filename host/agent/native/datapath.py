@@ -103,12 +103,14 @@ class Codec:
         f = qz.sum_frac_bits(bound, num_workers)
         return self.quantize(x, f, qz.per_worker_limit(num_workers), bound, "allreduce input", out), f
 
-    def grads(self, fmt: qz.FixedPointFormat, g: npt.NDArray[np.float32]) -> qz.Quantized:
-        """``FixedPointFormat.grads``."""
+    def grads(self, fmt: qz.FixedPointFormat, g: npt.NDArray[np.float32],
+              out: npt.NDArray[np.int32] | None = None) -> qz.Quantized:
+        """``FixedPointFormat.grads`` (into ``out``, as ``quantize``)."""
         if self.lib is None:
-            return fmt.grads(g)
+            _check_out(out, np.size(g), "gradients")
+            return _into(fmt.grads(g), out)
         return self.quantize(g, fmt.grad_frac_bits, qz.per_worker_limit(fmt.num_workers),
-                             what="gradients")
+                             what="gradients", out=out)
 
     def dequantize(self, q: npt.ArrayLike, frac_bits: int) -> npt.NDArray[np.float32]:
         """``innet.host.wire.quantize.dequantize``."""
