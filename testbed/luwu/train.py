@@ -242,6 +242,14 @@ def run_allreduce(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _pri
         if spec.mode == "allreduce-innet":
             final["agent_stats"] = agent.last.stats if agent.last else {}
         emit(final)
+        if spec.mode in DISTRIBUTED:
+            import torch.distributed as dist
+
+            # gloo's barrier first waits for every collective still queued on the group (FSDP2
+            # may have one in flight after the accuracy pass). Destroying the group with one
+            # pending aborted the process ("terminate called without an active exception") in
+            # about one FSDP run in twelve.
+            dist.barrier()
     finally:
         for close in reversed(closers):
             close()
@@ -379,6 +387,14 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
                              "stage_seconds": h.stage_seconds, "agent_seconds": h.agent_seconds}
             final["agent_stats"] = h.agent.last.stats if h.agent.last else {}
         emit(final)
+        if spec.mode in DISTRIBUTED:
+            import torch.distributed as dist
+
+            # gloo's barrier first waits for every collective still queued on the group (FSDP2
+            # may have one in flight after the accuracy pass). Destroying the group with one
+            # pending aborted the process ("terminate called without an active exception") in
+            # about one FSDP run in twelve.
+            dist.barrier()
     finally:
         for close in reversed(closers):
             close()
