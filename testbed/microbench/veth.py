@@ -10,6 +10,11 @@ the root namespace) and removes both in ``finally``. A closed-loop C sender
 AF_PACKET) runs in the namespace; on the root end runs, in turn,
 
 - the **ceiling**: a C reflector (``reflector.c``) that bounces every frame unparsed;
+- the **ring ceiling**: the same reflector receiving as innet-switch's C port loop does,
+  through a ``PACKET_MMAP`` ring (``reflector.c --rx-ring``). The kernel copies a frame into
+  such a ring on the core of the thread that sent it, here the sender's, which is also the
+  core the sender needs; so on a small machine this no-op device is slower than the first,
+  and the switch's rate against it shows what its pipeline costs;
 - **innet-switch** with one AF_PACKET port (``-i 1@<veth>``) running the workload's P4
   program, its table entries installed over P4Runtime by innet's controller;
 - with ``--switch-impl innet,bmv2`` (or ``bmv2``), also p4lang's **simple_switch_grpc**
@@ -20,8 +25,8 @@ Workloads (those of ``bench_pipeline``): ``basic_forward`` (p4/examples/basic_fo
 LPM route back to port 1, TTL decrement, checksum update), ``agg64``
 (p4/examples/agg64.p4: 64 values added into registers, the sums reflected) and ``agg2048``
 (p4/examples/agg2048.p4: the same with 2048 values, 8,238-byte frames; the veth's MTU is
-raised to 9000 for it, so its reflector ceiling is measured at that frame size). For each it
-prints pkt/s of the reflector and of the switch and their ratio, and saves
+raised to 9000 for it, so its reflector ceilings are measured at that frame size). For each it
+prints pkt/s of both reflectors and of the switch, the switch's ratio to each, and saves
 ``bench_veth.json`` and ``bench_veth.png``. ``--executor`` is passed to innet-switch
 (the native executor of issue 9); without it the switch's default runs.
 """
@@ -50,6 +55,8 @@ from innet.testbed.core.veth import VethError, VethPair
 from innet.testbed.backends.bmv2 import Bmv2Missing, find_tools, impl_list
 
 WORKLOADS = ("basic_forward", "agg64", "agg2048")
+RING_REFLECTOR = "ring reflector"
+"""The device name of ``reflector.c --rx-ring`` in points."""
 DEVICES = {"innet": "innet-switch", "bmv2": "simple_switch_grpc"}
 """The device name of each ``--switch-impl`` in points and rows."""
 WORKLOAD_MTU = {"agg2048": 9000}
@@ -98,7 +105,7 @@ class Point:
 
     workload: str
     device: str
-    """``reflector``, ``innet-switch`` or ``simple_switch_grpc``."""
+    """``reflector``, ``ring reflector``, ``innet-switch`` or ``simple_switch_grpc``."""
     frame_bytes: int
     pps: float
     sent: int
@@ -185,11 +192,12 @@ def _wait(condition: Callable[[], bool], timeout: float, what: str, proc: subpro
 
 
 def measure_reflector(pair: VethPair, workload: str, frames_file: Path, frame_bytes: int,
-                      config: VethBenchConfig, tools: dict[str, Path], tmp: Path) -> Point:
+                      config: VethBenchConfig, tools: dict[str, Path], tmp: Path, rx_ring: bool = False) -> Point:
+    """The reflector's point; ``rx_ring``: receiving through a ring, as innet-switch does."""
     log = tmp / "reflector.log"
     with log.open("w") as out:
-        proc = subprocess.Popen([str(tools["reflector"]), pair.outer], stdout=subprocess.PIPE, stderr=out,
-                                text=True)
+        proc = subprocess.Popen([str(tools["reflector"]), pair.outer, *(["--rx-ring"] if rx_ring else [])],
+                                stdout=subprocess.PIPE, stderr=out, text=True)
     try:
         assert proc.stdout is not None
         if proc.stdout.readline().strip() != "ready":
@@ -197,7 +205,8 @@ def measure_reflector(pair: VethPair, workload: str, frames_file: Path, frame_by
         r = _send(pair, tools["sender"], frames_file, config)
     finally:
         end_popen(proc)
-    return Point(workload, "reflector", frame_bytes, r["pps"], r["sent"], r["received"], r["reprimes"])
+    return Point(workload, RING_REFLECTOR if rx_ring else "reflector", frame_bytes, r["pps"], r["sent"],
+                 r["received"], r["reprimes"])
 
 
 def measure_switch(pair: VethPair, workload: str, frames_file: Path, frame_bytes: int,
@@ -308,6 +317,9 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
                 step = f" (round {k + 1}/{config.rounds})" if config.rounds > 1 else ""
                 progress(f"{workload}: reflector ceiling on {pair.outer}{step}")
                 points.append(measure_reflector(pair, workload, frames_file, len(frames[0]), config, tools, tmp))
+                progress(f"{workload}: ring reflector ceiling on {pair.outer}{step}")
+                points.append(measure_reflector(pair, workload, frames_file, len(frames[0]), config, tools, tmp,
+                                                rx_ring=True))
                 for impl in config.switch_impls:
                     progress(f"{workload}: {DEVICES[impl]} on {pair.outer}{step}")
                     if impl == "bmv2":
@@ -320,15 +332,21 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
     for workload in config.workloads:
         mtu = max(config.mtu, WORKLOAD_MTU.get(workload, 0))
         ceilings = [p for p in points if p.workload == workload and p.device == "reflector"]
+        ring_ceilings = [p for p in points if p.workload == workload and p.device == RING_REFLECTOR]
         for impl in config.switch_impls:
             switches = [p for p in points if p.workload == workload and p.device == DEVICES[impl]]
-            ratios = [s.pps / c.pps if c.pps else 0.0 for c, s in zip(ceilings, switches)]
+            ratios = _ratios(switches, ceilings)
+            ring_ratios = _ratios(switches, ring_ceilings)
             middle = sorted(zip(ratios, range(len(ratios))))[len(ratios) // 2][1]
             rows.append({"workload": workload, "switch": DEVICES[impl], "frame_bytes": switches[0].frame_bytes,
                          "mtu": mtu, "ceiling_pps": round(statistics.median(c.pps for c in ceilings)),
+                         "ring_ceiling_pps": round(statistics.median(c.pps for c in ring_ceilings)),
                          "switch_pps": round(statistics.median(s.pps for s in switches)),
                          "ratio": round(statistics.median(ratios), 3), "round_ratios": [round(r, 3) for r in ratios],
+                         "ring_ratio": round(statistics.median(ring_ratios), 3),
+                         "round_ring_ratios": [round(r, 3) for r in ring_ratios],
                          "round_ceiling_pps": [round(c.pps) for c in ceilings],
+                         "round_ring_ceiling_pps": [round(c.pps) for c in ring_ceilings],
                          "round_switch_pps": [round(s.pps) for s in switches],
                          "loop": switches[middle].loop})
     return {"format": "innet-bench-veth/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -336,6 +354,11 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
             "port_loop": config.port_loop or "default",
             "settings": asdict(config), "points": [asdict(p) for p in points], "rows": rows,
             "switch_absent": dict(absent or {})}
+
+
+def _ratios(switches: list[Point], ceilings: list[Point]) -> list[float]:
+    """Each round's switch rate over that round's ceiling."""
+    return [s.pps / c.pps if c.pps else 0.0 for c, s in zip(ceilings, switches)]
 
 
 def save(doc: dict[str, Any], out: Path) -> tuple[Path, Path | None]:
@@ -351,16 +374,18 @@ def save(doc: dict[str, Any], out: Path) -> tuple[Path, Path | None]:
     rows = doc["rows"]
     fig, ax = plt.subplots(figsize=(6, 3))
     x = list(range(len(rows)))
-    ax.bar([i - 0.2 for i in x], [r["ceiling_pps"] for r in rows], width=0.4, color="tab:gray",
+    ax.bar([i - 0.27 for i in x], [r["ceiling_pps"] for r in rows], width=0.27, color="tab:gray",
            label="C reflector (ceiling)")
+    ax.bar(x, [r.get("ring_ceiling_pps", 0) for r in rows], width=0.27, color="silver",
+           label="C reflector, RX ring")
     colors = {"innet-switch": "tab:blue", "simple_switch_grpc": "tab:orange"}
     for device, color in colors.items():
         at = [i for i, r in enumerate(rows) if r.get("switch", "innet-switch") == device]
         if at:
             label = f"innet-switch ({doc['executor']})" if device == "innet-switch" else "BMv2 simple_switch_grpc"
-            ax.bar([i + 0.2 for i in at], [rows[i]["switch_pps"] for i in at], width=0.4, color=color, label=label)
+            ax.bar([i + 0.27 for i in at], [rows[i]["switch_pps"] for i in at], width=0.27, color=color, label=label)
     for i, r in enumerate(rows):
-        ax.annotate(f"{r['ratio']:.2f}x", (i + 0.2, r["switch_pps"]), ha="center", va="bottom", fontsize=7)
+        ax.annotate(f"{r['ratio']:.2f}x", (i + 0.27, r["switch_pps"]), ha="center", va="bottom", fontsize=7)
     ax.set_yscale("log")
     ax.set_xticks(x, [f"{r['workload']}\n{r['frame_bytes']} B\n{r.get('switch', 'innet-switch')}" for r in rows],
                   fontsize=6)
@@ -434,12 +459,13 @@ def main(argv: list[str] | None = None) -> int:
                         f"load {m['load_average']}; innet-switch executor {doc['executor']}, port loop "
                         f"{doc['port_loop']}, window {config.window})",
                   caption="".join(f"no {i} rows: {why}\n" for i, why in doc["switch_absent"].items()) or None)
-    for col in ("workload", "switch", "bytes/frame", "MTU", "reflector pkt/s", "switch pkt/s", "ratio",
-                "round ratios"):
+    for col in ("workload", "switch", "bytes/frame", "MTU", "reflector pkt/s", "ring reflector pkt/s",
+                "switch pkt/s", "ratio", "round ratios", "vs ring reflector"):
         table.add_column(col, justify="left" if col in ("workload", "switch") else "right")
     for r in doc["rows"]:
         table.add_row(r["workload"], r["switch"], str(r["frame_bytes"]), str(r["mtu"]), f"{r['ceiling_pps']:,}",
-                      f"{r['switch_pps']:,}", f"{r['ratio']:.2f}x", " ".join(f"{x:.2f}" for x in r["round_ratios"]))
+                      f"{r['ring_ceiling_pps']:,}", f"{r['switch_pps']:,}", f"{r['ratio']:.2f}x",
+                      " ".join(f"{x:.2f}" for x in r["round_ratios"]), f"{r['ring_ratio']:.2f}x")
     console.print(table)
     for r in doc["rows"]:
         if r["loop"]:

@@ -1,5 +1,5 @@
-"""Mininet tier (root): ``bench_veth`` measures the reflector ceiling and innet-switch on a
-veth pair it makes, saves JSON and PNG, and leaves no namespace or interface behind."""
+"""Mininet tier (root): ``bench_veth`` measures the reflector ceilings (recvmmsg and RX ring)
+and innet-switch on a veth pair it makes, saves JSON and PNG, and leaves no namespace or interface behind."""
 
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ def test_bench_veth_agg64_writes_ratio_and_cleans_up(tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "bench_veth.json").read_text())
     (row,) = doc["rows"]
     assert row["workload"] == "agg64" and row["ceiling_pps"] > 0 and 0 < row["ratio"]
+    # the ring reflector was measured in the same round, and the switch's ratio to it is its own
+    assert row["ring_ceiling_pps"] > 0 and row["ring_ratio"] == round(row["switch_pps"] / row["ring_ceiling_pps"], 3)
+    devices = [p["device"] for p in doc["points"]]
+    assert devices == ["reflector", "ring reflector", "innet-switch"]
     assert (tmp_path / "bench_veth.png").read_bytes()[:4] == b"\x89PNG"
     assert "innet-bv" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert "ibvo" not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout

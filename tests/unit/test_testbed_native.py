@@ -41,5 +41,6 @@ def test_tools_refuse_bad_arguments(tools: dict[str, Path], tmp_path: Path) -> N
                           text=True, timeout=10)
     assert done.returncode == 2
     assert done.stderr == f"innet-veth-sender: {empty}: no frames (uint16 LE length + bytes each)\n"
-    done = subprocess.run([str(tools["reflector"])], capture_output=True, text=True, timeout=10)
-    assert done.returncode == 2 and done.stderr.startswith("usage: ")
+    for args in ([], ["lo", "--rx-rings"], ["lo", "--rx-ring", "extra"]):
+        done = subprocess.run([str(tools["reflector"]), *args], capture_output=True, text=True, timeout=10)
+        assert done.returncode == 2 and done.stderr.startswith("usage: ") and "IFACE [--rx-ring]" in done.stderr
