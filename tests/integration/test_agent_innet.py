@@ -16,6 +16,7 @@ from innet.host.wire import Mode
 from innet.switch.ports import LossSpec
 
 from testkit.innet_test_switch import InnetTestSwitch
+from testkit.rank_sums import int32_sum
 
 
 def _start(configs: list[AgentConfig]) -> list[Agent]:
@@ -35,16 +36,11 @@ def _random(n: int, size: int, seed: int, bits: int = 31) -> list[np.ndarray]:
     return [rng.integers(-(1 << bits), 1 << bits, size, dtype=np.int64).astype(np.int32) for _ in range(n)]
 
 
-def _wrapped_sum(vectors: list[np.ndarray]) -> np.ndarray:
-    total = sum(v.astype(np.int64) for v in vectors)
-    return (np.asarray(total) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
-
-
 def _allreduce_rounds(agents: list[Agent], rounds: list[list[np.ndarray]]) -> None:
     for vectors in rounds:
         for a, v in zip(agents, vectors):
             a.push_int(v)
-        expected = _wrapped_sum(vectors)
+        expected = int32_sum(vectors)
         for a in agents:
             assert np.array_equal(a.pull_int(timeout=60), expected)
 

@@ -18,6 +18,7 @@ from innet.host.agent.transport import open_transport
 from innet.switch.ports import LossSpec
 
 from testkit.innet_test_switch import InnetTestSwitch
+from testkit.rank_sums import int32_sum
 
 K = 64
 N = 3
@@ -25,11 +26,6 @@ OWNERS = (OwnerRange(3, 0, 12), OwnerRange(4, 12, 12))
 """Rank 3 owns chunks 0..11, rank 4 chunks 12..23."""
 LAYERS = ((0, 700), (11, 800))
 """(first chunk, elements): layer 0 is rank 3's, layer 1 spans both owners."""
-
-
-def wrapping_sum(vectors: list[np.ndarray]) -> np.ndarray:
-    total = sum(v.astype(np.int64) for v in vectors)
-    return (np.asarray(total) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
 
 def owned(rank: int, first_chunk: int, size: int) -> np.ndarray:
@@ -93,7 +89,7 @@ def run_members(switch: InnetTestSwitch, timing: Timing, steps: int, seed: int) 
     for s in range(steps):
         assert all(np.array_equal(results[f"plain {r} {s}"], np.full(5, sum(range(N)) + N * s)) for r in range(N))
         for layer, (first, size) in enumerate(LAYERS):
-            total = wrapping_sum([grads[(w, s, layer)] for w in range(N)])
+            total = int32_sum([grads[(w, s, layer)] for w in range(N)])
             for o in OWNERS:
                 mask = owned(o.rank, first, size)
                 got = results[f"collect {o.rank} {s} {layer}"]

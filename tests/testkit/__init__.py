@@ -10,4 +10,6 @@ files, never in another test module.
   ``innet.switch.p4runtime.target_api`` interface) and ``sample_p4info()``;
 - ``fake_innet_switch``: ``FakeInnetSwitch``, a pure-Python model of the switch side of
   docs/PROTOCOL.md, with UDP and frame-port adapters, for host agent tests.
+- ``rank_sums``: random int32 vectors per rank, their wrapped sums, and ranks run as
+  threads, for the aggregation tests of both agents.
 """

@@ -14,6 +14,7 @@ from innet.host.agent.aggregator import AggregationError, Aggregator, JobConfig,
 from innet.host.agent.transport import UdpTransport, UdpTransportConfig
 
 from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
+from testkit.rank_sums import rank_vectors, run_ranks, wrapped_sum
 
 K = 16
 
@@ -37,24 +38,8 @@ def _run_workers(fake: FakeUdpSwitch, job: int, n: int, window: int, vectors: li
         finally:
             transport.close()
 
-    threads = [threading.Thread(target=worker, args=(r,)) for r in ranks]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    assert not any(t.is_alive() for t in threads)
+    run_ranks(worker, ranks, timeout=60)
     return results, errors
-
-
-def _vectors(n: int, sizes: list[int], seed: int) -> list[list[np.ndarray]]:
-    rng = np.random.default_rng(seed)
-    return [[rng.integers(-(1 << 31), 1 << 31, s, dtype=np.int64).astype(np.int32) for s in sizes]
-            for _ in range(n)]
-
-
-def _expected(vectors: list[list[np.ndarray]], i: int) -> np.ndarray:
-    total = sum(v[i].astype(np.int64) for v in vectors)
-    return (np.asarray(total) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
 
 @pytest.mark.parametrize("n", [1, 2, 4])
@@ -62,13 +47,13 @@ def test_exact_wrapping_sums_over_several_rounds(n: int) -> None:
     fake_switch = FakeInnetSwitch(K)
     fake_switch.add_job(5, n, slot_count=4)
     sizes = [1, 17, 100, 64, 3]  # partial chunks, more chunks than slots, slot reuse across calls
-    vectors = _vectors(n, sizes, seed=n)
+    vectors = rank_vectors(n, sizes, seed=n)
     with FakeUdpSwitch(fake_switch) as fake:
         results, errors = _run_workers(fake, 5, n, 4, vectors, Timing(chunk_deadline=10))
     assert errors == [None] * n
     for rank in range(n):
         for i in range(len(sizes)):
-            assert np.array_equal(results[rank][i], _expected(vectors, i))
+            assert np.array_equal(results[rank][i], wrapped_sum(vectors, i))
     counters = fake_switch.jobs[5].counters
     chunks = sum(-(-s // K) for s in sizes)
     assert counters["completions"] == chunks
@@ -79,13 +64,13 @@ def test_loss_duplication_reordering_recovered() -> None:
     n = 3
     fake_switch = FakeInnetSwitch(K)
     fake_switch.add_job(9, n, slot_count=8)
-    vectors = _vectors(n, [2000, 500], seed=7)
+    vectors = rank_vectors(n, [2000, 500], seed=7)
     with FakeUdpSwitch(fake_switch, impair=(0.1, 0.1, 0.1, 3)) as fake:
         results, errors = _run_workers(fake, 9, n, 8, vectors, Timing(initial_rto=0.02, chunk_deadline=10))
     assert errors == [None] * n
     for rank in range(n):
-        assert np.array_equal(results[rank][0], _expected(vectors, 0))
-        assert np.array_equal(results[rank][1], _expected(vectors, 1))
+        assert np.array_equal(results[rank][0], wrapped_sum(vectors, 0))
+        assert np.array_equal(results[rank][1], wrapped_sum(vectors, 1))
     counters = fake_switch.jobs[9].counters
     assert counters["contributions"] == n * (-(-2000 // K) + -(-500 // K))  # never double-counted
     assert counters["duplicates"] > 0
@@ -95,7 +80,7 @@ def test_dead_worker_is_named_by_the_others() -> None:
     n = 4
     fake_switch = FakeInnetSwitch(K)
     fake_switch.add_job(3, n, slot_count=4)
-    vectors = _vectors(n, [40], seed=1)
+    vectors = rank_vectors(n, [40], seed=1)
     timing = Timing(initial_rto=0.01, max_rto=0.1, chunk_deadline=0.8)
     with FakeUdpSwitch(fake_switch) as fake:
         _, errors = _run_workers(fake, 3, n, 4, vectors, timing, ranks=[0, 1, 3])
@@ -423,11 +408,11 @@ def test_worker_sets_one_after_another_each_exact() -> None:
     with FakeUdpSwitch(switch) as fake:
         epoch = 1
         for seed in range(3):
-            vectors = _vectors(2, [5 * K], seed)
+            vectors = rank_vectors(2, [5 * K], seed)
             results, errors = _run_workers(fake, 3, 2, 2, vectors, timing, epoch=epoch)
             assert errors == [None, None]
             for r in range(2):
-                assert np.array_equal(results[r][0], _expected(vectors, 0))
+                assert np.array_equal(results[r][0], wrapped_sum(vectors, 0))
             epoch = switch.attach(3)
     assert switch.jobs[3].counters["stale"] == 0
 
@@ -437,7 +422,7 @@ def test_stale_worker_set_fails_at_once_naming_both_epochs() -> None:
     switch.add_job(3, num_workers=2, slot_count=2, epoch=7)
     timing = Timing(initial_rto=0.02, chunk_deadline=5)
     with FakeUdpSwitch(switch) as fake:
-        results, errors = _run_workers(fake, 3, 2, 2, _vectors(2, [K], 0), timing, ranks=[0], epoch=6)
+        results, errors = _run_workers(fake, 3, 2, 2, rank_vectors(2, [K], 0), timing, ranks=[0], epoch=6)
     error = errors[0]
     assert isinstance(error, StaleEpochError) and (error.epoch, error.switch_epoch) == (6, 7)
     assert "switch's job is at epoch 7, this worker set attached at epoch 6" in str(error)
@@ -454,19 +439,19 @@ def test_worker_set_restarted_mid_job() -> None:
         outcome: dict[str, object] = {}
 
         def set_a() -> None:
-            outcome["a"] = _run_workers(fake, 5, 2, 2, _vectors(2, [4 * K], 1), timing, ranks=[0], epoch=1)
+            outcome["a"] = _run_workers(fake, 5, 2, 2, rank_vectors(2, [4 * K], 1), timing, ranks=[0], epoch=1)
 
         thread = threading.Thread(target=set_a)
         thread.start()
         while switch.jobs[5].counters["contributions"] < 1:  # A's rank 0 has contributed
             threading.Event().wait(0.005)
         epoch = switch.attach(5)
-        vectors = _vectors(2, [4 * K, 3 * K], 2)
+        vectors = rank_vectors(2, [4 * K, 3 * K], 2)
         results, errors = _run_workers(fake, 5, 2, 2, vectors, timing, epoch=epoch)
         thread.join(timeout=20)
     assert errors == [None, None]
     for r in range(2):
         for i in range(2):
-            assert np.array_equal(results[r][i], _expected(vectors, i))
+            assert np.array_equal(results[r][i], wrapped_sum(vectors, i))
     _, a_errors = outcome["a"]  # type: ignore[misc]
     assert isinstance(a_errors[0], StaleEpochError)

@@ -26,6 +26,7 @@ from innet.host.agent.transport import (FrameTunnelTransport, TunnelTransportCon
 from innet.native_build import NativeBuildError
 from innet.host.wire.owners import OwnerRange
 from testkit.fake_innet_switch import DataplaneUdpSwitch, FakeInnetSwitch, FakeUdpSwitch
+from testkit.rank_sums import rank_vectors, run_ranks, wrapped_sum
 
 K = 16
 SLOW_RTO = Timing(initial_rto=1.0, min_rto=0.5, max_rto=1.0, chunk_deadline=10)
@@ -270,24 +271,8 @@ def _run_workers(native: dp.Codec, fake: FakeUdpSwitch, job: int, n: int, window
         finally:
             transport.close()
 
-    threads = [threading.Thread(target=worker, args=(r,)) for r in ranks]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
-    assert not any(t.is_alive() for t in threads)
+    run_ranks(worker, ranks, timeout=30)
     return results, errors
-
-
-def _vectors(n: int, sizes: list[int], seed: int) -> list[list[np.ndarray]]:
-    rng = np.random.default_rng(seed)
-    return [[rng.integers(-(1 << 31), 1 << 31, s, dtype=np.int64).astype(np.int32) for s in sizes]
-            for _ in range(n)]
-
-
-def _expected(vectors: list[list[np.ndarray]], i: int) -> np.ndarray:
-    total = sum(v[i].astype(np.int64) for v in vectors)
-    return (np.asarray(total) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
 
 @pytest.mark.parametrize("into", [False, True], ids=["new-result", "into-buffer"])
@@ -297,7 +282,7 @@ def test_lossy_fake_switch_exact_sums(native: dp.Codec, python_ranks: tuple[int,
     fake_switch = FakeInnetSwitch(K)
     fake_switch.add_job(9, n, slot_count=8)
     sizes = [2000, 500, 1]
-    vectors = _vectors(n, sizes, seed=7)
+    vectors = rank_vectors(n, sizes, seed=7)
     with FakeUdpSwitch(fake_switch, impair=(0.1, 0.1, 0.1, 3)) as fake:
         results, errors = _run_workers(native, fake, 9, n, 8, vectors,
                                        Timing(initial_rto=0.02, chunk_deadline=10), python_ranks=python_ranks,
@@ -305,7 +290,7 @@ def test_lossy_fake_switch_exact_sums(native: dp.Codec, python_ranks: tuple[int,
     assert errors == [None] * n
     for rank in range(n):
         for i in range(len(sizes)):
-            assert np.array_equal(results[rank][i], _expected(vectors, i))
+            assert np.array_equal(results[rank][i], wrapped_sum(vectors, i))
     counters = fake_switch.jobs[9].counters
     assert counters["contributions"] == n * sum(-(-s // K) for s in sizes)  # never double-counted
     assert counters["duplicates"] > 0
@@ -322,7 +307,7 @@ def _owner_round(native: dp.Codec, sw: DataplaneUdpSwitch, python_ranks: tuple[i
     """``rounds`` of: workers REDUCE their vectors, owners collect their chunks' sums and
     BCAST them plus one, workers fetch. Per member its results (or its error)."""
     size = 9 * K - 5
-    grads = _vectors(3, [size] * rounds, seed=4)
+    grads = rank_vectors(3, [size] * rounds, seed=4)
     out: dict[int, Any] = {}
     errors: dict[int, Any] = {}
 
@@ -347,26 +332,21 @@ def _owner_round(native: dp.Codec, sw: DataplaneUdpSwitch, python_ranks: tuple[i
         finally:
             transport.close()
 
-    threads = [threading.Thread(target=member, args=(r,)) for r in members]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    assert not any(t.is_alive() for t in threads)
+    run_ranks(member, members, timeout=60)
     return out, errors
 
 
 @pytest.mark.parametrize("python_ranks", [(), (1, 4)], ids=["all-native", "mixed"])
 def test_owner_lanes_exact_over_a_lossy_switch(native: dp.Codec, python_ranks: tuple[int, ...]) -> None:
     size, rounds = 9 * K - 5, 3
-    grads = _vectors(3, [size] * rounds, seed=4)
+    grads = rank_vectors(3, [size] * rounds, seed=4)
     with DataplaneUdpSwitch(K, impair=(0.1, 0.1, 0.1, 5)) as sw:
         sw.add_job(5, 3, 7, OWNERS)
         out, errors = _owner_round(native, sw, python_ranks, rounds, Timing(initial_rto=0.02, chunk_deadline=10))
         contributions = int(sw.dataplane.counters["contributions"][5])
     assert not errors
     for r in range(rounds):
-        total = _expected(grads, r)
+        total = wrapped_sum(grads, r)
         owned = {3: slice(0, 5 * K), 4: slice(5 * K, size)}
         for owner, part in owned.items():
             expected = np.zeros(size, np.int32)
@@ -398,7 +378,7 @@ def test_dead_worker_is_named(native: dp.Codec) -> None:
     fake_switch.add_job(3, n, slot_count=4)
     timing = Timing(initial_rto=0.01, max_rto=0.1, chunk_deadline=0.8)
     with FakeUdpSwitch(fake_switch) as fake:
-        _, errors = _run_workers(native, fake, 3, n, 4, _vectors(n, [40], 1), timing, ranks=[0, 1, 3])
+        _, errors = _run_workers(native, fake, 3, n, 4, rank_vectors(n, [40], 1), timing, ranks=[0, 1, 3])
     for rank in (0, 1, 3):
         error = errors[rank]
         assert isinstance(error, AggregationError) and error.job == 3 and error.missing == (2,)
@@ -426,7 +406,7 @@ def test_stale_epoch_raises_and_same_epoch_stale_is_ignored(native: dp.Codec) ->
     fake_switch = FakeInnetSwitch(K)
     fake_switch.add_job(4, 1, slot_count=4, epoch=5)
     with FakeUdpSwitch(fake_switch) as fake:
-        _, errors = _run_workers(native, fake, 4, 1, 4, _vectors(1, [50], 2), SLOW_RTO, epoch=4)
+        _, errors = _run_workers(native, fake, 4, 1, 4, rank_vectors(1, [50], 2), SLOW_RTO, epoch=4)
     error = errors[0]
     assert isinstance(error, StaleEpochError)
     assert (error.epoch, error.switch_epoch) == (4, 5)
