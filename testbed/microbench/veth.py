@@ -55,8 +55,8 @@ from innet.testbed.core.veth import VethError, VethPair
 from innet.testbed.backends.bmv2 import Bmv2Missing, find_tools, impl_list
 
 WORKLOADS = ("basic_forward", "agg64", "agg2048")
-RING_REFLECTOR = "ring reflector"
-"""The device name of ``reflector.c --rx-ring`` in points."""
+REFLECTOR, RING_REFLECTOR = "reflector", "ring reflector"
+"""The device names of ``reflector.c`` and of ``reflector.c --rx-ring`` in points."""
 DEVICES = {"innet": "innet-switch", "bmv2": "simple_switch_grpc"}
 """The device name of each ``--switch-impl`` in points and rows."""
 WORKLOAD_MTU = {"agg2048": 9000}
@@ -205,7 +205,7 @@ def measure_reflector(pair: VethPair, workload: str, frames_file: Path, frame_by
         r = _send(pair, tools["sender"], frames_file, config)
     finally:
         end_popen(proc)
-    return Point(workload, RING_REFLECTOR if rx_ring else "reflector", frame_bytes, r["pps"], r["sent"],
+    return Point(workload, RING_REFLECTOR if rx_ring else REFLECTOR, frame_bytes, r["pps"], r["sent"],
                  r["received"], r["reprimes"])
 
 
@@ -315,11 +315,10 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
             write_frames(frames_file, frames)
             for k in range(config.rounds):
                 step = f" (round {k + 1}/{config.rounds})" if config.rounds > 1 else ""
-                progress(f"{workload}: reflector ceiling on {pair.outer}{step}")
-                points.append(measure_reflector(pair, workload, frames_file, len(frames[0]), config, tools, tmp))
-                progress(f"{workload}: ring reflector ceiling on {pair.outer}{step}")
-                points.append(measure_reflector(pair, workload, frames_file, len(frames[0]), config, tools, tmp,
-                                                rx_ring=True))
+                for rx_ring in (False, True):
+                    progress(f"{workload}: {RING_REFLECTOR if rx_ring else REFLECTOR} ceiling on {pair.outer}{step}")
+                    points.append(measure_reflector(pair, workload, frames_file, len(frames[0]), config, tools, tmp,
+                                                    rx_ring))
                 for impl in config.switch_impls:
                     progress(f"{workload}: {DEVICES[impl]} on {pair.outer}{step}")
                     if impl == "bmv2":
@@ -331,7 +330,7 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
     rows = []
     for workload in config.workloads:
         mtu = max(config.mtu, WORKLOAD_MTU.get(workload, 0))
-        ceilings = [p for p in points if p.workload == workload and p.device == "reflector"]
+        ceilings = [p for p in points if p.workload == workload and p.device == REFLECTOR]
         ring_ceilings = [p for p in points if p.workload == workload and p.device == RING_REFLECTOR]
         for impl in config.switch_impls:
             switches = [p for p in points if p.workload == workload and p.device == DEVICES[impl]]
