@@ -51,6 +51,8 @@ class LoopbackNetwork:
         self.thrift_port: int | None = None
         self.thrift_ports: dict[str, int] = {}
         self.bmv2_tools: Any = None
+        self.planned_ports: dict[str, tuple[int, int | None]] = {}
+        """P4 switch -> (P4Runtime port, unused Thrift port) chosen by the testbed; absent: any free port."""
 
     def process_name(self, switch: str) -> str:
         """The switch's process name in the run (``switch`` when it is the only one)."""
@@ -73,7 +75,8 @@ class LoopbackNetwork:
     def switch_command(self, switch: str, ports: Sequence[str] | None = None) -> list[str]:
         """``innet-switch`` of P4 switch ``switch`` with UDP ``ports`` (default: its links' ports)."""
         spec = self.topology.switch(switch)
-        cmd = [sys.executable, "-m", SWITCH_MODULE, "--no-p4", "--grpc-server-addr", f"{LOCALHOST}:0",
+        grpc_port = self.planned_ports.get(switch, (0, None))[0]
+        cmd = [sys.executable, "-m", SWITCH_MODULE, "--no-p4", "--grpc-server-addr", f"{LOCALHOST}:{grpc_port}",
                "--log-level", self.options.switch_log_level, "--executor", self.options.switch_executor,
                "--device-id", str(spec.device_id)]
         for port in self._port_specs()[switch] if ports is None else ports:
@@ -114,6 +117,18 @@ class LoopbackNetwork:
             tails = "; ".join(procs.log_tail(self.process_name(name)) for name in sorted(pending))
             raise TestbedError(f"{error} ({', '.join(sorted(pending))} pending): {tails}") from None
         return addresses
+
+    def switch_details(self) -> dict[str, dict[str, Any]]:
+        """Per P4 switch: pid, log and the UDP address of each port (``innet testbed status``)."""
+        out: dict[str, dict[str, Any]] = {}
+        if self.procs is None:
+            return out
+        for s in self.topology.p4_switches:
+            popen = self.procs.popens.get(self.process_name(s.name))
+            out[s.name] = {"pid": None if popen is None else popen.pid,
+                           "log": str(self.procs.log_path(self.process_name(s.name))),
+                           "udp_ports": {str(p): f"{h}:{u}" for p, (h, u) in sorted(self.switch_udp.get(s.name, {}).items())}}
+        return out
 
     def stop(self) -> None:
         if self.procs is not None:

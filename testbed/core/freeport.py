@@ -64,3 +64,44 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
 def free_port(host: str = "127.0.0.1") -> int:
     """One port free for TCP and UDP on ``host`` now, outside the ephemeral range."""
     return free_ports(1, host)[0]
+
+
+P4RUNTIME_BASE = 9559
+"""P4Runtime port of a testbed's first switch; switch ``n`` (0-based, topology order) gets
+``9559 + n``, as p4-utils numbers its switches (and 9559 is P4Runtime's IANA port)."""
+THRIFT_BASE = 9090
+"""Thrift port of the first BMv2 switch (``simple_switch_CLI``'s default); switch ``n`` gets ``9090 + n``."""
+
+
+def tcp_port_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a TCP listener could bind ``host:port`` now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def predictable_ports(base: int, count: int, avoid: set[int] | frozenset[int] = frozenset(),
+                      host: str = "127.0.0.1") -> list[tuple[int, int]]:
+    """For ``n`` in ``0..count-1``: (wanted, given) ports, wanted being ``base + n``; a wanted
+    port that is in ``avoid`` (another testbed's) or not free is replaced by the next free
+    port above ``base + count - 1``, so the caller can say which ones moved."""
+    out: list[tuple[int, int]] = []
+    taken = set(avoid)
+    spare = base + count
+    for n in range(count):
+        wanted = base + n
+        port = wanted
+        if port in taken or not tcp_port_free(port, host):
+            while spare in taken or not tcp_port_free(spare, host):
+                spare += 1
+                if spare > 65535:
+                    raise OSError(f"no free TCP port on {host} above {base + count - 1} for switch {n}")
+            port = spare
+            spare += 1
+        taken.add(port)
+        out.append((wanted, port))
+    return out

@@ -27,6 +27,9 @@ class TestbedNetwork(Protocol):
     """BMv2 only: per P4 switch, its Thrift port (each simple_switch_grpc has its own)."""
     bmv2_tools: Any
     """BMv2 only: the binaries :meth:`prepare_pipeline` found."""
+    planned_ports: dict[str, tuple[int, int | None]]
+    """Per P4 switch, the (P4Runtime, Thrift) ports the testbed chose before :meth:`start`
+    (``TestbedOptions.fixed_ports``; Thrift None: not BMv2); a switch not in it gets any free port."""
 
     def prepare_pipeline(self, procs: ProcessGroup) -> Any:
         """The pipeline to push when the switch is not innet-switch (compiled before any
@@ -67,6 +70,11 @@ class TestbedNetwork(Protocol):
 
     def wire_bytes(self) -> dict[str, tuple[int, int]] | None:
         """Per host, (bytes sent, bytes received) on its link so far; None where not measurable."""
+        ...
+
+    def switch_details(self) -> dict[str, dict[str, Any]]:
+        """Per P4 switch, what its state file records: ``pid``, ``log`` and ``udp_ports``
+        (loopback: port -> HOST:PORT) or ``interfaces`` (Mininet: port -> interface)."""
         ...
 
     def switch_pid(self) -> int | None:

@@ -32,6 +32,18 @@ from innet.testbed.core.ina_worker import WORKER_MODULE, WorkerPlan
 from innet.testbed.core.processes import STATE_DIR, ProcessGroup
 from innet.testbed.core.forwarding import forwarding
 from innet.testbed.core.network import TestbedNetwork
+from innet.testbed.core.freeport import P4RUNTIME_BASE, THRIFT_BASE, predictable_ports
+from innet.testbed.core.state import (
+    SwitchState,
+    TestbedState,
+    TestbedStateError,
+    claim_name,
+    claimed_ports,
+    new_state,
+    remove_state,
+    with_switches,
+    write_state,
+)
 from innet.testbed.core.topology import Topology
 from innet.testbed.core.paths import P4_DIR
 
@@ -97,6 +109,13 @@ class TestbedOptions:
     """Mininet only: rate-shaped links send frames of at most 128 bytes (TCP's ACKs) before
     queued data, so TCP flows in both directions of a link keep it busy
     (``innet.testbed.backends.mininet.smallfirst``)."""
+    name: str | None = None
+    """Name of the testbed in its state file (``innet testbed status``, ``--testbed NAME``);
+    None: the first free ``tb<N>``. A name a running testbed has is refused."""
+    fixed_ports: bool = False
+    """Switch ``n`` (0-based, topology order) listens for P4Runtime on 9559+n and, BMv2, for
+    Thrift on 9090+n, or on the next free port when taken (``Testbed.port_notes`` says which);
+    False: any free port (what tests and benchmarks use: nothing to collide with)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.switch_loss < 1:
@@ -187,6 +206,12 @@ class Testbed:
         """P4 switch -> its P4Runtime address (while up)."""
         self.grpc_address: str | None = None
         """The first P4 switch's P4Runtime address."""
+        self.name: str | None = None
+        """The testbed's name once started (``options.name`` or the first free ``tb<N>``)."""
+        self.port_notes: list[str] = []
+        """With ``options.fixed_ports``: one line per switch whose usual port was taken."""
+        self.state: TestbedState | None = None
+        """What the state file says (``innet.testbed.core.state``), while started."""
         self._started = False
 
     @property
@@ -217,6 +242,7 @@ class Testbed:
         self.procs.open()
         try:
             (self.procs.dir / "topology.json").write_text(self.topology.to_json())
+            self._announce()
             bmv2_pipeline = self.network.prepare_pipeline(self.procs)
             self.grpc_addresses = self.network.start(self.procs)
             switches = [s for s in self.topology.p4_switches if s.name in self.grpc_addresses]
@@ -237,11 +263,57 @@ class Testbed:
                     list(pool.map(lambda name: self.controller.push(config, [name]), names))
             self.controller.install_forwarding(forwarding(self.topology, self.switch_port))
             self.install_jobs()
+            self._record_up()
             self._started = True
         except BaseException as error:
             self.stop(keep_logs=is_failure(type(error)) or self.options.keep_logs)
             raise
         return self
+
+    def _announce(self) -> None:
+        """Claim the name, choose the switches' ports (``options.fixed_ports``) and write the
+        ``starting`` state file (its ports keep a concurrent bring-up off them)."""
+        try:
+            self.name = claim_name(self.options.name)
+        except TestbedStateError as error:
+            raise TestbedError(str(error)) from None
+        switches = self.topology.p4_switches
+        planned: dict[str, tuple[int, int | None]] = {}
+        if self.options.fixed_ports:
+            avoid = claimed_ports()
+            grpc = predictable_ports(P4RUNTIME_BASE, len(switches), avoid)
+            bmv2 = self.options.switch_impl == "bmv2"
+            thrift = predictable_ports(THRIFT_BASE, len(switches), avoid | {p for _, p in grpc}) if bmv2 else []
+            for n, s in enumerate(switches):
+                planned[s.name] = (grpc[n][1], thrift[n][1] if bmv2 else None)
+                for what, (wanted, given) in (("P4Runtime", grpc[n]),) + ((("Thrift", thrift[n]),) if bmv2 else ()):
+                    if wanted != given:
+                        self.port_notes.append(f"switch {s.name}: {what} port {wanted} is taken; using {given}")
+            self.network.planned_ports = planned
+        self.state = replace(
+            new_state(self.name, self.kind, self.topology.name, self.procs.dir, self.options.k),
+            switches=tuple(SwitchState(s.name, s.device_id, f"127.0.0.1:{planned[s.name][0]}",
+                                       None if planned[s.name][1] is None else f"127.0.0.1:{planned[s.name][1]}")
+                           for s in switches if s.name in planned))
+        write_state(self.state)
+
+    def _record_up(self) -> None:
+        """The state file of the started testbed: every switch's addresses, pid, log, ports."""
+        assert self.state is not None
+        details = self.network.switch_details()
+        switches = []
+        for s in self.topology.p4_switches:
+            if s.name not in self.grpc_addresses:
+                continue
+            d = details.get(s.name, {})
+            thrift = self.network.thrift_ports.get(s.name)
+            switches.append(SwitchState(s.name, s.device_id, self.grpc_addresses[s.name],
+                                        None if thrift is None else f"127.0.0.1:{thrift}", d.get("pid"),
+                                        d.get("log"), d.get("udp_ports", {}), d.get("interfaces", {}),
+                                        self.options.switch_impl))
+        processes = [(r.name, r.pid, str(self.procs.log_path(r.name))) for r in self.procs.records]
+        self.state = with_switches(self.state, switches, processes)
+        write_state(self.state)
 
     def install_jobs(self) -> None:
         """The system's jobs once forwarding is in: here the ``sum`` job over every worker."""
@@ -262,6 +334,9 @@ class Testbed:
                 finally:
                     self.procs.close(keep_logs=keep_logs)
                     self._started = False
+                    if self.state is not None:
+                        state, self.state = self.state, None
+                        remove_state(state)
 
     # -- per host -------------------------------------------------------------------------
 

@@ -61,7 +61,7 @@ def _mininet_cleanup(switch_names: list[str]) -> list[str]:
     if os.geteuid() != 0:
         return done
     MININET_STATE_DIR.mkdir(parents=True, exist_ok=True)
-    with open(MININET_STATE_DIR / "lock", "w") as lock:
+    with open(MININET_STATE_DIR / "lock", "a") as lock:  # "a": the holder's pid in it stays
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -104,6 +104,8 @@ class MininetNetwork:
         self.thrift_port: int | None = None
         self.thrift_ports: dict[str, int] = {}
         self.bmv2_tools: Any = None
+        self.planned_ports: dict[str, tuple[int, int | None]] = {}
+        """P4 switch -> (P4Runtime, Thrift) ports chosen by the testbed; absent: any free port."""
         self._stack = contextlib.ExitStack()
 
     def prepare_pipeline(self, procs: ProcessGroup) -> Any:
@@ -180,6 +182,16 @@ class MininetNetwork:
                     except smallfirst.SmallFirstError as error:
                         raise TestbedError(str(error)) from None
 
+    def switch_details(self) -> dict[str, dict[str, Any]]:
+        """Per P4 switch: pid, log and the interface of each port (``innet testbed status``)."""
+        out: dict[str, dict[str, Any]] = {}
+        for s in self.topology.p4_switches if self.net is not None else ():
+            node = self.net.get(s.name)
+            process = getattr(node, "process", None)
+            out[s.name] = {"pid": None if process is None else process.pid, "log": str(node.log_path),
+                           "interfaces": {str(p): i for p, i in sorted(node.data_ports().items())}}
+        return out
+
     def switch_pid(self) -> int | None:
         if self.net is None or len(self.topology.p4_switches) != 1:
             return None
@@ -196,8 +208,10 @@ class MininetNetwork:
 
         for attempt in range(3):
             try:
+                per_switch = {name: {"grpc_port": grpc, **({} if thrift is None else {"thrift_port": thrift})}
+                              for name, (grpc, thrift) in self.planned_ports.items()}
                 self.net = self._stack.enter_context(innet_network(
-                    topo, program=None, log_level=self.options.switch_log_level,
+                    topo, program=None, log_level=self.options.switch_log_level, per_switch=per_switch,
                     start_timeout=self.options.start_timeout, **switch_params))
                 return
             except InnetSwitchError as error:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import re
 import signal
@@ -50,6 +51,7 @@ from innet.children import end_popen
 from innet.testbed.core.freeport import free_port
 from innet.testbed.core.processes import ProcessRecord, end_process, start_ticks
 
+LOG = logging.getLogger(__name__)
 STATE_DIR = Path("/tmp/innet-mininet")
 """Pid files, logs and the lock of Mininet runs with innet switches."""
 READY_PREFIX = "innet-switch: P4Runtime listening on "
@@ -286,20 +288,51 @@ def quiet_hosts(net: Mininet) -> None:
                 host.cmd(f"ethtool -K {intf.name} tx off")
 
 
+def lock_holder(text: str) -> str:
+    """Who holds the Mininet lock, from the pid its holder wrote into the lock file."""
+    from innet.testbed.core.state import owner_of
+
+    pid = int(text.split()[0]) if text.split() and text.split()[0].isdigit() else None
+    if pid is None:
+        return "another Mininet run"
+    state = owner_of(pid)
+    if state is None:
+        return f"another Mininet run (pid {pid})"
+    return f"testbed {state.name} (pid {pid}, {state.topology}; `innet testbed down {state.name}` stops it)"
+
+
 @contextlib.contextmanager
 def state_lock(state_dir: Path = STATE_DIR) -> Iterator[None]:
-    """Hold the exclusive lock of Mininet runs in ``state_dir`` (blocks until free)."""
+    """Hold the exclusive lock of Mininet runs in ``state_dir`` (blocks until free, after
+    saying who holds it: Mininet's switch and interface names are per machine, so two
+    Mininet testbeds cannot run at once). The holder writes its pid into the lock file."""
     state_dir.mkdir(parents=True, exist_ok=True)
-    with open(state_dir / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+    with open(state_dir / "lock", "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            LOG.warning("waiting for %s to end: one Mininet testbed runs at a time on a machine (the lock %s); "
+                        "Ctrl-C gives up, --backend loopback runs beside it", lock_holder(lock.read()),
+                        state_dir / "lock")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"{os.getpid()}\n")
+        lock.flush()
+        try:
+            yield
+        finally:
+            lock.seek(0)
+            lock.truncate()
 
 
 @contextlib.contextmanager
 def innet_network(topo: Topo, state_dir: Path = STATE_DIR, node_class: type[InnetSwitchNode] = InnetSwitchNode,
-                  **switch_params: Any) -> Iterator[Mininet]:
+                  per_switch: dict[str, dict[str, Any]] | None = None, **switch_params: Any) -> Iterator[Mininet]:
     """A started Mininet of ``topo`` with ``node_class`` switches (InnetSwitchNode, or
-    Bmv2SwitchNode with ``tools=``); everything undone on exit."""
+    Bmv2SwitchNode with ``tools=``); ``per_switch``: parameters of single switches by name
+    (``grpc_port``, ``thrift_port``); everything undone on exit."""
     if os.geteuid() != 0:
         raise InnetSwitchError("Mininet with innet switches needs root (network namespaces, veths)")
     names = list(topo.switches())
@@ -307,7 +340,8 @@ def innet_network(topo: Topo, state_dir: Path = STATE_DIR, node_class: type[Inne
         cleanup_leftovers(names, state_dir)
 
         def make_switch(name: str, **params: Any) -> InnetSwitchNode:
-            return node_class(name, state_dir=state_dir, **{**switch_params, **params})
+            return node_class(name, state_dir=state_dir, **{**switch_params, **params,
+                                                            **(per_switch or {}).get(name, {})})
 
         net = Mininet(topo=topo, switch=make_switch, controller=None, autoSetMacs=True,
                       build=False, waitConnected=False)
