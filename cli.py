@@ -67,7 +67,28 @@ def _cmd_p4c_samples(directory: Path, executor: str) -> int:
     return 0
 
 
+def _cmd_p4c_errors(directory: Path) -> int:
+    """Outcome counts on p4c's error corpus; outcomes are data (exit 0), a bad DIR is not."""
+    from innet.p4c_errors import ErrorsDirError, Outcome, run_errors
+
+    try:
+        report = run_errors(directory)
+    except ErrorsDirError as e:
+        print(f"innet: {e}", file=sys.stderr)
+        return 2
+    for corpus in sorted({r.corpus for r in report.results}, reverse=True):
+        counts = report.counts(corpus)
+        print(f"{corpus} ({sum(counts.values())} programs): "
+              + ", ".join(f"{o.value} {n}" for o, n in counts.items()))
+    for r in report.results:
+        if r.outcome is not Outcome.LOCATED:
+            print(f"  {r.outcome.value:22s} {r.corpus}/{r.name}  {r.first_line[:160]}")
+    return 0
+
+
 def _cmd_conformance(args: argparse.Namespace) -> int:
+    if args.p4c_errors is not None:
+        return _cmd_p4c_errors(Path(args.p4c_errors))
     if args.p4c_samples is not None:
         return _cmd_p4c_samples(Path(args.p4c_samples), args.executor)
     dirs = [Path(d) for d in args.dirs] if args.dirs else default_suites()
@@ -403,6 +424,10 @@ def build_parser() -> argparse.ArgumentParser:
     conf.add_argument("--p4c-samples", metavar="DIR",
                       help="run p4c's v1model STF samples (testdata/p4_16_samples, or a p4c checkout) "
                            "named in tests/conformance/bmv2/p4c-samples-bmv2-pass.txt instead of the suites")
+    conf.add_argument("--p4c-errors", metavar="DIR",
+                      help="compile p4c's error corpus (testdata/p4_16_errors and p4_16_bmv_errors, or a p4c "
+                           "checkout) as innet-p4c does and count the outcomes: rejected-located, "
+                           "rejected-unlocated, accepted-with-warning, accepted, traceback")
     conf.add_argument("--executor", choices=("python", "native", "auto"), default="python",
                       help="packet executor the tests run on: python (the reference, default), native "
                            "(generated C; a program it refuses fails with the refusal) or auto (native, "

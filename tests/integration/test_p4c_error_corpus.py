@@ -1,0 +1,144 @@
+"""p4c's error corpus as a tier: every program p4c rejects, rejected by ``innet-p4c``.
+
+``testdata/p4_16_errors`` holds programs p4c's front-end rejects; each must be rejected with
+one located error (``file:line:col: error: ...`` in the program itself) and no traceback.
+``testdata/p4_16_bmv_errors`` holds programs p4c's BMv2 back end rejects; each must be
+rejected the same way, or accepted with a warning that BMv2 rejects it (an extension innet's
+target runs, listed in docs/p4c-compat.md).
+
+The corpus is a fetched copy of p4c's tree (innet keeps none of it): ``INNET_P4C_ERRORS=DIR``
+(a p4c checkout, its ``testdata``, or an extract of it), else ``/opt/p4c-testdata``; without
+it the tier skips naming the missing corpus.  ``innet conformance --p4c-errors DIR`` prints
+the same outcomes as counts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from innet.p4c_errors import CORPORA, DEFAULT_DIR, ENV_VAR, ErrorsDirError, Outcome, classify, corpus_dirs
+
+KNOWN_GAPS = frozenset({
+    "p4_16_errors/actions-with-duplicate-control-plane-names1.p4",
+    "p4_16_errors/annotation.p4",
+    "p4_16_errors/call-table.p4",
+    "p4_16_errors/constructor-parameter-type-illformed.p4",
+    "p4_16_errors/constructor_e.p4",
+    "p4_16_errors/decl-newtype-of-illformed-type.p4",
+    "p4_16_errors/default-param.p4",
+    "p4_16_errors/default_action1.p4",
+    "p4_16_errors/div0.p4",
+    "p4_16_errors/div1.p4",
+    "p4_16_errors/dup-param.p4",
+    "p4_16_errors/explicit-cast-to-bit-from-int-of-different-width.p4",
+    "p4_16_errors/function_e2.p4",
+    "p4_16_errors/generic-extern-inference-typedef_e.p4",
+    "p4_16_errors/generic1_e.p4",
+    "p4_16_errors/issue122.p4",
+    "p4_16_errors/issue1296.p4",
+    "p4_16_errors/issue1732.p4",
+    "p4_16_errors/issue1803_same_table_name.p4",
+    "p4_16_errors/issue1932.p4",
+    "p4_16_errors/issue1944.p4",
+    "p4_16_errors/issue1949-bmv2.p4",
+    "p4_16_errors/issue2033.p4",
+    "p4_16_errors/issue2283_2-bmv2.p4",
+    "p4_16_errors/issue2354-1.p4",
+    "p4_16_errors/issue2373.p4",
+    "p4_16_errors/issue2496.p4",
+    "p4_16_errors/issue2544_self_ref.p4",
+    "p4_16_errors/issue2835-bmv2.p4",
+    "p4_16_errors/issue3153.p4",
+    "p4_16_errors/issue3221.p4",
+    "p4_16_errors/issue3299.p4",
+    "p4_16_errors/issue3316.p4",
+    "p4_16_errors/issue3363.p4",
+    "p4_16_errors/issue3522.p4",
+    "p4_16_errors/issue3644-1.p4",
+    "p4_16_errors/issue3644-2.p4",
+    "p4_16_errors/issue3644.p4",
+    "p4_16_errors/issue3656.p4",
+    "p4_16_errors/issue3671-2.p4",
+    "p4_16_errors/issue3787.p4",
+    "p4_16_errors/issue388.p4",
+    "p4_16_errors/issue413.p4",
+    "p4_16_errors/issue4136.p4",
+    "p4_16_errors/issue4140.p4",
+    "p4_16_errors/issue4144.p4",
+    "p4_16_errors/issue477.p4",
+    "p4_16_errors/issue478.p4",
+    "p4_16_errors/issue5094-type-bmv2.p4",
+    "p4_16_errors/issue5253.p4",
+    "p4_16_errors/issue5296_invalid_version.p4",
+    "p4_16_errors/issue5296_unknown_version.p4",
+    "p4_16_errors/issue600.p4",
+    "p4_16_errors/key-name.p4",
+    "p4_16_errors/missing_actions.p4",
+    "p4_16_errors/multicast-bmv2.p4",
+    "p4_16_errors/neg.p4",
+    "p4_16_errors/next.p4",
+    "p4_16_errors/psa-type-hdr.p4",
+    "p4_16_errors/self-call.p4",
+    "p4_16_errors/spec-ex32_e.p4",
+    "p4_16_errors/spec-issue1297-string-cat-err-2-anno.p4",
+    "p4_16_errors/spec-issue1297-string-cat-err-3-anno.p4",
+    "p4_16_errors/spec-issue563.p4",
+    "p4_16_errors/stmt-switch-with-duplicate-labels.p4",
+    "p4_16_errors/structured-annotation-e1.p4",
+    "p4_16_errors/structured-annotation-e2.p4",
+    "p4_16_errors/structured-annotation-e3.p4",
+    "p4_16_errors/table-custom-property-largest_priority_wins-non-bool.p4",
+    "p4_16_errors/table-custom-property-priority_delta-non-positive.p4",
+    "p4_16_errors/table-entries-lpm-2.p4",
+    "p4_16_errors/table-key-with-match-kind-of-incompatible-type.p4",
+    "p4_16_errors/template_e.p4",
+    "p4_16_errors/twovarbit.p4",
+    "p4_16_errors/width_e.p4",
+    "p4_16_bmv_errors/basic-bmv2.p4",
+    "p4_16_bmv_errors/basic1-bmv2.p4",
+    "p4_16_bmv_errors/issue1167-bmv2.p4",
+    "p4_16_bmv_errors/issue1672-bmv2.p4",
+    "p4_16_bmv_errors/issue1829-1-bmv2.p4",
+    "p4_16_bmv_errors/issue1829-3-bmv2.p4",
+})
+"""Programs innet does not yet reject as p4c does (strict xfail: one that starts passing
+fails the tier until it is taken off this list)."""
+
+_ERROR_LINE = re.compile(r"^(?P<file>[^\s:][^:]*):\d+:\d+: error: ", re.M)
+
+
+def _where() -> Path:
+    raw = os.environ.get(ENV_VAR)
+    return Path(raw) if raw else DEFAULT_DIR
+
+
+def _programs() -> list[tuple[str, Path | None]]:
+    try:
+        found = corpus_dirs(_where())
+    except ErrorsDirError:
+        return [(c, None) for c in CORPORA]
+    return [(f"{c}/{p.name}", p) for c in CORPORA if c in found for p in sorted(found[c].glob("*.p4"))]
+
+
+PROGRAMS = _programs()
+
+
+@pytest.mark.parametrize("key,path", [pytest.param(k, p, id=k, marks=[pytest.mark.xfail(strict=True, reason="known gap")]
+                                                    if k in KNOWN_GAPS else [])
+                                      for k, p in PROGRAMS])
+def test_p4c_rejects_so_does_innet(key: str, path: Path | None) -> None:
+    if path is None:
+        pytest.skip(f"p4c's error corpus {key} not found: set {ENV_VAR} to a p4c checkout (or extract "
+                    f"testdata/{key} to {DEFAULT_DIR}/testdata/{key})")
+    r = classify(path, key.split("/")[0])
+    assert r.outcome is not Outcome.TRACEBACK, r.message
+    if r.outcome is Outcome.WARNED:
+        assert r.corpus == "p4_16_bmv_errors", f"only BMv2 back-end limits may be warned about: {r.message}"
+        return
+    assert r.outcome is Outcome.LOCATED, f"{r.outcome.value}: {r.message}"
+    errors = _ERROR_LINE.findall(r.message)
+    assert errors == [str(path)], f"expected one error located in {path}:\n{r.message}"
