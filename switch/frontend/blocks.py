@@ -25,6 +25,9 @@ class BlockBuilder(StmtBuilder):
     actions_global: dict[str, ir.Action]
     direct: list[ir.Instance] | None = None
     """Instances the direct invocations (``T.apply()``) in the body being built create."""
+    specialising: tuple[str, ...] = ()
+    """Names of the blocks being specialised, outermost first (a block that instantiates
+    itself, directly or through others, is an error, as in p4c)."""
 
     # ------------------------------------------------------------------ names
     def cp_name(self, local: str, annos: ir.Annotations) -> str:
@@ -64,7 +67,12 @@ class BlockBuilder(StmtBuilder):
         if len(ctor_args) != len(decl.ctor_params):
             raise self.err(loc, f"wrong number of constructor arguments for {decl.kind} "
                            f"{decl.name}: expected {len(decl.ctor_params)}, got {len(ctor_args)}")
+        if decl.name in self.specialising:
+            chain = " -> ".join(self.specialising[self.specialising.index(decl.name):] + (decl.name,))
+            raise self.err(loc, f"{decl.kind} {decl.name} instantiates itself ({chain}); a parser or "
+                           "control cannot contain an instance of itself")
         saved = (self.scope, self.path, self.block_kind, self.return_type)
+        outer, self.specialising = self.specialising, self.specialising + (decl.name,)
         self.scope = self.global_scope.child()
         self.path = path
         self.block_kind = decl.kind
@@ -84,6 +92,7 @@ class BlockBuilder(StmtBuilder):
             return self._parser(decl, params, body_items, path)
         finally:
             self.scope, self.path, self.block_kind, self.return_type = saved
+            self.specialising = outer
 
     def block_arg(self, a: ir.Expr, t: ir.ControlT | ir.ParserT, what: str) -> ir.Expr:
         """A parser/control instance passed for a constructor parameter of parser/control

@@ -12,6 +12,15 @@ from typing import TypeGuard
 from . import ir
 
 
+MAX_WIDTH = 65536
+"""Widest bit<W>/int<W>/varbit<W> innet accepts (p4c stops at 2048; innet's Python
+executor runs wider fields, so the bound is only what keeps compile-time arithmetic and
+messages finite)."""
+MAX_INT_BITS = 2048
+"""Widest value of an unsized ``int`` constant, p4c's ``maximumWidthSupported``: beyond it
+p4c says "Compiler only supports widths up to 2048" (``1 << 903012108``)."""
+
+
 def wrap(value: int, t: ir.BitT) -> int:
     """Two's-complement wrap of ``value`` into ``t``."""
     mask = (1 << t.width) - 1

@@ -156,14 +156,32 @@ class ExprBuilder(CallHooks):
     def width_value(self, w: ParseNode) -> int:
         c = w.children[0]
         if isinstance(c, Tok) and c.type == "INTEGER":
-            v = parse_int(str(c))[0]
+            v = self.int_literal(c)[0]
         elif isinstance(c, Tok):
             v = self.const_int(ParseNode.at("name_ref", [c], w), "width")
         else:
             v = self.const_int(c, "width")
         if v < 0:
             raise self.err(self.loc(w), f"width must not be negative, not {v}")
+        if v > ce.MAX_WIDTH:
+            raise self.err(self.loc(w), f"width {v} is too large: innet supports widths up to {ce.MAX_WIDTH}")
         return v
+
+    def int_literal(self, tok: Tok) -> tuple[int, int | None, bool]:
+        """``parse_int`` of a literal token, with a located error for a literal that is
+        too long to convert or wider than innet's limits."""
+        text = str(tok)
+        try:
+            v, w, s = parse_int(text)
+        except ValueError:
+            raise self.err(self.loc(tok), f"integer literal of {len(text)} characters is too large") from None
+        if w is not None and w > ce.MAX_WIDTH:
+            raise self.err(self.loc(tok), f"width {w} of literal is too large: innet supports widths up "
+                           f"to {ce.MAX_WIDTH}")
+        if w is None and v.bit_length() > ce.MAX_INT_BITS:
+            raise self.err(self.loc(tok), f"integer literal of {v.bit_length()} bits is too large: "
+                           f"int constants are limited to {ce.MAX_INT_BITS} bits (as in p4c)")
+        return v, w, s
 
     def named_type(self, tok: Any, allow_generic: bool = False) -> ir.Type:
         name = str(tok)
@@ -272,7 +290,7 @@ class ExprBuilder(CallHooks):
         raise self.err(loc, f"unsupported expression syntax '{d}'")
 
     def _e_int_lit(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
-        v, w, s = parse_int(str(t.children[0]))
+        v, w, s = self.int_literal(t.children[0])
         if w is None:
             return ir.Const(v, ir.IntT(), loc)
         bt = ir.BitT(w, s)
@@ -447,6 +465,10 @@ class ExprBuilder(CallHooks):
                 raise self.err(b.loc, f"shift amount must be an unsigned bit<W> or int, not {b.type}")
             if isinstance(b, ir.Const) and int(b.value) < 0:
                 raise self.err(b.loc, f"shift amount must not be negative, not {b.value}")
+            if op == "<<" and isinstance(a.type, ir.IntT) and isinstance(b, ir.Const) \
+                    and int(b.value) > ce.MAX_INT_BITS:
+                raise self.err(loc, f"int constant shifted left by {b.value}: int constants are limited "
+                               f"to {ce.MAX_INT_BITS} bits (as in p4c)")
             if isinstance(a.type, ir.IntT) and not isinstance(b, ir.Const):
                 raise self.err(a.loc, "left operand of a shift by a run-time amount needs a width")
             t = a.type
@@ -470,6 +492,9 @@ class ExprBuilder(CallHooks):
                 t = ir.BoolT() if op in _CMP else ty
         if isinstance(a, ir.Const) and isinstance(b, ir.Const):
             f = ce.fold_binary(op, a, b, t, loc)
+            if f is not None and isinstance(t, ir.IntT) and abs(int(f.value)).bit_length() > ce.MAX_INT_BITS:
+                raise self.err(loc, f"the value of this '{op}' is wider than {ce.MAX_INT_BITS} bits: int "
+                               f"constants are limited to {ce.MAX_INT_BITS} bits (as in p4c)")
             if f is not None:
                 return f
         return ir.Binary(op, a, b, t, loc)
@@ -551,6 +576,9 @@ class ExprBuilder(CallHooks):
         base = self.expr(t.children[0])
         hi = self.const_int(t.children[1], "slice bound")
         lo = self.const_int(t.children[2], "slice bound")
+        if lo < 0 or hi < lo or hi >= ce.MAX_WIDTH:
+            raise self.err(loc, f"slice [{hi}:{lo}]: bounds must be in 0..{ce.MAX_WIDTH - 1} with the high "
+                           "bound first")
         bt = base.type
         if ce.is_serializable_enum(bt):
             base = ir.Cast(bt.underlying, base, base.loc)  # type: ignore

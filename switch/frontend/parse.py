@@ -207,6 +207,13 @@ def convert_annotation(a: lx.AnnotationTok) -> Annotation:
 
 
 def _anno_value(p: list[lx.Tok]) -> object:
+    try:
+        return _anno_value_of(p)
+    except ValueError:  # an integer too long to convert: kept as its text
+        return " ".join(t.text for t in p)
+
+
+def _anno_value_of(p: list[lx.Tok]) -> object:
     if len(p) == 1:
         t = p[0]
         if t.kind == "STRING_LITERAL":

@@ -127,6 +127,7 @@ def build_table(b: "BlockBuilder", t: ParseNode) -> ir.Table:
     if entries_t is not None:
         table.const_entries = tuple(_entry(b, table, e) for e in children(entries_t)
                                     if isinstance(e, ParseNode) and e.data == "entry")
+        _check_unique(b, table)
     return _declare(b, table, loc)
 
 
@@ -198,6 +199,66 @@ def _generic_prop(b: "BlockBuilder", table: ir.Table, p: ParseNode) -> None:
         raise b.err(ploc, f"table '{table.name}': cannot evaluate property '{pname}': {error.message}") from None
 
 
+def _const(e: ir.Expr) -> int | None:
+    return int(e.value) if isinstance(e, ir.Const) else None
+
+
+def _width(t: ir.Type) -> int | None:
+    return t.width if isinstance(t, ir.BitT) else None
+
+
+def _check_lpm_mask(b: "BlockBuilder", k: ir.Key, ks: ir.Mask) -> None:
+    """An LPM mask is a prefix: ones from the top bit, then zeros (p4c: "invalid mask for
+    LPM key")."""
+    v, m, w = _const(ks.value), _const(ks.mask), _width(k.expr.type)
+    if v is None or m is None or w is None:
+        return
+    m &= (1 << w) - 1
+    inverse = ~m & ((1 << w) - 1)
+    if inverse & (inverse + 1):
+        raise b.err(ks.loc, f"invalid mask for LPM key '{k.name}': {m:#x} is not a prefix of {k.expr.type} "
+                    "(ones from the top bit, then zeros)")
+
+
+def _match_ident(table: ir.Table, entry: ir.ConstEntry) -> tuple[object, ...] | None:
+    """What an exact/LPM entry matches, to find two entries with the same key (the
+    executor refuses them); None when a part is not a constant."""
+    out: list[object] = []
+    for k, ks in zip(table.keys, entry.keys):
+        w = _width(k.expr.type)
+        if isinstance(ks, ir.DefaultKey):
+            out.append((0, 0))
+        elif isinstance(ks, ir.Mask):
+            v, m = _const(ks.value), _const(ks.mask)
+            if v is None or m is None:
+                return None
+            if w is not None:
+                m &= (1 << w) - 1
+            out.append((v & m, bin(m).count("1")))
+        else:
+            v = _const(ks)
+            if v is None:
+                return None
+            out.append((v, w))
+    return tuple(out)
+
+
+def _check_unique(b: "BlockBuilder", table: ir.Table) -> None:
+    """Two const entries of an exact/LPM table (no priorities) with the same key: p4c-bm2-ss
+    and the executor refuse the second, so the front-end does, located."""
+    if any(k.match_kind not in ("exact", "lpm") for k in table.keys):
+        return
+    seen: dict[tuple[object, ...], ir.ConstEntry] = {}
+    for entry in table.const_entries:
+        ident = _match_ident(table, entry)
+        if ident is None:
+            continue
+        first = seen.setdefault(ident, entry)
+        if first is not entry:
+            raise b.err(entry.loc, f"entry of table '{table.name}' has the same key as the entry at "
+                        f"line {first.loc.line}")
+
+
 def _entry(b: "BlockBuilder", table: ir.Table, e: ParseNode) -> ir.ConstEntry:
     const_t, prio_t, ks_t, act_t, annos_t = e.children
     if not table.keys:
@@ -206,6 +267,8 @@ def _entry(b: "BlockBuilder", table: ir.Table, e: ParseNode) -> ir.ConstEntry:
     for k, ks in zip(table.keys, keys):
         if isinstance(ks, ir.Mask) and k.match_kind not in ("ternary", "lpm"):
             raise b.err(ks.loc, f"'&&&' is not allowed for a {k.match_kind} key '{k.name}'")
+        if isinstance(ks, ir.Mask) and k.match_kind == "lpm":
+            _check_lpm_mask(b, k, ks)
         if isinstance(ks, ir.Range) and k.match_kind != "range":
             raise b.err(ks.loc, f"'..' is only allowed for a range key, '{k.name}' is "
                         f"{k.match_kind}")

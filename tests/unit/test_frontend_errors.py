@@ -251,3 +251,58 @@ def test_const_entries_cannot_have_priorities() -> None:
     with pytest.raises(P4Error, match=r"err\.p4:16:13: error: table 't': a table with 'const' entries "
                                       r"cannot have priorities"):
         compile_source(ingress_src(locals_, "        t.apply();"), "err.p4")
+
+
+# ---------------------------------------------------------------------- p4c's error corpus
+# Programs p4c rejects that once escaped the front-end as Python exceptions: each is now a
+# located error (the corpus tier, tests/integration/test_p4c_error_corpus.py, runs them all).
+
+def test_huge_int_shift_is_located() -> None:
+    e = compile_err("", "        hdr.h.c = 1985245330 << 903012108;")
+    assert e.loc.line == 12 and "shifted left by 903012108: int constants are limited to 2048 bits" in e.message
+
+
+def test_int_arithmetic_wider_than_2048_bits_is_located() -> None:
+    e = compile_err("", "        hdr.h.c = (1 << 2000) * (1 << 2000);")
+    assert e.loc.line == 12 and "wider than 2048 bits" in e.message
+
+
+@pytest.mark.parametrize("literal,what", [("1" * 5000, "integer literal of 5000 characters is too large"),
+                                          ("0x" + "f" * 600, "integer literal of 2400 bits is too large"),
+                                          ("100000w1", "width 100000 of literal is too large")])
+def test_oversized_literal_is_located(literal: str, what: str) -> None:
+    e = compile_err("", f"        hdr.h.c = {literal};")
+    assert e.loc.line == 12 and what in e.message
+
+
+def test_huge_width_is_located() -> None:
+    e = compile_err("    bit<12301923123132> big;", "")
+    assert e.loc.line == 10 and "width 12301923123132 is too large" in e.message
+
+
+@pytest.mark.parametrize("bounds", ["1:-1", "0:1", "70000:0"])
+def test_bad_slice_bounds_are_located(bounds: str) -> None:
+    e = compile_err("", f"        m.x = (bit<8>)7[{bounds}];")
+    assert e.loc.line == 12 and f"slice [{bounds}]" in e.message and "high bound first" in e.message
+
+
+def test_control_that_instantiates_itself_is_located() -> None:
+    src = ingress_src("", "").replace("control VC(", "control Self() {\n    Self() s;\n    apply { s.apply(); }\n}\n"
+                                      "control VC(")
+    with pytest.raises(P4Error, match=r"control Self instantiates itself \(Self -> Self\)") as ei:
+        compile_source(src, "err.p4")
+    assert ei.value.loc.col == 12
+
+
+LPM_TABLE = """    action a(bit<8> v) { m.x = v; }
+    table t { key = { hdr.h.a : lpm; } actions = { a; } const entries = { %s } }"""
+
+
+def test_lpm_entry_mask_must_be_a_prefix() -> None:
+    e = compile_err(LPM_TABLE % "0x11 &&& 0xF0 : a(1); 0x11 &&& 0xE1 : a(2);", "        t.apply();")
+    assert e.loc.line == 11 and "invalid mask for LPM key 'hdr.h.a': 0xe1 is not a prefix of bit<8>" in e.message
+
+
+def test_const_entries_with_the_same_key_are_located() -> None:
+    e = compile_err(LPM_TABLE % "0x10 &&& 0xF0 : a(1);\n  0x1F &&& 0xF0 : a(2);", "        t.apply();")
+    assert e.loc.line == 12 and "has the same key as the entry at line 11" in e.message
