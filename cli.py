@@ -13,10 +13,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from innet.argtypes import UINT64_MAX, UINT128_MAX, host_port, input_file, int_range, positive_float
+from innet.argtypes import input_file
 from innet.conformance import SuiteReport, default_suites, run_suites, stf_files
 from innet.testbed.cli.commands import add_commands as add_testbed_commands
 from innet.testbed.cli.geo import add_commands as add_geo_commands
+from innet.testbed.cli.live import add_commands as add_live_commands
 from innet.testbed.cli.model import add_commands as add_model_commands
 
 if TYPE_CHECKING:
@@ -130,27 +131,10 @@ def _controller_command(func):  # type: ignore[no-untyped-def]
 
 
 def _specs(args: argparse.Namespace, read_only: bool = False) -> list:  # type: ignore[type-arg]
-    from innet.controller.switch import SwitchEndpoint
+    """Endpoints of --testbed/--switch (``innet.testbed.cli.live.endpoints``)."""
+    from innet.testbed.cli.live import endpoints
 
-    election = None if read_only else args.election_id
-    specs = [SwitchEndpoint(f"s{i}", a, args.device_id, election_id=election, thrift_port=args.thrift_port,
-                            timeout=args.timeout, tls=_tls(args)) for i, a in enumerate(args.switch)]
-    if args.thrift_port is not None:  # BMv2's register fallback: its CLI where the backend finds it
-        from dataclasses import replace
-
-        from innet.testbed.backends.bmv2 import cli_path
-
-        specs = [replace(spec, thrift_cli=cli_path()) for spec in specs]
-    return specs
-
-
-def _tls(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    """ClientTls from --grpc-tls/--grpc-ca-cert/--grpc-client-cert/--grpc-client-key, None without them."""
-    from innet.controller.tls import ClientTls
-
-    if not (args.grpc_tls or args.grpc_ca_cert or args.grpc_client_cert or args.grpc_client_key):
-        return None
-    return ClientTls(args.grpc_ca_cert, args.grpc_client_cert, args.grpc_client_key, args.grpc_server_name)
+    return endpoints(args, read_only)
 
 
 def _inspect_optimizer(args: argparse.Namespace) -> int:
@@ -194,9 +178,10 @@ def _cmd_pipeline_push(args: argparse.Namespace) -> int:
     from innet.controller.pipeline import PipelineConfig
 
     config = PipelineConfig.load(args.pipeline, dict(args.defines))
-    with Controller(_specs(args)) as ctl:
+    specs = _specs(args)
+    with Controller(specs) as ctl:
         ctl.push(config)
-    print(f"pushed {config.name} to {', '.join(args.switch)}")
+    print(f"pushed {config.name} to {', '.join(s.address for s in specs)}")
     return 0
 
 
@@ -317,25 +302,9 @@ def _cmd_params_read(args: argparse.Namespace) -> int:
 
 
 def _add_switch_args(p: argparse.ArgumentParser, many: bool = False) -> None:
-    from innet.controller.switch import DEFAULT_ADDRESS
+    from innet.testbed.cli.live import add_target_args
 
-    p.add_argument("--switch", action="append" if many else "store", default=None, metavar="HOST:PORT", type=host_port,
-                   help=f"P4Runtime address (default {DEFAULT_ADDRESS})" + ("; repeat for several switches" if many else ""))
-    p.add_argument("--device-id", type=int_range(0, UINT64_MAX), default=1, help="P4Runtime device id (default 1)")
-    p.add_argument("--election-id", type=int_range(0, UINT128_MAX), default=1, help="election id for writes (default 1)")
-    p.add_argument("--thrift-port", type=int_range(1, 65535), default=None,
-                   help="BMv2 Thrift port: registers via simple_switch_CLI")
-    p.add_argument("--timeout", type=positive_float, default=10.0, help="seconds to wait for the switch (default 10)")
-    p.add_argument("--grpc-tls", action="store_true",
-                   help="TLS to a switch started with --grpc-server-ssl (implied by the --grpc-* files below)")
-    p.add_argument("--grpc-ca-cert", type=input_file, default=None, metavar="PEM",
-                   help="CA certificate the switch's certificate must chain to (default: the system's)")
-    p.add_argument("--grpc-client-cert", type=input_file, default=None, metavar="PEM",
-                   help="client certificate, for a switch with --grpc-server-with-client-auth")
-    p.add_argument("--grpc-client-key", type=input_file, default=None, metavar="PEM", help="key of --grpc-client-cert")
-    p.add_argument("--grpc-server-name", default=None, metavar="NAME",
-                   help="name the switch's certificate is checked against (default: the host of --switch)")
-    p.set_defaults(_many=many)
+    add_target_args(p, many)
 
 
 def _add_control_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -434,6 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "python for programs native refuses)")
     conf.set_defaults(func=_cmd_conformance)
     _add_control_commands(sub)
+    add_live_commands(sub)  # table, counter, register (innet.testbed.cli.live)
     return parser
 
 
@@ -448,13 +418,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(args_in)
     except SystemExit as e:
         return int(e.code or 0)
-    if getattr(args, "_many", None) is not None:  # control commands: --switch default
-        from innet.controller.switch import DEFAULT_ADDRESS
-
-        if args.switch is None:
-            args.switch = [DEFAULT_ADDRESS]
-        elif isinstance(args.switch, str):
-            args.switch = [args.switch]
+    if getattr(args, "_many", None) is not None and isinstance(args.switch, str):  # control commands
+        args.switch = [args.switch]
     rc: int = args.func(args)
     return rc
 

@@ -60,11 +60,23 @@ in full). Loading 30k register cells takes the same time with 128 as with 20000.
 MAX_METADATA_BYTES = 1 << 20
 """Trailing metadata the client accepts (gRPC's default is 8 KiB): room for the full
 per-update error messages a switch such as BMv2 sends for a failed batch."""
+CLI_ROLE = "innet-cli"
+"""The P4Runtime role of the ``innet`` commands' write sessions when no election id is given:
+a role of its own, so that they are primary beside a testbed's controller (the default role,
+election id 1) without taking that role's primary away; innet-switch gives every role full
+pipeline access (an unset role config, as the spec says)."""
 MAX_PENDING_MESSAGES = 100_000
 """StreamChannel messages of one kind kept until taken; beyond it the oldest are dropped."""
 
 Describe = Callable[[p4r.Update], str]
 T = TypeVar("T")
+
+
+def fresh_election_id() -> int:
+    """An election id above every earlier one of this clock: microseconds since the epoch.
+    A switch keeps the highest id a role ever had and makes only an id at least that high
+    primary, so a fixed id (2) works once; this one keeps working for each new session."""
+    return time.time_ns() // 1000
 
 
 def describe_update(update: p4r.Update) -> str:
@@ -336,7 +348,16 @@ class P4RuntimeClient:
         what = f"arbitration of device {self.device_id} with election id {self.election_id}"
         if self.role:
             what += f" role {self.role!r}"
-        reply = self._take("arbitration", timeout, what)
+        try:
+            reply = self._take("arbitration", timeout, what)
+        except RpcError as error:
+            if error.code == grpc.StatusCode.INVALID_ARGUMENT and "already used" in str(error):
+                raise RpcError(f"{error}: another live controller of device {self.device_id} role {self.role!r} "
+                               f"has election id {self.election_id}; use another election id (above "
+                               f"{self.election_id} to become primary) or another P4Runtime role "
+                               f"(the innet commands without --election-id take a free id in role "
+                               f"{CLI_ROLE!r})", error.code) from None
+            raise
         if reply is None:
             raise SwitchUnreachableError(
                 f"switch {self.address}: no arbitration answer within {timeout:g} s") from None

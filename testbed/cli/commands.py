@@ -219,6 +219,11 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
         return cmd_up_docker(args)
     if (rc := check_switch_impl(args, "testbed up")) is not None:
         return rc
+    from innet.testbed.cli.live import name_problem
+
+    if (problem := name_problem(args.name)) is not None:
+        print(f"innet testbed up: --name: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     quiet_mininet()
     _terminate_on_sigterm()
     console = _console()
@@ -238,7 +243,8 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
     loopback = args.loopback or resolve_backend() == "loopback"
     try:
         options = options_for(topo, args.k, switch_loss=args.switch_loss / 100 if loopback else 0.0,
-                              switch_executor=args.executor, switch_impl=args.switch_impl)
+                              switch_executor=args.executor, switch_impl=args.switch_impl, name=args.name,
+                              fixed_ports=True)
     except ValueError as error:
         if str(error).startswith("K="):
             print(f"innet testbed up: {error}", file=sys.stderr)
@@ -268,10 +274,10 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
             console.print(f"[green]up[/] ({tb.kind}): P4Runtime {where}; job {tb.job.job_id} ({tb.job.mode}, "
                           f"{tb.job.num_workers} workers per switch, {tb.job.slot_count} slots, K={tb.options.k}); "
                           f"run dir {tb.procs.dir}")
-            thrift = tb.network.thrift_ports
-            for name, addr in addresses.items():
-                console.print(f"inspect with: innet inspect --switch {addr}"
-                              + (f" --thrift-port {thrift[name]}" if name in thrift else ""))
+            from innet.testbed.cli.live import up_lines
+
+            for line in up_lines(tb):
+                console.print(line, markup=False, highlight=False)
             if not loopback and not args.no_cli:
                 run_cli(tb.network.net)  # type: ignore[attr-defined]  # the Mininet network's
             else:
@@ -290,6 +296,10 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
 def cmd_testbed_down(args: argparse.Namespace) -> int:
     from innet.testbed.backends.mininet.clean import cleanup, down
 
+    if getattr(args, "name", None) is not None:
+        from innet.testbed.cli.live import cmd_down_named
+
+        return cmd_down_named(args)
     if getattr(args, "runtime", "process") == "docker":
         from innet.testbed.cli.containers import cmd_cleanup_docker
 
@@ -396,11 +406,19 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     up.add_argument("--executor", choices=["auto", "native", "python"], default="auto",
                     help="switch packet executor: native (generated C), python, auto (native when possible)")
     up.add_argument("--no-cli", action="store_true", help="wait for Ctrl-C instead of the Mininet CLI")
+    up.add_argument("--name", default=None, help="the testbed's name (default: the first free tb1, tb2, ...); "
+                                                 "innet testbed status lists running testbeds by name")
     add_switch_impl(up, runtime=True)
     up.set_defaults(func=cmd_testbed_up)
+    from innet.testbed.cli.live import add_status_commands
+
+    add_status_commands(tbsub)
     for name, text in (("down", "stop live testbeds (their `up` process) and remove leftovers"),
                        ("cleanup", "remove leftovers of crashed runs (processes, interfaces)")):
         p = tbsub.add_parser(name, help=text)
         p.add_argument("--runtime", choices=["process", "docker"], default="process",
                        help="docker: remove innet-labelled containers, networks and volumes")
+        if name == "down":
+            p.add_argument("name", nargs="?", default=None,
+                           help="stop only this testbed (innet testbed status lists them; default: every one)")
         p.set_defaults(func=cmd_testbed_down)

@@ -230,6 +230,9 @@ def find_testbed(name: str | None, dirs: list[Path] | None = None) -> TestbedSta
     states = live_states(dirs)
     running = ", ".join(s.name for s in states) or "none"
     if name is None:
+        if not states:
+            raise TestbedStateError("no testbed is running (innet testbed up starts one), so a switch name "
+                                    "names no switch: give its P4Runtime address, HOST:PORT")
         if len(states) != 1:
             raise TestbedStateError(f"{len(states)} testbeds are running ({running}): name one with --testbed")
         return states[0]

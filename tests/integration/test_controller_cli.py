@@ -149,22 +149,26 @@ def test_errors(switch):
     result = innet("job", "destroy", *sw, "--job", "3")
     assert result.returncode == 1 and "job 3 is not installed on any switch" in result.stderr
 
-    # another controller holds the switch with a higher election id: writes are refused,
-    # reads (inspect) still work
+    # another controller holds the default role with a higher election id: writes with an
+    # explicit (default-role) election id are refused, reads (inspect) still work, and writes
+    # without one (role innet-cli, a fresh id) work beside it
     with Switch(SwitchEndpoint("primary", address, election_id=100)) as primary:
         assert primary.is_primary
-        result = innet("job", "create", *sw, "--job", "1", "--k", "4", "--slot-count", "2",
-                       "--worker", "0,1,00:00:00:00:00:01,10.0.0.1,6000")
+        job = ["--job", "1", "--k", "4", "--slot-count", "2", "--worker", "0,1,00:00:00:00:00:01,10.0.0.1,6000"]
+        result = innet("job", "create", *sw, "--election-id", "2", *job)
         assert result.returncode == 1 and "not the primary controller" in result.stderr
         assert json.loads(ok("inspect", *sw, "--json"))["jobs"] == []
+        assert ok("job", "create", *sw, *job).strip() == "job 1 on s0: chunks 0+0"
+        assert primary.is_primary
 
 
 def test_unreachable_switch_is_a_clear_error_within_the_deadline():
-    with socket.socket() as s:
+    with socket.socket() as s:  # listens but never speaks gRPC (refused addresses: test_live_testbed)
         s.bind(("127.0.0.1", 0))
+        s.listen()
         address = f"127.0.0.1:{s.getsockname()[1]}"
-    start = time.monotonic()
-    result = innet("inspect", "--switch", address, "--timeout", "1", timeout=30)
+        start = time.monotonic()
+        result = innet("inspect", "--switch", address, "--timeout", "1", timeout=30)
     assert result.returncode == 1
     assert f"switch {address}: no gRPC connection within 1 s" in result.stderr
     assert time.monotonic() - start < 15

@@ -99,7 +99,9 @@ def cleanup(state_dir: Path = STATE_DIR, switch_names: tuple[str, ...] = ("s1",)
             done.append(f"ended process {pid} of run {run_dir.name}")
     if mininet:
         done += _mininet_cleanup(sorted(switches))
-    return done
+    from innet.testbed.core.state import clean_stale
+
+    return done + clean_stale()
 
 
 def down(state_dir: Path = STATE_DIR, timeout: float = 60.0) -> list[str]:
