@@ -1,5 +1,5 @@
 """A live loopback testbed found and changed with the commands a user types: ``innet testbed
-up --loopback --name``, ``testbed status``/``ls``, ``inspect``/``job``/``params``/``table``/
+up --name`` on the loopback backend, ``testbed status``/``ls``, ``inspect``/``job``/``params``/``table``/
 ``counter``/``register`` with ``--testbed NAME --switch s1`` beside the testbed's own
 controller, predictable ports (9559+n, the next free one when taken), ``testbed down NAME``
 stopping only that testbed, stale state files, and the error lines of each."""
@@ -8,69 +8,32 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 import pytest
 
-from innet.polling import poll_until
+from testkit.testbed_cli import STATE_ENV, TestbedUp, innet, loopback_flags, ok
 
-ROOT = Path(__file__).parents[2]
-INNET = [str(ROOT / ".venv" / "bin" / "innet")] if (ROOT / ".venv" / "bin" / "innet").exists() \
-    else [sys.executable, "-m", "innet.cli"]
 WORKERS = ["0,1,00:00:00:00:00:01,10.0.0.1,18767", "1,2,00:00:00:00:00:02,10.0.0.2,18767"]
 
 
-def innet(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*INNET, *args], capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def ok(env: dict[str, str], *args: str) -> str:
-    result = innet(env, *args)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
-class Up:
-    """``innet testbed up --loopback`` as a user runs it, in the background."""
-
-    def __init__(self, env: dict[str, str], *args: str) -> None:
-        self.out = Path(env[_STATE]) / f"up-{time.monotonic_ns()}.out"
-        self.proc = subprocess.Popen([*INNET, "testbed", "up", "--loopback", "--workers", "2", "-k", "64", *args],
-                                     stdout=open(self.out, "w"), stderr=subprocess.STDOUT, env=env)
-        poll_until(lambda: "is up" in self.text() or self.proc.poll() is not None, 180, what="testbed up")
-        assert "is up" in self.text(), self.text()
-
-    def text(self) -> str:
-        return self.out.read_text()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
-_STATE = "INNET_TESTBED_STATE_DIR"
+def loopback_up(env: dict[str, str], *args: str) -> TestbedUp:
+    return TestbedUp(env, *loopback_flags(), "--workers", "2", "-k", "64", *args)
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, _STATE: str(tmp_path), "COLUMNS": "200"}
+    return {**os.environ, STATE_ENV: str(tmp_path), "COLUMNS": "200"}
 
 
 @pytest.fixture
-def testbed(env: dict[str, str]) -> Iterator[Up]:
-    up = Up(env, "--name", "alpha")
+def testbed(env: dict[str, str]) -> Iterator[TestbedUp]:
+    up = loopback_up(env, "--name", "alpha")
     try:
         yield up
     finally:
@@ -154,7 +117,7 @@ def test_table_counter_register_commands(env, testbed):
 
 @pytest.mark.slow
 def test_two_testbeds_side_by_side_and_down_by_name(env, testbed):
-    second = Up(env, "--name", "beta")
+    second = loopback_up(env, "--name", "beta")
     try:
         states = {d["name"]: d for d in json.loads(ok(env, "testbed", "status", "--json"))}
         assert set(states) == {"alpha", "beta"}
@@ -166,7 +129,7 @@ def test_two_testbeds_side_by_side_and_down_by_name(env, testbed):
         result = innet(env, "inspect", "--switch", "s1")
         assert result.returncode == 1
         assert result.stderr.strip() == "innet: error: 2 testbeds are running (alpha, beta): name one with --testbed"
-        result = innet(env, "testbed", "up", "--loopback", "--name", "beta")
+        result = innet(env, "testbed", "up", *loopback_flags(), "--name", "beta")
         assert result.returncode == 2
         assert "--name: testbed name 'beta' is taken by a running testbed" in result.stderr
         assert "innet testbed down beta" in result.stderr

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import logging
 import os
 import re
 import signal
@@ -51,7 +50,6 @@ from innet.children import end_popen
 from innet.testbed.core.freeport import free_port
 from innet.testbed.core.processes import ProcessRecord, end_process, start_ticks
 
-LOG = logging.getLogger(__name__)
 STATE_DIR = Path("/tmp/innet-mininet")
 """Pid files, logs and the lock of Mininet runs with innet switches."""
 READY_PREFIX = "innet-switch: P4Runtime listening on "
@@ -312,9 +310,10 @@ def state_lock(state_dir: Path = STATE_DIR) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             lock.seek(0)
-            LOG.warning("waiting for %s to end: one Mininet testbed runs at a time on a machine (the lock %s); "
-                        "Ctrl-C gives up, --backend loopback runs beside it", lock_holder(lock.read()),
-                        state_dir / "lock")
+            # print, not logging: Mininet installs its own logger class, whose handler adds no newline
+            print(f"waiting for {lock_holder(lock.read())} to end: one Mininet testbed runs at a time on a "
+                  f"machine (the lock {state_dir / 'lock'}); Ctrl-C gives up; a loopback testbed can run beside it",
+                  file=sys.stderr, flush=True)
             fcntl.flock(lock, fcntl.LOCK_EX)
         lock.seek(0)
         lock.truncate()
