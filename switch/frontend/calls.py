@@ -82,10 +82,19 @@ class CallBuilder(ExprBuilder):
                                        "(only apply())")
                     if args:
                         raise self.err(loc, f"table '{inner.name}'.apply() takes no arguments")
+                    if self.block_kind != "control":
+                        raise self.err(loc, f"table '{inner.name}'.apply() cannot be called from "
+                                       f"{'an' if self.block_kind == 'action' else 'a'} {self.block_kind}; "
+                                       "tables are applied in a control's apply block")
                     return ir.TableApply(inner, ir.TableApplyT(inner.name), loc)
                 raise self.err(loc, f"'{base.name}' has no method '{name}'")
             return self.method_call(base, name, targs, args, loc)
         if isinstance(obj, ir.Action):
+            if targs:
+                raise self.err(loc, f"action '{obj.name}' takes no type arguments")
+            if self.block_kind in ("function", "parser"):
+                raise self.err(loc, f"action '{obj.name}' cannot be called from a {self.block_kind}; "
+                               "actions are called from controls and other actions")
             bound = self.bind(obj.params, args, loc, f"action '{obj.name}'", {}, (), action=True)
             return ir.ActionCall(obj, bound, ir.VoidT(), loc)
         if isinstance(obj, ir.Function):

@@ -68,6 +68,8 @@ class ExprBuilder(CallHooks):
     _uid: int
     digest_calls: list[ir.ExternCall]
     externs: dict[str, ir.ExternDecl]
+    block_kind: str
+    """What the code being built is in: control, parser, action or function."""
 
     # ------------------------------------------------------------------ helpers
     def loc(self, node: ParseNode | Tok) -> ir.Loc:
@@ -283,7 +285,10 @@ class ExprBuilder(CallHooks):
         if d in _UNOPS:
             return self.unary(_UNOPS[d], self.expr(t.children[0]), loc)
         if d == "pos":
-            return self.expr(t.children[0])
+            e = self.expr(t.children[0])
+            if not isinstance(e.type, (ir.BitT, ir.IntT)):
+                raise self.err(loc, f"operator '+' needs a numeric operand, not {e.type}")
+            return e
         if d in ("mask", "range", "default_key", "dontcare_key", "tuple_keyset"):
             raise self.err(loc, "a keyset expression is only allowed in select cases and "
                            "table entries")
@@ -390,6 +395,10 @@ class ExprBuilder(CallHooks):
         if src == ty:
             return e
         ok = False
+        if isinstance(ty, ir.BitT) and isinstance(src, ir.BitT) and ty.signed != src.signed \
+                and ty.width != src.width:
+            raise self.err(loc, f"cannot cast {src} to {ty}: a cast may change the width or the signedness, "
+                           "not both (cast in two steps)")
         if isinstance(ty, ir.BitT):
             ok = isinstance(src, (ir.BitT, ir.IntT)) or (isinstance(src, ir.BoolT) and ty.width == 1) \
                 or (ce.is_serializable_enum(src) and src.underlying == ty)  # type: ignore
@@ -415,6 +424,15 @@ class ExprBuilder(CallHooks):
             if f is not None:
                 return f
         return ir.Cast(ty, e, loc)
+
+    def _check_division(self, op: str, a: ir.Expr, b: ir.Expr, loc: ir.Loc) -> None:
+        """p4c's rules for '/' and '%': unsigned operands only, no constant zero divisor."""
+        what = "division" if op == "/" else "modulo"
+        if isinstance(b, ir.Const) and int(b.value) == 0:
+            raise self.err(loc, f"{what} by zero")
+        if isinstance(a.type, ir.BitT) and a.type.signed:
+            raise self.err(loc, f"operator '{op}' cannot operate on signed values ({a.type}); p4c allows "
+                           "it only on unsigned bit<W> and int constants")
 
     def unary(self, op: str, e: ir.Expr, loc: ir.Loc) -> ir.Expr:
         t = e.type
@@ -478,6 +496,10 @@ class ExprBuilder(CallHooks):
                     raise self.err(x.loc, f"operands of '++' need a width (bit<W>/int<W>), not {x.type}")
             t = ir.BitT(a.type.width + b.type.width, a.type.signed)  # type: ignore
         else:
+            if op in ("/", "%"):
+                for x in (a, b):  # before unify turns -1 into 255
+                    if isinstance(x, ir.Const) and not isinstance(x.value, bool) and int(x.value) < 0:
+                        raise self.err(x.loc, f"operator '{op}' is not defined on negative numbers ({x.value})")
             a, b = self.unify(op, a, b, loc)
             ty = a.type
             if op in ("==", "!="):
@@ -489,6 +511,8 @@ class ExprBuilder(CallHooks):
             else:
                 if not isinstance(ty, (ir.BitT, ir.IntT)):
                     raise self.err(loc, f"operator '{op}' needs numeric operands, not {ty}")
+                if op in ("/", "%"):
+                    self._check_division(op, a, b, loc)
                 t = ir.BoolT() if op in _CMP else ty
         if isinstance(a, ir.Const) and isinstance(b, ir.Const):
             f = ce.fold_binary(op, a, b, t, loc)
@@ -534,6 +558,8 @@ class ExprBuilder(CallHooks):
             raise self.err(loc, f"{bt} has no field '{name}'."
                            + did_you_mean(name, [f.name for f in declared]))
         if isinstance(bt, ir.StackT):
+            if name in ("next", "last", "lastIndex") and self.block_kind != "parser":
+                raise self.err(loc, f"'{name}' of a header stack can only be used in a parser")
             if name in ("next", "last"):
                 return ir.StackProp(base, name, bt.elem, loc)
             if name == "lastIndex":

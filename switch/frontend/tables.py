@@ -57,6 +57,25 @@ def _ref_args(b: "BlockBuilder", ref: ir.ActionRef, args_t: ParseNode | None,
     return ref.args + _bind_prefix(b, act, rest, args_t, loc)
 
 
+_KEY_NODES = frozenset({"name_ref", "member", "index", "int_lit", "slice", "band", "type_member", "error_member"})
+
+
+def _simple_key(t: Any) -> bool:
+    """A key expression p4c names itself (a path, member, index, slice, constant, '&' of
+    those, or ``h.isValid()``); anything else needs ``@name`` (p4c's KeyNameGenerator)."""
+    if not isinstance(t, ParseNode):
+        return True
+    if t.data == "call":  # only h.isValid()
+        fn, args = t.children[0], t.children[1]
+        return isinstance(fn, ParseNode) and fn.data == "member" and isinstance(fn.children[-1], ParseNode) \
+            and str(fn.children[-1].children[0]) == "isValid" and (args is None or not children(args))
+    if t.data not in _KEY_NODES:
+        return False
+    if t.data in ("member", "slice", "index"):
+        return _simple_key(t.children[0])
+    return t.data != "band" or all(_simple_key(c) for c in t.children)
+
+
 def _call_parts(b: "BlockBuilder", t: ParseNode) -> tuple[Any, ParseNode | None]:
     if t.data == "call":
         return t.children[0].children[0], t.children[1]
@@ -94,6 +113,9 @@ def build_table(b: "BlockBuilder", t: ParseNode) -> ir.Table:
                 if not isinstance(e.type, (ir.BitT, ir.BoolT, ir.EnumT, ir.ErrorT)):
                     raise b.err(e.loc, f"table key of type {e.type} is not supported")
                 kan = b.annotations(k.children[2])
+                if "name" not in kan and not _simple_key(k.children[0]):
+                    raise b.err(e.loc, f"table '{name}': complex key expression '{b.expr_text(k.children[0])}' "
+                                "requires a @name annotation")
                 kname = kan["name"].body[0] if "name" in kan and kan["name"].body else \
                     b.expr_text(k.children[0])
                 keys.append(ir.Key(e, mk, str(kname), kan, b.loc(k)))
@@ -118,17 +140,33 @@ def build_table(b: "BlockBuilder", t: ParseNode) -> ir.Table:
             entries_t = p
         else:
             generic.append(p)
+    if "actions" not in seen:
+        raise b.err(loc, f"table '{name}' has no 'actions' property (every table needs one, as in p4c)")
     table = ir.Table(name, cp, tuple(keys), tuple(refs), ir.ActionRef(b.actions_global["NoAction"])
                      if "NoAction" in b.actions_global else ir.ActionRef(refs[0].action) if refs
                      else ir.ActionRef(ir.Action("NoAction", "NoAction", (), ir.Block(())), ()),
                      annotations=annos, loc=loc)
     for p in generic:
         _generic_prop(b, table, p)
+    if not table.default_action_given:
+        _check_no_action(b, table)
     if entries_t is not None:
         table.const_entries = tuple(_entry(b, table, e) for e in children(entries_t)
                                     if isinstance(e, ParseNode) and e.data == "entry")
         _check_unique(b, table)
     return _declare(b, table, loc)
+
+
+def _check_no_action(b: "BlockBuilder", table: ir.Table) -> None:
+    """A table without ``default_action`` runs ``NoAction``: core.p4's action without
+    parameters must be what that name denotes (p4c: "did you include core.p4?")."""
+    sym = b.scope.lookup("NoAction")
+    if sym is None:
+        raise b.err(table.loc, f"table '{table.name}' has no default_action, so its default is NoAction, "
+                    "but no action NoAction is declared (did you include core.p4?)")
+    if not isinstance(sym, ir.Action) or sym.params:
+        raise b.err(table.loc, f"table '{table.name}' has no default_action, so its default is NoAction, "
+                    "but NoAction is not an action without parameters (did you include core.p4?)")
 
 
 def _declare(b: "BlockBuilder", table: ir.Table, loc: ir.Loc) -> ir.Table:

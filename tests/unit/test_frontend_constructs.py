@@ -105,7 +105,7 @@ def test_int_literal_takes_width_of_other_operand() -> None:
 def test_saturating_ternary_casts_slices() -> None:
     p = prog(ingress_body="m.x = hdr.h.a |+| hdr.h.b; m.x = hdr.h.a |-| 1; "
              "m.x = hdr.h.a > 3 ? hdr.h.a : 8w3; m.x = hdr.h.c[11:4]; hdr.h.c[3:0] = 4w7; "
-             "m.x = (bit<8>)hdr.h.c; m.z = (bit<32>)(int<8>)hdr.h.a;")
+             "m.x = (bit<8>)hdr.h.c; m.z = (bit<32>)(int<32>)(int<8>)hdr.h.a;")
     assert rhs(p).op == "|+|" and rhs(p, 1).op == "|-|"  # type: ignore[union-attr]
     assert isinstance(rhs(p, 2), ir.Mux)
     sl = rhs(p, 3)
@@ -113,7 +113,8 @@ def test_saturating_ternary_casts_slices() -> None:
     lv = body(p)[4]
     assert isinstance(lv, ir.Assign) and isinstance(lv.lhs, ir.Slice)
     c = rhs(p, 6)
-    assert isinstance(c, ir.Cast) and isinstance(c.e, ir.Cast) and c.e.type == ir.BitT(8, True)
+    assert isinstance(c, ir.Cast) and isinstance(c.e, ir.Cast) and c.e.type == ir.BitT(32, True)
+    assert isinstance(c.e.e, ir.Cast) and c.e.e.type == ir.BitT(8, True)
 
 
 def test_bool_and_bit1_differ_and_isvalid() -> None:

@@ -306,3 +306,53 @@ def test_lpm_entry_mask_must_be_a_prefix() -> None:
 def test_const_entries_with_the_same_key_are_located() -> None:
     e = compile_err(LPM_TABLE % "0x10 &&& 0xF0 : a(1);\n  0x1F &&& 0xF0 : a(2);", "        t.apply();")
     assert e.loc.line == 12 and "has the same key as the entry at line 11" in e.message
+
+
+@pytest.mark.parametrize("body,what", [
+    ("        m.x = m.x / 0;", "division by zero"),
+    ("        m.x = m.x % 8w0;", "modulo by zero"),
+    ("        m.x = m.x / -1;", "operator '/' is not defined on negative numbers (-1)"),
+    ("        int<8> s = 1; s = s % s;", "operator '%' cannot operate on signed values (int<8>)"),
+    ("        bit<32> w = (bit<32>)(int<8>)hdr.h.a;", "a cast may change the width or the signedness, not both"),
+    ("        bool b = +true;", "operator '+' needs a numeric operand, not bool"),
+])
+def test_p4c_expression_rules(body: str, what: str) -> None:
+    e = compile_err("", body)
+    assert e.loc.line == 12 and what in e.message
+
+
+def test_stack_last_only_in_a_parser() -> None:
+    src = ingress_src("    h_t[2] st;", "        st.last.a = 1;")
+    with pytest.raises(P4Error, match=r"err\.p4:12:9: error: 'last' of a header stack can only be used in a parser"):
+        compile_source(src, "err.p4")
+
+
+@pytest.mark.parametrize("locals_,body,what", [
+    ("    table t { key = { hdr.h.a + 1 : exact; } actions = { NoAction; } }", "        t.apply();",
+     "table 't': complex key expression 'hdr.h.a + 1' requires a @name annotation"),
+    ("    table t { key = { hdr.h.a : exact; } }", "        t.apply();", "table 't' has no 'actions' property"),
+    ("    table t { actions = { NoAction; } }\n    action a() { t.apply(); }", "        a();",
+     "table 't'.apply() cannot be called from an action"),
+])
+def test_p4c_table_rules(locals_: str, body: str, what: str) -> None:
+    assert what in compile_err(locals_, body).message
+
+
+def test_named_complex_key_and_isvalid_key_are_fine() -> None:
+    compile_source(ingress_src("    table t { key = { hdr.h.a + 1 : exact @name(\"k\"); hdr.h.isValid() : exact; "
+                               "hdr.h.c[3:0] & 0xF : exact; } actions = { NoAction; } }", "        t.apply();"), "ok.p4")
+
+
+def test_functions_and_parsers_cannot_call_actions() -> None:
+    src = ingress_src("", "").replace(ING, "action a() { }\nvoid f() { a(); }\n" + ING)
+    with pytest.raises(P4Error, match=r"err\.p4:10:12: error: action 'a' cannot be called from a function"):
+        compile_source(src, "err.p4")
+
+
+def test_table_default_needs_core_noaction() -> None:
+    src = """control c() { action a() { } table t { actions = { a; } } apply { t.apply(); } }\n"""
+    with pytest.raises(P4Error, match=r"table 't' has no default_action, so its default is NoAction, but no "
+                                      r"action NoAction is declared \(did you include core\.p4\?\)"):
+        compile_source(src, "err.p4")
+    with pytest.raises(P4Error, match=r"but NoAction is not an action without parameters"):
+        compile_source("action NoAction(bit<1> x) { }\n" + src, "err.p4")
