@@ -6,7 +6,7 @@ the executor, the STF runner and the controller.
   :func:`by_suffix` (the caller decides what zero or several hits mean).
 - An unknown name gets the closest known names, compared in full and by their last
   component: :func:`close_matches`, and :func:`did_you_mean` for the message tail
-  (STYLE.md §6: ``... Did you mean 'ipv4_lpm'?``).
+  (docs/design.md, "Code conventions": ``... Did you mean 'ipv4_lpm'?``).
 """
 
 from __future__ import annotations

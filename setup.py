@@ -1,7 +1,8 @@
 """Maps the repository's top-level folders into the ``innet`` namespace.
 
-DESIGN.md §2 keeps ``switch/``, ``controller/``, ``host/``, ``testbed/`` and ``p4/`` at the
-top level, yet everything must import as ``innet.<part>``; a static list in pyproject.toml
+The repository keeps ``switch/``, ``controller/``, ``host/``, ``testbed/`` and ``p4/`` at the
+top level (docs/design.md, "Layout and layers"), yet everything must import as
+``innet.<part>``; a static list in pyproject.toml
 would have to name every sub-package, so the mapping is computed here.
 """
 

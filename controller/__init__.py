@@ -1,6 +1,6 @@
 """innet.controller: the P4Runtime control plane of innet (docs/PROTOCOL.md).
 
-Layers, each calling only downward (STYLE.md):
+Layers, each calling only downward (docs/design.md, "Layers"):
 
 - ``client``: innet's one synchronous P4Runtime wire client over finsy's protos (the
   controller, the CLI, tests and benchmarks use it): arbitration (election id; ``None`` =
@@ -19,12 +19,18 @@ Layers, each calling only downward (STYLE.md):
 - ``registers``: RegisterEntry over P4Runtime, falling back to BMv2's ``simple_switch_CLI
   --thrift-port N`` (``register_read``/``register_write``) when the switch answers
   UNIMPLEMENTED and ``SwitchEndpoint.thrift_port`` is set (BMv2's PI does not implement
-  registers); ``switch``: SwitchEndpoint (data) and Switch (a connected session).
+  registers); ``register_transport`` decides P4Runtime or Thrift before the first register
+  operation, ``cli_session`` keeps one long-lived ``simple_switch_CLI`` per switch;
+  ``tls``: the channel's TLS options; ``reconnect``: back-off for a lost connection;
+  ``switch``: SwitchEndpoint (data) and Switch (a connected session).
 - ``jobs`` (InnetLayout from the P4Info, JobSpec/WorkerSpec/Forwarding, the entries they
-  become), ``shard`` (ShardPlan), ``innet_switch`` (InnetSwitch: forwarding, jobs,
+  become), ``innet_switch`` (InnetSwitch: forwarding, jobs,
   parameters, occupancy, counters on one switch), ``controller`` (Controller over many
   switches), ``inspect`` (SwitchReport, JSON, rich tables).
 
-Hyperparameters are converted to fixed point by :func:`innet.host.wire.quantize.optimizer_params`.
+The wire format the controller shares with the agents comes from :mod:`innet.host.wire`:
+the parameter vector's split across switches (``ShardPlan``) is
+:mod:`innet.host.wire.shard`, and hyperparameters are converted to fixed point by
+:func:`innet.host.wire.quantize.optimizer_params`.
 Nothing is imported at package import time.
 """

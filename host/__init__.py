@@ -1,12 +1,19 @@
 """innet.host: the worker side of in-network aggregation.
 
-- ``wire``: protocol constants and the innet message / frame format (docs/PROTOCOL.md);
-  ``scapy_layer`` binds a scapy dissector when imported.
-- ``quantize``: float32 <-> int32 fixed point, overflow-free sum scale, optimizer integers.
-- ``transport``: plain UDP or Ethernet frames tunnelled to an ``innet-switch -u`` port.
-- ``protocol``: the Aggregator (chunks, slot window, retransmission, AggregationError).
-- ``agent``: the per-worker agent process (SmartNIC emulation), shared-memory handoff.
-- ``simulate``: the switch's fixed-point arithmetic in numpy (bit-exact reference).
-- ``model``, ``train``: softmax regression on digits, data-parallel training through agents.
-  (The switch test double for agent tests is ``tests/testkit/fake_innet_switch.py``.)
+Subpackages, lowest layer first (each imports only the ones before it):
+
+- ``wire``: the contract with the controller and ``p4/innet.p4``: protocol constants, the
+  innet message and frame format (docs/PROTOCOL.md), fixed point (``quantize``), the
+  parameter vector's shards across switches (``shard``), a job's chunk owners for
+  REDUCE/BCAST (``owners``), the switch's arithmetic and dataplane in numpy
+  (``switch_model``, ``dataplane_model``) and a scapy layer (``scapy_layer``, bound only
+  when imported).
+- ``agent``: the per-worker agent process that emulates the SmartNIC: aggregator (chunks,
+  slot window, retransmission), RTO estimator, transports, and its C datapath (``native``).
+- ``training``: softmax regression on digits and the training loop the demos share.
+- ``pytorch``: the DDP communication hook (torch is optional: import it only with torch).
+- ``luwu``, ``rail``, ``geo``: the worker side of LuWu, Rail-only and geo-distributed
+  (FusionLLM) training.
+
+The switch test double for agent tests is ``tests/testkit/fake_innet_switch.py``.
 """

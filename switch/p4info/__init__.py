@@ -6,7 +6,7 @@ Public API::
     text = to_text(info)                  # p4info.txtpb content, as p4c writes it
     write_p4info(info, Path("out.txtpb")) # format chosen from the suffix (.txt/.txtpb/.json/.bin)
 
-Ids follow DESIGN.md §6 (see :mod:`.ids`); the order of repeated fields follows p4c's
+Ids follow p4c's algorithm (docs/design.md, "P4Info ids"; see :mod:`.ids`); the order of repeated fields follows p4c's
 block traversal (see :mod:`.collect`). The file formats live in
 :mod:`innet.switch.p4rt_codec.p4info_files` (the controller reads P4Info files without
 the front-end) and are re-exported here.

@@ -1,7 +1,7 @@
 """P4Runtime ids and aliases, computed exactly as p4c's control-plane back end does.
 
 Every P4Info object id is ``(prefix << 24) | (jenkins_one_at_a_time(name) & 0xFFFFFF)``
-(DESIGN.md §6).  Names with an ``@id`` annotation are reserved first; the others get
+(docs/design.md, "P4Info ids").  Names with an ``@id`` annotation are reserved first; the others get
 their hashed id per resource type in sorted name order, probing the 32-bit hash value
 upward on a collision.  Because ids depend only on the names, a P4Info published for the
 same program by p4c is an oracle for ours.

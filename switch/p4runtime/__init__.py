@@ -5,7 +5,7 @@ Layers, each calling only downward (the wire rules it shares with clients live i
 
 - ``target_api``: the interface (``typing.Protocol`` classes) between the P4Runtime layer and
   whatever executes the program; ``embedded_target`` and ``embedded_profiles`` implement
-  it over innet's executor (a test double lives in ``innet.switch.testing``);
+  it over innet's executor (a test double lives in ``tests/testkit/fake_target.py``);
 - ``schema``: the server's index over a P4Info message, by id;
 - ``arbitration``: the pure client-arbitration state machine (primary/backup per role);
 - ``tables``, ``action_profiles``, ``externs``, ``packetio``, ``ageing``, ``digests``:

@@ -1,7 +1,7 @@
 """Extern entities: counters, meters, registers, the replication engine and digests.
 
 RegisterEntry reads and writes are an innet extension: BMv2's PI server answers them
-with UNIMPLEMENTED (DESIGN.md §5).
+with UNIMPLEMENTED (docs/p4runtime.md, "Registers over P4Runtime").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Theoretical times and bytes of an allreduce (DESIGN.md §9), the "theory" columns of ``innet bench``.
+"""Theoretical times and bytes of an allreduce (docs/design.md, "Benchmarks"), the "theory" columns of ``innet bench``.
 
 Two collectives over a star of ``n`` workers whose links run at ``bw_bps`` each way:
 

@@ -1,7 +1,7 @@
 """What machine produced a benchmark's numbers: every benchmark script records the same facts.
 
-STYLE.md asks that every figure names its machine and load; every benchmark takes them from
-here so their JSON files agree on the keys.
+Every figure names its machine and load (docs/design.md, "Benchmarks"); every benchmark takes
+them from here so their JSON files agree on the keys.
 """
 
 from __future__ import annotations

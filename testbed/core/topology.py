@@ -7,7 +7,7 @@
 A topology says *what* exists (hosts, switches, the links between them and their
 impairments) and nothing about how it is brought up: ``innet.testbed.backends.mininet.net`` turns it
 into namespaces and veths, ``innet.testbed.backends.loopback`` into UDP switch ports. It is built
-for more than the single-switch star (DESIGN.md §4): switches carry a ``role`` (the
+for more than the single-switch star (docs/design.md, "Topologies beyond the star"): switches carry a ``role`` (the
 aggregation switch of a star; later ``rail``/``spine`` switches of rail-only and
 rail-optimized networks, or per-``site`` switches of a geo-distributed one), hosts carry
 a ``group`` (the HB domain or the site they belong to), and every link has its own
@@ -470,7 +470,7 @@ def star(workers: int = 4, link: Link | None = None, subnet: str = "10.0.0.0/24"
 
 def _rail_grid(kind: str, domains: int, gpus_per_domain: int, nic_link: Link | None, hb_link: Link | None,
                spine: bool, spine_link: Link | None = None) -> Topology:
-    """The x-by-y grid of the Rail-only paper (DESIGN.md §4, docs/rail.md): ``domains`` = y HB
+    """The x-by-y grid of the Rail-only paper (docs/rail.md): ``domains`` = y HB
     domains of ``gpus_per_domain`` = x GPUs; GPU ``g`` of every domain is on rail ``g``.
 
     Names and addresses: host ``d<D>g<G>`` (1-based) has global rank ``(D-1)*x + G-1``, NIC

@@ -9,7 +9,8 @@ row: time (mean, min), goodput (message bits / time), the switch's achieved pack
 not measurable) next to the theory of :mod:`innet.testbed.core.bounds`, for innet the chunks
 retransmitted per timed operation (all workers together; column "retrans/op"), and whether
 every worker got the exact result. Saves ``bench-<stamp>.json`` and ``.png`` under the output
-directory and prints a rich table. A benchmark is a program, not a test (STYLE.md 12).
+directory and prints a rich table. A benchmark is a program, not a test (docs/design.md,
+"Benchmarks").
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ all-to-all with ``D`` bytes per GPU pair: on rail-optimized both the direct rout
 two-step route (which uses exactly the links it would on rail-only, so the two compare in the
 same run), on rail-only the two-step route. Each row carries the model's time from
 :mod:`innet.testbed.rail.models.railperf` with ``C_S``/``C_F`` the HTB rates of the NIC and HB links.
-Saves ``rail-bench-<kind>-<stamp>.json`` and ``.png``; a program, not a test (STYLE.md 12).
+Saves ``rail-bench-<kind>-<stamp>.json`` and ``.png``; a program, not a test (docs/design.md,
+"Benchmarks").
 """
 
 from __future__ import annotations

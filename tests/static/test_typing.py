@@ -1,4 +1,4 @@
-"""mypy over the whole package, so type errors fail CI like any other test (STYLE.md §4).
+"""mypy over the whole package, so type errors fail CI like any other test (docs/design.md, "Code conventions").
 
 The repository root is the ``innet`` package (setup.py maps it), which mypy cannot see
 through the editable-install hook; a temporary folder with an ``innet`` symlink to the

@@ -1,5 +1,5 @@
 """Every public top-level class name is defined once across ``innet.*``, so a name in
-a traceback, a doc or a grep points at one thing (STYLE.md: names say what they are).
+a traceback, a doc or a grep points at one thing (names say what they are).
 
 Checked with ``ast`` over the sources. Private names (``_Stream``) are a module's own
 business and not checked.

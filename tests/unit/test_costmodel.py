@@ -1,4 +1,4 @@
-"""innet.testbed.core.bounds: ring and INA bounds against hand-computed values (DESIGN.md §9)."""
+"""innet.testbed.core.bounds: ring and INA bounds against hand-computed values (docs/design.md, "Benchmarks")."""
 
 from __future__ import annotations
 

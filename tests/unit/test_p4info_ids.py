@@ -22,7 +22,7 @@ from innet.switch.p4info.ids import (
 
 
 def reference_hash(data: bytes) -> int:
-    """Straight transcription of the algorithm in DESIGN.md §6 (independent of ids.py)."""
+    """Straight transcription of the algorithm in docs/design.md, "P4Info ids" (independent of ids.py)."""
     h = 0
     for b in data:
         h = (h + b) % 2**32
