@@ -99,8 +99,9 @@ def rpc_error(error: grpc.RpcError, what: str, address: str) -> ControllerError:
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
         return SwitchUnreachableError(f"{what}: switch {address} did not answer ({code.name}: {details})")
     if code == grpc.StatusCode.PERMISSION_DENIED:
-        return NotPrimaryError(text + " (this client is not the primary controller: "
-                               "another one holds a higher election id)", code)
+        return NotPrimaryError(text + " (this client is not the primary controller: another one holds a "
+                               "higher election id; use an id above it, or another P4Runtime role, as the "
+                               f"innet commands do without --election-id: role {CLI_ROLE!r})", code)
     if code == grpc.StatusCode.UNIMPLEMENTED:
         return UnimplementedError(text, code)
     if code == grpc.StatusCode.FAILED_PRECONDITION:
