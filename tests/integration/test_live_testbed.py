@@ -170,3 +170,27 @@ def test_refused_address_fails_at_once_with_a_clear_line(env):
     assert result.stderr.strip() == (f"innet: error: switch {address}: connection refused (no P4Runtime server "
                                      "listens there); no testbed is running (innet testbed up) and no switch "
                                      "listens at that address")
+
+
+SHELL_READ = """
+import sys
+import p4runtime_sh.shell as sh
+sh.setup(device_id=1, grpc_addr=sys.argv[1], election_id=(1, 0), verbose=False)
+try:
+    print(len(list(sh.TableEntry("MyIngress.ipv4_lpm").read())))
+finally:
+    sh.teardown()
+"""
+
+
+@pytest.mark.slow
+def test_p4runtime_shell_reads_the_testbed_at_the_printed_address(env, testbed, shell_python, tmp_path):
+    (doc,) = json.loads(ok(env, "testbed", "status", "--json"))
+    address = doc["switches"][0]["p4runtime"]
+    assert f"s1: P4Runtime {address} (device 1)" in testbed.text()
+    result = subprocess.run([str(shell_python), "-c", SHELL_READ, address], capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "2"  # the route of each host the testbed installed
+    # and innet's own write commands still work beside both
+    assert "worker set attached" in ok(env, "job", "attach", "--testbed", "alpha", "--job", "1")
