@@ -1,4 +1,4 @@
-"""Data parallel across sites: the baseline a user reaches for first (issue 22, item 1a).
+"""Data parallel across sites: the baseline a user reaches for first.
 
 Every site holds a full replica of the model and trains on its own data; after each step
 (M microbatches accumulated) the sites exchange their whole parameter gradient over the WAN

@@ -205,7 +205,7 @@ def opfence(graph: Graph, workload: OpWorkload, net: SiteNetwork, clusters: Sequ
     return best
 
 
-# -- baselines a user would try (issue 22) ---------------------------------------------
+# -- baselines a user would try -------------------------------------------------------
 
 
 def _cut_range(graph: Graph) -> range:

@@ -17,7 +17,7 @@ link direction (``LinkCompressor``); ``probe_next``/``answer_prev`` measure the 
 bandwidth and one-way delay first. During training every message carries its send time, the
 receiver measures the rate it arrived at (:class:`ThroughputMeter`) and returns the
 estimate in the tag of its next message the other way, so AdaTopK's ratio follows the
-boundary's current throughput (issue 22, item 3).
+boundary's current throughput.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Device speed: time a probe operator on a site's own process (issue 22, item 2).
+"""Device speed: time a probe operator on a site's own process.
 
 OP-Fence's cost model divides each operator's measured time by its device's relative speed
 (``SiteNetwork.speed``). The workload is measured once, in the planning process; what differs

@@ -55,7 +55,7 @@ class NodeConfig(JsonPlan):
     transport: dict[str, Any]
     """Transport dict (``innet.testbed.core.ina_worker.transport_config``)."""
     steps: int
-    """Steps to run in this session (a resumed node runs this many more)."""
+    """Steps this run of the node takes (a resumed node runs this many more)."""
     adam: AdamConfig = field(default_factory=AdamConfig)
     init: str | None = None
     """``.npy`` with the whole model's initial float32 parameters (ignored when resuming)."""

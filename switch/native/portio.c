@@ -1,4 +1,4 @@
-/* innet-switch's C port loop (issue 9): one datapath thread that owns the port sockets.
+/* innet-switch's C port loop: one datapath thread that owns the port sockets.
  *
  * Why: per-packet Python socket calls and a Python call per packet cap innet-switch far
  * below what the generated C pipeline runs. Here the loop receives a batch with recvmmsg,

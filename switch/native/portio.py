@@ -77,7 +77,7 @@ STAT_NAMES = ("batches", "rx", "tx", "to_python", "drop_no_peer", "drop_no_port"
 """``pio_stats`` in order: frames and batches, drops by reason, and nanoseconds the loop
 spent per stage (receive, waiting for the switch mutex, pipeline, send, idle in epoll)."""
 RING_MTU = 9000
-"""Smallest MTU an interface port's receive ring is sized for (jumbo frames, issue 9)."""
+"""Smallest MTU an interface port's receive ring is sized for (jumbo frames)."""
 STOP_TIMEOUT = 5.0
 """Seconds ``close`` waits for each thread (the loop polls its stop flag every 50 ms)."""
 

@@ -1,7 +1,7 @@
 """``innet geo plan`` and ``innet geo bench``: thin calls into ``innet.testbed.geo.bench``.
 
 Sites and WAN links are flags (``--sites a:2,b:2,c:2``, ``--wan a-b:10:40,...`` as
-``SITE-SITE:Mbit/s:ms``); the defaults are the issue's three sites and WAN classes.
+``SITE-SITE:Mbit/s:ms``); the defaults are ``innet.testbed.geo.topology.geo()``'s three sites and WAN classes.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ DEFAULT_SITES = (Site("a"), Site("b"), Site("c"))
 DEFAULT_WAN = (Wan("a", "b", Link(bw_mbps=10, delay_ms=40)),
                Wan("b", "c", Link(bw_mbps=100, delay_ms=10)),
                Wan("a", "c", Link(bw_mbps=1000, delay_ms=2)))
-"""The issue's three WAN classes: 10 Mbit/s / 40 ms, 100 Mbit/s / 10 ms, 1 Gbit/s / 2 ms."""
+"""The default topology's three WAN classes: 10 Mbit/s / 40 ms, 100 Mbit/s / 10 ms, 1 Gbit/s / 2 ms."""
 
 
 def geo(sites: Sequence[Site] = DEFAULT_SITES, wan: Sequence[Wan] = DEFAULT_WAN, name: str | None = None) -> Topology:

@@ -2,7 +2,7 @@
 
     innet bench soak --minutes 10 --workers 4 --loss 5 --dup 5 [--loopback]
 
-A benchmark-style program, not a test (issue 7, item 6). Rounds repeat until the time is
+A benchmark-style program, not a test. Rounds repeat until the time is
 up; each round is a new worker set on the same live job (``Testbed.spawn_ina`` attaches
 a new epoch), which is what a restarted training script does:
 

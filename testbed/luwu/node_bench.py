@@ -33,7 +33,7 @@ from innet.rss import peak_rss_bytes
 
 MODULE = __name__
 TARGET_RATIO = 0.5
-"""Node throughput / torch foreach throughput the benchmark is held to (issue 18)."""
+"""Node throughput / torch foreach throughput the benchmark is held to."""
 
 
 def _config(optimizer: str) -> Any:

@@ -28,7 +28,7 @@ LPM route back to port 1, TTL decrement, checksum update), ``agg64``
 raised to 9000 for it, so its reflector ceilings are measured at that frame size). For each it
 prints pkt/s of both reflectors and of the switch, the switch's ratio to each, and saves
 ``bench_veth.json`` and ``bench_veth.png``. ``--executor`` is passed to innet-switch
-(the native executor of issue 9); without it the switch's default runs.
+(``native`` for the C executor); without it the switch's default runs.
 """
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ def known_bug(exc_type: str, text: str) -> KnownBug | None:
 # ---------------------------------------------------------------------- counts
 
 STATS: dict[str, int] = {}
-"""Inputs run per kind in this session (printed at the end of the run by the conftest)."""
+"""Inputs run per kind in this pytest run (printed at the end of the run by the conftest)."""
 
 
 def count(kind: str, n: int = 1) -> None:

@@ -42,7 +42,7 @@ def _tools() -> Bmv2StfTools:
 
 @pytest.fixture(scope="module")
 def compile_ahead(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CompileAhead | None]:
-    """The programs of this session's selected STF items, compiled in the background in the
+    """The programs of the STF items this pytest run selected, compiled in the background in the
     order the items run (``bmv2_ahead``); None without the toolchain."""
     try:
         tools = find_stf_tools()

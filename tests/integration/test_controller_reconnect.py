@@ -1,4 +1,4 @@
-"""A live Controller survives a restart of its switch (issue 7): innet-switch runs as a
+"""A live Controller survives a restart of its switch: innet-switch runs as a
 process; it is killed and started again on the same port, empty; the controller's next
 call reconnects with back-off, arbitrates with the same election id, pushes the pipeline
 again and re-installs the forwarding and the job it had installed, then answers."""

@@ -1,5 +1,5 @@
 """The controller's client cuts large writes into requests whose per-update errors stay
-readable (F6 of issue 7), says that such a write is not atomic, and accepts the large
+readable, says that such a write is not atomic, and accepts the large
 error trailers a switch like BMv2 sends. Real gRPC server on loopback, fake target."""
 
 from __future__ import annotations

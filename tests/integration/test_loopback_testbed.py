@@ -43,7 +43,7 @@ def test_exact_sums_through_the_switch_and_nothing_left(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_reused_job_is_exact_for_every_worker_set(tmp_path: Path) -> None:
-    """Issue 7 F1: three worker sets one after another on the same live job, each starting at
+    """Three worker sets one after another on the same live job, each starting at
     stream position 0 on the slot copies the previous set left complete."""
     with open_testbed(star(workers=2), TestbedOptions(state_dir=tmp_path), backend="loopback") as tb:
         for run in range(3):

@@ -1,5 +1,5 @@
-"""A failed Write batch whose per-update errors would exceed gRPC's metadata limit (F6 of
-issue 7): a default gRPC client must still get a readable answer, never the transport's
+"""A failed Write batch whose per-update errors would exceed gRPC's metadata limit: a
+default gRPC client must still get a readable answer, never the transport's
 RESOURCE_EXHAUSTED, and huge failing batches must not hold a traceback per update."""
 
 from __future__ import annotations

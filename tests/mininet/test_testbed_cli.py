@@ -1,5 +1,5 @@
 """`innet testbed up`'s Mininet CLI, driven through its standard input like a user at the prompt:
-every command's output must reach the terminal (issue 8: it used to print nothing). Mininet
+every command's output must reach the terminal (it once printed nothing). Mininet
 writes it to stderr, as `mn` does; a terminal shows both streams, so the test reads both."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Register transport decided before the first register operation (issue 13): on a switch
+"""Register transport decided before the first register operation: on a switch
 known or found not to support RegisterEntry (BMv2), no register update is ever sent over
 P4Runtime, so a job's 1056-cell batch cannot overflow gRPC metadata with per-update errors."""
 

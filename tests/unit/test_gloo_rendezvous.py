@@ -1,4 +1,4 @@
-"""gloo's rendezvous store listens on the testbed's address only (issue 7: with
+"""gloo's rendezvous store listens on the testbed's address only (with
 ``init_method="tcp://..."`` torch's TCPStore listened on every interface)."""
 
 from __future__ import annotations

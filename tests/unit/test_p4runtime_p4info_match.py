@@ -1,6 +1,7 @@
 """SetForwardingPipelineConfig refuses a P4Info that does not describe the program it is
-pushed with: widths, match kinds, sizes, references (F5 of issue 7: a register claimed
-100,000 bits wide accepted a 21-byte write and read it back truncated)."""
+pushed with: widths, match kinds, sizes, references (otherwise
+a register claimed 100,000 bits wide would accept a 21-byte write and read it back
+truncated)."""
 
 from __future__ import annotations
 

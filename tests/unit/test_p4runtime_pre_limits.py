@@ -1,5 +1,5 @@
 """Packet replication engine ids, ports and instances the v1model program can address
-(F5 of issue 7: group ids above bit<16> were accepted and never selectable)."""
+(group ids above bit<16> would be accepted and never selectable)."""
 
 import re
 

@@ -1,6 +1,6 @@
 """constraints.txt pins every Python dependency setup.sh installs, and the venv has those versions.
 
-Two setups on different days must give the same versions (issue 8): pyproject.toml keeps the
+Two setups on different days must give the same versions: pyproject.toml keeps the
 library's ranges, constraints.txt the exact versions setup.sh installs with ``-c``."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The agent's UDP socket binds to the address that reaches the switch, not to every
-interface (issue 7: listeners bound to the testbed's interface)."""
+interface: a listener is bound to the testbed's interface only."""
 
 from innet.host.agent.transport import UdpTransport, UdpTransportConfig, route_source
 

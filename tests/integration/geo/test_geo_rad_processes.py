@@ -73,7 +73,7 @@ def test_a_failing_stage_is_reported_with_its_message() -> None:
 
 @pytest.mark.slow
 def test_numpy_site_and_torch_sites_equal_one_torch_process(tmp_path: Path) -> None:
-    """Heterogeneous software across processes (issue 22, item 4): a torch.fx-traced MLP whose
+    """Heterogeneous software across processes: a torch.fx-traced MLP whose
     stage 0 runs the numpy operators and stages 1-2 torch autograd, over loopback TCP, ends
     where the module trained in one torch process ends."""
     torch = pytest.importorskip("torch", reason="torch (optional dependency) is not installed")
@@ -111,7 +111,7 @@ def test_numpy_site_and_torch_sites_equal_one_torch_process(tmp_path: Path) -> N
 
 
 def test_a_site_killed_mid_run_is_named_at_the_others_and_nothing_is_left() -> None:
-    """Issue 22 item 6: the middle site's process dies (SIGKILL) at step 3 of a long run; its
+    """A site killed mid-run: the middle site's process dies (SIGKILL) at step 3 of a long run; its
     neighbours see their links close, exit naming what failed, and the launch reports it well
     within the stages' 10 s receive deadline; no stage process is left."""
     import signal

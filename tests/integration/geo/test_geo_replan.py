@@ -1,4 +1,4 @@
-"""Re-planning at a step boundary (issue 22, item 2): stages of a new partition start from the
+"""Re-planning at a step boundary: stages of a new partition start from the
 parameters the old partition's stages wrote, each taking its own nodes."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Mininet tier: per-site CPU quotas (cgroups) on processes started on the site hosts are
 applied (the process is in its site's cgroup with the quota set, and runs the speed probe
-slower) and removed (no cgroup left, the testbed down) - issue 22, item 2."""
+slower) and removed (no cgroup left, the testbed down)."""
 
 from __future__ import annotations
 

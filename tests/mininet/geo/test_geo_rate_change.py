@@ -1,4 +1,4 @@
-"""Mininet tier: AdaTopK follows a WAN link whose rate tc changes mid-run (issue 22, item 3).
+"""Mininet tier: AdaTopK follows a WAN link whose rate tc changes mid-run.
 
 The language model on the naive chain a-b-c sends its activations over the 10 Mbit/s a-b
 link; after step ``AT`` the link's HTB rate on both ends becomes 2.5 Mbit/s

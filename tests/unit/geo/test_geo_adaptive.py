@@ -1,5 +1,5 @@
 """AdaTopK that adapts: the ratio follows the measured throughput of a boundary whose rate
-changes mid-run (issue 22, item 3)."""
+changes mid-run."""
 
 from __future__ import annotations
 

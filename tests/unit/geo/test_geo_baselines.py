@@ -1,4 +1,4 @@
-"""Placement baselines for issue 22: bandwidth-greedy order with balanced cuts, and the
+"""Placement baselines OP-Fence is compared against: bandwidth-greedy order with balanced cuts, and the
 exhaustive search under OP-Fence's cost model without clustering."""
 
 from __future__ import annotations

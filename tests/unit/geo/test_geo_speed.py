@@ -1,4 +1,4 @@
-"""Device speeds (issue 22, item 2): the probe, speeds relative to the planning process, the
+"""Device speeds: the probe, speeds relative to the planning process, the
 speed-aware OP-Fence plan against the plan made assuming equal speeds, and bad speeds."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""PyTorch models in the OP-DAG (issue 22, item 4): a traced module trains across pipeline
+"""PyTorch models in the OP-DAG: a traced module trains across pipeline
 stages, one of them numpy and the others torch, exactly like the module in one torch process."""
 
 from __future__ import annotations
