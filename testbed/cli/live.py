@@ -299,7 +299,7 @@ def up_lines(tb: Any) -> list[str]:
     return lines
 
 
-def add_status_commands(tbsub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_status_commands(tbsub: "argparse._SubParsersAction[Any]") -> None:
     """``testbed status`` and ``testbed ls`` on the ``innet testbed`` subparsers."""
     for name, text in (("status", "list running testbeds: switches, P4Runtime/Thrift addresses, ports, pids, logs"),
                        ("ls", "the same as status")):
@@ -446,7 +446,7 @@ def _register_cmd(sw: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_commands(sub: "argparse._SubParsersAction[Any]") -> None:
     """Register ``table``, ``counter`` and ``register`` on the ``innet`` parser."""
     table = sub.add_parser("table", help="add, modify, delete or dump entries of any table "
                                          "(simple_switch_CLI's table_add/table_dump)")
