@@ -13,13 +13,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from innet.argtypes import output_dir
-from innet.argtypes import sizes
+from innet.argtypes import Parser, output_dir, sizes
 
 EXIT_USAGE = 2
 
 
-class OneLineArgumentParser(argparse.ArgumentParser):
+class OneLineArgumentParser(Parser):
     """A bad argument is one line (``innet model X: error: ...``), exit 2, no usage block."""
 
     def error(self, message: str) -> Any:
@@ -68,6 +67,27 @@ def cmd_model(args: argparse.Namespace) -> int:
     stem = f"model-{args.model}" + (f"-{args.sweep}" if args.model == "sweep" else "")
     paths = report.save(doc, args.out, stem)
     console.print("wrote " + " and ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    """``innet model reproduce``: every claim of the paper, computed now, as a table, JSON and PNGs."""
+    from innet.testbed.rail.models import reproduce, report
+    from innet.testbed.rail.models.railperf import ModelError
+
+    console = _console()
+    try:
+        names = ("before", "after") if args.setting == "both" else (args.setting,)
+        chosen = [reproduce.with_overrides(reproduce.settings_by_name(n), hb_efficiency=args.hb_efficiency,
+                                           tp_overlap=args.tp_overlap) for n in names]
+        rows = {s.name: reproduce.reproduce(s, with_guesses=not args.no_guesses) for s in chosen}
+    except ModelError as error:
+        print(f"innet model reproduce: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    doc = report.reproduction_doc(chosen, rows)
+    console.print(report.reproduction_table(doc))
+    paths = report.save_reproduction(doc, args.out)
+    console.print("wrote " + ", ".join(str(p) for p in paths))
     return 0
 
 
@@ -176,7 +196,7 @@ def _add_iteration(msub: Any) -> None:
 
     it = msub.add_parser("iteration", help="GPT iteration time and HFU (validation table; --gpt: one configuration)")
     it.add_argument("--gpt", choices=sorted(MODELS), default=None, help="model to run on a cluster (default: none)")
-    it.add_argument("--gpu", choices=("h100", "a100"), default="h100")
+    it.add_argument("--gpu", choices=("h100", "a100"), default="h100", help="GPU of the cluster")
     it.add_argument("--gpus", type=_int, default=32768, help="N (default 32768)")
     it.add_argument("--hb-size", "-K", type=_int, default=8, help="HB domain size K (default 8)")
     it.add_argument("--c-f", type=_float, default=3600.0, help="HB Gbit/s per GPU (default 3600)")
@@ -184,23 +204,23 @@ def _add_iteration(msub: Any) -> None:
     it.add_argument("--batch", type=_int, default=4096, help="global batch in sequences (default 4096)")
     for name in ("tp", "pp", "dp"):
         it.add_argument(f"--{name}", type=_int, default=None, help=f"{name} degree (default: best split)")
-    it.add_argument("--microbatch", type=_int, default=1)
-    it.add_argument("--interleave", type=_int, default=1)
+    it.add_argument("--microbatch", type=_int, default=1, help="sequences per microbatch")
+    it.add_argument("--interleave", type=_int, default=1, help="pipeline stages per GPU (interleaved schedule)")
     it.set_defaults(func=cmd_model)
 
 
 def _add_traffic(msub: Any) -> None:
     tr = msub.add_parser("traffic", help="per-GPU-pair traffic of Megatron GPT and of MoE (heatmaps + shares)")
     tr.add_argument("--gpt", default="gpt-1t", help="GPT model (default gpt-1t)")
-    tr.add_argument("--tp", type=_int, default=8)
-    tr.add_argument("--pp", type=_int, default=64)
-    tr.add_argument("--dp", type=_int, default=6)
-    tr.add_argument("--microbatch", type=_int, default=1)
+    tr.add_argument("--tp", type=_int, default=8, help="tensor-parallel degree")
+    tr.add_argument("--pp", type=_int, default=64, help="pipeline-parallel degree")
+    tr.add_argument("--dp", type=_int, default=6, help="data-parallel degree")
+    tr.add_argument("--microbatch", type=_int, default=1, help="sequences per microbatch")
     tr.add_argument("--batch", type=_int, default=3072, help="global batch (default 3072, Megatron's 1T run)")
-    tr.add_argument("--hb-size", "-K", type=_int, default=8)
-    tr.add_argument("--moe-gpus", type=_int, default=128)
-    tr.add_argument("--moe-batch", type=_int, default=512)
-    tr.add_argument("--moe-hb-size", type=_int, default=8)
+    tr.add_argument("--hb-size", "-K", type=_int, default=8, help="HB domain size K")
+    tr.add_argument("--moe-gpus", type=_int, default=128, help="GPUs of the MoE model")
+    tr.add_argument("--moe-batch", type=_int, default=512, help="global batch of the MoE model")
+    tr.add_argument("--moe-hb-size", type=_int, default=8, help="HB domain size of the MoE cluster")
     tr.set_defaults(func=cmd_model)
 
 
@@ -220,12 +240,16 @@ def _add_sweep(msub: Any) -> None:
         p = ssub.add_parser(name, help=text)
         p.add_argument("--gpus", type=_ints, default=gpus, help=f"cluster sizes (default {','.join(map(str, gpus))})")
         if name == "cost":
-            p.add_argument("--radix", type=_ints, default=netcost.TABLE2_RADIX)
-            p.add_argument("--hb-size", type=_ints, default=netcost.TABLE2_DOMAINS)
+            p.add_argument("--radix", type=_ints, default=netcost.TABLE2_RADIX, help="switch radices, comma-separated")
+            p.add_argument("--hb-size", type=_ints, default=netcost.TABLE2_DOMAINS,
+                           help="HB domain sizes, comma-separated")
         else:
             p.add_argument("--gpt", type=lambda s: tuple(s.split(",")), default=models, help="models")
-            p.add_argument("--batch", type=_int, default=sweeps.DEFAULT_BATCH)
-            p.add_argument("--batches", type=_ints, default=sweeps.FIG10_BATCHES)
+            if name == "batch":
+                p.add_argument("--batches", type=_ints, default=sweeps.FIG10_BATCHES,
+                               help="global batches, comma-separated")
+            else:
+                p.add_argument("--batch", type=_int, default=sweeps.DEFAULT_BATCH, help="global batch in sequences")
         p.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
         p.set_defaults(func=cmd_model)
 
@@ -246,6 +270,14 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     _add_iteration(msub)
     _add_traffic(msub)
     _add_sweep(msub)
+    rep = msub.add_parser("reproduce", help="every quantitative claim of the paper beside innet's number "
+                                            "(table, reproduce.json, one PNG per figure)")
+    rep.add_argument("--setting", choices=("before", "after", "both"), default="both",
+                     help="model settings: before (NVLink 0.6, typical power, ...), after (cited fixes), both")
+    rep.add_argument("--hb-efficiency", type=_float, default=None, help="override the NVLink efficiency (0-1]")
+    rep.add_argument("--tp-overlap", type=_float, default=None, help="override the TP overlap fraction [0, 1]")
+    rep.add_argument("--no-guesses", action="store_true", help="skip recomputing rows under the guesses' alternatives")
+    rep.set_defaults(func=cmd_reproduce)
     for name, p in msub.choices.items():
         if name != "sweep":
             p.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")

@@ -79,8 +79,12 @@ FITTED_EFFICIENCY = 0.737
 published Megatron runs (:func:`calibrate`; a unit test recomputes it). Used for A100 and,
 for want of published H100 runs, for H100 too (docs/rail.md)."""
 HB_EFFICIENCY = 0.6
-"""Fraction of ``C_F`` NCCL collectives reach inside an NVLink domain (Calculon's published
-A100 system description, calculon/examples/a100.json)."""
+"""Fraction of ``C_F`` NCCL collectives reach inside an NVLink domain as Calculon's published
+A100 system description sets it (calculon/examples/a100.json); kept as the "before" setting."""
+HB_EFFICIENCY_MEASURED = 370 / 450
+"""Fraction of ``C_F`` NCCL reaches on NVLink as measured: 370 GB/s of the 450 GB/s line rate
+on DGX H100 ("with the protocol overhead (~20%) NCCL can get an effective NVLink bandwidth of
+370GB/s", NCCL maintainer S. Jeaugey, github.com/NVIDIA/nccl-tests/issues/212, 2024-05-06)."""
 NIC_EFFICIENCY = 0.9
 """Fraction of ``C_S`` reached on the NIC (same source)."""
 
@@ -112,6 +116,17 @@ class Platform:
     efficiency: float = FITTED_EFFICIENCY
     hb_efficiency: float = HB_EFFICIENCY
     nic_efficiency: float = NIC_EFFICIENCY
+    tp_overlap: float = 0.0
+    """Fraction of each layer's GEMM time the tensor-parallel collectives can hide behind:
+    0 is Megatron 2022 (collectives on the critical path, the published A100 runs); 1 is
+    Megatron-Core's ``--tp-comm-overlap`` (Transformer Engine splits each all-gather /
+    reduce-scatter and the GEMM that consumes or produces it into chunks and runs them at
+    once), what the paper's model assumes (section V-A names "the assumption of overlap
+    between computation and communication" as an error source)."""
+    dp_overlap: bool = True
+    """Whether the gradient reduce-scatter/all-gather overlaps the last micro-batch's backward
+    pass (Megatron-Core's ``--overlap-grad-reduce``); False is Megatron 2021/2022, which
+    reduces the gradients after the backward pass."""
 
     def __post_init__(self) -> None:
         _count("gpus", self.gpus)
@@ -127,6 +142,8 @@ class Platform:
             _positive(name, value)
             if value > 1:
                 raise ModelError(f"{name}={value!r}: must be within (0, 1]")
+        if isinstance(self.tp_overlap, bool) or not 0 <= self.tp_overlap <= 1:
+            raise ModelError(f"tp_overlap={self.tp_overlap!r}: must be within [0, 1]")
 
     @property
     def hb_bytes_s(self) -> float:
@@ -284,6 +301,8 @@ def iteration(model: GptModel, platform: Platform, par: Parallelism, batch: int)
     tp_shape = strided_shape(t, 1, platform.hb_size)
     act = b * model.seq * model.hidden * BYTES_PER_VALUE
     tp_layer = TP_COLLECTIVES_PER_LAYER * gather_time(tp_shape, act, platform) if t > 1 else 0.0
+    # Overlapped collectives hide behind the forward and backward GEMMs of the same layer.
+    tp_layer = max(0.0, tp_layer - platform.tp_overlap * 3 * w.matmul_flops / flops_s)
     tp_stage = model.layers / p * tp_layer
     steps = m + (p - 1) / v
     compute, bubble = m * stage, (p - 1) / v * stage
@@ -297,7 +316,7 @@ def iteration(model: GptModel, platform: Platform, par: Parallelism, batch: int)
         dp_shape = strided_shape(d, t, platform.hb_size)
         grads = model.params / (t * p) * BYTES_PER_VALUE
         reduce = 2 * gather_time(dp_shape, grads, platform)
-        backward_last = 2 * (model.layers / p) * fwd
+        backward_last = 2 * (model.layers / p) * fwd if platform.dp_overlap else 0.0
         data = max(0.0, reduce - backward_last)
     optimizer = ADAM_BYTES_PER_PARAM * model.params / (t * p * d) / hbm_s
     total = compute + bubble + tensor + pipeline + data + optimizer
@@ -376,18 +395,19 @@ public validation files encode them: interleaving 3 for 175B and 530B). These ar
 whose HFU the Rail-only paper's Fig. 7 compares with (1.8% error for 1T, 10.8% for 22B)."""
 
 
-def validation_rows(efficiency: float = FITTED_EFFICIENCY) -> list[dict[str, float | str]]:
+def validation_rows(efficiency: float = FITTED_EFFICIENCY, hb_efficiency: float = HB_EFFICIENCY,
+                    runs: Sequence[PublishedRun] = VALIDATION) -> list[dict[str, float | str]]:
     """Model vs published HFU for each run; ``error`` = model/published - 1."""
     rows: list[dict[str, float | str]] = []
-    for run in VALIDATION:
-        platform = replace(dgx_a100(run.gpus), efficiency=efficiency)
+    for run in runs:
+        platform = replace(dgx_a100(run.gpus), efficiency=efficiency, hb_efficiency=hb_efficiency)
         r = iteration(model_by_name(run.model), platform, run.par, run.batch)
         rows.append({"model": run.model, "gpus": run.gpus, "published_s": run.seconds, "model_s": r.total,
                      "published_hfu": run.hfu(), "model_hfu": r.hfu, "error": r.hfu / run.hfu() - 1})
     return rows
 
 
-def calibrate(runs: Sequence[PublishedRun] = VALIDATION) -> float:
+def calibrate(runs: Sequence[PublishedRun] = VALIDATION, hb_efficiency: float = HB_EFFICIENCY) -> float:
     """The efficiency minimizing the squared log-error of the iteration times of ``runs``.
 
     The model's time is ``a/e + c`` (compute over efficiency plus network), so the fit is a
@@ -396,7 +416,7 @@ def calibrate(runs: Sequence[PublishedRun] = VALIDATION) -> float:
     def loss(eff: float) -> float:
         total = 0.0
         for run in runs:
-            platform = replace(dgx_a100(run.gpus), efficiency=eff)
+            platform = replace(dgx_a100(run.gpus), efficiency=eff, hb_efficiency=hb_efficiency)
             r = iteration(model_by_name(run.model), platform, run.par, run.batch)
             total += math.log(r.total / run.seconds) ** 2
         return total

@@ -40,6 +40,10 @@ class Parts:
     """Price of one 400 Gbit/s transceiver (one end of a link), its share of fiber included."""
     transceiver_w: float
     """Power of one transceiver."""
+    switch_power_includes_optics: bool = False
+    """True when ``switch_w_per_port`` is a maximum that already includes the transceivers
+    plugged into the switch (NVIDIA's "maximum power with active cables"): then only the
+    NIC-end transceivers, one per GPU, add ``transceiver_w``."""
 
     def __post_init__(self) -> None:
         for name in ("switch_usd_per_port", "switch_w_per_port", "transceiver_usd", "transceiver_w"):
@@ -60,6 +64,16 @@ PUBLIC_PARTS = Parts(switch_usd_per_port=36_000 / 64, switch_w_per_port=747 / 64
 $50,000), 747 W typical without optics (NVIDIA QM9700 spec); a 400G transceiver end $640
 (a public H100-cluster cost sheet, Aug. 2024: $1,280 of optics and fiber per 400G link) and
 9 W (NVIDIA MMA4Z00-NS400 datasheet, maximum). Sources: docs/rail.md."""
+
+QM9700_MAX_W = 1720.0
+"""NVIDIA QM9700/QM9790 user manual (the paper's ref. [31]), specifications: maximum power
+with active cables (its 32 twin-port OSFP cages loaded), against 747 W typical with passive
+cables."""
+PEAK_PARTS = Parts(switch_usd_per_port=PUBLIC_PARTS.switch_usd_per_port, switch_w_per_port=QM9700_MAX_W / 64,
+                   transceiver_usd=PUBLIC_PARTS.transceiver_usd, transceiver_w=PUBLIC_PARTS.transceiver_w,
+                   switch_power_includes_optics=True)
+"""The same prices; peak power: every switch at the QM9700's maximum (optics included) plus a
+9 W transceiver at each GPU's NIC. The paper quotes "peak power" (section I)."""
 
 
 @dataclass(frozen=True)
@@ -129,17 +143,19 @@ def clos(endpoints: int, radix: int) -> tuple[int, int, int]:
     return len(per_tier), sum(per_tier), 2 * endpoints * len(per_tier)
 
 
-def _network(design: str, per_tier: tuple[int, ...], transceivers: int, radix: int, parts: Parts) -> Network:
+def _network(design: str, per_tier: tuple[int, ...], transceivers: int, radix: int, parts: Parts,
+             nic_ends: int) -> Network:
     switches = sum(per_tier)
+    powered = nic_ends if parts.switch_power_includes_optics else transceivers
     return Network(design, len(per_tier), per_tier, transceivers,
                    switches * parts.switch_usd(radix) + transceivers * parts.transceiver_usd,
-                   switches * parts.switch_w(radix) + transceivers * parts.transceiver_w)
+                   switches * parts.switch_w(radix) + powered * parts.transceiver_w)
 
 
 def rail_optimized(cluster: Cluster, parts: Parts = PUBLIC_PARTS) -> Network:
     """One Clos over every GPU NIC (rail switches as leaves, spines above)."""
     per_tier = clos_tiers(cluster.gpus, cluster.radix)
-    return _network("rail-optimized", per_tier, 2 * cluster.gpus * len(per_tier), cluster.radix, parts)
+    return _network("rail-optimized", per_tier, 2 * cluster.gpus * len(per_tier), cluster.radix, parts, cluster.gpus)
 
 
 def rail_only(cluster: Cluster, parts: Parts = PUBLIC_PARTS) -> Network:
@@ -147,7 +163,7 @@ def rail_only(cluster: Cluster, parts: Parts = PUBLIC_PARTS) -> Network:
     rail = cluster.gpus // cluster.gpus_per_domain
     per_rail = clos_tiers(rail, cluster.radix)
     per_tier = tuple(cluster.gpus_per_domain * s for s in per_rail)
-    return _network("rail-only", per_tier, 2 * cluster.gpus * len(per_rail), cluster.radix, parts)
+    return _network("rail-only", per_tier, 2 * cluster.gpus * len(per_rail), cluster.radix, parts, cluster.gpus)
 
 
 @dataclass(frozen=True)

@@ -345,3 +345,90 @@ def save(doc: dict[str, Any], out_dir: Path, stem: str) -> tuple[Path, Path]:
     fig.savefig(png_path, dpi=120)
     plt.close(fig)
     return json_path, png_path
+
+
+def reproduction_doc(settings: Sequence[Any], rows: dict[str, list[Any]]) -> dict[str, Any]:
+    """The JSON document of ``innet model reproduce``: every row under every setting."""
+    from dataclasses import asdict as _asdict
+
+    return {"model": "reproduce",
+            "settings": {s.name: {**_asdict(s), "efficiency": s.efficiency()} for s in settings},
+            "rows": {name: [r.to_dict() for r in rs] for name, rs in rows.items()},
+            "within": {name: sum(r.within for r in rs) for name, rs in rows.items()},
+            "claims": len(next(iter(rows.values()))) if rows else 0}
+
+
+def reproduction_table(doc: dict[str, Any]) -> Any:
+    """Claim, paper, innet under each setting, inputs, and the cause of each miss."""
+    from rich.table import Table
+
+    from innet.testbed.rail.models.reproduce import fmt
+
+    names = list(doc["rows"])
+    last = names[-1]
+    table = Table(title="The Rail-only paper's claims reproduced (" + ", ".join(
+        f"{n}: {doc['within'][n]}/{doc['claims']} within" for n in names) + ")")
+    for col in ("where", "claim", "paper", *names, "within", "inputs / guesses", "cause of a miss"):
+        table.add_column(col, overflow="fold")
+    for i, row in enumerate(doc["rows"][last]):
+        values = [fmt(doc["rows"][n][i]["innet"], row["unit"]) for n in names]
+        guesses = "; ".join(f"guess {g['name']}={g['value']} (" + ", ".join(
+            f"{k}: {fmt(v, row['unit'])}" for k, v in g["alternatives"].items()) + ")" for g in row["guesses"])
+        inputs = ", ".join(f"{k}={v}" for k, v in row["inputs"].items() if k != "times")
+        table.add_row(row["where"], row["what"], fmt(row["paper"], row["unit"]), *values,
+                      "yes" if row["within"] else "NO", inputs + ("; " + guesses if guesses else ""), row["cause"])
+    return table
+
+
+FIGURE_GROUPS = {"fig2-5-traffic": ("fig2", "fig3", "fig4", "fig5", "a2a"), "fig7": ("fig7",), "fig8": ("fig8",),
+                 "fig9": ("fig9",), "fig10": ("fig10",), "table2-cost-power": ("t2", "intro")}
+"""One PNG per figure (the traffic figures share one), named by the claims' key prefixes."""
+
+
+def save_reproduction(doc: dict[str, Any], out_dir: Path) -> list[Path]:
+    """``reproduce.json`` and one PNG per figure: the paper's number beside innet's under
+    each setting, each bar labelled with its value."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path = out_dir / "reproduce.json"
+    json_path.write_text(json.dumps(doc, indent=2, default=str))
+    paths = [json_path]
+    names = list(doc["rows"])
+    for stem, prefixes in FIGURE_GROUPS.items():
+        idx = [i for i, r in enumerate(doc["rows"][names[-1]]) if r["key"].startswith(prefixes) and r["unit"] != "bool"]
+        if not idx:
+            continue
+        fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(idx)), 4.5))
+        width = 0.8 / (1 + len(names))
+        for j, series in enumerate(["paper", *names]):
+            vals = []
+            for i in idx:
+                row = doc["rows"][names[-1]][i]
+                v = row["paper"] if series == "paper" else doc["rows"][series][i]["innet"]
+                vals.append(v / row["paper"] if row["paper"] else 0.0)
+            xs = [p + (j - len(names) / 2) * width for p in range(len(idx))]
+            bars = ax.bar(xs, vals, width, label=series if series != "paper" else "paper (= 1)",
+                          color="black" if series == "paper" else None)
+            for b, i in zip(bars, idx):
+                row = doc["rows"][names[-1]][i]
+                raw = row["paper"] if series == "paper" else doc["rows"][series][i]["innet"]
+                from innet.testbed.rail.models.reproduce import fmt
+
+                ax.annotate(fmt(raw, row["unit"]), (b.get_x() + b.get_width() / 2, b.get_height()),
+                            ha="center", va="bottom", fontsize=6, rotation=90)
+        ax.axhspan(0.9, 1.1, color="grey", alpha=0.15, label="paper +-10%")
+        ax.set_xticks(list(range(len(idx))), [doc["rows"][names[-1]][i]["key"] for i in idx], rotation=30,
+                      ha="right", fontsize=7)
+        ax.set_ylabel("innet / paper")
+        ax.set_title(f"{stem}: the paper's numbers (black) and innet's")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        png = out_dir / f"reproduce-{stem}.png"
+        fig.savefig(png, dpi=110)
+        plt.close(fig)
+        paths.append(png)
+    return paths

@@ -13,7 +13,8 @@ the figures' other points are not in our copy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from innet.testbed.rail.models import iteration
 from innet.testbed.rail.models.gpt import model_by_name
@@ -56,26 +57,28 @@ class SweepPoint:
 
 
 def point(model: str, gpus: int, hb_size: int, batch: int, c_f_bps: float = 3.6e12,
-          c_s_bps: float = 400e9, network: str = "rail-only") -> SweepPoint:
+          c_s_bps: float = 400e9, network: str = "rail-only", **options: Any) -> SweepPoint:
+    """The best split of one configuration; ``options`` override :class:`iteration.Platform`
+    fields (``efficiency``, ``hb_efficiency``, ``tp_overlap``, ...)."""
     m = model_by_name(model)
-    platform = iteration.h100_cluster(gpus, hb_size, c_f_bps, c_s_bps, network)
+    platform = replace(iteration.h100_cluster(gpus, hb_size, c_f_bps, c_s_bps, network), **options)
     par, r = iteration.best(m, platform, batch)
     return SweepPoint(model, gpus, hb_size, batch, c_f_bps, c_s_bps, r.total, r.hfu,
                  (par.tp, par.pp, par.dp, par.microbatch, par.interleave))
 
 
 def hb_size_sweep(models: tuple[str, ...] = FIG8_MODELS, gpus: tuple[int, ...] = FIG8_GPUS,
-                  batch: int = DEFAULT_BATCH, network: str = "rail-only") -> list[dict[str, object]]:
+                  batch: int = DEFAULT_BATCH, network: str = "rail-only", **options: Any) -> list[dict[str, object]]:
     """Figure 8: iteration time against K for each model and cluster, and the slowdown
     against the ideal K = N."""
     rows: list[dict[str, object]] = []
     for model in models:
         for n in gpus:
-            ideal = point(model, n, n, batch, network=network)
+            ideal = point(model, n, n, batch, network=network, **options)
             for k in HB_SIZES:
                 if k > n or n % k:
                     continue
-                p = ideal if k == n else point(model, n, k, batch, network=network)
+                p = ideal if k == n else point(model, n, k, batch, network=network, **options)
                 rows.append({"model": model, "gpus": n, "hb_size": k, "batch": batch, "seconds": p.seconds,
                              "hfu": p.hfu, "split": p.split, "slowdown": p.seconds / ideal.seconds - 1,
                              "paper_slowdown": PAPER_FIG8.get((model, k))})
@@ -83,7 +86,7 @@ def hb_size_sweep(models: tuple[str, ...] = FIG8_MODELS, gpus: tuple[int, ...] =
 
 
 def bandwidth_sweep(model: str = "gpt-1t", gpus: int = FIG9_GPUS, batch: int = DEFAULT_BATCH,
-                    hb_sizes: tuple[int, ...] = FIG9_HB_SIZES) -> list[dict[str, object]]:
+                    hb_sizes: tuple[int, ...] = FIG9_HB_SIZES, **options: Any) -> list[dict[str, object]]:
     """Figure 9: iteration time against C_F (NIC at 400 Gbit/s) and against C_S (HB at
     3.6 Tbit/s), and the reduction from 4x each."""
     rows: list[dict[str, object]] = []
@@ -91,7 +94,8 @@ def bandwidth_sweep(model: str = "gpt-1t", gpus: int = FIG9_GPUS, batch: int = D
         for kind, values in (("hb", FIG9_C_F), ("nic", FIG9_C_S)):
             times = []
             for bw in values:
-                p = point(model, gpus, k, batch, c_f_bps=bw) if kind == "hb" else point(model, gpus, k, batch, c_s_bps=bw)
+                p = (point(model, gpus, k, batch, c_f_bps=bw, **options) if kind == "hb"
+                     else point(model, gpus, k, batch, c_s_bps=bw, **options))
                 times.append(p.seconds)
                 rows.append({"model": model, "gpus": gpus, "hb_size": k, "batch": batch, "vary": kind,
                              "bps": bw, "seconds": p.seconds, "split": p.split})
@@ -103,17 +107,18 @@ def bandwidth_sweep(model: str = "gpt-1t", gpus: int = FIG9_GPUS, batch: int = D
 
 
 def batch_sweep(model: str = "gpt-1t", gpus: int = FIG10_GPUS, batches: tuple[int, ...] = FIG10_BATCHES,
-                hb_sizes: tuple[int, ...] | None = None) -> list[dict[str, object]]:
+                hb_sizes: tuple[int, ...] | None = None, **options: Any) -> list[dict[str, object]]:
     """Figure 10: iteration time against the global batch for each K, and the performance
     relative to the ideal K = N (ideal time / time)."""
     if hb_sizes is None:
         hb_sizes = tuple(k for k in HB_SIZES if 8 <= k <= gpus and gpus % k == 0)
     rows: list[dict[str, object]] = []
     for b in batches:
-        ideal = point(model, gpus, gpus, b)
+        ideal = point(model, gpus, gpus, b, **options)
         for k in hb_sizes:
-            p = ideal if k == gpus else point(model, gpus, k, b)
+            p = ideal if k == gpus else point(model, gpus, k, b, **options)
             rows.append({"model": model, "gpus": gpus, "hb_size": k, "batch": b, "seconds": p.seconds,
+                         "seconds_per_sequence": p.seconds / b,
                          "split": p.split, "relative": ideal.seconds / p.seconds,
                          "paper_relative": (PAPER_FIG10.get((k, b)) if (model, gpus) == ("gpt-1t", FIG10_GPUS)
                                             else None)})

@@ -49,13 +49,36 @@ class TrafficMatrix:
         return np.sum(list(self.by_kind.values()), axis=0)
 
 
-def _ring(matrix: np.ndarray, members: np.ndarray, nbytes: float) -> None:
-    """Each member sends ``nbytes`` to its successor on the ring ``members``."""
-    if len(members) > 1:
+SPREADS = ("ring", "peers")
+"""How an HB-domain collective's bytes land on GPU pairs: ``ring``, all on the ring successor
+(one NCCL channel); ``peers``, evenly over the domain's other members (NVSwitch: NCCL runs
+many channels whose rings start at different ranks, and a direct reduce-scatter/all-gather
+sends each peer its own block)."""
+TP_SCHEMES = {"sequence-parallel": TP_COLLECTIVES_PER_LAYER, "megatron-2021": 12}
+"""All-gather/reduce-scatter passes per layer and micro-batch. ``sequence-parallel``:
+Korthikanti et al. 2022 (6 all-gathers + 4 reduce-scatters). ``megatron-2021``: the runs of
+Narayanan et al. 2021, which the paper's section III-A follows: 2 all-reduces forward, 2
+backward and 2 more in the recomputed forward (full activation recomputation), each
+all-reduce a reduce-scatter plus an all-gather."""
+
+
+def _ring(matrix: np.ndarray, members: np.ndarray, nbytes: float, spread: str = "ring") -> None:
+    """Each member sends ``nbytes`` to its successor on the ring ``members`` (``ring``) or
+    ``nbytes/(len-1)`` to every other member (``peers``)."""
+    n = len(members)
+    if n < 2:
+        return
+    if spread == "ring":
         matrix[members, np.roll(members, -1)] += nbytes
+    else:
+        block = matrix[np.ix_(members, members)]
+        block += nbytes / (n - 1)
+        np.fill_diagonal(block, 0.0)
+        matrix[np.ix_(members, members)] = block
 
 
-def _collective(matrix: np.ndarray, group: np.ndarray, hb_size: int, total: float, passes: float) -> None:
+def _collective(matrix: np.ndarray, group: np.ndarray, hb_size: int, total: float, passes: float,
+                spread: str = "ring") -> None:
     """``passes`` all-gathers/reduce-scatters of ``total`` bytes over ``group``, hierarchical
     when the group spans HB domains (ring in each domain, then a ring per rail)."""
     domains = group // hb_size
@@ -64,17 +87,23 @@ def _collective(matrix: np.ndarray, group: np.ndarray, hb_size: int, total: floa
     x = len(group) // y
     if x > 1:
         for d in uniq:
-            _ring(matrix, group[domains == d], passes * (x - 1) / x * total)
+            _ring(matrix, group[domains == d], passes * (x - 1) / x * total, spread)
     if y > 1:
         rails = np.stack([group[domains == d] for d in uniq])  # y x x; column j: one rail
         for j in range(rails.shape[1]):
             _ring(matrix, rails[:, j], passes * (y - 1) / (x * y) * total)
 
 
-def megatron(model: GptModel, par: Parallelism, batch: int, hb_size: int) -> TrafficMatrix:
-    """Traffic of Megatron-style GPT training: TP with sequence parallelism (10 all-gathers and
-    reduce-scatters per layer and micro-batch), PP sends of ``b s h/t`` values each way per
+def megatron(model: GptModel, par: Parallelism, batch: int, hb_size: int, tp_scheme: str = "sequence-parallel",
+             spread: str = "ring") -> TrafficMatrix:
+    """Traffic of Megatron-style GPT training: TP collectives per layer and micro-batch as
+    ``tp_scheme`` counts them (:data:`TP_SCHEMES`), spread over pairs as ``spread`` says
+    (:data:`SPREADS`, HB phases only), PP sends of ``b s h/t`` values each way per
     micro-batch, DP reduce-scatter + all-gather of the stage's bf16 gradients."""
+    if tp_scheme not in TP_SCHEMES:
+        raise ModelError(f"tp_scheme={tp_scheme!r}: must be one of {', '.join(TP_SCHEMES)}")
+    if spread not in SPREADS:
+        raise ModelError(f"spread={spread!r}: must be one of {', '.join(SPREADS)}")
     t, p, d, b = par.tp, par.pp, par.dp, par.microbatch
     n = t * p * d
     _check_size(n)
@@ -89,7 +118,7 @@ def megatron(model: GptModel, par: Parallelism, batch: int, hb_size: int) -> Tra
     layers = model.layers // p
     for s in range(p):
         for r in range(d):
-            _collective(kinds["tp"], ranks[s, r], hb_size, act, TP_COLLECTIVES_PER_LAYER * layers * m)
+            _collective(kinds["tp"], ranks[s, r], hb_size, act, TP_SCHEMES[tp_scheme] * layers * m, spread)
         for c in range(t):
             grads = model.params / (t * p) * BYTES_PER_VALUE
             _collective(kinds["dp"], ranks[s, :, c], hb_size, grads, 2)

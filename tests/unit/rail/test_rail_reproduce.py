@@ -1,0 +1,131 @@
+"""``innet model reproduce``: every row computed from its inputs, the JSON's shape, the PNGs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from innet.testbed.rail.models import netcost, report, reproduce
+from innet.testbed.rail.models.railperf import ModelError
+
+ROW_KEYS = {"key", "where", "what", "paper", "unit", "kind", "tolerance", "innet", "within", "inputs", "guesses",
+            "cause", "note"}
+
+
+def _claim(key: str) -> reproduce.Claim:
+    return next(c for c in reproduce.CLAIMS if c.key == key)
+
+
+def test_changing_an_input_changes_the_row() -> None:
+    """The NVLink efficiency moves the Fig. 9 HB-bandwidth row; the power model moves the
+    introduction's megawatts; nothing is a stored innet number."""
+    fig9 = _claim("fig9_k8_hb")
+    slow = reproduce.reproduce_claim(fig9, replace(reproduce.AFTER, hb_efficiency=0.5), with_guesses=False)
+    fast = reproduce.reproduce_claim(fig9, replace(reproduce.AFTER, hb_efficiency=1.0), with_guesses=False)
+    assert slow.value > fast.value  # a slower NVLink makes 4x its bandwidth worth more
+    power = _claim("intro_power")
+    typical = reproduce.reproduce_claim(power, replace(reproduce.AFTER, peak_power=False), with_guesses=False)
+    peak = reproduce.reproduce_claim(power, reproduce.AFTER, with_guesses=False)
+    assert peak.value > typical.value
+    net = netcost.rail_optimized(netcost.Cluster(30000, 8, 64), netcost.PEAK_PARTS)
+    assert peak.value == pytest.approx(net.power_w / 1e6)
+
+
+def test_guesses_are_recomputed_under_their_alternatives() -> None:
+    row = reproduce.reproduce_claim(_claim("fig8_146b"), reproduce.AFTER)
+    names = {g["name"] for g in row.guesses}
+    assert names == {"cluster size", "global batch"}
+    sizes = next(g for g in row.guesses if g["name"] == "cluster size")["alternatives"]
+    assert set(sizes) == {"16384", "65536"}
+    assert len({round(v, 6) for v in sizes.values()} | {round(row.value, 6)}) == 3
+
+
+def test_tolerance_rule() -> None:
+    small = reproduce.Claim("x", "§", "x", 0.08, "%", lambda s, g: (0.0, {}))
+    large = reproduce.Claim("y", "§", "y", 0.359, "%", lambda s, g: (0.0, {}))
+    money = reproduce.Claim("z", "§", "z", 200.0, "$M", lambda s, g: (0.0, {}))
+    assert small.tolerance() == pytest.approx(0.01)
+    assert large.tolerance() == pytest.approx(0.0359)
+    assert money.within(219.0) and not money.within(221.0)
+    bound = reproduce.Claim("b", "§", "b", 0.99, "%", lambda s, g: (0.0, {}), "at_least")
+    assert bound.within(0.995) and not bound.within(0.98)
+
+
+def test_fig10_reading_decides_whether_time_falls() -> None:
+    """Per iteration the time rises with the batch; per sequence it falls (the paper's curve)."""
+    falls = _claim("fig10_falls")
+    per_iteration = reproduce.reproduce_claim(falls, replace(reproduce.AFTER, per_sequence=False))
+    per_sequence = reproduce.reproduce_claim(falls, reproduce.AFTER)
+    assert not per_iteration.within and per_sequence.within
+    times = per_sequence.inputs["times"]
+    assert times == sorted(times, reverse=True)
+
+
+def test_peak_power_counts_switch_optics_once() -> None:
+    """With the switch maximum (its optics included) only the NIC-end transceivers add power;
+    dropping one of three tiers then saves 37.5% and two of three 75.0%."""
+    one = netcost.compare(netcost.Cluster(16384, 8, 64), netcost.PEAK_PARTS)
+    two = netcost.compare(netcost.Cluster(16384, 256, 64), netcost.PEAK_PARTS)
+    assert one.power_saving == pytest.approx(0.375, abs=0.001)
+    assert two.power_saving == pytest.approx(0.75, abs=0.001)
+    assert one.rail_optimized.power_w == pytest.approx(one.rail_optimized.switches * 1720 + 16384 * 9)
+
+
+def test_unknown_setting_is_named() -> None:
+    with pytest.raises(ModelError, match=r"setting 'later': unknown; known: before, after"):
+        reproduce.settings_by_name("later")
+
+
+def test_json_schema_and_pngs(tmp_path: Path) -> None:
+    claims = tuple(c for c in reproduce.CLAIMS if c.key.startswith(("a2a", "fig9_k8", "intro", "fig10_falls")))
+    rows = {s.name: reproduce.reproduce(s, claims) for s in (reproduce.BEFORE, reproduce.AFTER)}
+    doc = report.reproduction_doc([reproduce.BEFORE, reproduce.AFTER], rows)
+    paths = report.save_reproduction(doc, tmp_path)
+    loaded = json.loads((tmp_path / "reproduce.json").read_text())
+    assert set(loaded) == {"model", "settings", "rows", "within", "claims"}
+    assert loaded["claims"] == len(claims)
+    for name in ("before", "after"):
+        assert set(loaded["settings"][name]) >= {"hb_efficiency", "efficiency", "peak_power"}
+        for row in loaded["rows"][name]:
+            assert set(row) == ROW_KEYS
+            assert isinstance(row["innet"], float)
+            assert row["within"] == reproduce.CLAIMS[[c.key for c in reproduce.CLAIMS].index(row["key"])].within(
+                row["innet"])
+            assert row["within"] or row["cause"]
+    pngs = [p for p in paths if p.suffix == ".png"]
+    assert {p.name for p in pngs} == {"reproduce-fig9.png", "reproduce-table2-cost-power.png",
+                                      "reproduce-fig2-5-traffic.png"}
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+
+
+def test_every_claim_cites_where_and_every_miss_has_a_cause() -> None:
+    rows = reproduce.reproduce(reproduce.AFTER, with_guesses=False)
+    assert len(rows) == len(reproduce.CLAIMS) >= 31
+    assert len({c.key for c in reproduce.CLAIMS}) == len(reproduce.CLAIMS)
+    for row in rows:
+        assert row.claim.where.startswith("§")
+        assert row.within or row.to_dict()["cause"] not in ("", "not traced"), row.claim.key
+
+
+def test_cli_reproduce_writes_table_json_and_pngs(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = subprocess.run([str(Path(sys.executable).with_name("innet")), "model", "reproduce", "--out", str(out), "--no-guesses"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "within" in proc.stdout and "Fig. 9" in proc.stdout
+    doc = json.loads((out / "reproduce.json").read_text())
+    assert set(doc["rows"]) == {"before", "after"}
+    assert len(list(out.glob("reproduce-*.png"))) == len(report.FIGURE_GROUPS)
+
+
+def test_cli_reproduce_rejects_a_bad_override(tmp_path: Path) -> None:
+    proc = subprocess.run([str(Path(sys.executable).with_name("innet")), "model", "reproduce", "--out", str(tmp_path),
+                           "--setting", "after", "--hb-efficiency", "1.5", "--no-guesses"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "innet model reproduce: hb_efficiency=1.5: must be within (0, 1]"
