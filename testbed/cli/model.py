@@ -13,12 +13,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from innet.argtypes import Parser, output_dir, sizes
+from innet.argtypes import output_dir
+from innet.argtypes import sizes
 
 EXIT_USAGE = 2
 
 
-class OneLineArgumentParser(Parser):
+class OneLineArgumentParser(argparse.ArgumentParser):
     """A bad argument is one line (``innet model X: error: ...``), exit 2, no usage block."""
 
     def error(self, message: str) -> Any:
