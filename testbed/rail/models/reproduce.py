@@ -70,7 +70,7 @@ AFTER = Settings("after", hb_efficiency=iteration.HB_EFFICIENCY_MEASURED, peak_p
 """The corrected model. NVLink at 370/450 of its rate (NCCL's measured bus bandwidth,
 :data:`iteration.HB_EFFICIENCY_MEASURED`); TP collectives still exposed (the paper's 13.3%
 from 4x HB bandwidth at K = 256 is impossible if they hide behind the GEMMs: with
-``tp_overlap=1`` it is 0.4%); peak power = QM9700 maximum with its port optics plus the
+``tp_overlap=1`` it is 1.8%); peak power = QM9700 maximum with its port optics plus the
 NIC-end transceivers (the paper says "peak power"); the introduction's cluster at the
 30,000 GPUs it names; Fig. 10 per sequence (the only reading in which time falls with the
 batch on a fixed cluster); TP traffic of Megatron-LM 2021 (the runs section III-A uses)."""
@@ -286,8 +286,9 @@ _BATCH_GUESS = Guess("global batch", 4096, (1024, 2048), "not stated for Figs. 8
 _GPUS_GUESS = Guess("cluster size", 32768, (16384, 65536), "not stated for the quoted numbers; 32,768 is Fig. 10's "
                     "cluster, the middle of Fig. 8's 16k-65k")
 _FIG9_CAUSE = ("the paper states neither the cluster size nor the batch behind Fig. 9, and the gains move by up to "
-               "20 points across 16k-65k GPUs (guess column); at K = 8 innet's NIC-bound share is smaller than the "
-               "paper's (its 35.9% needs the DP all-reduce and PP sends to be ~40% of the iteration)")
+               "20 points across 16k-65k GPUs and batches (guess column; 65,536 GPUs gives 35.8% for 4x NIC at "
+               "K = 8, 16,384 gives 13.9% for 4x HB at K = 256); no single size matches all four, and hiding the "
+               "TP collectives (tp_overlap 1) drops 4x HB at K = 256 to 1.8%, so the paper's model exposes them")
 
 CLAIMS: tuple[Claim, ...] = (
     Claim("a2a_a100", "§IV-B", "all-to-all slowdown, rail-only vs rail-optimized, DGX A100", 0.082, "%", _a2a("dgx-a100")),
@@ -330,9 +331,10 @@ CLAIMS: tuple[Claim, ...] = (
                 "at the measured 0.82 ('after') it is within"),
     Claim("fig8_146b", "§V-B, Fig. 8", "GPT-146B slowdown at K = 256 vs K = N", 0.041, "%", _fig8("gpt-146b"),
           guesses=(_GPUS_GUESS, _BATCH_GUESS),
-          cause="innet's best split of GPT-146B at K = 256 keeps its DP rings inside the HB domain for most "
-                "cluster sizes; the slowdown grows with the cluster (guess column), and the paper does not say "
-                "which size 4.1% is for"),
+          cause="the best split (TP 8, PP 2, DP 2048 at 32,768 GPUs) hides its DP gradient reduction "
+                "behind the last micro-batch's backward pass at K = 256 as at K = N, leaving only the pipeline "
+                "sends (2 ms of 0.59 s); with the reduction exposed (Megatron 2021/2022, dp_overlap off) it is "
+                "2.1%, and the paper does not say which cluster size 4.1% is for (guess column)"),
     Claim("fig9_k8_hb", "§V-C, Fig. 9", "GPT-1T, K = 8: iteration time saved by 4x HB bandwidth", 0.080, "%",
           _fig9(8, "hb"), guesses=(_GPUS_GUESS, _BATCH_GUESS), cause=_FIG9_CAUSE),
     Claim("fig9_k8_nic", "§V-C, Fig. 9", "GPT-1T, K = 8: saved by 4x NIC bandwidth", 0.359, "%", _fig9(8, "nic"),
