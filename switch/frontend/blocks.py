@@ -52,10 +52,35 @@ class BlockBuilder(StmtBuilder):
             seen.add(name)
             direction = str(dir_t.children[0]) if dir_t is not None else None
             ty = self.resolve_type(type_t)
+            annos = self.annotations(annos_t)
             default = self.expr(default_t) if default_t is not None else None
-            out.append(ir.Param(name, direction, ty, self.new_uid(), self.loc(name_t),
-                                self.annotations(annos_t), default))
+            self._check_param(name, direction, ty, annos, default, self.loc(name_t), type_t)
+            out.append(ir.Param(name, direction, ty, self.new_uid(), self.loc(name_t), annos, default))
         return tuple(out)
+
+    def _check_param(self, name: str, direction: str | None, ty: ir.Type, annos: ir.Annotations,
+                     default: ir.Expr | None, loc: ir.Loc, type_t: ParseNode) -> None:
+        """p4c's rules for one parameter, whatever declares it."""
+        if default is not None:
+            if direction in ("out", "inout"):
+                raise self.err(loc, f"parameter '{name}': {direction} parameters cannot have default values")
+            if "optional" in annos:
+                raise self.err(loc, f"parameter '{name}': optional parameters cannot have default values")
+            if not isinstance(default, (ir.Const, ir.StringLit, ir.EnumMember, ir.ErrorMember)):
+                raise self.err(default.loc, f"default value of parameter '{name}' must be a compile-time "
+                               "constant")
+        if isinstance(ty, ir.ExternT) and not ty.type_args and ty.name in self.externs \
+                and self.externs[ty.name].type_params:
+            raise self.err(loc, f"parameter '{name}': type parameters needed for extern {ty.name}")
+        if direction is not None and isinstance(ty, ir.ExternT):
+            raise self.err(loc, f"parameter '{name}': a parameter of extern type {ty.name} cannot have a "
+                           "direction")
+        while type_t.data == "type_ref" and isinstance(type_t.children[0], ParseNode):
+            type_t = type_t.children[0]
+        sym = self.scope.lookup_type(self.name_of(type_t.children[0])) if type_t.data == "named_type" else None
+        if isinstance(sym, BlockDecl):
+            raise self.err(loc, f"parameter '{name}' cannot have type {sym.kind} {sym.name}: a "
+                           f"{sym.kind} declaration is not a type (declare a {sym.kind} type for it)")
 
     def _fresh(self, ps: tuple[ir.Param, ...]) -> tuple[ir.Param, ...]:
         return tuple(ir.Param(p.name, p.direction, p.type, self.new_uid(), p.loc,
@@ -301,6 +326,9 @@ class BlockBuilder(StmtBuilder):
         params = self.params(params_t)
         seen_data = False
         for p in params:
+            if isinstance(p.type, ir.IntT):
+                raise self.err(p.loc, f"action '{name}': parameter '{p.name}' cannot have type int "
+                               "(give it a width: bit<W> or int<W>)")
             if p.direction is None:
                 seen_data = True
             elif seen_data:

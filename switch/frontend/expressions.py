@@ -32,6 +32,11 @@ _SIZE_METHODS = {"minSizeInBits": 1, "minSizeInBytes": 8, "maxSizeInBits": 1,
                  "maxSizeInBytes": 8, "sizeInBits": 1, "sizeInBytes": 8}
 
 
+def names_extern(t: ir.Type, name: str) -> bool:
+    """Does ``t`` name the extern type ``name`` (itself or in a type argument)?"""
+    return isinstance(t, ir.ExternT) and (t.name == name or any(names_extern(a, name) for a in t.type_args))
+
+
 class _Callable:
     """A name that denotes something callable or applicable, not a value."""
 
@@ -95,10 +100,28 @@ class ExprBuilder(CallHooks):
         if t is None:
             return {}
         out: ir.Annotations = {}
+        structured: set[str] = set()
         for tok in t.children:
-            a = convert_annotation(self.annos[int(str(tok))])
+            raw = self.annos[int(str(tok))]
+            self._check_annotation(raw, tok, structured if raw.name in out else None)
+            if raw.structured:
+                structured.add(raw.name)
+            a = convert_annotation(raw)
             out[a.name] = a
         return out
+
+    def _check_annotation(self, raw: Any, tok: Tok, structured_seen: set[str] | None) -> None:
+        """p4c's rules: ``@name``/``@deprecated`` hold one string; a structured annotation's
+        name is not repeated and its values are literals (or ``key = literal``)."""
+        loc = self.loc(tok)
+        if structured_seen is not None and (raw.structured or raw.name in structured_seen):
+            raise self.err(loc, f"@{raw.name}: duplicate name for structured annotation")
+        if raw.name in ("name", "deprecated") and not raw.structured and raw.body and \
+                not (len(raw.body) == 1 and raw.body[0].kind == "STRING_LITERAL"):
+            raise self.err(loc, f"@{raw.name} should contain a single string literal, not '{raw.text.strip()}'")
+        if raw.structured and any(b.kind in ("{", "(", "[") for b in raw.body):
+            raise self.err(loc, f"@{raw.name}[{raw.text.strip()}]: illegal value for a structured annotation; "
+                           "it must be an int, string or bool literal")
 
     @staticmethod
     def name_of(t: ParseNode | Tok) -> str:
@@ -140,7 +163,18 @@ class ExprBuilder(CallHooks):
             base = self.named_type(name_tok, allow_generic=True)
             args = tuple(self.resolve_type(a) for a in children(t.children[1]))
             if isinstance(base, ir.ExternT):
+                decl = self.externs.get(base.name)
+                if base.type_args or (decl is not None and len(decl.type_params) != len(args)):
+                    have = len(decl.type_params) if decl is not None and not base.type_args else 0
+                    raise self.err(self.loc(t), f"type {base} has {have} type parameter(s), but it is "
+                                   f"specialized with {len(args)}")
+                if any(names_extern(a, base.name) for a in args):
+                    raise self.err(self.loc(t), f"{base.name}: contains itself as a type argument")
                 return ir.ExternT(base.name, args)
+            if isinstance(base, (ir.HeaderT, ir.StructT, ir.HeaderUnionT, ir.BitT, ir.BoolT, ir.VarBitT,
+                                 ir.EnumT, ir.StackT, ir.TupleT)):
+                raise self.err(self.loc(t), f"type {base} is not generic and cannot be specialized with "
+                               "type arguments")
             return base
         if d == "stack_type":
             elem = self.resolve_type(t.children[0])
@@ -152,7 +186,10 @@ class ExprBuilder(CallHooks):
                 raise self.err(self.loc(t), f"header stack size must be positive, not {size}")
             return ir.StackT(elem, size)
         if d == "tuple_type":
-            return ir.TupleT(tuple(self.resolve_type(a) for a in children(t.children[0])))
+            elems = tuple(self.resolve_type(a) for a in children(t.children[0]))
+            if any(isinstance(e, ir.StringT) for e in elems):
+                raise self.err(self.loc(t), "a tuple element cannot have type string")
+            return ir.TupleT(elems)
         raise self.err(self.loc(t), f"unexpected type syntax {d}")
 
     def width_value(self, w: ParseNode) -> int:

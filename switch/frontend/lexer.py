@@ -117,6 +117,8 @@ class AnnotationTok:
     name: str
     body: list[Tok]
     text: str
+    structured: bool = False
+    """Written ``@name[...]`` (a structured annotation, whose body is a list of values)."""
 
 
 class LexError(Exception):
@@ -193,6 +195,7 @@ def fold_annotations(toks: list[Tok], text: str, store: list[AnnotationTok]) -> 
         j = i + 2
         body: list[Tok] = []
         raw = ""
+        structured = j < n and toks[j].kind == "["
         if j < n and toks[j].kind in ("(", "["):
             open_k = toks[j].kind
             close_k = ")" if open_k == "(" else "]"
@@ -210,7 +213,7 @@ def fold_annotations(toks: list[Tok], text: str, store: list[AnnotationTok]) -> 
             body = toks[j + 1:k]
             raw = text[toks[j].pos + 1:toks[k].pos]
             j = k + 1
-        store.append(AnnotationTok(name, body, raw))
+        store.append(AnnotationTok(name, body, raw, structured))
         out.append(Tok("ANNOTATION", str(len(store) - 1), t.pos, t.row))
         i = j
     return out

@@ -11,7 +11,7 @@ from typing import Any
 
 from . import ir
 from .blocks import BlockBuilder
-from .expressions import children
+from .expressions import names_extern, children
 from .parse import ParseResult
 from .symbols import (BlockDecl, BlockTypeDecl, ConstSym, DuplicateError, ExternFnSym,
                       PackageDecl, Scope, decl_loc)
@@ -71,7 +71,19 @@ class ProgramBuilder(BlockBuilder):
         self.tree = pr.tree
         self.type_locs: dict[str, ir.Loc] = {}
 
+    def declare(self, name: str, sym: object, loc: ir.Loc) -> None:
+        """A value name; at the top level it may not also name a type (p4c: one namespace)."""
+        if self.scope is self.global_scope and name in self.global_scope.types:
+            raise self.err(loc, f"re-declaration of '{name}' with a different kind: '{name}' is already "
+                           "declared as a type")
+        super().declare(name, sym, loc)
+
     def declare_type(self, name: str, sym: object, loc: ir.Loc) -> None:
+        if name == "main" and not isinstance(sym, PackageDecl):
+            raise self.err(loc, "'main' must be an instance of a package, not a type name")
+        if name in self.global_scope.values:
+            raise self.err(loc, f"re-declaration of '{name}' with a different kind: '{name}' is already "
+                           "declared as a value")
         try:
             self.global_scope.add_type(name, sym)
         except DuplicateError as e:
@@ -141,7 +153,14 @@ class ProgramBuilder(BlockBuilder):
             if kind == "header_union" and not isinstance(ft, ir.HeaderT):
                 raise self.err(self.loc(type_t), f"field '{fname}' of header_union {tname} "
                                f"must be a header, not {ft}")
-            out.append(ir.Field(fname, ft, self.annotations(annos_t)))
+            annos = self.annotations(annos_t)
+            if kind == "header" and isinstance(ft, ir.VarBitT) and any(isinstance(x.type, ir.VarBitT) for x in out):
+                raise self.err(self.loc(name_t), f"header {tname}: multiple varbit fields in a header")
+            match = annos.get("match")
+            if match is not None and not (len(match.body) == 1 and match.body[0] in self.match_kinds):
+                raise self.err(self.loc(name_t), f"field '{fname}' of {kind} {tname}: the value of @match must "
+                               f"be a match_kind ({', '.join(self.match_kinds)}), not '{match.text.strip()}'")
+            out.append(ir.Field(fname, ft, annos))
         return tuple(out)
 
     def _aggregate(self, t: ParseNode, kind: str) -> None:
@@ -204,7 +223,13 @@ class ProgramBuilder(BlockBuilder):
         annos_t, type_t, name_t = t.children
         self.declare_type(self.name_of(name_t), self.resolve_type(type_t), self.loc(name_t))
 
-    _d_newtype_decl = _d_typedef_decl
+    def _d_newtype_decl(self, t: ParseNode) -> None:
+        annos_t, type_t, name_t = t.children
+        under = self.resolve_type(type_t)
+        if not isinstance(under, (ir.BitT, ir.BoolT)):
+            raise self.err(self.loc(type_t), f"type {self.name_of(name_t)}: 'type' can only be applied to "
+                           f"base types (bit<W>, int<W>, bool), not {under}")
+        self.declare_type(self.name_of(name_t), under, self.loc(name_t))
 
     def _d_error_decl(self, t: ParseNode) -> None:
         for n in children(t):
@@ -228,7 +253,11 @@ class ProgramBuilder(BlockBuilder):
         return s
 
     def _type_param_names(self, t: ParseNode | None) -> list[str]:
-        return [self.name_of(c) for c in children(t)] if t is not None else []
+        names = [self.name_of(c) for c in children(t)] if t is not None else []
+        if t is not None and len(set(names)) != len(names):
+            dup = next(n for i, n in enumerate(names) if n in names[:i])
+            raise self.err(self.loc(t), f"duplicate type parameter '{dup}'")
+        return names
 
     def _fn_proto(self, t: ParseNode, annos: ir.Annotations, outer_tv: list[str]) -> ir.MethodSig:
         rt_t, name_t, tp_t, params_t = t.children
@@ -274,7 +303,19 @@ class ProgramBuilder(BlockBuilder):
             elif m.data == "abstract_proto":
                 raise self.unsupported(self.loc(m), "abstract extern methods")
             else:
-                sigs.append(self._fn_proto(m.children[1], annos, tps))
+                sig = self._fn_proto(m.children[1], annos, tps)
+                if sig.name == name:
+                    raise self.err(sig.loc, f"extern {name}: invalid constructor; a constructor cannot have a "
+                                   "return type")
+                sigs.append(sig)
+        for group in (ctors, sigs):
+            for i, sig in enumerate(group):
+                if any(o.name == sig.name and len(o.params) == len(sig.params) for o in group[:i]):
+                    raise self.err(sig.loc, f"extern {name}: duplicate declaration of '{sig.name}' with "
+                                   f"{len(sig.params)} parameters")
+                if any(names_extern(p.type, name) for p in sig.params) or names_extern(sig.return_type, name):
+                    raise self.err(sig.loc, f"extern {name}: self-referencing types are not supported "
+                                   f"('{name}' within '{name}.{sig.name}')")
         decl.methods = tuple(sigs)
         decl.ctors = tuple(ctors)
         self.externs[name] = decl
@@ -329,6 +370,9 @@ class ProgramBuilder(BlockBuilder):
         for p in cps:
             if p.direction is not None:
                 raise self.err(p.loc, f"constructor parameter '{p.name}' must be directionless")
+            if any(q.name == p.name for q in ps):
+                raise self.err(p.loc, f"{kind} {name}: constructor parameter '{p.name}' duplicates an apply "
+                               "parameter")
         bd = BlockDecl(kind, name, t, self.annotations(annos_t), ps, cps, self.loc(name_t))
         self.declare_type(name, bd, bd.loc)
         self.blocks[name] = bd
@@ -372,6 +416,8 @@ class ProgramBuilder(BlockBuilder):
         if isinstance(ty, ir.PackageT):
             self._package(ty, args_t, name, loc)
             return
+        if name == "main":
+            raise self.err(loc, f"'main' must be an instance of a package, not of {ty}")
         self.instantiation(t)
 
     def _package(self, ty: ir.PackageT, args_t: ParseNode | None, name: str, loc: ir.Loc) -> None:

@@ -190,6 +190,7 @@ class StmtBuilder(CallBuilder):
 
     def const_decl(self, t: ParseNode) -> ConstSym:
         annos_t, type_t, name_t, val_t = t.children
+        self.annotations(annos_t)  # checked, as p4c checks them; a constant keeps none
         ty = self.resolve_type(type_t)
         name = self.name_of(name_t)
         loc = self.loc(name_t)
@@ -211,6 +212,7 @@ class StmtBuilder(CallBuilder):
             raise self.err(e.loc, f"cannot switch on a value of type {e.type}")
         cases: list[ir.SwitchCase] = []
         seen_default = False
+        seen_labels: set[tuple[str, object]] = set()
         for c in children(t)[1:]:
             label_t, body_t = c.children
             lloc = self.loc(label_t)
@@ -235,6 +237,10 @@ class StmtBuilder(CallBuilder):
                 label = self.coerce(self.expr(label_t), e.type, "switch label")
                 if not isinstance(label, (ir.Const, ir.EnumMember, ir.ErrorMember)):
                     raise self.err(lloc, "switch label must be a compile-time constant")
+            key = _label_key(label)
+            if key in seen_labels:
+                raise self.err(lloc, f"duplicate case label '{key[1]}' in this switch")
+            seen_labels.add(key)
             body = self.block(body_t) if body_t is not None else None
             cases.append(ir.SwitchCase((label,), body, lloc))
         # merge fall-through labels into the case that has the body
@@ -248,3 +254,16 @@ class StmtBuilder(CallBuilder):
         if pending:
             merged.append(ir.SwitchCase(tuple(pending), None, cases[-1].loc))
         return ir.Switch(e, tuple(merged), loc)
+
+
+def _label_key(label: ir.Expr) -> tuple[str, object]:
+    """What a switch label matches, to find a label given twice."""
+    if isinstance(label, ir.ActionLabel):
+        return ("action", label.action.name)
+    if isinstance(label, ir.EnumMember):
+        return ("enum", label.member)
+    if isinstance(label, ir.ErrorMember):
+        return ("error", label.name)
+    if isinstance(label, ir.Const):
+        return ("value", label.value)
+    return ("default", None)

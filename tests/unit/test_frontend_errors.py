@@ -356,3 +356,41 @@ def test_table_default_needs_core_noaction() -> None:
         compile_source(src, "err.p4")
     with pytest.raises(P4Error, match=r"but NoAction is not an action without parameters"):
         compile_source("action NoAction(bit<1> x) { }\n" + src, "err.p4")
+
+
+@pytest.mark.parametrize("decl,what", [
+    ("extern void f(out bit<32> x = 0);", "parameter 'x': out parameters cannot have default values"),
+    ("extern void f(@optional bit<32> y = 0);", "parameter 'y': optional parameters cannot have default values"),
+    ("extern E { E(); }\ncontrol q(in E e) { apply { } }", "parameter 'e': a parameter of extern type E cannot have a "
+                                                           "direction"),
+    ("control q(bit<8> p)(bool p) { apply { } }", "control q: constructor parameter 'p' duplicates an apply parameter"),
+    ("control q() { action a(int x) { } apply { } }", "action 'a': parameter 'x' cannot have type int"),
+    ("bit<8> h(in bit<8> a) { return a; }\nbit<8> g(in bit<8> a = h(1)) { return a; }",
+     "default value of parameter 'a' must be a compile-time constant"),
+    ("control A() { apply { } }\ncontrol B()(A a) { apply { } }", "parameter 'a' cannot have type control A"),
+    ("package S<T, T>();", "duplicate type parameter 'T'"),
+    ("extern X { X(bit<8> a); X(bit<8> b); }", "extern X: duplicate declaration of 'X' with 1 parameters"),
+    ("extern X { void X(); }", "extern X: invalid constructor; a constructor cannot have a return type"),
+    ("extern X { void m(X x); }", "extern X: self-referencing types are not supported"),
+    ("extern X<T> { X(); }\nX<X<bit<8>>>() x;", "X: contains itself as a type argument"),
+    ("extern X<T> { X(); }\ncontrol q(X x) { apply { } }", "parameter 'x': type parameters needed for extern X"),
+    ("header hh { bit<8> a; }\ncontrol q() { hh<bit<8>> v; apply { } }", "type hh is not generic"),
+    ("extern E { E(tuple<string> x); }", "a tuple element cannot have type string"),
+    ("type tuple<bit<8>> Narrow;", "'type' can only be applied to base types"),
+    ("control q() { apply { } }\nbool q() { return true; }", "re-declaration of 'q' with a different kind"),
+    ("extern E { E(); }\nE() main;", "'main' must be an instance of a package"),
+    ("extern main { }", "'main' must be an instance of a package, not a type name"),
+    ("header hv { varbit<8> x; varbit<8> u; }", "header hv: multiple varbit fields in a header"),
+    ("struct sm { @match(1+1) bit<8> f; }", "the value of @match must be a match_kind"),
+    ("@name(4) void fn() { }", "@name should contain a single string literal, not '4'"),
+    ("@dup[] @dup[] control q() { apply { } }", "@dup: duplicate name for structured annotation"),
+    ("@n(3) @n[] const bit<1> b = 0;", "@n: duplicate name for structured annotation"),
+    ("@bad[a = { 2, 3 }] control q() { apply { } }", "illegal value for a structured annotation"),
+    ("enum bit<4> e { a = 1 }\ncontrol q(in e v) { apply { switch (v) { e.a: e.a: default: { } } } }",
+     "duplicate case label 'a' in this switch"),
+])
+def test_p4c_declaration_rules(decl: str, what: str) -> None:
+    """Checked in every declaration, also one that nothing instantiates (no ``main`` here)."""
+    with pytest.raises(P4Error) as ei:
+        compile_source("#include <core.p4>\n" + decl + "\n", "decl.p4")
+    assert what in ei.value.message and ei.value.loc.file == "decl.p4" and ei.value.loc.line >= 2
