@@ -52,7 +52,7 @@ class CompressionConfig:
     """Keep it for activations too. Off by default: an activation's residual belongs to other
     samples, and adding it to the next microbatch's activations biases the forward pass
     (on digits, fixed 10% top-k on the logits with activation feedback ended at chance
-    accuracy; see docs/benchmarks.md)."""
+    accuracy, 10.8%)."""
     row_topk: bool = False
     """Choose the top elements per row (last axis: per sample or token) instead of over the whole
     tensor, for activations (forward messages)."""

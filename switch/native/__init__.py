@@ -35,7 +35,8 @@ Ports and threads: ``portio`` (``portio.c`` + ``NativePortSet``) is innet-switch
 port loop: one datapath thread owns the port sockets (``recvmmsg``/``sendmmsg`` on UDP
 ports, a PACKET_MMAP receive ring and ``sendmmsg`` on AF_PACKET ports), takes the switch mutex per batch (the mutex the control plane's
 ``pipeline.lock`` holds, so Write batches stay atomic), and hands PacketIn/digests to
-Python through a queue. Scaling beyond one thread (docs/benchmarks.md): per-thread
+Python through a queue. Scaling beyond one thread (not built: on two cores a second
+datapath thread would compete with the traffic's sender): per-thread
 scratch (``ctx_t``, arena, output buffers), ports or fanout groups per thread, registers
 partitioned by slot or updated with atomics, and a reader-writer lock or table epochs
 for the control plane.

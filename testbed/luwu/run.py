@@ -98,7 +98,7 @@ IN_FLIGHT_BYTES = 64 << 10
 """Payload in flight per agent of a duplex plan and of the DDP hook on Mininet: 64 KiB (8 jumbo
 frames, ~5 ms at 100 Mbit/s). Deeper windows only queue in front of a shaped link, and the
 chunks stuck there are sent again: 128 KiB cost LuWu 5-7% more bytes than 2 x 4P, 64 KiB
-1-2% (docs/benchmarks.md, "The hook and LuWu with 64 KiB in flight")."""
+1-2% (docs/benchmarks.md, "LuWu and the DDP hook")."""
 
 
 def _chunks_in_flight(in_flight_bytes: int, k: int) -> int:
