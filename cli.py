@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from innet.argtypes import input_file
+from innet.argtypes import (EXIT_USAGE, STF_EXECUTOR, CommandParser, add_executor, add_values_per_packet, given_options,
+                            input_file, int_range, prepare_out, run_command)
 from innet.conformance import SuiteReport, default_suites, run_suites, stf_files
 from innet.testbed.cli.commands import add_commands as add_testbed_commands
 from innet.testbed.cli.geo import add_commands as add_geo_commands
@@ -111,25 +112,6 @@ class InputError(ValueError):
     """A file given on the command line has the wrong content (says which file and why)."""
 
 
-def _controller_command(func):  # type: ignore[no-untyped-def]
-    """Turn controller errors into ``innet: error: ...`` and exit status 1."""
-    import functools
-
-    @functools.wraps(func)
-    def wrapper(args: argparse.Namespace) -> int:
-        from innet.controller.errors import ControllerError
-        from innet.host.wire.quantize import QuantizeError
-
-        try:
-            rc: int = func(args)
-            return rc
-        except (ControllerError, QuantizeError, InputError, OSError) as error:
-            print(f"innet: error: {error}", file=sys.stderr)
-            return 1
-
-    return wrapper
-
-
 def _specs(args: argparse.Namespace, read_only: bool = False) -> list:  # type: ignore[type-arg]
     """Endpoints of --testbed/--switch (``innet.testbed.cli.live.endpoints``)."""
     from innet.testbed.cli.live import endpoints
@@ -154,7 +136,6 @@ def _inspect_optimizer(args: argparse.Namespace) -> int:
     return 0
 
 
-@_controller_command
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -172,7 +153,6 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-@_controller_command
 def _cmd_pipeline_push(args: argparse.Namespace) -> int:
     from innet.controller.controller import Controller
     from innet.controller.pipeline import PipelineConfig
@@ -189,17 +169,20 @@ def _job_spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from innet.controller.jobs import JobSpec, OwnerSpec, WorkerSpec
 
     return JobSpec(args.job, tuple(WorkerSpec.parse(w) for w in args.worker), args.slot_base, args.slot_count,
-                   args.k, args.mode, args.lr, args.beta, args.grad_frac_bits, args.param_frac_bits,
+                   args.k or 64, args.mode, args.lr, args.beta, args.grad_frac_bits, args.param_frac_bits,
                    args.param_base, args.param_chunks, owners=tuple(OwnerSpec.parse(o) for o in args.owner))
 
 
-@_controller_command
 def _cmd_job_create(args: argparse.Namespace) -> int:
     from innet.controller.controller import Controller
     from innet.controller.jobs import Forwarding
 
     job = _job_spec(args)
     with Controller(_specs(args)) as ctl:
+        if args.k is None:  # the pipeline's K: a job of another K could never aggregate there
+            from dataclasses import replace
+
+            job = replace(job, k=ctl[ctl.names[0]].layout.k)
         if args.switch_ip:
             ctl.install_forwarding({n: Forwarding.for_workers(args.switch_mac, args.switch_ip, job.members(), n)
                                     for n in ctl.names})
@@ -211,7 +194,6 @@ def _cmd_job_create(args: argparse.Namespace) -> int:
     return 0
 
 
-@_controller_command
 def _cmd_job_attach(args: argparse.Namespace) -> int:
     from innet.controller.controller import Controller
 
@@ -221,7 +203,6 @@ def _cmd_job_attach(args: argparse.Namespace) -> int:
     return 0
 
 
-@_controller_command
 def _cmd_job_destroy(args: argparse.Namespace) -> int:
     from innet.controller.controller import Controller
 
@@ -231,7 +212,6 @@ def _cmd_job_destroy(args: argparse.Namespace) -> int:
     return 0
 
 
-@_controller_command
 def _cmd_job_list(args: argparse.Namespace) -> int:
     import dataclasses
 
@@ -256,7 +236,6 @@ def _cmd_job_list(args: argparse.Namespace) -> int:
     return 0
 
 
-@_controller_command
 def _cmd_params_load(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -286,7 +265,6 @@ def _load_vector(path: Path) -> npt.NDArray[Any]:
     return values
 
 
-@_controller_command
 def _cmd_params_read(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -307,12 +285,30 @@ def _add_switch_args(p: argparse.ArgumentParser, many: bool = False) -> None:
     add_target_args(p, many)
 
 
+def _range_text(text: str) -> str:
+    """``--range A:B`` as ``innet.controller.inspect.parse_range`` reads it; an empty range is refused here."""
+    low, sep, high = text.partition(":")
+    if sep and low and high:
+        try:
+            start, stop = int(low, 0), int(high, 0)
+        except ValueError:
+            return text  # parse_range names what is wrong
+        if stop <= start:
+            raise argparse.ArgumentTypeError(f"{text!r} is empty: A:B means indices A..B-1, so B must exceed A")
+    return text
+
+
+def _add_job_id(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--job", type=int_range(1), required=True, help="job id (the innet header's job field)")
+
+
 def _add_control_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     ins = sub.add_parser("inspect", help="show jobs, slot occupancy, counters and registers of a switch")
     _add_switch_args(ins)
     ins.add_argument("--json", action="store_true", help="print JSON instead of tables")
     ins.add_argument("--register", action="append", default=[], metavar="NAME", help="also dump this register")
-    ins.add_argument("--range", default=None, metavar="A:B", help="index range of --register (default all)")
+    ins.add_argument("--range", type=_range_text, default=None, metavar="A:B",
+                     help="index range A..B-1 of --register (default all)")
     ins.add_argument("--job", type=int, default=None, help="only this job")
     ins.add_argument("--optimizer", action="append", type=Path, default=[], metavar="DIR",
                      help="show the LuWu optimizer node whose state directory is DIR (repeatable) instead of a switch")
@@ -322,24 +318,27 @@ def _add_control_commands(sub: "argparse._SubParsersAction[argparse.ArgumentPars
     push = pipe.add_parser("push", help="push an innet-p4c output directory or a .p4 file (compiled on the fly)")
     _add_switch_args(push, many=True)
     push.add_argument("pipeline", type=Path, help="directory or .p4 file")
-    push.add_argument("-D", dest="defines", action="append", default=[], type=_define, metavar="NAME[=VAL]")
+    push.add_argument("-D", dest="defines", action="append", default=[], type=_define, metavar="NAME[=VAL]",
+                      help="a .p4 file: define a preprocessor macro, e.g. -D INNET_K=256 (repeatable)")
     push.set_defaults(func=_cmd_pipeline_push)
 
     job = sub.add_parser("job", help="create, attach, destroy or list aggregation jobs").add_subparsers(dest="action", required=True)
     create = job.add_parser("create", help="install a job (parameters sharded across the --switch list)")
     _add_switch_args(create, many=True)
-    create.add_argument("--job", type=int, required=True, help="job id")
-    create.add_argument("--worker", action="append", required=True, metavar="RANK,PORT,MAC,IP,UDP_PORT")
-    create.add_argument("--slot-base", type=int, default=0)
-    create.add_argument("--slot-count", type=int, default=64)
-    create.add_argument("--k", type=int, default=64, help="values per packet (must match INNET_K)")
-    create.add_argument("--mode", choices=("sum", "sgd", "momentum"), default="sum")
-    create.add_argument("--lr", type=float, default=0.0)
-    create.add_argument("--beta", type=float, default=0.0)
-    create.add_argument("--grad-frac-bits", type=int, default=16)
-    create.add_argument("--param-frac-bits", type=int, default=16)
-    create.add_argument("--param-base", type=int, default=0)
-    create.add_argument("--param-chunks", type=int, default=0)
+    _add_job_id(create)
+    create.add_argument("--worker", action="append", required=True, metavar="RANK,PORT,MAC,IP,UDP_PORT",
+                        help="a worker: its rank, switch port, MAC, IP and UDP port (repeat for each)")
+    create.add_argument("--slot-base", type=int_range(0), default=0, help="first slot of the job's range")
+    create.add_argument("--slot-count", type=int_range(1), default=64, help="slots of the job (the agents' window)")
+    add_values_per_packet(create, help_text="values per packet (default: the pipeline's INNET_K, read from its P4Info)")
+    create.add_argument("--mode", choices=("sum", "sgd", "momentum"), default="sum",
+                        help="sum: allreduce; sgd/momentum: the switch updates the parameters")
+    create.add_argument("--lr", type=float, default=0.0, help="sgd/momentum: learning rate")
+    create.add_argument("--beta", type=float, default=0.0, help="momentum: coefficient in [0, 1)")
+    create.add_argument("--grad-frac-bits", type=int, default=16, help="fractional bits of the int32 gradients")
+    create.add_argument("--param-frac-bits", type=int, default=16, help="fractional bits of the int32 parameters")
+    create.add_argument("--param-base", type=int, default=0, help="first parameter chunk (register index) of the job")
+    create.add_argument("--param-chunks", type=int, default=0, help="chunks of K parameters (sgd/momentum; sharded)")
     create.add_argument("--owner", action="append", default=[], metavar="RANK,PORT,MAC,IP,UDP_PORT,FIRST_CHUNK,CHUNKS",
                         help="a member (rank after the workers') owning chunks FIRST_CHUNK.. for REDUCE/BCAST "
                              "(sum mode; repeatable)")
@@ -348,30 +347,31 @@ def _add_control_commands(sub: "argparse._SubParsersAction[argparse.ArgumentPars
     create.set_defaults(func=_cmd_job_create)
     attach = job.add_parser("attach", help="start a new worker set of a job: prints its epoch (earlier sets are refused)")
     _add_switch_args(attach, many=True)
-    attach.add_argument("--job", type=int, required=True)
+    _add_job_id(attach)
     attach.set_defaults(func=_cmd_job_attach)
     destroy = job.add_parser("destroy", help="remove a job and zero its registers and counters")
     _add_switch_args(destroy, many=True)
-    destroy.add_argument("--job", type=int, required=True)
+    _add_job_id(destroy)
     destroy.set_defaults(func=_cmd_job_destroy)
     lst = job.add_parser("list", help="list the jobs of each switch")
     _add_switch_args(lst, many=True)
-    lst.add_argument("--json", action="store_true")
+    lst.add_argument("--json", action="store_true", help="print JSON instead of lines")
     lst.set_defaults(func=_cmd_job_list)
 
     params = sub.add_parser("params", help="load or read a job's parameters").add_subparsers(dest="action", required=True)
     load = params.add_parser("load", help="load a .npy vector (float: quantized; int: fixed point as is)")
     _add_switch_args(load, many=True)
-    load.add_argument("--job", type=int, required=True)
-    load.add_argument("--param-frac-bits", type=int, default=16)
-    load.add_argument("file", type=input_file)
+    _add_job_id(load)
+    load.add_argument("--param-frac-bits", type=int, default=16, help="fractional bits of the stored int32 parameters")
+    load.add_argument("file", type=input_file, help=".npy file of the parameters (at most the job's chunks x K)")
     load.set_defaults(func=_cmd_params_load)
     read = params.add_parser("read", help="read the parameter vector (float unless --raw)")
     _add_switch_args(read, many=True)
-    read.add_argument("--job", type=int, required=True)
-    read.add_argument("--param-frac-bits", type=int, default=16)
+    _add_job_id(read)
+    read.add_argument("--param-frac-bits", type=int, default=16, help="fractional bits of the stored int32 parameters")
     read.add_argument("--raw", action="store_true", help="int32 fixed point")
-    read.add_argument("--size", type=int, default=None, help="elements to return (default all chunks)")
+    read.add_argument("--size", type=int_range(1), default=None,
+                      help="elements to return (default: as many as were loaded, else all chunks x K)")
     read.add_argument("-o", "--output", type=Path, default=None, help="write a .npy file instead of printing")
     read.set_defaults(func=_cmd_params_read)
 
@@ -382,7 +382,8 @@ def _define(text: str) -> tuple[str, str | None]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="innet", description="In-network aggregation on P4 software switches.")
+    parser = CommandParser(prog="innet", description="In-network aggregation on P4 software switches.")
+    parser.add_argument("--version", action="version", version=f"innet {_version()}", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     add_testbed_commands(sub)  # demo, bench, testbed (innet.testbed.cli.commands)
     add_model_commands(sub)
@@ -397,31 +398,55 @@ def build_parser() -> argparse.ArgumentParser:
                       help="compile p4c's error corpus (testdata/p4_16_errors and p4_16_bmv_errors, or a p4c "
                            "checkout) as innet-p4c does and count the outcomes: rejected-located, "
                            "rejected-unlocated, accepted-with-warning, accepted, traceback")
-    conf.add_argument("--executor", choices=("python", "native", "auto"), default="python",
-                      help="packet executor the tests run on: python (the reference, default), native "
-                           "(generated C; a program it refuses fails with the refusal) or auto (native, "
-                           "python for programs native refuses)")
+    add_executor(conf, default=STF_EXECUTOR, what="packet executor the tests run on (as innet-stf's; native: a "
+                                                  "program it refuses fails with the refusal)")
     conf.set_defaults(func=_cmd_conformance)
     _add_control_commands(sub)
     add_live_commands(sub)  # table, counter, register (innet.testbed.cli.live)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    from innet.testbed.cli.commands import NAMED_BENCHMARKS, run_named_benchmark
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
 
-    args_in = sys.argv[1:] if argv is None else list(argv)
-    if len(args_in) >= 2 and args_in[0] == "bench" and args_in[1] in NAMED_BENCHMARKS:
-        return run_named_benchmark(args_in[1], args_in[2:])
+    try:
+        return version("innet")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _errors() -> tuple[type[BaseException], ...]:
+    """The library errors a command may end with: one line, exit status 1 (``run_command``)."""
+    from innet.controller.errors import ControllerError
+    from innet.host.wire.quantize import QuantizeError
+    from innet.testbed.core.testbed import TestbedError
+
+    return ControllerError, QuantizeError, TestbedError, InputError
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse, check ``--out`` before any work, run the command; the exit status
+    (``innet.argtypes.run_command``: the one mapping of outcomes to statuses)."""
     parser = build_parser()
     try:
-        args = parser.parse_args(args_in)
+        args = parser.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
     if getattr(args, "_many", None) is not None and isinstance(args.switch, str):  # control commands
         args.switch = [args.switch]
-    rc: int = args.func(args)
-    return rc
+    args.given = given_options(parser, sys.argv[1:] if argv is None else list(argv))
+    out = getattr(args, "out", None)
+    if isinstance(out, Path) and (problem := prepare_out(out)) is not None:
+        print(f"{_prog(args)}: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    return run_command("innet", lambda: int(args.func(args)), _errors())
+
+
+def _prog(args: argparse.Namespace) -> str:
+    """``innet COMMAND [ACTION]`` of the parsed command line, for messages."""
+    words = ["innet", args.command] + [w for w in (getattr(args, "action", None), getattr(args, "bench_name", None))
+                                       if isinstance(w, str)]
+    return " ".join(words)
 
 
 if __name__ == "__main__":

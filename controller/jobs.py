@@ -73,8 +73,8 @@ class InnetLayout:
             acc, param, mom = series("innet_acc"), series("innet_param"), series("innet_mom")
             counters = tuple(schema.counter(c).name for c in COUNTERS)
             schema.table(JOBS_TABLE)
-        except SchemaError as error:
-            raise SchemaError(f"the pipeline is not innet.p4: {error}") from None
+        except SchemaError as error:  # a near match in another program is no help: no "Did you mean"
+            raise SchemaError(f"the pipeline is not innet.p4: {str(error).split('. Did you mean')[0]}") from None
         if not acc or len(acc) != len(param) or len(acc) != len(mom):
             raise SchemaError(f"the pipeline is not innet.p4: {len(acc)} innet_acc_<i>, {len(param)} "
                               f"innet_param_<i>, {len(mom)} innet_mom_<i> registers (need the same K > 0)")

@@ -19,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from innet.argtypes import input_file, output_dir
+from innet.argtypes import CommandParser, input_file, output_dir, run_command
 
 DEFAULT_NAMES = {"text": "p4info.txtpb", "binary": "p4info.bin", "json": "p4info.json"}
 
@@ -46,7 +46,7 @@ def _runtime_files(text: str) -> list[Path]:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="innet-p4c",
         description="Compile a P4_16 (v1model) program for innet's embedded target and emit its P4Info.",
     )
@@ -60,7 +60,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--p4runtime-files", type=_runtime_files, default=[], metavar="FILES",
                         help="comma-separated P4Info files to write; format from suffix .txt/.txtpb/.json/.bin")
     parser.add_argument("--p4runtime-format", choices=sorted(DEFAULT_NAMES), default="text",
-                        help="format of the P4Info written into the output directory (default text)")
+                        help="format of the P4Info written into the output directory")
     return parser
 
 
@@ -75,6 +75,10 @@ def _p4info_error() -> type[Exception]:
 
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
+    return run_command("innet-p4c", lambda: _compile(args))
+
+
+def _compile(args: argparse.Namespace) -> int:
     from innet.switch.device_config import build
     from innet.switch.frontend.errors import FrontendError
 

@@ -10,21 +10,31 @@ import argparse
 import sys
 from pathlib import Path
 
-from innet.argtypes import input_file
+from innet.argtypes import EXIT_USAGE, STF_EXECUTOR, CommandParser, add_executor, input_file, run_command
+
+PROG = "innet-stf"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = CommandParser(prog=PROG, description="Run an STF test against a P4_16 v1model program.")
+    parser.add_argument("program", type=input_file, help="P4 source file")
+    parser.add_argument("test", type=input_file, help="STF test file")
+    parser.add_argument("-I", dest="include_dirs", action="append", default=[], type=Path, metavar="DIR",
+                        help="add DIR to the #include search path")
+    add_executor(parser, default=STF_EXECUTOR, what="packet executor (as innet conformance's)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log the executor at DEBUG (log_msg output)")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="innet-stf", description="Run an STF test against a P4_16 v1model program.")
-    parser.add_argument("program", type=input_file, help="P4 source file")
-    parser.add_argument("test", type=input_file, help="STF test file")
-    parser.add_argument("-I", dest="include_dirs", action="append", default=[], type=Path, metavar="DIR")
-    parser.add_argument("--executor", choices=("auto", "native", "python"), default="auto",
-                        help="native (generated C), python (the reference) or auto (native when possible; default)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log the executor at DEBUG (log_msg output)")
     try:
-        args = parser.parse_args(argv)
+        args = build_parser().parse_args(argv)
     except SystemExit as e:
-        return 2 if e.code else 0
+        return EXIT_USAGE if e.code else 0
+    return run_command(PROG, lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.verbose:
         import logging
 
@@ -37,8 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = run_stf(args.program, args.test, args.include_dirs, executor=args.executor)
     except (FrontendError, PipelineError, StfError, NativeBuildError) as e:
-        print(f"innet-stf: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 2
+        print(f"{PROG}: {str(e).splitlines()[0]}", file=sys.stderr)
+        return EXIT_USAGE
     if result.passed:
         print(f"PASS {result.message}")
         return 0

@@ -21,23 +21,20 @@ import sys
 from pathlib import Path
 from typing import NoReturn, Sequence
 
-from innet.argtypes import UINT64_MAX, host_port, input_file, int_range, output_dir
+from innet.argtypes import (EXIT_USAGE, UINT64_MAX, CommandParser, UsageError, add_executor, host_port, input_file,
+                            int_range, output_dir, run_command)
 from innet.switch.p4runtime.target_api import Target
 from innet.switch.ports import IfacePortSpec, LossSpec, PortError, UdpPortSpec
 from innet.switch.server import DEFAULT_GRPC_ADDRESS, SwitchError, SwitchOptions, SwitchServer
 from innet.switch.tls import ServerTls, TlsConfigError
 
 PROG = "innet-switch"
-EXIT_USAGE = 2
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(CommandParser):
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{PROG}: error: {message}\n")
-
-
-class UsageError(Exception):
-    """A flag value is malformed."""
+        sys.stderr.write(f"{PROG}: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,9 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"P4Runtime address (default {DEFAULT_GRPC_ADDRESS}; port 0: any free)")
     parser.add_argument("--pcap", type=output_dir, default=None, metavar="DIR",
                         help="write port<N>_in.pcap / port<N>_out.pcap captures into DIR")
-    parser.add_argument("--executor", choices=("auto", "native", "python"), default="auto",
-                        help="packet executor: native (generated C), python (the reference), or auto "
-                             "(native when a C compiler is present and the program is supported; default)")
+    add_executor(parser, what="packet executor")
     parser.add_argument("--port-loop", choices=("auto", "native", "python"), default="auto",
                         help="who serves the ports: native (a C loop with batched recvmmsg/sendmmsg, packets "
                              "run in C), python (one Python call per frame), or auto (native unless the "
@@ -180,6 +175,10 @@ def default_target(executor: str = "auto") -> Target:
 def main(argv: Sequence[str] | None = None, target: Target | None = None) -> int:
     """Run the switch until SIGINT/SIGTERM; the exit status."""
     args = build_parser().parse_args(argv)
+    return run_command(PROG, lambda: _serve(args, target))
+
+
+def _serve(args: argparse.Namespace, target: Target | None) -> int:
     try:
         options = options_from_args(args)
     except (UsageError, PortError) as error:

@@ -12,16 +12,16 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any
 
-from innet.argtypes import float_list, input_file, int_list, int_range, output_dir, positive_float, sizes
+from innet.argtypes import (UsageError, add_backend, add_executor, add_out, add_topo, add_values_per_packet, add_workers, float_list,
+                            input_file, int_range, not_applicable, positive_float, sizes)
 from innet.host.wire import SUPPORTED_K
 from innet.testbed.backends.mininet.console import quiet_mininet, run_cli
 from innet.testbed.backends.select import open_testbed, resolve_backend
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
-T = TypeVar("T")
 
 
 def _console() -> Any:
@@ -31,19 +31,6 @@ def _console() -> Any:
     if not console.is_terminal:
         console = Console(width=160)
     return console
-
-
-def _reported(command: str, run: Callable[[], T]) -> T | None:
-    """``run()``, or None after one line on stderr when the testbed or the controller failed
-    (the caller exits with EXIT_ERROR): no traceback reaches the user."""
-    from innet.controller.errors import ControllerError
-    from innet.testbed.core.testbed import TestbedError
-
-    try:
-        return run()
-    except (TestbedError, ControllerError) as error:
-        print(f"innet {command}: {error}", file=sys.stderr)
-        return None
 
 
 def _terminate_on_sigterm() -> None:
@@ -56,10 +43,28 @@ def _terminate_on_sigterm() -> None:
 # -- demo ------------------------------------------------------------------------------------
 
 
+RAIL_DEMO_STEPS = 50
+"""``innet demo --topo rail-*`` trains this many steps unless --steps is given: the demo's
+collectives on the shaped rail links come after training and take minutes of their own."""
+
+
+def check_demo_flags(args: argparse.Namespace) -> None:
+    """UsageError naming a flag that the chosen mode or topology would ignore."""
+    if args.mode == "luwu":
+        not_applicable(args, ("topo", "domains", "gpus_per_domain", "executor", "sizes", "no_gloo"),
+                       "to --mode luwu (a star of PyTorch workers and optimizer nodes)")
+    elif args.topo != "star":
+        not_applicable(args, ("workers", "executor", "no_gloo"),
+                       f"to --topo {args.topo} (--domains x --gpus-per-domain GPUs, hierarchical INA)")
+    else:
+        not_applicable(args, ("domains", "gpus_per_domain"), "to --topo star (give --workers)")
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from innet.testbed.ina.demo import DemoConfig, run
     from innet.testbed.cli.containers import check_switch_impl
 
+    check_demo_flags(args)
     if (rc := check_switch_impl(args, args.command)) is not None:
         return rc
 
@@ -69,27 +74,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
         from innet.testbed.luwu.demo import LuwuDemoConfig, run as run_luwu
 
         config_luwu = LuwuDemoConfig(workers=args.workers, steps=args.steps, backend=args.backend,
-                                     out_dir=args.out, switch_impl=args.switch_impl)
-        luwu = _reported(args.command, lambda: run_luwu(config_luwu, _console()))
-        if luwu is None:
-            return EXIT_ERROR
+                                     out_dir=args.out, switch_impl=args.switch_impl, command=f"innet {args.command}")
+        luwu = run_luwu(config_luwu, _console())
         acc = luwu["accuracy"]
         return 0 if not luwu["errors"] and acc["luwu"] is not None and abs(acc["luwu"] - acc["local"]) <= 0.01 \
             else EXIT_ERROR
     if args.topo != "star":
         from innet.testbed.rail.demo import RailDemoConfig, run as run_rail
 
+        steps = args.steps if "steps" in getattr(args, "given", ()) or not args.benchmark else RAIL_DEMO_STEPS
+        sizes = {"sizes": args.sizes} if "sizes" in getattr(args, "given", ()) else {}
         try:
             rail_config = RailDemoConfig(topo=args.topo, domains=args.domains, gpus_per_domain=args.gpus_per_domain,
-                                         steps=min(args.steps, 50) if args.benchmark else args.steps,
-                                         backend=args.backend, switch_impl=args.switch_impl, out_dir=args.out,
-                                         benchmark=args.benchmark)
-            rail = _reported(args.command, lambda: run_rail(rail_config, _console()))
+                                         steps=steps, backend=args.backend, switch_impl=args.switch_impl,
+                                         out_dir=args.out, benchmark=args.benchmark, **sizes)
         except ValueError as error:
-            print(f"innet {args.command}: {error}", file=sys.stderr)
-            return EXIT_USAGE
-        if rail is None:
-            return EXIT_ERROR
+            raise UsageError(str(error)) from None
+        rail = run_rail(rail_config, _console())
         t = rail["training"]
         good = (t["workers_agree"] and t["switch_registers_match"] and t["bit_exact_with_model"]
                 and t["accuracy"] >= t["float_reference_accuracy"] - 0.03)
@@ -97,9 +98,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     config = DemoConfig(workers=args.workers, steps=args.steps, backend=args.backend, gloo=not args.no_gloo,
                         bench_sizes=args.sizes, out_dir=args.out, executor=args.executor, switch_impl=args.switch_impl,
                         benchmark=args.benchmark)
-    doc = _reported(args.command, lambda: run(config, _console()))
-    if doc is None:
-        return EXIT_ERROR
+    doc = run(config, _console())
     train = doc["training"]
     good = (train["workers_agree"] and train["switch_registers_match"] and train["bit_exact_with_model"]
             and all(r["ok"] for r in doc["rows"]))
@@ -124,10 +123,7 @@ def cmd_rail_bench(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     console = _console()
     absent = tuple(getattr(args, "switch_absent", {}).items())
-    doc = _reported("bench", lambda: rail_bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"),
-                                                    absent=absent))
-    if doc is None:
-        return EXIT_ERROR
+    doc = rail_bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"), absent=absent)
     console.print(rail_bench.table(doc))
     for s in doc["alltoall_slowdown"]:
         console.print(rail_bench.slowdown_line(s))
@@ -152,17 +148,23 @@ NAMED_BENCHMARKS: dict[str, tuple[str, str]] = {
     "rail-failover": ("innet.testbed.rail.failover_bench", "a spare HB domain replacing a dead one mid-training: "
                                                            "recovery time, exactness"),
 }
-"""``innet bench NAME [options]``: benchmarks with options of their own (``--help`` each);
-``innet bench`` without a name is the allreduce benchmark."""
+"""``innet bench NAME [options]``: sub-commands of ``innet bench``, each module giving
+``add_arguments(parser)`` and ``command(args)``; ``innet bench`` without a name is the
+allreduce benchmark."""
 
 
-def run_named_benchmark(name: str, argv: list[str]) -> int:
-    """``innet bench NAME ARGS``: the benchmark's own entry point with its own options."""
+def _add_named_benchmarks(bench: argparse.ArgumentParser) -> None:
     import importlib
 
-    module = importlib.import_module(NAMED_BENCHMARKS[name][0])
-    rc: int = module.main(argv)
-    return rc
+    from innet.argtypes import plain
+
+    names = bench.add_subparsers(dest="bench_name", metavar="NAME", title="other benchmarks",
+                                 description="innet bench NAME --help: the options of each")
+    for name, (module_name, help_) in NAMED_BENCHMARKS.items():
+        module = importlib.import_module(module_name)
+        p = names.add_parser(name, help=help_, description=plain((module.__doc__ or help_).split("\n\n")[0]))
+        module.add_arguments(p)
+        p.set_defaults(func=module.command)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -174,6 +176,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.small_frames_first and args.topo == "star":
         print("innet bench: --small-frames-first applies to --topo rail-only|rail-optimized", file=sys.stderr)
         return EXIT_USAGE
+    if args.topo == "star":
+        not_applicable(args, ("domains", "gpus_per_domain", "hb_bw", "pair_bytes"), "to --topo star (give --workers)")
+    else:
+        not_applicable(args, ("workers", "loss", "delay", "mtu", "executor", "timeout"),
+                       f"to --topo {args.topo} (--domains x --gpus-per-domain GPUs on shaped rail links)")
 
     quiet_mininet()
     _terminate_on_sigterm()
@@ -191,10 +198,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     console = _console()
     absent = tuple(getattr(args, "switch_absent", {}).items())
-    doc = _reported("bench", lambda: bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"),
-                                               absent=absent))
-    if doc is None:
-        return EXIT_ERROR
+    doc = bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"), absent=absent)
     console.print(bench.table(doc))
     json_path, png_path = bench.save(doc, config.out_dir)
     console.print(f"wrote {json_path} and {png_path}")
@@ -240,7 +244,8 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
     except TopologyError as error:
         print(f"innet testbed up: {error}", file=sys.stderr)
         return EXIT_USAGE
-    loopback = args.loopback or resolve_backend() == "loopback"
+    backend = resolve_backend(args.backend)
+    loopback = backend == "loopback"
     try:
         options = options_for(topo, args.k, switch_loss=args.switch_loss / 100 if loopback else 0.0,
                               switch_executor=args.executor, switch_impl=args.switch_impl, name=args.name,
@@ -252,9 +257,8 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
         print(f"innet testbed up: --switch-loss {args.switch_loss:g}: must be a percentage within 0..100 "
               "(100 excluded)", file=sys.stderr)
         return EXIT_USAGE
-    if loopback and not args.loopback:
+    if loopback and args.backend == "auto":
         console.print("[yellow]not root: bringing the topology up on loopback[/]")
-    backend = "loopback" if loopback else "mininet"
     console.print(str(topo), markup=False, highlight=False)
     try:
         if len(topo.switches) > 1:
@@ -314,97 +318,89 @@ def cmd_testbed_down(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """Register ``demo``, ``bench`` and ``testbed`` on the ``innet`` parser."""
+    """Register ``demo``, ``train``, ``bench`` (and ``bench NAME``) and ``testbed`` on the ``innet`` parser."""
     from innet.testbed.core.testbed import MAX_WINDOW
     from innet.testbed.cli.containers import add_arguments as add_switch_impl
 
-    backends = ["auto", "mininet", "loopback"]
     demo = sub.add_parser("demo", help="bring up a 4-worker star, train with the switch as optimizer, "
                                        "compare with gloo; results under results/")
     train = sub.add_parser("train", help="bring up a testbed and train the digits model with the switch as "
                                          "optimizer (the demo without its allreduce benchmark)")
     for p in (demo, train):
-        p.add_argument("--workers", type=int_range(2), default=4, help="workers in the star (default 4)")
-        p.add_argument("--topo", choices=["star", "rail-only", "rail-optimized"], default="star",
-                       help="star (default), or a rail network training with hierarchical INA")
-        p.add_argument("--domains", type=int, default=2, help="rail topologies: HB domains (default 2)")
-        p.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain (default 4)")
-        p.add_argument("--steps", type=int_range(1), default=150, help="training steps (default 150)")
-        p.add_argument("--backend", choices=backends, default="auto", help="auto: Mininet when root, else loopback")
+        add_workers(p, 4, "star: workers; --mode luwu: workers of the LuWu job (rail topologies: "
+                          "--domains x --gpus-per-domain instead)", minimum=2)
+        add_topo(p, "star, or a rail network training with hierarchical INA (--mode switch only)")
+        p.add_argument("--domains", type=int, default=2, help="rail topologies: HB domains")
+        p.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain")
+        p.add_argument("--steps", type=int_range(1), default=150,
+                       help=f"training steps (default 150; innet demo on rail topologies: {RAIL_DEMO_STEPS})")
+        add_backend(p)
         p.add_argument("--mode", choices=("switch", "luwu"), default="switch",
-                       help="switch: the P4 switch is the optimizer (default); luwu: optimizer nodes with "
+                       help="switch: the P4 switch is the optimizer; luwu: optimizer nodes with "
                             "out-of-core Adam, PyTorch workers pushing/pulling per layer")
-        p.add_argument("--executor", choices=["auto", "native", "python"], default="auto",
-                       help="switch packet executor: native (generated C), python, auto (native when possible)")
-        p.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
+        add_executor(p, what="switch packet executor (star, --mode switch)")
+        add_out(p)
         add_switch_impl(p)
-    demo.add_argument("--sizes", type=sizes, default=(16384, 262144), help="benchmark sizes (default 16K,256K)")
-    demo.add_argument("--no-gloo", action="store_true", help="skip the gloo baseline")
+    demo.add_argument("--sizes", type=sizes, default=(16384, 262144), help="star: allreduce benchmark sizes")
+    demo.add_argument("--no-gloo", action="store_true", help="star: skip the gloo baseline")
     demo.set_defaults(func=cmd_demo, benchmark=True)
     train.set_defaults(func=cmd_demo, benchmark=False, sizes=(), no_gloo=True)
 
-    named = "\n".join(f"  {name:<14} {help_}" for name, (_, help_) in NAMED_BENCHMARKS.items())
     bench = sub.add_parser("bench", help="allreduce benchmark: innet INA vs gloo ring on the same testbed "
                                          "(--topo rail-*: hierarchical INA and all-to-all too); "
-                                         "innet bench NAME: " + ", ".join(NAMED_BENCHMARKS),
-                           formatter_class=argparse.RawDescriptionHelpFormatter,
-                           epilog="other benchmarks, each with options of its own (innet bench NAME --help):\n"
-                                  + named)
-    bench.add_argument("--workers", type=int_list, default=(2, 4), help="worker counts, e.g. 2,4,8 (default 2,4)")
+                                         "innet bench NAME: " + ", ".join(NAMED_BENCHMARKS))
+    add_workers(bench, (2, 4), "star: worker counts, e.g. 2,4,8")
     bench.add_argument("--sizes", type=sizes, default=(1024, 16384, 262144),
-                       help="elements per allreduce, e.g. 1K,64K,1M,16M (default 1K,16K,256K)")
-    bench.add_argument("--loss", type=float_list, default=(0.0,), help="loss percentages, e.g. 0,1,5 (default 0)")
+                       help="elements per allreduce, e.g. 1K,64K,1M,16M")
+    bench.add_argument("--loss", type=float_list, default=(0.0,), help="star: loss percentages, e.g. 0,1,5")
     bench.add_argument("--bw", type=float, default=None,
                        help="link rate in Mbit/s, 0: unshaped (Mininet; default 1000, rail topologies: NIC C_S 10)")
-    bench.add_argument("--delay", type=float, default=None, help="one-way link delay in ms (Mininet)")
-    bench.add_argument("--repeats", type=int_range(1), default=2, help="timed operations per point (default 2)")
-    bench.add_argument("-k", type=int, default=None, choices=list(SUPPORTED_K),
-                       help="values per packet (INNET_K; default: the largest whose frame fits the MTU)")
+    bench.add_argument("--delay", type=float, default=None, help="star: one-way link delay in ms (Mininet)")
+    bench.add_argument("--repeats", type=int_range(1), default=2, help="timed operations per point")
+    add_values_per_packet(bench, choices=SUPPORTED_K)
     bench.add_argument("--mtu", type=int, default=None,
-                       help="link MTU, 576..9000, for innet and gloo alike (Mininet; default 1500)")
-    bench.add_argument("--window", type=int_range(1, MAX_WINDOW), default=16, help="slots per job (default 16)")
-    bench.add_argument("--backend", choices=backends, default="auto", help="auto: Mininet when root")
-    bench.add_argument("--executor", choices=["auto", "native", "python"], default="auto",
-                       help="switch packet executor: native (generated C), python, auto (native when possible)")
-    bench.add_argument("--skip", action="append", default=[], choices=["ina", "gloo"], help="leave one out")
-    bench.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
+                       help="star: link MTU, 576..9000, for innet and gloo alike (Mininet; default 1500)")
+    bench.add_argument("--window", type=int_range(1, MAX_WINDOW), default=16, help="slots per job")
+    add_backend(bench)
+    add_executor(bench, what="switch packet executor (star)")
+    bench.add_argument("--skip", action="append", default=[], choices=["ina", "gloo"], help="leave one out (repeatable)")
+    add_out(bench)
     bench.add_argument("--markdown", action="store_true", help="also print the rows as a Markdown table")
-    bench.add_argument("--topo", choices=["star", "rail-only", "rail-optimized"], default="star",
-                       help="star: flat INA vs gloo per worker count; rail-*: hierarchical/flat INA, gloo, all-to-all")
-    bench.add_argument("--domains", type=int, default=2, help="rail topologies: HB domains y (default 2)")
-    bench.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain x (default 4)")
+    add_topo(bench, "star: flat INA vs gloo per worker count; rail-*: hierarchical/flat INA, gloo, all-to-all")
+    bench.add_argument("--domains", type=int, default=2, help="rail topologies: HB domains y")
+    bench.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain x")
     bench.add_argument("--hb-bw", type=positive_float, default=100.0,
-                       help="rail topologies: HB link rate C_F in Mbit/s (default 100; --bw is C_S, default 10)")
+                       help="rail topologies: HB link rate C_F in Mbit/s (--bw is C_S, default 10)")
     bench.add_argument("--pair-bytes", type=sizes, default=(50000,),
-                       help="rail topologies: all-to-all bytes per GPU pair (default 50000)")
+                       help="rail topologies: all-to-all bytes per GPU pair")
     bench.add_argument("--small-frames-first", action="store_true",
                        help="rail topologies, Mininet: shaped links send frames of at most 128 bytes (TCP ACKs) "
                             "before queued data, so TCP in both directions keeps a link busy")
     bench.add_argument("--timeout", type=positive_float, default=300.0,
-                       help="seconds per collective and testbed before it counts as failed (default 300)")
+                       help="seconds per collective and testbed before it counts as failed")
     add_switch_impl(bench, several=True)
     bench.set_defaults(func=cmd_bench)
+    _add_named_benchmarks(bench)
 
     tb = sub.add_parser("testbed", help="bring a topology up with the job ready, or remove leftovers")
     tbsub = tb.add_subparsers(dest="action", required=True)
     up = tbsub.add_parser("up", help="bring up; Mininet CLI (or wait with --no-cli / on loopback) until exit")
-    up.add_argument("--topo", choices=["star", "rail-only", "rail-optimized"], default="star",
-                    help="topology generator (default star)")
-    up.add_argument("--domains", type=int, default=2, help="rail topologies: HB domains y (default 2)")
-    up.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain x (default 4)")
+    add_topo(up, "topology generator")
+    up.add_argument("--domains", type=int, default=2, help="rail topologies: HB domains y")
+    up.add_argument("--gpus-per-domain", type=int, default=4, help="rail topologies: GPUs per domain x")
     up.add_argument("--hb-bw", type=float, default=None, help="rail topologies: HB-domain link rate in Mbit/s")
     up.add_argument("--topo-file", type=input_file, default=None, help="a saved topology (JSON) instead of --topo")
-    up.add_argument("--workers", type=int, default=4, help="workers (default 4)")
+    add_workers(up, 4, "star: workers")
     up.add_argument("--bw", type=float, default=None, help="(NIC) link rate in Mbit/s (Mininet)")
     up.add_argument("--delay", type=float, default=None, help="one-way link delay in ms (Mininet)")
-    up.add_argument("--link-loss", type=float, default=None, help="link loss in percent (Mininet netem)")
+    up.add_argument("--link-loss", type=float, default=None,
+                    help="link loss in percent, each way (Mininet: netem when the kernel has it, else a "
+                         "cls_bpf random drop on the host's interface)")
     up.add_argument("--mtu", type=int, default=None, help="link MTU, 576..9000 (Mininet; K follows it)")
-    up.add_argument("-k", type=int, default=None, choices=list(SUPPORTED_K),
-                    help="values per packet (INNET_K; default: the largest whose frame fits the MTU)")
+    add_values_per_packet(up, choices=SUPPORTED_K)
     up.add_argument("--switch-loss", type=float, default=0.0, help="loopback: drop percent of switch output")
-    up.add_argument("--loopback", action="store_true", help="no Mininet: UDP switch ports on 127.0.0.1")
-    up.add_argument("--executor", choices=["auto", "native", "python"], default="auto",
-                    help="switch packet executor: native (generated C), python, auto (native when possible)")
+    add_backend(up)
+    add_executor(up)
     up.add_argument("--no-cli", action="store_true", help="wait for Ctrl-C instead of the Mininet CLI")
     up.add_argument("--name", default=None, help="the testbed's name (default: the first free tb1, tb2, ...); "
                                                  "innet testbed status lists running testbeds by name")

@@ -8,26 +8,19 @@ import argparse
 import os
 import sys
 
+from innet.argtypes import SWITCH_IMPLS, add_switch_impl
+
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 
 
-IMPLS = ("innet", "bmv2")
+IMPLS = SWITCH_IMPLS
 
 
 def add_arguments(parser: argparse.ArgumentParser, runtime: bool = False, several: bool = False) -> None:
     """``--switch-impl`` (and ``--runtime`` for ``testbed up``/``cleanup``); ``several``: a
     benchmark taking ``innet,bmv2`` (rows of both, side by side)."""
-    needs = "needs BMv2 and p4c: PATH, INNET_BMV2_BIN, INNET_P4C, /opt/p4tools"
-    if several:
-        from innet.testbed.backends.bmv2 import impl_list
-
-        parser.add_argument("--switch-impl", type=impl_list, default=("innet",),
-                            help="switch(es): innet (default), bmv2 (p4lang's simple_switch_grpc; " + needs
-                                 + ") or innet,bmv2 (both, rows labelled; BMv2 absent: said, innet rows only)")
-    else:
-        parser.add_argument("--switch-impl", choices=list(IMPLS), default="innet",
-                            help=f"switch: innet's embedded target (default) or p4lang's simple_switch_grpc ({needs})")
+    add_switch_impl(parser, several=several)
     if runtime:
         parser.add_argument("--runtime", choices=["process", "docker"], default="process",
                             help="process: Mininet or loopback (default); docker: switch, controller and "
@@ -41,7 +34,7 @@ def check_switch_impl(args: argparse.Namespace, command: str) -> int | None:
 
     chosen = getattr(args, "switch_impl", "innet")
     impls = (chosen,) if isinstance(chosen, str) else tuple(chosen)
-    backend = "loopback" if getattr(args, "loopback", False) else getattr(args, "backend", "auto")
+    backend = getattr(args, "backend", "auto")
     absent: dict[str, str] = {}
     for impl in impls:
         if impl == "innet":

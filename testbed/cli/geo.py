@@ -13,7 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from innet.argtypes import int_range, output_dir, positive_float
+from innet.argtypes import add_backend, add_out, add_switch_impl, int_range, positive_float
+from innet.testbed.backends.select import resolve_backend
 
 EXIT_USAGE = 2
 
@@ -162,14 +163,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from innet.testbed.geo import bench as geo_bench
     from innet.testbed.core.topology import TopologyError
 
-    impls = args.switch_impl.split(",")
+    impls = list(args.switch_impl)
+    mininet = resolve_backend(args.backend) == "mininet"
     try:
         default = tuple(r for r in geo_bench.DEFAULT_RUNS if not (args.torch and r[0] == "dp"))
         config = _config(args, steps=args.steps, runs=args.runs or default, replicas=args.replicas,
                          target_accuracy=args.target, lr=args.lr, out_dir=args.out, eval_every=args.eval_every,
                          target_loss=args.target_loss, timeout_s=args.timeout,
                          activations=args.activations, gradients=args.gradients, warmup_steps=args.warmup, row_topk=not args.tensor_topk,
-                         testbed="mininet" if args.mininet else "loopback", switch_impl=impls[-1],
+                         testbed="mininet" if mininet else "loopback", switch_impl=impls[-1],
                          straggler=args.straggler, replan=args.replan, rate_change=args.rate_change)
     except (geo_bench.GeoBenchError, TopologyError) as error:
         print(f"innet geo bench: {error}", file=sys.stderr)
@@ -197,7 +199,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from innet.host.geo.launch import LaunchError
     from innet.testbed.core.testbed import TestbedError
 
-    if args.mininet:
+    if mininet:
         from innet.testbed.backends.mininet.console import quiet_mininet
 
         quiet_mininet()
@@ -279,18 +281,15 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
             p.add_argument("--straggler", type=_straggler, default=None, metavar="SITE:STEP:SHARE",
                            help="tighten SITE's CPU quota to SHARE after STEP (a device slowing mid-run; root)")
             p.add_argument("--rate-change", type=_rate_change, default=None, metavar="A-B:STEP:MBIT_S",
-                           help="set the WAN link between sites A and B to MBIT_S after STEP (tc; --mininet): "
+                           help="set the WAN link between sites A and B to MBIT_S after STEP (tc; --backend mininet): "
                                 "AdaTopK's ratio follows the measured rate")
             p.add_argument("--replan", action="store_true",
                            help="with --straggler: re-plan once, 6 steps after the slowdown, from the measured speed "
                                 "(the stages restart from their parameters on the new plan)")
             p.add_argument("--lr", type=positive_float, default=0.05, help="SGD learning rate (default 0.05)")
             p.add_argument("--eval-every", type=int_range(1), default=5, help="evaluate every N steps (default 5)")
-            p.add_argument("--mininet", action="store_true",
-                           help="run on the Mininet geo testbed (root): a switch per site, stages on site hosts, "
-                                "WAN veths shaped by HTB (delay: netem, else the transport)")
-            p.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
-            p.add_argument("--switch-impl", choices=["innet", "bmv2", "innet,bmv2"], default="innet",
-                           help="site switches: innet's embedded target (default), p4lang's simple_switch_grpc "
-                                "(with --mininet; needs BMv2 and p4c: PATH, INNET_BMV2_BIN, INNET_P4C, /opt/p4tools), "
-                                "or innet,bmv2: both in one run, rows labelled by switch (bench)")
+            add_backend(p, default="loopback",
+                        note="; mininet: a switch per site, stages on site hosts, WAN veths shaped by HTB "
+                             "(delay: netem, else the transport)")
+            add_out(p)
+            add_switch_impl(p, several=True, note="; bmv2 needs --backend mininet")

@@ -13,13 +13,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from innet.argtypes import output_dir
-from innet.argtypes import sizes
+from innet.argtypes import CommandParser, output_dir, sizes
 
 EXIT_USAGE = 2
 
 
-class OneLineArgumentParser(argparse.ArgumentParser):
+class OneLineArgumentParser(CommandParser):
     """A bad argument is one line (``innet model X: error: ...``), exit 2, no usage block."""
 
     def error(self, message: str) -> Any:

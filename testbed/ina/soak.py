@@ -1,6 +1,6 @@
 """Soak: exact allreduces for a long time on a lossy, duplicating testbed, with worker restarts.
 
-    innet bench soak --minutes 10 --workers 4 --loss 5 --dup 5 [--loopback]
+    innet bench soak --minutes 10 --workers 4 --loss 5 --dup 5 [--backend loopback]
 
 A benchmark-style program, not a test. Rounds repeat until the time is
 up; each round is a new worker set on the same live job (``Testbed.spawn_ina`` attaches
@@ -17,7 +17,7 @@ retransmitted, the switch counters and the RSS of ``innet-switch``; the JSON (an
 RSS and retransmissions over time) go under ``--out``. Impairments: Mininet (root) drops
 and duplicates ``--loss``/``--dup`` percent of the frames on every host link, each
 direction (cls_bpf random drop and mirred duplication, ``innet.testbed.backends.mininet.impair``);
-``--loopback`` drops and duplicates that share of the switch's output only (``innet-switch
+``--backend loopback`` drops and duplicates that share of the switch's output only (``innet-switch
 --loss``), since there are no links.
 """
 
@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from innet.argtypes import add_backend, add_out, add_workers, int_list, positive_float
 from innet.polling import PollTimeout, poll_until
 from innet.rss import rss_bytes
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
@@ -207,31 +208,31 @@ def save(doc: dict[str, Any], out: Path) -> Path:
     return path
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="innet bench soak", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--minutes", type=float, default=10.0)
-    parser.add_argument("--workers", type=int, default=4)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``innet bench soak``."""
+    parser.add_argument("--minutes", type=positive_float, default=10.0, help="how long rounds repeat")
+    add_workers(parser, 4, "workers of the job")
     parser.add_argument("--loss", type=float, default=5.0, help="percent of frames dropped")
     parser.add_argument("--dup", type=float, default=5.0, help="percent of frames duplicated")
-    parser.add_argument("--sizes", type=lambda s: tuple(int(x) for x in s.split(",")), default=(1000, 20000))
-    parser.add_argument("--restart-every", type=int, default=5)
-    parser.add_argument("--loopback", action="store_true", help="UDP switch ports on loopback (no root)")
-    parser.add_argument("--out", type=Path, default=Path("results"))
-    args = parser.parse_args(argv)
+    parser.add_argument("--sizes", type=int_list, default=(1000, 20000), help="allreduce sizes per round, e.g. 1000,20000")
+    parser.add_argument("--restart-every", type=int, default=5, help="every Nth round kills a rank mid-operation")
+    add_backend(parser, note="; loopback impairs the switch's output, Mininet the host links")
+    add_out(parser)
+
+
+def command(args: argparse.Namespace) -> int:
+    """``innet bench soak``: rounds until the time is up, JSON summary."""
+    args.loopback = args.backend == "loopback" or (args.backend == "auto" and resolve_backend() == "loopback")
     try:
         config = SoakConfig(args.minutes, args.workers, args.loss, args.dup, args.sizes, args.restart_every,
-                            args.loopback or resolve_backend() == "loopback", out=args.out)
+                            args.loopback, out=args.out)
         if not config.loopback:
             quiet_mininet()
         doc = run(config)
     except (ValueError, TestbedError) as error:
-        print(f"soak: {error}", file=sys.stderr)
+        print(f"innet bench soak: {error}", file=sys.stderr)
         return 2
     path = save(doc, config.out)
     print(json.dumps(doc["summary"]))
-    print(f"soak: wrote {path}")
+    print(f"innet bench soak: wrote {path}")
     return 0 if not doc["summary"]["inexact_rounds"] else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,11 +1,11 @@
 """Benchmark: step time, bytes per worker and memory of DDP + gloo, DDP + innet hook, FSDP2 and LuWu.
 
-    python -m innet.testbed.luwu.bench [--workers 2 4 8] [--steps 20] [--model digits|wide] [--out results/]
-    python -m innet.testbed.luwu.bench --mininet --bw 100 --model wide --workers 4 8 \
+    innet bench luwu [--workers 2,4,8] [--steps 20] [--model digits|wide] [--out results/]
+    innet bench luwu --backend mininet --bw 100 --model wide --workers 4,8 \
         --modes ddp-gloo ddp-innet fsdp
 
 On the loopback testbed (``innet-switch`` UDP ports on 127.0.0.1; one optimizer node) or, with
-``--mininet`` (root), the Mininet star with ``--bw`` Mbit/s host links (HTB), every mode on
+``--backend mininet`` (root), the Mininet star with ``--bw`` Mbit/s host links (HTB), every mode on
 the same testbed, links, model, batches and seed: DDP + gloo (torch Adam), DDP + innet hook
 (torch Adam), FSDP2 over gloo (``fully_shard``, torch Adam on the shards; optionally with CPU
 offload), LuWu with layer-wise overlap and LuWu serialized (push after backward, pull before
@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -48,6 +49,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from innet.argtypes import add_backend, add_executor, add_out, add_values_per_packet, add_workers
 from innet.testbed.core.machine import describe as machine, switch_description
 from innet.testbed.core.bounds import INNET_FRAME_OVERHEAD
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
@@ -330,7 +332,7 @@ def run(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettin
 def _check(args: argparse.Namespace) -> str | None:
     """What is wrong with the arguments, in one line; None when nothing is."""
     if args.bw is not None and not args.mininet:
-        return f"--bw {args.bw:g}: link shaping needs --mininet (loopback links are not shaped)"
+        return f"--bw {args.bw:g}: link shaping needs --backend mininet (loopback links are not shaped)"
     if args.bw is not None and not 0 < args.bw <= 100_000:
         return f"--bw {args.bw:g}: must be > 0 and <= 100000 Mbit/s"
     if args.mtu is not None and not args.mininet:
@@ -344,7 +346,7 @@ def _check(args: argparse.Namespace) -> str | None:
             return (f"-k {args.k}: a {IP_OVERHEAD + message_len(args.k)}-byte innet packet exceeds the MTU "
                     f"{args.mtu or 1500} (largest K that fits: {k_for_mtu(args.mtu or 1500)})")
     if any(not 2 <= n <= 31 for n in args.workers):
-        return (f"--workers {' '.join(map(str, args.workers))}: each must be within 2..31 (one member "
+        return (f"--workers {','.join(map(str, args.workers))}: each must be within 2..31 (one member "
                 "is the optimizer node, 32 at most)")
     if args.steps < 3:
         return f"--steps {args.steps}: must be >= 3 (timed steps after the warm-up)"
@@ -367,10 +369,10 @@ def _check(args: argparse.Namespace) -> str | None:
     return None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="innet bench luwu", description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, nargs="+", default=[2, 4, 8])
-    parser.add_argument("--steps", type=int, default=20, help="timed steps after the warm-up")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``innet bench luwu``."""
+    add_workers(parser, (2, 4, 8), "worker counts, one run each, e.g. 2,4,8 (each 2..31)")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps after the warm-up (at least 3)")
     parser.add_argument("--warmup", type=int, default=2, help="steps before the timed ones")
     parser.add_argument("--model", choices=tuple(MODELS), default="digits",
                         help="digits: MLP 64-128-64-10 on digits; wide: MLP 1024-2048-2048-2048-10 (10.5 M "
@@ -378,24 +380,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--hidden", type=int, nargs="+", default=None, help="hidden layer widths (override the model's)")
     parser.add_argument("--batch", type=int, default=32, help="samples per worker per step")
     parser.add_argument("--lr", type=float, default=None, help="Adam's learning rate (default 0.01; wide: 0.001)")
-    parser.add_argument("--modes", nargs="+", choices=tuple(MODES), default=list(DEFAULT_MODES))
-    parser.add_argument("--executor", choices=("auto", "native", "python"), default="auto",
-                        help="the switch's packet executor (innet-switch --executor)")
-    parser.add_argument("--mininet", action="store_true", help="on the Mininet star (root) instead of loopback")
+    parser.add_argument("--modes", nargs="+", choices=tuple(MODES), default=list(DEFAULT_MODES), metavar="MODE",
+                        help="modes to run, in this order: " + ", ".join(MODES))
+    add_executor(parser)
+    add_backend(parser, default="loopback", note="; link shaping (--bw, --mtu) needs mininet")
     parser.add_argument("--bw", type=float, default=None, help="Mininet host link rate in Mbit/s (default unshaped)")
     parser.add_argument("--mtu", type=int, default=None, help="Mininet links' MTU (default 1500)")
-    parser.add_argument("-k", type=int, default=None, help="values per innet packet (default: the largest that fits the MTU)")
+    add_values_per_packet(parser)
     parser.add_argument("--window", type=int, default=64, help="slots of the job (chunks in flight per worker)")
     parser.add_argument("--in-flight", type=int, default=None, metavar="KIB",
                         help="ddp-innet and duplex luwu: payload KiB in flight per agent (0: the whole window; "
                              "default 64 on Mininet, the hook's whole window on loopback)")
     parser.add_argument("--program", type=Path, default=None,
                         help="innet-p4c output directory of innet.p4 built with -D INNET_K=<K> (give -k too)")
-    parser.add_argument("--out", type=Path, default=Path("results"))
-    args = parser.parse_args(argv)
+    add_out(parser)
+
+
+def command(args: argparse.Namespace) -> int:
+    """``innet bench luwu``: check the arguments, run every mode, print and save."""
+    args.mininet = args.backend == "mininet" or (args.backend == "auto" and os.geteuid() == 0)
     error = _check(args)
     if error:
-        print(f"bench_luwu: {error}", file=sys.stderr)
+        print(f"innet bench luwu: {error}", file=sys.stderr)
         return 2
     shape = MODELS[args.model]
     if args.hidden is not None:
@@ -409,10 +415,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         run(args.workers, args.out, settings, args.modes)
     except (TestbedError, ControllerError) as error:  # e.g. the switch did not take the program in time
-        print(f"bench_luwu: {type(error).__name__}: {str(error).splitlines()[0]}", file=sys.stderr)
+        print(f"innet bench luwu: {type(error).__name__}: {str(error).splitlines()[0]}", file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

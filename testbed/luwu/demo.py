@@ -40,11 +40,13 @@ class LuwuDemoConfig:
     out_dir: Path = Path("results")
     switch_impl: str = "innet"
     """``innet`` or ``bmv2`` (simple_switch_grpc in Mininet; ``TestbedOptions.switch_impl``)."""
+    command: str = "innet demo"
+    """The command that runs it (``innet demo`` or ``innet train``), named in what it prints."""
 
 
 def run(config: LuwuDemoConfig, console: Any) -> dict[str, Any]:
     backend = resolve_backend(config.backend)
-    console.print(f"[bold]innet demo --mode luwu[/]: {config.workers} workers + {config.nodes} optimizer nodes "
+    console.print(f"[bold]{config.command} --mode luwu[/]: {config.workers} workers + {config.nodes} optimizer nodes "
                   f"on [bold]{backend}[/]")
     reference: list[dict[str, Any]] = []
     train(TrainSpec(mode="local", world=config.workers, steps=config.steps, lr=config.lr), reference.append)

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from innet.argtypes import add_out
 from innet.rss import peak_rss_bytes
 
 MODULE = __name__
@@ -119,7 +120,7 @@ ROLES = {"setup": _setup, "node": _node, "torch": _torch}
 
 
 def _child(role: str, spec: dict[str, Any], timeout: float = 1800.0) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-m", MODULE, "--child", role, json.dumps(spec)],
+    out = subprocess.run([sys.executable, "-m", MODULE, role, json.dumps(spec)],
                          capture_output=True, text=True, timeout=timeout)
     if out.returncode != 0:
         lines = out.stderr.strip().splitlines()
@@ -183,9 +184,8 @@ def _plot(rows: list[dict[str, Any]], path: Path, caption: str) -> bool:
     return True
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="innet bench luwu-node", description=__doc__.splitlines()[0])
-    ap.add_argument("--child", nargs=2, metavar=("ROLE", "SPEC"), help=argparse.SUPPRESS)
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options of ``innet bench luwu-node``."""
     ap.add_argument("--params", type=int, default=50_000_000, help="shard size in parameters (default 50 M)")
     ap.add_argument("--optimizers", default="adam,adamw", help="comma-separated: adam, adamw")
     ap.add_argument("--steps", type=int, default=5, help="timed steps after one warm-up step")
@@ -194,16 +194,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2, help="node threads (torch uses its default)")
     ap.add_argument("--rss-budget-mib", type=float, default=160.0, help="the node process's peak RSS cap")
     ap.add_argument("--dir", type=Path, default=None, help="where the state files go (default: a temp dir)")
-    ap.add_argument("--out", type=Path, default=Path("results"), help="directory for the JSON/PNG")
-    args = ap.parse_args(argv)
-    if args.child:
-        role, spec = args.child
-        print(json.dumps(ROLES[role](json.loads(spec))))
-        return 0
+    add_out(ap)
+
+
+def _child_main(argv: Sequence[str]) -> int:
+    """``python -m innet.testbed.luwu.node_bench ROLE SPEC``: one measurement in its own process."""
+    role, spec = argv
+    print(json.dumps(ROLES[role](json.loads(spec))))
+    return 0
+
+
+def command(args: argparse.Namespace) -> int:
+    """``innet bench luwu-node``: every optimizer measured, table, JSON and plot."""
     optimizers = [o.strip() for o in args.optimizers.split(",") if o.strip()]
     bad = [o for o in optimizers if o not in ("adam", "adamw")]
     if bad or args.params < 1 or args.steps < 1 or args.pieces < 1 or args.block < 1 or args.threads < 1:
-        ap.error(f"bad arguments: optimizers must be adam/adamw (got {bad}), counts >= 1")
+        print(f"innet bench luwu-node: --optimizers must be adam and/or adamw (got {','.join(bad)}); --params, "
+              "--steps, --pieces, --block and --threads must be >= 1", file=sys.stderr)
+        return 2
     from innet.testbed.core.machine import describe
 
     machine = describe()
@@ -237,4 +245,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_child_main(sys.argv[1:]))

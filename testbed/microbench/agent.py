@@ -25,7 +25,7 @@ import numpy as np
 
 from innet.children import end_popen
 from innet.testbed.core.machine import describe
-from innet.argtypes import output_dir
+from innet.argtypes import add_out, add_values_per_packet
 
 
 def measure(datapath: str, port: int, values: int, k: int, window: int, rounds: int) -> dict[str, Any]:
@@ -60,24 +60,28 @@ def measure(datapath: str, port: int, values: int, k: int, window: int, rounds: 
         transport.close()
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="innet bench agent", description=__doc__.splitlines()[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options of ``innet bench agent``."""
     ap.add_argument("--values", type=int, default=1 << 20, help="int32 values per operation (default 1M)")
-    ap.add_argument("--k", type=int, action="append", help="values per packet (repeatable; default 64 and 256)")
+    add_values_per_packet(ap, several=True, help_text="values per packet (repeatable; default 64 and 256)")
     ap.add_argument("--window", type=int, default=64, help="slots (default 64)")
     ap.add_argument("--rounds", type=int, default=3, help="timed operations per point (default 3)")
-    ap.add_argument("--out", type=output_dir, default=Path("results"), help="directory for JSON/PNG")
-    args = ap.parse_args(argv)
+    add_out(ap)
+
+
+def command(args: argparse.Namespace) -> int:
+    """``innet bench agent``: python and native datapaths through a C echo switch."""
     for name, value, low in (("--values", args.values, 1), ("--window", args.window, 1), ("--rounds", args.rounds, 1)):
         if value < low:
-            ap.error(f"argument {name}: {value} must be >= {low}")
+            print(f"innet bench agent: {name} {value}: must be >= {low}", file=sys.stderr)
+            return 2
     from innet.native_build import NativeBuildError
     from innet.testbed.microbench.native import tool
 
     try:
         echo = tool("echo")
     except NativeBuildError as error:
-        print(f"bench_agent: {error}", file=sys.stderr)
+        print(f"innet bench agent: {error}", file=sys.stderr)
         return 1
     proc = subprocess.Popen([str(echo), "127.0.0.1", "0"], stdout=subprocess.PIPE, text=True)
     rows = []
@@ -125,7 +129,3 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         console.print(f"saved {path}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import psutil
 
 from innet.children import die_with_parent, end_popen
-from innet.argtypes import int_range, output_dir, positive_float
+from innet.argtypes import add_out, int_range, positive_float
 from innet.testbed.core.paths import REPO
 from innet.testbed.core.processes import cpu_seconds
 from innet.testbed.core.machine import describe as machine
@@ -319,9 +319,9 @@ def _rates(text: str) -> str:
     return text
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="innet bench p4runtime", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=output_dir, default=Path("results"), help="directory for the JSON (default results/)")
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options of ``innet bench p4runtime``."""
+    add_out(ap, "JSON")
     ap.add_argument("--write-rounds", type=int_range(1), default=5, help="insert+delete rounds of 1000 entries per batch size")
     ap.add_argument("--max-seconds", type=positive_float, default=30.0, help="stop the rounds of one batch size after this")
     ap.add_argument("--skip-packets", action="store_true", help="only the Write benchmark (no root needed)")
@@ -330,7 +330,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--frames", type=int_range(1), default=1_000_000, help="at most this many frames per run")
     ap.add_argument("--seconds", type=positive_float, default=5.0, help="at most this long per run")
     ap.add_argument("--size", type=int_range(64, 9000), default=64, help="frame size in bytes (without FCS)")
-    args = ap.parse_args(argv)
+
+
+def command(args: argparse.Namespace) -> int:
+    """``innet bench p4runtime``: Write batches, then (unless --skip-packets) packets on veths."""
     result: dict[str, Any] = {
         "machine": machine(), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "settings": {"program": str(PROGRAM.relative_to(REPO)), "write_rounds": args.write_rounds,
@@ -351,7 +354,3 @@ def main(argv: list[str] | None = None) -> int:
     path.write_text(json.dumps(result, indent=2))
     print(f"saved {path}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import sys
@@ -49,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from innet.testbed.core.machine import describe
-from innet.argtypes import output_dir, positive_float
+from innet.argtypes import add_executor, add_out, positive_float
 from innet.testbed.core.paths import REPO
 
 TARGETS = {"basic_forward": 100_000, "agg64": 30_000, "agg2048": 0, "innet_sum": 40_000, "innet_momentum": 25_000,
@@ -244,17 +243,21 @@ def run(seconds: float, names: list[str] | None = None, rounds: int = 1) -> list
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="innet bench pipeline", description=__doc__.splitlines()[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options of ``innet bench pipeline``."""
     ap.add_argument("--seconds", type=positive_float, default=3.0, help="measurement time per workload (default 3)")
-    ap.add_argument("--out", type=output_dir, default=Path("results"), help="directory for JSON/PNG (default results/)")
+    add_out(ap)
     ap.add_argument("--only", action="append", choices=list(TARGETS), help="run only this workload (repeatable)")
-    ap.add_argument("--executor", choices=("auto", "native", "python"), default="auto",
-                    help="packet executor: native (generated C, batched), python, auto (native when possible)")
-    ap.add_argument("--rounds", type=int, default=1, help="measurements per workload, median reported (default 1)")
-    args = ap.parse_args(argv)
+    add_executor(ap, what="packet executor (native runs batched)")
+    ap.add_argument("--rounds", type=int, default=1, help="measurements per workload, median reported (1..20)")
+
+
+def command(args: argparse.Namespace) -> int:
+    """``innet bench pipeline``: every workload measured, table, JSON and plot."""
+    random.seed(0)
     if not 1 <= args.rounds <= 20:
-        ap.error(f"argument --rounds: {args.rounds} is outside 1..20")
+        print(f"innet bench pipeline: --rounds {args.rounds}: must be within 1..20", file=sys.stderr)
+        return 2
     global EXECUTOR
     EXECUTOR = args.executor
     rows = run(args.seconds, args.only, args.rounds)
@@ -317,9 +320,3 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         pass
     return 0
-
-
-if __name__ == "__main__":
-    os.environ.setdefault("PYTHONHASHSEED", "0")
-    random.seed(0)
-    sys.exit(main())

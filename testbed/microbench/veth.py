@@ -49,10 +49,10 @@ from typing import Any, Callable
 from innet.polling import PollTimeout, poll_until
 from innet.children import end_popen
 from innet.testbed.core.machine import describe
-from innet.argtypes import output_dir, positive_float
+from innet.argtypes import add_out, add_switch_impl, positive_float
 from innet.testbed.core.paths import REPO
 from innet.testbed.core.veth import VethError, VethPair
-from innet.testbed.backends.bmv2 import Bmv2Missing, find_tools, impl_list
+from innet.testbed.backends.bmv2 import Bmv2Missing, find_tools
 
 WORKLOADS = ("basic_forward", "agg64", "agg2048")
 REFLECTOR, RING_REFLECTOR = "reflector", "ring reflector"
@@ -399,34 +399,38 @@ def save(doc: dict[str, Any], out: Path) -> tuple[Path, Path | None]:
     return json_path, png
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="innet bench veth", description=__doc__.splitlines()[0])
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options of ``innet bench veth``."""
     ap.add_argument("--seconds", type=positive_float, default=3.0, help="measured seconds per point (default 3)")
-    ap.add_argument("--window", type=int, default=64, help="frames in flight (default 64)")
+    ap.add_argument("--window", type=int, default=64, help="frames in flight, 1..65536 (default 64)")
     ap.add_argument("--mtu", type=int, default=1500, help="veth MTU, 576..9000 (default 1500)")
     ap.add_argument("--executor", choices=["python", "native"], default=None,
                     help="innet-switch --executor (default: the switch's own default)")
     ap.add_argument("--rounds", type=int, default=1,
-                    help="reflector/switch pairs per workload; medians are reported (default 1)")
+                    help="reflector/switch pairs per workload, 1..20; medians are reported (default 1)")
     ap.add_argument("--port-loop", choices=["python", "native"], default=None,
                     help="innet-switch --port-loop (default: the switch's own default)")
     ap.add_argument("--only", action="append", choices=list(WORKLOADS), help="one workload (repeatable)")
-    ap.add_argument("--switch-impl", type=impl_list, default=("innet",),
-                    help="innet (default), bmv2 (p4lang's simple_switch_grpc, program compiled by p4c-bm2-ss) or "
-                         "innet,bmv2: rows of both in the same run (BMv2 absent: said, innet rows only)")
-    ap.add_argument("--out", type=output_dir, default=Path("results"), help="directory for JSON/PNG")
-    args = ap.parse_args(argv)
+    add_switch_impl(ap, several=True, note="; bmv2 runs the program compiled by p4c-bm2-ss")
+    add_out(ap)
+
+
+def command(args: argparse.Namespace) -> int:
+    """``innet bench veth`` (root): each switch on one veth against the C reflectors."""
     if not 1 <= args.window <= 1 << 16:
-        ap.error(f"argument --window: {args.window} is outside 1..65536")
+        print(f"innet bench veth: --window {args.window}: must be within 1..65536", file=sys.stderr)
+        return 2
     if not 1 <= args.rounds <= 20:
-        ap.error(f"argument --rounds: {args.rounds} is outside 1..20")
+        print(f"innet bench veth: --rounds {args.rounds}: must be within 1..20", file=sys.stderr)
+        return 2
     if not 576 <= args.mtu <= 9000:
-        ap.error(f"argument --mtu: {args.mtu} is outside 576..9000")
+        print(f"innet bench veth: --mtu {args.mtu}: must be within 576..9000", file=sys.stderr)
+        return 2
     if os.geteuid() != 0:
-        print("bench_veth: needs root (network namespace, veth pair, AF_PACKET sockets)", file=sys.stderr)
+        print("innet bench veth: needs root (network namespace, veth pair, AF_PACKET sockets)", file=sys.stderr)
         return 2
     if args.executor is not None and not switch_has_executor_flag():
-        print(f"bench_veth: --executor {args.executor}: this innet-switch has no --executor option yet "
+        print(f"innet bench veth: --executor {args.executor}: this innet-switch has no --executor option yet "
               "(the native executor is not merged)", file=sys.stderr)
         return 2
     impls, bmv2, absent = args.switch_impl, None, {}
@@ -435,9 +439,9 @@ def main(argv: list[str] | None = None) -> int:
             bmv2 = find_tools()
         except Bmv2Missing as missing:
             if len(impls) == 1:
-                print(f"bench_veth: {missing}", file=sys.stderr)
+                print(f"innet bench veth: {missing}", file=sys.stderr)
                 return 2
-            print(f"bench_veth: no simple_switch_grpc rows: {missing}", file=sys.stderr)
+            print(f"innet bench veth: no simple_switch_grpc rows: {missing}", file=sys.stderr)
             impls, absent = tuple(i for i in impls if i != "bmv2"), {"bmv2": str(missing)}
     config = VethBenchConfig(seconds=args.seconds, window=args.window, mtu=args.mtu, executor=args.executor,
                              port_loop=args.port_loop, rounds=args.rounds, workloads=tuple(args.only or WORKLOADS),
@@ -451,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         doc = run(config, lambda msg: console.print(f"[dim]{msg}[/]"), bmv2, absent)
     except (BenchError, VethError) as error:
-        print(f"bench_veth: {error}", file=sys.stderr)
+        print(f"innet bench veth: {error}", file=sys.stderr)
         return 1
     m = doc["machine"]
     table = Table(title=f"switches on one veth vs the C reflector ({m['cpu']}, {m['cores']} cores, "
@@ -474,7 +478,3 @@ def main(argv: list[str] | None = None) -> int:
     json_path, png = save(doc, args.out)
     console.print(f"saved {json_path}" + (f" and {png}" if png else ""))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from innet.argtypes import add_backend, add_out
 from innet.testbed.core.report import Column, markdown_table, rich_table, save_json
 from innet.testbed.core.testbed import TestbedError, TestbedOptions
 
@@ -95,10 +96,8 @@ def _check(args: argparse.Namespace) -> str | None:
     return None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from rich.console import Console
-
-    parser = argparse.ArgumentParser(prog="innet bench rail-failover", description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``innet bench rail-failover``."""
     parser.add_argument("--domains", type=int, default=2, help="HB domains in the job, besides the spare (default 2)")
     parser.add_argument("--gpus-per-domain", type=int, default=2, help="GPUs per domain = rails (default 2)")
     parser.add_argument("--steps", type=int, default=60, help="digits training steps (default 60)")
@@ -111,13 +110,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--window", type=int, default=8, help="slots of the job (default 8)")
     parser.add_argument("--deadline", type=float, default=60.0,
                         help="the GPUs' chunk deadline in seconds: the survivors wait this long (default 60)")
-    parser.add_argument("--backend", choices=("auto", "loopback", "mininet"), default="auto",
-                        help="auto: Mininet when root")
+    add_backend(parser)
     parser.add_argument("--nic-bw", type=float, default=100.0, help="Mininet NIC links, Mbit/s (default 100)")
     parser.add_argument("--hb-bw", type=float, default=1000.0, help="Mininet HB links, Mbit/s (default 1000)")
     parser.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
-    parser.add_argument("--out", type=Path, default=Path("results"))
-    args = parser.parse_args(argv)
+    add_out(parser)
+
+
+def command(args: argparse.Namespace) -> int:
+    """``innet bench rail-failover``: one run per --kill-at and spare kind, table and JSON."""
+    from rich.console import Console
+
     error = _check(args)
     if error:
         print(f"innet bench rail-failover: {error}", file=sys.stderr)
@@ -131,7 +134,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"innet bench rail-failover: {type(error).__name__}: {str(error).splitlines()[0]}", file=sys.stderr)
         return 1
     return 0 if doc["model_exact"] and all(r["exact"] for r in doc["rows"]) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

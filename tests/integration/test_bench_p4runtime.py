@@ -17,7 +17,9 @@ def test_write_benchmark_rows():
 
 
 def test_main_writes_json_without_packets(tmp_path: Path):
-    assert bench_p4runtime.main(["--skip-packets", "--write-rounds", "1", "--out", str(tmp_path)]) == 0
+    from innet.cli import main
+
+    assert main(["bench", "p4runtime", "--skip-packets", "--write-rounds", "1", "--out", str(tmp_path)]) == 0
     result = json.loads((tmp_path / "bench_p4runtime.json").read_text())
     assert result["machine"]["cores"] == os.cpu_count()
     assert {r["batch"] for r in result["writes"]} == {1, 1000} and "packets" not in result

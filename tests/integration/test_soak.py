@@ -31,4 +31,6 @@ def test_config_errors_name_the_option() -> None:
         soak.SoakConfig(loss_pct=100)
     with pytest.raises(ValueError, match=r"--minutes 0 must be positive"):
         soak.SoakConfig(minutes=0)
-    assert soak.main(["--workers", "1", "--loopback"]) == 2
+    from innet.cli import main
+
+    assert main(["bench", "soak", "--workers", "1", "--backend", "loopback"]) == 2

@@ -58,7 +58,7 @@ def test_cli_refuses_k_too_large_for_the_mtu(capsys: pytest.CaptureFixture[str])
     assert main(["bench", "-k", "2048", "--skip", "gloo"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["innet bench: bench k=2048: a 8244-byte innet packet exceeds mtu 1500 (largest K that fits: 256)"]
-    assert main(["testbed", "up", "--loopback", "-k", "1024", "--mtu", "1500"]) == 2
+    assert main(["testbed", "up", "--backend", "loopback", "-k", "1024", "--mtu", "1500"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["innet testbed up: K=1024: a 4148-byte innet packet exceeds the links' MTU 1500 "
                    "(largest K that fits: 256)"]

@@ -32,12 +32,12 @@ def test_unknown_switch_impl_is_a_usage_error(capsys):
 
 
 @pytest.mark.parametrize("argv, wrong", [
-    (["testbed", "up", "--loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
+    (["testbed", "up", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
     (["bench", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
     (["demo", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
     (["train", "--mode", "luwu", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
     (["train", "--topo", "rail-only", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
-    (["testbed", "up", "--topo", "rail-optimized", "--loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
+    (["testbed", "up", "--topo", "rail-optimized", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
     (["bench", "--topo", "rail-only", "--backend", "loopback"], "on the loopback testbed: BMv2 has no UDP ports"),
 ])
 def test_what_bmv2_cannot_bring_up_is_one_usage_line(argv, wrong, capsys, monkeypatch):

@@ -97,7 +97,7 @@ def test_without_root_the_cli_says_so_in_one_line_and_exits_1(monkeypatch: pytes
 
     before = ours()
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    code = cli.main(["geo", "bench", "--mininet", "--steps", "2", "--runs", "naive/none", "--out", str(tmp_path)])
+    code = cli.main(["geo", "bench", "--backend", "mininet", "--steps", "2", "--runs", "naive/none", "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 1
     assert err.strip() == ("innet geo bench: the Mininet geo testbed needs root (network namespaces, veths); "

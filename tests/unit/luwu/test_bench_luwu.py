@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.luwu.bench import main, row_of, summary
+from innet.cli import main as innet
+from innet.testbed.luwu.bench import row_of, summary
 from innet.testbed.core.bounds import INNET_FRAME_OVERHEAD
 from innet.testbed.luwu.run import RunResult
 
@@ -48,16 +49,16 @@ def test_a_run_with_missing_workers_is_a_row_without_numbers() -> None:
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--bw", "10"], r"--bw 10: link shaping needs --mininet"),
-    (["--mininet", "--bw", "0"], r"--bw 0: must be > 0"),
-    (["--workers", "2", "32"], r"--workers 2 32: each must be within 2\.\.31"),
+    (["--bw", "10"], r"--bw 10: link shaping needs --backend mininet"),
+    (["--backend", "mininet", "--bw", "0"], r"--bw 0: must be > 0"),
+    (["--workers", "2,32"], r"--workers 2,32: each must be within 2\.\.31"),
     (["--steps", "2"], r"--steps 2: must be >= 3"),
     (["--batch", "0"], r"--batch 0: must be >= 1"),
     (["--in-flight", "-1"], r"--in-flight -1: must be >= 0 KiB"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(argv: list[str], message: str,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(argv) == 2
+    assert innet(["bench", "luwu", *argv]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
     assert re.search(message, err)
@@ -114,15 +115,15 @@ def test_summary_gives_every_mode_against_ddp_gloo_and_the_bare_allreduces_again
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--mtu", "9000"], r"--mtu 9000: the MTU is a Mininet link's"),
-    (["--mininet", "--mtu", "100"], r"--mtu 100: must be within 576\.\.9000"),
+    (["--backend", "mininet", "--mtu", "100"], r"--mtu 100: must be within 576\.\.9000"),
     (["-k", "100"], r"-k 100: innet\.p4 builds K in"),
-    (["--mininet", "-k", "2048"], r"-k 2048: a \d+-byte innet packet exceeds the MTU 1500 \(largest K that fits: 256\)"),
+    (["--backend", "mininet", "-k", "2048"], r"-k 2048: a \d+-byte innet packet exceeds the MTU 1500 \(largest K that fits: 256\)"),
     (["--warmup", "0"], r"--warmup 0: must be >= 1"),
     (["--window", "0"], r"--window 0: must be >= 1"),
 ])
 def test_bad_link_and_packet_arguments_are_one_line_and_exit_2(argv: list[str], message: str,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(argv) == 2
+    assert innet(["bench", "luwu", *argv]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
     assert re.search(message, err)

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from innet.testbed.luwu import node_bench as bench_luwu_node
+from innet.cli import main as innet
 
 pytest.importorskip("torch", reason="torch (the benchmark's reference) is not installed")
 
 
 @pytest.mark.slow
 def test_small_run_writes_its_table_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = bench_luwu_node.main(["--params", "30000", "--steps", "1", "--pieces", "3", "--block", "4096",
-                                 "--optimizers", "adamw", "--dir", str(tmp_path), "--out", str(tmp_path / "out")])
+    code = innet(["bench", "luwu-node", "--params", "30000", "--steps", "1", "--pieces", "3", "--block", "4096",
+                  "--optimizers", "adamw", "--dir", str(tmp_path), "--out", str(tmp_path / "out")])
     assert code == 0
     assert "adamw" in capsys.readouterr().out
     doc = json.loads((tmp_path / "out" / "bench_luwu_node.json").read_text())
@@ -28,7 +28,6 @@ def test_small_run_writes_its_table_and_json(tmp_path: Path, capsys: pytest.Capt
 
 
 def test_bad_arguments_are_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as info:
-        bench_luwu_node.main(["--optimizers", "sgd"])
-    assert info.value.code == 2
-    assert "optimizers must be adam/adamw" in capsys.readouterr().err
+    assert innet(["bench", "luwu-node", "--optimizers", "sgd"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("innet bench luwu-node: --optimizers must be adam and/or adamw (got sgd)")

@@ -169,7 +169,7 @@ def test_a_rail_two_steps_ahead_is_not_a_failure_state():
 ])
 def test_the_failover_bench_refuses_impossible_values(args: list[str], message: str,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from innet.testbed.rail.failover_bench import main
+    from innet.cli import main
 
-    assert main(args) == 2
+    assert main(["bench", "rail-failover", *args]) == 2
     assert capsys.readouterr().err.strip() == f"innet bench rail-failover: {message}"
