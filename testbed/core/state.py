@@ -244,25 +244,38 @@ def find_testbed(name: str | None, dirs: list[Path] | None = None) -> TestbedSta
     raise TestbedStateError(f"no running testbed {name!r}{why}; running: {running} (innet testbed status)")
 
 
-def claim_name(name: str | None, dirs: list[Path] | None = None) -> str:
-    """``name`` when no live testbed has it (a stale file of that name is removed), or with
-    None the first free ``tb<N>``; TestbedStateError when a live testbed has ``name``."""
-    states = {s.name: s for s in list_states(dirs)}
-    if name is None:
-        n = 1
-        while f"{DEFAULT_PREFIX}{n}" in states and states[f"{DEFAULT_PREFIX}{n}"].live:
+def claim(state: TestbedState, name: str | None, directory: Path | None = None,
+          dirs: list[Path] | None = None) -> TestbedState:
+    """``state`` named ``name`` (None: the first free ``tb<N>``), its file created exclusively
+    (two bring-ups never get one name); a stale file of that name is replaced. TestbedStateError
+    when a running (or starting) testbed has ``name``."""
+    directory = state_dir() if directory is None else directory
+    directory.mkdir(parents=True, exist_ok=True)
+    known = {s.name: s for s in list_states(dirs if dirs is not None else [directory, *search_dirs()])}
+    n = 0
+    while True:
+        if name is None:
             n += 1
-        name = f"{DEFAULT_PREFIX}{n}"
-    check_name(name)
-    other = states.get(name)
-    if other is not None:
-        if other.live:
-            raise TestbedStateError(f"testbed name {name!r} is taken by a running testbed (pid {other.pid}, "
-                                    f"{other.backend}, {other.topology}): choose another --name, or stop it "
-                                    f"with `innet testbed down {name}`")
-        if other.path is not None:
+            candidate = f"{DEFAULT_PREFIX}{n}"
+        else:
+            candidate = check_name(name)
+        other = known.get(candidate)
+        if other is not None and not other.live and other.path is not None:
             Path(other.path).unlink(missing_ok=True)
-    return name
+            other = None
+        if other is None:
+            claimed = replace(state, name=candidate)
+            try:
+                with open(directory / f"{candidate}.json", "x") as f:
+                    f.write(claimed.to_json() + "\n")
+                (directory / f"{candidate}.json").chmod(0o644)
+                return claimed
+            except FileExistsError:  # another bring-up claimed it a moment ago
+                other = replace(state, name=candidate, status="starting")
+        if name is not None:
+            raise TestbedStateError(f"testbed name {candidate!r} is taken by a running testbed (pid {other.pid}, "
+                                    f"{other.backend}, {other.topology}): choose another --name, or stop it "
+                                    f"with `innet testbed down {candidate}`")
 
 
 def claimed_ports(dirs: list[Path] | None = None) -> set[int]:

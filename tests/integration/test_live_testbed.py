@@ -59,7 +59,7 @@ def test_commands_address_the_switch_by_testbed_and_name_beside_its_controller(e
     tb = ["--testbed", "alpha", "--switch", "s1"]
     assert "job 1 sum workers=2" in ok(env, "job", "list", *tb)
     # writes: a fresh election id in role innet-cli, while the testbed's controller holds id 1
-    out = ok(env, "job", "create", *tb, "--job", "3", "--k", "64", "--slot-base", "200", "--slot-count", "4",
+    out = ok(env, "job", "create", *tb, "--job", "3", "--slot-base", "200", "--slot-count", "4",
              "--mode", "sgd", "--param-chunks", "2", "--worker", WORKERS[0], "--worker", WORKERS[1])
     assert out.strip() == "job 3 on s1: chunks 0+2"
     assert "worker set attached at epoch 1" in ok(env, "job", "attach", *tb, "--job", "3")

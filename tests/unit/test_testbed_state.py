@@ -16,7 +16,7 @@ from innet.testbed.core.freeport import predictable_ports
 from innet.testbed.core.state import (
     SwitchState,
     TestbedStateError,
-    claim_name,
+    claim,
     claimed_ports,
     clean_stale,
     find_testbed,
@@ -55,13 +55,16 @@ def test_round_trip_and_lookup(tmp_path):
 
 
 def test_names_are_claimed_once(tmp_path):
+    starting = new_state("-", "loopback", "star2", tmp_path / "run")
     write_state(_state("tb1", tmp_path), tmp_path)
-    assert claim_name(None, [tmp_path]) == "tb2"
+    second = claim(starting, None, tmp_path, [tmp_path])
+    assert second.name == "tb2" and (tmp_path / "tb2.json").exists()
+    assert claim(starting, None, tmp_path, [tmp_path]).name == "tb3"  # tb2's file is there: never one name twice
     with pytest.raises(TestbedStateError, match=r"testbed name 'tb1' is taken by a running testbed \(pid \d+, "
                                                 r"loopback, star2\): choose another --name"):
-        claim_name("tb1", [tmp_path])
+        claim(starting, "tb1", tmp_path, [tmp_path])
     with pytest.raises(TestbedStateError, match=r"testbed name 'a/b': use 1..32 letters"):
-        claim_name("a/b", [tmp_path])
+        claim(starting, "a/b", tmp_path, [tmp_path])
 
 
 def test_stale_files_are_found_and_removed(tmp_path):
@@ -73,7 +76,7 @@ def test_stale_files_are_found_and_removed(tmp_path):
                                                 r"state file\); running: here"):
         find_testbed("gone", [tmp_path])
     assert claimed_ports([tmp_path]) == {9560}  # a dead testbed's ports are free again
-    assert claim_name("gone", [tmp_path]) == "gone"  # its name too (the stale file goes)
+    assert claim(dead, "gone", tmp_path, [tmp_path]).name == "gone"  # its name too (the stale file goes)
     write_state(dead, tmp_path)
     assert clean_stale([tmp_path]) == [f"removed stale testbed gone (pid {dead.pid} gone): {tmp_path / 'gone.json'}"]
     assert [s.name for s in list_states([tmp_path])] == ["here"]
