@@ -44,6 +44,7 @@ from innet.controller.errors import (
 )
 from innet.controller.reconnect import NO_RECONNECT, ReconnectPolicy
 from innet.controller.tls import ClientTls
+from innet.switch.p4rt_codec.device_configs import describe
 from innet.switch.p4rt_codec.status import decode_write_errors, status_code_of, status_details
 
 LOG = logging.getLogger(__name__)
@@ -409,6 +410,12 @@ class P4RuntimeClient:
         try:
             self._rpc(lambda: self.stub.SetForwardingPipelineConfig(request, timeout=max(self.timeout, 60.0)))
         except grpc.RpcError as error:
+            code: grpc.StatusCode = error.code()  # type: ignore[attr-defined]
+            if code == grpc.StatusCode.RESOURCE_EXHAUSTED:  # the size, not gRPC's numbers alone
+                raise RpcError(f"pipeline push on switch {self.address}: the switch refused the "
+                               f"{request.ByteSize()}-byte request as too large ({error.details()}); device "  # type: ignore[attr-defined]
+                               f"config: {describe(device_config)}: is it for this switch? (innet-switch runs "
+                               "innet-p4c's config, simple_switch_grpc p4c-bm2-ss's JSON)", code) from None
             raise rpc_error(error, "pipeline push", self.address) from None
 
     def get_p4info(self) -> p4i.P4Info | None:

@@ -6,7 +6,10 @@ temporary directory, from which :meth:`PipelineConfig.from_dir` loads the device
 and the P4Info. By default that is ``innet-p4c`` (through this interpreter, so no PATH
 is needed); ``INNET_P4C`` (or an explicit :class:`P4Compiler`) names another command,
 e.g. ``p4c-bm2-ss`` for BMv2, which is called with p4c's own flags
-(``-o prog.json --p4runtime-files p4info.txtpb``).
+(``-o prog.json --p4runtime-files p4info.txtpb``). When the switch the program goes to is
+known, :meth:`P4Compiler.for_switch` picks the compiler by it: a run with both innet-switch
+and simple_switch_grpc (``INNET_P4C`` naming p4c-bm2-ss) still gives innet-switch
+innet-p4c's config.
 """
 
 from __future__ import annotations
@@ -43,6 +46,19 @@ class P4Compiler:
         """``INNET_P4C`` when set (and not blank), else innet-p4c."""
         text = (os.environ if environ is None else environ).get(ENV_VAR, "").strip()
         return cls(tuple(shlex.split(text))) if text else cls()
+
+    @classmethod
+    def for_switch(cls, switch_impl: str, environ: Mapping[str, str] | None = None) -> "P4Compiler":
+        """The compiler whose output a switch of ``switch_impl`` runs: for ``innet``,
+        ``INNET_P4C`` unless it names p4c-bm2-ss (which then means the BMv2 switches of the
+        same run, as in :mod:`innet.testbed.backends.bmv2`), else innet-p4c; for ``bmv2``,
+        ``INNET_P4C`` when it names p4c-bm2-ss, else ``p4c-bm2-ss`` from PATH."""
+        configured = cls.from_env(environ)
+        if switch_impl == "innet":
+            return cls() if configured.is_bmv2 else configured
+        if switch_impl == "bmv2":
+            return configured if configured.is_bmv2 else cls(("p4c-bm2-ss",))
+        raise PipelineConfigError(f"switch implementation {switch_impl!r}: expected innet or bmv2")
 
     @property
     def is_bmv2(self) -> bool:

@@ -67,6 +67,9 @@ class SwitchEndpoint:
     p4runtime_role: str = ""
     """P4Runtime role (``Role.name``) of this session; ``""``: the default role (full
     access). Not to be confused with ``role``, the switch's place in the topology."""
+    switch_impl: str | None = None
+    """``innet`` (innet-switch) or ``bmv2`` (simple_switch_grpc): a pipeline it cannot run
+    (a BMv2 JSON to innet-switch) is refused before it is sent; None: not known, not checked."""
 
 
 class Switch:
@@ -116,7 +119,9 @@ class Switch:
 
     def push(self, config: PipelineConfig) -> None:
         """SetForwardingPipelineConfig; the P4Info becomes this session's schema (and the
-        config is remembered, to be pushed again if the switch restarts without it)."""
+        config is remembered, to be pushed again if the switch restarts without it).
+        PipelineConfigError, before sending, when ``spec.switch_impl`` cannot run it."""
+        config.check_for(self.spec.switch_impl)
         self.client.set_pipeline(config.p4info, config.device_config, config.cookie)
         self._pushed = config
         self._use(P4Schema(config.p4info))

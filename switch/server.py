@@ -23,6 +23,7 @@ from innet.switch.p4runtime.device import Device
 from innet.switch.p4runtime.errors import P4RuntimeError
 from innet.switch.p4runtime.service import P4RuntimeService, add_to_server
 from innet.switch.p4runtime.target_api import Target
+from innet.switch.p4rt_codec.device_configs import MAX_PIPELINE_MESSAGE_BYTES
 from innet.switch.tls import ServerTls, TlsConfigError
 from innet.switch.native.portio import NativePortSet
 from innet.switch.ports import (
@@ -146,7 +147,10 @@ class SwitchServer:
         service = P4RuntimeService(self.device, self.ports.send)
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=opts.grpc_workers,
                                                         thread_name_prefix="p4rt"),
-                             options=[("grpc.so_reuseport", 0)])  # a busy address is an error
+                             options=[("grpc.so_reuseport", 0),  # a busy address is an error
+                                      # a wrong kind of config (a 10 MB BMv2 JSON) gets the target's
+                                      # message, not gRPC's RESOURCE_EXHAUSTED at 4 MiB
+                                      ("grpc.max_receive_message_length", MAX_PIPELINE_MESSAGE_BYTES)])
         add_to_server(service, server)
         try:
             if opts.tls is None:

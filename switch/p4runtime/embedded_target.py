@@ -305,14 +305,14 @@ class InnetTarget:
 
     def _compile(self, data: bytes) -> tuple[Any, p4i.P4Info]:
         from innet.switch import device_config as dc
+        from innet.switch.p4rt_codec.device_configs import BMV2_JSON_REFUSAL, config_kind
 
+        if config_kind(data) == "bmv2":  # before parsing: megabytes of JSON innet never runs
+            raise TargetError(BMV2_JSON_REFUSAL)
         if data.lstrip()[:1] == b"{":
             try:
                 config = dc.DeviceConfig.from_bytes(data)
             except dc.DeviceConfigError as error:
-                if b'"pipelines"' in data and b'"header_types"' in data:
-                    raise TargetError("device config is BMv2 JSON (p4c-bm2-ss output); innet executes "
-                                      "P4 itself: send innet-p4c's <prog>.innet.json or the P4 source") from None
                 raise TargetError(str(error)) from None
             source, name = config.source, f"{config.program}.p4"
         else:

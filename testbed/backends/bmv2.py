@@ -280,7 +280,7 @@ def controller_spec(name: str, config: Bmv2SwitchConfig, timeout: float = 30.0,
     from innet.controller.switch import SwitchEndpoint
 
     return SwitchEndpoint(name, config.grpc_address, config.device_id, thrift_port=config.thrift_port,
-                          registers="thrift", timeout=timeout, thrift_cli=cli or cli_path())
+                          registers="thrift", timeout=timeout, thrift_cli=cli or cli_path(), switch_impl="bmv2")
 
 
 def pipeline(program: Path, tools: Bmv2Tools, work_dir: Path, defines: Mapping[str, str | None] = {}):  # type: ignore[no-untyped-def]
@@ -289,13 +289,13 @@ def pipeline(program: Path, tools: Bmv2Tools, work_dir: Path, defines: Mapping[s
     from innet.controller.pipeline import PipelineConfig
 
     if program.is_dir():
-        return PipelineConfig.from_dir(program)
+        return PipelineConfig.from_dir(program, "bmv2")
     if program.suffix != ".p4":
         raise PipelineConfigError(f"pipeline {str(program)!r}: give a .p4 file or a p4c-bm2-ss output directory "
                             "(BMv2 JSON + p4info.txtpb)")
     if tools.p4c is None:
         raise Bmv2Missing(f"bmv2 backend: p4c-bm2-ss not found on PATH (or INNET_P4C): {GET_P4C}")
-    return PipelineConfig.from_dir(compile_program(tools.p4c, program, work_dir, defines))
+    return PipelineConfig.from_dir(compile_program(tools.p4c, program, work_dir, defines), "bmv2")
 
 
 def wait_grpc(address: str, deadline: float, alive: Callable[[], bool] = lambda: True) -> None:

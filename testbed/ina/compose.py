@@ -220,7 +220,7 @@ def connect_controller(config: ComposeConfig) -> Any:
                                    f"{config.deadline:g} s") from None
         finally:
             channel.close()
-    return Controller([SwitchEndpoint("s1", config.grpc_address, 1, timeout=30.0)])
+    return Controller([SwitchEndpoint("s1", config.grpc_address, 1, timeout=30.0, switch_impl="innet")])
 
 
 def run_controller(config: ComposeConfig) -> int:
@@ -241,7 +241,7 @@ def run_controller(config: ComposeConfig) -> int:
     workers = tuple(WorkerSpec(rank=h.rank, port=h.rank + 1, mac=h.mac, ip=h.address, udp_port=18767)
                     for h in topo.workers)
     with connect_controller(config) as ctl:
-        ctl.push(PipelineConfig.load(P4_PROGRAM))
+        ctl.push(PipelineConfig.load(P4_PROGRAM, switch_impl="innet"))
         routes = tuple(Route(f"{w.ip}/32", w.mac, w.port) for w in workers)
         ctl.install_forwarding({"s1": Forwarding(sw.mac, sw.ip, routes, tuple((w.ip, w.mac) for w in workers))})
         job = JobSpec(job_id=config.job_id, workers=workers, slot_base=0, slot_count=config.window, k=64,

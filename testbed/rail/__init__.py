@@ -1,1 +1,2 @@
-"""Rail-only and rail-optimized networks: grid, testbeds, workers, all-to-all, bench, demo, models."""
+"""Rail-only and rail-optimized networks: grid, testbeds, workers, all-to-all, bench, demo,
+spare-domain failover and its benchmark, analytical models."""

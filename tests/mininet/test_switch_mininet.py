@@ -41,7 +41,7 @@ print(json.dumps(got), flush=True)
 
 
 def _assert_nothing_left() -> None:
-    """No pid file and no s1-eth* link (checked under the lock: other sessions' runs are not ours)."""
+    """No pid file and no s1-eth* link (checked under the lock: other test runs' links are not ours)."""
     with state_lock():
         assert not (STATE_DIR / "s1.pid").exists()
         assert "s1-eth" not in subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout

@@ -78,6 +78,7 @@ def test_compile_command_uses_p4cs_own_includes():
 def test_controller_spec_sends_registers_through_thrift_only():
     spec = controller_spec("s1", Bmv2SwitchConfig(ports=(), thrift_port=9095, grpc_address="127.0.0.1:9600"))
     assert (spec.address, spec.thrift_port, spec.registers) == ("127.0.0.1:9600", 9095, "thrift")
+    assert spec.switch_impl == "bmv2"  # innet's config is refused before it is sent
 
 
 def test_p4c_output_directory_is_the_device_config(tmp_path):
@@ -98,6 +99,8 @@ def test_p4c_output_directory_is_the_device_config(tmp_path):
     with pytest.raises(Exception, match=r"give a .p4 file or a p4c-bm2-ss output directory"):
         pipeline(tmp_path / "basic_forward.json", Bmv2Tools(Path("ss"), None, None), tmp_path / "work")
     assert isinstance(config, PipelineConfig)
+    (tmp_path / "basic_forward.innet.json").write_bytes(built.config.to_bytes())  # innet-p4c wrote there too
+    assert pipeline(tmp_path, Bmv2Tools(Path("ss"), None, None), tmp_path / "work").device_config == bmv2_json
 
 
 def test_switch_impl_check():

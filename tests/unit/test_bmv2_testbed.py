@@ -113,6 +113,7 @@ def test_controller_endpoint_sends_registers_through_thrift(tmp_path, monkeypatc
     [endpoint] = seen
     assert (endpoint.address, endpoint.thrift_port, endpoint.registers, endpoint.thrift_cli) == (
         "127.0.0.1:50123", 9191, "thrift", str(cli))
+    assert endpoint.switch_impl == "bmv2"
 
 
 def test_innet_switch_endpoint_is_unchanged(tmp_path, monkeypatch):
@@ -120,7 +121,7 @@ def test_innet_switch_endpoint_is_unchanged(tmp_path, monkeypatch):
     tb, _ = _fake_testbed(TestbedOptions(state_dir=tmp_path))
     with pytest.raises(_Recorded):
         tb.start()
-    assert (seen[0].thrift_port, seen[0].registers) == (None, "auto")
+    assert (seen[0].thrift_port, seen[0].registers, seen[0].switch_impl) == (None, "auto", "innet")
 
 
 def test_bench_and_demo_configs_carry_the_switch_impl(tmp_path):

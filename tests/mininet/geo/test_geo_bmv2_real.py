@@ -36,7 +36,7 @@ def _bench(impl: str, out: Path) -> dict:  # type: ignore[type-arg]
 
 def _orphaned_bmv2_switches_on(names: list[str]) -> list[str]:
     """simple_switch_grpc processes on these switches' interfaces whose run has ended (their
-    parent is gone: orphans of init); a live run of another session has its own parent."""
+    parent is gone: orphans of init); another live test run has its own parent."""
     out = subprocess.run(["ps", "-eo", "ppid=,args="], capture_output=True, text=True).stdout
     return [line for line in out.splitlines() if line.split(None, 1)[0] == "1"
             and "simple_switch_grpc" in line and any(f"@{n}-eth" in line for n in names)]

@@ -46,8 +46,8 @@ def _processes() -> dict[int, tuple[int, str]]:
 
 def _left_behind(topo: Topology, before: dict[int, tuple[int, str]]) -> list[str]:
     """This run's leftovers: processes started since ``before``, still running, that are this
-    test's children or orphans (a run of another session, with the same names, has its own
-    live parent): a simple_switch_grpc on the topology's interfaces or a Mininet host shell of
+    test's children or orphans (another test run on this machine, with the same names, has
+    its own live parent): a simple_switch_grpc on the topology's interfaces or a Mininet host shell of
     its hosts; and, when no other run holds them, the switches' interfaces."""
     names = [s.name for s in topo.switches]
     marks = [f"@{n}-eth" for n in names] + [f"mininet:{h.name} " for h in topo.hosts]
