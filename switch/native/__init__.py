@@ -12,7 +12,7 @@
   digests, ``atomic()``) with the packet path in C, off the GIL.
 - ``select.load_pipeline(program, executor="auto"|"native"|"python")``: the choice every
   entry point makes (``innet-switch --executor``, ``innet-stf --executor``, ``innet
-  testbed up/bench/demo --executor``, ``bench_pipeline --executor``).
+  testbed up/bench/demo --executor``, ``innet bench pipeline --executor``).
 
 What runs natively, mirroring the python executor (the reference): tables of every match
 kind, action profiles and selectors (BMv2's selector hash over the selector keys; the
