@@ -37,7 +37,7 @@ from innet.testbed.core.state import (
     SwitchState,
     TestbedState,
     TestbedStateError,
-    claim_name,
+    claim,
     claimed_ports,
     new_state,
     remove_state,
@@ -274,12 +274,8 @@ class Testbed:
         return self
 
     def _announce(self) -> None:
-        """Claim the name, choose the switches' ports (``options.fixed_ports``) and write the
+        """Choose the switches' ports (``options.fixed_ports``), then claim the name with the
         ``starting`` state file (its ports keep a concurrent bring-up off them)."""
-        try:
-            self.name = claim_name(self.options.name)
-        except TestbedStateError as error:
-            raise TestbedError(str(error)) from None
         switches = self.topology.p4_switches
         planned: dict[str, tuple[int, int | None]] = {}
         if self.options.fixed_ports:
@@ -293,12 +289,16 @@ class Testbed:
                     if wanted != given:
                         self.port_notes.append(f"switch {s.name}: {what} port {wanted} is taken; using {given}")
             self.network.planned_ports = planned
-        self.state = replace(
-            new_state(self.name, self.kind, self.topology.name, self.procs.dir, self.options.k),
+        starting = replace(
+            new_state("-", self.kind, self.topology.name, self.procs.dir, self.options.k),
             switches=tuple(SwitchState(s.name, s.device_id, f"127.0.0.1:{planned[s.name][0]}",
                                        None if planned[s.name][1] is None else f"127.0.0.1:{planned[s.name][1]}")
                            for s in switches if s.name in planned))
-        write_state(self.state)
+        try:
+            self.state = claim(starting, self.options.name)
+        except TestbedStateError as error:
+            raise TestbedError(str(error)) from None
+        self.name = self.state.name
 
     def _record_up(self) -> None:
         """The state file of the started testbed: every switch's addresses, pid, log, ports."""
