@@ -195,8 +195,15 @@ def add_target_args(p: argparse.ArgumentParser, many: bool = False) -> None:
 # -- innet testbed status / ls / down NAME ---------------------------------------------------
 
 
+def _pid(pid: int | None) -> str:
+    from innet.testbed.core.processes import pid_alive
+
+    return "-" if pid is None else str(pid) if pid_alive(pid) else f"{pid} (exited)"
+
+
 def status_lines(states: list[Any]) -> list[str]:
-    """Plain lines (readable piped) describing each testbed and its switches."""
+    """Plain lines (readable piped) describing each testbed and its switches; a switch
+    process that died while its testbed runs is marked ``(exited)``."""
     lines = []
     for s in states:
         lines.append(f"{s.name}: {s.status}, {s.backend}, topology {s.topology}, owner pid {s.pid}, "
@@ -204,7 +211,7 @@ def status_lines(states: list[Any]) -> list[str]:
         for sw in s.switches:
             ports = sw.udp_ports or sw.interfaces
             lines.append(f"  {sw.name} ({sw.impl}, device {sw.device_id}): P4Runtime {sw.p4runtime}, "
-                         f"Thrift {sw.thrift or '-'}, pid {sw.pid if sw.pid is not None else '-'}, "
+                         f"Thrift {sw.thrift or '-'}, pid {_pid(sw.pid)}, "
                          f"log {sw.log or '-'}")
             if ports:
                 kind = "UDP" if sw.udp_ports else "interfaces"

@@ -194,3 +194,15 @@ def test_p4runtime_shell_reads_the_testbed_at_the_printed_address(env, testbed, 
     assert result.stdout.strip() == "2"  # the route of each host the testbed installed
     # and innet's own write commands still work beside both
     assert "worker set attached" in ok(env, "job", "attach", "--testbed", "alpha", "--job", "1")
+
+
+def test_status_marks_a_dead_switch_of_a_running_testbed(env, tmp_path):
+    from innet.testbed.core.state import SwitchState, new_state, with_switches, write_state
+
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout)
+    state = with_switches(new_state("mine", "loopback", "star2", tmp_path / "run", k=64),  # owned by this test
+                          [SwitchState("s1", 1, "127.0.0.1:9559", pid=dead, log="/x/switch.log")], [])
+    write_state(state, tmp_path)
+    out = ok(env, "testbed", "status", "mine")
+    assert f"s1 (innet, device 1): P4Runtime 127.0.0.1:9559, Thrift -, pid {dead} (exited), log /x/switch.log" in out
