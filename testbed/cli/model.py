@@ -84,7 +84,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     except ModelError as error:
         print(f"innet model reproduce: {error}", file=sys.stderr)
         return EXIT_USAGE
-    doc = report.reproduction_doc(chosen, rows)
+    curves = {s.name: reproduce.figure_curves(s) for s in chosen}
+    doc = report.reproduction_doc(chosen, rows, curves)
     console.print(report.reproduction_table(doc))
     paths = report.save_reproduction(doc, args.out)
     console.print("wrote " + ", ".join(str(p) for p in paths))

@@ -347,11 +347,13 @@ def save(doc: dict[str, Any], out_dir: Path, stem: str) -> tuple[Path, Path]:
     return json_path, png_path
 
 
-def reproduction_doc(settings: Sequence[Any], rows: dict[str, list[Any]]) -> dict[str, Any]:
-    """The JSON document of ``innet model reproduce``: every row under every setting."""
+def reproduction_doc(settings: Sequence[Any], rows: dict[str, list[Any]],
+                     curves: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON document of ``innet model reproduce``: every row under every setting (and the
+    Fig. 8/10 curves per setting, when given)."""
     from dataclasses import asdict as _asdict
 
-    return {"model": "reproduce",
+    return {"model": "reproduce", **({"curves": curves} if curves else {}),
             "settings": {s.name: {**_asdict(s), "efficiency": s.efficiency()} for s in settings},
             "rows": {name: [r.to_dict() for r in rs] for name, rs in rows.items()},
             "within": {name: sum(r.within for r in rs) for name, rs in rows.items()},
@@ -431,4 +433,42 @@ def save_reproduction(doc: dict[str, Any], out_dir: Path) -> list[Path]:
         fig.savefig(png, dpi=110)
         plt.close(fig)
         paths.append(png)
+    if "curves" in doc:
+        paths.append(_plot_curves(plt, doc["curves"], out_dir))
     return paths
+
+
+def _plot_curves(plt: Any, curves: dict[str, Any], out_dir: Path) -> Path:
+    """Fig. 8 (slowdown against K) and Fig. 10 (fraction of ideal against the batch), one line
+    per setting, the paper's points as black markers."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for name, c in curves.items():
+        for model, pts in c["fig8"].items():
+            left.plot([k for k, _ in pts], [100 * v for _, v in pts], marker=".", label=f"{model} ({name})")
+        for k, pts in c["fig10"].items():
+            right.plot([b for b, _ in pts], [100 * v for _, v in pts], marker=".", label=f"K={k} ({name})")
+    first = next(iter(curves.values()))
+    for model, v in first["fig8_paper"].items():
+        left.scatter([256], [100 * v], color="black", zorder=5, marker="x")
+        left.annotate(f"paper {model}: {v:.1%}", (256, 100 * v), fontsize=7)
+    for key, v in first["fig10_paper"].items():
+        k, b = key.split(",")
+        right.scatter([int(b)], [100 * v], color="black", zorder=5, marker="x")
+        right.annotate(f"paper K={k}", (int(b), 100 * v), fontsize=7)
+    left.set_xscale("log", base=2)
+    left.set_yscale("symlog")
+    left.set_ylim(bottom=0)
+    left.set_xlabel("HB domain size K")
+    left.set_ylabel("slowdown vs K = N (%)")
+    left.set_title(f"Fig. 8, {first['gpus']} GPUs, batch 4096 (guesses)")
+    right.set_xscale("log", base=2)
+    right.set_xlabel("global batch")
+    right.set_ylabel("performance relative to K = N (%)")
+    right.set_title("Fig. 10, GPT-1T on 32,768 GPUs")
+    left.legend(fontsize=6)
+    right.legend(fontsize=6)
+    fig.tight_layout()
+    png = out_dir / "reproduce-fig8-fig10-curves.png"
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    return png

@@ -445,3 +445,17 @@ def fmt(value: float, unit: str) -> str:
     if unit == "bool":
         return "yes" if value else "no"
     return f"{value:,.1f} {unit}" if unit != "$M" else f"${value:,.1f}M"
+
+
+def figure_curves(settings: Settings, gpus: int = 32768) -> dict[str, Any]:
+    """The curves behind Figs. 8 and 10 under ``settings`` (for the PNGs, beside the paper's
+    points): Fig. 8's slowdown against K at ``gpus`` GPUs and batch 4096 (both guesses), and
+    Fig. 10's performance relative to the ideal against the batch at K = 8 and 256."""
+    opts = settings.platform_options()
+    fig8 = {m: [(int(r["hb_size"]), float(r["slowdown"])) for r in  # type: ignore[call-overload, arg-type]
+                sweeps.hb_size_sweep((m,), (gpus,), sweeps.DEFAULT_BATCH, **opts)] for m in sweeps.FIG8_MODELS}
+    fig10 = {str(k): [(int(r["batch"]), float(r["relative"])) for r in  # type: ignore[call-overload, arg-type]
+                      sweeps.batch_sweep("gpt-1t", sweeps.FIG10_GPUS, sweeps.FIG10_BATCHES, (k,), **opts)]
+             for k in (8, 256)}
+    return {"fig8": fig8, "fig10": fig10, "fig8_paper": {m: v for (m, _), v in sweeps.PAPER_FIG8.items()},
+            "fig10_paper": {f"{k},{b}": v for (k, b), v in sweeps.PAPER_FIG10.items()}, "gpus": gpus}

@@ -120,7 +120,8 @@ def test_cli_reproduce_writes_table_json_and_pngs(tmp_path: Path) -> None:
     assert "within" in proc.stdout and "Fig. 9" in proc.stdout
     doc = json.loads((out / "reproduce.json").read_text())
     assert set(doc["rows"]) == {"before", "after"}
-    assert len(list(out.glob("reproduce-*.png"))) == len(report.FIGURE_GROUPS)
+    assert len(list(out.glob("reproduce-*.png"))) == len(report.FIGURE_GROUPS) + 1  # + the Fig. 8/10 curves
+    assert set(doc["curves"]) == {"before", "after"} and set(doc["curves"]["after"]["fig10"]) == {"8", "256"}
 
 
 def test_cli_reproduce_rejects_a_bad_override(tmp_path: Path) -> None:
