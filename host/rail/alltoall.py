@@ -4,7 +4,7 @@ Every GPU holds one ``D``-byte block for every other GPU and ends with one from 
 
 * ``direct`` (rail-optimized): one exchange among all ``x*y`` GPUs; a peer of the same HB
   domain is reached over the HB fabric, any other over the NIC (rail switch, spine, rail switch);
-* ``two-step`` (rail-only, the seed's forwarding / NCCL's PXN): first inside the HB domain
+* ``two-step`` (rail-only, the Rail-only paper's forwarding / NCCL's PXN): first inside the HB domain
   GPU ``g`` hands GPU ``r`` of its domain every block bound for rail ``r`` (``y`` blocks), then
   each GPU sends over its rail to GPU ``(d', r)`` every block its domain has for it (``x`` blocks).
 

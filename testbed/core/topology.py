@@ -513,7 +513,7 @@ def _rail_grid(kind: str, domains: int, gpus_per_domain: int, nic_link: Link | N
 
 def rail_only(domains: int = 2, gpus_per_domain: int = 4, nic_link: Link | None = None,
               hb_link: Link | None = None) -> Topology:
-    """Rail-only (the seed's proposal): one rail switch per GPU rank, no spine; traffic between
+    """Rail-only (the Rail-only paper's proposal): one rail switch per GPU rank, no spine; traffic between
     different ranks of different domains must be forwarded through the HB domain."""
     return _rail_grid("rail-only", domains, gpus_per_domain, nic_link, hb_link, spine=False)
 

@@ -86,7 +86,7 @@ def _row(collective: str, size: int, unit: str, per_rank: list[list[WorkerResult
 
 
 PAPER_A2A_SHARE = 0.27
-"""The all-to-all's share of MoE-1.3B's traffic in the seed's Fig. 5 (its Amdahl argument)."""
+"""The all-to-all's share of MoE-1.3B's traffic in the Rail-only paper's Fig. 5 (its Amdahl argument)."""
 PAPER_SLOWDOWNS = (0.082, 0.112)
 """The seed's all-to-all slowdowns on DGX A100 and H100."""
 
@@ -95,7 +95,7 @@ def alltoall_slowdown(direct: dict[str, Any], two_step: dict[str, Any], grid: ra
     """Rail-only's all-to-all (two-step) over rail-optimized's (direct), measured in one run:
     the ratio of the medians, its spread over the repeats (the i-th fastest of each route
     paired), and the Amdahl total: the slowdown times the all-to-all's share of an MoE
-    iteration's traffic (``innet model traffic``'s MoE-1.3B, and the seed's 27%)."""
+    iteration's traffic (``innet model traffic``'s MoE-1.3B, and the Rail-only paper's 27%)."""
     from innet.testbed.rail.models import traffic
 
     measured = two_step["median_s"] / direct["median_s"] - 1

@@ -3,7 +3,7 @@
 The x-by-y grid of the Rail-only paper (docs/rail.md derives every formula): ``y`` HB
 domains of ``x`` GPUs; each GPU has ``C_F`` bit/s into its HB domain (NVLink) and ``C_S``
 bit/s on its NIC (its rail), ``C_S < C_F``. Bandwidth terms only (latency ignored, as in
-the seed: the transfers are large), every GPU sends and receives at the same time.
+the Rail-only paper: the transfers are large), every GPU sends and receives at the same time.
 
 All-to-all, ``D`` bytes from every GPU to every other GPU:
 
@@ -18,7 +18,7 @@ All-to-all, ``D`` bytes from every GPU to every other GPU:
 
   The difference is ``y(x-1)D/C_F`` (the bandwidth tax of forwarding); when the NIC part
   dominates, the slowdown ``T_r/T_ro - 1 = y(x-1)C_S / (x(y-1)C_F)``, about ``C_S/C_F``
-  when ``y(x-1) ≈ x(y-1)`` (the seed's 8.2% for DGX A100, 11.2% for DGX H100).
+  when ``y(x-1) ≈ x(y-1)`` (the Rail-only paper's 8.2% for DGX A100, 11.2% for DGX H100).
 
 Allreduce of an ``S``-byte vector on every GPU:
 
