@@ -88,7 +88,7 @@ def _row(collective: str, size: int, unit: str, per_rank: list[list[WorkerResult
 PAPER_A2A_SHARE = 0.27
 """The all-to-all's share of MoE-1.3B's traffic in the Rail-only paper's Fig. 5 (its Amdahl argument)."""
 PAPER_SLOWDOWNS = (0.082, 0.112)
-"""The seed's all-to-all slowdowns on DGX A100 and H100."""
+"""The Rail-only paper's all-to-all slowdowns on DGX A100 and H100."""
 
 
 def alltoall_slowdown(direct: dict[str, Any], two_step: dict[str, Any], grid: railperf.Grid) -> dict[str, Any]:

@@ -161,7 +161,7 @@ def host_routes(grid: RailGrid) -> dict[str, tuple[HostRoute, ...]]:
 
     Rail-only has no path between rails in the NIC domain: GPU ``(d, g)`` reaches ``(d', g')``,
     ``g' != g``, by handing the packet over the HB fabric to ``(d, g')`` (which forwards it on
-    rail ``g'``; for ``d' == d`` that relay is the destination itself). The seed's two-step
+    rail ``g'``; for ``d' == d`` that relay is the destination itself). The Rail-only paper's two-step
     forwarding, done by the hosts' kernels (IP forwarding on, reverse-path filter off, since
     replies come back over the other GPU's relay). Rail-optimized needs none: the spine
     joins the rails."""

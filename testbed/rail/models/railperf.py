@@ -101,7 +101,7 @@ def alltoall_slowdown(grid: Grid) -> float:
 
 
 def seed_slowdown_estimate(grid: Grid) -> float:
-    """The seed's approximation of the slowdown: ``C_S / C_F``."""
+    """The Rail-only paper's approximation of the slowdown: ``C_S / C_F``."""
     return grid.c_s_bps / grid.c_f_bps
 
 
@@ -138,7 +138,7 @@ SEED_PLATFORMS = {
     "dgx-a100": Grid(gpus_per_domain=8, domains=8, c_s_bps=200e9, c_f_bps=2.4e12),
     "dgx-h100": Grid(gpus_per_domain=8, domains=8, c_s_bps=400e9, c_f_bps=3.6e12),
 }
-"""The seed's platforms: DGX A100 (NVLink 2.4 Tbps, 200 Gbps NIC per GPU) and DGX H100 (3.6 Tbps,
+"""The Rail-only paper's platforms: DGX A100 (NVLink 2.4 Tbps, 200 Gbps NIC per GPU) and DGX H100 (3.6 Tbps,
 400 Gbps); y = x = 8, where ``y(x-1) = x(y-1)``."""
 
 
