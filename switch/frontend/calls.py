@@ -152,6 +152,18 @@ class CallBuilder(ExprBuilder):
         return tv
 
     # ------------------------------------------------------------------ methods
+    def _check_packet_in(self, name: str, bound: tuple[ir.Arg, ...], rt: ir.Type, loc: ir.Loc) -> None:
+        """p4c's rules for what ``extract`` and ``lookahead`` take."""
+        if name == "extract" and bound and bound[0].expr is not None:
+            t = bound[0].expr.type
+            if not isinstance(t, ir.HeaderT):
+                raise self.err(bound[0].expr.loc, f"argument of extract must be a header, not {t}")
+            if len(bound) == 1 and any(isinstance(f.type, ir.VarBitT) for f in t.fields):
+                raise self.err(bound[0].expr.loc, f"extract with one argument cannot take header {t.name}, "
+                               "which has a varbit field (give its size in bits as the second argument)")
+        if name == "lookahead" and _has_varbit(rt):
+            raise self.err(loc, f"lookahead<{rt}>: the type argument must be a fixed-width type (no varbit)")
+
     def method_call(self, base: ir.Expr, name: str, targs: tuple[ir.Type, ...],
                     args: list[tuple[str | None, Any]], loc: ir.Loc) -> ir.Expr:
         bt = base.type
@@ -199,6 +211,8 @@ class CallBuilder(ExprBuilder):
             what = f"{bt.name}.{name}"
             bound = self.bind(sig.params, args, loc, what, tv, sig.type_params)
             rt = subst(sig.return_type, tv)
+            if bt.name == "packet_in":
+                self._check_packet_in(name, bound, rt, loc)
             if isinstance(rt, ir.TypeVarT):
                 raise self.err(loc, f"cannot infer the result type of {what}; give it as "
                                f"a type argument, e.g. {name}<bit<8>>()")
@@ -309,3 +323,11 @@ def _compile_time(e: ir.Expr) -> bool:
     if isinstance(e, ir.StructInit):
         return all(_compile_time(x) for _, x in e.fields)
     return False
+
+
+def _has_varbit(t: ir.Type) -> bool:
+    if isinstance(t, ir.VarBitT):
+        return True
+    if isinstance(t, (ir.HeaderT, ir.StructT, ir.HeaderUnionT)):
+        return any(_has_varbit(f.type) for f in t.fields)
+    return isinstance(t, ir.StackT) and _has_varbit(t.elem)

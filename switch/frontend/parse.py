@@ -96,6 +96,12 @@ def parse(pp: Preprocessed) -> ParseResult:
             loc = pp.loc(tok.line, tok.column)
             what = f"'{tok.value}'" if tok.type != "ANNOTATION" else "annotation"
             idx = next((i for i, t in enumerate(toks) if t.pos == tok.start_pos), -1)
+            before = toks[idx - 1] if idx > 0 else None
+            if (before is not None and before.line < tok.line
+                    and any(_pretty(x) == "';'" for x in (e.expected or ()))):  # the line above is not ended
+                end = pp.loc(before.line, before.col + len(before.text))
+                raise P4Error(end, f"syntax error: expected ';' after '{before.text}' (the next line starts with "
+                                   f"{what})", pp.source_line(end)) from None
             prev = None
             if tok.type == "IDENTIFIER" and idx > 0 and toks[idx - 1].kind == "IDENTIFIER":
                 prev = toks[idx - 1]

@@ -17,6 +17,8 @@ from .symbols import (BlockDecl, BlockTypeDecl, ConstSym, DuplicateError, Extern
                       PackageDecl, Scope, decl_loc)
 from .tree import ParseNode
 
+V1MODEL_VERSIONS = (20180101, 20200408)
+"""The first and the latest v1model version p4c accepts (``V1Model::versionInitial/Current``)."""
 _HEADER_FIELD_TYPES = (ir.BitT, ir.BoolT, ir.VarBitT)
 
 
@@ -134,8 +136,20 @@ class ProgramBuilder(BlockBuilder):
         pass
 
     def _d_const_decl(self, t: ParseNode) -> None:
+        if self.name_of(t.children[2]) == "__v1model_version":
+            self._check_v1model_version(t.children[3])
         sym = self.const_decl(t)
         self.consts[sym.name] = sym.value
+
+    def _check_v1model_version(self, val_t: ParseNode) -> None:
+        """v1model.p4's ``__v1model_version`` (``V1MODEL_VERSION``) must be one p4c knows."""
+        v = self.expr(val_t)
+        if not isinstance(v, ir.Const) or isinstance(v.value, bool) or int(v.value) < 0:
+            raise self.err(v.loc, f"V1MODEL_VERSION: expected the v1model version to be a non-negative number, "
+                           f"not {v.value if isinstance(v, ir.Const) else 'a non-constant'}")
+        if not V1MODEL_VERSIONS[0] <= int(v.value) <= V1MODEL_VERSIONS[1]:
+            raise self.err(v.loc, f"V1MODEL_VERSION {v.value}: unknown v1model version; the initial supported "
+                           f"version is {V1MODEL_VERSIONS[0]}, the latest {V1MODEL_VERSIONS[1]}")
 
     def _fields(self, items: list[ParseNode], kind: str, tname: str) -> tuple[ir.Field, ...]:
         out: list[ir.Field] = []
@@ -418,6 +432,10 @@ class ProgramBuilder(BlockBuilder):
             return
         if name == "main":
             raise self.err(loc, f"'main' must be an instance of a package, not of {ty}")
+        if isinstance(ty, (ir.ControlT, ir.ParserT)):
+            kind = "control" if isinstance(ty, ir.ControlT) else "parser"
+            raise self.err(loc, f"{name}: a {kind} cannot be instantiated at the top level (only externs "
+                           "and the package)")
         self.instantiation(t)
 
     def _package(self, ty: ir.PackageT, args_t: ParseNode | None, name: str, loc: ir.Loc) -> None:

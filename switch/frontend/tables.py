@@ -100,6 +100,9 @@ def build_table(b: "BlockBuilder", t: ParseNode) -> ir.Table:
             p.data) or b.name_of(p.children[2])
         if pname in seen:
             raise b.err(b.loc(p), f"table '{name}': property '{pname}' given twice")
+        if pname in ("default_action", "entries") and "actions" not in seen:
+            raise b.err(b.loc(p), f"table '{name}' has no action list before its '{pname}' (p4c reads the "
+                        "properties in order: give 'actions' first)")
         seen.add(pname)
         if p.data == "key_prop":
             for k in children(p)[1:] if p.children[0] is not None else children(p):

@@ -394,3 +394,37 @@ def test_p4c_declaration_rules(decl: str, what: str) -> None:
     with pytest.raises(P4Error) as ei:
         compile_source("#include <core.p4>\n" + decl + "\n", "decl.p4")
     assert what in ei.value.message and ei.value.loc.file == "decl.p4" and ei.value.loc.line >= 2
+
+
+@pytest.mark.parametrize("old,new,what", [
+    ("pkt.extract(hdr.h);", "pkt.extract(hdr.st);", "argument of extract must be a header, not h_t[2]"),
+    ("pkt.extract(hdr.h);", "pkt.extract(hdr.v);", "extract with one argument cannot take header v_t"),
+    ("pkt.extract(hdr.h);", "m.x = pkt.lookahead<v_t>().a;", "lookahead<v_t>: the type argument must be a "
+                                                               "fixed-width type"),
+])
+def test_packet_in_rules(old: str, new: str, what: str) -> None:
+    src = ingress_src("", "").replace("struct headers_t { h_t h; }", "header v_t { bit<8> a; varbit<8> b; }\n"
+                                      "struct headers_t { h_t h; h_t[2] st; v_t v; }").replace(old, new)
+    with pytest.raises(P4Error) as ei:
+        compile_source(src, "err.p4")
+    assert what in ei.value.message and ei.value.loc.line == 8
+
+
+def test_default_action_before_the_action_list() -> None:
+    e = compile_err("    table t { default_action = NoAction(); actions = { NoAction; } }", "        t.apply();")
+    assert "table 't' has no action list before its 'default_action'" in e.message and e.loc.line == 10
+
+
+def test_control_instantiated_at_top_level() -> None:
+    src = ingress_src("", "").replace(ING, "control C() { apply { } }\nC() c;\n" + ING)
+    with pytest.raises(P4Error, match=r"err\.p4:10:5: error: c: a control cannot be instantiated at the top level"):
+        compile_source(src, "err.p4")
+
+
+@pytest.mark.parametrize("version,what", [("-6419018", "expected the v1model version to be a non-negative number"),
+                                          ("20000101", "V1MODEL_VERSION 20000101: unknown v1model version")])
+def test_v1model_version_is_checked(version: str, what: str) -> None:
+    with pytest.raises(P4Error) as ei:
+        compile_source(ingress_src("", ""), "err.p4", defines={"V1MODEL_VERSION": version})
+    assert what in ei.value.message and ei.value.loc.file.endswith("v1model.p4")
+    compile_source(ingress_src("", ""), "ok.p4", defines={"V1MODEL_VERSION": "20200408"})
