@@ -85,8 +85,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         print(f"innet model reproduce: {error}", file=sys.stderr)
         return EXIT_USAGE
     curves = {s.name: reproduce.figure_curves(s) for s in chosen}
-    doc = report.reproduction_doc(chosen, rows, curves)
+    validation = {s.name: reproduce.out_of_sample(s) for s in chosen}
+    doc = report.reproduction_doc(chosen, rows, curves, validation)
     console.print(report.reproduction_table(doc))
+    console.print(report.out_of_sample_table(validation))
     paths = report.save_reproduction(doc, args.out)
     console.print("wrote " + ", ".join(str(p) for p in paths))
     return 0

@@ -42,7 +42,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from innet.testbed.rail.models.gpt import BYTES_PER_VALUE, GptModel, layer_work, model_by_name
+from innet.testbed.rail.models.gpt import BYTES_PER_VALUE, RECOMPUTE, GptModel, layer_work, model_by_name
 from innet.testbed.rail.models.railperf import ModelError
 
 NETWORKS = ("rail-only", "rail-optimized")
@@ -175,10 +175,26 @@ class Parallelism:
     microbatch: int = 1
     interleave: int = 1
     """v: model chunks per pipeline stage (Megatron's interleaved 1F1B)."""
+    recompute: str = "selective"
+    """Activation recomputation: ``none``, ``selective`` (the attention core, Korthikanti et
+    al.) or ``full`` (every layer's forward pass again before its backward pass)."""
+    sequence_parallel: bool = True
+    """Korthikanti et al.'s sequence parallelism (TP as all-gathers and reduce-scatters, the
+    element-wise kernels split over the TP ranks); False is Megatron 2021 (TP all-reduces)."""
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "microbatch", "interleave"):
             _count(name, getattr(self, name))
+        if self.recompute not in RECOMPUTE:
+            raise ModelError(f"recompute={self.recompute!r}: must be one of {', '.join(RECOMPUTE)}")
+
+    @property
+    def tp_collectives(self) -> int:
+        """All-gather/reduce-scatter passes per layer and micro-batch (an all-reduce is two):
+        forward 4, backward 4 (sequence parallelism adds the all-gather redone for the weight
+        gradients: 6), and the forward's 4 again under full recomputation."""
+        base = TP_COLLECTIVES_PER_LAYER if self.sequence_parallel else 8
+        return base + (4 if self.recompute == "full" else 0)
 
 
 @dataclass(frozen=True)
@@ -292,15 +308,15 @@ def iteration(model: GptModel, platform: Platform, par: Parallelism, batch: int)
     gpu, e = platform.gpu, platform.efficiency
     flops_s, hbm_s = gpu.peak_flops * e, gpu.hbm_bytes_s * e
     t, p, d, b, v = par.tp, par.pp, par.dp, par.microbatch, par.interleave
-    w = layer_work(model, b, t)
+    w = layer_work(model, b, t, par.sequence_parallel)
     fwd = (w.matmul_flops + w.core_flops) / flops_s + (w.vector_bytes + w.core_bytes) / hbm_s
-    recompute = w.core_flops / flops_s + w.core_bytes / hbm_s
+    recompute = {"none": 0.0, "selective": w.core_flops / flops_s + w.core_bytes / hbm_s, "full": fwd}[par.recompute]
     layer = 3 * fwd + recompute
     logits = 6 * b * model.seq * model.hidden * model.vocab / t / flops_s  # spread over the stages
     stage = model.layers / p * layer + logits / p
     tp_shape = strided_shape(t, 1, platform.hb_size)
     act = b * model.seq * model.hidden * BYTES_PER_VALUE
-    tp_layer = TP_COLLECTIVES_PER_LAYER * gather_time(tp_shape, act, platform) if t > 1 else 0.0
+    tp_layer = par.tp_collectives * gather_time(tp_shape, act, platform) if t > 1 else 0.0
     # Overlapped collectives hide behind the forward and backward GEMMs of the same layer.
     tp_layer = max(0.0, tp_layer - platform.tp_overlap * 3 * w.matmul_flops / flops_s)
     tp_stage = model.layers / p * tp_layer
@@ -322,7 +338,7 @@ def iteration(model: GptModel, platform: Platform, par: Parallelism, batch: int)
     total = compute + bubble + tensor + pipeline + data + optimizer
     peak = platform.gpus * gpu.peak_flops * total
     return Breakdown(compute, bubble, tensor, pipeline, data, optimizer, total,
-                     model.hardware_flops(batch, "selective") / peak, model.model_flops(batch) / peak,
+                     model.hardware_flops(batch, par.recompute) / peak, model.model_flops(batch) / peak,
                      memory_bytes(model, par, m))
 
 
@@ -379,8 +395,9 @@ class PublishedRun:
     seconds: float
 
     def hfu(self) -> float:
-        """HFU of the run: hardware FLOPs (selective recompute) / (GPUs x 312 TFLOP/s x time)."""
-        return model_by_name(self.model).hardware_flops(self.batch) / (self.gpus * A100.peak_flops * self.seconds)
+        """HFU of the run: hardware FLOPs (its recomputation) / (GPUs x 312 TFLOP/s x time)."""
+        return (model_by_name(self.model).hardware_flops(self.batch, self.par.recompute)
+                / (self.gpus * A100.peak_flops * self.seconds))
 
 
 VALIDATION = (
@@ -393,6 +410,19 @@ VALIDATION = (
 recomputation) on DGX A100: iteration times; configurations from their Table 3 (as Calculon's
 public validation files encode them: interleaving 3 for 175B and 530B). These are the runs
 whose HFU the Rail-only paper's Fig. 7 compares with (1.8% error for 1T, 10.8% for 22B)."""
+
+
+OUT_OF_SAMPLE = (
+    PublishedRun("gpt-22b", 8, Parallelism(8, 1, 1, 4, recompute="full", sequence_parallel=False), 4, 1.42),
+    PublishedRun("gpt-175b", 64, Parallelism(8, 8, 1, 1, 3, recompute="full", sequence_parallel=False), 64, 18.13),
+    PublishedRun("gpt-530b", 280, Parallelism(8, 35, 1, 1, 3, recompute="full", sequence_parallel=False), 280, 49.05),
+    PublishedRun("gpt-1t", 512, Parallelism(8, 64, 1, 1, 1, recompute="full", sequence_parallel=False), 512, 94.42),
+)
+"""Korthikanti et al. 2022, Table 5 "full recompute" (Megatron before sequence parallelism:
+TP all-reduces, every layer recomputed) on the same DGX A100 clusters and splits (Calculon's
+validation files ``validation/<model>_full.json`` encode them: ``tensor_par_comm_type: ar``,
+``activation_recompute: full``). No constant is fitted to them: they check the model's
+structure (more compute, more TP traffic) with the efficiency fitted on :data:`VALIDATION`."""
 
 
 def validation_rows(efficiency: float = FITTED_EFFICIENCY, hb_efficiency: float = HB_EFFICIENCY,

@@ -348,12 +348,14 @@ def save(doc: dict[str, Any], out_dir: Path, stem: str) -> tuple[Path, Path]:
 
 
 def reproduction_doc(settings: Sequence[Any], rows: dict[str, list[Any]],
-                     curves: dict[str, Any] | None = None) -> dict[str, Any]:
+                     curves: dict[str, Any] | None = None,
+                     validation: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON document of ``innet model reproduce``: every row under every setting (and the
-    Fig. 8/10 curves per setting, when given)."""
+    Fig. 8/10 curves and the out-of-sample validation per setting, when given)."""
     from dataclasses import asdict as _asdict
 
     return {"model": "reproduce", **({"curves": curves} if curves else {}),
+            **({"out_of_sample": validation} if validation else {}),
             "settings": {s.name: {**_asdict(s), "efficiency": s.efficiency()} for s in settings},
             "rows": {name: [r.to_dict() for r in rs] for name, rs in rows.items()},
             "within": {name: sum(r.within for r in rs) for name, rs in rows.items()},
@@ -379,6 +381,24 @@ def reproduction_table(doc: dict[str, Any]) -> Any:
         inputs = ", ".join(f"{k}={v}" for k, v in row["inputs"].items() if k != "times")
         table.add_row(row["where"], row["what"], fmt(row["paper"], row["unit"]), *values,
                       "yes" if row["within"] else "NO", inputs + ("; " + guesses if guesses else ""), row["cause"])
+    return table
+
+
+def out_of_sample_table(validation: dict[str, Any]) -> Any:
+    """Published runs the model was not fitted to: time, HFU and error per run and setting."""
+    from rich.table import Table
+
+    first = next(iter(validation.values()))
+    table = Table(title=f"Out-of-sample validation: {first['source']} (median |error| " + ", ".join(
+        f"{name} {v['median_abs_error']:.1%}" for name, v in validation.items()) + ")")
+    for col in ("setting", "model", "GPUs", "configuration", "published s", "model s", "published HFU",
+                "model HFU", "error"):
+        table.add_column(col, justify="right")
+    for name, v in validation.items():
+        for r in v["rows"]:
+            table.add_row(name, str(r["model"]), str(r["gpus"]), str(r["config"]), f"{r['published_s']:.2f}",
+                          f"{r['model_s']:.2f}", f"{r['published_hfu']:.1%}", f"{r['model_hfu']:.1%}",
+                          f"{r['error']:+.1%}")
     return table
 
 

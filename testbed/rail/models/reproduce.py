@@ -459,3 +459,20 @@ def figure_curves(settings: Settings, gpus: int = 32768) -> dict[str, Any]:
              for k in (8, 256)}
     return {"fig8": fig8, "fig10": fig10, "fig8_paper": {m: v for (m, _), v in sweeps.PAPER_FIG8.items()},
             "fig10_paper": {f"{k},{b}": v for (k, b), v in sweeps.PAPER_FIG10.items()}, "gpus": gpus}
+
+
+def out_of_sample(settings: Settings) -> dict[str, Any]:
+    """The iteration model on published runs it was not fitted to
+    (:data:`iteration.OUT_OF_SAMPLE`), with the efficiency fitted on :data:`iteration.VALIDATION`
+    under this setting's NVLink efficiency: per run the published and modelled time and HFU,
+    the error (model HFU / published HFU - 1), and the median absolute error."""
+    import statistics
+
+    rows = iteration.validation_rows(settings.efficiency(), settings.hb_efficiency, iteration.OUT_OF_SAMPLE)
+    for row, run in zip(rows, iteration.OUT_OF_SAMPLE):
+        row["config"] = (f"TP {run.par.tp} PP {run.par.pp} DP {run.par.dp} b {run.par.microbatch} "
+                         f"v {run.par.interleave}, recompute {run.par.recompute}, "
+                         f"{'sequence parallel' if run.par.sequence_parallel else 'TP all-reduce'}")
+    return {"source": "Korthikanti et al. 2022 (arXiv 2205.05198), Table 5, full recompute; DGX A100",
+            "efficiency": settings.efficiency(), "rows": rows,
+            "median_abs_error": statistics.median(abs(float(r["error"])) for r in rows)}

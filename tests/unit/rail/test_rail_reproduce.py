@@ -121,6 +121,8 @@ def test_cli_reproduce_writes_table_json_and_pngs(tmp_path: Path) -> None:
     doc = json.loads((out / "reproduce.json").read_text())
     assert set(doc["rows"]) == {"before", "after"}
     assert len(list(out.glob("reproduce-*.png"))) == len(report.FIGURE_GROUPS) + 1  # + the Fig. 8/10 curves
+    assert doc["out_of_sample"]["after"]["median_abs_error"] < 0.10
+    assert "Out-of-sample validation" in proc.stdout
     assert set(doc["curves"]) == {"before", "after"} and set(doc["curves"]["after"]["fig10"]) == {"8", "256"}
 
 
