@@ -1,7 +1,7 @@
 # innet's image: the embedded switch, the controller and the host agent in one Python venv.
 # Used by docker-compose.yml (switch, controller, worker services).
 #
-#   docker build -t innet:latest .                       # or: docker compose build
+#   docker build -t innet:latest .                       # or: docker-compose build (v2: docker compose build)
 #   docker build --build-arg PIP_INDEX_URL=https://mirror.example/simple -t innet:latest .
 #
 # BASE_IMAGE is pinned by this ARG; where no registry is reachable, docker/build-base.sh
@@ -36,14 +36,18 @@ RUN set -e; export PIP_CERT=/tmp/ca.pem PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_C
  && /opt/innet/bin/python -c "import innet.testbed.ina.compose, innet.switch.server, innet.host.agent.agent"
 
 FROM ${BASE_IMAGE} AS runtime
-# cpp: innet's P4 front-end preprocesses with the system C preprocessor, as p4c does
+# cpp: innet's P4 front-end preprocesses with the system C preprocessor, as p4c does.
+# gcc + libc6-dev: the native executor compiles each pipeline to C at start (without a
+# compiler the switch falls back to the slower python executor).
+# /var/cache/innet (INNET_NATIVE_CACHE, also holding the start cache): writable by the
+# `innet` user, whose home is a real directory, so compiled pipelines are kept and reused.
 RUN apt-get update -qq \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 cpp >/dev/null \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 cpp gcc libc6-dev >/dev/null \
  && rm -rf /var/lib/apt/lists/* \
- && useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin innet \
- && mkdir /results && chown innet /results
+ && useradd --system --uid 10001 --create-home --home-dir /home/innet --shell /usr/sbin/nologin innet \
+ && mkdir -p /results /var/cache/innet/native && chown innet /results /var/cache/innet /var/cache/innet/native
 COPY --from=build /opt/innet /opt/innet
-ENV PATH=/opt/innet/bin:$PATH PYTHONUNBUFFERED=1
+ENV PATH=/opt/innet/bin:$PATH PYTHONUNBUFFERED=1 INNET_NATIVE_CACHE=/var/cache/innet/native
 LABEL org.innet.component=innet
 USER innet
 WORKDIR /results
