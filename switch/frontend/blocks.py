@@ -25,6 +25,8 @@ class BlockBuilder(StmtBuilder):
     actions_global: dict[str, ir.Action]
     direct: list[ir.Instance] | None = None
     """Instances the direct invocations (``T.apply()``) in the body being built create."""
+    action_cp_names: dict[str, ir.Loc]
+    """Control-plane name of every action declaration built so far -> its location."""
     specialising: tuple[str, ...] = ()
     """Names of the blocks being specialised, outermost first (a block that instantiates
     itself, directly or through others, is an error, as in p4c)."""
@@ -337,6 +339,7 @@ class BlockBuilder(StmtBuilder):
         cp = name if not self.path else self.cp_name(name, annos)
         if not self.path and "name" in annos and isinstance(annos["name"].body[0], str):
             cp = str(annos["name"].body[0]).lstrip(".")
+        self._check_action_name(name, annos, loc)
         saved = (self.scope, self.block_kind, self.return_type)
         self.scope = self.scope.child()
         self.block_kind = "action"
@@ -350,6 +353,22 @@ class BlockBuilder(StmtBuilder):
         act = ir.Action(name, cp, params, body, annos, loc)
         self.declare(name, act, loc)
         return act
+
+    def _check_action_name(self, name: str, annos: ir.Annotations, loc: ir.Loc) -> None:
+        """Two action declarations may not have one control-plane name (p4c's
+        DuplicateActionControlPlaneNameCheck: top-level actions and ``@name``d ones, named
+        by the enclosing control *declaration*; one declaration specialised per instance is
+        one action)."""
+        a = annos.get("name")
+        given = str(a.body[0]) if a is not None and a.body and isinstance(a.body[0], str) else None
+        if given is None and self.specialising:
+            return
+        local = given or name
+        full = local if local.startswith(".") else "." + ".".join(self.specialising[-1:] + (local,))
+        first = self.action_cp_names.setdefault(full, loc)
+        if first != loc:
+            raise self.err(loc, f"action '{name}': conflicting control plane name '{full}' (the action at "
+                           f"{first.file}:{first.line} has it too)")
 
     # ------------------------------------------------------------------ tables
     def expr_text(self, t: ParseNode | Tok) -> str:

@@ -72,6 +72,7 @@ class ProgramBuilder(BlockBuilder):
         self.main: ir.PackageInstance | None = None
         self.tree = pr.tree
         self.type_locs: dict[str, ir.Loc] = {}
+        self.action_cp_names: dict[str, ir.Loc] = {}
 
     def declare(self, name: str, sym: object, loc: ir.Loc) -> None:
         """A value name; at the top level it may not also name a type (p4c: one namespace)."""
@@ -106,6 +107,7 @@ class ProgramBuilder(BlockBuilder):
         parsers: dict[str, ir.Parser] = {}
         controls: dict[str, ir.Control] = {}
         if self.main is not None:
+            self._check_table_names(self.main)
             for inst in self.main.args:
                 if isinstance(inst.decl, ir.Parser):
                     parsers.setdefault(inst.decl.name, inst.decl)
@@ -123,6 +125,26 @@ class ProgramBuilder(BlockBuilder):
                           parsers, controls, dict(self.actions_global), dict(self.functions),
                           dict(self.externs), dict(self.consts), self.main,
                           self.pp.files(), list(self.digest_calls))
+
+    def _check_table_names(self, main: ir.PackageInstance) -> None:
+        """Every table the package instantiates has its own control-plane name (p4c: "Name
+        't0' is used for multiple table objects in the P4Info message"); two instances of
+        a control whose table has an absolute ``@name`` would share one."""
+        seen: dict[str, ir.Table] = {}
+        todo: list[object] = [inst.decl for inst in main.args]
+        while todo:
+            blk = todo.pop(0)
+            if not isinstance(blk, (ir.Control, ir.Parser)):
+                continue
+            for x in blk.locals:
+                if isinstance(x, ir.Instance):
+                    todo.append(x.decl)
+                elif isinstance(x, ir.Table):
+                    first = seen.setdefault(x.cp_name, x)
+                    if first is not x:
+                        raise self.err(x.loc, f"table '{x.name}': control-plane name '{x.cp_name}' is used for "
+                                       f"more than one table (also the one at {first.loc.file}:{first.loc.line}); "
+                                       "P4Info names must be unique")
 
     @staticmethod
     def _ext_name(bd: BlockDecl) -> str:

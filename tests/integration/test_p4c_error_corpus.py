@@ -24,12 +24,9 @@ from innet.p4c_errors import CORPORA, DEFAULT_DIR, ENV_VAR, ErrorsDirError, Outc
 from innet.switch.frontend.preprocess import P4_INCLUDE_DIR
 
 KNOWN_GAPS = frozenset({
-    "p4_16_errors/actions-with-duplicate-control-plane-names1.p4",
     "p4_16_errors/annotation.p4",
     "p4_16_errors/default_action1.p4",
     "p4_16_errors/issue122.p4",
-    "p4_16_errors/issue1803_same_table_name.p4",
-    "p4_16_errors/issue1949-bmv2.p4",
     "p4_16_errors/issue2283_2-bmv2.p4",
     "p4_16_errors/issue2373.p4",
     "p4_16_errors/issue2835-bmv2.p4",
@@ -38,7 +35,6 @@ KNOWN_GAPS = frozenset({
     "p4_16_errors/issue3363.p4",
     "p4_16_errors/issue3671-2.p4",
     "p4_16_errors/issue5094-type-bmv2.p4",
-    "p4_16_errors/multicast-bmv2.p4",
     "p4_16_bmv_errors/basic-bmv2.p4",
     "p4_16_bmv_errors/basic1-bmv2.p4",
     "p4_16_bmv_errors/issue1167-bmv2.p4",

@@ -428,3 +428,20 @@ def test_v1model_version_is_checked(version: str, what: str) -> None:
         compile_source(ingress_src("", ""), "err.p4", defines={"V1MODEL_VERSION": version})
     assert what in ei.value.message and ei.value.loc.file.endswith("v1model.p4")
     compile_source(ingress_src("", ""), "ok.p4", defines={"V1MODEL_VERSION": "20200408"})
+
+
+def test_actions_with_one_control_plane_name_conflict() -> None:
+    src = ingress_src("    @name(\".foo\") action a() { }", "        a();").replace(ING, "action foo() { }\n" + ING)
+    with pytest.raises(P4Error, match=r"err\.p4:11:26: error: action 'a': conflicting control plane name '\.foo' "
+                                      r"\(the action at err\.p4:9 has it too\)"):
+        compile_source(src, "err.p4")
+    compile_source(src.replace("@name(\".foo\") ", ""), "ok.p4")  # Ing.a and foo differ
+
+
+def test_two_instances_sharing_a_table_name_are_refused() -> None:
+    sub = "control S(inout meta_t m) {\n    @name(\".t0\") table t0 { actions = { NoAction; } }\n    apply { t0.apply(); } }\n"
+    src = ingress_src("    S() s1;\n    S() s2;", "        s1.apply(m); s2.apply(m);").replace(ING, sub + ING)
+    with pytest.raises(P4Error, match=r"err\.p4:10:24: error: table 't0': control-plane name 't0' is used for more "
+                                      r"than one table"):
+        compile_source(src, "err.p4")
+    compile_source(src.replace('@name(".t0") ', ""), "ok.p4")  # Ing.s1.t0 and Ing.s2.t0
