@@ -86,9 +86,11 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     curves = {s.name: reproduce.figure_curves(s) for s in chosen}
     validation = {s.name: reproduce.out_of_sample(s) for s in chosen}
-    doc = report.reproduction_doc(chosen, rows, curves, validation)
+    moe = {s.name: reproduce.moe_section(s) for s in chosen}
+    doc = report.reproduction_doc(chosen, rows, curves, validation, moe)
     console.print(report.reproduction_table(doc))
     console.print(report.out_of_sample_table(validation))
+    console.print(report.moe_table(moe[chosen[-1].name]))
     paths = report.save_reproduction(doc, args.out)
     console.print("wrote " + ", ".join(str(p) for p in paths))
     return 0

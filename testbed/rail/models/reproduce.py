@@ -476,3 +476,24 @@ def out_of_sample(settings: Settings) -> dict[str, Any]:
     return {"source": "Korthikanti et al. 2022 (arXiv 2205.05198), Table 5, full recompute; DGX A100",
             "efficiency": settings.efficiency(), "rows": rows,
             "median_abs_error": statistics.median(abs(float(r["error"])) for r in rows)}
+
+
+MOE_PLATFORMS = {"dgx-a100": (iteration.A100, 2.4e12, 200e9), "dgx-h100": (iteration.H100, 3.6e12, 400e9)}
+"""The paper's Fig. 5 platform (16 DGX A100) and its H100 counterpart: GPU, C_F, C_S."""
+
+
+def moe_section(settings: Settings, batches: tuple[int, ...] = (256, 512)) -> list[dict[str, Any]]:
+    """MoE-1.3B on 128 GPUs (K = 8): iteration time by expert placement and rail-only's
+    slowdown, the all-to-all alone and the whole iteration (:mod:`moe`), beside the paper's
+    Amdahl estimate (27% of the bytes x 8.2% / 11.2%)."""
+    from innet.testbed.rail.models import moe
+
+    rows = []
+    for name, (gpu, c_f, c_s) in MOE_PLATFORMS.items():
+        cluster = moe.MoeCluster(gpu, 128, 8, c_f, c_s, settings.efficiency(), settings.hb_efficiency)
+        for batch in batches:
+            r = moe.compare(traffic.MOE_1_3B, cluster, batch)
+            paper_slowdown = 0.082 if name == "dgx-a100" else 0.112
+            rows.append({"platform": name, "batch": batch, **{p: r[p] for p in moe.PLACEMENTS},
+                         "slowdown": r["slowdown"], "paper_amdahl": 0.27 * paper_slowdown})
+    return rows
