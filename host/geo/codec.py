@@ -1,4 +1,5 @@
-"""Messages between stages: a tag and named tensors, dense or top-k sparse, as bytes.
+"""Messages between stages: a tag and named tensors (dense, int8 per row, top-k, per-row top-k
+with float or int8 values, or a gradient masked by the forward top-k), as bytes.
 
 Layout: 4-byte big-endian header length, a JSON header (tag, and per tensor its name, kind,
 dtype, shape and element count), then the buffers in header order. Sparse tensors carry
@@ -68,7 +69,111 @@ class Int8Rows:
         return int(self.q.nbytes + self.scale.nbytes)
 
 
-Tensor: TypeAlias = Union[Array, Sparse, Int8Rows]
+def column_dtype(width: int) -> np.dtype:
+    """The narrowest unsigned integer that indexes a row of ``width`` elements."""
+    return np.dtype(np.uint8 if width <= 1 << 8 else np.uint16 if width <= 1 << 16 else np.uint32)
+
+
+def _quantise(values: Array) -> tuple[Array, Array]:
+    """int8 per row of ``values`` (rows, per) and the float32 scale of each row."""
+    amax = np.abs(values).max(axis=-1, keepdims=True).astype(np.float32) if values.shape[-1] else \
+        np.zeros((*values.shape[:-1], 1), np.float32)
+    scale = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+    return np.clip(np.rint(values / scale), -127, 127).astype(np.int8), scale[..., 0]
+
+
+@dataclass(frozen=True)
+class TopkRows:
+    """Per-row top-k: the same number of elements ``per`` kept in every row (last axis), as the
+    column index of each within its row (1 byte for rows up to 256 wide) and its value, either
+    in the tensor's float type or as int8 with one float32 scale per row (top-k + int8 values)."""
+
+    shape: tuple[int, ...]
+    cols: Array
+    """(rows, per) column indices, ascending within a row, ``column_dtype(width)``."""
+    values: Array
+    """(rows, per): floats, or int8 when ``scale`` is given."""
+    scale: Array | None
+    """float32 per row for int8 values, else None."""
+    dtype: str
+    referenced: bool = False
+    """The values are deviations from a reference row both link ends keep (compress.RowReference)."""
+
+    @classmethod
+    def of(cls, x: Array, cols: Array, int8: bool, referenced: bool = False) -> "TopkRows":
+        """Keep columns ``cols`` (rows, per) of ``x`` viewed as rows."""
+        vals = np.take_along_axis(x.reshape(-1, x.shape[-1]), cols.astype(np.intp), axis=1)
+        narrow = cols.astype(column_dtype(x.shape[-1]))
+        if int8:
+            q, scale = _quantise(vals)
+            return cls(tuple(x.shape), narrow, q, scale, x.dtype.str, referenced)
+        return cls(tuple(x.shape), narrow, vals.astype(x.dtype), None, x.dtype.str, referenced)
+
+    def kept(self) -> Array:
+        """The values as sent (int8 values scaled back), (rows, per)."""
+        if self.scale is None:
+            return self.values
+        return (self.values.astype(np.float32) * self.scale[:, None]).astype(np.dtype(self.dtype))
+
+    def dense(self) -> Array:
+        width = self.shape[-1]
+        out = np.zeros((len(self.cols), width), np.dtype(self.dtype))
+        np.put_along_axis(out, self.cols.astype(np.intp), self.kept(), axis=1)
+        return out.reshape(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.cols.nbytes + self.values.nbytes + (self.scale.nbytes if self.scale is not None else 0))
+
+
+@dataclass(frozen=True)
+class MaskedRows:
+    """A gradient at the positions the forward top-k kept, without their indices: the receiver
+    sent that top-k and still has the columns (the exact gradient of the sparsified forward is
+    zero everywhere else). Values float, or int8 with a float32 scale per row."""
+
+    shape: tuple[int, ...]
+    values: Array
+    """(rows, per)."""
+    scale: Array | None
+    dtype: str
+
+    @classmethod
+    def of(cls, g: Array, cols: Array, int8: bool) -> "MaskedRows":
+        vals = np.take_along_axis(g.reshape(-1, g.shape[-1]), cols.astype(np.intp), axis=1)
+        if int8:
+            q, scale = _quantise(vals)
+            return cls(tuple(g.shape), q, scale, g.dtype.str)
+        return cls(tuple(g.shape), vals.astype(g.dtype), None, g.dtype.str)
+
+    def dense(self, cols: Array) -> Array:
+        """Scattered to the columns ``cols`` (rows, per) the forward kept."""
+        if cols.shape != self.values.shape:
+            raise CodecError(f"masked gradient of {self.values.shape} values for a forward top-k of {cols.shape}")
+        kept = self.values if self.scale is None else self.values.astype(np.float32) * self.scale[:, None]
+        out = np.zeros((len(cols), self.shape[-1]), np.dtype(self.dtype))
+        np.put_along_axis(out, cols.astype(np.intp), kept.astype(out.dtype), axis=1)
+        return out.reshape(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.values.nbytes + (self.scale.nbytes if self.scale is not None else 0))
+
+
+Tensor: TypeAlias = Union[Array, Sparse, Int8Rows, TopkRows, MaskedRows]
+
+
+def codec_name(t: Tensor) -> str:
+    """What a tensor is sent as, in the words the benchmark's rows use."""
+    if isinstance(t, Int8Rows):
+        return "int8"
+    if isinstance(t, Sparse):
+        return "top-k"
+    if isinstance(t, TopkRows):
+        return "top-k+int8" if t.scale is not None else "top-k"
+    if isinstance(t, MaskedRows):
+        return "masked+int8" if t.scale is not None else "masked"
+    return "dense"
 
 
 def encode(tag: Any, tensors: Mapping[str, Tensor]) -> bytes:
@@ -78,6 +183,18 @@ def encode(tag: Any, tensors: Mapping[str, Tensor]) -> bytes:
         if isinstance(t, Int8Rows):
             entries.append({"name": name, "kind": "q8", "dtype": t.dtype, "shape": list(t.q.shape)})
             buffers += [np.ascontiguousarray(t.q, np.int8).tobytes(), np.ascontiguousarray(t.scale, np.float32).tobytes()]
+        elif isinstance(t, TopkRows):
+            entries.append({"name": name, "kind": "topk-rows", "dtype": t.dtype, "shape": list(t.shape),
+                            "per": int(t.cols.shape[1]), "q8": t.scale is not None, "ref": t.referenced})
+            buffers += [np.ascontiguousarray(t.cols).tobytes(), np.ascontiguousarray(t.values).tobytes()]
+            if t.scale is not None:
+                buffers.append(np.ascontiguousarray(t.scale, np.float32).tobytes())
+        elif isinstance(t, MaskedRows):
+            entries.append({"name": name, "kind": "masked-rows", "dtype": t.dtype, "shape": list(t.shape),
+                            "per": int(t.values.shape[1]), "q8": t.scale is not None})
+            buffers.append(np.ascontiguousarray(t.values).tobytes())
+            if t.scale is not None:
+                buffers.append(np.ascontiguousarray(t.scale, np.float32).tobytes())
         elif isinstance(t, Sparse):
             entries.append({"name": name, "kind": "sparse", "dtype": t.values.dtype.str, "shape": list(t.shape),
                             "n": int(len(t.indices))})
@@ -91,7 +208,9 @@ def encode(tag: Any, tensors: Mapping[str, Tensor]) -> bytes:
 
 
 def decode(data: bytes, densify: bool = True) -> tuple[Any, dict[str, Tensor]]:
-    """Tag and tensors; sparse ones are made dense unless ``densify`` is False."""
+    """Tag and tensors; sparse ones are made dense unless ``densify`` is False (a masked
+    gradient, or a top-k relative to a reference, always stays as it is: only the other end of
+    the link can complete it)."""
     if len(data) < 4:
         raise CodecError(f"geo message of {len(data)} bytes is shorter than its 4-byte header length")
     (hlen,) = struct.unpack_from(">I", data)
@@ -119,6 +238,20 @@ def decode(data: bytes, densify: bool = True) -> tuple[Any, dict[str, Tensor]]:
             vals = take(dtype, e["n"])
             sp = Sparse(shape, idx, vals)
             out[e["name"]] = sp.dense() if densify else sp
+        elif e["kind"] in ("topk-rows", "masked-rows"):
+            rows = int(np.prod(shape[:-1])) if shape else 1
+            per = int(e["per"])
+            cols = take(column_dtype(shape[-1]), rows * per).reshape(rows, per) if e["kind"] == "topk-rows" else None
+            vals = take(np.dtype(np.int8) if e["q8"] else dtype, rows * per).reshape(rows, per)
+            scale = take(np.dtype(np.float32), rows) if e["q8"] else None
+            if cols is not None:
+                if cols.size and int(cols.max()) >= shape[-1]:
+                    raise CodecError(f"geo message tensor {e['name']!r}: column {int(cols.max())} "
+                                     f"outside rows of {shape[-1]}")
+                tk = TopkRows(shape, cols, vals, scale, dtype.str, bool(e.get("ref", False)))
+                out[e["name"]] = tk.dense() if densify and not tk.referenced else tk
+            else:
+                out[e["name"]] = MaskedRows(shape, vals, scale, dtype.str)
         elif e["kind"] == "q8":
             q = take(np.dtype(np.int8), int(np.prod(shape))).reshape(shape)
             qt = Int8Rows(q, take(np.dtype(np.float32), int(np.prod(shape[:-1]))).reshape(shape[:-1]), dtype.str)

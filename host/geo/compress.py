@@ -23,13 +23,16 @@ from typing import Mapping
 
 import numpy as np
 
-from innet.host.geo.codec import Int8Rows, Sparse, Tensor
+from innet.host.geo.codec import Int8Rows, MaskedRows, Sparse, Tensor, TopkRows, codec_name, column_dtype
 from innet.host.geo.ops import Array
 
-MODES = ("none", "topk", "adatopk")
+MODES = ("none", "int8", "topk", "adatopk")
 ACTIVATION_CODECS = ("topk", "int8-fit", "int8")
-GRADIENT_CODECS = ("topk", "int8")
+GRADIENT_CODECS = ("masked", "topk", "int8")
+VALUE_CODECS = ("fp32", "int8")
+REFERENCES = ("none", "mean", "key")
 INDEX_BYTES = 4
+SCALE_BYTES = 4
 
 
 class CompressionError(ValueError):
@@ -41,7 +44,8 @@ class CompressionConfig:
     """How tensors crossing a compressed link are sent."""
 
     mode: str = "none"
-    """``none`` (dense), ``topk`` (fixed ``ratio``) or ``adatopk`` (ratio from bandwidth and compute)."""
+    """``none`` (dense), ``int8`` (int8 per row both ways, gradients with error feedback), ``topk``
+    (fixed ``ratio``) or ``adatopk`` (ratio from bandwidth and compute)."""
     ratio: float = 0.1
     """Fraction of elements kept by ``topk``."""
     min_ratio: float = 0.01
@@ -57,7 +61,10 @@ class CompressionConfig:
     """Choose the top elements per row (last axis: per sample or token) instead of over the whole
     tensor, for activations (forward messages)."""
     warmup_steps: int = 0
-    """Send dense for the first N training steps."""
+    """Send ``warmup`` (dense or int8) for the first N training steps: the stages' activations move
+    fastest early on, and top-k started from random weights can stall or diverge (docs/geo.md)."""
+    warmup: str = "dense"
+    """What warm-up steps send: ``dense`` or ``int8`` per row (the gradients with error feedback)."""
     activations: str = "topk"
     """How a forward message goes when the ratio is below 1. ``topk``: top-k at the ratio, like
     gradients. ``int8-fit``: int8 per row (``codec.Int8Rows``, 1 byte per element + a float32
@@ -67,8 +74,26 @@ class CompressionConfig:
     largest element, which on the language model trains like dense where top-k stalls
     (docs/geo.md)."""
     gradients: str = "topk"
-    """How a backward message goes when the ratio is below 1: ``topk`` at the ratio, or ``int8``
-    per row (always, like ``activations="int8"``), both with error feedback."""
+    """How a backward message goes when the ratio is below 1: ``masked`` (the gradient at exactly
+    the positions the forward top-k kept, no indices: the exact gradient of the sparsified
+    forward, so top-k is part of the model, trained and evaluated with it; needs per-row top-k
+    activations), ``topk`` at the ratio with error feedback (the residual of one microbatch's
+    samples lands on the next one's: biased), or ``int8`` per row (always) with error feedback."""
+    reference: str = "none"
+    """What per-row top-k activations are taken relative to, a reference row that sender and
+    receiver keep identically from what crossed the link (no bytes): ``none``; ``mean`` (one
+    row for all, a running mean); ``key`` (one row per value of an integer feed both stages have,
+    ``reference_key``: on the language model the input token, since a token's residual vector
+    varies little around its own mean). Only the deviation from it is sparsified, and what top-k
+    drops stays in the deviation until it is large enough to be sent (error feedback through the
+    shared reference, per key rather than per sample)."""
+    reference_key: str = "tokens"
+    """The feed whose values key the reference rows (``reference="key"``)."""
+    reference_rate: float = 0.5
+    """How far a reference row moves towards a key's mean sent row per message."""
+    values: str = "fp32"
+    """How per-row top-k sends the kept values (both directions): ``fp32`` (the tensor's type) or
+    ``int8`` with one float32 scale per row (top-k + int8 values)."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -83,6 +108,24 @@ class CompressionConfig:
         if self.gradients not in GRADIENT_CODECS:
             raise CompressionError(f"compression gradients={self.gradients!r}: must be one of "
                                    f"{', '.join(GRADIENT_CODECS)}")
+        if self.reference not in REFERENCES:
+            raise CompressionError(f"compression reference={self.reference!r}: must be one of {', '.join(REFERENCES)}")
+        if self.reference != "none" and (self.activations != "topk" or not self.row_topk):
+            raise CompressionError(f"compression reference={self.reference!r}: applies to per-row top-k "
+                                   "activations (activations='topk', row_topk)")
+        if not 0 < self.reference_rate <= 1:
+            raise CompressionError(f"compression reference_rate={self.reference_rate!r}: must be within (0, 1]")
+        if self.warmup not in ("dense", "int8"):
+            raise CompressionError(f"compression warmup={self.warmup!r}: must be 'dense' or 'int8'")
+        if self.values not in VALUE_CODECS:
+            raise CompressionError(f"compression values={self.values!r}: must be one of {', '.join(VALUE_CODECS)}")
+        if self.gradients == "masked" and (self.activations != "topk" or not self.row_topk or self.feedback_activations):
+            raise CompressionError("compression gradients='masked': sends the gradient where the forward top-k "
+                                   "kept values, so it needs activations='topk' with row_topk and no "
+                                   "feedback_activations")
+        if self.mode == "topk" and self.activations == "int8":
+            raise CompressionError("compression mode 'topk' with activations='int8' sends int8, not top-k: "
+                                   "use mode 'int8'")
         if self.activations != "topk" and self.feedback_activations:
             raise CompressionError(f"compression activations={self.activations!r} with feedback_activations: "
                                    "int8 activations keep no residual")
@@ -141,63 +184,238 @@ class ErrorFeedback:
         return acc
 
 
-def adaptive_ratio(elements: int, itemsize: int, bandwidth_bps: float, budget_s: float, min_ratio: float) -> float:
+class RowReference:
+    """Reference rows per tensor name and key, kept in step by both ends of a link: each end
+    updates them from the rows as received (reference + the sent deviation), in message order,
+    with the same arithmetic, so they agree bit for bit without sending them."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.tables: dict[str, Array] = {}
+
+    def rows(self, name: str, x: Array, keys: Array | None) -> Array:
+        """The reference of every row of ``x`` (rows, width); zeros for keys not seen yet."""
+        width = x.shape[-1]
+        table = self.tables.get(name)
+        k = _keys(x, keys)
+        if table is None or table.shape[1] != width:
+            return np.zeros((len(k), width), x.dtype)
+        out = np.zeros((len(k), width), x.dtype)
+        known = k < len(table)
+        out[known] = table[k[known]]
+        return out
+
+    def update(self, name: str, received: Array, keys: Array | None) -> None:
+        """Move each key's row towards the mean of its rows in ``received`` (rows as received)."""
+        m = received.reshape(-1, received.shape[-1])
+        k = _keys(received, keys)
+        size = int(k.max()) + 1 if len(k) else 0
+        table = self.tables.get(name)
+        if table is None or table.shape[1] != m.shape[1] or len(table) < size:
+            grown = np.zeros((max(size, len(table) if table is not None else 0), m.shape[1]), m.dtype)
+            if table is not None and table.shape[1] == m.shape[1]:
+                grown[:len(table)] = table
+            table = grown
+        sums = np.zeros_like(table)
+        np.add.at(sums, k, m)
+        counts = np.bincount(k, minlength=len(table))
+        seen = counts > 0
+        means = sums[seen] / counts[seen][:, None].astype(m.dtype)
+        table[seen] = table[seen] + m.dtype.type(self.rate) * (means - table[seen])
+        self.tables[name] = table
+
+
+def _keys(x: Array, keys: Array | None) -> Array:
+    rows = x.size // x.shape[-1]
+    if keys is None:
+        return np.zeros(rows, np.intp)
+    k = np.asarray(keys).reshape(-1)
+    if k.size != rows or not np.issubdtype(k.dtype, np.integer) or (k.size and int(k.min()) < 0):
+        raise CompressionError(f"reference keys of shape {np.shape(keys)}: expected {rows} non-negative integers, "
+                               f"one per row of the activation {x.shape}")
+    return k.astype(np.intp)
+
+
+def row_columns(x: Array, per: int) -> Array:
+    """The columns of the ``per`` largest-magnitude elements of every row (last axis) of ``x``,
+    ascending within each row: (rows, per)."""
+    width = x.shape[-1]
+    m = x.reshape(-1, width)
+    per = max(1, min(int(per), width))
+    if per == width:
+        return np.broadcast_to(np.arange(width), (len(m), width)).copy()
+    cols = np.argpartition(np.abs(m), width - per, axis=1)[:, width - per:]
+    return np.sort(cols, axis=1)
+
+
+def adaptive_ratio(elements: int, itemsize: int, bandwidth_bps: float, budget_s: float, min_ratio: float,
+                   kept_bytes: float | None = None, fixed_bytes: float = 0.0) -> float:
     """AdaTopK's ratio: 1.0 when the dense message crosses within ``budget_s``, else the ratio
-    whose sparse form (value + 4-byte index per element) does, floored at ``min_ratio``."""
+    whose sparse form (``fixed_bytes`` plus ``kept_bytes`` per kept element; default value +
+    4-byte index) does, floored at ``min_ratio``."""
     if elements <= 0:
         return 1.0
     budget_bytes = bandwidth_bps / 8 * max(budget_s, 0.0)
     if elements * itemsize <= budget_bytes:
         return 1.0
-    return min(1.0, max(min_ratio, budget_bytes / (elements * (itemsize + INDEX_BYTES))))
+    per = kept_bytes if kept_bytes is not None else itemsize + INDEX_BYTES
+    return min(1.0, max(min_ratio, (budget_bytes - fixed_bytes) / (elements * per)))
 
 
 class LinkCompressor:
-    """The sending side of one link direction: compresses a message's tensors per the config."""
+    """The sending side of one link direction: compresses a message's tensors per the config.
+
+    Forward (``fwd``) messages carry activations, backward (``bwd``) their gradients. With per-row
+    top-k activations and ``gradients="masked"``, :meth:`compress` of a forward message records
+    the columns it kept per microbatch (``kept``), and the backward compressor of the receiving
+    stage is handed the same columns (``masks``) to send the gradient at exactly those places."""
 
     def __init__(self, config: CompressionConfig, bandwidth_bps: float | None = None,
                  direction: str = "bwd") -> None:
         if direction not in ("fwd", "bwd"):
             raise CompressionError(f"link direction {direction!r}: expected 'fwd' (activations) or 'bwd' (gradients)")
         self.config = config
+        self.direction = direction
         self.use_feedback = config.feedback and (direction == "bwd" or config.feedback_activations)
         self.rows = config.row_topk and direction == "fwd"
         self.int8 = config.activations if direction == "fwd" else config.gradients
+        if config.mode == "int8":
+            self.int8 = "int8"
+        self.int8_values = config.values == "int8"
         self.bandwidth_bps = bandwidth_bps
-        """Measured bandwidth of the link (AdaTopK); set by the probe."""
+        """Measured bandwidth of the link (AdaTopK); set by the probe and by the receiver's meter."""
         self.feedback = ErrorFeedback()
         self.last_ratio = 1.0
+        self.last_codecs: tuple[str, ...] = ()
+        self.reference = RowReference(config.reference_rate)
+        """The rows top-k activations are sent relative to (``config.reference``)."""
+        self._keyed = config.reference == "key"
+        """What the last message's float tensors were sent as (``codec.codec_name``)."""
 
-    def ratio(self, elements: int, itemsize: int, budget_s: float | None) -> float:
+    def kept_bytes(self, width: int) -> tuple[float, float]:
+        """Bytes per kept element and per row of this direction's top-k (values, indices, scales)."""
+        value = 1 if self.int8_values else 4
+        if self.rows:
+            return value + int(column_dtype(width).itemsize), SCALE_BYTES if self.int8_values else 0
+        return 4 + INDEX_BYTES, 0
+
+    def ratio(self, elements: int, itemsize: int, budget_s: float | None, width: int = 1, rows: int = 1) -> float:
         c = self.config
-        if c.mode == "none":
+        if c.mode in ("none", "int8"):
             return 1.0
         if c.mode == "topk":
             return c.ratio
         if self.bandwidth_bps is None or budget_s is None:
             raise CompressionError("adatopk needs the link's measured bandwidth and the stage's compute time")
-        return adaptive_ratio(elements, itemsize, self.bandwidth_bps, budget_s, c.min_ratio)
+        per, row = self.kept_bytes(width)
+        return adaptive_ratio(elements, itemsize, self.bandwidth_bps, budget_s, c.min_ratio, per, row * rows)
 
     def compress(self, tensors: Mapping[str, Array], budget_s: float | None = None,
-                 step: int | None = None) -> dict[str, Tensor]:
-        """The message to send; ``step`` (the training step) lets ``warmup_steps`` send dense."""
-        if self.config.mode == "none" or (step is not None and step < self.config.warmup_steps):
+                 step: int | None = None, masks: Mapping[str, Array] | None = None,
+                 kept: dict[str, Array] | None = None, keys: Array | None = None) -> dict[str, Tensor]:
+        """The message to send; ``step`` (the training step) lets ``warmup_steps`` send dense.
+        ``masks`` (backward): per tensor the columns its forward top-k kept, for masked gradients;
+        ``kept`` (forward): filled with the columns this message's per-row top-k keeps; ``keys``:
+        the reference key of every row (``reference="key"``)."""
+        warm = step is not None and step < self.config.warmup_steps
+        if self.config.mode == "none" or (warm and self.config.warmup == "dense"):
             self.last_ratio = 1.0
+            self.last_codecs = tuple("dense" for v in tensors.values() if np.issubdtype(v.dtype, np.floating))
+            if self.config.mode != "none":  # the receiver sees these rows too: the reference warms up
+                for key, v in tensors.items():
+                    self.observe(key, v, keys)
             return dict(tensors)
+        if warm:  # int8 warm-up
+            self.last_ratio = 1.0
+            sent = {k: self.feedback.int8(k, v, self.use_feedback) if np.issubdtype(v.dtype, np.floating)
+                    and v.ndim >= 1 else v for k, v in tensors.items()}
+            for key, t in sent.items():
+                if isinstance(t, Int8Rows):
+                    self.observe(key, t.dense(), keys)
+            self.last_codecs = tuple(codec_name(t) for k, t in sent.items() if np.issubdtype(tensors[k].dtype, np.floating))
+            return sent
         floats = {k: v for k, v in tensors.items() if np.issubdtype(v.dtype, np.floating)}
         total = sum(v.size for v in floats.values())
         itemsize = max((v.dtype.itemsize for v in floats.values()), default=4)
-        ratio = self.ratio(total, itemsize, budget_s)
+        width = max((v.shape[-1] for v in floats.values() if v.ndim), default=1)
+        rows = sum(v.size // max(v.shape[-1], 1) for v in floats.values() if v.ndim)
+        ratio = self.ratio(total, itemsize, budget_s, width, rows)
         self.last_ratio = ratio
         out: dict[str, Tensor] = {}
         for key, v in tensors.items():
             if key not in floats:
                 out[key] = v
+            elif self.int8 == "masked":
+                cols = masks.get(key) if masks is not None else None
+                if cols is not None:
+                    out[key] = MaskedRows.of(v, cols, self.int8_values)
+                else:  # its forward went dense
+                    out[key] = self.feedback.dense(key, v, self.use_feedback)
             elif ratio < 1.0 and self.int8 != "topk" and v.ndim >= 1 and (self.int8 == "int8" or
                     ratio * (v.dtype.itemsize + INDEX_BYTES) >= 1.0 + 4.0 / max(v.shape[-1], 1)):
                 out[key] = self.feedback.int8(key, v, self.use_feedback)  # int8-fit: fits top-k's bytes
+            elif self.config.mode == "int8" and v.ndim >= 1:
+                out[key] = self.feedback.int8(key, v, self.use_feedback)
             elif ratio >= 1.0:
                 out[key] = self.feedback.dense(key, v, self.use_feedback)
+            elif self.rows and v.ndim >= 2 and v.shape[-1] > 1:
+                acc = self.feedback.accumulate(key, v) if self.use_feedback else v
+                ref = self._reference(key, acc, keys)
+                cols = row_columns(acc if ref is None else acc - ref.reshape(acc.shape),
+                                   math.ceil(ratio * v.shape[-1] - 1e-9))
+                sent = TopkRows.of(acc if ref is None else acc - ref.reshape(acc.shape), cols, self.int8_values,
+                                   referenced=ref is not None)
+                if ref is not None:
+                    self.reference.update(key, ref.reshape(acc.shape) + sent.dense(), keys if self._keyed else None)
+                if self.use_feedback:
+                    self.feedback.residuals[key] = acc - sent.dense()
+                if kept is not None:
+                    kept[key] = cols
+                out[key] = sent
             else:
                 out[key] = self.feedback.topk(key, v, math.ceil(ratio * v.size), self.use_feedback, self.rows)
+        self.last_codecs = tuple(codec_name(out[k]) for k in floats)
+        return out
+
+    def _reference(self, name: str, x: Array, keys: Array | None) -> Array | None:
+        if self.config.reference == "none" or self.direction != "fwd":
+            return None
+        if self._keyed and keys is None:
+            raise CompressionError(f"compression reference='key': no {self.config.reference_key!r} feed for "
+                                   f"the rows of {name!r}")
+        return self.reference.rows(name, x, keys if self._keyed else None)
+
+    def observe(self, name: str, x: Array, keys: Array | None) -> None:
+        """A forward tensor that crossed dense (warm-up): both ends move the reference towards it."""
+        if self.config.reference != "none" and self.direction == "fwd" and np.issubdtype(x.dtype, np.floating) \
+                and x.ndim >= 2 and x.shape[-1] > 1:
+            self.reference.update(name, x, keys if self._keyed else None)
+
+    def receive(self, name: str, t: TopkRows, keys: Array | None) -> Array:
+        """The receiving end of a referenced per-row top-k: reference + deviation, and the
+        reference updated exactly as the sender updated its own."""
+        dev = t.dense()
+        if not t.referenced:
+            return dev
+        ref = self._reference(name, dev, keys)
+        assert ref is not None
+        out = ref.reshape(dev.shape) + dev
+        self.reference.update(name, out, keys if self._keyed else None)
+        return out
+
+    def infer(self, tensors: Mapping[str, Array], keys: Array | None = None) -> dict[str, Array]:
+        """``tensors`` as the receiver sees them through this link's per-row top-k at the last
+        ratio, without touching the residuals: the evaluation forward of a model trained with
+        top-k activations (the sparsification is part of that model). Other codecs: unchanged."""
+        if not (self.rows and self.config.activations == "topk" and self.last_ratio < 1.0):
+            return dict(tensors)
+        out: dict[str, Array] = {}
+        for key, v in tensors.items():
+            if np.issubdtype(v.dtype, np.floating) and v.ndim >= 2 and v.shape[-1] > 1:
+                ref = self._reference(key, v, keys)
+                dev = v if ref is None else v - ref.reshape(v.shape)
+                cols = row_columns(dev, math.ceil(self.last_ratio * v.shape[-1] - 1e-9))
+                out[key] = TopkRows.of(dev, cols, self.int8_values).dense() + (0 if ref is None else ref.reshape(v.shape))
+            else:
+                out[key] = v
         return out

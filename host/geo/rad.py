@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from innet.host.geo.channel import Channel, LinkShape, QueueChannel, ShapedChannel
-from innet.host.geo.codec import decode, encode
+from innet.host.geo.codec import Int8Rows, MaskedRows, TopkRows, decode, encode
 from innet.host.geo.compress import CompressionConfig, LinkCompressor
 from innet.host.geo.graph import Graph, ParamStore
 from innet.host.geo.ops import Array
@@ -65,6 +65,14 @@ class StageStats:
     """The next stage's measured rate of this stage's forward messages, as each estimate arrived."""
     reduce_s: float = 0.0
     """Time in the data-parallel gradient reduction."""
+    codecs_next: dict[str, int] = field(default_factory=dict)
+    """How many forward tensors went as each codec (``dense``, ``int8``, ``top-k``, ``top-k+int8``)."""
+    codecs_prev: dict[str, int] = field(default_factory=dict)
+    """The same for backward tensors (plus ``masked``, ``masked+int8``)."""
+    bytes_next: int = 0
+    """Encoded bytes of the training messages sent forward."""
+    bytes_prev: int = 0
+    """Encoded bytes of the training messages sent backward."""
 
 
 class StageRunner:
@@ -72,12 +80,15 @@ class StageRunner:
 
     def __init__(self, stage: Stage, prev: Channel | None, next: Channel | None, sgd: Sgd,
                  compress_next: CompressionConfig | None = None, compress_prev: CompressionConfig | None = None,
-                 reducer: Reducer | None = None, timeout: float = 60.0) -> None:
+                 reducer: Reducer | None = None, timeout: float = 60.0,
+                 receive_prev: CompressionConfig | None = None) -> None:
         self.stage = stage
         self.prev, self.next = prev, next
         self.opt = SgdState(sgd)
         self.tx_next = LinkCompressor(compress_next or CompressionConfig(), direction="fwd")
         self.tx_prev = LinkCompressor(compress_prev or CompressionConfig(), direction="bwd")
+        self.rx_prev = LinkCompressor(receive_prev or compress_prev or CompressionConfig(), direction="fwd")
+        """The receiving end of the previous stage's forward compressor (its shared reference rows)."""
         self.reducer = reducer
         self.timeout = timeout
         self.stats = StageStats()
@@ -85,6 +96,10 @@ class StageRunner:
         """Rate of the messages arriving from the previous stage (the forward direction)."""
         self.meter_next = ThroughputMeter()
         """Rate of the messages arriving from the next stage (the backward direction)."""
+        self._kept: dict[int, dict[str, Array]] = {}
+        """Per microbatch, the columns this stage's forward top-k kept (its masked gradients come back there)."""
+        self._masks: dict[int, dict[str, Array]] = {}
+        """Per microbatch, the columns the previous stage's top-k kept (this stage's gradients go there)."""
         self._mb_compute: float | None = None
         self.period_s: float = 0.0
         """Largest compute time per microbatch of any stage (the pipeline's period), learnt from
@@ -96,11 +111,30 @@ class StageRunner:
 
     # -- links ----------------------------------------------------------------------------
 
-    def _recv(self, link: Channel, expect: tuple[Any, ...]) -> dict[str, Array]:
+    def _keys(self, feeds: Feeds, config: CompressionConfig) -> Array | None:
+        return feeds.get(config.reference_key) if config.reference == "key" else None
+
+    def _recv(self, link: Channel, expect: tuple[Any, ...], keys: Array | None = None) -> dict[str, Array]:
         called = time.time()
         data = link.recv(self.timeout)
         arrived = time.time()
-        tag, tensors = decode(data)
+        tag, raw = decode(data, densify=False)
+        tensors: dict[str, Array] = {}
+        for name, t in raw.items():
+            if isinstance(t, TopkRows) and expect[0] == "fwd":
+                self._masks.setdefault(int(expect[2]), {})[name] = t.cols
+            if isinstance(t, TopkRows) and t.referenced:
+                tensors[name] = self.rx_prev.receive(name, t, keys)
+            elif isinstance(t, MaskedRows):
+                cols = self._kept.get(int(expect[2]), {}).get(name) if expect[0] == "bwd" else None
+                if cols is None:
+                    raise RadError(f"stage {self.index}: masked gradient {name!r} in message {tuple(tag)} "
+                                   "for a tensor this stage did not send as top-k")
+                tensors[name] = t.dense(cols)
+            else:
+                tensors[name] = t if isinstance(t, np.ndarray) else t.dense()
+                if expect[0] == "fwd" and isinstance(t, (np.ndarray, Int8Rows)):  # warm-up: the reference too
+                    self.rx_prev.observe(name, tensors[name], keys)
         if tuple(tag[:len(expect)]) != expect:
             raise RadError(f"stage {self.index}: expected message {expect} on {link.name}, got {tag}")
         n = len(expect)
@@ -116,7 +150,7 @@ class StageRunner:
                     self.stats.rate_next_bps.append(float(tag[n + 2]))
                 else:
                     self.tx_prev.bandwidth_bps = float(tag[n + 2])
-        return tensors  # type: ignore[return-value]
+        return tensors
 
     def _tag(self, kind: str, step: int, mb: int) -> tuple[Any, ...]:
         """Message tag; it carries the largest stage compute time seen so far, the send time, and
@@ -183,18 +217,26 @@ class StageRunner:
         losses = []
         fwd_times = []
         for mb, feeds in enumerate(microbatches):
-            received = self._recv(self.prev, ("fwd", step, mb)) if self.prev is not None else {}
+            received = self._recv(self.prev, ("fwd", step, mb), self._keys(feeds, self.rx_prev.config)) \
+                if self.prev is not None else {}
             start = time.perf_counter()
             out = self.stage.forward(mb, received, feeds)
             fwd_times.append(time.perf_counter() - start)
             if self.next is not None:
-                sent = self.tx_next.compress(out, self._budget(fwd_times[-1]), step)
+                kept: dict[str, Array] = {}
+                sent = self.tx_next.compress(out, self._budget(fwd_times[-1]), step, kept=kept,
+                                             keys=self._keys(feeds, self.tx_next.config))
+                self._kept[mb] = kept
                 self.stats.ratios_next.append(self.tx_next.last_ratio)
-                self.next.send(encode(self._tag("fwd", step, mb), sent))
+                _count(self.stats.codecs_next, self.tx_next.last_codecs)
+                data = encode(self._tag("fwd", step, mb), sent)
+                self.stats.bytes_next += len(data)
+                self.next.send(data)
             else:
                 losses.append(float(out[self.stage.graph.loss]))
         for mb in reversed(range(m)):
             grads_out = self._recv(self.next, ("bwd", step, mb)) if self.next is not None else {}
+            self._kept.pop(mb, None)
             start = time.perf_counter()
             grads_in = self.stage.backward(mb, grads_out, loss_scale=1.0 / m)
             elapsed = fwd_times[mb] + time.perf_counter() - start
@@ -202,9 +244,12 @@ class StageRunner:
             self.stats.microbatches += 1
             self._mb_compute = elapsed if self._mb_compute is None else 0.8 * self._mb_compute + 0.2 * elapsed
             if self.prev is not None:
-                sent = self.tx_prev.compress(grads_in, self._budget(elapsed), step)
+                sent = self.tx_prev.compress(grads_in, self._budget(elapsed), step, masks=self._masks.pop(mb, None))
                 self.stats.ratios_prev.append(self.tx_prev.last_ratio)
-                self.prev.send(encode(self._tag("bwd", step, mb), sent))
+                _count(self.stats.codecs_prev, self.tx_prev.last_codecs)
+                data = encode(self._tag("bwd", step, mb), sent)
+                self.stats.bytes_prev += len(data)
+                self.prev.send(data)
         grads = self.stage.take_grads()
         if self.reducer is not None:
             start = time.perf_counter()
@@ -214,8 +259,10 @@ class StageRunner:
         return float(np.mean(losses)) if losses else None
 
     def evaluate(self, tag: int, feeds: Feeds) -> Array | None:
-        """Forward only, uncompressed (a measurement, not training): the last stage returns the
-        input of the loss node (the logits), the others None."""
+        """Forward only (a measurement, not training): uncompressed, except that a link sending
+        per-row top-k activations applies it here too (it is part of the model trained through
+        it; ``LinkCompressor.infer``). The last stage returns the input of the loss node (the
+        logits), the others None."""
         received = self._recv(self.prev, ("eval", tag, 0)) if self.prev is not None else {}
         out = self.stage.forward(-1, received, feeds)
         ctx_values = self.stage.last_values
@@ -224,9 +271,14 @@ class StageRunner:
             # stamped like training messages: an evaluation crossing the link delays the training
             # message queued behind it, and the receiver's meter must see it (measured: a 368 KB
             # evaluation on the 10 Mbit/s link read as 282 ms of serialisation for the next one)
-            self.next.send(encode(("eval", tag, 0, self.period_s, time.time(), None), out))
+            self.next.send(encode(("eval", tag, 0, self.period_s, time.time(), None), self.tx_next.infer(out, self._keys(feeds, self.tx_next.config))))
             return None
         return ctx_values[self.stage.graph.node(self.stage.graph.loss).inputs[0]]
+
+
+def _count(counts: dict[str, int], codecs: Sequence[str]) -> None:
+    for c in codecs:
+        counts[c] = counts.get(c, 0) + 1
 
 
 # -- in-process pipelines (unit tests, threads as sites) --------------------------------
@@ -266,7 +318,8 @@ def run_threads(graph: Graph, cuts: Sequence[int], params: ParamStore, steps: It
         runners.append(StageRunner(Stage(graph, plan, stage_params),
                                    links[i - 1][1] if i > 0 else None, links[i][0] if i < nb else None, sgd,
                                    compress_next=compression[i] if i < nb else None,
-                                   compress_prev=backward[i - 1] if i > 0 else None, timeout=timeout))
+                                   compress_prev=backward[i - 1] if i > 0 else None, timeout=timeout,
+                                   receive_prev=compression[i - 1] if i > 0 else None))
     steps = list(steps)
     losses: list[float] = []
     errors: list[BaseException] = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -71,7 +73,7 @@ def test_link_compressor_modes() -> None:
 
 
 def test_bad_settings_are_named() -> None:
-    with pytest.raises(CompressionError, match="compression mode 'top': must be one of none, topk, adatopk"):
+    with pytest.raises(CompressionError, match="compression mode 'top': must be one of none, int8, topk, adatopk"):
         CompressionConfig("top")
     with pytest.raises(CompressionError, match=r"compression ratio=0: must be within \(0, 1\]"):
         CompressionConfig("topk", ratio=0)
@@ -107,7 +109,8 @@ def test_row_topk_keeps_every_rows_largest_elements() -> None:
     (whole-tensor top-k keeps only the large row here)."""
     x = np.array([[10.0, 20.0, -30.0, 40.0], [0.1, -0.4, 0.2, 0.3]], np.float32)
     rows = LinkCompressor(CompressionConfig("topk", ratio=0.5, row_topk=True), direction="fwd").compress({"h": x})
-    np.testing.assert_array_equal(rows["h"].indices, [2, 3, 5, 7])
+    np.testing.assert_array_equal(rows["h"].cols, [[2, 3], [1, 3]])
+    np.testing.assert_array_equal(rows["h"].values, x[[[0, 0], [1, 1]], [[2, 3], [1, 3]]])
     whole = LinkCompressor(CompressionConfig("topk", ratio=0.5), direction="fwd").compress({"h": x})
     np.testing.assert_array_equal(whole["h"].indices, [0, 1, 2, 3])
     # gradients keep whole-tensor top-k (error feedback carries the rest)
@@ -174,16 +177,17 @@ def test_int8_activations_policy_every_forward_message_int8_gradients_topk() -> 
 
     msg = _policy_message()
     n, rows = 4 * 16 * 32, 4 * 16
-    config = CompressionConfig("topk", ratio=0.05, activations="int8")
-    fwd = LinkCompressor(config, direction="fwd").compress(msg)
+    config = CompressionConfig("adatopk", min_ratio=0.05, activations="int8")
+    crawl = 1e3  # bit/s: the ratio sits on its 5% floor
+    fwd = LinkCompressor(config, bandwidth_bps=crawl, direction="fwd").compress(msg, budget_s=0.01)
     assert isinstance(fwd["h"], Int8Rows) and fwd["h"].nbytes == n + 4 * rows  # 1 byte/element + a scale per row
     assert fwd["ids"] is msg["ids"]
     np.testing.assert_allclose(fwd["h"].dense(), msg["h"], rtol=0,
                                atol=float(np.abs(msg["h"]).max()) / 254 * (1 + 1e-6))
     wire = len(encode(("fwd", 0, 0), fwd))
     assert n + 4 * rows < wire < n + 4 * rows + 400 + msg["ids"].nbytes  # header + ids only beside it
-    bwd_link = LinkCompressor(config, direction="bwd")
-    bwd = bwd_link.compress({"h": msg["h"]})
+    bwd_link = LinkCompressor(config, bandwidth_bps=crawl, direction="bwd")
+    bwd = bwd_link.compress({"h": msg["h"]}, budget_s=0.01)
     k = int(np.ceil(0.05 * n))
     assert isinstance(bwd["h"], Sparse) and len(bwd["h"].indices) == k and bwd["h"].nbytes == 8 * k
     assert "h" in bwd_link.feedback.residuals
@@ -224,3 +228,98 @@ def test_bad_activation_and_gradient_codecs_are_named() -> None:
         CompressionConfig(gradients="int8-fit")
     with pytest.raises(CompressionError, match="feedback_activations"):
         CompressionConfig(activations="int8", feedback_activations=True)
+    with pytest.raises(CompressionError, match="mode 'topk' with activations='int8' sends int8, not top-k"):
+        CompressionConfig("topk", activations="int8")
+    with pytest.raises(CompressionError, match="gradients='masked'.*needs activations='topk' with row_topk"):
+        CompressionConfig("topk", gradients="masked")
+    with pytest.raises(CompressionError, match="reference='key': applies to per-row top-k"):
+        CompressionConfig("topk", reference="key")
+
+
+def _activations(seed: int = 0, rows: int = 64, width: int = 32) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((rows // 16, 16, width)).astype(np.float32)
+
+
+@pytest.mark.parametrize("values", ["fp32", "int8"])
+def test_per_row_topk_sends_k_values_and_indices_and_reports_its_encoded_bytes(values: str) -> None:
+    """Top-k at ratio r really sends ceil(r * width) values per row and their 1-byte columns (int8
+    values: plus a float32 scale per row), nothing else; ``nbytes`` is what the wire carries."""
+    from innet.host.geo.codec import TopkRows
+
+    x = _activations()
+    rows, width = 64, 32
+    sent = LinkCompressor(CompressionConfig("topk", ratio=0.25, row_topk=True, values=values),
+                          direction="fwd").compress({"h": x})["h"]
+    assert isinstance(sent, TopkRows) and sent.cols.shape == (rows, 8) and sent.cols.dtype == np.uint8
+    value_bytes = 1 if values == "int8" else 4
+    assert sent.nbytes == rows * 8 * (1 + value_bytes) + (4 * rows if values == "int8" else 0)
+    empty = len(encode(("fwd", 0, 0), {"h": TopkRows((4, 16, width), np.zeros((rows, 0), np.uint8),
+                                                      np.zeros((rows, 0), sent.values.dtype),
+                                                      sent.scale, sent.dtype)}))
+    assert len(encode(("fwd", 0, 0), {"h": sent})) == empty + rows * 8 * (1 + value_bytes)
+    got = decode(encode(("fwd", 0, 0), {"h": sent}))[1]["h"]
+    kept = np.abs(x.reshape(rows, width))
+    threshold = np.sort(kept, axis=1)[:, -8][:, None]
+    assert np.array_equal(got.reshape(rows, width) != 0, kept >= threshold)  # exactly the 8 largest
+    tol = np.abs(x).max(axis=-1, keepdims=True) / 254 * 1.001 if values == "int8" else 0
+    np.testing.assert_allclose(got[got != 0], x[got != 0], atol=float(np.max(tol)), rtol=0)
+
+
+def test_masked_gradient_goes_back_at_the_forward_columns_without_indices() -> None:
+    """With ``gradients="masked"`` the backward message holds only the values at the columns the
+    forward top-k kept (the exact gradient of the sparsified forward), and the sending stage
+    places them with the columns it remembered."""
+    from innet.host.geo.codec import MaskedRows
+
+    config = CompressionConfig("topk", ratio=0.25, row_topk=True, gradients="masked", activations="topk")
+    x, g = _activations(1), _activations(2)
+    kept: dict[str, np.ndarray] = {}
+    LinkCompressor(config, direction="fwd").compress({"h": x}, kept=kept)
+    back = LinkCompressor(config, direction="bwd").compress({"h": g}, masks=kept)["h"]
+    assert isinstance(back, MaskedRows) and back.nbytes == 64 * 8 * 4
+    wire = decode(encode(("bwd", 0, 0), {"h": back}))[1]["h"]
+    assert isinstance(wire, MaskedRows)
+    dense = wire.dense(kept["h"]).reshape(64, 32)
+    mask = np.zeros((64, 32), bool)
+    np.put_along_axis(mask, kept["h"].astype(np.intp), True, axis=1)
+    np.testing.assert_array_equal(dense[mask], g.reshape(64, 32)[mask])
+    assert not dense[~mask].any()
+    with pytest.raises(CodecError, match="masked gradient of"):
+        wire.dense(kept["h"][:, :4])
+
+
+def test_error_feedback_on_activations_keeps_what_per_row_topk_drops() -> None:
+    """Per-row top-k with feedback: the residual is exactly what was not sent, and it is added to
+    the next message before choosing its top k."""
+    config = CompressionConfig("topk", ratio=0.25, row_topk=True, activations="topk", feedback_activations=True)
+    tx = LinkCompressor(config, direction="fwd")
+    x = _activations(3)
+    sent = tx.compress({"h": x})["h"].dense()
+    np.testing.assert_array_equal(sent + tx.feedback.residuals["h"], x)
+    y = _activations(4)
+    second = tx.compress({"h": y})["h"].dense()
+    np.testing.assert_allclose(second + tx.feedback.residuals["h"], y + (x - sent), rtol=0, atol=1e-6)
+
+
+def test_key_reference_stays_in_step_at_both_ends_and_shrinks_the_error() -> None:
+    """``reference="key"``: the sender sparsifies the deviation from a per-token reference row,
+    the receiver adds its own copy back; both copies stay bit-identical without being sent, and
+    rows that repeat a token's vector lose far less than plain top-k."""
+    rng = np.random.default_rng(5)
+    table = rng.standard_normal((8, 32)).astype(np.float32) * 3
+    config = CompressionConfig("topk", ratio=0.125, row_topk=True, activations="topk", gradients="masked",
+                               reference="key", reference_rate=0.9)
+    tx, rx = LinkCompressor(config, direction="fwd"), LinkCompressor(config, direction="fwd")
+    plain = LinkCompressor(replace(config, reference="none"), direction="fwd")
+    errors, plain_errors = [], []
+    for _ in range(12):
+        tokens = rng.integers(0, 8, (4, 16))
+        x = table[tokens] + 0.05 * rng.standard_normal((4, 16, 32)).astype(np.float32)
+        msg = decode(encode(("fwd", 0, 0), tx.compress({"h": x}, keys=tokens)), densify=False)[1]["h"]
+        got = rx.receive("h", msg, tokens)
+        errors.append(float(np.sum((got - x) ** 2) / np.sum(x ** 2)))
+        plain_errors.append(float(np.sum((plain.compress({"h": x})["h"].dense() - x) ** 2) / np.sum(x ** 2)))
+    assert np.array_equal(tx.reference.tables["h"], rx.reference.tables["h"])
+    assert errors[-1] < 0.01 < 0.3 < plain_errors[-1], (errors, plain_errors)
+    with pytest.raises(CompressionError, match="reference keys of shape"):
+        tx.compress({"h": x}, keys=tokens[:2])
