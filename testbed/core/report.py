@@ -69,6 +69,17 @@ def pyplot() -> Any:
     return plt
 
 
+def plain_log_ticks(axis: Any) -> None:
+    """Label a log-scale ``axis`` at 1, 2 and 5 times each power of ten with plain numbers
+    (``0.5 1 2 5 10``) and no minor labels: matplotlib's ``2x10^0 3x10^0 4x10^0`` labels of a
+    range under two decades run into each other."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def save_json(out_dir: Path, name: str, doc: Any) -> Path:
     """Write a run's results as ``out_dir/<name>-<YYYYmmdd-HHMMSS>.json`` (the directory made if
     needed): the stamp keeps one run from overwriting another's."""

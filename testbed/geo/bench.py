@@ -902,7 +902,7 @@ def table(doc: dict[str, Any]) -> str:
 
 
 def plot(doc: dict[str, Any], path: Path) -> Path:
-    from innet.testbed.core.report import pyplot
+    from innet.testbed.core.report import plain_log_ticks, pyplot
 
     plt = pyplot()
 
@@ -922,6 +922,8 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
     ax2.set_ylabel("test accuracy")
     ax2.set_xscale("log")
     ax2.axhline(s["target_accuracy"], color="grey", lw=0.5)
+    for ax in (ax1, ax2):
+        plain_log_ticks(ax.xaxis)
     ax1.legend(fontsize=8)
     fig.suptitle(f"innet geo: {s['task']}, 3 sites (WAN 10M/40ms, 100M/10ms, 1G/2ms), {s['microbatches']}x"
                  f"{s['batch']} per step, {s['replicas']} pipeline(s), {doc['machine']['cores']} cores, "

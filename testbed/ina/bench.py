@@ -342,11 +342,12 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
             xs = [r["elements"] for r in sel]
             label = f"{'innet' if key[0] == 'ina' else 'gloo'} N={key[1]}" + (f" ({key[2]})" if several else "")
             ax_t.plot(xs, [r["time_max_s"] * 1e3 for r in sel], "o-", color=c, label=label)
-            ax_t.plot(xs, [max(r["theory_time_s"], 1e-6) * 1e3 for r in sel], "--", color=c, alpha=0.6,
+            # theory with a marker: with one message size a line alone would draw nothing
+            ax_t.plot(xs, [max(r["theory_time_s"], 1e-6) * 1e3 for r in sel], "x--", color=c, alpha=0.6,
                       label=f"{label} theory")
             if any(r["wire_up"] is not None for r in sel):
                 ax_b.plot(xs, [r["wire_up"] or float("nan") for r in sel], "o-", color=c, label=f"{label} sent")
-            ax_b.plot(xs, [r["theory_wire"] for r in sel], "--", color=c, alpha=0.6, label=f"{label} theory")
+            ax_b.plot(xs, [r["theory_wire"] for r in sel], "x--", color=c, alpha=0.6, label=f"{label} theory")
         for ax, ylabel in ((ax_t, "allreduce time (ms)"), (ax_b, "bytes sent per worker per allreduce")):
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")

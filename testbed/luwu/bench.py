@@ -155,7 +155,7 @@ def summary(rows: Sequence[dict[str, Any]]) -> dict[int, dict[str, float]]:
 
 def plot(doc: dict[str, Any], path: Path) -> Path | None:
     """Step time and bytes per worker against N, one line per mode; None without matplotlib."""
-    from innet.testbed.core.report import pyplot
+    from innet.testbed.core.report import plain_log_ticks, pyplot
 
     try:
         plt = pyplot()
@@ -164,6 +164,7 @@ def plot(doc: dict[str, Any], path: Path) -> Path | None:
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     axes[0].set_yscale("log")
+    plain_log_ticks(axes[0].yaxis)
     modes = list(dict.fromkeys(r["mode"] for r in doc["rows"]))
     on_link = all("link_up_bytes_per_step" in r for r in doc["rows"] if "step_ms" in r)
     for mode in modes:
@@ -180,11 +181,14 @@ def plot(doc: dict[str, Any], path: Path) -> Path | None:
         else:
             axes[1].plot(ns, [r["bytes_per_worker_step"] / 1e6 for r in rows], marker="o", label=mode)
         axes[2].plot(ns, [r["worker_tensor_bytes_peak"] / 1e6 for r in rows], marker="o", label=mode)
-    bytes_label = ("MB per worker per step on its link (o up, x down)" if on_link
-                   else "MB per worker per step (innet: frames; gloo: theory; both ways)")
-    for ax, label in zip(axes, ("ms per step (median, bar to p90)", bytes_label, "worker tensor MB at peak")):
+    # short y labels (a label longer than its axes runs into the suptitle); what they mean in the titles
+    bytes_title = ("traffic on a worker's link (o up, x down)" if on_link
+                   else "traffic (innet: frames; gloo: theory; both ways)")
+    for ax, label, title in zip(axes, ("ms per step", "MB per worker per step", "MB per worker"),
+                                ("step time (median, bar to p90)", bytes_title, "worker tensors at peak")):
         ax.set_xlabel("workers N")
         ax.set_ylabel(label)
+        ax.set_title(title, fontsize=9)
         ax.set_xticks(sorted({r["workers"] for r in doc["rows"]}))
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
