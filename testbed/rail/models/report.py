@@ -351,13 +351,15 @@ def save(doc: dict[str, Any], out_dir: Path, stem: str) -> tuple[Path, Path]:
 
 def reproduction_doc(settings: Sequence[Any], rows: dict[str, list[Any]],
                      curves: dict[str, Any] | None = None,
-                     validation: dict[str, Any] | None = None) -> dict[str, Any]:
+                     validation: dict[str, Any] | None = None,
+                     moe: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON document of ``innet model reproduce``: every row under every setting (and the
     Fig. 8/10 curves and the out-of-sample validation per setting, when given)."""
     from dataclasses import asdict as _asdict
 
     return {"model": "reproduce", **({"curves": curves} if curves else {}),
             **({"out_of_sample": validation} if validation else {}),
+            **({"moe": moe} if moe else {}),
             "settings": {s.name: {**_asdict(s), "efficiency": s.efficiency()} for s in settings},
             "rows": {name: [r.to_dict() for r in rs] for name, rs in rows.items()},
             "within": {name: sum(r.within for r in rs) for name, rs in rows.items()},
@@ -401,6 +403,23 @@ def out_of_sample_table(validation: dict[str, Any]) -> Any:
             table.add_row(name, str(r["model"]), str(r["gpus"]), str(r["config"]), f"{r['published_s']:.2f}",
                           f"{r['model_s']:.2f}", f"{r['published_hfu']:.1%}", f"{r['model_hfu']:.1%}",
                           f"{r['error']:+.1%}")
+    return table
+
+
+def moe_table(rows: list[dict[str, Any]]) -> Any:
+    """MoE-1.3B iteration time by expert placement, and what rail-only costs."""
+    from rich.table import Table
+
+    table = Table(title="MoE-1.3B (128 experts, 128 GPUs, K = 8): iteration time by expert placement")
+    for col in ("platform", "batch", "experts in the HB domain (s)", "across rails, rail-optimized (s)",
+                "across rails, rail-only (s)", "all-to-all share of time", "rail-only slowdown: all-to-all",
+                "iteration", "paper's Amdahl estimate"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(r["platform"], str(r["batch"]), f"{r['hb']['total']:.3f}", f"{r['rail-optimized']['total']:.3f}",
+                      f"{r['rail-only']['total']:.3f}", f"{r['slowdown']['alltoall_time_share']:.1%}",
+                      f"{r['slowdown']['alltoall']:.1%}", f"{r['slowdown']['iteration']:.1%}",
+                      f"{r['paper_amdahl']:.1%}")
     return table
 
 
