@@ -87,8 +87,11 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     curves = {s.name: reproduce.figure_curves(s) for s in chosen}
     validation = {s.name: reproduce.out_of_sample(s) for s in chosen}
     moe = {s.name: reproduce.moe_section(s) for s in chosen}
-    doc = report.reproduction_doc(chosen, rows, curves, validation, moe)
+    table2 = {s.name: reproduce.table2_rows(s) for s in chosen}
+    doc = report.reproduction_doc(chosen, rows, curves, validation, moe, table2)
     console.print(report.reproduction_table(doc))
+    last = chosen[-1]
+    console.print(report.table2_rows_table(table2[last.name], "peak" if last.peak_power else "typical"))
     console.print(report.out_of_sample_table(validation))
     console.print(report.moe_table(moe[chosen[-1].name]))
     paths = report.save_reproduction(doc, args.out)

@@ -352,7 +352,8 @@ def save(doc: dict[str, Any], out_dir: Path, stem: str) -> tuple[Path, Path]:
 def reproduction_doc(settings: Sequence[Any], rows: dict[str, list[Any]],
                      curves: dict[str, Any] | None = None,
                      validation: dict[str, Any] | None = None,
-                     moe: dict[str, Any] | None = None) -> dict[str, Any]:
+                     moe: dict[str, Any] | None = None,
+                     table2: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON document of ``innet model reproduce``: every row under every setting (and the
     Fig. 8/10 curves and the out-of-sample validation per setting, when given)."""
     from dataclasses import asdict as _asdict
@@ -360,6 +361,7 @@ def reproduction_doc(settings: Sequence[Any], rows: dict[str, list[Any]],
     return {"model": "reproduce", **({"curves": curves} if curves else {}),
             **({"out_of_sample": validation} if validation else {}),
             **({"moe": moe} if moe else {}),
+            **({"table2": table2} if table2 else {}),
             "settings": {s.name: {**_asdict(s), "efficiency": s.efficiency()} for s in settings},
             "rows": {name: [r.to_dict() for r in rs] for name, rs in rows.items()},
             "within": {name: sum(r.within for r in rs) for name, rs in rows.items()},
@@ -420,6 +422,29 @@ def moe_table(rows: list[dict[str, Any]]) -> Any:
                       f"{r['rail-only']['total']:.3f}", f"{r['slowdown']['alltoall_time_share']:.1%}",
                       f"{r['slowdown']['alltoall']:.1%}", f"{r['slowdown']['iteration']:.1%}",
                       f"{r['paper_amdahl']:.1%}")
+    return table
+
+
+def table2_rows_table(rows: list[dict[str, Any]], power: str) -> Any:
+    """Table II row by row, both networks, and the literal one-tier-fewer reading."""
+    from rich.table import Table
+
+    table = Table(title=f"Table II on innet's grid ({power} power): switches per tier (leaves first), "
+                        "transceivers, cost, power, savings; 'tiers - 1' is the paper's literal reading")
+    for col in ("GPUs", "K", "radix", "rail GPUs", "switches RO", "switches R", "transceivers RO/R",
+                "cost RO/R $M", "power RO/R MW", "saving cost/power", "tiers - 1 possible?"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        ro, ronly = r["rail_optimized"], r["rail_only"]
+        literal = ("yes (= innet)" if r["agrees"] else
+                   f"no: {r['literal_tiers']} tiers hold {r['literal_capacity']}" if not r["literal_feasible"]
+                   else "yes")
+        table.add_row(str(r["gpus"]), str(r["K"]), str(r["radix"]), str(r["rail_gpus"]),
+                      "/".join(map(str, ro["switches_per_tier"])), "/".join(map(str, ronly["switches_per_tier"])),
+                      f"{ro['transceivers']}/{ronly['transceivers']}",
+                      f"{ro['cost_usd'] / 1e6:.1f}/{ronly['cost_usd'] / 1e6:.1f}",
+                      f"{ro['power_w'] / 1e6:.2f}/{ronly['power_w'] / 1e6:.2f}",
+                      f"{r['cost_saving']:.1%}/{r['power_saving']:.1%}", literal)
     return table
 
 

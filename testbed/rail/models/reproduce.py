@@ -497,3 +497,32 @@ def moe_section(settings: Settings, batches: tuple[int, ...] = (256, 512)) -> li
             rows.append({"platform": name, "batch": batch, **{p: r[p] for p in moe.PLACEMENTS},
                          "slowdown": r["slowdown"], "paper_amdahl": 0.27 * paper_slowdown})
     return rows
+
+
+def table2_rows(settings: Settings) -> list[dict[str, Any]]:
+    """Table II row by row on innet's grid: both networks' switches per tier, transceivers,
+    cost and power, and the savings; beside them the paper's literal reading of section IV-A
+    ("remove the spine": rail-only = rail-optimized minus its top tier, ``tiers(N) - 1`` tiers
+    per rail) with whether that many tiers can connect a rail of ``N/K`` GPUs at full
+    bisection (``2 (k/2)^t`` endpoints on ``t`` tiers). Where it cannot, innet's count (the
+    fewest tiers that can) is the right one."""
+    parts = _parts(settings)
+    rows = []
+    for c in netcost.TABLE2_CLUSTERS:
+        comp = netcost.compare(c, parts)
+        rail = c.gpus // c.gpus_per_domain
+        literal_tiers = comp.rail_optimized.tiers - 1
+        capacity = c.radix if literal_tiers == 1 else 2 * (c.radix // 2) ** literal_tiers
+        rows.append({"gpus": c.gpus, "K": c.gpus_per_domain, "radix": c.radix, "rail_gpus": rail,
+                     "rail_optimized": {"switches_per_tier": comp.rail_optimized.switches_per_tier,
+                                        "transceivers": comp.rail_optimized.transceivers,
+                                        "cost_usd": comp.rail_optimized.cost_usd, "power_w": comp.rail_optimized.power_w},
+                     "rail_only": {"switches_per_tier": comp.rail_only.switches_per_tier,
+                                   "transceivers": comp.rail_only.transceivers,
+                                   "cost_usd": comp.rail_only.cost_usd, "power_w": comp.rail_only.power_w},
+                     "cost_saving": comp.cost_saving, "power_saving": comp.power_saving,
+                     "cost_saving_usd": comp.cost_saving_usd, "power_saving_w": comp.power_saving_w,
+                     "literal_tiers": literal_tiers, "literal_capacity": capacity,
+                     "literal_feasible": literal_tiers >= 1 and rail <= capacity,
+                     "agrees": comp.rail_only.tiers == literal_tiers})
+    return rows

@@ -133,3 +133,17 @@ def test_cli_reproduce_rejects_a_bad_override(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2
     assert proc.stderr.strip() == "innet model reproduce: hb_efficiency=1.5: must be within (0, 1]"
+
+
+def test_table2_rows_flag_where_one_tier_fewer_cannot_connect_a_rail() -> None:
+    """K = 8, radix 64, 32,768 GPUs: a rail of 4,096 GPUs needs three tiers like the whole
+    cluster (two tiers of radix 64 hold 2,048), so nothing is saved; the literal one-tier-fewer
+    reading is infeasible there and innet's count stands."""
+    rows = {(r["gpus"], r["K"], r["radix"]): r for r in reproduce.table2_rows(reproduce.AFTER)}
+    assert len(rows) == len(netcost.TABLE2_CLUSTERS)
+    bad = rows[(32768, 8, 64)]
+    assert (bad["literal_tiers"], bad["literal_capacity"], bad["literal_feasible"]) == (2, 2048, False)
+    assert bad["cost_saving"] == 0.0
+    good = rows[(16384, 8, 64)]
+    assert good["agrees"] and good["power_saving"] == pytest.approx(0.375, abs=0.001)
+    assert good["rail_only"]["switches_per_tier"] == (512, 256)
