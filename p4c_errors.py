@@ -16,9 +16,12 @@ front-end's own error type escaped: a bug in innet).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -31,7 +34,8 @@ DEFAULT_DIR = Path("/opt/p4c-testdata")
 """Where the test tier looks when ``INNET_P4C_ERRORS`` is not set."""
 FRONTEND_LOGGER = "innet.switch.frontend"
 BMV2_WARNING = "BMv2 rejects"
-"""The phrase of a front-end warning about a program innet runs but BMv2 refuses."""
+"""The phrase of a front-end warning about a program innet runs but BMv2 refuses
+(``innet.switch.frontend.tables.BMV2_REJECTS`` starts with it)."""
 _LOCATED = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+): (?:error|warning): ")
 
 
@@ -104,6 +108,21 @@ def corpus_dirs(directory: Path) -> dict[str, Path]:
     return found
 
 
+@contextlib.contextmanager
+def _start_cache_off() -> Iterator[None]:
+    from innet.switch.startcache import CACHE_ENV
+
+    saved = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = "off"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ[CACHE_ENV]
+        else:
+            os.environ[CACHE_ENV] = saved
+
+
 def classify(path: Path, corpus: str = "") -> ErrorResult:
     """Compile ``path`` as ``innet-p4c`` does (nothing written) and name the outcome."""
     from innet.switch.device_config import build
@@ -115,7 +134,8 @@ def classify(path: Path, corpus: str = "") -> ErrorResult:
     caught = _Records()
     log.addHandler(caught)
     try:
-        build(path)
+        with _start_cache_off():  # a cached build skips the front-end, and its warnings with it
+            build(path)
     except (FrontendError, P4InfoError) as exc:
         text = str(exc)
         first = text.splitlines()[0] if text else ""

@@ -15,6 +15,7 @@ from .expressions import names_extern, children
 from .parse import ParseResult
 from .symbols import (BlockDecl, BlockTypeDecl, ConstSym, DuplicateError, ExternFnSym,
                       PackageDecl, Scope, decl_loc)
+from .tables import BMV2_REJECTS
 from .tree import ParseNode
 
 V1MODEL_VERSIONS = (20180101, 20200408)
@@ -472,6 +473,12 @@ class ProgramBuilder(BlockBuilder):
             insts.append(self._package_arg(p, a))
         if self.main is not None:
             raise self.err(loc, "only one package instance is supported")
+        if ty.name == "V1Switch" and insts and insts[0].decl is not None and len(insts[0].decl.params) > 1:
+            hp = insts[0].decl.params[1]
+            if isinstance(hp.type, ir.HeaderT):
+                self.warn(hp.loc, f"the headers type of V1Switch is header {hp.type.name}, not a struct: "
+                          f"{BMV2_REJECTS} (its headers type is a struct of headers, stacks and unions); innet "
+                          "parses and deparses the header itself")
         self.main = ir.PackageInstance(name, ty.name, tuple(insts), loc)
         self.declare(name, self.main, loc)
 

@@ -7,6 +7,7 @@ implementations must be the right extern types) that nothing else shares.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from . import ir
@@ -153,11 +154,62 @@ def build_table(b: "BlockBuilder", t: ParseNode) -> ir.Table:
         _generic_prop(b, table, p)
     if not table.default_action_given:
         _check_no_action(b, table)
+    _check_direct_meters(b, table)
+    lpm = [k for k in table.keys if k.match_kind == "lpm"]
+    if len(lpm) > 1:
+        b.warn(loc, f"table '{name}' has {len(lpm)} lpm keys: {BMV2_REJECTS} (one lpm key per table); innet "
+               "matches such a table by entry priority, as it matches ternary keys")
     if entries_t is not None:
         table.const_entries = tuple(_entry(b, table, e) for e in children(entries_t)
                                     if isinstance(e, ParseNode) and e.data == "entry")
         _check_unique(b, table)
     return _declare(b, table, loc)
+
+
+BMV2_REJECTS = "BMv2 rejects this"
+"""Words of every warning about a program innet runs but p4c's BMv2 back end refuses
+(``innet.p4c_errors`` counts them as accepted-with-warning; docs/p4c-compat.md lists them)."""
+
+
+def _reads(node: object, inst: ir.Instance) -> bool:
+    """Does code ``node`` (a statement or expression, and the actions it calls) use ``inst``?"""
+    if isinstance(node, ir.InstanceRef):
+        return node.inst is inst
+    if isinstance(node, ir.Action):
+        return _reads(node.body, inst)
+    if isinstance(node, (ir.Table, ir.Control, ir.Parser, ir.Instance, ir.Type)):
+        return False
+    if isinstance(node, (list, tuple)):
+        return any(_reads(x, inst) for x in node)
+    if dataclasses.is_dataclass(node):
+        return any(_reads(getattr(node, f.name), inst) for f in dataclasses.fields(node))
+    return False
+
+
+def _direct_meter_reads(ref: ir.ActionRef, b: "BlockBuilder") -> list[ir.Instance]:
+    """The direct_meter instances of the current scope that the action reads."""
+    out = []
+    for n in b.scope.all_value_names():
+        sym = b.scope.lookup(n)
+        if isinstance(sym, ir.Instance) and isinstance(sym.type, ir.ExternT) and sym.type.name == "direct_meter" \
+                and _reads(ref.action, sym):
+            out.append(sym)
+    return out
+
+
+def _check_direct_meters(b: "BlockBuilder", table: ir.Table) -> None:
+    """A direct meter is read only by actions of the table it is attached to (innet and
+    BMv2 refuse the read elsewhere: it has no table entry to read); one attached but read
+    by none of the table's actions is run by innet, with a warning, as BMv2 refuses it."""
+    for ref in table.actions:
+        for meter in _direct_meter_reads(ref, b):
+            if table.direct_meter is not meter:
+                raise b.err(ref.loc, f"action '{ref.action.name}' of table '{table.name}' reads direct_meter "
+                            f"'{meter.name}', which the table does not list as 'meters'")
+    meter = table.direct_meter
+    if meter is not None and not any(_reads(ref.action, meter) for ref in table.actions):
+        b.warn(table.loc, f"table '{table.name}': direct_meter '{meter.name}' is read by none of its actions: "
+               f"{BMV2_REJECTS}; innet meters the packets and the control plane can read the meter")
 
 
 def _check_no_action(b: "BlockBuilder", table: ir.Table) -> None:
@@ -287,7 +339,8 @@ def _match_ident(table: ir.Table, entry: ir.ConstEntry) -> tuple[object, ...] | 
 def _check_unique(b: "BlockBuilder", table: ir.Table) -> None:
     """Two const entries of an exact/LPM table (no priorities) with the same key: p4c-bm2-ss
     and the executor refuse the second, so the front-end does, located."""
-    if any(k.match_kind not in ("exact", "lpm") for k in table.keys):
+    kinds = [k.match_kind for k in table.keys]
+    if any(k not in ("exact", "lpm") for k in kinds) or kinds.count("lpm") > 1:  # a priority table
         return
     seen: dict[tuple[object, ...], ir.ConstEntry] = {}
     for entry in table.const_entries:

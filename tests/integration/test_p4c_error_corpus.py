@@ -35,12 +35,6 @@ KNOWN_GAPS = frozenset({
     "p4_16_errors/issue3363.p4",
     "p4_16_errors/issue3671-2.p4",
     "p4_16_errors/issue5094-type-bmv2.p4",
-    "p4_16_bmv_errors/basic-bmv2.p4",
-    "p4_16_bmv_errors/basic1-bmv2.p4",
-    "p4_16_bmv_errors/issue1167-bmv2.p4",
-    "p4_16_bmv_errors/issue1672-bmv2.p4",
-    "p4_16_bmv_errors/issue1829-1-bmv2.p4",
-    "p4_16_bmv_errors/issue1829-3-bmv2.p4",
 })
 """Programs innet does not yet reject as p4c does (strict xfail: one that starts passing
 fails the tier until it is taken off this list)."""

@@ -445,3 +445,35 @@ def test_two_instances_sharing_a_table_name_are_refused() -> None:
                                       r"than one table"):
         compile_source(src, "err.p4")
     compile_source(src.replace('@name(".t0") ', ""), "ok.p4")  # Ing.s1.t0 and Ing.s2.t0
+
+
+METER = """    direct_meter<bit<2>>(MeterType.packets) dm;
+    action r() { dm.read(m.x[1:0]); }
+    action n() { }
+    table t { key = { hdr.h.a : exact; } actions = { %s; } %s }"""
+
+
+def test_direct_meter_read_by_an_action_of_a_table_without_it() -> None:
+    e = compile_err(METER % ("r", ""), "        t.apply();")
+    assert "action 'r' of table 't' reads direct_meter 'dm', which the table does not list as 'meters'" in e.message
+
+
+@pytest.mark.parametrize("locals_,what", [
+    (METER % ("n", "meters = dm;"), "table 't': direct_meter 'dm' is read by none of its actions: BMv2 rejects this"),
+    ("    table t { key = { hdr.h.a : lpm; hdr.h.c : lpm; } actions = { NoAction; } }",
+     "table 't' has 2 lpm keys: BMv2 rejects this (one lpm key per table)"),
+])
+def test_bmv2_limits_innet_runs_are_warnings(locals_: str, what: str, caplog: pytest.LogCaptureFixture) -> None:
+    compile_source(ingress_src(locals_, "        t.apply();"), "warn.p4")
+    assert any(what in r.getMessage() and r.getMessage().startswith("warn.p4:") for r in caplog.records)
+    caplog.clear()
+    compile_source(ingress_src(METER % ("r", "meters = dm;"), "        t.apply();"), "ok.p4")
+    assert not caplog.records
+
+
+def test_a_header_as_v1switch_headers_type_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    src = ingress_src("", "").replace("out headers_t hdr", "out h_t hdr").replace("pkt.extract(hdr.h)", "pkt.extract(hdr)")
+    src = src.replace("headers_t hdr", "h_t hdr").replace("pkt.emit(hdr.h)", "pkt.emit(hdr)")
+    compile_source(src, "warn.p4")
+    assert any("the headers type of V1Switch is header h_t, not a struct: BMv2 rejects this" in r.getMessage()
+               for r in caplog.records)
