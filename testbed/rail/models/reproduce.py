@@ -320,8 +320,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("fig5_a2a_share", "§IV-B, Fig. 5", "all-to-all share of MoE-1.3B traffic", 0.27, "%", _moe_share,
           cause="the share grows with the tokens per GPU (the dense all-reduce does not); the paper's batch is "
                 "not stated, and 27% lies between batch 256 (18%) and 512 (31%), guess column",
-          guesses=(Guess("MoE global batch", 512, (256, 1024), "DeepSpeed-MoE trains 1.3B+MoE-128 with batch 256-512; "
-                         "the paper does not say"),)),
+          guesses=(Guess("MoE global batch", 512, (256, 1024), "not stated by the paper; 512 is 4 sequences of 2,048 "
+                         "tokens per GPU (the traffic command's default)"),)),
     Claim("fig7_1t", "§V-A, Fig. 7", "HFU error against Korthikanti et al., GPT-1T (at most)", 0.018, "%",
           _fig7("gpt-1t"), "at_most"),
     Claim("fig7_22b", "§V-A, Fig. 7", "HFU error, GPT-22B (at most)", 0.108, "%", _fig7("gpt-22b"), "at_most"),
