@@ -270,13 +270,13 @@ def add_switch_impl(parser: argparse.ArgumentParser, several: bool = False, note
                             help=f"switch: innet's embedded target or p4lang's simple_switch_grpc ({needs})" + note)
 
 
-def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+def command_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
     """``parser`` and every sub-command parser below it."""
     out = [parser]
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child in dict.fromkeys(action.choices.values()):
-                out += _parsers(child)
+                out += command_parsers(child)
     return out
 
 
@@ -286,7 +286,7 @@ def given_options(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:
     import contextlib
     import io
 
-    saved = [(p, p._defaults, [(a, a.default) for a in p._actions]) for p in _parsers(parser)]
+    saved = [(p, p._defaults, [(a, a.default) for a in p._actions]) for p in command_parsers(parser)]
     try:
         for p, _, actions in saved:
             p._defaults = {}
@@ -309,6 +309,15 @@ def not_applicable(args: argparse.Namespace, dests: tuple[str, ...], why: str) -
         if dest in given:
             flag = "-k" if dest == "k" else "--" + dest.replace("_", "-")
             raise UsageError(f"{flag} does not apply {why}")
+
+
+def console() -> Any:
+    """A rich Console: as is on a terminal; piped or redirected, wide enough that no table
+    cell is cut (rich sizes a table to its content, so nothing is padded)."""
+    from rich.console import Console
+
+    terminal = Console()
+    return terminal if terminal.is_terminal else Console(width=100_000)
 
 
 # -- the one mapping from an outcome to an exit status --------------------------------------
@@ -348,8 +357,9 @@ def run_command(prog: str, call: Callable[[], int], errors: tuple[type[BaseExcep
         return EXIT_USAGE
 
 
-__all__ = ["BACKENDS", "EXECUTORS", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "HelpFormatter",
-           "CommandParser", "STF_EXECUTOR", "SWITCH_IMPLS", "TOPOLOGIES", "UINT64_MAX", "UINT128_MAX", "UsageError",
-           "add_backend", "add_executor", "add_out", "add_switch_impl", "add_topo", "add_values_per_packet", "add_workers",
-           "float_list", "given_options", "host_port", "impl_list", "input_file", "int_list", "int_range", "interrupted", "not_applicable",
-           "output_dir", "parse_host_port", "plain", "positive_float", "prepare_out", "run_command", "sizes"]
+__all__ = ["BACKENDS", "CommandParser", "EXECUTORS", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE",
+           "HelpFormatter", "STF_EXECUTOR", "SWITCH_IMPLS", "TOPOLOGIES", "UINT128_MAX", "UINT64_MAX", "UsageError",
+           "add_backend", "add_executor", "add_out", "add_switch_impl", "add_topo", "add_values_per_packet",
+           "add_workers", "command_parsers", "console", "float_list", "given_options", "host_port", "impl_list",
+           "input_file", "int_list", "int_range", "interrupted", "not_applicable", "output_dir", "parse_host_port",
+           "plain", "positive_float", "prepare_out", "run_command", "sizes"]

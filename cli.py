@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from innet.argtypes import (EXIT_USAGE, STF_EXECUTOR, CommandParser, add_executor, add_values_per_packet, given_options,
-                            input_file, int_range, prepare_out, run_command)
+from innet.argtypes import console as new_console
+from innet.argtypes import (EXIT_USAGE, STF_EXECUTOR, CommandParser, add_executor, add_values_per_packet,
+                            command_parsers, given_options, input_file, int_range, prepare_out, run_command)
 from innet.conformance import SuiteReport, default_suites, run_suites, stf_files
 from innet.testbed.cli.commands import add_commands as add_testbed_commands
 from innet.testbed.cli.geo import add_commands as add_geo_commands
@@ -26,10 +27,9 @@ if TYPE_CHECKING:
 
 
 def _print_report(report: SuiteReport, verbose: bool) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = new_console()
     table = Table(title="Embedded P4 target: STF conformance")
     table.add_column("suite")
     table.add_column("tests", justify="right")
@@ -120,8 +120,6 @@ def _specs(args: argparse.Namespace, read_only: bool = False) -> list:  # type: 
 
 
 def _inspect_optimizer(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from innet.testbed.luwu import status as luwu_status
 
     try:
@@ -132,13 +130,11 @@ def _inspect_optimizer(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(statuses, indent=1))
     else:
-        luwu_status.render(statuses, Console())
+        luwu_status.render(statuses, new_console())
     return 0
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from innet.controller.inspect import inspect_switch, render
     from innet.controller.switch import Switch
 
@@ -149,7 +145,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.to_json(), indent=1))
     else:
-        render(report, Console())
+        render(report, new_console())
     return 0
 
 
@@ -168,7 +164,7 @@ def _cmd_pipeline_push(args: argparse.Namespace) -> int:
 def _job_spec(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from innet.controller.jobs import JobSpec, OwnerSpec, WorkerSpec
 
-    return JobSpec(args.job, tuple(WorkerSpec.parse(w) for w in args.worker), args.slot_base, args.slot_count,
+    return JobSpec(args.job, tuple(WorkerSpec.parse(w) for w in args.worker), args.slot_base, args.slot_count or 1,
                    args.k or 64, args.mode, args.lr, args.beta, args.grad_frac_bits, args.param_frac_bits,
                    args.param_base, args.param_chunks, owners=tuple(OwnerSpec.parse(o) for o in args.owner))
 
@@ -179,10 +175,13 @@ def _cmd_job_create(args: argparse.Namespace) -> int:
 
     job = _job_spec(args)
     with Controller(_specs(args)) as ctl:
-        if args.k is None:  # the pipeline's K: a job of another K could never aggregate there
+        layout = ctl[ctl.names[0]].layout
+        if args.k is None or args.slot_count is None:  # from the pipeline: another K never aggregates there
             from dataclasses import replace
 
-            job = replace(job, k=ctl[ctl.names[0]].layout.k)
+            job = replace(job, k=layout.k if args.k is None else args.k,
+                          slot_count=min(64, layout.slots - args.slot_base) if args.slot_count is None
+                          else args.slot_count)
         if args.switch_ip:
             ctl.install_forwarding({n: Forwarding.for_workers(args.switch_mac, args.switch_ip, job.members(), n)
                                     for n in ctl.names})
@@ -222,6 +221,7 @@ def _cmd_job_list(args: argparse.Namespace) -> int:
     for spec in _specs(args, read_only=True):
         with Switch(spec) as sw:
             node = InnetSwitch(sw)
+            node.layout  # another program: "not innet.p4", before its tables are searched for innet's
             out[spec.address] = [{**dataclasses.asdict(j), "owners": [dataclasses.asdict(o) for o in node.owners(j.job_id)]}
                                  for j in node.jobs()]
 
@@ -237,14 +237,16 @@ def _cmd_job_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_params_load(args: argparse.Namespace) -> int:
-    import numpy as np
-
     from innet.controller.controller import Controller
 
     values = _load_vector(args.file)
     with Controller(_specs(args)) as ctl:
         ctl.load_params(args.job, values, args.param_frac_bits)
-    print(f"loaded {values.size} parameters ({values.dtype}) into job {args.job}")
+        k = ctl[ctl.names[0]].layout.k
+    chunks = -(-values.size // k)
+    pad = chunks * k - values.size
+    print(f"loaded {values.size} parameters ({values.dtype}) into job {args.job}: {chunks} chunks of K={k}"
+          + (f", the last {pad} values zero (params read --size {values.size} returns exactly these)" if pad else ""))
     return 0
 
 
@@ -269,13 +271,19 @@ def _cmd_params_read(args: argparse.Namespace) -> int:
     import numpy as np
 
     from innet.controller.controller import Controller
+    from innet.controller.errors import ControllerError
 
     with Controller(_specs(args, read_only=True)) as ctl:
         values = ctl.read_params(args.job, not args.raw, args.size, args.param_frac_bits)
+    if values.size == 0:
+        raise ControllerError(f"job {args.job} holds no parameters on the switch (a sum job, or --param-chunks 0): "
+                              "nothing to read")
     if args.output:
         np.save(args.output, values)
     else:
         print(" ".join(str(v) for v in values.tolist()))
+    if args.size is None:
+        print(f"({values.size} values: every chunk of the job; --size N for the first N)", file=sys.stderr)
     return 0
 
 
@@ -329,7 +337,8 @@ def _add_control_commands(sub: "argparse._SubParsersAction[argparse.ArgumentPars
     create.add_argument("--worker", action="append", required=True, metavar="RANK,PORT,MAC,IP,UDP_PORT",
                         help="a worker: its rank, switch port, MAC, IP and UDP port (repeat for each)")
     create.add_argument("--slot-base", type=int_range(0), default=0, help="first slot of the job's range")
-    create.add_argument("--slot-count", type=int_range(1), default=64, help="slots of the job (the agents' window)")
+    create.add_argument("--slot-count", type=int_range(1), default=None,
+                        help="slots of the job, the agents' window (default: 64, fewer when the pipeline has fewer)")
     add_values_per_packet(create, help_text="values per packet (default: the pipeline's INNET_K, read from its P4Info)")
     create.add_argument("--mode", choices=("sum", "sgd", "momentum"), default="sum",
                         help="sum: allreduce; sgd/momentum: the switch updates the parameters")
@@ -371,7 +380,8 @@ def _add_control_commands(sub: "argparse._SubParsersAction[argparse.ArgumentPars
     read.add_argument("--param-frac-bits", type=int, default=16, help="fractional bits of the stored int32 parameters")
     read.add_argument("--raw", action="store_true", help="int32 fixed point")
     read.add_argument("--size", type=int_range(1), default=None,
-                      help="elements to return (default: as many as were loaded, else all chunks x K)")
+                      help="elements to return (default: every chunk of the job, chunks x K; a load pads the "
+                           "last chunk with zeros)")
     read.add_argument("-o", "--output", type=Path, default=None, help="write a .npy file instead of printing")
     read.set_defaults(func=_cmd_params_read)
 
@@ -382,7 +392,7 @@ def _define(text: str) -> tuple[str, str | None]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = CommandParser(prog="innet", description="In-network aggregation on P4 software switches.")
+    parser: argparse.ArgumentParser = CommandParser(prog="innet", description="In-network aggregation on P4 software switches.")
     parser.add_argument("--version", action="version", version=f"innet {_version()}", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     add_testbed_commands(sub)  # demo, bench, testbed (innet.testbed.cli.commands)
@@ -403,6 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
     conf.set_defaults(func=_cmd_conformance)
     _add_control_commands(sub)
     add_live_commands(sub)  # table, counter, register (innet.testbed.cli.live)
+    for p in command_parsers(parser):  # the innermost command's name, for its messages
+        p.set_defaults(_prog=p.prog)
     return parser
 
 
@@ -439,14 +451,12 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(out, Path) and (problem := prepare_out(out)) is not None:
         print(f"{_prog(args)}: error: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    return run_command("innet", lambda: int(args.func(args)), _errors())
+    return run_command(_prog(args), lambda: int(args.func(args)), _errors())
 
 
 def _prog(args: argparse.Namespace) -> str:
     """``innet COMMAND [ACTION]`` of the parsed command line, for messages."""
-    words = ["innet", args.command] + [w for w in (getattr(args, "action", None), getattr(args, "bench_name", None))
-                                       if isinstance(w, str)]
-    return " ".join(words)
+    return str(getattr(args, "_prog", "innet"))
 
 
 if __name__ == "__main__":

@@ -136,12 +136,30 @@ def _port_delay(text: str) -> tuple[int, float]:
     return number, delay
 
 
+P4INFO_SUFFIXES = (".txtpb", ".txt", ".bin", ".pb")
+
+
+def _check_program(path: Path) -> None:
+    """UsageError when PROGRAM is a P4Info file (innet-p4c writes one beside the device config)."""
+    try:
+        head = path.read_bytes()[:200]
+    except OSError:
+        return  # the server names the read error
+    if path.suffix in P4INFO_SUFFIXES or path.name.startswith("p4info") or b"p4info.proto" in head:
+        configs = sorted(str(p) for p in path.parent.glob("*.innet.json"))
+        raise UsageError(f"program {str(path)!r} is a P4Info file, not a program: give the device config "
+                         + (f"beside it ({', '.join(configs)})" if configs else "innet-p4c writes (NAME.innet.json)")
+                         + " or a P4 source file")
+
+
 def options_from_args(args: argparse.Namespace) -> SwitchOptions:
     """SwitchOptions from parsed flags; raises UsageError or PortError."""
     if args.program is not None and args.no_p4:
         raise UsageError("give either a program or --no-p4, not both")
     if args.program is None and not args.no_p4:
         raise UsageError("no program given; pass a device config/P4 file or --no-p4")
+    if args.program is not None:
+        _check_program(args.program)
     if args.cpu_port is not None and not 0 <= args.cpu_port < 512:
         raise UsageError(f"--cpu-port {args.cpu_port}: must be in 0..511")
     return SwitchOptions(

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from innet.argtypes import (UsageError, add_backend, add_executor, add_out, add_topo, add_values_per_packet, add_workers, float_list,
-                            input_file, int_range, not_applicable, positive_float, sizes)
+from innet.argtypes import (UsageError, add_backend, add_executor, add_out, add_topo, add_values_per_packet,
+                            add_workers, float_list, input_file, int_range, not_applicable, positive_float, sizes)
 from innet.host.wire import SUPPORTED_K
 from innet.testbed.backends.mininet.console import quiet_mininet, run_cli
 from innet.testbed.backends.select import open_testbed, resolve_backend
@@ -25,12 +25,9 @@ EXIT_USAGE = 2
 
 
 def _console() -> Any:
-    from rich.console import Console
+    from innet.argtypes import console
 
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=160)
-    return console
+    return console()
 
 
 def _terminate_on_sigterm() -> None:
@@ -363,7 +360,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
     bench.add_argument("--window", type=int_range(1, MAX_WINDOW), default=16, help="slots per job")
     add_backend(bench)
     add_executor(bench, what="switch packet executor (star)")
-    bench.add_argument("--skip", action="append", default=[], choices=["ina", "gloo"], help="leave one out (repeatable)")
+    bench.add_argument("--skip", action="append", default=[], choices=["ina", "gloo"],
+                       help="leave one out (repeatable)")
     add_out(bench)
     bench.add_argument("--markdown", action="store_true", help="also print the rows as a Markdown table")
     add_topo(bench, "star: flat INA vs gloo per worker count; rail-*: hierarchical/flat INA, gloo, all-to-all")

@@ -88,9 +88,9 @@ def resolve(testbed: str | None, switches: list[str] | None, many: bool = True) 
                                 f"HOST:PORT addresses, not both ({', '.join(given)}"
                                 + (f", --testbed {testbed})" if testbed else ")"))
     if not given and testbed is None:
-        return [SwitchTarget("s0", DEFAULT_ADDRESS)]
-    if addresses:
-        return [SwitchTarget(f"s{i}", a) for i, a in enumerate(addresses)]
+        return [SwitchTarget(DEFAULT_ADDRESS, DEFAULT_ADDRESS)]
+    if addresses:  # named by address: an index would differ from the testbed's s1, s2, ...
+        return [SwitchTarget(a, a) for a in addresses]
     state = find_testbed(testbed)
     if not names:
         chosen = list(state.switches) if many else [state.switch(None)]

@@ -170,7 +170,8 @@ def run(config: DemoConfig, console: Any) -> dict[str, Any]:
     """The whole demo; the result document (also written as JSON)."""
     backend = resolve_backend(config.backend)
     why = ("running as root: Mininet hosts in network namespaces, 1 Gbit/s TCLinks"
-           if backend == "mininet" else "not root: loopback, innet-switch UDP ports on 127.0.0.1, no link shaping")
+           if backend == "mininet" else ("not root: " if config.backend == "auto" else "")
+           + "loopback, innet-switch UDP ports on 127.0.0.1, no link shaping")
     command = "innet demo" if config.benchmark else "innet train"
     console.print(f"[bold]{command}[/]: star of {config.workers} workers on [bold]{backend}[/] ({why})")
     gloo = config.gloo and _torch_available()

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from innet.testbed.core.machine import describe
+from innet.argtypes import console as new_console
 from innet.argtypes import add_executor, add_out, positive_float
 from innet.testbed.core.paths import REPO
 
@@ -264,7 +265,6 @@ def command(args: argparse.Namespace) -> int:
     machine = {**describe(), "cores_used": 1,
                "backend": f"innet embedded pipeline ({args.executor} executor)",
                "executors": sorted({r["executor"] for r in rows})}
-    from rich.console import Console
     from rich.table import Table
 
     executors = "/".join(str(e) for e in machine["executors"])  # type: ignore[attr-defined]
@@ -287,9 +287,7 @@ def command(args: argparse.Namespace) -> int:
                       f"{alone:,}" if alone else "-",
                       f"{r['executor_alone_elements_per_cpu_s'] / 1e9:.3f} G" if alone and r["values_per_packet"] else "-",
                       target, "yes" if ok else "NO")
-    console = Console()
-    if not console.is_terminal:  # a log file: room for every column
-        console = Console(width=200)
+    console = new_console()  # piped: room for every column
     console.print(table)
     for r in rows:
         console.print(f"  {r['workload']}: {r['program']}, {r['packets_used']}")

@@ -83,10 +83,10 @@ def test_job_lifecycle_with_an_aggregation_round(switch, tmp_path):
     assert "pushed innet" in ok("pipeline", "push", *sw, str(INNET), "-D", "INNET_K=4", "-D", "INNET_SLOTS=8",
                                 "-D", "INNET_PARAM_CHUNKS=16", "-D", "INNET_MAX_JOBS=4")
     workers = [f"{r},{r + 1},{mac},{ip},{udp}" for r, (mac, ip, udp) in enumerate(WORKERS)]
-    out = ok("job", "create", *sw, "--job", "1", "--k", "4", "--worker", workers[0], "--worker", workers[1],
+    out = ok("job", "create", *sw, "--job", "1", "-k", "4", "--worker", workers[0], "--worker", workers[1],
              "--slot-base", "2", "--slot-count", "2", "--mode", "sgd", "--lr", "0.5", "--param-chunks", "3",
              "--grad-frac-bits", "8", "--param-frac-bits", "8", "--switch-ip", SWITCH_IP, "--switch-mac", SWITCH_MAC)
-    assert out.strip() == "job 1 on s0: chunks 0+3"
+    assert out.strip() == f"job 1 on {address}: chunks 0+3"
     assert "job 1 sgd workers=2 slots=2+2 params=0+3" in ok("job", "list", *sw)
 
     params = np.arange(10, dtype=np.float32) / 4  # 10 elements: chunks 0..2, zero padded
@@ -126,7 +126,7 @@ def test_job_lifecycle_with_an_aggregation_round(switch, tmp_path):
     table = ok("inspect", *sw, "--register", "innet_count", "--range", "4:6")
     assert "slot copies" in table and "complete" in table and "MyIngress.innet_count" in table
 
-    assert ok("job", "destroy", *sw, "--job", "1").strip() == "job 1 destroyed on s0"
+    assert ok("job", "destroy", *sw, "--job", "1").strip() == f"job 1 destroyed on {address}"
     doc = json.loads(ok("inspect", *sw, "--json", "--register", "innet_count", "--register", "innet_acc_0",
                         "--register", "innet_bitmap", "--register", "innet_param_1"))
     assert doc["jobs"] == [] and all(set(r["values"]) == {0} for r in doc["registers"])
@@ -144,7 +144,7 @@ def test_errors(switch):
     result = innet("inspect", *sw, "--register", "innet_parm_0")
     assert result.returncode == 1
     assert "no register named 'innet_parm_0' in the P4Info. Did you mean 'MyIngress.innet_param_0'" in result.stderr
-    result = innet("job", "create", *sw, "--job", "1", "--worker", "0,1,00:00:00:00:00:01,10.0.0.1,6000")
+    result = innet("job", "create", *sw, "--job", "1", "-k", "64", "--worker", "0,1,00:00:00:00:00:01,10.0.0.1,6000")
     assert result.returncode == 1 and "k=64 but the pipeline has INNET_K=4" in result.stderr
     result = innet("job", "destroy", *sw, "--job", "3")
     assert result.returncode == 1 and "job 3 is not installed on any switch" in result.stderr
@@ -154,11 +154,11 @@ def test_errors(switch):
     # without one (role innet-cli, a fresh id) work beside it
     with Switch(SwitchEndpoint("primary", address, election_id=100)) as primary:
         assert primary.is_primary
-        job = ["--job", "1", "--k", "4", "--slot-count", "2", "--worker", "0,1,00:00:00:00:00:01,10.0.0.1,6000"]
+        job = ["--job", "1", "-k", "4", "--slot-count", "2", "--worker", "0,1,00:00:00:00:00:01,10.0.0.1,6000"]
         result = innet("job", "create", *sw, "--election-id", "2", *job)
         assert result.returncode == 1 and "not the primary controller" in result.stderr
         assert json.loads(ok("inspect", *sw, "--json"))["jobs"] == []
-        assert ok("job", "create", *sw, *job).strip() == "job 1 on s0: chunks 0+0"
+        assert ok("job", "create", *sw, *job).strip() == f"job 1 on {address}: chunks 0+0"
         assert primary.is_primary
 
 
@@ -172,3 +172,50 @@ def test_unreachable_switch_is_a_clear_error_within_the_deadline():
     assert result.returncode == 1
     assert f"switch {address}: no gRPC connection within 1 s" in result.stderr
     assert time.monotonic() - start < 15
+
+
+def user(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command as a user types it: the installed ``innet`` script."""
+    return subprocess.run([str(Path(sys.executable).with_name("innet")), *args], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+
+
+@pytest.mark.slow
+def test_defaults_and_messages_a_user_sees(switch, tmp_path):
+    address, _ = switch
+    sw = ["--switch", address]
+    worker = "0,1,00:00:00:00:00:01,10.0.0.1,6000"
+    ok("pipeline", "push", *sw, str(ROOT / "p4" / "examples" / "basic_forward.p4"))
+    result = user("job", "list", *sw)  # another program: say so, suggest none of its tables
+    assert result.returncode == 1 and result.stderr.startswith("innet job list: error: the pipeline is not innet.p4: ")
+    assert "Did you mean" not in result.stderr and len(result.stderr.splitlines()) == 1
+
+    ok("pipeline", "push", *sw, str(INNET), "-D", "INNET_K=4", "-D", "INNET_SLOTS=8", "-D", "INNET_PARAM_CHUNKS=16",
+       "-D", "INNET_MAX_JOBS=4")
+    result = user("job", "create", *sw, "--job", "1", "--worker", worker)  # no -k: the pipeline's K=4
+    assert (result.returncode, result.stdout.strip()) == (0, f"job 1 on {address}: chunks 0+0"), result.stderr
+    result = user("params", "read", *sw, "--job", "1")  # a sum job has no parameters
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.strip() == ("innet params read: error: job 1 holds no parameters on the switch (a sum job, or "
+                                     "--param-chunks 0): nothing to read")
+    ok("job", "destroy", *sw, "--job", "1")
+
+    ok("job", "create", *sw, "--job", "2", "--worker", worker, "--mode", "sgd", "--lr", "0.5", "--param-chunks", "3")
+    np.save(tmp_path / "w.npy", np.arange(10, dtype=np.int32))
+    result = user("params", "load", *sw, "--job", "2", str(tmp_path / "w.npy"))
+    assert result.returncode == 0 and result.stdout.strip() == (
+        "loaded 10 parameters (int32) into job 2: 3 chunks of K=4, the last 2 values zero "
+        "(params read --size 10 returns exactly these)")
+    result = user("params", "read", *sw, "--job", "2", "--raw")
+    assert result.returncode == 0 and result.stdout.split() == [str(v) for v in range(10)] + ["0", "0"]
+    assert result.stderr.strip() == "(12 values: every chunk of the job; --size N for the first N)"
+    result = user("params", "read", *sw, "--job", "2", "--raw", "--size", "10")
+    assert result.stdout.split() == [str(v) for v in range(10)] and result.stderr == ""
+
+    result = user("inspect", *sw, "--register", "innet_param_0")  # piped: every cell whole
+    assert result.returncode == 0 and "\u2026" not in result.stdout and "MyIngress.innet_param_0" in result.stdout
+
+    result = user("inspect", *sw, "--register", "innet_count", "--range", "5:2")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines()[-1] == ("innet inspect: error: argument --range: '5:2' is empty: "
+                                                      "A:B means indices A..B-1, so B must exceed A")

@@ -128,7 +128,7 @@ def test_two_testbeds_side_by_side_and_down_by_name(env, testbed):
         # --switch s1 alone is ambiguous with two testbeds: the line says which exist
         result = innet(env, "inspect", "--switch", "s1")
         assert result.returncode == 1
-        assert result.stderr.strip() == "innet: error: 2 testbeds are running (alpha, beta): name one with --testbed"
+        assert result.stderr.strip() == "innet inspect: error: 2 testbeds are running (alpha, beta): name one with --testbed"
         result = innet(env, "testbed", "up", *loopback_flags(), "--name", "beta")
         assert result.returncode == 2
         assert "--name: testbed name 'beta' is taken by a running testbed" in result.stderr
@@ -167,7 +167,7 @@ def test_refused_address_fails_at_once_with_a_clear_line(env):
         address = f"127.0.0.1:{s.getsockname()[1]}"
     result = innet(env, "inspect", "--switch", address, "--timeout", "60", timeout=20)  # not the 60 s deadline
     assert result.returncode == 1
-    assert result.stderr.strip() == (f"innet: error: switch {address}: connection refused (no P4Runtime server "
+    assert result.stderr.strip() == (f"innet inspect: error: switch {address}: connection refused (no P4Runtime server "
                                      "listens there); no testbed is running (innet testbed up) and no switch "
                                      "listens at that address")
 

@@ -106,6 +106,7 @@ def test_cleanup_after_a_killed_run(tmp_path: Path) -> None:
         assert stale_runs(tmp_path) == runs
         done = cleanup(tmp_path, mininet=False)
         assert any("ended switch" in d for d in done) and any("ended sleeper" in d for d in done)
+        assert f"removed {runs[0]} (run directory of a crashed run)" in done  # said, never "nothing to clean up"
         deadline = time.monotonic() + 10
         while any(pid_alive(p) for p in victims) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -140,12 +141,13 @@ def test_run_dir_is_kept_only_after_a_real_failure(interrupt: type[BaseException
 
 @pytest.mark.slow
 def test_testbed_up_ctrl_c_removes_its_run_dir(tmp_path: Path) -> None:
-    """``innet testbed up --loopback --no-cli``, SIGINT once it waits: clean stop, no run dir left."""
+    """``innet testbed up --backend loopback --no-cli``, SIGINT once it waits: clean stop, no run dir left;
+    loopback was asked for, so it never says "not root" (as root neither)."""
     env = {**os.environ, "TMPDIR": str(tmp_path)}  # the state directory lives under it
     # a Ctrl-C as a terminal delivers it: SIGINT's default action restored in the child, since a
     # suite started in the background by a shell without job control inherits it ignored (and
     # Python then installs no KeyboardInterrupt handler)
-    proc = subprocess.Popen([sys.executable, "-m", "innet.cli", "testbed", "up", "--loopback", "--no-cli",
+    proc = subprocess.Popen([sys.executable, "-m", "innet.cli", "testbed", "up", "--backend", "loopback", "--no-cli",
                              "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -168,7 +170,7 @@ def test_testbed_up_ctrl_c_removes_its_run_dir(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
-        assert "testbed down" in out and "Traceback" not in err
+        assert "testbed down" in out and "Traceback" not in err and "not root" not in out
         assert list(state.iterdir()) == []
     finally:
         if proc.poll() is None:

@@ -96,7 +96,7 @@ def test_reduce_to_and_broadcast_round_bytes_on_the_switch_ports(switch) -> None
     workers = [f"{r},{r + 1},{member(r).mac},{member(r).ip},{member(r).port}" for r in range(N)]
     owners = [f"{o.rank},{o.rank + 1},{member(o.rank).mac},{member(o.rank).ip},{member(o.rank).port},"
               f"{o.first_chunk},{o.chunks}" for o in OWNERS]
-    out = innet("job", "create", *sw, "--job", "1", "--k", str(K), "--slot-count", str(WINDOW),
+    out = innet("job", "create", *sw, "--job", "1", "-k", str(K), "--slot-count", str(WINDOW),
                 *[a for w in workers for a in ("--worker", w)], *[a for o in owners for a in ("--owner", o)],
                 "--switch-ip", SWITCH.ip, "--switch-mac", SWITCH.mac)
     assert "job 1: rank 4 owns chunks 0+20" in out and "job 1: rank 5 owns chunks 20+20" in out

@@ -29,20 +29,20 @@ def test_params_load_refuses_files_that_are_not_numeric_npy(tmp_path: Path, caps
     garbage = tmp_path / "garbage.npy"
     garbage.write_text("garbage\n")
     assert run(capsys, "params", "load", *UNUSED, "--job", "1", garbage) == (
-        1, f"innet: error: {garbage}: not a NumPy .npy file (no \\x93NUMPY magic at the start)")
+        1, f"innet params load: error: {garbage}: not a NumPy .npy file (no \\x93NUMPY magic at the start)")
     pickled = tmp_path / "objects.npy"
     np.save(pickled, np.array([{"a": 1}], dtype=object))
     rc, line = run(capsys, "params", "load", *UNUSED, "--job", "1", pickled)
-    assert rc == 1 and line.startswith(f"innet: error: {pickled}: unreadable .npy file: Object arrays cannot be loaded")
+    assert rc == 1 and line.startswith(f"innet params load: error: {pickled}: unreadable .npy file: Object arrays cannot be loaded")
     words = tmp_path / "words.npy"
     np.save(words, np.array(["a", "b"]))
     assert run(capsys, "params", "load", *UNUSED, "--job", "1", words) == (
-        1, f"innet: error: {words}: array of <U1 values; parameters must be integers or floats")
+        1, f"innet params load: error: {words}: array of <U1 values; parameters must be integers or floats")
     truncated = tmp_path / "short.npy"
     np.save(truncated, np.arange(100, dtype=np.float32))
     truncated.write_bytes(truncated.read_bytes()[:-7])
     rc, line = run(capsys, "params", "load", *UNUSED, "--job", "1", truncated)
-    assert rc == 1 and line.startswith(f"innet: error: {truncated}: unreadable .npy file:")
+    assert rc == 1 and line.startswith(f"innet params load: error: {truncated}: unreadable .npy file:")
 
 
 def test_pipeline_push_of_a_p4_file_that_is_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -160,8 +160,8 @@ def test_every_named_benchmark_has_help(capsys: pytest.CaptureFixture[str]) -> N
 def test_job_create_refuses_a_malformed_owner(capsys: pytest.CaptureFixture[str]) -> None:
     worker = ["--worker", "0,1,00:00:00:00:00:01,10.0.0.1,5000"]
     assert run(capsys, "job", "create", *UNUSED, "--job", "1", *worker, "--owner", "1,2,00:00:00:00:00:02,10.0.0.2,5001") == (
-        1, "innet: error: owner '1,2,00:00:00:00:00:02,10.0.0.2,5001': expected "
+        1, "innet job create: error: owner '1,2,00:00:00:00:00:02,10.0.0.2,5001': expected "
            "RANK,PORT,MAC,IP,UDP_PORT,FIRST_CHUNK,CHUNKS")
     assert run(capsys, "job", "create", *UNUSED, "--job", "1", *worker,
                "--owner", "1,2,00:00:00:00:00:02,10.0.0.2,5001,0,x") == (
-        1, "innet: error: owner '1,2,00:00:00:00:00:02,10.0.0.2,5001,0,x': FIRST_CHUNK and CHUNKS must be integers")
+        1, "innet job create: error: owner '1,2,00:00:00:00:00:02,10.0.0.2,5001,0,x': FIRST_CHUNK and CHUNKS must be integers")

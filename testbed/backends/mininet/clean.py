@@ -90,6 +90,7 @@ def cleanup(state_dir: Path = STATE_DIR, switch_names: tuple[str, ...] = ("s1",)
         except OSError:
             pass
         shutil.rmtree(run_dir, ignore_errors=True)
+        done.append(f"removed {run_dir} (run directory of a crashed run)")
     for pid, run in find_marked():
         run_dir = Path(run)
         if run_dir.parent != state_dir or run_is_live(run_dir):

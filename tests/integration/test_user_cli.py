@@ -1,0 +1,142 @@
+"""Commands exactly as a user types them (the installed ``innet``, ``innet-p4c``,
+``innet-switch`` and ``innet-stf`` scripts as subprocesses): the one line and the exit
+status of each mistake, said before any work starts, and the help that answers the
+questions a first hour asks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def run(script: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN / script), *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def one_line(result: subprocess.CompletedProcess[str]) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def help_text(*words: str) -> str:
+    result = run("innet", *words, "--help")
+    assert result.returncode == 0, result.stderr
+    return " ".join(result.stdout.split())
+
+
+@pytest.mark.parametrize("words", [("train",), ("bench",), ("model", "cost"), ("bench", "pipeline")])
+def test_an_unwritable_out_is_refused_before_any_work(words: tuple[str, ...]) -> None:
+    result = run("innet", *words, "--out", "/proc/innet-results")
+    assert result.returncode == 2 and result.stdout == ""
+    assert one_line(result).startswith(f"innet {' '.join(words)}: error: --out '/proc/innet-results': "
+                                       "not a writable directory (")
+
+
+def test_out_is_created_when_missing(tmp_path: Path) -> None:
+    out = tmp_path / "new" / "dir"
+    result = run("innet", "model", "cost", "--gpus", "16384", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert out.is_dir() and any(out.iterdir())
+
+
+@pytest.mark.parametrize("args, line", [
+    (["train", "--mode", "luwu", "--topo", "rail-only"],
+     "innet train: error: --topo does not apply to --mode luwu (a star of PyTorch workers and optimizer nodes)"),
+    (["train", "--mode", "luwu", "--executor", "python"],
+     "innet train: error: --executor does not apply to --mode luwu (a star of PyTorch workers and optimizer nodes)"),
+    (["demo", "--topo", "rail-only", "--workers", "8"],
+     "innet demo: error: --workers does not apply to --topo rail-only (--domains x --gpus-per-domain GPUs, "
+     "hierarchical INA)"),
+    (["demo", "--topo", "rail-optimized", "--no-gloo"],
+     "innet demo: error: --no-gloo does not apply to --topo rail-optimized (--domains x --gpus-per-domain GPUs, "
+     "hierarchical INA)"),
+    (["train", "--domains", "3"], "innet train: error: --domains does not apply to --topo star (give --workers)"),
+    (["bench", "--topo", "rail-only", "--loss", "1"],
+     "innet bench: error: --loss does not apply to --topo rail-only (--domains x --gpus-per-domain GPUs on "
+     "shaped rail links)"),
+])
+def test_a_flag_the_mode_would_ignore_is_an_error(args: list[str], line: str) -> None:
+    result = run("innet", *args)
+    assert (result.returncode, one_line(result)) == (2, line)
+
+
+def test_version() -> None:
+    result = run("innet", "--version")
+    assert result.returncode == 0 and result.stdout.startswith("innet ") and result.stdout.split()[1][0].isdigit()
+
+
+@pytest.mark.parametrize("words, option, says", [
+    (("job", "create"), "--slot-base", "first slot of the job's range (default: 0)"),
+    (("job", "create"), "--lr", "sgd/momentum: learning rate (default: 0.0)"),
+    (("job", "create"), "-k", "values per packet (default: the pipeline's INNET_K, read from its P4Info)"),
+    (("pipeline", "push"), "-D", "define a preprocessor macro, e.g. -D INNET_K=256 (repeatable)"),
+    (("params", "load"), "--job", "job id (the innet header's job field)"),
+    (("bench", "luwu"), "--workers", "worker counts, one run each, e.g. 2,4,8 (each 2..31) (default: 2,4,8)"),
+    (("bench", "luwu"), "--steps", "timed steps after the warm-up (at least 3) (default: 20)"),
+    (("bench", "soak"), "--minutes", "how long rounds repeat (default: 10.0)"),
+    (("testbed", "up"), "--link-loss", "netem when the kernel has it, else a cls_bpf random drop"),
+    (("conformance",), "--executor", "(default: python)"),
+])
+def test_help_says_what_an_option_does_and_its_default(words: tuple[str, ...], option: str, says: str) -> None:
+    text = help_text(*words)
+    assert option in text and says in text
+
+
+def test_switch_impl_choices_are_listed_once() -> None:
+    text = help_text("geo", "bench")
+    assert "{innet,bmv2,innet,bmv2}" not in text and "--switch-impl IMPL[,IMPL]" in text
+
+
+def test_innet_stf_and_conformance_default_to_the_same_executor() -> None:
+    result = run("innet-stf", "--help")
+    assert result.returncode == 0 and "(default: python)" in " ".join(result.stdout.split())
+
+
+def test_old_backend_spellings_still_work_and_say_they_are_deprecated() -> None:
+    result = run("innet", "bench", "luwu", "--loopback", "--steps", "2")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "innet bench luwu: warning: --loopback is deprecated; use --backend loopback",
+        "innet bench luwu: --steps 2: must be >= 3 (timed steps after the warm-up)"]
+
+
+def test_a_missing_semicolon_is_said_where_it_is_missing(tmp_path: Path) -> None:
+    source = tmp_path / "prog.p4"
+    source.write_text("#include <core.p4>\nheader ethernet_t { bit<48> dstAddr; bit<48> srcAddr; }\n"
+                      "struct headers { ethernet_t ethernet; }\n"
+                      "control C(inout headers hdr) {\n    apply {\n"
+                      "        hdr.ethernet.srcAddr = hdr.ethernet.dstAddr\n"
+                      "        hdr.ethernet.dstAddr = 1;\n    }\n}\n")
+    result = run("innet-p4c", str(source), "-o", str(tmp_path / "out"))
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == (f"{source}:6:52: error: syntax error: expected ';' after 'dstAddr' "
+                                             "(the next line starts with 'hdr')")
+
+
+def test_innet_switch_given_a_p4info_names_the_device_config(tmp_path: Path) -> None:
+    build = tmp_path / "build"
+    assert run("innet-p4c", str(ROOT / "p4" / "examples" / "basic_forward.p4"), "-o", str(build)).returncode == 0
+    result = run("innet-switch", str(build / "p4info.txtpb"))
+    assert result.returncode == 2
+    assert one_line(result) == (f"innet-switch: error: program '{build / 'p4info.txtpb'}' is a P4Info file, not a "
+                                f"program: give the device config beside it ({build / 'basic_forward.innet.json'}) "
+                                "or a P4 source file")
+
+
+def test_an_empty_range_is_refused() -> None:
+    result = run("innet", "inspect", "--switch", "127.0.0.1:1", "--register", "innet_count", "--range", "5:2")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[-1] == ("innet inspect: error: argument --range: '5:2' is empty: A:B means "
+                                              "indices A..B-1, so B must exceed A")
+
+
+def test_piped_tables_keep_every_cell(tmp_path: Path) -> None:
+    result = run("innet", "model", "cost", "--gpus", "16384", "--out", str(tmp_path))
+    assert result.returncode == 0 and "\u2026" not in result.stdout and "switches per tier RO" in result.stdout
