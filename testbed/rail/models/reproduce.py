@@ -36,6 +36,8 @@ class Settings:
     """Fraction of the NVLink rate NCCL reaches (the H100 sweeps and the A100 validation)."""
     tp_overlap: float = 0.0
     """:attr:`iteration.Platform.tp_overlap` for the H100 sweeps."""
+    dp_overlap: bool = True
+    """:attr:`iteration.Platform.dp_overlap` for the H100 sweeps."""
     peak_power: bool = False
     """Switch power at its maximum with its port optics (the paper quotes peak power), plus the
     NIC-end transceivers; False: typical switch power plus every transceiver."""
@@ -52,7 +54,8 @@ class Settings:
         return _calibrated(self.hb_efficiency)
 
     def platform_options(self) -> dict[str, Any]:
-        return {"efficiency": self.efficiency(), "hb_efficiency": self.hb_efficiency, "tp_overlap": self.tp_overlap}
+        return {"efficiency": self.efficiency(), "hb_efficiency": self.hb_efficiency, "tp_overlap": self.tp_overlap,
+                "dp_overlap": self.dp_overlap}
 
 
 _CALIBRATION: dict[float, float] = {}
