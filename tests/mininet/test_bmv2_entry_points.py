@@ -119,3 +119,24 @@ def test_entry_point_starts_bmv2_node_and_cleans_up(command: str, fakes: tuple[P
         time.sleep(0.1)
     assert innet_interfaces(["s1"]) == []
     assert _switch_processes(env["INNET_BMV2_BIN"]) == []
+
+
+@pytest.mark.slow
+def test_bench_innet_rows_run_innet_p4cs_config_when_innet_p4c_names_p4c_bm2_ss(tmp_path: Path) -> None:
+    """On a machine with BMv2, ``INNET_P4C`` names p4c-bm2-ss; the innet half of ``innet bench
+    --switch-impl innet,bmv2`` must still push innet-p4c's config, not a BMv2 JSON of innet.p4's
+    size (10.8 MB, once refused by gRPC's 4 MiB limit as RESOURCE_EXHAUSTED)."""
+    from testkit.fake_p4c import fake_p4c_bm2_ss
+
+    p4c = fake_p4c_bm2_ss(tmp_path / "bin", json_bytes=10_807_613)
+    env = dict(os.environ, INNET_P4C=str(p4c))
+    out = tmp_path / "results"
+    proc = subprocess.run([sys.executable, "-m", "innet.cli", "bench", "--switch-impl", "innet", "--workers", "2",
+                           "--sizes", "1K", "--repeats", "1", "--skip", "gloo", "--bw", "0", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (path,) = out.glob("bench-*.json")
+    doc = json.loads(path.read_text())
+    assert doc["backend"] == "mininet"
+    assert [(r["switch_impl"], r["workers"], r["ok"]) for r in doc["rows"]] == [("innet", 2, True)]
+    assert innet_interfaces(["s1"]) == []
