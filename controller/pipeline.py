@@ -51,8 +51,10 @@ class PipelineConfig:
     def check_for(self, switch_impl: str | None) -> "PipelineConfig":
         """This config, or PipelineConfigError when a switch of ``switch_impl`` (``innet``,
         ``bmv2``; None: not known, not checked) cannot run it, said before it is sent."""
-        why = mismatch(self.device_config, switch_impl) if switch_impl else None
-        if switch_impl and why is not None:
+        if switch_impl is None:
+            return self
+        why = mismatch(self.device_config, switch_impl)
+        if why is not None:
             raise PipelineConfigError(f"pipeline {self.name!r} for {SWITCH_IMPLS[switch_impl][0]}: {why}")
         return self
 
