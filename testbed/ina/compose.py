@@ -88,6 +88,9 @@ class ComposeConfig:
     train_steps: int = 30
     """INNET_TRAIN_STEPS: steps of the demo training after the allreduce (0: none); its job is
     ``job_id + 1`` on the slots after the allreduce job's."""
+    k: int = 64
+    """INNET_K: values per packet of both jobs, and the pipeline's ``INNET_K`` (jobs and
+    pipeline must agree); the tunnelled frames must fit the network's MTU."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "ComposeConfig":
@@ -106,9 +109,14 @@ class ComposeConfig:
                    window=_env_int(env, "INNET_WINDOW", 32, 1, 1024),
                    job_id=_env_int(env, "INNET_JOB", 1, 0, 254),
                    deadline=deadline,
-                   train_steps=_env_int(env, "INNET_TRAIN_STEPS", 30, 0, 100000))
+                   train_steps=_env_int(env, "INNET_TRAIN_STEPS", 30, 0, 100000),
+                   k=_env_int(env, "INNET_K", 64, 4, 2048))
 
     def __post_init__(self) -> None:
+        from innet.host.wire import SUPPORTED_K
+
+        if self.k not in SUPPORTED_K:
+            raise ComposeError(f"INNET_K={self.k}: innet.p4 supports K in {', '.join(map(str, SUPPORTED_K))}")
         if self.train_steps and 2 * self.window > 1024:
             raise ComposeError(f"INNET_WINDOW={self.window}: with training (INNET_TRAIN_STEPS={self.train_steps}) "
                                "two jobs of that many slots must fit innet.p4's 1024 (at most 512)")
@@ -125,6 +133,11 @@ class ComposeConfig:
         from innet.testbed.core.topology import star
 
         return star(workers=self.workers)
+
+
+def pipeline_defines(config: ComposeConfig) -> dict[str, str | None]:
+    """``-D`` defines of ``innet.p4`` for this configuration: K of its jobs."""
+    return {"INNET_K": str(config.k)}
 
 
 def switch_command(config: ComposeConfig) -> list[str]:
@@ -186,7 +199,7 @@ def train_plan(config: ComposeConfig, rank: int = 0, epoch: int = 0) -> Any:
     """The demo training's TrainPlan of ``rank`` (transport given separately: the frame tunnel)."""
     from innet.testbed.ina.train_worker import TrainPlan
 
-    return TrainPlan(job=config.job_id + 1, rank=rank, num_workers=config.workers, window=config.window, k=64,
+    return TrainPlan(job=config.job_id + 1, rank=rank, num_workers=config.workers, window=config.window, k=config.k,
                      transport={}, epoch=epoch, steps=config.train_steps,
                      chunk_deadline=min(60.0, config.deadline))
 
@@ -241,23 +254,23 @@ def run_controller(config: ComposeConfig) -> int:
     workers = tuple(WorkerSpec(rank=h.rank, port=h.rank + 1, mac=h.mac, ip=h.address, udp_port=18767)
                     for h in topo.workers)
     with connect_controller(config) as ctl:
-        ctl.push(PipelineConfig.load(P4_PROGRAM, switch_impl="innet"))
+        ctl.push(PipelineConfig.load(P4_PROGRAM, pipeline_defines(config), switch_impl="innet"))
         routes = tuple(Route(f"{w.ip}/32", w.mac, w.port) for w in workers)
         ctl.install_forwarding({"s1": Forwarding(sw.mac, sw.ip, routes, tuple((w.ip, w.mac) for w in workers))})
-        job = JobSpec(job_id=config.job_id, workers=workers, slot_base=0, slot_count=config.window, k=64,
+        job = JobSpec(job_id=config.job_id, workers=workers, slot_base=0, slot_count=config.window, k=config.k,
                       mode="sum")
         ctl.create_job(job)
         epoch = ctl.attach(job.job_id)
-        train = _create_training_job(ctl, config, workers) if config.train_steps else None
+        train = create_training_job(ctl, config, workers) if config.train_steps else None
     _write_atomic(config.results / JOB_FILE, {
-        "job": job.job_id, "epoch": epoch, "workers": config.workers, "k": 64, "window": config.window,
+        "job": job.job_id, "epoch": epoch, "workers": config.workers, "k": config.k, "window": config.window,
         "switch_mac": sw.mac, "switch_ip": sw.ip, "train": train,
         "hosts": [[h.mac, h.address] for h in sorted(topo.workers, key=lambda h: h.rank)]})
     print(f"controller: job {job.job_id} ready for {config.workers} workers at epoch {epoch}", flush=True)
     return 0
 
 
-def _create_training_job(ctl: Any, config: ComposeConfig, workers: tuple[Any, ...]) -> dict[str, int]:
+def create_training_job(ctl: Any, config: ComposeConfig, workers: tuple[Any, ...]) -> dict[str, int]:
     """The demo training's momentum job, its initial parameters loaded on the switch: its id and epoch."""
     import math
 
@@ -340,7 +353,7 @@ def run_worker(config: ComposeConfig) -> int:
     ok = bool(np.array_equal(got, expect))
     print(f"worker rank {rank}: allreduce of {config.elements} int32 {'exact' if ok else 'WRONG'} "
           f"in {seconds:.2f} s", flush=True)
-    train = _train(config, job["train"], rank, transport) if job.get("train") else None
+    train = train_demo(config, job["train"], rank, transport) if job.get("train") else None
     _write_atomic(result_path(config, rank), {
         "rank": rank, "host": socket.gethostname(), "elements": config.elements, "ok": ok,
         "sha256": digest(got), "head": [int(v) for v in got[:4]], "seconds": round(seconds, 3),
@@ -348,7 +361,7 @@ def run_worker(config: ComposeConfig) -> int:
     return 0 if ok and (train is None or train["bit_exact"]) else EXIT_ERROR
 
 
-def _train(config: ComposeConfig, job: dict[str, int], rank: int, transport: Any) -> dict[str, Any]:
+def train_demo(config: ComposeConfig, job: dict[str, int], rank: int, transport: Any) -> dict[str, Any]:
     """The demo training on the job the controller made for it: what the worker reports."""
     import numpy as np
 

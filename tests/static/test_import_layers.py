@@ -129,7 +129,7 @@ def test_codec_is_a_leaf() -> None:
 HOST_TIERS: tuple[tuple[str, ...], ...] = (
     ("wire",), ("agent",), ("training", "pytorch"), ("luwu", "rail", "geo"))
 TESTBED_TIERS: tuple[tuple[str, ...], ...] = (
-    ("core",), ("backends",), ("ina", "luwu", "rail", "geo", "microbench"), ("cli",))
+    ("core",), ("backends",), ("ina", "luwu", "rail", "geo", "microbench"), ("cluster",), ("cli",))
 
 
 def _folder(module: str, part: str) -> str | None:

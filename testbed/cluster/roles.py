@@ -1,0 +1,259 @@
+"""The roles of ``docker-stack.yml``: ``switch``, ``controller`` and ``worker`` tasks of a Swarm stack.
+
+    python -m innet.testbed.cluster.roles switch|controller|worker
+
+The compose roles (:mod:`innet.testbed.ina.compose`) share a volume for rank claims and
+``job.json``; tasks of a stack run on different machines, so here nothing is shared but
+the overlay network and the switch itself:
+
+* ``switch``: ``innet-switch`` (replaced by ``exec``, so Swarm's stop signal reaches it)
+  with one UDP port per rank and P4Runtime over TLS (mutual: the keys are Swarm secrets
+  in ``/run/secrets``); it runs until the stack is removed.
+* ``controller`` (a one-shot job): pushes ``innet.p4``, installs the star's forwarding,
+  creates the demo training's momentum job with its initial parameters and the ``sum``
+  job with K from the overlay's MTU, attaches both, prints one ``INNET_JOB`` line, exits 0.
+* ``worker`` (replicated): its rank is its task slot minus one (``INNET_SLOT`` =
+  ``{{.Task.Slot}}``), so a rescheduled task keeps its rank. It reads both jobs from the
+  switch in a read-only P4Runtime session (no arbitration: it never competes with the
+  controller) until the ``sum`` job is attached, then allreduces exactly over the frame
+  tunnel, trains, and prints one ``INNET_RESULT`` JSON line that ``innet cluster status``
+  collects from the service's logs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from innet.testbed.ina.compose import ComposeConfig, ComposeError
+
+ROLES = ("switch", "controller", "worker")
+JOB_TAG = "INNET_JOB"
+RESULT_TAG = "INNET_RESULT"
+EXIT_USAGE = 2
+EXIT_ERROR = 1
+TUNNEL_OVERHEAD = 14 + 20 + 8
+"""Bytes the frame tunnel adds around an innet IP packet: the inner Ethernet header and the
+outer IPv4 + UDP headers of the tunnel datagram."""
+SECRETS = ("innet_ca", "innet_switch_crt", "innet_switch_key", "innet_client_crt", "innet_client_key")
+"""Swarm secret names (files in ``INNET_TLS_DIR``): CA, switch and client certificates and keys."""
+
+
+def k_for_overlay(mtu: int) -> int:
+    """K of the ``sum`` job whose tunnelled frames fit the overlay network's MTU (1450 on
+    VXLAN over a 1500-byte underlay: K=256; over MTU 9000: K=2048)."""
+    from innet.host.wire import k_for_mtu
+
+    return k_for_mtu(mtu - TUNNEL_OVERHEAD)
+
+
+@dataclass(frozen=True)
+class ClusterRoleConfig:
+    """What every task reads from its environment (the stack file sets it)."""
+
+    base: ComposeConfig
+    """Workers, switch host, ports, elements, window, job id, deadline, training steps."""
+    overlay_mtu: int = 1450
+    """INNET_OVERLAY_MTU: MTU of the stack's overlay network (VXLAN: underlay MTU - 50)."""
+    tls_dir: Path | None = Path("/run/secrets")
+    """INNET_TLS_DIR: where the Swarm secrets are; INNET_TLS=off: plaintext P4Runtime."""
+    slot: int = 0
+    """INNET_SLOT: the worker task's slot (1-based), 0 for other roles."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "ClusterRoleConfig":
+        env = os.environ if env is None else env
+        try:
+            mtu = int(env.get("INNET_OVERLAY_MTU", "1450"))
+            slot = int(env.get("INNET_SLOT", "0") or 0)
+        except ValueError:
+            raise ComposeError(f"INNET_OVERLAY_MTU={env.get('INNET_OVERLAY_MTU')!r} / INNET_SLOT="
+                               f"{env.get('INNET_SLOT')!r}: expected integers") from None
+        tls = None if env.get("INNET_TLS", "on") == "off" else Path(env.get("INNET_TLS_DIR", "/run/secrets"))
+        base = ComposeConfig.from_env(env)
+        if "INNET_K" not in env:
+            base = dataclasses.replace(base, k=k_for_overlay(mtu))
+        return cls(base, mtu, tls, slot)
+
+    def secret(self, name: str) -> Path:
+        assert self.tls_dir is not None
+        return self.tls_dir / name
+
+    def client_tls(self) -> Any:
+        from innet.controller.tls import ClientTls
+
+        if self.tls_dir is None:
+            return None
+        return ClientTls(ca_cert=self.secret("innet_ca"), cert=self.secret("innet_client_crt"),
+                         key=self.secret("innet_client_key"), server_name="switch")
+
+
+def switch_argv(config: ClusterRoleConfig) -> list[str]:
+    """``innet-switch`` argv of the compose switch plus mutual TLS on P4Runtime."""
+    from innet.testbed.ina.compose import switch_command
+
+    argv = switch_command(config.base)
+    if config.tls_dir is not None:
+        argv += ["--grpc-server-ssl", "--grpc-server-cert", str(config.secret("innet_switch_crt")),
+                 "--grpc-server-key", str(config.secret("innet_switch_key")),
+                 "--grpc-server-cacert", str(config.secret("innet_ca")), "--grpc-server-with-client-auth"]
+    return argv
+
+
+def run_switch(config: ClusterRoleConfig) -> int:
+    argv = switch_argv(config)
+    os.execv(argv[0], argv)
+    return EXIT_ERROR  # not reached
+
+
+def _wait_tcp(address: tuple[str, int], deadline: float, what: str) -> None:
+    """Until ``address`` accepts TCP (its name resolves once the task is on the overlay)."""
+    end = time.monotonic() + deadline
+    while True:
+        try:
+            with socket.create_connection(address, timeout=2.0):
+                return
+        except OSError as error:
+            if time.monotonic() > end:
+                raise ComposeError(f"{what}: {address[0]}:{address[1]} unreachable within {deadline:g} s "
+                                   f"({error})") from None
+            time.sleep(0.5)
+
+
+def _session(config: ClusterRoleConfig, election_id: int | None) -> Any:
+    """A Controller on the switch service (connect it with ``with``)."""
+    from innet.controller.controller import Controller
+    from innet.controller.switch import SwitchEndpoint
+
+    _wait_tcp((config.base.switch_host, config.base.grpc_port), config.base.deadline, "P4Runtime")
+    return Controller([SwitchEndpoint("s1", config.base.grpc_address, 1, election_id=election_id, timeout=30.0,
+                                      tls=config.client_tls())])
+
+
+def run_controller(config: ClusterRoleConfig) -> int:
+    """Pipeline, forwarding, the training job, then the ``sum`` job (attached last: a worker
+    that sees it attached finds everything in place)."""
+    from innet.controller.jobs import Forwarding, JobSpec, Route, WorkerSpec
+    from innet.controller.pipeline import PipelineConfig
+    from innet.testbed.core.testbed import P4_PROGRAM
+    from innet.testbed.ina.compose import create_training_job, pipeline_defines
+
+    base = config.base
+    topo = base.topology()
+    sw = topo.switch()
+    workers = tuple(WorkerSpec(rank=h.rank, port=h.rank + 1, mac=h.mac, ip=h.address, udp_port=18767)
+                    for h in topo.workers)
+    with _session(config, 1) as ctl:
+        ctl.push(PipelineConfig.load(P4_PROGRAM, pipeline_defines(base), switch_impl="innet"))
+        routes = tuple(Route(f"{w.ip}/32", w.mac, w.port) for w in workers)
+        ctl.install_forwarding({"s1": Forwarding(sw.mac, sw.ip, routes, tuple((w.ip, w.mac) for w in workers))})
+        train = create_training_job(ctl, base, workers) if base.train_steps else None
+        job = JobSpec(job_id=base.job_id, workers=workers, slot_base=0, slot_count=base.window, k=base.k,
+                      mode="sum")
+        ctl.create_job(job)
+        epoch = ctl.attach(job.job_id)
+    print(f"{JOB_TAG} " + json.dumps({"job": job.job_id, "epoch": epoch, "workers": base.workers, "k": base.k,
+                                      "train": train}), flush=True)
+    return 0
+
+
+def wait_for_jobs(config: ClusterRoleConfig) -> dict[str, Any]:
+    """The job document a worker needs, read from the switch once the ``sum`` job is attached."""
+    from innet.controller.errors import ControllerError
+
+    base = config.base
+    end = time.monotonic() + base.deadline
+    last = "no answer yet"
+    while time.monotonic() < end:
+        try:
+            with _session(config, None) as ctl:
+                jobs = {j.job_id: j for j in ctl.jobs()["s1"]}
+        except ControllerError as error:
+            last = str(error)
+            jobs = {}
+        done = jobs.get(base.job_id)
+        train = jobs.get(base.job_id + 1)
+        if done is not None and done.epoch > 0 and done.num_workers == base.workers \
+                and (not base.train_steps or (train is not None and train.epoch > 0)):
+            topo = base.topology()
+            sw = topo.switch()
+            return {"job": base.job_id, "epoch": done.epoch, "workers": base.workers, "k": base.k,
+                    "window": base.window, "switch_mac": sw.mac, "switch_ip": sw.ip,
+                    "train": ({"job": base.job_id + 1, "epoch": train.epoch, "steps": base.train_steps}
+                              if base.train_steps and train is not None else None),
+                    "hosts": [[h.mac, h.address] for h in sorted(topo.workers, key=lambda h: h.rank)]}
+        last = f"jobs on the switch: {sorted(jobs) or 'none'}"
+        time.sleep(1.0)
+    raise ComposeError(f"worker: job {base.job_id} not attached for {base.workers} workers within "
+                       f"{base.deadline:g} s ({last})")
+
+
+def run_worker(config: ClusterRoleConfig) -> int:
+    import numpy as np
+
+    from innet.host import wire
+    from innet.host.agent.agent import Agent, AgentConfig
+    from innet.host.agent.aggregator import JobConfig, Timing
+    from innet.host.agent.transport import TunnelTransportConfig
+    from innet.testbed.core.ina_worker import exact_values
+    from innet.testbed.ina.compose import train_demo, digest, expected_sum
+
+    base = config.base
+    if not 1 <= config.slot <= base.workers:
+        raise ComposeError(f"worker: INNET_SLOT={config.slot}: must be a task slot within 1..{base.workers} "
+                           "(more replicas than INNET_WORKERS?)")
+    rank = config.slot - 1
+    job = wait_for_jobs(config)
+    mac, ip = job["hosts"][rank]
+    switch_ip = socket.gethostbyname(base.switch_host)
+    transport = TunnelTransportConfig(tunnel=(switch_ip, base.udp_port(rank)), local=wire.Endpoint(mac, ip, 18767),
+                                      switch=wire.Endpoint(job["switch_mac"], job["switch_ip"], wire.UDP_PORT),
+                                      bind=("0.0.0.0", 0))
+    agent_config = AgentConfig(JobConfig(job=job["job"], rank=rank, num_workers=job["workers"], window=job["window"],
+                                         k=job["k"], epoch=job["epoch"]),
+                               transport, timing=Timing(chunk_deadline=min(60.0, base.deadline)))
+    start = time.monotonic()
+    with Agent(agent_config, capacity=base.elements) as agent:
+        got = agent.allreduce_int(exact_values(rank, base.elements, 0))
+    seconds = time.monotonic() - start
+    ok = bool(np.array_equal(got, expected_sum(job["workers"], base.elements)))
+    print(f"worker rank {rank}: allreduce of {base.elements} int32 at K={job['k']} "
+          f"{'exact' if ok else 'WRONG'} in {seconds:.3f} s", flush=True)
+    train = train_demo(base, job["train"], rank, transport) if job.get("train") else None
+    print(f"{RESULT_TAG} " + json.dumps({
+        "rank": rank, "host": socket.gethostname(), "node": os.environ.get("INNET_NODE", ""),
+        "elements": base.elements, "k": job["k"], "ok": ok, "sha256": digest(got), "seconds": round(seconds, 4),
+        "epoch": job["epoch"], "train": train}), flush=True)
+    return 0 if ok and (train is None or train["bit_exact"]) else EXIT_ERROR
+
+
+RUNNERS: dict[str, Callable[[ClusterRoleConfig], int]] = {
+    "switch": run_switch, "controller": run_controller, "worker": run_worker}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1 or args[0] not in ROLES:
+        print(f"usage: python -m innet.testbed.cluster.roles {{{'|'.join(ROLES)}}}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return RUNNERS[args[0]](ClusterRoleConfig.from_env())
+    except Exception as error:  # the task's one line of why; `docker service logs` shows it
+        from innet.controller.errors import ControllerError
+        from innet.host.agent.aggregator import AggregationError
+
+        if not isinstance(error, (ComposeError, ControllerError, AggregationError, OSError)):
+            raise
+        print(f"innet cluster {args[0]}: error: {error}", file=sys.stderr, flush=True)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

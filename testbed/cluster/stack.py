@@ -1,0 +1,229 @@
+"""Deploy, watch and remove innet's stack (``docker-stack.yml``) on the Swarm that the local
+Docker engine (or ``DOCKER_HOST``) belongs to.
+
+``docker stack deploy`` is the docker CLI's (the SDK has no stacks), everything else goes
+through the SDK: services of the stack carry ``com.docker.stack.namespace=<name>``, their
+tasks say where they run, and the workers' ``INNET_RESULT`` lines come from the service
+logs, which Swarm gathers from every node (no volume spans machines).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from innet.testbed.cluster.roles import JOB_TAG, RESULT_TAG
+from innet.testbed.core.paths import REPO
+
+STACK_FILE = REPO / "docker-stack.yml"
+NAMESPACE = "com.docker.stack.namespace"
+SWITCH_LABEL = "innet.switch"
+WORKER_LABEL = "innet.worker"
+NODE_LABEL = "innet.node"
+FAILED_STATES = ("failed", "rejected")
+
+
+class ClusterError(RuntimeError):
+    """The stack could not be deployed, did not finish, or failed (names what and why)."""
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """One deployment of the stack."""
+
+    name: str = "innet"
+    """Stack name (prefix of its services, network and secrets)."""
+    image: str = "innet:latest"
+    """Image every service runs, as the nodes pull it (``<registry>/innet:<key>``)."""
+    workers: int = 2
+    """Worker replicas (ranks, switch ports)."""
+    elements: int = 4096
+    """int32 elements of each worker's exact allreduce."""
+    train_steps: int = 30
+    """Demo training steps after the allreduce (0: none)."""
+    overlay_mtu: int = 1450
+    """MTU of the overlay (VXLAN adds 50 bytes to the underlay's 1500); sets the job's K."""
+    tls_dir: Path | None = None
+    """Directory with the TLS files (:func:`innet.testbed.cluster.certs.make_certs`); None: plaintext."""
+    deadline: float = 300.0
+    """Seconds each task waits for another."""
+    max_per_node: int = 32
+    """Worker tasks at most on one node."""
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.workers <= 32:
+            raise ClusterError(f"--workers {self.workers}: must be within 2..32 (switch ports of innet.p4's star)")
+        if not self.name.replace("-", "").replace("_", "").isalnum():
+            raise ClusterError(f"--name {self.name!r}: letters, digits, - and _ only (a stack name)")
+
+    def env(self) -> dict[str, str]:
+        """The stack file's variables."""
+        return {"INNET_IMAGE": self.image, "INNET_WORKERS": str(self.workers), "INNET_ELEMENTS": str(self.elements),
+                "INNET_TRAIN_STEPS": str(self.train_steps), "INNET_OVERLAY_MTU": str(self.overlay_mtu),
+                "INNET_DEADLINE": str(int(self.deadline)), "INNET_MAX_PER_NODE": str(self.max_per_node),
+                "INNET_TLS": "on" if self.tls_dir else "off",
+                "INNET_TLS_DIR": str(self.tls_dir) if self.tls_dir else str(_plaintext_dir())}
+
+
+def _plaintext_dir() -> Path:
+    """Placeholder secret files for a plaintext stack (the file's secrets must exist; unused)."""
+    path = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "innet" / "cluster-plaintext"
+    path.mkdir(parents=True, exist_ok=True)
+    for name in ("ca.crt", "switch.crt", "switch.key", "client.crt", "client.key"):
+        (path / name).touch()
+    return path
+
+
+def _docker(args: list[str], env: dict[str, str] | None = None, timeout: float = 300.0) -> str:
+    try:
+        out = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout,
+                             env={**os.environ, **(env or {})})
+    except FileNotFoundError:
+        raise ClusterError("the docker CLI is not installed (Debian: apt-get install docker.io)") from None
+    except subprocess.TimeoutExpired:
+        raise ClusterError(f"docker {' '.join(args[:3])}: no answer within {timeout:g} s") from None
+    if out.returncode != 0:
+        raise ClusterError(f"docker {' '.join(args[:3])}: {(out.stderr.strip() or out.stdout.strip())[-400:]}")
+    return out.stdout
+
+
+def check_nodes(client: Any, spec: ClusterSpec) -> dict[str, list[str]]:
+    """Nodes labelled for the switch and for workers; ClusterError saying how to label them."""
+    try:
+        nodes = client.nodes.list()
+    except Exception as error:  # docker.errors.APIError: not a manager
+        raise ClusterError(f"this Docker engine is not a Swarm manager ({str(error)[-200:]}); run "
+                           "`docker swarm init` here or point DOCKER_HOST at a manager") from None
+    found: dict[str, list[str]] = {SWITCH_LABEL: [], WORKER_LABEL: []}
+    for node in nodes:
+        labels = node.attrs.get("Spec", {}).get("Labels", {}) or {}
+        name = node.attrs.get("Description", {}).get("Hostname", node.id)
+        for label in found:
+            if labels.get(label) == "true" and node.attrs.get("Spec", {}).get("Availability") == "active":
+                found[label].append(name)
+    for label, names in found.items():
+        if not names:
+            raise ClusterError(f"no active node is labelled {label}=true; label one with "
+                               f"`docker node update --label-add {label}=true NODE` "
+                               f"(and {NODE_LABEL}=NODE for spreading workers)")
+    return found
+
+
+def deploy(client: Any, spec: ClusterSpec) -> None:
+    """``docker stack deploy`` of the stack file with ``spec``'s variables."""
+    check_nodes(client, spec)
+    _docker(["stack", "deploy", "--prune", "--resolve-image", "never", "-c", str(STACK_FILE), spec.name],
+            env=spec.env())
+
+
+def services(client: Any, name: str) -> dict[str, Any]:
+    """The stack's services by short name (``worker``, not ``innet_worker``)."""
+    return {s.name.removeprefix(f"{name}_"): s
+            for s in client.services.list(filters={"label": f"{NAMESPACE}={name}"})}
+
+
+def _tagged(service: Any, tag: str) -> list[dict[str, Any]]:
+    """The JSON documents a service's tasks printed after ``tag``."""
+    docs = []
+    for chunk in service.logs(stdout=True, stderr=False, timestamps=False):
+        for line in chunk.decode(errors="replace").splitlines():
+            _, sep, rest = line.partition(f"{tag} ")
+            if sep and rest.startswith("{"):
+                try:
+                    docs.append(json.loads(rest))
+                except json.JSONDecodeError:
+                    pass
+    return docs
+
+
+def task_rows(client: Any, name: str) -> list[dict[str, str]]:
+    """One row per task: service, slot, node, state, message."""
+    nodes = {n.id: n.attrs.get("Description", {}).get("Hostname", n.id) for n in client.nodes.list()}
+    rows = []
+    for short, service in sorted(services(client, name).items()):
+        for task in service.tasks():
+            status = task.get("Status", {})
+            rows.append({"service": short, "slot": str(task.get("Slot", "")), "node": nodes.get(task.get("NodeID", ""), "-"),
+                         "state": status.get("State", "?"), "desired": task.get("DesiredState", "?"),
+                         "message": (status.get("Err") or status.get("Message") or "")[:60]})
+    return rows
+
+
+def results(client: Any, name: str) -> list[dict[str, Any]]:
+    """The workers' result documents, latest per rank."""
+    service = services(client, name).get("worker")
+    if service is None:
+        return []
+    by_rank = {int(doc["rank"]): doc for doc in _tagged(service, RESULT_TAG)}
+    return [by_rank[r] for r in sorted(by_rank)]
+
+
+def job_document(client: Any, name: str) -> dict[str, Any] | None:
+    controller = services(client, name).get("controller")
+    docs = _tagged(controller, JOB_TAG) if controller is not None else []
+    return docs[-1] if docs else None
+
+
+def wait_results(client: Any, spec: ClusterSpec, deadline: float,
+                 progress: Callable[[str], None] = lambda _: None) -> list[dict[str, Any]]:
+    """Until every rank reported (or a task failed for good, or the deadline)."""
+    end = time.monotonic() + deadline
+    said = ""
+    while True:
+        docs = results(client, spec.name)
+        if len(docs) == spec.workers:
+            return docs
+        rows = task_rows(client, spec.name)
+        failed = [r for r in rows if r["state"] in FAILED_STATES and r["desired"] == "shutdown"]
+        states = ", ".join(f"{s}:{sum(1 for r in rows if r['state'] == s)}"
+                           for s in sorted({r["state"] for r in rows}))
+        line = f"{len(docs)}/{spec.workers} workers reported; tasks {states}"
+        if line != said:
+            progress(line)
+            said = line
+        worker_failures = [r for r in failed if r["service"] in ("worker", "controller")]
+        if len(worker_failures) >= 3:
+            raise ClusterError(f"stack {spec.name}: tasks failed: " + "; ".join(
+                f"{r['service']}.{r['slot']} on {r['node']}: {r['message']}" for r in worker_failures[:3]))
+        if time.monotonic() > end:
+            raise ClusterError(f"stack {spec.name}: {len(docs)} of {spec.workers} workers reported within "
+                               f"{deadline:g} s (tasks {states}); see `innet cluster logs --name {spec.name}`")
+        time.sleep(1.0)
+
+
+def service_logs(client: Any, name: str, service: str, tail: int = 50) -> str:
+    found = services(client, name)
+    if service not in found:
+        raise ClusterError(f"stack {name}: no service {service!r} (services: {sorted(found) or 'none'})")
+    chunks = found[service].logs(stdout=True, stderr=True, timestamps=False, tail=tail)
+    return b"".join(chunks).decode(errors="replace")
+
+
+def remove(client: Any, name: str, deadline: float = 120.0) -> list[str]:
+    """``docker stack rm`` and wait until its services, containers and network are gone; what went."""
+    gone = sorted(services(client, name))
+    last = ""
+    if not gone and not client.networks.list(filters={"label": f"{NAMESPACE}={name}"}):
+        return []
+    end = time.monotonic() + deadline
+    while True:
+        try:  # again while a network is still "in use" by a task that is stopping
+            _docker(["stack", "rm", name])
+        except ClusterError as error:
+            if time.monotonic() > end:
+                raise
+            last = str(error)
+        label = {"label": f"{NAMESPACE}={name}"}
+        if not services(client, name) and not client.networks.list(filters=label) \
+                and not client.containers.list(all=True, filters=label):
+            break
+        if time.monotonic() > end:
+            raise ClusterError(f"stack {name}: services or networks still present {deadline:g} s after `stack rm`"
+                               + (f" ({last})" if last else ""))
+        time.sleep(1.0)
+    return [f"removed service {name}_{s}" for s in gone]
