@@ -327,13 +327,15 @@ class LinkCompressor:
             return dict(tensors)
         if warm:  # int8 warm-up
             self.last_ratio = 1.0
-            sent = {k: self.feedback.int8(k, v, self.use_feedback) if np.issubdtype(v.dtype, np.floating)
-                    and v.ndim >= 1 else v for k, v in tensors.items()}
-            for key, t in sent.items():
+            warm_msg: dict[str, Tensor] = {
+                k: self.feedback.int8(k, v, self.use_feedback) if np.issubdtype(v.dtype, np.floating) and v.ndim >= 1
+                else v for k, v in tensors.items()}
+            for key, t in warm_msg.items():
                 if isinstance(t, Int8Rows):
                     self.observe(key, t.dense(), keys)
-            self.last_codecs = tuple(codec_name(t) for k, t in sent.items() if np.issubdtype(tensors[k].dtype, np.floating))
-            return sent
+            self.last_codecs = tuple(codec_name(t) for k, t in warm_msg.items()
+                                     if np.issubdtype(tensors[k].dtype, np.floating))
+            return warm_msg
         floats = {k: v for k, v in tensors.items() if np.issubdtype(v.dtype, np.floating)}
         total = sum(v.size for v in floats.values())
         itemsize = max((v.dtype.itemsize for v in floats.values()), default=4)

@@ -20,16 +20,19 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from innet.host.geo.channel import Channel, LinkShape, QueueChannel, ShapedChannel
-from innet.host.geo.codec import Sparse, decode, encode
+from innet.host.geo.codec import Int8Rows, Sparse, decode, encode
 from innet.host.geo.compress import ErrorFeedback
 from innet.host.geo.graph import Graph, ParamStore
 from innet.host.geo.ops import Array
 from innet.host.geo.stages import Sgd, SgdState, Stage, partition
+
+INT8_ROW = 256
+"""Gradient elements per int8 scale (data parallel sends one flat vector)."""
 
 Feeds = Mapping[str, Array]
 
@@ -68,14 +71,15 @@ def _unflatten(vec: Array, layout: Sequence[tuple[str, str, tuple[int, ...]]]) -
 
 def run_site(i: int, sites: int, graph: Graph, params: ParamStore, links: Mapping[int, Channel],
              batches: Iterator[Sequence[Feeds]], steps: int, sgd: Sgd, ratio: float = 1.0,
-             evaluate: Callable[[ParamStore], float] | None = None, eval_every: int = 0, timeout: float = 120.0,
+             evaluate: Callable[[ParamStore], Any] | None = None, eval_every: int = 0, timeout: float = 120.0,
              on_step: Callable[[int, float, float], None] | None = None,
-             on_eval: Callable[[int, float, float], None] | None = None) -> ParamStore:
+             on_eval: Callable[[int, float, Any], None] | None = None, codec: str = "topk") -> ParamStore:
     """Site ``i``'s training loop; ``links[j]`` reaches site ``j`` (a queue, a shaped link or
     TCP across the WAN). Each step's gradient goes to every peer from its own thread while this
     one receives (so no cycle of full TCP buffers can stall the sites). ``on_step(step, clock,
-    loss)`` and ``on_eval(step, clock, accuracy)`` see the training clock (evaluation excluded).
-    Returns the replica's final parameters."""
+    loss)`` and ``on_eval(step, clock, evaluate(params))`` see the training clock (evaluation
+    excluded). ``codec``: ``topk`` at ``ratio`` (below 1) or ``int8`` (rows of ``INT8_ROW``
+    elements, a scale each), both with error feedback. Returns the replica's final parameters."""
     replica = {n: {k: v.copy() for k, v in p.items()} for n, p in params.items()}
     stage = Stage(graph, partition(graph, ())[0], replica)
     opt = SgdState(sgd)
@@ -91,8 +95,12 @@ def run_site(i: int, sites: int, graph: Graph, params: ParamStore, links: Mappin
             losses.append(float(out[graph.loss]))
             stage.backward(mb, {}, loss_scale=1.0 / len(mbs))
         vec, layout = _flatten(stage.take_grads())
-        sent: Array | Sparse
-        if ratio < 1.0:
+        sent: Array | Sparse | Int8Rows
+        if codec == "int8":
+            padded = np.zeros(-(-vec.size // INT8_ROW) * INT8_ROW, vec.dtype)
+            padded[:vec.size] = vec
+            sent = feedback.int8("g", padded.reshape(-1, INT8_ROW))
+        elif ratio < 1.0:
             sent = feedback.topk("g", vec, math.ceil(ratio * vec.size))
         else:
             sent = vec
@@ -108,12 +116,12 @@ def run_site(i: int, sites: int, graph: Graph, params: ParamStore, links: Mappin
         senders = [threading.Thread(target=send, args=(j,), name=f"dp {i}->{j}") for j in peers]
         for t in senders:
             t.start()
-        total = (sent.dense() if isinstance(sent, Sparse) else sent).astype(np.float64)
+        total = (sent if isinstance(sent, np.ndarray) else sent.dense()).reshape(-1)[:vec.size].astype(np.float64)
         for j in peers:
             tag, tensors = decode(links[j].recv(timeout))
             if tuple(tag) != ("grad", step, j):
                 raise DataParallelError(f"data parallel site {i}: expected grad {step} from {j}, got {tag}")
-            total += np.asarray(tensors["g"], np.float64)
+            total += np.asarray(tensors["g"], np.float64).reshape(-1)[:vec.size]
         for t in senders:
             t.join(timeout)
         if failed:
@@ -181,12 +189,12 @@ def check(sites: int, ratio: float) -> None:
         raise DataParallelError(f"data parallel: top-k ratio {ratio!r} must be within (0, 1]")
 
 
-def evaluator(graph: Graph, feeds: Feeds, labels: Array, accuracy: Callable[[Array, Array], float]) \
-        -> Callable[[ParamStore], float]:
+def evaluator(graph: Graph, feeds: Feeds, labels: Array, accuracy: Callable[[Array, Array], Any]) \
+        -> Callable[[ParamStore], Any]:
     """Test accuracy of a replica: a forward pass of the whole graph, logits from the loss input."""
     plan = partition(graph, ())[0]
 
-    def run(params: ParamStore) -> float:
+    def run(params: ParamStore) -> Any:
         stage = Stage(graph, plan, params)
         stage.forward(-1, {}, feeds)
         logits = stage.last_values[graph.node(graph.loss).inputs[0]]

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 from innet.host.geo.channel import Channel, ChannelError, LinkShape, ShapedChannel, TcpChannel
 from innet.host.geo.codec import CodecError, decode, encode
-from innet.host.geo.data import accuracy
+from innet.host.geo.data import accuracy, cross_entropy
 from innet.host.geo.dataparallel import DataParallelError, check, evaluator, run_site
 from innet.host.geo.graph import GraphError
 from innet.host.geo.launch import LaunchError, Spawn, StageOutput, WorkerProc, local_spawn
@@ -47,6 +47,8 @@ class DpJob(JsonPlan):
     momentum: float = 0.0
     ratio: float = 1.0
     """Top-k ratio of the gradient sent (1.0: dense; below: error feedback)."""
+    codec: str = "topk"
+    """``topk`` (at ``ratio``) or ``int8`` (error feedback either way)."""
     listen: tuple[str, int] = ("127.0.0.1", 0)
     peers: tuple[tuple[str, int], ...] = ()
     """Addresses of sites ``index + 1 ..`` in order (the coordinator fills them in)."""
@@ -62,6 +64,8 @@ def _emit(**record: Any) -> None:
 
 def run(job: DpJob) -> int:
     check(job.sites, job.ratio)
+    if job.codec not in ("topk", "int8"):
+        raise DataParallelError(f"dp site {job.index}: gradient codec {job.codec!r}: expected 'topk' or 'int8'")
     graph = build_model(job.model)  # before listening: a bad job fails where the coordinator waits
     task = build_task(job.task, job.seed)
     srv = None
@@ -92,10 +96,13 @@ def run(job: DpJob) -> int:
         first = job.index == 0
         run_site(job.index, job.sites, graph, graph.init_params(job.seed), links, batches, job.steps,
                  Sgd(job.lr, job.momentum), job.ratio,
-                 evaluator(graph, task.test_feeds(), task.test_labels, accuracy) if first else None,
+                 evaluator(graph, task.test_feeds(), task.test_labels,
+                           lambda logits, labels: (accuracy(logits, labels), cross_entropy(logits, labels)))
+                 if first else None,
                  job.eval_every, job.timeout,
                  (lambda step, t, loss: _emit(event="step", step=step, t=t, loss=loss)) if first else None,
-                 (lambda step, t, acc: _emit(event="eval", step=step, t=t, accuracy=acc)) if first else None)
+                 (lambda step, t, m: _emit(event="eval", step=step, t=t, accuracy=m[0], loss=m[1])) if first else None,
+                 codec=job.codec)
         for channel in links.values():
             if isinstance(channel, ShapedChannel):
                 channel.flush(job.timeout)

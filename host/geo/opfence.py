@@ -147,14 +147,21 @@ def _intra_bw(net: SiteNetwork, c: Sequence[str]) -> float | None:
 
 
 def predict(graph: Graph, workload: OpWorkload, net: SiteNetwork, order: Sequence[Sequence[str]], cuts: Sequence[int],
-            microbatches: int = 1, ratios: Sequence[float] | None = None, itemsize: int = 4) -> Plan:
-    """Score one placement; ``ratios`` are per-boundary top-k ratios (1.0: dense)."""
+            microbatches: int = 1, ratios: Sequence[float] | None = None, itemsize: int = 4,
+            sent_bytes: Sequence[tuple[float, float]] | None = None) -> Plan:
+    """Score one placement; ``ratios`` are per-boundary top-k ratios (1.0: dense), or
+    ``sent_bytes`` gives per boundary the bytes per microbatch actually sent (forward, backward),
+    e.g. as measured: int8 or top-k with int8 values and masked gradients are not ``ratio``
+    times dense, and the two directions differ."""
     if len(order) != len(cuts) + 1:
         raise PlanError(f"plan: {len(order)} clusters for {len(cuts) + 1} stages")
     edges = [0, *cuts, len(graph)]
     dense = boundary_bytes(graph, workload, cuts)
     ratios = list(ratios) if ratios is not None else [1.0] * len(cuts)
     sent = [int(b if r >= 1.0 else b * r * (itemsize + INDEX_BYTES) / itemsize) for b, r in zip(dense, ratios)]
+    both = [(float(b), float(b)) for b in sent] if sent_bytes is None else [tuple(x) for x in sent_bytes]
+    if len(both) != len(cuts):
+        raise PlanError(f"plan: sent bytes for {len(both)} boundaries, the plan has {len(cuts)}")
     compute, fwd, bwd, reduce = [], [], [], []
     for i, c in enumerate(order):
         speed = min(net.device_speed(d) for d in c)
@@ -166,11 +173,13 @@ def predict(graph: Graph, workload: OpWorkload, net: SiteNetwork, order: Sequenc
         # INA: each replica sends its gradient once up and receives the sum once down
         reduce.append(0.0 if intra is None else 2 * pbytes * 8 / (intra * 1e6))
     links = [_inter(net, a, b) for a, b in zip(order, order[1:])]
-    ser = [b * 8 / (link.bw_mbps * 1e6) for b, link in zip(sent, links)]
-    fill = sum(compute) + sum(2 * (link.delay_ms / 1e3 + s) for link, s in zip(links, ser))
+    ser_f = [f * 8 / (link.bw_mbps * 1e6) for (f, _), link in zip(both, links)]
+    ser_b = [b * 8 / (link.bw_mbps * 1e6) for (_, b), link in zip(both, links)]
+    fill = sum(compute) + sum(2 * link.delay_ms / 1e3 + f + b for link, f, b in zip(links, ser_f, ser_b))
     # GPipe flushes between the phases: the other M-1 microbatches are paced by the
     # bottleneck twice, once going forward and once coming back
-    paced = max([*fwd, *ser]) + max([*bwd, *ser])
+    paced = max([*fwd, *ser_f]) + max([*bwd, *ser_b])
+    sent = [int(round(f)) for f, _ in both]
     step = fill + (microbatches - 1) * paced + max(reduce, default=0.0)
     return Plan(tuple(tuple(c) for c in order), tuple(cuts),
                 tuple(tuple(n.name for n in graph.nodes[edges[i]:edges[i + 1]]) for i in range(len(order))),

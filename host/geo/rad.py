@@ -71,6 +71,8 @@ class StageStats:
     """The same for backward tensors (plus ``masked``, ``masked+int8``)."""
     bytes_next: int = 0
     """Encoded bytes of the training messages sent forward."""
+    sizes_next: list[int] = field(default_factory=list)
+    """Encoded bytes of each forward training message (what AdaTopK's ratio did to the wire)."""
     bytes_prev: int = 0
     """Encoded bytes of the training messages sent backward."""
 
@@ -231,6 +233,7 @@ class StageRunner:
                 _count(self.stats.codecs_next, self.tx_next.last_codecs)
                 data = encode(self._tag("fwd", step, mb), sent)
                 self.stats.bytes_next += len(data)
+                self.stats.sizes_next.append(len(data))
                 self.next.send(data)
             else:
                 losses.append(float(out[self.stage.graph.loss]))

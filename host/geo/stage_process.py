@@ -250,6 +250,8 @@ def run(job: StageJob) -> int:
               ratios_next=[round(r, 4) for r in s.ratios_next],
               measured_rate_next_bps=s.rate_next_bps[-1] if s.rate_next_bps else None,
               rates_next_bps=[round(r) for r in s.rate_next_bps],
+              codecs_next=s.codecs_next, codecs_prev=s.codecs_prev,
+              bytes_next=s.bytes_next, bytes_prev=s.bytes_prev, sizes_next=s.sizes_next,
               sent_next=(nxt.sent_bytes if nxt else 0) - base["next"],
               sent_prev=(prev.sent_bytes if prev else 0) - base["prev"])
         return 0

@@ -13,7 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from innet.argtypes import add_backend, add_out, add_switch_impl, int_range, positive_float
+from innet.argtypes import Reporter, add_backend, add_out, add_switch_impl, int_range, positive_float
+from innet.argtypes import console as new_console
 from innet.testbed.backends.select import resolve_backend
 
 EXIT_USAGE = 2
@@ -170,7 +171,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         config = _config(args, steps=args.steps, runs=args.runs or default, replicas=args.replicas,
                          target_accuracy=args.target, lr=args.lr, out_dir=args.out, eval_every=args.eval_every,
                          target_loss=args.target_loss, timeout_s=args.timeout,
-                         activations=args.activations, gradients=args.gradients, warmup_steps=args.warmup, row_topk=not args.tensor_topk,
+                         activations=args.activations, gradients=args.gradients, warmup_steps=args.warmup,
+                         row_topk=not args.tensor_topk, topk_ratio=args.topk_ratio, min_ratio=args.min_ratio,
+                         topk_values=args.topk_values, reference=not args.no_reference,
                          testbed="mininet" if mininet else "loopback", switch_impl=impls[-1],
                          straggler=args.straggler, replan=args.replan, rate_change=args.rate_change)
     except (geo_bench.GeoBenchError, TopologyError) as error:
@@ -209,7 +212,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
             if impl not in absent:
                 if len(impls) > 1:
                     print(f"-- {impl} site switches --")
-                docs[impl] = geo_bench.run(replace(config, switch_impl=impl), progress=print)
+                with Reporter(new_console(), f"geo bench ({impl})", total=len(config.runs),
+                              counts=lambda msg: msg.startswith("training "), markup=False) as report:
+                    docs[impl] = geo_bench.run(replace(config, switch_impl=impl), progress=report)
         doc = geo_bench.combine(docs, absent) if len(impls) > 1 else docs[impls[0]]
     except (PlanError, GraphError, geo_bench.GeoBenchError) as error:  # GraphError: e.g. an unknown traced operator
         print(f"innet geo bench: {error}", file=sys.stderr)
@@ -259,8 +264,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
             p.add_argument("--steps", type=int_range(2), default=100, help="training steps per run (default 100)")
             p.add_argument("--runs", type=_runs, default=None,
                            help="PLACEMENT/COMPRESSION,... placements naive|greedy|search|opfence|dp, compression "
-                                "none|topk|adatopk (default: dp/none,dp/topk,naive/none,greedy/none,search/none,"
-                                "opfence/none,opfence/topk,opfence/adatopk; no dp with --torch)")
+                                "none|int8|topk|adatopk (default: dp/none,dp/int8,dp/topk,naive/none,greedy/none,"
+                                "search/none,opfence/none,opfence/int8,opfence/topk,opfence/adatopk; no dp with "
+                                "--torch)")
             p.add_argument("--replicas", type=int_range(1, 9), default=1,
                            help="pipelines per site; > 1: data parallel inside each site via its innet switch")
             p.add_argument("--target", type=positive_float, default=0.9, help="time-to-accuracy target (default 0.9)")
@@ -268,16 +274,26 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                            help="also report the time to this test loss (nats)")
             p.add_argument("--timeout", type=positive_float, default=600.0,
                            help="seconds a run may take before its stages are stopped (default 600)")
-            p.add_argument("--warmup", type=int_range(0), default=0, help="compressed links send dense for N steps")
-            p.add_argument("--activations", choices=("int8", "int8-fit", "topk"), default="int8",
-                           help="compressed links send activations as int8 per row (default), int8 only when it "
-                                "fits the bytes of top-k at the ratio (int8-fit), or top-k (the old behaviour)")
-            p.add_argument("--gradients", choices=("int8", "topk"), default="int8",
-                           help="compressed links send gradients as int8 per row (default) or top-k at the "
-                                "adaptive ratio, both with error feedback")
+            p.add_argument("--warmup", type=int_range(0), default=10,
+                           help="top-k links send int8 per row for the first N steps (default 10)")
+            p.add_argument("--topk-ratio", type=positive_float, default=0.25,
+                           help="share of each row top-k runs keep (default 0.25)")
+            p.add_argument("--min-ratio", type=positive_float, default=0.25,
+                           help="AdaTopK's floor (default 0.25: below it the language model moves away from dense)")
+            p.add_argument("--topk-values", choices=("int8", "fp32"), default="int8",
+                           help="top-k values as int8 with a scale per row (default) or fp32")
+            p.add_argument("--activations", choices=("topk", "int8-fit"), default="topk",
+                           help="top-k runs send activations as top-k (default), or int8 per row where that fits "
+                                "top-k's bytes (int8-fit; needs --gradients topk or int8)")
+            p.add_argument("--gradients", choices=("masked", "topk", "int8"), default="masked",
+                           help="top-k runs send gradients at the forward top-k's columns (masked, default), top-k "
+                                "at the ratio or int8 per row (both with error feedback)")
+            p.add_argument("--no-reference", action="store_true",
+                           help="lm: sparsify activations themselves, not their deviation from a per-token "
+                                "reference row both link ends keep")
             p.add_argument("--tensor-topk", action="store_true",
-                           help="with --activations topk: top-k over whole activation tensors (default: per row, "
-                                "i.e. per token/sample)")
+                           help="top-k over whole activation tensors (default: per row, i.e. per token/sample; "
+                                "needs --gradients topk or int8)")
             p.add_argument("--straggler", type=_straggler, default=None, metavar="SITE:STEP:SHARE",
                            help="tighten SITE's CPU quota to SHARE after STEP (a device slowing mid-run; root)")
             p.add_argument("--rate-change", type=_rate_change, default=None, metavar="A-B:STEP:MBIT_S",

@@ -45,9 +45,15 @@ PLACEMENTS = ("naive", "greedy", "search", "opfence", "uniform", "dp")
 """Pipeline placements (naive order, bandwidth-greedy, exhaustive search without clustering,
 OP-Fence; ``uniform``: OP-Fence's plan made as if every site were equally fast, for runs with
 ``speeds``) and ``dp``: data parallel across sites, every site a full replica."""
-COMPRESSIONS = ("none", "topk", "adatopk")
-DEFAULT_RUNS = (("dp", "none"), ("dp", "topk"), ("naive", "none"), ("greedy", "none"), ("search", "none"),
-                ("opfence", "none"), ("opfence", "topk"), ("opfence", "adatopk"))
+COMPRESSIONS = ("none", "int8", "topk", "adatopk")
+"""What the compressed links send: dense, int8 per row, top-k at ``topk_ratio``, or AdaTopK's
+top-k at the ratio the link's measured bandwidth allows (floored at ``min_ratio``)."""
+DEFAULT_RUNS = (("dp", "none"), ("dp", "int8"), ("dp", "topk"), ("naive", "none"), ("greedy", "none"),
+                ("search", "none"), ("opfence", "none"), ("opfence", "int8"), ("opfence", "topk"),
+                ("opfence", "adatopk"))
+DEFAULT_TARGET_LOSS = {"lm": 1.0, "digits": 0.3}
+"""Time-to-loss target (test cross-entropy, nats) when none is given: the language model's Bayes
+loss is 0.83, dense reaches ~0.86 in 150 steps."""
 REFERENCE = ("opfence", "adatopk")
 """The run whose speedup against every other run the benchmark reports."""
 
@@ -73,10 +79,10 @@ class GeoBenchConfig:
     eval_every: int = 5
     target_accuracy: float = 0.9
     """Time-to-accuracy threshold (test set)."""
-    topk_ratio: float = 0.1
-    """Fixed top-k baseline ratio."""
-    min_ratio: float = 0.05
-    """AdaTopK's floor."""
+    topk_ratio: float = 0.25
+    """Fixed top-k ratio (per row: 8 of 32 elements on the language model)."""
+    min_ratio: float = 0.25
+    """AdaTopK's floor: below it the language model's loss moves away from dense (docs/geo.md)."""
     target_loss: float | None = None
     """Time-to-loss threshold (test cross-entropy), or None."""
     layers: int = 2
@@ -97,16 +103,19 @@ class GeoBenchConfig:
     row_topk: bool = True
     """AdaTopK / top-k on activations per row (token) rather than per tensor (the language-model
     stall, docs/geo.md)."""
-    warmup_steps: int = 0
-    """Compressed links send dense for the first N steps."""
-    activations: str = "int8"
-    """How compressed links send activations (``CompressionConfig.activations``): ``int8`` per row
-    whenever the ratio is below 1 (default: top-k on activations stalls the language model,
-    docs/geo.md), ``int8-fit`` only when that fits top-k's bytes, or ``topk``."""
-    gradients: str = "int8"
-    """How compressed links send gradients (``CompressionConfig.gradients``): ``int8`` per row
-    (default: on the language model it trains like dense where top-k at the same bytes does not,
-    docs/geo.md) or ``topk`` at the adaptive ratio, both with error feedback."""
+    warmup_steps: int = 10
+    """Top-k links send int8 per row for the first N steps (top-k from random weights can stall)."""
+    activations: str = "topk"
+    """How top-k runs send activations (``CompressionConfig.activations``): ``topk``, or ``int8-fit``
+    (int8 per row where that fits top-k's bytes, else top-k)."""
+    gradients: str = "masked"
+    """How top-k runs send gradients (``CompressionConfig.gradients``): ``masked`` (at the forward
+    top-k's columns, no indices), ``topk`` at the ratio or ``int8`` per row, both with error feedback."""
+    topk_values: str = "int8"
+    """Top-k values as ``int8`` (with a scale per row) or ``fp32``."""
+    reference: bool = True
+    """Language model: sparsify each token's deviation from a reference row per token that both
+    ends of a link keep (``CompressionConfig.reference="key"``)."""
     runs: tuple[tuple[str, str], ...] = DEFAULT_RUNS
     replicas: int = 1
     """Pipelines per site (> 1: data parallel inside each site through its innet switch)."""
@@ -143,7 +152,7 @@ class GeoBenchConfig:
                 raise GeoBenchError(f"geo bench run {placement}/{comp}: placement must be one of "
                                     f"{', '.join(PLACEMENTS)} and compression one of {', '.join(COMPRESSIONS)}")
         if any(p == "dp" and c == "adatopk" for p, c in self.runs):
-            raise GeoBenchError("geo bench run dp/adatopk: data parallel takes none or topk")
+            raise GeoBenchError("geo bench run dp/adatopk: data parallel takes none, int8 or topk")
         if self.testbed not in ("loopback", "mininet"):
             raise GeoBenchError(f"geo bench testbed {self.testbed!r}: expected 'loopback' or 'mininet'")
         if self.switch_impl not in ("innet", "bmv2"):
@@ -153,9 +162,12 @@ class GeoBenchConfig:
                                 "Mininet: add --mininet (as root)")
         if self.replicas < 1 or self.steps < 1 or self.microbatches < 1 or self.batch < 1:
             raise GeoBenchError("geo bench: replicas, steps, microbatches and batch must be >= 1")
-        if self.activations not in ("int8", "int8-fit", "topk") or self.gradients not in ("int8", "topk"):
-            raise GeoBenchError(f"geo bench: activations {self.activations!r} / gradients {self.gradients!r}: "
-                                "expected int8|int8-fit|topk / int8|topk")
+        from innet.host.geo.compress import CompressionError
+
+        try:
+            link_compression(self, "topk")
+        except CompressionError as error:
+            raise GeoBenchError(f"geo bench: {error}") from None
         if self.width % self.heads:
             raise GeoBenchError(f"geo bench: width {self.width} is not a multiple of heads {self.heads}")
         if min(self.layers, self.width, self.vocab, self.seq) < 1 or self.vocab < 2:
@@ -334,6 +346,35 @@ def site_quotas(config: GeoBenchConfig) -> Any:
     return quotas
 
 
+def link_compression(config: GeoBenchConfig, compression: str) -> CompressionConfig | None:
+    """What a compressed link of run ``compression`` sends (None: dense)."""
+    if compression == "none":
+        return None
+    if compression == "int8":
+        return CompressionConfig("int8")
+    return CompressionConfig(compression, ratio=config.topk_ratio, min_ratio=config.min_ratio,
+                             row_topk=config.row_topk, warmup_steps=config.warmup_steps, warmup="int8",
+                             activations=config.activations, gradients=config.gradients,
+                             values=config.topk_values,
+                             reference="key" if config.reference and config.task == "lm" else "none",
+                             reference_rate=0.9)
+
+
+def sends_label(codecs_fwd: dict[str, int], codecs_bwd: dict[str, int], ratio: float | None) -> str:
+    """What a link carried, from the stages' counts: ``fwd top-k+int8 r=0.25 94%, int8 6% | bwd ...``."""
+    def side(counts: dict[str, int]) -> str:
+        total = sum(counts.values())
+        if not total:
+            return "-"
+        parts = []
+        for name, n in sorted(counts.items(), key=lambda kv: -kv[1]):
+            r = f" r={ratio:.2f}" if ratio is not None and name.startswith("top-k") else ""
+            parts.append(f"{name}{r}" + (f" {n / total:.0%}" if n != total else ""))
+        return ", ".join(parts)
+
+    return f"fwd {side(codecs_fwd)} | bwd {side(codecs_bwd)}"
+
+
 def _site(topo: Topology, device: str) -> str:
     group = topo.host(device).group
     assert group is not None
@@ -351,13 +392,9 @@ def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: in
     sites = [_site(topo, c[0]) for c in plan.order]
     slowest = min(link.bw_mbps for link in plan.links) if plan.links else None
     comp: list[dict[str, Any] | None] = []
+    link_config = link_compression(config, compression)
     for link in plan.links:
-        if compression == "none" or link.bw_mbps != slowest:
-            comp.append(None)
-        else:
-            comp.append(asdict(CompressionConfig(compression, ratio=config.topk_ratio, min_ratio=config.min_ratio,
-                                                 row_topk=config.row_topk, warmup_steps=config.warmup_steps,
-                                                 activations=config.activations, gradients=config.gradients)))
+        comp.append(asdict(link_config) if link_config is not None and link.bw_mbps == slowest else None)
     numpy_nodes: list[str] = []
     if config.numpy_stages:
         stages = partition(build_model(config.model_spec()), plan.cuts)
@@ -407,12 +444,11 @@ def _stage_elements(planned: Planned, plan: Plan, i: int) -> int:
     return sum(c.param_bytes // 4 for c in planned.workload.costs if c.name in names)
 
 
-def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, geo_tb: Any,
-                  quotas: Any) -> tuple[Any, float, dict[str, int] | None]:
+def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, codec: str, geo_tb: Any,
+                  quotas: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, int, dict[str, int] | None]:
     """Data parallel with one process per site (:mod:`innet.host.geo.dp_process`): on Mininet on
     the site's first host, gradients over the WAN veths; on loopback local processes with the
-    transport's shaper. The log of site 0 (as :class:`SiteLog`), wall time, WAN bytes."""
-    from innet.host.geo.dataparallel import SiteLog
+    transport's shaper. Site 0's step and eval records, wall time, its bytes sent, WAN bytes."""
     from innet.host.geo.dp_process import DpJob, launch_dp
 
     topo = config.topology
@@ -425,7 +461,7 @@ def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, ge
         jobs.append(DpJob(model=config.model_spec(), task=config.task_spec(), index=i, sites=len(sites),
                           steps=config.steps, batch=config.batch, microbatches=config.microbatches, seed=config.seed,
                           data_seed=config.seed + 1000 * i, lr=config.lr, momentum=config.momentum, ratio=ratio,
-                          listen=(topo.host(host).address, 0) if host is not None else ("127.0.0.1", 0),
+                          codec=codec, listen=(topo.host(host).address, 0) if host is not None else ("127.0.0.1", 0),
                           shapes=shapes, eval_every=config.eval_every, timeout=min(config.timeout_s, 300.0)))
     hosts = {h.address: h.name for h in topo.workers}
 
@@ -443,65 +479,55 @@ def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, ge
     start = time.monotonic()
     outputs = launch_dp(jobs, spawn, timeout=config.timeout_s)
     wall = time.monotonic() - start
-    log = SiteLog([(r["t"], r["loss"]) for r in outputs[0].of("step")],
-                  [(r["t"], r["step"], r["accuracy"]) for r in outputs[0].of("eval")],
-                  outputs[0].of("done")[0]["sent"])
     wan = _wan_delta(wan_before, geo_tb.wan_bytes()) if wan_before is not None else None
-    return log, wall, wan
+    return outputs[0].of("step"), outputs[0].of("eval"), wall, int(outputs[0].of("done")[0]["sent"]), wan
 
 
 def run_dp(config: GeoBenchConfig, planned: Planned, compression: str, geo_tb: Any = None,
            quotas: Any = None) -> dict[str, Any]:
-    """Baseline (a): every site a full replica, gradients averaged over the WAN (dense or top-k
-    with error feedback at ``topk_ratio``). On Mininet, or with CPU quotas, one process per site
-    (on the site's host on Mininet); otherwise sites as threads, WAN shaped in the transport."""
-    from innet.host.geo.data import accuracy
-    from innet.host.geo.dataparallel import evaluator, train
-    from innet.host.geo.stages import Sgd
-
+    """Baseline (a): every site a full replica as its own process (on the site's host on
+    Mininet), gradients averaged over the WAN: dense, int8, or top-k at ``topk_ratio``, both with
+    error feedback."""
     topo = config.topology
     sites = list(dict.fromkeys(h.group for h in topo.workers if h.group is not None))
-    graph = planned.graph
-    wan_link_bytes = None
-    processes = (geo_tb is not None and geo_tb.kind == "mininet") or quotas is not None
-    if processes:
-        log, wall, wan_link_bytes = _dp_processes(config, sites, config.topk_ratio if compression == "topk" else 1.0,
-                                                  geo_tb, quotas)
-    else:
-        task = build_task(config.task_spec(), config.seed)
-        params = graph.init_params(config.seed)
-        batches = [task.batches(config.batch, config.microbatches, config.seed + 1000 * i) for i in range(len(sites))]
-        from threadpoolctl import threadpool_limits  # comes with scikit-learn (the digits task)
-
-        start = time.monotonic()
-        # one BLAS thread, as the stage processes have (SINGLE_THREAD_BLAS): three site threads
-        # with multi-threaded BLAS on a loaded 2-core machine took 1.7 s per step instead of 40 ms
-        with threadpool_limits(limits=1):
-            log = train(graph, params, len(sites), batches, config.steps, Sgd(config.lr, config.momentum),
-                        lambda i, j: wan_shape(topo, sites[i], sites[j]),
-                        ratio=config.topk_ratio if compression == "topk" else 1.0,
-                        evaluate=evaluator(graph, task.test_feeds(), task.test_labels, accuracy),
-                        eval_every=config.eval_every, timeout=min(config.timeout_s, 300.0))
-        wall = time.monotonic() - start
+    ratio = config.topk_ratio if compression == "topk" else 1.0
+    steps, evals, wall, sent, wan_link_bytes = _dp_processes(
+        config, sites, ratio, "int8" if compression == "int8" else "topk", geo_tb, quotas)
     # predicted: the whole model's compute for M microbatches, then every site's gradient
     # crossing the slowest WAN link (all-to-all: one gradient per link direction, sent at once)
-    ratio = config.topk_ratio if compression == "topk" else 1.0
-    grad_bytes = sum(c.param_bytes for c in planned.workload.costs) * (ratio * 2 if ratio < 1 else 1.0)
+    param_bytes = sum(c.param_bytes for c in planned.workload.costs)
+    grad_bytes = param_bytes * (ratio * 2 if ratio < 1 else 0.25 + 1 / 256 if compression == "int8" else 1.0)
     wan = [wan_shape(topo, a, b) for a in sites for b in sites if a != b]
     predicted = (config.microbatches * sum(c.compute_s for c in planned.workload.costs)
                  + max(grad_bytes * 8 / ((w.bw_mbps or 1e5) * 1e6) + w.delay_ms / 1e3 for w in wan))
-    deltas = np.diff([0.0, *(t for t, _ in log.steps)])
+    times = [r["t"] for r in steps]
+    deltas = np.diff([0.0, *times])
     warm = min(3, len(deltas) - 1)
-    tta = next((t for t, _, a in log.evals if a >= config.target_accuracy), None)
-    return {"placement": "dp", "compression": compression, "sites": sites, "cuts": [], "links": [],
-            "step_s": float(statistics.median(deltas[warm:])), "predicted_step_s": predicted,
-            "time_to_accuracy_s": tta, "final_accuracy": log.evals[-1][2] if log.evals else None,
-            "final_loss": log.steps[-1][1], "wan_bytes_per_step": log.sent_bytes * len(sites) / config.steps,
+    sends = {"none": "dense", "int8": "int8 per 256", "topk": f"top-k r={ratio:.2f}"}[compression]
+    return {"placement": "dp", "compression": compression, "sends": f"gradients {sends}", "sites": sites,
+            "cuts": [], "links": [], "step_s": float(statistics.median(deltas[warm:])), "predicted_step_s": predicted,
+            **_targets(config, evals), "final_accuracy": evals[-1]["accuracy"] if evals else None,
+            "final_loss": steps[-1]["loss"], "final_test_loss": evals[-1]["loss"] if evals else None,
+            "train_wall_s": times[-1] if times else None,
+            "wan_bytes_per_step": sent * len(sites) / config.steps,
+            "slow_link_bytes_per_step": sent / max(len(sites) - 1, 1) / config.steps,
             "slow_link_ratio": ratio, "mean_ratios": [],
-            "wall_s": wall, "reduce_s": 0.0, "wan_link_bytes": wan_link_bytes,
-            "dp_sites_as": "processes" if processes else "threads",
+            "wall_s": wall, "reduce_s": 0.0, "wan_link_bytes": wan_link_bytes, "dp_sites_as": "processes",
             "samples_per_step": len(sites) * config.batch * config.microbatches,
-            "loss_curve": [[t, l] for t, l in log.steps], "accuracy_curve": [[t, s, a] for t, s, a in log.evals]}
+            "loss_curve": [[r["t"], r["loss"]] for r in steps],
+            "accuracy_curve": [[e["t"], e["step"], e["accuracy"]] for e in evals],
+            "test_loss_curve": [[e["t"], e["step"], e["loss"]] for e in evals]}
+
+
+def target_loss(config: GeoBenchConfig) -> float:
+    return config.target_loss if config.target_loss is not None else DEFAULT_TARGET_LOSS[config.task]
+
+
+def _targets(config: GeoBenchConfig, evals: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Training time to the target test accuracy and to the target test loss (None: not reached)."""
+    goal = target_loss(config)
+    return {"time_to_accuracy_s": next((e["t"] for e in evals if e["accuracy"] >= config.target_accuracy), None),
+            "time_to_loss_s": next((e["t"] for e in evals if e["loss"] <= goal), None), "target_loss": goal}
 
 
 def _quota_spawner(spawn: Spawn, quotas: Any, sites: Sequence[str]) -> Spawn:
@@ -657,8 +683,6 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
     deltas = np.diff([0.0, *times])
     warm = min(3, len(deltas) - 1)
     step_s = float(statistics.median(deltas[warm:]))
-    tta = next((e["t"] for e in evals if e["accuracy"] >= config.target_accuracy), None)
-    ttl = next((e["t"] for e in evals if config.target_loss is not None and e["loss"] <= config.target_loss), None)
     done = [o.of("done")[0] for pipe in outputs for o in pipe]
     # one pipeline's WAN traffic: every stage's sends both ways (probes and evaluation excluded)
     wan_bytes = sum(d["sent_next"] + d["sent_prev"] for d in (o.of("done")[0] for o in outputs[0]))
@@ -666,9 +690,14 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
     slow = [i for i, link in enumerate(plan.links) if link.bw_mbps == min(l.bw_mbps for l in plan.links)]
     slow_ratio = [done[i]["mean_ratio_next"] for i in slow if done[i].get("mean_ratio_next") is not None]
     ratio = float(np.mean(slow_ratio)) if slow_ratio else 1.0
-    link_ratios = [ratio if i in slow else 1.0 for i in range(len(plan.links))]
+    # the cost model with what each boundary actually carried per microbatch, each direction
+    first = done[:len(plan.order)]
+    messages = config.steps * config.microbatches
+    carried = [(first[i]["bytes_next"] / messages, first[i + 1]["bytes_prev"] / messages)
+               for i in range(len(plan.links))]
     predicted = predict(planned.graph, planned.workload, planned.network, plan.order, plan.cuts,
-                        config.microbatches, link_ratios).step_s
+                        config.microbatches, sent_bytes=carried).step_s
+    s0 = slow[0] if slow else None
     compute = {plan_sites[i]: statistics.median([r["s"] for r in o.of("compute")][warm:] or [0.0])
                for i, o in enumerate(outputs[0])}
     return {"placement": placement, "compression": compression, "sites": plan_sites,
@@ -679,9 +708,13 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
             "rate_change": rate_change_effect(config, plan, done, rate_hook.fired)
             if rate_hook is not None else None,
             "cuts": list(plan.cuts), "links": [asdict(l) for l in plan.links],
-            "step_s": step_s, "predicted_step_s": predicted, "time_to_accuracy_s": tta,
+            "step_s": step_s, "predicted_step_s": predicted, **_targets(config, evals),
+            "sends": sends_label(first[s0]["codecs_next"], first[s0 + 1]["codecs_prev"],
+                                 ratio if compression in ("topk", "adatopk") else None) if s0 is not None else "-",
+            "slow_link_bytes_per_step": sum(carried[s0]) * config.microbatches if s0 is not None else 0.0,
+            "slow_link_message_bytes": first[s0]["sizes_next"] if s0 is not None else None,
             "final_accuracy": evals[-1]["accuracy"] if evals else None, "final_loss": steps[-1]["loss"],
-            "time_to_loss_s": ttl, "final_test_loss": evals[-1]["loss"] if evals else None,
+            "final_test_loss": evals[-1]["loss"] if evals else None,
             "train_wall_s": times[-1] if times else None,
             "wan_bytes_per_step": wan_bytes / config.steps, "slow_link_ratio": ratio,
             "mean_ratios": ratios, "wall_s": wall,
@@ -807,6 +840,9 @@ def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None
         r["speedup_step"] = r["step_s"] / ref["step_s"] if ref else None
         r["speedup_tta"] = (r["time_to_accuracy_s"] / ref["time_to_accuracy_s"]
                             if ref and ref["time_to_accuracy_s"] and r["time_to_accuracy_s"] else None)
+        r["speedup_ttl"] = (r["time_to_loss_s"] / ref["time_to_loss_s"]
+                            if ref and ref["time_to_loss_s"] and r["time_to_loss_s"] else None)
+    equal_wall_loss(rows)
     settings = {k: v for k, v in asdict(config).items() if k not in ("topology", "out_dir")}
     settings["topology"] = str(config.topology)
     settings["wan_emulation"] = wan_description(config.testbed)
@@ -815,6 +851,20 @@ def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None
             "site_speeds": planned.site_speeds, "probe_s": planned.probe_s,
             "clusters": [list(c) for c in planned.clusters],
             "plans": {k: p.describe(k) for k, p in planned.plans.items()}, "rows": rows}
+
+
+def equal_wall_loss(rows: list[dict[str, Any]]) -> float | None:
+    """Every row's test loss at the same training wall time, the shortest run's (its last
+    evaluation at or before then), in ``loss_at_equal_wall``; returns that time."""
+    walls = [r["train_wall_s"] for r in rows if r.get("train_wall_s")]
+    if not walls:
+        return None
+    wall = min(walls)
+    for r in rows:
+        seen = [v for t, _, v in r.get("test_loss_curve", []) if t <= wall * (1 + 1e-9)]
+        r["equal_wall_s"] = wall
+        r["loss_at_equal_wall"] = seen[-1] if seen else None
+    return wall
 
 
 def combine(docs: dict[str, dict[str, Any]], absent: dict[str, str] | None = None) -> dict[str, Any]:
@@ -866,19 +916,28 @@ def replan_line(r: dict[str, Any]) -> str:
 
 def table(doc: dict[str, Any]) -> str:
     several = len(doc.get("switches", [])) > 1
+    rows = doc["rows"]
+    goal = rows[0].get("target_loss") if rows else None
+    wall = rows[0].get("equal_wall_s") if rows else None
     lines = [f"{'switch ' if several else ''}{'placement':9} {'compress':8} {'sites':7} {'step ms':>8} {'pred ms':>8} "
-             f"{'TTA s':>7} {'acc':>5} {'WAN kB/step':>11} {'ratio':>6} {'x step':>6} {'x TTA':>6}"]
-    # x step / x TTA: OP-Fence + AdaTopK's speedup against the row (paper: 1.45-9.39x)
-    for r in doc["rows"]:
-        tta = f"{r['time_to_accuracy_s']:.1f}" if r["time_to_accuracy_s"] else "-"
-        xt = f"{r['speedup_tta']:.2f}" if r["speedup_tta"] else "-"
-        xs = f"{r['speedup_step']:.2f}" if r["speedup_step"] else "-"
+             f"{'TTA s':>7} {'TTL s':>7} {'acc':>5} {'loss':>6} {'@wall':>6} {'WAN kB/step':>11} {'slow kB':>8} "
+             f"{'x step':>6} {'x TTA':>6} {'x TTL':>6}  sends on the slowest link"]
+    # x step / x TTA / x TTL: OP-Fence + AdaTopK's speedup against the row (paper: 1.45-9.39x)
+    for r in rows:
+        def num(key: str, fmt: str = ".1f") -> str:
+            v = r.get(key)
+            return format(v, fmt) if v is not None else "-"
         pred = f"{r['predicted_step_s'] * 1e3:8.1f}" if r["predicted_step_s"] is not None else f"{'-':>8}"
         lines.append(f"{r.get('switch', 'innet'):6} " * several
                      + f"{r['placement']:9} {r['compression']:8} {'-'.join(r['sites']):7} {r['step_s'] * 1e3:8.1f} "
-                     f"{pred} {tta:>7} {r['final_accuracy'] or 0:5.3f} "
-                     f"{r['wan_bytes_per_step'] / 1e3:11.1f} {r['slow_link_ratio']:6.3f} {xs:>6} "
-                     f"{xt:>6}")
+                     f"{pred} {num('time_to_accuracy_s'):>7} {num('time_to_loss_s'):>7} {r['final_accuracy'] or 0:5.3f} "
+                     f"{num('final_test_loss', '.3f'):>6} {num('loss_at_equal_wall', '.3f'):>6} "
+                     f"{r['wan_bytes_per_step'] / 1e3:11.1f} {r.get('slow_link_bytes_per_step', 0) / 1e3:8.1f} "
+                     f"{num('speedup_step', '.2f'):>6} {num('speedup_tta', '.2f'):>6} {num('speedup_ttl', '.2f'):>6}  "
+                     f"{r.get('sends', '-')}")
+    if goal is not None:
+        lines.append(f"TTL: training seconds to test loss {goal:g} nats; @wall: test loss at {wall or 0:.1f} s "
+                     "of training (the shortest run); slow kB: bytes per step on the slowest link, both ways")
     if doc.get("site_speeds"):
         lines.append("measured site speeds (1.0 = the planning process): "
                      + ", ".join(f"{s} {v:.2f}" for s, v in doc["site_speeds"].items()))

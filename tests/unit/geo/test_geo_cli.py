@@ -92,18 +92,35 @@ def test_runs_on_two_switch_implementations_are_one_document_with_rows_by_switch
     assert table(only).splitlines()[-1] == "no bmv2 rows: simple_switch_grpc not found"
 
 
-def test_geo_bench_compresses_int8_by_default_and_names_a_bad_codec(capsys: pytest.CaptureFixture[str]) -> None:
-    """AdaTopK's compressed links send int8 per row both ways unless ``--activations topk`` /
-    ``--gradients topk`` ask for top-k (docs/geo.md, the language-model stall); an unknown codec
-    is one line, exit 2."""
-    from innet.testbed.geo.bench import GeoBenchConfig, GeoBenchError
+def test_geo_bench_topk_runs_send_topk_and_bad_codecs_are_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """Top-k runs send per-row top-k with int8 values and masked gradients by default; int8 is its
+    own run (``opfence/int8``), never a top-k run's payload; bad codecs are one line, exit 2."""
+    from innet.testbed.geo.bench import GeoBenchConfig, GeoBenchError, link_compression
 
-    assert (GeoBenchConfig().activations, GeoBenchConfig().gradients) == ("int8", "int8")
-    with pytest.raises(GeoBenchError, match="activations 'fp4'"):
+    config = GeoBenchConfig(task="lm")
+    topk = link_compression(config, "topk")
+    assert topk is not None and (topk.mode, topk.activations, topk.gradients, topk.values, topk.reference) == \
+        ("topk", "topk", "masked", "int8", "key")
+    int8 = link_compression(config, "int8")
+    assert int8 is not None and int8.mode == "int8"
+    assert link_compression(config, "none") is None
+    with pytest.raises(GeoBenchError, match="activations='fp4'"):
         GeoBenchConfig(activations="fp4")
+    with pytest.raises(GeoBenchError, match="gradients='masked'.*needs activations='topk' with row_topk"):
+        GeoBenchConfig(row_topk=False)
     assert main(["geo", "bench", "--activations", "fp4"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert "argument --activations: invalid choice: 'fp4'" in err[-1]
+    assert main(["geo", "bench", "--tensor-topk", "--steps", "2"]) == 2
+    assert "needs activations='topk' with row_topk" in capsys.readouterr().err
+
+
+def test_sends_label_names_what_the_link_carried() -> None:
+    from innet.testbed.geo.bench import sends_label
+
+    assert sends_label({"top-k+int8": 30, "int8": 10}, {"masked+int8": 30, "int8": 10}, 0.25) == \
+        "fwd top-k+int8 r=0.25 75%, int8 25% | bwd masked+int8 75%, int8 25%"
+    assert sends_label({"dense": 4}, {}, None) == "fwd dense | bwd -"
 
 
 def test_adatopk_stage_jobs_carry_the_codecs_on_the_slowest_link_only() -> None:
@@ -116,8 +133,8 @@ def test_adatopk_stage_jobs_carry_the_codecs_on_the_slowest_link_only() -> None:
                 microbatches=4, step_s=1.0)
     jobs = stage_jobs(GeoBenchConfig(task="lm"), plan, "adatopk", 0)
     assert jobs[0].compress_next is not None and jobs[1].compress_prev == jobs[0].compress_next
-    assert (jobs[0].compress_next["activations"], jobs[0].compress_next["gradients"]) == ("int8", "int8")
+    assert (jobs[0].compress_next["activations"], jobs[0].compress_next["gradients"]) == ("topk", "masked")
     assert jobs[1].compress_next is None and jobs[2].compress_prev is None  # 100 Mbit/s: not the slowest
-    old = stage_jobs(GeoBenchConfig(task="lm", activations="topk", gradients="topk"), plan, "adatopk", 0)
-    assert old[0].compress_next is not None
-    assert (old[0].compress_next["activations"], old[0].compress_next["gradients"]) == ("topk", "topk")
+    other = stage_jobs(GeoBenchConfig(task="lm", gradients="int8"), plan, "adatopk", 0)
+    assert other[0].compress_next is not None
+    assert (other[0].compress_next["activations"], other[0].compress_next["gradients"]) == ("topk", "int8")
