@@ -320,6 +320,50 @@ def console() -> Any:
     return terminal if terminal.is_terminal else Console(width=100_000)
 
 
+class Reporter:
+    """Progress of a long command: every message a line (a log keeps them); on a terminal
+    also a live bar under them, with a spinner, the latest message, the count when ``total``
+    is known, and the elapsed time. Use as a context manager; call it with each message."""
+
+    def __init__(self, out: Any, what: str, total: int | None = None,
+                 counts: Callable[[str], bool] = lambda message: False, markup: bool = True) -> None:
+        self.out, self.what, self.total, self.counts, self.markup = out, what, total, counts, markup
+        self.bar: Any = None
+
+    def __enter__(self) -> "Reporter":
+        if self.out.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, \
+                TimeElapsedColumn
+
+            columns = [SpinnerColumn(), TextColumn("{task.description}")]
+            if self.total:
+                columns += [BarColumn(), MofNCompleteColumn()]
+            self.bar = Progress(*columns, TimeElapsedColumn(), console=self.out, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task(self.what, total=self.total)
+        return self
+
+    def __call__(self, message: str) -> None:
+        from rich.text import Text
+
+        self.out.print(f"[dim]{message}[/]" if self.markup else Text(message, style="dim"))
+        if self.bar is not None:
+            text = plain_markup(message) if self.markup else message
+            self.bar.update(self.task, description=f"{self.what}: {text.splitlines()[0][:60] if text else ''}",
+                            advance=1 if self.counts(message) else 0)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def plain_markup(text: str) -> str:
+    """``text`` without rich markup (``[red]...[/]``)."""
+    from rich.text import Text
+
+    return Text.from_markup(text).plain
+
+
 # -- the one mapping from an outcome to an exit status --------------------------------------
 
 EXIT_OK = 0
@@ -358,8 +402,9 @@ def run_command(prog: str, call: Callable[[], int], errors: tuple[type[BaseExcep
 
 
 __all__ = ["BACKENDS", "CommandParser", "EXECUTORS", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE",
-           "HelpFormatter", "STF_EXECUTOR", "SWITCH_IMPLS", "TOPOLOGIES", "UINT128_MAX", "UINT64_MAX", "UsageError",
-           "add_backend", "add_executor", "add_out", "add_switch_impl", "add_topo", "add_values_per_packet",
-           "add_workers", "command_parsers", "console", "float_list", "given_options", "host_port", "impl_list",
-           "input_file", "int_list", "int_range", "interrupted", "not_applicable", "output_dir", "parse_host_port",
-           "plain", "positive_float", "prepare_out", "run_command", "sizes"]
+           "HelpFormatter", "Reporter", "STF_EXECUTOR", "SWITCH_IMPLS", "TOPOLOGIES", "UINT128_MAX", "UINT64_MAX",
+           "UsageError", "add_backend", "add_executor", "add_out", "add_switch_impl", "add_topo",
+           "add_values_per_packet", "add_workers", "command_parsers", "console", "float_list", "given_options",
+           "host_port", "impl_list", "input_file", "int_list", "int_range", "interrupted", "not_applicable",
+           "output_dir", "parse_host_port", "plain", "plain_markup", "positive_float", "prepare_out", "run_command",
+           "sizes"]

@@ -7,6 +7,7 @@ a config value, calls one library function and turns its outcome into an exit st
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -14,8 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from innet.argtypes import (UsageError, add_backend, add_executor, add_out, add_topo, add_values_per_packet,
-                            add_workers, float_list, input_file, int_range, not_applicable, positive_float, sizes)
+from innet.argtypes import (Reporter, UsageError, add_backend, add_executor, add_out, add_topo, add_values_per_packet,
+                            add_workers, float_list, input_file, int_range, interrupted, not_applicable,
+                            positive_float, sizes)
 from innet.host.wire import SUPPORTED_K
 from innet.testbed.backends.mininet.console import quiet_mininet, run_cli
 from innet.testbed.backends.select import open_testbed, resolve_backend
@@ -120,7 +122,8 @@ def cmd_rail_bench(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     console = _console()
     absent = tuple(getattr(args, "switch_absent", {}).items())
-    doc = rail_bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"), absent=absent)
+    with Reporter(console, f"bench {args.topo}") as report:
+        doc = rail_bench.run(config, progress=report, absent=absent)
     console.print(rail_bench.table(doc))
     for s in doc["alltoall_slowdown"]:
         console.print(rail_bench.slowdown_line(s))
@@ -195,10 +198,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     console = _console()
     absent = tuple(getattr(args, "switch_absent", {}).items())
-    doc = bench.run(config, progress=lambda msg: console.print(f"[dim]{msg}[/]"), absent=absent)
+    points = len(config.switch_impls) * len(config.workers) * len(config.losses) * len(config.collectives)
+    with Reporter(console, "bench", total=points,
+                  counts=lambda msg: msg.startswith(tuple(f"{c}:" for c in config.collectives))) as report:
+        doc = bench.run(config, progress=report, absent=absent)
     console.print(bench.table(doc))
     json_path, png_path = bench.save(doc, config.out_dir)
     console.print(f"wrote {json_path} and {png_path}")
+    if doc["partial"]:
+        return interrupted("innet bench", f"{json_path} (marked \"partial\": true)")
     if args.markdown:
         print(bench.markdown_table(doc))
     for failure in doc["failures"]:
@@ -268,7 +276,9 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
         print(f"innet testbed up: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        with tb:
+        with contextlib.ExitStack() as up:
+            with Reporter(console, f"bringing up {len(topo.switches)} switch(es) on {backend}"):
+                up.enter_context(tb)
             addresses = tb.grpc_addresses
             where = ", ".join(f"{name} {addr} (device {topo.switch(name).device_id})"
                               for name, addr in addresses.items())

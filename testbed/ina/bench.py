@@ -207,40 +207,47 @@ Progress = Callable[[str], None]
 def run(config: BenchConfig, progress: Progress = lambda _: None,
         absent: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
     """Run the grid; the result document (also what :func:`save` writes). ``absent``: switch
-    implementations asked for but not installed, (name, why), recorded so the document says so."""
+    implementations asked for but not installed, (name, why), recorded so the document says so.
+    Ctrl-C ends the grid early: the document then holds the rows measured so far and
+    ``"partial": True``."""
     backend = config.resolved_backend()
     rows: list[Row] = []
     failures: list[dict[str, Any]] = []
-    for impl in config.switch_impls:
-        for n in config.workers:
-            for loss in config.losses:
-                progress(f"bringing up star of {n} workers on {backend} with {impl}, loss {loss:g}%")
-                link = costmodel.LinkModel(
-                    bw_bps=config.bw_mbps * 1e6 if backend == "mininet" and config.bw_mbps else None,
-                    latency_s=(config.delay_ms or 0) / 1e3 if backend == "mininet" else 0.0, loss=loss / 100,
-                    mtu=config.link_mtu)
-                with open_testbed(backend, n, loss, config, impl) as tb:
-                    for collective in config.collectives:
-                        progress(f"{collective}: {n} workers, {impl}, sizes {list(config.sizes)}, loss {loss:g}%")
-                        try:
-                            if collective == "ina":
-                                per_rank = tb.run_ina(config.sizes, config.repeats, timeout=config.timeout_s)
-                            else:
-                                per_rank = tb.run_gloo(config.sizes, config.repeats, timeout=config.timeout_s)
-                        except TestbedError as error:
-                            first_line = str(error).splitlines()[0]
-                            progress(f"[red]{collective} failed[/]: {first_line}")
-                            failures.append({"collective": collective, "workers": n, "loss_pct": loss,
-                                             "switch_impl": impl, "error": first_line})
-                            continue
-                        rows.extend(summarize(collective, n, loss, per_rank, config.resolved_k(), link, impl))
+    partial = False
+    try:  # Ctrl-C: the testbed of the moment is torn down by its with; the rows so far are kept
+        for impl in config.switch_impls:
+            for n in config.workers:
+                for loss in config.losses:
+                    progress(f"bringing up star of {n} workers on {backend} with {impl}, loss {loss:g}%")
+                    link = costmodel.LinkModel(
+                        bw_bps=config.bw_mbps * 1e6 if backend == "mininet" and config.bw_mbps else None,
+                        latency_s=(config.delay_ms or 0) / 1e3 if backend == "mininet" else 0.0, loss=loss / 100,
+                        mtu=config.link_mtu)
+                    with open_testbed(backend, n, loss, config, impl) as tb:
+                        for collective in config.collectives:
+                            progress(f"{collective}: {n} workers, {impl}, sizes {list(config.sizes)}, loss {loss:g}%")
+                            try:
+                                if collective == "ina":
+                                    per_rank = tb.run_ina(config.sizes, config.repeats, timeout=config.timeout_s)
+                                else:
+                                    per_rank = tb.run_gloo(config.sizes, config.repeats, timeout=config.timeout_s)
+                            except TestbedError as error:
+                                first_line = str(error).splitlines()[0]
+                                progress(f"[red]{collective} failed[/]: {first_line}")
+                                failures.append({"collective": collective, "workers": n, "loss_pct": loss,
+                                                 "switch_impl": impl, "error": first_line})
+                                continue
+                            rows.extend(summarize(collective, n, loss, per_rank, config.resolved_k(), link, impl))
+    except KeyboardInterrupt:
+        partial = True
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()}
     settings["k"], settings["mtu"] = config.resolved_k(), config.link_mtu
     return {"format": "innet-bench/1", "date": dt.datetime.now().isoformat(timespec="seconds"),
             "machine": machine(), "backend": backend,
             "switch": " | ".join(switch_description(config.executor, impl) for impl in config.switch_impls),
             "settings": settings,
-            "rows": [asdict(r) for r in rows], "failures": failures, "switch_absent": dict(absent)}
+            "rows": [asdict(r) for r in rows], "failures": failures, "switch_absent": dict(absent),
+            "partial": partial}
 
 
 def caption(doc: dict[str, Any]) -> str:

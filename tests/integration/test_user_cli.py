@@ -5,6 +5,7 @@ questions a first hour asks."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -140,3 +141,41 @@ def test_an_empty_range_is_refused() -> None:
 def test_piped_tables_keep_every_cell(tmp_path: Path) -> None:
     result = run("innet", "model", "cost", "--gpus", "16384", "--out", str(tmp_path))
     assert result.returncode == 0 and "\u2026" not in result.stdout and "switches per tier RO" in result.stdout
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_bench_writes_the_partial_results(tmp_path: Path) -> None:
+    """Ctrl-C while the second worker count runs: one line, the first count's rows saved and
+    marked partial, the testbed torn down (its run directory gone)."""
+    import json
+    import signal
+    import time
+
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the testbed's state directory lives under it
+    proc = subprocess.Popen([str(BIN / "innet"), "bench", "--backend", "loopback", "--workers", "2,3", "--sizes", "1K",
+                             "--repeats", "1", "--skip", "gloo", "--out", str(tmp_path / "out")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert proc.stdout is not None
+        deadline, seen = time.monotonic() + 120, []
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            assert line, f"bench ended early: {''.join(seen)}"
+            seen.append(line)
+            if line.startswith("ina: 3 workers"):
+                break
+        else:
+            raise AssertionError(f"no second worker count within the deadline: {''.join(seen)}")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and "Traceback" not in err
+    (saved,) = (tmp_path / "out").glob("bench-*.json")
+    assert err.strip().splitlines() == [
+        f"innet bench: interrupted; partial results in {saved} (marked \"partial\": true)"]
+    doc = json.loads(saved.read_text())
+    assert doc["partial"] is True and [(r["workers"], r["ok"]) for r in doc["rows"]] == [(2, True)]
+    assert not any((tmp_path / f"innet-testbed-{os.getuid()}").glob("*/owner"))  # torn down
