@@ -159,7 +159,7 @@ class GeoBenchConfig:
             raise GeoBenchError(f"geo bench switch_impl {self.switch_impl!r}: expected 'innet' or 'bmv2'")
         if self.switch_impl == "bmv2" and self.testbed != "mininet":
             raise GeoBenchError("geo bench --switch-impl bmv2: BMv2 has no UDP ports, so its site switches run in "
-                                "Mininet: add --mininet (as root)")
+                                "Mininet: add --backend mininet (as root)")
         if self.replicas < 1 or self.steps < 1 or self.microbatches < 1 or self.batch < 1:
             raise GeoBenchError("geo bench: replicas, steps, microbatches and batch must be >= 1")
         from innet.host.geo.compress import CompressionError
@@ -200,7 +200,8 @@ class GeoBenchConfig:
         if self.rate_change is not None:
             a, b, at, mbps = self.rate_change
             if self.testbed != "mininet":
-                raise GeoBenchError("geo bench --rate-change: changes a Mininet WAN link with tc: add --mininet (root)")
+                raise GeoBenchError("geo bench --rate-change: changes a Mininet WAN link with tc: "
+                                    "add --backend mininet (root)")
             if not 0 <= at < self.steps:
                 raise GeoBenchError(f"geo bench: rate change step {at}: must be within 0..{self.steps - 1}")
             missing = [x for x in (a, b) if x not in sites]

@@ -98,7 +98,7 @@ def test_geo_bench_on_bmv2_needs_mininet(capsys):
     assert main(["geo", "bench", "--switch-impl", "bmv2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["innet geo bench: geo bench --switch-impl bmv2: BMv2 has no UDP ports, so its site switches run "
-                   "in Mininet: add --mininet (as root)"]
+                   "in Mininet: add --backend mininet (as root)"]
 
 
 def test_geo_wan_delay_without_netem_is_refused_on_bmv2():

@@ -1,4 +1,4 @@
-"""Geo sites on real BMv2 (``innet geo bench --mininet --switch-impl bmv2``), tiny: every site
+"""Geo sites on real BMv2 (``innet geo bench --backend mininet --switch-impl bmv2``), tiny: every site
 switch a simple_switch_grpc, two pipelines per site summing their gradients in the site switch;
 the run ends with the same loss and accuracy as on innet-switch (float tolerance), and no
 simple_switch_grpc of the run is left. The WAN has no delay: this kernel
@@ -24,7 +24,7 @@ def bmv2(bmv2_tools: object) -> None:
 
 
 def _bench(impl: str, out: Path) -> dict:  # type: ignore[type-arg]
-    done = subprocess.run([sys.executable, "-m", "innet.cli", "geo", "bench", "--mininet", "--switch-impl", impl,
+    done = subprocess.run([sys.executable, "-m", "innet.cli", "geo", "bench", "--backend", "mininet", "--switch-impl", impl,
                            "--wan", "a-b:10:0,b-c:100:0,a-c:1000:0", "--steps", "2", "--replicas", "2",
                            "--runs", "opfence/none", "--eval-every", "1", "--out", str(out)],
                           capture_output=True, text=True, timeout=900)

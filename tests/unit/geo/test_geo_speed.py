@@ -114,11 +114,11 @@ def test_every_site_is_probed_in_its_own_process() -> None:
     (["--runs", "uniform/none"], "the equal-speed plan only differs with --speeds"),
     (["--replan"], "geo bench --replan: needs --straggler SITE:STEP:SHARE with STEP + 8 < --steps"),
     (["--replan", "--straggler", "b:95:0.1"], "with STEP + 8 < --steps"),
-    (["--rate-change", "a-b:5:2"], "geo bench --rate-change: changes a Mininet WAN link with tc: add --mininet"),
+    (["--rate-change", "a-b:5:2"], "geo bench --rate-change: changes a Mininet WAN link with tc: add --backend mininet"),
     (["--rate-change", "ab:5:2"], "argument --rate-change: rate change 'ab:5:2': expected SITE-SITE:STEP:MBIT_S"),
     (["--rate-change", "a-b:5:0"], "argument --rate-change: rate change 'a-b:5:0': 0 Mbit/s must be within (0, 1000]"),
-    (["--mininet", "--rate-change", "a-q:5:2"], "geo bench: rate change: no site 'q' (sites: a, b, c)"),
-    (["--mininet", "--rate-change", "a-b:100:2"], "geo bench: rate change step 100: must be within 0..99"),
+    (["--backend", "mininet", "--rate-change", "a-q:5:2"], "geo bench: rate change: no site 'q' (sites: a, b, c)"),
+    (["--backend", "mininet", "--rate-change", "a-b:100:2"], "geo bench: rate change step 100: must be within 0..99"),
 ])
 def test_bad_speeds_on_the_cli_are_one_line_and_exit_2(argv: list[str], message: str,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
