@@ -17,6 +17,7 @@ from .lexer import Tok
 from .statements import StmtBuilder
 from .symbols import BlockDecl, BlockTypeDecl, ConstSym, did_you_mean
 from .tree import ParseNode
+from .walk import contains
 
 
 class BlockBuilder(StmtBuilder):
@@ -194,6 +195,7 @@ class BlockBuilder(StmtBuilder):
             locs += self.direct
         finally:
             self.direct = saved
+        _check_reaches_an_end(self, decl, states)
         return ir.Parser(decl.name, params, decl.ctor_params, tuple(locs), states,
                          decl.annotations, decl.loc, path)
 
@@ -231,7 +233,7 @@ class BlockBuilder(StmtBuilder):
             cases.append(ir.SelectCase(ks, self._target_state(st_t, names), self.loc(c)))
         return ir.Select(keys, tuple(cases), loc)
 
-    def keysets(self, t: ParseNode | Tok, types: list[ir.Type], what: str) -> tuple[ir.Expr, ...]:
+    def _keysets(self, t: ParseNode | Tok, types: list[ir.Type], what: str) -> tuple[ir.Expr, ...]:
         loc = self.loc(t)
         if isinstance(t, ParseNode) and t.data == "tuple_keyset":
             items = children(t)
@@ -244,6 +246,15 @@ class BlockBuilder(StmtBuilder):
         if len(types) != 1:
             raise self.err(loc, f"{what} has 1 keyset element but there are {len(types)} keys")
         return (self.keyset(t, types[0], what),)
+
+    def keysets(self, t: ParseNode | Tok, types: list[ir.Type], what: str) -> tuple[ir.Expr, ...]:
+        """One keyset per key type (a select case's or a table entry's); p4c's rule that a
+        keyset holds no function call is checked here."""
+        out = self._keysets(t, types, what)
+        for k in out:
+            if contains(k, lambda n: isinstance(n, ir.FunctionCall)):
+                raise self.err(k.loc, f"{what}: no function calls are allowed in a keyset")
+        return out
 
     def keyset(self, t: ParseNode | Tok, ty: ir.Type, what: str) -> ir.Expr:
         loc = self.loc(t)
@@ -396,3 +407,20 @@ class BlockBuilder(StmtBuilder):
     def table(self, t: ParseNode) -> ir.Table:
         from .tables import build_table
         return build_table(self, t)
+
+
+def _check_reaches_an_end(b: BlockBuilder, decl: BlockDecl, states: dict[str, ir.ParserState]) -> None:
+    """p4c: "Parser never reaches accept or reject state" (every path from start loops)."""
+    seen, todo = {"start"}, ["start"]
+    while todo:
+        st = states.get(todo.pop())
+        if st is None:
+            return  # accept, reject, or a state p4c reports itself
+        t = st.transition
+        for nxt in [t.state] if isinstance(t, ir.Goto) else [c.state for c in t.cases]:
+            if nxt in ("accept", "reject"):
+                return
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    raise b.err(decl.loc, f"parser {decl.name} never reaches the accept or reject state")

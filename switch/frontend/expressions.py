@@ -32,6 +32,16 @@ _SIZE_METHODS = {"minSizeInBits": 1, "minSizeInBytes": 8, "maxSizeInBits": 1,
                  "maxSizeInBytes": 8, "sizeInBits": 1, "sizeInBytes": 8}
 
 
+def _translation_width_ok(body: list[Tok]) -> bool:
+    """The type part of ``@p4runtime_translation("uri", T)``: an integer, ``bit<W>`` or ``string``."""
+    comma = next((i for i, t in enumerate(body) if t.kind == ","), None)
+    if comma is None:
+        return True  # p4c reports a missing argument elsewhere; nothing to check here
+    rest = [t.text for t in body[comma + 1:]]
+    return (len(rest) == 1 and (rest[0].isdigit() or rest[0] == "string")) or \
+        (len(rest) == 4 and rest[0] == "bit" and rest[1] == "<" and rest[2].isdigit() and rest[3] == ">")
+
+
 def names_extern(t: ir.Type, name: str) -> bool:
     """Does ``t`` name the extern type ``name`` (itself or in a type argument)?"""
     return isinstance(t, ir.ExternT) and (t.name == name or any(names_extern(a, name) for a in t.type_args))
@@ -119,6 +129,9 @@ class ExprBuilder(CallHooks):
         if raw.name in ("name", "deprecated") and not raw.structured and raw.body and \
                 not (len(raw.body) == 1 and raw.body[0].kind == "STRING_LITERAL"):
             raise self.err(loc, f"@{raw.name} should contain a single string literal, not '{raw.text.strip()}'")
+        if raw.name == "p4runtime_translation" and not _translation_width_ok(raw.body):
+            raise self.err(loc, f"@p4runtime_translation({raw.text.strip()}): the second argument must be an "
+                           "integer width, bit<W> or string")
         if raw.structured and any(b.kind in ("{", "(", "[") for b in raw.body):
             raise self.err(loc, f"@{raw.name}[{raw.text.strip()}]: illegal value for a structured annotation; "
                            "it must be an int, string or bool literal")

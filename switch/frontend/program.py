@@ -262,6 +262,7 @@ class ProgramBuilder(BlockBuilder):
 
     def _d_newtype_decl(self, t: ParseNode) -> None:
         annos_t, type_t, name_t = t.children
+        self.annotations(annos_t)  # checked (@p4runtime_translation); the type keeps none
         under = self.resolve_type(type_t)
         if not isinstance(under, (ir.BitT, ir.BoolT)):
             raise self.err(self.loc(type_t), f"type {self.name_of(name_t)}: 'type' can only be applied to "

@@ -203,6 +203,9 @@ class StmtBuilder(CallBuilder):
         return sym
 
     def switch(self, t: ParseNode, loc: ir.Loc) -> ir.Stmt:
+        if self.block_kind == "action":
+            raise self.err(loc, "switch statements are not allowed in actions (p4c's v1model targets do not "
+                           "support them); use if/else")
         e = self.expr(t.children[0])
         table: ir.Table | None = None
         if isinstance(e, ir.Member) and isinstance(e.type, ir.ActionEnumT):

@@ -7,7 +7,6 @@ implementations must be the right extern types) that nothing else shares.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from . import ir
@@ -15,6 +14,7 @@ from .errors import P4Error
 from .expressions import children
 from .symbols import did_you_mean
 from .tree import ParseNode
+from .walk import contains
 
 if TYPE_CHECKING:
     from .blocks import BlockBuilder
@@ -41,6 +41,9 @@ def _bind_prefix(b: "BlockBuilder", act: ir.Action, params: tuple[ir.Param, ...]
         if n is not None:
             raise b.err(loc, "named arguments are not supported here")
         e = b.coerce(b.expr(a), p.type, f"argument '{p.name}' of action '{act.name}'")
+        if contains(e, lambda n: isinstance(n, ir.TableApply)):
+            raise b.err(e.loc, f"argument '{p.name}' of action '{act.name}': a table cannot be applied in an "
+                        "action argument")
         if p.direction in ("out", "inout"):
             b.check_lvalue(e, "pass as out argument")
         out.append(e)
@@ -110,6 +113,8 @@ def build_table(b: "BlockBuilder", t: ParseNode) -> ir.Table:
                 if k.data != "key_elem":
                     continue
                 e = b.expr(k.children[0])
+                if contains(e, lambda n: isinstance(n, ir.FunctionCall)):
+                    raise b.err(e.loc, f"table '{name}': no function calls are allowed in a table key")
                 mk = b.name_of(k.children[1])
                 if mk not in b.match_kinds:
                     raise b.err(b.loc(k.children[1]), f"unknown match kind '{mk}'."
@@ -171,19 +176,9 @@ BMV2_REJECTS = "BMv2 rejects this"
 (``innet.p4c_errors`` counts them as accepted-with-warning; docs/p4c-compat.md lists them)."""
 
 
-def _reads(node: object, inst: ir.Instance) -> bool:
-    """Does code ``node`` (a statement or expression, and the actions it calls) use ``inst``?"""
-    if isinstance(node, ir.InstanceRef):
-        return node.inst is inst
-    if isinstance(node, ir.Action):
-        return _reads(node.body, inst)
-    if isinstance(node, (ir.Table, ir.Control, ir.Parser, ir.Instance, ir.Type)):
-        return False
-    if isinstance(node, (list, tuple)):
-        return any(_reads(x, inst) for x in node)
-    if dataclasses.is_dataclass(node):
-        return any(_reads(getattr(node, f.name), inst) for f in dataclasses.fields(node))
-    return False
+def _reads(code: object, inst: ir.Instance) -> bool:
+    """Does ``code`` (and the actions it calls) use the instance ``inst``?"""
+    return contains(code, lambda n: isinstance(n, ir.InstanceRef) and n.inst is inst)
 
 
 def _direct_meter_reads(ref: ir.ActionRef, b: "BlockBuilder") -> list[ir.Instance]:

@@ -26,12 +26,7 @@ from innet.switch.frontend.preprocess import P4_INCLUDE_DIR
 KNOWN_GAPS = frozenset({
     "p4_16_errors/annotation.p4",
     "p4_16_errors/default_action1.p4",
-    "p4_16_errors/issue122.p4",
-    "p4_16_errors/issue2283_2-bmv2.p4",
-    "p4_16_errors/issue2373.p4",
-    "p4_16_errors/issue2835-bmv2.p4",
     "p4_16_errors/issue3221.p4",
-    "p4_16_errors/issue3299.p4",
     "p4_16_errors/issue3363.p4",
     "p4_16_errors/issue3671-2.p4",
     "p4_16_errors/issue5094-type-bmv2.p4",

@@ -477,3 +477,29 @@ def test_a_header_as_v1switch_headers_type_is_a_warning(caplog: pytest.LogCaptur
     compile_source(src, "warn.p4")
     assert any("the headers type of V1Switch is header h_t, not a struct: BMv2 rejects this" in r.getMessage()
                for r in caplog.records)
+
+
+@pytest.mark.parametrize("decl,what", [
+    ("parser q(packet_in p) { state start { transition s1; } state s1 { transition start; } }",
+     "parser q never reaches the accept or reject state"),
+    ("control q(inout bit<8> x) { action a() { switch (x) { 8w0: { } } } apply { a(); } }",
+     "switch statements are not allowed in actions"),
+    ("bit<8> f() { return 1; }\ncontrol q(in bit<8> x) { table t { key = { f() : exact @name(\"k\"); } "
+     "actions = { NoAction; } } apply { t.apply(); } }", "table 't': no function calls are allowed in a table key"),
+    ("bit<8> f() { return 1; }\nparser q(packet_in p, in bit<8> x) { state start { transition select(x) "
+     "{ f(): accept; default: reject; } } }", "select case: no function calls are allowed in a keyset"),
+    ("@p4runtime_translation(\"p4.org/x\", bool) type bit<8> T;",
+     "@p4runtime_translation(\"p4.org/x\", bool): the second argument must be an integer width, bit<W> or string"),
+    ("control q(in bit<8> x) { action a(in bit<8> v) { } table u { actions = { NoAction; } }\n"
+     "table t { actions = { a(u.apply().hit ? x : x); } } apply { t.apply(); } }",
+     "argument 'v' of action 'a': a table cannot be applied in an action argument"),
+])
+def test_p4c_block_rules(decl: str, what: str) -> None:
+    with pytest.raises(P4Error) as ei:
+        compile_source("#include <core.p4>\n" + decl + "\n", "decl.p4")
+    assert what in ei.value.message and ei.value.loc.file == "decl.p4"
+
+
+def test_translation_widths_p4c_accepts() -> None:
+    for t in ("32", "bit<32>", "string"):
+        compile_source(f"@p4runtime_translation(\"p4.org/x\", {t}) type bit<8> T;\n", "ok.p4")
