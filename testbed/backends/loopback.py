@@ -144,6 +144,10 @@ class LoopbackNetwork:
         assert self.procs is not None
         self.procs.popens[self.process_name(name)].send_signal(signal.SIGCONT)
 
+    def set_nic_link(self, host: str, up: bool) -> None:
+        """Refused: a loopback host has no link to take down (its frames go straight to a UDP port)."""
+        raise TestbedError(f"set the NIC link of {host}: needs the Mininet backend, this is {self.kind} (no links)")
+
     def spawn_on(self, host: str, name: str, argv: Sequence[str], env: dict[str, str] | None = None,
                  stdout_pipe: bool = False) -> subprocess.Popen[bytes]:
         if self.procs is None:

@@ -5,7 +5,9 @@ A testbed is one shape for every system: a topology value, a system class (star,
 that says which jobs and runs it has, and a network object satisfying this protocol. The
 system never subclasses a backend; a backend never knows which system it carries (a system
 that needs more of the network, such as rail's HB bridges, hands the backend a topology
-builder and a configure step).
+builder and a configure step). Fault injection is part of the protocol: a backend that
+cannot emulate a fault raises :class:`~innet.testbed.core.testbed.TestbedError` naming
+itself, so a system asks for the fault and never tests which backend it runs on.
 """
 
 from __future__ import annotations
@@ -83,4 +85,18 @@ class TestbedNetwork(Protocol):
 
     def free_port(self) -> int:
         """A TCP port for gloo's rendezvous on rank 0's host."""
+        ...
+
+    def freeze_switch(self, switch: str) -> None:
+        """Make P4 switch ``switch`` stop forwarding as a hung switch does, its state kept
+        (:meth:`thaw_switch` undoes it); TestbedError where the backend cannot."""
+        ...
+
+    def thaw_switch(self, switch: str) -> None:
+        """Let P4 switch ``switch`` forward again after :meth:`freeze_switch`."""
+        ...
+
+    def set_nic_link(self, host: str, up: bool) -> None:
+        """Take ``host``'s link to its switch down (or up again) at the switch's end, as a
+        pulled cable does; TestbedError where the backend has no links."""
         ...

@@ -30,6 +30,8 @@ from innet.testbed.rail.models import railperf
 from innet.testbed.core.topology import TOPOLOGIES, Link
 from innet.testbed.backends.select import resolve_backend
 from innet.testbed.core.report import Column, markdown_table, rich_table
+from innet.testbed.rail.workloads import slowest_times
+from innet.testbed.rail.records import AllToAllSlowdown, Amdahl, BenchFailure, CollectiveRow, NotApplicable
 
 Progress = Callable[[str], None]
 
@@ -72,17 +74,11 @@ class RailBenchConfig:
             raise ValueError(f"rail bench rates nic={self.nic_mbps} hb={self.hb_mbps} Mbit/s: must be > 0")
 
 
-def _op_times(per_rank: list[list[WorkerResult]], index: int) -> list[float]:
-    """Per timed operation, the slowest GPU's time (the collective ends when the last GPU has it)."""
-    reps = len(per_rank[0][index].times)
-    return [max(r[index].times[i] for r in per_rank) for i in range(reps)]
-
-
 def _row(collective: str, size: int, unit: str, per_rank: list[list[WorkerResult]], index: int,
-         model_s: float | None) -> dict[str, Any]:
-    times = _op_times(per_rank, index)
-    return {"collective": collective, "size": size, "unit": unit, "median_s": statistics.median(times),
-            "min_s": min(times), "times": times, "ok": all(r[index].ok for r in per_rank), "model_s": model_s}
+         model_s: float | None, switch_impl: str) -> CollectiveRow:
+    times = slowest_times(per_rank, index)
+    return CollectiveRow(collective, size, unit, statistics.median(times), min(times), tuple(times),
+                         all(r[index].ok for r in per_rank), model_s, switch_impl)
 
 
 PAPER_A2A_SHARE = 0.27
@@ -91,21 +87,21 @@ PAPER_SLOWDOWNS = (0.082, 0.112)
 """The Rail-only paper's all-to-all slowdowns on DGX A100 and H100."""
 
 
-def alltoall_slowdown(direct: dict[str, Any], two_step: dict[str, Any], grid: railperf.Grid) -> dict[str, Any]:
+def alltoall_slowdown(direct: CollectiveRow, two_step: CollectiveRow, grid: railperf.Grid) -> AllToAllSlowdown:
     """Rail-only's all-to-all (two-step) over rail-optimized's (direct), measured in one run:
     the ratio of the medians, its spread over the repeats (the i-th fastest of each route
     paired), and the Amdahl total: the slowdown times the all-to-all's share of an MoE
     iteration's traffic (``innet model traffic``'s MoE-1.3B, and the Rail-only paper's 27%)."""
     from innet.testbed.rail.models import traffic
 
-    measured = two_step["median_s"] / direct["median_s"] - 1
-    ratios = [b / a - 1 for a, b in zip(sorted(direct["times"]), sorted(two_step["times"]))]
+    measured = two_step.median_s / direct.median_s - 1
+    ratios = [b / a - 1 for a, b in zip(sorted(direct.times), sorted(two_step.times))]
     share = traffic.summary(traffic.moe(traffic.MOE_1_3B, 128, 512, 8))["a2a_share"]
-    return {"pair_bytes": direct["size"], "measured": measured, "runs": len(ratios),
-            "spread": [min(ratios), max(ratios)], "model": railperf.alltoall_slowdown(grid),
-            "seed_estimate": railperf.seed_slowdown_estimate(grid),
-            "amdahl": {"a2a_share": share, "total": share * measured, "paper_a2a_share": PAPER_A2A_SHARE,
-                       "paper_totals": [PAPER_A2A_SHARE * x for x in PAPER_SLOWDOWNS]}}
+    low, high = PAPER_SLOWDOWNS
+    return AllToAllSlowdown(direct.size, measured, len(ratios), (min(ratios), max(ratios)),
+                            railperf.alltoall_slowdown(grid), railperf.seed_slowdown_estimate(grid),
+                            Amdahl(share, share * measured, PAPER_A2A_SHARE,
+                                   (PAPER_A2A_SHARE * low, PAPER_A2A_SHARE * high)), direct.switch_impl)
 
 
 def slowdown_line(s: dict[str, Any]) -> str:
@@ -128,40 +124,40 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None,
                                    nic_link=Link(bw_mbps=config.nic_mbps), hb_link=Link(bw_mbps=config.hb_mbps))
     grid = railperf.Grid(config.gpus_per_domain, config.domains, config.nic_mbps * 1e6, config.hb_mbps * 1e6)
     shaped = backend == "mininet"
-    rows: list[dict[str, Any]] = []
-    failures: list[dict[str, str]] = []
+    rows: list[CollectiveRow] = []
+    failures: list[BenchFailure] = []
     slowdowns = []
     for impl in config.switch_impls:
         impl_rows = _measure(config, impl, topo, backend, grid, failures, progress)
         rows.extend(impl_rows)
         for d in config.pair_bytes:
-            by = {r["collective"]: r for r in impl_rows if r["size"] == d and r["unit"] == "bytes/pair"}
+            by = {r.collective: r for r in impl_rows if r.size == d and r.unit == "bytes/pair"}
             if "all-to-all direct" in by and "all-to-all two-step" in by:
-                slowdowns.append({**alltoall_slowdown(by["all-to-all direct"], by["all-to-all two-step"], grid),
-                                  "switch_impl": impl})
+                slowdowns.append(alltoall_slowdown(by["all-to-all direct"], by["all-to-all two-step"], grid))
     not_applicable = [] if topo.kind == "rail-optimized" else [
-        {"collective": "flat INA", "reason": "rail-only has no switch that every GPU reaches (no spine)"},
-        {"collective": "all-to-all direct", "reason": "rail-only has no NIC path between rails"}]
+        NotApplicable("flat INA", "rail-only has no switch that every GPU reaches (no spine)"),
+        NotApplicable("all-to-all direct", "rail-only has no NIC path between rails")]
     return {"kind": "rail-bench", "config": {**asdict(config), "out_dir": str(config.out_dir)},
-            "not_applicable": not_applicable, "topology": topo.name, "backend": backend,
+            "not_applicable": [n.to_json() for n in not_applicable], "topology": topo.name, "backend": backend,
             "switch": " | ".join(switch_description("auto", impl) for impl in config.switch_impls),
             "switch_absent": dict(absent), "machine": machine(),
-            "c_s_bps": grid.c_s_bps, "c_f_bps": grid.c_f_bps, "shaped": shaped, "rows": rows,
+            "c_s_bps": grid.c_s_bps, "c_f_bps": grid.c_f_bps, "shaped": shaped, "rows": [r.to_json() for r in rows],
             "small_frames_first": shaped and config.small_frames_first,
-            "alltoall_slowdown": slowdowns, "failures": failures,
+            "alltoall_slowdown": [s.to_json() for s in slowdowns], "failures": [f.to_json() for f in failures],
             "note": None if shaped else "loopback: no link rates, all-to-all does not cross the switches; "
                                         "model columns left empty"}
 
 
 def _measure(config: RailBenchConfig, impl: str, topo: Any, backend: str, grid: railperf.Grid,
-             failures: list[dict[str, str]], progress: Progress) -> list[dict[str, Any]]:
+             failures: list[BenchFailure], progress: Progress) -> list[CollectiveRow]:
     """The rows of one testbed whose P4 switches are ``impl``; a failed bring-up or collective
     is a failure entry (the other implementation's rows still come)."""
     from innet.controller.errors import ControllerError
+    from innet.testbed.rail import workloads
     from innet.testbed.rail.testbed import RailTestbed
 
     shaped = backend == "mininet"
-    rows: list[dict[str, Any]] = []
+    rows: list[CollectiveRow] = []
     options = TestbedOptions(k=config.k, window=config.window, switch_impl=impl,
                              small_frames_first=config.small_frames_first and backend == "mininet")
     progress(f"bringing up {topo.name} ({backend}, {impl} switches)")
@@ -172,14 +168,14 @@ def _measure(config: RailBenchConfig, impl: str, topo: Any, backend: str, grid: 
         try:
             body()
         except TestbedError as error:
-            failures.append({"collective": what, "switch_impl": impl, "error": str(error)[-400:]})
+            failures.append(BenchFailure(what, impl, str(error)[-400:]))
 
     try:
         tb.start()
     except (TestbedError, ControllerError) as error:
         if len(config.switch_impls) == 1:
             raise
-        failures.append({"collective": "bring-up", "switch_impl": impl, "error": str(error)[-400:]})
+        failures.append(BenchFailure("bring-up", impl, str(error)[-400:]))
         return rows
     try:  # the testbed's own ``with`` semantics, after a bring-up failure was told apart
         sizes = list(config.sizes)
@@ -187,32 +183,32 @@ def _measure(config: RailBenchConfig, impl: str, topo: Any, backend: str, grid: 
         def allreduce(label: str, run: Callable[[], Any], model: Callable[[Any, int], Any]) -> Callable[[], None]:
             def measure() -> None:
                 res = run()
-                rows.extend({**_row(label, s, "elements", res, i, model(grid, 4 * s) if shaped else None),
-                             "switch_impl": impl} for i, s in enumerate(sizes))
+                rows.extend(_row(label, s, "elements", res, i, model(grid, 4 * s) if shaped else None, impl)
+                            for i, s in enumerate(sizes))
             return measure
 
         attempt("hierarchical INA", allreduce("hierarchical INA",
-                                              lambda: tb.run_hierarchical(sizes, repeats=config.repeats),
+                                              lambda: workloads.hierarchical(tb, sizes, repeats=config.repeats),
                                               railperf.allreduce_hierarchical_ina))
         attempt("hierarchical ring", allreduce(
-            "hierarchical ring", lambda: tb.run_hierarchical(sizes, repeats=config.repeats, collective="ring"),
+            "hierarchical ring", lambda: workloads.hierarchical(tb, sizes, repeats=config.repeats, collective="ring"),
             railperf.allreduce_hierarchical_ring))
         if tb.grid.spine is not None:
             attempt("flat INA through the spine", allreduce(
-                "flat INA (spine)", lambda: tb.run_flat(sizes, repeats=config.repeats, exact=True),
+                "flat INA (spine)", lambda: workloads.flat(tb, sizes, repeats=config.repeats, exact=True),
                 railperf.allreduce_flat_ina))
         if config.gloo:
-            attempt("gloo ring allreduce", allreduce("gloo ring", lambda: tb.run_gloo(sizes, repeats=config.repeats),
+            attempt("gloo ring allreduce", allreduce("gloo ring", lambda: workloads.gloo(tb, sizes, repeats=config.repeats),
                                                      railperf.allreduce_flat_ring))
         routes = ["direct", "two-step"] if tb.grid.spine is not None else ["two-step"]
         for route in routes:
             def a2a(route: str = route) -> None:
                 for d in config.pair_bytes:
-                    res = tb.run_alltoall(d, repeats=config.repeats, route=route)
+                    res = workloads.alltoall(tb, d, repeats=config.repeats, route=route)
                     model = (railperf.alltoall_rail_optimized(grid, d) if route == "direct"
                              else railperf.alltoall_rail_only(grid, d))
-                    rows.append({**_row(f"all-to-all {route}", d, "bytes/pair", res, 0, model if shaped else None),
-                                 "switch_impl": impl})
+                    rows.append(_row(f"all-to-all {route}", d, "bytes/pair", res, 0, model if shaped else None,
+                                     impl))
 
             attempt(f"all-to-all ({route})", a2a)
     except BaseException:

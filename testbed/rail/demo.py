@@ -19,17 +19,21 @@ import statistics
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from innet.testbed.core.report import save_json
-from innet.testbed.core.testbed import TestbedOptions
+from innet.testbed.core.testbed import TestbedOptions, WorkerResult
 from innet.testbed.rail import digits as rail_digits
 from innet.testbed.rail.models import railperf
 from innet.testbed.rail.grid import shard_bounds
+from innet.testbed.rail.records import DemoRow, TrainingSummary
 from innet.testbed.core.topology import TOPOLOGIES, Link
 from innet.testbed.backends.select import resolve_backend
+
+if TYPE_CHECKING:
+    from innet.testbed.rail.testbed import RailTestbed
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class RailDemoConfig:
 def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
     from rich.table import Table
 
+    from innet.testbed.rail import workloads
     from innet.testbed.rail.testbed import RailTestbed
 
     backend = resolve_backend(config.backend)
@@ -67,56 +72,66 @@ def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
     with tb:
         digits = rail_digits.DigitsConfig(gpus=config.gpus_per_domain * config.domains, steps=config.steps)
         started = time.perf_counter()
-        out = tb.run_digits(digits)
+        out = workloads.digits(tb, digits)
         seconds = time.perf_counter() - started
-        initial = out["initial"]
+        initial = out.initial
         expect = rail_digits.simulate(digits, initial, shard_bounds(initial.size, tb.options.k, tb.grid.x),
-                                      [out["jobs"][rail] for rail in tb.grid.rails])
-        finals = list(out["finals"].values())
-        losses = rail_digits.mean_losses(out["lines"], digits.steps)
-        train = {"model": "softmax regression, digits", "mode": digits.mode, "lr": digits.lr, "beta": digits.beta,
-                 "steps": digits.steps, "gpus": digits.gpus, "parameters": int(initial.size),
-                 "seconds": seconds, "shards": {rail: out["jobs"][rail].param_chunks for rail in tb.grid.rails},
-                 "accuracy": rail_digits.accuracy(digits, finals[0]),
-                 "float_reference_accuracy": rail_digits.float_accuracy(digits),
-                 "loss_first": losses[0], "loss_last": losses[-1],
-                 "workers_agree": all(np.array_equal(f, finals[0]) for f in finals),
-                 "switch_registers_match": bool(np.array_equal(out["registers"], finals[0])),
-                 "bit_exact_with_model": bool(np.array_equal(expect, finals[0]))}
+                                      [out.jobs[rail] for rail in tb.grid.rails])
+        finals = list(out.finals.values())
+        losses = rail_digits.mean_losses(out.lines, digits.steps)
+        train = TrainingSummary(
+            model="softmax regression, digits", mode=digits.mode, lr=digits.lr, beta=digits.beta,
+            steps=digits.steps, gpus=digits.gpus, parameters=int(initial.size), seconds=seconds,
+            shards={rail: out.jobs[rail].param_chunks for rail in tb.grid.rails},
+            accuracy=rail_digits.accuracy(digits, finals[0]),
+            float_reference_accuracy=rail_digits.float_accuracy(digits), loss_first=losses[0], loss_last=losses[-1],
+            workers_agree=all(np.array_equal(f, finals[0]) for f in finals),
+            switch_registers_match=bool(np.array_equal(out.registers, finals[0])),
+            bit_exact_with_model=bool(np.array_equal(expect, finals[0])))
         console.print(f"digits (softmax regression), {digits.mode} on the rail switches, {digits.steps} hierarchical "
                       f"steps over {digits.gpus} GPUs in {seconds:.1f} s, {initial.size} parameters sharded over "
                       f"{len(tb.grid.rails)} rails: loss {losses[0]:.3f} -> {losses[-1]:.3f}, test accuracy "
-                      f"[bold]{train['accuracy']:.3f}[/] (float32 reference {train['float_reference_accuracy']:.3f}); "
-                      f"workers agree {train['workers_agree']}, switch registers match "
-                      f"{train['switch_registers_match']}, bit-exact with the numpy model {train['bit_exact_with_model']}")
-        rows: list[dict[str, Any]] = []
-        if config.benchmark:
-            tb.reinstall()
-            runs = [("hierarchical INA", tb.run_hierarchical)] + ([("flat INA (spine)", tb.run_flat)]
-                                                                 if tb.grid.spine is not None else [])
-            for label, fn in runs:
-                res = fn(list(config.sizes), repeats=2)
-                for i, s in enumerate(config.sizes):
-                    times = [max(r[i].times[j] for r in res) for j in range(len(res[0][i].times))]
-                    rows.append({"collective": label, "size": s, "median_s": statistics.median(times),
-                                 "ok": all(r[i].ok for r in res)})
-            res = tb.run_alltoall(config.pair_bytes, repeats=2)
-            times = [max(r[0].times[j] for r in res) for j in range(len(res[0][0].times))]
-            route = "direct" if tb.grid.spine is not None else "two-step"
-            model = (railperf.alltoall_rail_optimized if route == "direct" else railperf.alltoall_rail_only)(
-                grid, config.pair_bytes)
-            rows.append({"collective": f"all-to-all ({route})", "size": config.pair_bytes,
-                         "median_s": statistics.median(times), "ok": all(r[0].ok for r in res),
-                         "model_s": model if backend == "mininet" else None})
+                      f"[bold]{train.accuracy:.3f}[/] (float32 reference {train.float_reference_accuracy:.3f}); "
+                      f"workers agree {train.workers_agree}, switch registers match "
+                      f"{train.switch_registers_match}, bit-exact with the numpy model {train.bit_exact_with_model}")
+        rows = _collectives(tb, config, grid, backend) if config.benchmark else []
     table = Table(title=f"{topo.name} ({backend})")
     for col in ("collective", "size", "median (ms)", "exact"):
         table.add_column(col, justify="right")
     for r in rows:
-        table.add_row(r["collective"], str(r["size"]), f"{r['median_s'] * 1e3:.1f}", "yes" if r["ok"] else "NO")
+        table.add_row(r.collective, str(r.size), f"{r.median_s * 1e3:.1f}", "yes" if r.ok else "NO")
     if rows:
         console.print(table)
     doc = {"topology": topo.name, "backend": backend, "switch_impl": config.switch_impl,
-           "config": {**asdict(config), "out_dir": str(config.out_dir)}, "training": train, "rows": rows}
+           "config": {**asdict(config), "out_dir": str(config.out_dir)}, "training": train.to_json(),
+           "rows": [r.to_json() for r in rows]}
     name = f"rail-{'demo' if config.benchmark else 'train'}-{config.topo}"
     console.print(f"wrote {save_json(config.out_dir, name, doc)}")
     return doc
+
+
+def _collectives(tb: RailTestbed, config: RailDemoConfig, grid: railperf.Grid, backend: str) -> list[DemoRow]:
+    """After training: the ``sum`` job again, hierarchical (and flat) INA of ``config.sizes``
+    and the all-to-all, two timed runs each."""
+    from innet.testbed.rail import workloads
+
+    tb.replace_job()
+    runs = [("hierarchical INA", workloads.hierarchical)] + ([("flat INA (spine)", workloads.flat)]
+                                                             if tb.grid.spine is not None else [])
+    rows = []
+    for label, fn in runs:
+        res = fn(tb, list(config.sizes), repeats=2)
+        rows += [DemoRow(label, s, _median(res, i), all(r[i].ok for r in res)) for i, s in enumerate(config.sizes)]
+    res = workloads.alltoall(tb, config.pair_bytes, repeats=2)
+    route = "direct" if tb.grid.spine is not None else "two-step"
+    model = (railperf.alltoall_rail_optimized if route == "direct" else railperf.alltoall_rail_only)(
+        grid, config.pair_bytes)
+    rows.append(DemoRow(f"all-to-all ({route})", config.pair_bytes, _median(res, 0), all(r[0].ok for r in res),
+                        model if backend == "mininet" else None, modelled=True))
+    return rows
+
+
+def _median(per_rank: list[list[WorkerResult]], index: int) -> float:
+    from innet.testbed.rail.workloads import slowest_times
+
+    return statistics.median(slowest_times(per_rank, index))

@@ -45,6 +45,8 @@ def run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
     from innet.testbed.core.topology import Link, rail_only
     from innet.testbed.rail.digits import DigitsConfig, simulate
     from innet.testbed.rail.grid import shard_bounds
+    from innet.testbed.rail import workloads
+    from innet.testbed.rail.records import FailoverRow
     from innet.testbed.rail.spare import run_digits_failover
     from innet.testbed.rail.testbed import RailTestbed
 
@@ -52,15 +54,15 @@ def run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
     topo = rail_only(args.domains + 1, args.gpus_per_domain, nic_link=Link(bw_mbps=args.nic_bw),
                      hb_link=Link(bw_mbps=args.hb_bw))
     options = TestbedOptions(window=args.window, chunk_deadline=args.deadline)
-    rows = []
+    rows: list[FailoverRow] = []
     tb = RailTestbed(topo, options, backend=backend, spares=1)
     with tb:
         config = DigitsConfig(gpus=tb.gpus, steps=args.steps)
-        plain = tb.run_digits(config)
-        reference = plain["finals"][0]
-        bounds = shard_bounds(plain["initial"].size, tb.options.k, tb.grid.x)
-        model_exact = bool(np.array_equal(simulate(config, plain["initial"], bounds,
-                                                   [plain["jobs"][r] for r in tb.grid.rails]), reference))
+        plain = workloads.digits(tb, config)
+        reference = plain.finals[0]
+        bounds = shard_bounds(plain.initial.size, tb.options.k, tb.grid.x)
+        model_exact = bool(np.array_equal(simulate(config, plain.initial, bounds,
+                                                   [plain.jobs[r] for r in tb.grid.rails]), reference))
         console.print(f"{topo.name} on {backend}: {args.domains} domains of {args.gpus_per_domain} GPUs and one "
                       f"spare; digits, {config.steps} steps uninterrupted: bit-exact with the numpy model "
                       f"{model_exact}")
@@ -68,14 +70,15 @@ def run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
             for kill_at in args.kill_at:
                 out = run_digits_failover(tb, config, rank=args.rank, kill_at=kill_at, timeout=args.deadline * 4,
                                           warm=spare == "warm")
-                exact = all(np.array_equal(f, reference) for f in out["finals"].values()) and bool(
-                    np.array_equal(out["registers"], reference))
-                rows.append({**out["failover"], "exact": exact})
-    console.print(rich_table(f"spare HB domain taking over rank {args.rank} ({backend})", COLUMNS, rows))
+                exact = all(np.array_equal(f, reference) for f in out.run.finals.values()) and bool(
+                    np.array_equal(out.run.registers, reference))
+                rows.append(FailoverRow(out.failover, exact))
+    table_rows = [r.to_json() for r in rows]
+    console.print(rich_table(f"spare HB domain taking over rank {args.rank} ({backend})", COLUMNS, table_rows))
     if args.markdown:
-        console.print(markdown_table(COLUMNS, rows), markup=False, highlight=False)
+        console.print(markdown_table(COLUMNS, table_rows), markup=False, highlight=False)
     doc = {"topology": topo.name, "backend": backend, "steps": args.steps, "window": args.window,
-           "model_exact": model_exact, "rows": rows}
+           "model_exact": model_exact, "rows": table_rows}
     console.print(f"wrote {save_json(args.out, 'rail-failover', doc)}")
     return doc
 

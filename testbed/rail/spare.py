@@ -3,22 +3,21 @@
     with RailTestbed(rail_only(domains=3, gpus_per_domain=2), options, backend="loopback", spares=1) as tb:
         out = run_digits_failover(tb, DigitsConfig(gpus=tb.gpus, steps=30), rank=1, kill_at=40)
 
-:func:`run_digits_failover` trains the digits model like ``RailTestbed.run_digits``, SIGKILLs
+:func:`run_digits_failover` trains the digits model like :func:`innet.testbed.rail.workloads.digits`, SIGKILLs
 every GPU of the domain holding ``rank`` once rail 0's switch has completed ``kill_at``
 chunks, and lets :func:`take_over` move the rank to the first spare domain: the state comes
 from the switches (:mod:`innet.testbed.rail.failover`), the controller re-points the rank's
 worker entry and multicast replica on every rail, the spare's GPUs start in the step the
-others are in. The result is ``run_digits``' plus the resume point and the recovery times.
+others are in. The result is the training run plus the resume point and the recovery times
+(:class:`~innet.testbed.rail.records.FailoverTimes`).
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,10 +26,14 @@ from innet.polling import PollTimeout, poll_until
 from innet.testbed.core.testbed import TestbedError
 from innet.testbed.rail.failover import FailoverError, RailState, ResumePoint, params_before, resume_point
 from innet.testbed.rail.grid import rail_worker
+from innet.testbed.rail import workloads
+from innet.testbed.rail.records import FailoverTimes
 from innet.testbed.rail.testbed import RailTestbed
+from innet.testbed.rail.workloads import Procs, TrainingRun
 from innet.testbed.rail.worker import WORKER_MODULE as RAIL_WORKER, TakeOrder
 
-Procs = list[tuple[str, "subprocess.Popen[bytes]"]]
+if TYPE_CHECKING:
+    from innet.testbed.rail.digits import DigitsConfig
 
 
 @dataclass(frozen=True)
@@ -94,12 +97,8 @@ def start_standby(tb: RailTestbed, digits: dict[str, Any], params: int, epoch: i
     order.unlink(missing_ok=True)
     for g in range(tb.grid.x):
         Path(f"{order}.ready{g}").unlink(missing_ok=True)
-    procs: Procs = []
-    for host, plan in tb.domain_plans(tb.grid.hosts[domain], 0, "digits", epoch, params=params, digits=digits,
-                                      standby=str(order)):
-        name = f"rail-{host}"
-        procs.append((name, tb.spawn_on(host, name, [sys.executable, "-m", RAIL_WORKER, plan.to_json()],
-                                        stdout_pipe=True)))
+    procs = tb.spawn_workers(RAIL_WORKER, "rail", tb.domain_plans(tb.grid.hosts[domain], 0, "digits", epoch,
+                                                                  params=params, digits=digits, standby=str(order)))
 
     def ready() -> bool:
         for name, popen in procs:
@@ -160,14 +159,11 @@ def take_over(tb: RailTestbed, rank: int, digits: dict[str, Any], standby: Stand
         _give_order(standby.order, TakeOrder(rank, point.step, tuple(point.position(g) for g in range(tb.grid.x)),
                                                  str(path)))
         return TakeOver(rank, failed, spare, point, standby.procs, read - started, reprogrammed - read)
-    procs: Procs = []
-    for host, plan in tb.rail_plans("digits", infos[0].epoch, params=params.size, digits=digits):
-        if plan.domain != rank:
-            continue
-        plan = replace(plan, start_step=point.step, start_position=point.position(plan.gpu), resume_params=str(path))
-        name = f"rail-{host}"
-        procs.append((name, tb.spawn_on(host, name, [sys.executable, "-m", RAIL_WORKER, plan.to_json()],
-                                        stdout_pipe=True)))
+    plans = [(host, replace(plan, start_step=point.step, start_position=point.position(plan.gpu),
+                            resume_params=str(path)))
+             for host, plan in tb.rail_plans("digits", infos[0].epoch, params=params.size, digits=digits)
+             if plan.domain == rank]
+    procs = tb.spawn_workers(RAIL_WORKER, "rail", plans)
     return TakeOver(rank, failed, spare, point, procs, read - started, reprogrammed - read)
 
 
@@ -183,14 +179,23 @@ def _kill_domain(tb: RailTestbed, procs: Procs, domain: int) -> Procs:
     return [(name, p) for name, p in procs if name not in hosts]
 
 
-def run_digits_failover(tb: RailTestbed, config: Any, rank: int, kill_at: int, settle: float = 0.2,
-                        timeout: float = 300.0, warm: bool = False) -> dict[str, Any]:
+@dataclass(frozen=True)
+class FailoverRun:
+    """A digits run in which a spare domain took a dead one's rank over."""
+
+    run: TrainingRun
+    """What every GPU and switch ended with (the spare's GPUs report the dead domain's ranks)."""
+    failover: FailoverTimes
+
+
+def run_digits_failover(tb: RailTestbed, config: DigitsConfig, rank: int, kill_at: int, settle: float = 0.2,
+                        timeout: float = 300.0, warm: bool = False) -> FailoverRun:
     """Digits training (``config``: a ``DigitsConfig`` over the job's GPUs) in which the domain
     of ``rank`` dies once rail 0 completed ``kill_at`` chunks and a spare takes over
     (module docstring). ``settle``: seconds for the dead GPUs' last packets to land before
     the switches are read. ``warm``: the spare's GPUs are started with the job and wait
     (:func:`start_standby`); otherwise they start at the take-over."""
-    initial = tb.digits_job(config)
+    initial = workloads.digits_job(tb, config)
     fields = asdict(config)
     epoch = tb.attach()
     standby = start_standby(tb, fields, initial.size, epoch) if warm else None
@@ -215,28 +220,24 @@ def run_digits_failover(tb: RailTestbed, config: Any, rank: int, kill_at: int, s
     time.sleep(settle)
     took = take_over(tb, rank, fields, standby)
     spawned = time.time()
-    out = tb.digits_outputs(survivors + took.procs, initial, timeout)
+    out = workloads.digits_outputs(tb, survivors + took.procs, initial, timeout)
     spare_ranks = range(rank * tb.grid.x, (rank + 1) * tb.grid.x)  # global ranks of the domain's GPUs
-    spare_lines = [d for r in spare_ranks for d in out["lines"].get(r, [])]
+    spare_lines = [d for r in spare_ranks for d in out.lines.get(r, [])]
     firsts = [float(d["time"]) for d in spare_lines if d.get("step") == took.point.step]
     readies = [float(d["ready"]) for d in spare_lines if "ready" in d]
     if len(firsts) != tb.grid.x or len(readies) != tb.grid.x:
         raise TestbedError(f"rank {rank}: the spare domain's GPUs reported {len(readies)} ready and {len(firsts)} "
                            f"step-{took.point.step} lines, expected {tb.grid.x} each; their lines: "
-                           f"{[d for d in spare_lines if 'final' not in d][:6]}; ranks with lines {sorted(out['lines'])}")
+                           f"{[d for d in spare_lines if 'final' not in d][:6]}; ranks with lines {sorted(out.lines)}")
     first, ready = max(firsts), max(readies)
-    witness = min(r for r in out["lines"] if r not in spare_ranks)
-    times = [float(d["time"]) for d in out["lines"][witness] if "time" in d]
+    witness = min(r for r in out.lines if r not in spare_ranks)
+    times = [float(d["time"]) for d in out.lines[witness] if "time" in d]
     gaps = [b - a for a, b in zip(times, times[1:])]
-    out["failover"] = {
-        "rank": rank, "spare": "warm" if warm else "cold", "failed_domain": took.failed_domain, "spare_domain": took.spare_domain,
-        "kill_at_completions": kill_at, "resume_step": took.point.step,
-        "applied_chunks_of_step": took.point.applied_chunks,
-        "chunks_per_step": sum(r.chunks for r in took.point.rails),
-        "kill_to_reaped_s": detected - killed_at, "settle_s": settle, "read_state_s": took.read_s,
-        "reprogram_s": took.reprogram_s, "spawn_s": spawned - detected - settle - took.read_s - took.reprogram_s,
-        "spare_ready_s": ready - spawned, "spare_first_step_s": first - ready,
-        "recovery_s": first - killed_at,
-        "normal_step_s": float(np.median(gaps)) if gaps else None,
-        "slowest_step_s": max(gaps) if gaps else None}
-    return out
+    return FailoverRun(out, FailoverTimes(
+        rank=rank, spare="warm" if warm else "cold", failed_domain=took.failed_domain,
+        spare_domain=took.spare_domain, kill_at_completions=kill_at, resume_step=took.point.step,
+        applied_chunks_of_step=took.point.applied_chunks, chunks_per_step=sum(r.chunks for r in took.point.rails),
+        kill_to_reaped_s=detected - killed_at, settle_s=settle, read_state_s=took.read_s,
+        reprogram_s=took.reprogram_s, spawn_s=spawned - detected - settle - took.read_s - took.reprogram_s,
+        spare_ready_s=ready - spawned, spare_first_step_s=first - ready, recovery_s=first - killed_at,
+        normal_step_s=float(np.median(gaps)) if gaps else None, slowest_step_s=max(gaps) if gaps else None))

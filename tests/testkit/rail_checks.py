@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from innet.testbed.core.testbed import WorkerResult
+from innet.testbed.rail import workloads
 from innet.testbed.rail.testbed import RailTestbed
 
 
@@ -19,12 +20,12 @@ def assert_exact(results: list[list[WorkerResult]], sizes: list[int], gpus: int)
 def assert_training_bit_exact(tb: RailTestbed, mode: str, steps: int = 3, param_chunks: int = 5,
                               lr: float = 0.05, beta: float = 0.9) -> None:
     initial = np.random.default_rng(3).integers(-(1 << 20), 1 << 20, param_chunks * tb.options.k, dtype=np.int32)
-    out = tb.run_training(mode, steps=steps, param_chunks=param_chunks, lr=lr, beta=beta, initial=initial)
-    expect = tb.predict_training(out, mode, steps)
-    assert sorted(out["finals"]) == list(range(tb.grid.x * tb.grid.y))
-    for rank, final in out["finals"].items():
+    out = workloads.training(tb, mode, steps=steps, param_chunks=param_chunks, lr=lr, beta=beta, initial=initial)
+    expect = workloads.predict_training(tb, out, mode, steps)
+    assert sorted(out.finals) == list(range(tb.grid.x * tb.grid.y))
+    for rank, final in out.finals.items():
         assert np.array_equal(final, expect), f"rank {rank}"
-    assert np.array_equal(out["registers"], expect)
+    assert np.array_equal(out.registers, expect)
     assert not np.array_equal(expect, initial)
 
 
@@ -36,13 +37,13 @@ def assert_digits_trained(tb: RailTestbed, steps: int = 20, tolerance: float = 0
     from innet.testbed.rail.digits import DigitsConfig, accuracy, float_accuracy, simulate
 
     config = DigitsConfig(gpus=tb.grid.x * tb.grid.y, steps=steps, **config_fields)
-    out = tb.run_digits(config, timeout=900)
-    expect = simulate(config, out["initial"], shard_bounds(out["initial"].size, tb.options.k, tb.grid.x),
-                      [out["jobs"][rail] for rail in tb.grid.rails])
-    assert sorted(out["finals"]) == list(range(config.gpus))
-    for rank, final in out["finals"].items():
+    out = workloads.digits(tb, config, timeout=900)
+    expect = simulate(config, out.initial, shard_bounds(out.initial.size, tb.options.k, tb.grid.x),
+                      [out.jobs[rail] for rail in tb.grid.rails])
+    assert sorted(out.finals) == list(range(config.gpus))
+    for rank, final in out.finals.items():
         assert np.array_equal(final, expect), f"rank {rank}"
-    assert np.array_equal(out["registers"], expect)
+    assert np.array_equal(out.registers, expect)
     got, reference = accuracy(config, expect), float_accuracy(config)
     assert got >= reference - tolerance and got > 0.8, (got, reference)
     return {"accuracy": got, "float_reference": reference}

@@ -250,6 +250,14 @@ class MininetNetwork:
         if result.returncode != 0:
             raise TestbedError(f"link {host}-{self.topology.uplink(host).b}: {result.stderr.strip()}")
 
+    def freeze_switch(self, name: str) -> None:
+        """Refused: a hung switch is emulated on loopback (SIGSTOP of its process); here a
+        link fault is :meth:`set_nic_link`."""
+        raise TestbedError(f"freeze switch {name}: needs the loopback backend, this is {self.kind}")
+
+    def thaw_switch(self, name: str) -> None:
+        raise TestbedError(f"thaw switch {name}: needs the loopback backend, this is {self.kind}")
+
     def spawn_on(self, host: str, name: str, argv: Sequence[str], env: dict[str, str] | None = None,
                  stdout_pipe: bool = False) -> subprocess.Popen[bytes]:
         if self.net is None or self.procs is None:

@@ -15,6 +15,7 @@ import pytest
 
 from innet.testbed.core.testbed import TestbedOptions
 from innet.testbed.core.ina_worker import EXIT_AGGREGATION
+from innet.testbed.rail import workloads
 from innet.testbed.rail.testbed import RailTestbed
 from innet.testbed.rail.worker import EXIT_HB
 from innet.testbed.core.topology import rail_only
@@ -63,8 +64,8 @@ def test_a_hung_rail_switch_fails_its_rail_and_a_reinstalled_job_runs(tmp_path: 
         assert elapsed < DEADLINE + 10
         assert tb.controller["r1"].occupancy(tb.job.job_id).busy == 0
         assert tb.rail_counters("r1")["innet_drops"] == 0
-        tb.reinstall()
-        assert_exact(tb.run_hierarchical([1000]), [1000], 4)
+        tb.replace_job()
+        assert_exact(workloads.hierarchical(tb, [1000]), [1000], 4)
 
 
 @pytest.mark.slow
@@ -75,19 +76,19 @@ def test_a_spare_domain_takes_over_a_dead_one_with_no_lost_or_repeated_step(kill
     with RailTestbed(rail_only(domains=3, gpus_per_domain=2), options, backend="loopback", spares=1) as tb:
         assert tb.active == [0, 1] and tb.gpus == 4
         config = DigitsConfig(gpus=tb.gpus, steps=16)  # the kill at 26 r1 completions lands mid-run
-        plain = tb.run_digits(config)
+        plain = workloads.digits(tb, config)
         out = run_digits_failover(tb, config, rank=1, kill_at=kill_at, warm=warm)
-        report = out["failover"]
-        assert (report["failed_domain"], report["spare_domain"]) == (1, 2) and tb.active == [0, 2]
-        assert 0 <= report["resume_step"] < config.steps
-        finals = out["finals"]
+        report = out.failover
+        assert (report.failed_domain, report.spare_domain) == (1, 2) and tb.active == [0, 2]
+        assert 0 <= report.resume_step < config.steps
+        finals = out.run.finals
         assert sorted(finals) == [0, 1, 2, 3]  # the spare's GPUs report the dead domain's ranks
         for rank, params in finals.items():
-            assert np.array_equal(params, plain["finals"][0]), f"rank {rank} differs from the uninterrupted run"
-        assert np.array_equal(out["registers"], plain["finals"][0])
-        bounds = shard_bounds(plain["initial"].size, tb.options.k, tb.grid.x)
-        assert np.array_equal(simulate(config, plain["initial"], bounds, [plain["jobs"][r] for r in tb.grid.rails]),
-                              plain["finals"][0])
-        spare_steps = sorted(d["step"] for d in out["lines"][2] if "step" in d)
-        assert spare_steps == list(range(report["resume_step"], config.steps))
-        assert report["recovery_s"] > 0 and report["read_state_s"] > 0
+            assert np.array_equal(params, plain.finals[0]), f"rank {rank} differs from the uninterrupted run"
+        assert np.array_equal(out.run.registers, plain.finals[0])
+        bounds = shard_bounds(plain.initial.size, tb.options.k, tb.grid.x)
+        assert np.array_equal(simulate(config, plain.initial, bounds, [plain.jobs[r] for r in tb.grid.rails]),
+                              plain.finals[0])
+        spare_steps = sorted(d["step"] for d in out.run.lines[2] if "step" in d)
+        assert spare_steps == list(range(report.resume_step, config.steps))
+        assert report.recovery_s > 0 and report.read_state_s > 0

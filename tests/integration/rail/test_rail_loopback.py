@@ -10,6 +10,7 @@ import pytest
 from innet.testbed.core import testbed as bringup
 from innet.testbed.core.testbed import TestbedOptions
 from innet.testbed.core.gloo import gloo_available
+from innet.testbed.rail import workloads
 from innet.testbed.rail.testbed import RailTestbed
 from innet.testbed.core.topology import rail_only, rail_optimized
 
@@ -31,15 +32,15 @@ def test_rail_only_on_loopback(gpus: int, tmp_path: Path) -> None:
     sizes = SIZES if gpus == 2 else [300, 2000]
     with RailTestbed(rail_only(2, gpus), _options(tmp_path), backend="loopback") as tb:
         assert tb.flat is None
-        assert_exact(tb.run_hierarchical(sizes), sizes, 2 * gpus)
+        assert_exact(workloads.hierarchical(tb, sizes), sizes, 2 * gpus)
         if gpus == 2:
             counters = tb.counters()
             assert counters["innet_drops"] == 0 and counters["innet_stale"] == 0
             assert counters["innet_contributions"] == 2 * counters["innet_completions"]  # y = 2 per rail
         else:  # the host-based baseline: the rail's GPUs reduce-scatter and all-gather over TCP
-            assert_exact(tb.run_hierarchical(sizes, collective="ring"), sizes, 2 * gpus)
+            assert_exact(workloads.hierarchical(tb, sizes, collective="ring"), sizes, 2 * gpus)
         assert_training_bit_exact(tb, "momentum", steps=3 if gpus == 2 else 2)
-        assert_exact(tb.run_alltoall(30000, repeats=1), [30000], 2 * gpus)
+        assert_exact(workloads.alltoall(tb, 30000, repeats=1), [30000], 2 * gpus)
         if gpus == 2:
             assert_digits_trained(tb, steps=12)
 
@@ -51,22 +52,22 @@ def test_rail_optimized_on_loopback(gpus: int, tmp_path: Path) -> None:
     spine), SGD bit-exact with the numpy model, the all-to-all on both routes."""
     sizes = SIZES if gpus == 2 else [300, 2000]
     with RailTestbed(rail_optimized(2, gpus), _options(tmp_path), backend="loopback") as tb:
-        assert_exact(tb.run_hierarchical(sizes), sizes, 2 * gpus)
-        assert_exact(tb.run_flat(sizes), sizes, 2 * gpus)
+        assert_exact(workloads.hierarchical(tb, sizes), sizes, 2 * gpus)
+        assert_exact(workloads.flat(tb, sizes), sizes, 2 * gpus)
         assert tb.flat is not None
         spine = tb.controller[tb.grid.spine].counters(tb.flat.job_id)
         assert spine["innet_completions"][tb.flat.job_id] > 0
         assert_training_bit_exact(tb, "sgd", steps=3 if gpus == 2 else 2)
         for route in ("direct", "two-step"):
-            assert_exact(tb.run_alltoall(30000, repeats=1, route=route), [30000], 2 * gpus)
+            assert_exact(workloads.alltoall(tb, 30000, repeats=1, route=route), [30000], 2 * gpus)
 
 
 def test_rail_only_has_no_direct_alltoall_or_flat_ina(tmp_path: Path) -> None:
     tb = RailTestbed(rail_only(2, 2), _options(tmp_path), backend="loopback")  # not started: planning only
     with pytest.raises(bringup.TestbedError, match=r"topology rail-only-2x2: the direct all-to-all needs a spine"):
-        tb.run_alltoall(10, route="direct")
+        workloads.alltoall(tb, 10, route="direct")
     with pytest.raises(bringup.TestbedError, match=r"topology rail-only-2x2: flat INA needs a spine"):
-        tb.run_flat([10])
+        workloads.flat(tb, [10])
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ import pytest
 from innet.testbed.backends.mininet.clean import innet_interfaces
 from innet.testbed.core.testbed import TestbedOptions
 from innet.testbed.core.topology import Topology, rail_only, rail_optimized
+from innet.testbed.rail import workloads
 from innet.testbed.rail.testbed import RailTestbed
 
 from testkit.rail_checks import assert_exact  # noqa: E402
@@ -98,7 +99,7 @@ def test_rail_optimized_switches_are_separate_bmv2_and_a_failure_leaves_nothing(
                 assert f"--thrift-port {tb.network.thrift_ports[s.name]} " in cmd
                 assert f"--grpc-server-addr {tb.grpc_addresses[s.name]} " in cmd + " "
             assert len({s.device_id for s in topo.p4_switches}) == len(switches)
-            assert_exact(tb.run_hierarchical([300]), [300], 4)
-            assert_exact(tb.run_flat([300]), [300], 4)
+            assert_exact(workloads.hierarchical(tb, [300]), [300], 4)
+            assert_exact(workloads.flat(tb, [300]), [300], 4)
             raise RuntimeError("failure inside the run")
     assert _left_behind(topo, before) == []

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from innet.testbed.core.testbed import TestbedOptions
+from innet.testbed.rail import workloads
 from innet.testbed.rail.testbed import RailTestbed
 from innet.testbed.core.topology import Link, rail_only, rail_optimized
 from innet.testbed.rail.digits import DigitsConfig
@@ -46,9 +47,9 @@ def test_rail_only_collectives_and_training(tmp_path: Path) -> None:
     gpus = 4
     topo = rail_only(2, gpus, nic_link=NIC, hb_link=HB)
     with RailTestbed(topo, _options(tmp_path), backend="mininet") as tb:
-        assert_exact(tb.run_hierarchical([1, 300, 2000]), [1, 300, 2000], 2 * gpus)
+        assert_exact(workloads.hierarchical(tb, [1, 300, 2000]), [1, 300, 2000], 2 * gpus)
         assert_training_bit_exact(tb, "momentum", steps=2)
-        assert_exact(tb.run_alltoall(20000, repeats=1), [20000], 2 * gpus)
+        assert_exact(workloads.alltoall(tb, 20000, repeats=1), [20000], 2 * gpus)
         assert "via 10.1.1.2 dev d1g1-eth1" in tb.network.net.get("d1g1").cmd(f"ip route get {topo.host('d2g2').address}")
         assert_exact(tb.run_gloo([1000, 20000], repeats=1, timeout=50), [1000, 20000], 2 * gpus)
         assert_digits_trained(tb, steps=12)
@@ -72,11 +73,11 @@ def test_rail_optimized_collectives_and_training(tmp_path: Path) -> None:
             classes = run(f"tc class show dev {iface}")
             assert "class htb 5:10 parent 5:1 prio 0" in classes and "class htb 5:20 parent 5:1 prio 1" in classes, \
                 (iface, classes)
-        assert_exact(tb.run_hierarchical([300, 2000]), [300, 2000], 2 * gpus)
-        assert_exact(tb.run_flat([300]), [300], 2 * gpus)
+        assert_exact(workloads.hierarchical(tb, [300, 2000]), [300, 2000], 2 * gpus)
+        assert_exact(workloads.flat(tb, [300]), [300], 2 * gpus)
         assert_training_bit_exact(tb, "sgd", steps=2)
         for route in ("direct", "two-step"):
-            assert_exact(tb.run_alltoall(20000, repeats=1, route=route), [20000], 2 * gpus)
+            assert_exact(workloads.alltoall(tb, 20000, repeats=1, route=route), [20000], 2 * gpus)
         assert_exact(tb.run_gloo([1000, 20000], repeats=1, timeout=50), [1000, 20000], 2 * gpus)
         assert_digits_trained(tb, steps=12)
         sent = host.cmd("tc -s class show dev d1g1-eth0")
@@ -120,8 +121,8 @@ def test_a_nic_link_down_fails_its_rail_and_a_reinstalled_job_runs(tmp_path: Pat
         # At most the chunks r1's GPUs had in flight when they stopped: one window each.
         assert tb.controller["r1"].occupancy(tb.job.job_id).busy <= 2 * tb.options.window
         tb.set_nic_link("d1g2", up=True)
-        tb.reinstall()
-        assert_exact(tb.run_hierarchical([1000]), [1000], 4)
+        tb.replace_job()
+        assert_exact(workloads.hierarchical(tb, [1000]), [1000], 4)
 
 
 @pytest.mark.slow
@@ -148,10 +149,10 @@ def test_a_spare_domain_takes_over_a_dead_one_bit_exact(tmp_path: Path) -> None:
         # Rail 0 completes 6-11 chunks per step, so the 20th completion comes by step 4 of 30: the
         # run cannot end between the poll that sees it and the kill (with 8 steps it once did)
         config = DigitsConfig(gpus=tb.gpus, steps=30)
-        plain = tb.run_digits(config)
+        plain = workloads.digits(tb, config)
         out = run_digits_failover(tb, config, rank=0, kill_at=20, warm=True)
-        assert (out["failover"]["failed_domain"], out["failover"]["spare_domain"]) == (0, 2)
-        assert sorted(out["finals"]) == [0, 1, 2, 3]
-        for rank, params in out["finals"].items():
-            assert np.array_equal(params, plain["finals"][0]), f"rank {rank} differs from the uninterrupted run"
+        assert (out.failover.failed_domain, out.failover.spare_domain) == (0, 2)
+        assert sorted(out.run.finals) == [0, 1, 2, 3]
+        for rank, params in out.run.finals.items():
+            assert np.array_equal(params, plain.finals[0]), f"rank {rank} differs from the uninterrupted run"
     assert _leftovers([s.name for s in topo.switches]) == []

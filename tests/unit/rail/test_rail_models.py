@@ -129,11 +129,13 @@ def test_model_cli_writes_json_and_png(tmp_path: Path, capsys: pytest.CaptureFix
 
 def test_bench_slowdown_pairs_repeats_and_applies_amdahl() -> None:
     from innet.testbed.rail.bench import alltoall_slowdown, slowdown_line
+    from innet.testbed.rail.records import CollectiveRow
 
     g = railperf.Grid(4, 2, 2e6, 20e6)
-    direct = {"size": 50_000, "median_s": 1.0, "times": [1.2, 1.0, 0.9]}
-    two_step = {"size": 50_000, "median_s": 1.1, "times": [1.0, 1.1, 1.26]}
-    s = alltoall_slowdown(direct, two_step, g)
+    direct = CollectiveRow("all-to-all direct", 50_000, "bytes/pair", 1.0, 0.9, (1.2, 1.0, 0.9), True, None, "innet")
+    two_step = CollectiveRow("all-to-all two-step", 50_000, "bytes/pair", 1.1, 1.0, (1.0, 1.1, 1.26), True, None,
+                             "innet")
+    s = alltoall_slowdown(direct, two_step, g).to_json()
     assert s["measured"] == pytest.approx(0.1) and s["runs"] == 3
     # sorted and paired: 1.0/0.9, 1.1/1.0, 1.26/1.2
     assert s["spread"] == [pytest.approx(0.05), pytest.approx(1.0 / 0.9 - 1)]

@@ -1,0 +1,175 @@
+"""The rows rail workloads and benchmarks hand each other, typed until they are written.
+
+Each record is frozen and turns into the JSON object the saved documents hold with
+``to_json`` (keys in field order, so a document reads the same whichever code wrote it);
+the documents' renderers (tables, Markdown, plots) read that JSON, so a saved file can be
+rendered again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CollectiveRow:
+    """One collective at one size in ``innet bench --topo rail-*``: per timed operation the
+    slowest GPU's time (the collective ends when the last GPU has it)."""
+
+    collective: str
+    size: int
+    unit: str
+    """``elements`` (int32 per GPU, allreduce) or ``bytes/pair`` (all-to-all)."""
+    median_s: float
+    min_s: float
+    times: tuple[float, ...]
+    ok: bool
+    """Every GPU's result was exact."""
+    model_s: float | None
+    """:mod:`innet.testbed.rail.models.railperf`'s time on the shaped links; None unshaped."""
+    switch_impl: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "times": list(self.times)}
+
+
+@dataclass(frozen=True)
+class Amdahl:
+    """The all-to-all slowdown weighed by its share of an MoE iteration's traffic."""
+
+    a2a_share: float
+    total: float
+    paper_a2a_share: float
+    paper_totals: tuple[float, float]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "paper_totals": list(self.paper_totals)}
+
+
+@dataclass(frozen=True)
+class AllToAllSlowdown:
+    """Rail-only's all-to-all (two-step) over rail-optimized's (direct), measured in one run."""
+
+    pair_bytes: int
+    measured: float
+    runs: int
+    spread: tuple[float, float]
+    """The least and the largest slowdown of the i-th fastest runs paired."""
+    model: float
+    seed_estimate: float
+    amdahl: Amdahl
+    switch_impl: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "spread": list(self.spread), "amdahl": self.amdahl.to_json()}
+
+
+@dataclass(frozen=True)
+class BenchFailure:
+    """A bring-up or collective that failed; the benchmark goes on with the next."""
+
+    collective: str
+    switch_impl: str
+    error: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    """A collective the topology's design does not have, and why."""
+
+    collective: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DemoRow:
+    """One collective of ``innet demo --topo rail-*`` (median of the slowest GPU's times)."""
+
+    collective: str
+    size: int
+    median_s: float
+    ok: bool
+    model_s: float | None = None
+    modelled: bool = False
+    """The row has a model column (the all-to-all's; None when the links are unshaped)."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"collective": self.collective, "size": self.size, "median_s": self.median_s,
+                               "ok": self.ok}
+        if self.modelled:
+            out["model_s"] = self.model_s
+        return out
+
+
+@dataclass(frozen=True)
+class TrainingSummary:
+    """The digits training of ``innet demo``/``innet train`` on the rail switches and its checks."""
+
+    model: str
+    mode: str
+    lr: float
+    beta: float
+    steps: int
+    gpus: int
+    parameters: int
+    seconds: float
+    shards: dict[str, int]
+    """Parameter chunks each rail switch holds."""
+    accuracy: float
+    float_reference_accuracy: float
+    loss_first: float
+    loss_last: float
+    workers_agree: bool
+    switch_registers_match: bool
+    bit_exact_with_model: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FailoverTimes:
+    """What a spare HB domain's take-over did and how long each part took
+    (:func:`innet.testbed.rail.spare.run_digits_failover`)."""
+
+    rank: int
+    spare: str
+    """``cold`` (started at the take-over) or ``warm`` (started with the job)."""
+    failed_domain: int
+    spare_domain: int
+    kill_at_completions: int
+    resume_step: int
+    applied_chunks_of_step: int
+    chunks_per_step: int
+    kill_to_reaped_s: float
+    settle_s: float
+    read_state_s: float
+    reprogram_s: float
+    spawn_s: float
+    spare_ready_s: float
+    spare_first_step_s: float
+    recovery_s: float
+    normal_step_s: float | None
+    slowest_step_s: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FailoverRow:
+    """One take-over of ``innet bench rail-failover`` and whether the run ended where an
+    uninterrupted one does."""
+
+    times: FailoverTimes
+    exact: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.times.to_json(), "exact": self.exact}
