@@ -15,15 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from innet.argtypes import (Reporter, UsageError, add_backend, add_executor, add_out, add_topo, add_values_per_packet,
-                            add_workers, float_list, input_file, int_range, interrupted, not_applicable,
-                            positive_float, sizes)
+from innet.argtypes import (EXIT_ERROR, EXIT_USAGE, Reporter, UsageError, add_backend, add_executor, add_out,
+                            add_topo, add_values_per_packet, add_workers, float_list, input_file, int_range,
+                            interrupted, not_applicable, positive_float, sizes)
 from innet.host.wire import SUPPORTED_K
 from innet.testbed.backends.mininet.console import quiet_mininet, run_cli
 from innet.testbed.backends.select import open_testbed, resolve_backend
-
-EXIT_ERROR = 1
-EXIT_USAGE = 2
 
 
 def _console() -> Any:

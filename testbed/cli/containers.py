@@ -8,10 +8,8 @@ import argparse
 import os
 import sys
 
-from innet.argtypes import SWITCH_IMPLS, add_switch_impl
+from innet.argtypes import EXIT_ERROR, EXIT_USAGE, SWITCH_IMPLS, add_switch_impl
 
-EXIT_ERROR = 1
-EXIT_USAGE = 2
 
 
 IMPLS = SWITCH_IMPLS

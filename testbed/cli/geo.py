@@ -13,11 +13,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from innet.argtypes import Reporter, add_backend, add_out, add_switch_impl, int_range, positive_float
+from innet.argtypes import (EXIT_USAGE, Reporter, add_backend, add_out, add_switch_impl, int_range, interrupted,
+                            positive_float)
 from innet.argtypes import console as new_console
 from innet.testbed.backends.select import resolve_backend
-
-EXIT_USAGE = 2
 
 
 def _sites(text: str) -> tuple[Any, ...]:
@@ -215,16 +214,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 with Reporter(new_console(), f"geo bench ({impl})", total=len(config.runs),
                               counts=lambda msg: msg.startswith("training "), markup=False) as report:
                     docs[impl] = geo_bench.run(replace(config, switch_impl=impl), progress=report)
-        doc = geo_bench.combine(docs, absent) if len(impls) > 1 else docs[impls[0]]
+                if docs[impl].get("partial"):
+                    break
+        doc = geo_bench.combine(docs, absent) if len(docs) > 1 else next(iter(docs.values()))
+        partial = doc["partial"] = any(d.get("partial") for d in docs.values())
     except (PlanError, GraphError, geo_bench.GeoBenchError) as error:  # GraphError: e.g. an unknown traced operator
         print(f"innet geo bench: {error}", file=sys.stderr)
         return EXIT_USAGE
     except (TestbedError, LaunchError) as error:
         print(f"innet geo bench: {' '.join(str(error).split())[:2000]}", file=sys.stderr)
         return 1
+    if partial and not doc["rows"]:
+        return interrupted("innet geo bench")  # before the first run ended: nothing to write
     print(geo_bench.table(doc))
     json_path, png_path = geo_bench.save(doc, config.out_dir)
     print(f"wrote {json_path} and {png_path}")
+    if partial:
+        return interrupted("innet geo bench", f"{json_path} (the runs before Ctrl-C)")
     return 0
 
 

@@ -804,7 +804,10 @@ def wan_description(testbed: str) -> str:
 
 
 def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
+    """Every run of ``config.runs`` on one testbed; the result document. Ctrl-C during the
+    runs ends them early: the document holds the rows so far and ``"partial": True``."""
     rows = []
+    partial = False
     geo_tb = open_testbed(config)
     quotas = None
     try:
@@ -815,22 +818,25 @@ def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None
                      + ", ".join(f"{s} {v:.2f}" for s, v in planned.site_speeds.items()))
         for name, plan in planned.plans.items():
             progress(plan.describe(name))
-        for placement, compression in config.runs:
-            progress(f"training {placement} / {compression} ...")
-            if config.replan and placement != "dp":
-                row = run_replanned(config, planned, placement, compression, geo_tb, quotas)
-            else:
-                row = run_one(config, planned, placement, compression, geo_tb, quotas)
-            progress(f"  step {row['step_s'] * 1e3:.1f} ms (predicted {row['predicted_step_s'] * 1e3:.1f}), "
-                     f"time to {config.target_accuracy:.0%}: {row['time_to_accuracy_s']}, "
-                     f"final accuracy {row['final_accuracy']}")
-            if row.get("straggler"):
-                progress(f"  straggler: {straggler_line(row['straggler'])}")
-            if row.get("rate_change"):
-                progress(f"  rate change: {rate_change_line(row['rate_change'])}")
-            if row.get("replan"):
-                progress(f"  re-planned: {replan_line(row['replan'])}")
-            rows.append(row)
+        try:  # Ctrl-C: the runs so far are kept, the document says it is partial
+            for placement, compression in config.runs:
+                progress(f"training {placement} / {compression} ...")
+                if config.replan and placement != "dp":
+                    row = run_replanned(config, planned, placement, compression, geo_tb, quotas)
+                else:
+                    row = run_one(config, planned, placement, compression, geo_tb, quotas)
+                progress(f"  step {row['step_s'] * 1e3:.1f} ms (predicted {row['predicted_step_s'] * 1e3:.1f}), "
+                         f"time to {config.target_accuracy:.0%}: {row['time_to_accuracy_s']}, "
+                         f"final accuracy {row['final_accuracy']}")
+                if row.get("straggler"):
+                    progress(f"  straggler: {straggler_line(row['straggler'])}")
+                if row.get("rate_change"):
+                    progress(f"  rate change: {rate_change_line(row['rate_change'])}")
+                if row.get("replan"):
+                    progress(f"  re-planned: {replan_line(row['replan'])}")
+                rows.append(row)
+        except KeyboardInterrupt:
+            partial = True
     finally:
         if quotas is not None:
             quotas.close()
@@ -851,7 +857,7 @@ def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None
             "load_average": list(os.getloadavg()),
             "site_speeds": planned.site_speeds, "probe_s": planned.probe_s,
             "clusters": [list(c) for c in planned.clusters],
-            "plans": {k: p.describe(k) for k, p in planned.plans.items()}, "rows": rows}
+            "plans": {k: p.describe(k) for k, p in planned.plans.items()}, "rows": rows, "partial": partial}
 
 
 def equal_wall_loss(rows: list[dict[str, Any]]) -> float | None:

@@ -179,3 +179,38 @@ def test_ctrl_c_in_bench_writes_the_partial_results(tmp_path: Path) -> None:
     doc = json.loads(saved.read_text())
     assert doc["partial"] is True and [(r["workers"], r["ok"]) for r in doc["rows"]] == [(2, True)]
     assert not any((tmp_path / f"innet-testbed-{os.getuid()}").glob("*/owner"))  # torn down
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_geo_bench_writes_the_runs_before_it(tmp_path: Path) -> None:
+    """Ctrl-C while the second run trains: the first run's row saved and marked partial, one line."""
+    import json
+    import signal
+    import time
+
+    proc = subprocess.Popen([str(BIN / "innet"), "geo", "bench", "--runs", "naive/none,greedy/none", "--steps", "10",
+                             "--eval-every", "5", "--out", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert proc.stdout is not None
+        deadline, seen = time.monotonic() + 240, []
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            assert line, f"geo bench ended early: {''.join(seen)}"
+            seen.append(line)
+            if line.startswith("training greedy"):
+                break
+        else:
+            raise AssertionError(f"no second run within the deadline: {''.join(seen)}")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and "Traceback" not in err
+    (saved,) = tmp_path.glob("geo-bench-*.json")
+    assert err.strip().splitlines() == [f"innet geo bench: interrupted; partial results in {saved} (the runs before "
+                                        "Ctrl-C)"]
+    doc = json.loads(saved.read_text())
+    assert doc["partial"] is True and [(r["placement"], r["compression"]) for r in doc["rows"]] == [("naive", "none")]
