@@ -456,11 +456,9 @@ FIGURE_GROUPS = {"fig2-5-traffic": ("fig2", "fig3", "fig4", "fig5", "a2a"), "fig
 def save_reproduction(doc: dict[str, Any], out_dir: Path) -> list[Path]:
     """``reproduce.json`` and one PNG per figure: the paper's number beside innet's under
     each setting, each bar labelled with its value."""
-    import matplotlib
+    from innet.testbed.core.report import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path = out_dir / "reproduce.json"
     json_path.write_text(json.dumps(doc, indent=2, default=str))
@@ -472,12 +470,14 @@ def save_reproduction(doc: dict[str, Any], out_dir: Path) -> list[Path]:
             continue
         fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(idx)), 4.5))
         width = 0.8 / (1 + len(names))
+        tallest = 1.1
         for j, series in enumerate(["paper", *names]):
             vals = []
             for i in idx:
                 row = doc["rows"][names[-1]][i]
                 v = row["paper"] if series == "paper" else doc["rows"][series][i]["innet"]
                 vals.append(v / row["paper"] if row["paper"] else 0.0)
+            tallest = max(tallest, *vals)
             xs = [p + (j - len(names) / 2) * width for p in range(len(idx))]
             bars = ax.bar(xs, vals, width, label=series if series != "paper" else "paper (= 1)",
                           color="black" if series == "paper" else None)
@@ -489,6 +489,7 @@ def save_reproduction(doc: dict[str, Any], out_dir: Path) -> list[Path]:
                 ax.annotate(fmt(raw, row["unit"]), (b.get_x() + b.get_width() / 2, b.get_height()),
                             ha="center", va="bottom", fontsize=6, rotation=90)
         ax.axhspan(0.9, 1.1, color="grey", alpha=0.15, label="paper +-10%")
+        ax.set_ylim(0, tallest * 1.3)  # room for the value labels above the tallest bar
         ax.set_xticks(list(range(len(idx))), [doc["rows"][names[-1]][i]["key"] for i in idx], rotation=30,
                       ha="right", fontsize=7)
         ax.set_ylabel("innet / paper")

@@ -147,3 +147,17 @@ def test_table2_rows_flag_where_one_tier_fewer_cannot_connect_a_rail() -> None:
     good = rows[(16384, 8, 64)]
     assert good["agrees"] and good["power_saving"] == pytest.approx(0.375, abs=0.001)
     assert good["rail_only"]["switches_per_tier"] == (512, 256)
+
+
+def test_reproduction_figures_are_readable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No overlapping or cut-off text and no legend entry without a drawing, on every PNG."""
+    from testkit.plots import check_figure, keep_figures
+
+    figures = keep_figures(monkeypatch)
+    settings = (reproduce.BEFORE, reproduce.AFTER)
+    rows = {s.name: reproduce.reproduce(s, with_guesses=False) for s in settings}
+    curves = {s.name: reproduce.figure_curves(s) for s in settings}
+    report.save_reproduction(report.reproduction_doc(settings, rows, curves), tmp_path)
+    assert len(figures) == len(report.FIGURE_GROUPS) + 1
+    problems = {f.axes[0].get_title(): check_figure(f) for f in figures}
+    assert all(not p for p in problems.values()), problems
