@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import signal
 import sys
 from pathlib import Path
@@ -152,6 +153,14 @@ def _check_program(path: Path) -> None:
                          + " or a P4 source file")
 
 
+def _named(message: str, program: Path | None) -> str:
+    """``message`` with the compiler's temporary copy of PROGRAM named as the user gave it
+    (the same text, so its line and column numbers hold)."""
+    if program is None:
+        return message
+    return re.sub(r"\S*/innet-switch-[^/\s]+/program\.p4", lambda _: str(program), message)
+
+
 def options_from_args(args: argparse.Namespace) -> SwitchOptions:
     """SwitchOptions from parsed flags; raises UsageError or PortError."""
     if args.program is not None and args.no_p4:
@@ -209,7 +218,7 @@ def _serve(args: argparse.Namespace, target: Target | None) -> int:
     try:
         switch.start()
     except (SwitchError, PortError) as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
+        print(f"{PROG}: error: {_named(str(error), options.program)}", file=sys.stderr)
         return EXIT_USAGE
     try:
         print(f"{PROG}: P4Runtime listening on {switch.grpc_address}", flush=True)

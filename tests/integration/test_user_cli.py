@@ -214,3 +214,12 @@ def test_ctrl_c_in_geo_bench_writes_the_runs_before_it(tmp_path: Path) -> None:
                                         "Ctrl-C)"]
     doc = json.loads(saved.read_text())
     assert doc["partial"] is True and [(r["placement"], r["compression"]) for r in doc["rows"]] == [("naive", "none")]
+
+
+def test_innet_switch_names_the_users_source_in_a_compile_error(tmp_path: Path) -> None:
+    source = tmp_path / "prog.p4"
+    source.write_text("typedef bit<48> macAddr_t;\nheader ethernet_t {\n    macAddr_t dstAddr\n"
+                      "    macAddr_t srcAddr;\n}\n")
+    result = run("innet-switch", str(source), "--log-level", "error")
+    assert result.returncode == 2 and "/innet-switch-" not in result.stderr
+    assert f"cannot compile the program: {source}:3:22: error: syntax error: expected ';' after 'dstAddr'" in result.stderr
