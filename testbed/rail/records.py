@@ -12,8 +12,15 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 
+class Record:
+    """A frozen dataclass whose JSON is its fields, nested records included, in field order."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]  # every subclass is a dataclass
+
+
 @dataclass(frozen=True)
-class CollectiveRow:
+class CollectiveRow(Record):
     """One collective at one size in ``innet bench --topo rail-*``: per timed operation the
     slowest GPU's time (the collective ends when the last GPU has it)."""
 
@@ -35,7 +42,7 @@ class CollectiveRow:
 
 
 @dataclass(frozen=True)
-class Amdahl:
+class Amdahl(Record):
     """The all-to-all slowdown weighed by its share of an MoE iteration's traffic."""
 
     a2a_share: float
@@ -48,7 +55,7 @@ class Amdahl:
 
 
 @dataclass(frozen=True)
-class AllToAllSlowdown:
+class AllToAllSlowdown(Record):
     """Rail-only's all-to-all (two-step) over rail-optimized's (direct), measured in one run."""
 
     pair_bytes: int
@@ -66,30 +73,24 @@ class AllToAllSlowdown:
 
 
 @dataclass(frozen=True)
-class BenchFailure:
+class BenchFailure(Record):
     """A bring-up or collective that failed; the benchmark goes on with the next."""
 
     collective: str
     switch_impl: str
     error: str
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class NotApplicable:
+class NotApplicable(Record):
     """A collective the topology's design does not have, and why."""
 
     collective: str
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class DemoRow:
+class DemoRow(Record):
     """One collective of ``innet demo --topo rail-*`` (median of the slowest GPU's times)."""
 
     collective: str
@@ -109,7 +110,7 @@ class DemoRow:
 
 
 @dataclass(frozen=True)
-class TrainingSummary:
+class TrainingSummary(Record):
     """The digits training of ``innet demo``/``innet train`` on the rail switches and its checks."""
 
     model: str
@@ -130,12 +131,9 @@ class TrainingSummary:
     switch_registers_match: bool
     bit_exact_with_model: bool
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class FailoverTimes:
+class FailoverTimes(Record):
     """What a spare HB domain's take-over did and how long each part took
     (:func:`innet.testbed.rail.spare.run_digits_failover`)."""
 
@@ -159,12 +157,9 @@ class FailoverTimes:
     normal_step_s: float | None
     slowest_step_s: float | None
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class FailoverRow:
+class FailoverRow(Record):
     """One take-over of ``innet bench rail-failover`` and whether the run ended where an
     uninterrupted one does."""
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -87,7 +87,7 @@ class Standby:
     procs: Procs
 
 
-def start_standby(tb: RailTestbed, digits: dict[str, Any], params: int, epoch: int,
+def start_standby(tb: RailTestbed, digits: DigitsConfig, params: int, epoch: int,
                   timeout: float = 120.0) -> Standby:
     """Start the first spare domain's GPUs for the digits job's worker set attached at
     ``epoch``: their agents, HB domain and data come up now, so a take-over only has to tell
@@ -98,7 +98,8 @@ def start_standby(tb: RailTestbed, digits: dict[str, Any], params: int, epoch: i
     for g in range(tb.grid.x):
         Path(f"{order}.ready{g}").unlink(missing_ok=True)
     procs = tb.spawn_workers(RAIL_WORKER, "rail", tb.domain_plans(tb.grid.hosts[domain], 0, "digits", epoch,
-                                                                  params=params, digits=digits, standby=str(order)))
+                                                                  params=params, digits=asdict(digits),
+                                                                  standby=str(order)))
 
     def ready() -> bool:
         for name, popen in procs:
@@ -119,11 +120,10 @@ def _give_order(path: Path, order: TakeOrder) -> None:
     tmp.rename(path)  # atomic: a GPU never reads half an order
 
 
-def take_over(tb: RailTestbed, rank: int, digits: dict[str, Any], standby: Standby | None = None) -> TakeOver:
+def take_over(tb: RailTestbed, rank: int, digits: DigitsConfig, standby: Standby | None = None) -> TakeOver:
     """Move job rank ``rank`` (its domain's GPUs dead) to the first spare domain and start the
     spare's GPUs (or order the ``standby`` ones) in the step the switches are in (module
-    docstring of :mod:`innet.testbed.rail.failover`). ``digits``: the run's ``DigitsConfig``
-    fields."""
+    docstring of :mod:`innet.testbed.rail.failover`). ``digits``: the run's configuration."""
     spare = spare_domain(tb) if standby is None else standby.domain
     if not 0 <= rank < len(tb.active):
         raise TestbedError(f"rank {rank} is outside the job's 0..{len(tb.active) - 1}")
@@ -136,8 +136,8 @@ def take_over(tb: RailTestbed, rank: int, digits: dict[str, Any], standby: Stand
                             "for momentum jobs, whose momentum register undoes a half-applied step (run sgd as "
                             "momentum with beta 0)")
     point = resume_point([state for state, _ in rails])
-    if point.step >= digits["steps"]:
-        raise FailoverError(f"the domain of rank {rank} died after the run's last step ({digits['steps']}): "
+    if point.step >= digits.steps:
+        raise FailoverError(f"the domain of rank {rank} died after the run's last step ({digits.steps}): "
                             "nothing to take over (kill earlier or train longer)")
     k = tb.options.k
     shards = []
@@ -161,7 +161,7 @@ def take_over(tb: RailTestbed, rank: int, digits: dict[str, Any], standby: Stand
         return TakeOver(rank, failed, spare, point, standby.procs, read - started, reprogrammed - read)
     plans = [(host, replace(plan, start_step=point.step, start_position=point.position(plan.gpu),
                             resume_params=str(path)))
-             for host, plan in tb.rail_plans("digits", infos[0].epoch, params=params.size, digits=digits)
+             for host, plan in tb.rail_plans("digits", infos[0].epoch, params=params.size, digits=asdict(digits))
              if plan.domain == rank]
     procs = tb.spawn_workers(RAIL_WORKER, "rail", plans)
     return TakeOver(rank, failed, spare, point, procs, read - started, reprogrammed - read)
@@ -196,10 +196,9 @@ def run_digits_failover(tb: RailTestbed, config: DigitsConfig, rank: int, kill_a
     the switches are read. ``warm``: the spare's GPUs are started with the job and wait
     (:func:`start_standby`); otherwise they start at the take-over."""
     initial = workloads.digits_job(tb, config)
-    fields = asdict(config)
     epoch = tb.attach()
-    standby = start_standby(tb, fields, initial.size, epoch) if warm else None
-    procs = tb.spawn_rail("digits", epoch=epoch, params=initial.size, digits=fields)
+    standby = start_standby(tb, config, initial.size, epoch) if warm else None
+    procs = tb.spawn_rail("digits", epoch=epoch, params=initial.size, digits=asdict(config))
     job_id, rail0 = tb.job.job_id, tb.grid.rails[0]
 
     def reached() -> bool:
@@ -218,7 +217,7 @@ def run_digits_failover(tb: RailTestbed, config: DigitsConfig, rank: int, kill_a
     survivors = _kill_domain(tb, procs, tb.active[rank])
     detected = time.time()
     time.sleep(settle)
-    took = take_over(tb, rank, fields, standby)
+    took = take_over(tb, rank, config, standby)
     spawned = time.time()
     out = workloads.digits_outputs(tb, survivors + took.procs, initial, timeout)
     spare_ranks = range(rank * tb.grid.x, (rank + 1) * tb.grid.x)  # global ranks of the domain's GPUs

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from innet.testbed.backends.loopback import LOCALHOST
 from innet.testbed.backends.select import network_for
@@ -32,6 +32,9 @@ from innet.testbed.core.topology import Topology
 from innet.testbed.rail.mininet import configure_hosts, rail_mininet_topo
 from innet.testbed.rail.grid import HB_PORT, RailGrid, flat_job, hierarchical_jobs, switch_of
 from innet.testbed.rail.worker import WORKER_MODULE as RAIL_WORKER, RailPlan
+
+if TYPE_CHECKING:
+    from innet.controller.jobs import JobSpec
 
 
 class RailTestbed(Testbed):
@@ -52,9 +55,9 @@ class RailTestbed(Testbed):
         self.active: list[int] = list(range(self.grid.y - spares))
         """The HB domains in the job, by rank (the last ``spares`` domains wait as spares;
         :mod:`innet.testbed.rail.spare` swaps one in for a failed domain)."""
-        self.rail_jobs: dict[str, Any] = {}
+        self.rail_jobs: dict[str, JobSpec] = {}
         """The hierarchical job's JobSpec on each rail switch."""
-        self.flat: Any = None
+        self.flat: JobSpec | None = None
         """The flat job on the spine (rail-optimized), or None."""
         self._hb: dict[str, tuple[str, int]] = {}
         self._a2a: dict[str, dict[str, tuple[str, int]]] = {}
@@ -82,7 +85,7 @@ class RailTestbed(Testbed):
         self.rail_jobs = jobs
         return jobs[self.grid.rails[0]]
 
-    def create_flat_job(self, mode: str = "sum", **params: Any) -> Any:
+    def create_flat_job(self, mode: str = "sum", **params: Any) -> JobSpec:
         job = flat_job(self.grid, self.options.job_id + 1, window=self.options.window, k=self.options.k,
                        agent_port=self.options.agent_port, mode=mode, **params)
         assert self.grid.spine is not None
