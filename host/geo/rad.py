@@ -103,9 +103,23 @@ class StageRunner:
         self._masks: dict[int, dict[str, Array]] = {}
         """Per microbatch, the columns the previous stage's top-k kept (this stage's gradients go there)."""
         self._mb_compute: float | None = None
-        self.period_s: float = 0.0
-        """Largest compute time per microbatch of any stage (the pipeline's period), learnt from
-        the value every training message carries in its tag."""
+        self._reported: dict[str, float] = {}
+        """The pipeline period each neighbour last reported (``prev`` / ``next``)."""
+
+    @property
+    def period_s(self) -> float:
+        """Largest compute time per microbatch of any stage (the pipeline's period): this stage's
+        own (an EMA) or what a neighbour last reported, which carries the stages beyond it. The
+        latest values, not the largest ever seen: one slow first step (measured: 118 ms against
+        0.6 ms after) would otherwise fix the budget for the whole run and AdaTopK would send
+        dense over a link too slow for it."""
+        return max([self._mb_compute or 0.0, *self._reported.values()])
+
+    def _period_towards(self, kind: str) -> float:
+        """The period to report in a ``fwd`` (to the next stage) or ``bwd`` message: this stage's
+        own and what came from the other side only, so no stage hears its own value echoed."""
+        other = self._reported.get("prev" if kind == "fwd" else "next", 0.0)
+        return max(self._mb_compute or 0.0, other)
 
     @property
     def index(self) -> int:
@@ -141,7 +155,7 @@ class StageRunner:
             raise RadError(f"stage {self.index}: expected message {expect} on {link.name}, got {tag}")
         n = len(expect)
         if len(tag) > n:
-            self.period_s = max(self.period_s, float(tag[n]))
+            self._reported["next" if link is self.next else "prev"] = float(tag[n])
         if len(tag) > n + 2:
             from_next = link is self.next
             (self.meter_next if from_next else self.meter_prev).observe(
@@ -155,12 +169,10 @@ class StageRunner:
         return tensors
 
     def _tag(self, kind: str, step: int, mb: int) -> tuple[Any, ...]:
-        """Message tag; it carries the largest stage compute time seen so far, the send time, and
+        """Message tag; it carries the pipeline period as this stage knows it, the send time, and
         this stage's estimate of the rate the receiver's messages arrive at."""
-        own = self._mb_compute or 0.0
-        self.period_s = max(self.period_s, own)
         meter = self.meter_next if kind == "fwd" else self.meter_prev
-        return (kind, step, mb, self.period_s, time.time(), meter.rate_bps)
+        return (kind, step, mb, self._period_towards(kind), time.time(), meter.rate_bps)
 
     def probe_next(self, nbytes: int = PROBE_BYTES) -> float:
         """Measure the bandwidth to the next stage (bits/s) from small and large round trips,
@@ -274,7 +286,8 @@ class StageRunner:
             # stamped like training messages: an evaluation crossing the link delays the training
             # message queued behind it, and the receiver's meter must see it (measured: a 368 KB
             # evaluation on the 10 Mbit/s link read as 282 ms of serialisation for the next one)
-            self.next.send(encode(("eval", tag, 0, self.period_s, time.time(), None), self.tx_next.infer(out, self._keys(feeds, self.tx_next.config))))
+            self.next.send(encode(("eval", tag, 0, self._period_towards("fwd"), time.time(), None),
+                                  self.tx_next.infer(out, self._keys(feeds, self.tx_next.config))))
             return None
         return ctx_values[self.stage.graph.node(self.stage.graph.loss).inputs[0]]
 

@@ -20,6 +20,10 @@ from collections import deque
 
 MIN_SER_S = 20e-6
 """Floor of one message's serialisation time (timer and scheduler noise)."""
+RECENT = 2
+"""Samples that must agree before the meter treats the link as changed."""
+CHANGE = 3.0
+"""Factor between those samples' rate and the window's that counts as a change."""
 WAITED_S = 0.5e-3
 """A receive that returns sooner than this found the message already waiting."""
 
@@ -48,6 +52,21 @@ class ThroughputMeter:
         ser = max(MIN_SER_S, arrived_at - self.delay_s - start)
         self._samples.append((nbytes, ser))
         self._last_arrival = arrived_at
+        self._forget_on_change()
+
+    def _forget_on_change(self) -> None:
+        """When the last ``RECENT`` samples agree on a rate ``CHANGE`` times above or below the
+        rest of the window, the link changed: keep only them, so the estimate follows within a
+        couple of messages instead of a whole window (measured: 7 steps to follow 0.2 -> 200
+        Mbit/s with the window alone)."""
+        if len(self._samples) <= RECENT:
+            return
+        samples = list(self._samples)
+        old, new = samples[:-RECENT], samples[-RECENT:]
+        before = sum(b for b, _ in old) / sum(s for _, s in old)
+        rates = [b / s for b, s in new]
+        if all(r > CHANGE * before for r in rates) or all(r * CHANGE < before for r in rates):
+            self._samples = deque(new, maxlen=self.window)
 
     @property
     def rate_bps(self) -> float | None:
