@@ -129,6 +129,8 @@ class ExprBuilder(CallHooks):
         if raw.name in ("name", "deprecated") and not raw.structured and raw.body and \
                 not (len(raw.body) == 1 and raw.body[0].kind == "STRING_LITERAL"):
             raise self.err(loc, f"@{raw.name} should contain a single string literal, not '{raw.text.strip()}'")
+        if raw.name == "pkginfo" and not any(b.kind == "=" for b in raw.body):
+            raise self.err(loc, "@pkginfo needs a body of key=value pairs, e.g. @pkginfo(version=\"1.0\")")
         if raw.name == "p4runtime_translation" and not _translation_width_ok(raw.body):
             raise self.err(loc, f"@p4runtime_translation({raw.text.strip()}): the second argument must be an "
                            "integer width, bit<W> or string")

@@ -14,7 +14,7 @@ from .errors import P4Error
 from .expressions import children
 from .symbols import did_you_mean
 from .tree import ParseNode
-from .walk import contains
+from .walk import contains, same_code
 
 if TYPE_CHECKING:
     from .blocks import BlockBuilder
@@ -56,7 +56,12 @@ def _ref_args(b: "BlockBuilder", ref: ir.ActionRef, args_t: ParseNode | None,
     act = ref.action
     nargs = len(b.arg_list(args_t))
     if nargs == len(act.params):
-        return _bind_prefix(b, act, act.params, args_t, loc)
+        args = _bind_prefix(b, act, act.params, args_t, loc)
+        for p, listed, given in zip(act.params, ref.args, args):
+            if not same_code(listed, given):
+                raise b.err(given.loc, f"argument '{p.name}' of action '{act.name}' does not match the one "
+                            "its actions list binds")
+        return args
     rest = act.params[len(ref.args):]
     return ref.args + _bind_prefix(b, act, rest, args_t, loc)
 
@@ -201,9 +206,9 @@ def _check_direct_meters(b: "BlockBuilder", table: ir.Table) -> None:
             if table.direct_meter is not meter:
                 raise b.err(ref.loc, f"action '{ref.action.name}' of table '{table.name}' reads direct_meter "
                             f"'{meter.name}', which the table does not list as 'meters'")
-    meter = table.direct_meter
-    if meter is not None and not any(_reads(ref.action, meter) for ref in table.actions):
-        b.warn(table.loc, f"table '{table.name}': direct_meter '{meter.name}' is read by none of its actions: "
+    listed = table.direct_meter
+    if listed is not None and not any(_reads(ref.action, listed) for ref in table.actions):
+        b.warn(table.loc, f"table '{table.name}': direct_meter '{listed.name}' is read by none of its actions: "
                f"{BMV2_REJECTS}; innet meters the packets and the control plane can read the meter")
 
 
@@ -338,7 +343,7 @@ def _check_unique(b: "BlockBuilder", table: ir.Table) -> None:
     if any(k not in ("exact", "lpm") for k in kinds) or kinds.count("lpm") > 1:  # a priority table
         return
     seen: dict[tuple[object, ...], ir.ConstEntry] = {}
-    for entry in table.const_entries:
+    for entry in table.const_entries or ():
         ident = _match_ident(table, entry)
         if ident is None:
             continue

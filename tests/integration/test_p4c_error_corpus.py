@@ -24,11 +24,9 @@ from innet.p4c_errors import CORPORA, DEFAULT_DIR, ENV_VAR, ErrorsDirError, Outc
 from innet.switch.frontend.preprocess import P4_INCLUDE_DIR
 
 KNOWN_GAPS = frozenset({
-    "p4_16_errors/annotation.p4",
     "p4_16_errors/default_action1.p4",
     "p4_16_errors/issue3221.p4",
     "p4_16_errors/issue3363.p4",
-    "p4_16_errors/issue3671-2.p4",
     "p4_16_errors/issue5094-type-bmv2.p4",
 })
 """Programs innet does not yet reject as p4c does (strict xfail: one that starts passing

@@ -503,3 +503,17 @@ def test_p4c_block_rules(decl: str, what: str) -> None:
 def test_translation_widths_p4c_accepts() -> None:
     for t in ("32", "bit<32>", "string"):
         compile_source(f"@p4runtime_translation(\"p4.org/x\", {t}) type bit<8> T;\n", "ok.p4")
+
+
+def test_default_action_must_repeat_the_list_binding() -> None:
+    locals_ = """    action a(inout bit<8> v, bit<8> d) { v = d; }
+    table t { actions = { a(m.x); } default_action = a(%s, 1); }"""
+    e = compile_err(locals_ % "hdr.h.a", "        t.apply();")
+    assert "argument 'v' of action 'a' does not match the one its actions list binds" in e.message and e.loc.line == 11
+    compile_source(ingress_src(locals_ % "m.x", "        t.apply();"), "ok.p4")
+
+
+def test_pkginfo_needs_key_value_pairs() -> None:
+    with pytest.raises(P4Error, match=r"decl\.p4:1:1: error: @pkginfo needs a body of key=value pairs"):
+        compile_source("@pkginfo\nconst bit<32> x = 0;\n", "decl.p4")
+    compile_source("@pkginfo(version=\"1.0\")\nconst bit<32> x = 0;\n", "ok.p4")
