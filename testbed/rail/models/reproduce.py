@@ -58,13 +58,10 @@ class Settings:
                 "dp_overlap": self.dp_overlap}
 
 
-_CALIBRATION: dict[float, float] = {}
-
-
+@functools.lru_cache(maxsize=8)
 def _calibrated(hb_efficiency: float) -> float:
-    if hb_efficiency not in _CALIBRATION:
-        _CALIBRATION[hb_efficiency] = iteration.calibrate(hb_efficiency=hb_efficiency)
-    return _CALIBRATION[hb_efficiency]
+    """:func:`iteration.calibrate` (a pure function, so its result can be reused)."""
+    return iteration.calibrate(hb_efficiency=hb_efficiency)
 
 
 BEFORE = Settings("before", hb_efficiency=iteration.HB_EFFICIENCY)
@@ -105,6 +102,10 @@ class Claim:
     guesses: tuple[Guess, ...] = ()
     cause: str = ""
     """Why innet differs, shown when the row is outside the tolerance."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ModelError(f"claim {self.key} kind={self.kind!r}: must be one of {', '.join(KINDS)}")
 
     def tolerance(self) -> float:
         if self.unit == "%" and self.paper < 0.10:
