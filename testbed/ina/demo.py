@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
@@ -27,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from innet.argtypes import Reporter
 from innet.testbed.ina import bench
 from innet.testbed.core.testbed import Testbed, TestbedError
 from innet.testbed.core.bounds import LinkModel
@@ -182,7 +184,9 @@ def run(config: DemoConfig, console: Any) -> dict[str, Any]:
                                      backend=backend, bw_mbps=config.bw_mbps, out_dir=config.out_dir,
                                      executor=config.executor, switch_impls=(config.switch_impl,))
     started = time.perf_counter()
-    with bench.open_testbed(backend, config.workers, 0.0, bench_config) as tb:
+    with contextlib.ExitStack() as stack:
+        with Reporter(console, f"bringing up a star of {config.workers} workers on {backend}"):
+            tb = stack.enter_context(bench.open_testbed(backend, config.workers, 0.0, bench_config))
         console.print(f"up in {time.perf_counter() - started:.1f} s: switch {tb.topology.switch().name} "
                       f"(P4Runtime {tb.grpc_address}), innet.p4 pushed, forwarding and job installed")
         train = _train(tb, config, console)
