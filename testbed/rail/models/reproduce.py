@@ -307,6 +307,11 @@ _FIG9_CAUSE = ("the paper states neither the cluster size nor the batch behind F
                "K = 8, 16,384 gives 13.9% for 4x HB at K = 256); no single size matches all four, and hiding the "
                "TP collectives (tp_overlap 1) drops 4x HB at K = 256 to 1.8%, so the paper's model exposes them")
 
+def _t2(key: str, what: str, paper: float, unit: str, saving: str, end: str, cause: str = "") -> Claim:
+    """One end of one of Table II's ranges (section V-E), over the guessed grid of rows."""
+    return Claim(key, "§V-E, Table II", what, paper, unit, _table2(saving, end), guesses=(_GRID_GUESS,), cause=cause)
+
+
 CLAIMS: tuple[Claim, ...] = (
     Claim("a2a_a100", "§IV-B", "all-to-all slowdown, rail-only vs rail-optimized, DGX A100", 0.082, "%", _a2a("dgx-a100")),
     Claim("a2a_h100", "§IV-B", "all-to-all slowdown, DGX H100", 0.112, "%", _a2a("dgx-h100")),
@@ -374,34 +379,26 @@ CLAIMS: tuple[Claim, ...] = (
           guesses=(Guess("switch radix", 64, (32, 128), "QM9700, the paper's ref. [31]"),),
           cause="typical switch power (747 W) is not peak power; with the QM9700's maximum (1,720 W, its port "
                 "optics included) and 9 W per NIC-end transceiver it is the 'after' row"),
-    Claim("t2_cost_low", "§V-E, Table II", "cost saving, low end of the range", 0.38, "%", _table2("cost_saving", "low"),
-          guesses=(_GRID_GUESS,),
-          cause="Table II's rows are not in our copy; innet's grid (16k-65k GPUs, radix 32/64/128, K 8/256) has "
-                "radix-32 rows where rail-only drops one of four tiers (26.6%); where it drops one of three, "
-                "36.2% (within; guess column, without radix 32)"),
-    Claim("t2_cost_high", "§V-E, Table II", "cost saving, high end", 0.77, "%", _table2("cost_saving", "high"),
-          guesses=(_GRID_GUESS,)),
-    Claim("t2_power_low", "§V-E, Table II", "power saving, low end", 0.37, "%", _table2("power_saving", "low"),
-          guesses=(_GRID_GUESS,),
-          cause="the grid's radix-32 rows drop one of four tiers (27%); dropping one of three gives 37.5% with "
-                "peak switch power (optics included) and 36.8% with typical power: the paper's 37% and 75% are "
-                "exactly the peak-power values of one and two of three tiers"),
-    Claim("t2_power_high", "§V-E, Table II", "power saving, high end", 0.75, "%", _table2("power_saving", "high"),
-          guesses=(_GRID_GUESS,), cause="see the low end"),
-    Claim("t2_usd_low", "§V-E, Table II", "money saved, low end", 117.0, "$M", _table2("cost_saving_usd", "low"),
-          guesses=(_GRID_GUESS,),
-          cause="Table II's rows are not in our copy: innet's grid includes 16,384-GPU rows (the smallest saving) "
-                "and 65,536-GPU rows with two tiers saved (the largest); the paper's prices (TopoOpt's) are not "
-                "public in our sources either, and the percentages say a switch port costs ~2.8x a transceiver "
-                "there against 0.9x in ours"),
-    Claim("t2_usd_high", "§V-E, Table II", "money saved, high end", 234.0, "$M", _table2("cost_saving_usd", "high"),
-          guesses=(_GRID_GUESS,), cause="see the low end"),
-    Claim("t2_mw_low", "§V-E, Table II", "power saved, low end", 1.7, "MW", _table2("power_saving_w", "low"),
-          guesses=(_GRID_GUESS,),
-          cause="the grid's smallest saving is at 16,384 GPUs (one tier); the paper's 1.7 MW is one tier at ~32k "
-                "(guess column, 32k-65k GPUs)"),
-    Claim("t2_mw_high", "§V-E, Table II", "power saved, high end", 6.9, "MW", _table2("power_saving_w", "high"),
-          guesses=(_GRID_GUESS,)),
+    _t2("t2_cost_low", "cost saving, low end of the range", 0.38, "%", "cost_saving", "low",
+        "Table II's rows are not in our copy; innet's grid (16k-65k GPUs, radix 32/64/128, K 8/256) has "
+        "radix-32 rows where rail-only drops one of four tiers (26.6%); where it drops one of three, "
+        "36.2% (within; guess column, without radix 32)"),
+    _t2("t2_cost_high", "cost saving, high end", 0.77, "%", "cost_saving", "high"),
+    _t2("t2_power_low", "power saving, low end", 0.37, "%", "power_saving", "low",
+        "the grid's radix-32 rows drop one of four tiers (27%); dropping one of three gives 37.5% with "
+        "peak switch power (optics included) and 36.8% with typical power: the paper's 37% and 75% are "
+        "exactly the peak-power values of one and two of three tiers"),
+    _t2("t2_power_high", "power saving, high end", 0.75, "%", "power_saving", "high", "see the low end"),
+    _t2("t2_usd_low", "money saved, low end", 117.0, "$M", "cost_saving_usd", "low",
+        "Table II's rows are not in our copy: innet's grid includes 16,384-GPU rows (the smallest saving) "
+        "and 65,536-GPU rows with two tiers saved (the largest); the paper's prices (TopoOpt's) are not "
+        "public in our sources either, and the percentages say a switch port costs ~2.8x a transceiver "
+        "there against 0.9x in ours"),
+    _t2("t2_usd_high", "money saved, high end", 234.0, "$M", "cost_saving_usd", "high", "see the low end"),
+    _t2("t2_mw_low", "power saved, low end", 1.7, "MW", "power_saving_w", "low",
+        "the grid's smallest saving is at 16,384 GPUs (one tier); the paper's 1.7 MW is one tier at ~32k "
+        "(guess column, 32k-65k GPUs)"),
+    _t2("t2_mw_high", "power saved, high end", 6.9, "MW", "power_saving_w", "high"),
 )
 """The paper's quantitative claims (numbers from our copy of the paper; sections and figures
 as it numbers them)."""
