@@ -133,33 +133,32 @@ def _a2a(platform: str) -> Callable[[Settings, dict[str, Any]], tuple[float, dic
 
 
 @functools.lru_cache(maxsize=8)
-def _megatron_matrix(tp_scheme: str, batch: int) -> tuple[dict[str, float], traffic.TrafficMatrix]:
+def _megatron_numbers(tp_scheme: str, batch: int) -> tuple[dict[str, float], float, float]:
+    """(shares, bytes of the busiest HB-domain pair, bytes GPU 0 sends GPU 48) of Megatron's
+    GPT-1T run; only the numbers are kept, not the 3,072 x 3,072 matrices."""
     tm = traffic.megatron(model_by_name("gpt-1t"), iteration.Parallelism(8, 64, 6, 1), batch, 8, tp_scheme)
-    return traffic.summary(tm), tm
+    return traffic.summary(tm), float(tm.total()[:8, :8].max()), float(tm.by_kind["pp"][0, 48])
 
 
-def _megatron_summary(s: Settings, g: dict[str, Any]) -> tuple[dict[str, float], Any, dict[str, Any]]:
-    summary, tm = _megatron_matrix(s.tp_scheme, g.get("batch", 3072))
-    inputs = {"model": "gpt-1t", "tp/pp/dp": "8/64/6", "batch": g.get("batch", 3072), "K": 8,
-              "tp_scheme": s.tp_scheme}
-    return summary, tm, inputs
+def _megatron_inputs(s: Settings, g: dict[str, Any]) -> dict[str, Any]:
+    return {"model": "gpt-1t", "tp/pp/dp": "8/64/6", "batch": g.get("batch", 3072), "K": 8, "tp_scheme": s.tp_scheme}
 
 
 def _traffic_share(key: str) -> Callable[[Settings, dict[str, Any]], tuple[float, dict[str, Any]]]:
     def compute(s: Settings, g: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-        summary, _, inputs = _megatron_summary(s, g)
-        return summary[key], inputs
+        summary, _, _ = _megatron_numbers(s.tp_scheme, g.get("batch", 3072))
+        return summary[key], _megatron_inputs(s, g)
     return compute
 
 
 def _hb_pair_gb(s: Settings, g: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-    _, tm, inputs = _megatron_summary(s, g)
-    return float(tm.total()[:8, :8].max()) / 1e9, {**inputs, "pair": "ring neighbour in one DGX"}
+    _, hb_pair, _ = _megatron_numbers(s.tp_scheme, g.get("batch", 3072))
+    return hb_pair / 1e9, {**_megatron_inputs(s, g), "pair": "ring neighbour in one DGX"}
 
 
 def _nic_pair_gb(s: Settings, g: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-    _, tm, inputs = _megatron_summary(s, g)
-    return float(tm.by_kind["pp"][0, 48]) / 1e9, {**inputs, "pair": "GPU 0 -> GPU 48 (next stage, same rail)"}
+    _, _, nic_pair = _megatron_numbers(s.tp_scheme, g.get("batch", 3072))
+    return nic_pair / 1e9, {**_megatron_inputs(s, g), "pair": "GPU 0 -> GPU 48 (next stage, same rail)"}
 
 
 @functools.lru_cache(maxsize=2)
@@ -170,10 +169,12 @@ def _gh200_shares(tp_scheme: str) -> tuple[float, float]:
     # DP 64 = 32 GPUs per domain x 2 domains with Megatron's rank order (tensor fastest, then
     # data) forces TP = 256 / 32 = 8, so PP = 4096 / (8 * 64) = 8.
     tm = traffic.megatron(model_by_name("gpt-1t"), iteration.Parallelism(8, 8, 64, 1), 4096, 256, tp_scheme)
-    idx = np.arange(tm.gpus)
-    off = (idx[:, None] // 256) != (idx[None, :] // 256)
     dp = tm.by_kind["dp"]
-    return float(dp[off].sum() / tm.total().sum()), float(1 - dp[off].sum() / dp.sum())
+    domain = np.arange(tm.gpus) // 256
+    inside = sum(float(dp[domain == d][:, domain == d].sum()) for d in np.unique(domain))
+    everything = sum(float(m.sum()) for m in tm.by_kind.values())
+    outside = float(dp.sum()) - inside
+    return outside / everything, inside / float(dp.sum())
 
 
 def _gh200(s: Settings, g: dict[str, Any]) -> tuple[tuple[float, float], dict[str, Any]]:
