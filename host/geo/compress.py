@@ -360,6 +360,7 @@ class LinkCompressor:
                 out[key] = self.feedback.int8(key, v, self.use_feedback)
             elif ratio >= 1.0:
                 out[key] = self.feedback.dense(key, v, self.use_feedback)
+                self.observe(key, v, keys)  # the receiver moves its reference towards these rows too
             elif self.rows and v.ndim >= 2 and v.shape[-1] > 1:
                 acc = self.feedback.accumulate(key, v) if self.use_feedback else v
                 ref = self._reference(key, acc, keys)

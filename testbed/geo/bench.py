@@ -689,8 +689,9 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
     wan_bytes = sum(d["sent_next"] + d["sent_prev"] for d in (o.of("done")[0] for o in outputs[0]))
     ratios = [d["mean_ratio_next"] for d in done if d.get("mean_ratio_next") is not None]
     slow = [i for i, link in enumerate(plan.links) if link.bw_mbps == min(l.bw_mbps for l in plan.links)]
-    slow_ratio = [done[i]["mean_ratio_next"] for i in slow if done[i].get("mean_ratio_next") is not None]
-    ratio = float(np.mean(slow_ratio)) if slow_ratio else 1.0
+    # the mean ratio of the slowest link's sparsified messages (warm-up and dense ones excluded)
+    sparse = [r for i in slow for r in (done[i].get("ratios_next") or []) if r < 1.0]
+    ratio = float(np.mean(sparse)) if sparse else 1.0
     # the cost model with what each boundary actually carried per microbatch, each direction
     first = done[:len(plan.order)]
     messages = config.steps * config.microbatches

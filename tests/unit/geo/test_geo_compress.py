@@ -323,3 +323,23 @@ def test_key_reference_stays_in_step_at_both_ends_and_shrinks_the_error() -> Non
     assert errors[-1] < 0.01 < 0.3 < plain_errors[-1], (errors, plain_errors)
     with pytest.raises(CompressionError, match="reference keys of shape"):
         tx.compress({"h": x}, keys=tokens[:2])
+
+
+def test_a_dense_adatopk_message_moves_both_references() -> None:
+    """AdaTopK sends dense when the message fits: the receiver (``rad``) moves its reference
+    towards the dense rows, so the sender must too, or the two copies part and every later
+    top-k message is rebuilt on the wrong rows."""
+    config = CompressionConfig("adatopk", min_ratio=0.1, row_topk=True, activations="topk", gradients="masked",
+                               reference="key")
+    tx, rx = LinkCompressor(config, direction="fwd"), LinkCompressor(config, direction="fwd")
+    rng = np.random.default_rng(7)
+    for bandwidth in (1e3, 1e12, 1e3):  # top-k, dense, top-k
+        tx.bandwidth_bps = bandwidth
+        tokens = rng.integers(0, 8, (4, 16))
+        x = rng.standard_normal((4, 16, 32)).astype(np.float32)
+        sent = decode(encode(("fwd", 0, 0), tx.compress({"h": x}, budget_s=0.01, keys=tokens)), densify=False)[1]["h"]
+        if isinstance(sent, np.ndarray):
+            rx.observe("h", sent, tokens)
+        else:
+            rx.receive("h", sent, tokens)
+    assert np.array_equal(tx.reference.tables["h"], rx.reference.tables["h"])
