@@ -389,6 +389,8 @@ class BlockBuilder(StmtBuilder):
         d = t.data
         if d == "name_ref":
             return self.name_of(t.children[0])
+        if d == "global_ref":
+            return "." + self.name_of(t.children[0])
         if d == "member":
             return f"{self.expr_text(t.children[0])}.{self.name_of(t.children[1])}"
         if d == "index":

@@ -363,13 +363,20 @@ class ExprBuilder(CallHooks):
         return ir.Const(False, ir.BoolT(), loc)
 
     def _e_name_ref(self, t: ParseNode, loc: ir.Loc) -> ir.Expr | _Callable:
+        return self._named(t, loc, self.scope)
+
+    def _e_global_ref(self, t: ParseNode, loc: ir.Loc) -> ir.Expr | _Callable:
+        """``.name``: the top-level declaration, whatever a local one of the name hides."""
+        return self._named(t, loc, self.scope.root())
+
+    def _named(self, t: ParseNode, loc: ir.Loc, scope: Scope) -> ir.Expr | _Callable:
         name = self.name_of(t.children[0])
-        sym = self.scope.lookup(name)
+        sym = scope.lookup(name)
         if sym is None:
-            if self.scope.lookup_type(name) is not None:
+            if scope.lookup_type(name) is not None:
                 raise self.err(loc, f"'{name}' is a type, not a value")
             raise self.err(loc, f"undefined name '{name}'."
-                           + did_you_mean(name, self.scope.all_value_names()))
+                           + did_you_mean(name, scope.all_value_names()))
         if isinstance(sym, (ir.Param, ir.VarDecl)):
             return ir.VarRef(sym, sym.type, loc)
         if isinstance(sym, ConstSym):

@@ -98,6 +98,13 @@ class Scope:
             raise DuplicateError(name, self.types[name])
         self.types[name] = sym
 
+    def root(self) -> "Scope":
+        """The top-level scope this one is nested in (``.name`` looks there)."""
+        s = self
+        while s.parent is not None:
+            s = s.parent
+        return s
+
     def lookup(self, name: str) -> object | None:
         s: Scope | None = self
         while s is not None:

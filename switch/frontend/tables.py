@@ -21,8 +21,12 @@ if TYPE_CHECKING:
 
 
 def _action_named(b: "BlockBuilder", name_t: Any) -> ir.Action:
+    """The action ``name_t`` names (a ``global_ref`` node, ``.a``, names the top-level one)."""
+    scope = b.scope
+    if isinstance(name_t, ParseNode) and name_t.data == "global_ref":
+        scope, name_t = scope.root(), name_t.children[0]
     name = b.name_of(name_t)
-    sym = b.scope.lookup(name)
+    sym = scope.lookup(name)
     if not isinstance(sym, ir.Action):
         cands = [n for n in b.scope.all_value_names() if isinstance(b.scope.lookup(n), ir.Action)]
         raise b.err(b.loc(name_t), f"'{name}' is not an action." + did_you_mean(name, cands)
@@ -66,7 +70,7 @@ def _ref_args(b: "BlockBuilder", ref: ir.ActionRef, args_t: ParseNode | None,
     return ref.args + _bind_prefix(b, act, rest, args_t, loc)
 
 
-_KEY_NODES = frozenset({"name_ref", "member", "index", "int_lit", "slice", "band", "type_member", "error_member"})
+_KEY_NODES = frozenset({"name_ref", "global_ref", "member", "index", "int_lit", "slice", "band", "type_member", "error_member"})
 
 
 def _simple_key(t: Any) -> bool:
@@ -87,9 +91,12 @@ def _simple_key(t: Any) -> bool:
 
 def _call_parts(b: "BlockBuilder", t: ParseNode) -> tuple[Any, ParseNode | None]:
     if t.data == "call":
-        return t.children[0].children[0], t.children[1]
+        fn = t.children[0]
+        return (fn if fn.data == "global_ref" else fn.children[0]), t.children[1]
     if t.data == "name_ref":
         return t.children[0], None
+    if t.data == "global_ref":
+        return t, None
     raise b.err(b.loc(t), "expected an action call like a(1, 2)")
 
 

@@ -24,7 +24,6 @@ from innet.p4c_errors import CORPORA, DEFAULT_DIR, ENV_VAR, ErrorsDirError, Outc
 from innet.switch.frontend.preprocess import P4_INCLUDE_DIR
 
 KNOWN_GAPS = frozenset({
-    "p4_16_errors/default_action1.p4",
     "p4_16_errors/issue3221.p4",
     "p4_16_errors/issue3363.p4",
     "p4_16_errors/issue5094-type-bmv2.p4",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from innet.switch.frontend import P4Error, UnsupportedError, compile_source
+from innet.switch.frontend import P4Error, UnsupportedError, compile_source, ir
 
 HEAD = """#include <core.p4>
 #include <v1model.p4>
@@ -517,3 +517,15 @@ def test_pkginfo_needs_key_value_pairs() -> None:
     with pytest.raises(P4Error, match=r"decl\.p4:1:1: error: @pkginfo needs a body of key=value pairs"):
         compile_source("@pkginfo\nconst bit<32> x = 0;\n", "decl.p4")
     compile_source("@pkginfo(version=\"1.0\")\nconst bit<32> x = 0;\n", "ok.p4")
+
+
+def test_a_leading_dot_names_the_top_level_declaration() -> None:
+    src = ingress_src("    action b() { m.x = 2; }\n    table t { actions = { b; } default_action = .b(); }",
+                      "        t.apply();").replace(ING, "action b() { }\n" + ING)
+    with pytest.raises(P4Error, match=r"err\.p4:12:49: error: default action 'b' is not in the actions list of table 't'"):
+        compile_source(src, "err.p4")
+    compile_source(src.replace("default_action = .b()", "default_action = b()"), "ok.p4")
+    p = compile_source(ingress_src("    bit<8> x = 1;", "        m.x = .x;").replace(ING, "const bit<8> x = 7;\n" + ING),
+                       "ok.p4")
+    ing = p.controls["Ing"]
+    assert any(isinstance(s, ir.Assign) and isinstance(s.rhs, ir.Const) and s.rhs.value == 7 for s in ing.body.stmts)
