@@ -48,6 +48,19 @@ from innet.switch.p4rt_codec.device_configs import describe
 from innet.switch.p4rt_codec.status import decode_write_errors, status_code_of, status_details
 
 LOG = logging.getLogger(__name__)
+CLOSE_SECONDS = 5.0
+"""How long closing a channel may take before teardown goes on without it."""
+
+
+def _close_within(channel: grpc.Channel, seconds: float) -> None:
+    """Close ``channel``, giving up after ``seconds``: a call that Ctrl-C interrupted can leave
+    grpc's close waiting forever, and a teardown must not hang on it (the process that ends
+    takes the channel with it)."""
+    closer = threading.Thread(target=channel.close, name="grpc-channel-close", daemon=True)
+    closer.start()
+    closer.join(seconds)
+    if closer.is_alive():
+        LOG.debug("gRPC channel close did not finish within %g s; going on without it", seconds)
 
 MAX_MESSAGE_BYTES = 256 << 20
 """Receive limit of the client channel (large register reads)."""
@@ -377,7 +390,7 @@ class P4RuntimeClient:
             stream.close()
         channel, self._channel = self._channel, None
         if channel is not None:
-            channel.close()
+            _close_within(channel, CLOSE_SECONDS)
         self._stub = None
 
     def __enter__(self) -> "P4RuntimeClient":

@@ -126,6 +126,8 @@ def cmd_rail_bench(args: argparse.Namespace) -> int:
         console.print(rail_bench.slowdown_line(s))
     json_path, png_path = rail_bench.save(doc, config.out_dir)
     console.print(f"wrote {json_path} and {png_path}")
+    if doc["partial"]:
+        return interrupted("innet bench", f"{json_path} (marked \"partial\": true)")
     if args.markdown:
         print(rail_bench.markdown(doc))
     for failure in doc["failures"]:

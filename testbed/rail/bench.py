@@ -118,7 +118,8 @@ def slowdown_line(s: dict[str, Any]) -> str:
 def run(config: RailBenchConfig, progress: Progress = lambda _: None,
         absent: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
     """Every collective on one testbed per switch implementation; the result document.
-    ``absent``: implementations asked for but not installed, (name, why), recorded."""
+    ``absent``: implementations asked for but not installed, (name, why), recorded. Ctrl-C
+    ends the run early: the rows so far, ``"partial": True``."""
     backend = resolve_backend(config.backend)
     topo = TOPOLOGIES[config.topo](domains=config.domains, gpus_per_domain=config.gpus_per_domain,
                                    nic_link=Link(bw_mbps=config.nic_mbps), hb_link=Link(bw_mbps=config.hb_mbps))
@@ -127,13 +128,19 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None,
     rows: list[CollectiveRow] = []
     failures: list[BenchFailure] = []
     slowdowns = []
+    partial = False
     for impl in config.switch_impls:
-        impl_rows = _measure(config, impl, topo, backend, grid, failures, progress)
+        try:
+            impl_rows = _measure(config, impl, topo, backend, grid, failures, progress)
+        except _Interrupted as stop:
+            impl_rows, partial = stop.rows, True
         rows.extend(impl_rows)
         for d in config.pair_bytes:
             by = {r.collective: r for r in impl_rows if r.size == d and r.unit == "bytes/pair"}
             if "all-to-all direct" in by and "all-to-all two-step" in by:
                 slowdowns.append(alltoall_slowdown(by["all-to-all direct"], by["all-to-all two-step"], grid))
+        if partial:
+            break
     not_applicable = [] if topo.kind == "rail-optimized" else [
         NotApplicable("flat INA", "rail-only has no switch that every GPU reaches (no spine)"),
         NotApplicable("all-to-all direct", "rail-only has no NIC path between rails")]
@@ -144,8 +151,17 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None,
             "c_s_bps": grid.c_s_bps, "c_f_bps": grid.c_f_bps, "shaped": shaped, "rows": [r.to_json() for r in rows],
             "small_frames_first": shaped and config.small_frames_first,
             "alltoall_slowdown": [s.to_json() for s in slowdowns], "failures": [f.to_json() for f in failures],
+            "partial": partial,
             "note": None if shaped else "loopback: no link rates, all-to-all does not cross the switches; "
                                         "model columns left empty"}
+
+
+class _Interrupted(Exception):
+    """Ctrl-C during one testbed's collectives, carrying the rows measured before it."""
+
+    def __init__(self, rows: list[CollectiveRow]) -> None:
+        super().__init__("interrupted")
+        self.rows = rows
 
 
 def _measure(config: RailBenchConfig, impl: str, topo: Any, backend: str, grid: railperf.Grid,
@@ -211,6 +227,9 @@ def _measure(config: RailBenchConfig, impl: str, topo: Any, backend: str, grid: 
                                      impl))
 
             attempt(f"all-to-all ({route})", a2a)
+    except KeyboardInterrupt:  # Ctrl-C: torn down as always, the rows so far kept
+        tb.stop(keep_logs=options.keep_logs)
+        raise _Interrupted(rows) from None
     except BaseException:
         tb.stop(keep_logs=True)
         raise

@@ -5,6 +5,7 @@ questions a first hour asks."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -143,75 +144,69 @@ def test_piped_tables_keep_every_cell(tmp_path: Path) -> None:
     assert result.returncode == 0 and "\u2026" not in result.stdout and "switches per tier RO" in result.stdout
 
 
+def interrupt_when(args: list[str], marker: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run ``innet ARGS``, Ctrl-C its process group (as a terminal does) once a line starts
+    with ``marker``; (exit status, stderr)."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([str(BIN / "innet"), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=ROOT, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert proc.stdout is not None
+        deadline, seen = time.monotonic() + 240, []
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            assert line, f"innet {' '.join(args)} ended early: {''.join(seen)}"
+            seen.append(line)
+            if line.startswith(marker):
+                break
+        else:
+            raise AssertionError(f"no line {marker!r} within the deadline: {''.join(seen)}")
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert "Traceback" not in err
+    return proc.returncode, err
+
+
 @pytest.mark.slow
 def test_ctrl_c_in_bench_writes_the_partial_results(tmp_path: Path) -> None:
     """Ctrl-C while the second worker count runs: one line, the first count's rows saved and
     marked partial, the testbed torn down (its run directory gone)."""
-    import json
-    import signal
-    import time
-
     env = {**os.environ, "TMPDIR": str(tmp_path)}  # the testbed's state directory lives under it
-    proc = subprocess.Popen([str(BIN / "innet"), "bench", "--backend", "loopback", "--workers", "2,3", "--sizes", "1K",
-                             "--repeats", "1", "--skip", "gloo", "--out", str(tmp_path / "out")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
-                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        assert proc.stdout is not None
-        deadline, seen = time.monotonic() + 120, []
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            assert line, f"bench ended early: {''.join(seen)}"
-            seen.append(line)
-            if line.startswith("ina: 3 workers"):
-                break
-        else:
-            raise AssertionError(f"no second worker count within the deadline: {''.join(seen)}")
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130 and "Traceback" not in err
+    rc, err = interrupt_when(["bench", "--backend", "loopback", "--workers", "2,3", "--sizes", "1K", "--repeats", "1",
+                              "--skip", "gloo", "--out", str(tmp_path / "out")], "ina: 3 workers", env)
     (saved,) = (tmp_path / "out").glob("bench-*.json")
-    assert err.strip().splitlines() == [
-        f"innet bench: interrupted; partial results in {saved} (marked \"partial\": true)"]
+    assert (rc, err.strip().splitlines()) == (
+        130, [f"innet bench: interrupted; partial results in {saved} (marked \"partial\": true)"])
     doc = json.loads(saved.read_text())
     assert doc["partial"] is True and [(r["workers"], r["ok"]) for r in doc["rows"]] == [(2, True)]
     assert not any((tmp_path / f"innet-testbed-{os.getuid()}").glob("*/owner"))  # torn down
 
 
 @pytest.mark.slow
+def test_ctrl_c_in_rail_bench_writes_the_partial_results(tmp_path: Path) -> None:
+    rc, err = interrupt_when(["bench", "--topo", "rail-only", "--backend", "loopback", "--sizes", "1K", "--repeats",
+                              "1", "--skip", "gloo", "--out", str(tmp_path)], "hierarchical ring")
+    (saved,) = tmp_path.glob("rail-bench-*.json")
+    assert (rc, err.strip().splitlines()) == (
+        130, [f"innet bench: interrupted; partial results in {saved} (marked \"partial\": true)"])
+    doc = json.loads(saved.read_text())
+    assert doc["partial"] is True and [r["collective"] for r in doc["rows"]] == ["hierarchical INA"]
+
+
+@pytest.mark.slow
 def test_ctrl_c_in_geo_bench_writes_the_runs_before_it(tmp_path: Path) -> None:
     """Ctrl-C while the second run trains: the first run's row saved and marked partial, one line."""
-    import json
-    import signal
-    import time
-
-    proc = subprocess.Popen([str(BIN / "innet"), "geo", "bench", "--runs", "naive/none,greedy/none", "--steps", "10",
-                             "--eval-every", "5", "--out", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        assert proc.stdout is not None
-        deadline, seen = time.monotonic() + 240, []
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            assert line, f"geo bench ended early: {''.join(seen)}"
-            seen.append(line)
-            if line.startswith("training greedy"):
-                break
-        else:
-            raise AssertionError(f"no second run within the deadline: {''.join(seen)}")
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130 and "Traceback" not in err
+    rc, err = interrupt_when(["geo", "bench", "--runs", "naive/none,greedy/none", "--steps", "10", "--eval-every", "5",
+                              "--out", str(tmp_path)], "training greedy")
     (saved,) = tmp_path.glob("geo-bench-*.json")
-    assert err.strip().splitlines() == [f"innet geo bench: interrupted; partial results in {saved} (the runs before "
-                                        "Ctrl-C)"]
+    assert (rc, err.strip().splitlines()) == (
+        130, [f"innet geo bench: interrupted; partial results in {saved} (the runs before Ctrl-C)"])
     doc = json.loads(saved.read_text())
     assert doc["partial"] is True and [(r["placement"], r["compression"]) for r in doc["rows"]] == [("naive", "none")]
 
