@@ -18,6 +18,7 @@ from innet.argtypes import (EXIT_USAGE, STF_EXECUTOR, CommandParser, add_executo
                             command_parsers, given_options, input_file, int_range, prepare_out, run_command)
 from innet.conformance import SuiteReport, default_suites, run_suites, stf_files
 from innet.testbed.cli.commands import add_commands as add_testbed_commands
+from innet.testbed.cli.cluster import add_commands as add_cluster_commands
 from innet.testbed.cli.geo import add_commands as add_geo_commands
 from innet.testbed.cli.live import add_commands as add_live_commands
 from innet.testbed.cli.model import add_commands as add_model_commands
@@ -413,6 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
     conf.set_defaults(func=_cmd_conformance)
     _add_control_commands(sub)
     add_live_commands(sub)  # table, counter, register (innet.testbed.cli.live)
+    add_cluster_commands(sub)  # cluster up/status/logs/down, cluster image push (innet.testbed.cli.cluster)
     for p in command_parsers(parser):  # the innermost command's name, for its messages
         p.set_defaults(_prog=p.prog)
     return parser
@@ -446,12 +448,28 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.code or 0)
     if getattr(args, "_many", None) is not None and isinstance(args.switch, str):  # control commands
         args.switch = [args.switch]
-    args.given = given_options(parser, sys.argv[1:] if argv is None else list(argv))
+    words = sys.argv[1:] if argv is None else list(argv)
+    args.given = given_options(parser, words)
+    if (misplaced := _before_benchmark_name(args, words)) is not None:
+        print(f"{_prog(args)}: error: {misplaced} comes before {args.bench_name}, so it is innet bench's own "
+              f"option, not {args.bench_name}'s: give it after the name", file=sys.stderr)
+        return EXIT_USAGE
     out = getattr(args, "out", None)
     if isinstance(out, Path) and (problem := prepare_out(out)) is not None:
         print(f"{_prog(args)}: error: {problem}", file=sys.stderr)
         return EXIT_USAGE
     return run_command(_prog(args), lambda: int(args.func(args)), _errors())
+
+
+def _before_benchmark_name(args: argparse.Namespace, words: list[str]) -> str | None:
+    """The first option between ``bench`` and a benchmark's NAME (it would set the allreduce
+    benchmark's option, which NAME then ignores), or None."""
+    name = getattr(args, "bench_name", None)
+    if not isinstance(name, str) or "bench" not in words:
+        return None
+    start = words.index("bench") + 1
+    between = words[start:words.index(name, start)] if name in words[start:] else []
+    return next((w for w in between if w.startswith("-")), None)
 
 
 def _prog(args: argparse.Namespace) -> str:

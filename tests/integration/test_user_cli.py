@@ -69,6 +69,13 @@ def test_a_flag_the_mode_would_ignore_is_an_error(args: list[str], line: str) ->
     assert (result.returncode, one_line(result)) == (2, line)
 
 
+def test_a_bench_option_before_a_benchmark_name_is_an_error() -> None:
+    result = run("innet", "bench", "--workers", "2", "luwu", "--steps", "5")
+    assert (result.returncode, one_line(result)) == (
+        2, "innet bench luwu: error: --workers comes before luwu, so it is innet bench's own option, not luwu's: "
+           "give it after the name")
+
+
 def test_version() -> None:
     result = run("innet", "--version")
     assert result.returncode == 0 and result.stdout.startswith("innet ") and result.stdout.split()[1][0].isdigit()
