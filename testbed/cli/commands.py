@@ -95,6 +95,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                         bench_sizes=args.sizes, out_dir=args.out, executor=args.executor, switch_impl=args.switch_impl,
                         benchmark=args.benchmark)
     doc = run(config, _console())
+    if doc.get("partial"):
+        return interrupted(f"innet {args.command}", f"{doc['files'][0]} (the steps before Ctrl-C)")
     train = doc["training"]
     good = (train["workers_agree"] and train["switch_registers_match"] and train["bit_exact_with_model"]
             and all(r["ok"] for r in doc["rows"]))

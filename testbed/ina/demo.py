@@ -66,6 +66,33 @@ class DemoConfig:
     """Run the allreduce benchmark after training (``innet demo``); False for ``innet train``."""
 
 
+class TrainingInterrupted(Exception):
+    """Ctrl-C during training; carries the per-worker losses of the steps done (NaN after)."""
+
+    def __init__(self, losses: Any) -> None:
+        super().__init__("training interrupted")
+        self.losses = losses
+
+
+def _partial(config: DemoConfig, backend: str, losses: Any, started: float) -> dict[str, Any]:
+    """The document of an interrupted run: the steps every worker finished and their mean loss."""
+    done = [int(np.sum(~np.isnan(row))) for row in losses]
+    curve = np.nanmean(losses[:, :min(done)], axis=0) if min(done) else np.zeros(0)
+    prefix = "demo" if config.benchmark else "train"
+    date = dt.datetime.now().isoformat(timespec="seconds")
+    doc: dict[str, Any] = {"format": "innet-demo/1", "date": date, "partial": True, "machine": bench.machine(),
+                           "backend": backend, "training": {"steps": config.steps, "workers": config.workers,
+                                                            "mode": config.mode, "lr": config.lr,
+                                                            "steps_done_per_worker": done,
+                                                            "loss_curve": [float(x) for x in curve]},
+                           "rows": [], "seconds": time.perf_counter() - started}
+    config.out_dir.mkdir(parents=True, exist_ok=True)
+    path = config.out_dir / f"{prefix}-{date.replace(':', '').replace('-', '')}-partial.json"
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    doc["files"] = [str(path)]
+    return doc
+
+
 def _train(tb: Testbed, config: DemoConfig, console: Any) -> dict[str, Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -117,6 +144,8 @@ def _train(tb: Testbed, config: DemoConfig, console: Any) -> dict[str, Any]:
         for (name, popen), t in zip(procs, threads):
             try:
                 popen.wait(timeout=600)
+            except KeyboardInterrupt:
+                raise TrainingInterrupted(losses) from None
             except Exception:
                 raise TestbedError(f"training: {name} did not finish; log:\n{tb.procs.log_tail(name)}") from None
             t.join(timeout=10)
@@ -169,7 +198,8 @@ def _train_plot(train: dict[str, Any], caption: str, path: Path) -> Path:
 
 
 def run(config: DemoConfig, console: Any) -> dict[str, Any]:
-    """The whole demo; the result document (also written as JSON)."""
+    """The whole demo; the result document (also written as JSON). Ctrl-C during training:
+    the testbed torn down, a document of the steps done with ``"partial": True``."""
     backend = resolve_backend(config.backend)
     why = ("running as root: Mininet hosts in network namespaces, 1 Gbit/s TCLinks"
            if backend == "mininet" else ("not root: " if config.backend == "auto" else "")
@@ -184,6 +214,15 @@ def run(config: DemoConfig, console: Any) -> dict[str, Any]:
                                      backend=backend, bw_mbps=config.bw_mbps, out_dir=config.out_dir,
                                      executor=config.executor, switch_impls=(config.switch_impl,))
     started = time.perf_counter()
+    try:
+        doc = _run_on_testbed(config, console, backend, bench_config, gloo, started)
+    except TrainingInterrupted as stop:  # the testbed is down (its with ended): keep what was trained
+        return _partial(config, backend, stop.losses, started)
+    return doc
+
+
+def _run_on_testbed(config: DemoConfig, console: Any, backend: str, bench_config: Any, gloo: bool,
+                    started: float) -> dict[str, Any]:
     with contextlib.ExitStack() as stack:
         with Reporter(console, f"bringing up a star of {config.workers} workers on {backend}"):
             tb = stack.enter_context(bench.open_testbed(backend, config.workers, 0.0, bench_config))

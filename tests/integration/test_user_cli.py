@@ -151,9 +151,10 @@ def test_piped_tables_keep_every_cell(tmp_path: Path) -> None:
     assert result.returncode == 0 and "\u2026" not in result.stdout and "switches per tier RO" in result.stdout
 
 
-def interrupt_when(args: list[str], marker: str, env: dict[str, str] | None = None) -> tuple[int, str]:
-    """Run ``innet ARGS``, Ctrl-C its process group (as a terminal does) once a line starts
-    with ``marker``; (exit status, stderr)."""
+def interrupt_when(args: list[str], marker: str, env: dict[str, str] | None = None,
+                   delay: float = 0.0) -> tuple[int, str]:
+    """Run ``innet ARGS``, Ctrl-C its process group (as a terminal does) ``delay`` seconds after
+    a line starts with ``marker``; (exit status, stderr)."""
     import signal
     import time
 
@@ -171,6 +172,7 @@ def interrupt_when(args: list[str], marker: str, env: dict[str, str] | None = No
                 break
         else:
             raise AssertionError(f"no line {marker!r} within the deadline: {''.join(seen)}")
+        time.sleep(delay)
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:
@@ -204,6 +206,18 @@ def test_ctrl_c_in_rail_bench_writes_the_partial_results(tmp_path: Path) -> None
         130, [f"innet bench: interrupted; partial results in {saved} (marked \"partial\": true)"])
     doc = json.loads(saved.read_text())
     assert doc["partial"] is True and [r["collective"] for r in doc["rows"]] == ["hierarchical INA"]
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_train_writes_the_steps_done(tmp_path: Path) -> None:
+    rc, err = interrupt_when(["train", "--backend", "loopback", "--workers", "2", "--steps", "1000000", "--out",
+                              str(tmp_path)], "job ", delay=3.0)
+    (saved,) = tmp_path.glob("train-*-partial.json")
+    assert (rc, err.strip().splitlines()) == (
+        130, [f"innet train: interrupted; partial results in {saved} (the steps before Ctrl-C)"])
+    training = json.loads(saved.read_text())["training"]
+    done = training["steps_done_per_worker"]
+    assert len(done) == 2 and min(done) > 0 and len(training["loss_curve"]) == min(done)
 
 
 @pytest.mark.slow
