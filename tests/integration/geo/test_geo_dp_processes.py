@@ -47,3 +47,21 @@ def test_a_dp_site_that_fails_is_named() -> None:
     jobs[2] = DpJob(**{**jobs[2].__dict__, "model": {"kind": "nope"}})
     with pytest.raises(LaunchError, match="dp site 2 exited with status 1 before listening: .*model kind 'nope'"):
         launch_dp(jobs, timeout=60.0)
+
+
+def test_dp_processes_send_int8_gradients_and_report_test_loss() -> None:
+    """``codec="int8"``: each gradient goes as int8 in rows of 256 with a scale each (error
+    feedback keeps the rounding), about a quarter of the dense bytes; every evaluation reports
+    test accuracy and test loss."""
+    dense = launch_dp(_jobs(1.0), timeout=120.0)
+    int8 = launch_dp(_jobs(1.0, codec="int8"), timeout=120.0)
+    sent_dense = dense[0].of("done")[0]["sent"]
+    sent_int8 = int8[0].of("done")[0]["sent"]
+    assert 0.24 * sent_dense < sent_int8 < 0.30 * sent_dense
+    evals = int8[0].of("eval")
+    assert evals and all(0 < e["loss"] < 5 and 0 <= e["accuracy"] <= 1 for e in evals)
+    d_losses = [r["loss"] for r in dense[0].of("step")]
+    q_losses = [r["loss"] for r in int8[0].of("step")]
+    np.testing.assert_allclose(q_losses, d_losses, rtol=0.05)  # int8 with feedback trains like dense
+    with pytest.raises(LaunchError, match="gradient codec 'fp4'"):
+        launch_dp(_jobs(1.0, codec="fp4"), timeout=60.0)
