@@ -23,9 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..frontend import ir
-from ..pipeline.exprgen import Place, _has_call, bits, is_scalar
+from ..lowering.args import call_arg, const_int, field_slots
+from ..lowering.calls import call_statement
+from ..lowering.errors import Unsupported
+from ..lowering.types import bits, is_scalar
+from ..pipeline.exprgen import Place, _has_call
 from .wide import (WIDE_RUNTIME, WideLayout, default_values, field_offset, header_offsets, limbs, limbs_of, nslots,
-                   wide_width)
+                   wide_width, word_bits)
 from .widegen import WideGen
 from ..pipeline.objects import _action_refs
 from ..pipeline.tables import KeyDef
@@ -49,21 +53,9 @@ HASHES = {"crc16": "h_crc16", "crc16_custom": "h_crc16", "crc32": "h_crc32", "cr
           "csum16": "h_csum16", "xor16": "h_xor16", "identity": "h_identity"}
 
 
-def _w(t: ir.Type, node: Any = None) -> tuple[int, bool]:
-    """(W, signed) of a 64-bit path's value; a wide one must have taken its wide path."""
-    try:
-        w, s = bits(t)
-    except TypeError:
-        raise NativeUnsupported(f"value of type {t}", getattr(node, "loc", None)) from None
-    if w > 64:
-        raise NativeUnsupported(f"{t} value in a 64-bit code path (a wide case the generator misses)",
-                                getattr(node, "loc", None))
-    return w, s
-
-
 def _fw(t: ir.Type, node: Any = None) -> int:
     """The width of a scalar field, wide or not (for packing and hashing)."""
-    return wide_width(t) or _w(t, node)[0]
+    return wide_width(t) or word_bits(t, node)[0]
 
 
 def _m(w: int) -> str:
@@ -513,6 +505,7 @@ class Gen(WideGen):
 
     def __init__(self, unit: Unit, kind: str) -> None:
         self.u = unit
+        self.unsupported = Unsupported(NativeUnsupported)
         self.kind = kind
         self.lines: list[str] = []
         self.ind = 1
@@ -534,9 +527,6 @@ class Gen(WideGen):
         t = f"_t{self.ntmp}"
         self.emit(f"u64 {t}{' = ' + init if init is not None else ' = 0'};")
         return t
-
-    def bad(self, what: str, node: Any) -> NativeUnsupported:
-        return NativeUnsupported(what, getattr(node, "loc", None))
 
     def stop(self) -> None:
         """After a call: leave this function when the callee exited or faulted."""
@@ -570,7 +560,7 @@ class Gen(WideGen):
             return memo[1]
         if isinstance(e, ir.VarRef):
             if e.decl.uid in self.data:
-                raise self.bad(f"'{e.decl.name}' (action data) used as an l-value or aggregate", e)
+                raise self.unsupported(f"'{e.decl.name}' (action data) used as an l-value or aggregate", e)
             return Place(self.u.var(e.decl.uid, e.decl.type, e.decl.name, e.loc), e.decl.type)
         if isinstance(e, ir.Member):
             bt = e.base.type
@@ -594,13 +584,13 @@ class Gen(WideGen):
             if isinstance(e.index, ir.Const):
                 i = int(e.index.value)
                 if not 0 <= i < st.size:
-                    raise self.bad(f"stack index {i} out of range 0..{st.size - 1}", e)
+                    raise self.unsupported(f"stack index {i} out of range 0..{st.size - 1}", e)
                 return base.sub(1 + i * esz, st.elem)
             if wide_width(e.index.type):
                 w, s = 64, False
                 idx = self.tmp(f"w_sat64({self.expr(e.index)})")
             else:
-                w, s = _w(e.index.type, e)
+                w, s = word_bits(e.index.type, e)
                 idx = self.tmp(self.expr(e.index))
             cond = f"SX({idx}, {w}) < 0 || SX({idx}, {w}) >= {st.size}" if s else f"{idx} >= {st.size}"
             if not self.in_parser:
@@ -623,7 +613,7 @@ class Gen(WideGen):
             return Place(f"({base.at(1)}+{t}*{esz})", st.elem)
         if isinstance(e, ir.MethodCall) and e.method == "lookahead" and not is_scalar(e.type):
             return self.lookahead_place(e)
-        raise self.bad(f"expression {type(e).__name__} as an l-value", e)
+        raise self.unsupported(f"expression {type(e).__name__} as an l-value", e)
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: ir.Expr) -> str:
@@ -632,7 +622,7 @@ class Gen(WideGen):
             return pin[1]
         m = getattr(self, "x_" + type(e).__name__, None)
         if m is None:
-            raise self.bad(f"expression {type(e).__name__}", e)
+            raise self.unsupported(f"expression {type(e).__name__}", e)
         return m(e)  # type: ignore[no-any-return]
 
     def x_Const(self, e: ir.Const) -> str:
@@ -644,13 +634,13 @@ class Gen(WideGen):
         if isinstance(e.type, ir.BitT):
             v &= (1 << e.type.width) - 1
         elif v < 0 or v >> 64:
-            raise self.bad(f"compile-time integer {v} outside 0..2**64-1", e)
+            raise self.unsupported(f"compile-time integer {v} outside 0..2**64-1", e)
         return f"{v}ULL"
 
     def x_ErrorMember(self, e: ir.ErrorMember) -> str:
         n = self.u.errors.get(e.name)
         if n is None:
-            raise self.bad(f"unknown error member {e.name}", e)
+            raise self.unsupported(f"unknown error member {e.name}", e)
         return str(n)
 
     def x_EnumMember(self, e: ir.EnumMember) -> str:
@@ -664,7 +654,7 @@ class Gen(WideGen):
         if d is not None:
             return d
         if not is_scalar(e.type):
-            raise self.bad(f"aggregate '{e.decl.name}' used as a scalar", e)
+            raise self.unsupported(f"aggregate '{e.decl.name}' used as a scalar", e)
         return self.load(self.place(e), e.type)
 
     def x_Member(self, e: ir.Member) -> str:
@@ -676,7 +666,7 @@ class Gen(WideGen):
                 return f"(!({r} >> 16))"
             if e.name == "action_run":
                 return f"({r} & 0xffff)"
-            raise self.bad(f"table apply result member {e.name!r}", e)
+            raise self.unsupported(f"table apply result member {e.name!r}", e)
         return self.load(self.place(e), e.type)
 
     def x_StackElem(self, e: ir.StackElem) -> str:
@@ -689,7 +679,7 @@ class Gen(WideGen):
             return f"{st.size}ULL"
         if e.prop == "lastIndex":
             return f"((S[{self.place(e.base).at()}] - 1) & 0xFFFFFFFFULL)"
-        raise self.bad(f"stack property {e.prop!r} as a value", e)
+        raise self.unsupported(f"stack property {e.prop!r} as a value", e)
 
     def x_Slice(self, e: ir.Slice) -> str:
         if wide_width(e.base.type):
@@ -702,15 +692,15 @@ class Gen(WideGen):
         if e.op == "!":
             return f"(!{x})"
         if isinstance(e.type, ir.IntT):
-            raise self.bad(f"unary {e.op} on a compile-time int", e)
+            raise self.unsupported(f"unary {e.op} on a compile-time int", e)
         if wide_width(e.type):
             return self.w_unary(e)
-        w, _ = _w(e.type, e)
+        w, _ = word_bits(e.type, e)
         if e.op == "~":
             return f"((~{x}) & {_m(w)})"
         if e.op == "-":
             return f"((0ULL - {x}) & {_m(w)})"
-        raise self.bad(f"unary operator {e.op!r}", e)
+        raise self.unsupported(f"unary operator {e.op!r}", e)
 
     def x_Binary(self, e: ir.Binary) -> str:
         if e.op not in ("&&", "||") and is_scalar(e.left.type) and not isinstance(e.left, ir.Const) \
@@ -755,12 +745,12 @@ class Gen(WideGen):
         if op in ("<", "<=", ">", ">="):
             if isinstance(lt, ir.IntT):
                 return f"({a} {op} {b})"
-            w, s = _w(lt, e)
+            w, s = word_bits(lt, e)
             return f"(SX({a}, {w}) {op} SX({b}, {w}))" if s else f"({a} {op} {b})"
         rt = e.type
         if isinstance(rt, ir.IntT):
-            raise self.bad(f"compile-time int operation {op} at run time", e)
-        w, s = _w(rt, e)
+            raise self.unsupported(f"compile-time int operation {op} at run time", e)
+        w, s = word_bits(rt, e)
         if op in ("+", "-", "*"):
             return f"(({a} {op} {b}) & {_m(w)})"
         if op in ("&", "|", "^"):
@@ -779,16 +769,16 @@ class Gen(WideGen):
             return f"SHR({a}, {b})"
         if op in ("/", "%"):
             if s:
-                raise self.bad(f"signed {op} (not implemented natively)", e)
+                raise self.unsupported(f"signed {op} (not implemented natively)", e)
             return f"{'DIV' if op == '/' else 'MOD'}({a}, {b})"
         if op == "++":
-            wr, _ = _w(e.right.type, e)
+            wr, _ = word_bits(e.right.type, e)
             return f"((({a}) << {wr}) | ({b}))" if wr < 64 else f"({b})"
         if op == "|+|":
             return f"SATS((__int128)SX({a}, {w}) + SX({b}, {w}), {w})" if s else f"SATADDU({a}, {b}, {w})"
         if op == "|-|":
             return f"SATS((__int128)SX({a}, {w}) - SX({b}, {w}), {w})" if s else f"SATSUBU({a}, {b})"
-        raise self.bad(f"binary operator {op!r}", e)
+        raise self.unsupported(f"binary operator {op!r}", e)
 
     def x_Cast(self, e: ir.Cast) -> str:
         return self.cast(self.expr(e.e), e.e.type, e.type, e)
@@ -802,24 +792,24 @@ class Gen(WideGen):
             return f"({x} != 0)"
         if isinstance(dst, ir.EnumT):
             if dst.underlying is None:
-                raise self.bad(f"cast to non-serializable enum {dst}", node)
+                raise self.unsupported(f"cast to non-serializable enum {dst}", node)
             return self.cast(x, src, dst.underlying, node)
         if isinstance(src, ir.EnumT):
             if src.underlying is None:
-                raise self.bad(f"cast from non-serializable enum {src}", node)
+                raise self.unsupported(f"cast from non-serializable enum {src}", node)
             return self.cast(x, src.underlying, dst, node)
         if isinstance(dst, ir.BitT):
-            w, _ = _w(dst, node)
+            w, _ = word_bits(dst, node)
             if isinstance(src, ir.BoolT):
                 return x
             if isinstance(src, ir.IntT):
                 return f"(({x}) & {_m(w)})"
             if isinstance(src, ir.BitT):
-                sw_, ss = _w(src, node)
+                sw_, ss = word_bits(src, node)
                 if ss and w > sw_:
                     return f"((u64)SX({x}, {sw_}) & {_m(w)})"
                 return f"(({x}) & {_m(w)})" if w < sw_ else x
-        raise self.bad(f"cast from {src} to {dst}", node)
+        raise self.unsupported(f"cast from {src} to {dst}", node)
 
     def x_Mux(self, e: ir.Mux) -> str:
         c = self.expr(e.cond)
@@ -863,12 +853,12 @@ class Gen(WideGen):
             esz = nslots(t.elem)
             return "(" + " && ".join(self.agg_equal(a.sub(1 + i * esz, t.elem), b.sub(1 + i * esz, t.elem), t.elem, node)
                                      for i in range(t.size)) + ")"
-        raise self.bad(f"comparison of {t} values", node)
+        raise self.unsupported(f"comparison of {t} values", node)
 
     def x_MethodCall(self, e: ir.MethodCall) -> str:
         r = self.method_call(e)
         if r is None:
-            raise self.bad(f"method {e.method!r} has no value", e)
+            raise self.unsupported(f"method {e.method!r} has no value", e)
         return r
 
     def x_TableApply(self, e: ir.TableApply) -> str:
@@ -877,13 +867,13 @@ class Gen(WideGen):
     def x_FunctionCall(self, e: ir.FunctionCall) -> str:
         r = self.function_call(e)
         if r is None:
-            raise self.bad(f"function {e.func.name!r} returns no value", e)
+            raise self.unsupported(f"function {e.func.name!r} returns no value", e)
         return r
 
     def x_ExternCall(self, e: ir.ExternCall) -> str:
         r = self.extern_call(e)
         if r is None:
-            raise self.bad(f"extern {e.name!r} returns no value", e)
+            raise self.unsupported(f"extern {e.name!r} returns no value", e)
         return r
 
     # ------------------------------------------------------------------ statements
@@ -917,7 +907,7 @@ class Gen(WideGen):
     def stmt(self, s: Any) -> None:
         m = getattr(self, "s_" + type(s).__name__, None)
         if m is None:
-            raise self.bad(f"statement {type(s).__name__}", s)
+            raise self.unsupported(f"statement {type(s).__name__}", s)
         m(s)
 
     def s_Block(self, s: ir.Block) -> None:
@@ -932,7 +922,7 @@ class Gen(WideGen):
 
     def s_Exit(self, s: ir.Exit) -> None:
         if self.kind == "function" or self.in_parser:
-            raise self.bad("exit inside a function or parser", s)
+            raise self.unsupported("exit inside a function or parser", s)
         self.emit(f"c->exited = 1; {self.ret}")
 
     def s_Return(self, s: ir.Return) -> None:
@@ -941,7 +931,7 @@ class Gen(WideGen):
             return
         if not is_scalar(s.value.type):
             if self.func is None:
-                raise self.bad("return of an aggregate value outside a function", s)
+                raise self.unsupported("return of an aggregate value outside a function", s)
             self.assign_agg(Place(self.u.function_ret(self.func), self.func.return_type), s.value)
             self.emit("return 0;")
             return
@@ -999,7 +989,7 @@ class Gen(WideGen):
             return
         self.ntmp += 1
         n = self.ntmp
-        w, sg = _w(d.type, s)
+        w, sg = word_bits(d.type, s)
         v = f"S[{self.u.var(d.uid, d.type, d.name, d.loc)}]"
         self.emit("{")
         self.ind += 1
@@ -1043,7 +1033,7 @@ class Gen(WideGen):
                     assert table is not None
                     idx = [i for i, r in enumerate(table.actions) if r.action is lab.action]
                     if not idx:
-                        raise self.bad(f"action {lab.action.name} is not in table {table.name}", lab)
+                        raise self.unsupported(f"action {lab.action.name} is not in table {table.name}", lab)
                     pending.append(f"{v} == {idx[0]}")
                 else:
                     lv = self.expr(lab)
@@ -1083,21 +1073,7 @@ class Gen(WideGen):
                 self.emit(f"S[{p.at(i)}] = {int(v)};")
 
     def s_CallStmt(self, s: ir.CallStmt) -> None:
-        c = s.call
-        if isinstance(c, ir.TableApply):
-            self.table_apply(c)
-        elif isinstance(c, ir.MethodCall):
-            self.method_call(c)
-        elif isinstance(c, ir.ExternCall):
-            self.extern_call(c)
-        elif isinstance(c, ir.ActionCall):
-            self.action_call(c)
-        elif isinstance(c, ir.FunctionCall):
-            self.function_call(c)
-        elif isinstance(c, ir.Member) and isinstance(c.base, ir.TableApply):
-            self.table_apply(c.base)
-        else:
-            raise self.bad(f"call statement {type(c).__name__}", s)
+        call_statement(s, self)
 
     def s_Assign(self, s: ir.Assign) -> None:
         self.assign(s.lhs, s.rhs)
@@ -1105,7 +1081,7 @@ class Gen(WideGen):
     def assign(self, lhs: ir.Expr, rhs: ir.Expr) -> None:
         if is_scalar(lhs.type):
             if isinstance(lhs.type, ir.BitT) and not wide_width(lhs.type):
-                _w(lhs.type, lhs)
+                word_bits(lhs.type, lhs)
             if isinstance(lhs, (ir.Member, ir.StackElem, ir.Slice)) and _runtime_index(lhs):
                 # the l-value is evaluated first and once ('a op= b' reads the same node)
                 node: ir.Expr = lhs
@@ -1134,7 +1110,7 @@ class Gen(WideGen):
             lhs = ir.Slice(inner.base, inner.lo + lhs.hi, inner.lo + lhs.lo, lhs.type, lhs.loc)
         base = lhs.base if isinstance(lhs, ir.Slice) else lhs
         if isinstance(base, ir.VarRef) and base.decl.uid in self.data:
-            raise self.bad(f"assignment to action data '{base.decl.name}'", lhs)
+            raise self.unsupported(f"assignment to action data '{base.decl.name}'", lhs)
         return f"S[{self.place(base).at()}]", lhs
 
     def store_to(self, tgt: tuple[str, ir.Expr], orig: ir.Expr, value: str) -> None:
@@ -1143,7 +1119,7 @@ class Gen(WideGen):
             self.w_store(lv, lhs, value)
             return
         if isinstance(lhs, ir.Slice):
-            w, _ = _w(lhs.base.type, lhs)
+            w, _ = word_bits(lhs.base.type, lhs)
             m = ((1 << (lhs.hi - lhs.lo + 1)) - 1) << lhs.lo
             self.emit(f"{lv} = ({lv} & 0x{((1 << w) - 1) ^ m:x}ULL) | ((({value}) << {lhs.lo}) & 0x{m:x}ULL);")
             return
@@ -1179,7 +1155,7 @@ class Gen(WideGen):
             elif isinstance(t, ir.StructT):
                 fields, offs = t.fields, [field_offset(t, f.name)[0] for f in t.fields]
             else:
-                raise self.bad(f"initializer for {t}", rhs)
+                raise self.unsupported(f"initializer for {t}", rhs)
             byname = dict(items) if items is not None else {f.name: x for f, x in zip(fields, rhs.elems)}  # type: ignore[union-attr]
             for f, off in zip(fields, offs):
                 x = byname.get(f.name)
@@ -1192,7 +1168,7 @@ class Gen(WideGen):
             return
         if isinstance(rhs, ir.MethodCall) and rhs.method == "lookahead":
             if not isinstance(t, ir.HeaderT):
-                raise self.bad(f"lookahead of {t}", rhs)
+                raise self.unsupported(f"lookahead of {t}", rhs)
             self.extract_into(dst, t, advance=False, node=rhs)
             return
         if isinstance(rhs, ir.Mux):
@@ -1213,7 +1189,7 @@ class Gen(WideGen):
         if isinstance(rhs, (ir.VarRef, ir.Member, ir.StackElem, ir.StackProp)):
             self.copy_place(dst, self.place(rhs), t)
             return
-        raise self.bad(f"assignment of {type(rhs).__name__} to a {t} value", rhs)
+        raise self.unsupported(f"assignment of {type(rhs).__name__} to a {t} value", rhs)
 
     def copy_place(self, dst: Place, src: Place, t: ir.Type) -> None:
         n = nslots(t)
@@ -1234,7 +1210,7 @@ class Gen(WideGen):
             expr = a.expr if a is not None else p.default
             if p.direction is None:
                 if expr is None:
-                    raise self.bad(f"missing argument for {p.name}", node)
+                    raise self.unsupported(f"missing argument for {p.name}", node)
                 if wide_width(p.type):
                     data += self.w_words(self.expr(expr), p.type)
                 else:
@@ -1243,7 +1219,7 @@ class Gen(WideGen):
             pp = Place(self.u.var(p.uid, p.type, p.name, p.loc), p.type)
             if p.direction in ("in", "inout"):
                 if expr is None:
-                    raise self.bad(f"missing argument for {p.name}", node)
+                    raise self.unsupported(f"missing argument for {p.name}", node)
                 if is_scalar(p.type):
                     self.store_slot(pp, p.type, self.expr(expr), expr)
                 else:
@@ -1307,7 +1283,7 @@ class Gen(WideGen):
                     if m == "apply" and isinstance(inst.decl, ir.Parser):
                         self.subparser_apply(inst.decl, e)
                         return None
-                    raise self.bad(f"{m} of {inst.name} (sub-parsers are not implemented natively)", e)
+                    raise self.unsupported(f"{m} of {inst.name} (sub-parsers are not implemented natively)", e)
                 fn = self.u.control_fn(inst.decl)
                 _, outs = self.bind_args(inst.decl.params, e.args, e)
                 self.emit(f"{fn}(c, S);")
@@ -1319,7 +1295,7 @@ class Gen(WideGen):
             return self.packet_in_method(e)
         if isinstance(tt, ir.ExternT) and tt.name == "packet_out":
             if m != "emit":
-                raise self.bad(f"packet_out.{m}", e)
+                raise self.unsupported(f"packet_out.{m}", e)
             arg = e.args[0].expr
             assert arg is not None
             self.emit_place(self.place(arg), arg.type, e)
@@ -1351,12 +1327,12 @@ class Gen(WideGen):
         if isinstance(tt, ir.StackT) and m in ("push_front", "pop_front"):
             self.stack_shift(self.place(tgt), tt, m, e)
             return None
-        raise self.bad(f"method {m} on {tt}", e)
+        raise self.unsupported(f"method {m} on {tt}", e)
 
     def stack_shift(self, p: Place, st: ir.StackT, m: str, e: ir.MethodCall) -> None:
         arg = e.args[0].expr
         if not isinstance(arg, ir.Const) or not isinstance(p.base, int):
-            raise self.bad(f"{m} with a non-constant count or on a stack at a runtime index", e)
+            raise self.unsupported(f"{m} with a non-constant count or on a stack at a runtime index", e)
         n = int(arg.value)
         size, esz = st.size, nslots(st.elem)
         first = p.base + 1
@@ -1433,7 +1409,7 @@ class Gen(WideGen):
             if dirs:
                 args = tuple(ir.Arg(x, p.direction, p) for x, p in zip(ref.args, ref.action.params))
                 if len(ref.args) < len(dirs):
-                    raise self.bad(f"action {ref.action.name}: directional parameters without arguments", ref)
+                    raise self.unsupported(f"action {ref.action.name}: directional parameters without arguments", ref)
                 _, outs = self.bind_args(tuple(dirs), args[: len(dirs)], ref)
                 self.emit(f"{fn}(c, S, {dat});")
                 self.copy_out(outs)
@@ -1464,7 +1440,7 @@ class Gen(WideGen):
                 sel_widths.append(_fw(k.expr.type, k))
                 continue
             if k.match_kind not in ("exact", "lpm", "ternary", "range", "optional"):
-                raise self.bad(f"table {t.cp_name}: match kind {k.match_kind}", k)
+                raise self.unsupported(f"table {t.cp_name}: match kind {k.match_kind}", k)
             keys.append(KeyDef(k.name, k.match_kind, _fw(k.expr.type, k)))
         nparams = 1 if impl is not None else 0
         for r in _action_refs(t):
@@ -1482,7 +1458,7 @@ class Gen(WideGen):
     def algo(self, e: ir.Expr) -> str:
         if isinstance(e, ir.EnumMember) and e.member in HASHES:
             return HASHES[e.member]
-        raise self.bad(f"hash algorithm {getattr(e, 'member', type(e).__name__)} (not implemented natively)", e)
+        raise self.unsupported(f"hash algorithm {getattr(e, 'member', type(e).__name__)} (not implemented natively)", e)
 
     def flatten(self, e: ir.Expr) -> list[tuple[str, int]]:
         if isinstance(e, ir.ListExpr):
@@ -1519,7 +1495,7 @@ class Gen(WideGen):
             for i in range(t.size):
                 out += self.flatten_place(p.sub(1 + i * esz, t.elem), t.elem, node)
             return out
-        raise self.bad(f"field list element of type {t}", node)
+        raise self.unsupported(f"field list element of type {t}", node)
 
     def hash_fields(self, fn: str, fields: list[tuple[str, int]]) -> str:
         """``fn`` over ``fields`` packed MSB first, zero-padded to a byte (BMv2)."""
@@ -1590,31 +1566,31 @@ class Gen(WideGen):
             self.emit(f"S[{sm['egress_spec']}] = 511; S[{sm['mcast_grp']}] = 0;")
             return None
         if n == "hash":
-            dst = _arg(e, "result", 0)
-            fn = self.algo(_arg(e, "algo", 1))
-            be, me = _arg(e, "base", 2), _arg(e, "max", 4)
+            dst = call_arg(e, "result", 0)
+            fn = self.algo(call_arg(e, "algo", 1))
+            be, me = call_arg(e, "base", 2), call_arg(e, "max", 4)
             if any(wide_width(x.type) for x in (dst, be, me)):
-                self.w_hash(dst, be, me, fn, _arg(e, "data", 3))
+                self.w_hash(dst, be, me, fn, call_arg(e, "data", 3))
                 return None
             base = self.tmp(self.expr(be))
-            h = self.tmp(self.hash_of(fn, _arg(e, "data", 3), False))
+            h = self.tmp(self.hash_of(fn, call_arg(e, "data", 3), False))
             mx = self.tmp(self.expr(me))
-            w, _ = _w(dst.type, dst)
+            w, _ = word_bits(dst.type, dst)
             self.store(dst, f"(({mx} ? {base} + {h} % {mx} : {base}) & {_m(w)})")
             return None
         if n == "random":
-            dst = _arg(e, "result", 0)
-            lo_e, hi_e = _arg(e, "lo", 1), _arg(e, "hi", 2)
+            dst = call_arg(e, "result", 0)
+            lo_e, hi_e = call_arg(e, "lo", 1), call_arg(e, "hi", 2)
             lo, hi = self.narrow(self.expr(lo_e), lo_e.type), self.narrow(self.expr(hi_e), hi_e.type)
             self.store(dst, self.fit(f"rnd_(c, {lo}, {hi})", dst.type))
             return None
         if n in ("verify_checksum", "update_checksum", "verify_checksum_with_payload", "update_checksum_with_payload"):
-            cond = self.expr(_arg(e, "condition", 0))
-            fn = self.algo(_arg(e, "algo", 3))
-            ck = _arg(e, "checksum", 2)
+            cond = self.expr(call_arg(e, "condition", 0))
+            fn = self.algo(call_arg(e, "algo", 3))
+            ck = call_arg(e, "checksum", 2)
             self.emit(f"if ({cond}) {{")
             self.ind += 1
-            h = self.hash_of(fn, _arg(e, "data", 1), n.endswith("_with_payload"))
+            h = self.hash_of(fn, call_arg(e, "data", 1), n.endswith("_with_payload"))
             if wide_width(ck.type):  # a 64-bit hash in a wide field: its value, zero above
                 if n.startswith("verify"):
                     self.emit(f"if (!w_eq(w_u({h}), {self.expr(ck)})) S[{sm['checksum_error']}] = 1;")
@@ -1623,7 +1599,7 @@ class Gen(WideGen):
                 self.ind -= 1
                 self.emit("}")
                 return None
-            w, _ = _w(ck.type, ck)
+            w, _ = word_bits(ck.type, ck)
             if n.startswith("verify"):
                 self.emit(f"if ((({h}) & {_m(w)}) != {self.expr(ck)}) S[{sm['checksum_error']}] = 1;")
             else:
@@ -1632,18 +1608,18 @@ class Gen(WideGen):
             self.emit("}")
             return None
         if n in ("clone", "clone3", "clone_preserving_field_list"):
-            session = self.expr(_arg(e, "session", 1))
+            session = self.expr(call_arg(e, "session", 1))
             if n == "clone3":
-                fl = self.u.field_list(self.field_slots(_arg(e, "data", 2)))
+                fl = self.u.field_list(self.field_slots(call_arg(e, "data", 2)))
             elif n == "clone_preserving_field_list":
-                fl = self.u.field_list(self.u.field_list_ann(self.const_int(_arg(e, "index", 2))))
+                fl = self.u.field_list(self.u.field_list_ann(self.const_int(call_arg(e, "index", 2))))
             else:
                 fl = -1
             self.emit(f"S[SLOT_CL] = 1; S[SLOT_CLS] = {session}; S[SLOT_CLF] = {fl + 1};")
             return None
         if n in ("resubmit", "resubmit_preserving_field_list", "recirculate", "recirculate_preserving_field_list"):
             if n.endswith("_field_list"):
-                fl = self.u.field_list(self.u.field_list_ann(self.const_int(_arg(e, "index", 0))))
+                fl = self.u.field_list(self.u.field_list_ann(self.const_int(call_arg(e, "index", 0))))
             elif e.args and e.args[0].expr is not None:
                 fl = self.u.field_list(self.field_slots(e.args[0].expr))
             else:
@@ -1652,8 +1628,8 @@ class Gen(WideGen):
             self.emit(f"S[{slot}] = {fl + 1};")
             return None
         if n == "digest":
-            recv = self.expr(_arg(e, "receiver", 0))
-            data = _arg(e, "data", 1)
+            recv = self.expr(call_arg(e, "receiver", 0))
+            data = call_arg(e, "data", 1)
             names, vals, types = self.digest_fields(data)
             tname = data.type.name if isinstance(data.type, (ir.StructT, ir.HeaderT)) else ""
             self.u.meta.digests.append((tname, tuple(names), tuple(types)))
@@ -1662,40 +1638,28 @@ class Gen(WideGen):
             self.emit(f"dig_emit(c, {did}, {recv}, {len(vals)}, {arr});")
             return None
         if n == "truncate":
-            self.emit(f"S[SLOT_TR] = {self.expr(_arg(e, 'length', 0))};")
+            self.emit(f"S[SLOT_TR] = {self.expr(call_arg(e, 'length', 0))};")
             return None
         if n == "log_msg":
             return None
         if n in ("assert", "assume"):
-            c = self.expr(_arg(e, "check", 0))
+            c = self.expr(call_arg(e, "check", 0))
             self.emit(f"if (!({c})) {{ c->fault = 1; {self.ret if not self.in_parser else 'return;'} }}")
             return None
         if n == "verify":
-            c = self.expr(_arg(e, "check", 0))
-            err = self.expr(_arg(e, "toSignal", 1))
+            c = self.expr(call_arg(e, "check", 0))
+            err = self.expr(call_arg(e, "toSignal", 1))
             self.emit(f"if (!({c})) {{ perr_code = {err}; goto perr; }}")
             return None
         if n == "static_assert":
             return None
-        raise self.bad(f"extern function {n} (not implemented natively)", e)
+        raise self.unsupported(f"extern function {n} (not implemented natively)", e)
 
     def const_int(self, e: ir.Expr) -> int:
-        if isinstance(e, ir.Const):
-            return int(e.value)
-        raise self.bad("a non-constant field list index", e)
+        return const_int(e, self.unsupported)
 
     def field_slots(self, e: ir.Expr) -> tuple[int, ...]:
-        items = e.elems if isinstance(e, ir.ListExpr) else (e,)
-        out: list[int] = []
-        for x in items:
-            if isinstance(x, ir.ListExpr):
-                out += self.field_slots(x)
-                continue
-            p = self.place(x)
-            if not isinstance(p.base, int):
-                raise self.bad("a field list element at a runtime index", x)
-            out += range(p.base, p.base + nslots(p.type))
-        return tuple(out)
+        return field_slots(e, self.place, nslots, self.unsupported)
 
     def digest_fields(self, data: ir.Expr) -> tuple[list[str], list[str], list[tuple[int, bool]]]:
         """Names, value words (a wide field: its limbs, low first) and (width, signed)."""
@@ -1711,12 +1675,12 @@ class Gen(WideGen):
                 types.append(bits(ft))
             else:
                 vals.append(x)
-                types.append(_w(ft, node))
+                types.append(word_bits(ft, node))
 
         if isinstance(data, ir.StructInit):
             for n, x in data.fields:
                 if not is_scalar(x.type):
-                    raise self.bad("a digest with nested aggregates", data)
+                    raise self.unsupported("a digest with nested aggregates", data)
                 add(n, self.expr(x), x.type, x)
             return names, vals, types
         if isinstance(data, ir.ListExpr):
@@ -1727,7 +1691,7 @@ class Gen(WideGen):
             p = self.place(data)
             for f in t.fields:
                 if not is_scalar(f.type):
-                    raise self.bad("a digest struct with nested aggregates", data)
+                    raise self.unsupported("a digest struct with nested aggregates", data)
                 add(f.name, self.load(p.sub(field_offset(t, f.name)[0], f.type), f.type), f.type, data)
             return names, vals, types
         add("value", self.expr(data), t, data)
@@ -1748,18 +1712,18 @@ class Gen(WideGen):
                     else f"sw_blk_(c, {cl.block})[{i}]"
 
             if m == "read":
-                dst = _arg(e, "result", 0)
-                i = self.tmp(self.expr(_arg(e, "index", 1)))
+                dst = call_arg(e, "result", 0)
+                i = self.tmp(self.expr(call_arg(e, "index", 1)))
                 self.store(dst, f"({i} < {size} ? {cell(i)} : 0)")
                 return None
             if m == "write":
-                i = self.tmp(self.expr(_arg(e, "index", 0)))
-                v = self.expr(_arg(e, "value", 1))
+                i = self.tmp(self.expr(call_arg(e, "index", 0)))
+                v = self.expr(call_arg(e, "value", 1))
                 self.emit(f"if ({i} < {size}) {cell(i)} = ({v}) & {_m(width)};")
                 return None
         if kind == "counter" and m == "count":
             size = self.u.meta.counters[idx][1]
-            i = self.tmp(self.expr(_arg(e, "index", 0)))
+            i = self.tmp(self.expr(call_arg(e, "index", 0)))
             self.emit(f"if ({i} < {size}) {{ sw_cnt_(c, {idx}, 0)[{i}]++; "
                       f"sw_cnt_(c, {idx}, 1)[{i}] += S[{self.u.sm['packet_length']}]; }}")
             return None
@@ -1767,8 +1731,8 @@ class Gen(WideGen):
             return None
         if kind == "meter" and m == "execute_meter":
             _, size, mkind, _ = self.u.meta.meters[idx]
-            i = self.tmp(self.expr(_arg(e, "index", 0)))
-            dst = _arg(e, "result", 1)
+            i = self.tmp(self.expr(call_arg(e, "index", 0)))
+            dst = call_arg(e, "result", 1)
             w = min(_fw(dst.type, dst), 64)
             amount = "1" if mkind == "packets" else f"S[{self.u.sm['packet_length']}]"
             self.store(dst, self.fit(f"(({i} < {size} ? meter_exec(&sw_mtr_(c, {idx})[{i}], now_us(c, {idx}), {amount}) : 0)"
@@ -1776,13 +1740,13 @@ class Gen(WideGen):
             return None
         if kind == "direct_meter" and m == "read":
             mkind = self.u.meta.meters[idx][2]
-            dst = _arg(e, "result", 0)
+            dst = call_arg(e, "result", 0)
             w = min(_fw(dst.type, dst), 64)
             amount = "1" if mkind == "packets" else f"S[{self.u.sm['packet_length']}]"
             self.store(dst, self.fit(f"((S[SLOT_DM] ? meter_exec((mcell_t *)(uintptr_t)S[SLOT_DM], now_us(c, {idx}), {amount}) : 0)"
                                      f" & {_m(w)})", dst.type))
             return None
-        raise self.bad(f"method {m} of extern {kind} (not implemented natively)", e)
+        raise self.unsupported(f"method {m} of extern {kind} (not implemented natively)", e)
 
     # ------------------------------------------------------------------ parser and deparser
     def parser_states(self, p: ir.Parser, prefix: str, done: str) -> None:
@@ -1807,7 +1771,7 @@ class Gen(WideGen):
         """A sub-parser inlined at its call site (as p4c does): its parameters alias the
         arguments' slots, scalar ``in`` ones are copied, ``out`` ones reset first."""
         if not self.in_parser:
-            raise self.bad("a parser applied outside a parser", e)
+            raise self.unsupported("a parser applied outside a parser", e)
         layout = self.u.layout
         bindings: dict[int, int] = {}
         for i, prm in enumerate(decl.params):
@@ -1815,14 +1779,14 @@ class Gen(WideGen):
                 continue
             a = e.args[i].expr if i < len(e.args) else None
             if a is None:
-                raise self.bad(f"sub-parser argument {prm.name} left out", e)
+                raise self.unsupported(f"sub-parser argument {prm.name} left out", e)
             if is_scalar(prm.type) and prm.direction in (None, "in"):
                 pp = self.u.var(prm.uid, prm.type, prm.name, prm.loc)
                 self.store_slot(Place(pp, prm.type), prm.type, self.expr(a), a)
                 continue
             place = self.place(a)
             if not isinstance(place.base, int):
-                raise self.bad(f"sub-parser argument {prm.name} at a runtime stack index", e)
+                raise self.unsupported(f"sub-parser argument {prm.name} at a runtime stack index", e)
             bindings[prm.uid] = place.base
             if prm.direction == "out":
                 self.reset(place)
@@ -1847,7 +1811,7 @@ class Gen(WideGen):
             if state in ("accept", "reject"):
                 return f"goto {done};"
             if state not in ids:
-                raise self.bad(f"transition to unknown state {state}", tr)
+                raise self.unsupported(f"transition to unknown state {state}", tr)
             return f"goto {prefix}st{ids[state]};"
 
         if isinstance(tr, ir.Goto):
@@ -1866,14 +1830,14 @@ class Gen(WideGen):
                     m = self.expr(ks.mask)
                     conds.append(f"({kx} & {m}) == ({self.expr(ks.value)} & {m})")
                 elif isinstance(ks, ir.Range):
-                    w, s = _w(ks.lo.type, ks)
+                    w, s = word_bits(ks.lo.type, ks)
                     lo, hi = self.expr(ks.lo), self.expr(ks.hi)
                     if s:
                         conds.append(f"SX({lo}, {w}) <= SX({kx}, {w}) && SX({kx}, {w}) <= SX({hi}, {w})")
                     else:
                         conds.append(f"{lo} <= {kx} && {kx} <= {hi}")
                 elif isinstance(ks, ir.ListExpr):
-                    raise self.bad("a tuple keyset inside a select case", ks)
+                    raise self.unsupported("a tuple keyset inside a select case", ks)
                 else:
                     conds.append(f"{kx} == {self.expr(ks)}")
             self.emit(f"if ({' && '.join(conds) or '1'}) {go(case.state)}")
@@ -1881,14 +1845,14 @@ class Gen(WideGen):
 
     def packet_in_method(self, e: ir.MethodCall) -> str | None:
         if not self.in_parser:
-            raise self.bad(f"packet_in.{e.method} outside the parser", e)
+            raise self.unsupported(f"packet_in.{e.method} outside the parser", e)
         m = e.method
         if m == "extract":
             target = e.args[0].expr
             if len(e.args) == 2 and target is not None:
                 p = self.place(target)
                 if not isinstance(p.type, ir.HeaderT):
-                    raise self.bad(f"extract into {p.type}", e)
+                    raise self.unsupported(f"extract into {p.type}", e)
                 size = e.args[1].expr
                 assert size is not None
                 self.extract_varbit(p, p.type, size, e)
@@ -1897,12 +1861,12 @@ class Gen(WideGen):
             if target is None:
                 t = e.type_args[0] if e.type_args else None
                 if not isinstance(t, ir.HeaderT):
-                    raise self.bad(f"extract into '_' of {t}", e)
+                    raise self.unsupported(f"extract into '_' of {t}", e)
                 self.extract_into(Place(self.u.layout.alloc(t, "discard"), t), t, advance=True, node=e)
                 return None
             p = self.place(target)
             if not isinstance(p.type, ir.HeaderT):
-                raise self.bad(f"extract into {p.type}", e)
+                raise self.unsupported(f"extract into {p.type}", e)
             self.extract_into(p, p.type, advance=True, node=e)
             self.bump_next(target)
             return None
@@ -1913,7 +1877,7 @@ class Gen(WideGen):
                 self.emit(f"if (c->pos + {(w + 7) // 8} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
                 return self.wtmp(f"w_get(data + c->pos, 0, {w})")
             if isinstance(t, (ir.BitT, ir.BoolT)) or (isinstance(t, ir.EnumT) and t.underlying):
-                w, _ = _w(t, e)
+                w, _ = word_bits(t, e)
                 nb = (w + 7) // 8
                 self.emit(f"if (c->pos + {nb} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
                 x = f"getbits(data + c->pos, 0, {w})"
@@ -1923,13 +1887,13 @@ class Gen(WideGen):
             if isinstance(t, (ir.HeaderT, ir.StructT)):
                 self.lookahead_place(e)
                 return None
-            raise self.bad(f"lookahead of {t} in an expression", e)
+            raise self.unsupported(f"lookahead of {t} in an expression", e)
         if m == "advance":
-            a = _arg(e, "sizeInBits", 0)
+            a = call_arg(e, "sizeInBits", 0)
             if isinstance(a, ir.Const):
                 n = int(a.value)
                 if n % 8:
-                    raise self.bad(f"advance by {n} bits (not a whole number of bytes)", e)
+                    raise self.unsupported(f"advance by {n} bits (not a whole number of bytes)", e)
                 self.emit(f"if (c->pos + {n // 8} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
                 self.emit(f"c->pos += {n // 8};")
             else:
@@ -1940,11 +1904,11 @@ class Gen(WideGen):
             return None
         if m == "length":
             return "(u64)L"
-        raise self.bad(f"packet_in.{m}", e)
+        raise self.unsupported(f"packet_in.{m}", e)
 
     def lookahead_place(self, e: ir.MethodCall) -> Place:
         if not self.in_parser:
-            raise self.bad("lookahead outside the parser", e)
+            raise self.unsupported("lookahead outside the parser", e)
         t = e.type
         if isinstance(t, ir.HeaderT):
             p = Place(self.u.layout.alloc(t, "lookahead"), t)
@@ -1955,7 +1919,7 @@ class Gen(WideGen):
             base = self.u.layout.alloc(as_header, "lookahead")
             self.extract_into(Place(base, as_header), as_header, advance=False, node=e)
             return Place(base + 1, t)
-        raise self.bad(f"lookahead of {t}", e)
+        raise self.unsupported(f"lookahead of {t}", e)
 
     def bump_next(self, target: ir.Expr) -> None:
         """After an extract into ``stack.next``: the stack's next index moves on."""
@@ -1971,7 +1935,7 @@ class Gen(WideGen):
         PacketTooShort, more than the varbit's maximum HeaderTooShort."""
         vl = [i for i, f in enumerate(ht.fields) if isinstance(f.type, ir.VarBitT)]
         if len(vl) != 1:
-            raise self.bad(f"two-argument extract into header {ht.name}, which has {len(vl)} varbit fields "
+            raise self.unsupported(f"two-argument extract into header {ht.name}, which has {len(vl)} varbit fields "
                            "(it needs exactly one)", node)
         k = vl[0]
         vt = ht.fields[k].type
@@ -1981,7 +1945,7 @@ class Gen(WideGen):
         offs = header_offsets(ht)
         fixed = sum(widths)
         if fixed % 8 or vt.max_width % 8:
-            raise self.bad(f"header {ht.name}: fixed fields of {fixed} bits and varbit<{vt.max_width}> "
+            raise self.unsupported(f"header {ht.name}: fixed fields of {fixed} bits and varbit<{vt.max_width}> "
                            "are not whole numbers of bytes", node)
         errs = self.u.errors
         n = self.tmp(self.expr(size))
@@ -2007,12 +1971,12 @@ class Gen(WideGen):
     def extract_into(self, p: Place, ht: ir.HeaderT, advance: bool, node: Any = None) -> None:
         for f in ht.fields:
             if isinstance(f.type, ir.VarBitT):
-                raise self.bad(f"header {ht.name} has a varbit field: extract it with the two-argument extract",
+                raise self.unsupported(f"header {ht.name} has a varbit field: extract it with the two-argument extract",
                                node or ht)
             _fw(f.type, node)
         w = ht.width
         if w % 8:
-            raise self.bad(f"header {ht.name} of {w} bits (not a whole number of bytes)", node or ht)
+            raise self.unsupported(f"header {ht.name} of {w} bits (not a whole number of bytes)", node or ht)
         nb = w // 8
         self.emit(f"if (c->pos + {nb} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
         if isinstance(p.base, int):
@@ -2055,7 +2019,7 @@ class Gen(WideGen):
         if isinstance(t, ir.HeaderT):
             w = t.width
             if w % 8:
-                raise self.bad(f"emit of header {t.name} of {w} bits (not a whole number of bytes)", at)
+                raise self.unsupported(f"emit of header {t.name} of {w} bits (not a whole number of bytes)", at)
             self.u.deparse_max += w // 8
             self.emit(f"if (S[{p.at()}]) {{")
             self.ind += 1
@@ -2082,7 +2046,7 @@ class Gen(WideGen):
             for i in range(t.size):
                 self.emit_place(p.sub(1 + i * esz, t.elem), t.elem, at)
             return
-        raise self.bad(f"emit of {t}", at)
+        raise self.unsupported(f"emit of {t}", at)
 
 
 def _get(buf: str, off: str, w: int) -> str:
@@ -2122,15 +2086,6 @@ def _varbit_types(t: ir.Type) -> list[ir.VarBitT]:
     if isinstance(t, ir.TupleT):
         return [v for x in t.elems for v in _varbit_types(x)]
     return []
-
-
-def _arg(e: Any, name: str, pos: int) -> ir.Expr:
-    for a in e.args:
-        if a.param is not None and a.param.name == name and a.expr is not None:
-            return a.expr  # type: ignore[no-any-return]
-    a = e.args[pos]
-    assert a.expr is not None
-    return a.expr  # type: ignore[no-any-return]
 
 
 def _runtime_index(e: ir.Expr) -> bool:

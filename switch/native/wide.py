@@ -18,7 +18,9 @@ from collections import OrderedDict
 from typing import Any
 
 from ..frontend import ir
+from ..lowering.types import bits
 from ..pipeline import layout as pylayout
+from .errors import NativeUnsupported
 
 
 def wide_width(t: ir.Type) -> int:
@@ -28,6 +30,19 @@ def wide_width(t: ir.Type) -> int:
     if isinstance(t, ir.EnumT) and t.underlying is not None and t.underlying.width > 64:
         return t.underlying.width
     return 0
+
+
+def word_bits(t: ir.Type, node: Any = None) -> tuple[int, bool]:
+    """(W, signed) of a value on a 64-bit code path; a wide one must have taken its wide
+    path (``wide_width``), so meeting one here is a generator bug, refused by name."""
+    try:
+        w, s = bits(t)
+    except TypeError:
+        raise NativeUnsupported(f"value of type {t}", getattr(node, "loc", None)) from None
+    if w > 64:
+        raise NativeUnsupported(f"{t} value in a 64-bit code path (a wide case the generator misses)",
+                                getattr(node, "loc", None))
+    return w, s
 
 
 def limbs(t: ir.Type) -> int:

@@ -13,7 +13,9 @@ from typing import Any, Protocol
 
 from ..frontend import ir
 from ..pipeline.exprgen import Place
-from .wide import limbs, split, wide_width
+from ..lowering.args import call_arg
+from ..lowering.errors import Unsupported
+from .wide import limbs, split, wide_width, word_bits
 
 
 
@@ -44,9 +46,8 @@ class GenHooks(Protocol):
         """The C expression of ``e`` (emitting what it needs first)."""
         ...
 
-    def bad(self, what: str, node: Any) -> Exception:
-        """The error refusing ``node`` (the native executor does not support ``what``)."""
-        ...
+    unsupported: Unsupported
+    """Builds the error refusing ``node`` (the native executor does not support ``what``)."""
 
     def tmp(self, init: str | None = None) -> str:
         """A new C temporary, initialized to ``init``."""
@@ -137,7 +138,7 @@ class WideGen(GenHooks):
             return f"w_not({x}, {w})"
         if e.op == "-":
             return f"w_neg({x}, {w})"
-        raise self.bad(f"unary operator {e.op!r} on {e.type}", e)
+        raise self.unsupported(f"unary operator {e.op!r} on {e.type}", e)
 
     def w_binary(self, e: ir.Binary) -> str:
         op = e.op
@@ -146,8 +147,7 @@ class WideGen(GenHooks):
         if op in ("<<", ">>"):
             n = self.narrow(b, rt)
             if not wide_width(lt):  # a 64-bit value shifted by a wide amount
-                from .cgen import _w
-                w, s = _w(lt, e)
+                w, s = word_bits(lt, e)
                 if op == "<<":
                     return f"SHL({a}, {n}, {w})"
                 return f"SSHR({a}, {n}, {w})" if s else f"SHR({a}, {n})"
@@ -176,13 +176,13 @@ class WideGen(GenHooks):
             return f"{fn}({a}, {b})"
         if op in ("/", "%"):
             if signed:
-                raise self.bad(f"signed {op} (P4 has no division of int<W>)", e)
+                raise self.unsupported(f"signed {op} (P4 has no division of int<W>)", e)
             return f"{'w_divu' if op == '/' else 'w_modu'}({a}, {b})"
         if op == "|+|":
             return f"w_satadds({a}, {b}, {w})" if signed else f"w_sataddu({a}, {b}, {w})"
         if op == "|-|":
             return f"w_satsubs({a}, {b}, {w})" if signed else f"w_satsubu({a}, {b}, {w})"
-        raise self.bad(f"binary operator {op!r} on {t}", e)
+        raise self.unsupported(f"binary operator {op!r} on {t}", e)
 
     def w_cast(self, x: str, src: ir.Type, dst: ir.Type, node: Any) -> str:
         """A cast between bit<W>/int<W>/bool/serializable enum types where one is wide."""
@@ -193,7 +193,7 @@ class WideGen(GenHooks):
             assert src.underlying is not None
             return self.w_cast(x, src.underlying, dst, node)
         if not isinstance(dst, ir.BitT) or not isinstance(src, (ir.BitT, ir.BoolT, ir.IntT)):
-            raise self.bad(f"cast from {src} to {dst}", node)
+            raise self.unsupported(f"cast from {src} to {dst}", node)
         dw = dst.width
         if isinstance(src, (ir.BoolT, ir.IntT)):
             return f"w_mask(w_u({x}), {dw})" if dw > 64 else f"(({x}) & {_mask(dw)})"
@@ -219,27 +219,25 @@ class WideGen(GenHooks):
             self.wk(dst.type)
             self.store(dst, f"w_mask({full}, {dw})")
         else:
-            from .cgen import _w
-            self.store(dst, f"(w_lo({full}) & {_mask(_w(dst.type, dst)[0])})")
+            self.store(dst, f"(w_lo({full}) & {_mask(word_bits(dst.type, dst)[0])})")
 
     def w_register(self, block: int, size: int, width: int, e: ir.MethodCall) -> None:
         """``read``/``write`` of a register of bit<W>/int<W>, W > 64: a cell is ``limbs``
         words of the register's C block ``block`` (never shared: ``fuse`` groups only
         registers of W <= 64); out of range a read gives 0 and a write does nothing."""
-        from .cgen import _arg
         k = (width + 63) // 64
         self.need(width)
         if e.method == "read":
-            dst = _arg(e, "result", 0)
-            i = self.index(_arg(e, "index", 1))
+            dst = call_arg(e, "result", 0)
+            i = self.index(call_arg(e, "index", 1))
             self.store(dst, f"({i} < {size} ? w_ld(&sw_blk_(c, {block})[{i} * {k}], {k}) : w_zero())")
             return None
         if e.method == "write":
-            i = self.index(_arg(e, "index", 0))
-            v = self.expr(_arg(e, "value", 1))
+            i = self.index(call_arg(e, "index", 0))
+            v = self.expr(call_arg(e, "value", 1))
             self.emit(f"if ({i} < {size}) w_st(&sw_blk_(c, {block})[{i} * {k}], {k}, w_mask({v}, {width}));")
             return None
-        raise self.bad(f"method {e.method} of a register", e)
+        raise self.unsupported(f"method {e.method} of a register", e)
 
     def w_keyset(self, kx: str, ks: ir.Expr, t: ir.Type) -> str:
         """The C condition that the wide select key ``kx`` matches keyset ``ks``."""
@@ -253,7 +251,7 @@ class WideGen(GenHooks):
                 return f"(!w_lts({kx}, {lo}, {w}) && !w_lts({hi}, {kx}, {w}))"
             return f"(!w_ltu({kx}, {lo}) && !w_ltu({hi}, {kx}))"
         if isinstance(ks, ir.ListExpr):
-            raise self.bad("a tuple keyset inside a select case", ks)
+            raise self.unsupported("a tuple keyset inside a select case", ks)
         return f"w_eq({kx}, {self.expr(ks)})"
 
     def w_for_in(self, s: ir.ForIn) -> None:

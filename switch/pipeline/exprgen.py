@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..frontend import ir
+from ..lowering.errors import Unsupported
+from ..lowering.types import ERROR_WIDTH, bits, is_scalar
 from .errors import UnsupportedError
 from .layout import field_offset, nslots
 from .ranges import Range, arith, shift_right, type_range, union, within
@@ -22,7 +24,6 @@ if TYPE_CHECKING:
 
 
 VARBIT = -1  # the width ``flatten`` gives a varbit value: its expression is a (width, value) tuple
-ERROR_WIDTH = 32  # an ``error`` value as a table key or field-list field: BMv2's 32-bit number
 SMALL_SHIFT = 1024  # a variable shift amount up to this is done inline (a << b stays small)
 
 
@@ -50,23 +51,6 @@ class Place:
         if isinstance(self.base, int):
             return f"{self.base}:{self.base + n}"
         return f"{self.base}:{self.base}+{n}"
-
-
-def bits(t: ir.Type) -> tuple[int, bool]:
-    """(width, signed) of a scalar serializable type."""
-    if isinstance(t, ir.BitT):
-        return t.width, t.signed
-    if isinstance(t, ir.BoolT):
-        return 1, False
-    if isinstance(t, ir.EnumT) and t.underlying is not None:
-        return t.underlying.width, t.underlying.signed
-    if isinstance(t, ir.ErrorT):
-        return ERROR_WIDTH, False
-    raise TypeError(f"type {t} has no fixed width")
-
-
-def is_scalar(t: ir.Type) -> bool:
-    return not isinstance(t, (ir.HeaderT, ir.StructT, ir.HeaderUnionT, ir.StackT, ir.TupleT))
 
 
 def wrap_expr(x: str, width: int, signed: bool) -> str:
@@ -117,6 +101,7 @@ class ExprGen(StatementHooks):
 
     def __init__(self, prog: "CompileContext", locals_: dict[int, str] | None = None) -> None:
         self.prog = prog
+        self.unsupported = Unsupported(UnsupportedError)
         self.lines: list[str] = []
         self.ind = 1
         self.ntmp = 0
@@ -138,9 +123,6 @@ class ExprGen(StatementHooks):
     def tmp(self) -> str:
         self.ntmp += 1
         return f"_t{self.ntmp}"
-
-    def unsupported(self, what: str, node: Any) -> UnsupportedError:
-        return UnsupportedError(what, getattr(node, "loc", None))
 
     def simple(self, x: str) -> str:
         """``x`` if it is cheap and side-effect free to evaluate twice, else a temp holding it."""

@@ -6,22 +6,15 @@ import struct
 from typing import Any
 
 from ..frontend import ir
+from ..lowering.args import call_arg, const_int, field_slots
+from ..lowering.types import bits, is_scalar
 from . import guards
-from .exprgen import VARBIT, ExprGen, Place, bits, is_scalar, pack_expr, vl_parts, wrap_expr
+from .exprgen import VARBIT, ExprGen, Place, pack_expr, vl_parts, wrap_expr
 from .layout import nslots
 from .packing import chunk_plan
 
 PACKET_TOO_SHORT = 1
 STACK_OUT_OF_BOUNDS = 3
-
-
-def _arg(e: Any, name: str, pos: int) -> ir.Expr:
-    for a in e.args:
-        if a.param is not None and a.param.name == name and a.expr is not None:
-            return a.expr  # type: ignore[no-any-return]
-    a = e.args[pos]
-    assert a.expr is not None
-    return a.expr  # type: ignore[no-any-return]
 
 
 class ExternGen(ExprGen):
@@ -76,11 +69,11 @@ class ExternGen(ExprGen):
             self.emit(f"S[{sm.sm_slot('mcast_grp')}] = 0")
             return None
         if n == "hash":
-            dst = _arg(e, "result", 0)
-            algo = self.algo_name(_arg(e, "algo", 1))
-            base = self.expr(_arg(e, "base", 2))
-            maxe = _arg(e, "max", 4)
-            h = self.hash_expr(algo, _arg(e, "data", 3), e)
+            dst = call_arg(e, "result", 0)
+            algo = self.algo_name(call_arg(e, "algo", 1))
+            base = self.expr(call_arg(e, "base", 2))
+            maxe = call_arg(e, "max", 4)
+            h = self.hash_expr(algo, call_arg(e, "data", 3), e)
             if isinstance(maxe, ir.Const):
                 mv = int(maxe.value)
                 r = f"{base} + ({h}) % {mv}" if mv else base
@@ -90,26 +83,26 @@ class ExternGen(ExprGen):
             self.store(dst, f"({r}) & {(1 << w) - 1}" if not s else f"_wrap({r}, {w}, True)")
             return None
         if n == "random":
-            dst = _arg(e, "result", 0)
-            lo, hi = self.expr(_arg(e, "lo", 1)), self.expr(_arg(e, "hi", 2))
+            dst = call_arg(e, "result", 0)
+            lo, hi = self.expr(call_arg(e, "lo", 1)), self.expr(call_arg(e, "hi", 2))
             self.store(dst, f"_rng.randint({lo}, {hi}) if {lo} <= {hi} else {lo}")
             return None
         if n in ("verify_checksum", "update_checksum", "verify_checksum_with_payload", "update_checksum_with_payload"):
             self.checksum(e)
             return None
         if n in ("clone", "clone3", "clone_preserving_field_list"):
-            session = self.expr(_arg(e, "session", 1))
+            session = self.expr(call_arg(e, "session", 1))
             if n == "clone3":
-                fl = self.prog.ref(self.field_slots(_arg(e, "data", 2)), "FL")
+                fl = self.prog.ref(self.field_slots(call_arg(e, "data", 2)), "FL")
             elif n == "clone_preserving_field_list":
-                fl = self.prog.ref(self.prog.field_list(self.const_int(_arg(e, "index", 2))), "FL")
+                fl = self.prog.ref(self.prog.field_list(self.const_int(call_arg(e, "index", 2))), "FL")
             else:
                 fl = "()"
             self.emit(f"S[{self.prog.slot_clone}] = ({session}, {fl})")
             return None
         if n in ("resubmit", "resubmit_preserving_field_list", "recirculate", "recirculate_preserving_field_list"):
             if n.endswith("_field_list"):
-                fl = self.prog.ref(self.prog.field_list(self.const_int(_arg(e, "index", 0))), "FL")
+                fl = self.prog.ref(self.prog.field_list(self.const_int(call_arg(e, "index", 0))), "FL")
             elif e.args and e.args[0].expr is not None:
                 fl = self.prog.ref(self.field_slots(e.args[0].expr), "FL")
             else:
@@ -118,14 +111,14 @@ class ExternGen(ExprGen):
             self.emit(f"S[{slot}] = {fl}")
             return None
         if n == "digest":
-            recv = self.expr(_arg(e, "receiver", 0))
-            data = _arg(e, "data", 1)
+            recv = self.expr(call_arg(e, "receiver", 0))
+            data = call_arg(e, "data", 1)
             names, vals = self.digest_fields(data)
             tname = data.type.name if isinstance(data.type, (ir.StructT, ir.HeaderT)) else ""
             self.emit(f"_digest(S, {tname!r}, {recv}, {tuple(names)!r}, ({''.join(v + ', ' for v in vals)}))")
             return None
         if n == "truncate":
-            self.emit(f"S[{self.prog.slot_truncate}] = {self.expr(_arg(e, 'length', 0))}")
+            self.emit(f"S[{self.prog.slot_truncate}] = {self.expr(call_arg(e, 'length', 0))}")
             return None
         if n == "log_msg":
             msg = e.args[0].expr
@@ -134,12 +127,12 @@ class ExternGen(ExprGen):
             self.emit(f"_log_msg({text!r}, ({''.join(v + ', ' for v in vals)}))")
             return None
         if n in ("assert", "assume"):
-            c = self.expr(_arg(e, "check", 0))
+            c = self.expr(call_arg(e, "check", 0))
             self.emit(f"if not {c}: raise _AssertFail({n + ' failed at ' + str(e.loc)!r})")
             return None
         if n == "verify":
-            c = self.expr(_arg(e, "check", 0))
-            err = self.expr(_arg(e, "toSignal", 1))
+            c = self.expr(call_arg(e, "check", 0))
+            err = self.expr(call_arg(e, "toSignal", 1))
             self.emit(f"if not {c}: raise _PErr({err})")
             return None
         if n == "static_assert":
@@ -147,23 +140,10 @@ class ExternGen(ExprGen):
         raise self.unsupported(f"extern function {n}", e)
 
     def const_int(self, e: ir.Expr) -> int:
-        if isinstance(e, ir.Const):
-            return int(e.value)
-        raise self.unsupported("a non-constant field list index", e)
+        return const_int(e, self.unsupported)
 
     def field_slots(self, e: ir.Expr) -> tuple[int, ...]:
-        """Static slot indexes of the l-values in a field list (clone3/resubmit/recirculate data)."""
-        items = e.elems if isinstance(e, ir.ListExpr) else (e,)
-        out: list[int] = []
-        for x in items:
-            if isinstance(x, ir.ListExpr):
-                out += self.field_slots(x)
-                continue
-            p = self.place(x)
-            if not isinstance(p.base, int):
-                raise self.unsupported("a field list element at a runtime index", x)
-            out += range(p.base, p.base + nslots(p.type))
-        return tuple(out)
+        return field_slots(e, self.place, nslots, self.unsupported)
 
     def digest_fields(self, data: ir.Expr) -> tuple[list[str], list[str]]:
         t = data.type
@@ -195,13 +175,13 @@ class ExternGen(ExprGen):
 
     def checksum(self, e: ir.ExternCall) -> None:
         n = e.name
-        cond = self.expr(_arg(e, "condition", 0))
-        algo = self.algo_name(_arg(e, "algo", 3))
-        ck = _arg(e, "checksum", 2)
+        cond = self.expr(call_arg(e, "condition", 0))
+        algo = self.algo_name(call_arg(e, "algo", 3))
+        ck = call_arg(e, "checksum", 2)
         payload = n.endswith("_with_payload")
         self.emit(f"if {cond}:")
         self.ind += 1
-        h = self.hash_expr(algo, _arg(e, "data", 1), e, payload)
+        h = self.hash_expr(algo, call_arg(e, "data", 1), e, payload)
         w, _ = bits(ck.type)
         if n.startswith("verify"):
             self.emit(f"if ({h}) & {(1 << w) - 1} != {self.expr(ck)}: S[{self.prog.sm_slot('checksum_error')}] = 1")
@@ -234,8 +214,8 @@ class ExternGen(ExprGen):
         if kind == "register":
             self.prog.ns[name + "_c"] = st.cells
             if m == "read":
-                dst = _arg(e, "result", 0)
-                ie = _arg(e, "index", 1)
+                dst = call_arg(e, "result", 0)
+                ie = call_arg(e, "index", 1)
                 i = self.simple(self.expr(ie))
                 if i.isdigit():
                     self.store(dst, f"{name}_c[{i}]" if int(i) < st.size else "0")
@@ -247,9 +227,9 @@ class ExternGen(ExprGen):
                     self.lines[-1] = guards.mark(self.lines[-1], i, st.size)
                 return None
             if m == "write":
-                ie = _arg(e, "index", 0)
+                ie = call_arg(e, "index", 0)
                 i = self.simple(self.expr(ie))
-                ve = _arg(e, "value", 1)
+                ve = call_arg(e, "value", 1)
                 v = self.expr(ve)
                 w, s = st.width, st.signed
                 if ve.type != ir.BitT(w, s):
@@ -257,7 +237,7 @@ class ExternGen(ExprGen):
                 self.guarded(ie, i, st.size, f"{name}_c[{i}] = {v}")
                 return None
         if kind == "counter" and m == "count":
-            ie = _arg(e, "index", 0)
+            ie = call_arg(e, "index", 0)
             i = self.simple(self.expr(ie))
             self.prog.ns[name + "_p"] = st.packets
             self.prog.ns[name + "_b"] = st.bytes
@@ -267,12 +247,12 @@ class ExternGen(ExprGen):
         if kind == "direct_counter" and m == "count":
             return None  # BMv2 counts every hit of the owning table
         if kind == "meter" and m == "execute_meter":
-            i = self.expr(_arg(e, "index", 0))
-            dst = _arg(e, "result", 1)
+            i = self.expr(call_arg(e, "index", 0))
+            dst = call_arg(e, "result", 1)
             self.store(dst, f"{name}.execute({i}, S[{self.prog.sm_slot('packet_length')}])")
             return None
         if kind == "direct_meter" and m == "read":
-            dst = _arg(e, "result", 0)
+            dst = call_arg(e, "result", 0)
             ent = f"S[{self.prog.slot_entry}]"
             self.store(dst, f"({ent}.meter.execute({name}.clock(), 1 if {name}.kind == 'packets' else S[{self.prog.sm_slot('packet_length')}]) if {ent} is not None and {ent}.meter is not None else 0)")
             return None
@@ -330,7 +310,7 @@ class ExternGen(ExprGen):
                 return None
             raise self.unsupported(f"lookahead of {t} in an expression", e)
         if m == "advance":
-            a = _arg(e, "sizeInBits", 0)
+            a = call_arg(e, "sizeInBits", 0)
             if isinstance(a, ir.Const):
                 n = int(a.value)
                 if n % 8:

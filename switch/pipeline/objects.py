@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..frontend import ir
+from ..lowering.types import ERROR_WIDTH
 from . import hashing
 from .errors import UnsupportedError
 from .externs import Counter, Meter, Register
 from .profiles import ActionProfile
-from .exprgen import ERROR_WIDTH
 from .tables import ActionInfo, KeyDef, KeySpec, Table
 
 if TYPE_CHECKING:

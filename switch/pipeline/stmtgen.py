@@ -9,7 +9,9 @@ import dataclasses
 from typing import Any
 
 from ..frontend import ir
-from .exprgen import Place, bits, is_scalar, wrap_expr
+from ..lowering.calls import call_statement
+from ..lowering.types import bits, is_scalar
+from .exprgen import Place, wrap_expr
 from .externgen import ExternGen
 from .layout import default_values, nslots
 
@@ -181,21 +183,7 @@ class StmtGen(ExternGen):
             self.emit(f"S[{p.span()}] = {self.prog.ref(tuple(vals), 'DEF')}")
 
     def s_CallStmt(self, s: ir.CallStmt) -> None:
-        c = s.call
-        if isinstance(c, ir.TableApply):
-            self.table_apply(c)
-        elif isinstance(c, ir.MethodCall):
-            self.method_call(c)
-        elif isinstance(c, ir.ExternCall):
-            self.extern_call(c)
-        elif isinstance(c, ir.ActionCall):
-            self.action_call(c)
-        elif isinstance(c, ir.FunctionCall):
-            self.function_call(c)
-        elif isinstance(c, ir.Member) and isinstance(c.base, ir.TableApply):
-            self.table_apply(c.base)
-        else:
-            raise self.unsupported(f"call statement {type(c).__name__}", s)
+        call_statement(s, self)
 
     # ------------------------------------------------------------------ assignment
     def s_Assign(self, s: ir.Assign) -> None:

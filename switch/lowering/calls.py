@@ -1,0 +1,45 @@
+"""Which call a call statement makes: one dispatch for both executors' statement emitters."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..frontend import ir
+from .errors import Unsupported
+
+
+class CallEmitter(Protocol):
+    """The calls an executor's statement emitter writes (each returns its value's
+    expression, unused in a statement)."""
+
+    unsupported: Unsupported
+
+    def table_apply(self, e: ir.TableApply) -> str: ...
+
+    def method_call(self, e: ir.MethodCall) -> str | None: ...
+
+    def extern_call(self, e: ir.ExternCall) -> str | None: ...
+
+    def action_call(self, e: ir.ActionCall) -> None: ...
+
+    def function_call(self, e: ir.FunctionCall) -> str | None: ...
+
+
+def call_statement(s: ir.CallStmt, out: CallEmitter) -> None:
+    """Emit call statement ``s`` through ``out`` (``t.apply().hit`` as a statement applies
+    ``t``); any other call is refused."""
+    c = s.call
+    if isinstance(c, ir.TableApply):
+        out.table_apply(c)
+    elif isinstance(c, ir.MethodCall):
+        out.method_call(c)
+    elif isinstance(c, ir.ExternCall):
+        out.extern_call(c)
+    elif isinstance(c, ir.ActionCall):
+        out.action_call(c)
+    elif isinstance(c, ir.FunctionCall):
+        out.function_call(c)
+    elif isinstance(c, ir.Member) and isinstance(c.base, ir.TableApply):
+        out.table_apply(c.base)
+    else:
+        raise out.unsupported(f"call statement {type(c).__name__}", s)
