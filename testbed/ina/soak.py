@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from innet.argtypes import add_backend, add_out, add_workers, int_list, positive_float
+from innet.argtypes import Reporter, add_backend, add_out, add_workers, console, int_list, positive_float
 from innet.polling import PollTimeout, poll_until
 from innet.rss import rss_bytes
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
@@ -228,7 +228,8 @@ def command(args: argparse.Namespace) -> int:
                             args.loopback, out=args.out)
         if not config.loopback:
             quiet_mininet()
-        doc = run(config)
+        with Reporter(console(), f"soak, {config.minutes:g} min", markup=False) as report:
+            doc = run(config, progress=report)
     except (ValueError, TestbedError) as error:
         print(f"innet bench soak: {error}", file=sys.stderr)
         return 2

@@ -50,7 +50,7 @@ from innet.polling import PollTimeout, poll_until
 from innet.children import end_popen
 from innet.testbed.core.machine import describe
 from innet.argtypes import console as new_console
-from innet.argtypes import add_out, add_switch_impl, positive_float
+from innet.argtypes import Reporter, add_out, add_switch_impl, positive_float
 from innet.testbed.core.paths import REPO
 from innet.testbed.core.veth import VethError, VethPair
 from innet.testbed.backends.bmv2 import Bmv2Missing, find_tools
@@ -455,7 +455,9 @@ def command(args: argparse.Namespace) -> int:
 
     console = new_console()  # piped: room for every column
     try:
-        doc = run(config, lambda msg: console.print(f"[dim]{msg}[/]"), bmv2, absent)
+        points = len(config.workloads) * config.rounds * (2 + len(config.switch_impls))  # 2 reflectors
+        with Reporter(console, "bench veth", total=points, counts=lambda msg: " on " in msg) as report:
+            doc = run(config, report, bmv2, absent)
     except (BenchError, VethError) as error:
         print(f"innet bench veth: {error}", file=sys.stderr)
         return 1

@@ -1,4 +1,4 @@
-"""Mininet tier (root): ``bench_veth`` measures the reflector ceilings (recvmmsg and RX ring)
+"""Mininet tier (root): ``innet bench veth`` measures the reflector ceilings (recvmmsg and RX ring)
 and innet-switch on a veth pair it makes, saves JSON and PNG, and leaves no namespace or interface behind."""
 
 from __future__ import annotations
@@ -8,10 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+INNET = [sys.executable, "-m", "innet.cli"]
+
 
 def test_bench_veth_agg64_writes_ratio_and_cleans_up(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "innet.testbed.microbench.veth", "--seconds", "1", "--only", "agg64",
-                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([*INNET, "bench", "veth", "--seconds", "1", "--only", "agg64", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     doc = json.loads((tmp_path / "bench_veth.json").read_text())
     (row,) = doc["rows"]
@@ -33,11 +35,10 @@ def test_bench_veth_without_bmv2_says_so_and_measures_innet(tmp_path: Path) -> N
     path = ":".join(p for p in os.environ.get("PATH", "").split(":") if "p4tools" not in p)
     env = {**os.environ, "INNET_P4_PREFIX": "/nonexistent", "PATH": path}
     env.pop("INNET_BMV2_BIN", None)
-    done = subprocess.run([sys.executable, "-m", "innet.testbed.microbench.veth", "--seconds", "1", "--only", "agg64",
-                           "--switch-impl", "innet,bmv2", "--out", str(tmp_path)], capture_output=True, text=True,
-                          timeout=300, env=env)
+    done = subprocess.run([*INNET, "bench", "veth", "--seconds", "1", "--only", "agg64", "--switch-impl", "innet,bmv2",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "bench_veth: no simple_switch_grpc rows: bmv2 backend: simple_switch_grpc not found" in done.stderr
+    assert "innet bench veth: no simple_switch_grpc rows: bmv2 backend: simple_switch_grpc not found" in done.stderr
     doc = json.loads((tmp_path / "bench_veth.json").read_text())
     assert [r["switch"] for r in doc["rows"]] == ["innet-switch"]
     assert doc["switch_absent"]["bmv2"].startswith("bmv2 backend: simple_switch_grpc not found")
