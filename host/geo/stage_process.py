@@ -71,10 +71,13 @@ class StageJob(JsonPlan):
     eval_every: int = 0
     """Evaluate test accuracy every N steps (0: only after the last)."""
     params_out: str | None = None
+    """Write the stage's final parameters and its SGD momentum to this .npz."""
     params_in: tuple[str, ...] = ()
-    """.npz files (other stages' ``params_out``) to start from: this stage takes the parameters of
-    its own nodes from them (a pipeline re-planned at a step boundary; momentum starts at zero)."""
-    """Write the stage's final parameters to this .npz."""
+    """.npz files (other stages' ``params_out``) to start from: this stage takes the parameters and
+    the momentum of its own nodes from them (a pipeline re-planned at a step boundary)."""
+    skip_steps: int = 0
+    """Batches of this many steps to skip first: a re-planned pipeline continues the same data
+    order where the old one stopped."""
     dp: dict[str, Any] | None = None
     """Data parallel inside the site: ``{"agent": {...}, "replicas": R}`` (see :func:`agent_config`;
     ``GeoTestbed.dp_agent`` writes it)."""
@@ -185,13 +188,19 @@ def run(job: StageJob) -> int:
     dtype = np.dtype(job.dtype)
     params = {n: {k: v.astype(dtype) for k, v in p.items()}
               for n, p in graph.init_params(job.seed, plan.nodes).items()}
+    velocity: dict[str, dict[str, Any]] = {}
     for path in job.params_in:
         for n, p in load_params(Path(path)).items():
             if n in params:
                 params[n] = {k: v.astype(dtype) for k, v in p.items()}
+        for n, p in load_params(Path(path), MOMENTUM).items():
+            if n in params:
+                velocity[n] = {k: v.astype(dtype) for k, v in p.items()}
     task = build_task(job.task, job.seed)
     batches: Iterator[list[dict[str, Any]]] = task.batches(job.batch, job.microbatches,
                                                                    job.seed if job.data_seed is None else job.data_seed)
+    for _ in range(job.skip_steps):
+        next(batches)
     prev: Channel | None = None
     nxt: Channel | None = None
     agent = None
@@ -213,6 +222,7 @@ def run(job: StageJob) -> int:
                              CompressionConfig(**job.compress_next) if job.compress_next else None,
                              CompressionConfig(**job.compress_prev) if job.compress_prev else None,
                              reducer=reducer, timeout=job.timeout)
+        runner.opt.velocity.update(velocity)
         if job.probe:
             runner.probe()
         base = {"next": nxt.sent_bytes if nxt else 0, "prev": prev.sent_bytes if prev else 0}  # probes excluded
@@ -241,6 +251,7 @@ def run(job: StageJob) -> int:
                 link.flush(job.timeout)
         if job.params_out:
             arrays: dict[str, Any] = {f"{n}/{k}": v for n, p in params.items() for k, v in p.items()}
+            arrays.update({f"{MOMENTUM}{n}/{k}": v for n, p in runner.opt.velocity.items() for k, v in p.items()})
             np.savez(job.params_out, **arrays)
         s = runner.stats
         _emit(event="done", stage=job.index, compute_s=s.compute_s, microbatches=s.microbatches,
@@ -265,11 +276,18 @@ def run(job: StageJob) -> int:
             agent.close()
 
 
-def load_params(path: Path) -> ParamStore:
+MOMENTUM = "momentum:"
+"""Prefix of the SGD momentum's arrays in a ``params_out`` file."""
+
+
+def load_params(path: Path, prefix: str = "") -> ParamStore:
+    """The parameters in a ``params_out`` file, or with ``prefix=MOMENTUM`` the momentum."""
     out: ParamStore = {}
     with np.load(path) as z:
         for key in z.files:
-            n, k = key.split("/", 1)
+            if key.startswith(MOMENTUM) != bool(prefix):
+                continue
+            n, k = key[len(prefix):].split("/", 1)
             out.setdefault(n, {})[k] = z[key]
     return out
 

@@ -384,7 +384,7 @@ def _site(topo: Topology, device: str) -> str:
 
 def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: int,
                dp: Callable[[int, str], dict[str, Any] | None] | None = None, fabric: Any = None,
-               data_offset: int = 0, params_dir: Path | None = None,
+               skip_steps: int = 0, params_dir: Path | None = None,
                params_in: Sequence[str] = ()) -> list[StageJob]:
     """The stage jobs of pipeline ``replica`` for ``plan``; compression on the slowest links only.
     ``fabric`` (a geo testbed) places each stage on a host and says what the transport still
@@ -414,7 +414,7 @@ def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: in
         listen = (topo.host(host).address, 0) if host is not None else ("127.0.0.1", 0)
         jobs.append(StageJob(model=config.model_spec(numpy_nodes), task=config.task_spec(), cuts=plan.cuts, index=i,
                              steps=config.steps, batch=config.batch, microbatches=config.microbatches,
-                             seed=config.seed, data_seed=config.seed + 1000 * replica + data_offset, lr=config.lr,
+                             seed=config.seed, data_seed=config.seed + 1000 * replica, skip_steps=skip_steps, lr=config.lr,
                              momentum=config.momentum, listen=listen,
                              shape_next=shape(sites[i], sites[i + 1]) if i + 1 < len(sites) else None,
                              shape_prev=shape(sites[i], sites[i - 1]) if i > 0 else None,
@@ -581,8 +581,8 @@ def run_replanned(config: GeoBenchConfig, planned: Planned, placement: str, comp
     """A straggler, then a re-plan at a step boundary: train until ``REPLAN_WINDOW`` steps after
     the quota is tightened, measure the straggler's new speed from its stage's compute, plan
     again with it, and continue the same training on the new plan (each stage starts from the
-    parameters the old stages wrote; momentum restarts at zero; the batches continue from a
-    different data seed). Stops and restarts the stage processes: the re-plan's cost is in
+    parameters and momentum the old stages wrote; the batches continue in the same order).
+    Stops and restarts the stage processes: the re-plan's cost is in
     the row (``replan_pause_s``)."""
     import tempfile
 
@@ -603,7 +603,7 @@ def run_replanned(config: GeoBenchConfig, planned: Planned, placement: str, comp
         quotas.set(site, share)  # the device stays slow
         try:
             b = run_one(replace(config, steps=config.steps - first, straggler=None, replan=False), later, placement, compression,
-                        geo_tb, quotas, params_in=files, data_offset=7919)
+                        geo_tb, quotas, params_in=files, skip_steps=first)
         finally:
             quotas.set(site, dict(config.speeds).get(site))
     offset = a["train_wall_s"] or 0.0
@@ -631,7 +631,7 @@ the last ones; the first after the change is skipped as a transition)."""
 
 def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compression: str,
             geo_tb: Any = None, quotas: Any = None, params_dir: Path | None = None, params_in: Sequence[str] = (),
-            data_offset: int = 0) -> dict[str, Any]:
+            skip_steps: int = 0) -> dict[str, Any]:
     if placement == "dp":
         return run_dp(config, planned, compression, geo_tb, quotas)
     plan = planned.plans[placement]
@@ -647,7 +647,7 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
             return {"agent": geo_tb.dp_agent(site, r, epochs[site], max(1, _stage_elements(planned, plan, i))),
                     "replicas": config.replicas}
         pipelines.append(stage_jobs(config, plan, compression, r, dp if config.replicas > 1 else None, geo_tb,
-                                    data_offset, params_dir, params_in))
+                                    skip_steps, params_dir, params_in))
     wan_before = geo_tb.wan_bytes() if geo_tb is not None else None
     spawn = stage_spawner(config, geo_tb)
     on_record: OnRecord | None = None

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from innet.host.geo.launch import launch
-from innet.host.geo.stage_process import StageJob, load_params
+from innet.host.geo.stage_process import MOMENTUM, StageJob, load_params
 
 SIZES = [64, 32, 24, 10]  # fc0 relu0 fc1 relu1 fc2 loss
 
@@ -40,3 +40,32 @@ def test_a_new_partition_starts_from_the_old_stages_parameters(tmp_path: Path) -
         for k in old[n]:
             np.testing.assert_array_equal(new[n][k], old[n][k])
             assert not np.array_equal(fresh[n][k], old[n][k])  # the old run trained them
+
+
+def test_a_resumed_pipeline_continues_exactly_with_momentum_and_data_order(tmp_path: Path) -> None:
+    """Stopping after 2 steps and starting again from the written parameters and momentum, 2
+    steps of batches skipped, ends where 4 uninterrupted steps end: the optimizer state is
+    carried and the data order kept (a re-plan at a step boundary loses nothing)."""
+    def jobs(steps: int, tag: str, params_in: tuple[str, ...] = (), skip: int = 0) -> list[StageJob]:
+        return [StageJob(model={"kind": "mlp", "sizes": SIZES}, task={"kind": "digits"}, cuts=(2,), index=i,
+                         steps=steps, batch=16, lr=0.1, momentum=0.9, probe=False,
+                         params_out=str(tmp_path / f"{tag}{i}.npz"), params_in=params_in, skip_steps=skip,
+                         timeout=30.0)
+                for i in range(2)]
+
+    launch([jobs(4, "whole")], timeout=120.0)
+    launch([jobs(2, "first")], timeout=120.0)
+    first = tuple(str(f) for f in sorted(tmp_path.glob("first*.npz")))
+    launch([jobs(2, "second", first, skip=2)], timeout=120.0)
+    whole: dict[str, dict[str, np.ndarray]] = {}
+    second: dict[str, dict[str, np.ndarray]] = {}
+    for f in sorted(tmp_path.glob("whole*.npz")):
+        whole.update(load_params(f))
+    for f in sorted(tmp_path.glob("second*.npz")):
+        second.update(load_params(f))
+    assert sorted(whole) == sorted(second) == ["fc0", "fc1", "fc2"]
+    for n in whole:
+        for k in whole[n]:
+            np.testing.assert_array_equal(second[n][k], whole[n][k])
+    momentum = load_params(tmp_path / "first0.npz", MOMENTUM)
+    assert momentum and all(np.any(v) for p in momentum.values() for v in p.values())
