@@ -85,6 +85,8 @@ class ExprBuilder(CallHooks):
     externs: dict[str, ir.ExternDecl]
     block_kind: str
     """What the code being built is in: control, parser, action or function."""
+    newtypes: dict[str, ir.Type]
+    """Names declared with ``type`` -> their underlying type."""
 
     # ------------------------------------------------------------------ helpers
     def loc(self, node: ParseNode | Tok) -> ir.Loc:
@@ -447,6 +449,13 @@ class ExprBuilder(CallHooks):
     def _e_cast(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         ty = self.resolve_type(t.children[0])
         e = self.expr(t.children[1])
+        target = t.children[0]
+        while isinstance(target, ParseNode) and target.data == "type_ref":
+            target = target.children[0]
+        name = str(target.children[0]) if isinstance(target, ParseNode) and target.data == "named_type" else ""
+        if name in self.newtypes and e.type != ty and not (isinstance(e, ir.Const) and isinstance(e.type, ir.IntT)):
+            raise self.err(loc, f"cannot cast {e.type} to type {name}: a 'type' is cast only from its "
+                           f"underlying type {ty}")
         return self.cast(ty, e, loc)
 
     def cast(self, ty: ir.Type, e: ir.Expr, loc: ir.Loc) -> ir.Expr:

@@ -74,6 +74,7 @@ class ProgramBuilder(BlockBuilder):
         self.tree = pr.tree
         self.type_locs: dict[str, ir.Loc] = {}
         self.action_cp_names: dict[str, ir.Loc] = {}
+        self.newtypes: dict[str, ir.Type] = {}
 
     def declare(self, name: str, sym: object, loc: ir.Loc) -> None:
         """A value name; at the top level it may not also name a type (p4c: one namespace)."""
@@ -267,6 +268,7 @@ class ProgramBuilder(BlockBuilder):
         if not isinstance(under, (ir.BitT, ir.BoolT)):
             raise self.err(self.loc(type_t), f"type {self.name_of(name_t)}: 'type' can only be applied to "
                            f"base types (bit<W>, int<W>, bool), not {under}")
+        self.newtypes[self.name_of(name_t)] = under
         self.declare_type(self.name_of(name_t), under, self.loc(name_t))
 
     def _d_error_decl(self, t: ParseNode) -> None:

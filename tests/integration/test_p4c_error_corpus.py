@@ -24,9 +24,8 @@ from innet.p4c_errors import CORPORA, DEFAULT_DIR, ENV_VAR, ErrorsDirError, Outc
 from innet.switch.frontend.preprocess import P4_INCLUDE_DIR
 
 KNOWN_GAPS = frozenset({
-    "p4_16_errors/issue3221.p4",  # a cast from bit<2> to a 'type' of bit<1>: innet's 'type' is a typedef
     "p4_16_errors/issue3363.p4",  # 'extern == extern' inside a structured annotation: its body is not typed
-    "p4_16_errors/issue5094-type-bmv2.p4",  # a shift by a 'type' value: innet's 'type' is a typedef
+    "p4_16_errors/issue5094-type-bmv2.p4",  # a shift by a value of a 'type': innet's 'type' is its base type
 })
 """Programs innet does not yet reject as p4c does (strict xfail: one that starts passing
 fails the tier until it is taken off this list)."""

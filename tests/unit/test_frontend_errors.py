@@ -529,3 +529,12 @@ def test_a_leading_dot_names_the_top_level_declaration() -> None:
                        "ok.p4")
     ing = p.controls["Ing"]
     assert any(isinstance(s, ir.Assign) and isinstance(s.rhs, ir.Const) and s.rhs.value == 7 for s in ing.body.stmts)
+
+
+def test_a_type_is_cast_only_from_its_underlying_type() -> None:
+    decl = "type bit<1> t1;\nt1 f(bit<2> a) { return (t1)a; }\n"
+    with pytest.raises(P4Error, match=r"decl\.p4:2:25: error: cannot cast bit<2> to type t1: a 'type' is cast only "
+                                      r"from its underlying type bit<1>"):
+        compile_source(decl, "decl.p4")
+    compile_source(decl.replace("bit<2> a", "bit<1> a"), "ok.p4")
+    compile_source("type bit<8> t8;\nt8 f() { return (t8)3; }\n", "ok.p4")
