@@ -121,6 +121,8 @@ class SwarmLab:
         self.nodes: list[LabNode] = []
         self.registries: list[subprocess.Popen[bytes]] = []
         self.push_port = 0
+        self.image = ""
+        """What the stack runs, as the nodes pull it (set once an image is pushed)."""
         self._lock: Any = None
         self._made: list[tuple[str, str]] = []
 
@@ -189,6 +191,7 @@ class SwarmLab:
             self.nodes.append(self._start_node(i))
         for node in self.nodes:
             self._connect(node)
+            _remove_containers(node.client)  # a crashed run's tasks, kept in the data root
         self._form_swarm()
         self.progress(f"swarm of {len(self.nodes)} dockerd nodes on {self.bridge} ({self.subnet}.0/24) "
                       f"in {time.monotonic() - start:.1f} s")
@@ -324,6 +327,7 @@ class SwarmLab:
                     node.client.swarm.leave(force=True)
                 except Exception:
                     pass
+                _remove_containers(node.client)
                 node.client.close()
                 node.client = None
         for proc in [n.popen for n in self.nodes if n.popen is not None] + self.registries:
@@ -340,6 +344,15 @@ class SwarmLab:
         if self._lock is not None:
             self._lock.close()
             self._lock = None
+
+
+def _remove_containers(client: Any) -> None:
+    """Every container of a lab node's engine (only the lab runs there)."""
+    try:
+        for container in client.containers.list(all=True):
+            container.remove(force=True)
+    except Exception:  # an engine that went away has none left to remove
+        pass
 
 
 def _accepts(host: str, port: int) -> bool:

@@ -37,12 +37,16 @@ def push_image(client: Any, registry: str) -> str:
     from innet.testbed.backends.docker.images import build_image
 
     local = build_image(client)
-    ref = image_ref(registry)
-    repository, _, tag = ref.rpartition(":")
+    tag = local.rpartition(":")[2]  # the key of what was built (sources may change meanwhile)
+    repository = f"{check_registry(registry)}/{IMAGE_NAME}"
+    ref = f"{repository}:{tag}"
     client.images.get(local).tag(repository, tag)
-    errors = [line.get("error") or line.get("errorDetail", {}).get("message")
-              for line in client.images.push(repository, tag=tag, stream=True, decode=True)
-              if "error" in line or "errorDetail" in line]
+    try:
+        errors = [line.get("error") or line.get("errorDetail", {}).get("message")
+                  for line in client.images.push(repository, tag=tag, stream=True, decode=True)
+                  if "error" in line or "errorDetail" in line]
+    finally:
+        client.images.remove(ref)  # only the registry's name for it; innet:<key> stays
     if errors:
         raise RegistryError(f"push of {ref}: {errors[-1]} (an http registry must be in the engine's "
                             "insecure-registries, except on 127.0.0.0/8)")

@@ -114,17 +114,28 @@ def check_nodes(client: Any, spec: ClusterSpec) -> dict[str, list[str]]:
     return found
 
 
-def deploy(client: Any, spec: ClusterSpec) -> None:
-    """``docker stack deploy`` of the stack file with ``spec``'s variables."""
+def _cli_env(docker_host: str | None) -> dict[str, str]:
+    return {"DOCKER_HOST": docker_host} if docker_host else {}
+
+
+def deploy(client: Any, spec: ClusterSpec, docker_host: str | None = None) -> None:
+    """``docker stack deploy`` of the stack file with ``spec``'s variables (the CLI talks to
+    ``docker_host``, default: its environment's engine, which must be ``client``'s)."""
     check_nodes(client, spec)
     _docker(["stack", "deploy", "--prune", "--resolve-image", "never", "-c", str(STACK_FILE), spec.name],
-            env=spec.env())
+            env={**spec.env(), **_cli_env(docker_host)})
 
 
 def services(client: Any, name: str) -> dict[str, Any]:
     """The stack's services by short name (``worker``, not ``innet_worker``)."""
-    return {s.name.removeprefix(f"{name}_"): s
-            for s in client.services.list(filters={"label": f"{NAMESPACE}={name}"})}
+    import docker.errors
+
+    try:
+        found = client.services.list(filters={"label": f"{NAMESPACE}={name}"})
+    except docker.errors.APIError as error:
+        raise ClusterError(f"this Docker engine is not a Swarm manager ({error.explanation or error}); run "
+                           "`docker swarm init` here or point DOCKER_HOST at a manager") from None
+    return {s.name.removeprefix(f"{name}_"): s for s in found}
 
 
 def _tagged(service: Any, tag: str) -> list[dict[str, Any]]:
@@ -143,9 +154,10 @@ def _tagged(service: Any, tag: str) -> list[dict[str, Any]]:
 
 def task_rows(client: Any, name: str) -> list[dict[str, str]]:
     """One row per task: service, slot, node, state, message."""
+    found = services(client, name)
     nodes = {n.id: n.attrs.get("Description", {}).get("Hostname", n.id) for n in client.nodes.list()}
     rows = []
-    for short, service in sorted(services(client, name).items()):
+    for short, service in sorted(found.items()):
         for task in service.tasks():
             status = task.get("Status", {})
             rows.append({"service": short, "slot": str(task.get("Slot", "")), "node": nodes.get(task.get("NodeID", ""), "-"),
@@ -204,8 +216,13 @@ def service_logs(client: Any, name: str, service: str, tail: int = 50) -> str:
     return b"".join(chunks).decode(errors="replace")
 
 
-def remove(client: Any, name: str, deadline: float = 120.0) -> list[str]:
-    """``docker stack rm`` and wait until its services, containers and network are gone; what went."""
+def remove(client: Any, name: str, deadline: float = 120.0, docker_host: str | None = None,
+           node_clients: tuple[Any, ...] = ()) -> list[str]:
+    """``docker stack rm`` and wait until its services, networks and containers are gone; what went.
+
+    Swarm (dockerd 20.10) leaves the exited container of a finished job (the controller) on
+    its node after the service is removed: those of this stack are removed here, on the
+    engine of ``client`` and of ``node_clients`` (other nodes' engines, when reachable)."""
     gone = sorted(services(client, name))
     last = ""
     if not gone and not client.networks.list(filters={"label": f"{NAMESPACE}={name}"}):
@@ -213,17 +230,34 @@ def remove(client: Any, name: str, deadline: float = 120.0) -> list[str]:
     end = time.monotonic() + deadline
     while True:
         try:  # again while a network is still "in use" by a task that is stopping
-            _docker(["stack", "rm", name])
+            _docker(["stack", "rm", name], env=_cli_env(docker_host))
         except ClusterError as error:
             if time.monotonic() > end:
                 raise
             last = str(error)
         label = {"label": f"{NAMESPACE}={name}"}
-        if not services(client, name) and not client.networks.list(filters=label) \
-                and not client.containers.list(all=True, filters=label):
-            break
+        if not services(client, name) and not client.networks.list(filters=label):
+            gone += _remove_exited(name, (client, *node_clients))
+            if not any(c.containers.list(all=True, filters=label) for c in (client, *node_clients)):
+                break
         if time.monotonic() > end:
             raise ClusterError(f"stack {name}: services or networks still present {deadline:g} s after `stack rm`"
                                + (f" ({last})" if last else ""))
         time.sleep(1.0)
-    return [f"removed service {name}_{s}" for s in gone]
+    return [g if g.startswith("removed") else f"removed service {name}_{g}" for g in gone]
+
+
+def _remove_exited(name: str, clients: tuple[Any, ...]) -> list[str]:
+    """Exited task containers of stack ``name`` on those engines (finished jobs)."""
+    import docker.errors
+
+    done = []
+    for engine in clients:
+        for container in engine.containers.list(all=True, filters={"label": f"{NAMESPACE}={name}",
+                                                                    "status": "exited"}):
+            try:
+                container.remove()
+                done.append(f"removed exited container {container.name}")
+            except docker.errors.APIError:
+                pass  # still being stopped: the next round
+    return done
