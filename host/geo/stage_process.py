@@ -256,6 +256,7 @@ def run(job: StageJob) -> int:
         s = runner.stats
         _emit(event="done", stage=job.index, compute_s=s.compute_s, microbatches=s.microbatches,
               reduce_s=s.reduce_s, bandwidth_next_bps=s.bandwidth_next_bps,
+              delay_next_s=runner.meter_next.delay_s if nxt is not None and job.probe else None,
               mean_ratio_next=float(np.mean(s.ratios_next)) if s.ratios_next else None,
               mean_ratio_prev=float(np.mean(s.ratios_prev)) if s.ratios_prev else None,
               ratios_next=[round(r, 4) for r in s.ratios_next],

@@ -714,6 +714,7 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
             "sends": sends_label(first[s0]["codecs_next"], first[s0 + 1]["codecs_prev"],
                                  ratio if compression in ("topk", "adatopk") else None) if s0 is not None else "-",
             "slow_link_bytes_per_step": sum(carried[s0]) * config.microbatches if s0 is not None else 0.0,
+            "link_check": link_check(plan, plan_sites, first),
             "slow_link_message_bytes": first[s0]["sizes_next"] if s0 is not None else None,
             "final_accuracy": evals[-1]["accuracy"] if evals else None, "final_loss": steps[-1]["loss"],
             "final_test_loss": evals[-1]["loss"] if evals else None,
@@ -731,6 +732,33 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
             "loss_curve": [[s["t"], s["loss"]] for s in steps],
             "accuracy_curve": [[e["t"], e["step"], e["accuracy"]] for e in evals],
             "test_loss_curve": [[e["t"], e["step"], e["loss"]] for e in evals]}
+
+
+LINK_TOLERANCE = 0.10
+"""How far a WAN link's probed rate or delay may be from its configuration."""
+
+
+def link_check(plan: Plan, sites: Sequence[str], done: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each boundary's WAN link as configured and as the stages' start-up probe measured it (rate
+    from a 256 KiB round trip against a 1-byte one, one-way delay half the 1-byte round trip),
+    and whether both are within ``LINK_TOLERANCE`` of the configuration."""
+    out = []
+    for i, link in enumerate(plan.links):
+        bps, delay_s = done[i].get("bandwidth_next_bps"), done[i].get("delay_next_s")
+        if bps is None or delay_s is None:
+            continue
+        rate_ok = abs(bps / 1e6 - link.bw_mbps) <= LINK_TOLERANCE * link.bw_mbps
+        delay_ok = abs(delay_s * 1e3 - link.delay_ms) <= LINK_TOLERANCE * link.delay_ms + 0.5  # +0.5 ms: timer noise
+        out.append({"link": f"{sites[i]}-{sites[i + 1]}", "configured_mbps": link.bw_mbps,
+                    "configured_delay_ms": link.delay_ms, "probed_mbps": bps / 1e6, "probed_delay_ms": delay_s * 1e3,
+                    "within_tolerance": rate_ok and delay_ok})
+    return out
+
+
+def link_check_line(checks: Sequence[dict[str, Any]]) -> str:
+    return "; ".join(f"{c['link']} {c['configured_mbps']:g} Mbit/s {c['configured_delay_ms']:g} ms -> "
+                     f"{c['probed_mbps']:.1f} Mbit/s {c['probed_delay_ms']:.1f} ms"
+                     f"{'' if c['within_tolerance'] else f' (more than {LINK_TOLERANCE:.0%} off)'}" for c in checks)
 
 
 class _AtStep:
@@ -958,6 +986,9 @@ def table(doc: dict[str, Any]) -> str:
                              f"{blind['step_s'] * 1e3:.1f} -> {aware['step_s'] * 1e3:.1f} ms per step "
                              f"({blind['step_s'] / aware['step_s']:.2f}x)")
     for r in doc["rows"]:
+        if r.get("link_check"):
+            lines.append(f"links of {r['placement']}/{r['compression']} (configured -> probed): "
+                         f"{link_check_line(r['link_check'])}")
         if r.get("straggler"):
             lines.append(f"straggler in {r['placement']}/{r['compression']}: {straggler_line(r['straggler'])}")
         if r.get("rate_change"):

@@ -138,3 +138,18 @@ def test_adatopk_stage_jobs_carry_the_codecs_on_the_slowest_link_only() -> None:
     other = stage_jobs(GeoBenchConfig(task="lm", gradients="int8"), plan, "adatopk", 0)
     assert other[0].compress_next is not None
     assert (other[0].compress_next["activations"], other[0].compress_next["gradients"]) == ("topk", "int8")
+
+
+def test_link_check_compares_probed_links_with_their_configuration() -> None:
+    from innet.host.geo.opfence import LinkCost, Plan
+    from innet.testbed.geo.bench import link_check, link_check_line
+
+    plan = Plan(order=(("s1h1",), ("s3h1",), ("s2h1",)), cuts=(6, 16), stage_nodes=(("a",), ("b",), ("c",)),
+                stage_compute_s=(0.01, 0.01, 0.01), links=(LinkCost(1000, 2), LinkCost(10, 30)),
+                boundary_bytes=(1, 1), reduce_s=(0, 0, 0), microbatches=4, step_s=1.0)
+    done = [{"bandwidth_next_bps": 119e6, "delay_next_s": 0.0021},
+            {"bandwidth_next_bps": 9.7e6, "delay_next_s": 0.0304}, {}]
+    checks = link_check(plan, ["a", "c", "b"], done)
+    assert [(c["link"], c["within_tolerance"]) for c in checks] == [("a-c", False), ("c-b", True)]
+    assert link_check_line(checks) == ("a-c 1000 Mbit/s 2 ms -> 119.0 Mbit/s 2.1 ms (more than 10% off); "
+                                       "c-b 10 Mbit/s 30 ms -> 9.7 Mbit/s 30.4 ms")
