@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Protocol
 
 from ..frontend import ir
@@ -43,3 +44,19 @@ def call_statement(s: ir.CallStmt, out: CallEmitter) -> None:
         out.table_apply(c.base)
     else:
         raise out.unsupported(f"call statement {type(c).__name__}", s)
+
+
+def has_call(e: ir.Expr) -> bool:
+    """``e`` contains a call (function, action, extern, method, table apply) that may write
+    state, so operands to its left must be read before it (P4_16 8.1: left to right)."""
+    if isinstance(e, (ir.FunctionCall, ir.ExternCall, ir.ActionCall, ir.TableApply)):
+        return True
+    if isinstance(e, ir.MethodCall):
+        return e.method not in ("isValid",)
+    for f in dataclasses.fields(e):  # type: ignore[arg-type]
+        v = getattr(e, f.name)
+        if isinstance(v, ir.Expr) and has_call(v):
+            return True
+        if isinstance(v, tuple) and any(isinstance(x, ir.Expr) and has_call(x) for x in v):
+            return True
+    return False

@@ -24,10 +24,10 @@ from typing import Any
 
 from ..frontend import ir
 from ..lowering.args import call_arg, const_int, field_slots
-from ..lowering.calls import call_statement
+from ..lowering.calls import call_statement, has_call
 from ..lowering.errors import Unsupported
+from ..lowering.places import Place, SlotLayout, resolve_place
 from ..lowering.types import bits, is_scalar
-from ..pipeline.exprgen import Place, _has_call
 from .wide import (WIDE_RUNTIME, WideLayout, default_values, field_offset, header_offsets, limbs, limbs_of, nslots,
                    wide_width, word_bits)
 from .widegen import WideGen
@@ -49,6 +49,8 @@ VARBIT = -1
 """The width ``flatten`` gives a varbit field: known at run time only (``vb_w``)."""
 ENT_HDR = 5
 """Header words of a C table entry: action, handle, packets, bytes, last hit (ns)."""
+SLOTS = SlotLayout(nslots, field_offset)
+"""The native slot layout (wide values take several slots), for :func:`resolve_place`."""
 HASHES = {"crc16": "h_crc16", "crc16_custom": "h_crc16", "crc32": "h_crc32", "crc32_custom": "h_crc32",
           "csum16": "h_csum16", "xor16": "h_xor16", "identity": "h_identity"}
 
@@ -558,62 +560,40 @@ class Gen(WideGen):
         memo = self.place_memo.get(id(e))
         if memo is not None and memo[0] is e:
             return memo[1]
-        if isinstance(e, ir.VarRef):
-            if e.decl.uid in self.data:
-                raise self.unsupported(f"'{e.decl.name}' (action data) used as an l-value or aggregate", e)
-            return Place(self.u.var(e.decl.uid, e.decl.type, e.decl.name, e.loc), e.decl.type)
-        if isinstance(e, ir.Member):
-            bt = e.base.type
-            base = self.place(e.base)
-            off, ft = field_offset(bt, e.name)
-            p = base.sub(off, ft)
-            if isinstance(bt, ir.HeaderUnionT):
-                sibs = []
-                o = 0
-                for f in bt.fields:
-                    if f.name != e.name:
-                        sibs.append(base.sub(o, f.type).base)
-                    o += nslots(f.type)
-                p.union_siblings = tuple(sibs)
-            return p
-        if isinstance(e, ir.StackElem):
-            st = e.base.type
-            assert isinstance(st, ir.StackT)
-            base = self.place(e.base)
-            esz = nslots(st.elem)
-            if isinstance(e.index, ir.Const):
-                i = int(e.index.value)
-                if not 0 <= i < st.size:
-                    raise self.unsupported(f"stack index {i} out of range 0..{st.size - 1}", e)
-                return base.sub(1 + i * esz, st.elem)
-            if wide_width(e.index.type):
-                w, s = 64, False
-                idx = self.tmp(f"w_sat64({self.expr(e.index)})")
-            else:
-                w, s = word_bits(e.index.type, e)
-                idx = self.tmp(self.expr(e.index))
-            cond = f"SX({idx}, {w}) < 0 || SX({idx}, {w}) >= {st.size}" if s else f"{idx} >= {st.size}"
+        return resolve_place(e, self, SLOTS)
+
+    def var_slot(self, e: ir.VarRef) -> int | None:
+        if e.decl.uid in self.data:
+            return None
+        return self.u.var(e.decl.uid, e.decl.type, e.decl.name, e.loc)
+
+    def stack_index(self, e: ir.StackElem, base: Place, esz: int) -> Place:
+        st = e.base.type
+        assert isinstance(st, ir.StackT)
+        if wide_width(e.index.type):
+            w, s = 64, False
+            idx = self.tmp(f"w_sat64({self.expr(e.index)})")
+        else:
+            w, s = word_bits(e.index.type, e)
+            idx = self.tmp(self.expr(e.index))
+        cond = f"SX({idx}, {w}) < 0 || SX({idx}, {w}) >= {st.size}" if s else f"{idx} >= {st.size}"
+        if not self.in_parser:
+            return self.oob_place(cond, f"{base.at(1)}+{idx}*{esz}", st.elem)
+        self.emit(f"if ({cond}) {self.oob(e)}")
+        return Place(f"({base.at(1)}+{idx}*{esz})", st.elem)
+
+    def stack_end(self, e: ir.StackProp, base: Place, esz: int) -> Place:
+        st = e.base.type
+        assert isinstance(st, ir.StackT)
+        if e.prop == "next":
+            t = self.tmp(f"S[{base.at()}]")
+            self.emit(f"if ({t} >= {st.size}) {self.oob(e)}")
+        else:
+            t = self.tmp(f"S[{base.at()}] - 1")
             if not self.in_parser:
-                return self.oob_place(cond, f"{base.at(1)}+{idx}*{esz}", st.elem)
-            self.emit(f"if ({cond}) {self.oob(e)}")
-            return Place(f"({base.at(1)}+{idx}*{esz})", st.elem)
-        if isinstance(e, ir.StackProp) and e.prop in ("next", "last"):
-            st = e.base.type
-            assert isinstance(st, ir.StackT)
-            base = self.place(e.base)
-            esz = nslots(st.elem)
-            if e.prop == "next":
-                t = self.tmp(f"S[{base.at()}]")
-                self.emit(f"if ({t} >= {st.size}) {self.oob(e)}")
-            else:
-                t = self.tmp(f"S[{base.at()}] - 1")
-                if not self.in_parser:
-                    return self.oob_place(f"S[{base.at()}] == 0", f"{base.at(1)}+{t}*{esz}", st.elem)
-                self.emit(f"if (S[{base.at()}] == 0) {self.oob(e)}")
-            return Place(f"({base.at(1)}+{t}*{esz})", st.elem)
-        if isinstance(e, ir.MethodCall) and e.method == "lookahead" and not is_scalar(e.type):
-            return self.lookahead_place(e)
-        raise self.unsupported(f"expression {type(e).__name__} as an l-value", e)
+                return self.oob_place(f"S[{base.at()}] == 0", f"{base.at(1)}+{t}*{esz}", st.elem)
+            self.emit(f"if (S[{base.at()}] == 0) {self.oob(e)}")
+        return Place(f"({base.at(1)}+{t}*{esz})", st.elem)
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: ir.Expr) -> str:
@@ -704,7 +684,7 @@ class Gen(WideGen):
 
     def x_Binary(self, e: ir.Binary) -> str:
         if e.op not in ("&&", "||") and is_scalar(e.left.type) and not isinstance(e.left, ir.Const) \
-                and _has_call(e.right):
+                and has_call(e.right):
             t = self.vtmp(e.left.type, self.expr(e.left))
             self._pinned[id(e.left)] = (e.left, t)
             try:

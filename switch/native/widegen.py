@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..frontend import ir
-from ..pipeline.exprgen import Place
 from ..lowering.args import call_arg
 from ..lowering.errors import Unsupported
+from ..lowering.places import Place
 from .wide import limbs, split, wide_width, word_bits
 
 

@@ -8,12 +8,12 @@ expressions therefore only wrap where an operation can leave the range.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..frontend import ir
+from ..lowering.calls import has_call
 from ..lowering.errors import Unsupported
+from ..lowering.places import Place, SlotLayout, resolve_place
 from ..lowering.types import ERROR_WIDTH, bits, is_scalar
 from .errors import UnsupportedError
 from .layout import field_offset, nslots
@@ -24,33 +24,17 @@ if TYPE_CHECKING:
 
 
 VARBIT = -1  # the width ``flatten`` gives a varbit value: its expression is a (width, value) tuple
+SLOTS = SlotLayout(nslots, field_offset)
+"""The Python executor's slot layout, for :func:`resolve_place`."""
 SMALL_SHIFT = 1024  # a variable shift amount up to this is done inline (a << b stays small)
 
 
-@dataclass
-class Place:
-    """A slot range: ``base`` is a constant index or a Python expression (runtime index)."""
-
-    base: int | str
-    type: ir.Type
-    union_siblings: tuple[int | str, ...] = ()  # bases of the other members of a header union
-
-    def at(self, off: int = 0) -> str:
-        if isinstance(self.base, int):
-            return str(self.base + off)
-        return f"{self.base}+{off}" if off else str(self.base)
-
-    def sub(self, off: int, t: ir.Type) -> "Place":
-        if isinstance(self.base, int):
-            return Place(self.base + off, t)
-        return Place(f"{self.base}+{off}" if off else self.base, t)
-
-    def span(self) -> str:
-        """``a:b`` covering the whole value."""
-        n = nslots(self.type)
-        if isinstance(self.base, int):
-            return f"{self.base}:{self.base + n}"
-        return f"{self.base}:{self.base}+{n}"
+def span(p: Place) -> str:
+    """``a:b`` covering the whole value of ``p`` in the Python slot list."""
+    n = nslots(p.type)
+    if isinstance(p.base, int):
+        return f"{p.base}:{p.base + n}"
+    return f"{p.base}:{p.base}+{n}"
 
 
 def wrap_expr(x: str, width: int, signed: bool) -> str:
@@ -158,60 +142,38 @@ class ExprGen(StatementHooks):
         """The slot range an l-value or aggregate expression denotes."""
         if self.place_memo is not None and self.place_memo[0] is e:
             return self.place_memo[1]
-        if isinstance(e, ir.VarRef):
-            if e.decl.uid in self.locals:
-                raise self.unsupported(f"'{e.decl.name}' (action data) used as an l-value or aggregate", e)
-            return Place(self.prog.layout.var(e.decl.uid, e.decl.type, e.decl.name), e.decl.type)
-        if isinstance(e, ir.Member):
-            bt = e.base.type
-            base = self.place(e.base)
-            off, ft = field_offset(bt, e.name)
-            p = base.sub(off, ft)
-            if isinstance(bt, ir.HeaderUnionT):
-                sibs = []
-                o = 0
-                for f in bt.fields:
-                    if f.name != e.name:
-                        sibs.append(base.sub(o, f.type).base)
-                    o += nslots(f.type)
-                p.union_siblings = tuple(sibs)
-            return p
-        if isinstance(e, ir.StackElem):
-            st = e.base.type
-            assert isinstance(st, ir.StackT)
-            base = self.place(e.base)
-            esz = nslots(st.elem)
-            if isinstance(e.index, ir.Const):
-                i = int(e.index.value)
-                if not 0 <= i < st.size:
-                    raise self.unsupported(f"stack index {i} out of range 0..{st.size - 1}", e)
-                return base.sub(1 + i * esz, st.elem)
-            idx = self.simple(self.expr(e.index))
-            signed = isinstance(e.index.type, ir.BitT) and e.index.type.signed
-            bad = f"{'not 0 <= ' if signed else ''}{idx} {'<' if signed else '>='} {st.size}"
-            pos = f"{base.at(1)}+{idx}*{esz}" if esz != 1 else f"{base.at(1)}+{idx}"
-            if self.in_parser:
-                self.emit(f"if {bad}: {self.oob(e)}")
-                return Place(pos, st.elem)
-            return self.oob_place(bad, pos, st.elem)
-        if isinstance(e, ir.StackProp) and e.prop in ("next", "last"):
-            st = e.base.type
-            assert isinstance(st, ir.StackT)
-            base = self.place(e.base)
-            esz = nslots(st.elem)
-            t = self.tmp()
-            if e.prop == "next":
-                self.emit(f"{t} = S[{base.at()}]")
-                self.emit(f"if {t} >= {st.size}: {self.oob(e)}")
-            else:
-                self.emit(f"{t} = S[{base.at()}] - 1")
-                if not self.in_parser:
-                    return self.oob_place(f"{t} < 0", f"{base.at(1)}+{t}*{esz}", st.elem)
-                self.emit(f"if {t} < 0: {self.oob(e)}")
-            return Place(f"{base.at(1)}+{t}*{esz}", st.elem)
-        if isinstance(e, ir.MethodCall) and e.method == "lookahead" and not is_scalar(e.type):
-            return self.lookahead_place(e)
-        raise self.unsupported(f"expression {type(e).__name__} as an l-value", e)
+        return resolve_place(e, self, SLOTS)
+
+    def var_slot(self, e: ir.VarRef) -> int | None:
+        if e.decl.uid in self.locals:
+            return None
+        return self.prog.layout.var(e.decl.uid, e.decl.type, e.decl.name)
+
+    def stack_index(self, e: ir.StackElem, base: Place, esz: int) -> Place:
+        st = e.base.type
+        assert isinstance(st, ir.StackT)
+        idx = self.simple(self.expr(e.index))
+        signed = isinstance(e.index.type, ir.BitT) and e.index.type.signed
+        bad = f"{'not 0 <= ' if signed else ''}{idx} {'<' if signed else '>='} {st.size}"
+        pos = f"{base.at(1)}+{idx}*{esz}" if esz != 1 else f"{base.at(1)}+{idx}"
+        if self.in_parser:
+            self.emit(f"if {bad}: {self.oob(e)}")
+            return Place(pos, st.elem)
+        return self.oob_place(bad, pos, st.elem)
+
+    def stack_end(self, e: ir.StackProp, base: Place, esz: int) -> Place:
+        st = e.base.type
+        assert isinstance(st, ir.StackT)
+        t = self.tmp()
+        if e.prop == "next":
+            self.emit(f"{t} = S[{base.at()}]")
+            self.emit(f"if {t} >= {st.size}: {self.oob(e)}")
+        else:
+            self.emit(f"{t} = S[{base.at()}] - 1")
+            if not self.in_parser:
+                return self.oob_place(f"{t} < 0", f"{base.at(1)}+{t}*{esz}", st.elem)
+            self.emit(f"if {t} < 0: {self.oob(e)}")
+        return Place(f"{base.at(1)}+{t}*{esz}", st.elem)
 
     # ------------------------------------------------------------------ value ranges
     def vrange(self, e: ir.Expr) -> Range | None:
@@ -356,7 +318,7 @@ class ExprGen(StatementHooks):
 
     def x_Binary(self, e: ir.Binary) -> str:
         if e.op not in ("&&", "||") and is_scalar(e.left.type) and not isinstance(e.left, ir.Const) \
-                and _has_call(e.right):
+                and has_call(e.right):
             # left to right: the left operand's value is taken before a call on the right
             # runs (the call may write it through an inout argument)
             t = self.tmp()
@@ -641,19 +603,3 @@ def vl_parts(fields: list[tuple[str, int]]) -> str:
     in which some width (a varbit's) is only known at run time."""
     items = [x if w == VARBIT else f"({w}, {x})" for x, w in fields]
     return "(" + "".join(i + ", " for i in items) + ")"
-
-
-def _has_call(e: ir.Expr) -> bool:
-    """``e`` contains a call (function, action, extern, method, table apply) that may write
-    state, so operands to its left must be read before it."""
-    if isinstance(e, (ir.FunctionCall, ir.ExternCall, ir.ActionCall, ir.TableApply)):
-        return True
-    if isinstance(e, ir.MethodCall):
-        return e.method not in ("isValid",)
-    for f in dataclasses.fields(e):  # type: ignore[arg-type]
-        v = getattr(e, f.name)
-        if isinstance(v, ir.Expr) and _has_call(v):
-            return True
-        if isinstance(v, tuple) and any(isinstance(x, ir.Expr) and _has_call(x) for x in v):
-            return True
-    return False

@@ -7,9 +7,10 @@ from typing import Any
 
 from ..frontend import ir
 from ..lowering.args import call_arg, const_int, field_slots
+from ..lowering.places import Place
 from ..lowering.types import bits, is_scalar
 from . import guards
-from .exprgen import VARBIT, ExprGen, Place, pack_expr, vl_parts, wrap_expr
+from .exprgen import VARBIT, ExprGen, pack_expr, vl_parts, wrap_expr
 from .layout import nslots
 from .packing import chunk_plan
 

@@ -10,8 +10,9 @@ from typing import Any
 
 from ..frontend import ir
 from ..lowering.calls import call_statement
+from ..lowering.places import Place
 from ..lowering.types import bits, is_scalar
-from .exprgen import Place, wrap_expr
+from .exprgen import span, wrap_expr
 from .externgen import ExternGen
 from .layout import default_values, nslots
 
@@ -180,7 +181,7 @@ class StmtGen(ExternGen):
         if len(vals) == 1:
             self.emit(f"S[{p.at()}] = {vals[0]!r}")
         else:
-            self.emit(f"S[{p.span()}] = {self.prog.ref(tuple(vals), 'DEF')}")
+            self.emit(f"S[{span(p)}] = {self.prog.ref(tuple(vals), 'DEF')}")
 
     def s_CallStmt(self, s: ir.CallStmt) -> None:
         call_statement(s, self)
@@ -298,7 +299,7 @@ class StmtGen(ExternGen):
         if n == 1:
             self.emit(f"S[{dst.at()}] = S[{src.at()}]")
         else:
-            self.emit(f"S[{dst.span()}] = S[{src.span()}]")
+            self.emit(f"S[{span(dst)}] = S[{span(src)}]")
         if isinstance(t, ir.HeaderT) and dst.union_siblings:
             self.emit(f"if S[{dst.at()}]:")
             self.ind += 1
@@ -418,7 +419,7 @@ class StmtGen(ExternGen):
                 self.store(expr, f"S[{pp.at()}]")
             else:
                 dst = self.place(expr)
-                self.emit(f"S[{dst.span()}] = S[{pp.span()}]")
+                self.emit(f"S[{span(dst)}] = S[{span(pp)}]")
 
     def call_with_copy_out(self, call: str, outs: list[tuple[ir.Expr, Place]]) -> None:
         """``call`` then the copy-out. An ``exit`` inside the callee still copies the out and
