@@ -219,12 +219,34 @@ def cmd_bench(args: argparse.Namespace) -> int:
 # -- testbed ---------------------------------------------------------------------------------
 
 
+def check_testbed_flags(args: argparse.Namespace) -> None:
+    """UsageError naming a ``testbed up`` flag that the chosen runtime, topology or backend would ignore."""
+    rail = ("domains", "gpus_per_domain", "hb_bw")
+    links = ("bw", "delay", "link_loss", "mtu")
+    if args.runtime == "docker":
+        not_applicable(args, ("topo", "topo_file", *rail, *links, "k", "switch_loss", "backend", "executor", "no_cli",
+                              "name"), "to --runtime docker (the compose services; give --workers)")
+        return
+    if args.topo_file is not None:
+        not_applicable(args, ("topo", "workers", *rail, *links), "with --topo-file (the file gives topology and links)")
+    elif args.topo == "star":
+        not_applicable(args, rail, "to --topo star (give --workers)")
+    else:
+        not_applicable(args, ("workers",), f"to --topo {args.topo} (--domains x --gpus-per-domain GPUs)")
+    if resolve_backend(args.backend) == "loopback":  # --mtu still bounds K there
+        not_applicable(args, ("bw", "delay", "link_loss"), "on loopback (UDP ports, no links to shape; Mininet "
+                                                            "needs root)")
+    else:
+        not_applicable(args, ("switch_loss",), "on Mininet (it drops switch output on loopback; --link-loss here)")
+
+
 def cmd_testbed_up(args: argparse.Namespace) -> int:
     from innet.controller.errors import ControllerError
     from innet.testbed.core.testbed import Testbed, TestbedError, options_for
     from innet.testbed.cli.containers import check_switch_impl, cmd_up_docker
     from innet.testbed.core.topology import TOPOLOGIES, Link, Topology, TopologyError
 
+    check_testbed_flags(args)
     if args.runtime == "docker":
         return cmd_up_docker(args)
     if (rc := check_switch_impl(args, "testbed up")) is not None:

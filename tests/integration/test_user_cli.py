@@ -60,6 +60,13 @@ def test_out_is_created_when_missing(tmp_path: Path) -> None:
      "innet demo: error: --no-gloo does not apply to --topo rail-optimized (--domains x --gpus-per-domain GPUs, "
      "hierarchical INA)"),
     (["train", "--domains", "3"], "innet train: error: --domains does not apply to --topo star (give --workers)"),
+    (["testbed", "up", "--topo", "rail-only", "--workers", "8"],
+     "innet testbed up: error: --workers does not apply to --topo rail-only (--domains x --gpus-per-domain GPUs)"),
+    (["testbed", "up", "--backend", "loopback", "--link-loss", "5"],
+     "innet testbed up: error: --link-loss does not apply on loopback (UDP ports, no links to shape; Mininet needs "
+     "root)"),
+    (["testbed", "up", "--runtime", "docker", "--topo", "rail-only"],
+     "innet testbed up: error: --topo does not apply to --runtime docker (the compose services; give --workers)"),
     (["bench", "--topo", "rail-only", "--loss", "1"],
      "innet bench: error: --loss does not apply to --topo rail-only (--domains x --gpus-per-domain GPUs on "
      "shaped rail links)"),
