@@ -7,6 +7,7 @@ checked by the ``swarm_lab`` fixture: no namespace, link or daemon left)."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -56,3 +57,46 @@ def test_eight_workers_over_three_nodes_exact_and_bit_exact(swarm_lab: Any, tmp_
     assert switch_nodes == {"innet-n1"}  # pinned by the innet.switch label
     assert {"removed service innettest_switch", "removed service innettest_worker"} <= set(removed)
     assert _wait_clean(swarm_lab) == []
+
+
+def test_cli_up_status_logs_down(swarm_lab: Any, tmp_path: Path) -> None:
+    """What a user types on a manager: ``innet cluster up`` prints a row per rank and exits 0,
+    ``status`` shows the tasks and the job, ``logs switch`` the switch's ports, ``down`` removes it."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DOCKER_HOST": swarm_lab.manager.docker_host}
+    innet = [sys.executable, "-m", "innet.cli", "cluster"]
+
+    def run(*args: str, timeout: float = 420) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*innet, *args], capture_output=True, text=True, env=env, timeout=timeout)
+
+    try:
+        up = run("up", "--name", "innetcli", "--image", swarm_lab.image, "--workers", "4", "--steps", "3",
+                 "--tls-dir", str(tmp_path / "tls"), "--timeout", "300")
+        assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
+        rows = [line.split() for line in up.stdout.splitlines() if line.split()[:1] in (["0"], ["1"], ["2"], ["3"])]
+        assert [(r[0], r[2], r[3]) for r in rows] == [(str(i), "exact", "256") for i in range(4)], up.stdout
+        assert up.stdout.count("bit-exact") == 4, up.stdout
+        status = run("status", "--name", "innetcli")
+        assert status.returncode == 0 and "job 1 at epoch 1, 4 workers, K=256" in status.stdout, status.stdout
+        logs = run("logs", "switch", "--name", "innetcli")
+        assert logs.returncode == 0 and "port 4 on UDP 0.0.0.0:9004" in logs.stdout, logs.stdout + logs.stderr
+    finally:
+        down = run("down", "--name", "innetcli")
+    assert down.returncode == 0 and "removed service innetcli_worker" in down.stdout, down.stdout + down.stderr
+    assert _wait_clean(swarm_lab) == []
+    again = run("down", "--name", "innetcli")
+    assert (again.returncode, again.stdout.strip()) == (0, "stack innetcli: nothing deployed")
+
+
+def test_cli_without_a_swarm_is_one_line(tmp_path: Path) -> None:
+    """Against an engine that is no swarm manager (a socket nobody serves here): one line, status 1."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/none.sock"}
+    out = subprocess.run([sys.executable, "-m", "innet.cli", "cluster", "status"], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert out.stderr.startswith("innet cluster status: error: no Docker engine answers"), out.stderr

@@ -1,0 +1,55 @@
+"""The stack's configuration without a swarm: K from the overlay MTU, the roles' environment,
+the switch's TLS flags, option checks, and the stack file as ``docker stack deploy`` reads it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from innet.testbed.cluster.registry import RegistryError, check_registry
+from innet.testbed.cluster.roles import ClusterRoleConfig, k_for_overlay, switch_argv
+from innet.testbed.cluster.stack import STACK_FILE, ClusterError, ClusterSpec
+
+
+def test_k_follows_the_overlay_mtu() -> None:
+    assert [k_for_overlay(m) for m in (1450, 1400, 8950)] == [256, 256, 2048]
+
+
+def test_roles_read_k_tls_and_slot_from_the_environment() -> None:
+    config = ClusterRoleConfig.from_env({"INNET_WORKERS": "8", "INNET_OVERLAY_MTU": "8950", "INNET_SLOT": "3"})
+    assert (config.base.workers, config.base.k, config.slot, config.tls_dir) == (8, 2048, 3, Path("/run/secrets"))
+    assert ClusterRoleConfig.from_env({"INNET_K": "64"}).base.k == 64  # an explicit K wins
+    assert ClusterRoleConfig.from_env({"INNET_TLS": "off"}).tls_dir is None
+    argv = switch_argv(ClusterRoleConfig.from_env({"INNET_WORKERS": "2"}))
+    assert argv[argv.index("--grpc-server-cert") + 1] == "/run/secrets/innet_switch_crt"
+    assert "--grpc-server-with-client-auth" in argv and argv.count("-u") == 2
+
+
+def test_bad_options_name_the_value() -> None:
+    with pytest.raises(RegistryError, match="--registry 'http://x:5000': expected HOST"):
+        check_registry("http://x:5000")
+    with pytest.raises(ClusterError, match="--workers 1: must be within 2..32"):
+        ClusterSpec(workers=1)
+    with pytest.raises(ClusterError, match="--name 'a b'"):
+        ClusterSpec(name="a b")
+
+
+def test_stack_file_as_docker_stack_deploy_reads_it(tmp_path: Path) -> None:
+    if shutil.which("docker") is None:
+        pytest.skip("the docker CLI is not installed (apt-get install docker.io)")
+    for name in ("ca.crt", "switch.crt", "switch.key", "client.crt", "client.key"):
+        (tmp_path / name).write_text("x")
+    env = {**os.environ, **ClusterSpec(workers=8, tls_dir=tmp_path, overlay_mtu=8950).env()}
+    out = subprocess.run(["docker", "stack", "config", "-c", str(STACK_FILE)], capture_output=True, text=True,
+                         env=env, timeout=60)
+    if out.returncode != 0 and ("unknown command" in out.stderr or "unknown shorthand flag" in out.stderr):
+        pytest.skip(f"this docker CLI has no `stack config`: {out.stderr.strip()}")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "mode: replicated-job" in text and "endpoint_mode: dnsrr" in text
+    assert "com.docker.network.driver.mtu: \"8950\"" in text and "INNET_SLOT: '{{.Task.Slot}}'" in text
+    assert "replicas: 8" in text and "ports:" not in text  # nothing published on the hosts
