@@ -177,6 +177,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.small_frames_first and args.topo == "star":
         print("innet bench: --small-frames-first applies to --topo rail-only|rail-optimized", file=sys.stderr)
         return EXIT_USAGE
+    if resolve_backend(args.backend) == "loopback":
+        not_applicable(args, ("bw", "delay", "small_frames_first"), "on loopback (UDP ports, no links to shape; "
+                                                                    "Mininet needs root)")
     if args.topo == "star":
         not_applicable(args, ("domains", "gpus_per_domain", "hb_bw", "pair_bytes"), "to --topo star (give --workers)")
     else:

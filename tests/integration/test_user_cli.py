@@ -67,6 +67,8 @@ def test_out_is_created_when_missing(tmp_path: Path) -> None:
      "root)"),
     (["testbed", "up", "--runtime", "docker", "--topo", "rail-only"],
      "innet testbed up: error: --topo does not apply to --runtime docker (the compose services; give --workers)"),
+    (["bench", "--backend", "loopback", "--bw", "100"],
+     "innet bench: error: --bw does not apply on loopback (UDP ports, no links to shape; Mininet needs root)"),
     (["bench", "--topo", "rail-only", "--loss", "1"],
      "innet bench: error: --loss does not apply to --topo rail-only (--domains x --gpus-per-domain GPUs on "
      "shaped rail links)"),
