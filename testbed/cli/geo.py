@@ -174,7 +174,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                          row_topk=not args.tensor_topk, topk_ratio=args.topk_ratio, min_ratio=args.min_ratio,
                          topk_values=args.topk_values, reference=not args.no_reference,
                          testbed="mininet" if mininet else "loopback", switch_impl=impls[-1],
-                         straggler=args.straggler, replan=args.replan, rate_change=args.rate_change)
+                         straggler=args.straggler, replan=args.replan, rate_change=args.rate_change,
+                         straggler_threshold=args.straggler_threshold, straggler_window=args.straggler_window)
     except (geo_bench.GeoBenchError, TopologyError) as error:
         print(f"innet geo bench: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -305,6 +306,11 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
             p.add_argument("--rate-change", type=_rate_change, default=None, metavar="A-B:STEP:MBIT_S",
                            help="set the WAN link between sites A and B to MBIT_S after STEP (tc; --backend mininet): "
                                 "AdaTopK's ratio follows the measured rate")
+            p.add_argument("--straggler-threshold", type=positive_float, default=1.5,
+                           help="online detection: a stage is a straggler when its median compute over the last "
+                                "window exceeds this factor of its first window's (default 1.5)")
+            p.add_argument("--straggler-window", type=int_range(1), default=5,
+                           help="steps in the straggler detector's windows (default 5)")
             p.add_argument("--replan", action="store_true",
                            help="with --straggler: re-plan once, 6 steps after the slowdown, from the measured speed "
                                 "(the stages restart from their parameters on the new plan)")

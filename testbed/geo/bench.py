@@ -33,10 +33,11 @@ import numpy as np
 from innet.host.geo.compress import CompressionConfig
 from innet.host.geo.estimator import OpWorkload, measure
 from innet.host.geo.graph import Graph
-from innet.host.geo.launch import SINGLE_THREAD_BLAS, OnRecord, Spawn, launch, local_spawn
+from innet.host.geo.launch import SINGLE_THREAD_BLAS, Spawn, launch, local_spawn
 from innet.host.geo.opfence import SiteNetwork, Plan, cluster, exhaustive, greedy, naive, opfence, predict
 from innet.host.geo.stage_process import StageJob, build_model, build_task
 from innet.host.geo.stages import partition
+from innet.host.geo.straggler import StragglerConfig, StragglerDetector, StragglerError
 from innet.testbed.geo.topology import geo, network_view, wan_shape
 from innet.testbed.core.topology import Topology
 from innet.testbed.core.machine import describe as machine
@@ -132,6 +133,10 @@ class GeoBenchConfig:
     straggler: tuple[str, int, float] | None = None
     """(site, step, share): tighten that site's quota to ``share`` when the last stage finishes
     ``step`` (a device that slows mid-run)."""
+    straggler_threshold: float = 1.5
+    """Online detection: a stage whose median compute over the last ``straggler_window`` steps
+    exceeds this factor of its own first window's is reported as a straggler (site and step)."""
+    straggler_window: int = 5
     rate_change: tuple[str, str, int, float] | None = None
     """(site, site, step, Mbit/s): set the WAN link between the two sites to that rate when the
     last stage finishes ``step`` (Mininet: tc on the link; AdaTopK's ratio should follow)."""
@@ -166,7 +171,8 @@ class GeoBenchConfig:
 
         try:
             link_compression(self, "topk")
-        except CompressionError as error:
+            StragglerConfig(self.straggler_threshold, self.straggler_window)
+        except (CompressionError, StragglerError) as error:
             raise GeoBenchError(f"geo bench: {error}") from None
         if self.width % self.heads:
             raise GeoBenchError(f"geo bench: width {self.width} is not a multiple of heads {self.heads}")
@@ -650,7 +656,6 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
                                     skip_steps, params_dir, params_in))
     wan_before = geo_tb.wan_bytes() if geo_tb is not None else None
     spawn = stage_spawner(config, geo_tb)
-    on_record: OnRecord | None = None
     hooks: list[_AtStep] = []
     last_stage = len(plan.order) - 1
     if quotas is not None:
@@ -663,10 +668,19 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
         a, b, at, mbps = config.rate_change
         rate_hook = _AtStep(last_stage, at, lambda: geo_tb.set_wan_rate(a, b, mbps))
         hooks.append(rate_hook)
-    if hooks:
-        def on_record(job: StageJob, record: dict[str, Any]) -> None:
-            for hook in hooks:
-                hook(job, record)
+    detector = StragglerDetector(StragglerConfig(config.straggler_threshold, config.straggler_window))
+    watched = pipelines[0][0].data_seed  # launch hands on copies of the jobs: pipeline 0 by its data
+
+    def watch(job: StageJob, record: dict[str, Any]) -> None:
+        """Online: every stage's compute per step (pipeline 0) into the detector, as it arrives."""
+        if record.get("event") == "compute" and job.data_seed == watched:
+            detector.observe(job.index, int(record["step"]), float(record["s"]))
+
+    hooks_all: list[Callable[[StageJob, dict[str, Any]], None]] = [*hooks, watch]
+
+    def on_record(job: StageJob, record: dict[str, Any]) -> None:
+        for hook in hooks_all:
+            hook(job, record)
     start = time.monotonic()
     try:
         outputs = launch(pipelines, spawn=spawn, timeout=config.timeout_s, on_record=on_record)
@@ -707,6 +721,9 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
                                                                       for c in plan.stage_compute_s],
             "straggler": straggler_effect(config, planned, plan, outputs, list(deltas))
             if config.straggler is not None and quotas is not None else None,
+            "stragglers_detected": [{"site": plan_sites[d.stage], "stage": d.stage, "step": d.step,
+                                     "factor": d.factor, "baseline_s": d.baseline_s, "recent_s": d.recent_s}
+                                    for d in detector.detections],
             "rate_change": rate_change_effect(config, plan, done, rate_hook.fired)
             if rate_hook is not None else None,
             "cuts": list(plan.cuts), "links": [asdict(l) for l in plan.links],
@@ -989,6 +1006,10 @@ def table(doc: dict[str, Any]) -> str:
         if r.get("link_check"):
             lines.append(f"links of {r['placement']}/{r['compression']} (configured -> probed): "
                          f"{link_check_line(r['link_check'])}")
+        for d in r.get("stragglers_detected") or []:
+            lines.append(f"straggler detected online in {r['placement']}/{r['compression']}: site {d['site']} "
+                         f"(stage {d['stage']}) at step {d['step']}, compute {d['baseline_s'] * 1e3:.1f} -> "
+                         f"{d['recent_s'] * 1e3:.1f} ms/step ({d['factor']:.1f}x)")
         if r.get("straggler"):
             lines.append(f"straggler in {r['placement']}/{r['compression']}: {straggler_line(r['straggler'])}")
         if r.get("rate_change"):
