@@ -49,7 +49,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from innet.argtypes import add_backend, add_executor, add_out, add_values_per_packet, add_workers
+from innet.argtypes import add_backend, add_executor, add_out, add_values_per_packet, add_workers, interrupted
 from innet.testbed.core.machine import describe as machine, switch_description
 from innet.testbed.core.bounds import INNET_FRAME_OVERHEAD
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
@@ -284,31 +284,36 @@ def _print_row(row: dict[str, Any]) -> None:
 
 def run(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettings(),
         modes: Sequence[str] = DEFAULT_MODES) -> dict[str, Any]:
-    """Every mode at every N, on loopback or Mininet (see module docstring)."""
+    """Every mode at every N, on loopback or Mininet (see module docstring). Ctrl-C ends the
+    grid early: the rows so far are written, ``"partial": True``."""
     rows = []
     load_start = load_average()
     total = settings.warmup + settings.steps
     shape = settings.model
-    for n in workers:
-        with _testbed(n, settings) as tb:
-            for mode, overlap, duplex in (MODES[m] for m in modes):
-                before = tb.wire_bytes()
-                load = load_average()
-                switch_cpu = _switch_cpu(tb)
-                result = run_training(tb, RunConfig(mode=mode, workers=n, steps=total, overlap=overlap, duplex=duplex,
-                                                    lr=settings.lr, hidden=shape.hidden, data=shape.data,
-                                                    inputs=shape.inputs, batch=settings.batch,
-                                                    warmup=settings.warmup, timeout=settings.timeout,
-                                                    in_flight_bytes=None if settings.in_flight_kib is None
-                                                    else settings.in_flight_kib << 10))
-                row = row_of(result, n, overlap, total, tb.options.k, settings.warmup, duplex)
-                row["wire_bytes_per_worker_step"] = _wire(tb, before, n, total)
-                after = _switch_cpu(tb)
-                if switch_cpu is not None and after is not None:  # start-up of the mode included
-                    row.setdefault("cpu_s_per_step", {})["switch (whole run)"] = (after - switch_cpu) / total
-                row["load_average"] = [load, load_average()]
-                rows.append(row)
-                _print_row(row)
+    partial = False
+    try:  # Ctrl-C: the testbed of the moment torn down by its with, the rows so far kept
+        for n in workers:
+            with _testbed(n, settings) as tb:
+                for mode, overlap, duplex in (MODES[m] for m in modes):
+                    before = tb.wire_bytes()
+                    load = load_average()
+                    switch_cpu = _switch_cpu(tb)
+                    result = run_training(tb, RunConfig(mode=mode, workers=n, steps=total, overlap=overlap, duplex=duplex,
+                                                        lr=settings.lr, hidden=shape.hidden, data=shape.data,
+                                                        inputs=shape.inputs, batch=settings.batch,
+                                                        warmup=settings.warmup, timeout=settings.timeout,
+                                                        in_flight_bytes=None if settings.in_flight_kib is None
+                                                        else settings.in_flight_kib << 10))
+                    row = row_of(result, n, overlap, total, tb.options.k, settings.warmup, duplex)
+                    row["wire_bytes_per_worker_step"] = _wire(tb, before, n, total)
+                    after = _switch_cpu(tb)
+                    if switch_cpu is not None and after is not None:  # start-up of the mode included
+                        row.setdefault("cpu_s_per_step", {})["switch (whole run)"] = (after - switch_cpu) / total
+                    row["load_average"] = [load, load_average()]
+                    rows.append(row)
+                    _print_row(row)
+    except KeyboardInterrupt:
+        partial = True
     date = dt.datetime.now().isoformat(timespec="seconds")
     backend = "loopback"
     if settings.mininet:
@@ -321,7 +326,7 @@ def run(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettin
         "settings": {"steps": settings.steps, "warmup": settings.warmup, "batch": settings.batch,
                      "model": shape.describe(), "params": shape.params, "k": settings.resolved_k(),
                      "window": settings.window, "mtu": settings.mtu or 1500, "nodes": 1, "lr": settings.lr},
-        "rows": rows, "summary": summary(rows)}
+        "rows": rows, "summary": summary(rows), "partial": partial}
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"bench_luwu-{date.replace(':', '').replace('-', '')}"
     path = stem.with_suffix(".json")
@@ -330,6 +335,7 @@ def run(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettin
     for n, entry in doc["summary"].items():
         print(f"N={n}: " + ", ".join(f"{key} {value:.2f}x" for key, value in entry.items()))
     print(f"wrote {path}" + (f" and {png}" if png else ""))
+    doc["files"] = [str(path)] + ([str(png)] if png else [])
     return doc
 
 
@@ -417,8 +423,10 @@ def command(args: argparse.Namespace) -> int:
     from innet.controller.errors import ControllerError
 
     try:
-        run(args.workers, args.out, settings, args.modes)
+        doc = run(args.workers, args.out, settings, args.modes)
     except (TestbedError, ControllerError) as error:  # e.g. the switch did not take the program in time
         print(f"innet bench luwu: {type(error).__name__}: {str(error).splitlines()[0]}", file=sys.stderr)
         return 1
+    if doc["partial"]:
+        return interrupted("innet bench luwu", f"{doc['files'][0]} (marked \"partial\": true)")
     return 0

@@ -230,6 +230,18 @@ def test_ctrl_c_in_train_writes_the_steps_done(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_ctrl_c_in_bench_luwu_writes_the_modes_done(tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="torch (the LuWu benchmark's workers) is not installed")
+    rc, err = interrupt_when(["bench", "luwu", "--workers", "2", "--steps", "3", "--warmup", "1", "--modes", "ddp-gloo",
+                              "luwu", "--out", str(tmp_path)], "N=2")
+    (saved,) = tmp_path.glob("bench_luwu-*.json")
+    assert (rc, err.strip().splitlines()) == (
+        130, [f"innet bench luwu: interrupted; partial results in {saved} (marked \"partial\": true)"])
+    doc = json.loads(saved.read_text())
+    assert doc["partial"] is True and [(r["workers"], r["mode"]) for r in doc["rows"]] == [(2, "ddp-gloo")]
+
+
+@pytest.mark.slow
 def test_ctrl_c_in_geo_bench_writes_the_runs_before_it(tmp_path: Path) -> None:
     """Ctrl-C while the second run trains: the first run's row saved and marked partial, one line."""
     rc, err = interrupt_when(["geo", "bench", "--runs", "naive/none,greedy/none", "--steps", "10", "--eval-every", "5",
