@@ -9,9 +9,9 @@ from ..frontend import ir
 from .errors import Unsupported
 
 
-class CallEmitter(Protocol):
-    """The calls an executor's statement emitter writes (each returns its value's
-    expression, unused in a statement)."""
+class CallValues(Protocol):
+    """The calls with a value an executor's emitter writes (each returns its value's
+    expression; None for a void call)."""
 
     unsupported: Unsupported
 
@@ -21,9 +21,13 @@ class CallEmitter(Protocol):
 
     def extern_call(self, e: ir.ExternCall) -> str | None: ...
 
-    def action_call(self, e: ir.ActionCall) -> None: ...
-
     def function_call(self, e: ir.FunctionCall) -> str | None: ...
+
+
+class CallEmitter(CallValues, Protocol):
+    """The calls an executor's statement emitter writes (a value is unused in a statement)."""
+
+    def action_call(self, e: ir.ActionCall) -> None: ...
 
 
 def call_statement(s: ir.CallStmt, out: CallEmitter) -> None:
@@ -60,3 +64,22 @@ def has_call(e: ir.Expr) -> bool:
         if isinstance(v, tuple) and any(isinstance(x, ir.Expr) and has_call(x) for x in v):
             return True
     return False
+
+
+def call_value(e: ir.TableApply | ir.MethodCall | ir.FunctionCall | ir.ExternCall, out: CallValues) -> str:
+    """The value expression of a call used as an expression; a call without a value (a
+    void method, function or extern) is refused there."""
+    if isinstance(e, ir.TableApply):
+        return out.table_apply(e)
+    if isinstance(e, ir.MethodCall):
+        r = out.method_call(e)
+        what = f"method {e.method!r} has no value"
+    elif isinstance(e, ir.FunctionCall):
+        r = out.function_call(e)
+        what = f"function {e.func.name!r} returns no value"
+    else:
+        r = out.extern_call(e)
+        what = f"extern {e.name!r} returns no value"
+    if r is None:
+        raise out.unsupported(what, e)
+    return r

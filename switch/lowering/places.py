@@ -115,3 +115,16 @@ def resolve_place(e: ir.Expr, out: PlaceEmitter, layout: SlotLayout) -> Place:
     if isinstance(e, ir.MethodCall) and e.method == "lookahead" and not is_scalar(e.type):
         return out.lookahead_place(e)
     raise out.unsupported(f"expression {type(e).__name__} as an l-value", e)
+
+
+def members(p: Place, t: ir.StructT | ir.HeaderUnionT | ir.StackT, layout: SlotLayout) -> list[Place]:
+    """The places of the fields of a struct or union, or of the elements of a stack, in order."""
+    if isinstance(t, ir.StackT):
+        esz = layout.nslots(t.elem)
+        return [p.sub(1 + i * esz, t.elem) for i in range(t.size)]
+    out = []
+    off = 0
+    for f in t.fields:
+        out.append(p.sub(off, f.type))
+        off += layout.nslots(f.type)
+    return out

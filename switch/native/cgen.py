@@ -23,10 +23,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..frontend import ir
-from ..lowering.args import call_arg, const_int, field_slots
-from ..lowering.calls import call_statement, has_call
+from ..lowering.args import call_arg, field_slots
+from ..lowering.branches import switch_branches
+from ..lowering.calls import call_statement, call_value
+from ..lowering.compare import aggregate_equal
+from ..lowering.externs import (Check, Checksum, Clone, FieldList, Hash, MarkToDrop, Random, Recirculate, SendDigest,
+                                Truncate, Verify, lower_extern_call)
 from ..lowering.errors import Unsupported
-from ..lowering.places import Place, SlotLayout, resolve_place
+from ..lowering.order import Pinned, reads_left_first, visit
+from ..lowering.places import Place, SlotLayout, members, resolve_place
 from ..lowering.types import bits, is_scalar
 from .wide import (WIDE_RUNTIME, WideLayout, default_values, field_offset, header_offsets, limbs, limbs_of, nslots,
                    wide_width, word_bits)
@@ -516,7 +521,7 @@ class Gen(WideGen):
         self.in_parser = False
         self.func: ir.Function | None = None
         self.ret = "return;"
-        self._pinned: dict[int, tuple[ir.Expr, str]] = {}
+        self.pinned = Pinned()
         self.place_memo: dict[int, tuple[ir.Expr, Place]] = {}  # l-values already evaluated
         self.loops: list[int] = []  # label numbers of the enclosing for loops (innermost last)
 
@@ -597,13 +602,10 @@ class Gen(WideGen):
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: ir.Expr) -> str:
-        pin = self._pinned.get(id(e))
-        if pin is not None and pin[0] is e:
-            return pin[1]
-        m = getattr(self, "x_" + type(e).__name__, None)
-        if m is None:
-            raise self.unsupported(f"expression {type(e).__name__}", e)
-        return m(e)  # type: ignore[no-any-return]
+        pin = self.pinned.get(e)
+        if pin is not None:
+            return pin
+        return visit(self, "x_", e, "expression", self.unsupported)  # type: ignore[no-any-return]
 
     def x_Const(self, e: ir.Const) -> str:
         if isinstance(e.value, bool) or isinstance(e.type, ir.BoolT):
@@ -683,14 +685,10 @@ class Gen(WideGen):
         raise self.unsupported(f"unary operator {e.op!r}", e)
 
     def x_Binary(self, e: ir.Binary) -> str:
-        if e.op not in ("&&", "||") and is_scalar(e.left.type) and not isinstance(e.left, ir.Const) \
-                and has_call(e.right):
+        if reads_left_first(e):
             t = self.vtmp(e.left.type, self.expr(e.left))
-            self._pinned[id(e.left)] = (e.left, t)
-            try:
+            with self.pinned.holding(e.left, t):
                 return self._binary(e)
-            finally:
-                del self._pinned[id(e.left)]
         return self._binary(e)
 
     def _binary(self, e: ir.Binary) -> str:
@@ -815,46 +813,22 @@ class Gen(WideGen):
         return t
 
     def agg_equal(self, a: Place, b: Place, t: ir.Type, node: Any) -> str:
-        if isinstance(t, ir.HeaderT):
-            fields = " && ".join(_slot_eq(a.at(o), b.at(o), f.type)
-                                 for o, f in zip(header_offsets(t), t.fields)) or "1"
-            return f"(S[{a.at()}] == S[{b.at()}] && (!S[{a.at()}] || ({fields})))"
-        if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
-            parts = []
-            off = 0
-            for f in t.fields:
-                if is_scalar(f.type):
-                    parts.append(_slot_eq(a.at(off), b.at(off), f.type))
-                else:
-                    parts.append(self.agg_equal(a.sub(off, f.type), b.sub(off, f.type), f.type, node))
-                off += nslots(f.type)
-            return "(" + " && ".join(parts or ["1"]) + ")"
-        if isinstance(t, ir.StackT):
-            esz = nslots(t.elem)
-            return "(" + " && ".join(self.agg_equal(a.sub(1 + i * esz, t.elem), b.sub(1 + i * esz, t.elem), t.elem, node)
-                                     for i in range(t.size)) + ")"
-        raise self.unsupported(f"comparison of {t} values", node)
+        return aggregate_equal(a, b, t, node, self, SLOTS)
+
+    def header_equal(self, a: Place, b: Place, t: ir.HeaderT) -> str:
+        fields = " && ".join(_slot_eq(a.at(o), b.at(o), f.type) for o, f in zip(header_offsets(t), t.fields)) or "1"
+        return f"(S[{a.at()}] == S[{b.at()}] && (!S[{a.at()}] || ({fields})))"
+
+    def slot_equal(self, a: str, b: str, t: ir.Type) -> str:
+        return _slot_eq(a, b, t)
+
+    def conjunction(self, parts: list[str]) -> str:
+        return "(" + " && ".join(parts or ["1"]) + ")"
 
     def x_MethodCall(self, e: ir.MethodCall) -> str:
-        r = self.method_call(e)
-        if r is None:
-            raise self.unsupported(f"method {e.method!r} has no value", e)
-        return r
+        return call_value(e, self)
 
-    def x_TableApply(self, e: ir.TableApply) -> str:
-        return self.table_apply(e)
-
-    def x_FunctionCall(self, e: ir.FunctionCall) -> str:
-        r = self.function_call(e)
-        if r is None:
-            raise self.unsupported(f"function {e.func.name!r} returns no value", e)
-        return r
-
-    def x_ExternCall(self, e: ir.ExternCall) -> str:
-        r = self.extern_call(e)
-        if r is None:
-            raise self.unsupported(f"extern {e.name!r} returns no value", e)
-        return r
+    x_TableApply = x_FunctionCall = x_ExternCall = x_MethodCall
 
     # ------------------------------------------------------------------ statements
     def block(self, b: ir.Block | None) -> None:
@@ -885,10 +859,7 @@ class Gen(WideGen):
         return f"_r{self.ntmp}"
 
     def stmt(self, s: Any) -> None:
-        m = getattr(self, "s_" + type(s).__name__, None)
-        if m is None:
-            raise self.unsupported(f"statement {type(s).__name__}", s)
-        m(s)
+        visit(self, "s_", s, "statement", self.unsupported)
 
     def s_Block(self, s: ir.Block) -> None:
         self.emit("{")
@@ -996,44 +967,27 @@ class Gen(WideGen):
         self.emit(f"goto cont{self.loops[-1]};")
 
     def s_Switch(self, s: ir.Switch) -> None:
+        branches = switch_branches(s, self.unsupported)
         e = s.expr
-        table: ir.Table | None = None
-        if isinstance(e, ir.Member) and e.name == "action_run" and isinstance(e.base, ir.TableApply):
-            table = e.base.table
         v = self.vtmp(e.type, self.expr(e))
-        pending: list[str] = []
         first = True
-        closed = False
-        for case in s.cases:
-            default = False
-            for lab in case.labels:
-                if isinstance(lab, ir.DefaultKey):
-                    default = True
-                elif isinstance(lab, ir.ActionLabel):
-                    assert table is not None
-                    idx = [i for i, r in enumerate(table.actions) if r.action is lab.action]
-                    if not idx:
-                        raise self.unsupported(f"action {lab.action.name} is not in table {table.name}", lab)
-                    pending.append(f"{v} == {idx[0]}")
+        for br in branches:
+            conds = []
+            for lab in br.labels:
+                if isinstance(lab, int):
+                    conds.append(f"{v} == {lab}")
                 else:
                     lv = self.expr(lab)
-                    pending.append(f"w_eq({v}, {lv})" if wide_width(e.type) else f"{v} == {lv}")
-            if case.body is None and not default:
-                continue
-            if default:
+                    conds.append(f"w_eq({v}, {lv})" if wide_width(e.type) else f"{v} == {lv}")
+            if br.default:
                 self.emit("else {" if not first else "{")
             else:
-                self.emit(f"{'if' if first else 'else if'} ({' || '.join(pending)}) {{")
+                self.emit(f"{'if' if first else 'else if'} ({' || '.join(conds)}) {{")
             first = False
-            pending = []
             self.ind += 1
-            self.block(case.body)
+            self.block(br.body)
             self.ind -= 1
             self.emit("}")
-            if default:
-                closed = True
-                break
-        del closed
 
     def s_VarDeclStmt(self, s: ir.VarDeclStmt) -> None:
         d = s.decl
@@ -1540,103 +1494,86 @@ class Gen(WideGen):
         return f"{fn}({buf}, {buf}_n)"
 
     def extern_call(self, e: ir.ExternCall) -> str | None:
-        n = e.name
+        op = lower_extern_call(e, self.unsupported)
         sm = self.u.sm
-        if n == "mark_to_drop":
+        if isinstance(op, MarkToDrop):
             self.emit(f"S[{sm['egress_spec']}] = 511; S[{sm['mcast_grp']}] = 0;")
-            return None
-        if n == "hash":
-            dst = call_arg(e, "result", 0)
-            fn = self.algo(call_arg(e, "algo", 1))
-            be, me = call_arg(e, "base", 2), call_arg(e, "max", 4)
+        elif isinstance(op, Hash):
+            dst, be, me = op.result, op.base, op.max
+            fn = self.algo(op.algo)
             if any(wide_width(x.type) for x in (dst, be, me)):
-                self.w_hash(dst, be, me, fn, call_arg(e, "data", 3))
+                self.w_hash(dst, be, me, fn, op.data)
                 return None
             base = self.tmp(self.expr(be))
-            h = self.tmp(self.hash_of(fn, call_arg(e, "data", 3), False))
+            h = self.tmp(self.hash_of(fn, op.data, False))
             mx = self.tmp(self.expr(me))
             w, _ = word_bits(dst.type, dst)
             self.store(dst, f"(({mx} ? {base} + {h} % {mx} : {base}) & {_m(w)})")
-            return None
-        if n == "random":
-            dst = call_arg(e, "result", 0)
-            lo_e, hi_e = call_arg(e, "lo", 1), call_arg(e, "hi", 2)
-            lo, hi = self.narrow(self.expr(lo_e), lo_e.type), self.narrow(self.expr(hi_e), hi_e.type)
+        elif isinstance(op, Random):
+            dst = op.result
+            lo, hi = self.narrow(self.expr(op.lo), op.lo.type), self.narrow(self.expr(op.hi), op.hi.type)
             self.store(dst, self.fit(f"rnd_(c, {lo}, {hi})", dst.type))
-            return None
-        if n in ("verify_checksum", "update_checksum", "verify_checksum_with_payload", "update_checksum_with_payload"):
-            cond = self.expr(call_arg(e, "condition", 0))
-            fn = self.algo(call_arg(e, "algo", 3))
-            ck = call_arg(e, "checksum", 2)
-            self.emit(f"if ({cond}) {{")
-            self.ind += 1
-            h = self.hash_of(fn, call_arg(e, "data", 1), n.endswith("_with_payload"))
-            if wide_width(ck.type):  # a 64-bit hash in a wide field: its value, zero above
-                if n.startswith("verify"):
-                    self.emit(f"if (!w_eq(w_u({h}), {self.expr(ck)})) S[{sm['checksum_error']}] = 1;")
-                else:
-                    self.store(ck, f"w_u({h})")
-                self.ind -= 1
-                self.emit("}")
-                return None
-            w, _ = word_bits(ck.type, ck)
-            if n.startswith("verify"):
-                self.emit(f"if ((({h}) & {_m(w)}) != {self.expr(ck)}) S[{sm['checksum_error']}] = 1;")
-            else:
-                self.store(ck, f"(({h}) & {_m(w)})")
-            self.ind -= 1
-            self.emit("}")
-            return None
-        if n in ("clone", "clone3", "clone_preserving_field_list"):
-            session = self.expr(call_arg(e, "session", 1))
-            if n == "clone3":
-                fl = self.u.field_list(self.field_slots(call_arg(e, "data", 2)))
-            elif n == "clone_preserving_field_list":
-                fl = self.u.field_list(self.u.field_list_ann(self.const_int(call_arg(e, "index", 2))))
-            else:
-                fl = -1
+        elif isinstance(op, Checksum):
+            self.checksum(op)
+        elif isinstance(op, Clone):
+            session = self.expr(op.session)
+            fl = self.field_list(op.fields, clone=True)
             self.emit(f"S[SLOT_CL] = 1; S[SLOT_CLS] = {session}; S[SLOT_CLF] = {fl + 1};")
-            return None
-        if n in ("resubmit", "resubmit_preserving_field_list", "recirculate", "recirculate_preserving_field_list"):
-            if n.endswith("_field_list"):
-                fl = self.u.field_list(self.u.field_list_ann(self.const_int(call_arg(e, "index", 0))))
-            elif e.args and e.args[0].expr is not None:
-                fl = self.u.field_list(self.field_slots(e.args[0].expr))
-            else:
-                fl = self.u.field_list(())
-            slot = "SLOT_RS" if n.startswith("resubmit") else "SLOT_RC"
-            self.emit(f"S[{slot}] = {fl + 1};")
-            return None
-        if n == "digest":
-            recv = self.expr(call_arg(e, "receiver", 0))
-            data = call_arg(e, "data", 1)
-            names, vals, types = self.digest_fields(data)
-            tname = data.type.name if isinstance(data.type, (ir.StructT, ir.HeaderT)) else ""
+        elif isinstance(op, Recirculate):
+            fl = self.field_list(op.fields, clone=False)
+            self.emit(f"S[{'SLOT_RS' if op.resubmit else 'SLOT_RC'}] = {fl + 1};")
+        elif isinstance(op, SendDigest):
+            recv = self.expr(op.receiver)
+            names, vals, types = self.digest_fields(op.data)
+            t = op.data.type
+            tname = t.name if isinstance(t, (ir.StructT, ir.HeaderT)) else ""
             self.u.meta.digests.append((tname, tuple(names), tuple(types)))
             did = len(self.u.meta.digests) - 1
             arr = self.data_array(vals)
             self.emit(f"dig_emit(c, {did}, {recv}, {len(vals)}, {arr});")
-            return None
-        if n == "truncate":
-            self.emit(f"S[SLOT_TR] = {self.expr(call_arg(e, 'length', 0))};")
-            return None
-        if n == "log_msg":
-            return None
-        if n in ("assert", "assume"):
-            c = self.expr(call_arg(e, "check", 0))
+        elif isinstance(op, Truncate):
+            self.emit(f"S[SLOT_TR] = {self.expr(op.length)};")
+        elif isinstance(op, Check):
+            c = self.expr(op.check)
             self.emit(f"if (!({c})) {{ c->fault = 1; {self.ret if not self.in_parser else 'return;'} }}")
-            return None
-        if n == "verify":
-            c = self.expr(call_arg(e, "check", 0))
-            err = self.expr(call_arg(e, "toSignal", 1))
+        elif isinstance(op, Verify):
+            c = self.expr(op.check)
+            err = self.expr(op.error)
             self.emit(f"if (!({c})) {{ perr_code = {err}; goto perr; }}")
-            return None
-        if n == "static_assert":
-            return None
-        raise self.unsupported(f"extern function {n} (not implemented natively)", e)
+        elif op is None:
+            raise self.unsupported(f"extern function {e.name} (not implemented natively)", e)
+        return None  # log_msg and static_assert: nothing at run time
 
-    def const_int(self, e: ir.Expr) -> int:
-        return const_int(e, self.unsupported)
+    def checksum(self, op: Checksum) -> None:
+        sm = self.u.sm
+        cond = self.expr(op.condition)
+        fn = self.algo(op.algo)
+        ck = op.checksum
+        self.emit(f"if ({cond}) {{")
+        self.ind += 1
+        h = self.hash_of(fn, op.data, op.payload)
+        if wide_width(ck.type):  # a 64-bit hash in a wide field: its value, zero above
+            if op.verify:
+                self.emit(f"if (!w_eq(w_u({h}), {self.expr(ck)})) S[{sm['checksum_error']}] = 1;")
+            else:
+                self.store(ck, f"w_u({h})")
+        else:
+            w, _ = word_bits(ck.type, ck)
+            if op.verify:
+                self.emit(f"if ((({h}) & {_m(w)}) != {self.expr(ck)}) S[{sm['checksum_error']}] = 1;")
+            else:
+                self.store(ck, f"(({h}) & {_m(w)})")
+        self.ind -= 1
+        self.emit("}")
+
+    def field_list(self, fl: FieldList, clone: bool) -> int:
+        """The number of the field list a clone or recirculation carries (-1: a clone
+        without one; a recirculation always carries one, maybe empty)."""
+        if fl.data is not None:
+            return self.u.field_list(self.field_slots(fl.data))
+        if fl.index is not None:
+            return self.u.field_list(self.u.field_list_ann(fl.index))
+        return -1 if clone else self.u.field_list(())
 
     def field_slots(self, e: ir.Expr) -> tuple[int, ...]:
         return field_slots(e, self.place, nslots, self.unsupported)
@@ -2014,17 +1951,10 @@ class Gen(WideGen):
             self.ind -= 1
             self.emit("}")
             return
-        if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
-            off = 0
-            for f in t.fields:
-                if not is_scalar(f.type):
-                    self.emit_place(p.sub(off, f.type), f.type, at)
-                off += nslots(f.type)
-            return
-        if isinstance(t, ir.StackT):
-            esz = nslots(t.elem)
-            for i in range(t.size):
-                self.emit_place(p.sub(1 + i * esz, t.elem), t.elem, at)
+        if isinstance(t, (ir.StructT, ir.HeaderUnionT, ir.StackT)):
+            for m in members(p, t, SLOTS):
+                if not is_scalar(m.type):
+                    self.emit_place(m, m.type, at)
             return
         raise self.unsupported(f"emit of {t}", at)
 

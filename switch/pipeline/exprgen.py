@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..frontend import ir
-from ..lowering.calls import has_call
+from ..lowering.calls import call_value
+from ..lowering.compare import aggregate_equal
 from ..lowering.errors import Unsupported
+from ..lowering.order import Pinned, reads_left_first, visit
 from ..lowering.places import Place, SlotLayout, resolve_place
 from ..lowering.types import ERROR_WIDTH, bits, is_scalar
 from .errors import UnsupportedError
@@ -98,7 +100,7 @@ class ExprGen(StatementHooks):
         self.written: set[int] | None = None
         self._vr: dict[int, tuple[ir.Expr, Range | None]] = {}
         self.place_memo: tuple[ir.Expr, Place] | None = None  # an l-value already evaluated
-        self._pinned: dict[int, tuple[ir.Expr, str]] = {}  # operands already read into temps
+        self.pinned = Pinned()
 
     # ------------------------------------------------------------------ helpers
     def emit(self, line: str) -> None:
@@ -224,7 +226,7 @@ class ExprGen(StatementHooks):
         the operand of an operation that wraps to ``w`` bits anyway, so the inner wraps of
         ``+ - *`` and widening-or-same-width casts can be left out (masking once at the end
         of an expression tree)."""
-        if id(e) in self._pinned:
+        if self.pinned.get(e) is not None:
             return self.expr(e)
         if isinstance(e, ir.Binary) and e.op in ("+", "-", "*") and isinstance(e.type, ir.BitT) \
                 and e.type.width >= w:
@@ -245,13 +247,10 @@ class ExprGen(StatementHooks):
     # ------------------------------------------------------------------ r-values
     def expr(self, e: ir.Expr) -> str:
         """Python expression text for the scalar value of ``e``."""
-        pin = self._pinned.get(id(e))
-        if pin is not None and pin[0] is e:
-            return pin[1]
-        m = getattr(self, "x_" + type(e).__name__, None)
-        if m is None:
-            raise self.unsupported(f"expression {type(e).__name__}", e)
-        return m(e)  # type: ignore[no-any-return]
+        pin = self.pinned.get(e)
+        if pin is not None:
+            return pin
+        return visit(self, "x_", e, "expression", self.unsupported)  # type: ignore[no-any-return]
 
     def x_Const(self, e: ir.Const) -> str:
         if isinstance(e.value, bool) or isinstance(e.type, ir.BoolT):
@@ -317,17 +316,11 @@ class ExprGen(StatementHooks):
         raise self.unsupported(f"unary operator {e.op!r}", e)
 
     def x_Binary(self, e: ir.Binary) -> str:
-        if e.op not in ("&&", "||") and is_scalar(e.left.type) and not isinstance(e.left, ir.Const) \
-                and has_call(e.right):
-            # left to right: the left operand's value is taken before a call on the right
-            # runs (the call may write it through an inout argument)
+        if reads_left_first(e):
             t = self.tmp()
             self.emit(f"{t} = {self.expr(e.left)}")
-            self._pinned[id(e.left)] = (e.left, t)
-            try:
+            with self.pinned.holding(e.left, t):
                 return self._binary(e)
-            finally:
-                del self._pinned[id(e.left)]
         return self._binary(e)
 
     def _binary(self, e: ir.Binary) -> str:
@@ -484,49 +477,24 @@ class ExprGen(StatementHooks):
         return t
 
     def agg_equal(self, a: Place, b: Place, t: ir.Type, node: Any) -> str:
-        """Equality of two header/struct/union/stack values (headers: both invalid, or both
-        valid with equal fields)."""
-        if isinstance(t, ir.HeaderT):
-            n = len(t.fields)
-            fields = f"S[{a.at(1)}:{a.at(1 + n)}] == S[{b.at(1)}:{b.at(1 + n)}]" if n else "True"
-            return f"(S[{a.at()}] == S[{b.at()}] and (not S[{a.at()}] or {fields}))"
-        if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
-            parts = []
-            off = 0
-            for f in t.fields:
-                if is_scalar(f.type):
-                    parts.append(f"S[{a.at(off)}] == S[{b.at(off)}]")
-                else:
-                    parts.append(self.agg_equal(a.sub(off, f.type), b.sub(off, f.type), f.type, node))
-                off += nslots(f.type)
-            return "(" + " and ".join(parts or ["True"]) + ")"
-        if isinstance(t, ir.StackT):
-            esz = nslots(t.elem)
-            parts = [self.agg_equal(a.sub(1 + i * esz, t.elem), b.sub(1 + i * esz, t.elem), t.elem, node)
-                     for i in range(t.size)]
-            return "(" + " and ".join(parts) + ")"
-        raise self.unsupported(f"comparison of {t} values", node)
+        """Equality of two header/struct/union/stack values."""
+        return aggregate_equal(a, b, t, node, self, SLOTS)
+
+    def header_equal(self, a: Place, b: Place, t: ir.HeaderT) -> str:
+        n = len(t.fields)
+        fields = f"S[{a.at(1)}:{a.at(1 + n)}] == S[{b.at(1)}:{b.at(1 + n)}]" if n else "True"
+        return f"(S[{a.at()}] == S[{b.at()}] and (not S[{a.at()}] or {fields}))"
+
+    def slot_equal(self, a: str, b: str, t: ir.Type) -> str:
+        return f"S[{a}] == S[{b}]"
+
+    def conjunction(self, parts: list[str]) -> str:
+        return "(" + " and ".join(parts or ["True"]) + ")"
 
     def x_MethodCall(self, e: ir.MethodCall) -> str:
-        r = self.method_call(e)
-        if r is None:
-            raise self.unsupported(f"method {e.method!r} has no value", e)
-        return r
+        return call_value(e, self)
 
-    def x_TableApply(self, e: ir.TableApply) -> str:
-        return self.table_apply(e)
-
-    def x_FunctionCall(self, e: ir.FunctionCall) -> str:
-        r = self.function_call(e)
-        if r is None:
-            raise self.unsupported(f"function {e.func.name!r} returns no value", e)
-        return r
-
-    def x_ExternCall(self, e: ir.ExternCall) -> str:
-        r = self.extern_call(e)
-        if r is None:
-            raise self.unsupported(f"extern {e.name!r} returns no value", e)
-        return r
+    x_TableApply = x_FunctionCall = x_ExternCall = x_MethodCall
 
     # ------------------------------------------------------------------ field lists
     def flatten(self, e: ir.Expr) -> list[tuple[str, int]]:

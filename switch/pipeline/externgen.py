@@ -6,11 +6,13 @@ import struct
 from typing import Any
 
 from ..frontend import ir
-from ..lowering.args import call_arg, const_int, field_slots
-from ..lowering.places import Place
+from ..lowering.args import call_arg, field_slots
+from ..lowering.externs import (Check, Checksum, Clone, FieldList, Hash, LogMsg, MarkToDrop, Random, Recirculate,
+                                SendDigest, Truncate, Verify, lower_extern_call)
+from ..lowering.places import Place, members
 from ..lowering.types import bits, is_scalar
 from . import guards
-from .exprgen import VARBIT, ExprGen, pack_expr, vl_parts, wrap_expr
+from .exprgen import SLOTS, VARBIT, ExprGen, pack_expr, vl_parts, wrap_expr
 from .layout import nslots
 from .packing import chunk_plan
 
@@ -63,85 +65,62 @@ class ExternGen(ExprGen):
 
     # ------------------------------------------------------------------ extern functions
     def extern_call(self, e: ir.ExternCall) -> str | None:
-        n = e.name
+        op = lower_extern_call(e, self.unsupported)
         sm = self.prog
-        if n == "mark_to_drop":
+        if isinstance(op, MarkToDrop):
             self.emit(f"S[{sm.sm_slot('egress_spec')}] = 511")
             self.emit(f"S[{sm.sm_slot('mcast_grp')}] = 0")
-            return None
-        if n == "hash":
-            dst = call_arg(e, "result", 0)
-            algo = self.algo_name(call_arg(e, "algo", 1))
-            base = self.expr(call_arg(e, "base", 2))
-            maxe = call_arg(e, "max", 4)
-            h = self.hash_expr(algo, call_arg(e, "data", 3), e)
-            if isinstance(maxe, ir.Const):
-                mv = int(maxe.value)
+        elif isinstance(op, Hash):
+            algo = self.algo_name(op.algo)
+            base = self.expr(op.base)
+            h = self.hash_expr(algo, op.data, e)
+            if isinstance(op.max, ir.Const):
+                mv = int(op.max.value)
                 r = f"{base} + ({h}) % {mv}" if mv else base
             else:
-                r = f"_hash_result({h}, {base}, {self.expr(maxe)})"
-            w, s = bits(dst.type)
-            self.store(dst, f"({r}) & {(1 << w) - 1}" if not s else f"_wrap({r}, {w}, True)")
-            return None
-        if n == "random":
-            dst = call_arg(e, "result", 0)
-            lo, hi = self.expr(call_arg(e, "lo", 1)), self.expr(call_arg(e, "hi", 2))
-            self.store(dst, f"_rng.randint({lo}, {hi}) if {lo} <= {hi} else {lo}")
-            return None
-        if n in ("verify_checksum", "update_checksum", "verify_checksum_with_payload", "update_checksum_with_payload"):
-            self.checksum(e)
-            return None
-        if n in ("clone", "clone3", "clone_preserving_field_list"):
-            session = self.expr(call_arg(e, "session", 1))
-            if n == "clone3":
-                fl = self.prog.ref(self.field_slots(call_arg(e, "data", 2)), "FL")
-            elif n == "clone_preserving_field_list":
-                fl = self.prog.ref(self.prog.field_list(self.const_int(call_arg(e, "index", 2))), "FL")
-            else:
-                fl = "()"
-            self.emit(f"S[{self.prog.slot_clone}] = ({session}, {fl})")
-            return None
-        if n in ("resubmit", "resubmit_preserving_field_list", "recirculate", "recirculate_preserving_field_list"):
-            if n.endswith("_field_list"):
-                fl = self.prog.ref(self.prog.field_list(self.const_int(call_arg(e, "index", 0))), "FL")
-            elif e.args and e.args[0].expr is not None:
-                fl = self.prog.ref(self.field_slots(e.args[0].expr), "FL")
-            else:
-                fl = "()"
-            slot = self.prog.slot_resubmit if n.startswith("resubmit") else self.prog.slot_recirculate
-            self.emit(f"S[{slot}] = {fl}")
-            return None
-        if n == "digest":
-            recv = self.expr(call_arg(e, "receiver", 0))
-            data = call_arg(e, "data", 1)
-            names, vals = self.digest_fields(data)
-            tname = data.type.name if isinstance(data.type, (ir.StructT, ir.HeaderT)) else ""
+                r = f"_hash_result({h}, {base}, {self.expr(op.max)})"
+            w, s = bits(op.result.type)
+            self.store(op.result, f"({r}) & {(1 << w) - 1}" if not s else f"_wrap({r}, {w}, True)")
+        elif isinstance(op, Random):
+            lo, hi = self.expr(op.lo), self.expr(op.hi)
+            self.store(op.result, f"_rng.randint({lo}, {hi}) if {lo} <= {hi} else {lo}")
+        elif isinstance(op, Checksum):
+            self.checksum(op, e)
+        elif isinstance(op, Clone):
+            session = self.expr(op.session)
+            self.emit(f"S[{self.prog.slot_clone}] = ({session}, {self.field_list(op.fields)})")
+        elif isinstance(op, Recirculate):
+            slot = self.prog.slot_resubmit if op.resubmit else self.prog.slot_recirculate
+            self.emit(f"S[{slot}] = {self.field_list(op.fields)}")
+        elif isinstance(op, SendDigest):
+            recv = self.expr(op.receiver)
+            names, vals = self.digest_fields(op.data)
+            t = op.data.type
+            tname = t.name if isinstance(t, (ir.StructT, ir.HeaderT)) else ""
             self.emit(f"_digest(S, {tname!r}, {recv}, {tuple(names)!r}, ({''.join(v + ', ' for v in vals)}))")
-            return None
-        if n == "truncate":
-            self.emit(f"S[{self.prog.slot_truncate}] = {self.expr(call_arg(e, 'length', 0))}")
-            return None
-        if n == "log_msg":
-            msg = e.args[0].expr
-            text = msg.value if isinstance(msg, ir.StringLit) else ""
-            vals = [v for v, _ in self.flatten(e.args[1].expr)] if len(e.args) > 1 and e.args[1].expr is not None else []
-            self.emit(f"_log_msg({text!r}, ({''.join(v + ', ' for v in vals)}))")
-            return None
-        if n in ("assert", "assume"):
-            c = self.expr(call_arg(e, "check", 0))
-            self.emit(f"if not {c}: raise _AssertFail({n + ' failed at ' + str(e.loc)!r})")
-            return None
-        if n == "verify":
-            c = self.expr(call_arg(e, "check", 0))
-            err = self.expr(call_arg(e, "toSignal", 1))
+        elif isinstance(op, Truncate):
+            self.emit(f"S[{self.prog.slot_truncate}] = {self.expr(op.length)}")
+        elif isinstance(op, LogMsg):
+            vals = [v for v, _ in self.flatten(op.values)] if op.values is not None else []
+            self.emit(f"_log_msg({op.text!r}, ({''.join(v + ', ' for v in vals)}))")
+        elif isinstance(op, Check):
+            c = self.expr(op.check)
+            self.emit(f"if not {c}: raise _AssertFail({op.name + ' failed at ' + str(e.loc)!r})")
+        elif isinstance(op, Verify):
+            c = self.expr(op.check)
+            err = self.expr(op.error)
             self.emit(f"if not {c}: raise _PErr({err})")
-            return None
-        if n == "static_assert":
-            return None
-        raise self.unsupported(f"extern function {n}", e)
+        elif op is None:
+            raise self.unsupported(f"extern function {e.name}", e)
+        return None
 
-    def const_int(self, e: ir.Expr) -> int:
-        return const_int(e, self.unsupported)
+    def field_list(self, fl: FieldList) -> str:
+        """The Python tuple of the slots a clone or recirculation carries."""
+        if fl.data is not None:
+            return self.prog.ref(self.field_slots(fl.data), "FL")
+        if fl.index is not None:
+            return self.prog.ref(self.prog.field_list(fl.index), "FL")
+        return "()"
 
     def field_slots(self, e: ir.Expr) -> tuple[int, ...]:
         return field_slots(e, self.place, nslots, self.unsupported)
@@ -174,17 +153,15 @@ class ExternGen(ExprGen):
             return self.expr(x)
         return self.flatten(x)[0][0]
 
-    def checksum(self, e: ir.ExternCall) -> None:
-        n = e.name
-        cond = self.expr(call_arg(e, "condition", 0))
-        algo = self.algo_name(call_arg(e, "algo", 3))
-        ck = call_arg(e, "checksum", 2)
-        payload = n.endswith("_with_payload")
+    def checksum(self, op: Checksum, e: ir.ExternCall) -> None:
+        cond = self.expr(op.condition)
+        algo = self.algo_name(op.algo)
+        ck = op.checksum
         self.emit(f"if {cond}:")
         self.ind += 1
-        h = self.hash_expr(algo, call_arg(e, "data", 1), e, payload)
+        h = self.hash_expr(algo, op.data, e, op.payload)
         w, _ = bits(ck.type)
-        if n.startswith("verify"):
+        if op.verify:
             self.emit(f"if ({h}) & {(1 << w) - 1} != {self.expr(ck)}: S[{self.prog.sm_slot('checksum_error')}] = 1")
         else:
             self.store(ck, f"({h}) & {(1 << w) - 1}")
@@ -523,16 +500,9 @@ class ExternGen(ExprGen):
             self.emit_chunks(p, t)
             self.ind -= 1
             return
-        if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
-            off = 0
-            for f in t.fields:
-                if not is_scalar(f.type):
-                    self.emit_place(p.sub(off, f.type), f.type, at)
-                off += nslots(f.type)
-            return
-        if isinstance(t, ir.StackT):
-            esz = nslots(t.elem)
-            for i in range(t.size):
-                self.emit_place(p.sub(1 + i * esz, t.elem), t.elem, at)
+        if isinstance(t, (ir.StructT, ir.HeaderUnionT, ir.StackT)):
+            for m in members(p, t, SLOTS):
+                if not is_scalar(m.type):
+                    self.emit_place(m, m.type, at)
             return
         raise self.unsupported(f"emit of {t}", at)

@@ -9,7 +9,9 @@ import dataclasses
 from typing import Any
 
 from ..frontend import ir
+from ..lowering.branches import switch_branches
 from ..lowering.calls import call_statement
+from ..lowering.order import visit
 from ..lowering.places import Place
 from ..lowering.types import bits, is_scalar
 from .exprgen import span, wrap_expr
@@ -36,10 +38,7 @@ class StmtGen(ExternGen):
             self.emit("pass")
 
     def stmt(self, s: Any) -> None:
-        m = getattr(self, "s_" + type(s).__name__, None)
-        if m is None:
-            raise self.unsupported(f"statement {type(s).__name__}", s)
-        m(s)
+        visit(self, "s_", s, "statement", self.unsupported)
 
     def s_Block(self, s: ir.Block) -> None:
         for x in s.stmts:
@@ -118,41 +117,19 @@ class StmtGen(ExternGen):
         self.emit("continue")
 
     def s_Switch(self, s: ir.Switch) -> None:
-        e = s.expr
-        table: ir.Table | None = None
-        if isinstance(e, ir.Member) and e.name == "action_run" and isinstance(e.base, ir.TableApply):
-            table = e.base.table
-        v = self.simple(self.expr(e))
-        pending: list[str] = []
+        branches = switch_branches(s, self.unsupported)
+        v = self.simple(self.expr(s.expr))
         first = True
-        for case in s.cases:
-            conds = []
-            default = False
-            for lab in case.labels:
-                if isinstance(lab, ir.DefaultKey):
-                    default = True
-                elif isinstance(lab, ir.ActionLabel):
-                    assert table is not None
-                    idx = [i for i, r in enumerate(table.actions) if r.action is lab.action]
-                    if not idx:
-                        raise self.unsupported(f"action {lab.action.name} is not in table {table.name}", lab)
-                    conds.append(f"{v} == {idx[0]}")
-                else:
-                    conds.append(f"{v} == {self.expr(lab)}")
-            pending += conds
-            if case.body is None and not default:
-                continue
-            if default:
+        for br in branches:
+            conds = [f"{v} == {lab if isinstance(lab, int) else self.expr(lab)}" for lab in br.labels]
+            if br.default:
                 self.emit("else:" if not first else "if True:")
             else:
-                self.emit(f"{'if' if first else 'elif'} {' or '.join(pending)}:")
+                self.emit(f"{'if' if first else 'elif'} {' or '.join(conds)}:")
             first = False
-            pending = []
             self.ind += 1
-            self.block(case.body)
+            self.block(br.body)
             self.ind -= 1
-            if default:
-                break
 
     def s_VarDeclStmt(self, s: ir.VarDeclStmt, shared: bool = False) -> None:
         """A local variable. Scalars that only this function sees become Python locals;
