@@ -15,8 +15,9 @@ Why namespaces rather than docker-in-docker: no image has to exist before the sw
 nodes' processes are visible and killable from the host, and a node is just a dockerd,
 the same binary a user's server runs.
 
-Node data roots are kept under ``/var/lib/innet-cluster/nodes`` between runs (the pulled
-image's layers; pulling 600 MB three times costs a minute on two cores); every run leaves
+Node data roots are kept under ``/var/lib/innet-cluster/nodes`` between runs with the last
+run's image only (its layers make the next pull short: 850 MB three times costs a minute on
+two cores), and the registry's storage until it exceeds 4 GiB; every run leaves
 the swarm, stops its daemons and deletes its namespaces, veths and bridge in ``finally``.
 One lab at a time (a lock file).
 """
@@ -38,6 +39,8 @@ from typing import Any, Callable
 STATE_ROOT = Path("/var/lib/innet-cluster")
 RUN_ROOT = Path("/run/innet-cluster")
 REGISTRY_PORT = 5000
+REGISTRY_KEEP = 4 << 30
+"""Bytes of registry storage above which a lab starts with an empty registry."""
 ADDR_POOL = "10.214.0.0/16"
 """Swarm's pool for overlay subnets: away from the lab's bridge and from Docker's 10.0.0.0/8 default."""
 
@@ -198,6 +201,8 @@ class SwarmLab:
 
     def _start_registries(self) -> None:
         storage = STATE_ROOT / "registry"
+        if _size(storage) > REGISTRY_KEEP:  # every source change pushes a new layer; no GC here
+            shutil.rmtree(storage, ignore_errors=True)
         storage.mkdir(parents=True, exist_ok=True)
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
@@ -328,6 +333,7 @@ class SwarmLab:
                 except Exception:
                     pass
                 _remove_containers(node.client)
+                _prune_images(node.client, keep=self.image)
                 node.client.close()
                 node.client = None
         for proc in [n.popen for n in self.nodes if n.popen is not None] + self.registries:
@@ -344,6 +350,20 @@ class SwarmLab:
         if self._lock is not None:
             self._lock.close()
             self._lock = None
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
+
+
+def _prune_images(client: Any, keep: str) -> None:
+    """Every image of a lab node but ``keep`` (the run's image; its layers make the next pull short)."""
+    try:
+        for image in client.images.list():
+            if keep not in image.tags:
+                client.images.remove(image.id, force=True)
+    except Exception:  # in use or gone: the next run prunes again
+        pass
 
 
 def _remove_containers(client: Any) -> None:

@@ -196,42 +196,17 @@ def wait_for_jobs(config: ClusterRoleConfig) -> dict[str, Any]:
 
 
 def run_worker(config: ClusterRoleConfig) -> int:
-    import numpy as np
-
-    from innet.host import wire
-    from innet.host.agent.agent import Agent, AgentConfig
-    from innet.host.agent.aggregator import JobConfig, Timing
-    from innet.host.agent.transport import TunnelTransportConfig
-    from innet.testbed.core.ina_worker import exact_values
-    from innet.testbed.ina.compose import train_demo, digest, expected_sum
+    from innet.testbed.ina.compose import allreduce_and_train
 
     base = config.base
     if not 1 <= config.slot <= base.workers:
         raise ComposeError(f"worker: INNET_SLOT={config.slot}: must be a task slot within 1..{base.workers} "
                            "(more replicas than INNET_WORKERS?)")
     rank = config.slot - 1
-    job = wait_for_jobs(config)
-    mac, ip = job["hosts"][rank]
-    switch_ip = socket.gethostbyname(base.switch_host)
-    transport = TunnelTransportConfig(tunnel=(switch_ip, base.udp_port(rank)), local=wire.Endpoint(mac, ip, 18767),
-                                      switch=wire.Endpoint(job["switch_mac"], job["switch_ip"], wire.UDP_PORT),
-                                      bind=("0.0.0.0", 0))
-    agent_config = AgentConfig(JobConfig(job=job["job"], rank=rank, num_workers=job["workers"], window=job["window"],
-                                         k=job["k"], epoch=job["epoch"]),
-                               transport, timing=Timing(chunk_deadline=min(60.0, base.deadline)))
-    start = time.monotonic()
-    with Agent(agent_config, capacity=base.elements) as agent:
-        got = agent.allreduce_int(exact_values(rank, base.elements, 0))
-    seconds = time.monotonic() - start
-    ok = bool(np.array_equal(got, expected_sum(job["workers"], base.elements)))
-    print(f"worker rank {rank}: allreduce of {base.elements} int32 at K={job['k']} "
-          f"{'exact' if ok else 'WRONG'} in {seconds:.3f} s", flush=True)
-    train = train_demo(base, job["train"], rank, transport) if job.get("train") else None
-    print(f"{RESULT_TAG} " + json.dumps({
-        "rank": rank, "host": socket.gethostname(), "node": os.environ.get("INNET_NODE", ""),
-        "elements": base.elements, "k": job["k"], "ok": ok, "sha256": digest(got), "seconds": round(seconds, 4),
-        "epoch": job["epoch"], "train": train}), flush=True)
-    return 0 if ok and (train is None or train["bit_exact"]) else EXIT_ERROR
+    doc = allreduce_and_train(base, wait_for_jobs(config), rank)
+    doc["node"] = os.environ.get("INNET_NODE", "")
+    print(f"{RESULT_TAG} " + json.dumps(doc), flush=True)
+    return 0 if doc["ok"] and (doc["train"] is None or doc["train"]["bit_exact"]) else EXIT_ERROR
 
 
 RUNNERS: dict[str, Callable[[ClusterRoleConfig], int]] = {

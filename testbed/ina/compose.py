@@ -324,6 +324,18 @@ def digest(values: Any) -> str:
 
 
 def run_worker(config: ComposeConfig) -> int:
+    job_path = config.results / JOB_FILE
+    _wait(f"worker: {job_path}", job_path.exists, config.deadline)
+    rank = claim_rank(config)
+    job = json.loads(job_path.read_text())
+    doc = allreduce_and_train(config, job, rank)
+    _write_atomic(result_path(config, rank), doc)
+    return 0 if doc["ok"] and (doc["train"] is None or doc["train"]["bit_exact"]) else EXIT_ERROR
+
+
+def allreduce_and_train(config: ComposeConfig, job: dict[str, Any], rank: int) -> dict[str, Any]:
+    """What a worker of ``job`` (the controller's document) does: an exact int32 allreduce over
+    the frame tunnel to its switch port, then the demo training; its result document."""
     import numpy as np
 
     from innet.host import wire
@@ -332,10 +344,6 @@ def run_worker(config: ComposeConfig) -> int:
     from innet.host.agent.transport import TunnelTransportConfig
     from innet.testbed.core.ina_worker import exact_values
 
-    job_path = config.results / JOB_FILE
-    _wait(f"worker: {job_path}", job_path.exists, config.deadline)
-    rank = claim_rank(config)
-    job = json.loads(job_path.read_text())
     mac, ip = job["hosts"][rank]
     switch_ip = socket.gethostbyname(config.switch_host)
     transport = TunnelTransportConfig(tunnel=(switch_ip, config.udp_port(rank)),
@@ -351,14 +359,12 @@ def run_worker(config: ComposeConfig) -> int:
     seconds = time.monotonic() - start
     expect = expected_sum(job["workers"], config.elements)
     ok = bool(np.array_equal(got, expect))
-    print(f"worker rank {rank}: allreduce of {config.elements} int32 {'exact' if ok else 'WRONG'} "
-          f"in {seconds:.2f} s", flush=True)
+    print(f"worker rank {rank}: allreduce of {config.elements} int32 at K={job['k']} {'exact' if ok else 'WRONG'} "
+          f"in {seconds:.3f} s", flush=True)
     train = train_demo(config, job["train"], rank, transport) if job.get("train") else None
-    _write_atomic(result_path(config, rank), {
-        "rank": rank, "host": socket.gethostname(), "elements": config.elements, "ok": ok,
-        "sha256": digest(got), "head": [int(v) for v in got[:4]], "seconds": round(seconds, 3),
-        "epoch": job["epoch"], "train": train})
-    return 0 if ok and (train is None or train["bit_exact"]) else EXIT_ERROR
+    return {"rank": rank, "host": socket.gethostname(), "elements": config.elements, "k": job["k"], "ok": ok,
+            "sha256": digest(got), "head": [int(v) for v in got[:4]], "seconds": round(seconds, 4),
+            "epoch": job["epoch"], "train": train}
 
 
 def train_demo(config: ComposeConfig, job: dict[str, int], rank: int, transport: Any) -> dict[str, Any]:
