@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Callable, Protocol
 
 from ..frontend import ir
@@ -50,3 +51,40 @@ def field_slots(e: ir.Expr, place: Callable[[ir.Expr], SlotRange], nslots: Calla
             raise unsupported("a field list element at a runtime index", x)
         out += range(p.base, p.base + nslots(p.type))
     return tuple(out)
+
+
+def annotated_field_list(index: int, meta: ir.Type, base: int, consts: Mapping[str, object],
+                         nslots: Callable[[ir.Type], int], unsupported: Callable[[str, Any], Exception]
+                         ) -> tuple[int, ...]:
+    """Slots of the user metadata fields (struct ``meta`` at slot ``base``) annotated
+    ``@field_list(.., index, ..)``, in layout order; a nested struct is searched when it is
+    not annotated itself."""
+    out: list[int] = []
+
+    def walk(t: ir.Type, at: int) -> None:
+        if not isinstance(t, ir.StructT):
+            return
+        off = at
+        for f in t.fields:
+            ann = f.annotations.get("field_list")
+            if ann is not None and index in [field_list_id(v, f.name, consts, unsupported) for v in ann.body]:
+                out.extend(range(off, off + nslots(f.type)))
+            elif isinstance(f.type, ir.StructT):
+                walk(f.type, off)
+            off += nslots(f.type)
+
+    walk(meta, base)
+    return tuple(out)
+
+
+def field_list_id(v: object, field_name: str, consts: Mapping[str, object],
+                  unsupported: Callable[[str, Any], Exception]) -> int:
+    """A ``@field_list`` argument: an integer literal or the name of a constant (p4c
+    evaluates the annotation's expressions, so ``@field_list(FL)`` means FL's value)."""
+    if isinstance(v, int):
+        return v
+    c = consts.get(v.lstrip(".")) if isinstance(v, str) else None
+    if isinstance(c, ir.Const) and not isinstance(c.value, bool):
+        return int(c.value)
+    raise unsupported(f"@field_list({v}) on metadata field '{field_name}': "
+                      "the index must be an integer literal or a constant", None)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..frontend import ir
-from ..lowering.args import call_arg, field_slots
+from ..lowering.args import annotated_field_list, call_arg, field_slots
 from ..lowering.branches import switch_branches
 from ..lowering.calls import call_statement, call_value
 from ..lowering.compare import aggregate_equal
@@ -216,30 +216,8 @@ class Unit:
         return len(self.field_lists) - 1
 
     def field_list_ann(self, index: int) -> tuple[int, ...]:
-        out: list[int] = []
-
-        def fid(v: object, fname: str) -> int:
-            if isinstance(v, int):
-                return v
-            c = self.program.consts.get(v.lstrip(".")) if isinstance(v, str) else None
-            if isinstance(c, ir.Const) and not isinstance(c.value, bool):
-                return int(c.value)
-            raise NativeUnsupported(f"@field_list({v}) on metadata field '{fname}'")
-
-        def walk(t: ir.Type, base: int) -> None:
-            if not isinstance(t, ir.StructT):
-                return
-            off = base
-            for f in t.fields:
-                ann = f.annotations.get("field_list")
-                if ann is not None and index in [fid(v, f.name) for v in ann.body]:
-                    out.extend(range(off, off + nslots(f.type)))
-                elif isinstance(f.type, ir.StructT):
-                    walk(f.type, off)
-                off += nslots(f.type)
-
-        walk(self.M, self.m_base)
-        return tuple(out)
+        return annotated_field_list(index, self.M, self.m_base, self.program.consts, nslots,
+                                    Unsupported(NativeUnsupported))
 
     # ------------------------------------------------------------------ extern state
     def instance(self, inst: ir.Instance) -> tuple[str, int]:

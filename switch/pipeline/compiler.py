@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from ..frontend import ir
+from ..lowering.args import annotated_field_list
+from ..lowering.errors import Unsupported
 from . import guards
 from .errors import UnsupportedError
 from .exprgen import wrap_expr
@@ -195,33 +197,8 @@ class ProgramCompiler:
 
     def field_list(self, index: int) -> tuple[int, ...]:
         """Slots of the user metadata fields annotated ``@field_list(.., index, ..)``."""
-        out: list[int] = []
-
-        def walk(t: ir.Type, base: int) -> None:
-            if not isinstance(t, ir.StructT):
-                return
-            off = base
-            for f in t.fields:
-                ann = f.annotations.get("field_list")
-                if ann is not None and index in [self._field_list_id(v, f.name) for v in ann.body]:
-                    out.extend(range(off, off + nslots(f.type)))
-                elif isinstance(f.type, ir.StructT):
-                    walk(f.type, off)
-                off += nslots(f.type)
-
-        walk(self.M, self.m_base)
-        return tuple(out)
-
-    def _field_list_id(self, v: object, field_name: str) -> int:
-        """A ``@field_list`` argument: an integer literal or the name of a constant (p4c
-        evaluates the annotation's expressions, so ``@field_list(FL)`` means FL's value)."""
-        if isinstance(v, int):
-            return v
-        c = self.program.consts.get(v.lstrip(".")) if isinstance(v, str) else None
-        if isinstance(c, ir.Const) and not isinstance(c.value, bool):
-            return int(c.value)
-        raise UnsupportedError(f"@field_list({v}) on metadata field '{field_name}': "
-                               "the index must be an integer literal or a constant")
+        return annotated_field_list(index, self.M, self.m_base, self.program.consts, nslots,
+                                    Unsupported(UnsupportedError))
 
     # ------------------------------------------------------------------ functions
     def codegen(self, kind: str, locals_: dict[int, str] | None = None) -> StmtGen:
