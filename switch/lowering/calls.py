@@ -7,6 +7,8 @@ from typing import Protocol
 
 from ..frontend import ir
 from .errors import Unsupported
+from .places import Place
+from .types import is_scalar
 
 
 class CallValues(Protocol):
@@ -83,3 +85,60 @@ def call_value(e: ir.TableApply | ir.MethodCall | ir.FunctionCall | ir.ExternCal
     if r is None:
         raise out.unsupported(what, e)
     return r
+
+
+class ArgumentBinder(Protocol):
+    """What binding a call's arguments to its parameters (P4_16 6.8: copy-in/copy-out)
+    needs of an executor's emitter."""
+
+    unsupported: Unsupported
+
+    def data_argument(self, e: ir.Expr, p: ir.Param) -> list[str]:
+        """The value(s) of a directionless (action data) argument."""
+        ...
+
+    def param_place(self, p: ir.Param) -> Place:
+        """The slots of the callee's parameter ``p``."""
+        ...
+
+    def copy_in(self, dst: Place, e: ir.Expr) -> None:
+        """Copy the scalar value of ``e`` into the parameter's slot."""
+        ...
+
+    def assign_agg(self, dst: Place, rhs: ir.Expr) -> None:
+        """Copy the aggregate value of ``rhs`` into the parameter's slots."""
+        ...
+
+    def reset(self, p: Place) -> None:
+        """Give an ``out`` parameter its initial value."""
+        ...
+
+
+def bind_arguments(params: tuple[ir.Param, ...], args: tuple[ir.Arg, ...], node: object, out: ArgumentBinder
+                   ) -> tuple[list[str], list[tuple[ir.Expr, Place]]]:
+    """Copy-in of a call's arguments, in parameter order (an omitted one takes the
+    parameter's default): the directionless (data) argument values, and the copy-out
+    list of (argument l-value, parameter place) for ``out``/``inout`` parameters."""
+    data: list[str] = []
+    outs: list[tuple[ir.Expr, Place]] = []
+    for i, p in enumerate(params):
+        a = args[i] if i < len(args) else None
+        expr = a.expr if a is not None else p.default
+        if p.direction is None:
+            if expr is None:
+                raise out.unsupported(f"missing argument for {p.name}", node)
+            data += out.data_argument(expr, p)
+            continue
+        pp = out.param_place(p)
+        if p.direction in ("in", "inout"):
+            if expr is None:
+                raise out.unsupported(f"missing argument for {p.name}", node)
+            if is_scalar(p.type):
+                out.copy_in(pp, expr)
+            else:
+                out.assign_agg(pp, expr)
+        else:
+            out.reset(pp)
+        if p.direction in ("out", "inout") and expr is not None:
+            outs.append((expr, pp))
+    return data, outs

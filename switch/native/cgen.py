@@ -20,16 +20,17 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..frontend import ir
 from ..lowering.args import annotated_field_list, call_arg, field_slots
+from ..lowering.assign import assign_aggregate
 from ..lowering.branches import switch_branches
-from ..lowering.calls import call_statement, call_value
+from ..lowering.calls import bind_arguments, call_statement, call_value
 from ..lowering.compare import aggregate_equal
+from ..lowering.errors import Unsupported
 from ..lowering.externs import (Check, Checksum, Clone, FieldList, Hash, MarkToDrop, Random, Recirculate, SendDigest,
                                 Truncate, Verify, lower_extern_call)
-from ..lowering.errors import Unsupported
 from ..lowering.order import Pinned, reads_left_first, visit
 from ..lowering.places import Place, SlotLayout, members, resolve_place
 from ..lowering.types import bits, is_scalar
@@ -1048,60 +1049,24 @@ class Gen(WideGen):
         self.store_to(self.lvalue(lhs), lhs, value)
 
     def assign_agg(self, dst: Place, rhs: ir.Expr) -> None:
-        t = dst.type
-        if isinstance(rhs, ir.ListExpr) and isinstance(t, ir.TupleT):
-            off = 0
-            for et, item in zip(t.elems, rhs.elems):
-                fp = dst.sub(off, et)
-                if is_scalar(et):
-                    self.store_slot(fp, et, self.expr(item), item)
-                else:
-                    self.assign_agg(fp, item)
-                off += nslots(et)
-            return
-        if isinstance(rhs, ir.StructInit) or (isinstance(rhs, ir.ListExpr) and not isinstance(t, ir.TupleT)):
-            items = rhs.fields if isinstance(rhs, ir.StructInit) else None
-            if isinstance(t, ir.HeaderT):
-                fields, offs = t.fields, header_offsets(t)
-                self.emit(f"S[{dst.at()}] = 1;")
-            elif isinstance(t, ir.StructT):
-                fields, offs = t.fields, [field_offset(t, f.name)[0] for f in t.fields]
-            else:
-                raise self.unsupported(f"initializer for {t}", rhs)
-            byname = dict(items) if items is not None else {f.name: x for f, x in zip(fields, rhs.elems)}  # type: ignore[union-attr]
-            for f, off in zip(fields, offs):
-                x = byname.get(f.name)
-                if x is not None:
-                    fp = dst.sub(off, f.type)
-                    if is_scalar(f.type):
-                        self.store_slot(fp, f.type, self.expr(x), x)
-                    else:
-                        self.assign_agg(fp, x)
-            return
-        if isinstance(rhs, ir.MethodCall) and rhs.method == "lookahead":
-            if not isinstance(t, ir.HeaderT):
-                raise self.unsupported(f"lookahead of {t}", rhs)
-            self.extract_into(dst, t, advance=False, node=rhs)
-            return
-        if isinstance(rhs, ir.Mux):
-            self.emit(f"if ({self.expr(rhs.cond)}) {{")
-            self.ind += 1
-            self.assign_agg(dst, rhs.then)
-            self.ind -= 1
-            self.emit("} else {")
-            self.ind += 1
-            self.assign_agg(dst, rhs.else_)
-            self.ind -= 1
-            self.emit("}")
-            return
-        if isinstance(rhs, ir.FunctionCall) and not isinstance(rhs.func.return_type, ir.VoidT):
-            self.function_call(rhs)
-            self.copy_place(dst, Place(self.u.function_ret(rhs.func), rhs.func.return_type), t)
-            return
-        if isinstance(rhs, (ir.VarRef, ir.Member, ir.StackElem, ir.StackProp)):
-            self.copy_place(dst, self.place(rhs), t)
-            return
-        raise self.unsupported(f"assignment of {type(rhs).__name__} to a {t} value", rhs)
+        assign_aggregate(dst, rhs, self, SLOTS)
+
+    def set_valid(self, dst: Place) -> None:
+        self.emit(f"S[{dst.at()}] = 1;")
+
+    def if_else(self, cond: ir.Expr, then: Callable[[], None], else_: Callable[[], None]) -> None:
+        self.emit(f"if ({self.expr(cond)}) {{")
+        self.ind += 1
+        then()
+        self.ind -= 1
+        self.emit("} else {")
+        self.ind += 1
+        else_()
+        self.ind -= 1
+        self.emit("}")
+
+    def function_ret_place(self, f: ir.Function) -> Place:
+        return Place(self.u.function_ret(f), f.return_type)
 
     def copy_place(self, dst: Place, src: Place, t: ir.Type) -> None:
         n = nslots(t)
@@ -1115,32 +1080,18 @@ class Gen(WideGen):
     # ------------------------------------------------------------------ calls
     def bind_args(self, params: tuple[ir.Param, ...], args: tuple[ir.Arg, ...], node: Any
                   ) -> tuple[list[str], list[tuple[ir.Expr, Place]]]:
-        data: list[str] = []
-        outs: list[tuple[ir.Expr, Place]] = []
-        for i, p in enumerate(params):
-            a = args[i] if i < len(args) else None
-            expr = a.expr if a is not None else p.default
-            if p.direction is None:
-                if expr is None:
-                    raise self.unsupported(f"missing argument for {p.name}", node)
-                if wide_width(p.type):
-                    data += self.w_words(self.expr(expr), p.type)
-                else:
-                    data.append(self.tmp(self.expr(expr)))
-                continue
-            pp = Place(self.u.var(p.uid, p.type, p.name, p.loc), p.type)
-            if p.direction in ("in", "inout"):
-                if expr is None:
-                    raise self.unsupported(f"missing argument for {p.name}", node)
-                if is_scalar(p.type):
-                    self.store_slot(pp, p.type, self.expr(expr), expr)
-                else:
-                    self.assign_agg(pp, expr)
-            else:
-                self.reset(pp)
-            if p.direction in ("out", "inout") and expr is not None:
-                outs.append((expr, pp))
-        return data, outs
+        return bind_arguments(params, args, node, self)
+
+    def data_argument(self, e: ir.Expr, p: ir.Param) -> list[str]:
+        if wide_width(p.type):
+            return self.w_words(self.expr(e), p.type)
+        return [self.tmp(self.expr(e))]
+
+    def param_place(self, p: ir.Param) -> Place:
+        return Place(self.u.var(p.uid, p.type, p.name, p.loc), p.type)
+
+    def copy_in(self, dst: Place, e: ir.Expr) -> None:
+        self.store_slot(dst, dst.type, self.expr(e), e)
 
     def copy_out(self, outs: list[tuple[ir.Expr, Place]]) -> None:
         for expr, pp in outs:
