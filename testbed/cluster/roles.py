@@ -9,7 +9,7 @@ the overlay network and the switch itself:
 * ``switch``: ``innet-switch`` (replaced by ``exec``, so Swarm's stop signal reaches it)
   with one UDP port per rank and P4Runtime over TLS (mutual: the keys are Swarm secrets
   in ``/run/secrets``); it runs until the stack is removed.
-* ``controller`` (a one-shot job): pushes ``innet.p4``, installs the star's forwarding,
+* ``controller`` (one-shot: exit 0 completes its only task): pushes ``innet.p4``, installs the star's forwarding,
   creates the demo training's momentum job with its initial parameters and the ``sum``
   job with K from the overlay's MTU, attaches both, prints one ``INNET_JOB`` line, exits 0.
 * ``worker`` (replicated): its rank is its task slot minus one (``INNET_SLOT`` =

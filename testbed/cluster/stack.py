@@ -220,9 +220,9 @@ def remove(client: Any, name: str, deadline: float = 120.0, docker_host: str | N
            node_clients: tuple[Any, ...] = ()) -> list[str]:
     """``docker stack rm`` and wait until its services, networks and containers are gone; what went.
 
-    Swarm (dockerd 20.10) leaves the exited container of a finished job (the controller) on
-    its node after the service is removed: those of this stack are removed here, on the
-    engine of ``client`` and of ``node_clients`` (other nodes' engines, when reachable)."""
+    Swarm (dockerd 20.10) may leave exited task containers on a node for a while after the
+    service is gone: those of this stack are removed here, on the engine of ``client`` and of
+    ``node_clients`` (other nodes' engines, when reachable)."""
     gone = sorted(services(client, name))
     last = ""
     if not gone and not client.networks.list(filters={"label": f"{NAMESPACE}={name}"}):
@@ -248,7 +248,7 @@ def remove(client: Any, name: str, deadline: float = 120.0, docker_host: str | N
 
 
 def _remove_exited(name: str, clients: tuple[Any, ...]) -> list[str]:
-    """Exited task containers of stack ``name`` on those engines (finished jobs)."""
+    """Exited task containers of stack ``name`` on those engines."""
     import docker.errors
 
     done = []
