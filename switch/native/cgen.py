@@ -29,8 +29,10 @@ from ..lowering.branches import switch_branches
 from ..lowering.calls import bind_arguments, call_statement, call_value
 from ..lowering.compare import aggregate_equal
 from ..lowering.errors import Unsupported
+from ..lowering.instances import extern_instance
 from ..lowering.externs import (Check, Checksum, Clone, FieldList, Hash, MarkToDrop, Random, Recirculate, SendDigest,
                                 Truncate, Verify, lower_extern_call)
+from ..lowering.methods import method_call
 from ..lowering.order import Pinned, reads_left_first, visit
 from ..lowering.places import Place, SlotLayout, members, resolve_place
 from ..lowering.types import bits, is_scalar
@@ -225,49 +227,35 @@ class Unit:
         st = self.states.get(id(inst))
         if st is not None:
             return st
-        t = inst.type
-        kind = t.name if isinstance(t, ir.ExternT) else ""
-        args = inst.ctor_args
-
-        def const(i: int) -> int:
-            a = args[i] if i < len(args) else None
-            if not isinstance(a, ir.Const):
-                raise NativeUnsupported(f"non-constant constructor argument of {inst.name}", inst.loc)
-            return int(a.value)
-
-        if kind == "register":
-            assert isinstance(t, ir.ExternT)
-            vt = t.type_args[0] if t.type_args else ir.BitT(32)
-            if isinstance(vt, ir.BoolT):
-                vt = ir.BitT(1)
-            if not isinstance(vt, ir.BitT):
-                raise NativeUnsupported(f"register {inst.cp_name} of {vt} (native: bit<W>/int<W>)", inst.loc)
+        x = extern_instance(inst, Unsupported(NativeUnsupported))
+        if x is None:
+            t = inst.type
+            raise NativeUnsupported(f"extern {t.name if isinstance(t, ir.ExternT) else t} instance '{inst.cp_name}' "
+                                    "(not implemented natively)", inst.loc)
+        if x.kind == "register":
+            vt = x.value
+            assert vt is not None
             if vt.width > 64:
                 self.wk = max(self.wk, limbs(vt))
-            self.meta.registers.append((inst.cp_name, const(0), vt.width, vt.signed))
+            self.meta.registers.append((x.name, x.size, vt.width, vt.signed))
             # a wide cell is limbs(vt) words of its own block (``fuse`` groups W <= 64 only)
-            self.meta.reg_cells.append(self.cell_layout(inst.cp_name, const(0) * limbs(vt)))
+            self.meta.reg_cells.append(self.cell_layout(x.name, x.size * limbs(vt)))
             st = ("register", len(self.meta.registers) - 1)
-        elif kind == "counter":
-            self.meta.counters.append((inst.cp_name, const(0)))
+        elif x.kind == "counter":
+            self.meta.counters.append((x.name, x.size))
             st = ("counter", len(self.meta.counters) - 1)
-        elif kind == "direct_counter":
+        elif x.kind == "direct_counter":
             st = ("direct_counter", 0)
-        elif kind in ("meter", "direct_meter"):
-            direct = kind == "direct_meter"
-            k = args[0 if direct else 1] if len(args) > (0 if direct else 1) else None
-            mkind = k.member if isinstance(k, ir.EnumMember) else "packets"
-            self.meta.meters.append((inst.cp_name, 0 if direct else const(0), mkind, direct))
-            st = (kind, len(self.meta.meters) - 1)
-        elif kind in ("action_profile", "action_selector"):
-            if kind == "action_selector":
-                algo = args[0] if args else None
+        elif x.kind in ("meter", "direct_meter"):
+            self.meta.meters.append((x.name, x.size, x.unit, x.kind == "direct_meter"))
+            st = (x.kind, len(self.meta.meters) - 1)
+        else:  # action_profile, action_selector
+            if x.kind == "action_selector":
+                algo = inst.ctor_args[0] if inst.ctor_args else None
                 if not isinstance(algo, ir.EnumMember) or algo.member not in HASHES:
                     raise NativeUnsupported(f"action_selector {inst.cp_name}: hash algorithm "
                                             f"{getattr(algo, 'member', algo)} (not implemented natively)", inst.loc)
             st = ("profile", 0)
-        else:
-            raise NativeUnsupported(f"extern {kind or t} instance '{inst.cp_name}' (not implemented natively)", inst.loc)
         self.states[id(inst)] = st
         return st
 
@@ -1136,61 +1124,30 @@ class Gen(WideGen):
         return t
 
     def method_call(self, e: ir.MethodCall) -> str | None:
-        tgt = e.target
-        tt = tgt.type
+        return method_call(e, self, SLOTS)
+
+    def instance_apply(self, inst: ir.Instance, e: ir.MethodCall) -> str | None:
         m = e.method
-        if isinstance(tgt, ir.InstanceRef):
-            inst = tgt.inst
-            if inst.decl is not None:
-                if m != "apply" or not isinstance(inst.decl, ir.Control):
-                    if m == "apply" and isinstance(inst.decl, ir.Parser):
-                        self.subparser_apply(inst.decl, e)
-                        return None
-                    raise self.unsupported(f"{m} of {inst.name} (sub-parsers are not implemented natively)", e)
-                fn = self.u.control_fn(inst.decl)
-                _, outs = self.bind_args(inst.decl.params, e.args, e)
-                self.emit(f"{fn}(c, S);")
-                self.copy_out(outs)
-                self.stop()
+        if m != "apply" or not isinstance(inst.decl, ir.Control):
+            if m == "apply" and isinstance(inst.decl, ir.Parser):
+                self.subparser_apply(inst.decl, e)
                 return None
-            return self.extern_method(inst, e)
-        if isinstance(tt, ir.ExternT) and tt.name == "packet_in":
-            return self.packet_in_method(e)
-        if isinstance(tt, ir.ExternT) and tt.name == "packet_out":
-            if m != "emit":
-                raise self.unsupported(f"packet_out.{m}", e)
-            arg = e.args[0].expr
-            assert arg is not None
-            self.emit_place(self.place(arg), arg.type, e)
-            return None
-        if isinstance(tt, ir.HeaderT):
-            p = self.place(tgt)
-            if m == "isValid":
-                return f"S[{p.at()}]"
-            if m == "setValid":
-                self.emit(f"S[{p.at()}] = 1;")
-                for sb in p.union_siblings:
-                    self.emit(f"S[{sb}] = 0;")
-                return None
-            if m == "setInvalid":
-                self.emit(f"S[{p.at()}] = 0;")
-                return None
-            if m in ("minSizeInBits", "maxSizeInBits"):
-                return f"{tt.width}ULL"
-            if m in ("minSizeInBytes", "maxSizeInBytes"):
-                return f"{(tt.width + 7) // 8}ULL"
-        if isinstance(tt, ir.HeaderUnionT) and m == "isValid":
-            p = self.place(tgt)
-            parts = []
-            off = 0
-            for f in tt.fields:
-                parts.append(f"S[{p.at(off)}]")
-                off += nslots(f.type)
-            return "(" + " || ".join(parts or ["0"]) + ")"
-        if isinstance(tt, ir.StackT) and m in ("push_front", "pop_front"):
-            self.stack_shift(self.place(tgt), tt, m, e)
-            return None
-        raise self.unsupported(f"method {m} on {tt}", e)
+            raise self.unsupported(f"{m} of {inst.name} (sub-parsers are not implemented natively)", e)
+        fn = self.u.control_fn(inst.decl)
+        _, outs = self.bind_args(inst.decl.params, e.args, e)
+        self.emit(f"{fn}(c, S);")
+        self.copy_out(outs)
+        self.stop()
+        return None
+
+    def set_invalid(self, slot: str) -> None:
+        self.emit(f"S[{slot}] = 0;")
+
+    def number(self, value: int) -> str:
+        return f"{value}ULL"
+
+    def any_valid(self, slots: list[str]) -> str:
+        return "(" + " || ".join([f"S[{s}]" for s in slots] or ["0"]) + ")"
 
     def stack_shift(self, p: Place, st: ir.StackT, m: str, e: ir.MethodCall) -> None:
         arg = e.args[0].expr

@@ -481,10 +481,6 @@ class ExternGen(ExprGen):
                 args.append(cv)
         self.emit(f"out.append({pack}({', '.join(args)}))")
 
-    def emit_value(self, e: ir.Expr) -> None:
-        p = self.place(e)
-        self.emit_place(p, e.type, e)
-
     def emit_place(self, p: Place, t: ir.Type, at: Any) -> None:
         """``at``: the emitted expression, whose location a refusal names."""
         if isinstance(t, ir.HeaderT) and any(isinstance(f.type, ir.VarBitT) for f in t.fields):

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..frontend import ir
+from ..lowering.errors import Unsupported
+from ..lowering.instances import extern_instance
 from ..lowering.types import ERROR_WIDTH
 from . import hashing
 from .errors import UnsupportedError
@@ -55,43 +57,26 @@ class ProgramObjects:
         st = self.states.get(id(inst))
         if st is not None:
             return st
-        t = inst.type
-        kind = t.name if isinstance(t, ir.ExternT) else ""
-        args = inst.ctor_args
-
-        def const(i: int) -> int:
-            a = args[i]
-            if not isinstance(a, ir.Const):
-                raise UnsupportedError(f"non-constant constructor argument of {inst.name}", inst.loc)
-            return int(a.value)
-
-        def enum(i: int) -> str:
-            a = args[i]
-            return a.member if isinstance(a, ir.EnumMember) else "packets"
-
-        if kind == "register":
-            assert isinstance(t, ir.ExternT)
-            vt = t.type_args[0] if t.type_args else ir.BitT(32)
-            if isinstance(vt, ir.BoolT):
-                vt = ir.BitT(1)
-            if not isinstance(vt, ir.BitT):
-                raise UnsupportedError(f"register of {vt} (only bit<W>/int<W> values)", inst.loc)
-            st = Register(inst.cp_name, const(0), vt.width, vt.signed, cells=self.prog.state_cells)
-            self.registers[inst.cp_name] = st
-        elif kind == "counter":
-            st = Counter(inst.cp_name, const(0), enum(1))
-            self.counters[inst.cp_name] = st
-        elif kind == "meter":
-            st = Meter(inst.cp_name, const(0), enum(1))
-            self.meters[inst.cp_name] = st
-        elif kind == "direct_counter":
-            st = Counter(inst.cp_name, 0, enum(0))
-        elif kind == "direct_meter":
-            st = Meter(inst.cp_name, 0, enum(0))
-        elif kind in ("action_profile", "action_selector"):
-            return self.profile_state(inst)
+        x = extern_instance(inst, Unsupported(UnsupportedError))
+        if x is None:
+            t = inst.type
+            raise UnsupportedError(f"extern object {t.name if isinstance(t, ir.ExternT) else t}", inst.loc)
+        if x.kind == "register":
+            assert x.value is not None
+            st = Register(x.name, x.size, x.value.width, x.value.signed, cells=self.prog.state_cells)
+            self.registers[x.name] = st
+        elif x.kind == "counter":
+            st = Counter(x.name, x.size, x.unit)
+            self.counters[x.name] = st
+        elif x.kind == "meter":
+            st = Meter(x.name, x.size, x.unit)
+            self.meters[x.name] = st
+        elif x.kind == "direct_counter":
+            st = Counter(x.name, 0, x.unit)
+        elif x.kind == "direct_meter":
+            st = Meter(x.name, 0, x.unit)
         else:
-            raise UnsupportedError(f"extern object {kind or t}", inst.loc)
+            return self.profile_state(inst)
         self.states[id(inst)] = st
         return st
 

@@ -12,6 +12,7 @@ from ..frontend import ir
 from ..lowering.assign import assign_aggregate
 from ..lowering.branches import switch_branches
 from ..lowering.calls import bind_arguments, call_statement
+from ..lowering.methods import method_call
 from ..lowering.order import visit
 from ..lowering.places import Place
 from ..lowering.types import bits, is_scalar
@@ -247,51 +248,21 @@ class StmtGen(ExternGen):
 
     # ------------------------------------------------------------------ methods
     def method_call(self, e: ir.MethodCall) -> str | None:
-        tgt = e.target
-        tt = tgt.type
-        m = e.method
-        if isinstance(tgt, ir.InstanceRef):
-            inst = tgt.inst
-            if inst.decl is not None:
-                if m != "apply":
-                    raise self.unsupported(f"method {m} of {inst.name}", e)
-                return self.sub_apply(inst, e)
-            return self.extern_method(inst, e)
-        if isinstance(tt, ir.ExternT) and tt.name == "packet_in":
-            return self.packet_in_method(e)
-        if isinstance(tt, ir.ExternT) and tt.name == "packet_out":
-            if m != "emit":
-                raise self.unsupported(f"packet_out.{m}", e)
-            self.emit_value(e.args[0].expr)  # type: ignore[arg-type]
-            return None
-        if isinstance(tt, ir.HeaderT):
-            p = self.place(tgt)
-            if m == "isValid":
-                return f"S[{p.at()}]"
-            if m == "setValid":
-                self.emit(f"S[{p.at()}] = True")
-                for sb in p.union_siblings:
-                    self.emit(f"S[{sb}] = False")
-                return None
-            if m == "setInvalid":
-                self.emit(f"S[{p.at()}] = False")
-                return None
-            if m in ("minSizeInBits", "maxSizeInBits"):
-                return str(tt.width)
-            if m in ("minSizeInBytes", "maxSizeInBytes"):
-                return str((tt.width + 7) // 8)
-        if isinstance(tt, ir.HeaderUnionT) and m == "isValid":
-            p = self.place(tgt)
-            parts = []
-            off = 0
-            for f in tt.fields:
-                parts.append(f"S[{p.at(off)}]")
-                off += nslots(f.type)
-            return "(" + " or ".join(parts) + ")"
-        if isinstance(tt, ir.StackT) and m in ("push_front", "pop_front"):
-            self.stack_shift(self.place(tgt), tt, m, e)
-            return None
-        raise self.unsupported(f"method {m} on {tt}", e)
+        return method_call(e, self, SLOTS)
+
+    def instance_apply(self, inst: ir.Instance, e: ir.MethodCall) -> str | None:
+        if e.method != "apply":
+            raise self.unsupported(f"method {e.method} of {inst.name}", e)
+        return self.sub_apply(inst, e)
+
+    def set_invalid(self, slot: str) -> None:
+        self.emit(f"S[{slot}] = False")
+
+    def number(self, value: int) -> str:
+        return str(value)
+
+    def any_valid(self, slots: list[str]) -> str:
+        return "(" + " or ".join(f"S[{s}]" for s in slots) + ")"
 
     def stack_shift(self, p: Place, st: ir.StackT, m: str, e: ir.MethodCall) -> None:
         arg = e.args[0].expr
