@@ -85,6 +85,15 @@ def test_a_bench_option_before_a_benchmark_name_is_an_error() -> None:
            "give it after the name")
 
 
+@pytest.mark.parametrize("words", [("model", "iteration"), ("model", "traffic")])
+def test_hb_size_has_no_short_form_beside_k(words: tuple[str, ...]) -> None:
+    """``-k`` is values per packet everywhere; the HB domain size is only ``--hb-size``."""
+    result = run("innet", *words, "-K", "8")
+    assert result.returncode == 2 and "unrecognized arguments: -K 8" in result.stderr
+    text = help_text(*words)
+    assert "--hb-size" in text and "-K" not in text
+
+
 def test_version() -> None:
     result = run("innet", "--version")
     assert result.returncode == 0 and result.stdout.startswith("innet ") and result.stdout.split()[1][0].isdigit()

@@ -12,7 +12,7 @@ from innet.cli import main
 
 
 def test_iteration_writes_validation_and_configuration(tmp_path: Path) -> None:
-    assert main(["model", "iteration", "--gpt", "gpt-146b", "--gpus", "1024", "-K", "8", "--batch", "512",
+    assert main(["model", "iteration", "--gpt", "gpt-146b", "--gpus", "1024", "--hb-size", "8", "--batch", "512",
                  "--out", str(tmp_path)]) == 0
     doc = json.loads((tmp_path / "model-iteration.json").read_text())
     assert [r["model"] for r in doc["validation"]] == ["gpt-22b", "gpt-175b", "gpt-530b", "gpt-1t"]
@@ -37,7 +37,7 @@ def test_batch_sweep_small(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["iteration", "--gpt", "gpt-1t", "--gpus", "32768", "-K", "7"],
+    (["iteration", "--gpt", "gpt-1t", "--gpus", "32768", "--hb-size", "7"],
      "innet model iteration: hb_size=7: must divide gpus=32768"),
     (["iteration", "--gpt", "gpt-1t", "--c-f", "0"], "innet model iteration: c_f (HB bandwidth)=0.0: must be a number > 0"),
     (["iteration", "--gpt", "gpt-1t", "--c-s", "-400"],
