@@ -75,6 +75,9 @@ class StageJob(JsonPlan):
     params_in: tuple[str, ...] = ()
     """.npz files (other stages' ``params_out``) to start from: this stage takes the parameters and
     the momentum of its own nodes from them (a pipeline re-planned at a step boundary)."""
+    stop_file: str | None = None
+    """A file the coordinator may write a step number into: the stage stops before training that
+    step (every stage of the pipeline reads the same file, so they stop at the same boundary)."""
     skip_steps: int = 0
     """Batches of this many steps to skip first: a re-planned pipeline continues the same data
     order where the old one stopped."""
@@ -229,6 +232,8 @@ def run(job: StageJob) -> int:
         test = _cast(task.test_feeds(), dtype)
         clock = 0.0
         for step in range(job.steps):
+            if job.stop_file is not None and step >= _stop_step(Path(job.stop_file)):
+                break
             start = time.perf_counter()
             computed = runner.stats.compute_s
             loss = runner.step(step, [_cast(f, dtype) for f in next(batches)])
@@ -275,6 +280,14 @@ def run(job: StageJob) -> int:
             srv.close()
         if agent is not None:
             agent.close()
+
+
+def _stop_step(path: Path) -> int:
+    """The step a coordinator asked to stop before (no file yet: never)."""
+    try:
+        return int(path.read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return 1 << 62
 
 
 MOMENTUM = "momentum:"

@@ -3,9 +3,12 @@
 A stage whose device slows (a tighter CPU quota, a co-tenant) computes each step more slowly;
 the coordinator sees every stage's compute per step as the run goes (the ``compute`` records of
 ``stage_process``). A stage is a straggler when the median of its last ``window`` steps exceeds
-``threshold`` times its baseline, the median of its first ``window`` steps after ``warmup``:
-sustained, so one slow step (a scheduler hiccup, an evaluation) is not enough, and relative to
-the stage itself, so stages with more operators are not stragglers for being bigger.
+``threshold`` times its baseline, the median of its first ``window`` steps after ``warmup``,
+and ``threshold`` times the median of every stage's such factor (with three stages or more):
+sustained, so one slow step (a scheduler hiccup, an evaluation) is not enough; relative to the
+stage itself, so stages with more operators are not stragglers for being bigger; and relative
+to the others, so a machine that gets busier, slowing every stage alike, is not a straggler
+(measured on a shared 2-core machine: without it, stages that were not slowed were reported).
 """
 
 from __future__ import annotations
@@ -59,18 +62,29 @@ class StragglerDetector:
     detections: list[Detection] = field(default_factory=list)
 
     def observe(self, stage: int, step: int, compute_s: float) -> Detection | None:
-        """Record one step of one stage; the detection if this step completes one, else None."""
+        """Record one step of one stage; a detection if this record completes one, else None.
+        Stages are compared once every stage has reported the same number of steps."""
         c = self.config
-        if step < c.warmup or any(d.stage == stage for d in self.detections):
+        if step < c.warmup:
             return None
-        values = self.seen.setdefault(stage, [])
-        values.append(compute_s)
-        if len(values) < 2 * c.window:
+        self.seen.setdefault(stage, []).append(compute_s)
+        counts = {len(v) for v in self.seen.values()}
+        n = counts.pop()
+        if counts or n < 2 * c.window:  # some stage is a step behind, or too few steps yet
             return None
-        baseline = statistics.median(values[:c.window])
-        recent = statistics.median(values[-c.window:])
-        if recent > c.threshold * baseline:
-            found = Detection(stage, step, baseline, recent)
-            self.detections.append(found)
-            return found
-        return None
+        factors = {s: self._factor(v) for s, v in self.seen.items()}
+        # relative to the stages' median: a machine that gets busier slows every stage alike
+        typical = max(statistics.median(factors.values()), 1.0) if len(factors) >= 3 else 1.0
+        found = None
+        for s, f in sorted(factors.items(), key=lambda kv: -kv[1]):
+            if f > c.threshold * typical and not any(d.stage == s for d in self.detections):
+                v = self.seen[s]
+                hit = Detection(s, step, statistics.median(v[:c.window]), statistics.median(v[-c.window:]))
+                self.detections.append(hit)
+                found = found or hit
+        return found
+
+    def _factor(self, values: list[float]) -> float:
+        w = self.config.window
+        baseline = statistics.median(values[:w])
+        return statistics.median(values[-w:]) / baseline if baseline > 0 else float("inf")

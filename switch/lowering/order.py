@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..frontend import ir
 from .calls import has_call
@@ -48,3 +48,13 @@ class Pinned:
             yield
         finally:
             del self._held[id(e)]
+
+
+def captured(lines: list[str], produce: Callable[[], str]) -> tuple[str, list[str]]:
+    """The value ``produce`` returns and the lines it emitted to get it, taken back out
+    of ``lines`` (an arm of ``?:`` whose preparation may only run when it is chosen)."""
+    n = len(lines)
+    value = produce()
+    pre = lines[n:]
+    del lines[n:]
+    return value, pre

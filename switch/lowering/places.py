@@ -128,3 +128,18 @@ def members(p: Place, t: ir.StructT | ir.HeaderUnionT | ir.StackT, layout: SlotL
         out.append(p.sub(off, f.type))
         off += layout.nslots(f.type)
     return out
+
+
+def scalar_leaves(p: Place, t: ir.Type, layout: SlotLayout, unsupported: Unsupported, node: object
+                  ) -> list[tuple[Place, bool]]:
+    """The scalar fields of the aggregate at ``p`` in field-list order (a header's fields,
+    a struct's or union's recursively, a stack's elements), each with whether it is a
+    header's field (a header's ``bool`` field is stored as an int already)."""
+    if isinstance(t, ir.HeaderT):
+        return [(p.sub(layout.field_offset(t, f.name)[0], f.type), True) for f in t.fields]
+    if isinstance(t, (ir.StructT, ir.HeaderUnionT, ir.StackT)):
+        out: list[tuple[Place, bool]] = []
+        for m in members(p, t, layout):
+            out += [(m, False)] if is_scalar(m.type) else scalar_leaves(m, m.type, layout, unsupported, node)
+        return out
+    raise unsupported(f"field list element of type {t}", node)

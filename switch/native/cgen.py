@@ -27,15 +27,17 @@ from ..lowering.args import annotated_field_list, call_arg, field_slots
 from ..lowering.assign import assign_aggregate
 from ..lowering.branches import switch_branches
 from ..lowering.calls import bind_arguments, call_statement, call_value
+from ..lowering.casts import without_enum
 from ..lowering.compare import aggregate_equal
 from ..lowering.errors import Unsupported
 from ..lowering.instances import extern_instance
 from ..lowering.externs import (Check, Checksum, Clone, FieldList, Hash, MarkToDrop, Random, Recirculate, SendDigest,
                                 Truncate, Verify, lower_extern_call)
 from ..lowering.methods import method_call
-from ..lowering.order import Pinned, reads_left_first, visit
-from ..lowering.places import Place, SlotLayout, members, resolve_place
+from ..lowering.order import Pinned, captured, reads_left_first, visit
+from ..lowering.places import Place, SlotLayout, members, resolve_place, scalar_leaves
 from ..lowering.types import bits, is_scalar
+from ..lowering.v1switch import bind_parameters, field_starts, v1switch_blocks
 from .wide import (WIDE_RUNTIME, WideLayout, default_values, field_offset, header_offsets, limbs, limbs_of, nslots,
                    wide_width, word_bits)
 from .widegen import WideGen
@@ -154,32 +156,17 @@ class Unit:
 
     # ------------------------------------------------------------------ layout
     def _setup(self) -> None:
-        assert self.program.main is not None
-        blocks = [a.decl for a in self.program.main.args]
-        if len(blocks) != 6 or any(b is None for b in blocks):
-            raise NativeUnsupported("V1Switch needs six parser/control instances", self.program.main.loc)
+        blocks, (H, M, SM) = v1switch_blocks(self.program, Unsupported(NativeUnsupported))
         self.blocks = blocks
         parser = blocks[0]
-        if not isinstance(parser, ir.Parser) or len(parser.params) != 4:
-            raise NativeUnsupported("a v1model parser must have 4 parameters", getattr(parser, "loc", None))
-        H, M, SM = (p.type for p in parser.params[1:])
         for t, what in ((H, "headers"), (M, "metadata")):
             self._check_type(t, parser.loc, what)
         L = self.layout
         self.h_base, self.m_base, self.sm_base = L.alloc(H, "hdr"), L.alloc(M, "meta"), L.alloc(SM, "sm")
         self.H, self.M, self.SM = H, M, SM
         assert isinstance(SM, ir.StructT)
-        off = self.sm_base
-        for f in SM.fields:
-            self.sm[f.name] = off
-            off += nslots(f.type)
-        by_type = {H: self.h_base, M: self.m_base, SM: self.sm_base}
-        for b in blocks:
-            assert b is not None
-            for p in b.params:
-                base = by_type.get(p.type)
-                if base is not None:
-                    L.bind(p.uid, base)
+        self.sm.update(field_starts(SM, self.sm_base, nslots))
+        bind_parameters(blocks, {H: self.h_base, M: self.m_base, SM: self.sm_base}, L.bind)
         self.hidden = {n: L.alloc_scalar(n, 0) for n in ("CL", "CLS", "CLF", "RS", "RC", "TR", "PAYP", "PAYL",
                                                           "NOW", "DM")}
 
@@ -735,14 +722,8 @@ class Gen(WideGen):
             return self.w_cast(x, src, dst, node)
         if isinstance(dst, ir.BoolT):
             return f"({x} != 0)"
-        if isinstance(dst, ir.EnumT):
-            if dst.underlying is None:
-                raise self.unsupported(f"cast to non-serializable enum {dst}", node)
-            return self.cast(x, src, dst.underlying, node)
-        if isinstance(src, ir.EnumT):
-            if src.underlying is None:
-                raise self.unsupported(f"cast from non-serializable enum {src}", node)
-            return self.cast(x, src.underlying, dst, node)
+        if isinstance(dst, ir.EnumT) or isinstance(src, ir.EnumT):
+            return self.cast(x, *without_enum(src, dst, node, self.unsupported), node)
         if isinstance(dst, ir.BitT):
             w, _ = word_bits(dst, node)
             if isinstance(src, ir.BoolT):
@@ -758,14 +739,9 @@ class Gen(WideGen):
 
     def x_Mux(self, e: ir.Mux) -> str:
         c = self.expr(e.cond)
-        n = len(self.lines)
         self.ind += 1
-        a = self.expr(e.then)
-        pre_a = self.lines[n:]
-        del self.lines[n:]
-        b = self.expr(e.else_)
-        pre_b = self.lines[n:]
-        del self.lines[n:]
+        a, pre_a = captured(self.lines, lambda: self.expr(e.then))
+        b, pre_b = captured(self.lines, lambda: self.expr(e.else_))
         self.ind -= 1
         if not pre_a and not pre_b:
             return f"(({c}) ? ({a}) : ({b}))"
@@ -1293,29 +1269,9 @@ class Gen(WideGen):
         return self.flatten_place(self.place(e), t, e)
 
     def flatten_place(self, p: Place, t: ir.Type, node: Any) -> list[tuple[str, int]]:
-        out: list[tuple[str, int]] = []
-        if isinstance(t, ir.HeaderT):
-            for o, f in zip(header_offsets(t), t.fields):
-                out.append((f"S[{p.at(o)}]", VARBIT) if isinstance(f.type, ir.VarBitT)
-                           else (self.load(p.sub(o, f.type), f.type), _fw(f.type, node)))
-            return out
-        if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
-            off = 0
-            for f in t.fields:
-                if isinstance(f.type, ir.VarBitT):
-                    out.append((f"S[{p.at(off)}]", VARBIT))
-                elif is_scalar(f.type):
-                    out.append((self.load(p.sub(off, f.type), f.type), _fw(f.type, node)))
-                else:
-                    out += self.flatten_place(p.sub(off, f.type), f.type, node)
-                off += nslots(f.type)
-            return out
-        if isinstance(t, ir.StackT):
-            esz = nslots(t.elem)
-            for i in range(t.size):
-                out += self.flatten_place(p.sub(1 + i * esz, t.elem), t.elem, node)
-            return out
-        raise self.unsupported(f"field list element of type {t}", node)
+        return [(f"S[{f.at()}]", VARBIT) if isinstance(f.type, ir.VarBitT)
+                else (self.load(f, f.type), _fw(f.type, node))
+                for f, _ in scalar_leaves(p, t, SLOTS, self.unsupported, node)]
 
     def hash_fields(self, fn: str, fields: list[tuple[str, int]]) -> str:
         """``fn`` over ``fields`` packed MSB first, zero-padded to a byte (BMv2)."""

@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator
 from ..frontend import ir
 from ..lowering.args import annotated_field_list
 from ..lowering.errors import Unsupported
+from ..lowering.v1switch import bind_parameters, field_starts, v1switch_blocks
 from . import guards
 from .errors import UnsupportedError
 from .exprgen import wrap_expr
@@ -142,36 +143,16 @@ class ProgramCompiler:
 
     # ------------------------------------------------------------------ layout
     def _setup_layout(self) -> None:
-        assert self.program.main is not None
-        blocks = [a.decl for a in self.program.main.args]
-        if len(blocks) != 6 or any(b is None for b in blocks):
-            raise UnsupportedError("V1Switch needs six parser/control instances", self.program.main.loc)
+        blocks, (H, M, SM) = v1switch_blocks(self.program, Unsupported(UnsupportedError))
         self.blocks = blocks
-        parser = blocks[0]
-        assert isinstance(parser, ir.Parser)
-        ptypes = [p.type for p in parser.params]
-        if len(ptypes) != 4:
-            raise UnsupportedError("a v1model parser must have 4 parameters", parser.loc)
-        H, M, SM = ptypes[1], ptypes[2], ptypes[3]
         L = self.layout
         self.h_base = L.alloc(H, "hdr")
         self.m_base = L.alloc(M, "meta")
         self.sm_base = L.alloc(SM, "standard_metadata")
         self.H, self.M, self.SM = H, M, SM
         assert isinstance(SM, ir.StructT)
-        off = self.sm_base
-        for f in SM.fields:
-            self._sm_fields[f.name] = off
-            off += nslots(f.type)
-        bases = {id(H): self.h_base, id(M): self.m_base, id(SM): self.sm_base}
-        by_type = {H: self.h_base, M: self.m_base, SM: self.sm_base}
-        for b in blocks:
-            assert b is not None
-            for p in b.params:
-                base = by_type.get(p.type)
-                if base is not None:
-                    L.bind(p.uid, base)
-        del bases
+        self._sm_fields.update(field_starts(SM, self.sm_base, nslots))
+        bind_parameters(blocks, {H: self.h_base, M: self.m_base, SM: self.sm_base}, L.bind)
         self.slot_clone = L.alloc_scalar("clone", None)
         self.slot_resubmit = L.alloc_scalar("resubmit", None)
         self.slot_recirculate = L.alloc_scalar("recirculate", None)

@@ -312,8 +312,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
             p.add_argument("--straggler-window", type=int_range(1), default=5,
                            help="steps in the straggler detector's windows (default 5)")
             p.add_argument("--replan", action="store_true",
-                           help="with --straggler: re-plan once, 6 steps after the slowdown, from the measured speed "
-                                "(the stages restart from their parameters on the new plan)")
+                           help="with --straggler: re-plan once, when a straggler is detected online, from its "
+                                "measured speed (the stages restart from their parameters and momentum on the new plan)")
             p.add_argument("--lr", type=positive_float, default=0.05, help="SGD learning rate (default 0.05)")
             p.add_argument("--eval-every", type=int_range(1), default=5, help="evaluate every N steps (default 5)")
             add_backend(p, default="loopback",

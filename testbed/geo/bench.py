@@ -141,7 +141,7 @@ class GeoBenchConfig:
     """(site, site, step, Mbit/s): set the WAN link between the two sites to that rate when the
     last stage finishes ``step`` (Mininet: tc on the link; AdaTopK's ratio should follow)."""
     replan: bool = False
-    """With ``straggler``: re-plan once, ``REPLAN_WINDOW`` steps after the slowdown (stop, plan with
+    """With ``straggler``: re-plan once, when the slowdown is detected online (stop, plan with
     the measured speed, continue from the stages' parameters)."""
     probe_s: float = 0.6
     """Seconds each site's speed probe runs (several quota periods)."""
@@ -201,8 +201,10 @@ class GeoBenchConfig:
             raise GeoBenchError(f"geo bench: CPU share {low[0][1]:g} of site {low[0][0]!r}: at least 0.001 of a CPU")
         if self.straggler is not None and not 0 <= self.straggler[1] < self.steps:
             raise GeoBenchError(f"geo bench: straggler step {self.straggler[1]}: must be within 0..{self.steps - 1}")
-        if self.replan and (self.straggler is None or self.straggler[1] + 1 + 6 >= self.steps - 1):
-            raise GeoBenchError("geo bench --replan: needs --straggler SITE:STEP:SHARE with STEP + 8 < --steps")
+        room = 3 + 2 * self.straggler_window + STOP_AHEAD
+        if self.replan and (self.straggler is None or self.straggler[1] + room >= self.steps - 1):
+            raise GeoBenchError(f"geo bench --replan: needs --straggler SITE:STEP:SHARE with STEP + {room + 1} < --steps "
+                                "(warm-up, two detection windows and the stop before the re-plan)")
         if self.rate_change is not None:
             a, b, at, mbps = self.rate_change
             if self.testbed != "mininet":
@@ -391,7 +393,7 @@ def _site(topo: Topology, device: str) -> str:
 def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: int,
                dp: Callable[[int, str], dict[str, Any] | None] | None = None, fabric: Any = None,
                skip_steps: int = 0, params_dir: Path | None = None,
-               params_in: Sequence[str] = ()) -> list[StageJob]:
+               params_in: Sequence[str] = (), stop_file: Path | None = None) -> list[StageJob]:
     """The stage jobs of pipeline ``replica`` for ``plan``; compression on the slowest links only.
     ``fabric`` (a geo testbed) places each stage on a host and says what the transport still
     emulates of each WAN link; without it, stages are local processes shaping the whole link."""
@@ -428,7 +430,7 @@ def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: in
                              compress_prev=comp[i - 1] if i > 0 else None,
                              eval_every=config.eval_every, dp=dp(i, sites[i]) if dp else None,
                              params_out=str(params_dir / f"r{replica}s{i}.npz") if params_dir else None,
-                             params_in=tuple(params_in),
+                             params_in=tuple(params_in), stop_file=str(stop_file) if stop_file else None,
                              timeout=min(config.timeout_s, 300.0)))
     return jobs
 
@@ -584,39 +586,47 @@ def straggler_effect(config: GeoBenchConfig, planned: Planned, plan: Plan, outpu
 
 def run_replanned(config: GeoBenchConfig, planned: Planned, placement: str, compression: str,
                   geo_tb: Any = None, quotas: Any = None) -> dict[str, Any]:
-    """A straggler, then a re-plan at a step boundary: train until ``REPLAN_WINDOW`` steps after
-    the quota is tightened, measure the straggler's new speed from its stage's compute, plan
-    again with it, and continue the same training on the new plan (each stage starts from the
-    parameters and momentum the old stages wrote; the batches continue in the same order).
-    Stops and restarts the stage processes: the re-plan's cost is in
-    the row (``replan_pause_s``)."""
+    """A straggler, found online, then a re-plan at a step boundary: train until the detector
+    (``straggler_threshold`` / ``straggler_window``) names a stage whose compute rose, stop the
+    pipeline ``STOP_AHEAD`` steps later, take that site's new speed from the detector's windows,
+    plan again with OP-Fence and continue the same training on the new plan (each stage starts
+    from the parameters and momentum the old stages wrote; the batches continue in the same
+    order). Nothing says where or when: ``straggler`` only slows a site's CPU quota. Stops and
+    restarts the stage processes: the re-plan's cost is in the row (``replan_pause_s``). No
+    detection: the run is the plain run, with ``replan`` None."""
     import tempfile
 
     assert config.straggler is not None and quotas is not None
-    site, at, share = config.straggler
-    first = at + 1 + REPLAN_WINDOW
+    slowed, _, share = config.straggler
     with tempfile.TemporaryDirectory(prefix="innet-geo-replan-") as tmp:
-        a = run_one(replace(config, steps=first, replan=False), planned, placement, compression, geo_tb, quotas, Path(tmp))
-        effect = a["straggler"]
-        if not effect or "speed_after" not in effect:
-            raise GeoBenchError("geo bench --replan: the straggler's compute after the change was not measured")
+        stop = Path(tmp) / "stop"
+        a = run_one(replace(config, replan=False), planned, placement, compression, geo_tb, quotas, Path(tmp),
+                    stop_file=stop)
+        found = a["stragglers_detected"]
+        if not found or a["steps_done"] >= config.steps:
+            return {**a, "replan": None}
+        first = a["steps_done"]
+        site = found[0]["site"]
+        speed_after = planned.site_speeds.get(site, 1.0) * found[0]["baseline_s"] / found[0]["recent_s"]
+        effect = {"step_after_s": a["straggler"]["step_after_s"] if a.get("straggler") else None}
         speed = dict(planned.network.speed or {})
-        speed.update({h.name: effect["speed_after"] for h in config.topology.workers if h.group == site})
+        speed.update({h.name: speed_after for h in config.topology.workers if h.group == site})
         net = replace(planned.network, speed=speed)
         new = opfence(planned.graph, planned.workload, net, planned.clusters, config.microbatches)
         later = replace(planned, network=net, plans={**planned.plans, placement: new})
         files = sorted(str(f) for f in Path(tmp).glob("*.npz"))
-        quotas.set(site, share)  # the device stays slow
+        quotas.set(slowed, share)  # the device stays slow
         try:
-            b = run_one(replace(config, steps=config.steps - first, straggler=None, replan=False), later, placement, compression,
-                        geo_tb, quotas, params_in=files, skip_steps=first)
+            b = run_one(replace(config, steps=config.steps - first, straggler=None, replan=False), later, placement,
+                        compression, geo_tb, quotas, params_in=files, skip_steps=first)
         finally:
-            quotas.set(site, dict(config.speeds).get(site))
+            quotas.set(slowed, dict(config.speeds).get(slowed))
     offset = a["train_wall_s"] or 0.0
     row = dict(a)
     row.update({
         "replan": {"sites_before": a["sites"], "cuts_before": a["cuts"], "sites_after": b["sites"],
-                   "cuts_after": b["cuts"], "at_step": first, "speed_after": effect["speed_after"],
+                   "cuts_after": b["cuts"], "at_step": first, "speed_after": speed_after,
+                   "detected": found[0], "site": site,
                    "step_after_straggler_s": effect["step_after_s"], "step_after_replan_s": b["step_s"],
                    "predicted_after_replan_s": b["predicted_step_s"],
                    "replan_pause_s": b["wall_s"] - (b["train_wall_s"] or 0.0)},
@@ -630,14 +640,15 @@ def run_replanned(config: GeoBenchConfig, planned: Planned, placement: str, comp
     return row
 
 
-REPLAN_WINDOW = 6
-"""Steps after a straggler's slowdown before the re-plan (its new speed is the median compute of
-the last ones; the first after the change is skipped as a transition)."""
-
-
+STOP_AHEAD = 3
+"""Steps after the detected one at which a pipeline stops for a re-plan: no stage can have
+started that step when the detection arrives (a stage finishing step d holds every other stage
+within a step of it), so all of them stop at the same boundary."""
 def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compression: str,
             geo_tb: Any = None, quotas: Any = None, params_dir: Path | None = None, params_in: Sequence[str] = (),
-            skip_steps: int = 0) -> dict[str, Any]:
+            skip_steps: int = 0, stop_file: Path | None = None) -> dict[str, Any]:
+    """One run. With ``stop_file``, a straggler detected online stops the pipeline
+    ``STOP_AHEAD`` steps later, at a step boundary every stage reaches (``steps_done`` says where)."""
     if placement == "dp":
         return run_dp(config, planned, compression, geo_tb, quotas)
     plan = planned.plans[placement]
@@ -653,7 +664,7 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
             return {"agent": geo_tb.dp_agent(site, r, epochs[site], max(1, _stage_elements(planned, plan, i))),
                     "replicas": config.replicas}
         pipelines.append(stage_jobs(config, plan, compression, r, dp if config.replicas > 1 else None, geo_tb,
-                                    skip_steps, params_dir, params_in))
+                                    skip_steps, params_dir, params_in, stop_file))
     wan_before = geo_tb.wan_bytes() if geo_tb is not None else None
     spawn = stage_spawner(config, geo_tb)
     hooks: list[_AtStep] = []
@@ -674,7 +685,9 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
     def watch(job: StageJob, record: dict[str, Any]) -> None:
         """Online: every stage's compute per step (pipeline 0) into the detector, as it arrives."""
         if record.get("event") == "compute" and job.data_seed == watched:
-            detector.observe(job.index, int(record["step"]), float(record["s"]))
+            found = detector.observe(job.index, int(record["step"]), float(record["s"]))
+            if found is not None and stop_file is not None and not stop_file.exists():
+                stop_file.write_text(str(found.step + STOP_AHEAD))
 
     hooks_all: list[Callable[[StageJob, dict[str, Any]], None]] = [*hooks, watch]
 
@@ -708,7 +721,8 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
     ratio = float(np.mean(sparse)) if sparse else 1.0
     # the cost model with what each boundary actually carried per microbatch, each direction
     first = done[:len(plan.order)]
-    messages = config.steps * config.microbatches
+    steps_done = len(steps)
+    messages = steps_done * config.microbatches
     carried = [(first[i]["bytes_next"] / messages, first[i + 1]["bytes_prev"] / messages)
                for i in range(len(plan.links))]
     predicted = predict(planned.graph, planned.workload, planned.network, plan.order, plan.cuts,
@@ -736,7 +750,7 @@ def run_one(config: GeoBenchConfig, planned: Planned, placement: str, compressio
             "final_accuracy": evals[-1]["accuracy"] if evals else None, "final_loss": steps[-1]["loss"],
             "final_test_loss": evals[-1]["loss"] if evals else None,
             "train_wall_s": times[-1] if times else None,
-            "wan_bytes_per_step": wan_bytes / config.steps, "slow_link_ratio": ratio,
+            "wan_bytes_per_step": wan_bytes / max(steps_done, 1), "slow_link_ratio": ratio, "steps_done": steps_done,
             "mean_ratios": ratios, "wall_s": wall,
             # AdaTopK's ratio per forward message on the slowest link, and the rate the next
             # stage last measured for it (the adaptive ratio follows this, not the probe)
@@ -961,10 +975,16 @@ def straggler_line(s: dict[str, Any]) -> str:
 
 
 def replan_line(r: dict[str, Any]) -> str:
-    return (f"after step {r['at_step']}: {'-'.join(r['sites_before'])} cuts {r['cuts_before']} -> "
+    def ms(v: float | None) -> str:
+        return f"{v * 1e3:.1f}" if v is not None else "-"
+
+    d = r.get("detected") or {}
+    return (f"site {r.get('site', '?')} detected online at step {d.get('step', '?')} "
+            f"({d.get('factor', 0):.1f}x its compute); after step {r['at_step']}: "
+            f"{'-'.join(r['sites_before'])} cuts {r['cuts_before']} -> "
             f"{'-'.join(r['sites_after'])} cuts {r['cuts_after']} (straggler speed {r['speed_after']:.2f}); step "
-            f"{r['step_after_straggler_s'] * 1e3:.1f} ms with the straggler -> {r['step_after_replan_s'] * 1e3:.1f} ms "
-            f"re-planned (predicted {r['predicted_after_replan_s'] * 1e3:.1f}); pause {r['replan_pause_s']:.1f} s")
+            f"{ms(r['step_after_straggler_s'])} ms with the straggler -> {ms(r['step_after_replan_s'])} ms "
+            f"re-planned (predicted {ms(r['predicted_after_replan_s'])}); pause {r['replan_pause_s']:.1f} s")
 
 
 def table(doc: dict[str, Any]) -> str:

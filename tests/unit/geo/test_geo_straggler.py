@@ -36,3 +36,12 @@ def test_bad_settings_are_named() -> None:
         StragglerConfig(threshold=1.0)
     with pytest.raises(StragglerError, match="window 0"):
         StragglerConfig(window=0)
+
+
+def test_a_machine_wide_slowdown_is_not_a_straggler() -> None:
+    """Every stage 2x slower (the machine got busier): nobody is singled out; one stage 4x
+    slower among them is."""
+    busier = {i: [0.010] * 12 + [0.020] * 12 for i in range(3)}
+    assert _feed(StragglerDetector(), busier) == []
+    busier[2] = [0.010] * 12 + [0.040] * 12
+    assert [s for s, _ in _feed(StragglerDetector(), busier)] == [2]
