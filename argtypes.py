@@ -9,12 +9,13 @@ named error everywhere, at parse time, before anything starts. argparse turns an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 UINT64_MAX = (1 << 64) - 1
 UINT128_MAX = (1 << 128) - 1
@@ -357,6 +358,16 @@ class Reporter:
             self.bar.stop()
 
 
+@contextlib.contextmanager
+def brought_up(resource: Any, progress: Reporter) -> Iterator[Any]:
+    """Enter ``resource`` (a testbed) with ``progress`` shown only while it comes up; leave it
+    (tear it down) when the ``with`` ends, Ctrl-C included. Yields the entered resource."""
+    with contextlib.ExitStack() as stack:
+        with progress:
+            entered = stack.enter_context(resource)
+        yield entered
+
+
 def plain_markup(text: str) -> str:
     """``text`` without rich markup (``[red]...[/]``)."""
     from rich.text import Text
@@ -404,7 +415,7 @@ def run_command(prog: str, call: Callable[[], int], errors: tuple[type[BaseExcep
 __all__ = ["BACKENDS", "CommandParser", "EXECUTORS", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE",
            "HelpFormatter", "Reporter", "STF_EXECUTOR", "SWITCH_IMPLS", "TOPOLOGIES", "UINT128_MAX", "UINT64_MAX",
            "UsageError", "add_backend", "add_executor", "add_out", "add_switch_impl", "add_topo",
-           "add_values_per_packet", "add_workers", "command_parsers", "console", "float_list", "given_options",
+           "add_values_per_packet", "add_workers", "brought_up", "command_parsers", "console", "float_list", "given_options",
            "host_port", "impl_list", "input_file", "int_list", "int_range", "interrupted", "not_applicable",
            "output_dir", "parse_host_port", "plain", "plain_markup", "positive_float", "prepare_out", "run_command",
            "sizes"]

@@ -7,7 +7,6 @@ a config value, calls one library function and turns its outcome into an exit st
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import signal
 import sys
@@ -16,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from innet.argtypes import (EXIT_ERROR, EXIT_USAGE, Reporter, UsageError, add_backend, add_executor, add_out,
-                            add_topo, add_values_per_packet, add_workers, float_list, input_file, int_range,
-                            interrupted, not_applicable, positive_float, sizes)
+                            add_topo, add_values_per_packet, add_workers, brought_up, float_list, input_file,
+                            int_range, interrupted, not_applicable, positive_float, sizes)
 from innet.host.wire import SUPPORTED_K
 from innet.testbed.backends.mininet.console import quiet_mininet, run_cli
 from innet.testbed.backends.select import open_testbed, resolve_backend
@@ -302,9 +301,7 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
         print(f"innet testbed up: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        with contextlib.ExitStack() as up:
-            with Reporter(console, f"bringing up {len(topo.switches)} switch(es) on {backend}"):
-                up.enter_context(tb)
+        with brought_up(tb, Reporter(console, f"bringing up {len(topo.switches)} switch(es) on {backend}")):
             addresses = tb.grpc_addresses
             where = ", ".join(f"{name} {addr} (device {topo.switch(name).device_id})"
                               for name, addr in addresses.items())

@@ -186,14 +186,18 @@ def summarize(collective: str, n: int, loss_pct: float, per_rank: list[list[Work
     return rows
 
 
-def open_testbed(backend: str, n: int, loss_pct: float, config: BenchConfig, switch_impl: str | None = None) -> Testbed:
-    """The star of ``n`` workers with ``switch_impl`` (default: the config's first)."""
+def open_testbed(backend: str, n: int, loss_pct: float, config: BenchConfig, switch_impl: str | None = None,
+                 fixed_ports: bool = False) -> Testbed:
+    """The star of ``n`` workers with ``switch_impl`` (default: the config's first). ``fixed_ports``:
+    the switch on 9559 (``TestbedOptions.fixed_ports``), for a bring-up a user looks at; the
+    benchmark's own testbeds take any free port, so two runs never contend for one."""
     k = config.resolved_k()
     options = TestbedOptions(k=k, window=config.window,
                              defines=(("INNET_K", str(k)),) if k != 64 else (),
                              switch_loss=loss_pct / 100 if backend == "loopback" else 0.0,
                              switch_executor=config.executor, switch_impl=switch_impl or config.switch_impls[0],
-                             start_timeout=300.0 if k >= 1024 else 60.0)  # large K: minutes to compile
+                             start_timeout=300.0 if k >= 1024 else 60.0,  # large K: minutes to compile
+                             fixed_ports=fixed_ports)
     if backend == "mininet":
         link = Link(bw_mbps=config.bw_mbps, delay_ms=config.delay_ms, loss_pct=loss_pct or None,
                     mtu=config.mtu)

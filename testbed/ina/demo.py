@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import math
@@ -28,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from innet.argtypes import Reporter
+from innet.argtypes import Reporter, brought_up
 from innet.testbed.ina import bench
 from innet.testbed.core.testbed import Testbed, TestbedError
 from innet.testbed.core.bounds import LinkModel
@@ -223,9 +222,10 @@ def run(config: DemoConfig, console: Any) -> dict[str, Any]:
 
 def _run_on_testbed(config: DemoConfig, console: Any, backend: str, bench_config: Any, gloo: bool,
                     started: float) -> dict[str, Any]:
-    with contextlib.ExitStack() as stack:
-        with Reporter(console, f"bringing up a star of {config.workers} workers on {backend}"):
-            tb = stack.enter_context(bench.open_testbed(backend, config.workers, 0.0, bench_config))
+    up = Reporter(console, f"bringing up a star of {config.workers} workers on {backend}")
+    with brought_up(bench.open_testbed(backend, config.workers, 0.0, bench_config, fixed_ports=True), up) as tb:
+        for note in tb.port_notes:
+            console.print(note, markup=False, highlight=False)
         console.print(f"up in {time.perf_counter() - started:.1f} s: switch {tb.topology.switch().name} "
                       f"(P4Runtime {tb.grpc_address}), innet.p4 pushed, forwarding and job installed")
         train = _train(tb, config, console)

@@ -55,8 +55,11 @@ def run(config: LuwuDemoConfig, console: Any) -> dict[str, Any]:
     topology = star(workers=config.workers + config.nodes)
     k = LUWU_K if config.switch_impl == "bmv2" else None  # else the largest K the links' MTU takes
     started = time.perf_counter()
-    with open_testbed(topology, options_for(topology, k, window=16, switch_impl=config.switch_impl), backend) as tb:
+    options = options_for(topology, k, window=16, switch_impl=config.switch_impl, fixed_ports=True)
+    with open_testbed(topology, options, backend) as tb:
         bring_up = time.perf_counter() - started
+        for note in tb.port_notes:
+            console.print(note, markup=False, highlight=False)
         luwu = run_training(tb, RunConfig(mode="luwu", workers=config.workers, nodes=config.nodes,
                                           steps=config.steps, lr=config.lr), state_root)
         ddp = run_training(tb, RunConfig(mode="ddp-innet", workers=config.workers, steps=config.steps, lr=config.lr))

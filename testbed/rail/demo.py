@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from innet.argtypes import Reporter, brought_up
 from innet.testbed.core.report import save_json
 from innet.testbed.core.testbed import TestbedOptions, WorkerResult
 from innet.testbed.rail import digits as rail_digits
@@ -68,8 +69,10 @@ def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
     console.print(f"[bold]{'innet demo' if config.benchmark else 'innet train'}[/]: {topo.name} on [bold]{backend}[/] "
                   f"({len(topo.p4_switches)} {kind} switches, {config.domains} HB domains of {config.gpus_per_domain})")
     grid = railperf.Grid(config.gpus_per_domain, config.domains, config.nic_mbps * 1e6, config.hb_mbps * 1e6)
-    tb = RailTestbed(topo, TestbedOptions(window=8, switch_impl=config.switch_impl), backend=backend)
-    with tb:
+    tb = RailTestbed(topo, TestbedOptions(window=8, switch_impl=config.switch_impl, fixed_ports=True), backend=backend)
+    with brought_up(tb, Reporter(console, f"bringing up {len(topo.p4_switches)} switches on {backend}")):
+        for note in tb.port_notes:
+            console.print(note, markup=False, highlight=False)
         digits = rail_digits.DigitsConfig(gpus=config.gpus_per_domain * config.domains, steps=config.steps)
         started = time.perf_counter()
         out = workloads.digits(tb, digits)

@@ -269,3 +269,23 @@ def test_innet_switch_names_the_users_source_in_a_compile_error(tmp_path: Path) 
     result = run("innet-switch", str(source), "--log-level", "error")
     assert result.returncode == 2 and "/innet-switch-" not in result.stderr
     assert f"cannot compile the program: {source}:3:22: error: syntax error: expected ';' after 'dstAddr'" in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("words", [("train",), ("demo", "--no-gloo", "--sizes", "1K")])
+def test_loopback_asked_for_is_not_blamed_on_root_and_gets_the_usual_port(words: tuple[str, ...],
+                                                                         tmp_path: Path) -> None:
+    """``--backend loopback`` is the user's choice, not a fallback: no "not root" (as root or
+    not); the switch on P4Runtime 9559 as ``testbed up`` puts it, or a line saying which port
+    instead (another testbed holds 9559)."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    result = subprocess.run([str(BIN / "innet"), *words, "--backend", "loopback", "--workers", "2", "--steps", "2",
+                             "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                            env=env)
+    assert result.returncode == 0, result.stderr
+    assert "not root" not in result.stdout + result.stderr
+    assert "on loopback (loopback, innet-switch UDP ports on 127.0.0.1" in result.stdout
+    import re
+
+    port = int(re.search(r"\(P4Runtime 127\.0\.0\.1:(\d+)\)", result.stdout).group(1))  # type: ignore[union-attr]
+    assert port == 9559 or f"switch s1: P4Runtime port 9559 is taken; using {port}" in result.stdout
