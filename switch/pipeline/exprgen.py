@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..frontend import ir
 from ..lowering.calls import call_value
+from ..lowering.casts import without_enum
 from ..lowering.compare import aggregate_equal
 from ..lowering.errors import Unsupported
-from ..lowering.order import Pinned, reads_left_first, visit
-from ..lowering.places import Place, SlotLayout, resolve_place
+from ..lowering.order import Pinned, captured, reads_left_first, visit
+from ..lowering.places import Place, SlotLayout, resolve_place, scalar_leaves
 from ..lowering.types import ERROR_WIDTH, bits, is_scalar
 from .errors import UnsupportedError
 from .layout import field_offset, nslots
@@ -426,14 +427,8 @@ class ExprGen(StatementHooks):
             return x
         if isinstance(dst, ir.BoolT):
             return f"({x} != 0)" if not isinstance(src, ir.BoolT) else x
-        if isinstance(dst, ir.EnumT):
-            if dst.underlying is None:
-                raise self.unsupported(f"cast to non-serializable enum {dst}", node)
-            return self.cast(x, src, dst.underlying, node)
-        if isinstance(src, ir.EnumT):
-            if src.underlying is None:
-                raise self.unsupported(f"cast from non-serializable enum {src}", node)
-            return self.cast(x, src.underlying, dst, node)
+        if isinstance(dst, ir.EnumT) or isinstance(src, ir.EnumT):
+            return self.cast(x, *without_enum(src, dst, node, self.unsupported), node)
         if isinstance(dst, ir.BitT):
             w, s = dst.width, dst.signed
             if isinstance(src, ir.BoolT):
@@ -456,14 +451,9 @@ class ExprGen(StatementHooks):
 
     def x_Mux(self, e: ir.Mux) -> str:
         c = self.expr(e.cond)
-        n = len(self.lines)
         self.ind += 1
-        a = self.expr(e.then)
-        pre_a = self.lines[n:]
-        del self.lines[n:]
-        b = self.expr(e.else_)
-        pre_b = self.lines[n:]
-        del self.lines[n:]
+        a, pre_a = captured(self.lines, lambda: self.expr(e.then))
+        b, pre_b = captured(self.lines, lambda: self.expr(e.else_))
         self.ind -= 1
         if not pre_a and not pre_b:
             return f"({a} if {c} else {b})"
@@ -524,34 +514,18 @@ class ExprGen(StatementHooks):
 
     def flatten_place(self, p: Place, t: ir.Type) -> list[tuple[str, int]]:
         out: list[tuple[str, int]] = []
-        if isinstance(t, ir.HeaderT):
-            for i, f in enumerate(t.fields):
-                if isinstance(f.type, ir.VarBitT):
-                    out.append((f"S[{p.at(1 + i)}]", VARBIT))
-                    continue
-                w, s = bits(f.type)
-                x = f"S[{p.at(1 + i)}]"
-                out.append((f"({x} & {(1 << w) - 1})" if s else x, w))
-            return out
-        if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
-            off = 0
-            for f in t.fields:
-                if isinstance(f.type, ir.VarBitT):
-                    out.append((f"S[{p.at(off)}]", VARBIT))
-                elif is_scalar(f.type):
-                    w, s = bits(f.type)
-                    x = f"S[{p.at(off)}]"
-                    out.append((f"({x} & {(1 << w) - 1})" if s else (f"int({x})" if isinstance(f.type, ir.BoolT) else x), w))
-                else:
-                    out += self.flatten_place(p.sub(off, f.type), f.type)
-                off += nslots(f.type)
-            return out
-        if isinstance(t, ir.StackT):
-            esz = nslots(t.elem)
-            for i in range(t.size):
-                out += self.flatten_place(p.sub(1 + i * esz, t.elem), t.elem)
-            return out
-        raise UnsupportedError(f"field list element of type {t}")
+        for f, in_header in scalar_leaves(p, t, SLOTS, self.unsupported, None):
+            x = f"S[{f.at()}]"
+            if isinstance(f.type, ir.VarBitT):
+                out.append((x, VARBIT))
+                continue
+            w, s = bits(f.type)
+            if s:
+                x = f"({x} & {(1 << w) - 1})"
+            elif isinstance(f.type, ir.BoolT) and not in_header:
+                x = f"int({x})"
+            out.append((x, w))
+        return out
 
 
 def pack_expr(fields: list[tuple[str, int]]) -> tuple[str, int]:
