@@ -649,14 +649,11 @@ class Gen(WideGen):
         op = e.op
         if op in ("&&", "||"):
             a = self.expr(e.left)
-            n = len(self.lines)
             self.ind += 1
-            b = self.expr(e.right)
+            b, pre = captured(self.lines, lambda: self.expr(e.right))
             self.ind -= 1
-            if len(self.lines) == n:
+            if not pre:
                 return f"({a} {op} {b})"
-            pre = self.lines[n:]
-            del self.lines[n:]
             t = self.tmp(f"!!({a})")
             self.emit(f"if ({'' if op == '&&' else '!'}{t}) {{")
             self.lines.extend(pre)

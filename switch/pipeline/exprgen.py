@@ -328,14 +328,11 @@ class ExprGen(StatementHooks):
         op = e.op
         if op in ("&&", "||"):
             a = self.expr(e.left)
-            n = len(self.lines)
             self.ind += 1
-            b = self.expr(e.right)
+            b, pre = captured(self.lines, lambda: self.expr(e.right))
             self.ind -= 1
-            if len(self.lines) == n:
+            if not pre:
                 return f"({a} {'and' if op == '&&' else 'or'} {b})"
-            pre = self.lines[n:]
-            del self.lines[n:]
             t = self.tmp()
             self.emit(f"{t} = {a}")
             self.emit(f"if {'' if op == '&&' else 'not '}{t}:")

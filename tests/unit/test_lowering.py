@@ -10,11 +10,12 @@ from innet.switch.frontend import ir
 from innet.switch.lowering.args import call_arg, const_int, field_slots
 from innet.switch.lowering.branches import switch_branches
 from innet.switch.lowering.calls import has_call
+from innet.switch.lowering.casts import without_enum
 from innet.switch.lowering.compare import aggregate_equal
 from innet.switch.lowering.errors import Unsupported
 from innet.switch.lowering.externs import Clone, FieldList, Hash, NoOp, Recirculate, lower_extern_call
-from innet.switch.lowering.order import Pinned, reads_left_first
-from innet.switch.lowering.places import Place, members, resolve_place
+from innet.switch.lowering.order import Pinned, captured, reads_left_first
+from innet.switch.lowering.places import Place, members, resolve_place, scalar_leaves
 from innet.switch.pipeline.errors import UnsupportedError
 from innet.switch.pipeline.exprgen import SLOTS
 
@@ -180,3 +181,30 @@ def test_a_left_operand_is_read_first_only_when_a_call_on_the_right_may_write_it
     with pins.holding(a, "_t1"):
         assert pins.get(a) == "_t1" and pins.get(var("a", B8, 1)) is None
     assert pins.get(a) is None
+
+
+def test_scalar_leaves_are_header_fields_then_struct_fields_in_layout_order() -> None:
+    t = ir.StructT("p_t", (ir.Field("h", H), ir.Field("f", ir.BoolT())))
+    leaves = scalar_leaves(Place(0, t), t, SLOTS, unsupported, None)
+    assert [(p.base, p.type, in_header) for p, in_header in leaves] == \
+        [(1, B8, True), (2, B16, True), (SLOTS.nslots(H), ir.BoolT(), False)]
+    with pytest.raises(UnsupportedError, match="field list element of type bit<8>"):
+        scalar_leaves(Place(0, B8), B8, SLOTS, unsupported, None)
+
+
+def test_a_cast_goes_through_a_serializable_enum_and_refuses_any_other() -> None:
+    e = ir.EnumT("E", ("A",), B8)
+    assert without_enum(e, B16, None, unsupported) == (B8, B16)
+    assert without_enum(B16, e, None, unsupported) == (B16, B8)
+    with pytest.raises(UnsupportedError, match="cast to non-serializable enum"):
+        without_enum(B8, ir.EnumT("F", ("A",)), None, unsupported)
+
+
+def test_captured_takes_back_the_lines_an_arm_emitted() -> None:
+    lines = ["keep"]
+
+    def arm() -> str:
+        lines.append("prepare")
+        return "value"
+
+    assert captured(lines, arm) == ("value", ["prepare"]) and lines == ["keep"]
