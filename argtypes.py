@@ -15,7 +15,10 @@ import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 UINT64_MAX = (1 << 64) - 1
 UINT128_MAX = (1 << 128) - 1
@@ -353,9 +356,37 @@ class Reporter:
             self.bar.update(self.task, description=f"{self.what}: {text.splitlines()[0][:60] if text else ''}",
                             advance=1 if self.counts(message) else 0)
 
+    def advance(self) -> None:
+        """One of ``total`` done (the bar only; no line)."""
+        if self.bar is not None:
+            self.bar.advance(self.task)
+
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+def measure_each(what: str, points: Sequence[T], measure: Callable[[T], R],
+                 name: Callable[[T], str] = str, out: Any = None) -> tuple[list[R], bool]:
+    """``measure(point)`` for each point in turn, under a progress bar naming the one running
+    (a terminal only; a log gets a line per point): the results and False, or, on Ctrl-C, the
+    results measured so far and True (the caller writes them marked ``"partial": true`` and
+    ends with :func:`interrupted_partial`)."""
+    results: list[R] = []
+    with Reporter(out if out is not None else console(), what, total=len(points), markup=False) as report:
+        try:
+            for point in points:
+                report(name(point))
+                results.append(measure(point))
+                report.advance()
+        except KeyboardInterrupt:
+            return results, True
+    return results, False
+
+
+def interrupted_partial(prog: str, path: object) -> int:
+    """Ctrl-C after ``path`` was written with what ran before it: the one line; exit 130."""
+    return interrupted(prog, f"{path} (marked \"partial\": true)")
 
 
 @contextlib.contextmanager
@@ -416,6 +447,7 @@ __all__ = ["BACKENDS", "CommandParser", "EXECUTORS", "EXIT_ERROR", "EXIT_INTERRU
            "HelpFormatter", "Reporter", "STF_EXECUTOR", "SWITCH_IMPLS", "TOPOLOGIES", "UINT128_MAX", "UINT64_MAX",
            "UsageError", "add_backend", "add_executor", "add_out", "add_switch_impl", "add_topo",
            "add_values_per_packet", "add_workers", "brought_up", "command_parsers", "console", "float_list", "given_options",
-           "host_port", "impl_list", "input_file", "int_list", "int_range", "interrupted", "not_applicable",
+           "host_port", "impl_list", "input_file", "int_list", "int_range", "interrupted", "interrupted_partial",
+           "measure_each", "not_applicable",
            "output_dir", "parse_host_port", "plain", "plain_markup", "positive_float", "prepare_out", "run_command",
            "sizes"]

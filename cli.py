@@ -432,7 +432,7 @@ def _version() -> str:
 def _errors() -> tuple[type[BaseException], ...]:
     """The library errors a command may end with: one line, exit status 1 (``run_command``)."""
     from innet.controller.errors import ControllerError
-    from innet.host.wire.quantize import QuantizeError
+    from innet.wire.quantize import QuantizeError
     from innet.testbed.core.testbed import TestbedError
 
     return ControllerError, QuantizeError, TestbedError, InputError

@@ -1,6 +1,6 @@
 """Maps the repository's top-level folders into the ``innet`` namespace.
 
-The repository keeps ``switch/``, ``controller/``, ``host/``, ``testbed/`` and ``p4/`` at the
+The repository keeps ``wire/``, ``switch/``, ``controller/``, ``host/``, ``testbed/`` and ``p4/`` at the
 top level (docs/design.md, "Layout and layers"), yet everything must import as
 ``innet.<part>``; a static list in pyproject.toml
 would have to name every sub-package, so the mapping is computed here.
@@ -8,7 +8,7 @@ would have to name every sub-package, so the mapping is computed here.
 
 from setuptools import find_packages, setup
 
-PARTS = ("switch", "controller", "host", "testbed", "p4")
+PARTS = ("wire", "switch", "controller", "host", "testbed", "p4")
 
 packages = ["innet"] + [
     "innet." + name for name in find_packages(include=[p for part in PARTS for p in (part, part + ".*")])

@@ -28,9 +28,9 @@ Layers, each calling only downward (docs/design.md, "Layers"):
   parameters, occupancy, counters on one switch), ``controller`` (Controller over many
   switches), ``inspect`` (SwitchReport, JSON, rich tables).
 
-The wire format the controller shares with the agents comes from :mod:`innet.host.wire`:
+The wire format the controller shares with the agents comes from :mod:`innet.wire`:
 the parameter vector's split across switches (``ShardPlan``) is
-:mod:`innet.host.wire.shard`, and hyperparameters are converted to fixed point by
-:func:`innet.host.wire.quantize.optimizer_params`.
+:mod:`innet.wire.shard`, and hyperparameters are converted to fixed point by
+:func:`innet.wire.quantize.optimizer_params`.
 Nothing is imported at package import time.
 """

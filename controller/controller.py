@@ -21,9 +21,9 @@ from innet.controller.errors import ControllerError, JobError
 from innet.controller.innet_switch import InnetSwitch
 from innet.controller.jobs import Forwarding, JobInfo, JobSpec, OwnerInfo, WorkerSpec, next_epoch
 from innet.controller.pipeline import PipelineConfig
-from innet.host.wire.shard import Shard, ShardPlan, ShardPlanError
+from innet.wire.shard import Shard, ShardPlan, ShardPlanError
 from innet.controller.switch import Switch, SwitchEndpoint, connect_all
-from innet.host.wire.quantize import dequantize, quantize
+from innet.wire.quantize import dequantize, quantize
 
 
 class Controller:

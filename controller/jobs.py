@@ -13,9 +13,9 @@ from typing import Iterator
 from innet.controller.entities import Lpm, Match, Replica, TableEntry
 from innet.controller.errors import JobError, SchemaError
 from innet.controller.schema import P4Schema, parse_value, to_signed
-from innet.host.wire.owners import OWNER_GROUP_BASE, OwnerRange, OwnersError, check_owners, owner_group, prefixes
-from innet.host.wire.quantize import QuantizeError, optimizer_params
-from innet.host.wire import MAX_WORKERS, Mode
+from innet.wire.owners import OWNER_GROUP_BASE, OwnerRange, OwnersError, check_owners, owner_group, prefixes
+from innet.wire.quantize import QuantizeError, optimizer_params
+from innet.wire import MAX_WORKERS, Mode
 
 JOBS_TABLE = "MyIngress.innet_jobs"
 WORKERS_TABLE = "MyEgress.innet_workers"
@@ -182,7 +182,7 @@ class JobSpec:
     """Multicast group of the RESULTs; 0 means ``job_id``."""
     owners: tuple[OwnerSpec, ...] = ()
     """Chunk owners for REDUCE/BCAST (sum mode); each gets ``innet_owners`` entries and the
-    group ``innet.host.wire.owners.owner_group(job_id, rank)`` of the workers and itself."""
+    group ``innet.wire.owners.owner_group(job_id, rank)`` of the workers and itself."""
 
     @property
     def num_workers(self) -> int:

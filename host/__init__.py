@@ -2,12 +2,6 @@
 
 Subpackages, lowest layer first (each imports only the ones before it):
 
-- ``wire``: the contract with the controller and ``p4/innet.p4``: protocol constants, the
-  innet message and frame format (docs/PROTOCOL.md), fixed point (``quantize``), the
-  parameter vector's shards across switches (``shard``), a job's chunk owners for
-  REDUCE/BCAST (``owners``), the switch's arithmetic and dataplane in numpy
-  (``switch_model``, ``dataplane_model``) and a scapy layer (``scapy_layer``, bound only
-  when imported).
 - ``agent``: the per-worker agent process that emulates the SmartNIC: aggregator (chunks,
   slot window, retransmission), RTO estimator, transports, and its C datapath (``native``).
 - ``training``: softmax regression on digits and the training loop the demos share.

@@ -23,7 +23,7 @@ gone) or ``stop`` (``close``) ends a running operation within one wake-up of its
 It then closes its segments and its socket and exits; the worker's resource tracker unlinks
 the segments of a killed worker.
 
-Sum mode: the bound B of the fixed-point scale (``innet.host.wire.quantize``) is
+Sum mode: the bound B of the fixed-point scale (``innet.wire.quantize``) is
 ``AgentConfig.sum_bound`` if set, else exchanged: each worker puts the float32 bits of its
 max |x| at index ``rank`` of a ``num_workers``-value vector and the switch sums them (one
 chunk; every other entry is zero, so the sum is the list of every worker's max).
@@ -46,11 +46,11 @@ import numpy as np
 import numpy.typing as npt
 
 from innet.children import die_with_parent
-from innet.host.wire import quantize as qz
+from innet.wire import quantize as qz
 from innet.host.agent.native import datapath as native_datapath
 from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
 from innet.host.agent.transport import TransportConfig, TransportError, open_transport
-from innet.host.wire import Mode
+from innet.wire import Mode
 
 __all__ = ["Agent", "AgentConfig", "AgentError", "AggregationError", "OpResult"]
 

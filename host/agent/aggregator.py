@@ -45,7 +45,7 @@ first_chunk)`` sends REDUCE with values and gets header-only RESULTs; the owner'
 their sums. The owner's ``broadcast(values, first_chunk)`` sends BCAST with values and gets
 header-only RESULTs; a worker's ``fetch(size, first_chunk)`` sends header-only BCAST
 requests and gets the values. Each copy has the workers and the chunk's owner as members;
-the slots are split into lanes (``innet.host.wire.owners.Lanes``: the plain lane for ``run``, one
+the slots are split into lanes (``innet.wire.owners.Lanes``: the plain lane for ``run``, one
 per owner), each a stream of its own with the window rule above, so a copy is reused only
 after all its members moved on. Chunks carry their number in the job (``first_chunk + c``),
 which selects the owner. Loss recovery, STATUS, epochs and deadlines are as for ``run``; a
@@ -66,8 +66,8 @@ from typing import Callable
 import numpy as np
 import numpy.typing as npt
 
-from innet.host import wire
-from innet.host.wire.owners import Lanes, OwnerRange, OwnersError, check_owners
+from innet import wire
+from innet.wire.owners import Lanes, OwnerRange, OwnersError, check_owners
 from innet.host.agent.rto import RtoBounds, RtoEstimator
 from innet.host.agent.transport import Transport
 
@@ -124,7 +124,7 @@ class JobConfig:
     """Chunk ranges and their owners (``innet_owners``), for REDUCE/BCAST; every member of
     the job has the same. ``rank`` may be one of these owners' ranks."""
     owner_slots: int = field(default=0, kw_only=True)
-    """Slots of each owner's lane (:class:`innet.host.wire.owners.Lanes`; 0: the default)."""
+    """Slots of each owner's lane (:class:`innet.wire.owners.Lanes`; 0: the default)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.num_workers <= wire.MAX_WORKERS:

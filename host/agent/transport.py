@@ -1,6 +1,6 @@
 """How an agent's innet messages reach the switch: a plain UDP socket or a frame tunnel.
 
-Both carry innet messages (header + values, ``innet.host.wire``) and share the protocol
+Both carry innet messages (header + values, ``innet.wire``) and share the protocol
 logic of ``innet.host.agent.aggregator`` through the ``Transport`` interface:
 
 - ``UdpTransport``: a UDP socket bound to the worker's address, sending to the switch's
@@ -20,7 +20,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from innet.host import wire
+from innet import wire
 
 MAX_DATAGRAM = 65535
 

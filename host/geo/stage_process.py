@@ -137,7 +137,7 @@ def unflatten(vec: np.ndarray, layout: Sequence[tuple[str, str, tuple[int, ...]]
 def agent_config(dp: dict[str, Any], sum_bound: float) -> Any:
     """The host agent's config from a stage job's ``dp["agent"]`` (the site testbed writes it:
     job, rank, num_workers, window, k, epoch, chunk_deadline, transport)."""
-    from innet.host import wire
+    from innet import wire
     from innet.host.agent.agent import AgentConfig
     from innet.host.agent.aggregator import JobConfig, Timing
     from innet.host.agent.transport import TransportConfig, TunnelTransportConfig, UdpTransportConfig

@@ -44,9 +44,9 @@ from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from typing import Any, Iterator, Literal
 
-from innet.host import wire
+from innet import wire
 from innet.host.agent.aggregator import Timing
-from innet.host.wire.owners import Lanes, OwnerRange, OwnersError
+from innet.wire.owners import Lanes, OwnerRange, OwnersError
 
 Op = tuple[Literal["pull", "push"], int]
 """(kind, layer index)."""
@@ -235,7 +235,7 @@ class LuwuPlan:
 
 def shard_ranges(total: int, k: int, nodes: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
     """Element ranges of ``ShardPlan.contiguous`` over the ``ceil(total / K)`` chunks."""
-    from innet.host.wire.shard import ShardPlan
+    from innet.wire.shard import ShardPlan
 
     plan = ShardPlan.contiguous(-(-total // k), list(nodes))
     return tuple((min(s.first_chunk * k, total), min((s.first_chunk + s.chunks) * k, total))

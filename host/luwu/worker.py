@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from innet.host.agent.agent import Agent, AgentConfig
 from innet.host.luwu.plan import LuwuPlan, schedule
-from innet.host.wire import quantize as qz
+from innet.wire import quantize as qz
 from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
 from innet.host.agent.transport import TransportConfig
 

@@ -3,7 +3,7 @@
 DDP hands the hook each gradient bucket (a flat tensor) as backward fills it and expects a
 ``torch.futures.Future`` of the averaged bucket. The hook queues the bucket on one thread
 that runs ``Agent.allreduce_into`` (the agent quantizes float32 to int32 with the exchanged,
-overflow-free bound; ``innet.host.wire.quantize``), so backward goes on computing the next
+overflow-free bound; ``innet.wire.quantize``), so backward goes on computing the next
 buckets while the switch sums this one. DDP itself still needs a process group (gloo) for
 its start-up broadcast of the parameters; every gradient byte goes through the switch.
 

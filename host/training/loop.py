@@ -7,7 +7,7 @@ int32 state). No optimizer state lives on the workers.
 
 Two references run the same steps without a network:
 
-- ``simulate_training``: the switch's fixed-point arithmetic (``innet.host.wire.switch_model``)
+- ``simulate_training``: the switch's fixed-point arithmetic (``innet.wire.switch_model``)
   with the same quantization; the switch run must end with the same int32 parameters,
   bit for bit;
 - ``float_training``: float32 SGD/momentum on the averaged gradient; the switch run's
@@ -23,11 +23,11 @@ from typing import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from innet.host.wire import quantize as qz
-from innet.host.wire import switch_model as sim
+from innet.wire import quantize as qz
+from innet.wire import switch_model as sim
 from innet.host.agent.agent import Agent, AgentConfig
 from innet.host.training.model import Dataset, Model, SoftmaxRegression
-from innet.host.wire import Mode
+from innet.wire import Mode
 
 F32 = npt.NDArray[np.float32]
 

@@ -22,7 +22,7 @@ import sys
 from typing import Any, Sequence
 
 from innet.polling import PollTimeout, poll_until
-from innet.host import wire
+from innet import wire
 from innet.testbed.core.processes import ProcessGroup
 from innet.testbed.core.testbed import TestbedError, TestbedOptions
 from innet.testbed.core.topology import Topology

@@ -16,8 +16,8 @@ from typing import Any
 
 from innet.argtypes import (EXIT_ERROR, EXIT_USAGE, Reporter, UsageError, add_backend, add_executor, add_out,
                             add_topo, add_values_per_packet, add_workers, brought_up, float_list, input_file,
-                            int_range, interrupted, not_applicable, positive_float, sizes)
-from innet.host.wire import SUPPORTED_K
+                            int_range, interrupted, interrupted_partial, not_applicable, positive_float, sizes)
+from innet.wire import SUPPORTED_K
 from innet.testbed.backends.mininet.console import quiet_mininet, run_cli
 from innet.testbed.backends.select import open_testbed, resolve_backend
 
@@ -128,7 +128,7 @@ def cmd_rail_bench(args: argparse.Namespace) -> int:
     json_path, png_path = rail_bench.save(doc, config.out_dir)
     console.print(f"wrote {json_path} and {png_path}")
     if doc["partial"]:
-        return interrupted("innet bench", f"{json_path} (marked \"partial\": true)")
+        return interrupted_partial("innet bench", json_path)
     if args.markdown:
         print(rail_bench.markdown(doc))
     for failure in doc["failures"]:
@@ -209,7 +209,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     json_path, png_path = bench.save(doc, config.out_dir)
     console.print(f"wrote {json_path} and {png_path}")
     if doc["partial"]:
-        return interrupted("innet bench", f"{json_path} (marked \"partial\": true)")
+        return interrupted_partial("innet bench", json_path)
     if args.markdown:
         print(bench.markdown_table(doc))
     for failure in doc["failures"]:

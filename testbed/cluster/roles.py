@@ -49,7 +49,7 @@ SECRETS = ("innet_ca", "innet_switch_crt", "innet_switch_key", "innet_client_crt
 def k_for_overlay(mtu: int) -> int:
     """K of the ``sum`` job whose tunnelled frames fit the overlay network's MTU (1450 on
     VXLAN over a 1500-byte underlay: K=256; over MTU 9000: K=2048)."""
-    from innet.host.wire import k_for_mtu
+    from innet.wire import k_for_mtu
 
     return k_for_mtu(mtu - TUNNEL_OVERHEAD)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from innet.host.wire import HEADER_LEN, k_for_mtu
+from innet.wire import HEADER_LEN, k_for_mtu
 
 ETH_HEADER = 14
 """Ethernet header bytes (no FCS or preamble on veth; HTB counts the frame from here)."""

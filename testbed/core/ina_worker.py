@@ -34,7 +34,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from innet.host import wire
+from innet import wire
 from innet.host.agent.agent import Agent, AgentConfig
 from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
 from innet.host.agent.transport import transport_config

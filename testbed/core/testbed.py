@@ -138,7 +138,7 @@ def topology_mtu(topology: Topology) -> int:
 def options_for(topology: Topology, k: int | None = None, **fields: Any) -> TestbedOptions:
     """TestbedOptions whose K (and ``INNET_K`` define) is ``k``, or else the largest
     supported K whose frame fits every link of ``topology`` (``wire.k_for_mtu``)."""
-    from innet.host.wire import IP_OVERHEAD, k_for_mtu, message_len
+    from innet.wire import IP_OVERHEAD, k_for_mtu, message_len
 
     mtu = topology_mtu(topology)
     if k is None:

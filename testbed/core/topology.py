@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from innet.host.wire import MAX_WORKERS
+from innet.wire import MAX_WORKERS
 
 FORMAT = "innet-topology/1"
 """``format`` key of a saved topology."""

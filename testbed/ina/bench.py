@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from innet.host.wire import IP_OVERHEAD, SUPPORTED_K, k_for_mtu, message_len
+from innet.wire import IP_OVERHEAD, SUPPORTED_K, k_for_mtu, message_len
 from innet.testbed.core import bounds as costmodel
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions, WorkerResult
 from innet.testbed.core.topology import Link, star

@@ -113,7 +113,7 @@ class ComposeConfig:
                    k=_env_int(env, "INNET_K", 64, 4, 2048))
 
     def __post_init__(self) -> None:
-        from innet.host.wire import SUPPORTED_K
+        from innet.wire import SUPPORTED_K
 
         if self.k not in SUPPORTED_K:
             raise ComposeError(f"INNET_K={self.k}: innet.p4 supports K in {', '.join(map(str, SUPPORTED_K))}")
@@ -338,7 +338,7 @@ def allreduce_and_train(config: ComposeConfig, job: dict[str, Any], rank: int) -
     the frame tunnel to its switch port, then the demo training; its result document."""
     import numpy as np
 
-    from innet.host import wire
+    from innet import wire
     from innet.host.agent.agent import Agent, AgentConfig
     from innet.host.agent.aggregator import JobConfig, Timing
     from innet.host.agent.transport import TunnelTransportConfig

@@ -17,12 +17,12 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
 
-from innet.host.wire import quantize as qz
+from innet.wire import quantize as qz
 from innet.host.agent.agent import Agent, AgentConfig
 from innet.host.training.model import SoftmaxRegression, load_digits_dataset
 from innet.host.agent.aggregator import JobConfig, Timing
 from innet.host.training.loop import TrainConfig, initial_params, minibatch
-from innet.host.wire import Mode
+from innet.wire import Mode
 from innet.host.agent.transport import transport_config
 from innet.plans import JsonPlan, worker_main
 

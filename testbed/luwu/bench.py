@@ -49,12 +49,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from innet.argtypes import add_backend, add_executor, add_out, add_values_per_packet, add_workers, interrupted
+from innet.argtypes import (Reporter, add_backend, add_executor, add_out, add_values_per_packet, add_workers,
+                            console, interrupted_partial)
 from innet.testbed.core.machine import describe as machine, switch_description
 from innet.testbed.core.bounds import INNET_FRAME_OVERHEAD
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
 from innet.testbed.backends.select import open_testbed as open_star
-from innet.host.wire import IP_OVERHEAD, SUPPORTED_K, k_for_mtu, message_len
+from innet.wire import IP_OVERHEAD, SUPPORTED_K, k_for_mtu, message_len
 from innet.testbed.luwu.run import RunConfig, RunResult, luwu_star, run_training
 from innet.testbed.luwu.data import MODELS, ModelShape
 from innet.testbed.core.machine import load_average
@@ -283,9 +284,10 @@ def _print_row(row: dict[str, Any]) -> None:
 
 
 def run(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettings(),
-        modes: Sequence[str] = DEFAULT_MODES) -> dict[str, Any]:
+        modes: Sequence[str] = DEFAULT_MODES, report: Reporter | None = None) -> dict[str, Any]:
     """Every mode at every N, on loopback or Mininet (see module docstring). Ctrl-C ends the
-    grid early: the rows so far are written, ``"partial": True``."""
+    grid early: the rows so far are written, ``"partial": True``. ``report``: a progress bar
+    told each mode as it starts and advanced when it ends."""
     rows = []
     load_start = load_average()
     total = settings.warmup + settings.steps
@@ -294,7 +296,9 @@ def run(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettin
     try:  # Ctrl-C: the testbed of the moment torn down by its with, the rows so far kept
         for n in workers:
             with _testbed(n, settings) as tb:
-                for mode, overlap, duplex in (MODES[m] for m in modes):
+                for name, (mode, overlap, duplex) in ((m, MODES[m]) for m in modes):
+                    if report is not None:
+                        report(f"{name}, {n} workers")
                     before = tb.wire_bytes()
                     load = load_average()
                     switch_cpu = _switch_cpu(tb)
@@ -312,6 +316,8 @@ def run(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettin
                     row["load_average"] = [load, load_average()]
                     rows.append(row)
                     _print_row(row)
+                    if report is not None:
+                        report.advance()
     except KeyboardInterrupt:
         partial = True
     date = dt.datetime.now().isoformat(timespec="seconds")
@@ -423,10 +429,11 @@ def command(args: argparse.Namespace) -> int:
     from innet.controller.errors import ControllerError
 
     try:
-        doc = run(args.workers, args.out, settings, args.modes)
+        with Reporter(console(), "bench luwu", total=len(args.workers) * len(args.modes), markup=False) as report:
+            doc = run(args.workers, args.out, settings, args.modes, report)
     except (TestbedError, ControllerError) as error:  # e.g. the switch did not take the program in time
         print(f"innet bench luwu: {type(error).__name__}: {str(error).splitlines()[0]}", file=sys.stderr)
         return 1
     if doc["partial"]:
-        return interrupted("innet bench luwu", f"{doc['files'][0]} (marked \"partial\": true)")
+        return interrupted_partial("innet bench luwu", doc['files'][0])
     return 0

@@ -25,7 +25,7 @@ import numpy as np
 
 from innet.children import end_popen
 from innet.testbed.core.machine import describe
-from innet.argtypes import add_out, add_values_per_packet
+from innet.argtypes import add_out, add_values_per_packet, interrupted_partial, measure_each
 
 
 def measure(datapath: str, port: int, values: int, k: int, window: int, rounds: int) -> dict[str, Any]:
@@ -84,17 +84,17 @@ def command(args: argparse.Namespace) -> int:
         print(f"innet bench agent: {error}", file=sys.stderr)
         return 1
     proc = subprocess.Popen([str(echo), "127.0.0.1", "0"], stdout=subprocess.PIPE, text=True)
-    rows = []
     try:
         assert proc.stdout is not None
         port = int(proc.stdout.readline().split()[1])
-        for k in args.k or [64, 256]:
-            for datapath in ("python", "native"):
-                rows.append(measure(datapath, port, args.values, k, args.window, args.rounds))
+        points = [(k, datapath) for k in args.k or [64, 256] for datapath in ("python", "native")]
+        rows, partial = measure_each("bench agent", points, lambda p: measure(p[1], port, args.values, p[0],
+                                                                              args.window, args.rounds),
+                                     name=lambda p: f"K={p[0]}, {p[1]} datapath")
     finally:
         end_popen(proc)
     doc: dict[str, Any] = {"format": "innet-bench-agent/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": describe(),
-           "switch": "C echo switch on 127.0.0.1 (one-worker sum job)", "rows": rows}
+           "switch": "C echo switch on 127.0.0.1 (one-worker sum job)", "rows": rows, "partial": partial}
     from rich.console import Console
     from rich.table import Table
 
@@ -128,4 +128,4 @@ def command(args: argparse.Namespace) -> int:
         console.print(f"saved {path} and {args.out / 'bench_agent.png'}")
     except ImportError:
         console.print(f"saved {path}")
-    return 0
+    return interrupted_partial("innet bench agent", path) if partial else 0

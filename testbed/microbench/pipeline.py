@@ -22,7 +22,7 @@ alone; an element update is one value added into its register and written back).
 - ``innet_sum`` / ``innet_momentum``: ``p4/innet.p4`` at K=64, one job of 4 workers in
   sum or momentum mode (targets 40,000 and 25,000 pkt/s). The job is set up through the
   pipeline API (``switch_addr`` default action, ``innet_jobs`` entry, ``innet_workers``
-  entries, multicast group) and the CONTRIB frames are built with ``innet.host.wire``:
+  entries, multicast group) and the CONTRIB frames are built with ``innet.wire``:
   every worker contributes to 64 slots with copy 0, then with copy 1, so the replayed
   sequence is steady state (each 4th packet completes a copy and is multicast to the 4
   workers; momentum completions update 64 parameters and momenta).
@@ -49,7 +49,7 @@ from typing import Any
 
 from innet.testbed.core.machine import describe
 from innet.argtypes import console as new_console
-from innet.argtypes import add_executor, add_out, positive_float
+from innet.argtypes import add_executor, add_out, interrupted_partial, measure_each, positive_float
 from innet.testbed.core.paths import REPO
 
 TARGETS = {"basic_forward": 100_000, "agg64": 30_000, "agg2048": 0, "innet_sum": 40_000, "innet_momentum": 25_000,
@@ -153,7 +153,7 @@ def load_innet(mode: str, k: int = INNET_K, workers: int = INNET_WORKERS, slots:
     momentum), and one steady-state cycle of CONTRIB frames (see the module docstring)."""
     import numpy as np
 
-    from innet.host import wire
+    from innet import wire
     from innet.switch.pipeline import KeySpec, Pipeline
 
     program = REPO / "p4" / "innet.p4"
@@ -206,42 +206,45 @@ def load_workload(name: str) -> Workload:
     return load_example(name)
 
 
-def run(seconds: float, names: list[str] | None = None, rounds: int = 1) -> list[dict[str, Any]]:
-    rows = []
-    for name in names or list(TARGETS):
-        wl = load_workload(name)
-        if not wl.packets:
-            raise RuntimeError(f"{name}: no benchmark packet produces output")
-        native = getattr(wl.pipeline, "executor", "python") == "native"
-        rates, cpu_rates, alone, n = [], [], [], 0
-        for _ in range(rounds):
-            rate, cpu_rate, k = measure(wl.pipeline, wl.packets, seconds)
-            rates.append(rate)
-            cpu_rates.append(cpu_rate)
-            n += k
-            if native:
-                alone.append(measure_executor(wl.pipeline, wl.packets, seconds))
-        rate, cpu_rate = statistics.median(rates), statistics.median(cpu_rates)
-        target = (NATIVE_TARGETS if native else TARGETS).get(name, 0)
-        elements = wl.values_per_packet
-        element_target = ELEMENT_TARGETS.get(name, 0) if native else 0
-        alone_rate = statistics.median(alone) if alone else 0.0
-        rows.append({"workload": name, "program": str(wl.program.relative_to(REPO)), "packets_used": wl.what,
-                     "bytes_per_packet": len(wl.packets[0][1]), "pkt_per_s": round(rate),
-                     "pkt_per_cpu_s": round(cpu_rate), "values_per_s": round(rate * elements),
-                     "values_per_packet": elements, "packets": n, "rounds": rounds,
-                     "round_pkt_per_cpu_s": [round(r) for r in cpu_rates],
-                     "elements_per_cpu_s": round(cpu_rate * elements),
-                     "executor_alone_pkt_per_cpu_s": round(alone_rate) if alone else None,
-                     "round_executor_alone_pkt_per_cpu_s": [round(r) for r in alone],
-                     "executor_alone_elements_per_cpu_s": round(alone_rate * elements) if alone else None,
-                     "batch_packets": len(_batch(wl.packets)),
-                     "executor": getattr(wl.pipeline, "executor", "python"),
-                     "target_pkt_per_s": target, "meets_target": rate >= target,
-                     "meets_target_cpu": cpu_rate >= target,
-                     "target_elements_per_cpu_s": element_target,
-                     "meets_element_target": alone_rate * elements >= element_target if element_target else None})
-    return rows
+def run(seconds: float, names: list[str] | None = None, rounds: int = 1) -> tuple[list[dict[str, Any]], bool]:
+    """One row per workload (``names``, default all) and whether Ctrl-C ended the run early."""
+    return measure_each("bench pipeline", names or list(TARGETS), lambda name: measure_workload(name, seconds, rounds))
+
+
+def measure_workload(name: str, seconds: float, rounds: int = 1) -> dict[str, Any]:
+    """The row of one workload: packets per second and per CPU-second, medians of ``rounds``."""
+    wl = load_workload(name)
+    if not wl.packets:
+        raise RuntimeError(f"{name}: no benchmark packet produces output")
+    native = getattr(wl.pipeline, "executor", "python") == "native"
+    rates, cpu_rates, alone, n = [], [], [], 0
+    for _ in range(rounds):
+        rate, cpu_rate, k = measure(wl.pipeline, wl.packets, seconds)
+        rates.append(rate)
+        cpu_rates.append(cpu_rate)
+        n += k
+        if native:
+            alone.append(measure_executor(wl.pipeline, wl.packets, seconds))
+    rate, cpu_rate = statistics.median(rates), statistics.median(cpu_rates)
+    target = (NATIVE_TARGETS if native else TARGETS).get(name, 0)
+    elements = wl.values_per_packet
+    element_target = ELEMENT_TARGETS.get(name, 0) if native else 0
+    alone_rate = statistics.median(alone) if alone else 0.0
+    return {"workload": name, "program": str(wl.program.relative_to(REPO)), "packets_used": wl.what,
+             "bytes_per_packet": len(wl.packets[0][1]), "pkt_per_s": round(rate),
+             "pkt_per_cpu_s": round(cpu_rate), "values_per_s": round(rate * elements),
+             "values_per_packet": elements, "packets": n, "rounds": rounds,
+             "round_pkt_per_cpu_s": [round(r) for r in cpu_rates],
+             "elements_per_cpu_s": round(cpu_rate * elements),
+             "executor_alone_pkt_per_cpu_s": round(alone_rate) if alone else None,
+             "round_executor_alone_pkt_per_cpu_s": [round(r) for r in alone],
+             "executor_alone_elements_per_cpu_s": round(alone_rate * elements) if alone else None,
+             "batch_packets": len(_batch(wl.packets)),
+             "executor": getattr(wl.pipeline, "executor", "python"),
+             "target_pkt_per_s": target, "meets_target": rate >= target,
+             "meets_target_cpu": cpu_rate >= target,
+             "target_elements_per_cpu_s": element_target,
+             "meets_element_target": alone_rate * elements >= element_target if element_target else None}
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -261,7 +264,7 @@ def command(args: argparse.Namespace) -> int:
         return 2
     global EXECUTOR
     EXECUTOR = args.executor
-    rows = run(args.seconds, args.only, args.rounds)
+    rows, partial = run(args.seconds, args.only, args.rounds)
     machine = {**describe(), "cores_used": 1,
                "backend": f"innet embedded pipeline ({args.executor} executor)",
                "executors": sorted({r["executor"] for r in rows})}
@@ -294,7 +297,7 @@ def command(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / "bench_pipeline.json"
     out.write_text(json.dumps({"machine": machine, "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                               "seconds": args.seconds, "results": rows}, indent=2))
+                               "seconds": args.seconds, "results": rows, "partial": partial}, indent=2))
     print(f"saved {out}")
     try:
         from innet.testbed.core.report import pyplot
@@ -317,4 +320,4 @@ def command(args: argparse.Namespace) -> int:
         print(f"saved {args.out / 'bench_pipeline.png'}")
     except ImportError:
         pass
-    return 0
+    return interrupted_partial("innet bench pipeline", out) if partial else 0

@@ -137,7 +137,7 @@ def _frames(workload: str) -> list[bytes]:
         frames = [data for _, port, data in test.packets if len(data) > 300]
         return frames[:3]
     if workload == "basic_forward":
-        from innet.host import wire
+        from innet import wire
 
         frames = []
         for i in range(16):

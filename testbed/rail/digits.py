@@ -9,7 +9,7 @@ shard over the ``y`` domains and applies sgd/momentum to the parameters it holds
 domain all-gathers the parameters. No optimizer state lives on the GPUs.
 
 :func:`simulate` is the reference the run must equal bit for bit: the same minibatches and
-quantization, each shard stepped by :class:`innet.host.wire.switch_model.SwitchModel` with the integers
+quantization, each shard stepped by :class:`innet.wire.switch_model.SwitchModel` with the integers
 the controller installed on that rail. :func:`float_accuracy` is float32 training on the
 same gradients (the accuracy the fixed-point run should come close to).
 """
@@ -23,10 +23,10 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from innet.host.wire import quantize as qz
+from innet.wire import quantize as qz
 from innet.host.training.model import Dataset, Mlp, Model, SoftmaxRegression, load_digits_dataset
 from innet.host.training.loop import TrainConfig, float_training, initial_params, minibatch
-from innet.host.wire import Mode
+from innet.wire import Mode
 
 I32 = npt.NDArray[np.int32]
 
@@ -111,7 +111,7 @@ def simulate(config: DigitsConfig, initial: I32, bounds: Sequence[tuple[int, int
              rail_jobs: Sequence[Any]) -> I32:
     """The run as the rail switches compute it (module docstring); ``rail_jobs[g]`` carries
     the integers installed on rail ``g`` (``lr``, ``lr_shift``, ``beta``, ``beta_shift``)."""
-    from innet.host.wire.switch_model import SwitchModel
+    from innet.wire.switch_model import SwitchModel
 
     data = load_digits_dataset(seed=config.seed)
     mode = Mode[config.mode.upper()]

@@ -12,7 +12,7 @@ state of the run, and a spare domain can take rank ``d`` over with no lost or re
    finds ``s`` and which chunks of step ``s`` are applied (:func:`resume_point`);
 2. the spare needs the parameters *before* step ``s`` to compute rank ``d``'s gradient; for
    an applied chunk the switch holds the parameters after it, and the momentum register
-   undoes the step exactly (:func:`innet.host.wire.switch_model.momentum_unstep`); sgd keeps
+   undoes the step exactly (:func:`innet.wire.switch_model.momentum_unstep`); sgd keeps
    nothing to undo it with, so failover needs a momentum job (sgd is momentum with beta 0);
 3. the controller points rank ``d``'s ``innet_workers`` entry and multicast replica on every
    rail at the spare's GPUs (same epoch, slot state kept);
@@ -38,7 +38,7 @@ from typing import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from innet.host.wire.switch_model import momentum_unstep, wrap32
+from innet.wire.switch_model import momentum_unstep, wrap32
 
 
 class FailoverError(RuntimeError):

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from innet.host.wire.shard import ShardPlan
+from innet.wire.shard import ShardPlan
 from innet.testbed.core.forwarding import forwarding
 from innet.testbed.core.topology import HostSpec, SwitchSpec, Topology, TopologyError
 

@@ -209,10 +209,10 @@ def _run(tb: RailTestbed, finals: dict[int, np.ndarray], initial: np.ndarray) ->
 
 
 def predict_training(tb: RailTestbed, run: TrainingRun, mode: str, steps: int) -> np.ndarray:
-    """The parameters :class:`innet.host.wire.switch_model.SwitchModel` gives for the gradients of
+    """The parameters :class:`innet.wire.switch_model.SwitchModel` gives for the gradients of
     :func:`training`'s ``run``, shard by shard with each rail's installed integers."""
-    from innet.host.wire import Mode
-    from innet.host.wire.switch_model import SwitchModel
+    from innet.wire import Mode
+    from innet.wire.switch_model import SwitchModel
     from innet.testbed.rail.grid import shard_bounds
     from innet.testbed.rail.worker import train_gradient
 

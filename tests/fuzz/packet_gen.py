@@ -17,7 +17,7 @@ import numpy as np
 from packet_harness import (INNET_JOBS, INNET_OWNERS, SWITCH_IP, SWITCH_MAC, InnetJob, owner_of, worker_ip, worker_mac,
                             worker_port, worker_udp)
 
-from innet.host import wire
+from innet import wire
 
 K = wire.DEFAULT_K
 FULL = wire.FRAME_OVERHEAD + wire.message_len(K)

@@ -5,7 +5,7 @@ workers, multicast groups, routes as the controller installs them).
 Properties: no exception (``Pipeline.process`` documents none), no hang, output ports
 0..510; for innet.p4 also the protocol's safety invariants (CONTRIB, REDUCE, BCAST) and
 bit-exactness against the numpy models (``testkit.fake_innet_switch`` over
-``innet.host.wire.switch_model`` for CONTRIB, ``innet.host.wire.dataplane_model`` for every message type). Every
+``innet.wire.switch_model`` for CONTRIB, ``innet.wire.dataplane_model`` for every message type). Every
 example is a sequence of packets from the state right after the control plane was
 applied; a failure prints the example's seed and writes a minimized STF reproducer.
 """
@@ -25,9 +25,9 @@ from packet_harness import (INNET_JOBS, INNET_OWNERS, INNET_P4, PROGRAMS, SWITCH
                             Problem, harness)
 from packet_harness import worker_ip, worker_mac, worker_port, worker_udp
 
-from innet.host.wire import dataplane_model as sm
-from innet.host import wire
-from innet.host.wire.quantize import OptimizerParams
+from innet.wire import dataplane_model as sm
+from innet import wire
+from innet.wire.quantize import OptimizerParams
 from testkit.fake_innet_switch import FakeInnetSwitch
 
 K = gen.K
@@ -194,7 +194,7 @@ class AgainstModel(Checker):
             raise Problem(f"reply differs from the numpy model for {msg!r}:\n  switch {got}\n  model  {want}")
 
 
-# ---------------------------------------------------------------- innet.p4 vs innet.host.wire.dataplane_model
+# ---------------------------------------------------------------- innet.p4 vs innet.wire.dataplane_model
 
 def _dataplane() -> sm.InnetDataplane:
     """The numpy dataplane model with the harness's control plane (packet_harness.innet_control)."""
@@ -218,7 +218,7 @@ def _dataplane() -> sm.InnetDataplane:
 
 
 class AgainstDataplaneModel(Checker):
-    """Each packet's outputs equal innet.host.wire.dataplane_model's: ports and innet payloads."""
+    """Each packet's outputs equal innet.wire.dataplane_model's: ports and innet payloads."""
 
     def start(self) -> None:
         self.model = _dataplane()
@@ -234,7 +234,7 @@ class AgainstDataplaneModel(Checker):
         want = sorted((port if d.rank is None else worker_port(d.rank), d.packet.payload())
                       for d in self.model.process(sm.InnetPacket.parse(frame.payload, K)))
         if got != want:
-            raise Problem(f"outputs differ from innet.host.wire.dataplane_model for {frame.payload[:24].hex()}:\n"
+            raise Problem(f"outputs differ from innet.wire.dataplane_model for {frame.payload[:24].hex()}:\n"
                           f"  switch {[(p, x.hex()) for p, x in got]}\n  model  {[(p, x.hex()) for p, x in want]}")
 
 

@@ -7,12 +7,12 @@ import threading
 import numpy as np
 import pytest
 
-from innet.host.wire import quantize as qz
+from innet.wire import quantize as qz
 from innet.host.agent.agent import Agent, AgentConfig
 from innet.host.training.model import SoftmaxRegression, load_digits_dataset
 from innet.host.agent.aggregator import AggregationError, Timing
 from innet.host.training.loop import TrainConfig, initial_params, simulate_training, train_workers
-from innet.host.wire import Mode
+from innet.wire import Mode
 from innet.switch.ports import LossSpec
 
 from testkit.innet_test_switch import InnetTestSwitch

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from innet.controller.switch import Switch, SwitchEndpoint
-from innet.host.wire import UDP_PORT, Endpoint, Message, MsgType, frame, pack, parse_frame, unpack
+from innet.wire import UDP_PORT, Endpoint, Message, MsgType, frame, pack, parse_frame, unpack
 
 ROOT = Path(__file__).parents[2]
 INNET = ROOT / "p4" / "innet.p4"

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from innet.host.wire.owners import OwnerRange
+from innet.wire.owners import OwnerRange
 from innet.host.agent.aggregator import AggregationError, Aggregator, Timing
 from innet.host.agent.transport import open_transport
 from innet.switch.ports import LossSpec
@@ -163,7 +163,7 @@ def test_agents_reduce_to_collect_broadcast_fetch(datapath: str) -> None:
     and a plain allreduce between them."""
     from dataclasses import replace
 
-    from innet.host.wire import quantize as qz
+    from innet.wire import quantize as qz
     from innet.host.agent.agent import Agent
 
     size = 1500  # chunks 0..23: both owners

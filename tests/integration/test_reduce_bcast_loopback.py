@@ -21,9 +21,9 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from innet.host import wire
+from innet import wire
 from innet.host.agent.agent import Agent, AgentConfig
-from innet.host.wire.owners import OwnerRange
+from innet.wire.owners import OwnerRange
 from innet.host.agent.aggregator import JobConfig, Timing
 from innet.host.agent.transport import TunnelTransportConfig
 

@@ -289,3 +289,24 @@ def test_loopback_asked_for_is_not_blamed_on_root_and_gets_the_usual_port(words:
 
     port = int(re.search(r"\(P4Runtime 127\.0\.0\.1:(\d+)\)", result.stdout).group(1))  # type: ignore[union-attr]
     assert port == 9559 or f"switch s1: P4Runtime port 9559 is taken; using {port}" in result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args, marker, saved_name, rows_key, done", [
+    (["bench", "agent", "-k", "64", "--values", str(1 << 20), "--rounds", "40"], "K=64, native datapath", "bench_agent.json",
+     "rows", [{"k": 64, "datapath": "python"}]),
+    (["bench", "pipeline", "--only", "basic_forward", "--only", "agg64", "--seconds", "3"], "agg64",
+     "bench_pipeline.json", "results", [{"workload": "basic_forward"}]),
+])
+def test_ctrl_c_in_a_named_bench_writes_the_points_done(args: list[str], marker: str, saved_name: str,
+                                                        rows_key: str, done: list[dict[str, object]],
+                                                        tmp_path: Path) -> None:
+    """Ctrl-C while the second point runs: the first point's row saved, marked partial; one line."""
+    rc, err = interrupt_when([*args, "--out", str(tmp_path)], marker)
+    saved = tmp_path / saved_name
+    assert (rc, err.strip().splitlines()) == (
+        130, [f"innet {' '.join(args[:2])}: interrupted; partial results in {saved} (marked \"partial\": true)"])
+    doc = json.loads(saved.read_text())
+    assert doc["partial"] is True
+    assert [{key: row[key] for key in want} for row, want in zip(doc[rows_key], done)] == done
+    assert len(doc[rows_key]) == len(done)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from innet.host.wire import k_for_mtu
+from innet.wire import k_for_mtu
 from innet.testbed.backends.bmv2 import BMV2_CPU_PORT
 from innet.testbed.core.testbed import P4_PROGRAM
 from innet.testbed.backends.mininet.clean import innet_interfaces

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("innet.switch", "innet.host", "innet.controller", "innet.testbed")
+PACKAGES = ("innet.wire", "innet.switch", "innet.host", "innet.controller", "innet.testbed")
 MODULES = ("innet.cli", "innet.conformance", "innet.argtypes", "innet.p4c_samples", "innet.p4c_errors", "innet.names", "innet.native_build",
            "innet.plans", "innet.polling", "innet.children", "innet.rss")
 

@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PARTS = ("switch", "controller", "host", "testbed", "p4")
+PARTS = ("wire", "switch", "controller", "host", "testbed", "p4")
 
 ALLOWED = {
     # The front-end IR (switch/frontend/ir.py) names its nodes after the P4 constructs,

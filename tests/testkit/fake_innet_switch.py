@@ -4,7 +4,7 @@ For unit tests of the host agent only; the real switch is ``p4/innet.p4`` on inn
 embedded target. ``FakeInnetSwitch`` holds per-job slot state (bitmap, count, two copies,
 accumulators), parameters and momentum, and answers CONTRIB messages with RESULT
 (multicast to the job, or unicast for a duplicate of a complete copy) or STATUS, with the
-arithmetic of ``innet.host.wire.switch_model``. Two adapters put it on a network:
+arithmetic of ``innet.wire.switch_model``. Two adapters put it on a network:
 
 - ``FakeUdpSwitch``: a UDP socket speaking innet messages as payloads (for
   ``UdpTransport``), learning each worker's address from its contributions;
@@ -24,12 +24,12 @@ from typing import Callable
 import numpy as np
 import numpy.typing as npt
 
-from innet.host.wire import switch_model as sim
-from innet.host.wire.dataplane_model import InnetDataplane, InnetPacket, JobEntry, OwnerEntry
-from innet.host.wire.owners import OwnerRange, owner_group, prefixes
-from innet.host import wire
-from innet.host.wire.quantize import OptimizerParams
-from innet.host.wire import Message, Mode, MsgType
+from innet.wire import switch_model as sim
+from innet.wire.dataplane_model import InnetDataplane, InnetPacket, JobEntry, OwnerEntry
+from innet.wire.owners import OwnerRange, owner_group, prefixes
+from innet import wire
+from innet.wire.quantize import OptimizerParams
+from innet.wire import Message, Mode, MsgType
 
 
 @dataclass
@@ -260,7 +260,7 @@ class FakeUdpSwitch:
 
 
 class DataplaneUdpSwitch(FakeUdpSwitch):
-    """TEST DOUBLE: ``innet.host.wire.dataplane_model.InnetDataplane`` (the switch's numpy model,
+    """TEST DOUBLE: ``innet.wire.dataplane_model.InnetDataplane`` (the switch's numpy model,
     REDUCE/BCAST and owners included) behind one UDP socket; multicast replicas go to the
     addresses members last sent from (a member not heard from yet misses them and is answered
     when it asks)."""

@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from innet.host import wire
+from innet import wire
 from innet.host.agent.agent import AgentConfig
-from innet.host.wire.owners import OwnerRange, owner_group, prefixes
+from innet.wire.owners import OwnerRange, owner_group, prefixes
 from innet.host.agent.aggregator import JobConfig, Timing
-from innet.host.wire.quantize import FixedPointFormat, OptimizerParams
+from innet.wire.quantize import FixedPointFormat, OptimizerParams
 from innet.host.agent.transport import TunnelTransportConfig
 from innet.switch.pipeline import KeySpec, Pipeline
 from innet.switch.ports import LossSpec, PortSet, UdpPort, UdpPortSpec

@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from innet.host.wire import quantize as qz
-from innet.host.wire import switch_model as sim
-from innet.host import wire
+from innet.wire import quantize as qz
+from innet.wire import switch_model as sim
+from innet import wire
 from innet.host.agent.agent import Agent, AgentConfig, AgentError
 from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
 from innet.host.agent.transport import TunnelTransportConfig, UdpTransportConfig

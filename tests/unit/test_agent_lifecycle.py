@@ -22,7 +22,7 @@ import pytest
 from innet.host.agent.agent import Agent, AgentConfig
 from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
 from innet.host.agent.transport import UdpTransportConfig
-from innet.host.wire import Message, MsgType
+from innet.wire import Message, MsgType
 from innet.testbed.core.processes import pid_alive
 
 from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch

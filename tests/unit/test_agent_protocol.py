@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from innet.host import wire
+from innet import wire
 from innet.host.agent.aggregator import AggregationError, Aggregator, JobConfig, StaleEpochError, Timing
 from innet.host.agent.transport import UdpTransport, UdpTransportConfig
 

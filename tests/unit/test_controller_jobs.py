@@ -17,10 +17,10 @@ from innet.controller.errors import JobError, SchemaError
 from innet.controller.jobs import Forwarding, InnetLayout, JobSpec, OwnerInfo, OwnerSpec, WorkerSpec
 from innet.controller.pipeline import PipelineConfig
 from innet.controller.schema import P4Schema, to_signed
-from innet.host.wire.shard import ShardPlan
+from innet.wire.shard import ShardPlan
 from innet.controller.switch import SwitchEndpoint
-from innet.host.wire.owners import OwnerRange
-from innet.host.wire.quantize import optimizer_params
+from innet.wire.owners import OwnerRange
+from innet.wire.quantize import optimizer_params
 from innet.switch.p4runtime.embedded_target import InnetTarget
 from innet.switch.server import SwitchOptions, SwitchServer
 

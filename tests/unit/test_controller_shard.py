@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from innet.host.wire.shard import Shard, ShardPlan, ShardPlanError
+from innet.wire.shard import Shard, ShardPlan, ShardPlanError
 
 
 def test_even_split_gives_remainder_to_first_switches():

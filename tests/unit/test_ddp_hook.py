@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from innet.host.wire import quantize as qz
+from innet.wire import quantize as qz
 from innet.host.agent.agent import Agent, AgentConfig
 from innet.host.agent.aggregator import JobConfig
 from innet.host.agent.transport import UdpTransportConfig

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from innet.host import wire
+from innet import wire
 from innet.host.agent.aggregator import JobConfig, lane_order, plan_owner_op
-from innet.host.wire.owners import OwnerRange
+from innet.wire.owners import OwnerRange
 
 
 def _reference(job: JobConfig, positions: dict[int, int], chunks: int, first: int, worker: bool):

@@ -16,15 +16,15 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from innet.host.wire import quantize as qz
-from innet.host import wire
+from innet.wire import quantize as qz
+from innet import wire
 from innet.host.agent.native import datapath as dp
 from innet.host.agent.native.aggregator import NativeAggregator
 from innet.host.agent.aggregator import AggregationError, Aggregator, JobConfig, StaleEpochError, Timing
 from innet.host.agent.transport import (FrameTunnelTransport, TunnelTransportConfig, UdpTransport,
                                   UdpTransportConfig)
 from innet.native_build import NativeBuildError
-from innet.host.wire.owners import OwnerRange
+from innet.wire.owners import OwnerRange
 from testkit.fake_innet_switch import DataplaneUdpSwitch, FakeInnetSwitch, FakeUdpSwitch
 from testkit.rank_sums import rank_vectors, run_ranks, wrapped_sum
 

@@ -1,4 +1,4 @@
-"""innet.host.wire.quantize: sum scale without overflow, saturation, hyperparameter integers."""
+"""innet.wire.quantize: sum scale without overflow, saturation, hyperparameter integers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from innet.host.wire import quantize as qz
+from innet.wire import quantize as qz
 
 
 @pytest.mark.parametrize("bound", [1.0, 0.3, 3.0, 1e-6, 12345.678, 2.0 ** 20])

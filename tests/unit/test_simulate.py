@@ -1,11 +1,11 @@
-"""innet.host.wire.switch_model against hand-computed fixed-point steps."""
+"""innet.wire.switch_model against hand-computed fixed-point steps."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from innet.host.wire import switch_model as sim
-from innet.host.wire import Mode
+from innet.wire import switch_model as sim
+from innet.wire import Mode
 
 
 def test_wrap32() -> None:

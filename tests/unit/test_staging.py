@@ -147,7 +147,7 @@ def test_ddp_hook_staged_and_unstaged_ranks_agree(device: str) -> None:
     quantization bound of the mean."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from innet.host.wire import quantize as qz
+    from innet.wire import quantize as qz
     from innet.host.agent.agent import Agent, AgentConfig
     from innet.host.agent.aggregator import JobConfig
     from innet.host.pytorch import InnetHookState, innet_allreduce_hook

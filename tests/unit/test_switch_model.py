@@ -1,4 +1,4 @@
-"""innet.host.wire.dataplane_model against p4/innet.p4 on innet's executor: the same packets through
+"""innet.wire.dataplane_model against p4/innet.p4 on innet's executor: the same packets through
 both, every output (port, addresses, lengths, innet header and values) and every register
 and counter equal. Two packet sources: members following the protocol in lanes (plain
 CONTRIB, REDUCE and BCAST copies, with loss, duplicates, retransmissions and new worker
@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from innet.host.wire import dataplane_model as sm
-from innet.host.wire import Flag, Mode, MsgType
+from innet.wire import dataplane_model as sm
+from innet.wire import Flag, Mode, MsgType
 from innet.switch.frontend import compile_file, ir
 from innet.switch.pipeline import KeySpec, Pipeline
 

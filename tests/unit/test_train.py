@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from innet.host.wire import quantize as qz
+from innet.wire import quantize as qz
 from innet.host.agent.agent import AgentConfig
 from innet.host.training.model import SoftmaxRegression, digits_arrays, load_digits_dataset
 from innet.host.agent.aggregator import JobConfig
 from innet.host.training.loop import (TrainConfig, float_training, initial_params, minibatch,
                               simulate_training, train_workers)
 from innet.host.agent.transport import UdpTransportConfig
-from innet.host.wire import Mode
+from innet.wire import Mode
 
 from testkit.fake_innet_switch import FakeInnetSwitch, FakeUdpSwitch
 

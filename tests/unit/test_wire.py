@@ -1,4 +1,4 @@
-"""innet.host.wire: build-to-exact-bytes, round trips, framing, scapy dissection."""
+"""innet.wire: build-to-exact-bytes, round trips, framing, scapy dissection."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from innet.host import wire
-from innet.host.wire import Flag, Message, MsgType
+from innet import wire
+from innet.wire import Flag, Message, MsgType
 
 
 def test_constants_match_protocol_document() -> None:
@@ -124,7 +124,7 @@ def test_scapy_dissects_full_frame() -> None:
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
 
-    from innet.host.wire.scapy_layer import InnetAgg
+    from innet.wire.scapy_layer import InnetAgg
 
     values = np.array([3, -4, 1 << 30], np.int32)
     msg = Message(MsgType.RESULT, job=9, worker=2, slot=5, chunk=77, flags=Flag.VER,

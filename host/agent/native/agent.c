@@ -1,6 +1,6 @@
 /*
  * innet host agent fast path: the C twin of innet.host.quantize (quantize, dequantize),
- * innet.host.wire (pack, Ethernet/IPv4/UDP framing), innet.host.rto (RFC 6298) and
+ * innet.wire (pack, Ethernet/IPv4/UDP framing), innet.host.rto (RFC 6298) and
  * innet.host.protocol (the slot-window send/receive loop with retransmission).
  *
  * The Python modules are the reference: every decision here mirrors one there, in the same
@@ -81,7 +81,7 @@ void innet_dequantize(const int32_t *q, int64_t n, int frac_bits, float *out)
         out[i] = (float)((double)q[i] * scale);
 }
 
-/* ---- wire (innet.host.wire) -------------------------------------------------------------- */
+/* ---- wire (innet.wire) -------------------------------------------------------------- */
 
 enum { HEADER_LEN = 24, FRAME_OVERHEAD = 42 };
 enum { MSG_CONTRIB = 1, MSG_RESULT = 2, MSG_STATUS = 3, MSG_STALE = 4, MSG_REDUCE = 5, MSG_BCAST = 6 };

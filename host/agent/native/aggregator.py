@@ -24,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 import numpy.typing as npt
 
-from innet.host import wire
+from innet import wire
 from innet.host.agent.native import agentlib
 from innet.native_build import NativeLibrary
 from innet.host.agent.aggregator import (AggregationError, AggregatorStats, JobConfig, LanePlan, StaleEpochError,

@@ -16,7 +16,7 @@ from typing import Any, Callable, Literal, TextIO
 import numpy as np
 import numpy.typing as npt
 
-from innet.host.wire import quantize as qz
+from innet.wire import quantize as qz
 from innet.native_build import NativeBuildError, NativeLibrary
 from innet.host.agent.aggregator import Aggregator, JobConfig, Timing
 from innet.host.agent.transport import Transport
@@ -66,7 +66,7 @@ class Codec:
     def quantize(self, x: npt.NDArray[np.float32], frac_bits: int, limit: int,
                  bound: float = 0.0, what: str = "values",
                  out: npt.NDArray[np.int32] | None = None) -> qz.Quantized:
-        """``innet.host.wire.quantize.quantize`` of float32 ``x`` after clipping ``|x| > bound``
+        """``innet.wire.quantize.quantize`` of float32 ``x`` after clipping ``|x| > bound``
         (bound > 0), both clips counted; raises QuantizeError for NaN/inf. ``out`` (contiguous
         int32 of ``x``'s size): where the values go, returned as ``Quantized.values``."""
         _check_out(out, np.size(x), what)
@@ -95,7 +95,7 @@ class Codec:
 
     def quantize_sum(self, x: npt.NDArray[np.float32], bound: float,
                      num_workers: int, out: npt.NDArray[np.int32] | None = None) -> tuple[qz.Quantized, int]:
-        """``innet.host.wire.quantize.quantize_sum`` (into ``out``, as ``quantize``)."""
+        """``innet.wire.quantize.quantize_sum`` (into ``out``, as ``quantize``)."""
         if self.lib is None:
             _check_out(out, np.size(x), "allreduce input")
             q, f = qz.quantize_sum(x, bound, num_workers)
@@ -113,7 +113,7 @@ class Codec:
                              what="gradients", out=out)
 
     def dequantize(self, q: npt.ArrayLike, frac_bits: int) -> npt.NDArray[np.float32]:
-        """``innet.host.wire.quantize.dequantize``."""
+        """``innet.wire.quantize.dequantize``."""
         if self.lib is None:
             return qz.dequantize(q, frac_bits)
         ffi, lib = self.lib.ffi, self.lib.lib

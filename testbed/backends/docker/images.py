@@ -27,7 +27,7 @@ LABEL = "org.innet.component"
 KEY_LABEL = "org.innet.key"
 CA_FILE = Path("docker") / "certs" / "pip-ca.crt"
 HASHED = ("Dockerfile", ".dockerignore", "constraints.txt", "pyproject.toml", "setup.py")
-SOURCE_DIRS = ("switch", "controller", "host", "testbed", "p4")
+SOURCE_DIRS = ("wire", "switch", "controller", "host", "testbed", "p4")
 
 
 class ImageError(RuntimeError):

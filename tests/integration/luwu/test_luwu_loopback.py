@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("torch", reason="torch (optional dependency) is not installed")
 
-from innet.host.wire import quantize as qz  # noqa: E402
+from innet.wire import quantize as qz  # noqa: E402
 from innet.testbed.backends.select import open_testbed  # noqa: E402
 from innet.testbed.core.testbed import Testbed, TestbedError  # noqa: E402
 from innet.testbed.luwu.hook_check import compare_gradients  # noqa: E402

@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("torch", reason="torch (optional dependency) is not installed")
 
-from innet.host.wire import ETH, IP_OVERHEAD, message_len  # noqa: E402
+from innet.wire import ETH, IP_OVERHEAD, message_len  # noqa: E402
 from innet.testbed.backends.bmv2 import LUWU_K  # noqa: E402
 from innet.testbed.backends.mininet.clean import innet_interfaces  # noqa: E402
 from innet.testbed.backends.select import open_testbed  # noqa: E402

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("torch", reason="torch (optional dependency) is not installed")
 
-from innet.host.wire import quantize as qz  # noqa: E402
+from innet.wire import quantize as qz  # noqa: E402
 from innet.testbed.core.testbed import TestbedOptions  # noqa: E402
 from innet.testbed.luwu.hook_check import compare_gradients  # noqa: E402
 from innet.testbed.luwu.run import RunConfig, luwu_star, run_training  # noqa: E402

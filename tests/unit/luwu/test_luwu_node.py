@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from innet.host.wire import quantize as qz
+from innet.wire import quantize as qz
 from innet.host.luwu.plan import LuwuPlan, LuwuPlanError, pull_order, schedule
 from innet.host.luwu.worker import LuwuWorker, OptimizerNodeError
 from innet.host.luwu.ooc_adam import AdamConfig, AdamState

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from innet.host.wire import Flag, Mode, MsgType
-from innet.host.wire.dataplane_model import InnetDataplane, InnetPacket, JobEntry
-from innet.host.wire.switch_model import momentum_step, momentum_unstep
+from innet.wire import Flag, Mode, MsgType
+from innet.wire.dataplane_model import InnetDataplane, InnetPacket, JobEntry
+from innet.wire.switch_model import momentum_step, momentum_unstep
 from innet.testbed.rail.failover import FailoverError, RailState, params_before, resume_point
 
 K = 4

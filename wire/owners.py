@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from innet.host import wire
+from innet import wire
 
 OWNER_GROUP_BASE = 0x4000
 """Multicast groups of owners are ``OWNER_GROUP_BASE | job << 5 | rank`` (a job's own group

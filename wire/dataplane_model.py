@@ -9,7 +9,7 @@ the replicas that only acknowledge). It follows the P4 statement by statement, w
 wrap-arounds included (register accesses outside a register read 0 and write nothing, as on
 BMv2), so tests can run the P4 program and this model on the same packets and compare every
 output and register (tests/unit/test_switch_model.py). The arithmetic of the modes is
-:mod:`innet.host.wire.switch_model`'s.
+:mod:`innet.wire.switch_model`'s.
 
 Packets are :class:`InnetPacket`: the innet header and all K values (None when the frame
 carries none: ``HDRONLY``, or cut short). IPv4/UDP framing and ARP are not modelled.
@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
-from innet.host.wire import switch_model as sim
-from innet.host import wire
-from innet.host.wire import Flag, Mode, MsgType
+from innet.wire import switch_model as sim
+from innet import wire
+from innet.wire import Flag, Mode, MsgType
 
 MASK32 = 0xFFFFFFFF
 COUNTERS = ("contributions", "completions", "duplicates", "drops", "stale")

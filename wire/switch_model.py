@@ -3,7 +3,7 @@
 All state is int32 with wrapping; products are int64 (``lr`` and ``g`` sign-extended) and
 ``>>`` is arithmetic (floor). Used by tests and training runs to predict the switch's final
 parameters exactly. The whole dataplane, packet by packet (slots, duplicates, REDUCE/BCAST,
-epochs), is modelled in :mod:`innet.host.wire.dataplane_model` with this arithmetic.
+epochs), is modelled in :mod:`innet.wire.dataplane_model` with this arithmetic.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from innet.host.wire import Mode
+from innet.wire import Mode
 
 I32 = npt.NDArray[np.int32]
 

@@ -11,7 +11,7 @@ Ethernet/IPv4/UDP with UDP port ``UDP_PORT`` on the switch side.
     assert unpack(data, k=64) == msg
 
 Ethernet/IPv4/UDP framing for transports that build whole frames is in ``frame``/
-``parse_frame``. No side effects at import (the scapy layer is ``innet.host.wire.scapy_layer``).
+``parse_frame``. No side effects at import (the scapy layer is ``innet.wire.scapy_layer``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Scapy dissection of innet messages: importing this module binds ``InnetAgg`` to UDP 18766.
 
-    from innet.host.wire import scapy_layer   # binds the layer (scapy's convention)
+    from innet.wire import scapy_layer   # binds the layer (scapy's convention)
     pkt = Ether(frame_bytes)
     pkt[scapy_layer.InnetAgg].chunk
 
 The values follow the header as ``Raw`` payload of K*4 bytes (none with ``HDRONLY``);
-``InnetAgg.values()`` decodes the ``count`` valid ones. Field names and widths are those of ``innet.host.wire``.
+``InnetAgg.values()`` decodes the ``count`` valid ones. Field names and widths are those of ``innet.wire``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from scapy.fields import ByteEnumField, FlagsField, IntField, ShortField, XIntFi
 from scapy.layers.inet import UDP
 from scapy.packet import Packet, bind_layers
 
-from innet.host import wire
+from innet import wire
 
 
 class InnetAgg(Packet):
