@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from innet.argtypes import console as new_console
 from innet.argtypes import (EXIT_USAGE, STF_EXECUTOR, CommandParser, add_executor, add_values_per_packet,
-                            command_parsers, given_options, input_file, int_range, prepare_out, run_command)
+                            command_parsers, given_options, input_file, int_range, interrupted, prepare_out,
+                            run_command)
 from innet.conformance import SuiteReport, default_suites, run_suites, stf_files
 from innet.testbed.cli.commands import add_commands as add_testbed_commands
 from innet.testbed.cli.cluster import add_commands as add_cluster_commands
@@ -48,7 +49,9 @@ def _print_report(report: SuiteReport, verbose: bool) -> None:
                 console.print(("[green]PASS[/] " if r.passed else "[red]FAIL[/] ") + r.name, markup=True)
                 if not r.passed:
                     console.print(r.message, markup=False, highlight=False)
-    console.print(f"{report.passed} passed, {report.failed} failed")
+    ran = report.passed + report.failed
+    console.print(f"{report.passed} passed, {report.failed} failed"
+                  + (f" ({ran} of {report.planned} tests ran before Ctrl-C)" if report.interrupted else ""))
 
 
 def _cmd_p4c_samples(directory: Path, executor: str) -> int:
@@ -95,14 +98,20 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
     if args.p4c_samples is not None:
         return _cmd_p4c_samples(Path(args.p4c_samples), args.executor)
     dirs = [Path(d) for d in args.dirs] if args.dirs else default_suites()
+    count = 0
     for d in dirs:
+        found = len(stf_files(d)) if d.is_dir() else 0
         problem = ("is not a directory" if d.exists() and not d.is_dir() else "no such directory" if not d.is_dir()
-                   else "holds no STF tests (NAME.stf beside NAME.p4)" if not stf_files(d) else None)
+                   else "holds no STF tests (NAME.stf beside NAME.p4)" if not found else None)
         if problem:
             print(f"innet conformance: error: suite {str(d)!r}: {problem}", file=sys.stderr)
             return 2
+        count += found
+    print(f"running {count} STF tests on the {args.executor} executor", flush=True)
     report = run_suites(dirs, args.executor)
     _print_report(report, args.verbose)
+    if report.interrupted:
+        return interrupted("innet conformance")
     return 0 if report.failed == 0 else 1
 
 

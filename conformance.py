@@ -49,6 +49,9 @@ class SuiteResult:
 @dataclass
 class SuiteReport:
     suites: list[SuiteResult]
+    planned: int = 0
+    """STF files found; more than ran when Ctrl-C stopped the run (``interrupted``)."""
+    interrupted: bool = False
 
     @property
     def passed(self) -> int:
@@ -88,18 +91,25 @@ def run_file(stf: Path, suite: Path, executor: str = "python") -> TestResult:
 
 
 def run_suites(directories: list[Path], executor: str = "python") -> SuiteReport:
-    from rich.progress import Progress
+    """Every STF file of ``directories`` under a progress bar (a terminal only). Ctrl-C stops
+    the run: the report of the files that ran, ``interrupted`` set."""
+    from innet.argtypes import Reporter, console
 
-    suites = []
+    suites: list[SuiteResult] = []
     files = [(d, f) for d in directories for f in stf_files(d)]
-    with Progress(transient=True) as progress:
-        task = progress.add_task("STF tests", total=len(files))
-        for d in directories:
-            suite = SuiteResult(d)
-            start = time.perf_counter()
-            for f in stf_files(d):
-                suite.results.append(run_file(f, d, executor))
-                progress.advance(task)
-            suite.seconds = time.perf_counter() - start
-            suites.append(suite)
-    return SuiteReport(suites)
+    report = SuiteReport(suites, planned=len(files))
+    with Reporter(console(), "STF tests", total=len(files)) as progress:
+        try:
+            for d in directories:
+                suite = SuiteResult(d)
+                suites.append(suite)
+                start = time.perf_counter()
+                try:
+                    for f in (f for sd, f in files if sd == d):
+                        suite.results.append(run_file(f, d, executor))
+                        progress.advance()
+                finally:
+                    suite.seconds = time.perf_counter() - start
+        except KeyboardInterrupt:
+            report.interrupted = True
+    return report

@@ -310,3 +310,30 @@ def test_ctrl_c_in_a_named_bench_writes_the_points_done(args: list[str], marker:
     assert doc["partial"] is True
     assert [{key: row[key] for key in want} for row, want in zip(doc[rows_key], done)] == done
     assert len(doc[rows_key]) == len(done)
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_conformance_summarises_what_ran() -> None:
+    """Ctrl-C a few seconds into the STF suites: the table and counts of the tests that ran, one line, 130."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([str(BIN / "innet"), "conformance"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("running ") and first.endswith(" STF tests on the python executor\n"), first
+        planned = int(first.split()[1])
+        time.sleep(3.0)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert (proc.returncode, err.strip().splitlines()) == (130, ["innet conformance: interrupted"])
+    summary = out.strip().splitlines()[-1]
+    passed, failed, ran = (int(summary.split()[i].lstrip("(")) for i in (0, 2, 4))
+    assert summary.endswith(f"({ran} of {planned} tests ran before Ctrl-C)")
+    assert 0 < ran < planned and passed + failed == ran
