@@ -35,7 +35,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from innet.argtypes import Reporter, add_backend, add_out, add_workers, console, int_list, positive_float
+from innet.argtypes import (Reporter, add_backend, add_out, add_workers, console, int_list, interrupted_partial,
+                            positive_float)
 from innet.polling import PollTimeout, poll_until
 from innet.rss import rss_bytes
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
@@ -148,7 +149,20 @@ def _restart_round(tb: Testbed, config: SoakConfig, index: int) -> tuple[int, bo
 
 
 def run(config: SoakConfig, progress: Any = print) -> dict[str, Any]:
+    """Rounds until ``config.minutes`` are up; Ctrl-C ends the soak early: the testbed torn
+    down, the rounds so far kept, ``"partial": True``."""
     rounds: list[Round] = []
+    try:
+        _soak(config, progress, rounds)
+    except KeyboardInterrupt:
+        partial = True
+    else:
+        partial = False
+    return {"config": {**asdict(config), "out": str(config.out)}, "rounds": [asdict(r) for r in rounds],
+            "summary": summarize(rounds), "partial": partial}
+
+
+def _soak(config: SoakConfig, progress: Any, rounds: list[Round]) -> None:
     with open_testbed(config) as tb:
         tb.job = tb.job or tb.create_job()
         switch_pid = tb.switch_pid()
@@ -168,8 +182,6 @@ def run(config: SoakConfig, progress: Any = print) -> dict[str, Any]:
             progress(f"round {index} {r.kind}: {ops} ops, exact={ok}, retransmitted={resent}, "
                      f"switch RSS {r.switch_rss_kb} KiB, {r.seconds:.1f} s{' ' + note if note else ''}")
             index += 1
-    return {"config": {**asdict(config), "out": str(config.out)}, "rounds": [asdict(r) for r in rounds],
-            "summary": summarize(rounds)}
 
 
 def summarize(rounds: Sequence[Round]) -> dict[str, Any]:
@@ -235,5 +247,7 @@ def command(args: argparse.Namespace) -> int:
         return 2
     path = save(doc, config.out)
     print(json.dumps(doc["summary"]))
+    if doc["partial"]:
+        return interrupted_partial("innet bench soak", path)
     print(f"innet bench soak: wrote {path}")
     return 0 if not doc["summary"]["inexact_rounds"] else 1

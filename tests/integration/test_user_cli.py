@@ -337,3 +337,16 @@ def test_ctrl_c_in_conformance_summarises_what_ran() -> None:
     passed, failed, ran = (int(summary.split()[i].lstrip("(")) for i in (0, 2, 4))
     assert summary.endswith(f"({ran} of {planned} tests ran before Ctrl-C)")
     assert 0 < ran < planned and passed + failed == ran
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_bench_soak_writes_the_rounds_done(tmp_path: Path) -> None:
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the testbed's state directory lives under it
+    rc, err = interrupt_when(["bench", "soak", "--backend", "loopback", "--workers", "2", "--minutes", "5",
+                              "--out", str(tmp_path / "out")], "round 1 ", env)
+    (saved,) = (tmp_path / "out").glob("soak-*.json")
+    assert (rc, err.strip().splitlines()) == (
+        130, [f"innet bench soak: interrupted; partial results in {saved} (marked \"partial\": true)"])
+    doc = json.loads(saved.read_text())
+    assert doc["partial"] is True and [r["index"] for r in doc["rounds"]][:2] == [0, 1]
+    assert not any((tmp_path / f"innet-testbed-{os.getuid()}").glob("*/owner"))  # torn down
