@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from innet.argtypes import add_out
+from innet.argtypes import add_out, interrupted_partial, measure_each
 from innet.rss import peak_rss_bytes
 
 MODULE = __name__
@@ -218,7 +218,9 @@ def command(args: argparse.Namespace) -> int:
     budget = int(args.rss_budget_mib * 2**20)
     work = Path(tempfile.mkdtemp(prefix="innet-bench-node-", dir=args.dir))
     try:
-        rows = [measure(args.params, o, args.steps, args.pieces, args.block, args.threads, work) for o in optimizers]
+        rows, partial = measure_each("bench luwu-node", optimizers,
+                                     lambda o: measure(args.params, o, args.steps, args.pieces, args.block,
+                                                       args.threads, work), name=lambda o: f"{o}: node and torch")
     except (RuntimeError, subprocess.TimeoutExpired) as error:
         print(f"bench luwu-node: {error}", file=sys.stderr)
         return 1
@@ -229,14 +231,16 @@ def command(args: argparse.Namespace) -> int:
     over = [r["optimizer"] for r in rows if r["node"]["peak_rss_bytes"] > budget]
     doc = {"benchmark": "luwu-node", "machine": machine, "state_dir_filesystem": str(args.dir or tempfile.gettempdir()),
            "rss_budget_bytes": budget, "target_ratio": TARGET_RATIO, "threads": args.threads, "block": args.block,
-           "pieces": args.pieces, "steps": args.steps, "rows": rows, "over_budget": over}
+           "pieces": args.pieces, "steps": args.steps, "rows": rows, "over_budget": over, "partial": partial}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "bench_luwu_node.json"
     path.write_text(json.dumps(doc, indent=2))
     caption = (f"{args.params / 1e6:g} M params, {machine['cpu']}, {machine['cores']} cores, "
                f"load {machine['load_average']}")
     png = args.out / "bench_luwu_node.png"
-    print(f"wrote {path}" + (f" and {png}" if _plot(rows, png, caption) else ""))
+    print(f"wrote {path}" + (f" and {png}" if rows and _plot(rows, png, caption) else ""))
+    if partial:
+        return interrupted_partial("innet bench luwu-node", path)
     if over:
         print(f"bench luwu-node: node peak RSS over the {args.rss_budget_mib:g} MiB budget for {', '.join(over)}",
               file=sys.stderr)

@@ -297,11 +297,15 @@ def test_loopback_asked_for_is_not_blamed_on_root_and_gets_the_usual_port(words:
      "rows", [{"k": 64, "datapath": "python"}]),
     (["bench", "pipeline", "--only", "basic_forward", "--only", "agg64", "--seconds", "3"], "agg64",
      "bench_pipeline.json", "results", [{"workload": "basic_forward"}]),
+    (["bench", "luwu-node", "--params", str(4 << 20), "--steps", "5"], "adamw: node and torch",
+     "bench_luwu_node.json", "rows", [{"optimizer": "adam"}]),
 ])
 def test_ctrl_c_in_a_named_bench_writes_the_points_done(args: list[str], marker: str, saved_name: str,
                                                         rows_key: str, done: list[dict[str, object]],
                                                         tmp_path: Path) -> None:
     """Ctrl-C while the second point runs: the first point's row saved, marked partial; one line."""
+    if args[1] == "luwu-node":
+        pytest.importorskip("torch", reason="torch (the optimizer node's reference) is not installed")
     rc, err = interrupt_when([*args, "--out", str(tmp_path)], marker)
     saved = tmp_path / saved_name
     assert (rc, err.strip().splitlines()) == (
