@@ -36,12 +36,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import psutil
 
 from innet.children import die_with_parent, end_popen
-from innet.argtypes import add_out, int_range, positive_float
+from innet.argtypes import Reporter, add_out, console, int_range, interrupted_partial, positive_float
 from innet.testbed.core.paths import REPO
 from innet.testbed.core.processes import cpu_seconds
 from innet.testbed.core.machine import describe as machine
@@ -111,7 +111,10 @@ def route(schema: P4Schema, dst: int, prefix_len: int) -> p4r.Update:
 # -- 1. P4Runtime writes -----------------------------------------------------------------
 
 
-def bench_writes(rounds: int, max_seconds: float, entries: int = 1000) -> list[dict[str, Any]]:
+def bench_writes(rounds: int, max_seconds: float, entries: int = 1000, rows: list[dict[str, Any]] | None = None,
+                 progress: Callable[[str], None] = lambda _: None) -> list[dict[str, Any]]:
+    """Insert+delete rounds per batch size; each batch size's rows appended to ``rows`` (kept
+    by the caller when Ctrl-C stops the run) as it ends."""
     from finsy.proto import p4r
 
     from innet.controller.client import P4RuntimeClient
@@ -121,10 +124,11 @@ def bench_writes(rounds: int, max_seconds: float, entries: int = 1000) -> list[d
     schema = P4Schema(p4info)
     inserts = [route(schema, (10 << 24) | i, 32) for i in range(entries)]
     deletes = [p4r.Update(type=p4r.Update.DELETE, entity=u.entity) for u in inserts]
-    rows = []
+    rows = [] if rows is None else rows
     with switch_process("--no-p4") as (_, address), P4RuntimeClient(address) as client:
         client.set_pipeline(p4info, config)
         for batch in (1, entries):
+            progress(f"Write, batches of {batch}")
             spent = {"INSERT": 0.0, "DELETE": 0.0}
             done = 0
             start = time.monotonic()
@@ -260,7 +264,9 @@ def _one_run(pid: int, frames: list[bytes], count: int, seconds: float, rate: fl
             "switch_cpu_util": round(cpu / max(sent["seconds"], 1e-9), 2)}
 
 
-def bench_packets(rates: list[float], frames: int, seconds: float, size: int) -> list[dict[str, Any]]:
+def bench_packets(rates: list[float], frames: int, seconds: float, size: int, rows: list[dict[str, Any]] | None = None,
+                  progress: Callable[[str], None] = lambda _: None) -> list[dict[str, Any]]:
+    """One run per offered rate; each row appended to ``rows`` as it ends (see bench_writes)."""
     from innet.controller.client import P4RuntimeClient
     from innet.controller.schema import P4Schema
 
@@ -268,7 +274,7 @@ def bench_packets(rates: list[float], frames: int, seconds: float, size: int) ->
         raise RuntimeError("the packet benchmark needs root (namespaces, veths, AF_PACKET)")
     p4info, config = compile_program()
     schema = P4Schema(p4info)
-    rows = []
+    rows = [] if rows is None else rows
     with veth_pair_namespaces(), \
             switch_process("--no-p4", "-i", f"1@{IF_S1}", "-i", f"2@{IF_S2}",
                            cpus=split[0] if (split := cpu_split()) else None) as (proc, address):
@@ -277,6 +283,7 @@ def bench_packets(rates: list[float], frames: int, seconds: float, size: int) ->
             client.write([route(schema, 0x0A000200, 24)])
         built = _frames(64, size)
         for rate in rates:
+            progress(f"packets, {'as fast as the sender goes' if rate == 0 else f'{rate:g} pkt/s offered'}")
             count = frames if rate == 0 else min(frames, int(rate * seconds))
             rows.append({"frame_bytes": len(built[0]), **_one_run(proc.pid, built, count, seconds, rate)})
     return rows
@@ -343,14 +350,24 @@ def command(args: argparse.Namespace) -> int:
                      "pinning": (f"switch on CPU {sorted(split[0])}, sender/receiver on {sorted(split[1])}"
                                  if (split := cpu_split()) else "none (one CPU)")},
     }
-    result["writes"] = bench_writes(args.write_rounds, args.max_seconds)
+    rates = [] if args.skip_packets else [float(r) for r in args.rates.split(",") if r]
+    result["writes"], result["partial"] = [], False
     if not args.skip_packets:
-        rates = [float(r) for r in args.rates.split(",") if r]
-        result["packets"] = bench_packets(rates, args.frames, args.seconds, args.size)
+        result["packets"] = []
+    # the bar counts the points started (each message starts one)
+    with Reporter(console(), "bench p4runtime", total=2 + len(rates), counts=lambda _: True, markup=False) as report:
+        try:
+            bench_writes(args.write_rounds, args.max_seconds, rows=result["writes"], progress=report)
+            if not args.skip_packets:
+                bench_packets(rates, args.frames, args.seconds, args.size, rows=result["packets"], progress=report)
+        except KeyboardInterrupt:
+            result["partial"] = True
     result["machine"]["loadavg_at_end"] = os.getloadavg()
     print_tables(result)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "bench_p4runtime.json"
     path.write_text(json.dumps(result, indent=2))
+    if result["partial"]:
+        return interrupted_partial("innet bench p4runtime", path)
     print(f"saved {path}")
     return 0

@@ -354,3 +354,17 @@ def test_ctrl_c_in_bench_soak_writes_the_rounds_done(tmp_path: Path) -> None:
     doc = json.loads(saved.read_text())
     assert doc["partial"] is True and [r["index"] for r in doc["rounds"]][:2] == [0, 1]
     assert not any((tmp_path / f"innet-testbed-{os.getuid()}").glob("*/owner"))  # torn down
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="the packet runs of bench p4runtime need root (namespaces, veths)")
+def test_ctrl_c_in_bench_p4runtime_writes_the_runs_done(tmp_path: Path) -> None:
+    """Ctrl-C during the second packet run: the Write rows and the first run kept, marked partial."""
+    rc, err = interrupt_when(["bench", "p4runtime", "--write-rounds", "1", "--max-seconds", "1", "--rates",
+                              "0,10000", "--seconds", "20", "--out", str(tmp_path)], "packets, 10000 pkt/s")
+    saved = tmp_path / "bench_p4runtime.json"
+    assert (rc, err.strip().splitlines()) == (
+        130, [f"innet bench p4runtime: interrupted; partial results in {saved} (marked \"partial\": true)"])
+    doc = json.loads(saved.read_text())
+    assert doc["partial"] is True and [r["batch"] for r in doc["writes"]] == [1, 1, 1000, 1000]
+    assert [r["offered_pkt_per_s"] for r in doc["packets"]] == ["max"]  # rate 0: as fast as it goes
