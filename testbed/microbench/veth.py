@@ -50,7 +50,7 @@ from innet.polling import PollTimeout, poll_until
 from innet.children import end_popen
 from innet.testbed.core.machine import describe
 from innet.argtypes import console as new_console
-from innet.argtypes import Reporter, add_out, add_switch_impl, positive_float
+from innet.argtypes import Reporter, add_out, add_switch_impl, interrupted_partial, positive_float
 from innet.testbed.core.paths import REPO
 from innet.testbed.core.veth import VethError, VethPair
 from innet.testbed.backends.bmv2 import Bmv2Missing, find_tools
@@ -298,7 +298,7 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
     needed when ``config.switch_impls`` has bmv2; ``absent``: implementations asked for but
     not installed, (name: why), recorded in the document."""
     from innet.native_build import NativeBuildError
-    from innet.testbed.microbench.native import tool, write_frames
+    from innet.testbed.microbench.native import tool
 
     if "bmv2" in config.switch_impls and bmv2 is None:
         raise BenchError("switch_impls has bmv2 but no BMv2 tools were given (find_tools)")
@@ -307,29 +307,16 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
     except NativeBuildError as error:
         raise BenchError(f"C tools: {error}") from None
     points: list[Point] = []
-    with tempfile.TemporaryDirectory(prefix="innet-bench-veth-") as tmpdir, veth_pair(config.mtu) as pair:
-        tmp = Path(tmpdir)
-        for workload in config.workloads:
-            pair.set_mtu(max(config.mtu, WORKLOAD_MTU.get(workload, 0)))
-            frames = _frames(workload)
-            frames_file = tmp / f"{workload}.frames"
-            write_frames(frames_file, frames)
-            for k in range(config.rounds):
-                step = f" (round {k + 1}/{config.rounds})" if config.rounds > 1 else ""
-                for rx_ring in (False, True):
-                    progress(f"{workload}: {RING_REFLECTOR if rx_ring else REFLECTOR} ceiling on {pair.outer}{step}")
-                    points.append(measure_reflector(pair, workload, frames_file, len(frames[0]), config, tools, tmp,
-                                                    rx_ring))
-                for impl in config.switch_impls:
-                    progress(f"{workload}: {DEVICES[impl]} on {pair.outer}{step}")
-                    if impl == "bmv2":
-                        points.append(measure_bmv2(pair, workload, frames_file, len(frames[0]), config, tools, tmp,
-                                                   bmv2))
-                    else:
-                        points.append(measure_switch(pair, workload, frames_file, len(frames[0]), config, tools,
-                                                     tmp))
+    try:  # Ctrl-C: the veths and processes go with their withs; the rows of complete rounds are kept
+        _measure(config, progress, bmv2, tools, points)
+        partial = False
+    except KeyboardInterrupt:
+        partial = True
     rows = []
     for workload in config.workloads:
+        devices = {p.device for p in points if p.workload == workload}
+        if not devices >= {REFLECTOR, RING_REFLECTOR, *(DEVICES[i] for i in config.switch_impls)}:
+            continue  # Ctrl-C before one round of it was complete
         mtu = max(config.mtu, WORKLOAD_MTU.get(workload, 0))
         ceilings = [p for p in points if p.workload == workload and p.device == REFLECTOR]
         ring_ceilings = [p for p in points if p.workload == workload and p.device == RING_REFLECTOR]
@@ -353,7 +340,35 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
             "machine": describe(), "executor": config.executor or "default",
             "port_loop": config.port_loop or "default",
             "settings": asdict(config), "points": [asdict(p) for p in points], "rows": rows,
-            "switch_absent": dict(absent or {})}
+            "switch_absent": dict(absent or {}), "partial": partial}
+
+
+def _measure(config: VethBenchConfig, progress: Callable[[str], None], bmv2: Any, tools: dict[str, Path],
+             points: list[Point]) -> None:
+    """Every round of every workload on one veth pair, each point appended to ``points`` as it is measured."""
+    from innet.testbed.microbench.native import write_frames
+
+    with tempfile.TemporaryDirectory(prefix="innet-bench-veth-") as tmpdir, veth_pair(config.mtu) as pair:
+        tmp = Path(tmpdir)
+        for workload in config.workloads:
+            pair.set_mtu(max(config.mtu, WORKLOAD_MTU.get(workload, 0)))
+            frames = _frames(workload)
+            frames_file = tmp / f"{workload}.frames"
+            write_frames(frames_file, frames)
+            for k in range(config.rounds):
+                step = f" (round {k + 1}/{config.rounds})" if config.rounds > 1 else ""
+                for rx_ring in (False, True):
+                    progress(f"{workload}: {RING_REFLECTOR if rx_ring else REFLECTOR} ceiling on {pair.outer}{step}")
+                    points.append(measure_reflector(pair, workload, frames_file, len(frames[0]), config, tools, tmp,
+                                                    rx_ring))
+                for impl in config.switch_impls:
+                    progress(f"{workload}: {DEVICES[impl]} on {pair.outer}{step}")
+                    if impl == "bmv2":
+                        points.append(measure_bmv2(pair, workload, frames_file, len(frames[0]), config, tools, tmp,
+                                                   bmv2))
+                    else:
+                        points.append(measure_switch(pair, workload, frames_file, len(frames[0]), config, tools,
+                                                     tmp))
 
 
 def _ratios(switches: list[Point], ceilings: list[Point]) -> list[float]:
@@ -481,4 +496,4 @@ def command(args: argparse.Namespace) -> int:
                           + ", ".join(f"{k[3:-10]} {v:.0f}" for k, v in lp.items() if k.startswith("ns_")))
     json_path, png = save(doc, args.out)
     console.print(f"saved {json_path}" + (f" and {png}" if png else ""))
-    return 0
+    return interrupted_partial("innet bench veth", json_path) if doc["partial"] else 0

@@ -368,3 +368,17 @@ def test_ctrl_c_in_bench_p4runtime_writes_the_runs_done(tmp_path: Path) -> None:
     doc = json.loads(saved.read_text())
     assert doc["partial"] is True and [r["batch"] for r in doc["writes"]] == [1, 1, 1000, 1000]
     assert [r["offered_pkt_per_s"] for r in doc["packets"]] == ["max"]  # rate 0: as fast as it goes
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="bench veth needs root (a veth pair in a namespace)")
+def test_ctrl_c_in_bench_veth_keeps_the_complete_workloads(tmp_path: Path) -> None:
+    """Ctrl-C during the second workload: the first one's row kept, marked partial, veths gone."""
+    rc, err = interrupt_when(["bench", "veth", "--seconds", "2", "--only", "basic_forward", "--only", "agg64",
+                              "--out", str(tmp_path)], "agg64: reflector ceiling")
+    saved = tmp_path / "bench_veth.json"
+    assert (rc, err.strip().splitlines()) == (
+        130, [f"innet bench veth: interrupted; partial results in {saved} (marked \"partial\": true)"])
+    doc = json.loads(saved.read_text())
+    assert doc["partial"] is True and [r["workload"] for r in doc["rows"]] == ["basic_forward"]
+    assert "innet-bv" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
