@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from innet.argtypes import add_backend, add_out
+from innet.argtypes import Reporter, add_backend, add_out, brought_up, console, interrupted_partial
 from innet.testbed.core.report import Column, markdown_table, rich_table, save_json
 from innet.testbed.core.testbed import TestbedError, TestbedOptions
 
@@ -56,30 +56,41 @@ def run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
     options = TestbedOptions(window=args.window, chunk_deadline=args.deadline)
     rows: list[FailoverRow] = []
     tb = RailTestbed(topo, options, backend=backend, spares=1)
-    with tb:
-        config = DigitsConfig(gpus=tb.gpus, steps=args.steps)
-        plain = workloads.digits(tb, config)
-        reference = plain.finals[0]
-        bounds = shard_bounds(plain.initial.size, tb.options.k, tb.grid.x)
-        model_exact = bool(np.array_equal(simulate(config, plain.initial, bounds,
-                                                   [plain.jobs[r] for r in tb.grid.rails]), reference))
-        console.print(f"{topo.name} on {backend}: {args.domains} domains of {args.gpus_per_domain} GPUs and one "
-                      f"spare; digits, {config.steps} steps uninterrupted: bit-exact with the numpy model "
-                      f"{model_exact}")
-        for spare in SPARES[args.spare]:
-            for kill_at in args.kill_at:
-                out = run_digits_failover(tb, config, rank=args.rank, kill_at=kill_at, timeout=args.deadline * 4,
-                                          warm=spare == "warm")
-                exact = all(np.array_equal(f, reference) for f in out.run.finals.values()) and bool(
-                    np.array_equal(out.run.registers, reference))
-                rows.append(FailoverRow(out.failover, exact))
+    runs = len(SPARES[args.spare]) * len(args.kill_at)
+    model_exact: bool | None = None
+    partial = False
+    try:  # Ctrl-C: the testbed torn down by its with, the runs so far kept
+        with brought_up(tb, Reporter(console, f"bringing up {topo.name} and a spare on {backend}")), \
+                Reporter(console, "bench rail-failover", total=1 + runs, counts=lambda _: True) as report:
+            report("digits, uninterrupted (the reference)")
+            config = DigitsConfig(gpus=tb.gpus, steps=args.steps)
+            plain = workloads.digits(tb, config)
+            reference = plain.finals[0]
+            bounds = shard_bounds(plain.initial.size, tb.options.k, tb.grid.x)
+            model_exact = bool(np.array_equal(simulate(config, plain.initial, bounds,
+                                                       [plain.jobs[r] for r in tb.grid.rails]), reference))
+            console.print(f"{topo.name} on {backend}: {args.domains} domains of {args.gpus_per_domain} GPUs and one "
+                          f"spare; digits, {config.steps} steps uninterrupted: bit-exact with the numpy model "
+                          f"{model_exact}")
+            for spare in SPARES[args.spare]:
+                for kill_at in args.kill_at:
+                    report(f"{spare} spare, kill at {kill_at} chunks")
+                    out = run_digits_failover(tb, config, rank=args.rank, kill_at=kill_at,
+                                              timeout=args.deadline * 4, warm=spare == "warm")
+                    exact = all(np.array_equal(f, reference) for f in out.run.finals.values()) and bool(
+                        np.array_equal(out.run.registers, reference))
+                    rows.append(FailoverRow(out.failover, exact))
+    except KeyboardInterrupt:
+        partial = True
     table_rows = [r.to_json() for r in rows]
     console.print(rich_table(f"spare HB domain taking over rank {args.rank} ({backend})", COLUMNS, table_rows))
     if args.markdown:
         console.print(markdown_table(COLUMNS, table_rows), markup=False, highlight=False)
     doc = {"topology": topo.name, "backend": backend, "steps": args.steps, "window": args.window,
-           "model_exact": model_exact, "rows": table_rows}
-    console.print(f"wrote {save_json(args.out, 'rail-failover', doc)}")
+           "model_exact": model_exact, "rows": table_rows, "partial": partial}
+    path = save_json(args.out, "rail-failover", doc)
+    console.print(f"wrote {path}")
+    doc["file"] = str(path)
     return doc
 
 
@@ -122,8 +133,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def command(args: argparse.Namespace) -> int:
     """``innet bench rail-failover``: one run per --kill-at and spare kind, table and JSON."""
-    from rich.console import Console
-
     error = _check(args)
     if error:
         print(f"innet bench rail-failover: {error}", file=sys.stderr)
@@ -132,8 +141,10 @@ def command(args: argparse.Namespace) -> int:
     from innet.testbed.rail.failover import FailoverError
 
     try:
-        doc = run(args, Console())
+        doc = run(args, console())
     except (TestbedError, ControllerError, FailoverError) as error:
         print(f"innet bench rail-failover: {type(error).__name__}: {str(error).splitlines()[0]}", file=sys.stderr)
         return 1
+    if doc["partial"]:
+        return interrupted_partial("innet bench rail-failover", doc["file"])
     return 0 if doc["model_exact"] and all(r["exact"] for r in doc["rows"]) else 1

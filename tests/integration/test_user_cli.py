@@ -382,3 +382,17 @@ def test_ctrl_c_in_bench_veth_keeps_the_complete_workloads(tmp_path: Path) -> No
     doc = json.loads(saved.read_text())
     assert doc["partial"] is True and [r["workload"] for r in doc["rows"]] == ["basic_forward"]
     assert "innet-bv" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_bench_rail_failover_writes_the_runs_done(tmp_path: Path) -> None:
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the testbed's state directory lives under it
+    rc, err = interrupt_when(["bench", "rail-failover", "--backend", "loopback", "--steps", "60", "--kill-at", "5",
+                              "100", "--spare", "cold", "--deadline", "5", "--out", str(tmp_path / "out")],
+                             "cold spare, kill at 100", env)
+    (saved,) = (tmp_path / "out").glob("rail-failover-*.json")
+    assert (rc, err.strip().splitlines()) == (
+        130, [f"innet bench rail-failover: interrupted; partial results in {saved} (marked \"partial\": true)"])
+    doc = json.loads(saved.read_text())
+    assert doc["partial"] is True and doc["model_exact"] is True and len(doc["rows"]) == 1
+    assert not any((tmp_path / f"innet-testbed-{os.getuid()}").glob("*/owner"))  # torn down
