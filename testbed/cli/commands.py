@@ -86,6 +86,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         except ValueError as error:
             raise UsageError(str(error)) from None
         rail = run_rail(rail_config, _console())
+        if rail.get("partial"):
+            return interrupted_partial(f"innet {args.command}", rail["file"])
         t = rail["training"]
         good = (t["workers_agree"] and t["switch_registers_match"] and t["bit_exact_with_model"]
                 and t["accuracy"] >= t["float_reference_accuracy"] - 0.03)

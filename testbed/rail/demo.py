@@ -57,6 +57,20 @@ class RailDemoConfig:
 
 
 def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
+    """The demo (or ``innet train``): the result document, also written as JSON. Ctrl-C: the
+    testbed torn down, a document of the stage reached and what finished before it, with
+    ``"partial": True`` and its path under ``"file"``."""
+    reached: dict[str, Any] = {"stage": "bring-up"}
+    try:
+        return _run(config, console, reached)
+    except KeyboardInterrupt:
+        doc = {"partial": True, "config": {**asdict(config), "out_dir": str(config.out_dir)}, **reached}
+        path = save_json(config.out_dir, f"rail-{'demo' if config.benchmark else 'train'}-{config.topo}-partial", doc)
+        return {**doc, "file": str(path)}
+
+
+def _run(config: RailDemoConfig, console: Any, reached: dict[str, Any]) -> dict[str, Any]:
+    """The whole run; ``reached`` says the stage and holds the training summary once done."""
     from rich.table import Table
 
     from innet.testbed.rail import workloads
@@ -73,6 +87,9 @@ def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
     with brought_up(tb, Reporter(console, f"bringing up {len(topo.p4_switches)} switches on {backend}")):
         for note in tb.port_notes:
             console.print(note, markup=False, highlight=False)
+        console.print("up: P4Runtime " + ", ".join(f"{name} {address}" for name, address in sorted(tb.grpc_addresses.items()))
+                      + f"; training {config.steps} steps", markup=False, highlight=False)
+        reached["stage"] = "training"
         digits = rail_digits.DigitsConfig(gpus=config.gpus_per_domain * config.domains, steps=config.steps)
         started = time.perf_counter()
         out = workloads.digits(tb, digits)
@@ -97,6 +114,7 @@ def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
                       f"[bold]{train.accuracy:.3f}[/] (float32 reference {train.float_reference_accuracy:.3f}); "
                       f"workers agree {train.workers_agree}, switch registers match "
                       f"{train.switch_registers_match}, bit-exact with the numpy model {train.bit_exact_with_model}")
+        reached.update(stage="collectives", training=train.to_json())
         rows = _collectives(tb, config, grid, backend) if config.benchmark else []
     table = Table(title=f"{topo.name} ({backend})")
     for col in ("collective", "size", "median (ms)", "exact"):

@@ -396,3 +396,17 @@ def test_ctrl_c_in_bench_rail_failover_writes_the_runs_done(tmp_path: Path) -> N
     doc = json.loads(saved.read_text())
     assert doc["partial"] is True and doc["model_exact"] is True and len(doc["rows"]) == 1
     assert not any((tmp_path / f"innet-testbed-{os.getuid()}").glob("*/owner"))  # torn down
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_rail_train_writes_the_stage_reached(tmp_path: Path) -> None:
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the testbed's state directory lives under it
+    rc, err = interrupt_when(["train", "--topo", "rail-only", "--backend", "loopback", "--domains", "2",
+                              "--gpus-per-domain", "2", "--steps", "100000", "--out", str(tmp_path / "out")],
+                             "up: P4Runtime", env, delay=2.0)
+    (saved,) = (tmp_path / "out").glob("rail-train-rail-only-partial-*.json")
+    assert (rc, err.strip().splitlines()) == (
+        130, [f"innet train: interrupted; partial results in {saved} (marked \"partial\": true)"])
+    doc = json.loads(saved.read_text())
+    assert doc["partial"] is True and doc["stage"] == "training" and doc["config"]["steps"] == 100000
+    assert not any((tmp_path / f"innet-testbed-{os.getuid()}").glob("*/owner"))  # torn down
