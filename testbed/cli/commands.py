@@ -71,6 +71,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         config_luwu = LuwuDemoConfig(workers=args.workers, steps=args.steps, backend=args.backend,
                                      out_dir=args.out, switch_impl=args.switch_impl, command=f"innet {args.command}")
         luwu = run_luwu(config_luwu, _console())
+        if luwu.get("partial"):
+            return interrupted_partial(f"innet {args.command}", luwu["file"])
         acc = luwu["accuracy"]
         return 0 if not luwu["errors"] and acc["luwu"] is not None and abs(acc["luwu"] - acc["local"]) <= 0.01 \
             else EXIT_ERROR

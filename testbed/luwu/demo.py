@@ -45,12 +45,31 @@ class LuwuDemoConfig:
 
 
 def run(config: LuwuDemoConfig, console: Any) -> dict[str, Any]:
+    """The demo (or ``innet train --mode luwu``): the result document, also written as JSON.
+    Ctrl-C: the testbed torn down, a document of the stage reached and the losses of the runs
+    that finished, ``"partial": True`` and its path under ``"file"``."""
+    reached: dict[str, Any] = {"stage": "local reference", "loss": {}}
+    try:
+        return _run(config, console, reached)
+    except KeyboardInterrupt:
+        config.out_dir.mkdir(parents=True, exist_ok=True)
+        stamp = dt.datetime.now().isoformat(timespec="seconds").replace(":", "").replace("-", "")
+        path = config.out_dir / f"demo-luwu-{stamp}-partial.json"
+        doc = {"format": "innet-demo-luwu/1", "partial": True,
+               "settings": {k: str(v) for k, v in asdict(config).items()}, **reached, "file": str(path)}
+        path.write_text(json.dumps(doc, indent=1) + "\n")
+        return doc
+
+
+def _run(config: LuwuDemoConfig, console: Any, reached: dict[str, Any]) -> dict[str, Any]:
+    """The whole demo; ``reached`` says the stage and holds the losses of the runs done."""
     backend = resolve_backend(config.backend)
     console.print(f"[bold]{config.command} --mode luwu[/]: {config.workers} workers + {config.nodes} optimizer nodes "
                   f"on [bold]{backend}[/]")
     reference: list[dict[str, Any]] = []
     train(TrainSpec(mode="local", world=config.workers, steps=config.steps, lr=config.lr), reference.append)
     ref_loss = [d["loss"] for d in reference if "step" in d]
+    reached.update(stage="bring-up", loss={"local": ref_loss})
     state_root = Path(tempfile.mkdtemp(prefix="innet-luwu-demo-"))
     topology = star(workers=config.workers + config.nodes)
     k = LUWU_K if config.switch_impl == "bmv2" else None  # else the largest K the links' MTU takes
@@ -60,8 +79,12 @@ def run(config: LuwuDemoConfig, console: Any) -> dict[str, Any]:
         bring_up = time.perf_counter() - started
         for note in tb.port_notes:
             console.print(note, markup=False, highlight=False)
+        console.print(f"up: P4Runtime {tb.grpc_address}; LuWu, then DDP+innet, {config.steps} steps each",
+                      markup=False, highlight=False)
+        reached["stage"] = "luwu"
         luwu = run_training(tb, RunConfig(mode="luwu", workers=config.workers, nodes=config.nodes,
                                           steps=config.steps, lr=config.lr), state_root)
+        reached["stage"], reached["loss"]["luwu"] = "ddp-innet", luwu.mean_loss
         ddp = run_training(tb, RunConfig(mode="ddp-innet", workers=config.workers, steps=config.steps, lr=config.lr))
     for r in (luwu, ddp):
         if r.errors:

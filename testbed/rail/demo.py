@@ -83,12 +83,13 @@ def _run(config: RailDemoConfig, console: Any, reached: dict[str, Any]) -> dict[
     console.print(f"[bold]{'innet demo' if config.benchmark else 'innet train'}[/]: {topo.name} on [bold]{backend}[/] "
                   f"({len(topo.p4_switches)} {kind} switches, {config.domains} HB domains of {config.gpus_per_domain})")
     grid = railperf.Grid(config.gpus_per_domain, config.domains, config.nic_mbps * 1e6, config.hb_mbps * 1e6)
-    tb = RailTestbed(topo, TestbedOptions(window=8, switch_impl=config.switch_impl, fixed_ports=True), backend=backend)
+    options = TestbedOptions(window=8, switch_impl=config.switch_impl, fixed_ports=True)
+    tb = RailTestbed(topo, options, backend=backend)
     with brought_up(tb, Reporter(console, f"bringing up {len(topo.p4_switches)} switches on {backend}")):
         for note in tb.port_notes:
             console.print(note, markup=False, highlight=False)
-        console.print("up: P4Runtime " + ", ".join(f"{name} {address}" for name, address in sorted(tb.grpc_addresses.items()))
-                      + f"; training {config.steps} steps", markup=False, highlight=False)
+        addresses = ", ".join(f"{name} {address}" for name, address in sorted(tb.grpc_addresses.items()))
+        console.print(f"up: P4Runtime {addresses}; training {config.steps} steps", markup=False, highlight=False)
         reached["stage"] = "training"
         digits = rail_digits.DigitsConfig(gpus=config.gpus_per_domain * config.domains, steps=config.steps)
         started = time.perf_counter()

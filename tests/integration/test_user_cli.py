@@ -410,3 +410,17 @@ def test_ctrl_c_in_rail_train_writes_the_stage_reached(tmp_path: Path) -> None:
     doc = json.loads(saved.read_text())
     assert doc["partial"] is True and doc["stage"] == "training" and doc["config"]["steps"] == 100000
     assert not any((tmp_path / f"innet-testbed-{os.getuid()}").glob("*/owner"))  # torn down
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_luwu_train_writes_the_stage_reached(tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="torch (the LuWu workers) is not installed")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the testbed's state directory lives under it
+    rc, err = interrupt_when(["train", "--mode", "luwu", "--backend", "loopback", "--workers", "2", "--steps", "5000",
+                              "--out", str(tmp_path / "out")], "up: P4Runtime", env, delay=1.0)
+    (saved,) = (tmp_path / "out").glob("demo-luwu-*-partial.json")
+    assert (rc, err.strip().splitlines()) == (
+        130, [f"innet train: interrupted; partial results in {saved} (marked \"partial\": true)"])
+    doc = json.loads(saved.read_text())
+    assert doc["partial"] is True and doc["stage"] == "luwu" and len(doc["loss"]["local"]) == 5000
+    assert not any((tmp_path / f"innet-testbed-{os.getuid()}").glob("*/owner"))  # torn down
