@@ -17,7 +17,7 @@ wait_for_apt() {
 }
 
 APT_PKGS=(mininet cpp iproute2 iputils-ping ethtool tcpdump python3-venv python3-dev gcc procps psmisc
-          docker.io docker-compose debootstrap)
+          docker.io docker-compose debootstrap docker-registry openssl)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
