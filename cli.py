@@ -163,11 +163,18 @@ def _cmd_pipeline_push(args: argparse.Namespace) -> int:
     from innet.controller.controller import Controller
     from innet.controller.pipeline import PipelineConfig
 
-    config = PipelineConfig.load(args.pipeline, dict(args.defines))
+    from innet.testbed.cli.live import switch_impls
+
+    # each switch gets the config its implementation runs (the testbed's state file says which;
+    # a bare address: not known, the config as compiled), built before any connection
+    configs = {impl: PipelineConfig.load(args.pipeline, dict(args.defines), switch_impl=impl)
+               for impl in dict.fromkeys(switch_impls(args))}
     specs = _specs(args)
     with Controller(specs) as ctl:
-        ctl.push(config)
-    print(f"pushed {config.name} to {', '.join(s.address for s in specs)}")
+        for impl, config in configs.items():
+            ctl.push(config, [s.name for s in specs if s.switch_impl == impl])
+    name = next(iter(configs.values())).name
+    print(f"pushed {name} to {', '.join(s.address + (f' ({s.switch_impl})' if s.switch_impl else '') for s in specs)}")
     return 0
 
 

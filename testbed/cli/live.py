@@ -49,6 +49,9 @@ class SwitchTarget:
     """BMv2: its Thrift HOST:PORT (registers through simple_switch_CLI)."""
     testbed: str | None = None
     """The testbed it belongs to, when found by name."""
+    impl: str | None = None
+    """From the state file: ``innet`` or ``bmv2``, so a pushed pipeline is the config that
+    switch runs (``PipelineConfig.load(..., switch_impl)``); None: an address, not known."""
 
 
 SWITCH_NAME = re.compile(r"[a-z][a-z0-9]{0,7}")
@@ -96,7 +99,7 @@ def resolve(testbed: str | None, switches: list[str] | None, many: bool = True) 
         chosen = list(state.switches) if many else [state.switch(None)]
     else:
         chosen = [state.switch(n) for n in names]
-    return [SwitchTarget(s.name, s.p4runtime, s.device_id, s.thrift, state.name) for s in chosen]
+    return [SwitchTarget(s.name, s.p4runtime, s.device_id, s.thrift, state.name, s.impl) for s in chosen]
 
 
 def check_listening(address: str, timeout: float) -> None:
@@ -120,19 +123,31 @@ def check_listening(address: str, timeout: float) -> None:
            else "no testbed is running (innet testbed up) and no switch listens at that address"))
 
 
+def _targets(args: argparse.Namespace) -> list[SwitchTarget]:
+    """:func:`resolve` of the command's options; a ControllerError naming what exists."""
+    from innet.testbed.core.state import TestbedStateError
+
+    try:
+        return resolve(args.testbed, args.switch, many=args._many)
+    except TestbedStateError as error:
+        from innet.controller.errors import ControllerError
+
+        raise ControllerError(str(error)) from None
+
+
+def switch_impls(args: argparse.Namespace) -> list[str | None]:
+    """The implementation of each of the command's switches (from the testbed's state file;
+    None for an address), read before connecting: a pipeline is built for them first."""
+    return [t.impl for t in _targets(args)]
+
+
 def endpoints(args: argparse.Namespace, read_only: bool = False) -> list[Any]:
     """Controller endpoints of the command's switches (:func:`add_target_args` options):
     writes in role ``innet-cli`` with a fresh election id unless ``--election-id`` is given."""
     from innet.controller.client import CLI_ROLE, fresh_election_id
     from innet.controller.switch import SwitchEndpoint
-    from innet.testbed.core.state import TestbedStateError
 
-    try:
-        targets = resolve(args.testbed, args.switch, many=args._many)
-    except TestbedStateError as error:
-        from innet.controller.errors import ControllerError
-
-        raise ControllerError(str(error)) from None
+    targets = _targets(args)
     role, election = "", args.election_id
     if read_only:
         election = None
@@ -144,7 +159,7 @@ def endpoints(args: argparse.Namespace, read_only: bool = False) -> list[Any]:
         thrift_port = args.thrift_port if t.thrift is None else int(t.thrift.rpartition(":")[2])
         spec = SwitchEndpoint(t.name, t.address, args.device_id if t.device_id is None else t.device_id,
                               election_id=election, thrift_port=thrift_port, timeout=args.timeout,
-                              tls=_tls(args), p4runtime_role=role)
+                              tls=_tls(args), p4runtime_role=role, switch_impl=t.impl)
         if thrift_port is not None:  # BMv2's register fallback: its CLI where the backend finds it
             from innet.testbed.backends.bmv2 import cli_path
 

@@ -79,6 +79,16 @@ def test_commands_address_the_switch_by_testbed_and_name_beside_its_controller(e
 
 
 @pytest.mark.slow
+def test_pipeline_push_to_a_testbed_builds_for_its_switch_implementation(env, testbed):
+    """The state file says the switch is innet-switch: the config pushed is built for it, and the line says so."""
+    (doc,) = json.loads(ok(env, "testbed", "status", "--json"))
+    address = doc["switches"][0]["p4runtime"]
+    example = Path(__file__).resolve().parents[2] / "p4" / "examples" / "basic_forward.p4"
+    out = ok(env, "pipeline", "push", "--testbed", "alpha", "--switch", "s1", str(example))
+    assert out.strip() == f"pushed basic_forward to {address} (innet)"
+
+
+@pytest.mark.slow
 def test_table_counter_register_commands(env, testbed):
     tb = ["--testbed", "alpha", "--switch", "s1"]
     out = ok(env, "table", "add", *tb, "ipv4_lpm", "ipv4_forward", "10.0.9.0/24", "=>", "00:00:00:00:09:09", "3")
