@@ -13,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from innet.argtypes import CommandParser, output_dir, sizes
+from innet.argtypes import CommandParser, Reporter, output_dir, sizes
 
 EXIT_USAGE = 2
 
@@ -76,25 +76,33 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from innet.testbed.rail.models.railperf import ModelError
 
     console = _console()
-    try:
-        names = ("before", "after") if args.setting == "both" else (args.setting,)
-        chosen = [reproduce.with_overrides(reproduce.settings_by_name(n), hb_efficiency=args.hb_efficiency,
-                                           tp_overlap=args.tp_overlap) for n in names]
-        rows = {s.name: reproduce.reproduce(s, with_guesses=not args.no_guesses) for s in chosen}
-    except ModelError as error:
-        print(f"innet model reproduce: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    curves = {s.name: reproduce.figure_curves(s) for s in chosen}
-    validation = {s.name: reproduce.out_of_sample(s) for s in chosen}
-    moe = {s.name: reproduce.moe_section(s) for s in chosen}
-    table2 = {s.name: reproduce.table2_rows(s) for s in chosen}
-    doc = report.reproduction_doc(chosen, rows, curves, validation, moe, table2)
+    # a few seconds: a bar (terminal only) that counts the stages started
+    with Reporter(console, "model reproduce", total=6, counts=lambda _: True, markup=False) as progress:
+        try:
+            names = ("before", "after") if args.setting == "both" else (args.setting,)
+            chosen = [reproduce.with_overrides(reproduce.settings_by_name(n), hb_efficiency=args.hb_efficiency,
+                                               tp_overlap=args.tp_overlap) for n in names]
+            progress("the paper's claims")
+            rows = {s.name: reproduce.reproduce(s, with_guesses=not args.no_guesses) for s in chosen}
+        except ModelError as error:
+            print(f"innet model reproduce: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        progress("figure curves")
+        curves = {s.name: reproduce.figure_curves(s) for s in chosen}
+        progress("out-of-sample validation")
+        validation = {s.name: reproduce.out_of_sample(s) for s in chosen}
+        progress("MoE")
+        moe = {s.name: reproduce.moe_section(s) for s in chosen}
+        progress("Table II")
+        table2 = {s.name: reproduce.table2_rows(s) for s in chosen}
+        doc = report.reproduction_doc(chosen, rows, curves, validation, moe, table2)
+        progress("figures")
+        paths = report.save_reproduction(doc, args.out)
     console.print(report.reproduction_table(doc))
     last = chosen[-1]
     console.print(report.table2_rows_table(table2[last.name], "peak" if last.peak_power else "typical"))
     console.print(report.out_of_sample_table(validation))
     console.print(report.moe_table(moe[chosen[-1].name]))
-    paths = report.save_reproduction(doc, args.out)
     console.print("wrote " + ", ".join(str(p) for p in paths))
     return 0
 
