@@ -54,6 +54,9 @@ class ClusterSpec:
     """Seconds each task waits for another."""
     max_per_node: int = 32
     """Worker tasks at most on one node."""
+    hold_controller: bool = False
+    """Deploy the controller scaled to 0, so that nothing attaches the job until
+    :func:`release_controller`: a fault can then land while the workers wait, at a known point."""
 
     def __post_init__(self) -> None:
         if not 2 <= self.workers <= 32:
@@ -66,6 +69,7 @@ class ClusterSpec:
         return {"INNET_IMAGE": self.image, "INNET_WORKERS": str(self.workers), "INNET_ELEMENTS": str(self.elements),
                 "INNET_TRAIN_STEPS": str(self.train_steps), "INNET_OVERLAY_MTU": str(self.overlay_mtu),
                 "INNET_DEADLINE": str(int(self.deadline)), "INNET_MAX_PER_NODE": str(self.max_per_node),
+                "INNET_CONTROLLER_REPLICAS": "0" if self.hold_controller else "1",
                 "INNET_TLS": "on" if self.tls_dir else "off",
                 "INNET_TLS_DIR": str(self.tls_dir) if self.tls_dir else str(_plaintext_dir())}
 
@@ -124,6 +128,14 @@ def deploy(client: Any, spec: ClusterSpec, docker_host: str | None = None) -> No
     check_nodes(client, spec)
     _docker(["stack", "deploy", "--prune", "--resolve-image", "never", "-c", str(STACK_FILE), spec.name],
             env={**spec.env(), **_cli_env(docker_host)})
+
+
+def release_controller(client: Any, name: str) -> None:
+    """Start the controller of a stack deployed with ``hold_controller``."""
+    controller = services(client, name).get("controller")
+    if controller is None:
+        raise ClusterError(f"stack {name!r} has no controller service")
+    controller.scale(1)
 
 
 def services(client: Any, name: str) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 while its worker tasks wait for the job; Swarm moves them to the other nodes with their task
 slots, hence their ranks, and the allreduce and training still complete exactly.
 
-The drain lands before the controller has attached the job (the workers are reading the
-switch for it), not mid-operation: a task moved mid-allreduce restarts with the epoch its
+The stack is deployed with its controller held (scaled to 0), so the drain lands while the
+workers wait for the job, and the controller is started after it; not mid-operation: a task moved mid-allreduce restarts with the epoch its
 set already used, and rejoining needs a new epoch, which this stack does not attach yet."""
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ def test_drained_node_moves_its_workers_and_training_completes(swarm_lab: Any, t
 
     client = swarm_lab.manager.client
     spec = stack.ClusterSpec(name="innetdrain", image=swarm_lab.image, workers=WORKERS, elements=1024,
-                             train_steps=TRAIN_STEPS, tls_dir=make_certs(tmp_path / "tls"), deadline=240)
+                             train_steps=TRAIN_STEPS, tls_dir=make_certs(tmp_path / "tls"), deadline=240,
+                             hold_controller=True)
     drained = "innet-n3"
     try:
         stack.deploy(client, spec, docker_host=swarm_lab.manager.docker_host)
@@ -51,8 +52,16 @@ def test_drained_node_moves_its_workers_and_training_completes(swarm_lab: Any, t
             time.sleep(0.5)
         assert stack.job_document(client, spec.name) is None, "the job was attached before the drain"
         _set_availability(client, drained, "drain")
+        stack.release_controller(client, spec.name)
         docs = stack.wait_results(client, spec, 360, progress=print)
-        rows = stack.task_rows(client, spec.name)
+        end = time.monotonic() + 90
+        while True:  # a drained node's task reports its shutdown a little after the results
+            rows = stack.task_rows(client, spec.name)
+            if not any(r["state"] == "running" for r in rows if r["service"] == "worker" and r["node"] == drained):
+                break
+            if time.monotonic() > end:
+                break  # the assertion below names what is still running there
+            time.sleep(1)
     finally:
         _set_availability(client, drained, "active")
         stack.remove(client, spec.name, docker_host=swarm_lab.manager.docker_host,
