@@ -235,7 +235,9 @@ def _cmd_job_list(args: argparse.Namespace) -> int:
     from innet.controller.switch import Switch
 
     out = {}
+    labels = {}  # the testbed's name beside the address, as `innet table` says it
     for spec in _specs(args, read_only=True):
+        labels[spec.address] = spec.address if spec.name == spec.address else f"{spec.name} ({spec.address})"
         with Switch(spec) as sw:
             node = InnetSwitch(sw)
             node.layout  # another program: "not innet.p4", before its tables are searched for innet's
@@ -247,7 +249,7 @@ def _cmd_job_list(args: argparse.Namespace) -> int:
                 if j["owners"] else "")
 
     print(json.dumps(out, indent=1) if args.json else "\n".join(
-        f"{a}: job {j['job_id']} {j['mode']} workers={j['num_workers']} slots={j['slot_base']}+{j['slot_count']} "
+        f"{labels[a]}: job {j['job_id']} {j['mode']} workers={j['num_workers']} slots={j['slot_base']}+{j['slot_count']} "
         f"params={j['param_base']}+{j['param_chunks']} epoch={j['epoch']}{owners(j)}" for a, js in out.items() for j in js)
         or "no jobs")
     return 0

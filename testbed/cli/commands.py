@@ -319,7 +319,7 @@ def cmd_testbed_up(args: argparse.Namespace) -> int:
             if not loopback and not args.no_cli:
                 run_cli(tb.network.net)  # type: ignore[attr-defined]  # the Mininet network's
             else:
-                console.print("waiting; Ctrl-C (or `innet testbed down`) tears it down")
+                console.print(f"waiting; Ctrl-C (or `innet testbed down {tb.name}`) tears it down")
                 while True:
                     time.sleep(3600)
     except KeyboardInterrupt:

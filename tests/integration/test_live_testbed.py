@@ -57,7 +57,8 @@ def test_status_lists_the_testbed_with_its_switch_and_udp_ports(env, testbed):
 @pytest.mark.slow
 def test_commands_address_the_switch_by_testbed_and_name_beside_its_controller(env, testbed, tmp_path):
     tb = ["--testbed", "alpha", "--switch", "s1"]
-    assert "job 1 sum workers=2" in ok(env, "job", "list", *tb)
+    listed = ok(env, "job", "list", *tb)
+    assert "job 1 sum workers=2" in listed and listed.startswith("s1 (127.0.0.1:")  # the testbed's name
     # writes: a fresh election id in role innet-cli, while the testbed's controller holds id 1
     out = ok(env, "job", "create", *tb, "--job", "3", "--slot-base", "200", "--slot-count", "4",
              "--mode", "sgd", "--param-chunks", "2", "--worker", WORKERS[0], "--worker", WORKERS[1])
