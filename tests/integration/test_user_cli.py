@@ -316,6 +316,15 @@ def test_ctrl_c_in_a_named_bench_writes_the_points_done(args: list[str], marker:
     assert len(doc[rows_key]) == len(done)
 
 
+def test_conformance_keeps_the_suites_own_warnings_for_verbose() -> None:
+    """literal_wrap.p4 wraps literals on purpose: its front-end warnings show with -v only."""
+    suite = str(ROOT / "tests" / "conformance" / "expressions")
+    quiet = run("innet", "conformance", suite)
+    loud = run("innet", "conformance", "-v", suite)
+    assert (quiet.returncode, quiet.stderr) == (0, "")
+    assert loud.returncode == 0 and "literal_wrap.p4:22:26: warning: operand of '/'" in loud.stderr
+
+
 @pytest.mark.slow
 def test_ctrl_c_in_conformance_summarises_what_ran() -> None:
     """Ctrl-C a few seconds into the STF suites: the table and counts of the tests that ran, one line, 130."""
