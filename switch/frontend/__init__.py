@@ -6,8 +6,10 @@ Public API::
     compile_source(text, filename="<string>", include_dirs=(), defines=None) -> ir.Program
 
 Pipeline: ``preprocess`` (system cpp, positions mapped back through line markers) ->
-``lexer`` + ``parse`` (lark LALR) -> ``program``/``blocks``/``statements``/``calls``/
-``expressions`` (name resolution, typing, constant folding) -> ``ir``.  Errors are
+``lexer`` + ``parse`` (lark LALR) -> ``program`` (name resolution, typing, constant
+folding) -> ``ir``.  ``program.ProgramBuilder`` composes parts with one job each --
+``expressions``, ``calls``, ``statements``, ``keysets``, ``tables``, ``blocks`` -- that
+share one ``context.BuildContext``.  Errors are
 ``P4Error`` (a ``FrontendError``) with ``.loc``; see ``errors``.
 
 Not supported (located ``UnsupportedError``): ``value_set``, non-const table ``entries``,

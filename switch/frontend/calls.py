@@ -12,7 +12,8 @@ from typing import Any
 
 from . import ir
 from .errors import P4Error
-from .expressions import _SIZE_METHODS, ExprBuilder, _Callable, children
+from .context import BuildContext
+from .expressions import _SIZE_METHODS, Exprs, _Callable, children
 from .lexer import Tok
 from .symbols import ExternFnSym
 from .tree import ParseNode
@@ -37,19 +38,14 @@ def _has_typevar(t: ir.Type) -> bool:
     return False
 
 
-class CallBuilder(ExprBuilder):
-    """Adds call typing to ExprBuilder."""
+class Calls:
+    """Types calls: of actions, functions, extern functions and methods, and table
+    ``apply()``; binds their arguments to parameters (directions, defaults, type
+    variables).  The arguments are typed by the expression part."""
 
-    block_kind: str
-
-    def _e_call(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
-        ch = t.children
-        return self._call(ch[0], (), ch[1], loc)
-
-    def _e_generic_call(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
-        ch = t.children
-        targs = tuple(self.resolve_type(a) for a in children(ch[1]))
-        return self._call(ch[0], targs, ch[2], loc)
+    def __init__(self, cx: BuildContext, exprs: Exprs) -> None:
+        self.cx = cx
+        self.exprs = exprs
 
     def arg_list(self, args_tree: ParseNode | None) -> list[tuple[str | None, Any]]:
         out: list[tuple[str | None, Any]] = []
@@ -57,7 +53,7 @@ class CallBuilder(ExprBuilder):
             return out
         for a in children(args_tree):
             if a.data == "named_arg":
-                out.append((self.name_of(a.children[0]), a.children[1]))
+                out.append((self.cx.name_of(a.children[0]), a.children[1]))
             elif a.data == "dontcare_arg":
                 out.append((None, "_"))
             else:
@@ -65,12 +61,12 @@ class CallBuilder(ExprBuilder):
         return out
 
     # ------------------------------------------------------------------ dispatch
-    def _call(self, target: ParseNode, targs: tuple[ir.Type, ...], args_tree: ParseNode | None,
+    def call(self, target: ParseNode, targs: tuple[ir.Type, ...], args_tree: ParseNode | None,
               loc: ir.Loc) -> ir.Expr:
         args = self.arg_list(args_tree)
-        tgt = self._expr(target)
+        tgt = self.exprs.value_or_callable(target)
         if not isinstance(tgt, _Callable):
-            raise self.err(loc, f"a value of type {tgt.type} cannot be called")
+            raise self.cx.err(loc, f"a value of type {tgt.type} cannot be called")
         obj = tgt.obj
         if isinstance(obj, tuple):
             base, name = obj
@@ -78,22 +74,22 @@ class CallBuilder(ExprBuilder):
                 inner = base.obj
                 if isinstance(inner, ir.Table):
                     if name != "apply":
-                        raise self.err(loc, f"table '{inner.name}' has no method '{name}' "
+                        raise self.cx.err(loc, f"table '{inner.name}' has no method '{name}' "
                                        "(only apply())")
                     if args:
-                        raise self.err(loc, f"table '{inner.name}'.apply() takes no arguments")
-                    if self.block_kind != "control":
-                        raise self.err(loc, f"table '{inner.name}'.apply() cannot be called from "
-                                       f"{'an' if self.block_kind == 'action' else 'a'} {self.block_kind}; "
+                        raise self.cx.err(loc, f"table '{inner.name}'.apply() takes no arguments")
+                    if self.cx.block_kind != "control":
+                        raise self.cx.err(loc, f"table '{inner.name}'.apply() cannot be called from "
+                                       f"{'an' if self.cx.block_kind == 'action' else 'a'} {self.cx.block_kind}; "
                                        "tables are applied in a control's apply block")
                     return ir.TableApply(inner, ir.TableApplyT(inner.name), loc)
-                raise self.err(loc, f"'{base.name}' has no method '{name}'")
+                raise self.cx.err(loc, f"'{base.name}' has no method '{name}'")
             return self.method_call(base, name, targs, args, loc)
         if isinstance(obj, ir.Action):
             if targs:
-                raise self.err(loc, f"action '{obj.name}' takes no type arguments")
-            if self.block_kind in ("function", "parser"):
-                raise self.err(loc, f"action '{obj.name}' cannot be called from a {self.block_kind}; "
+                raise self.cx.err(loc, f"action '{obj.name}' takes no type arguments")
+            if self.cx.block_kind in ("function", "parser"):
+                raise self.cx.err(loc, f"action '{obj.name}' cannot be called from a {self.cx.block_kind}; "
                                "actions are called from controls and other actions")
             bound = self.bind(obj.params, args, loc, f"action '{obj.name}'", {}, (), action=True)
             return ir.ActionCall(obj, bound, ir.VoidT(), loc)
@@ -103,8 +99,8 @@ class CallBuilder(ExprBuilder):
         if isinstance(obj, ExternFnSym):
             return self.extern_fn_call(obj.decl, targs, args, loc)
         if isinstance(obj, ir.Table):
-            raise self.err(loc, f"a table cannot be called; use {obj.name}.apply()")
-        raise self.err(loc, f"'{tgt.name}' is not callable")
+            raise self.cx.err(loc, f"a table cannot be called; use {obj.name}.apply()")
+        raise self.cx.err(loc, f"'{tgt.name}' is not callable")
 
     def choose_overload(self, sigs: tuple[ir.MethodSig, ...], nargs: int, loc: ir.Loc,
                         what: str) -> ir.MethodSig:
@@ -114,7 +110,7 @@ class CallBuilder(ExprBuilder):
                 return s
         counts = sorted({len(s.params) for s in sigs})
         exp = " or ".join(str(c) for c in counts)
-        raise self.err(loc, f"wrong number of arguments for {what}: expected {exp}, got {nargs}")
+        raise self.cx.err(loc, f"wrong number of arguments for {what}: expected {exp}, got {nargs}")
 
     def extern_fn_call(self, decl: ir.ExternDecl, targs: tuple[ir.Type, ...],
                        args: list[tuple[str | None, Any]], loc: ir.Loc) -> ir.Expr:
@@ -125,18 +121,18 @@ class CallBuilder(ExprBuilder):
         if decl.name == "static_assert":
             cond = bound[0].expr
             if not isinstance(cond, ir.Const):
-                raise self.err(loc, "static_assert needs a compile-time condition")
+                raise self.cx.err(loc, "static_assert needs a compile-time condition")
             if not cond.value:
                 msg = bound[1].expr.value if len(bound) > 1 and isinstance(
                     bound[1].expr, ir.StringLit) else "static_assert failed"
-                raise self.err(loc, f"static assertion failed: {msg}")
+                raise self.cx.err(loc, f"static assertion failed: {msg}")
             return ir.Const(True, ir.BoolT(), loc)
-        if decl.name == "verify" and self.block_kind != "parser":
-            raise self.err(loc, "verify() may only be called in a parser")
+        if decl.name == "verify" and self.cx.block_kind != "parser":
+            raise self.cx.err(loc, "verify() may only be called in a parser")
         call = ir.ExternCall(decl.name, bound, tuple(tv.get(p, ir.TypeVarT(p))
                                                      for p in sig.type_params), rt, loc)
         if decl.name == "digest":
-            self.digest_calls.append(call)
+            self.cx.digest_calls.append(call)
         return call
 
     def _explicit_typevars(self, sig: ir.MethodSig, targs: tuple[ir.Type, ...],
@@ -144,7 +140,7 @@ class CallBuilder(ExprBuilder):
         tv: dict[str, ir.Type] = {}
         if targs:
             if len(targs) != len(sig.type_params):
-                raise self.err(loc, f"'{sig.name}' takes {len(sig.type_params)} type "
+                raise self.cx.err(loc, f"'{sig.name}' takes {len(sig.type_params)} type "
                                f"arguments, got {len(targs)}")
             for n, t in zip(sig.type_params, targs):
                 if not isinstance(t, ir.DontCareT):
@@ -157,12 +153,12 @@ class CallBuilder(ExprBuilder):
         if name == "extract" and bound and bound[0].expr is not None:
             t = bound[0].expr.type
             if not isinstance(t, ir.HeaderT):
-                raise self.err(bound[0].expr.loc, f"argument of extract must be a header, not {t}")
+                raise self.cx.err(bound[0].expr.loc, f"argument of extract must be a header, not {t}")
             if len(bound) == 1 and any(isinstance(f.type, ir.VarBitT) for f in t.fields):
-                raise self.err(bound[0].expr.loc, f"extract with one argument cannot take header {t.name}, "
+                raise self.cx.err(bound[0].expr.loc, f"extract with one argument cannot take header {t.name}, "
                                "which has a varbit field (give its size in bits as the second argument)")
         if name == "lookahead" and _has_varbit(rt):
-            raise self.err(loc, f"lookahead<{rt}>: the type argument must be a fixed-width type (no varbit)")
+            raise self.cx.err(loc, f"lookahead<{rt}>: the type argument must be a fixed-width type (no varbit)")
 
     def method_call(self, base: ir.Expr, name: str, targs: tuple[ir.Type, ...],
                     args: list[tuple[str | None, Any]], loc: ir.Loc) -> ir.Expr:
@@ -170,38 +166,38 @@ class CallBuilder(ExprBuilder):
         if isinstance(bt, (ir.HeaderT, ir.HeaderUnionT, ir.StructT)) and (
                 name in ("isValid", "setValid", "setInvalid") or name in _SIZE_METHODS):
             if args:
-                raise self.err(loc, f"{name}() takes no arguments, got {len(args)}")
+                raise self.cx.err(loc, f"{name}() takes no arguments, got {len(args)}")
             if name in _SIZE_METHODS:
                 if not isinstance(bt, (ir.HeaderT, ir.StructT)):
-                    raise self.err(loc, f"{name}() is not defined for {bt}")
+                    raise self.cx.err(loc, f"{name}() is not defined for {bt}")
                 bits = ir.type_width(bt)
                 div = _SIZE_METHODS[name]
                 return ir.Const(bits // div if div == 1 else (bits + 7) // 8, ir.IntT(), loc)
             if isinstance(bt, ir.StructT):
-                raise self.err(loc, f"{name}() is only defined for headers and header unions")
+                raise self.cx.err(loc, f"{name}() is only defined for headers and header unions")
             if name == "isValid":
                 return ir.MethodCall(base, name, (), (), ir.BoolT(), loc)
             if isinstance(bt, ir.HeaderUnionT):
-                raise self.err(loc, f"{name}() is not defined for a header_union; call it "
+                raise self.cx.err(loc, f"{name}() is not defined for a header_union; call it "
                                "on one of its members")
             self._writable(base, f"call {name}() on")
             return ir.MethodCall(base, name, (), (), ir.VoidT(), loc)
         if isinstance(bt, ir.StackT) and name in ("push_front", "pop_front"):
             if len(args) != 1:
-                raise self.err(loc, f"{name}() takes 1 argument, got {len(args)}")
-            n = self.expr(args[0][1])
+                raise self.cx.err(loc, f"{name}() takes 1 argument, got {len(args)}")
+            n = self.exprs.expr(args[0][1])
             if not isinstance(n, ir.Const) or isinstance(n.value, bool) or int(n.value) < 0:
-                raise self.err(n.loc, f"{name}() needs a non-negative compile-time integer")
+                raise self.cx.err(n.loc, f"{name}() needs a non-negative compile-time integer")
             self._writable(base, f"call {name}() on")
             arg = ir.Arg(ir.Const(int(n.value), ir.IntT(), n.loc), "in", None)
             return ir.MethodCall(base, name, (arg,), (), ir.VoidT(), loc)
         if isinstance(bt, ir.ExternT):
-            decl = self.externs.get(bt.name)
+            decl = self.cx.externs.get(bt.name)
             if decl is None:
-                raise self.err(loc, f"unknown extern type {bt.name}")
+                raise self.cx.err(loc, f"unknown extern type {bt.name}")
             sigs = tuple(m for m in decl.methods if m.name == name)
             if not sigs:
-                raise self.err(loc, f"extern {bt.name} has no method '{name}'."
+                raise self.cx.err(loc, f"extern {bt.name} has no method '{name}'."
                                + self._suggest(name, [m.name for m in decl.methods]))
             tv: dict[str, ir.Type] = {}
             for pname, targ in zip(decl.type_params, bt.type_args):
@@ -214,19 +210,19 @@ class CallBuilder(ExprBuilder):
             if bt.name == "packet_in":
                 self._check_packet_in(name, bound, rt, loc)
             if isinstance(rt, ir.TypeVarT):
-                raise self.err(loc, f"cannot infer the result type of {what}; give it as "
+                raise self.cx.err(loc, f"cannot infer the result type of {what}; give it as "
                                f"a type argument, e.g. {name}<bit<8>>()")
             return ir.MethodCall(base, name, bound, tuple(tv.get(p, ir.TypeVarT(p))
                                                           for p in sig.type_params), rt, loc)
         if isinstance(bt, (ir.ControlT, ir.ParserT)) and isinstance(base, ir.InstanceRef):
             if name != "apply":
-                raise self.err(loc, f"{bt.name} instance '{base.inst.name}' has no method "
+                raise self.cx.err(loc, f"{bt.name} instance '{base.inst.name}' has no method "
                                f"'{name}' (only apply)")
             blk = base.inst.decl
             assert blk is not None
             bound = self.bind(blk.params, args, loc, f"{base.inst.name}.apply", {}, ())
             return ir.MethodCall(base, "apply", bound, (), ir.VoidT(), loc)
-        raise self.err(loc, f"{bt} has no method '{name}'")
+        raise self.cx.err(loc, f"{bt} has no method '{name}'")
 
     @staticmethod
     def _suggest(name: str, cands: list[str]) -> str:
@@ -234,7 +230,7 @@ class CallBuilder(ExprBuilder):
         return did_you_mean(name, cands)
 
     def _writable(self, e: ir.Expr, what: str) -> None:
-        self.check_lvalue(e, what)
+        self.exprs.check_lvalue(e, what)
 
     # ------------------------------------------------------------------ binding
     def bind(self, params: tuple[ir.Param, ...], args: list[tuple[str | None, Any]],
@@ -243,7 +239,7 @@ class CallBuilder(ExprBuilder):
         """Arguments to parameters. A directionless parameter takes a compile-time constant
         (p4c's type unification), except in a direct action call, where it acts as ``in``."""
         if len(args) > len(params):
-            raise self.err(loc, f"too many arguments for {callee}: expected {len(params)}, "
+            raise self.cx.err(loc, f"too many arguments for {callee}: expected {len(params)}, "
                            f"got {len(args)}")
         given: dict[int, Any] = {}
         for i, (n, a) in enumerate(args):
@@ -252,17 +248,17 @@ class CallBuilder(ExprBuilder):
                 continue
             idx = next((k for k, p in enumerate(params) if p.name == n), None)
             if idx is None:
-                raise self.err(loc, f"{callee} has no parameter named '{n}'."
+                raise self.cx.err(loc, f"{callee} has no parameter named '{n}'."
                                + self._suggest(n, [p.name for p in params]))
             given[idx] = a
         for k, p in enumerate(params):
             if k not in given and p.default is None:
-                raise self.err(loc, f"wrong number of arguments for {callee}: missing "
+                raise self.cx.err(loc, f"wrong number of arguments for {callee}: missing "
                                f"argument for parameter '{p.name}' (expected {len(params)}, "
                                f"got {len(args)})")
         evaluated: dict[int, ir.Expr | None] = {}
         for k, a in given.items():
-            evaluated[k] = None if isinstance(a, str) and a == "_" else self.expr(a)
+            evaluated[k] = None if isinstance(a, str) and a == "_" else self.exprs.expr(a)
         # infer type variables from sized arguments
         for k, e in evaluated.items():
             pt = params[k].type
@@ -278,31 +274,31 @@ class CallBuilder(ExprBuilder):
             pt = subst(p.type, tv)
             if e is None:
                 if p.direction not in ("out", "inout"):
-                    raise self.err(loc, f"'_' is only allowed for an out argument; parameter "
+                    raise self.cx.err(loc, f"'_' is only allowed for an out argument; parameter "
                                    f"'{p.name}' of {callee} is '{p.direction or 'in'}'")
                 out.append(ir.Arg(None, p.direction, p))
                 continue
             if _has_typevar(pt):
                 if isinstance(e.type, ir.IntT):
-                    raise self.err(e.loc, f"cannot infer a width for argument '{p.name}' of "
+                    raise self.cx.err(e.loc, f"cannot infer a width for argument '{p.name}' of "
                                    f"{callee} from an unsized integer; write e.g. 32w{getattr(e, 'value', 0)} "
                                    "or cast it")
                 pt = e.type
-            e = self.coerce(e, pt, f"argument '{p.name}' of {callee}")
+            e = self.exprs.coerce(e, pt, f"argument '{p.name}' of {callee}")
             if p.direction is None and not action and not _compile_time(e):
-                raise self.err(e.loc, f"argument for directionless parameter '{p.name}' of {callee} "
+                raise self.cx.err(e.loc, f"argument for directionless parameter '{p.name}' of {callee} "
                                "must be a compile-time constant (give the parameter a direction, "
                                "e.g. 'in')")
             if p.direction in ("out", "inout"):
                 try:
-                    self.check_lvalue(e, "write")
+                    self.exprs.check_lvalue(e, "write")
                 except P4Error:
-                    raise self.err(e.loc, f"argument for '{p.direction}' parameter '{p.name}' "
+                    raise self.cx.err(e.loc, f"argument for '{p.direction}' parameter '{p.name}' "
                                    f"of {callee} must be a writable l-value") from None
             if isinstance(e, ir.ListExpr) and p.direction in ("in", None):
                 for x in e.elems:
                     if isinstance(x.type, ir.IntT):
-                        raise self.err(x.loc, f"list element in argument '{p.name}' of "
+                        raise self.cx.err(x.loc, f"list element in argument '{p.name}' of "
                                        f"{callee} needs a width (e.g. 8w{getattr(x, 'value', 0)})"
                                        if isinstance(x, ir.Const) else "list element needs a width")
             out.append(ir.Arg(e, p.direction, p))

@@ -8,19 +8,15 @@ generic type parameters.
 
 from __future__ import annotations
 
-import logging
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 from . import consteval as ce
 from . import ir
-from .errors import P4Error, UnsupportedError
+from .context import BuildContext, CallTyper, Instantiator
 from .lexer import Tok
-from .parse import convert_annotation, parse_int, tree_loc, unescape_string
-from .preprocess import Preprocessed
+from .parse import convert_annotation, parse_int, unescape_string
 from .symbols import BlockDecl, ConstSym, ExternFnSym, Scope, did_you_mean
 from .tree import ParseNode
-
-_log = logging.getLogger("innet.switch.frontend")
 
 _BINOPS = {"lor": "||", "land": "&&", "bor": "|", "bxor": "^", "band": "&", "eq": "==",
            "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">=", "shl": "<<", "shr": ">>",
@@ -61,60 +57,30 @@ def children(t: ParseNode) -> list[Any]:
     return [c for c in t.children if c is not None]
 
 
-class CallHooks(Protocol):
-    """What expression typing calls back into the call builder for (``calls.CallBuilder``,
-    built on :class:`ExprBuilder`): binding a call's arguments."""
+class Exprs:
+    """Types expressions in the context's current scope.  A call expression is handed to
+    the call typer and a direct ``T.apply()`` to the instantiator (see :meth:`connect`)."""
 
-    def _call(self, target: ParseNode, targs: tuple[ir.Type, ...], args_tree: ParseNode | None,
-              loc: ir.Loc) -> ir.Expr:
-        """The typed call of ``target`` with type arguments ``targs`` and ``args_tree``."""
-        ...
+    calls: CallTyper
+    """Types call expressions (set by :meth:`connect`)."""
+    blocks: Instantiator
+    """Builds the instance of a direct ``T.apply()`` (set by :meth:`connect`)."""
 
+    def __init__(self, cx: BuildContext) -> None:
+        self.cx = cx
 
-class ExprBuilder(CallHooks):
-    """Builds typed expressions in the current scope (``self.scope``; calls are bound by
-    :class:`CallHooks`)."""
+    def connect(self, calls: CallTyper, blocks: Instantiator) -> None:
+        """The parts built on expression typing that it calls back into."""
+        self.calls, self.blocks = calls, blocks
 
-    pp: Preprocessed
-    annos: list[Any]
-    scope: Scope
-    errors: list[str]
-    match_kinds: list[str]
-    _uid: int
-    digest_calls: list[ir.ExternCall]
-    externs: dict[str, ir.ExternDecl]
-    block_kind: str
-    """What the code being built is in: control, parser, action or function."""
-    newtypes: dict[str, ir.Type]
-    """Names declared with ``type`` -> their underlying type."""
-
-    # ------------------------------------------------------------------ helpers
-    def loc(self, node: ParseNode | Tok) -> ir.Loc:
-        return tree_loc(self.pp, node)
-
-    def err(self, loc: ir.Loc, msg: str) -> P4Error:
-        return P4Error(loc, msg, self.pp.source_line(loc))
-
-    def warn(self, loc: ir.Loc, msg: str) -> None:
-        """A diagnostic p4c gives as a warning: logged (``file:line:col: warning: ...``),
-        compilation goes on."""
-        _log.warning("%s:%d:%d: warning: %s", loc.file, loc.line, loc.col, msg)
-
-    def unsupported(self, loc: ir.Loc, what: str) -> P4Error:
-        return UnsupportedError(loc, f"unsupported: {what} is not supported by innet's "
-                                "embedded target", self.pp.source_line(loc))
-
-    def new_uid(self) -> int:
-        self._uid += 1
-        return self._uid
-
+    # ------------------------------------------------------------------ annotations
     def annotations(self, t: ParseNode | None) -> ir.Annotations:
         if t is None:
             return {}
         out: ir.Annotations = {}
         structured: set[str] = set()
         for tok in t.children:
-            raw = self.annos[int(str(tok))]
+            raw = self.cx.annos[int(str(tok))]
             self._check_annotation(raw, tok, structured if raw.name in out else None)
             if raw.structured:
                 structured.add(raw.name)
@@ -125,28 +91,20 @@ class ExprBuilder(CallHooks):
     def _check_annotation(self, raw: Any, tok: Tok, structured_seen: set[str] | None) -> None:
         """p4c's rules: ``@name``/``@deprecated`` hold one string; a structured annotation's
         name is not repeated and its values are literals (or ``key = literal``)."""
-        loc = self.loc(tok)
+        loc = self.cx.loc(tok)
         if structured_seen is not None and (raw.structured or raw.name in structured_seen):
-            raise self.err(loc, f"@{raw.name}: duplicate name for structured annotation")
+            raise self.cx.err(loc, f"@{raw.name}: duplicate name for structured annotation")
         if raw.name in ("name", "deprecated") and not raw.structured and raw.body and \
                 not (len(raw.body) == 1 and raw.body[0].kind == "STRING_LITERAL"):
-            raise self.err(loc, f"@{raw.name} should contain a single string literal, not '{raw.text.strip()}'")
+            raise self.cx.err(loc, f"@{raw.name} should contain a single string literal, not '{raw.text.strip()}'")
         if raw.name == "pkginfo" and not any(b.kind == "=" for b in raw.body):
-            raise self.err(loc, "@pkginfo needs a body of key=value pairs, e.g. @pkginfo(version=\"1.0\")")
+            raise self.cx.err(loc, "@pkginfo needs a body of key=value pairs, e.g. @pkginfo(version=\"1.0\")")
         if raw.name == "p4runtime_translation" and not _translation_width_ok(raw.body):
-            raise self.err(loc, f"@p4runtime_translation({raw.text.strip()}): the second argument must be an "
+            raise self.cx.err(loc, f"@p4runtime_translation({raw.text.strip()}): the second argument must be an "
                            "integer width, bit<W> or string")
         if raw.structured and any(b.kind in ("{", "(", "[") for b in raw.body):
-            raise self.err(loc, f"@{raw.name}[{raw.text.strip()}]: illegal value for a structured annotation; "
+            raise self.cx.err(loc, f"@{raw.name}[{raw.text.strip()}]: illegal value for a structured annotation; "
                            "it must be an int, string or bool literal")
-
-    @staticmethod
-    def name_of(t: ParseNode | Tok) -> str:
-        if isinstance(t, Tok):
-            return str(t)
-        if t.data in ("name", "kw_name"):
-            return ExprBuilder.name_of(t.children[0])
-        return ExprBuilder.name_of(t.children[0])
 
     # ------------------------------------------------------------------ types
     def resolve_type(self, t: ParseNode) -> ir.Type:
@@ -167,7 +125,7 @@ class ExprBuilder(CallHooks):
             if d == "varbit_type":
                 return ir.VarBitT(w)
             if d == "sint_type" and w < 1:
-                raise self.err(self.loc(t), f"int<{w}>: width must be at least 1")
+                raise self.cx.err(self.cx.loc(t), f"int<{w}>: width must be at least 1")
             return ir.BitT(w, d == "sint_type")
         if d == "void_type":
             return ir.VoidT()
@@ -180,34 +138,34 @@ class ExprBuilder(CallHooks):
             base = self.named_type(name_tok, allow_generic=True)
             args = tuple(self.resolve_type(a) for a in children(t.children[1]))
             if isinstance(base, ir.ExternT):
-                decl = self.externs.get(base.name)
+                decl = self.cx.externs.get(base.name)
                 if base.type_args or (decl is not None and len(decl.type_params) != len(args)):
                     have = len(decl.type_params) if decl is not None and not base.type_args else 0
-                    raise self.err(self.loc(t), f"type {base} has {have} type parameter(s), but it is "
+                    raise self.cx.err(self.cx.loc(t), f"type {base} has {have} type parameter(s), but it is "
                                    f"specialized with {len(args)}")
                 if any(names_extern(a, base.name) for a in args):
-                    raise self.err(self.loc(t), f"{base.name}: contains itself as a type argument")
+                    raise self.cx.err(self.cx.loc(t), f"{base.name}: contains itself as a type argument")
                 return ir.ExternT(base.name, args)
             if isinstance(base, (ir.HeaderT, ir.StructT, ir.HeaderUnionT, ir.BitT, ir.BoolT, ir.VarBitT,
                                  ir.EnumT, ir.StackT, ir.TupleT)):
-                raise self.err(self.loc(t), f"type {base} is not generic and cannot be specialized with "
+                raise self.cx.err(self.cx.loc(t), f"type {base} is not generic and cannot be specialized with "
                                "type arguments")
             return base
         if d == "stack_type":
             elem = self.resolve_type(t.children[0])
             size = self.const_int(t.children[1], "header stack size")
             if not isinstance(elem, (ir.HeaderT, ir.HeaderUnionT)):
-                raise self.err(self.loc(t), f"header stack element type must be a header or "
+                raise self.cx.err(self.cx.loc(t), f"header stack element type must be a header or "
                                f"header_union, not {elem}")
             if size < 1:
-                raise self.err(self.loc(t), f"header stack size must be positive, not {size}")
+                raise self.cx.err(self.cx.loc(t), f"header stack size must be positive, not {size}")
             return ir.StackT(elem, size)
         if d == "tuple_type":
             elems = tuple(self.resolve_type(a) for a in children(t.children[0]))
             if any(isinstance(e, ir.StringT) for e in elems):
-                raise self.err(self.loc(t), "a tuple element cannot have type string")
+                raise self.cx.err(self.cx.loc(t), "a tuple element cannot have type string")
             return ir.TupleT(elems)
-        raise self.err(self.loc(t), f"unexpected type syntax {d}")
+        raise self.cx.err(self.cx.loc(t), f"unexpected type syntax {d}")
 
     def width_value(self, w: ParseNode) -> int:
         c = w.children[0]
@@ -218,9 +176,9 @@ class ExprBuilder(CallHooks):
         else:
             v = self.const_int(c, "width")
         if v < 0:
-            raise self.err(self.loc(w), f"width must not be negative, not {v}")
+            raise self.cx.err(self.cx.loc(w), f"width must not be negative, not {v}")
         if v > ce.MAX_WIDTH:
-            raise self.err(self.loc(w), f"width {v} is too large: innet supports widths up to {ce.MAX_WIDTH}")
+            raise self.cx.err(self.cx.loc(w), f"width {v} is too large: innet supports widths up to {ce.MAX_WIDTH}")
         return v
 
     def int_literal(self, tok: Tok) -> tuple[int, int | None, bool]:
@@ -230,21 +188,21 @@ class ExprBuilder(CallHooks):
         try:
             v, w, s = parse_int(text)
         except ValueError:
-            raise self.err(self.loc(tok), f"integer literal of {len(text)} characters is too large") from None
+            raise self.cx.err(self.cx.loc(tok), f"integer literal of {len(text)} characters is too large") from None
         if w is not None and w > ce.MAX_WIDTH:
-            raise self.err(self.loc(tok), f"width {w} of literal is too large: innet supports widths up "
+            raise self.cx.err(self.cx.loc(tok), f"width {w} of literal is too large: innet supports widths up "
                            f"to {ce.MAX_WIDTH}")
         if w is None and v.bit_length() > ce.MAX_INT_BITS:
-            raise self.err(self.loc(tok), f"integer literal of {v.bit_length()} bits is too large: "
+            raise self.cx.err(self.cx.loc(tok), f"integer literal of {v.bit_length()} bits is too large: "
                            f"int constants are limited to {ce.MAX_INT_BITS} bits (as in p4c)")
         return v, w, s
 
     def named_type(self, tok: Any, allow_generic: bool = False) -> ir.Type:
         name = str(tok)
-        sym = self.scope.lookup_type(name)
+        sym = self.cx.scope.lookup_type(name)
         if sym is None:
-            raise self.err(self.loc(tok), f"unknown type '{name}'."
-                           + did_you_mean(name, self.scope.all_type_names()))
+            raise self.cx.err(self.cx.loc(tok), f"unknown type '{name}'."
+                           + did_you_mean(name, self.cx.scope.all_type_names()))
         if isinstance(sym, ir.Type):
             return sym
         if isinstance(sym, ir.ExternDecl):
@@ -261,7 +219,7 @@ class ExprBuilder(CallHooks):
     def const_int(self, t: ParseNode | Tok, what: str) -> int:
         e = self.expr(t)
         if not isinstance(e, ir.Const) or isinstance(e.value, bool):
-            raise self.err(self.loc(t), f"{what} must be a compile-time integer constant")
+            raise self.cx.err(self.cx.loc(t), f"{what} must be a compile-time integer constant")
         return int(e.value)
 
     # ------------------------------------------------------------------ conversions
@@ -275,7 +233,7 @@ class ExprBuilder(CallHooks):
             if isinstance(t, ir.BitT):
                 if not ce.fits(int(e.value), t):
                     # p4c: a warning (WARN_OVERFLOW), and the value wraps to the width
-                    self.warn(e.loc, f"{what}: value {e.value} does not fit in {t}; "
+                    self.cx.warn(e.loc, f"{what}: value {e.value} does not fit in {t}; "
                               f"it wraps to {ce.wrap(int(e.value), t)}")
                 return ir.Const(ce.wrap(int(e.value), t), t, e.loc)
             if isinstance(t, ir.IntT):
@@ -290,7 +248,7 @@ class ExprBuilder(CallHooks):
         if isinstance(e, ir.ListExpr):
             if isinstance(t, (ir.StructT, ir.HeaderT)):
                 if len(e.elems) != len(t.fields):
-                    raise self.err(e.loc, f"{what}: {t} has {len(t.fields)} fields but the "
+                    raise self.cx.err(e.loc, f"{what}: {t} has {len(t.fields)} fields but the "
                                    f"list has {len(e.elems)} elements")
                 return ir.StructInit(t, tuple(
                     (f.name, self.coerce(x, f.type, f"field '{f.name}' of {t}"))
@@ -304,31 +262,31 @@ class ExprBuilder(CallHooks):
             want = [f.name for f in t.fields]
             for n in given:
                 if n not in want:
-                    raise self.err(e.loc, f"{what}: {t} has no field '{n}'." + did_you_mean(n, want))
+                    raise self.cx.err(e.loc, f"{what}: {t} has no field '{n}'." + did_you_mean(n, want))
             for n in want:
                 if n not in given:
-                    raise self.err(e.loc, f"{what}: field '{n}' of {t} is not initialised")
+                    raise self.cx.err(e.loc, f"{what}: field '{n}' of {t} is not initialised")
             return ir.StructInit(t, tuple((f.name, self.coerce(given[f.name], f.type,
                                                                 f"field '{f.name}' of {t}"))
                                           for f in t.fields), e.loc)
         if ce.is_serializable_enum(e.type) and isinstance(t, ir.BitT) \
                 and e.type.underlying == t:  # type: ignore
             return ir.Cast(t, e, e.loc)
-        raise self.err(e.loc, f"{what}: cannot convert {e.type} to {t} implicitly; "
+        raise self.cx.err(e.loc, f"{what}: cannot convert {e.type} to {t} implicitly; "
                        "use a cast")
 
     # ------------------------------------------------------------------ expressions
     def expr(self, t: ParseNode | Tok) -> ir.Expr:
-        r = self._expr(t)
+        r = self.value_or_callable(t)
         if isinstance(r, _Callable):
-            raise self.err(r.loc, f"'{r.name}' cannot be used as a value")
+            raise self.cx.err(r.loc, f"'{r.name}' cannot be used as a value")
         return r
 
-    def _expr(self, t: ParseNode | Tok) -> ir.Expr | _Callable:
+    def value_or_callable(self, t: ParseNode | Tok) -> ir.Expr | _Callable:
         if isinstance(t, Tok):
-            return self._expr(ParseNode("name_ref", [t]))
+            return self.value_or_callable(ParseNode("name_ref", [t]))
         d = t.data
-        loc = self.loc(t)
+        loc = self.cx.loc(t)
         fn: Callable[[ParseNode, ir.Loc], ir.Expr | _Callable] | None = getattr(self, "_e_" + d, None)
         if fn is not None:
             return fn(t, loc)
@@ -341,12 +299,12 @@ class ExprBuilder(CallHooks):
         if d == "pos":
             e = self.expr(t.children[0])
             if not isinstance(e.type, (ir.BitT, ir.IntT)):
-                raise self.err(loc, f"operator '+' needs a numeric operand, not {e.type}")
+                raise self.cx.err(loc, f"operator '+' needs a numeric operand, not {e.type}")
             return e
         if d in ("mask", "range", "default_key", "dontcare_key", "tuple_keyset"):
-            raise self.err(loc, "a keyset expression is only allowed in select cases and "
+            raise self.cx.err(loc, "a keyset expression is only allowed in select cases and "
                            "table entries")
-        raise self.err(loc, f"unsupported expression syntax '{d}'")
+        raise self.cx.err(loc, f"unsupported expression syntax '{d}'")
 
     def _e_int_lit(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         v, w, s = self.int_literal(t.children[0])
@@ -365,19 +323,19 @@ class ExprBuilder(CallHooks):
         return ir.Const(False, ir.BoolT(), loc)
 
     def _e_name_ref(self, t: ParseNode, loc: ir.Loc) -> ir.Expr | _Callable:
-        return self._named(t, loc, self.scope)
+        return self._named(t, loc, self.cx.scope)
 
     def _e_global_ref(self, t: ParseNode, loc: ir.Loc) -> ir.Expr | _Callable:
         """``.name``: the top-level declaration, whatever a local one of the name hides."""
-        return self._named(t, loc, self.scope.root())
+        return self._named(t, loc, self.cx.scope.root())
 
     def _named(self, t: ParseNode, loc: ir.Loc, scope: Scope) -> ir.Expr | _Callable:
-        name = self.name_of(t.children[0])
+        name = self.cx.name_of(t.children[0])
         sym = scope.lookup(name)
         if sym is None:
             if scope.lookup_type(name) is not None:
-                raise self.err(loc, f"'{name}' is a type, not a value")
-            raise self.err(loc, f"undefined name '{name}'."
+                raise self.cx.err(loc, f"'{name}' is a type, not a value")
+            raise self.cx.err(loc, f"undefined name '{name}'."
                            + did_you_mean(name, scope.all_value_names()))
         if isinstance(sym, (ir.Param, ir.VarDecl)):
             return ir.VarRef(sym, sym.type, loc)
@@ -400,32 +358,37 @@ class ExprBuilder(CallHooks):
         return v
 
     def _e_error_member(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
-        name = self.name_of(children(t)[-1])
-        if name not in self.errors:
-            raise self.err(loc, f"error.{name} is not declared." + did_you_mean(name, self.errors))
+        name = self.cx.name_of(children(t)[-1])
+        if name not in self.cx.errors:
+            raise self.cx.err(loc, f"error.{name} is not declared." + did_you_mean(name, self.cx.errors))
         return ir.ErrorMember(name, ir.ErrorT(), loc)
 
     def _e_type_member(self, t: ParseNode, loc: ir.Loc) -> ir.Expr | _Callable:
         tname = str(t.children[0])
-        member = self.name_of(t.children[1])
+        member = self.cx.name_of(t.children[1])
         ty = self.named_type(t.children[0])
-        decl = self.scope.lookup_type(tname)
+        decl = self.cx.scope.lookup_type(tname)
         if isinstance(ty, (ir.ControlT, ir.ParserT)) and isinstance(decl, BlockDecl):
             if member != "apply":
-                raise self.err(loc, f"'{tname}.{member}': a {decl.kind} type can only be applied "
+                raise self.cx.err(loc, f"'{tname}.{member}': a {decl.kind} type can only be applied "
                                f"directly ({tname}.apply(...))")
-            inst = self.direct_instance(decl, loc)
+            inst = self.blocks.direct_instance(decl, loc)
             return _Callable((ir.InstanceRef(inst, inst.type, loc), member), loc, f"{tname}.{member}")
         if isinstance(ty, ir.EnumT):
             if member not in ty.members:
-                raise self.err(loc, f"enum {tname} has no member '{member}'."
+                raise self.cx.err(loc, f"enum {tname} has no member '{member}'."
                                + did_you_mean(member, ty.members))
             return ir.EnumMember(ty, member, loc=loc)
-        raise self.err(loc, f"'{tname}.{member}': {tname} is not an enum")
+        raise self.cx.err(loc, f"'{tname}.{member}': {tname} is not an enum")
 
-    def direct_instance(self, decl: BlockDecl, loc: ir.Loc) -> ir.Instance:
-        """The fresh instance a direct invocation ``T.apply(...)`` applies (blocks.py)."""
-        raise self.err(loc, f"{decl.kind} {decl.name} cannot be applied here")
+    def _e_call(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
+        ch = t.children
+        return self.calls.call(ch[0], (), ch[1], loc)
+
+    def _e_generic_call(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
+        ch = t.children
+        targs = tuple(self.resolve_type(a) for a in children(ch[1]))
+        return self.calls.call(ch[0], targs, ch[2], loc)
 
     def _e_list_expr(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         ch = children(t)
@@ -435,15 +398,15 @@ class ExprBuilder(CallHooks):
     def _e_struct_expr(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         fields: list[tuple[str, ir.Expr]] = []
         for kv in children(t):
-            n = self.name_of(kv.children[0])
+            n = self.cx.name_of(kv.children[0])
             if any(n == f for f, _ in fields):
-                raise self.err(self.loc(kv), f"field '{n}' initialised twice")
+                raise self.cx.err(self.cx.loc(kv), f"field '{n}' initialised twice")
             fields.append((n, self.expr(kv.children[1])))
         anon = ir.StructT("", tuple(ir.Field(n, e.type) for n, e in fields))
         return ir.StructInit(anon, tuple(fields), loc)
 
     def _e_ctor_call(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
-        raise self.err(loc, "constructor call is only allowed in an instantiation or a "
+        raise self.cx.err(loc, "constructor call is only allowed in an instantiation or a "
                        "table 'implementation' property")
 
     def _e_cast(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
@@ -453,8 +416,8 @@ class ExprBuilder(CallHooks):
         while isinstance(target, ParseNode) and target.data == "type_ref":
             target = target.children[0]
         name = str(target.children[0]) if isinstance(target, ParseNode) and target.data == "named_type" else ""
-        if name in self.newtypes and e.type != ty and not (isinstance(e, ir.Const) and isinstance(e.type, ir.IntT)):
-            raise self.err(loc, f"cannot cast {e.type} to type {name}: a 'type' is cast only from its "
+        if name in self.cx.newtypes and e.type != ty and not (isinstance(e, ir.Const) and isinstance(e.type, ir.IntT)):
+            raise self.cx.err(loc, f"cannot cast {e.type} to type {name}: a 'type' is cast only from its "
                            f"underlying type {ty}")
         return self.cast(ty, e, loc)
 
@@ -465,7 +428,7 @@ class ExprBuilder(CallHooks):
         ok = False
         if isinstance(ty, ir.BitT) and isinstance(src, ir.BitT) and ty.signed != src.signed \
                 and ty.width != src.width:
-            raise self.err(loc, f"cannot cast {src} to {ty}: a cast may change the width or the signedness, "
+            raise self.cx.err(loc, f"cannot cast {src} to {ty}: a cast may change the width or the signedness, "
                            "not both (cast in two steps)")
         if isinstance(ty, ir.BitT):
             ok = isinstance(src, (ir.BitT, ir.IntT)) or (isinstance(src, ir.BoolT) and ty.width == 1) \
@@ -486,7 +449,7 @@ class ExprBuilder(CallHooks):
         elif isinstance(ty, (ir.StructT, ir.HeaderT)) and isinstance(e, (ir.ListExpr, ir.StructInit)):
             return self.coerce(e, ty, "cast")
         if not ok:
-            raise self.err(loc, f"cannot cast {src} to {ty}")
+            raise self.cx.err(loc, f"cannot cast {src} to {ty}")
         if isinstance(e, ir.Const):
             f = ce.fold_cast(ty, e, loc)
             if f is not None:
@@ -497,22 +460,22 @@ class ExprBuilder(CallHooks):
         """p4c's rules for '/' and '%': unsigned operands only, no constant zero divisor."""
         what = "division" if op == "/" else "modulo"
         if isinstance(b, ir.Const) and int(b.value) == 0:
-            raise self.err(loc, f"{what} by zero")
+            raise self.cx.err(loc, f"{what} by zero")
         if isinstance(a.type, ir.BitT) and a.type.signed:
-            raise self.err(loc, f"operator '{op}' cannot operate on signed values ({a.type}); p4c allows "
+            raise self.cx.err(loc, f"operator '{op}' cannot operate on signed values ({a.type}); p4c allows "
                            "it only on unsigned bit<W> and int constants")
 
     def unary(self, op: str, e: ir.Expr, loc: ir.Loc) -> ir.Expr:
         t = e.type
         if op == "!":
             if not isinstance(t, ir.BoolT):
-                raise self.err(loc, f"operator '!' needs a bool operand, not {t}")
+                raise self.cx.err(loc, f"operator '!' needs a bool operand, not {t}")
         elif op == "~":
             if not isinstance(t, ir.BitT):
-                raise self.err(loc, f"operator '~' needs a bit<W> or int<W> operand, not {t}"
+                raise self.cx.err(loc, f"operator '~' needs a bit<W> or int<W> operand, not {t}"
                                + ("; give the literal a width (e.g. 8w0)" if isinstance(t, ir.IntT) else ""))
         elif not isinstance(t, (ir.BitT, ir.IntT)):
-            raise self.err(loc, f"operator '{op}' needs a numeric operand, not {t}")
+            raise self.cx.err(loc, f"operator '{op}' needs a numeric operand, not {t}")
         if isinstance(e, ir.Const):
             f = ce.fold_unary(op, e, loc)
             if f is not None:
@@ -535,57 +498,57 @@ class ExprBuilder(CallHooks):
             return ir.Cast(tb, a, a.loc), b
         if ce.is_serializable_enum(tb) and tb.underlying == ta:  # type: ignore
             return a, ir.Cast(ta, b, b.loc)
-        raise self.err(loc, f"operands of '{op}' have different types: {ta} and {tb}; "
+        raise self.cx.err(loc, f"operands of '{op}' have different types: {ta} and {tb}; "
                        "use a cast")
 
     def binary(self, op: str, a: ir.Expr, b: ir.Expr, loc: ir.Loc) -> ir.Expr:
         if op in ("&&", "||"):
             for x in (a, b):
                 if not isinstance(x.type, ir.BoolT):
-                    raise self.err(x.loc, f"operator '{op}' needs bool operands, not {x.type}")
+                    raise self.cx.err(x.loc, f"operator '{op}' needs bool operands, not {x.type}")
             t: ir.Type = ir.BoolT()
         elif op in ("<<", ">>"):
             if not isinstance(a.type, (ir.BitT, ir.IntT)):
-                raise self.err(a.loc, f"left operand of '{op}' must be numeric, not {a.type}")
+                raise self.cx.err(a.loc, f"left operand of '{op}' must be numeric, not {a.type}")
             if isinstance(b.type, ir.BitT) and b.type.signed or not isinstance(b.type, (ir.BitT, ir.IntT)):
-                raise self.err(b.loc, f"shift amount must be an unsigned bit<W> or int, not {b.type}")
+                raise self.cx.err(b.loc, f"shift amount must be an unsigned bit<W> or int, not {b.type}")
             if isinstance(b, ir.Const) and int(b.value) < 0:
-                raise self.err(b.loc, f"shift amount must not be negative, not {b.value}")
+                raise self.cx.err(b.loc, f"shift amount must not be negative, not {b.value}")
             if op == "<<" and isinstance(a.type, ir.IntT) and isinstance(b, ir.Const) \
                     and int(b.value) > ce.MAX_INT_BITS:
-                raise self.err(loc, f"int constant shifted left by {b.value}: int constants are limited "
+                raise self.cx.err(loc, f"int constant shifted left by {b.value}: int constants are limited "
                                f"to {ce.MAX_INT_BITS} bits (as in p4c)")
             if isinstance(a.type, ir.IntT) and not isinstance(b, ir.Const):
-                raise self.err(a.loc, "left operand of a shift by a run-time amount needs a width")
+                raise self.cx.err(a.loc, "left operand of a shift by a run-time amount needs a width")
             t = a.type
         elif op == "++":
             for x in (a, b):
                 if not isinstance(x.type, ir.BitT):
-                    raise self.err(x.loc, f"operands of '++' need a width (bit<W>/int<W>), not {x.type}")
+                    raise self.cx.err(x.loc, f"operands of '++' need a width (bit<W>/int<W>), not {x.type}")
             t = ir.BitT(a.type.width + b.type.width, a.type.signed)  # type: ignore
         else:
             if op in ("/", "%"):
                 for x in (a, b):  # before unify turns -1 into 255
                     if isinstance(x, ir.Const) and not isinstance(x.value, bool) and int(x.value) < 0:
-                        raise self.err(x.loc, f"operator '{op}' is not defined on negative numbers ({x.value})")
+                        raise self.cx.err(x.loc, f"operator '{op}' is not defined on negative numbers ({x.value})")
             a, b = self.unify(op, a, b, loc)
             ty = a.type
             if op in ("==", "!="):
                 if not isinstance(ty, (ir.BitT, ir.IntT, ir.BoolT, ir.EnumT, ir.ErrorT,
                                        ir.StructT, ir.HeaderT, ir.HeaderUnionT, ir.StackT,
                                        ir.TupleT, ir.VarBitT)):
-                    raise self.unsupported(loc, f"comparison of {ty} values")
+                    raise self.cx.unsupported(loc, f"comparison of {ty} values")
                 t = ir.BoolT()
             else:
                 if not isinstance(ty, (ir.BitT, ir.IntT)):
-                    raise self.err(loc, f"operator '{op}' needs numeric operands, not {ty}")
+                    raise self.cx.err(loc, f"operator '{op}' needs numeric operands, not {ty}")
                 if op in ("/", "%"):
                     self._check_division(op, a, b, loc)
                 t = ir.BoolT() if op in _CMP else ty
         if isinstance(a, ir.Const) and isinstance(b, ir.Const):
             f = ce.fold_binary(op, a, b, t, loc)
             if f is not None and isinstance(t, ir.IntT) and abs(int(f.value)).bit_length() > ce.MAX_INT_BITS:
-                raise self.err(loc, f"the value of this '{op}' is wider than {ce.MAX_INT_BITS} bits: int "
+                raise self.cx.err(loc, f"the value of this '{op}' is wider than {ce.MAX_INT_BITS} bits: int "
                                f"constants are limited to {ce.MAX_INT_BITS} bits (as in p4c)")
             if f is not None:
                 return f
@@ -594,19 +557,19 @@ class ExprBuilder(CallHooks):
     def _e_mux(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         c, a, b = (self.expr(x) for x in children(t))
         if not isinstance(c.type, ir.BoolT):
-            raise self.err(c.loc, f"condition of '?:' must be bool, not {c.type}")
+            raise self.cx.err(c.loc, f"condition of '?:' must be bool, not {c.type}")
         if isinstance(c, ir.Const):
             return a if c.value else b
         a, b = self.unify("?:", a, b, loc)
         if isinstance(a.type, ir.IntT):
-            raise self.err(loc, "the branches of '?:' need a width (e.g. 8w1 : 8w0)")
+            raise self.cx.err(loc, "the branches of '?:' need a width (e.g. 8w1 : 8w0)")
         return ir.Mux(c, a, b, a.type, loc)
 
     # ------------------------------------------------------------------ members
     def _e_member(self, t: ParseNode, loc: ir.Loc) -> ir.Expr | _Callable:
         base_t, name_t = t.children[0], t.children[1]
-        name = self.name_of(name_t)
-        base = self._expr(base_t)
+        name = self.cx.name_of(name_t)
+        base = self.value_or_callable(base_t)
         if isinstance(base, _Callable):
             return _Callable((base, name), loc, f"{base.name}.{name}")
         return self.member(base, name, loc)
@@ -623,11 +586,11 @@ class ExprBuilder(CallHooks):
             if name in ("isValid", "setValid", "setInvalid") or name in _SIZE_METHODS:
                 return _Callable((base, name), loc, name)
             declared = bt.source_fields if isinstance(bt, ir.HeaderT) and bt.source_fields else bt.fields
-            raise self.err(loc, f"{bt} has no field '{name}'."
+            raise self.cx.err(loc, f"{bt} has no field '{name}'."
                            + did_you_mean(name, [f.name for f in declared]))
         if isinstance(bt, ir.StackT):
-            if name in ("next", "last", "lastIndex") and self.block_kind != "parser":
-                raise self.err(loc, f"'{name}' of a header stack can only be used in a parser")
+            if name in ("next", "last", "lastIndex") and self.cx.block_kind != "parser":
+                raise self.cx.err(loc, f"'{name}' of a header stack can only be used in a parser")
             if name in ("next", "last"):
                 return ir.StackProp(base, name, bt.elem, loc)
             if name == "lastIndex":
@@ -636,7 +599,7 @@ class ExprBuilder(CallHooks):
                 return ir.Const(bt.size, ir.IntT(), loc)
             if name in ("push_front", "pop_front"):
                 return _Callable((base, name), loc, name)
-            raise self.err(loc, f"header stack has no member '{name}'."
+            raise self.cx.err(loc, f"header stack has no member '{name}'."
                            + did_you_mean(name, ["next", "last", "lastIndex", "size",
                                                  "push_front", "pop_front"]))
         if isinstance(bt, ir.TableApplyT):
@@ -644,26 +607,26 @@ class ExprBuilder(CallHooks):
                 return ir.Member(base, name, ir.BoolT(), loc)
             if name == "action_run":
                 return ir.Member(base, name, ir.ActionEnumT(bt.table_name), loc)
-            raise self.err(loc, f"table apply result has no member '{name}' "
+            raise self.cx.err(loc, f"table apply result has no member '{name}' "
                            "(expected hit, miss or action_run)")
         if isinstance(bt, (ir.ExternT, ir.ControlT, ir.ParserT)):
             return _Callable((base, name), loc, name)
-        raise self.err(loc, f"{bt} has no member '{name}'")
+        raise self.cx.err(loc, f"{bt} has no member '{name}'")
 
     def _e_index(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
         base = self.expr(t.children[0])
         idx = self.expr(t.children[1])
         if not isinstance(base.type, ir.StackT):
-            raise self.err(loc, f"cannot index a value of type {base.type} (only header "
+            raise self.cx.err(loc, f"cannot index a value of type {base.type} (only header "
                            "stacks can be indexed; use [hi:lo] for a bit slice)")
         if isinstance(idx, ir.Const):
             v = int(idx.value)
             if not 0 <= v < base.type.size:
-                raise self.err(idx.loc, f"index {v} out of range for a header stack of size "
+                raise self.cx.err(idx.loc, f"index {v} out of range for a header stack of size "
                                f"{base.type.size}")
             idx = ir.Const(v, ir.BitT(32), idx.loc)
         elif not isinstance(idx.type, ir.BitT):
-            raise self.err(idx.loc, f"stack index must be bit<W> or int<W>, not {idx.type}")
+            raise self.cx.err(idx.loc, f"stack index must be bit<W> or int<W>, not {idx.type}")
         return ir.StackElem(base, idx, base.type.elem, loc)
 
     def _e_slice(self, t: ParseNode, loc: ir.Loc) -> ir.Expr:
@@ -671,7 +634,7 @@ class ExprBuilder(CallHooks):
         hi = self.const_int(t.children[1], "slice bound")
         lo = self.const_int(t.children[2], "slice bound")
         if lo < 0 or hi < lo or hi >= ce.MAX_WIDTH:
-            raise self.err(loc, f"slice [{hi}:{lo}]: bounds must be in 0..{ce.MAX_WIDTH - 1} with the high "
+            raise self.cx.err(loc, f"slice [{hi}:{lo}]: bounds must be in 0..{ce.MAX_WIDTH - 1} with the high "
                            "bound first")
         bt = base.type
         if ce.is_serializable_enum(bt):
@@ -681,17 +644,17 @@ class ExprBuilder(CallHooks):
             return ir.Const((int(base.value) >> lo) & ((1 << (hi - lo + 1)) - 1),
                             ir.BitT(hi - lo + 1), loc)
         if not isinstance(bt, ir.BitT):
-            raise self.err(loc, f"cannot slice a value of type {bt}")
+            raise self.cx.err(loc, f"cannot slice a value of type {bt}")
         if not (0 <= lo <= hi < bt.width):
-            raise self.err(loc, f"slice [{hi}:{lo}] out of range for {bt}")
+            raise self.cx.err(loc, f"slice [{hi}:{lo}] out of range for {bt}")
         if isinstance(base, ir.Const):
             return ir.Const((int(base.value) >> lo) & ((1 << (hi - lo + 1)) - 1),
                             ir.BitT(hi - lo + 1), loc)
         return ir.Slice(base, hi, lo, ir.BitT(hi - lo + 1), loc)
 
     def _e_call_member(self, t: ParseNode, loc: ir.Loc) -> ir.Expr | _Callable:
-        call = self._call(t.children[0], (), t.children[1], loc)
-        return self.member(call, self.name_of(t.children[2]), loc)
+        call = self.calls.call(t.children[0], (), t.children[1], loc)
+        return self.member(call, self.cx.name_of(t.children[2]), loc)
 
     # ------------------------------------------------------------------ l-values
     def check_lvalue(self, e: ir.Expr, what: str) -> None:
@@ -703,9 +666,9 @@ class ExprBuilder(CallHooks):
                 if isinstance(d, ir.Param) and d.direction in ("in", None):
                     kind = "an 'in' parameter" if d.direction == "in" else \
                         "a directionless parameter (read-only)"
-                    raise self.err(e.loc, f"cannot {what} '{d.name}': it is {kind}")
+                    raise self.cx.err(e.loc, f"cannot {what} '{d.name}': it is {kind}")
                 if isinstance(d, ir.VarDecl) and d.is_const:
-                    raise self.err(e.loc, f"cannot {what} constant '{d.name}'")
+                    raise self.cx.err(e.loc, f"cannot {what} constant '{d.name}'")
                 return
             if isinstance(x, (ir.Member, ir.StackElem, ir.Slice)):
                 if isinstance(x, ir.Member) and isinstance(x.base.type, ir.TableApplyT):
@@ -717,8 +680,8 @@ class ExprBuilder(CallHooks):
                 continue
             break
         if isinstance(e, (ir.Const, ir.StringLit)):
-            raise self.err(e.loc, f"cannot {what} a literal or constant value")
-        raise self.err(e.loc, f"cannot {what} this expression: it is not an l-value")
+            raise self.cx.err(e.loc, f"cannot {what} a literal or constant value")
+        raise self.cx.err(e.loc, f"cannot {what} this expression: it is not an l-value")
 
 
 def _leaves(e: ir.StructInit) -> list[tuple[str, ir.Expr]]:

@@ -8,49 +8,47 @@ literals), bool conditions (``bit<1>`` is not ``bool``), and ``switch`` on
 from __future__ import annotations
 
 from . import ir
-from .calls import CallBuilder
-from .expressions import children
-from .symbols import ConstSym, DuplicateError, decl_loc
+from .calls import Calls
+from .context import BuildContext
+from .expressions import Exprs, children
+from .symbols import ConstSym
 from .tree import ParseNode
 
 
-class StmtBuilder(CallBuilder):
-    return_type: ir.Type | None
-    loop_depth: int = 0
-    """How many for loops enclose the statement being built (break/continue need one)."""
+class Stmts:
+    """Builds statements and blocks of statements in the context's current scope; their
+    expressions and calls are typed by the expression and call parts."""
 
-    def declare(self, name: str, sym: object, loc: ir.Loc) -> None:
-        """Add a value name to the current scope, rejecting duplicates."""
-        try:
-            self.scope.add(name, sym)
-        except DuplicateError as e:
-            prev = decl_loc(e.previous)
-            where = f" (previous declaration at {prev})" if prev != ir.NOLOC else ""
-            raise self.err(loc, f"duplicate declaration of '{name}'{where}") from None
+    def __init__(self, cx: BuildContext, exprs: Exprs, calls: Calls) -> None:
+        self.cx = cx
+        self.exprs = exprs
+        self.calls = calls
+        self.loop_depth = 0
+        """How many for loops enclose the statement being built (break/continue need one)."""
 
     def block(self, t: ParseNode) -> ir.Block:
-        outer = self.scope
-        self.scope = outer.child()
+        outer = self.cx.scope
+        self.cx.scope = outer.child()
         try:
             stmts = tuple(self.stmt(s) for s in children(t) if s.data != "annos")
         finally:
-            self.scope = outer
-        return ir.Block(stmts, self.loc(t))
+            self.cx.scope = outer
+        return ir.Block(stmts, self.cx.loc(t))
 
     def as_block(self, t: ParseNode) -> ir.Block:
         if t.data == "block":
             return self.block(t)
-        outer = self.scope
-        self.scope = outer.child()
+        outer = self.cx.scope
+        self.cx.scope = outer.child()
         try:
             s = self.stmt(t)
         finally:
-            self.scope = outer
+            self.cx.scope = outer
         return ir.Block((s,), s.loc)
 
     def stmt(self, t: ParseNode) -> ir.Stmt:
         d = t.data
-        loc = self.loc(t)
+        loc = self.cx.loc(t)
         if d == "assign":
             return self.assign(t, loc)
         if d == "op_assign":
@@ -58,15 +56,15 @@ class StmtBuilder(CallBuilder):
         if d == "call_stmt":
             ch = t.children
             if len(ch) == 2:
-                call = self._call(ch[0], (), ch[1], loc)
+                call = self.calls.call(ch[0], (), ch[1], loc)
             else:
-                targs = tuple(self.resolve_type(a) for a in children(ch[1]))
-                call = self._call(ch[0], targs, ch[2], loc)
+                targs = tuple(self.exprs.resolve_type(a) for a in children(ch[1]))
+                call = self.calls.call(ch[0], targs, ch[2], loc)
             return ir.CallStmt(call, loc)
         if d == "if_stmt":
-            c = self.expr(t.children[0])
+            c = self.exprs.expr(t.children[0])
             if not isinstance(c.type, ir.BoolT):
-                raise self.err(c.loc, f"if condition must be bool, not {c.type}"
+                raise self.cx.err(c.loc, f"if condition must be bool, not {c.type}"
                                + (" (compare with == 1)" if isinstance(c.type, ir.BitT) else ""))
             then = self.as_block(t.children[1])
             els = self.as_block(t.children[2]) if t.children[2] is not None else None
@@ -84,7 +82,7 @@ class StmtBuilder(CallBuilder):
             return self.for_stmt(t, loc)
         if d in ("break_stmt", "continue_stmt"):
             if not self.loop_depth:
-                raise self.err(loc, f"'{d[:-5]}' outside a for loop")
+                raise self.cx.err(loc, f"'{d[:-5]}' outside a for loop")
             return ir.Break(loc) if d == "break_stmt" else ir.Continue(loc)
         if d == "exit_stmt":
             return ir.Exit(loc)
@@ -92,36 +90,36 @@ class StmtBuilder(CallBuilder):
             return self.return_stmt(t, loc)
         if d == "empty_stmt":
             return ir.EmptyStmt(loc)
-        raise self.err(loc, f"unsupported statement '{d}'")
+        raise self.cx.err(loc, f"unsupported statement '{d}'")
 
     def for_stmt(self, t: ParseNode, loc: ir.Loc) -> ir.Stmt:
         """``for`` loops (P4_16 1.2.5); the loop's own scope holds its init variables."""
-        outer = self.scope
-        self.scope = outer.child()
+        outer = self.cx.scope
+        self.cx.scope = outer.child()
         try:
             if t.data == "for_in_stmt":
                 type_t, name_t, lo_t, hi_t, body_t = t.children
-                ty = self.resolve_type(type_t)
+                ty = self.exprs.resolve_type(type_t)
                 if not isinstance(ty, ir.BitT):
-                    raise self.err(self.loc(type_t), f"the variable of a range loop must be bit<W> or int<W>, "
+                    raise self.cx.err(self.cx.loc(type_t), f"the variable of a range loop must be bit<W> or int<W>, "
                                    f"not {ty}")
-                name = self.name_of(name_t)
-                lo = self.coerce(self.expr(lo_t), ty, "range start")
-                hi = self.coerce(self.expr(hi_t), ty, "range end")
-                decl = ir.VarDecl(name, ty, self.new_uid(), self.loc(name_t))
-                self.declare(name, decl, decl.loc)
+                name = self.cx.name_of(name_t)
+                lo = self.exprs.coerce(self.exprs.expr(lo_t), ty, "range start")
+                hi = self.exprs.coerce(self.exprs.expr(hi_t), ty, "range end")
+                decl = ir.VarDecl(name, ty, self.cx.new_uid(), self.cx.loc(name_t))
+                self.cx.declare(name, decl, decl.loc)
                 return ir.ForIn(decl, lo, hi, self._loop_body(body_t), loc)
             init_t, cond_t, upd_t, body_t = t.children
             init = tuple(self._for_item(i, True) for i in (children(init_t) if init_t is not None else ()))
             cond = None
             if cond_t is not None:
-                cond = self.expr(cond_t)
+                cond = self.exprs.expr(cond_t)
                 if not isinstance(cond.type, ir.BoolT):
-                    raise self.err(cond.loc, f"for loop condition must be bool, not {cond.type}")
+                    raise self.cx.err(cond.loc, f"for loop condition must be bool, not {cond.type}")
             upd = tuple(self._for_item(i, False) for i in (children(upd_t) if upd_t is not None else ()))
             return ir.For(init, cond, upd, self._loop_body(body_t), loc)
         finally:
-            self.scope = outer
+            self.cx.scope = outer
 
     def _loop_body(self, t: ParseNode) -> ir.Block:
         self.loop_depth += 1
@@ -135,114 +133,114 @@ class StmtBuilder(CallBuilder):
         ch = t.children
         if t.data == "for_var":
             if not init:
-                raise self.err(self.loc(t), "a variable declaration is only allowed in a for loop's initializer")
+                raise self.cx.err(self.cx.loc(t), "a variable declaration is only allowed in a for loop's initializer")
             return self.stmt(ParseNode.at("var_decl", [None, *ch], t))
         kind = {"for_assign": "assign", "for_op_assign": "op_assign", "for_call": "call_stmt"}[t.data]
         return self.stmt(ParseNode.at(kind, list(ch), t))
 
     def return_stmt(self, t: ParseNode, loc: ir.Loc) -> ir.Stmt:
-        if self.block_kind == "parser":
-            raise self.err(loc, "return is not allowed in a parser state")
+        if self.cx.block_kind == "parser":
+            raise self.cx.err(loc, "return is not allowed in a parser state")
         val = t.children[0]
-        rt = self.return_type
+        rt = self.cx.return_type
         if val is None:
             if rt is not None and not isinstance(rt, ir.VoidT):
-                raise self.err(loc, f"function must return a value of type {rt}")
+                raise self.cx.err(loc, f"function must return a value of type {rt}")
             return ir.Return(None, loc)
         if rt is None or isinstance(rt, ir.VoidT):
-            raise self.err(loc, "return with a value is only allowed in a non-void function")
-        return ir.Return(self.coerce(self.expr(val), rt, "return value"), loc)
+            raise self.cx.err(loc, "return with a value is only allowed in a non-void function")
+        return ir.Return(self.exprs.coerce(self.exprs.expr(val), rt, "return value"), loc)
 
     def assign(self, t: ParseNode, loc: ir.Loc) -> ir.Stmt:
         lhs_t, rhs_t = t.children
         if isinstance(lhs_t, ParseNode) and lhs_t.data == "name_ref":
-            sym = self.scope.lookup(self.name_of(lhs_t.children[0]))
+            sym = self.cx.scope.lookup(self.cx.name_of(lhs_t.children[0]))
             if isinstance(sym, ConstSym):
-                raise self.err(self.loc(lhs_t), f"cannot assign to constant '{sym.name}'")
+                raise self.cx.err(self.cx.loc(lhs_t), f"cannot assign to constant '{sym.name}'")
         if isinstance(lhs_t, ParseNode) and lhs_t.data in ("int_lit", "true_lit", "false_lit"):
-            raise self.err(self.loc(lhs_t), "cannot assign to a literal")
-        lhs = self.expr(lhs_t)
-        self.check_lvalue(lhs, "assign to")
-        rhs = self.coerce(self.expr(rhs_t), lhs.type, "assignment")
+            raise self.cx.err(self.cx.loc(lhs_t), "cannot assign to a literal")
+        lhs = self.exprs.expr(lhs_t)
+        self.exprs.check_lvalue(lhs, "assign to")
+        rhs = self.exprs.coerce(self.exprs.expr(rhs_t), lhs.type, "assignment")
         return ir.Assign(lhs, rhs, loc)
 
     def op_assign(self, t: ParseNode, loc: ir.Loc) -> ir.Stmt:
         """``a op= b`` (P4_16 1.2.4) is ``a = a op b`` with ``a`` evaluated once."""
         lhs_t, op_t, rhs_t = t.children
-        lhs = self.expr(lhs_t)
-        self.check_lvalue(lhs, "assign to")
+        lhs = self.exprs.expr(lhs_t)
+        self.exprs.check_lvalue(lhs, "assign to")
         if isinstance(lhs.type, ir.BoolT):
-            raise self.err(loc, f"compound assignment '{op_t}' needs a bit<W> or int<W> target, not bool")
-        value = self.binary(str(op_t)[:-1], lhs, self.expr(rhs_t), loc)
-        return ir.Assign(lhs, self.coerce(value, lhs.type, "assignment"), loc)
+            raise self.cx.err(loc, f"compound assignment '{op_t}' needs a bit<W> or int<W> target, not bool")
+        value = self.exprs.binary(str(op_t)[:-1], lhs, self.exprs.expr(rhs_t), loc)
+        return ir.Assign(lhs, self.exprs.coerce(value, lhs.type, "assignment"), loc)
 
     def var_decl(self, t: ParseNode) -> ir.VarDeclStmt:
         annos_t, type_t, name_t, init_t = t.children
-        ty = self.resolve_type(type_t)
-        name = self.name_of(name_t)
-        loc = self.loc(name_t)
+        ty = self.exprs.resolve_type(type_t)
+        name = self.cx.name_of(name_t)
+        loc = self.cx.loc(name_t)
         init = None
         if init_t is not None:
-            init = self.coerce(self.expr(init_t), ty, f"initializer of '{name}'")
-        decl = ir.VarDecl(name, ty, self.new_uid(), loc, self.annotations(annos_t))
-        self.declare(name, decl, loc)
-        return ir.VarDeclStmt(decl, init, self.loc(t))
+            init = self.exprs.coerce(self.exprs.expr(init_t), ty, f"initializer of '{name}'")
+        decl = ir.VarDecl(name, ty, self.cx.new_uid(), loc, self.exprs.annotations(annos_t))
+        self.cx.declare(name, decl, loc)
+        return ir.VarDeclStmt(decl, init, self.cx.loc(t))
 
     def const_decl(self, t: ParseNode) -> ConstSym:
         annos_t, type_t, name_t, val_t = t.children
-        self.annotations(annos_t)  # checked, as p4c checks them; a constant keeps none
-        ty = self.resolve_type(type_t)
-        name = self.name_of(name_t)
-        loc = self.loc(name_t)
-        v = self.coerce(self.expr(val_t), ty, f"constant '{name}'")
+        self.exprs.annotations(annos_t)  # checked, as p4c checks them; a constant keeps none
+        ty = self.exprs.resolve_type(type_t)
+        name = self.cx.name_of(name_t)
+        loc = self.cx.loc(name_t)
+        v = self.exprs.coerce(self.exprs.expr(val_t), ty, f"constant '{name}'")
         if not isinstance(v, (ir.Const, ir.EnumMember, ir.ErrorMember, ir.StringLit)):
-            raise self.err(v.loc, f"initializer of constant '{name}' is not a compile-time "
+            raise self.cx.err(v.loc, f"initializer of constant '{name}' is not a compile-time "
                            "constant")
         sym = ConstSym(name, v, loc)
-        self.declare(name, sym, loc)
+        self.cx.declare(name, sym, loc)
         return sym
 
     def switch(self, t: ParseNode, loc: ir.Loc) -> ir.Stmt:
-        if self.block_kind == "action":
-            raise self.err(loc, "switch statements are not allowed in actions (p4c's v1model targets do not "
+        if self.cx.block_kind == "action":
+            raise self.cx.err(loc, "switch statements are not allowed in actions (p4c's v1model targets do not "
                            "support them); use if/else")
-        e = self.expr(t.children[0])
+        e = self.exprs.expr(t.children[0])
         table: ir.Table | None = None
         if isinstance(e, ir.Member) and isinstance(e.type, ir.ActionEnumT):
             assert isinstance(e.base, ir.TableApply)
             table = e.base.table
         elif not isinstance(e.type, (ir.BitT, ir.EnumT, ir.ErrorT)):
-            raise self.err(e.loc, f"cannot switch on a value of type {e.type}")
+            raise self.cx.err(e.loc, f"cannot switch on a value of type {e.type}")
         cases: list[ir.SwitchCase] = []
         seen_default = False
         seen_labels: set[tuple[str, object]] = set()
         for c in children(t)[1:]:
             label_t, body_t = c.children
-            lloc = self.loc(label_t)
+            lloc = self.cx.loc(label_t)
             if seen_default:
-                raise self.err(lloc, "'default' must be the last switch label")
+                raise self.cx.err(lloc, "'default' must be the last switch label")
             label: ir.Expr
             if label_t.data == "default_key":
                 label = ir.DefaultKey(ir.DontCareT(), lloc, True)
                 seen_default = True
             elif table is not None:
                 if label_t.data != "name_ref":
-                    raise self.err(lloc, "labels of a switch on action_run must be action names")
-                an = self.name_of(label_t.children[0])
+                    raise self.cx.err(lloc, "labels of a switch on action_run must be action names")
+                an = self.cx.name_of(label_t.children[0])
                 names = [r.action.name for r in table.actions]
                 ref = next((r for r in table.actions if r.action.name == an), None)
                 if ref is None:
                     from .symbols import did_you_mean
-                    raise self.err(lloc, f"'{an}' is not an action of table '{table.name}'."
+                    raise self.cx.err(lloc, f"'{an}' is not an action of table '{table.name}'."
                                    + did_you_mean(an, names))
                 label = ir.ActionLabel(ref.action, ir.VoidT(), lloc)
             else:
-                label = self.coerce(self.expr(label_t), e.type, "switch label")
+                label = self.exprs.coerce(self.exprs.expr(label_t), e.type, "switch label")
                 if not isinstance(label, (ir.Const, ir.EnumMember, ir.ErrorMember)):
-                    raise self.err(lloc, "switch label must be a compile-time constant")
+                    raise self.cx.err(lloc, "switch label must be a compile-time constant")
             key = _label_key(label)
             if key in seen_labels:
-                raise self.err(lloc, f"duplicate case label '{key[1]}' in this switch")
+                raise self.cx.err(lloc, f"duplicate case label '{key[1]}' in this switch")
             seen_labels.add(key)
             body = self.block(body_t) if body_t is not None else None
             cases.append(ir.SwitchCase((label,), body, lloc))

@@ -38,15 +38,15 @@ def test_bad_property_value_names_property_and_cause() -> None:
 
 
 def test_internal_error_is_not_reported_as_a_property_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from innet.switch.frontend import blocks
+    from innet.switch.frontend import expressions
 
-    original = blocks.BlockBuilder.expr
+    original = expressions.Exprs.expr
 
     def broken(self, tree, *args, **kwargs):  # a bug in building the property's expression
         if "8w3" in str(tree):
             raise AttributeError("internal bug")
         return original(self, tree, *args, **kwargs)
 
-    monkeypatch.setattr(blocks.BlockBuilder, "expr", broken)
+    monkeypatch.setattr(expressions.Exprs, "expr", broken)
     with pytest.raises(AttributeError, match="internal bug"):
         compile_source(PROGRAM.replace("VALUE", "8w3"), "prop.p4")
