@@ -14,7 +14,7 @@ from . import consteval as ce
 from . import ir
 from .context import BuildContext, CallTyper, Instantiator
 from .lexer import Tok
-from .parse import convert_annotation, parse_int, unescape_string
+from .parse import convert_annotation, parse_annotation_body, parse_int, unescape_string
 from .symbols import BlockDecl, ConstSym, ExternFnSym, Scope, did_you_mean
 from .tree import ParseNode
 
@@ -105,6 +105,10 @@ class Exprs:
         if raw.structured and any(b.kind in ("{", "(", "[") for b in raw.body):
             raise self.cx.err(loc, f"@{raw.name}[{raw.text.strip()}]: illegal value for a structured annotation; "
                            "it must be an int, string or bool literal")
+        if raw.structured:
+            values = parse_annotation_body(raw.body, lambda name: self.cx.scope.lookup_type(name) is not None)
+            if values is not None:
+                self.expr(values)  # typed as p4c types them: '@a[t == t1]' on two externs is an error
 
     # ------------------------------------------------------------------ types
     def resolve_type(self, t: ParseNode) -> ir.Type:
@@ -196,6 +200,15 @@ class Exprs:
             raise self.cx.err(self.cx.loc(tok), f"integer literal of {v.bit_length()} bits is too large: "
                            f"int constants are limited to {ce.MAX_INT_BITS} bits (as in p4c)")
         return v, w, s
+
+    def newtype_name(self, t: ParseNode) -> str | None:
+        """The name of the ``type`` declaration the type tree ``t`` names, if it names one."""
+        while t.data == "type_ref":
+            t = t.children[0]
+        if t.data == "named_type":
+            name = str(t.children[0])
+            return name if name in self.cx.newtypes else None
+        return None
 
     def named_type(self, tok: Any, allow_generic: bool = False) -> ir.Type:
         name = str(tok)
@@ -423,8 +436,8 @@ class Exprs:
 
     def cast(self, ty: ir.Type, e: ir.Expr, loc: ir.Loc) -> ir.Expr:
         src = e.type
-        if src == ty:
-            return e
+        if src == ty:  # kept only where it turns a 'type' back into its base type
+            return ir.Cast(ty, e, loc) if _declared_type_name(e) is not None else e
         ok = False
         if isinstance(ty, ir.BitT) and isinstance(src, ir.BitT) and ty.signed != src.signed \
                 and ty.width != src.width:
@@ -512,6 +525,10 @@ class Exprs:
                 raise self.cx.err(a.loc, f"left operand of '{op}' must be numeric, not {a.type}")
             if isinstance(b.type, ir.BitT) and b.type.signed or not isinstance(b.type, (ir.BitT, ir.IntT)):
                 raise self.cx.err(b.loc, f"shift amount must be an unsigned bit<W> or int, not {b.type}")
+            declared = _declared_type_name(b)
+            if declared is not None:
+                raise self.cx.err(b.loc, f"shift amount must be an unsigned bit<W> or int, not {declared} (a 'type' "
+                                  f"over {b.type}); cast it to {b.type}")
             if isinstance(b, ir.Const) and int(b.value) < 0:
                 raise self.cx.err(b.loc, f"shift amount must not be negative, not {b.value}")
             if op == "<<" and isinstance(a.type, ir.IntT) and isinstance(b, ir.Const) \
@@ -534,6 +551,8 @@ class Exprs:
             a, b = self.unify(op, a, b, loc)
             ty = a.type
             if op in ("==", "!="):
+                if isinstance(ty, ir.ExternT):
+                    raise self.cx.err(loc, f"operator '{op}' on two {ty} instances: externs cannot be compared")
                 if not isinstance(ty, (ir.BitT, ir.IntT, ir.BoolT, ir.EnumT, ir.ErrorT,
                                        ir.StructT, ir.HeaderT, ir.HeaderUnionT, ir.StackT,
                                        ir.TupleT, ir.VarBitT)):
@@ -697,3 +716,10 @@ def _leaves(e: ir.StructInit) -> list[tuple[str, ir.Expr]]:
         else:
             out.append((n, x))
     return out
+
+
+def _declared_type_name(e: ir.Expr) -> str | None:
+    """The ``type`` name the field ``e`` reads was declared with (None if ``e`` is not such a field)."""
+    if isinstance(e, ir.Member) and isinstance(e.base.type, (ir.HeaderT, ir.StructT, ir.HeaderUnionT)):
+        return next((f.type_name for f in e.base.type.fields if f.name == e.name), None)
+    return None

@@ -187,6 +187,9 @@ class Field:
     name: str
     type: Type
     annotations: Annotations = field(default_factory=_ann, compare=False, hash=False)
+    type_name: str | None = field(default=None, compare=False, hash=False)
+    """The ``type`` name the field was declared with (``type bit<8> T; T f;``): ``type``
+    is a new type p4c checks as such, though innet stores it as its underlying type."""
 
 
 class _Aggregate(Type):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 from lark import Lark, Token
@@ -122,6 +123,35 @@ def parse(pp: Preprocessed) -> ParseResult:
         loc = pp.loc(getattr(e, "line", 1), getattr(e, "column", 1))
         raise P4Error(loc, f"syntax error: {e}", pp.source_line(loc)) from None
     return ParseResult(tree, store, pp)
+
+
+def parse_annotation_body(body: list[lx.Tok], is_type: Callable[[str], bool]) -> ParseNode | None:
+    """A structured annotation's body (``@a[1, x == y]``, ``@a[k = v]``) as one list or
+    struct expression tree, so that its values are typed like any expression; None when
+    it is empty or does not parse as one (the annotation's own checks report that).
+    ``is_type`` tells which identifiers name types where the annotation stands."""
+    if not body:
+        return None
+    first = body[0]
+
+    def synthetic(text: str) -> lx.Tok:
+        return lx.Tok(text, text, first.pos, first.row)
+
+    toks = [synthetic("const"), synthetic("bool"), lx.Tok("IDENTIFIER", "annotation", first.pos, first.row),
+            synthetic("="), synthetic("{")]
+    for t in body:
+        kind = "TYPE_IDENTIFIER" if t.kind == "IDENTIFIER" and is_type(t.text) else t.kind
+        if kind == "<" and toks[-1].kind in ("bit", "int", "varbit"):
+            kind = "L_ANGLE_T"
+        toks.append(lx.Tok(kind, t.text, t.pos, t.row))
+    toks += [synthetic("}"), synthetic(";")]
+    to_terminal(toks)
+    try:
+        tree = _get_driver().parse(toks)
+    except UnexpectedInput:
+        return None
+    value: ParseNode = tree.children[0].children[-1]
+    return value
 
 
 def _lex(pp: Preprocessed, store: list[lx.AnnotationTok]) -> list[lx.Tok]:

@@ -191,7 +191,7 @@ class ProgramBuilder:
             if match is not None and not (len(match.body) == 1 and match.body[0] in self.cx.match_kinds):
                 raise self.cx.err(self.cx.loc(name_t), f"field '{fname}' of {kind} {tname}: the value of @match must "
                                f"be a match_kind ({', '.join(self.cx.match_kinds)}), not '{match.text.strip()}'")
-            out.append(ir.Field(fname, ft, annos))
+            out.append(ir.Field(fname, ft, annos, self.exprs.newtype_name(type_t)))
         return tuple(out)
 
     def _aggregate(self, t: ParseNode, kind: str) -> None:
@@ -252,6 +252,7 @@ class ProgramBuilder:
 
     def _d_typedef_decl(self, t: ParseNode) -> None:
         annos_t, type_t, name_t = t.children
+        self.exprs.annotations(annos_t)  # checked; a typedef keeps none
         self.declare_type(self.cx.name_of(name_t), self.exprs.resolve_type(type_t), self.cx.loc(name_t))
 
     def _d_newtype_decl(self, t: ParseNode) -> None:

@@ -23,13 +23,6 @@ import pytest
 from innet.p4c_errors import CORPORA, DEFAULT_DIR, ENV_VAR, ErrorsDirError, Outcome, classify, corpus_dirs
 from innet.switch.frontend.preprocess import P4_INCLUDE_DIR
 
-KNOWN_GAPS = frozenset({
-    "p4_16_errors/issue3363.p4",  # 'extern == extern' inside a structured annotation: its body is not typed
-    "p4_16_errors/issue5094-type-bmv2.p4",  # a shift by a value of a 'type': innet's 'type' is its base type
-})
-"""Programs innet does not yet reject as p4c does (strict xfail: one that starts passing
-fails the tier until it is taken off this list)."""
-
 _ERROR_LINE = re.compile(r"^(?P<file>[^\s:][^:]*):\d+:\d+: error: ", re.M)
 
 
@@ -49,9 +42,7 @@ def _programs() -> list[tuple[str, Path | None]]:
 PROGRAMS = _programs()
 
 
-@pytest.mark.parametrize("key,path", [pytest.param(k, p, id=k, marks=[pytest.mark.xfail(strict=True, reason="known gap")]
-                                                    if k in KNOWN_GAPS else [])
-                                      for k, p in PROGRAMS])
+@pytest.mark.parametrize("key,path", [pytest.param(k, p, id=k) for k, p in PROGRAMS])
 def test_p4c_rejects_so_does_innet(key: str, path: Path | None) -> None:
     if path is None:
         pytest.skip(f"p4c's error corpus {key} not found: set {ENV_VAR} to a p4c checkout (or extract "

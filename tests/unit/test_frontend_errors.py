@@ -538,3 +538,38 @@ def test_a_type_is_cast_only_from_its_underlying_type() -> None:
         compile_source(decl, "decl.p4")
     compile_source(decl.replace("bit<2> a", "bit<1> a"), "ok.p4")
     compile_source("type bit<8> t8;\nt8 f() { return (t8)3; }\n", "ok.p4")
+
+
+NEWTYPE_SHIFT = """
+type bit<8> Amount;
+header h_t { bit<32> a; Amount n; }
+struct s_t { h_t h; }
+control c(inout s_t s) {
+    apply { s.h.a = s.h.a << SHIFT; }
+}
+"""
+
+
+def test_shift_by_a_field_of_a_declared_type_is_rejected() -> None:
+    """``type`` makes a new type: p4c refuses it as a shift amount, though its base is bit<8>."""
+    with pytest.raises(P4Error, match=r"t.p4:6:\d+: error: shift amount must be an unsigned bit<W> or int, not "
+                                      r"Amount \(a 'type' over bit<8>\); cast it to bit<8>"):
+        compile_source(NEWTYPE_SHIFT.replace("SHIFT", "s.h.n"), "t.p4")
+
+
+def test_shift_by_a_cast_field_of_a_declared_type_is_accepted() -> None:
+    prog = compile_source(NEWTYPE_SHIFT.replace("SHIFT", "(bit<8>)s.h.n"), "t.p4")
+    assert prog.types["h_t"].fields[1].type_name == "Amount"
+
+
+def test_structured_annotation_values_are_typed() -> None:
+    src = "extern e { e(); }\ne() t;\ne() t1;\n@tag[t == t1] typedef bit<8> b1;\n"
+    with pytest.raises(P4Error, match=r"a.p4:4:6: error: operator '==' on two e instances: externs cannot be compared"):
+        compile_source(src, "a.p4")
+    with pytest.raises(P4Error, match=r"a.p4:1:\d+: error: undefined name 'nope'"):
+        compile_source("@tag[1, nope] typedef bit<8> b1;\n", "a.p4")
+
+
+def test_structured_annotation_with_constant_expressions_is_accepted() -> None:
+    prog = compile_source('const bit<8> X = 1;\n@tag[X + 1, "s", true] @kv[a = 1, b = X] typedef bit<8> b1;\n', "a.p4")
+    assert prog.consts["X"].value == 1
