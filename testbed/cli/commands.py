@@ -151,6 +151,8 @@ NAMED_BENCHMARKS: dict[str, tuple[str, str]] = {
     "soak": ("innet.testbed.ina.soak", "exact allreduces for minutes under loss, duplication and restarts"),
     "rail-failover": ("innet.testbed.rail.failover_bench", "a spare HB domain replacing a dead one mid-training: "
                                                            "recovery time, exactness"),
+    "cluster": ("innet.testbed.cluster.bench", "innet's stack on a 3-node swarm lab beside the Mininet star: "
+                                               "step time, bytes per worker, deployment time (root)"),
 }
 """``innet bench NAME [options]``: sub-commands of ``innet bench``, each module giving
 ``add_arguments(parser)`` and ``command(args)``; ``innet bench`` without a name is the

@@ -126,6 +126,8 @@ class SwarmLab:
         self.push_port = 0
         self.image = ""
         """What the stack runs, as the nodes pull it (set once an image is pushed)."""
+        self.torch = False
+        """``image`` carries torch (:mod:`innet.testbed.cluster.torch_image`)."""
         self._lock: Any = None
         self._made: list[tuple[str, str]] = []
 
@@ -322,6 +324,14 @@ class SwarmLab:
             except Exception:
                 pass
         return found
+
+    def wait_clean(self, deadline: float = 60.0) -> list[str]:
+        """:meth:`leftovers` once they are gone, or what is left after ``deadline`` seconds (Swarm
+        removes a removed stack's exited task containers a little after ``docker stack rm``)."""
+        end = time.monotonic() + deadline
+        while (left := self.leftovers()) and time.monotonic() < end:
+            time.sleep(1.0)
+        return left
 
     def down(self) -> None:
         """Leave the swarm, stop the daemons and registries, delete namespaces, veths and bridge;

@@ -32,13 +32,14 @@ def image_ref(registry: str) -> str:
     return f"{check_registry(registry)}/{IMAGE_NAME}:{image_key()}"
 
 
-def push_image(client: Any, registry: str) -> str:
-    """Build (or reuse) the local image, tag it for ``registry`` and push it; the pushed ref."""
+def push_image(client: Any, registry: str, local: str | None = None) -> str:
+    """Build (or reuse) the local image (``local``: that image instead, ``name:tag``), tag it for
+    ``registry`` and push it; the pushed ref."""
     from innet.testbed.backends.docker.images import build_image
 
-    local = build_image(client)
-    tag = local.rpartition(":")[2]  # the key of what was built (sources may change meanwhile)
-    repository = f"{check_registry(registry)}/{IMAGE_NAME}"
+    local = local or build_image(client)
+    name, _, tag = local.rpartition(":")  # the key of what was built (sources may change meanwhile)
+    repository = f"{check_registry(registry)}/{name}"
     ref = f"{repository}:{tag}"
     client.images.get(local).tag(repository, tag)
     try:
@@ -46,7 +47,7 @@ def push_image(client: Any, registry: str) -> str:
                   for line in client.images.push(repository, tag=tag, stream=True, decode=True)
                   if "error" in line or "errorDetail" in line]
     finally:
-        client.images.remove(ref)  # only the registry's name for it; innet:<key> stays
+        client.images.remove(ref)  # only the registry's name for it; the local name stays
     if errors:
         raise RegistryError(f"push of {ref}: {errors[-1]} (an http registry must be in the engine's "
                             "insecure-registries, except on 127.0.0.0/8)")

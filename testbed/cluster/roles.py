@@ -34,7 +34,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from innet.testbed.ina.compose import ComposeConfig, ComposeError
 
-ROLES = ("switch", "controller", "worker")
+ROLES = ("switch", "controller", "worker", "node")
 JOB_TAG = "INNET_JOB"
 RESULT_TAG = "INNET_RESULT"
 EXIT_USAGE = 2
@@ -66,6 +66,19 @@ class ClusterRoleConfig:
     """INNET_TLS_DIR: where the Swarm secrets are; INNET_TLS=off: plaintext P4Runtime."""
     slot: int = 0
     """INNET_SLOT: the worker task's slot (1-based), 0 for other roles."""
+    repeats: int = 0
+    """INNET_REPEATS: timed allreduces a worker runs instead of the allreduce and training
+    (:mod:`innet.testbed.cluster.timed`, ``innet bench cluster``); 0: the exact run."""
+    collective: str = "ina"
+    """INNET_COLLECTIVE: ``ina`` (through the switch) or ``gloo`` (torch's ring among the
+    workers, the controller serving the rendezvous store; needs the torch image and repeats)."""
+    workload: str = "demo"
+    """INNET_WORKLOAD: ``demo`` (exact allreduce, then the demo training) or ``luwu`` (LuWu
+    training with the ``node`` service's optimizer nodes: :mod:`innet.testbed.cluster.luwu_roles`)
+    or ``ddp`` (PyTorch DDP launched by torchrun in the worker tasks, gradients through the
+    switch by ``register_innet_hook``: :mod:`innet.testbed.cluster.ddp`)."""
+    luwu: Any = None
+    """The LuWu settings (:class:`~innet.testbed.cluster.luwu_roles.LuwuSettings`) of a ``luwu`` workload."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "ClusterRoleConfig":
@@ -73,14 +86,27 @@ class ClusterRoleConfig:
         try:
             mtu = int(env.get("INNET_OVERLAY_MTU", "1450"))
             slot = int(env.get("INNET_SLOT", "0") or 0)
+            repeats = int(env.get("INNET_REPEATS", "0") or 0)
         except ValueError:
             raise ComposeError(f"INNET_OVERLAY_MTU={env.get('INNET_OVERLAY_MTU')!r} / INNET_SLOT="
-                               f"{env.get('INNET_SLOT')!r}: expected integers") from None
+                               f"{env.get('INNET_SLOT')!r} / INNET_REPEATS={env.get('INNET_REPEATS')!r}: "
+                               "expected integers") from None
         tls = None if env.get("INNET_TLS", "on") == "off" else Path(env.get("INNET_TLS_DIR", "/run/secrets"))
+        collective = env.get("INNET_COLLECTIVE", "ina") or "ina"
+        if collective not in ("ina", "gloo") or (collective == "gloo" and repeats < 1):
+            raise ComposeError(f"INNET_COLLECTIVE={collective!r}: ina, or gloo with INNET_REPEATS >= 1")
+        workload = env.get("INNET_WORKLOAD", "demo") or "demo"
+        if workload not in ("demo", "luwu", "ddp"):
+            raise ComposeError(f"INNET_WORKLOAD={workload!r}: demo, luwu or ddp")
         base = ComposeConfig.from_env(env)
         if "INNET_K" not in env:
             base = dataclasses.replace(base, k=k_for_overlay(mtu))
-        return cls(base, mtu, tls, slot)
+        luwu = None
+        if workload == "luwu":
+            from innet.testbed.cluster.luwu_roles import LuwuSettings
+
+            luwu = LuwuSettings.from_env(env)
+        return cls(base, mtu, tls, slot, max(repeats, 0), collective, workload, luwu)
 
     def secret(self, name: str) -> Path:
         assert self.tls_dir is not None
@@ -99,12 +125,21 @@ def switch_argv(config: ClusterRoleConfig) -> list[str]:
     """``innet-switch`` argv of the compose switch plus mutual TLS on P4Runtime."""
     from innet.testbed.ina.compose import switch_command
 
-    argv = switch_command(config.base)
+    argv = switch_command(_ports(config))
     if config.tls_dir is not None:
         argv += ["--grpc-server-ssl", "--grpc-server-cert", str(config.secret("innet_switch_crt")),
                  "--grpc-server-key", str(config.secret("innet_switch_key")),
                  "--grpc-server-cacert", str(config.secret("innet_ca")), "--grpc-server-with-client-auth"]
     return argv
+
+
+def _ports(config: ClusterRoleConfig) -> ComposeConfig:
+    """The star the switch serves: a port per worker, and per LuWu node."""
+    if config.luwu is None:
+        return config.base
+    from innet.testbed.cluster.luwu_roles import star_config
+
+    return star_config(config.base, config.luwu)
 
 
 def run_switch(config: ClusterRoleConfig) -> int:
@@ -146,7 +181,14 @@ def run_controller(config: ClusterRoleConfig) -> int:
     from innet.testbed.ina.compose import create_training_job, pipeline_defines
 
     base = config.base
-    topo = base.topology()
+    if config.workload == "ddp":  # one sum job; the steps are the DDP script's
+        base = dataclasses.replace(base, train_steps=0)
+    if config.collective == "gloo":
+        from innet.testbed.cluster.timed import serve_store
+
+        serve_store(base.workers, base.deadline)
+        return 0
+    topo = _ports(config).topology()
     sw = topo.switch()
     workers = tuple(WorkerSpec(rank=h.rank, port=h.rank + 1, mac=h.mac, ip=h.address, udp_port=18767)
                     for h in topo.workers)
@@ -154,13 +196,24 @@ def run_controller(config: ClusterRoleConfig) -> int:
         ctl.push(PipelineConfig.load(P4_PROGRAM, pipeline_defines(base), switch_impl="innet"))
         routes = tuple(Route(f"{w.ip}/32", w.mac, w.port) for w in workers)
         ctl.install_forwarding({"s1": Forwarding(sw.mac, sw.ip, routes, tuple((w.ip, w.mac) for w in workers))})
+        if config.luwu is not None:
+            from innet.testbed.cluster.luwu_roles import create_job
+
+            epoch = create_job(ctl, base, config.luwu)
+            print(f"{JOB_TAG} " + json.dumps({"job": base.job_id, "epoch": epoch, "workers": base.workers,
+                                              "nodes": config.luwu.nodes, "k": base.k, "workload": "luwu"}), flush=True)
+            return 0
         train = create_training_job(ctl, base, workers) if base.train_steps else None
         job = JobSpec(job_id=base.job_id, workers=workers, slot_base=0, slot_count=base.window, k=base.k,
                       mode="sum")
         ctl.create_job(job)
         epoch = ctl.attach(job.job_id)
     print(f"{JOB_TAG} " + json.dumps({"job": job.job_id, "epoch": epoch, "workers": base.workers, "k": base.k,
-                                      "train": train}), flush=True)
+                                      "train": train, "workload": config.workload}), flush=True)
+    if config.workload == "ddp":
+        from innet.testbed.cluster.ddp import serve_rendezvous
+
+        serve_rendezvous(base.workers, base.deadline)
     return 0
 
 
@@ -203,14 +256,52 @@ def run_worker(config: ClusterRoleConfig) -> int:
         raise ComposeError(f"worker: INNET_SLOT={config.slot}: must be a task slot within 1..{base.workers} "
                            "(more replicas than INNET_WORKERS?)")
     rank = config.slot - 1
-    doc = allreduce_and_train(base, wait_for_jobs(config), rank)
+    if config.workload == "ddp":
+        from innet.testbed.cluster.ddp import run_worker_task
+
+        return run_worker_task(base.workers, base.deadline, os.environ.get("INNET_CONTROLLER_HOST", "controller"))
+    if config.luwu is not None:
+        from innet.testbed.cluster.luwu_roles import run_worker as luwu_worker
+
+        doc = luwu_worker(base, config.luwu, rank, _attached_epoch(config))
+        doc["node"] = os.environ.get("INNET_NODE", "")
+        print(f"{RESULT_TAG} " + json.dumps(doc), flush=True)
+        return 0 if doc["ok"] else EXIT_ERROR
+    if config.collective == "gloo":
+        from innet.testbed.cluster.timed import timed_gloo
+
+        doc = timed_gloo(base, rank, config.repeats)
+    elif config.repeats:
+        from innet.testbed.cluster.timed import timed_allreduces
+
+        doc = timed_allreduces(base, wait_for_jobs(config), rank, config.repeats)
+    else:
+        doc = allreduce_and_train(base, wait_for_jobs(config), rank)
     doc["node"] = os.environ.get("INNET_NODE", "")
     print(f"{RESULT_TAG} " + json.dumps(doc), flush=True)
     return 0 if doc["ok"] and (doc["train"] is None or doc["train"]["bit_exact"]) else EXIT_ERROR
 
 
+def _attached_epoch(config: ClusterRoleConfig) -> int:
+    """The epoch of the job once the controller attached it for the workers."""
+    return int(wait_for_jobs(dataclasses.replace(config, base=dataclasses.replace(config.base, train_steps=0)))["epoch"])
+
+
+def run_node(config: ClusterRoleConfig) -> int:
+    """A LuWu optimizer node: index = task slot - 1, star rank N + index."""
+    from innet.testbed.cluster.luwu_roles import NODE_RESULT_TAG, run_node as luwu_node
+
+    if config.luwu is None or not 1 <= config.slot <= config.luwu.nodes:
+        raise ComposeError(f"node: INNET_WORKLOAD={config.workload!r}, INNET_SLOT={config.slot}: a node task needs "
+                           f"INNET_WORKLOAD=luwu and a slot within 1..{config.luwu.nodes if config.luwu else 1}")
+    doc = luwu_node(config.base, config.luwu, config.slot - 1, _attached_epoch(config))
+    doc["node"] = os.environ.get("INNET_NODE", "")
+    print(f"{NODE_RESULT_TAG} " + json.dumps(doc), flush=True)
+    return 0 if doc["exit"] == 0 and doc.get("state") == "done" else EXIT_ERROR
+
+
 RUNNERS: dict[str, Callable[[ClusterRoleConfig], int]] = {
-    "switch": run_switch, "controller": run_controller, "worker": run_worker}
+    "switch": run_switch, "controller": run_controller, "worker": run_worker, "node": run_node}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

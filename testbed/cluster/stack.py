@@ -54,6 +54,18 @@ class ClusterSpec:
     """Seconds each task waits for another."""
     max_per_node: int = 32
     """Worker tasks at most on one node."""
+    repeats: int = 0
+    """Timed allreduces per worker instead of the exact run (``innet bench cluster``); 0: none."""
+    collective: str = "ina"
+    """``ina`` or ``gloo`` (with ``repeats``; the image must carry torch: :mod:`~innet.testbed.cluster.torch_image`)."""
+    workload: str = "demo"
+    """``demo`` (exact allreduce, demo training) or ``luwu`` (LuWu training with ``nodes``
+    optimizer nodes as the ``node`` service, pinned beside the switch) or ``ddp`` (torchrun in the
+    worker tasks, DDP's gradients through the switch); both need the torch image."""
+    nodes: int = 1
+    """LuWu optimizer nodes (``luwu`` only)."""
+    lr: float = 0.003
+    """LuWu's Adam learning rate."""
     hold_controller: bool = False
     """Deploy the controller scaled to 0, so that nothing attaches the job until
     :func:`release_controller`: a fault can then land while the workers wait, at a known point."""
@@ -61,6 +73,12 @@ class ClusterSpec:
     def __post_init__(self) -> None:
         if not 2 <= self.workers <= 32:
             raise ClusterError(f"--workers {self.workers}: must be within 2..32 (switch ports of innet.p4's star)")
+        if self.collective not in ("ina", "gloo") or (self.collective == "gloo" and self.repeats < 1):
+            raise ClusterError(f"collective {self.collective!r}: ina, or gloo with repeats >= 1")
+        if self.workload not in ("demo", "luwu", "ddp") or not 1 <= self.nodes <= 8 \
+                or self.workers + (self.nodes if self.workload == "luwu" else 0) > 32:
+            raise ClusterError(f"workload {self.workload!r} with {self.nodes} nodes and {self.workers} workers: demo, "
+                               "luwu or ddp, 1..8 nodes, workers + nodes within 32 switch ports")
         if not self.name.replace("-", "").replace("_", "").isalnum():
             raise ClusterError(f"--name {self.name!r}: letters, digits, - and _ only (a stack name)")
 
@@ -69,6 +87,9 @@ class ClusterSpec:
         return {"INNET_IMAGE": self.image, "INNET_WORKERS": str(self.workers), "INNET_ELEMENTS": str(self.elements),
                 "INNET_TRAIN_STEPS": str(self.train_steps), "INNET_OVERLAY_MTU": str(self.overlay_mtu),
                 "INNET_DEADLINE": str(int(self.deadline)), "INNET_MAX_PER_NODE": str(self.max_per_node),
+                "INNET_REPEATS": str(self.repeats), "INNET_COLLECTIVE": self.collective,
+                "INNET_WORKLOAD": self.workload, "INNET_NODES": str(self.nodes), "INNET_LR": repr(self.lr),
+                "INNET_NODE_REPLICAS": str(self.nodes if self.workload == "luwu" else 0),
                 "INNET_CONTROLLER_REPLICAS": "0" if self.hold_controller else "1",
                 "INNET_TLS": "on" if self.tls_dir else "off",
                 "INNET_TLS_DIR": str(self.tls_dir) if self.tls_dir else str(_plaintext_dir())}
@@ -79,7 +100,7 @@ def _plaintext_dir() -> Path:
     path = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "innet" / "cluster-plaintext"
     path.mkdir(parents=True, exist_ok=True)
     for name in ("ca.crt", "switch.crt", "switch.key", "client.crt", "client.key"):
-        (path / name).touch()
+        (path / name).write_text("unused: P4Runtime in plaintext\n")  # Swarm refuses an empty secret
     return path
 
 
@@ -185,6 +206,15 @@ def results(client: Any, name: str) -> list[dict[str, Any]]:
         return []
     by_rank = {int(doc["rank"]): doc for doc in _tagged(service, RESULT_TAG)}
     return [by_rank[r] for r in sorted(by_rank)]
+
+
+def node_results(client: Any, name: str) -> list[dict[str, Any]]:
+    """The LuWu optimizer nodes' status documents, latest per node."""
+    from innet.testbed.cluster.luwu_roles import NODE_RESULT_TAG
+
+    service = services(client, name).get("node")
+    by_index = {int(doc["index"]): doc for doc in _tagged(service, NODE_RESULT_TAG)} if service is not None else {}
+    return [by_index[i] for i in sorted(by_index)]
 
 
 def job_document(client: Any, name: str) -> dict[str, Any] | None:

@@ -51,6 +51,42 @@ def _flat_grads(model: Any) -> Any:
     return torch.cat([p.grad.detach().reshape(-1) for p in model.parameters()]).numpy().copy()
 
 
+def gradient_series(train: Any, agent: Any, steps: int, lr: float) -> dict[str, Any]:
+    """In a joined gloo process group, rank ``train.rank``'s averaged gradients of ``steps``
+    steps three ways (module docstring), arrays ``gloo``, ``innet``, ``local`` of shape
+    (steps, parameters); ``agent``: a started agent of a sum job of the group's ranks."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.parallel import DistributedDataParallel
+
+    from innet.host.pytorch import register_innet_hook
+    from innet.testbed.luwu.train import batches, build_model
+
+    data = batches(train)
+    base = build_model(train)
+    local, innet_model = copy.deepcopy(base), copy.deepcopy(base)
+    gloo = DistributedDataParallel(base)
+    innet = DistributedDataParallel(innet_model)
+    register_innet_hook(innet, agent)
+    opt = torch.optim.Adam(base.parameters(), lr=lr)
+    out: dict[str, list[Any]] = {"gloo": [], "innet": [], "local": []}
+    for s in range(steps):
+        xb, yb = data.train(s, range(train.rank, train.rank + 1))
+        for name, net in (("gloo", gloo), ("innet", innet), ("local", local)):
+            net.zero_grad(set_to_none=True)
+            F.cross_entropy(net(xb), yb).backward()
+        out["gloo"].append(_flat_grads(base))
+        out["innet"].append(_flat_grads(innet_model))
+        out["local"].append(_flat_grads(local))
+        opt.step()
+        with torch.no_grad():
+            for src, a, b in zip(base.parameters(), innet_model.parameters(), local.parameters()):
+                a.copy_(src)
+                b.copy_(src)
+    return {name: np.stack(values) for name, values in out.items()}
+
+
 def run(spec: GradcheckSpec) -> int:
     """Body of one rank (see module docstring)."""
     from datetime import timedelta
@@ -58,21 +94,15 @@ def run(spec: GradcheckSpec) -> int:
     import numpy as np
     import torch
     import torch.distributed as dist
-    import torch.nn.functional as F
-    from torch.nn.parallel import DistributedDataParallel
 
     from innet.host.agent.agent import Agent, AgentConfig
     from innet.host.agent.aggregator import JobConfig, Timing
-    from innet.host.pytorch import register_innet_hook
-    from innet.testbed.core.gloo import rendezvous_store
-    from innet.testbed.core.ina_worker import transport_config
-    from innet.testbed.luwu.train import TrainSpec, batches, build_model
-    from innet.host.training.model import load_digits_dataset
     from innet.host.agent.transport import transport_config
+    from innet.testbed.core.gloo import rendezvous_store
+    from innet.testbed.luwu.train import TrainSpec
 
     torch.set_num_threads(1)
     train = TrainSpec(mode="ddp-gloo", rank=spec.rank, world=spec.world, batch=spec.batch, hidden=spec.hidden)
-    data = batches(train)
     store = rendezvous_store(spec.rank, spec.world, spec.master[0], spec.master[1], timedelta(seconds=60))
     dist.init_process_group("gloo", store=store, rank=spec.rank, world_size=spec.world,
                             timeout=timedelta(seconds=60))
@@ -80,28 +110,8 @@ def run(spec: GradcheckSpec) -> int:
                               transport_config(spec.transport),
                               timing=Timing(chunk_deadline=spec.chunk_deadline))).start()
     try:
-        base = build_model(train)
-        local, innet_model = copy.deepcopy(base), copy.deepcopy(base)
-        gloo = DistributedDataParallel(base)
-        innet = DistributedDataParallel(innet_model)
-        register_innet_hook(innet, agent)
-        opt = torch.optim.Adam(base.parameters(), lr=spec.lr)
-        out: dict[str, list[Any]] = {"gloo": [], "innet": [], "local": []}
-        for s in range(spec.steps):
-            xb, yb = data.train(s, range(spec.rank, spec.rank + 1))
-            for name, net in (("gloo", gloo), ("innet", innet), ("local", local)):
-                net.zero_grad(set_to_none=True)
-                F.cross_entropy(net(xb), yb).backward()
-            out["gloo"].append(_flat_grads(base))
-            out["innet"].append(_flat_grads(innet_model))
-            out["local"].append(_flat_grads(local))
-            opt.step()
-            with torch.no_grad():
-                for src, a, b in zip(base.parameters(), innet_model.parameters(), local.parameters()):
-                    a.copy_(src)
-                    b.copy_(src)
-        np.savez(Path(spec.out) / f"rank{spec.rank}.npz", gloo=np.stack(out["gloo"]), innet=np.stack(out["innet"]),
-                 local=np.stack(out["local"]))
+        series = gradient_series(train, agent, spec.steps, spec.lr)
+        np.savez(Path(spec.out) / f"rank{spec.rank}.npz", **series)
         dist.barrier()
     finally:
         agent.close()

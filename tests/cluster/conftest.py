@@ -48,9 +48,16 @@ def swarm_lab(docker_client: Any, innet_image: str) -> Iterator[Any]:
         pytest.skip(f"no swarm lab here: {error}")
     try:
         from innet.testbed.cluster.registry import push_image
+        from innet.testbed.cluster.torch_image import TorchImageError, build_torch_image
 
         start = time.monotonic()
-        ref = push_image(docker_client, lab.push_registry)
+        try:  # the torch image where the host has torch: the gloo, DDP and torchrun tests need it
+            local = build_torch_image(docker_client, innet_image)
+            lab.torch = True
+        except TorchImageError as error:
+            print(f"\nno torch image ({error}): the torch tests skip")
+            local, lab.torch = innet_image, False
+        ref = push_image(docker_client, lab.push_registry, local)
         print(f"\npushed {ref} in {time.monotonic() - start:.1f} s")
         lab.image = ref.replace(lab.push_registry, lab.pull_registry)
         yield lab

@@ -8,7 +8,6 @@ checked by the ``swarm_lab`` fixture: no namespace, link or daemon left)."""
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +18,6 @@ pytestmark = pytest.mark.timeout(900)  # image build (after a source change) and
 WORKERS = 8
 ELEMENTS = 4096
 TRAIN_STEPS = 10
-
-
-def _wait_clean(lab: Any, deadline: float = 60.0) -> list[str]:
-    end = time.monotonic() + deadline
-    while (left := lab.leftovers()) and time.monotonic() < end:
-        time.sleep(1.0)
-    return left
 
 
 def test_eight_workers_over_three_nodes_exact_and_bit_exact(swarm_lab: Any, tmp_path: Path) -> None:
@@ -56,7 +48,7 @@ def test_eight_workers_over_three_nodes_exact_and_bit_exact(swarm_lab: Any, tmp_
     switch_nodes = {r["node"] for r in rows if r["service"] == "switch"}
     assert switch_nodes == {"innet-n1"}  # pinned by the innet.switch label
     assert {"removed service innettest_switch", "removed service innettest_worker"} <= set(removed)
-    assert _wait_clean(swarm_lab) == []
+    assert swarm_lab.wait_clean() == []
 
 
 def test_cli_up_status_logs_down(swarm_lab: Any, tmp_path: Path) -> None:
@@ -85,7 +77,7 @@ def test_cli_up_status_logs_down(swarm_lab: Any, tmp_path: Path) -> None:
     finally:
         down = run("down", "--name", "innetcli")
     assert down.returncode == 0 and "removed service innetcli_worker" in down.stdout, down.stdout + down.stderr
-    assert _wait_clean(swarm_lab) == []
+    assert swarm_lab.wait_clean() == []
     again = run("down", "--name", "innetcli")
     assert (again.returncode, again.stdout.strip()) == (0, "stack innetcli: nothing deployed")
 

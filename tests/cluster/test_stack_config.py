@@ -53,3 +53,48 @@ def test_stack_file_as_docker_stack_deploy_reads_it(tmp_path: Path) -> None:
     assert "replicated-job" not in text and "endpoint_mode: dnsrr" in text  # Debian's CLI 20.10 reads it
     assert "com.docker.network.driver.mtu: \"8950\"" in text and "INNET_SLOT: '{{.Task.Slot}}'" in text
     assert "replicas: 8" in text and "ports:" not in text  # nothing published on the hosts
+
+
+def test_roles_read_the_workload_and_collective() -> None:
+    from innet.testbed.ina.compose import ComposeError
+
+    config = ClusterRoleConfig.from_env({"INNET_WORKERS": "4", "INNET_WORKLOAD": "luwu", "INNET_NODES": "2"})
+    assert (config.workload, config.collective, config.repeats) == ("luwu", "ina", 0)
+    argv = switch_argv(config)
+    assert argv.count("-u") == 6  # a switch port per worker and per optimizer node
+    gloo = ClusterRoleConfig.from_env({"INNET_COLLECTIVE": "gloo", "INNET_REPEATS": "3"})
+    assert (gloo.collective, gloo.repeats) == ("gloo", 3)
+    with pytest.raises(ComposeError, match="INNET_COLLECTIVE='gloo': ina, or gloo with INNET_REPEATS >= 1"):
+        ClusterRoleConfig.from_env({"INNET_COLLECTIVE": "gloo"})
+    with pytest.raises(ComposeError, match="INNET_WORKLOAD='fsdp': demo, luwu or ddp"):
+        ClusterRoleConfig.from_env({"INNET_WORKLOAD": "fsdp"})
+    with pytest.raises(ClusterError, match="workers \\+ nodes within 32"):
+        ClusterSpec(workers=30, workload="luwu", nodes=4)
+    env = ClusterSpec(workers=4, workload="luwu", nodes=2).env()
+    assert (env["INNET_NODE_REPLICAS"], env["INNET_WORKLOAD"]) == ("2", "luwu")
+    assert ClusterSpec(workers=4).env()["INNET_NODE_REPLICAS"] == "0"  # no node tasks outside LuWu
+
+
+def test_luwu_plan_and_owners_follow_the_environment() -> None:
+    pytest.importorskip("torch", reason="torch (optional dependency) is not installed")
+    from innet.testbed.cluster.luwu_roles import LuwuSettings, plan, star_config
+    from innet.testbed.ina.compose import ComposeConfig
+
+    base = ComposeConfig(workers=4, k=256, train_steps=0)
+    settings = LuwuSettings(nodes=2)
+    one, again = plan(base, settings, 3), plan(base, settings, 3)
+    assert one == again and (one.num_workers, one.nodes, one.epoch, one.k) == (4, ("o1", "o2"), 3, 256)
+    assert [o.rank for o in one.owner_ranges()] == [4, 5]  # the nodes are star ranks N..N+S-1
+    assert star_config(base, settings).workers == 6
+
+
+def test_interface_counters_skip_loopback(tmp_path: Path) -> None:
+    from innet.testbed.cluster.timed import interface_counters
+
+    dev = tmp_path / "dev"
+    dev.write_text("Inter-|   Receive                                                |  Transmit\n"
+                   " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n"
+                   "    lo:  100 2 0 0 0 0 0 0  100 2 0 0 0 0 0 0\n"
+                   "  eth0: 5000 7 0 0 0 0 0 0 3000 4 0 0 0 0 0 0\n"
+                   "  eth1:   10 1 0 0 0 0 0 0   20 1 0 0 0 0 0 0\n")
+    assert interface_counters(dev) == {"rx_bytes": 5010, "rx_packets": 8, "tx_bytes": 3020, "tx_packets": 5}
