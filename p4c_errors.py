@@ -134,7 +134,7 @@ def classify(path: Path, corpus: str = "") -> ErrorResult:
     caught = _Records()
     log.addHandler(caught)
     try:
-        with _start_cache_off():  # a cached build skips the front-end, and its warnings with it
+        with _start_cache_off():  # one build per corpus program: no cache entries for them
             build(path)
     except (FrontendError, P4InfoError) as exc:
         text = str(exc)

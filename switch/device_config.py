@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -135,6 +136,7 @@ def build(path: str | Path, include_dirs: tuple[str | Path, ...] = (),
         from finsy.proto import p4i
 
         info = p4i.P4Info.FromString(info_bytes)
+        replay_warnings(program.warnings)
         return Build(DeviceConfig(src.stem, source, p4info_digest(info)), program, info)
     with startcache.no_gc():  # ~1M objects that all live until the end: no collections
         program = frontend.compile_source(source, filename=filename)
@@ -152,6 +154,19 @@ def build(path: str | Path, include_dirs: tuple[str | Path, ...] = (),
     program.cache_key = key
     startcache.store("frontend", key, (program, info.SerializeToString(deterministic=True)))
     return Build(DeviceConfig(src.stem, source, p4info_digest(info)), program, info)
+
+
+FRONTEND_LOGGER = "innet.switch.frontend"
+"""The logger the front-end gives its warnings on (``file:line:col: warning: ...``)."""
+
+
+def replay_warnings(warnings: tuple[str, ...]) -> None:
+    """Give the warnings of a cached build (``Program.warnings``) again, on the logger the
+    front-end gave them on: a user who compiles a program twice sees the same diagnostics
+    both times, though the second build skips the front-end."""
+    log = logging.getLogger(FRONTEND_LOGGER)
+    for message in warnings:
+        log.warning("%s", message)
 
 
 def _check_executable(program: ir.Program, pp: "Preprocessed") -> None:

@@ -46,6 +46,8 @@ class BuildContext:
         """The scope names resolve in; a part that opens a scope restores it after."""
         self.errors: list[str] = []
         """Members of ``error`` in declaration order."""
+        self.warnings: list[str] = []
+        """Every warning given so far, as logged (``Program.warnings``)."""
         self.match_kinds: list[str] = []
         self.digest_calls: list[ir.ExternCall] = []
         self.externs: dict[str, ir.ExternDecl] = {}
@@ -72,7 +74,9 @@ class BuildContext:
     def warn(self, loc: ir.Loc, msg: str) -> None:
         """A diagnostic p4c gives as a warning: logged (``file:line:col: warning: ...``),
         compilation goes on."""
-        _log.warning("%s:%d:%d: warning: %s", loc.file, loc.line, loc.col, msg)
+        text = f"{loc.file}:{loc.line}:{loc.col}: warning: {msg}"
+        self.warnings.append(text)
+        _log.warning("%s", text)
 
     def unsupported(self, loc: ir.Loc, what: str) -> P4Error:
         return UnsupportedError(loc, f"unsupported: {what} is not supported by innet's "

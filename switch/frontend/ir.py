@@ -1055,6 +1055,9 @@ class Program:
     main: PackageInstance | None
     source_files: tuple[str, ...] = ()
     digest_calls: list[ExternCall] = field(default_factory=list)  # all digest<T>() sites
+    warnings: tuple[str, ...] = ()
+    """The front-end's warnings on this program, as it logged them (``file:line:col:
+    warning: ...``); kept so that a build from the start-up cache can give them again."""
     cache_key: str = ""
     """Start-up cache key of the source this program was compiled from
     (``innet.switch.startcache``; set by ``device_config.build``); empty: not cached."""

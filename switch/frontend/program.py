@@ -119,7 +119,7 @@ class ProgramBuilder:
         return ir.Program(dict(self.types), tuple(self.cx.errors), tuple(self.cx.match_kinds),
                           parsers, controls, dict(self.cx.actions_global), dict(self.functions),
                           dict(self.cx.externs), dict(self.consts), self.main,
-                          self.cx.pp.files(), list(self.cx.digest_calls))
+                          self.cx.pp.files(), list(self.cx.digest_calls), tuple(self.cx.warnings))
 
     def _check_table_names(self, main: ir.PackageInstance) -> None:
         """Every table the package instantiates has its own control-plane name (p4c: "Name

@@ -72,3 +72,50 @@ def test_single_file_source_keeps_original_positions(tmp_path: Path) -> None:
     reparsed = {(f, n): line for line, (f, n) in zip(again.text.split("\n"), again.line_map) if line.strip()}
     assert reparsed == original
     assert (str(main), 6) in reparsed and reparsed[(str(main), 6)] == "struct s_t { h_t h; }"
+
+
+WARNING_PROGRAM = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; }
+struct headers { h_t h; }
+struct meta_t { }
+parser P(packet_in p, out headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    state start { p.extract(hdr.h); transition accept; }
+}
+control VC(inout headers hdr, inout meta_t m) { apply { } }
+control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    apply { hdr.h.a = 300; sm.egress_spec = 1; }
+}
+control E(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control CC(inout headers hdr, inout meta_t m) { apply { } }
+control D(packet_out p, in headers hdr) { apply { p.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def test_a_cached_build_gives_the_front_end_warnings_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    from innet.switch import device_config, frontend, startcache
+
+    monkeypatch.setenv(startcache.CACHE_ENV, str(tmp_path / "cache"))
+    src = tmp_path / "warns.p4"
+    src.write_text(WARNING_PROGRAM)
+    compiled: list[str] = []
+    real = frontend.compile_source
+
+    def counting(text: str, filename: str = "<string>", *a: object, **kw: object) -> object:
+        compiled.append(filename)
+        return real(text, filename, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(frontend, "compile_source", counting)
+    seen = []
+    for _ in range(2):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger=device_config.FRONTEND_LOGGER):
+            build = device_config.build(src)
+        seen.append([r.getMessage() for r in caplog.records if r.name == device_config.FRONTEND_LOGGER])
+    assert len(compiled) == 1, "the second build should come from the start-up cache"
+    assert seen[0] and all(": warning: " in m and "300" in m for m in seen[0]), seen[0]
+    assert seen[1] == seen[0]
+    assert build.program.warnings == tuple(seen[0])
