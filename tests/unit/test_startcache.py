@@ -212,3 +212,21 @@ def test_equal_frozen_values_are_stored_once(project: Path) -> None:
     assert got == [here, again, ir.Loc("a.p4", 7, 4), bit, flag, bit]
     assert got[0] is got[1] and got[2] is not got[0] and got[3] is got[5]
     assert got[4] is not got[3] and type(got[4].signed) is int  # True and 1 are equal, not the same value
+
+
+def test_a_hit_gives_the_front_end_warnings_again(project: Path, compiles: list[str],
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """A user who compiles a program twice sees the same warnings, though the second build
+    skips the front-end."""
+    (project / "warns.p4").write_text(PROGRAM.replace("sm.egress_spec = 1;", "sm.egress_spec = 1; m.w = 300;")
+                                      .replace("struct meta_t { }", "struct meta_t { bit<8> w; }"))
+    seen = []
+    for _ in range(2):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger=device_config.FRONTEND_LOGGER):
+            build = device_config.build(project / "warns.p4")
+        seen.append([r.getMessage() for r in caplog.records if r.name == device_config.FRONTEND_LOGGER])
+    assert len(compiles) == 1
+    assert seen[0] and all(": warning: " in m and "300" in m for m in seen[0]), seen[0]
+    assert seen[1] == seen[0]
+    assert build.program.warnings == tuple(seen[0])
