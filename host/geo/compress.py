@@ -94,6 +94,14 @@ class CompressionConfig:
     values: str = "fp32"
     """How per-row top-k sends the kept values (both directions): ``fp32`` (the tensor's type) or
     ``int8`` with one float32 scale per row (top-k + int8 values)."""
+    ratio_band: float = 0.25
+    """AdaTopK holds its ratio while the bandwidth's ratio stays within this fraction above or
+    below it (``RatioHold``): with top-k part of the trained model, every change of the kept
+    count changes the function the next stage learns from (measured: replaying a bench run's
+    ratio curve, 0.25-0.68 from step to step, ended 0.024 nats above fixed top-k)."""
+    ratio_patience: int = 8
+    """Messages in a row the bandwidth must allow a ratio above the band before AdaTopK raises it
+    (a lower one is followed at once: the link cannot carry the held one)."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -117,6 +125,10 @@ class CompressionConfig:
             raise CompressionError(f"compression reference_rate={self.reference_rate!r}: must be within (0, 1]")
         if self.warmup not in ("dense", "int8"):
             raise CompressionError(f"compression warmup={self.warmup!r}: must be 'dense' or 'int8'")
+        if not 0 <= self.ratio_band < 1:
+            raise CompressionError(f"compression ratio_band={self.ratio_band!r}: must be within [0, 1)")
+        if self.ratio_patience < 1:
+            raise CompressionError(f"compression ratio_patience={self.ratio_patience!r}: must be >= 1")
         if self.values not in VALUE_CODECS:
             raise CompressionError(f"compression values={self.values!r}: must be one of {', '.join(VALUE_CODECS)}")
         if self.gradients == "masked" and (self.activations != "topk" or not self.row_topk or self.feedback_activations):
@@ -262,6 +274,36 @@ def adaptive_ratio(elements: int, itemsize: int, bandwidth_bps: float, budget_s:
     return min(1.0, max(min_ratio, (budget_bytes - fixed_bytes) / (elements * per)))
 
 
+class RatioHold:
+    """AdaTopK's ratio, held steady against a noisy bandwidth estimate. The ratio the link allows
+    is followed at once when it is below the held one by more than ``band`` (the link cannot carry
+    what is held), and raised only after ``patience`` messages in a row allowed more than
+    ``band`` above it, to the least of them; dense (1.0) is never held once the link needs less.
+    Within the band the held ratio stays, so the kept
+    count per row, part of the function the next stage trains on, changes only when the link
+    really did."""
+
+    def __init__(self, band: float, patience: int) -> None:
+        self.band = band
+        self.patience = patience
+        self.value: float | None = None
+        self._above: list[float] = []
+
+    def update(self, target: float) -> float:
+        """The ratio to send at, given the one the bandwidth allows now."""
+        if self.value is None or target < self.value * (1 - self.band) or (self.value >= 1.0 > target):
+            self.value = target
+            self._above.clear()
+        elif target > self.value * (1 + self.band):
+            self._above.append(target)
+            if len(self._above) >= self.patience:
+                self.value = min(self._above)
+                self._above.clear()
+        else:
+            self._above.clear()
+        return self.value
+
+
 class LinkCompressor:
     """The sending side of one link direction: compresses a message's tensors per the config.
 
@@ -287,6 +329,8 @@ class LinkCompressor:
         self.feedback = ErrorFeedback()
         self.last_ratio = 1.0
         self.last_codecs: tuple[str, ...] = ()
+        self.hold = RatioHold(config.ratio_band, config.ratio_patience)
+        """AdaTopK's held ratio; state a re-plan carries with the rest of the link's."""
         self.reference = RowReference(config.reference_rate)
         """The rows top-k activations are sent relative to (``config.reference``)."""
         self._keyed = config.reference == "key"
@@ -299,6 +343,43 @@ class LinkCompressor:
             return value + int(column_dtype(width).itemsize), SCALE_BYTES if self.int8_values else 0
         return 4 + INDEX_BYTES, 0
 
+    def predicted_bytes(self, shapes: Mapping[str, tuple[int, ...]], ratio: float, step: int | None = None,
+                        itemsize: int = 4) -> int:
+        """Payload bytes (the encoded message without its JSON header) of a message of float
+        tensors of ``shapes`` sent at ``ratio`` in training step ``step``: what the cost model
+        should charge a link, by the codec this compressor actually picks (dense, int8 per row,
+        top-k, per-row top-k with float or int8 values, masked gradients), not ``ratio`` times
+        dense."""
+        c = self.config
+        warm = step is not None and step < c.warmup_steps
+        total = 0
+        for shape in shapes.values():
+            size = int(np.prod(shape)) if shape else 1
+            width = shape[-1] if shape else 1
+            rows = size // max(width, 1)
+            int8_rows = size + SCALE_BYTES * rows
+            if c.mode == "none" or (warm and c.warmup == "dense"):
+                total += size * itemsize
+            elif warm or c.mode == "int8" or (ratio < 1.0 and self.int8 == "int8" and shape):
+                total += int8_rows
+            elif self.int8 == "masked":
+                per = math.ceil(ratio * width - 1e-9) if ratio < 1.0 else width
+                total += size * itemsize if ratio >= 1.0 else \
+                    rows * per * (1 if self.int8_values else itemsize) + (SCALE_BYTES * rows if self.int8_values else 0)
+            elif ratio < 1.0 and self.int8 == "int8-fit" and shape and \
+                    ratio * (itemsize + INDEX_BYTES) >= 1.0 + 4.0 / max(width, 1):
+                total += int8_rows
+            elif ratio >= 1.0:
+                total += size * itemsize
+            elif self.rows and len(shape) >= 2 and width > 1:
+                per = max(1, min(width, math.ceil(ratio * width - 1e-9)))
+                value, scales = self.kept_bytes(width)
+                total += rows * per * int(value) + rows * int(scales)
+            else:
+                k = max(1, min(math.ceil(ratio * size), size))
+                total += k * (itemsize + INDEX_BYTES)
+        return total
+
     def ratio(self, elements: int, itemsize: int, budget_s: float | None, width: int = 1, rows: int = 1) -> float:
         c = self.config
         if c.mode in ("none", "int8"):
@@ -308,7 +389,8 @@ class LinkCompressor:
         if self.bandwidth_bps is None or budget_s is None:
             raise CompressionError("adatopk needs the link's measured bandwidth and the stage's compute time")
         per, row = self.kept_bytes(width)
-        return adaptive_ratio(elements, itemsize, self.bandwidth_bps, budget_s, c.min_ratio, per, row * rows)
+        return self.hold.update(adaptive_ratio(elements, itemsize, self.bandwidth_bps, budget_s, c.min_ratio,
+                                               per, row * rows))
 
     def compress(self, tensors: Mapping[str, Array], budget_s: float | None = None,
                  step: int | None = None, masks: Mapping[str, Array] | None = None,

@@ -161,7 +161,10 @@ def test_int8_error_feedback_is_exact_bit_for_bit(seed: int, rows: int, width: i
         _, back = decode(encode(("bwd", 0, 0), {"g": sent}))
         assert back["g"].dtype == dtype
         assert np.array_equal(back["g"] + ef.residuals["g"], acc)
-        assert np.all(np.abs(ef.residuals["g"]) <= np.abs(acc).max(axis=-1, keepdims=True) / 254 * (1 + 1e-6))
+        # half an int8 step, plus the float rounding of q * scale at the value's own magnitude
+        # (measured: 4.5e-6 of the half step for a float32 value of 1.49 with a scale of 0.025)
+        half_step = np.abs(acc).max(axis=-1, keepdims=True) / 254 * (1 + 1e-6)
+        assert np.all(np.abs(ef.residuals["g"]) <= half_step + 2 * np.spacing(np.abs(acc)))
 
 
 def _policy_message() -> dict[str, np.ndarray]:
@@ -206,7 +209,8 @@ def test_int8_gradients_policy_and_adatopk_sends_dense_when_it_fits() -> None:
 
     msg = {"h": _policy_message()["h"]}
     n = msg["h"].size
-    config = CompressionConfig("adatopk", min_ratio=0.05, activations="int8", gradients="int8")
+    config = CompressionConfig("adatopk", min_ratio=0.05, activations="int8", gradients="int8",
+                               ratio_patience=1)
     slow, fast = 1e6, 1e9  # bit/s: 64 KiB takes ~0.5 s vs ~0.5 ms
     bwd = LinkCompressor(config, bandwidth_bps=slow, direction="bwd")
     sent = bwd.compress(msg, budget_s=0.01)
