@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -342,6 +342,31 @@ class LinkCompressor:
         if self.rows:
             return value + int(column_dtype(width).itemsize), SCALE_BYTES if self.int8_values else 0
         return 4 + INDEX_BYTES, 0
+
+    def state(self, names: Iterable[str]) -> dict[str, Array]:
+        """What this link end learnt about the tensors ``names`` that a re-plan can carry to
+        whichever stage sends or receives them next: the error-feedback residual, the reference
+        rows (identical at both ends) and the held AdaTopK ratio, keyed ``residual/NAME``,
+        ``reference/NAME`` and ``hold/NAME``."""
+        out: dict[str, Array] = {}
+        for name in names:
+            if name in self.feedback.residuals:
+                out[f"residual/{name}"] = self.feedback.residuals[name]
+            if name in self.reference.tables:
+                out[f"reference/{name}"] = self.reference.tables[name]
+            if self.hold.value is not None:
+                out[f"hold/{name}"] = np.asarray(self.hold.value)
+        return out
+
+    def load_state(self, state: Mapping[str, Array], names: Iterable[str]) -> None:
+        """Take up ``state`` (as :meth:`state` wrote it) for the tensors ``names`` this end handles."""
+        for name in names:
+            if f"residual/{name}" in state:
+                self.feedback.residuals[name] = np.array(state[f"residual/{name}"], copy=True)
+            if f"reference/{name}" in state:
+                self.reference.tables[name] = np.array(state[f"reference/{name}"], copy=True)
+            if f"hold/{name}" in state:
+                self.hold.value = float(state[f"hold/{name}"])
 
     def predicted_bytes(self, shapes: Mapping[str, tuple[int, ...]], ratio: float, step: int | None = None,
                         itemsize: int = 4) -> int:

@@ -121,6 +121,31 @@ class StageRunner:
         other = self._reported.get("prev" if kind == "fwd" else "next", 0.0)
         return max(self._mb_compute or 0.0, other)
 
+    def link_state(self) -> dict[str, Array]:
+        """The compressors' state a re-plan carries (``LinkCompressor.state``), per role:
+        ``fwd/`` what this stage sends forward (its residuals, reference rows, held ratio),
+        ``bwd/`` what it sends back, ``rx/`` the reference rows it keeps as a receiver."""
+        out: dict[str, Array] = {}
+        for role, c, names in (("fwd", self.tx_next, self.stage.plan.outputs),
+                               ("bwd", self.tx_prev, self.stage.plan.inputs),
+                               ("rx", self.rx_prev, self.stage.plan.inputs)):
+            out.update({f"{role}/{k}": v for k, v in c.state(names).items()})
+        return out
+
+    def restore_link_state(self, state: Mapping[str, Array]) -> None:
+        """Take up what the stages of an earlier plan learnt about the tensors this stage sends
+        and receives in this one (``link_state`` of any of them): after a re-plan error feedback
+        keeps its residuals and a referenced top-k its shared rows, which both new link ends get
+        from the same old copy (a sender's and a receiver's are identical)."""
+        def role(prefix: str) -> dict[str, Array]:
+            return {k[len(prefix) + 1:]: v for k, v in state.items() if k.startswith(prefix + "/")}
+
+        fwd, bwd, rx = role("fwd"), role("bwd"), role("rx")
+        shared = {k: v for k, v in {**rx, **fwd}.items() if k.startswith("reference/")}
+        self.tx_next.load_state({**fwd, **shared}, self.stage.plan.outputs)
+        self.rx_prev.load_state(shared, self.stage.plan.inputs)
+        self.tx_prev.load_state(bwd, self.stage.plan.inputs)
+
     @property
     def index(self) -> int:
         return self.stage.plan.index
@@ -292,6 +317,21 @@ class StageRunner:
         return ctx_values[self.stage.graph.node(self.stage.graph.loss).inputs[0]]
 
 
+def merge_link_states(states: Iterable[Mapping[str, Array]]) -> dict[str, Array]:
+    """The ``link_state`` of every stage of a plan as one mapping for the next plan's stages. A
+    key that two stages hold with different values (a value that crossed two boundaries, e.g. a
+    residual stream, has a residual per boundary) is ambiguous and left out: that state starts
+    afresh rather than be given to the wrong link."""
+    merged: dict[str, Array] = {}
+    clash: set[str] = set()
+    for state in states:
+        for k, v in state.items():
+            if k in merged and not np.array_equal(merged[k], v):
+                clash.add(k)
+            merged.setdefault(k, v)
+    return {k: v for k, v in merged.items() if k not in clash}
+
+
 def _count(counts: dict[str, int], codecs: Sequence[str]) -> None:
     for c in codecs:
         counts[c] = counts.get(c, 0) + 1
@@ -307,17 +347,22 @@ class PipelineResult:
     stats: tuple[StageStats, ...]
     bytes_per_link: tuple[int, ...]
     """Bytes sent over each boundary link, both directions."""
+    link_states: tuple[dict[str, Array], ...] = ()
+    """Each stage's ``StageRunner.link_state`` at the end (what a re-plan carries)."""
 
 
 def run_threads(graph: Graph, cuts: Sequence[int], params: ParamStore, steps: Iterable[Sequence[Feeds]],
                 sgd: Sgd, shapes: Sequence[LinkShape | None] | None = None,
                 compression: Sequence[CompressionConfig | None] | None = None,
                 probe: bool = False, timeout: float = 30.0,
-                compression_bwd: Sequence[CompressionConfig | None] | None = None) -> PipelineResult:
+                compression_bwd: Sequence[CompressionConfig | None] | None = None,
+                first_step: int = 0, link_state: Mapping[str, Array] | None = None) -> PipelineResult:
     """Train on ``steps`` (each a list of microbatch feeds) with one thread per stage and
     in-process links (optionally shaped); ``params`` is split between the stages and updated.
     ``compression[b]`` applies to both directions of boundary ``b`` unless ``compression_bwd``
-    gives the backward (gradient) direction its own."""
+    gives the backward (gradient) direction its own. ``first_step`` and ``link_state`` continue
+    an earlier run (a re-plan): step numbers go on from it (warm-up is not repeated) and every
+    stage takes up the compressor state (``StageRunner.restore_link_state``)."""
     plans: tuple[StagePlan, ...] = partition(graph, cuts)
     nb = len(plans) - 1
     shapes = list(shapes) if shapes is not None else [None] * nb
@@ -336,6 +381,9 @@ def run_threads(graph: Graph, cuts: Sequence[int], params: ParamStore, steps: It
                                    compress_next=compression[i] if i < nb else None,
                                    compress_prev=backward[i - 1] if i > 0 else None, timeout=timeout,
                                    receive_prev=compression[i - 1] if i > 0 else None))
+    if link_state is not None:
+        for r in runners:
+            r.restore_link_state(link_state)
     steps = list(steps)
     losses: list[float] = []
     errors: list[BaseException] = []
@@ -345,7 +393,7 @@ def run_threads(graph: Graph, cuts: Sequence[int], params: ParamStore, steps: It
             if probe:
                 r.probe()
             for s, mbs in enumerate(steps):
-                loss = r.step(s, mbs)
+                loss = r.step(first_step + s, mbs)
                 if loss is not None:
                     losses.append(loss)
         except BaseException as error:  # reported by the caller
@@ -367,4 +415,4 @@ def run_threads(graph: Graph, cuts: Sequence[int], params: ParamStore, steps: It
     for r in runners:
         merged.update(r.stage.params)
     return PipelineResult(tuple(losses), merged, tuple(r.stats for r in runners),
-                          tuple(a.sent_bytes + z.sent_bytes for a, z in links))
+                          tuple(a.sent_bytes + z.sent_bytes for a, z in links), tuple(r.link_state() for r in runners))

@@ -26,7 +26,7 @@ from innet.host.geo.codec import CodecError
 from innet.host.geo.compress import CompressionConfig
 from innet.host.geo.data import Digits, LmTask, accuracy, cross_entropy
 from innet.host.geo.graph import Graph, GraphError, ParamStore, gpt, mlp
-from innet.host.geo.rad import RadError, Reducer, StageRunner
+from innet.host.geo.rad import RadError, Reducer, StageRunner, merge_link_states
 from innet.host.geo.stages import Sgd, Stage, partition
 from innet.plans import JsonPlan, worker_main
 
@@ -199,6 +199,7 @@ def run(job: StageJob) -> int:
         for n, p in load_params(Path(path), MOMENTUM).items():
             if n in params:
                 velocity[n] = {k: v.astype(dtype) for k, v in p.items()}
+    carried = merge_link_states(load_link_state(Path(path), job.data_seed) for path in job.params_in)
     task = build_task(job.task, job.seed)
     batches: Iterator[list[dict[str, Any]]] = task.batches(job.batch, job.microbatches,
                                                                    job.seed if job.data_seed is None else job.data_seed)
@@ -226,6 +227,7 @@ def run(job: StageJob) -> int:
                              CompressionConfig(**job.compress_prev) if job.compress_prev else None,
                              reducer=reducer, timeout=job.timeout)
         runner.opt.velocity.update(velocity)
+        runner.restore_link_state(carried)  # a re-plan: residuals, reference rows, held ratio
         if job.probe:
             runner.probe()
         base = {"next": nxt.sent_bytes if nxt else 0, "prev": prev.sent_bytes if prev else 0}  # probes excluded
@@ -236,7 +238,8 @@ def run(job: StageJob) -> int:
                 break
             start = time.perf_counter()
             computed = runner.stats.compute_s
-            loss = runner.step(step, [_cast(f, dtype) for f in next(batches)])
+            # numbered on from the steps before a re-plan, so a warm-up is not sent twice
+            loss = runner.step(job.skip_steps + step, [_cast(f, dtype) for f in next(batches)])
             clock += time.perf_counter() - start
             # this stage's compute in the step (forward + backward of every microbatch): what a
             # slower device (a tighter CPU quota) changes, seen by the coordinator per step
@@ -257,6 +260,8 @@ def run(job: StageJob) -> int:
         if job.params_out:
             arrays: dict[str, Any] = {f"{n}/{k}": v for n, p in params.items() for k, v in p.items()}
             arrays.update({f"{MOMENTUM}{n}/{k}": v for n, p in runner.opt.velocity.items() for k, v in p.items()})
+            arrays.update({f"{LINK}{k}": v for k, v in runner.link_state().items()})
+            arrays[LINK_SEED] = np.asarray(-1 if job.data_seed is None else job.data_seed)
             np.savez(job.params_out, **arrays)
         s = runner.stats
         _emit(event="done", stage=job.index, compute_s=s.compute_s, microbatches=s.microbatches,
@@ -294,11 +299,28 @@ MOMENTUM = "momentum:"
 """Prefix of the SGD momentum's arrays in a ``params_out`` file."""
 
 
+LINK = "link:"
+"""Prefix of the compressors' state (``StageRunner.link_state``) in a ``params_out`` file."""
+LINK_SEED = "link-seed"
+"""The data seed of the pipeline that wrote the link state: replicas' links differ."""
+
+
+def load_link_state(path: Path, data_seed: int | None) -> dict[str, Any]:
+    """The compressors' state in a ``params_out`` file written by the pipeline of ``data_seed``
+    (another replica's: none)."""
+    with np.load(path) as z:
+        if LINK_SEED not in z.files or int(z[LINK_SEED]) != (-1 if data_seed is None else data_seed):
+            return {}
+        return {key[len(LINK):]: z[key] for key in z.files if key.startswith(LINK)}
+
+
 def load_params(path: Path, prefix: str = "") -> ParamStore:
     """The parameters in a ``params_out`` file, or with ``prefix=MOMENTUM`` the momentum."""
     out: ParamStore = {}
     with np.load(path) as z:
         for key in z.files:
+            if key.startswith(LINK) or key == LINK_SEED:
+                continue
             if key.startswith(MOMENTUM) != bool(prefix):
                 continue
             n, k = key[len(prefix):].split("/", 1)
