@@ -102,8 +102,10 @@ def transport_config(data: dict[str, Any]) -> TransportConfig:
                                   local_port=int(data["local_port"]),
                                   switch_port=int(data.get("switch_port", wire.UDP_PORT)))
     if kind == "tunnel":
+        bind = data.get("bind", ("127.0.0.1", 0))  # a tunnel to another machine binds beyond loopback
         return TunnelTransportConfig(tunnel=(data["tunnel"][0], int(data["tunnel"][1])),
-                                     local=wire.Endpoint(*data["local"]), switch=wire.Endpoint(*data["switch"]))
+                                     local=wire.Endpoint(*data["local"]), switch=wire.Endpoint(*data["switch"]),
+                                     bind=(bind[0], int(bind[1])))
     raise ValueError(f"worker transport kind {kind!r}: expected 'udp' or 'tunnel'")
 
 

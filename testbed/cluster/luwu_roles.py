@@ -89,9 +89,10 @@ def transport(base: ComposeConfig, settings: LuwuSettings, member: int) -> dict[
     topo = star_config(base, settings).topology()
     host = sorted(topo.workers, key=lambda h: h.rank)[member]
     sw = topo.switch()
-    return tunnel_transport((socket.gethostbyname(base.switch_host), base.udp_port(member)),
-                            wire.Endpoint(host.mac, host.address, AGENT_PORT),
-                            wire.Endpoint(sw.mac, sw.ip, wire.UDP_PORT))
+    return {**tunnel_transport((socket.gethostbyname(base.switch_host), base.udp_port(member)),
+                               wire.Endpoint(host.mac, host.address, AGENT_PORT),
+                               wire.Endpoint(sw.mac, sw.ip, wire.UDP_PORT)),
+            "bind": ["0.0.0.0", 0]}  # the switch is on another machine: not loopback
 
 
 def create_job(ctl: Any, base: ComposeConfig, settings: LuwuSettings) -> int:

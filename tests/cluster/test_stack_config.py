@@ -98,3 +98,16 @@ def test_interface_counters_skip_loopback(tmp_path: Path) -> None:
                    "  eth0: 5000 7 0 0 0 0 0 0 3000 4 0 0 0 0 0 0\n"
                    "  eth1:   10 1 0 0 0 0 0 0   20 1 0 0 0 0 0 0\n")
     assert interface_counters(dev) == {"rx_bytes": 5010, "rx_packets": 8, "tx_bytes": 3020, "tx_packets": 5}
+
+
+def test_luwu_tasks_tunnel_from_every_interface() -> None:
+    """A task's tunnel to the switch on another machine binds beyond loopback (a socket bound to
+    127.0.0.1 cannot send to an overlay address: EINVAL)."""
+    from innet.host.agent.transport import transport_config
+    from innet.testbed.cluster.luwu_roles import LuwuSettings, transport
+    from innet.testbed.ina.compose import ComposeConfig
+
+    data = transport(ComposeConfig(workers=2, switch_host="127.0.0.1", k=256, train_steps=0), LuwuSettings(), 2)
+    config = transport_config(data)
+    assert config.bind == ("0.0.0.0", 0) and config.tunnel == ("127.0.0.1", 9003)  # rank 2: the node, port 3
+    assert transport_config({k: v for k, v in data.items() if k != "bind"}).bind == ("127.0.0.1", 0)
