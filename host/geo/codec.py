@@ -123,7 +123,9 @@ class TopkRows:
 
     @property
     def nbytes(self) -> int:
-        return int(self.cols.nbytes + self.values.nbytes + (self.scale.nbytes if self.scale is not None else 0))
+        """Bytes on the wire (``encode`` sends the columns as a bitmask per row when smaller)."""
+        cols = len(self.cols) * column_bytes(self.shape[-1], self.cols.shape[1]) if self.cols.shape[1] else 0
+        return int(cols + self.values.nbytes + (self.scale.nbytes if self.scale is not None else 0))
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,39 @@ def codec_name(t: Tensor) -> str:
     return "dense"
 
 
+def mask_bytes(width: int) -> int:
+    """Bytes of one row's bitmask of kept columns."""
+    return (width + 7) // 8
+
+
+def column_bytes(width: int, per: int) -> int:
+    """Bytes per row that say which ``per`` of ``width`` columns a per-row top-k kept: their
+    indices, or a bitmask of the row when that is smaller (a quarter of 32 columns: 4 bytes
+    instead of 8)."""
+    return min(per * column_dtype(width).itemsize, mask_bytes(width))
+
+
+def _as_mask(t: TopkRows) -> Array | None:
+    """The kept columns as a bitmask per row when that is smaller than the indices; only when
+    they ascend within each row (the order the values go in, and the order a mask gives back)."""
+    rows, per = t.cols.shape
+    width = t.shape[-1]
+    if per == 0 or mask_bytes(width) >= per * t.cols.dtype.itemsize:
+        return None
+    if per > 1 and not np.all(np.diff(t.cols.astype(np.int64), axis=1) > 0):
+        return None
+    bits = np.zeros((rows, width), bool)
+    np.put_along_axis(bits, t.cols.astype(np.intp), True, axis=1)
+    return np.packbits(bits, axis=1, bitorder="little")
+
+
+def _from_mask(packed: Array, width: int, per: int, name: str) -> Array:
+    bits = np.unpackbits(packed, axis=1, count=width, bitorder="little").astype(bool)
+    if not np.all(bits.sum(axis=1) == per):
+        raise CodecError(f"geo message tensor {name!r}: a column mask row does not have {per} bits set")
+    return (np.flatnonzero(bits).reshape(len(bits), per) % width).astype(column_dtype(width))
+
+
 def encode(tag: Any, tensors: Mapping[str, Tensor]) -> bytes:
     entries: list[dict[str, Any]] = []
     buffers: list[bytes] = []
@@ -184,9 +219,12 @@ def encode(tag: Any, tensors: Mapping[str, Tensor]) -> bytes:
             entries.append({"name": name, "kind": "q8", "dtype": t.dtype, "shape": list(t.q.shape)})
             buffers += [np.ascontiguousarray(t.q, np.int8).tobytes(), np.ascontiguousarray(t.scale, np.float32).tobytes()]
         elif isinstance(t, TopkRows):
+            mask = _as_mask(t)
             entries.append({"name": name, "kind": "topk-rows", "dtype": t.dtype, "shape": list(t.shape),
-                            "per": int(t.cols.shape[1]), "q8": t.scale is not None, "ref": t.referenced})
-            buffers += [np.ascontiguousarray(t.cols).tobytes(), np.ascontiguousarray(t.values).tobytes()]
+                            "per": int(t.cols.shape[1]), "q8": t.scale is not None, "ref": t.referenced,
+                            "mask": mask is not None})
+            buffers += [np.ascontiguousarray(t.cols).tobytes() if mask is None else mask.tobytes(),
+                        np.ascontiguousarray(t.values).tobytes()]
             if t.scale is not None:
                 buffers.append(np.ascontiguousarray(t.scale, np.float32).tobytes())
         elif isinstance(t, MaskedRows):
@@ -241,7 +279,12 @@ def decode(data: bytes, densify: bool = True) -> tuple[Any, dict[str, Tensor]]:
         elif e["kind"] in ("topk-rows", "masked-rows"):
             rows = int(np.prod(shape[:-1])) if shape else 1
             per = int(e["per"])
-            cols = take(column_dtype(shape[-1]), rows * per).reshape(rows, per) if e["kind"] == "topk-rows" else None
+            cols = None
+            if e["kind"] == "topk-rows" and e.get("mask"):
+                cols = _from_mask(take(np.dtype(np.uint8), rows * mask_bytes(shape[-1])).reshape(rows, -1),
+                                  shape[-1], per, e["name"])
+            elif e["kind"] == "topk-rows":
+                cols = take(column_dtype(shape[-1]), rows * per).reshape(rows, per)
             vals = take(np.dtype(np.int8) if e["q8"] else dtype, rows * per).reshape(rows, per)
             scale = take(np.dtype(np.float32), rows) if e["q8"] else None
             if cols is not None:

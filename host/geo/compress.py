@@ -23,7 +23,8 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from innet.host.geo.codec import Int8Rows, MaskedRows, Sparse, Tensor, TopkRows, codec_name, column_dtype
+from innet.host.geo.codec import (Int8Rows, MaskedRows, Sparse, Tensor, TopkRows, codec_name, column_bytes,
+                                  column_dtype, mask_bytes)
 from innet.host.geo.ops import Array
 
 MODES = ("none", "int8", "topk", "adatopk")
@@ -345,12 +346,15 @@ class LinkCompressor:
         self._keyed = config.reference == "key"
         """What the last message's float tensors were sent as (``codec.codec_name``)."""
 
-    def kept_bytes(self, width: int) -> tuple[float, float]:
-        """Bytes per kept element and per row of this direction's top-k (values, indices, scales)."""
+    def kept_bytes(self, width: int) -> tuple[tuple[float, float], ...]:
+        """The layouts of this direction's top-k, each as (bytes per kept element, bytes per row):
+        per-row top-k sends its columns as indices or as a bitmask per row, whichever is smaller
+        (``codec.column_bytes``)."""
         value = 1 if self.int8_values else 4
+        scales = SCALE_BYTES if self.int8_values else 0
         if self.rows:
-            return value + int(column_dtype(width).itemsize), SCALE_BYTES if self.int8_values else 0
-        return 4 + INDEX_BYTES, 0
+            return ((value + int(column_dtype(width).itemsize), scales), (value, scales + mask_bytes(width)))
+        return ((4 + INDEX_BYTES, 0),)
 
     def state(self, names: Iterable[str]) -> dict[str, Array]:
         """What this link end learnt about the tensors ``names`` that a re-plan can carry to
@@ -407,8 +411,9 @@ class LinkCompressor:
                 total += size * itemsize
             elif self.rows and len(shape) >= 2 and width > 1:
                 per = max(1, min(width, math.ceil(ratio * width - 1e-9)))
-                value, scales = self.kept_bytes(width)
-                total += rows * per * int(value) + rows * int(scales)
+                value = 1 if self.int8_values else itemsize
+                scales = SCALE_BYTES if self.int8_values else 0
+                total += rows * (per * value + column_bytes(width, per) + scales)
             else:
                 k = max(1, min(math.ceil(ratio * size), size))
                 total += k * (itemsize + INDEX_BYTES)
@@ -422,9 +427,9 @@ class LinkCompressor:
             return c.ratio
         if self.bandwidth_bps is None or budget_s is None:
             raise CompressionError("adatopk needs the link's measured bandwidth and the stage's compute time")
-        per, row = self.kept_bytes(width)
-        return self.hold.update(adaptive_ratio(elements, itemsize, self.bandwidth_bps, budget_s, c.min_ratio,
-                                               per, row * rows))
+        # the layout that keeps the most within the budget (the codec sends the smaller one)
+        return self.hold.update(max(adaptive_ratio(elements, itemsize, self.bandwidth_bps, budget_s, c.min_ratio,
+                                                   per, row * rows) for per, row in self.kept_bytes(width)))
 
     def compress(self, tensors: Mapping[str, Array], budget_s: float | None = None,
                  step: int | None = None, masks: Mapping[str, Array] | None = None,

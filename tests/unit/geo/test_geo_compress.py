@@ -246,8 +246,9 @@ def _activations(seed: int = 0, rows: int = 64, width: int = 32) -> np.ndarray:
 
 @pytest.mark.parametrize("values", ["fp32", "int8"])
 def test_per_row_topk_sends_k_values_and_indices_and_reports_its_encoded_bytes(values: str) -> None:
-    """Top-k at ratio r really sends ceil(r * width) values per row and their 1-byte columns (int8
-    values: plus a float32 scale per row), nothing else; ``nbytes`` is what the wire carries."""
+    """Top-k at ratio r really sends ceil(r * width) values per row and which columns they are, as
+    a bitmask of the row (4 bytes for 32 columns, smaller than 8 one-byte indices; int8 values:
+    plus a float32 scale per row), nothing else; ``nbytes`` is what the wire carries."""
     from innet.host.geo.codec import TopkRows
 
     x = _activations()
@@ -256,11 +257,12 @@ def test_per_row_topk_sends_k_values_and_indices_and_reports_its_encoded_bytes(v
                           direction="fwd").compress({"h": x})["h"]
     assert isinstance(sent, TopkRows) and sent.cols.shape == (rows, 8) and sent.cols.dtype == np.uint8
     value_bytes = 1 if values == "int8" else 4
-    assert sent.nbytes == rows * 8 * (1 + value_bytes) + (4 * rows if values == "int8" else 0)
-    empty = len(encode(("fwd", 0, 0), {"h": TopkRows((4, 16, width), np.zeros((rows, 0), np.uint8),
-                                                      np.zeros((rows, 0), sent.values.dtype),
-                                                      sent.scale, sent.dtype)}))
-    assert len(encode(("fwd", 0, 0), {"h": sent})) == empty + rows * 8 * (1 + value_bytes)
+    assert sent.nbytes == rows * (4 + 8 * value_bytes) + (4 * rows if values == "int8" else 0)
+    empty = encode(("fwd", 0, 0), {"h": TopkRows((4, 16, width), np.zeros((rows, 0), np.uint8),
+                                                 np.zeros((rows, 0), sent.values.dtype), sent.scale, sent.dtype)})
+    data = encode(("fwd", 0, 0), {"h": sent})
+    header = len(b'"mask": true') - len(b'"mask": false')  # the one header field that differs
+    assert len(data) == len(empty) + header + rows * (4 + 8 * value_bytes)
     got = decode(encode(("fwd", 0, 0), {"h": sent}))[1]["h"]
     kept = np.abs(x.reshape(rows, width))
     threshold = np.sort(kept, axis=1)[:, -8][:, None]
