@@ -152,8 +152,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         runs = tuple((p, "none") for p in planned.plans)
         doc = run(replace(config, steps=args.measure, runs=runs, eval_every=0))
         print("placement  predicted ms  measured ms (median step)")
-        for r in doc["rows"]:
-            print(f"{r['placement']:9}  {r['predicted_step_s'] * 1e3:12.1f}  {r['step_s'] * 1e3:11.1f}")
+        for r in doc.rows:
+            predicted = f"{r.predicted_step_s * 1e3:12.1f}" if r.predicted_step_s is not None else f"{'-':>12}"
+            print(f"{r.placement:9}  {predicted}  {r.step_s * 1e3:11.1f}")
     return 0
 
 
@@ -215,17 +216,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 with Reporter(new_console(), f"geo bench ({impl})", total=len(config.runs),
                               counts=lambda msg: msg.startswith("training "), markup=False) as report:
                     docs[impl] = geo_bench.run(replace(config, switch_impl=impl), progress=report)
-                if docs[impl].get("partial"):
+                if docs[impl].partial:
                     break
         doc = geo_bench.combine(docs, absent) if len(docs) > 1 else next(iter(docs.values()))
-        partial = doc["partial"] = any(d.get("partial") for d in docs.values())
+        partial = doc.partial
     except (PlanError, GraphError, geo_bench.GeoBenchError) as error:  # GraphError: e.g. an unknown traced operator
         print(f"innet geo bench: {error}", file=sys.stderr)
         return EXIT_USAGE
     except (TestbedError, LaunchError) as error:
         print(f"innet geo bench: {' '.join(str(error).split())[:2000]}", file=sys.stderr)
         return 1
-    if partial and not doc["rows"]:
+    if partial and not doc.rows:
         return interrupted("innet geo bench")  # before the first run ended: nothing to write
     print(geo_bench.table(doc))
     json_path, png_path = geo_bench.save(doc, config.out_dir)

@@ -26,7 +26,7 @@ def test_adatopk_follows_a_wan_link_that_tc_slows_mid_run(tmp_path: Path) -> Non
     config = GeoBenchConfig(task="lm", lr=0.3, runs=(("naive", "adatopk"),), steps=STEPS, eval_every=STEPS,
                             testbed="mininet", rate_change=("a", "b", AT, 2.5), min_ratio=0.005, warmup_steps=0,
                             out_dir=tmp_path, timeout_s=300.0)
-    change = run(config)["rows"][0]["rate_change"]
+    change = run(config).to_json()["rows"][0]["rate_change"]
     assert change["applied"] and change["link"] == "a-b" and change["before_mbps"] == 10.0, change
     rates, ratios = change["measured_mbps_per_step"], change["ratio_per_step"]
     assert len(rates) >= STEPS - 1 and len(ratios) == STEPS, change

@@ -19,7 +19,7 @@ def test_a_straggler_is_detected_online_and_the_pipeline_is_replanned(tmp_path: 
                             runs=(("opfence", "none"),), steps=STEPS, straggler_window=WINDOW, straggler_threshold=3.0,
                             out_dir=tmp_path,
                             timeout_s=300.0)
-    row = run(config)["rows"][0]
+    row = run(config).to_json()["rows"][0]
     replan = row["replan"]
     assert replan is not None, row.get("stragglers_detected")
     detected = replan["detected"]

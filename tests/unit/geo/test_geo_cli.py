@@ -77,15 +77,22 @@ def test_unknown_operator_in_a_traced_model_is_one_line_and_exit_2(action: str,
 
 def test_runs_on_two_switch_implementations_are_one_document_with_rows_by_switch() -> None:
     from innet.testbed.geo.bench import combine, table
+    from innet.testbed.geo.records import BenchResult, RunComparison, PipelineRow, Targets
 
-    def doc(step_s: float) -> dict:  # type: ignore[type-arg]
-        row = {"placement": "opfence", "compression": "adatopk", "sites": ["a", "c", "b"], "step_s": step_s,
-               "predicted_step_s": 0.01, "time_to_accuracy_s": None, "final_accuracy": 0.5,
-               "wan_bytes_per_step": 1000.0, "slow_link_ratio": 0.1, "speedup_step": 1.0, "speedup_tta": None}
-        return {"settings": {"task": "digits"}, "rows": [row]}
+    def doc(step_s: float) -> BenchResult:
+        row = PipelineRow(placement="opfence", compression="adatopk", sites=("a", "c", "b"), cuts=(6, 16), links=(),
+                          step_s=step_s, predicted_step_s=0.01, targets=Targets(None, None, 0.3), sends="-",
+                          slow_link_bytes_per_step=0.0, final_accuracy=0.5, final_loss=1.0, final_test_loss=None,
+                          train_wall_s=None, wan_bytes_per_step=1000.0, slow_link_ratio=0.1, mean_ratios=(),
+                          wall_s=1.0, reduce_s=0.0, samples_per_step=128, wan_link_bytes=None, loss_curve=(),
+                          accuracy_curve=(), test_loss_curve=(), comparison=RunComparison(1.0, None, None))
+        return BenchResult(date="2026-01-01T00:00:00", machine={}, settings={"task": "digits"}, load_average=(),
+                           site_speeds={}, probe_s={}, clusters=(), plans={}, rows=(row,), partial=False)
 
     both = combine({"innet": doc(0.005), "bmv2": doc(0.017)}, {})
-    assert [(r["switch"], r["step_s"]) for r in both["rows"]] == [("innet", 0.005), ("bmv2", 0.017)]
+    assert [(r.switch, r.step_s) for r in both.rows] == [("innet", 0.005), ("bmv2", 0.017)]
+    assert [r["switch"] for r in both.to_json()["rows"]] == ["innet", "bmv2"]
+    assert both.to_json()["switches"] == ["innet", "bmv2"]
     lines = table(both).splitlines()
     assert lines[0].startswith("switch placement") and lines[1].startswith("innet ") and lines[2].startswith("bmv2 ")
     only = combine({"innet": doc(0.005)}, {"bmv2": "simple_switch_grpc not found"})
@@ -150,6 +157,6 @@ def test_link_check_compares_probed_links_with_their_configuration() -> None:
     done = [{"bandwidth_next_bps": 119e6, "delay_next_s": 0.0021},
             {"bandwidth_next_bps": 9.7e6, "delay_next_s": 0.0304}, {}]
     checks = link_check(plan, ["a", "c", "b"], done)
-    assert [(c["link"], c["within_tolerance"]) for c in checks] == [("a-c", False), ("c-b", True)]
+    assert [(c.link, c.within_tolerance) for c in checks] == [("a-c", False), ("c-b", True)]
     assert link_check_line(checks) == ("a-c 1000 Mbit/s 2 ms -> 119.0 Mbit/s 2.1 ms (more than 10% off); "
                                        "c-b 10 Mbit/s 30 ms -> 9.7 Mbit/s 30.4 ms")

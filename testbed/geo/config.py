@@ -1,0 +1,237 @@
+"""What ``innet geo bench`` runs: the placements, compressors and settings, checked once.
+
+A :class:`GeoBenchConfig` is a value: every other part of the benchmark (planning, running,
+reporting) reads it and none changes it, so a bad setting is refused here, before any
+process starts, with one line naming the setting and its value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from innet.host.geo.compress import CompressionConfig
+from innet.host.geo.straggler import StragglerConfig, StragglerError
+from innet.testbed.core.topology import Topology
+from innet.testbed.geo.topology import geo
+
+PLACEMENTS = ("naive", "greedy", "search", "opfence", "uniform", "dp")
+"""Pipeline placements (naive order, bandwidth-greedy, exhaustive search without clustering,
+OP-Fence; ``uniform``: OP-Fence's plan made as if every site were equally fast, for runs with
+``speeds``) and ``dp``: data parallel across sites, every site a full replica."""
+COMPRESSIONS = ("none", "int8", "topk", "adatopk")
+"""What the compressed links send: dense, int8 per row, top-k at ``topk_ratio``, or AdaTopK's
+top-k at the ratio the link's measured bandwidth allows (floored at ``min_ratio``)."""
+DEFAULT_RUNS = (("dp", "none"), ("dp", "int8"), ("dp", "topk"), ("naive", "none"), ("greedy", "none"),
+                ("search", "none"), ("opfence", "none"), ("opfence", "int8"), ("opfence", "topk"),
+                ("opfence", "adatopk"))
+DEFAULT_TARGET_LOSS = {"lm": 1.0, "digits": 0.3}
+"""Time-to-loss target (test cross-entropy, nats) when none is given: the language model's Bayes
+loss is 0.83, dense reaches ~0.86 in 150 steps."""
+REFERENCE = ("opfence", "adatopk")
+"""The run whose speedup against every other run the benchmark reports."""
+
+
+class GeoBenchError(ValueError):
+    """Bad benchmark settings; names the setting and value."""
+
+
+STOP_AHEAD = 3
+"""Steps after the detected one at which a pipeline stops for a re-plan: no stage can have
+started that step when the detection arrives (a stage finishing step d holds every other stage
+within a step of it), so all of them stop at the same boundary."""
+
+
+@dataclass(frozen=True)
+class GeoBenchConfig:
+    """What ``innet geo bench`` runs."""
+
+    task: str = "digits"
+    """``digits`` (MLP ``sizes``) or ``lm`` (toy GPT-2 on the synthetic bigram task)."""
+    sizes: tuple[int, ...] = (64, 128, 256, 32, 10)
+    """MLP widths for ``digits``."""
+    batch: int = 32
+    """Samples per microbatch."""
+    microbatches: int = 4
+    steps: int = 100
+    lr: float = 0.05
+    momentum: float = 0.9
+    eval_every: int = 5
+    target_accuracy: float = 0.9
+    """Time-to-accuracy threshold (test set)."""
+    topk_ratio: float = 0.25
+    """Fixed top-k ratio (per row: 8 of 32 elements on the language model)."""
+    min_ratio: float = 0.25
+    """AdaTopK's floor: below it the language model's loss moves away from dense (docs/geo.md)."""
+    target_loss: float | None = None
+    """Time-to-loss threshold (test cross-entropy), or None."""
+    layers: int = 2
+    """GPT blocks (``lm``)."""
+    width: int = 32
+    """GPT width (``lm``)."""
+    heads: int = 2
+    vocab: int = 32
+    """Tokens of the synthetic language (``lm``)."""
+    seq: int = 16
+    """Tokens per sequence (``lm``)."""
+    torch_model: str | None = None
+    """Run a PyTorch model traced with torch.fx instead of the numpy one: ``mlp`` / ``gpt`` (the
+    shipped ones with this config's sizes) or ``package.module:factory`` (called without arguments;
+    returns an ``nn.Module`` whose forward gives the logits)."""
+    numpy_stages: tuple[int, ...] = ()
+    """With ``torch_model``: pipeline stages that run the numpy operators instead (heterogeneous software)."""
+    row_topk: bool = True
+    """AdaTopK / top-k on activations per row (token) rather than per tensor (the language-model
+    stall, docs/geo.md)."""
+    warmup_steps: int = 10
+    """Top-k links send int8 per row for the first N steps (top-k from random weights can stall)."""
+    activations: str = "topk"
+    """How top-k runs send activations (``CompressionConfig.activations``): ``topk``, or ``int8-fit``
+    (int8 per row where that fits top-k's bytes, else top-k)."""
+    gradients: str = "masked"
+    """How top-k runs send gradients (``CompressionConfig.gradients``): ``masked`` (at the forward
+    top-k's columns, no indices), ``topk`` at the ratio or ``int8`` per row, both with error feedback."""
+    topk_values: str = "int8"
+    """Top-k values as ``int8`` (with a scale per row) or ``fp32``."""
+    reference: bool = True
+    """Language model: sparsify each token's deviation from a reference row per token that both
+    ends of a link keep (``CompressionConfig.reference="key"``)."""
+    runs: tuple[tuple[str, str], ...] = DEFAULT_RUNS
+    replicas: int = 1
+    """Pipelines per site (> 1: data parallel inside each site through its innet switch)."""
+    topology: Topology = field(default_factory=geo)
+    testbed: str = "loopback"
+    """``loopback`` (stages as local processes, WAN in the transport) or ``mininet`` (root:
+    stages on the site hosts, switches per site, WAN veths; see innet.testbed.geo.mininet)."""
+    switch_impl: str = "innet"
+    """The site switches: ``innet`` (innet-switch) or ``bmv2`` (simple_switch_grpc; Mininet only)."""
+    speeds: tuple[tuple[str, float], ...] = ()
+    """CPU share of one core per site (a cgroup quota on the site's processes; root): emulated
+    heterogeneous devices. Sites not named are not limited. Each site's speed is then measured
+    (innet.host.geo.speed) and OP-Fence plans with it."""
+    straggler: tuple[str, int, float] | None = None
+    """(site, step, share): tighten that site's quota to ``share`` when the last stage finishes
+    ``step`` (a device that slows mid-run)."""
+    straggler_threshold: float = 1.5
+    """Online detection: a stage whose median compute over the last ``straggler_window`` steps
+    exceeds this factor of its own first window's is reported as a straggler (site and step)."""
+    straggler_window: int = 5
+    rate_change: tuple[str, str, int, float] | None = None
+    """(site, site, step, Mbit/s): set the WAN link between the two sites to that rate when the
+    last stage finishes ``step`` (Mininet: tc on the link; AdaTopK's ratio should follow)."""
+    replan: bool = False
+    """With ``straggler``: re-plan once, when the slowdown is detected online (stop, plan with
+    the measured speed, continue from the stages' parameters)."""
+    probe_s: float = 0.6
+    """Seconds each site's speed probe runs (several quota periods)."""
+    seed: int = 0
+    out_dir: Path = Path("results")
+    timeout_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.task not in ("digits", "lm"):
+            raise GeoBenchError(f"geo bench task {self.task!r}: expected 'digits' or 'lm'")
+        for placement, comp in self.runs:
+            if placement not in PLACEMENTS or comp not in COMPRESSIONS:
+                raise GeoBenchError(f"geo bench run {placement}/{comp}: placement must be one of "
+                                    f"{', '.join(PLACEMENTS)} and compression one of {', '.join(COMPRESSIONS)}")
+        if any(p == "dp" and c == "adatopk" for p, c in self.runs):
+            raise GeoBenchError("geo bench run dp/adatopk: data parallel takes none, int8 or topk")
+        if self.testbed not in ("loopback", "mininet"):
+            raise GeoBenchError(f"geo bench testbed {self.testbed!r}: expected 'loopback' or 'mininet'")
+        if self.switch_impl not in ("innet", "bmv2"):
+            raise GeoBenchError(f"geo bench switch_impl {self.switch_impl!r}: expected 'innet' or 'bmv2'")
+        if self.switch_impl == "bmv2" and self.testbed != "mininet":
+            raise GeoBenchError("geo bench --switch-impl bmv2: BMv2 has no UDP ports, so its site switches run in "
+                                "Mininet: add --backend mininet (as root)")
+        if self.replicas < 1 or self.steps < 1 or self.microbatches < 1 or self.batch < 1:
+            raise GeoBenchError("geo bench: replicas, steps, microbatches and batch must be >= 1")
+        from innet.host.geo.compress import CompressionError
+
+        try:
+            link_compression(self, "topk")
+            StragglerConfig(self.straggler_threshold, self.straggler_window)
+        except (CompressionError, StragglerError) as error:
+            raise GeoBenchError(f"geo bench: {error}") from None
+        if self.width % self.heads:
+            raise GeoBenchError(f"geo bench: width {self.width} is not a multiple of heads {self.heads}")
+        if min(self.layers, self.width, self.vocab, self.seq) < 1 or self.vocab < 2:
+            raise GeoBenchError("geo bench: layers, width, seq must be >= 1 and vocab >= 2")
+        if self.numpy_stages and self.torch_model is None:
+            raise GeoBenchError("geo bench: numpy stages only apply to a torch model (--torch)")
+        if self.torch_model is not None and any(p == "dp" for p, _ in self.runs):
+            raise GeoBenchError("geo bench run dp/...: data parallel runs the numpy models only; drop it with --torch")
+        self._check_speeds()
+
+    def _check_speeds(self) -> None:
+        from innet.host.geo.speed import SpeedError, check_speeds
+        from innet.testbed.geo.topology import sites_of
+
+        sites = sites_of(self.topology)
+        named = [s for s, _ in self.speeds] + ([self.straggler[0]] if self.straggler else [])
+        values = [v for _, v in self.speeds] + ([self.straggler[2]] if self.straggler else [])
+        try:
+            for site, value in zip(named, values):
+                check_speeds({site: value}, sites)
+        except SpeedError as error:
+            raise GeoBenchError(f"geo bench: {error}") from None
+        low = [(s, v) for s, v in zip(named, values) if v < 0.001]
+        if low:
+            raise GeoBenchError(f"geo bench: CPU share {low[0][1]:g} of site {low[0][0]!r}: at least 0.001 of a CPU")
+        if self.straggler is not None and not 0 <= self.straggler[1] < self.steps:
+            raise GeoBenchError(f"geo bench: straggler step {self.straggler[1]}: must be within 0..{self.steps - 1}")
+        room = 3 + 2 * self.straggler_window + STOP_AHEAD
+        if self.replan and (self.straggler is None or self.straggler[1] + room >= self.steps - 1):
+            raise GeoBenchError(f"geo bench --replan: needs --straggler SITE:STEP:SHARE with STEP + {room + 1} < --steps "
+                                "(warm-up, two detection windows and the stop before the re-plan)")
+        if self.rate_change is not None:
+            a, b, at, mbps = self.rate_change
+            if self.testbed != "mininet":
+                raise GeoBenchError("geo bench --rate-change: changes a Mininet WAN link with tc: "
+                                    "add --backend mininet (root)")
+            if not 0 <= at < self.steps:
+                raise GeoBenchError(f"geo bench: rate change step {at}: must be within 0..{self.steps - 1}")
+            missing = [x for x in (a, b) if x not in sites]
+            if missing:
+                raise GeoBenchError(f"geo bench: rate change: no site {missing[0]!r} (sites: {', '.join(sites)})")
+        if any(p == "uniform" for p, _ in self.runs) and not self.speeds:
+            raise GeoBenchError("geo bench run uniform/...: the equal-speed plan only differs with --speeds")
+
+    def model_spec(self, numpy_nodes: Sequence[str] = ()) -> dict[str, Any]:
+        gpt = {"vocab": self.vocab, "d": self.width, "heads": self.heads, "layers": self.layers, "seq": self.seq}
+        if self.torch_model is not None:
+            builtin = {"mlp": ("innet.host.geo.torch_models:mlp", {"sizes": list(self.sizes)}),
+                       "gpt": ("innet.host.geo.torch_models:gpt", gpt)}
+            factory, kwargs = builtin.get(self.torch_model, (self.torch_model, {}))
+            return {"kind": "torch", "factory": factory, "kwargs": kwargs, "seed": self.seed,
+                    "target": "y" if self.task == "digits" else "targets", "numpy_nodes": list(numpy_nodes)}
+        if self.task == "digits":
+            return {"kind": "mlp", "sizes": list(self.sizes)}
+        return {"kind": "gpt", **gpt}
+
+    def task_spec(self) -> dict[str, Any]:
+        return {"kind": "digits"} if self.task == "digits" else {"kind": "lm", "vocab": self.vocab, "seq": self.seq}
+
+
+def link_compression(config: GeoBenchConfig, compression: str) -> CompressionConfig | None:
+    """What a compressed link of run ``compression`` sends (None: dense)."""
+    if compression == "none":
+        return None
+    if compression == "int8":
+        return CompressionConfig("int8")
+    return CompressionConfig(compression, ratio=config.topk_ratio, min_ratio=config.min_ratio,
+                             row_topk=config.row_topk, warmup_steps=config.warmup_steps, warmup="int8",
+                             activations=config.activations, gradients=config.gradients,
+                             values=config.topk_values,
+                             reference="key" if config.reference and config.task == "lm" else "none",
+                             reference_rate=0.9)
+
+
+def target_loss(config: GeoBenchConfig) -> float:
+    """The time-to-loss threshold: the configured one, else the task's default."""
+    return config.target_loss if config.target_loss is not None else DEFAULT_TARGET_LOSS[config.task]
+
+
+__all__ = ["COMPRESSIONS", "DEFAULT_RUNS", "DEFAULT_TARGET_LOSS", "GeoBenchConfig", "GeoBenchError", "PLACEMENTS",
+           "REFERENCE", "STOP_AHEAD", "link_compression", "target_loss"]

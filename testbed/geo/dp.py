@@ -1,0 +1,91 @@
+"""Baseline (a): data parallel across sites, every site a full replica as its own process.
+
+On Mininet each site's process runs on the site's first host, gradients over the WAN veths;
+on loopback they are local processes with the transport's shaper. Never threads: threads in
+one process would share one interpreter lock, slowing the baseline it is measured against.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import asdict
+from typing import Any, Sequence
+
+from innet.host.geo.launch import SINGLE_THREAD_BLAS, local_spawn
+from innet.testbed.geo.config import GeoBenchConfig
+from innet.testbed.geo.measures import curves, median_step, targets, wan_delta
+from innet.testbed.geo.plan import Planned
+from innet.testbed.geo.records import DpRow
+from innet.testbed.geo.topology import wan_shape
+
+
+def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, codec: str, geo_tb: Any,
+                  quotas: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, int, dict[str, int] | None]:
+    """One process per site (:mod:`innet.host.geo.dp_process`). Site 0's step and eval records,
+    wall time, its bytes sent, WAN bytes per veth (Mininet)."""
+    from innet.host.geo.dp_process import DpJob, launch_dp
+
+    topo = config.topology
+    mininet = geo_tb is not None and geo_tb.kind == "mininet"
+    jobs = []
+    for i, site in enumerate(sites):
+        host = geo_tb.stage_host(site, 0) if mininet else None
+        shapes = tuple(None if j == i or mininet else asdict(wan_shape(topo, site, other))
+                       for j, other in enumerate(sites))
+        jobs.append(DpJob(model=config.model_spec(), task=config.task_spec(), index=i, sites=len(sites),
+                          steps=config.steps, batch=config.batch, microbatches=config.microbatches, seed=config.seed,
+                          data_seed=config.seed + 1000 * i, lr=config.lr, momentum=config.momentum, ratio=ratio,
+                          codec=codec, listen=(topo.host(host).address, 0) if host is not None else ("127.0.0.1", 0),
+                          shapes=shapes, eval_every=config.eval_every, timeout=min(config.timeout_s, 300.0)))
+    hosts = {h.address: h.name for h in topo.workers}
+
+    def spawn(job: Any, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
+        popen: subprocess.Popen[bytes]
+        if mininet:
+            popen = geo_tb.spawn_stage(hosts[job.listen[0]], argv, SINGLE_THREAD_BLAS, name)
+        else:
+            popen = local_spawn(job, name, argv)
+        if quotas is not None:
+            quotas.add(sites[job.index], popen.pid)
+        return popen
+
+    wan_before = geo_tb.wan_bytes() if mininet else None
+    start = time.monotonic()
+    outputs = launch_dp(jobs, spawn, timeout=config.timeout_s)
+    wall = time.monotonic() - start
+    wan = wan_delta(wan_before, geo_tb.wan_bytes()) if wan_before is not None else None
+    return outputs[0].of("step"), outputs[0].of("eval"), wall, int(outputs[0].of("done")[0]["sent"]), wan
+
+
+def run_dp(config: GeoBenchConfig, planned: Planned, compression: str, geo_tb: Any = None,
+           quotas: Any = None) -> DpRow:
+    """Every site a full replica, gradients averaged over the WAN: dense, int8, or top-k at
+    ``topk_ratio``, both with error feedback."""
+    topo = config.topology
+    sites = list(dict.fromkeys(h.group for h in topo.workers if h.group is not None))
+    ratio = config.topk_ratio if compression == "topk" else 1.0
+    steps, evals, wall, sent, wan_link_bytes = _dp_processes(
+        config, sites, ratio, "int8" if compression == "int8" else "topk", geo_tb, quotas)
+    # predicted: the whole model's compute for M microbatches, then every site's gradient
+    # crossing the slowest WAN link (all-to-all: one gradient per link direction, sent at once)
+    param_bytes = sum(c.param_bytes for c in planned.workload.costs)
+    grad_bytes = param_bytes * (ratio * 2 if ratio < 1 else 0.25 + 1 / 256 if compression == "int8" else 1.0)
+    wan = [wan_shape(topo, a, b) for a in sites for b in sites if a != b]
+    predicted = (config.microbatches * sum(c.compute_s for c in planned.workload.costs)
+                 + max(grad_bytes * 8 / ((w.bw_mbps or 1e5) * 1e6) + w.delay_ms / 1e3 for w in wan))
+    times = [r["t"] for r in steps]
+    step_s, _, _ = median_step(times)
+    sends = {"none": "dense", "int8": "int8 per 256", "topk": f"top-k r={ratio:.2f}"}[compression]
+    loss, accuracy, test_loss = curves(steps, evals)
+    return DpRow(placement="dp", compression=compression, sites=tuple(sites), cuts=(), links=(), step_s=step_s,
+                 predicted_step_s=predicted, targets=targets(config, evals), sends=f"gradients {sends}",
+                 slow_link_bytes_per_step=sent / max(len(sites) - 1, 1) / config.steps,
+                 final_accuracy=evals[-1]["accuracy"] if evals else None, final_loss=steps[-1]["loss"],
+                 final_test_loss=evals[-1]["loss"] if evals else None, train_wall_s=times[-1] if times else None,
+                 wan_bytes_per_step=sent * len(sites) / config.steps, slow_link_ratio=ratio, mean_ratios=(),
+                 wall_s=wall, reduce_s=0.0, samples_per_step=len(sites) * config.batch * config.microbatches,
+                 wan_link_bytes=wan_link_bytes, loss_curve=loss, accuracy_curve=accuracy, test_loss_curve=test_loss)
+
+
+__all__ = ["run_dp"]
