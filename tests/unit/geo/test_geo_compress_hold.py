@@ -107,3 +107,18 @@ def test_predicted_bytes_are_the_encoded_bytes(name: str, step: int) -> None:
     data = encode(("fwd", step, 0, 0.01, 1.0, None), sent)
     ratio = config.ratio if config.mode == "topk" else 1.0
     assert tx.predicted_bytes({k: v.shape for k, v in msg.items()}, ratio, step) == _payload(data)
+
+
+def test_max_ratio_caps_adatopk_on_an_idle_link_and_min_above_max_is_refused() -> None:
+    """A link with time to spare would carry dense; with ``max_ratio`` the model trained through
+    top-k keeps getting the kept count it was trained with, while a slow link still goes lower."""
+    x = {"h": np.random.default_rng(0).standard_normal((8, 16, 32)).astype(np.float32)}
+    config = CompressionConfig("adatopk", min_ratio=0.05, max_ratio=0.28125, row_topk=True, activations="topk",
+                               values="int8")
+    idle = LinkCompressor(config, bandwidth_bps=1e9, direction="fwd")
+    assert idle.compress(x, budget_s=0.01)["h"].cols.shape[1] == 9 and idle.last_ratio == 0.28125
+    slow = LinkCompressor(config, bandwidth_bps=1e6, direction="fwd")
+    slow.compress(x, budget_s=0.005)
+    assert 0.05 <= slow.last_ratio < 0.28125
+    with pytest.raises(CompressionError, match="min_ratio=0.5 is above max_ratio=0.25"):
+        CompressionConfig("adatopk", min_ratio=0.5, max_ratio=0.25)
