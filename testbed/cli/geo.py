@@ -176,7 +176,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                          topk_values=args.topk_values, reference=not args.no_reference,
                          testbed="mininet" if mininet else "loopback", switch_impl=impls[-1],
                          straggler=args.straggler, replan=args.replan, rate_change=args.rate_change,
-                         straggler_threshold=args.straggler_threshold, straggler_window=args.straggler_window)
+                         straggler_threshold=args.straggler_threshold, straggler_window=args.straggler_window,
+                         **({"wan_ceiling_mbps": args.wan_ceiling} if args.wan_ceiling is not None else {}))
     except (geo_bench.GeoBenchError, TopologyError) as error:
         print(f"innet geo bench: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -315,6 +316,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
             p.add_argument("--replan", action="store_true",
                            help="with --straggler: re-plan once, when a straggler is detected online, from its "
                                 "measured speed (the stages restart from their parameters and momentum on the new plan)")
+            p.add_argument("--wan-ceiling", type=positive_float, default=None, metavar="MBIT_S",
+                           help="mininet: the highest WAN rate this machine carries (default: the measured "
+                                "ceiling in innet.testbed.geo.topology); WAN links above it are refused")
             p.add_argument("--lr", type=positive_float, default=0.05, help="SGD learning rate (default 0.05)")
             p.add_argument("--eval-every", type=int_range(1), default=5, help="evaluate every N steps (default 5)")
             add_backend(p, default="loopback",

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from innet.host.geo.compress import CompressionConfig
 from innet.host.geo.straggler import StragglerConfig, StragglerError
 from innet.testbed.core.topology import Topology
-from innet.testbed.geo.topology import geo
+from innet.testbed.geo.topology import MININET_WAN_CEILING_MBPS, geo, unemulable_wan
 
 PLACEMENTS = ("naive", "greedy", "search", "opfence", "uniform", "dp")
 """Pipeline placements (naive order, bandwidth-greedy, exhaustive search without clustering,
@@ -104,6 +104,9 @@ class GeoBenchConfig:
     testbed: str = "loopback"
     """``loopback`` (stages as local processes, WAN in the transport) or ``mininet`` (root:
     stages on the site hosts, switches per site, WAN veths; see innet.testbed.geo.mininet)."""
+    wan_ceiling_mbps: float = MININET_WAN_CEILING_MBPS
+    """Mininet: the highest WAN rate this machine carries; a WAN link configured above it is
+    refused (it would run slower than configured)."""
     switch_impl: str = "innet"
     """The site switches: ``innet`` (innet-switch) or ``bmv2`` (simple_switch_grpc; Mininet only)."""
     speeds: tuple[tuple[str, float], ...] = ()
@@ -140,6 +143,8 @@ class GeoBenchConfig:
             raise GeoBenchError("geo bench run dp/adatopk: data parallel takes none, int8 or topk")
         if self.testbed not in ("loopback", "mininet"):
             raise GeoBenchError(f"geo bench testbed {self.testbed!r}: expected 'loopback' or 'mininet'")
+        if not self.wan_ceiling_mbps > 0:
+            raise GeoBenchError(f"geo bench: WAN ceiling {self.wan_ceiling_mbps:g} Mbit/s: must be > 0")
         if self.switch_impl not in ("innet", "bmv2"):
             raise GeoBenchError(f"geo bench switch_impl {self.switch_impl!r}: expected 'innet' or 'bmv2'")
         if self.switch_impl == "bmv2" and self.testbed != "mininet":
@@ -163,6 +168,10 @@ class GeoBenchConfig:
         if self.torch_model is not None and any(p == "dp" for p, _ in self.runs):
             raise GeoBenchError("geo bench run dp/...: data parallel runs the numpy models only; drop it with --torch")
         self._check_speeds()
+        if self.testbed == "mininet":
+            problem = unemulable_wan(self.topology, self.wan_ceiling_mbps)
+            if problem is not None:
+                raise GeoBenchError(f"geo bench: {problem}")
 
     def _check_speeds(self) -> None:
         from innet.host.geo.speed import SpeedError, check_speeds

@@ -134,6 +134,12 @@ def table(doc: BenchResult) -> str:
             lines.append(f"rate change in {run}: {rate_change_line(r.rate_change)}")
         if r.replan is not None:
             lines.append(f"re-planned {run}: {replan_line(r.replan)}")
+    checks = [c for r in rows if isinstance(r, PipelineRow) for c in r.link_check]
+    if checks:
+        off = sorted({c.link for c in checks if not c.within_tolerance})
+        lines.append(f"WAN links as configured (probed rate and delay within {LINK_TOLERANCE:.0%}): "
+                     + (f"all {len(checks)} probes" if not off else f"{len(checks) - len(off)} of {len(checks)} probes; "
+                        f"off: {', '.join(off)}"))
     lines += [f"no {impl} rows: {why}" for impl, why in (doc.switch_absent or {}).items()]
     return "\n".join(lines)
 

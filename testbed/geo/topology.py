@@ -196,3 +196,31 @@ def network_view(topo: Topology, speed: dict[str, float] | None = None) -> SiteN
         bw[(x, y)] = min(rates) if rates else 100_000.0
         delay[(x, y)] = d
     return SiteNetwork(devices, bw, delay, speed)
+
+
+MININET_WAN_CEILING_MBPS = 119.0
+"""The highest WAN rate the Mininet geo testbed carries on this machine (2 shared cores): a
+link configured at 1 Gbit/s (HTB on the veths, frames forwarded by the user-space site
+switches) was probed at 119 Mbit/s, and at 164.6 Mbit/s in a second run; links at 100 Mbit/s
+and below were probed within 10% of their rate when the machine was not saturated. Measure
+again (``innet geo bench --backend mininet`` prints each link as probed) before raising it."""
+
+
+def wan_links(topo: Topology) -> list[tuple[str, str, Link]]:
+    """Every direct WAN link as (site, site, link): the links joining two site switches."""
+    site = {_switch_of_site(topo, s): s for s in sites_of(topo)}
+    return [(site[c.a], site[c.b], c.link) for c in topo.links if c.a in site and c.b in site]
+
+
+def unemulable_wan(topo: Topology, ceiling_mbps: float) -> str | None:
+    """Why ``topo``'s WAN cannot be emulated at a ceiling of ``ceiling_mbps`` (the first link
+    above it, named with the ceiling and the flag that fits), or None: a link the testbed
+    cannot carry would run slower than configured and every number measured on it would be
+    about another network."""
+    for a, b, link in wan_links(topo):
+        if link.bw_mbps is not None and link.bw_mbps > ceiling_mbps:
+            return (f"WAN link {a}-{b} at {link.bw_mbps:g} Mbit/s is above the {ceiling_mbps:g} Mbit/s this "
+                    f"machine's Mininet WAN (HTB + the site switches) carries: configure at most {ceiling_mbps:g} "
+                    f"(e.g. --wan {a}-{b}:{ceiling_mbps:g}:{link.delay_ms:g}) or raise --wan-ceiling after measuring")
+    return None
+

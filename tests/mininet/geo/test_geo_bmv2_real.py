@@ -25,7 +25,7 @@ def bmv2(bmv2_tools: object) -> None:
 
 def _bench(impl: str, out: Path) -> dict:  # type: ignore[type-arg]
     done = subprocess.run([sys.executable, "-m", "innet.cli", "geo", "bench", "--backend", "mininet", "--switch-impl", impl,
-                           "--wan", "a-b:10:0,b-c:100:0,a-c:1000:0", "--steps", "2", "--replicas", "2",
+                           "--wan", "a-b:10:0,b-c:100:0,a-c:100:0", "--steps", "2", "--replicas", "2",
                            "--runs", "opfence/none", "--eval-every", "1", "--out", str(out)],
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

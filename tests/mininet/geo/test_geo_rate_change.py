@@ -14,9 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from innet.testbed.core.topology import Link
 from innet.testbed.geo.bench import GeoBenchConfig, run
+from innet.testbed.geo.topology import Wan, geo
 
 AT = 6
+WITHIN_CEILING = (Wan("a", "b", Link(bw_mbps=10, delay_ms=40)), Wan("b", "c", Link(bw_mbps=100, delay_ms=10)),
+                  Wan("a", "c", Link(bw_mbps=100, delay_ms=2)))
+"""The default WAN with its 1 Gbit/s link at 100 Mbit/s, within what Mininet carries here."""
 FOLLOW = 2
 STEPS = 14
 
@@ -24,7 +29,8 @@ STEPS = 14
 @pytest.mark.slow
 def test_adatopk_follows_a_wan_link_that_tc_slows_mid_run(tmp_path: Path) -> None:
     config = GeoBenchConfig(task="lm", lr=0.3, runs=(("naive", "adatopk"),), steps=STEPS, eval_every=STEPS,
-                            testbed="mininet", rate_change=("a", "b", AT, 2.5), min_ratio=0.005, warmup_steps=0,
+                            testbed="mininet", topology=geo(wan=WITHIN_CEILING), rate_change=("a", "b", AT, 2.5),
+                            min_ratio=0.005, warmup_steps=0,
                             out_dir=tmp_path, timeout_s=300.0)
     change = run(config).to_json()["rows"][0]["rate_change"]
     assert change["applied"] and change["link"] == "a-b" and change["before_mbps"] == 10.0, change

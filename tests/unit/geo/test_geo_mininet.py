@@ -97,9 +97,41 @@ def test_without_root_the_cli_says_so_in_one_line_and_exits_1(monkeypatch: pytes
 
     before = ours()
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    code = cli.main(["geo", "bench", "--backend", "mininet", "--steps", "2", "--runs", "naive/none", "--out", str(tmp_path)])
+    code = cli.main(["geo", "bench", "--backend", "mininet", "--wan", WITHIN_CEILING, "--steps", "2", "--runs",
+                     "naive/none", "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 1
     assert err.strip() == ("innet geo bench: the Mininet geo testbed needs root (network namespaces, veths); "
                            "without root, innet geo bench runs the sites on loopback")
     assert ours() == before  # no run was recorded
+
+
+WITHIN_CEILING = "a-b:10:40,b-c:100:10,a-c:100:2"
+"""The default WAN with its 1 Gbit/s link at 100 Mbit/s: every link within the Mininet ceiling."""
+
+
+def test_a_wan_rate_above_the_mininet_ceiling_is_refused_naming_the_link_and_the_ceiling() -> None:
+    with pytest.raises(GeoBenchError) as refused:
+        GeoBenchConfig(testbed="mininet", wan_ceiling_mbps=119.0)  # the default WAN's a-c is 1000 Mbit/s
+    assert str(refused.value) == (
+        "geo bench: WAN link a-c at 1000 Mbit/s is above the 119 Mbit/s this machine's Mininet WAN (HTB + the site "
+        "switches) carries: configure at most 119 (e.g. --wan a-c:119:2) or raise --wan-ceiling after measuring")
+    slow = geo(wan=(Wan("a", "b", Link(bw_mbps=10, delay_ms=40)), Wan("b", "c", Link(bw_mbps=100, delay_ms=10)),
+                    Wan("a", "c", Link(bw_mbps=100, delay_ms=2))))
+    assert GeoBenchConfig(testbed="mininet", topology=slow).topology is slow
+    assert GeoBenchConfig(testbed="mininet", wan_ceiling_mbps=1000.0).wan_ceiling_mbps == 1000.0
+    assert GeoBenchConfig(testbed="loopback").testbed == "loopback"  # the transport's shaper has no such ceiling
+    with pytest.raises(GeoBenchError, match="WAN link b-c at 100 Mbit/s is above the 50 Mbit/s"):
+        GeoBenchConfig(testbed="mininet", topology=slow, wan_ceiling_mbps=50.0)
+
+
+def test_the_cli_refuses_an_unemulable_wan_rate_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from innet import cli
+
+    assert cli.main(["geo", "bench", "--backend", "mininet", "--wan", "a-b:10:40,b-c:100:10,a-c:400:2",
+                     "--steps", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("innet geo bench: geo bench: WAN link a-c at 400 Mbit/s is above the ")
+    assert cli.main(["geo", "bench", "--backend", "mininet", "--wan-ceiling", "0", "--steps", "2"]) == 2
+    assert "--wan-ceiling: " in capsys.readouterr().err
+
