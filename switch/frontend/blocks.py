@@ -58,7 +58,8 @@ class Blocks:
             annos = self.exprs.annotations(annos_t)
             default = self.exprs.expr(default_t) if default_t is not None else None
             self._check_param(name, direction, ty, annos, default, self.cx.loc(name_t), type_t)
-            out.append(ir.Param(name, direction, ty, self.cx.new_uid(), self.cx.loc(name_t), annos, default))
+            out.append(ir.Param(name, direction, ty, self.cx.new_uid(), self.cx.loc(name_t), annos, default,
+                                self.exprs.newtype_name(type_t)))
         return tuple(out)
 
     def _check_param(self, name: str, direction: str | None, ty: ir.Type, annos: ir.Annotations,
@@ -87,7 +88,7 @@ class Blocks:
 
     def _fresh(self, ps: tuple[ir.Param, ...]) -> tuple[ir.Param, ...]:
         return tuple(ir.Param(p.name, p.direction, p.type, self.cx.new_uid(), p.loc,
-                              p.annotations, p.default) for p in ps)
+                              p.annotations, p.default, p.type_name) for p in ps)
 
     # ------------------------------------------------------------------ specialisation
     def specialise(self, decl: BlockDecl, ctor_args: tuple[ir.Expr, ...], path: str,

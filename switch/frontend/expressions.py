@@ -719,7 +719,10 @@ def _leaves(e: ir.StructInit) -> list[tuple[str, ir.Expr]]:
 
 
 def _declared_type_name(e: ir.Expr) -> str | None:
-    """The ``type`` name the field ``e`` reads was declared with (None if ``e`` is not such a field)."""
+    """The ``type`` name the field, variable or parameter ``e`` reads was declared with
+    (None if ``e`` reads none of those, or one of another type)."""
     if isinstance(e, ir.Member) and isinstance(e.base.type, (ir.HeaderT, ir.StructT, ir.HeaderUnionT)):
         return next((f.type_name for f in e.base.type.fields if f.name == e.name), None)
+    if isinstance(e, ir.VarRef):
+        return e.decl.type_name
     return None

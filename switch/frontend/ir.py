@@ -829,6 +829,8 @@ class Param:
     loc: Loc = NOLOC
     annotations: Annotations = field(default_factory=_ann)
     default: Expr | None = None  # default value (optional params in extern signatures)
+    type_name: str | None = None
+    """The ``type`` name it was declared with (see ``Field.type_name``)."""
 
 
 @dataclass(eq=False, slots=True)
@@ -839,6 +841,8 @@ class VarDecl:
     loc: Loc = NOLOC
     annotations: Annotations = field(default_factory=_ann)
     is_const: bool = False
+    type_name: str | None = None
+    """The ``type`` name it was declared with (see ``Field.type_name``)."""
 
 
 @dataclass(eq=False, slots=True)

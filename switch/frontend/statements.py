@@ -182,7 +182,8 @@ class Stmts:
         init = None
         if init_t is not None:
             init = self.exprs.coerce(self.exprs.expr(init_t), ty, f"initializer of '{name}'")
-        decl = ir.VarDecl(name, ty, self.cx.new_uid(), loc, self.exprs.annotations(annos_t))
+        decl = ir.VarDecl(name, ty, self.cx.new_uid(), loc, self.exprs.annotations(annos_t),
+                          type_name=self.exprs.newtype_name(type_t))
         self.cx.declare(name, decl, loc)
         return ir.VarDeclStmt(decl, init, self.cx.loc(t))
 

@@ -557,6 +557,14 @@ def test_shift_by_a_field_of_a_declared_type_is_rejected() -> None:
         compile_source(NEWTYPE_SHIFT.replace("SHIFT", "s.h.n"), "t.p4")
 
 
+@pytest.mark.parametrize("local,amount", [("Amount v = (Amount)8w1;", "v"), ("", "p")])
+def test_shift_by_a_variable_or_parameter_of_a_declared_type_is_rejected(local: str, amount: str) -> None:
+    src = NEWTYPE_SHIFT.replace("control c(inout s_t s) {", "control c(inout s_t s, in Amount p) {\n    " + local)
+    with pytest.raises(P4Error, match=r"t.p4:7:\d+: error: shift amount must be an unsigned bit<W> or int, not "
+                                      r"Amount \(a 'type' over bit<8>\)"):
+        compile_source(src.replace("SHIFT", amount), "t.p4")
+
+
 def test_shift_by_a_cast_field_of_a_declared_type_is_accepted() -> None:
     prog = compile_source(NEWTYPE_SHIFT.replace("SHIFT", "(bit<8>)s.h.n"), "t.p4")
     assert prog.types["h_t"].fields[1].type_name == "Amount"
