@@ -29,7 +29,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from typing import Any, Sequence
 
 RDZV_PORT = 29400
@@ -126,19 +125,9 @@ def run_worker_task(workers: int, deadline: float, controller: str = "controller
 def serve_rendezvous(workers: int, deadline: float) -> None:
     """The controller's part of the ``ddp`` workload after the job: torchrun's c10d store,
     until every worker task said it is done."""
-    from datetime import timedelta
+    from innet.testbed.cluster.timed import serve_store
 
-    import torch.distributed as dist
-
-    store = dist.TCPStore("0.0.0.0", rdzv_port(), None, is_master=True, timeout=timedelta(seconds=deadline),
-                          wait_for_workers=False)
-    store.add(DONE_KEY, 0)
-    end = time.monotonic() + deadline
-    while (done := store.add(DONE_KEY, 0)) < workers:
-        if time.monotonic() > end:
-            raise OSError(f"rendezvous store: {done} of {workers} worker tasks done within {deadline:g} s")
-        time.sleep(0.5)
-    print(f"rendezvous store: all {workers} worker tasks done", flush=True)
+    serve_store(workers, deadline, rdzv_port(), DONE_KEY, "rendezvous store")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -88,21 +88,23 @@ def local_interface(peer: str) -> str:
     raise OSError(f"no interface holds {local}, the address that reaches {peer}")
 
 
-def serve_store(workers: int, deadline: float) -> None:
-    """The controller's part of a gloo run: the rendezvous store, until every rank said it is done."""
+def serve_store(workers: int, deadline: float, port: int = STORE_PORT, key: str = DONE_KEY,
+                what: str = "gloo store") -> None:
+    """The controller's part of a torch run (gloo here, torchrun's rendezvous in
+    :mod:`~innet.testbed.cluster.ddp`): a TCPStore on ``port``, served until ``workers`` added 1 to ``key``."""
     from datetime import timedelta
 
     import torch.distributed as dist
 
-    store = dist.TCPStore("0.0.0.0", STORE_PORT, None, is_master=True, timeout=timedelta(seconds=deadline),
+    store = dist.TCPStore("0.0.0.0", port, None, is_master=True, timeout=timedelta(seconds=deadline),
                           wait_for_workers=False)
-    store.add(DONE_KEY, 0)
+    store.add(key, 0)
     end = time.monotonic() + deadline
-    while (done := store.add(DONE_KEY, 0)) < workers:
+    while (done := store.add(key, 0)) < workers:
         if time.monotonic() > end:
-            raise OSError(f"gloo store: {done} of {workers} ranks done within {deadline:g} s")
+            raise OSError(f"{what}: {done} of {workers} done within {deadline:g} s")
         time.sleep(0.5)
-    print(f"gloo store: all {workers} ranks done", flush=True)
+    print(f"{what}: all {workers} done", flush=True)
 
 
 def timed_gloo(config: ComposeConfig, rank: int, repeats: int, store_host: str = "controller") -> dict[str, Any]:

@@ -35,7 +35,7 @@ def test_cluster_side_of_the_bench_at_two_workers(swarm_lab: Any, tmp_path: Path
         assert row["underlay_up_bytes"] == row["wire_up_bytes"] + 50 * row["tx_packets"]
     assert [(d["workload"], d["workers"]) for d in doc["deployment"]["deployments"]] == [("ina", 2), ("gloo", 2)]
     assert all(d["first_step_s"] > 0 for d in doc["deployment"]["deployments"])
-    assert set(doc["not_measured"]) == {"cluster LuWu and DDP + gloo"}
+    assert set(doc["not_measured"]) == {"cluster LuWu and DDP + gloo"} and doc["partial"] is False
     assert swarm_lab.wait_clean() == []
     saved = bench.save(doc, tmp_path)
     assert saved.exists() and "cluster" in saved.read_text()
