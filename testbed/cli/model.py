@@ -111,7 +111,10 @@ def _run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
     from innet.testbed.rail.models import netcost, railperf, report
 
     if args.model == "cost":
-        parts = netcost.Parts(args.switch_usd / 64, args.switch_w / 64, args.transceiver_usd, args.transceiver_w)
+        base = netcost.PEAK_PARTS if args.power == "peak" else netcost.PUBLIC_PARTS
+        parts = netcost.Parts(args.switch_usd / 64, (base.switch_w(64) if args.switch_w is None else args.switch_w) / 64,
+                              args.transceiver_usd, args.transceiver_w,
+                              switch_power_includes_optics=base.switch_power_includes_optics)
         clusters = (netcost.TABLE2_CLUSTERS if args.gpus is None else
                     (netcost.Cluster(args.gpus, args.gpus_per_domain, args.radix),))
         rows = report.cost_rows(clusters, parts)
@@ -131,18 +134,22 @@ def _run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
 
 
 def _iteration(args: argparse.Namespace, console: Any) -> dict[str, Any]:
-    from innet.testbed.rail.models import iteration, report
+    from innet.testbed.rail.models import iteration, report, reproduce
     from innet.testbed.rail.models.gpt import model_by_name
 
-    rows = report.validation_rows()
+    setting = reproduce.DEFAULT
+    rows = report.validation_rows(setting.hb_efficiency)
     console.print(report.validation_table(rows))
-    doc: dict[str, Any] = {"model": "iteration", "efficiency": iteration.FITTED_EFFICIENCY, "validation": rows}
+    options = setting.platform_options()
+    doc: dict[str, Any] = {"model": "iteration", "setting": setting.name, "efficiency": options["efficiency"],
+                           "hb_efficiency": setting.hb_efficiency, "validation": rows}
     if args.gpt is not None:
         model = model_by_name(args.gpt)
         gpu = {"h100": iteration.H100, "a100": iteration.A100}[args.gpu]
         configs = []
         for network in iteration.NETWORKS:
-            platform = iteration.Platform(gpu, args.gpus, args.hb_size, args.c_f * 1e9, args.c_s * 1e9, network)
+            platform = iteration.Platform(gpu, args.gpus, args.hb_size, args.c_f * 1e9, args.c_s * 1e9, network,
+                                          **options)
             if args.tp is None:
                 par, r = iteration.best(model, platform, args.batch)
             else:
@@ -161,30 +168,34 @@ def _traffic(args: argparse.Namespace, console: Any) -> dict[str, Any]:
     from innet.testbed.rail.models.gpt import model_by_name
 
     par = iteration.Parallelism(args.tp, args.pp, args.dp, args.microbatch)
-    gpt = traffic.megatron(model_by_name(args.gpt), par, args.batch, args.hb_size)
+    gpt = traffic.megatron(model_by_name(args.gpt), par, args.batch, args.hb_size, tp_scheme=args.tp_scheme)
     moe = traffic.moe(traffic.MOE_1_3B, args.moe_gpus, args.moe_batch, args.moe_hb_size)
     summaries = {"megatron": traffic.summary(gpt), "moe": traffic.summary(moe)}
     console.print(report.traffic_table(summaries))
-    return {"model": "traffic", "megatron": {"gpt": args.gpt, "split": asdict(par), "batch": args.batch},
+    return {"model": "traffic", "megatron": {"gpt": args.gpt, "split": asdict(par), "batch": args.batch,
+                                             "tp_scheme": args.tp_scheme},
             "moe": {"model": asdict(traffic.MOE_1_3B), "gpus": args.moe_gpus, "batch": args.moe_batch},
             "summary": summaries, "_matrices": {"megatron": gpt, "moe": moe}}
 
 
 def _sweep(args: argparse.Namespace, console: Any) -> dict[str, Any]:
-    from innet.testbed.rail.models import netcost, report, sweeps
+    from innet.testbed.rail.models import report, reproduce, sweeps
 
+    options = reproduce.DEFAULT.platform_options()
     if args.sweep == "hb-size":
         for n in args.gpus:
             sweeps.check_sweep_args(n, args.batch)
-        rows = sweeps.hb_size_sweep(tuple(args.gpt), tuple(args.gpus), args.batch)
+        rows = sweeps.hb_size_sweep(tuple(args.gpt), tuple(args.gpus), args.batch, **options)
     elif args.sweep == "bandwidth":
         sweeps.check_sweep_args(args.gpus[0], args.batch)
-        rows = sweeps.bandwidth_sweep(args.gpt[0], args.gpus[0], args.batch)
+        rows = sweeps.bandwidth_sweep(args.gpt[0], args.gpus[0], args.batch, **options)
     elif args.sweep == "batch":
         sweeps.check_sweep_args(args.gpus[0], 1)
-        rows = sweeps.batch_sweep(args.gpt[0], args.gpus[0], tuple(args.batches))
+        rows = sweeps.batch_sweep(args.gpt[0], args.gpus[0], tuple(args.batches), **options)
     else:
-        parts = netcost.PUBLIC_PARTS
+        from innet.testbed.rail.models import netcost
+
+        parts = reproduce.default_parts()
         rows = report.cost_rows([c.cluster for c in netcost.sweep(tuple(args.gpus), tuple(args.radix),
                                                                    tuple(args.hb_size), parts)], parts)
     console.print(report.sweep_table(args.sweep, rows))
@@ -200,7 +211,11 @@ def _add_cost(msub: Any) -> None:
     cost.add_argument("--radix", type=_int, default=64, help="switch ports k (default 64)")
     cost.add_argument("--switch-usd", type=_float, default=PUBLIC_PARTS.switch_usd(64),
                       help="price of a 64-port switch (scaled per port for other radices)")
-    cost.add_argument("--switch-w", type=_float, default=PUBLIC_PARTS.switch_w(64), help="watts of a 64-port switch")
+    cost.add_argument("--power", choices=("peak", "typical"), default="peak",
+                      help="switch power: peak (QM9700 maximum with its optics, as 'innet model reproduce') "
+                           "or typical without optics (default peak)")
+    cost.add_argument("--switch-w", type=_float, default=None,
+                      help="watts of a 64-port switch (default: by --power)")
     cost.add_argument("--transceiver-usd", type=_float, default=PUBLIC_PARTS.transceiver_usd,
                       help="price per transceiver (link end)")
     cost.add_argument("--transceiver-w", type=_float, default=PUBLIC_PARTS.transceiver_w, help="watts per transceiver")
@@ -226,6 +241,9 @@ def _add_iteration(msub: Any) -> None:
 
 
 def _add_traffic(msub: Any) -> None:
+    from innet.testbed.rail.models.reproduce import DEFAULT
+    from innet.testbed.rail.models.traffic import TP_SCHEMES
+
     tr = msub.add_parser("traffic", help="per-GPU-pair traffic of Megatron GPT and of MoE (heatmaps + shares)")
     tr.add_argument("--gpt", default="gpt-1t", help="GPT model (default gpt-1t)")
     tr.add_argument("--tp", type=_int, default=8, help="tensor-parallel degree")
@@ -234,6 +252,8 @@ def _add_traffic(msub: Any) -> None:
     tr.add_argument("--microbatch", type=_int, default=1, help="sequences per microbatch")
     tr.add_argument("--batch", type=_int, default=3072, help="global batch (default 3072, Megatron's 1T run)")
     tr.add_argument("--hb-size", type=_int, default=8, help="HB domain size K")
+    tr.add_argument("--tp-scheme", choices=sorted(TP_SCHEMES), default=DEFAULT.tp_scheme,
+                    help=f"how TP traffic is counted (default {DEFAULT.tp_scheme}, as 'innet model reproduce')")
     tr.add_argument("--moe-gpus", type=_int, default=128, help="GPUs of the MoE model")
     tr.add_argument("--moe-batch", type=_int, default=512, help="global batch of the MoE model")
     tr.add_argument("--moe-hb-size", type=_int, default=8, help="HB domain size of the MoE cluster")

@@ -75,6 +75,15 @@ NIC-end transceivers (the paper says "peak power"); the introduction's cluster a
 30,000 GPUs it names; Fig. 10 per sequence (the only reading in which time falls with the
 batch on a fixed cluster); TP traffic of Megatron-LM 2021 (the runs section III-A uses)."""
 SETTINGS = {s.name: s for s in (BEFORE, AFTER)}
+DEFAULT = AFTER
+"""The setting every ``innet model`` command uses unless told otherwise, so that a user gets
+the same number for the same question from ``iteration``, ``sweep``, ``cost``, ``traffic``
+and ``reproduce``."""
+
+
+def default_parts() -> netcost.Parts:
+    """Prices and power of :data:`DEFAULT` (peak power when the paper's reading is peak)."""
+    return _parts(DEFAULT)
 
 
 @dataclass(frozen=True)

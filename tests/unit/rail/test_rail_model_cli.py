@@ -61,3 +61,36 @@ def test_impossible_values_are_one_line_exit_2(argv: list[str], message: str, tm
     captured = capsys.readouterr()
     assert captured.err.strip() == message
     assert "Traceback" not in captured.err and "usage" not in captured.err
+
+
+def test_every_command_uses_the_reproduction_defaults(tmp_path: Path) -> None:
+    """The same question gets the same number from ``iteration``, ``sweep``, ``cost``,
+    ``traffic`` and ``reproduce``: all take :data:`reproduce.DEFAULT`'s settings."""
+    from innet.testbed.rail.models import iteration, reproduce, sweeps, traffic
+    from innet.testbed.rail.models.gpt import model_by_name
+
+    setting = reproduce.DEFAULT
+    assert main(["model", "iteration", "--gpt", "gpt-146b", "--gpus", "1024", "--batch", "512",
+                 "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "model-iteration.json").read_text())
+    assert doc["efficiency"] == pytest.approx(setting.efficiency())
+    assert doc["hb_efficiency"] == setting.hb_efficiency
+    platform = iteration.Platform(iteration.H100, 1024, 8, 3.6e12, 400e9, "rail-only", **setting.platform_options())
+    _, expected = iteration.best(model_by_name("gpt-146b"), platform, 512)
+    assert doc["configuration"]["results"][0]["breakdown"]["total"] == pytest.approx(expected.total)
+
+    assert main(["model", "sweep", "batch", "--gpus", "1024", "--batches", "256", "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "model-sweep-batch.json").read_text())["rows"]
+    direct = sweeps.batch_sweep("gpt-1t", 1024, (256,), **setting.platform_options())
+    assert [r["seconds"] for r in rows] == pytest.approx([r["seconds"] for r in direct])
+
+    assert main(["model", "cost", "--gpus", "16384", "--out", str(tmp_path)]) == 0
+    cost = json.loads((tmp_path / "model-cost.json").read_text())["rows"][0]
+    row = next(r for r in reproduce.table2_rows(setting) if (r["gpus"], r["K"], r["radix"]) == (16384, 8, 64))
+    assert cost["power_saving_w"] == pytest.approx(row["power_saving_w"])
+    assert cost["cost_saving_usd"] == pytest.approx(row["cost_saving_usd"])
+
+    assert main(["model", "traffic", "--pp", "8", "--dp", "4", "--batch", "64", "--out", str(tmp_path)]) == 0
+    tr = json.loads((tmp_path / "model-traffic.json").read_text())
+    assert tr["megatron"]["tp_scheme"] == setting.tp_scheme
+    assert traffic.TP_SCHEMES[setting.tp_scheme] > 0
