@@ -8,7 +8,8 @@ Public API::
 Pipeline: ``preprocess`` (system cpp, positions mapped back through line markers) ->
 ``lexer`` + ``parse`` (lark LALR) -> ``program`` (name resolution, typing, constant
 folding) -> ``ir``.  ``program.ProgramBuilder`` composes parts with one job each --
-``expressions``, ``calls``, ``statements``, ``keysets``, ``tables``, ``blocks`` -- that
+``expressions``, ``calls``, ``annotations``, ``statements``, ``keysets``, ``tables``,
+``blocks`` -- that
 share one ``context.BuildContext``.  Errors are
 ``P4Error`` (a ``FrontendError``) with ``.loc``; see ``errors``.
 

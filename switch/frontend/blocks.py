@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import ir
+from .annotations import Annotator
 from .calls import Calls
 from .context import BuildContext
 from .expressions import Exprs, children
@@ -28,13 +29,15 @@ class Blocks:
     the parts this one is given (its table part is its own: a table property may
     instantiate an extern, which is this part's job)."""
 
-    def __init__(self, cx: BuildContext, exprs: Exprs, calls: Calls, stmts: Stmts, keys: Keysets) -> None:
+    def __init__(self, cx: BuildContext, exprs: Exprs, calls: Calls, stmts: Stmts, keys: Keysets,
+                 annotator: Annotator) -> None:
         self.cx = cx
         self.exprs = exprs
         self.calls = calls
         self.stmts = stmts
         self.keys = keys
-        self.tables = Tables(cx, exprs, calls, keys, self)
+        self.annotator = annotator
+        self.tables = Tables(cx, exprs, calls, keys, annotator, self)
         self.direct: list[ir.Instance] | None = None
         """Instances the direct invocations (``T.apply()``) in the body being built create."""
         self.specialising: tuple[str, ...] = ()
@@ -55,7 +58,7 @@ class Blocks:
             seen.add(name)
             direction = str(dir_t.children[0]) if dir_t is not None else None
             ty = self.exprs.resolve_type(type_t)
-            annos = self.exprs.annotations(annos_t)
+            annos = self.annotator.annotations(annos_t)
             default = self.exprs.expr(default_t) if default_t is not None else None
             self._check_param(name, direction, ty, annos, default, self.cx.loc(name_t), type_t)
             out.append(ir.Param(name, direction, ty, self.cx.new_uid(), self.cx.loc(name_t), annos, default,
@@ -210,7 +213,7 @@ class Blocks:
         finally:
             self.cx.scope = outer
         return ir.ParserState(self.cx.name_of(name_t), body, tr, self.cx.loc(st),
-                              self.exprs.annotations(annos_t))
+                              self.annotator.annotations(annos_t))
 
     def _target_state(self, t: ParseNode | Tok, names: dict[str, ir.Loc]) -> str:
         n = self.cx.name_of(t)
@@ -254,7 +257,7 @@ class Blocks:
     def instantiation(self, t: ParseNode) -> ir.Instance:
         annos_t, type_t, args_t, name_t = t.children
         name = self.cx.name_of(name_t)
-        annos = self.exprs.annotations(annos_t)
+        annos = self.annotator.annotations(annos_t)
         inst = self.make_instance(type_t, args_t, name, annos, self.cx.loc(name_t),
                                   self.cx.cp_name(name, annos))
         self.cx.declare(name, inst, self.cx.loc(name_t))
@@ -290,7 +293,7 @@ class Blocks:
     def action(self, t: ParseNode) -> ir.Action:
         annos_t, name_t, params_t, body_t = t.children
         name = self.cx.name_of(name_t)
-        annos = self.exprs.annotations(annos_t)
+        annos = self.annotator.annotations(annos_t)
         loc = self.cx.loc(name_t)
         params = self.params(params_t)
         seen_data = False

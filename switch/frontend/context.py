@@ -1,9 +1,10 @@
 """The state one program build shares between the builder parts, and its diagnostics.
 
-Why: the parts that type a program (``expressions``, ``calls``, ``statements``,
-``keysets``, ``tables``, ``blocks``, ``program``) each do one job and call each other,
-but they read and write the same few things: the current scope, the kind of body being
-built, the control-plane path, the program-wide tables of externs, actions and errors.
+Why: the parts that type a program (``expressions``, ``calls``, ``annotations``,
+``statements``, ``keysets``, ``tables``, ``blocks``, ``program``) each do one job and call
+each other, but they read and write the same few things: the current scope, the kind of
+body being built, the control-plane path, the program-wide tables of externs, actions and
+errors.
 Holding those here, in one object every part is given, lets each part be built from
 what it needs instead of inheriting every other part's methods.  The Protocols at the
 end name what a part calls back into a part built after it (an expression that is a

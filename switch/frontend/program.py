@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import ir
+from .annotations import Annotator
 from .blocks import Blocks
 from .calls import Calls
 from .context import BuildContext
@@ -57,16 +58,17 @@ def _flatten_fields(fs: tuple[ir.Field, ...]) -> tuple[ir.Field, ...]:
 
 class ProgramBuilder:
     """Builds the program's top-level declarations in source order and composes the parts
-    that build what is inside them (expressions, calls, statements, keysets, blocks and
-    their tables), all sharing one :class:`BuildContext`."""
+    that build what is inside them (expressions, calls, annotations, statements, keysets,
+    blocks and their tables), all sharing one :class:`BuildContext`."""
 
     def __init__(self, pr: ParseResult) -> None:
         self.cx = cx = BuildContext(pr.pp, pr.annotations)
         self.exprs = Exprs(cx)
         self.calls = Calls(cx, self.exprs)
-        self.stmts = Stmts(cx, self.exprs, self.calls)
+        self.annotator = Annotator(cx, self.exprs)
+        self.stmts = Stmts(cx, self.exprs, self.calls, self.annotator)
         self.keys = Keysets(cx, self.exprs)
-        self.blocks = Blocks(cx, self.exprs, self.calls, self.stmts, self.keys)
+        self.blocks = Blocks(cx, self.exprs, self.calls, self.stmts, self.keys, self.annotator)
         self.exprs.connect(self.calls, self.blocks)
         self.types: dict[str, ir.Type] = {}
         self.functions: dict[str, ir.Function] = {}
@@ -184,7 +186,7 @@ class ProgramBuilder:
             if kind == "header_union" and not isinstance(ft, ir.HeaderT):
                 raise self.cx.err(self.cx.loc(type_t), f"field '{fname}' of header_union {tname} "
                                f"must be a header, not {ft}")
-            annos = self.exprs.annotations(annos_t)
+            annos = self.annotator.annotations(annos_t)
             if kind == "header" and isinstance(ft, ir.VarBitT) and any(isinstance(x.type, ir.VarBitT) for x in out):
                 raise self.cx.err(self.cx.loc(name_t), f"header {tname}: multiple varbit fields in a header")
             match = annos.get("match")
@@ -197,7 +199,7 @@ class ProgramBuilder:
     def _aggregate(self, t: ParseNode, kind: str) -> None:
         annos_t, name_t, *fields = t.children
         name = self.cx.name_of(name_t)
-        annos = self.exprs.annotations(annos_t)
+        annos = self.annotator.annotations(annos_t)
         fs = self._fields([f for f in fields if f is not None], kind, name)
         cls = {"header": ir.HeaderT, "struct": ir.StructT, "header_union": ir.HeaderUnionT}[kind]
         if kind == "header" and any(isinstance(f.type, ir.StructT) for f in fs):
@@ -252,12 +254,12 @@ class ProgramBuilder:
 
     def _d_typedef_decl(self, t: ParseNode) -> None:
         annos_t, type_t, name_t = t.children
-        self.exprs.annotations(annos_t)  # checked; a typedef keeps none
+        self.annotator.annotations(annos_t)  # checked; a typedef keeps none
         self.declare_type(self.cx.name_of(name_t), self.exprs.resolve_type(type_t), self.cx.loc(name_t))
 
     def _d_newtype_decl(self, t: ParseNode) -> None:
         annos_t, type_t, name_t = t.children
-        self.exprs.annotations(annos_t)  # checked (@p4runtime_translation); the type keeps none
+        self.annotator.annotations(annos_t)  # checked (@p4runtime_translation); the type keeps none
         under = self.exprs.resolve_type(type_t)
         if not isinstance(under, (ir.BitT, ir.BoolT)):
             raise self.cx.err(self.cx.loc(type_t), f"type {self.cx.name_of(name_t)}: 'type' can only be applied to "
@@ -316,7 +318,7 @@ class ProgramBuilder:
             raise self.cx.err(self.cx.loc(type_t), "expected an extern type name")
         name = str(name_tok)
         loc = self.cx.loc(name_tok)
-        decl = ir.ExternDecl(name, tuple(tps), (), (), False, self.exprs.annotations(annos_t), loc)
+        decl = ir.ExternDecl(name, tuple(tps), (), (), False, self.annotator.annotations(annos_t), loc)
         self.declare_type(name, decl, loc)
         self.types.pop(name, None)
         sigs: list[ir.MethodSig] = []
@@ -324,7 +326,7 @@ class ProgramBuilder:
         for m in methods:
             if m is None:
                 continue
-            annos = self.exprs.annotations(m.children[0])
+            annos = self.annotator.annotations(m.children[0])
             if m.data == "ctor_proto":
                 saved = self.cx.scope
                 self.cx.scope = self._with_typevars(tps)
@@ -356,7 +358,7 @@ class ProgramBuilder:
 
     def _d_extern_fn(self, t: ParseNode) -> None:
         annos_t, proto_t = t.children
-        sig = self._fn_proto(proto_t, self.exprs.annotations(annos_t), [])
+        sig = self._fn_proto(proto_t, self.annotator.annotations(annos_t), [])
         existing = self.cx.global_scope.values.get(sig.name)
         if isinstance(existing, ExternFnSym):
             if any(len(m.params) == len(sig.params) for m in existing.decl.methods):
@@ -407,7 +409,7 @@ class ProgramBuilder:
             if any(q.name == p.name for q in ps):
                 raise self.cx.err(p.loc, f"{kind} {name}: constructor parameter '{p.name}' duplicates an apply "
                                "parameter")
-        bd = BlockDecl(kind, name, t, self.exprs.annotations(annos_t), ps, cps, self.cx.loc(name_t))
+        bd = BlockDecl(kind, name, t, self.annotator.annotations(annos_t), ps, cps, self.cx.loc(name_t))
         self.declare_type(name, bd, bd.loc)
         self.block_decls[name] = bd
 
@@ -437,7 +439,7 @@ class ProgramBuilder:
             body = self.stmts.block(body_t)
         finally:
             self.cx.scope, self.cx.block_kind, self.cx.return_type = saved
-        fn = ir.Function(name, params, rt, body, self.cx.loc(name_t), self.exprs.annotations(annos_t))
+        fn = ir.Function(name, params, rt, body, self.cx.loc(name_t), self.annotator.annotations(annos_t))
         self.cx.declare(name, fn, fn.loc)
         self.functions[name] = fn
 

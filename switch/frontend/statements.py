@@ -8,6 +8,7 @@ literals), bool conditions (``bit<1>`` is not ``bool``), and ``switch`` on
 from __future__ import annotations
 
 from . import ir
+from .annotations import Annotator
 from .calls import Calls
 from .context import BuildContext
 from .expressions import Exprs, children
@@ -19,10 +20,11 @@ class Stmts:
     """Builds statements and blocks of statements in the context's current scope; their
     expressions and calls are typed by the expression and call parts."""
 
-    def __init__(self, cx: BuildContext, exprs: Exprs, calls: Calls) -> None:
+    def __init__(self, cx: BuildContext, exprs: Exprs, calls: Calls, annotator: Annotator) -> None:
         self.cx = cx
         self.exprs = exprs
         self.calls = calls
+        self.annotator = annotator
         self.loop_depth = 0
         """How many for loops enclose the statement being built (break/continue need one)."""
 
@@ -182,14 +184,14 @@ class Stmts:
         init = None
         if init_t is not None:
             init = self.exprs.coerce(self.exprs.expr(init_t), ty, f"initializer of '{name}'")
-        decl = ir.VarDecl(name, ty, self.cx.new_uid(), loc, self.exprs.annotations(annos_t),
+        decl = ir.VarDecl(name, ty, self.cx.new_uid(), loc, self.annotator.annotations(annos_t),
                           type_name=self.exprs.newtype_name(type_t))
         self.cx.declare(name, decl, loc)
         return ir.VarDeclStmt(decl, init, self.cx.loc(t))
 
     def const_decl(self, t: ParseNode) -> ConstSym:
         annos_t, type_t, name_t, val_t = t.children
-        self.exprs.annotations(annos_t)  # checked, as p4c checks them; a constant keeps none
+        self.annotator.annotations(annos_t)  # checked, as p4c checks them; a constant keeps none
         ty = self.exprs.resolve_type(type_t)
         name = self.cx.name_of(name_t)
         loc = self.cx.loc(name_t)

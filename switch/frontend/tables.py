@@ -12,6 +12,7 @@ from typing import Any
 
 from . import ir
 from .errors import P4Error
+from .annotations import Annotator
 from .calls import Calls
 from .context import BuildContext, Instantiator
 from .expressions import Exprs, children
@@ -86,18 +87,19 @@ class Tables:
     """Builds table declarations; their keys, actions and entries are typed by the parts
     it is given, and an extern a property instantiates by the instantiator."""
 
-    def __init__(self, cx: BuildContext, exprs: Exprs, calls: Calls, keys: Keysets,
+    def __init__(self, cx: BuildContext, exprs: Exprs, calls: Calls, keys: Keysets, annotator: Annotator,
                  blocks: Instantiator) -> None:
         self.cx = cx
         self.exprs = exprs
         self.calls = calls
         self.keys = keys
+        self.annotator = annotator
         self.blocks = blocks
 
     def build(self, t: ParseNode) -> ir.Table:
         annos_t, name_t, *props = t.children
         name = self.cx.name_of(name_t)
-        annos = self.exprs.annotations(annos_t)
+        annos = self.annotator.annotations(annos_t)
         loc = self.cx.loc(name_t)
         cp = self.cx.cp_name(name, annos)
         keys: list[ir.Key] = []
@@ -127,7 +129,7 @@ class Tables:
                                     + did_you_mean(mk, self.cx.match_kinds))
                     if not isinstance(e.type, (ir.BitT, ir.BoolT, ir.EnumT, ir.ErrorT)):
                         raise self.cx.err(e.loc, f"table key of type {e.type} is not supported")
-                    kan = self.exprs.annotations(k.children[2])
+                    kan = self.annotator.annotations(k.children[2])
                     if "name" not in kan and not _simple_key(k.children[0]):
                         raise self.cx.err(e.loc, f"table '{name}': complex key expression '{self.expr_text(k.children[0])}' "
                                     "requires a @name annotation")
@@ -148,7 +150,7 @@ class Tables:
                         raise self.cx.err(self.cx.loc(an), f"table '{name}': action '{act.name}' in the actions "
                                     "list may only bind its directional parameters")
                     args = self._bind_prefix(act, act.params[:nargs], args_t, self.cx.loc(an))
-                    refs.append(ir.ActionRef(act, args, self.exprs.annotations(ia), self.cx.loc(an)))
+                    refs.append(ir.ActionRef(act, args, self.annotator.annotations(ia), self.cx.loc(an)))
             elif p.data == "entries_prop":
                 if p.children[1] is None:
                     raise self.cx.unsupported(self.cx.loc(p), "non-const table 'entries'")
@@ -389,7 +391,7 @@ class Tables:
         if "defaultonly" in ref.annotations:
             raise self.cx.err(self.cx.loc(act_t), f"action '{ref.action.name}' is @defaultonly and cannot be "
                         "used in an entry")
-        return ir.ConstEntry(keys, ir.ActionRef(ref.action, args, self.exprs.annotations(annos_t),
+        return ir.ConstEntry(keys, ir.ActionRef(ref.action, args, self.annotator.annotations(annos_t),
                                                 self.cx.loc(act_t)), prio, self.cx.loc(e))
 
     def expr_text(self, t: ParseNode | Tok) -> str:

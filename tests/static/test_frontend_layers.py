@@ -9,7 +9,7 @@ import ast
 from static.test_import_layers import REPO, _with_parents, import_graph, strongly_connected
 
 FRONTEND = "innet.switch.frontend"
-PARTS = {"context": "BuildContext", "expressions": "Exprs", "calls": "Calls", "statements": "Stmts",
+PARTS = {"context": "BuildContext", "expressions": "Exprs", "calls": "Calls", "annotations": "Annotator", "statements": "Stmts",
          "keysets": "Keysets", "tables": "Tables", "blocks": "Blocks", "program": "ProgramBuilder"}
 """Module of each builder part -> its class."""
 
