@@ -133,7 +133,7 @@ class Plan:
         return "\n".join(lines)
 
 
-def _inter(net: SiteNetwork, a: Sequence[str], b: Sequence[str]) -> LinkCost:
+def inter_link(net: SiteNetwork, a: Sequence[str], b: Sequence[str]) -> LinkCost:
     """The link between two clusters: the slowest device pair (replica pipelines use them all)."""
     bw = min(net.bw(x, y) for x in a for y in b)
     delay = max(net.delay(x, y) for x in a for y in b)
@@ -172,7 +172,7 @@ def predict(graph: Graph, workload: OpWorkload, net: SiteNetwork, order: Sequenc
         pbytes = workload.stage_param_bytes(edges[i], edges[i + 1])
         # INA: each replica sends its gradient once up and receives the sum once down
         reduce.append(0.0 if intra is None else 2 * pbytes * 8 / (intra * 1e6))
-    links = [_inter(net, a, b) for a, b in zip(order, order[1:])]
+    links = [inter_link(net, a, b) for a, b in zip(order, order[1:])]
     ser_f = [f * 8 / (link.bw_mbps * 1e6) for (f, _), link in zip(both, links)]
     ser_b = [b * 8 / (link.bw_mbps * 1e6) for (_, b), link in zip(both, links)]
     fill = sum(compute) + sum(2 * link.delay_ms / 1e3 + f + b for link, f, b in zip(links, ser_f, ser_b))
@@ -222,12 +222,13 @@ def _cut_range(graph: Graph) -> range:
     return range(1, len(graph) - 1)
 
 
-def _check_fit(graph: Graph, net: SiteNetwork, groups: Sequence[Sequence[str]]) -> None:
+def check_fit(graph: Graph, net: SiteNetwork, groups: Sequence[Sequence[str]]) -> None:
+    """Refuses more stages than operators, or a zero-bandwidth pair of groups."""
     if len(groups) > len(graph) - 1:
         raise PlanError(f"plan: {len(groups)} stages (one per site) but graph {graph.name} has only "
                         f"{len(graph) - 1} operators besides its loss")
     for a, b in itertools.combinations(groups, 2):
-        link = _inter(net, a, b)
+        link = inter_link(net, a, b)
         if not link.bw_mbps > 0:
             raise PlanError(f"plan: sites [{', '.join(a)}] and [{', '.join(b)}] have zero bandwidth between them")
 
@@ -253,7 +254,7 @@ def greedy_order(net: SiteNetwork, groups: Sequence[Sequence[str]]) -> list[tupl
     gs = [tuple(g) for g in groups]
     if len(gs) < 2:
         return gs
-    pairs = [(-_inter(net, a, b).bw_mbps, i, j) for (i, a), (j, b) in itertools.combinations(enumerate(gs), 2)]
+    pairs = [(-inter_link(net, a, b).bw_mbps, i, j) for (i, a), (j, b) in itertools.combinations(enumerate(gs), 2)]
     _, i, j = min(pairs)
     chain = [gs[i], gs[j]]
     left = [g for k, g in enumerate(gs) if k not in (i, j)]
@@ -261,7 +262,7 @@ def greedy_order(net: SiteNetwork, groups: Sequence[Sequence[str]]) -> list[tupl
         best = None
         for g in left:
             for end in (0, -1):
-                key = (-_inter(net, chain[end], g).bw_mbps, gs.index(g), end != 0)
+                key = (-inter_link(net, chain[end], g).bw_mbps, gs.index(g), end != 0)
                 if best is None or key < best[0]:
                     best = (key, g, end)
         assert best is not None
@@ -277,7 +278,7 @@ def greedy_order(net: SiteNetwork, groups: Sequence[Sequence[str]]) -> list[tupl
 def greedy(graph: Graph, workload: OpWorkload, net: SiteNetwork, groups: Sequence[Sequence[str]],
            microbatches: int = 1) -> Plan:
     """Baseline (b): bandwidth-greedy site order, compute-balanced cuts."""
-    _check_fit(graph, net, groups)
+    check_fit(graph, net, groups)
     return predict(graph, workload, net, greedy_order(net, groups), balanced_cuts(graph, workload, len(groups)),
                    microbatches)
 
@@ -287,7 +288,7 @@ def exhaustive(graph: Graph, workload: OpWorkload, net: SiteNetwork, groups: Seq
     """Baseline (c): every order of the given groups (the sites as the user names them, no
     bandwidth clustering) and every cut, scored with :func:`predict`, the model OP-Fence uses.
     Exact under that model; where the clusters equal the sites it finds OP-Fence's plan."""
-    _check_fit(graph, net, groups)
+    check_fit(graph, net, groups)
     if math.factorial(len(groups)) > MAX_ORDERS:
         raise PlanError(f"plan: {len(groups)} sites are too many orders to search (at most 8)")
     best: Plan | None = None
