@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from innet.host.geo.conv import Conv2d, GlobalAvgPool, ToImage
 from innet.host.geo.ops import (Add, Array, CausalAttention, Embedding, Gelu, LayerNorm, Linear, Op, Params, Relu,
                                 SoftmaxCrossEntropy)
 
@@ -184,4 +185,33 @@ def gpt(vocab: int, d: int, heads: int, layers: int, seq: int, name: str = "gpt"
     return Graph(name, nodes, ("tokens", "targets"), "loss")
 
 
-MODELS = {"mlp": mlp, "gpt": gpt}
+def resnet(widths: Sequence[int] = (8, 16), classes: int = 10, image: Sequence[int] = (1, 8, 8),
+           name: str = "resnet") -> Graph:
+    """A small ResNet (He et al.) without batch norm: a 3x3 stem, one basic block per width
+    (conv-ReLU-conv plus the skip, then ReLU; a block that widens halves the resolution with
+    stride 2 and a 1x1 projection on its skip), global average pooling and a linear head.
+    Feeds: ``x`` (B, C*H*W), as the digits task gives it, and ``y`` (B,)."""
+    if not widths or min(widths) < 1:
+        raise GraphError(f"resnet: widths must be a non-empty list of positive channel counts, got {list(widths)}")
+    c, h, w = image
+    nodes = [Node("img", ToImage(c, h, w), ("x",)),
+             Node("stem", Conv2d(c, widths[0]), ("img",)), Node("stem_relu", Relu(), ("stem",))]
+    prev, c_prev = "stem_relu", widths[0]
+    for i, width in enumerate(widths):
+        p, stride = f"r{i}", 1 if width == c_prev else 2
+        nodes += [Node(f"{p}c1", Conv2d(c_prev, width, stride=stride), (prev,)),
+                  Node(f"{p}relu1", Relu(), (f"{p}c1",)),
+                  # the last conv of a block starts small so each block begins near identity
+                  Node(f"{p}c2", Conv2d(width, width, std=0.1 * np.sqrt(2.0 / (9 * width))), (f"{p}relu1",))]
+        skip = prev
+        if stride != 1:
+            nodes.append(Node(f"{p}proj", Conv2d(c_prev, width, k=1, stride=stride, padding=0, bias=False), (prev,)))
+            skip = f"{p}proj"
+        nodes += [Node(f"{p}add", Add(), (skip, f"{p}c2")), Node(f"{p}relu2", Relu(), (f"{p}add",))]
+        prev, c_prev = f"{p}relu2", width
+    nodes += [Node("pool", GlobalAvgPool(), (prev,)), Node("fc", Linear(c_prev, classes), ("pool",)),
+              Node("loss", SoftmaxCrossEntropy(), ("fc", "y"))]
+    return Graph(name, nodes, ("x", "y"), "loss")
+
+
+MODELS = {"mlp": mlp, "gpt": gpt, "resnet": resnet}
