@@ -71,3 +71,41 @@ def gpt(vocab: int = 32, d: int = 32, heads: int = 2, layers: int = 2, seq: int 
             return self.head(self.lnf(h))
 
     return Gpt()
+
+
+def resnet(widths: Sequence[int] = (8, 16), classes: int = 10, image: Sequence[int] = (1, 8, 8)) -> Any:
+    """The same small ResNet as ``graph.resnet`` (no batch norm), in torch: input ``(B, C*H*W)``."""
+    import torch.nn as nn
+
+    c, h, w = image
+
+    class Block(nn.Module):
+        def __init__(self, c_in: int, c_out: int) -> None:
+            super().__init__()
+            stride = 1 if c_in == c_out else 2
+            self.c1 = nn.Conv2d(c_in, c_out, 3, stride, 1)
+            self.relu1 = nn.ReLU()
+            self.c2 = nn.Conv2d(c_out, c_out, 3, 1, 1)
+            self.proj = nn.Conv2d(c_in, c_out, 1, stride, 0, bias=False) if stride != 1 else nn.Identity()
+            self.relu2 = nn.ReLU()
+
+        def forward(self, x: Any) -> Any:
+            return self.relu2(self.proj(x) + self.c2(self.relu1(self.c1(x))))
+
+    class ResNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stem = nn.Conv2d(c, widths[0], 3, 1, 1)
+            self.relu = nn.ReLU()
+            self.blocks = nn.ModuleList(Block(a, b) for a, b in zip([widths[0], *widths[:-1]], widths))
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.flat = nn.Flatten()
+            self.fc = nn.Linear(widths[-1], classes)
+
+        def forward(self, x: Any) -> Any:
+            h_ = self.relu(self.stem(x.view(-1, c, h, w)))
+            for block in self.blocks:
+                h_ = block(h_)
+            return self.fc(self.flat(self.pool(h_)))
+
+    return ResNet()

@@ -27,6 +27,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
+from innet.host.geo.conv import Conv2d, GlobalAvgPool
 from innet.host.geo.graph import Graph, GraphError, Node
 from innet.host.geo.ops import Add, Array, Gelu, LayerNorm, Linear, Op, OpError, Params, Relu, SoftmaxCrossEntropy
 
@@ -46,7 +47,9 @@ def _modules() -> dict[type, str]:
     import torch.nn as nn
 
     return {nn.Linear: "Linear", nn.ReLU: "ReLU", nn.GELU: "GELU", nn.Tanh: "Tanh", nn.LayerNorm: "LayerNorm",
-            nn.Embedding: "Embedding", nn.Identity: "Identity", nn.Flatten: "Flatten", nn.Softmax: "Softmax"}
+            nn.Embedding: "Embedding", nn.Identity: "Identity", nn.Flatten: "Flatten", nn.Softmax: "Softmax",
+            nn.Conv2d: "Conv2d", nn.AdaptiveAvgPool2d: "AdaptiveAvgPool2d", nn.MaxPool2d: "MaxPool2d",
+            nn.AvgPool2d: "AvgPool2d"}
 
 
 def _functions() -> dict[Any, str]:
@@ -59,11 +62,12 @@ def _functions() -> dict[Any, str]:
             torch.softmax: "torch.softmax", torch.tril: "torch.tril", torch.ones: "torch.ones", torch.arange: "torch.arange",
             operator.eq: "eq",
             F.relu: "F.relu", F.gelu: "F.gelu", F.softmax: "F.softmax", F.layer_norm: "F.layer_norm",
-            F.linear: "F.linear", F.cross_entropy: "F.cross_entropy", F.embedding: "F.embedding"}
+            F.linear: "F.linear", F.cross_entropy: "F.cross_entropy", F.embedding: "F.embedding",
+            F.conv2d: "F.conv2d", F.adaptive_avg_pool2d: "F.adaptive_avg_pool2d", torch.mean: "torch.mean"}
 
 
 METHODS = frozenset({"view", "reshape", "transpose", "permute", "contiguous", "masked_fill", "softmax",
-                     "flatten", "relu", "tanh", "matmul", "unsqueeze", "squeeze"})
+                     "flatten", "relu", "tanh", "matmul", "unsqueeze", "squeeze", "mean"})
 """Tensor methods a traced model may call."""
 
 
@@ -161,6 +165,17 @@ def _cross_entropy(inputs: list[Any], params: dict[str, Any]) -> Any:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
+class FlatPool(GlobalAvgPool):
+    """``nn.AdaptiveAvgPool2d(1)`` in numpy: the global mean kept as ``(N, C, 1, 1)``."""
+
+    def forward(self, xs: Sequence[Array], p: Mapping[str, Array]) -> tuple[Array, Any]:
+        out, ctx = super().forward(xs, p)
+        return out[:, :, None, None], ctx
+
+    def backward(self, ctx: Any, g: Array, p: Mapping[str, Array]) -> tuple[list[Array | None], Params]:
+        return super().backward(ctx, g[:, :, 0, 0], p)
+
+
 def _numpy_op(node: Any, module: Any, label: str, arity: int) -> Op:
     """The numpy operator for a traced node (heterogeneous stages), or a TorchModelError."""
     import torch.nn as nn
@@ -179,13 +194,23 @@ def _numpy_op(node: Any, module: Any, label: str, arity: int) -> Op:
         if isinstance(module, nn.LayerNorm) and len(module.normalized_shape) == 1 and module.elementwise_affine:
             return Preset(LayerNorm(module.normalized_shape[0], module.eps),
                           {"g": arr(module.weight), "b": arr(module.bias)})
+        if (isinstance(module, nn.Conv2d) and module.groups == 1 and module.dilation == (1, 1)
+                and module.kernel_size[0] == module.kernel_size[1] and module.stride[0] == module.stride[1]
+                and isinstance(module.padding, tuple) and module.padding[0] == module.padding[1]
+                and module.padding_mode == "zeros"):
+            conv = Conv2d(module.in_channels, module.out_channels, module.kernel_size[0], module.stride[0],
+                          module.padding[0], bias=module.bias is not None)
+            return Preset(conv, {"w": arr(module.weight), **({"b": arr(module.bias)} if conv.bias else {})})
+        if isinstance(module, nn.AdaptiveAvgPool2d) and module.output_size in (1, (1, 1)):
+            return Preset(FlatPool(), {})
     elif node.op == "call_function" and arity == 2 and not node.kwargs and len(node.args) == 2:
         import torch
 
         if node.target in (operator.add, torch.add):
             return Add()
     raise TorchModelError(f"traced model: node {node.name!r} ({label}) has no numpy operator (numpy runs "
-                          "nn.Linear with bias, ReLU, GELU(approximate='tanh'), LayerNorm and tensor + tensor)")
+                          "nn.Linear with bias, ReLU, GELU(approximate='tanh'), LayerNorm, square nn.Conv2d, "
+                          "AdaptiveAvgPool2d(1) and tensor + tensor)")
 
 
 def from_torch(module: Any, name: str = "torch", target: str = "y",

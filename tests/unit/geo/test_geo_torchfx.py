@@ -135,3 +135,23 @@ def test_numpy_node_without_a_numpy_operator_is_named() -> None:
     with pytest.raises(TorchModelError, match="'loss'|no numpy operator"):
         from_torch(torch_models.gpt(vocab=11, d=8, heads=2, layers=1, seq=4), target="targets",
                    numpy_nodes=["blocks_0_qkv", "view"])
+
+
+def test_traced_resnet_matches_torch_and_runs_convs_in_numpy() -> None:
+    torch.manual_seed(0)
+    module = torch_models.resnet((4, 8)).double()
+    rng = np.random.default_rng(4)
+    feeds = {"x": rng.standard_normal((3, 64)), "y": np.array([0, 5, 9])}
+    ref = torch.nn.functional.cross_entropy(module(torch.from_numpy(feeds["x"])), torch.from_numpy(feeds["y"]))
+    ref.backward()
+    graph = from_torch(module)
+    assert any(n.op.describe().startswith("torch Conv2d") for n in graph.nodes)
+    loss, grads = loss_and_grads(graph, feeds, graph.init_params(0))
+    assert loss == pytest.approx(float(ref.detach()), rel=1e-12)
+    convs = [n.name for n in graph.nodes if "Conv2d" in n.op.describe() or "AdaptiveAvgPool" in n.op.describe()]
+    hetero = from_torch(module, numpy_nodes=convs)
+    assert all(not hetero.node(n).op.describe().startswith("torch") for n in convs)
+    loss_np, grads_np = loss_and_grads(hetero, feeds, hetero.init_params(0))
+    assert loss_np == pytest.approx(loss, rel=1e-10)
+    stem = convs[0]
+    np.testing.assert_allclose(grads_np[stem]["w"], module.stem.weight.grad.numpy(), rtol=1e-8)
