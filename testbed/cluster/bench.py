@@ -178,7 +178,7 @@ def mininet_rows(config: ClusterBenchConfig, progress: Progress = lambda _: None
     ina = ina_bench.run(ina_bench.BenchConfig(workers=config.workers, sizes=(config.elements,), bw_mbps=None,
                                               repeats=config.repeats - 1, backend="mininet", out_dir=config.out_dir),
                         progress=progress)
-    files = [str(p) for p in ina_bench.save(ina, config.out_dir, stem="bench_cluster_star")]
+    files = [str(p) for p in ina_bench.save(ina, config.out_dir, stem="bench_cluster_star")] if ina["rows"] else []
     rows = [{"where": "mininet", "workload": r["collective"], "workers": r["workers"], "elements": r["elements"],
              "ok": r["ok"], "step_s": r["time_max_s"], "wire_up_bytes": r["wire_up"], "wire_down_bytes": r["wire_down"]}
             for r in ina["rows"]]
