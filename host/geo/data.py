@@ -4,6 +4,9 @@
 - ``lm``: a synthetic language-model task shipped with the code: token sequences from a
   fixed random bigram chain with a few likely successors per token; the best achievable
   next-token accuracy is known (:attr:`LmTask.bayes_accuracy`), so convergence is visible.
+- ``text``: English-like text the code generates from a small grammar (subjects, verbs,
+  objects, places, clauses), tokenised by character: a corpus with words, spaces and
+  punctuation for the GPT-2-shaped models, the same on every site for one seed.
 """
 
 from __future__ import annotations
@@ -110,6 +113,88 @@ class LmTask:
             steps = []
             for _ in range(microbatches):
                 toks = self._sample(rng, batch)
+                steps.append({"tokens": toks[:, :-1], "targets": toks[:, 1:]})
+            yield steps
+
+    def test_feeds(self) -> Feeds:
+        return {"tokens": self.test_tokens[:, :-1], "targets": self.test_tokens[:, 1:]}
+
+    @property
+    def test_labels(self) -> Array:
+        return self.test_tokens[:, 1:]
+
+
+_SUBJECTS = ("the farmer", "a child", "the old sailor", "my sister", "the teacher", "a small dog", "the king",
+             "our neighbour", "the baker", "a tired student", "the river", "the wind")
+_VERBS = ("sees", "carries", "finds", "paints", "follows", "remembers", "builds", "sells", "opens", "loses")
+_OBJECTS = ("a red boat", "the green door", "an old map", "the bread", "a letter", "the garden", "two horses",
+            "the bright lamp", "a wooden box", "the last train")
+_PLACES = ("in the morning", "near the sea", "after the rain", "under the bridge", "at the market",
+           "before dinner", "in the north", "on the hill")
+_LINKS = ("and then", "because", "while", "but")
+
+
+def generate_text(sentences: int, seed: int = 0) -> str:
+    """``sentences`` sentences from the grammar ``subject verb object [place] [link subject verb
+    object] .``; deterministic for a seed."""
+    rng = np.random.default_rng([seed, 3])
+
+    def pick(words: tuple[str, ...]) -> str:
+        return words[int(rng.integers(len(words)))]
+
+    out = []
+    for _ in range(sentences):
+        s = f"{pick(_SUBJECTS)} {pick(_VERBS)} {pick(_OBJECTS)}"
+        if rng.random() < 0.6:
+            s += f" {pick(_PLACES)}"
+        if rng.random() < 0.4:
+            s += f" {pick(_LINKS)} {pick(_SUBJECTS)} {pick(_VERBS)} {pick(_OBJECTS)}"
+        out.append(s[0].upper() + s[1:] + ".")
+    return " ".join(out)
+
+
+@dataclass(frozen=True)
+class TextTask:
+    """Character-level language modelling on :func:`generate_text`: windows of ``seq + 1``
+    characters drawn from the training text; the test set is a separate stretch of text."""
+
+    alphabet: str
+    seq: int
+    train: Array
+    test_tokens: Array
+
+    @classmethod
+    def make(cls, seq: int = 64, sentences: int = 4000, seed: int = 0, test_sequences: int = 64) -> "TextTask":
+        if seq < 2 or sentences < 10:
+            raise DataError(f"text task: seq={seq} must be >= 2 and sentences={sentences} >= 10")
+        text = generate_text(sentences, seed)
+        alphabet = "".join(sorted(set(text) | set("".join(_SUBJECTS).upper())))
+        ids = np.frombuffer(text.encode("ascii"), np.uint8)
+        lut = np.zeros(256, np.int64)
+        lut[np.frombuffer(alphabet.encode("ascii"), np.uint8)] = np.arange(len(alphabet))
+        tokens = lut[ids]
+        cut = int(0.9 * len(tokens))
+        train, held = tokens[:cut], tokens[cut:]
+        if len(held) < seq + 1 or len(train) < seq + 1:
+            raise DataError(f"text task: {sentences} sentences are too few for windows of {seq + 1} characters")
+        starts = np.linspace(0, len(held) - seq - 1, test_sequences).astype(np.int64)
+        test = np.stack([held[s:s + seq + 1] for s in starts])
+        return cls(alphabet, seq, train, test)
+
+    @property
+    def vocab(self) -> int:
+        return len(self.alphabet)
+
+    def decode(self, tokens: Array) -> str:
+        return "".join(self.alphabet[int(t)] for t in np.asarray(tokens).reshape(-1))
+
+    def batches(self, batch: int, microbatches: int, seed: int = 0) -> Iterator[list[Feeds]]:
+        rng = np.random.default_rng([seed, 4])
+        span = np.arange(self.seq + 1)
+        while True:
+            steps = []
+            for _ in range(microbatches):
+                toks = self.train[rng.integers(0, len(self.train) - self.seq - 1, batch)[:, None] + span]
                 steps.append({"tokens": toks[:, :-1], "targets": toks[:, 1:]})
             yield steps
 

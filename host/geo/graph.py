@@ -185,6 +185,21 @@ def gpt(vocab: int, d: int, heads: int, layers: int, seq: int, name: str = "gpt"
     return Graph(name, nodes, ("tokens", "targets"), "loss")
 
 
+GPT2_HEAD_DIM = 64
+"""GPT-2's attention head width (768 / 12): shaped models keep it."""
+
+
+def gpt2(vocab: int, width: int, layers: int | None = None, seq: int = 64, name: str = "gpt2") -> Graph:
+    """A GPT-2-shaped model at ``width``: GPT-2's block (pre-LN, 4x GELU MLP, tied scale of the
+    residual projections), heads of 64 wide (``width // 64`` heads, at least 1) and, unless
+    given, ``layers = max(2, width // 64)`` so depth grows with width as GPT-2's family does
+    (GPT-2 small is width 768, 12 layers, 12 heads)."""
+    if width < 1 or (width >= GPT2_HEAD_DIM and width % GPT2_HEAD_DIM):
+        raise GraphError(f"gpt2: width {width} must be a multiple of {GPT2_HEAD_DIM} (or below it)")
+    heads = max(1, width // GPT2_HEAD_DIM)
+    return gpt(vocab, width, heads, layers if layers is not None else max(2, width // GPT2_HEAD_DIM), seq, name)
+
+
 def resnet(widths: Sequence[int] = (8, 16), classes: int = 10, image: Sequence[int] = (1, 8, 8),
            name: str = "resnet") -> Graph:
     """A small ResNet (He et al.) without batch norm: a 3x3 stem, one basic block per width
@@ -214,4 +229,4 @@ def resnet(widths: Sequence[int] = (8, 16), classes: int = 10, image: Sequence[i
     return Graph(name, nodes, ("x", "y"), "loss")
 
 
-MODELS = {"mlp": mlp, "gpt": gpt, "resnet": resnet}
+MODELS = {"mlp": mlp, "gpt": gpt, "gpt2": gpt2, "resnet": resnet}
