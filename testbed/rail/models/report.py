@@ -396,7 +396,15 @@ def reproduction_table(doc: dict[str, Any]) -> Any:
 
 
 def out_of_sample_table(validation: dict[str, Any]) -> Any:
-    """Published runs the model was not fitted to: time, HFU and error per run and setting."""
+    """Published runs the model was not fitted to: time, HFU and error per run and setting,
+    followed by the H100 runs' table when the validation has them."""
+    from rich.console import Group
+
+    a100 = _a100_validation_table(validation)
+    return Group(a100, h100_validation_table(validation)) if "h100" in next(iter(validation.values())) else a100
+
+
+def _a100_validation_table(validation: dict[str, Any]) -> Any:
     from rich.table import Table
 
     first = next(iter(validation.values()))
@@ -410,6 +418,26 @@ def out_of_sample_table(validation: dict[str, Any]) -> Any:
             table.add_row(name, str(r["model"]), str(r["gpus"]), str(r["config"]), f"{r['published_s']:.2f}",
                           f"{r['model_s']:.2f}", f"{r['published_hfu']:.1%}", f"{r['model_hfu']:.1%}",
                           f"{r['error']:+.1%}")
+    return table
+
+
+def h100_validation_table(validation: dict[str, Any]) -> Any:
+    """Published BF16 H100 runs (nothing fitted to them): step time, MFU, error per run and
+    setting, and the what-if with the attention scores kept on chip."""
+    from rich.table import Table
+
+    first = next(iter(validation.values()))["h100"]
+    table = Table(title=f"Out-of-sample validation on H100: {first['source']} (median |error| " + ", ".join(
+        f"{name} {v['h100']['median_abs_error']:.1%}" for name, v in validation.items())
+        + "; guessed: " + ", ".join(f"{k}={g}" for k, g in first["guesses"].items()) + ")")
+    for col in ("setting", "model", "GPUs", "configuration", "published s", "model s", "published MFU",
+                "model MFU", "error", "what-if: scores on chip"):
+        table.add_column(col, justify="right")
+    for name, v in validation.items():
+        for r in v["h100"]["rows"]:
+            table.add_row(name, str(r["model"]), str(r["gpus"]), str(r["config"]), f"{r['published_s']:.2f}",
+                          f"{r['model_s']:.2f}", f"{r['published_mfu']:.1%}", f"{r['model_mfu']:.1%}",
+                          f"{r['error']:+.1%}", f"{r['error_scores_on_chip']:+.1%}")
     return table
 
 

@@ -20,7 +20,7 @@ import functools
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from innet.testbed.rail.models import iteration, netcost, railperf, sweeps, traffic
+from innet.testbed.rail.models import h100_runs, iteration, netcost, railperf, sweeps, traffic
 from innet.testbed.rail.models.gpt import model_by_name
 from innet.testbed.rail.models.railperf import ModelError
 
@@ -497,7 +497,8 @@ def out_of_sample(settings: Settings) -> dict[str, Any]:
     """The iteration model on published runs it was not fitted to
     (:data:`iteration.OUT_OF_SAMPLE`), with the efficiency fitted on :data:`iteration.VALIDATION`
     under this setting's NVLink efficiency: per run the published and modelled time and HFU,
-    the error (model HFU / published HFU - 1), and the median absolute error."""
+    the error (model HFU / published HFU - 1), and the median absolute error; under ``h100``
+    the same for the published BF16 H100 runs of :mod:`h100_runs` (MFU, nothing fitted)."""
     import statistics
 
     rows = iteration.validation_rows(settings.efficiency(), settings.hb_efficiency, iteration.OUT_OF_SAMPLE)
@@ -507,7 +508,8 @@ def out_of_sample(settings: Settings) -> dict[str, Any]:
                          f"{'sequence parallel' if run.par.sequence_parallel else 'TP all-reduce'}")
     return {"source": "Korthikanti et al. 2022 (arXiv 2205.05198), Table 5, full recompute; DGX A100",
             "efficiency": settings.efficiency(), "rows": rows,
-            "median_abs_error": statistics.median(abs(float(r["error"])) for r in rows)}
+            "median_abs_error": statistics.median(abs(float(r["error"])) for r in rows),
+            "h100": h100_runs.summary(settings.efficiency(), settings.hb_efficiency)}
 
 
 MOE_PLATFORMS = {"dgx-a100": (iteration.A100, 2.4e12, 200e9), "dgx-h100": (iteration.H100, 3.6e12, 400e9)}

@@ -122,6 +122,8 @@ def test_cli_reproduce_writes_table_json_and_pngs(tmp_path: Path) -> None:
     assert set(doc["rows"]) == {"before", "after"}
     assert len(list(out.glob("reproduce-*.png"))) == len(report.FIGURE_GROUPS) + 1  # + the Fig. 8/10 curves
     assert doc["out_of_sample"]["after"]["median_abs_error"] < 0.10
+    assert len(doc["out_of_sample"]["after"]["h100"]["rows"]) == 9
+    assert "Out-of-sample validation on H100" in proc.stdout
     assert "Out-of-sample validation" in proc.stdout and "MoE-1.3B" in proc.stdout
     assert {r["platform"] for r in doc["moe"]["after"]} == {"dgx-a100", "dgx-h100"}
     assert set(doc["curves"]) == {"before", "after"} and set(doc["curves"]["after"]["fig10"]) == {"8", "256"}

@@ -1,0 +1,56 @@
+"""The H100 out-of-sample validation is computed from the published configurations."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+
+import pytest
+
+from innet.testbed.rail.models import h100_runs, iteration
+from innet.testbed.rail.models.railperf import ModelError
+
+RUNS = h100_runs.MEGATRON_CORE_WEAK_SCALING
+EFF, HB = 0.7, 0.8
+
+
+def test_transcribed_rows_agree_with_the_sources_own_derived_columns() -> None:
+    # The README table's "Number of GPUs" and "MFU" columns are derived from other columns
+    # (TP x PP x DP, teraFLOP/s / 989); they check the transcription of the rest.
+    assert [r.gpus for r in RUNS] == [48, 96, 192, 384, 768, 1536, 2304, 3072, 6144]
+    assert [round(100 * r.published_mfu()) for r in RUNS] == [41, 47, 49, 46, 42, 43, 44, 48, 47]
+
+
+def test_published_step_time_is_model_flops_over_the_published_rate() -> None:
+    run = RUNS[-1]
+    b, s, l, h, v = run.batch, 4096, run.layers, run.hidden, 131072
+    flops = 72 * b * s * l * h * h * (1 + s / (6 * h) + v / (12 * l * h))
+    assert run.published_seconds() == pytest.approx(flops / (run.gpus * run.tflops_per_gpu * 1e12))
+
+
+def test_each_row_is_the_iteration_model_on_that_rows_configuration() -> None:
+    runs = (RUNS[0], replace(RUNS[4], batch=768))  # a changed configuration changes the row
+    rows = h100_runs.validation_rows(EFF, HB, runs)
+    for run, row in zip(runs, rows):
+        platform = replace(iteration.h100_cluster(run.gpus, network="rail-optimized"), efficiency=EFF,
+                           hb_efficiency=HB, tp_overlap=1.0)
+        expected = iteration.iteration(run.model(), platform, run.parallelism(), run.batch)
+        assert row["model_s"] == pytest.approx(expected.total)
+        assert row["error"] == pytest.approx(expected.mfu / run.published_mfu() - 1)
+        assert row["published_s"] == pytest.approx(run.published_seconds())
+        assert 0 < row["scores_s"] < row["model_s"]
+    assert rows[1]["model_s"] != pytest.approx(h100_runs.validation_rows(EFF, HB, (RUNS[4],))[0]["model_s"])
+
+
+def test_summary_median_and_guess_effects_are_recomputed() -> None:
+    doc = h100_runs.summary(EFF, HB)
+    assert len(doc["rows"]) == len(RUNS)
+    assert doc["median_abs_error"] == pytest.approx(statistics.median(abs(r["error"]) for r in doc["rows"]))
+    none = h100_runs.validation_rows(EFF, HB, guesses={"recompute": "none"})
+    assert doc["guess_effect"]["recompute=none"] == pytest.approx(statistics.median(abs(r["error"]) for r in none))
+    assert "recompute" in doc["guesses"]
+
+
+def test_a_bad_published_rate_is_one_clear_error() -> None:
+    with pytest.raises(ModelError, match="tflops_per_gpu"):
+        replace(RUNS[0], tflops_per_gpu=0.0).published_seconds()
