@@ -77,7 +77,8 @@ H100 = Gpu("h100", peak_flops=989e12, hbm_bytes_s=3.35e12, memory_bytes=80e9)
 FITTED_EFFICIENCY = 0.737
 """Sustained fraction of peak FLOP/s and HBM bandwidth: the least-squares fit of the four
 published Megatron runs (:func:`calibrate`; a unit test recomputes it). Used for A100 and,
-for want of published H100 runs, for H100 too (docs/rail.md)."""
+carried over unfitted, for H100 too; :mod:`h100_runs` checks it on published BF16 H100 runs
+(docs/rail.md)."""
 HB_EFFICIENCY = 0.6
 """Fraction of ``C_F`` NCCL collectives reach inside an NVLink domain as Calculon's published
 A100 system description sets it (calculon/examples/a100.json); kept as the "before" setting."""
