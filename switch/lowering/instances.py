@@ -4,6 +4,7 @@ from its declaration for both executors; each builds its own state from it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from ..frontend import ir
 from .errors import Unsupported
@@ -58,3 +59,14 @@ def extern_instance(inst: ir.Instance, unsupported: Unsupported) -> ExternInstan
     if kind in PROFILES:
         return ExternInstance(kind, inst.cp_name)
     return None
+
+
+def known_instance(inst: ir.Instance, unsupported: Unsupported,
+                   refusal: Callable[[str], str]) -> ExternInstance:
+    """The description of ``inst``, or the executor's refusal of its extern kind:
+    ``refusal(kind)`` words it (each executor names what it lacks in its own terms)."""
+    x = extern_instance(inst, unsupported)
+    if x is None:
+        t = inst.type
+        raise unsupported(refusal(str(t.name if isinstance(t, ir.ExternT) else t)), inst)
+    return x

@@ -30,11 +30,12 @@ from ..lowering.calls import bind_arguments, call_statement, call_value
 from ..lowering.casts import without_enum
 from ..lowering.compare import aggregate_equal
 from ..lowering.errors import Unsupported
-from ..lowering.instances import extern_instance
+from ..lowering.instances import known_instance
 from ..lowering.externs import (Check, Checksum, Clone, FieldList, Hash, MarkToDrop, Random, Recirculate, SendDigest,
                                 Truncate, Verify, lower_extern_call)
 from ..lowering.methods import method_call
 from ..lowering.order import Pinned, captured, reads_left_first, visit
+from ..lowering.parsers import declare_parser_locals
 from ..lowering.places import Place, SlotLayout, members, resolve_place, scalar_leaves
 from ..lowering.types import bits, is_scalar
 from ..lowering.v1switch import bind_parameters, field_starts, v1switch_blocks
@@ -214,11 +215,8 @@ class Unit:
         st = self.states.get(id(inst))
         if st is not None:
             return st
-        x = extern_instance(inst, Unsupported(NativeUnsupported))
-        if x is None:
-            t = inst.type
-            raise NativeUnsupported(f"extern {t.name if isinstance(t, ir.ExternT) else t} instance '{inst.cp_name}' "
-                                    "(not implemented natively)", inst.loc)
+        x = known_instance(inst, Unsupported(NativeUnsupported),
+                           lambda kind: f"extern {kind} instance '{inst.cp_name}' (not implemented natively)")
         if x.kind == "register":
             vt = x.value
             assert vt is not None
@@ -1508,14 +1506,7 @@ class Gen(WideGen):
     def parser_states(self, p: ir.Parser, prefix: str, done: str) -> None:
         """The states of parser ``p`` as labels ``<prefix>st<i>``; accept and reject go
         to ``done`` (the python executor ends a parser on either without an error)."""
-        for loc in p.locals:
-            if isinstance(loc, ir.VarDeclStmt):
-                self.stmt(loc)
-            elif not (isinstance(loc, ir.Instance) and isinstance(loc.decl, ir.Parser)):
-                raise NativeUnsupported(f"parser local {getattr(loc, 'name', loc)} (value sets, extern objects)",
-                                        getattr(loc, "loc", None))
-        if "start" not in p.states:
-            raise NativeUnsupported(f"parser {p.name} has no start state", p.loc)
+        declare_parser_locals(p, self.stmt, self.unsupported)
         ids = {n: i for i, n in enumerate(p.states)}
         self.emit(f"goto {prefix}st{ids['start']};")
         for n, s in p.states.items():

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from typing import Any
 
 from ..frontend import ir
+from ..lowering.fields import field_slot, slot_count
 from ..lowering.types import bits
 from ..pipeline import layout as pylayout
 from .errors import NativeUnsupported
@@ -72,15 +73,7 @@ def join(words: Any, width: int, signed: bool) -> int:
 
 def nslots(t: ir.Type) -> int:
     """Slots a value of type ``t`` takes in the native layout."""
-    if isinstance(t, ir.HeaderT):
-        return 1 + sum(limbs(f.type) for f in t.fields)
-    if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
-        return sum(nslots(f.type) for f in t.fields)
-    if isinstance(t, ir.StackT):
-        return 1 + t.size * nslots(t.elem)
-    if isinstance(t, ir.TupleT):
-        return sum(nslots(e) for e in t.elems)
-    return limbs(t)
+    return slot_count(t, limbs)
 
 
 def header_offsets(t: ir.HeaderT) -> list[int]:
@@ -132,21 +125,7 @@ def field_offset(t: ir.Type, name: str) -> tuple[int, ir.Type]:
             return hit
         if not isinstance(t, ir.HeaderT):
             raise KeyError(f"type {t} has no field {name!r}")
-    if isinstance(t, ir.HeaderT):
-        offs = header_offsets(t)
-        for o, f in zip(offs, t.fields):
-            if f.name == name:
-                return o, f.type
-        g = t.group(name)
-        if g is not None:
-            return offs[g[0]], g[1]
-    elif isinstance(t, (ir.StructT, ir.HeaderUnionT)):
-        off = 0
-        for f in t.fields:
-            if f.name == name:
-                return off, f.type
-            off += nslots(f.type)
-    raise KeyError(f"type {t} has no field {name!r}")
+    return field_slot(t, name, header_offsets, nslots)
 
 
 def default_values(t: ir.Type) -> list[Any]:

@@ -20,18 +20,16 @@ from collections import OrderedDict
 from typing import Any
 
 from ..frontend import ir
+from ..lowering.fields import field_slot, slot_count
 
 
 def nslots(t: ir.Type) -> int:
     """Number of slots a value of type ``t`` occupies."""
-    if isinstance(t, ir.HeaderT):
-        return 1 + len(t.fields)
-    if isinstance(t, (ir.StructT, ir.HeaderUnionT)):
-        return sum(nslots(f.type) for f in t.fields)
-    if isinstance(t, ir.StackT):
-        return 1 + t.size * nslots(t.elem)
-    if isinstance(t, ir.TupleT):
-        return sum(nslots(e) for e in t.elems)
+    return slot_count(t, _one_slot)
+
+
+def _one_slot(t: ir.Type) -> int:
+    """Every Python scalar, however wide, is one slot (an int)."""
     return 1
 
 
@@ -68,20 +66,12 @@ def field_offset(t: ir.Type, name: str) -> tuple[int, ir.Type]:
         if hit is None:
             raise KeyError(f"type {t} has no field {name!r}")
         return hit
-    if isinstance(t, ir.HeaderT):
-        for i, f in enumerate(t.fields):
-            if f.name == name:
-                return 1 + i, f.type
-        g = t.group(name)  # a struct-typed declared field: the run of its leaves
-        if g is not None:
-            return 1 + g[0], g[1]
-    elif isinstance(t, (ir.StructT, ir.HeaderUnionT)):
-        off = 0
-        for f in t.fields:
-            if f.name == name:
-                return off, f.type
-            off += nslots(f.type)
-    raise KeyError(f"type {t} has no field {name!r}")
+    return field_slot(t, name, _header_offsets, nslots)
+
+
+def _header_offsets(t: ir.HeaderT) -> range:
+    """A header's fields stand one slot each after its validity slot."""
+    return range(1, 1 + len(t.fields))
 
 
 def default_values(t: ir.Type) -> list[Any]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..frontend import ir
 from ..lowering.errors import Unsupported
-from ..lowering.instances import extern_instance
+from ..lowering.instances import known_instance
 from ..lowering.types import ERROR_WIDTH
 from . import hashing
 from .errors import UnsupportedError
@@ -57,10 +57,7 @@ class ProgramObjects:
         st = self.states.get(id(inst))
         if st is not None:
             return st
-        x = extern_instance(inst, Unsupported(UnsupportedError))
-        if x is None:
-            t = inst.type
-            raise UnsupportedError(f"extern object {t.name if isinstance(t, ir.ExternT) else t}", inst.loc)
+        x = known_instance(inst, Unsupported(UnsupportedError), lambda kind: f"extern object {kind}")
         if x.kind == "register":
             assert x.value is not None
             st = Register(x.name, x.size, x.value.width, x.value.signed, cells=self.prog.state_cells)

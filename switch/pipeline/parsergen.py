@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from ..frontend import ir
+from ..lowering.parsers import declare_parser_locals
 from .errors import UnsupportedError
 
 if TYPE_CHECKING:
@@ -44,14 +45,7 @@ class ParserGen:
         return name
 
     def _parser_body(self, g: StmtGen, p: ir.Parser) -> None:
-        for loc in p.locals:
-            if isinstance(loc, ir.VarDeclStmt):
-                g.stmt(loc)
-            elif not (isinstance(loc, ir.Instance) and isinstance(loc.decl, ir.Parser)):
-                raise UnsupportedError(f"parser local {getattr(loc, 'name', loc)} (value sets, extern objects)",
-                                       getattr(loc, "loc", None))
-        if "start" not in p.states:
-            raise UnsupportedError(f"parser {p.name} has no start state", p.loc)
+        declare_parser_locals(p, g.stmt, g.unsupported)
         cyclic = _has_cycle(p.states)
         if not cyclic and _tree_size(p.states, "start") <= INLINE_STATE_LIMIT:
             self._inline_state(g, p.states, "start")
