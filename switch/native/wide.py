@@ -146,12 +146,8 @@ def default_values(t: ir.Type) -> list[Any]:
 class WideLayout(pylayout.Layout):
     """The python ``Layout`` allocating native slot ranges (wide scalars: their limbs)."""
 
-    def alloc(self, t: ir.Type, name: str = "") -> int:
-        base = len(self.template)
-        vals = default_values(t)
-        self.template.extend(vals)
-        self.names.extend([name] * len(vals))
-        return base
+    def defaults(self, t: ir.Type) -> list[Any]:
+        return default_values(t)
 
 
 WIDE_RUNTIME = r"""

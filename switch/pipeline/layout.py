@@ -129,10 +129,15 @@ class Layout:
     def alloc(self, t: ir.Type, name: str = "") -> int:
         """A fresh slot range for a value of type ``t``; returns its base."""
         base = len(self.template)
-        vals = default_values(t)
+        vals = self.defaults(t)
         self.template.extend(vals)
         self.names.extend([name] * len(vals))
         return base
+
+    def defaults(self, t: ir.Type) -> list[Any]:
+        """The initial slot values of a ``t`` value; a layout whose scalars take several
+        slots (the native one's wide limbs) says its own here."""
+        return default_values(t)
 
     def alloc_scalar(self, name: str, init: Any = 0) -> int:
         """One hidden slot (architecture state such as the clone session)."""
