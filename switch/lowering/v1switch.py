@@ -13,7 +13,7 @@ from .errors import Unsupported
 def v1switch_blocks(program: ir.Program, unsupported: Unsupported
                     ) -> tuple[list[Any], tuple[ir.Type, ir.Type, ir.Type]]:
     """The six blocks of ``V1Switch(...)`` (parser, verify, ingress, egress, compute,
-    deparser) and the types of the parser's headers, metadata and standard_metadata."""
+    deparser: a parser, then five controls) and the types of the parser's headers, metadata and standard_metadata."""
     assert program.main is not None, "a program without a main package reached the executor"
     blocks = [a.decl for a in program.main.args]
     if len(blocks) != 6 or any(b is None for b in blocks):
@@ -21,6 +21,8 @@ def v1switch_blocks(program: ir.Program, unsupported: Unsupported
     parser = blocks[0]
     if not isinstance(parser, ir.Parser) or len(parser.params) != 4:
         raise unsupported("a v1model parser must have 4 parameters", parser)
+    if not all(isinstance(b, ir.Control) for b in blocks[1:]):
+        raise unsupported("V1Switch arguments 2..6 must be controls", program.main)
     h, m, sm = (p.type for p in parser.params[1:])
     return blocks, (h, m, sm)
 

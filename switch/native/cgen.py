@@ -372,9 +372,6 @@ class Unit:
         self._setup()
         P, VC, IG, EG, CC, DP = self.blocks
         assert isinstance(P, ir.Parser)
-        for b in (VC, IG, EG, CC, DP):
-            if not isinstance(b, ir.Control):
-                raise NativeUnsupported("V1Switch arguments 2..6 must be controls", self.program.main.loc)  # type: ignore[union-attr]
         names = [self.parser_fn(P), self.control_fn(VC), self.control_fn(IG), self.control_fn(EG),  # type: ignore[arg-type]
                  self.control_fn(CC), self.control_fn(DP, deparser=True)]  # type: ignore[arg-type]
         self.meta.nslots = self.layout.size

@@ -295,9 +295,6 @@ class ProgramCompiler:
         self._setup_layout()
         P, VC, IG, EG, CC, DP = self.blocks
         assert isinstance(P, ir.Parser)
-        for b in (VC, IG, EG, CC, DP):
-            if not isinstance(b, ir.Control):
-                raise UnsupportedError("V1Switch arguments 2..6 must be controls", self.program.main.loc)  # type: ignore[union-attr]
         names = [self.parsers.parser_fn(P), self.control_fn(VC), self.control_fn(IG),  # type: ignore[arg-type]
                  self.control_fn(EG), self.control_fn(CC), self.deparser_fn(DP)]  # type: ignore[arg-type]
         self.ns.update(HELPERS)
