@@ -337,6 +337,13 @@ def plot(doc: dict[str, Any], path: Path) -> Path:
 
     rows = doc["rows"]
     losses = sorted({r["loss_pct"] for r in rows})
+    if not losses:  # interrupted before the first row: the plot says so instead of failing
+        fig, ax = plt.subplots(figsize=(6, 2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no rows measured (interrupted before the first)", ha="center", va="center")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return path
     fig, axes = plt.subplots(len(losses), 2, figsize=(12, 4.2 * len(losses)), squeeze=False)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     keys = sorted({(r["collective"], r["workers"], r.get("switch_impl", "innet")) for r in rows})

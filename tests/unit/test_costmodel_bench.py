@@ -126,3 +126,10 @@ def test_tables_and_caption_name_the_settings() -> None:
 def test_bench_config_validation(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         bench.BenchConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_save_of_a_run_stopped_before_its_first_row_writes_json_and_a_plot(tmp_path: Any) -> None:
+    """Ctrl-C before any row: the partial document is saved and the plot says nothing was measured."""
+    doc = {"date": "2026-11-28T17:00:00", "rows": [], "partial": True}
+    json_path, png_path = bench.save(doc, tmp_path)
+    assert json.loads(json_path.read_text())["rows"] == [] and png_path.stat().st_size > 0
