@@ -56,3 +56,31 @@ def test_one_site_is_refused() -> None:
     g = mlp([16, 4])
     with pytest.raises(DataParallelError, match="1 site; need at least 2"):
         train(g, g.init_params(0), 1, [_batches(0)], 1, Sgd(0.1, 0.0), lambda i, j: None)
+
+
+def test_dense_data_parallel_gpt_with_momentum_equals_single_site_sgd_on_the_global_batch() -> None:
+    """Dense data parallel over three sites is single-site SGD on the three sites' batches
+    together (every parameter, momentum on, several microbatches); a larger global batch at
+    the same learning rate is what separates it from a pipeline on one site's batch."""
+    from innet.host.geo.data import LmTask
+    from innet.host.geo.graph import gpt
+
+    g, task = gpt(16, 16, 2, 2, 8), LmTask.make(vocab=16, seq=8, seed=0)
+    params, sites, steps, sgd = g.init_params(0), 3, 4, Sgd(0.1, 0.9)
+    final: list[dict[str, dict[str, np.ndarray]]] = []
+    train(g, params, sites, [task.batches(4, 2, 1000 * i) for i in range(sites)], steps, sgd, lambda i, j: None,
+          evaluate=lambda p: final.append({n: {k: v.copy() for k, v in q.items()} for n, q in p.items()}) or 0.0)
+    ref = {n: {k: v.copy() for k, v in p.items()} for n, p in params.items()}
+    stage, opt = Stage(g, partition(g, ())[0], ref), SgdState(sgd)
+    streams = [task.batches(4, 2, 1000 * i) for i in range(sites)]
+    for _ in range(steps):
+        mbs = [mb for stream in streams for mb in next(stream)]
+        for mb, feeds in enumerate(mbs):
+            stage.forward(mb, {}, feeds)
+            stage.backward(mb, {}, loss_scale=1.0 / len(mbs))
+        opt.step(stage.params, stage.take_grads())
+    assert sorted(final[-1]) == sorted(stage.params)
+    for n, p in stage.params.items():
+        for k, v in p.items():
+            np.testing.assert_allclose(final[-1][n][k], v, rtol=1e-4, atol=1e-6, err_msg=f"{n}.{k}")
+    assert max(float(np.abs(v - params[n][k]).max()) for n, p in stage.params.items() for k, v in p.items()) > 1e-3
