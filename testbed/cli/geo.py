@@ -173,6 +173,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                          target_loss=args.target_loss, timeout_s=args.timeout,
                          activations=args.activations, gradients=args.gradients, warmup_steps=args.warmup,
                          row_topk=not args.tensor_topk, topk_ratio=args.topk_ratio, min_ratio=args.min_ratio,
+                         adatopk_max_ratio=args.adatopk_max_ratio,
                          topk_values=args.topk_values, reference=not args.no_reference,
                          testbed="mininet" if mininet else "loopback", switch_impl=impls[-1],
                          straggler=args.straggler, replan=args.replan, rate_change=args.rate_change,
@@ -285,8 +286,11 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                            help="seconds a run may take before its stages are stopped (default 600)")
             p.add_argument("--warmup", type=int_range(0), default=10,
                            help="top-k links send int8 per row for the first N steps (default 10)")
-            p.add_argument("--topk-ratio", type=positive_float, default=0.25,
-                           help="share of each row top-k runs keep (default 0.25)")
+            p.add_argument("--topk-ratio", type=positive_float, default=0.28125,
+                           help="share of each row top-k runs keep (default 0.28125: 9 of 32 columns)")
+            p.add_argument("--adatopk-max-ratio", type=positive_float, default=None,
+                           help="AdaTopK's cap on its ratio (default: --topk-ratio, so AdaTopK never sends more "
+                                "than fixed top-k; 1 lets a fast link go dense)")
             p.add_argument("--min-ratio", type=positive_float, default=0.25,
                            help="AdaTopK's floor (default 0.25: below it the language model moves away from dense)")
             p.add_argument("--topk-values", choices=("int8", "fp32"), default="int8",

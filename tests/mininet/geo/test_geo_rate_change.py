@@ -5,7 +5,8 @@ link; after step ``AT`` the link's HTB rate on both ends becomes 2.5 Mbit/s
 (``GeoTestbed.set_wan_rate``). The stated bound: from ``FOLLOW`` steps after the change on,
 the receiving stage's estimate of the link's rate is within 25% of 2.5 Mbit/s, and AdaTopK's
 ratio on that link, recomputed from it every message, is at most half of what it was
-before (the rate fell 4x; the floor ``min_ratio`` is set below the new ratio).
+before (the rate fell 4x; the floor ``min_ratio`` is set below the new ratio and the cap
+``adatopk_max_ratio`` to 1, so the ratio before is the link's, not the fixed top-k ratio).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ STEPS = 14
 def test_adatopk_follows_a_wan_link_that_tc_slows_mid_run(tmp_path: Path) -> None:
     config = GeoBenchConfig(task="lm", lr=0.3, runs=(("naive", "adatopk"),), steps=STEPS, eval_every=STEPS,
                             testbed="mininet", topology=geo(wan=WITHIN_CEILING), rate_change=("a", "b", AT, 2.5),
-                            min_ratio=0.005, warmup_steps=0,
+                            min_ratio=0.005, adatopk_max_ratio=1.0, warmup_steps=0,
                             out_dir=tmp_path, timeout_s=300.0)
     change = run(config).to_json()["rows"][0]["rate_change"]
     assert change["applied"] and change["link"] == "a-b" and change["before_mbps"] == 10.0, change

@@ -160,3 +160,28 @@ def test_link_check_compares_probed_links_with_their_configuration() -> None:
     assert [(c.link, c.within_tolerance) for c in checks] == [("a-c", False), ("c-b", True)]
     assert link_check_line(checks) == ("a-c 1000 Mbit/s 2 ms -> 119.0 Mbit/s 2.1 ms (more than 10% off); "
                                        "c-b 10 Mbit/s 30 ms -> 9.7 Mbit/s 30.4 ms")
+
+
+def test_adatopk_is_capped_at_the_topk_ratio_unless_told_otherwise() -> None:
+    import argparse
+
+    from innet.testbed.cli.geo import add_commands
+    from innet.testbed.geo.bench import GeoBenchConfig, GeoBenchError, link_compression
+
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers())
+    args = parser.parse_args(["geo", "bench"])
+    assert (args.topk_ratio, args.adatopk_max_ratio) == (0.28125, None)
+    assert parser.parse_args(["geo", "bench", "--adatopk-max-ratio", "0.5"]).adatopk_max_ratio == 0.5
+
+    default = link_compression(GeoBenchConfig(task="lm"), "adatopk")
+    assert default is not None and (default.ratio, default.max_ratio) == (0.28125, 0.28125)
+    moved = link_compression(GeoBenchConfig(task="lm", topk_ratio=0.375), "adatopk")
+    assert moved is not None and moved.max_ratio == 0.375
+    loose = link_compression(GeoBenchConfig(task="lm", adatopk_max_ratio=1.0), "adatopk")
+    assert loose is not None and loose.max_ratio == 1.0
+    fixed = link_compression(GeoBenchConfig(task="lm"), "topk")
+    assert fixed is not None and fixed.ratio == 0.28125
+    with pytest.raises(GeoBenchError, match="max_ratio=0.1"):
+        GeoBenchConfig(task="lm", adatopk_max_ratio=0.1)
+    GeoBenchConfig(task="lm", adatopk_max_ratio=0.1, runs=(("opfence", "topk"),))  # no AdaTopK run: no cap
