@@ -173,7 +173,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                          target_loss=args.target_loss, timeout_s=args.timeout,
                          activations=args.activations, gradients=args.gradients, warmup_steps=args.warmup,
                          row_topk=not args.tensor_topk, topk_ratio=args.topk_ratio, min_ratio=args.min_ratio,
-                         adatopk_max_ratio=args.adatopk_max_ratio,
+                         adatopk_max_ratio=args.adatopk_max_ratio, dp_batch=args.dp_batch,
                          topk_values=args.topk_values, reference=not args.no_reference,
                          testbed="mininet" if mininet else "loopback", switch_impl=impls[-1],
                          straggler=args.straggler, replan=args.replan, rate_change=args.rate_change,
@@ -288,6 +288,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                            help="top-k links send int8 per row for the first N steps (default 10)")
             p.add_argument("--topk-ratio", type=positive_float, default=0.28125,
                            help="share of each row top-k runs keep (default 0.28125: 9 of 32 columns)")
+            p.add_argument("--dp-batch", type=int_range(1), default=None,
+                           help="samples per microbatch on each data-parallel site (default: --batch; "
+                                "--batch / sites gives data parallel the pipelines' global batch)")
             p.add_argument("--adatopk-max-ratio", type=positive_float, default=None,
                            help="AdaTopK's cap on its ratio (default: --topk-ratio, so AdaTopK never sends more "
                                 "than fixed top-k; 1 lets a fast link go dense)")

@@ -54,6 +54,11 @@ class GeoBenchConfig:
     batch: int = 32
     """Samples per microbatch."""
     microbatches: int = 4
+    dp_batch: int | None = None
+    """Samples per microbatch on each data-parallel site; None: ``batch``. Data parallel steps on
+    ``sites x dp_batch x microbatches`` samples, ``sites`` times the pipelines' batch at the same
+    learning rate unless this is ``batch / sites`` (the 4-block GPT at lr 0.1 diverges on 96
+    samples per step, in data parallel and in one process alike, and trains on 32)."""
     steps: int = 100
     lr: float = 0.05
     momentum: float = 0.9
@@ -157,8 +162,9 @@ class GeoBenchConfig:
         if self.switch_impl == "bmv2" and self.testbed != "mininet":
             raise GeoBenchError("geo bench --switch-impl bmv2: BMv2 has no UDP ports, so its site switches run in "
                                 "Mininet: add --backend mininet (as root)")
-        if self.replicas < 1 or self.steps < 1 or self.microbatches < 1 or self.batch < 1:
-            raise GeoBenchError("geo bench: replicas, steps, microbatches and batch must be >= 1")
+        if self.replicas < 1 or self.steps < 1 or self.microbatches < 1 or self.batch < 1 or \
+                (self.dp_batch is not None and self.dp_batch < 1):
+            raise GeoBenchError("geo bench: replicas, steps, microbatches, batch and dp batch must be >= 1")
         from innet.host.geo.compress import CompressionError
 
         try:

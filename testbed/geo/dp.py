@@ -34,7 +34,7 @@ def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, co
         shapes = tuple(None if j == i or mininet else asdict(wan_shape(topo, site, other))
                        for j, other in enumerate(sites))
         jobs.append(DpJob(model=config.model_spec(), task=config.task_spec(), index=i, sites=len(sites),
-                          steps=config.steps, batch=config.batch, microbatches=config.microbatches, seed=config.seed,
+                          steps=config.steps, batch=dp_batch(config), microbatches=config.microbatches, seed=config.seed,
                           data_seed=config.seed + 1000 * i, lr=config.lr, momentum=config.momentum, ratio=ratio,
                           codec=codec, listen=(topo.host(host).address, 0) if host is not None else ("127.0.0.1", 0),
                           shapes=shapes, eval_every=config.eval_every, timeout=min(config.timeout_s, 300.0)))
@@ -56,6 +56,11 @@ def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, co
     wall = time.monotonic() - start
     wan = wan_delta(wan_before, geo_tb.wan_bytes()) if wan_before is not None else None
     return outputs[0].of("step"), outputs[0].of("eval"), wall, int(outputs[0].of("done")[0]["sent"]), wan
+
+
+def dp_batch(config: GeoBenchConfig) -> int:
+    """Samples per microbatch on each data-parallel site."""
+    return config.dp_batch if config.dp_batch is not None else config.batch
 
 
 def run_dp(config: GeoBenchConfig, planned: Planned, compression: str, geo_tb: Any = None,
@@ -84,8 +89,8 @@ def run_dp(config: GeoBenchConfig, planned: Planned, compression: str, geo_tb: A
                  final_accuracy=evals[-1]["accuracy"] if evals else None, final_loss=steps[-1]["loss"],
                  final_test_loss=evals[-1]["loss"] if evals else None, train_wall_s=times[-1] if times else None,
                  wan_bytes_per_step=sent * len(sites) / config.steps, slow_link_ratio=ratio, mean_ratios=(),
-                 wall_s=wall, reduce_s=0.0, samples_per_step=len(sites) * config.batch * config.microbatches,
+                 wall_s=wall, reduce_s=0.0, samples_per_step=len(sites) * dp_batch(config) * config.microbatches,
                  wan_link_bytes=wan_link_bytes, loss_curve=loss, accuracy_curve=accuracy, test_loss_curve=test_loss)
 
 
-__all__ = ["run_dp"]
+__all__ = ["dp_batch", "run_dp"]

@@ -185,3 +185,20 @@ def test_adatopk_is_capped_at_the_topk_ratio_unless_told_otherwise() -> None:
     with pytest.raises(GeoBenchError, match="max_ratio=0.1"):
         GeoBenchConfig(task="lm", adatopk_max_ratio=0.1)
     GeoBenchConfig(task="lm", adatopk_max_ratio=0.1, runs=(("opfence", "topk"),))  # no AdaTopK run: no cap
+
+
+def test_data_parallel_batch_defaults_to_the_pipelines_and_can_match_their_global_batch() -> None:
+    import argparse
+
+    from innet.testbed.cli.geo import add_commands
+    from innet.testbed.geo.bench import GeoBenchConfig, GeoBenchError
+    from innet.testbed.geo.dp import dp_batch
+
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers())
+    assert parser.parse_args(["geo", "bench"]).dp_batch is None
+    assert parser.parse_args(["geo", "bench", "--dp-batch", "3"]).dp_batch == 3
+    assert dp_batch(GeoBenchConfig(batch=8)) == 8
+    assert dp_batch(GeoBenchConfig(batch=8, dp_batch=3)) == 3
+    with pytest.raises(GeoBenchError, match="dp batch"):
+        GeoBenchConfig(dp_batch=0)
