@@ -18,6 +18,7 @@ Transformer Models" (MLSys 2023, arXiv 2205.05198), section 6 and appendix A:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from innet.testbed.rail.models.railperf import ModelError
@@ -26,6 +27,18 @@ BYTES_PER_VALUE = 2
 """bf16/fp16 activations, weights and gradients on the wire."""
 
 RECOMPUTE = ("none", "selective", "full")
+
+ATTENTION = ("unfused", "fused")
+"""How the attention core runs: ``unfused`` (separate ``QK^T``, softmax, dropout and ``xV``
+kernels that pass the ``s x s`` scores through HBM, as Megatron's 2022 A100 runs did) or
+``fused`` (one FlashAttention-style kernel that keeps the scores in on-chip SRAM; Dao et al.,
+"FlashAttention", NeurIPS 2022, arXiv 2205.14135)."""
+
+FUSED_BACKWARD_CORE_FLOPS = 2.5
+"""Backward FLOPs of the fused attention core per forward FLOP. Dao et al. Algorithm 4: the
+backward pass recomputes ``S = QK^T`` from Q and K (the scores were never stored) and then runs
+``dV = P^T dO``, ``dP = dO V^T``, ``dQ = dS K``, ``dK = dS^T Q``: five ``s x s x d`` matrix
+products against the forward's two (``QK^T``, ``PV``), where the unfused backward has four."""
 
 
 @dataclass(frozen=True)
@@ -94,12 +107,38 @@ class LayerWork:
     vector_bytes: float
     """Forward HBM bytes of the element-wise kernels outside the attention core."""
     core_bytes: float
-    """Forward HBM bytes of softmax and dropout over the ``s x s`` scores, and of the
-    ``QK^T``/``xV`` operands."""
+    """Forward HBM bytes of the attention core: unfused, softmax and dropout over the
+    ``s x s`` scores and the ``QK^T``/``xV`` operands; fused, FlashAttention's reads of Q, K, V
+    and writes of O (:func:`fused_attention_bytes`)."""
 
 
-def layer_work(model: GptModel, microbatch: int, tp: int, sequence_parallel: bool = True) -> LayerWork:
-    """Forward work of one layer; backward is twice the FLOPs and bytes (the usual rule)."""
+def fused_attention_bytes(seq: int, head_dim: int, sram_bytes: float) -> float:
+    """HBM bytes of one head's fused attention forward pass (Dao et al. Algorithm 1).
+
+    Blocks of ``B_c = ceil(M / 4d)`` keys and values (``M`` the on-chip SRAM in values) are
+    loaded once each (``2 N d`` values); for each of the ``T_c = ceil(N / B_c)`` blocks the
+    query rows and the running output are read and the output written (``3 N d`` values per
+    block). Total ``(2 + 3 T_c) N d`` values, which is Dao et al. Theorem 2's
+    ``Theta(N^2 d^2 / M)`` (against ``Theta(N d + N^2)`` unfused); the softmax statistics
+    (``2 N`` per block) are left out as ``1/d`` of that."""
+    if sram_bytes <= 0:
+        raise ModelError(f"sram_bytes={sram_bytes!r}: must be > 0 for fused attention")
+    sram_values = sram_bytes / BYTES_PER_VALUE
+    block = max(1, math.ceil(sram_values / (4 * head_dim)))
+    blocks = math.ceil(seq / block)
+    return BYTES_PER_VALUE * (2 + 3 * blocks) * seq * head_dim
+
+
+def layer_work(model: GptModel, microbatch: int, tp: int, sequence_parallel: bool = True,
+               attention: str = "unfused", sram_bytes: float = 0.0) -> LayerWork:
+    """Forward work of one layer; backward is twice the FLOPs and bytes (the usual rule).
+
+    ``attention`` (:data:`ATTENTION`) changes only the attention core's HBM bytes: fused
+    attention does the same ``QK^T`` and ``xV`` FLOPs but never writes the scores, so the
+    softmax and dropout traffic is gone and :func:`fused_attention_bytes` (with ``sram_bytes``
+    of on-chip SRAM per SM) is what remains."""
+    if attention not in ATTENTION:
+        raise ModelError(f"attention={attention!r}: must be one of {', '.join(ATTENTION)}")
     b, s, h, a = microbatch, model.seq, model.hidden, model.heads
     tokens = b * s
     # Layer norms, dropouts and residuals see s/t tokens with sequence parallelism, s without.
@@ -113,6 +152,8 @@ def layer_work(model: GptModel, microbatch: int, tp: int, sequence_parallel: boo
     core_bytes = ((2 * BYTES_PER_VALUE) * scores                # softmax: read + write
                   + (2 * BYTES_PER_VALUE + 1) * scores          # dropout: read + write + mask
                   + 2 * BYTES_PER_VALUE * scores)               # QK^T writes, xV reads the scores
+    if attention == "fused":
+        core_bytes = b * (a / tp) * fused_attention_bytes(s, h // a, sram_bytes)
     return LayerWork(matmul, core, vector, core_bytes)
 
 

@@ -18,9 +18,17 @@ DP, GPUs, global batch, per-GPU teraFLOP/s and MFU. The MFU column is the teraFL
 teraFLOP/s)``. The README's strong-scaling figure (GPT-3 175B, 96-4,608 GPUs) gives no split
 per point and is not used.
 
+Attention kernels, an input from the source (:data:`ATTENTION`): fused. Megatron-Core r0.8's
+training arguments default ``--transformer-impl`` to ``transformer_engine``
+(``megatron/training/arguments.py``), whose GPT layer spec
+(``megatron/core/models/gpt/gpt_layer_specs.py``, ``get_gpt_layer_with_transformer_engine_spec``)
+runs the attention core as Transformer Engine's ``TEDotProductAttention``, which selects a
+fused (FlashAttention or cuDNN fused) kernel for BF16; the README names no flag that turns it off.
+
 Inputs the source does not state, each a guess named in :data:`GUESSES`: micro-batch 1, no
-interleaving, selective recomputation (Transformer Engine's fused attention recomputes the
-attention core in the backward pass, which is the work selective recomputation counts).
+interleaving (the README gives no ``--num-layers-per-virtual-pipeline-stage``), selective
+recomputation (Transformer Engine's fused attention recomputes the attention core in the
+backward pass, which is the work selective recomputation counts).
 """
 
 from __future__ import annotations
@@ -29,14 +37,17 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
-from innet.testbed.rail.models.gpt import GptModel, layer_work
-from innet.testbed.rail.models.iteration import H100, Parallelism, h100_cluster, iteration
+from innet.testbed.rail.models.gpt import GptModel
+from innet.testbed.rail.models.iteration import Parallelism, h100_cluster, iteration
 from innet.testbed.rail.models.railperf import ModelError
 
 SOURCE = ("Megatron-LM README weak-scaling table (images/model_table.png, NVIDIA/Megatron-LM "
           "f2e5db40); Megatron-Core r0.8.0, H100 BF16")
 SEQ = 4096
 VOCAB = 131072
+
+ATTENTION = "fused"
+"""The attention kernels of these runs, from the source (see the module docstring)."""
 
 GUESSES = {"microbatch": 1, "interleave": 1, "recompute": "selective"}
 """Split details the README table does not give (see the module docstring)."""
@@ -66,10 +77,13 @@ class H100Run:
         return GptModel(f"gpt-{self.params.lower()}-h100", hidden=self.hidden, layers=self.layers,
                         heads=self.heads, seq=SEQ, vocab=VOCAB)
 
-    def parallelism(self, guesses: dict[str, Any] | None = None) -> Parallelism:
+    def parallelism(self, guesses: dict[str, Any] | None = None, attention: str = ATTENTION) -> Parallelism:
         g = {**GUESSES, **(guesses or {})}
+        interleave = int(g["interleave"])
+        if interleave > 1 and (self.pp == 1 or self.layers % (self.pp * interleave)):
+            interleave = 1  # Megatron allows interleaving only with PP > 1 and whole chunks.
         return Parallelism(self.tp, self.pp, self.dp, microbatch=int(g["microbatch"]),
-                           interleave=int(g["interleave"]), recompute=str(g["recompute"]))
+                           interleave=interleave, recompute=str(g["recompute"]), attention=attention)
 
     def published_seconds(self) -> float:
         """Step time implied by the published rate: model FLOPs / (GPUs x FLOP/s per GPU)."""
@@ -99,52 +113,47 @@ def validation_rows(efficiency: float, hb_efficiency: float, runs: Sequence[H100
                     guesses: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The iteration model on each run: DGX H100 (K = 8, NVLink 3.6 Tbit/s, 400 Gbit/s NIC
     per GPU, a rail-optimized network as the runs had), TP and DP overlap on as the source
-    states, ``efficiency`` and ``hb_efficiency`` as given (fitted elsewhere, never here).
+    states, fused attention as the source's defaults give, ``efficiency`` and
+    ``hb_efficiency`` as given (fitted elsewhere, never here).
     ``error`` = model MFU / published MFU - 1 (= published time / model time - 1).
 
-    ``scores_s`` is the part of the model's time spent moving the ``s x s`` attention scores
-    through HBM (softmax, dropout, ``QK^T`` output; :func:`gpt.layer_work`'s ``core_bytes``,
-    forward, backward and the selective recomputation, over every micro-batch and the bubble).
-    The 2022 A100 runs materialized them; these runs use fused (FlashAttention-style)
-    attention, which keeps them on chip. ``error_scores_on_chip`` is the error with that part
-    removed: a what-if that shows the cause of the miss, not the model's prediction."""
+    ``error_unfused`` is the same run with unfused attention (the ``s x s`` scores through HBM,
+    as the 2022 A100 runs did): the model before it took the attention kernels as an input."""
     rows: list[dict[str, Any]] = []
     for run in runs:
         platform = replace(h100_cluster(run.gpus, network="rail-optimized"), efficiency=efficiency,
                            hb_efficiency=hb_efficiency, tp_overlap=1.0, dp_overlap=True)
         par = run.parallelism(guesses)
         r = iteration(run.model(), platform, par, run.batch)
+        unfused = iteration(run.model(), platform, replace(par, attention="unfused"), run.batch)
         published = run.published_mfu()
-        micro = run.batch // (par.dp * par.microbatch)
-        passes = 3 + (1 if par.recompute != "none" else 0)
-        scores_s = ((micro + (par.pp - 1) / par.interleave) * run.layers / par.pp * passes
-                    * layer_work(run.model(), par.microbatch, par.tp, par.sequence_parallel).core_bytes
-                    / (H100.hbm_bytes_s * efficiency))
         rows.append({"model": f"GPT-{run.params}", "gpus": run.gpus, "published_s": run.published_seconds(),
                      "model_s": r.total, "published_mfu": published, "model_mfu": r.mfu,
-                     "error": r.mfu / published - 1, "scores_s": scores_s,
-                     "error_scores_on_chip": run.published_seconds() / (r.total - scores_s) - 1,
+                     "error": r.mfu / published - 1, "error_unfused": unfused.mfu / published - 1,
                      "config": (f"h {run.hidden} l {run.layers} a {run.heads}, TP {run.tp} PP {run.pp} "
                                 f"DP {run.dp}, B {run.batch}, b {par.microbatch} v {par.interleave}, "
-                                f"recompute {par.recompute}")})
+                                f"recompute {par.recompute}, attention {par.attention}")})
     return rows
 
 
 def summary(efficiency: float, hb_efficiency: float) -> dict[str, Any]:
     """Rows, median |error|, and the median under each other plausible value of every guess
-    (its effect, so a reader sees how much the unstated inputs matter)."""
+    (its effect, so a reader sees how much the unstated inputs matter). ``interleave=2`` is
+    applied to the runs where Megatron allows it (PP > 1, layers per stage even)."""
     rows = validation_rows(efficiency, hb_efficiency)
     alternatives: dict[str, dict[str, Any]] = {"recompute=none": {"recompute": "none"},
                                                "recompute=full": {"recompute": "full"},
-                                               "microbatch=2": {"microbatch": 2}}
+                                               "microbatch=2": {"microbatch": 2},
+                                               "interleave=2": {"interleave": 2}}
     effect: dict[str, float | str] = {}
     for name, g in alternatives.items():
         try:
             effect[name] = _median(validation_rows(efficiency, hb_efficiency, guesses=g))
         except ModelError as error:
             effect[name] = str(error)
-    return {"source": SOURCE, "guesses": dict(GUESSES), "rows": rows, "median_abs_error": _median(rows),
-            "median_abs_error_scores_on_chip": _median(rows, "error_scores_on_chip"), "guess_effect": effect}
+    return {"source": SOURCE, "attention": ATTENTION, "guesses": dict(GUESSES), "rows": rows,
+            "median_abs_error": _median(rows), "median_abs_error_unfused": _median(rows, "error_unfused"),
+            "guess_effect": effect}
 
 
 def _median(rows: list[dict[str, Any]], key: str = "error") -> float:

@@ -11,7 +11,9 @@ micro-batches of ``b``, ``m = B/(d b)`` micro-batches per pipeline, interleaving
 * per layer and micro-batch, forward = GEMM FLOPs / (peak x e) + element-wise bytes /
   (HBM x e) (:func:`innet.testbed.rail.models.gpt.layer_work`), backward twice that, plus the
   attention core once more (selective recomputation); ``e`` is one sustained-efficiency
-  factor for the GPU, fitted to the published runs (:func:`calibrate`);
+  factor for the GPU, fitted to the published runs (:func:`calibrate`); the attention core's
+  bytes depend on the run's kernels (:attr:`Parallelism.attention`: unfused, the default, or
+  fused FlashAttention-style);
 * tensor parallelism with sequence parallelism (Korthikanti et al.): per layer and
   micro-batch 6 all-gathers and 4 reduce-scatters of ``b s h`` values (forward 2+2, backward
   2+2, plus the all-gather redone for the weight gradient), not overlapped;
@@ -42,7 +44,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from innet.testbed.rail.models.gpt import BYTES_PER_VALUE, RECOMPUTE, GptModel, layer_work, model_by_name
+from innet.testbed.rail.models.gpt import (ATTENTION, BYTES_PER_VALUE, FUSED_BACKWARD_CORE_FLOPS, RECOMPUTE,
+                                            GptModel, layer_work, model_by_name)
 from innet.testbed.rail.models.railperf import ModelError
 
 NETWORKS = ("rail-only", "rail-optimized")
@@ -67,12 +70,17 @@ class Gpu:
     """HBM bandwidth, bytes/s."""
     memory_bytes: float
     """HBM capacity, bytes."""
+    sram_bytes: float = 0.0
+    """On-chip SRAM (combined L1/shared memory) per SM, bytes: the ``M`` of fused attention's
+    HBM traffic (:func:`gpt.fused_attention_bytes`)."""
 
 
-A100 = Gpu("a100", peak_flops=312e12, hbm_bytes_s=2.039e12, memory_bytes=80e9)
-"""A100 SXM4 80GB datasheet: 312 TFLOPS bf16 dense, 2,039 GB/s."""
-H100 = Gpu("h100", peak_flops=989e12, hbm_bytes_s=3.35e12, memory_bytes=80e9)
-"""H100 SXM5 datasheet: 989 TFLOPS bf16 dense (1,979 with sparsity), 3.35 TB/s."""
+A100 = Gpu("a100", peak_flops=312e12, hbm_bytes_s=2.039e12, memory_bytes=80e9, sram_bytes=192 * 1024)
+"""A100 SXM4 80GB datasheet: 312 TFLOPS bf16 dense, 2,039 GB/s; 192 KB SRAM per SM (the
+figure Dao et al. use for A100)."""
+H100 = Gpu("h100", peak_flops=989e12, hbm_bytes_s=3.35e12, memory_bytes=80e9, sram_bytes=256 * 1024)
+"""H100 SXM5 datasheet: 989 TFLOPS bf16 dense (1,979 with sparsity), 3.35 TB/s; 256 KB of
+combined L1/shared memory per SM (NVIDIA H100 Tensor Core GPU Architecture whitepaper)."""
 
 FITTED_EFFICIENCY = 0.737
 """Sustained fraction of peak FLOP/s and HBM bandwidth: the least-squares fit of the four
@@ -182,12 +190,19 @@ class Parallelism:
     sequence_parallel: bool = True
     """Korthikanti et al.'s sequence parallelism (TP as all-gathers and reduce-scatters, the
     element-wise kernels split over the TP ranks); False is Megatron 2021 (TP all-reduces)."""
+    attention: str = "unfused"
+    """The attention kernels a run used (:data:`gpt.ATTENTION`): ``unfused`` as in the 2022
+    A100 runs every figure here is built on, ``fused`` (FlashAttention-style) for runs that
+    state it. Fused attention keeps the ``s x s`` scores on chip and recomputes ``QK^T`` in
+    its backward pass (:data:`gpt.FUSED_BACKWARD_CORE_FLOPS`)."""
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "microbatch", "interleave"):
             _count(name, getattr(self, name))
         if self.recompute not in RECOMPUTE:
             raise ModelError(f"recompute={self.recompute!r}: must be one of {', '.join(RECOMPUTE)}")
+        if self.attention not in ATTENTION:
+            raise ModelError(f"attention={self.attention!r}: must be one of {', '.join(ATTENTION)}")
 
     @property
     def tp_collectives(self) -> int:
@@ -309,10 +324,12 @@ def iteration(model: GptModel, platform: Platform, par: Parallelism, batch: int)
     gpu, e = platform.gpu, platform.efficiency
     flops_s, hbm_s = gpu.peak_flops * e, gpu.hbm_bytes_s * e
     t, p, d, b, v = par.tp, par.pp, par.dp, par.microbatch, par.interleave
-    w = layer_work(model, b, t, par.sequence_parallel)
+    w = layer_work(model, b, t, par.sequence_parallel, par.attention, gpu.sram_bytes)
     fwd = (w.matmul_flops + w.core_flops) / flops_s + (w.vector_bytes + w.core_bytes) / hbm_s
     recompute = {"none": 0.0, "selective": w.core_flops / flops_s + w.core_bytes / hbm_s, "full": fwd}[par.recompute]
-    layer = 3 * fwd + recompute
+    # Fused attention's backward redoes QK^T (Dao et al. Algorithm 4): half a forward core more.
+    fused_extra = (FUSED_BACKWARD_CORE_FLOPS - 2) * w.core_flops / flops_s if par.attention == "fused" else 0.0
+    layer = 3 * fwd + recompute + fused_extra
     logits = 6 * b * model.seq * model.hidden * model.vocab / t / flops_s  # spread over the stages
     stage = model.layers / p * layer + logits / p
     tp_shape = strided_shape(t, 1, platform.hb_size)

@@ -38,7 +38,10 @@ def test_each_row_is_the_iteration_model_on_that_rows_configuration() -> None:
         assert row["model_s"] == pytest.approx(expected.total)
         assert row["error"] == pytest.approx(expected.mfu / run.published_mfu() - 1)
         assert row["published_s"] == pytest.approx(run.published_seconds())
-        assert 0 < row["scores_s"] < row["model_s"]
+        unfused = iteration.iteration(run.model(), platform, replace(run.parallelism(), attention="unfused"),
+                                      run.batch)
+        assert row["error_unfused"] == pytest.approx(unfused.mfu / run.published_mfu() - 1)
+        assert run.parallelism().attention == h100_runs.ATTENTION == "fused"
     assert rows[1]["model_s"] != pytest.approx(h100_runs.validation_rows(EFF, HB, (RUNS[4],))[0]["model_s"])
 
 
@@ -49,6 +52,8 @@ def test_summary_median_and_guess_effects_are_recomputed() -> None:
     none = h100_runs.validation_rows(EFF, HB, guesses={"recompute": "none"})
     assert doc["guess_effect"]["recompute=none"] == pytest.approx(statistics.median(abs(r["error"]) for r in none))
     assert "recompute" in doc["guesses"]
+    # interleaving applies only where Megatron allows it (PP > 1, whole chunks per stage)
+    assert [r.parallelism({"interleave": 2}).interleave for r in RUNS] == [1, 1, 1, 1, 2, 1, 2, 2, 1]
 
 
 def test_a_bad_published_rate_is_one_clear_error() -> None:
