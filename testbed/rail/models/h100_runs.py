@@ -22,8 +22,10 @@ Attention kernels, an input from the source (:data:`ATTENTION`): fused. Megatron
 training arguments default ``--transformer-impl`` to ``transformer_engine``
 (``megatron/training/arguments.py``), whose GPT layer spec
 (``megatron/core/models/gpt/gpt_layer_specs.py``, ``get_gpt_layer_with_transformer_engine_spec``)
-runs the attention core as Transformer Engine's ``TEDotProductAttention``, which selects a
-fused (FlashAttention or cuDNN fused) kernel for BF16; the README names no flag that turns it off.
+runs the attention core as Transformer Engine's ``TEDotProductAttention``; Transformer Engine
+(``transformer_engine/pytorch/attention.py``) enables its FlashAttention and cuDNN fused
+backends unless ``NVTE_FLASH_ATTN=0``/``NVTE_FUSED_ATTN=0`` and picks one of them for BF16
+causal attention on H100. The README names no setting that turns them off.
 
 Inputs the source does not state, each a guess named in :data:`GUESSES`: micro-batch 1, no
 interleaving (the README gives no ``--num-layers-per-virtual-pipeline-stage``), selective
