@@ -228,11 +228,11 @@ class NativeWideRegister(NativeRegister):
 
 
 class NativeCounter(Counter):
-    """An indexed counter whose cells are the C arrays."""
+    """An indexed counter whose cells are the C arrays; reading views copy them out."""
 
     def __init__(self, name: str, size: int, kind: str, packets: Any, nbytes: Any, ffi: Any) -> None:
-        self.name, self.size, self.kind = name, size, kind
-        self._p, self._b, self._ffi = packets, nbytes, ffi
+        super().__init__(name, size, kind, packets, nbytes)
+        self._ffi = ffi
 
     @property
     def packets(self) -> list[int]:  # type: ignore[override]
@@ -241,24 +241,6 @@ class NativeCounter(Counter):
     @property
     def bytes(self) -> list[int]:  # type: ignore[override]
         return list(self._ffi.unpack(self._b, self.size))
-
-    def count(self, index: int, nbytes: int) -> None:
-        if 0 <= index < self.size:
-            self._p[index] += 1
-            self._b[index] += nbytes
-
-    def read(self, index: int) -> tuple[int, int]:
-        if not 0 <= index < self.size:
-            raise ControlPlaneError(f"counter '{self.name}': index {index} out of range (size {self.size})")
-        return int(self._p[index]), int(self._b[index])
-
-    def write(self, index: int, packets: int, nbytes: int) -> None:
-        self.read(index)
-        self._p[index], self._b[index] = packets, nbytes
-
-    def reset(self) -> None:
-        self._ffi.memmove(self._p, bytes(8 * self.size), 8 * self.size)
-        self._ffi.memmove(self._b, bytes(8 * self.size), 8 * self.size)
 
 
 def _monotonic_us() -> float:

@@ -7,7 +7,7 @@ plain Python objects holding lists so that generated code can index them directl
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from dataclasses import dataclass, field
 
 from .errors import ControlPlaneError
@@ -72,37 +72,52 @@ class Register:
 
 
 class Counter:
-    """``counter(size, type)``/``direct_counter(type)``: packets and bytes per index."""
+    """``counter(size, type)``/``direct_counter(type)``: packets and bytes per index.
 
-    def __init__(self, name: str, size: int, kind: str) -> None:
+    The cells are any indexable storage: Python lists by default, or arrays an executor
+    owns (the native one passes its C buffers), so the counting rules are written once.
+    """
+
+    def __init__(self, name: str, size: int, kind: str,
+                 packets: MutableSequence[int] | None = None, nbytes: MutableSequence[int] | None = None) -> None:
         self.name = name
         self.size = size
         self.kind = kind  # 'packets' | 'bytes' | 'packets_and_bytes'
-        self.packets: list[int] = [0] * size
-        self.bytes: list[int] = [0] * size
+        self._p: MutableSequence[int] = [0] * size if packets is None else packets
+        self._b: MutableSequence[int] = [0] * size if nbytes is None else nbytes
+
+    @property
+    def packets(self) -> MutableSequence[int]:
+        """Packet count per index (the live storage, which generated code indexes)."""
+        return self._p
+
+    @property
+    def bytes(self) -> MutableSequence[int]:
+        """Byte count per index (the live storage, which generated code indexes)."""
+        return self._b
 
     def count(self, index: int, nbytes: int) -> None:
         """Count one packet of ``nbytes`` at ``index``; out of range is ignored."""
         if 0 <= index < self.size:
-            self.packets[index] += 1
-            self.bytes[index] += nbytes
+            self._p[index] += 1
+            self._b[index] += nbytes
 
     def read(self, index: int) -> tuple[int, int]:
         """(packets, bytes) at ``index``."""
         if not 0 <= index < self.size:
             raise ControlPlaneError(f"counter '{self.name}': index {index} out of range (size {self.size})")
-        return self.packets[index], self.bytes[index]
+        return int(self._p[index]), int(self._b[index])
 
     def write(self, index: int, packets: int, nbytes: int) -> None:
         """Set the values at ``index``."""
         self.read(index)
-        self.packets[index] = packets
-        self.bytes[index] = nbytes
+        self._p[index] = packets
+        self._b[index] = nbytes
 
     def reset(self) -> None:
         """Zero every cell."""
-        self.packets[:] = [0] * self.size
-        self.bytes[:] = [0] * self.size
+        self._p[0:self.size] = [0] * self.size
+        self._b[0:self.size] = [0] * self.size
 
 
 @dataclass(slots=True)
