@@ -11,7 +11,8 @@ the overlay network and the switch itself:
   in ``/run/secrets``); it runs until the stack is removed.
 * ``controller`` (one-shot: exit 0 completes its only task): pushes ``innet.p4``, installs the star's forwarding,
   creates the demo training's momentum job with its initial parameters and the ``sum``
-  job with K from the overlay's MTU, attaches both, prints one ``INNET_JOB`` line, exits 0.
+  job with K from the overlay's MTU, attaches both, prints one ``INNET_JOB`` line, exits 0
+  (with ``INNET_REJOIN=on`` it first serves :func:`serve_rejoin` until every slot finished).
 * ``worker`` (replicated): its rank is its task slot minus one (``INNET_SLOT`` =
   ``{{.Task.Slot}}``), so a rescheduled task keeps its rank. It reads both jobs from the
   switch in a read-only P4Runtime session (no arbitration: it never competes with the
@@ -37,6 +38,10 @@ from innet.testbed.ina.compose import ComposeConfig, ComposeError
 ROLES = ("switch", "controller", "worker", "node")
 JOB_TAG = "INNET_JOB"
 RESULT_TAG = "INNET_RESULT"
+REJOIN_TAG = "INNET_REJOIN"
+HELD_TAG = "INNET_HELD"
+REJOIN_PORT = 18790
+"""TCP port (on the overlay only) where a rejoin controller hears worker tasks start and finish."""
 EXIT_USAGE = 2
 EXIT_ERROR = 1
 TUNNEL_OVERHEAD = 14 + 20 + 8
@@ -77,6 +82,12 @@ class ClusterRoleConfig:
     training with the ``node`` service's optimizer nodes: :mod:`innet.testbed.cluster.luwu_roles`)
     or ``ddp`` (PyTorch DDP launched by torchrun in the worker tasks, gradients through the
     switch by ``register_innet_hook``: :mod:`innet.testbed.cluster.ddp`)."""
+    rejoin: bool = False
+    """INNET_REJOIN=on: the controller stays up; a worker slot that starts a second time (its
+    task replaced) makes it attach a new epoch of both jobs with the training restarted, and
+    every worker runs again at that epoch (what the Mininet restart path does)."""
+    hold: tuple[int, int] | None = None
+    """INNET_HOLD=slot:step: the first task of that slot stops after that training step until killed."""
     luwu: Any = None
     """The LuWu settings (:class:`~innet.testbed.cluster.luwu_roles.LuwuSettings`) of a ``luwu`` workload."""
 
@@ -106,7 +117,16 @@ class ClusterRoleConfig:
             from innet.testbed.cluster.luwu_roles import LuwuSettings
 
             luwu = LuwuSettings.from_env(env)
-        return cls(base, mtu, tls, slot, max(repeats, 0), collective, workload, luwu)
+        rejoin = env.get("INNET_REJOIN", "off") == "on"
+        hold_text = env.get("INNET_HOLD", "") or ""
+        hold = None
+        if hold_text:
+            try:
+                hold_slot, hold_step = (int(v) for v in hold_text.split(":"))
+            except ValueError:
+                raise ComposeError(f"INNET_HOLD={hold_text!r}: expected slot:step") from None
+            hold = (hold_slot, hold_step)
+        return cls(base, mtu, tls, slot, max(repeats, 0), collective, workload, rejoin, hold, luwu)
 
     def secret(self, name: str) -> Path:
         assert self.tls_dir is not None
@@ -214,11 +234,111 @@ def run_controller(config: ClusterRoleConfig) -> int:
         from innet.testbed.cluster.ddp import serve_rendezvous
 
         serve_rendezvous(base.workers, base.deadline)
+    elif config.rejoin:
+        serve_rejoin(config)
     return 0
 
 
-def wait_for_jobs(config: ClusterRoleConfig) -> dict[str, Any]:
-    """The job document a worker needs, read from the switch once the ``sum`` job is attached."""
+def _reattach(config: ClusterRoleConfig) -> int:
+    """A new worker set: the training job at a new epoch with its initial parameters (momentum
+    zeroed), then the ``sum`` job (last, as at the start); the ``sum`` job's new epoch."""
+    from innet.host.training.loop import initial_params
+    from innet.host.training.model import SoftmaxRegression
+    from innet.testbed.ina.compose import train_plan
+
+    base = config.base
+    with _session(config, 1) as ctl:
+        if base.train_steps:
+            plan = train_plan(base)
+            ctl.attach(plan.job)
+            ctl.load_params(plan.job, initial_params(plan.train_config(), SoftmaxRegression()),
+                            param_frac_bits=plan.param_frac_bits)
+        return int(ctl.attach(base.job_id))
+
+
+def serve_rejoin(config: ClusterRoleConfig) -> None:
+    """Until every slot finished (or the deadline): ``start <slot>`` from a worker task answers
+    ``first``, or ``again`` once a new worker set is attached (the slot's task was replaced);
+    ``done <slot>`` marks a slot finished."""
+    base = config.base
+    started: set[int] = set()
+    done: set[int] = set()
+    end = time.monotonic() + base.deadline
+    with socket.create_server(("0.0.0.0", REJOIN_PORT)) as server:
+        server.settimeout(1.0)
+        while len(done) < base.workers and time.monotonic() < end:
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(30.0)
+                words = conn.makefile("r").readline().split()
+                if len(words) != 2 or words[0] not in ("start", "done") or not words[1].isdigit():
+                    continue
+                slot = int(words[1])
+                if words[0] == "done":
+                    done.add(slot)
+                    conn.sendall(b"ok\n")
+                    continue
+                again = slot in started
+                started.add(slot)
+                if again:
+                    epoch = _reattach(config)
+                    print(f"{REJOIN_TAG} " + json.dumps({"slot": slot, "epoch": epoch}), flush=True)
+                conn.sendall(b"again\n" if again else b"first\n")
+
+
+def _tell_controller(config: ClusterRoleConfig, verb: str) -> str:
+    """``verb`` and this task's slot to the rejoin controller: its answer."""
+    host = os.environ.get("INNET_CONTROLLER_HOST", "controller")
+    end = time.monotonic() + config.base.deadline
+    while True:
+        try:
+            with socket.create_connection((host, REJOIN_PORT), timeout=120.0) as conn:
+                conn.sendall(f"{verb} {config.slot}\n".encode())
+                answer = conn.makefile("r").readline().strip()
+                if answer:
+                    return answer
+        except OSError as error:
+            if time.monotonic() > end:
+                raise ComposeError(f"worker: controller {host}:{REJOIN_PORT} unreachable within "
+                                   f"{config.base.deadline:g} s ({error})") from None
+        time.sleep(0.5)
+
+
+def _rejoining_worker(config: ClusterRoleConfig, rank: int) -> dict[str, Any]:
+    """Allreduce and train; a worker set that ends early (a STALE answer: a new set was
+    attached, or the chunk deadline: a peer died) runs again at the next epoch."""
+    from innet.host.agent.aggregator import AggregationError
+    from innet.testbed.ina.compose import allreduce_and_train
+
+    first = _tell_controller(config, "start") == "first"
+    hold_step = config.hold[1] if first and config.hold and config.hold[0] == config.slot else None
+
+    def on_step(step: int, loss: float) -> None:
+        if step == hold_step:
+            print(f"{HELD_TAG} " + json.dumps({"slot": config.slot, "step": step}), flush=True)
+            while True:  # until the task is killed
+                time.sleep(1.0)
+
+    min_epoch = 1
+    while True:
+        job = wait_for_jobs(config, min_epoch)
+        try:
+            doc = allreduce_and_train(config.base, job, rank, on_step)
+        except (AggregationError, TimeoutError) as error:
+            print(f"worker rank {rank}: the set of epoch {job['epoch']} ended ({error}); joining the next",
+                  flush=True)
+            min_epoch = int(job["epoch"]) + 1
+            continue
+        _tell_controller(config, "done")
+        return doc
+
+
+def wait_for_jobs(config: ClusterRoleConfig, min_epoch: int = 1) -> dict[str, Any]:
+    """The job document a worker needs, read from the switch once the ``sum`` job is attached
+    (at ``min_epoch`` or later)."""
     from innet.controller.errors import ControllerError
 
     base = config.base
@@ -233,7 +353,7 @@ def wait_for_jobs(config: ClusterRoleConfig) -> dict[str, Any]:
             jobs = {}
         done = jobs.get(base.job_id)
         train = jobs.get(base.job_id + 1)
-        if done is not None and done.epoch > 0 and done.num_workers == base.workers \
+        if done is not None and done.epoch >= max(1, min_epoch) and done.num_workers == base.workers \
                 and (not base.train_steps or (train is not None and train.epoch > 0)):
             topo = base.topology()
             sw = topo.switch()
@@ -275,6 +395,8 @@ def run_worker(config: ClusterRoleConfig) -> int:
         from innet.testbed.cluster.timed import timed_allreduces
 
         doc = timed_allreduces(base, wait_for_jobs(config), rank, config.repeats)
+    elif config.rejoin:
+        doc = _rejoining_worker(config, rank)
     else:
         doc = allreduce_and_train(base, wait_for_jobs(config), rank)
     doc["node"] = os.environ.get("INNET_NODE", "")

@@ -69,6 +69,13 @@ class ClusterSpec:
     hold_controller: bool = False
     """Deploy the controller scaled to 0, so that nothing attaches the job until
     :func:`release_controller`: a fault can then land while the workers wait, at a known point."""
+    rejoin: bool = False
+    """The controller stays up and starts a new worker set (a new epoch of both jobs, the
+    training's parameters reloaded) when a worker task starts again in a slot that already
+    started (Swarm replaced it); the workers then run again at the new epoch."""
+    hold: tuple[int, int] | None = None
+    """(slot, step): the first task of that worker slot stops after that training step and
+    waits to be killed, so a fault lands mid-training at a known step (with ``rejoin``)."""
 
     def __post_init__(self) -> None:
         if not 2 <= self.workers <= 32:
@@ -81,6 +88,13 @@ class ClusterSpec:
                                "luwu or ddp, 1..8 nodes, workers + nodes within 32 switch ports")
         if not self.name.replace("-", "").replace("_", "").isalnum():
             raise ClusterError(f"--name {self.name!r}: letters, digits, - and _ only (a stack name)")
+        if self.rejoin and (self.workload != "demo" or self.repeats):
+            raise ClusterError(f"rejoin with workload {self.workload!r} and {self.repeats} repeats: rejoining "
+                               "covers the exact demo run only (workload demo, no repeats)")
+        if self.hold is not None and (not self.rejoin or not 1 <= self.hold[0] <= self.workers
+                                      or not 0 <= self.hold[1] < self.train_steps):
+            raise ClusterError(f"hold {self.hold}: needs rejoin, a slot within 1..{self.workers} and a step "
+                               f"within 0..{self.train_steps - 1}")
 
     def env(self) -> dict[str, str]:
         """The stack file's variables."""
@@ -92,6 +106,8 @@ class ClusterSpec:
                 "INNET_NODE_REPLICAS": str(self.nodes if self.workload == "luwu" else 0),
                 "INNET_CONTROLLER_REPLICAS": "0" if self.hold_controller else "1",
                 "INNET_TLS": "on" if self.tls_dir else "off",
+                "INNET_REJOIN": "on" if self.rejoin else "off",
+                "INNET_HOLD": f"{self.hold[0]}:{self.hold[1]}" if self.hold else "",
                 "INNET_TLS_DIR": str(self.tls_dir) if self.tls_dir else str(_plaintext_dir())}
 
 

@@ -333,9 +333,11 @@ def run_worker(config: ComposeConfig) -> int:
     return 0 if doc["ok"] and (doc["train"] is None or doc["train"]["bit_exact"]) else EXIT_ERROR
 
 
-def allreduce_and_train(config: ComposeConfig, job: dict[str, Any], rank: int) -> dict[str, Any]:
+def allreduce_and_train(config: ComposeConfig, job: dict[str, Any], rank: int,
+                        on_step: Callable[[int, float], None] = lambda step, loss: None) -> dict[str, Any]:
     """What a worker of ``job`` (the controller's document) does: an exact int32 allreduce over
-    the frame tunnel to its switch port, then the demo training; its result document."""
+    the frame tunnel to its switch port, then the demo training (``on_step`` after each step);
+    its result document."""
     import numpy as np
 
     from innet import wire
@@ -361,13 +363,14 @@ def allreduce_and_train(config: ComposeConfig, job: dict[str, Any], rank: int) -
     ok = bool(np.array_equal(got, expect))
     print(f"worker rank {rank}: allreduce of {config.elements} int32 at K={job['k']} {'exact' if ok else 'WRONG'} "
           f"in {seconds:.3f} s", flush=True)
-    train = train_demo(config, job["train"], rank, transport) if job.get("train") else None
+    train = train_demo(config, job["train"], rank, transport, on_step) if job.get("train") else None
     return {"rank": rank, "host": socket.gethostname(), "elements": config.elements, "k": job["k"], "ok": ok,
             "sha256": digest(got), "head": [int(v) for v in got[:4]], "seconds": round(seconds, 4),
             "epoch": job["epoch"], "train": train}
 
 
-def train_demo(config: ComposeConfig, job: dict[str, int], rank: int, transport: Any) -> dict[str, Any]:
+def train_demo(config: ComposeConfig, job: dict[str, int], rank: int, transport: Any,
+               on_step: Callable[[int, float], None] = lambda step, loss: None) -> dict[str, Any]:
     """The demo training on the job the controller made for it: what the worker reports."""
     import numpy as np
 
@@ -375,7 +378,7 @@ def train_demo(config: ComposeConfig, job: dict[str, int], rank: int, transport:
     from innet.testbed.ina.train_worker import train
 
     plan = train_plan(config, rank, job["epoch"])
-    final, seconds = train(plan, transport)
+    final, seconds = train(plan, transport, on_step)
     got = np.asarray(final, dtype=np.int32)
     bit_exact = bool(np.array_equal(got, expected_training(config)))
     data = load_digits_dataset(seed=plan.seed)

@@ -3,8 +3,11 @@ while its worker tasks wait for the job; Swarm moves them to the other nodes wit
 slots, hence their ranks, and the allreduce and training still complete exactly.
 
 The stack is deployed with its controller held (scaled to 0), so the drain lands while the
-workers wait for the job, and the controller is started after it; not mid-operation: a task moved mid-allreduce restarts with the epoch its
-set already used, and rejoining needs a new epoch, which this stack does not attach yet."""
+workers wait for the job, and the controller is started after it.
+
+A worker task killed mid-training (held at a known step, ``ClusterSpec.hold``): Swarm replaces
+it, the controller (``ClusterSpec.rejoin``: it stays up) attaches a new worker set, and all ranks
+allreduce and train exactly at the new epoch."""
 
 from __future__ import annotations
 
@@ -74,3 +77,85 @@ def test_drained_node_moves_its_workers_and_training_completes(swarm_lab: Any, t
     moved = {r["slot"] for r in workers if r["node"] == drained} & {r["slot"] for r in workers if r["node"] != drained}
     assert moved, f"no worker slot of {drained} was moved to another node: {workers}"
     assert all(r["state"] != "running" for r in workers if r["node"] == drained)
+
+
+HOLD_SLOT = 2
+HOLD_STEP = 1
+
+
+def _kill_task(swarm_lab: Any, spec_name: str, slot: int) -> str:
+    """``docker kill`` of the running container of worker ``slot``, on its node's dockerd: the node."""
+    from innet.testbed.cluster import stack
+
+    client = swarm_lab.manager.client
+    hostnames = {n.id: n.attrs["Description"]["Hostname"] for n in client.nodes.list()}
+    for task in stack.services(client, spec_name)["worker"].tasks():
+        status = task.get("Status", {})
+        if task.get("Slot") == slot and status.get("State") == "running":
+            hostname = hostnames[task["NodeID"]]
+            node = next(n for n in swarm_lab.nodes if n.name == hostname)
+            node.client.containers.get(status["ContainerStatus"]["ContainerID"]).kill()
+            return hostname
+    raise AssertionError(f"no running task in worker slot {slot}")
+
+
+def test_killed_worker_is_replaced_and_rejoins_with_a_new_epoch(swarm_lab: Any, tmp_path: Path) -> None:
+    """Worker slot ``HOLD_SLOT`` stops after training step ``HOLD_STEP`` (the others wait in the
+    next step for its contribution) and its container is killed there; Swarm starts a new task
+    in the slot, the controller attaches a new worker set, and every worker's allreduce and
+    training at the new epoch are exact."""
+    from innet.testbed.cluster import stack
+    from innet.testbed.cluster.certs import make_certs
+    from innet.testbed.cluster.roles import HELD_TAG, REJOIN_TAG
+    from innet.testbed.ina.compose import ComposeConfig, digest, expected_sum, expected_training
+
+    client = swarm_lab.manager.client
+    spec = stack.ClusterSpec(name="innetrejoin", image=swarm_lab.image, workers=WORKERS, elements=1024,
+                             train_steps=TRAIN_STEPS, tls_dir=make_certs(tmp_path / "tls"), deadline=240,
+                             rejoin=True, hold=(HOLD_SLOT, HOLD_STEP))
+    try:
+        stack.deploy(client, spec, docker_host=swarm_lab.manager.docker_host)
+        end = time.monotonic() + 300
+        while not stack._tagged(stack.services(client, spec.name)["worker"], HELD_TAG):
+            assert time.monotonic() < end, f"worker slot {HOLD_SLOT} not held: {stack.task_rows(client, spec.name)}"
+            time.sleep(1.0)
+        first = stack.job_document(client, spec.name)
+        assert first is not None and stack.results(client, spec.name) == []
+        killed_on = _kill_task(swarm_lab, spec.name, HOLD_SLOT)
+        docs = stack.wait_results(client, spec, 360, progress=print)
+        rejoins = stack._tagged(stack.services(client, spec.name)["controller"], REJOIN_TAG)
+        rows = stack.task_rows(client, spec.name)
+    finally:
+        stack.remove(client, spec.name, docker_host=swarm_lab.manager.docker_host,
+                     node_clients=tuple(n.client for n in swarm_lab.nodes[1:]))
+    want_sum = digest(expected_sum(WORKERS, 1024))
+    want_train = digest(expected_training(ComposeConfig(workers=WORKERS, train_steps=TRAIN_STEPS, k=256)))
+    assert [r["slot"] for r in rejoins] == [HOLD_SLOT], rejoins
+    new_epoch = rejoins[0]["epoch"]
+    assert new_epoch > first["epoch"]
+    assert [(d["rank"], d["ok"], d["sha256"], d["epoch"]) for d in docs] == \
+        [(r, True, want_sum, new_epoch) for r in range(WORKERS)]
+    assert [(d["train"]["bit_exact"], d["train"]["sha256"]) for d in docs] == [(True, want_train)] * WORKERS
+    slot_tasks = [r for r in rows if r["service"] == "worker" and r["slot"] == str(HOLD_SLOT)]
+    assert len(slot_tasks) == 2 and sum(r["state"] == "failed" for r in slot_tasks) == 1, \
+        f"worker slot {HOLD_SLOT} (killed on {killed_on}): {slot_tasks}"
+
+
+def test_rejoin_and_hold_options_reach_the_tasks_and_bad_ones_are_named() -> None:
+    from innet.testbed.cluster import stack
+    from innet.testbed.cluster.roles import ClusterRoleConfig
+    from innet.testbed.ina.compose import ComposeError
+
+    spec = stack.ClusterSpec(workers=4, train_steps=3, rejoin=True, hold=(2, 1))
+    config = ClusterRoleConfig.from_env({**spec.env(), "INNET_SLOT": "2"})
+    assert (config.rejoin, config.hold) == (True, (2, 1))
+    assert (ClusterRoleConfig.from_env(stack.ClusterSpec().env()).rejoin,
+            ClusterRoleConfig.from_env(stack.ClusterSpec().env()).hold) == (False, None)
+    with pytest.raises(stack.ClusterError, match=r"hold \(2, 3\): needs rejoin.*step within 0..2"):
+        stack.ClusterSpec(workers=4, train_steps=3, rejoin=True, hold=(2, 3))
+    with pytest.raises(stack.ClusterError, match="rejoin with workload 'luwu'"):
+        stack.ClusterSpec(workers=4, workload="luwu", rejoin=True)
+    with pytest.raises(stack.ClusterError, match="needs rejoin"):
+        stack.ClusterSpec(workers=4, train_steps=3, hold=(2, 1))
+    with pytest.raises(ComposeError, match="INNET_HOLD='2': expected slot:step"):
+        ClusterRoleConfig.from_env({"INNET_HOLD": "2"})
