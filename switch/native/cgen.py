@@ -25,6 +25,7 @@ from typing import Any, Callable
 from ..frontend import ir
 from ..lowering.args import annotated_field_list, call_arg, field_slots
 from ..lowering.assign import assign_aggregate
+from ..lowering.binary import lower_binary
 from ..lowering.branches import switch_branches
 from ..lowering.calls import bind_arguments, call_statement, call_value
 from ..lowering.casts import without_enum
@@ -34,7 +35,7 @@ from ..lowering.instances import known_instance
 from ..lowering.externs import (Check, Checksum, Clone, FieldList, Hash, MarkToDrop, Random, Recirculate, SendDigest,
                                 Truncate, Verify, lower_extern_call)
 from ..lowering.methods import method_call
-from ..lowering.order import Pinned, captured, reads_left_first, visit
+from ..lowering.order import Pinned, captured, visit
 from ..lowering.parsers import declare_parser_locals
 from ..lowering.places import Place, SlotLayout, members, resolve_place, scalar_leaves
 from ..lowering.types import bits, is_scalar
@@ -634,30 +635,26 @@ class Gen(WideGen):
         raise self.unsupported(f"unary operator {e.op!r}", e)
 
     def x_Binary(self, e: ir.Binary) -> str:
-        if reads_left_first(e):
-            t = self.vtmp(e.left.type, self.expr(e.left))
-            with self.pinned.holding(e.left, t):
-                return self._binary(e)
-        return self._binary(e)
+        return lower_binary(self, e)
 
-    def _binary(self, e: ir.Binary) -> str:
+    def read_left(self, e: ir.Expr) -> str:
+        return self.vtmp(e.type, self.expr(e))
+
+    def short_circuit(self, op: str, a: str, b: str, pre: list[str]) -> str:
+        if not pre:
+            return f"({a} {op} {b})"
+        t = self.tmp(f"!!({a})")
+        self.emit(f"if ({'' if op == '&&' else '!'}{t}) {{")
+        self.lines.extend(pre)
+        self.emit(f"    {t} = !!({b});")
+        self.emit("}")
+        return t
+
+    def negate(self, cond: str) -> str:
+        return f"(!{cond})"
+
+    def scalar_binary(self, e: ir.Binary) -> str:
         op = e.op
-        if op in ("&&", "||"):
-            a = self.expr(e.left)
-            self.ind += 1
-            b, pre = captured(self.lines, lambda: self.expr(e.right))
-            self.ind -= 1
-            if not pre:
-                return f"({a} {op} {b})"
-            t = self.tmp(f"!!({a})")
-            self.emit(f"if ({'' if op == '&&' else '!'}{t}) {{")
-            self.lines.extend(pre)
-            self.emit(f"    {t} = !!({b});")
-            self.emit("}")
-            return t
-        if op in ("==", "!=") and not is_scalar(e.left.type):
-            eq = self.agg_equal(self.place(e.left), self.place(e.right), e.left.type, e)
-            return eq if op == "==" else f"(!{eq})"
         lt = e.left.type
         if wide_width(lt) or wide_width(e.right.type) or wide_width(e.type):
             return self.w_binary(e)

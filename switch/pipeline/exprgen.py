@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..frontend import ir
+from ..lowering.binary import lower_binary
 from ..lowering.calls import call_value
 from ..lowering.casts import without_enum
 from ..lowering.compare import aggregate_equal
 from ..lowering.errors import Unsupported
-from ..lowering.order import Pinned, captured, reads_left_first, visit
+from ..lowering.order import Pinned, captured, visit
 from ..lowering.places import Place, SlotLayout, resolve_place, scalar_leaves
 from ..lowering.types import ERROR_WIDTH, bits, is_scalar
 from .errors import UnsupportedError
@@ -317,31 +318,28 @@ class ExprGen(StatementHooks):
         raise self.unsupported(f"unary operator {e.op!r}", e)
 
     def x_Binary(self, e: ir.Binary) -> str:
-        if reads_left_first(e):
-            t = self.tmp()
-            self.emit(f"{t} = {self.expr(e.left)}")
-            with self.pinned.holding(e.left, t):
-                return self._binary(e)
-        return self._binary(e)
+        return lower_binary(self, e)
 
-    def _binary(self, e: ir.Binary) -> str:
+    def read_left(self, e: ir.Expr) -> str:
+        t = self.tmp()
+        self.emit(f"{t} = {self.expr(e)}")
+        return t
+
+    def short_circuit(self, op: str, a: str, b: str, pre: list[str]) -> str:
+        if not pre:
+            return f"({a} {'and' if op == '&&' else 'or'} {b})"
+        t = self.tmp()
+        self.emit(f"{t} = {a}")
+        self.emit(f"if {'' if op == '&&' else 'not '}{t}:")
+        self.lines.extend(pre)
+        self.emit(f"    {t} = {b}")
+        return t
+
+    def negate(self, cond: str) -> str:
+        return f"(not {cond})"
+
+    def scalar_binary(self, e: ir.Binary) -> str:
         op = e.op
-        if op in ("&&", "||"):
-            a = self.expr(e.left)
-            self.ind += 1
-            b, pre = captured(self.lines, lambda: self.expr(e.right))
-            self.ind -= 1
-            if not pre:
-                return f"({a} {'and' if op == '&&' else 'or'} {b})"
-            t = self.tmp()
-            self.emit(f"{t} = {a}")
-            self.emit(f"if {'' if op == '&&' else 'not '}{t}:")
-            self.lines.extend(pre)
-            self.emit(f"    {t} = {b}")
-            return t
-        if op in ("==", "!=") and not is_scalar(e.left.type):
-            eq = self.agg_equal(self.place(e.left), self.place(e.right), e.left.type, e)
-            return eq if op == "==" else f"(not {eq})"
         rt = e.type
         if op in ("+", "-", "*") and isinstance(rt, ir.BitT):
             return self.wrapped(e, rt.width, rt.signed)
