@@ -35,6 +35,7 @@ from ..lowering.instances import known_instance
 from ..lowering.externs import (Check, Checksum, Clone, FieldList, Hash, MarkToDrop, Random, Recirculate, SendDigest,
                                 Truncate, Verify, lower_extern_call)
 from ..lowering.methods import method_call
+from ..lowering.packets import lookahead_place, packet_in_method
 from ..lowering.order import Pinned, captured, visit
 from ..lowering.parsers import declare_parser_locals
 from ..lowering.places import Place, SlotLayout, members, resolve_place, scalar_leaves
@@ -1585,90 +1586,42 @@ class Gen(WideGen):
         self.emit(f"goto {done};")
 
     def packet_in_method(self, e: ir.MethodCall) -> str | None:
-        if not self.in_parser:
-            raise self.unsupported(f"packet_in.{e.method} outside the parser", e)
-        m = e.method
-        if m == "extract":
-            target = e.args[0].expr
-            if len(e.args) == 2 and target is not None:
-                p = self.place(target)
-                if not isinstance(p.type, ir.HeaderT):
-                    raise self.unsupported(f"extract into {p.type}", e)
-                size = e.args[1].expr
-                assert size is not None
-                self.extract_varbit(p, p.type, size, e)
-                self.bump_next(target)
-                return None
-            if target is None:
-                t = e.type_args[0] if e.type_args else None
-                if not isinstance(t, ir.HeaderT):
-                    raise self.unsupported(f"extract into '_' of {t}", e)
-                self.extract_into(Place(self.u.layout.alloc(t, "discard"), t), t, advance=True, node=e)
-                return None
-            p = self.place(target)
-            if not isinstance(p.type, ir.HeaderT):
-                raise self.unsupported(f"extract into {p.type}", e)
-            self.extract_into(p, p.type, advance=True, node=e)
-            self.bump_next(target)
-            return None
-        if m == "lookahead":
-            t = e.type
-            if wide_width(t):
-                w, _ = self.wk(t)
-                self.emit(f"if (c->pos + {(w + 7) // 8} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
-                return self.wtmp(f"w_get(data + c->pos, 0, {w})")
-            if isinstance(t, (ir.BitT, ir.BoolT)) or (isinstance(t, ir.EnumT) and t.underlying):
-                w, _ = word_bits(t, e)
-                nb = (w + 7) // 8
-                self.emit(f"if (c->pos + {nb} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
-                x = f"getbits(data + c->pos, 0, {w})"
-                if isinstance(t, ir.BoolT):
-                    x = f"({x} != 0)"
-                return self.tmp(x)
-            if isinstance(t, (ir.HeaderT, ir.StructT)):
-                self.lookahead_place(e)
-                return None
-            raise self.unsupported(f"lookahead of {t} in an expression", e)
-        if m == "advance":
-            a = call_arg(e, "sizeInBits", 0)
-            if isinstance(a, ir.Const):
-                n = int(a.value)
-                if n % 8:
-                    raise self.unsupported(f"advance by {n} bits (not a whole number of bytes)", e)
-                self.emit(f"if (c->pos + {n // 8} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
-                self.emit(f"c->pos += {n // 8};")
-            else:
-                amt = self.tmp(self.expr(a))
-                self.emit(f"if ({amt} & 7) {{ c->fault = 1; return; }}")
-                self.emit(f"if (c->pos + ({amt} >> 3) > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
-                self.emit(f"c->pos += {amt} >> 3;")
-            return None
-        if m == "length":
-            return "(u64)L"
-        raise self.unsupported(f"packet_in.{m}", e)
+        return packet_in_method(self, e)
 
     def lookahead_place(self, e: ir.MethodCall) -> Place:
-        if not self.in_parser:
-            raise self.unsupported("lookahead outside the parser", e)
-        t = e.type
-        if isinstance(t, ir.HeaderT):
-            p = Place(self.u.layout.alloc(t, "lookahead"), t)
-            self.extract_into(p, t, advance=False, node=e)
-            return p
-        if isinstance(t, ir.StructT) and all(is_scalar(f.type) for f in t.fields):
-            as_header = ir.HeaderT(t.name, t.fields)
-            base = self.u.layout.alloc(as_header, "lookahead")
-            self.extract_into(Place(base, as_header), as_header, advance=False, node=e)
-            return Place(base + 1, t)
-        raise self.unsupported(f"lookahead of {t}", e)
+        return lookahead_place(self, e)
 
-    def bump_next(self, target: ir.Expr) -> None:
-        """After an extract into ``stack.next``: the stack's next index moves on."""
-        stack = target
-        while isinstance(stack, ir.Member):
-            stack = stack.base
-        if isinstance(stack, ir.StackProp) and stack.prop == "next":
-            self.emit(f"S[{self.place(stack.base).at()}] += 1;")
+    def scratch(self, t: ir.HeaderT, purpose: str) -> int:
+        return self.u.layout.alloc(t, purpose)
+
+    def bump_next_index(self, stack: Place) -> None:
+        self.emit(f"S[{stack.at()}] += 1;")
+
+    def lookahead_value(self, t: ir.Type, e: ir.MethodCall) -> str:
+        if wide_width(t):
+            w, _ = self.wk(t)
+            self.emit(f"if (c->pos + {(w + 7) // 8} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
+            return self.wtmp(f"w_get(data + c->pos, 0, {w})")
+        w, _ = word_bits(t, e)
+        nb = (w + 7) // 8
+        self.emit(f"if (c->pos + {nb} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
+        x = f"getbits(data + c->pos, 0, {w})"
+        if isinstance(t, ir.BoolT):
+            x = f"({x} != 0)"
+        return self.tmp(x)
+
+    def advance_bytes(self, n: int) -> None:
+        self.emit(f"if (c->pos + {n} > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
+        self.emit(f"c->pos += {n};")
+
+    def advance_bits(self, amount: ir.Expr, e: ir.MethodCall) -> None:
+        amt = self.tmp(self.expr(amount))
+        self.emit(f"if ({amt} & 7) {{ c->fault = 1; return; }}")
+        self.emit(f"if (c->pos + ({amt} >> 3) > L) {{ perr_code = {PACKET_TOO_SHORT}; goto perr; }}")
+        self.emit(f"c->pos += {amt} >> 3;")
+
+    def packet_length(self) -> str:
+        return "(u64)L"
 
     def extract_varbit(self, p: Place, ht: ir.HeaderT, size: ir.Expr, node: Any) -> None:
         """Two-argument ``extract``, checked in BMv2's order as the python executor's: a

@@ -9,6 +9,7 @@ from ..frontend import ir
 from ..lowering.args import call_arg, field_slots
 from ..lowering.externs import (Check, Checksum, Clone, FieldList, Hash, LogMsg, MarkToDrop, Random, Recirculate,
                                 SendDigest, Truncate, Verify, lower_extern_call)
+from ..lowering.packets import lookahead_place, packet_in_method
 from ..lowering.places import Place, members
 from ..lowering.types import bits, is_scalar
 from . import guards
@@ -238,93 +239,45 @@ class ExternGen(ExprGen):
 
     # ------------------------------------------------------------------ packets
     def packet_in_method(self, e: ir.MethodCall) -> str | None:
-        if not self.in_parser:
-            raise self.unsupported(f"packet_in.{e.method} outside the parser", e)
-        m = e.method
-        if m == "extract":
-            target = e.args[0].expr
-            if target is None:  # extract<H>(_): the bytes are checked and skipped
-                t = e.type_args[0] if e.type_args else None
-                if not isinstance(t, ir.HeaderT) or len(e.args) != 1:
-                    raise self.unsupported(f"extract into '_' of {t}", e)
-                self.extract_into(Place(self.prog.layout.alloc(t, "discard"), t), t, advance=True, node=e)
-                return None
-            p = self.place(target)
-            if not isinstance(p.type, ir.HeaderT):
-                raise self.unsupported(f"extract into {p.type}", e)
-            if len(e.args) == 2:
-                size = e.args[1].expr
-                assert size is not None
-                self.extract_varbit(p, p.type, size, e)
-            else:
-                self.extract_into(p, p.type, advance=True, node=e)
-            stack = target
-            while isinstance(stack, ir.Member):  # u.next.member: a stack of header unions
-                stack = stack.base
-            if isinstance(stack, ir.StackProp) and stack.prop == "next":
-                sp = self.place(stack.base)
-                self.emit(f"S[{sp.at()}] += 1")
-            return None
-        if m == "lookahead":
-            t = e.type
-            if isinstance(t, (ir.BitT, ir.BoolT)) or (isinstance(t, ir.EnumT) and t.underlying):
-                w, s = bits(t)
-                nb = (w + 7) // 8
-                self.emit(f"if pos + {nb} > L: raise _PErr({PACKET_TOO_SHORT})")
-                x = f"int.from_bytes(data[pos:pos + {nb}], 'big')"
-                if nb * 8 != w:
-                    x = f"({x} >> {nb * 8 - w})"
-                if s:
-                    from .exprgen import wrap_expr
-
-                    x = wrap_expr(x, w, True)
-                if isinstance(t, ir.BoolT):
-                    x = f"({x} != 0)"
-                r = self.tmp()
-                self.emit(f"{r} = {x}")
-                return r
-            if isinstance(t, (ir.HeaderT, ir.StructT)):
-                self.lookahead_place(e)  # a statement: only the length check has an effect
-                return None
-            raise self.unsupported(f"lookahead of {t} in an expression", e)
-        if m == "advance":
-            a = call_arg(e, "sizeInBits", 0)
-            if isinstance(a, ir.Const):
-                n = int(a.value)
-                if n % 8:
-                    raise self.unsupported(f"advance by {n} bits (not a whole number of bytes)", e)
-                self.emit(f"if pos + {n // 8} > L: raise _PErr({PACKET_TOO_SHORT})")
-                self.emit(f"pos += {n // 8}")
-            else:
-                amount = self.tmp()
-                self.emit(f"{amount} = {self.expr(a)}")
-                self.emit(f"if {amount} & 7: raise _AssertFail('advance by a number of bits that is not a multiple of 8 at {e.loc}')")
-                self.emit(f"if pos + ({amount} >> 3) > L: raise _PErr({PACKET_TOO_SHORT})")
-                self.emit(f"pos += {amount} >> 3")
-            return None
-        if m == "length":
-            return "L"
-        raise self.unsupported(f"packet_in.{m}", e)
+        return packet_in_method(self, e)
 
     def lookahead_place(self, e: ir.MethodCall) -> Place:
-        """``lookahead<H>()`` of a header or a struct of fixed-width fields as a value: the
-        bits are copied into a scratch slot range (a header there is valid), without
-        consuming them; its fields can then be read (``lookahead<H>().f``)."""
-        if not self.in_parser:
-            raise self.unsupported("lookahead outside the parser", e)
-        t = e.type
-        if isinstance(t, ir.HeaderT):
-            p = Place(self.prog.layout.alloc(t, "lookahead"), t)
-            self.extract_into(p, t, advance=False, node=e)
-            return p
-        if isinstance(t, ir.StructT) and all(isinstance(f.type, (ir.BitT, ir.BoolT)) or
-                                             (isinstance(f.type, ir.EnumT) and f.type.underlying)
-                                             for f in t.fields):
-            as_header = ir.HeaderT(t.name, t.fields)
-            base = self.prog.layout.alloc(as_header, "lookahead")
-            self.extract_into(Place(base, as_header), as_header, advance=False, node=e)
-            return Place(base + 1, t)  # a struct of scalars: the header's slots without valid
-        raise self.unsupported(f"lookahead of {t}", e)
+        return lookahead_place(self, e)
+
+    def scratch(self, t: ir.HeaderT, purpose: str) -> int:
+        return self.prog.layout.alloc(t, purpose)
+
+    def bump_next_index(self, stack: Place) -> None:
+        self.emit(f"S[{stack.at()}] += 1")
+
+    def lookahead_value(self, t: ir.Type, e: ir.MethodCall) -> str:
+        w, s = bits(t)
+        nb = (w + 7) // 8
+        self.emit(f"if pos + {nb} > L: raise _PErr({PACKET_TOO_SHORT})")
+        x = f"int.from_bytes(data[pos:pos + {nb}], 'big')"
+        if nb * 8 != w:
+            x = f"({x} >> {nb * 8 - w})"
+        if s:
+            x = wrap_expr(x, w, True)
+        if isinstance(t, ir.BoolT):
+            x = f"({x} != 0)"
+        r = self.tmp()
+        self.emit(f"{r} = {x}")
+        return r
+
+    def advance_bytes(self, n: int) -> None:
+        self.emit(f"if pos + {n} > L: raise _PErr({PACKET_TOO_SHORT})")
+        self.emit(f"pos += {n}")
+
+    def advance_bits(self, amount: ir.Expr, e: ir.MethodCall) -> None:
+        t = self.tmp()
+        self.emit(f"{t} = {self.expr(amount)}")
+        self.emit(f"if {t} & 7: raise _AssertFail('advance by a number of bits that is not a multiple of 8 at {e.loc}')")
+        self.emit(f"if pos + ({t} >> 3) > L: raise _PErr({PACKET_TOO_SHORT})")
+        self.emit(f"pos += {t} >> 3")
+
+    def packet_length(self) -> str:
+        return "L"
 
     def extract_varbit(self, p: Place, ht: ir.HeaderT, size: ir.Expr, node: Any) -> None:
         """Two-argument ``extract``: the header's varbit field gets ``size`` bits. Checked in
