@@ -40,6 +40,7 @@ JOB_TAG = "INNET_JOB"
 RESULT_TAG = "INNET_RESULT"
 REJOIN_TAG = "INNET_REJOIN"
 HELD_TAG = "INNET_HELD"
+REPUSH_TAG = "INNET_REPUSH"
 REJOIN_PORT = 18790
 """TCP port (on the overlay only) where a rejoin controller hears worker tasks start and finish."""
 EXIT_USAGE = 2
@@ -195,11 +196,6 @@ def _session(config: ClusterRoleConfig, election_id: int | None) -> Any:
 def run_controller(config: ClusterRoleConfig) -> int:
     """Pipeline, forwarding, the training job, then the ``sum`` job (attached last: a worker
     that sees it attached finds everything in place)."""
-    from innet.controller.jobs import Forwarding, JobSpec, Route, WorkerSpec
-    from innet.controller.pipeline import PipelineConfig
-    from innet.testbed.core.testbed import P4_PROGRAM
-    from innet.testbed.ina.compose import create_training_job, pipeline_defines
-
     base = config.base
     if config.workload == "ddp":  # one sum job; the steps are the DDP script's
         base = dataclasses.replace(base, train_steps=0)
@@ -208,14 +204,8 @@ def run_controller(config: ClusterRoleConfig) -> int:
 
         serve_store(base.workers, base.deadline)
         return 0
-    topo = _ports(config).topology()
-    sw = topo.switch()
-    workers = tuple(WorkerSpec(rank=h.rank, port=h.rank + 1, mac=h.mac, ip=h.address, udp_port=18767)
-                    for h in topo.workers)
     with _session(config, 1) as ctl:
-        ctl.push(PipelineConfig.load(P4_PROGRAM, pipeline_defines(base), switch_impl="innet"))
-        routes = tuple(Route(f"{w.ip}/32", w.mac, w.port) for w in workers)
-        ctl.install_forwarding({"s1": Forwarding(sw.mac, sw.ip, routes, tuple((w.ip, w.mac) for w in workers))})
+        workers = _push_star(ctl, config, base)
         if config.luwu is not None:
             from innet.testbed.cluster.luwu_roles import create_job
 
@@ -223,20 +213,64 @@ def run_controller(config: ClusterRoleConfig) -> int:
             print(f"{JOB_TAG} " + json.dumps({"job": base.job_id, "epoch": epoch, "workers": base.workers,
                                               "nodes": config.luwu.nodes, "k": base.k, "workload": "luwu"}), flush=True)
             return 0
-        train = create_training_job(ctl, base, workers) if base.train_steps else None
-        job = JobSpec(job_id=base.job_id, workers=workers, slot_base=0, slot_count=base.window, k=base.k,
-                      mode="sum")
-        ctl.create_job(job)
-        epoch = ctl.attach(job.job_id)
-    print(f"{JOB_TAG} " + json.dumps({"job": job.job_id, "epoch": epoch, "workers": base.workers, "k": base.k,
+        epoch, train = _demo_jobs(ctl, base, workers)
+    print(f"{JOB_TAG} " + json.dumps({"job": base.job_id, "epoch": epoch, "workers": base.workers, "k": base.k,
                                       "train": train, "workload": config.workload}), flush=True)
     if config.workload == "ddp":
         from innet.testbed.cluster.ddp import serve_rendezvous
 
         serve_rendezvous(base.workers, base.deadline)
     elif config.rejoin:
-        serve_rejoin(config)
+        serve_rejoin(config, epoch)
     return 0
+
+
+def _push_star(ctl: Any, config: ClusterRoleConfig, base: ComposeConfig) -> tuple[Any, ...]:
+    """``innet.p4`` and the star's forwarding on the switch: the workers' specs."""
+    from innet.controller.jobs import Forwarding, Route, WorkerSpec
+    from innet.controller.pipeline import PipelineConfig
+    from innet.testbed.core.testbed import P4_PROGRAM
+    from innet.testbed.ina.compose import pipeline_defines
+
+    topo = _ports(config).topology()
+    sw = topo.switch()
+    workers = tuple(WorkerSpec(rank=h.rank, port=h.rank + 1, mac=h.mac, ip=h.address, udp_port=18767)
+                    for h in topo.workers)
+    ctl.push(PipelineConfig.load(P4_PROGRAM, pipeline_defines(base), switch_impl="innet"))
+    routes = tuple(Route(f"{w.ip}/32", w.mac, w.port) for w in workers)
+    ctl.install_forwarding({"s1": Forwarding(sw.mac, sw.ip, routes, tuple((w.ip, w.mac) for w in workers))})
+    return workers
+
+
+def _demo_jobs(ctl: Any, base: ComposeConfig, workers: tuple[Any, ...], after: int = 0) -> tuple[int, Any]:
+    """The training job, then the ``sum`` job attached at an epoch above ``after`` (a restarted
+    switch starts counting again; the workers wait for an epoch above the one they lost):
+    its epoch and the training job's document."""
+    from innet.controller.jobs import JobSpec
+    from innet.testbed.ina.compose import create_training_job
+
+    train = create_training_job(ctl, base, workers) if base.train_steps else None
+    ctl.create_job(JobSpec(job_id=base.job_id, workers=workers, slot_base=0, slot_count=base.window, k=base.k,
+                           mode="sum"))
+    if after:
+        ctl["s1"].attach(base.job_id, after + 1)
+        return after + 1, train
+    return int(ctl.attach(base.job_id)), train
+
+
+def _switch_restarted(config: ClusterRoleConfig) -> bool:
+    """Whether the switch lost the ``sum`` job (a new switch task: no pipeline, no jobs);
+    False while it cannot be asked."""
+    from innet.controller.errors import ControllerError
+
+    try:
+        with _session(config, 1) as ctl:
+            try:
+                return config.base.job_id not in {j.job_id for j in ctl.jobs()["s1"]}
+            except ControllerError:  # connected, but no pipeline to read the jobs from
+                return True
+    except (ControllerError, ComposeError, OSError):
+        return False
 
 
 def _reattach(config: ClusterRoleConfig) -> int:
@@ -256,20 +290,26 @@ def _reattach(config: ClusterRoleConfig) -> int:
         return int(ctl.attach(base.job_id))
 
 
-def serve_rejoin(config: ClusterRoleConfig) -> None:
+def serve_rejoin(config: ClusterRoleConfig, epoch: int) -> None:
     """Until every slot finished (or the deadline): ``start <slot>`` from a worker task answers
     ``first``, or ``again`` once a new worker set is attached (the slot's task was replaced);
-    ``done <slot>`` marks a slot finished."""
+    ``done <slot>`` marks a slot finished. Between requests it checks the switch: a switch
+    task that lost the jobs (restarted) gets the pipeline, forwarding and both jobs again, the
+    ``sum`` job at an epoch above ``epoch``, and the workers run again at it."""
     base = config.base
     started: set[int] = set()
     done: set[int] = set()
     end = time.monotonic() + base.deadline
     with socket.create_server(("0.0.0.0", REJOIN_PORT)) as server:
-        server.settimeout(1.0)
+        server.settimeout(2.0)
         while len(done) < base.workers and time.monotonic() < end:
             try:
                 conn, _ = server.accept()
             except TimeoutError:
+                if _switch_restarted(config):
+                    with _session(config, 1) as ctl:
+                        epoch, _ = _demo_jobs(ctl, base, _push_star(ctl, config, base), after=epoch)
+                    print(f"{REPUSH_TAG} " + json.dumps({"epoch": epoch}), flush=True)
                 continue
             with conn:
                 conn.settimeout(30.0)
@@ -314,17 +354,19 @@ def _rejoining_worker(config: ClusterRoleConfig, rank: int) -> dict[str, Any]:
     from innet.testbed.ina.compose import allreduce_and_train
 
     first = _tell_controller(config, "start") == "first"
-    hold_step = config.hold[1] if first and config.hold and config.hold[0] == config.slot else None
+    hold = {"step": config.hold[1] if first and config.hold and config.hold[0] == config.slot else -1}
+    min_epoch = 1
 
     def on_step(step: int, loss: float) -> None:
-        if step == hold_step:
+        if step == hold["step"]:  # once: held until killed, or until a new set is attached
+            hold["step"] = -1
             print(f"{HELD_TAG} " + json.dumps({"slot": config.slot, "step": step}), flush=True)
-            while True:  # until the task is killed
-                time.sleep(1.0)
+            wait_for_jobs(config, min_epoch + 1)
+            raise AggregationError(f"worker rank {rank}: held at step {step}; a new worker set was attached")
 
-    min_epoch = 1
     while True:
         job = wait_for_jobs(config, min_epoch)
+        min_epoch = int(job["epoch"])
         try:
             doc = allreduce_and_train(config.base, job, rank, on_step)
         except (AggregationError, TimeoutError) as error:

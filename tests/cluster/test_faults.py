@@ -83,20 +83,36 @@ HOLD_SLOT = 2
 HOLD_STEP = 1
 
 
-def _kill_task(swarm_lab: Any, spec_name: str, slot: int) -> str:
-    """``docker kill`` of the running container of worker ``slot``, on its node's dockerd: the node."""
+def _kill_task(swarm_lab: Any, spec_name: str, slot: int, service: str = "worker") -> str:
+    """``docker kill`` of the running container of ``service``'s ``slot``, on its node's dockerd: the node."""
     from innet.testbed.cluster import stack
 
     client = swarm_lab.manager.client
     hostnames = {n.id: n.attrs["Description"]["Hostname"] for n in client.nodes.list()}
-    for task in stack.services(client, spec_name)["worker"].tasks():
+    for task in stack.services(client, spec_name)[service].tasks():
         status = task.get("Status", {})
         if task.get("Slot") == slot and status.get("State") == "running":
             hostname = hostnames[task["NodeID"]]
             node = next(n for n in swarm_lab.nodes if n.name == hostname)
             node.client.containers.get(status["ContainerStatus"]["ContainerID"]).kill()
             return hostname
-    raise AssertionError(f"no running task in worker slot {slot}")
+    raise AssertionError(f"no running task in {service} slot {slot}")
+
+
+def _deploy_held(swarm_lab: Any, spec: Any) -> dict[str, Any]:
+    """Deploy ``spec`` and wait until its held worker stopped: the controller's job document."""
+    from innet.testbed.cluster import stack
+    from innet.testbed.cluster.roles import HELD_TAG
+
+    client = swarm_lab.manager.client
+    stack.deploy(client, spec, docker_host=swarm_lab.manager.docker_host)
+    end = time.monotonic() + 300
+    while not stack._tagged(stack.services(client, spec.name)["worker"], HELD_TAG):
+        assert time.monotonic() < end, f"worker slot {spec.hold[0]} not held: {stack.task_rows(client, spec.name)}"
+        time.sleep(1.0)
+    first = stack.job_document(client, spec.name)
+    assert first is not None and stack.results(client, spec.name) == []
+    return first
 
 
 def test_killed_worker_is_replaced_and_rejoins_with_a_new_epoch(swarm_lab: Any, tmp_path: Path) -> None:
@@ -106,7 +122,7 @@ def test_killed_worker_is_replaced_and_rejoins_with_a_new_epoch(swarm_lab: Any, 
     training at the new epoch are exact."""
     from innet.testbed.cluster import stack
     from innet.testbed.cluster.certs import make_certs
-    from innet.testbed.cluster.roles import HELD_TAG, REJOIN_TAG
+    from innet.testbed.cluster.roles import REJOIN_TAG
     from innet.testbed.ina.compose import ComposeConfig, digest, expected_sum, expected_training
 
     client = swarm_lab.manager.client
@@ -114,13 +130,7 @@ def test_killed_worker_is_replaced_and_rejoins_with_a_new_epoch(swarm_lab: Any, 
                              train_steps=TRAIN_STEPS, tls_dir=make_certs(tmp_path / "tls"), deadline=240,
                              rejoin=True, hold=(HOLD_SLOT, HOLD_STEP))
     try:
-        stack.deploy(client, spec, docker_host=swarm_lab.manager.docker_host)
-        end = time.monotonic() + 300
-        while not stack._tagged(stack.services(client, spec.name)["worker"], HELD_TAG):
-            assert time.monotonic() < end, f"worker slot {HOLD_SLOT} not held: {stack.task_rows(client, spec.name)}"
-            time.sleep(1.0)
-        first = stack.job_document(client, spec.name)
-        assert first is not None and stack.results(client, spec.name) == []
+        first = _deploy_held(swarm_lab, spec)
         killed_on = _kill_task(swarm_lab, spec.name, HOLD_SLOT)
         docs = stack.wait_results(client, spec, 360, progress=print)
         rejoins = stack._tagged(stack.services(client, spec.name)["controller"], REJOIN_TAG)
@@ -159,3 +169,36 @@ def test_rejoin_and_hold_options_reach_the_tasks_and_bad_ones_are_named() -> Non
         stack.ClusterSpec(workers=4, train_steps=3, hold=(2, 1))
     with pytest.raises(ComposeError, match="INNET_HOLD='2': expected slot:step"):
         ClusterRoleConfig.from_env({"INNET_HOLD": "2"})
+
+
+def test_restarted_switch_gets_pipeline_and_jobs_again_and_workers_resume(swarm_lab: Any, tmp_path: Path) -> None:
+    """The switch task killed while the workers train (slot ``HOLD_SLOT`` held after step
+    ``HOLD_STEP``): Swarm starts a new switch task, the controller that stayed up pushes the
+    pipeline, forwarding and both jobs again, and every worker runs again at the new epoch, exactly."""
+    from innet.testbed.cluster import stack
+    from innet.testbed.cluster.certs import make_certs
+    from innet.testbed.cluster.roles import REPUSH_TAG
+    from innet.testbed.ina.compose import ComposeConfig, digest, expected_sum, expected_training
+
+    client = swarm_lab.manager.client
+    spec = stack.ClusterSpec(name="innetswitchrestart", image=swarm_lab.image, workers=WORKERS, elements=1024,
+                             train_steps=TRAIN_STEPS, tls_dir=make_certs(tmp_path / "tls"), deadline=240,
+                             rejoin=True, hold=(HOLD_SLOT, HOLD_STEP))
+    try:
+        first = _deploy_held(swarm_lab, spec)
+        _kill_task(swarm_lab, spec.name, 1, service="switch")
+        docs = stack.wait_results(client, spec, 360, progress=print)
+        repushes = stack._tagged(stack.services(client, spec.name)["controller"], REPUSH_TAG)
+        rows = stack.task_rows(client, spec.name)
+    finally:
+        stack.remove(client, spec.name, docker_host=swarm_lab.manager.docker_host,
+                     node_clients=tuple(n.client for n in swarm_lab.nodes[1:]))
+    want_sum = digest(expected_sum(WORKERS, 1024))
+    want_train = digest(expected_training(ComposeConfig(workers=WORKERS, train_steps=TRAIN_STEPS, k=256)))
+    assert [r["epoch"] for r in repushes] == [first["epoch"] + 1], repushes
+    assert [(d["rank"], d["ok"], d["sha256"], d["epoch"]) for d in docs] == \
+        [(r, True, want_sum, first["epoch"] + 1) for r in range(WORKERS)]
+    assert [(d["train"]["bit_exact"], d["train"]["sha256"]) for d in docs] == [(True, want_train)] * WORKERS
+    switch_tasks = [r for r in rows if r["service"] == "switch"]
+    assert len(switch_tasks) == 2 and sum(r["state"] == "failed" for r in switch_tasks) == 1, switch_tasks
+    assert not [r for r in rows if r["service"] == "worker" and r["state"] == "failed"], rows
