@@ -26,8 +26,12 @@ class AggregateEmitter(Protocol):
         """Mark the header at ``dst`` valid (an initializer makes a header valid)."""
         ...
 
-    def copy_place(self, dst: Place, src: Place, t: ir.Type) -> None:
-        """Copy a whole value of type ``t``."""
+    def copy_slots(self, dst: Place, src: Place, n: int) -> None:
+        """Copy the ``n`` slots at ``src`` to ``dst``."""
+        ...
+
+    def invalidate_siblings_when_valid(self, dst: Place) -> None:
+        """When the header at ``dst`` is valid, mark its union siblings invalid."""
         ...
 
     def if_else(self, cond: ir.Expr, then: Callable[[], None], else_: Callable[[], None]) -> None:
@@ -83,12 +87,20 @@ def assign_aggregate(dst: Place, rhs: ir.Expr, out: AggregateEmitter, layout: Sl
         return
     if isinstance(rhs, ir.FunctionCall) and not isinstance(rhs.func.return_type, ir.VoidT):
         out.function_call(rhs)
-        out.copy_place(dst, out.function_ret_place(rhs.func), t)
+        copy_whole(dst, out.function_ret_place(rhs.func), t, out, layout)
         return
     if isinstance(rhs, (ir.VarRef, ir.Member, ir.StackElem, ir.StackProp)):
-        out.copy_place(dst, out.place(rhs), t)
+        copy_whole(dst, out.place(rhs), t, out, layout)
         return
     raise out.unsupported(f"assignment of {type(rhs).__name__} to a {t} value", rhs)
+
+
+def copy_whole(dst: Place, src: Place, t: ir.Type, out: AggregateEmitter, layout: SlotLayout) -> None:
+    """Copy a whole value of ``t`` slot by slot; a valid header copied into a member of a
+    header union leaves the union's other members invalid."""
+    out.copy_slots(dst, src, layout.nslots(t))
+    if isinstance(t, ir.HeaderT) and dst.union_siblings:
+        out.invalidate_siblings_when_valid(dst)
 
 
 def part(dst: Place, x: ir.Expr, out: AggregateEmitter, layout: SlotLayout) -> None:

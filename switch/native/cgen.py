@@ -1022,14 +1022,14 @@ class Gen(WideGen):
     def function_ret_place(self, f: ir.Function) -> Place:
         return Place(self.u.function_ret(f), f.return_type)
 
-    def copy_place(self, dst: Place, src: Place, t: ir.Type) -> None:
-        n = nslots(t)
+    def copy_slots(self, dst: Place, src: Place, n: int) -> None:
         if n == 1:
             self.emit(f"S[{dst.at()}] = S[{src.at()}];")
         else:
             self.emit(f"memmove(&S[{dst.at()}], &S[{src.at()}], {n} * sizeof(u64));")
-        if isinstance(t, ir.HeaderT) and dst.union_siblings:
-            self.emit(f"if (S[{dst.at()}]) {{ {' '.join(f'S[{sb}] = 0;' for sb in dst.union_siblings)} }}")
+
+    def invalidate_siblings_when_valid(self, dst: Place) -> None:
+        self.emit(f"if (S[{dst.at()}]) {{ {' '.join(f'S[{sb}] = 0;' for sb in dst.union_siblings)} }}")
 
     # ------------------------------------------------------------------ calls
     def bind_args(self, params: tuple[ir.Param, ...], args: tuple[ir.Arg, ...], node: Any

@@ -232,19 +232,18 @@ class StmtGen(ExternGen):
     def function_ret_place(self, f: ir.Function) -> Place:
         return Place(self.prog.function_ret(f), f.return_type)
 
-    def copy_place(self, dst: Place, src: Place, t: ir.Type) -> None:
-        """Copy an aggregate value slot by slot (a header copy keeps the union rule)."""
-        n = nslots(t)
+    def copy_slots(self, dst: Place, src: Place, n: int) -> None:
         if n == 1:
             self.emit(f"S[{dst.at()}] = S[{src.at()}]")
         else:
             self.emit(f"S[{span(dst)}] = S[{span(src)}]")
-        if isinstance(t, ir.HeaderT) and dst.union_siblings:
-            self.emit(f"if S[{dst.at()}]:")
-            self.ind += 1
-            for sb in dst.union_siblings:
-                self.emit(f"S[{sb}] = False")
-            self.ind -= 1
+
+    def invalidate_siblings_when_valid(self, dst: Place) -> None:
+        self.emit(f"if S[{dst.at()}]:")
+        self.ind += 1
+        for sb in dst.union_siblings:
+            self.emit(f"S[{sb}] = False")
+        self.ind -= 1
 
     # ------------------------------------------------------------------ methods
     def method_call(self, e: ir.MethodCall) -> str | None:
