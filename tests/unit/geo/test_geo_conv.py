@@ -7,21 +7,9 @@ import pytest
 
 from innet.host.geo.conv import Conv2d, GlobalAvgPool, ToImage
 from innet.host.geo.ops import OpError
+from testkit.gradcheck import numeric_gradient
 
 
-def _numeric(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    g = np.zeros_like(x)
-    it = np.nditer(x, flags=["multi_index"])
-    for _ in it:
-        i = it.multi_index
-        old = x[i]
-        x[i] = old + eps
-        hi = f()
-        x[i] = old - eps
-        lo = f()
-        x[i] = old
-        g[i] = (hi - lo) / (2 * eps)
-    return g
 
 
 @pytest.mark.parametrize("stride,padding", [(1, 1), (2, 1), (1, 0), (2, 0)])
@@ -37,9 +25,9 @@ def test_conv2d_backward_matches_finite_differences(stride: int, padding: int) -
 
     out, ctx = op.forward([x], p)
     (gx,), gp = op.backward(ctx, proj, p)
-    np.testing.assert_allclose(gx, _numeric(f, x), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(gx, numeric_gradient(f, x), rtol=1e-6, atol=1e-7)
     for k in p:
-        np.testing.assert_allclose(gp[k], _numeric(f, p[k]), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(gp[k], numeric_gradient(f, p[k]), rtol=1e-6, atol=1e-7)
 
 
 def test_pool_and_reshape_backward() -> None:
@@ -48,7 +36,7 @@ def test_pool_and_reshape_backward() -> None:
     proj = rng.standard_normal((2, 3))
     out, ctx = GlobalAvgPool().forward([x], {})
     (gx,), _ = GlobalAvgPool().backward(ctx, proj, {})
-    np.testing.assert_allclose(gx, _numeric(lambda: float((GlobalAvgPool().forward([x], {})[0] * proj).sum()), x))
+    np.testing.assert_allclose(gx, numeric_gradient(lambda: float((GlobalAvgPool().forward([x], {})[0] * proj).sum()), x))
     flat = rng.standard_normal((2, 12))
     img, ctx = ToImage(3, 2, 2).forward([flat], {})
     assert img.shape == (2, 3, 2, 2)
@@ -96,7 +84,7 @@ def test_resnet_graph_gradients_and_training() -> None:
     feeds = {"x": rng.standard_normal((3, 64)), "y": np.array([1, 4, 7])}
     _, grads = loss_and_grads(g, feeds, p)
     w = p["r0c1"]["w"]
-    num = _numeric(lambda: loss_and_grads(g, feeds, p)[0], w)
+    num = numeric_gradient(lambda: loss_and_grads(g, feeds, p)[0], w)
     np.testing.assert_allclose(grads["r0c1"]["w"], num, rtol=1e-5, atol=1e-8)
 
     data = Digits.load(0)

@@ -6,21 +6,9 @@ import numpy as np
 import pytest
 
 from innet.host.geo import ops
+from testkit.gradcheck import numeric_gradient
 
 
-def _numeric(f, x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    g = np.zeros_like(x)
-    it = np.nditer(x, flags=["multi_index"])
-    for _ in it:
-        i = it.multi_index
-        old = x[i]
-        x[i] = old + eps
-        hi = f()
-        x[i] = old - eps
-        lo = f()
-        x[i] = old
-        g[i] = (hi - lo) / (2 * eps)
-    return g
 
 
 def _check(op: ops.Op, xs: list[np.ndarray], float_inputs: list[int]) -> None:
@@ -37,9 +25,9 @@ def _check(op: ops.Op, xs: list[np.ndarray], float_inputs: list[int]) -> None:
     _, ctx = op.forward(xs, params)
     gin, gp = op.backward(ctx, weights, params)
     for i in float_inputs:
-        np.testing.assert_allclose(gin[i], _numeric(objective, xs[i]), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(gin[i], numeric_gradient(objective, xs[i]), rtol=1e-5, atol=1e-7)
     for k, v in params.items():
-        np.testing.assert_allclose(gp[k], _numeric(objective, v), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(gp[k], numeric_gradient(objective, v), rtol=1e-5, atol=1e-7)
 
 
 def test_linear_backward_matches_finite_differences() -> None:
