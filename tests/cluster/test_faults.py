@@ -99,6 +99,17 @@ def _kill_task(swarm_lab: Any, spec_name: str, slot: int, service: str = "worker
     raise AssertionError(f"no running task in {service} slot {slot}")
 
 
+def _assert_exact_at(docs: list[dict[str, Any]], epoch: int) -> None:
+    """Every rank's sum and training exact (the numpy model's digests), all at ``epoch``."""
+    from innet.testbed.ina.compose import ComposeConfig, digest, expected_sum, expected_training
+
+    want_sum = digest(expected_sum(WORKERS, 1024))
+    want_train = digest(expected_training(ComposeConfig(workers=WORKERS, train_steps=TRAIN_STEPS, k=256)))
+    assert [(d["rank"], d["ok"], d["sha256"], d["epoch"]) for d in docs] == \
+        [(r, True, want_sum, epoch) for r in range(WORKERS)]
+    assert [(d["train"]["bit_exact"], d["train"]["sha256"]) for d in docs] == [(True, want_train)] * WORKERS
+
+
 def _deploy_held(swarm_lab: Any, spec: Any) -> dict[str, Any]:
     """Deploy ``spec`` and wait until its held worker stopped: the controller's job document."""
     from innet.testbed.cluster import stack
@@ -123,7 +134,6 @@ def test_killed_worker_is_replaced_and_rejoins_with_a_new_epoch(swarm_lab: Any, 
     from innet.testbed.cluster import stack
     from innet.testbed.cluster.certs import make_certs
     from innet.testbed.cluster.roles import REJOIN_TAG
-    from innet.testbed.ina.compose import ComposeConfig, digest, expected_sum, expected_training
 
     client = swarm_lab.manager.client
     spec = stack.ClusterSpec(name="innetrejoin", image=swarm_lab.image, workers=WORKERS, elements=1024,
@@ -138,14 +148,10 @@ def test_killed_worker_is_replaced_and_rejoins_with_a_new_epoch(swarm_lab: Any, 
     finally:
         stack.remove(client, spec.name, docker_host=swarm_lab.manager.docker_host,
                      node_clients=tuple(n.client for n in swarm_lab.nodes[1:]))
-    want_sum = digest(expected_sum(WORKERS, 1024))
-    want_train = digest(expected_training(ComposeConfig(workers=WORKERS, train_steps=TRAIN_STEPS, k=256)))
     assert [r["slot"] for r in rejoins] == [HOLD_SLOT], rejoins
     new_epoch = rejoins[0]["epoch"]
     assert new_epoch > first["epoch"]
-    assert [(d["rank"], d["ok"], d["sha256"], d["epoch"]) for d in docs] == \
-        [(r, True, want_sum, new_epoch) for r in range(WORKERS)]
-    assert [(d["train"]["bit_exact"], d["train"]["sha256"]) for d in docs] == [(True, want_train)] * WORKERS
+    _assert_exact_at(docs, new_epoch)
     slot_tasks = [r for r in rows if r["service"] == "worker" and r["slot"] == str(HOLD_SLOT)]
     assert len(slot_tasks) == 2 and sum(r["state"] == "failed" for r in slot_tasks) == 1, \
         f"worker slot {HOLD_SLOT} (killed on {killed_on}): {slot_tasks}"
@@ -178,7 +184,6 @@ def test_restarted_switch_gets_pipeline_and_jobs_again_and_workers_resume(swarm_
     from innet.testbed.cluster import stack
     from innet.testbed.cluster.certs import make_certs
     from innet.testbed.cluster.roles import REPUSH_TAG
-    from innet.testbed.ina.compose import ComposeConfig, digest, expected_sum, expected_training
 
     client = swarm_lab.manager.client
     spec = stack.ClusterSpec(name="innetswitchrestart", image=swarm_lab.image, workers=WORKERS, elements=1024,
@@ -193,12 +198,8 @@ def test_restarted_switch_gets_pipeline_and_jobs_again_and_workers_resume(swarm_
     finally:
         stack.remove(client, spec.name, docker_host=swarm_lab.manager.docker_host,
                      node_clients=tuple(n.client for n in swarm_lab.nodes[1:]))
-    want_sum = digest(expected_sum(WORKERS, 1024))
-    want_train = digest(expected_training(ComposeConfig(workers=WORKERS, train_steps=TRAIN_STEPS, k=256)))
     assert [r["epoch"] for r in repushes] == [first["epoch"] + 1], repushes
-    assert [(d["rank"], d["ok"], d["sha256"], d["epoch"]) for d in docs] == \
-        [(r, True, want_sum, first["epoch"] + 1) for r in range(WORKERS)]
-    assert [(d["train"]["bit_exact"], d["train"]["sha256"]) for d in docs] == [(True, want_train)] * WORKERS
+    _assert_exact_at(docs, first["epoch"] + 1)
     switch_tasks = [r for r in rows if r["service"] == "switch"]
     assert len(switch_tasks) == 2 and sum(r["state"] == "failed" for r in switch_tasks) == 1, switch_tasks
     assert not [r for r in rows if r["service"] == "worker" and r["state"] == "failed"], rows

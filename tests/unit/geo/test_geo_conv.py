@@ -10,8 +10,6 @@ from innet.host.geo.ops import OpError
 from testkit.gradcheck import numeric_gradient
 
 
-
-
 @pytest.mark.parametrize("stride,padding", [(1, 1), (2, 1), (1, 0), (2, 0)])
 def test_conv2d_backward_matches_finite_differences(stride: int, padding: int) -> None:
     rng = np.random.default_rng(0)

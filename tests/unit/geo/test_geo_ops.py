@@ -9,8 +9,6 @@ from innet.host.geo import ops
 from testkit.gradcheck import numeric_gradient
 
 
-
-
 def _check(op: ops.Op, xs: list[np.ndarray], float_inputs: list[int]) -> None:
     rng = np.random.default_rng(0)
     params = {k: v.astype(np.float64) for k, v in op.init(rng).items()}
