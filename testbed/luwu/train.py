@@ -407,7 +407,7 @@ def _run_reporting(spec: TrainSpec) -> int:
         return 2
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
-        return run(spec)
+        code = run(spec)
     except Exception as error:  # one line, the orchestrator shows it with the log
         # when (CLOCK_MONOTONIC, one clock for every process of the machine): the failure test
         # measures detection, not the interpreter's exit after it
@@ -415,6 +415,22 @@ def _run_reporting(spec: TrainSpec) -> int:
         print(f"luwu_train rank {spec.rank} ({spec.mode}): {type(error).__name__}: {error}", file=sys.stderr,
               flush=True)
         return 3
+    if spec.mode in DISTRIBUTED:
+        _exit_skipping_native_destructors(code)
+    return code
+
+
+def _exit_skipping_native_destructors(code: int) -> None:
+    """End a distributed worker without running C++ static destructors.
+
+    Every result is printed and every group and agent is closed by now, but torch's gloo and
+    FSDP offload keep native threads whose destructors, run at interpreter exit, can abort the
+    process ("terminate called without an active exception", SIGABRT) after a run that
+    succeeded, turning a good run into a failed rank. Nothing of the run is left to lose.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
