@@ -15,141 +15,19 @@ directory and prints a rich table. A benchmark is a program, not a test (docs/de
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import os
 import statistics
-import subprocess
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from innet.wire import IP_OVERHEAD, SUPPORTED_K, k_for_mtu, message_len
 from innet.testbed.core import bounds as costmodel
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions, WorkerResult
 from innet.testbed.core.topology import Link, star
 from innet.testbed.core.machine import describe as machine, switch_description
 from innet.testbed.core.report import Column, markdown_table as markdown_table_of, rich_table
-from innet.testbed.backends.select import open_testbed as open_star, resolve_backend
-
-@dataclass(frozen=True)
-class BenchConfig:
-    """The grid and the settings of one benchmark run."""
-
-    workers: tuple[int, ...] = (2, 4)
-    """Worker counts N (2..8), one testbed each."""
-    sizes: tuple[int, ...] = (1024, 16384, 262144)
-    """Elements S per allreduce (float32)."""
-    losses: tuple[float, ...] = (0.0,)
-    """Random loss per link direction in percent (a cls_bpf random drop in Mininet: the kernel has no
-    netem; switch output on loopback)."""
-    bw_mbps: float | None = 1000.0
-    """Link rate (Mininet TCLink); None for unshaped veths."""
-    delay_ms: float | None = None
-    """One-way link delay in ms (Mininet)."""
-    repeats: int = 2
-    """Timed operations per size and collective (after one warm-up)."""
-    k: int | None = None
-    """Values per packet (``INNET_K``, one of ``wire.SUPPORTED_K``); None: the largest whose
-    frame fits the MTU (256 at 1500, 2048 at 9000)."""
-    mtu: int | None = None
-    """Link MTU (Mininet: every host and switch interface, for innet and gloo alike); None:
-    the interfaces' default, 1500."""
-    window: int = 16
-    """Slots per job (outstanding chunks per worker)."""
-    collectives: tuple[str, ...] = ("ina", "gloo")
-    """What to run: ``ina`` (innet) and/or ``gloo``."""
-    backend: str = "auto"
-    """``mininet``, ``loopback`` or ``auto`` (Mininet when root)."""
-    executor: str = "auto"
-    """The switch's packet executor (``innet-switch --executor``): native, python or auto."""
-    switch_impls: tuple[str, ...] = ("innet",)
-    """The switches, each measured on its own testbed in this run, rows labelled by it:
-    ``innet`` and/or ``bmv2`` (simple_switch_grpc, Mininet only; ``TestbedOptions.switch_impl``)."""
-    out_dir: Path = Path("results")
-    """Where JSON and PNG go."""
-    timeout_s: float = 300.0
-    """Seconds one collective may take for all sizes; beyond, it is recorded as a failure."""
-
-    def __post_init__(self) -> None:
-        for n in self.workers:
-            if not 2 <= n <= 8:
-                raise ValueError(f"bench workers={n}: must be within 2..8")
-        for s in self.sizes:
-            if not 1 <= s <= 1 << 24:
-                raise ValueError(f"bench size={s}: must be within 1..16M elements")
-        for p in self.losses:
-            if not 0 <= p < 100:
-                raise ValueError(f"bench loss={p}: must be a percentage within 0..100")
-        unknown = set(self.collectives) - {"ina", "gloo"}
-        if unknown or not self.collectives:
-            raise ValueError(f"bench collectives={self.collectives}: choose from ina, gloo")
-        if self.backend not in ("auto", "mininet", "loopback"):
-            raise ValueError(f"bench backend={self.backend!r}: choose auto, mininet or loopback")
-        if not self.switch_impls or set(self.switch_impls) - {"innet", "bmv2"} \
-                or len(set(self.switch_impls)) != len(self.switch_impls):
-            raise ValueError(f"bench switch_impls={self.switch_impls}: one or more of innet, bmv2, each once")
-        if self.repeats < 1:
-            raise ValueError(f"bench repeats={self.repeats}: must be >= 1")
-        if self.mtu is not None and not 576 <= self.mtu <= 9000:
-            raise ValueError(f"bench mtu={self.mtu}: must be within 576..9000")
-        if self.k is not None:
-            if self.k not in SUPPORTED_K:
-                raise ValueError(f"bench k={self.k}: innet.p4 builds K in {', '.join(map(str, SUPPORTED_K))}")
-            if IP_OVERHEAD + message_len(self.k) > self.link_mtu:
-                raise ValueError(f"bench k={self.k}: a {IP_OVERHEAD + message_len(self.k)}-byte innet "
-                                 f"packet exceeds mtu {self.link_mtu} (largest K that fits: "
-                                 f"{k_for_mtu(self.link_mtu)})")
-
-    @property
-    def link_mtu(self) -> int:
-        """The MTU the links have (1500 unless set)."""
-        return self.mtu if self.mtu is not None else 1500
-
-    def resolved_k(self) -> int:
-        """K as given, else the largest supported K whose frame fits the MTU."""
-        return self.k if self.k is not None else k_for_mtu(self.link_mtu)
-
-    def resolved_backend(self) -> str:
-        return resolve_backend(self.backend)
-
-
-@dataclass(frozen=True)
-class Row:
-    """One (collective, N, S, loss) measurement with its theory."""
-
-    collective: str
-    workers: int
-    elements: int
-    loss_pct: float
-    ok: bool
-    """Every worker got the right sum in every operation."""
-    time_mean_s: float
-    """Completion time, mean over workers and operations (each worker from its start to its result)."""
-    time_max_s: float
-    """Slowest worker, mean over operations (the collective's time)."""
-    goodput_gbps: float
-    """Message bits / ``time_max_s``."""
-    switch_pps: float | None
-    """Frames all workers sent per second of operation (the switch's ingress rate)."""
-    wire_up: float | None
-    """Bytes a worker sent per operation (mean over workers), None where not measured."""
-    wire_down: float | None
-    """Bytes a worker received per operation."""
-    wire_source: str | None
-    """``hI-eth0`` (interface counters) or ``agent`` (the agent's frames)."""
-    theory_time_s: float
-    """Cost-model lower bound (links, and for innet also the measured switch rate is NOT assumed)."""
-    theory_payload: int
-    """Message bytes per worker each way: 2(n-1)/n of the message (ring), the message (innet)."""
-    theory_wire: float
-    """Bytes on the wire per worker each way with headers (and resends at this loss)."""
-    retransmitted: float | None = None
-    """innet: chunks retransmitted during one timed operation, summed over the workers and
-    averaged over the row's timed operations (warm-up and barriers excluded); None for gloo
-    (and for workers that did not report it)."""
-    switch_impl: str = "innet"
-    """The switch of the testbed (``innet`` or ``bmv2``): gloo's traffic crosses it too."""
+from innet.testbed.backends.select import open_testbed as open_star
+from innet.testbed.ina.config import BenchConfig
+from innet.testbed.ina.records import AllreduceFailure, AllreduceBench, Row, RunInfo
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -210,13 +88,18 @@ Progress = Callable[[str], None]
 
 def run(config: BenchConfig, progress: Progress = lambda _: None,
         absent: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
-    """Run the grid; the result document (also what :func:`save` writes). ``absent``: switch
-    implementations asked for but not installed, (name, why), recorded so the document says so.
-    Ctrl-C ends the grid early: the document then holds the rows measured so far and
-    ``"partial": True``."""
+    """:func:`measure` as the result document (what :func:`save` writes and the renderers read)."""
+    return measure(config, progress, absent).to_json()
+
+
+def measure(config: BenchConfig, progress: Progress = lambda _: None,
+            absent: Sequence[tuple[str, str]] = ()) -> AllreduceBench:
+    """Run the grid. ``absent``: switch implementations asked for but not installed, (name,
+    why), recorded so the document says so. Ctrl-C ends the grid early: the result then holds
+    the rows measured so far and is ``partial``."""
     backend = config.resolved_backend()
     rows: list[Row] = []
-    failures: list[dict[str, Any]] = []
+    failures: list[AllreduceFailure] = []
     partial = False
     try:  # Ctrl-C: the testbed of the moment is torn down by its with; the rows so far are kept
         for impl in config.switch_impls:
@@ -238,20 +121,12 @@ def run(config: BenchConfig, progress: Progress = lambda _: None,
                             except TestbedError as error:
                                 first_line = str(error).splitlines()[0]
                                 progress(f"[red]{collective} failed[/]: {first_line}")
-                                failures.append({"collective": collective, "workers": n, "loss_pct": loss,
-                                                 "switch_impl": impl, "error": first_line})
+                                failures.append(AllreduceFailure(collective, n, loss, impl, first_line))
                                 continue
                             rows.extend(summarize(collective, n, loss, per_rank, config.resolved_k(), link, impl))
     except KeyboardInterrupt:
         partial = True
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()}
-    settings["k"], settings["mtu"] = config.resolved_k(), config.link_mtu
-    return {"format": "innet-bench/1", "date": dt.datetime.now().isoformat(timespec="seconds"),
-            "machine": machine(), "backend": backend,
-            "switch": " | ".join(switch_description(config.executor, impl) for impl in config.switch_impls),
-            "settings": settings,
-            "rows": [asdict(r) for r in rows], "failures": failures, "switch_absent": dict(absent),
-            "partial": partial}
+    return AllreduceBench(RunInfo.now(config, backend), tuple(rows), tuple(failures), tuple(absent), partial)
 
 
 def caption(doc: dict[str, Any]) -> str:
@@ -397,4 +272,5 @@ def save(doc: dict[str, Any], out_dir: Path, stem: str = "bench") -> tuple[Path,
     return json_path, png_path
 
 
-__all__ = ["BenchConfig", "Row", "absent_note", "caption", "markdown_table", "plot", "run", "save", "summarize", "table"]
+__all__ = ["AllreduceBench", "AllreduceFailure", "BenchConfig", "Row", "absent_note", "caption", "markdown_table",
+           "measure", "plot", "run", "save", "summarize", "table"]

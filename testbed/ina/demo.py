@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-import os
 import sys
 import threading
 import time
@@ -31,6 +30,7 @@ from innet.argtypes import Reporter, brought_up
 from innet.testbed.ina import bench
 from innet.testbed.core.testbed import Testbed, TestbedError
 from innet.testbed.core.bounds import LinkModel
+from innet.testbed.ina.records import DemoResult, PartialDemo, PartialTraining, RunInfo, TrainingResult
 from innet.testbed.ina.train_worker import WORKER_MODULE, TrainPlan
 from innet.testbed.backends.select import resolve_backend
 
@@ -73,26 +73,23 @@ class TrainingInterrupted(Exception):
         self.losses = losses
 
 
-def _partial(config: DemoConfig, backend: str, losses: Any, started: float) -> dict[str, Any]:
-    """The document of an interrupted run: the steps every worker finished and their mean loss."""
+def _partial(config: DemoConfig, backend: str, losses: Any, started: float) -> PartialDemo:
+    """The result of an interrupted run: the steps every worker finished and their mean loss."""
     done = [int(np.sum(~np.isnan(row))) for row in losses]
     curve = np.nanmean(losses[:, :min(done)], axis=0) if min(done) else np.zeros(0)
     prefix = "demo" if config.benchmark else "train"
     date = dt.datetime.now().isoformat(timespec="seconds")
-    doc: dict[str, Any] = {"format": "innet-demo/1", "date": date, "partial": True, "machine": bench.machine(),
-                           "backend": backend, "training": {"steps": config.steps, "workers": config.workers,
-                                                            "mode": config.mode, "lr": config.lr,
-                                                            "steps_done_per_worker": done,
-                                                            "loss_curve": [float(x) for x in curve]},
-                           "rows": [], "seconds": time.perf_counter() - started}
+    training = PartialTraining(steps=config.steps, workers=config.workers, mode=config.mode, lr=config.lr,
+                               steps_done_per_worker=tuple(done), loss_curve=tuple(float(x) for x in curve))
+    result = PartialDemo(date=date, machine=bench.machine(), backend=backend, training=training,
+                         seconds=time.perf_counter() - started)
     config.out_dir.mkdir(parents=True, exist_ok=True)
     path = config.out_dir / f"{prefix}-{date.replace(':', '').replace('-', '')}-partial.json"
-    path.write_text(json.dumps(doc, indent=2) + "\n")
-    doc["files"] = [str(path)]
-    return doc
+    path.write_text(json.dumps(result.to_json(), indent=2) + "\n")
+    return replace(result, files=(str(path),))
 
 
-def _train(tb: Testbed, config: DemoConfig, console: Any) -> dict[str, Any]:
+def _train(tb: Testbed, config: DemoConfig, console: Any) -> TrainingResult:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from innet.host.training.model import SoftmaxRegression, load_digits_dataset
@@ -163,28 +160,26 @@ def _train(tb: Testbed, config: DemoConfig, console: Any) -> dict[str, Any]:
     simulated = simulate_training(data, train_config, model)
     reference = float_training(data, train_config, model)
     params = train_config.fixed.params_float(final)
-    result = {
-        "steps": config.steps, "workers": config.workers, "mode": config.mode, "lr": config.lr,
-        "seconds": wall, "steps_per_s": config.steps / max(seconds.values()),
-        "accuracy": model.accuracy(params, data.x_test, data.y_test),
-        "float_reference_accuracy": reference.accuracy,
-        "workers_agree": agree, "switch_registers_match": bool(np.array_equal(on_switch, final)),
-        "bit_exact_with_model": bool(simulated.params_int is not None and np.array_equal(simulated.params_int, final)),
-        "loss_curve": [float(x) for x in np.nanmean(losses, axis=0)],
-        "float_reference_loss": list(reference.losses),
-    }
-    return result
+    return TrainingResult(
+        steps=config.steps, workers=config.workers, mode=config.mode, lr=config.lr,
+        seconds=wall, steps_per_s=config.steps / max(seconds.values()),
+        accuracy=model.accuracy(params, data.x_test, data.y_test),
+        float_reference_accuracy=reference.accuracy,
+        workers_agree=agree, switch_registers_match=bool(np.array_equal(on_switch, final)),
+        bit_exact_with_model=bool(simulated.params_int is not None and np.array_equal(simulated.params_int, final)),
+        loss_curve=tuple(float(x) for x in np.nanmean(losses, axis=0)),
+        float_reference_loss=tuple(reference.losses))
 
 
-def _train_plot(train: dict[str, Any], caption: str, path: Path) -> Path:
+def _train_plot(train: TrainingResult, caption: str, path: Path) -> Path:
     from innet.testbed.core.report import pyplot
 
     plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    ax.plot(train["loss_curve"], label=f"innet switch optimizer ({train['mode']}), acc {train['accuracy']:.3f}")
-    ax.plot(train["float_reference_loss"], "--", alpha=0.7,
-            label=f"float32 reference, acc {train['float_reference_accuracy']:.3f}")
+    ax.plot(train.loss_curve, label=f"innet switch optimizer ({train.mode}), acc {train.accuracy:.3f}")
+    ax.plot(train.float_reference_loss, "--", alpha=0.7,
+            label=f"float32 reference, acc {train.float_reference_accuracy:.3f}")
     ax.set_xlabel("step")
     ax.set_ylabel("mean training loss over workers")
     ax.grid(True, alpha=0.3)
@@ -197,8 +192,13 @@ def _train_plot(train: dict[str, Any], caption: str, path: Path) -> Path:
 
 
 def run(config: DemoConfig, console: Any) -> dict[str, Any]:
-    """The whole demo; the result document (also written as JSON). Ctrl-C during training:
-    the testbed torn down, a document of the steps done with ``"partial": True``."""
+    """:func:`demo` as its JSON document (with ``files``; ``"partial": True`` after Ctrl-C)."""
+    return demo(config, console).to_json()
+
+
+def demo(config: DemoConfig, console: Any) -> DemoResult | PartialDemo:
+    """The whole demo, also written as JSON. Ctrl-C during training: the testbed torn down,
+    a :class:`PartialDemo` of the steps done."""
     backend = resolve_backend(config.backend)
     why = ("running as root: Mininet hosts in network namespaces, 1 Gbit/s TCLinks"
            if backend == "mininet" else ("not root: " if config.backend == "auto" else "")
@@ -214,14 +214,13 @@ def run(config: DemoConfig, console: Any) -> dict[str, Any]:
                                      executor=config.executor, switch_impls=(config.switch_impl,))
     started = time.perf_counter()
     try:
-        doc = _run_on_testbed(config, console, backend, bench_config, gloo, started)
+        return _run_on_testbed(config, console, backend, bench_config, gloo, started)
     except TrainingInterrupted as stop:  # the testbed is down (its with ended): keep what was trained
         return _partial(config, backend, stop.losses, started)
-    return doc
 
 
-def _run_on_testbed(config: DemoConfig, console: Any, backend: str, bench_config: Any, gloo: bool,
-                    started: float) -> dict[str, Any]:
+def _run_on_testbed(config: DemoConfig, console: Any, backend: str, bench_config: bench.BenchConfig, gloo: bool,
+                    started: float) -> DemoResult:
     up = Reporter(console, f"bringing up a star of {config.workers} workers on {backend}")
     with brought_up(bench.open_testbed(backend, config.workers, 0.0, bench_config, fixed_ports=True), up) as tb:
         for note in tb.port_notes:
@@ -229,11 +228,11 @@ def _run_on_testbed(config: DemoConfig, console: Any, backend: str, bench_config
         console.print(f"up in {time.perf_counter() - started:.1f} s: switch {tb.topology.switch().name} "
                       f"(P4Runtime {tb.grpc_address}), innet.p4 pushed, forwarding and job installed")
         train = _train(tb, config, console)
-        console.print(f"trained {train['steps']} steps in {train['seconds']:.1f} s "
-                      f"({train['steps_per_s']:.0f} steps/s): test accuracy [bold]{train['accuracy']:.3f}[/] "
-                      f"(float32 reference {train['float_reference_accuracy']:.3f}); workers agree: "
-                      f"{_yes(train['workers_agree'])}, switch registers match: {_yes(train['switch_registers_match'])}, "
-                      f"bit-exact with the numpy switch model: {_yes(train['bit_exact_with_model'])}")
+        console.print(f"trained {train.steps} steps in {train.seconds:.1f} s "
+                      f"({train.steps_per_s:.0f} steps/s): test accuracy [bold]{train.accuracy:.3f}[/] "
+                      f"(float32 reference {train.float_reference_accuracy:.3f}); workers agree: "
+                      f"{_yes(train.workers_agree)}, switch registers match: {_yes(train.switch_registers_match)}, "
+                      f"bit-exact with the numpy switch model: {_yes(train.bit_exact_with_model)}")
         rows: list[bench.Row] = []
         if config.benchmark:
             tb.replace_job(mode="sum")
@@ -244,19 +243,13 @@ def _run_on_testbed(config: DemoConfig, console: Any, backend: str, bench_config
             if gloo:
                 per_rank = tb.run_gloo(config.bench_sizes, config.bench_repeats)
                 rows += bench.summarize("gloo", config.workers, 0.0, per_rank, tb.options.k, link, config.switch_impl)
-    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(bench_config).items()}
-    settings["k"], settings["mtu"] = bench_config.resolved_k(), bench_config.link_mtu
-    date = dt.datetime.now().isoformat(timespec="seconds")
-    doc: dict[str, Any] = {"format": "innet-demo/1", "date": date,
-           "machine": bench.machine(), "backend": backend,
-           "switch": bench.switch_description(settings.get("executor", "auto"), config.switch_impl),
-           "settings": settings,
-           "training": train, "rows": [asdict(r) for r in rows], "seconds": time.perf_counter() - started}
+    result = DemoResult(RunInfo.now(bench_config, backend), train, tuple(rows), time.perf_counter() - started)
+    doc = result.to_json()
     if rows:
         console.print(bench.table(doc))
     config.out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = date.replace(":", "").replace("-", "")
     prefix = "demo" if config.benchmark else "train"
+    stamp = result.info.date.replace(":", "").replace("-", "")
     json_path = config.out_dir / f"{prefix}-{stamp}.json"
     json_path.write_text(json.dumps(doc, indent=2) + "\n")
     pngs = [_train_plot(train, bench.caption(doc), config.out_dir / f"{prefix}-{stamp}-train.png")]
@@ -264,8 +257,7 @@ def _run_on_testbed(config: DemoConfig, console: Any, backend: str, bench_config
         pngs.append(bench.plot(doc, config.out_dir / f"demo-{stamp}-bench.png"))
     console.print(f"wrote {json_path}, {', '.join(map(str, pngs))}; testbed down, nothing left "
                   f"({time.perf_counter() - started:.0f} s in all)")
-    doc["files"] = [str(json_path), *map(str, pngs)]
-    return doc
+    return replace(result, files=(str(json_path), *map(str, pngs)))
 
 
 def _yes(flag: bool) -> str:

@@ -31,7 +31,6 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -44,53 +43,8 @@ from innet.testbed.backends.mininet.console import quiet_mininet
 from innet.testbed.core.ina_worker import EXIT_AGGREGATION
 from innet.testbed.core.topology import Link, star
 from innet.testbed.backends.select import open_testbed as open_star, resolve_backend
-
-
-@dataclass(frozen=True)
-class SoakConfig:
-    """What to run for how long."""
-
-    minutes: float = 10.0
-    workers: int = 4
-    loss_pct: float = 5.0
-    dup_pct: float = 5.0
-    sizes: tuple[int, ...] = (1000, 20000)
-    """Elements per allreduce in each round."""
-    restart_every: int = 5
-    """Every n-th round kills a worker mid-operation and restarts the set (0: never)."""
-    loopback: bool = False
-    chunk_deadline: float = 20.0
-    out: Path = Path("results")
-
-    def __post_init__(self) -> None:
-        if not self.minutes > 0:
-            raise ValueError(f"soak: --minutes {self.minutes} must be positive")
-        if not 2 <= self.workers <= 32:
-            raise ValueError(f"soak: --workers {self.workers} must be within 2..32")
-        for name, pct in (("--loss", self.loss_pct), ("--dup", self.dup_pct)):
-            if not 0 <= pct < 100:
-                raise ValueError(f"soak: {name} {pct} must be within 0..100 (100 excluded)")
-        if self.restart_every < 0:
-            raise ValueError(f"soak: --restart-every {self.restart_every} must be >= 0")
-        if not self.sizes or min(self.sizes) < 1:
-            raise ValueError(f"soak: --sizes {list(self.sizes)} must be positive integers")
-
-
-@dataclass
-class Round:
-    """One worker set's outcome."""
-
-    index: int
-    start_s: float
-    seconds: float
-    kind: str
-    """``run`` or ``restart`` (a rank killed mid-operation, then a new set)."""
-    operations: int
-    exact: bool
-    retransmitted: int
-    switch_rss_kb: int | None
-    counters: dict[str, int] = field(default_factory=dict)
-    note: str = ""
+from innet.testbed.ina.config import SoakConfig
+from innet.testbed.ina.records import Round, SoakResult, SoakSummary
 
 
 def rss_kb(pid: int) -> int | None:
@@ -148,9 +102,9 @@ def _restart_round(tb: Testbed, config: SoakConfig, index: int) -> tuple[int, bo
     return 2 * len(config.sizes), ok, resent, "; ".join(notes)
 
 
-def run(config: SoakConfig, progress: Any = print) -> dict[str, Any]:
+def run(config: SoakConfig, progress: Any = print) -> SoakResult:
     """Rounds until ``config.minutes`` are up; Ctrl-C ends the soak early: the testbed torn
-    down, the rounds so far kept, ``"partial": True``."""
+    down, the rounds so far kept, ``partial``."""
     rounds: list[Round] = []
     try:
         _soak(config, progress, rounds)
@@ -158,8 +112,7 @@ def run(config: SoakConfig, progress: Any = print) -> dict[str, Any]:
         partial = True
     else:
         partial = False
-    return {"config": {**asdict(config), "out": str(config.out)}, "rounds": [asdict(r) for r in rounds],
-            "summary": summarize(rounds), "partial": partial}
+    return SoakResult(config, tuple(rounds), partial)
 
 
 def _soak(config: SoakConfig, progress: Any, rounds: list[Round]) -> None:
@@ -184,37 +137,33 @@ def _soak(config: SoakConfig, progress: Any, rounds: list[Round]) -> None:
             index += 1
 
 
-def summarize(rounds: Sequence[Round]) -> dict[str, Any]:
-    rss = [r.switch_rss_kb for r in rounds if r.switch_rss_kb is not None]
-    return {"rounds": len(rounds), "restarts": sum(r.kind == "restart" for r in rounds),
-            "operations": sum(r.operations for r in rounds),
-            "inexact_rounds": [r.index for r in rounds if not r.exact],
-            "retransmitted": sum(r.retransmitted for r in rounds),
-            "switch_rss_kb_first_last_max": (rss[0], rss[-1], max(rss)) if rss else None,
-            "seconds": (rounds[-1].start_s + rounds[-1].seconds) if rounds else 0.0}
+def summarize(rounds: Sequence[Round]) -> SoakSummary:
+    """The rounds added up."""
+    return SoakSummary.of(tuple(rounds))
 
 
-def save(doc: dict[str, Any], out: Path) -> Path:
+def save(result: SoakResult, out: Path) -> Path:
+    """``soak-<time>.json`` in ``out``, and a PNG of RSS and retransmissions beside it (with matplotlib)."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"soak-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(doc, indent=1))
+    path.write_text(json.dumps(result.to_json(), indent=1))
     try:
         from innet.testbed.core.report import pyplot
 
         plt = pyplot()
     except ImportError:
         return path
-    rounds = doc["rounds"]
+    rounds = result.rounds
     fig, (a, b) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
-    t = [r["start_s"] / 60 for r in rounds]
-    a.plot(t, [r["switch_rss_kb"] or 0 for r in rounds], marker=".")
+    t = [r.start_s / 60 for r in rounds]
+    a.plot(t, [r.switch_rss_kb or 0 for r in rounds], marker=".")
     a.set_ylabel("innet-switch RSS (KiB)")
-    b.plot(t, [r["retransmitted"] for r in rounds], marker=".")
+    b.plot(t, [r.retransmitted for r in rounds], marker=".")
     b.set_ylabel("chunks retransmitted / round")
     b.set_xlabel("minutes")
-    c = doc["config"]
-    fig.suptitle(f"soak: {c['workers']} workers, loss {c['loss_pct']}%, dup {c['dup_pct']}%, "
-                 f"{'loopback' if c['loopback'] else 'Mininet'}")
+    c = result.config
+    fig.suptitle(f"soak: {c.workers} workers, loss {c.loss_pct}%, dup {c.dup_pct}%, "
+                 f"{'loopback' if c.loopback else 'Mininet'}")
     fig.savefig(path.with_suffix(".png"), dpi=100)
     plt.close(fig)
     return path
@@ -241,13 +190,14 @@ def command(args: argparse.Namespace) -> int:
         if not config.loopback:
             quiet_mininet()
         with Reporter(console(), f"soak, {config.minutes:g} min", markup=False) as report:
-            doc = run(config, progress=report)
+            result = run(config, progress=report)
     except (ValueError, TestbedError) as error:
         print(f"innet bench soak: {error}", file=sys.stderr)
         return 2
-    path = save(doc, config.out)
-    print(json.dumps(doc["summary"]))
-    if doc["partial"]:
+    path = save(result, config.out)
+    summary = result.summary
+    print(json.dumps(summary.to_json()))
+    if result.partial:
         return interrupted_partial("innet bench soak", path)
     print(f"innet bench soak: wrote {path}")
-    return 0 if not doc["summary"]["inexact_rounds"] else 1
+    return 0 if not summary.inexact_rounds else 1

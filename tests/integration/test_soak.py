@@ -18,11 +18,12 @@ def test_short_soak_round_is_exact(tmp_path: Path, restart_every: int, kind: str
     config = soak.SoakConfig(minutes=0.001, workers=2, loss_pct=5, dup_pct=5, sizes=(300,),
                              restart_every=restart_every, loopback=True, chunk_deadline=10, out=tmp_path)
     lines: list[str] = []
-    doc = soak.run(config, progress=lines.append)
-    assert [(r["kind"], r["exact"], r["operations"], r["note"]) for r in doc["rounds"]] == [(kind, True, 2, "")]
-    assert doc["rounds"][0]["switch_rss_kb"] > 0
-    path = soak.save(doc, tmp_path)
-    assert json.loads(path.read_text())["summary"]["inexact_rounds"] == []
+    result = soak.run(config, progress=lines.append)
+    assert [(r.kind, r.exact, r.operations, r.note) for r in result.rounds] == [(kind, True, 2, "")]
+    assert (result.rounds[0].switch_rss_kb or 0) > 0
+    path = soak.save(result, tmp_path)
+    saved = json.loads(path.read_text())
+    assert saved["summary"]["inexact_rounds"] == [] and saved["rounds"][0]["kind"] == kind
     assert lines[0].startswith(f"round 0 {kind}: 2 ops, exact=True")
 
 
