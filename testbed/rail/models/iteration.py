@@ -33,6 +33,10 @@ each collective's rail phase pairs GPUs of the same local rank (one rail) whenev
 is a grid; when it is not, rail-only forwards the rail phase's bytes through the HB domain
 first (the paper's two-step route, one more ``M/C_F`` share), rail-optimized sends them over
 the spine. ``K = N`` is the paper's ideal: one HB domain, everything at ``C_F``.
+
+An HB domain is one flat full-bisection fabric, as the paper takes it; a two-tier domain
+(:attr:`Platform.hb_tier_size`, the DGX GH200's 8-GPU boards joined at half the NVLink rate)
+slows the HB phase of groups that leave their board on every ring hop (:func:`tier_slowdown`).
 """
 
 from __future__ import annotations
@@ -96,6 +100,17 @@ on DGX H100 ("with the protocol overhead (~20%) NCCL can get an effective NVLink
 370GB/s", NCCL maintainer S. Jeaugey, github.com/NVIDIA/nccl-tests/issues/212, 2024-05-06)."""
 NIC_EFFICIENCY = 0.9
 """Fraction of ``C_S`` reached on the NIC (same source)."""
+GH200_TIER_SIZE = 8
+"""GPUs under one first-tier NVSwitch group of a DGX GH200: its eight-superchip boards, joined
+by the second NVSwitch tier into one 256-GPU NVLink domain (the paper's K = 256, section II)."""
+GH200_ALL_TO_ALL_BYTES_S = 57.6e12
+"""All-to-all bandwidth NVIDIA publishes for the 256-GPU DGX GH200 NVLink Switch System
+("deliver 57.6 terabytes per second (TB/s) of all-to-all bandwidth", NVIDIA Hopper
+architecture page): 225 GB/s per GPU, half the 450 GB/s each way of its 18 NVLink4 links
+(900 GB/s bidirectional), so the second tier is tapered 2:1 although the paper calls the
+domain full bisection."""
+GH200_CROSS_TIER = GH200_ALL_TO_ALL_BYTES_S / 256 / 450e9
+"""Bandwidth per GPU between first-tier groups over the NVLink rate: 0.5."""
 
 
 def _positive(name: str, value: float) -> None:
@@ -136,6 +151,12 @@ class Platform:
     """Whether the gradient reduce-scatter/all-gather overlaps the last micro-batch's backward
     pass (Megatron-Core's ``--overlap-grad-reduce``); False is Megatron 2021/2022, which
     reduces the gradients after the backward pass."""
+    hb_tier_size: int = 0
+    """GPUs per first-tier switch group inside an HB domain (:data:`GH200_TIER_SIZE` for a DGX
+    GH200); 0 is one flat full-bisection tier, the paper's reading of every HB domain."""
+    hb_cross_tier: float = 1.0
+    """Bandwidth per GPU between first-tier groups as a fraction of ``C_F``
+    (:data:`GH200_CROSS_TIER` for a DGX GH200)."""
 
     def __post_init__(self) -> None:
         _count("gpus", self.gpus)
@@ -153,6 +174,10 @@ class Platform:
                 raise ModelError(f"{name}={value!r}: must be within (0, 1]")
         if isinstance(self.tp_overlap, bool) or not 0 <= self.tp_overlap <= 1:
             raise ModelError(f"tp_overlap={self.tp_overlap!r}: must be within [0, 1]")
+        _count("hb_tier_size", self.hb_tier_size, low=0)
+        _positive("hb_cross_tier", self.hb_cross_tier)
+        if self.hb_cross_tier > 1:
+            raise ModelError(f"hb_cross_tier={self.hb_cross_tier!r}: must be within (0, 1]")
 
     @property
     def hb_bytes_s(self) -> float:
@@ -248,10 +273,27 @@ def group_shape(ranks: np.ndarray, hb_size: int) -> GroupShape:
     return GroupShape(int(counts.max()), len(domains), aligned)
 
 
-def gather_time(shape: GroupShape, total_bytes: float, platform: Platform) -> float:
-    """Seconds of a hierarchical all-gather (or reduce-scatter) of ``total_bytes``."""
+def tier_slowdown(shape: GroupShape, stride: int, platform: Platform) -> float:
+    """How much slower the HB phase of a group with members ``stride`` ranks apart runs on a
+    two-tier HB domain (:attr:`Platform.hb_tier_size`) than on a flat one.
+
+    Every group of a collective runs at once. A ring through ``r`` members per first-tier
+    group of ``G`` GPUs leaves that group once per ``r`` hops, so ``G / r`` flows at the full
+    per-GPU rate share ``G x hb_cross_tier`` of uplink: the phase slows by
+    ``max(1, 1 / (r hb_cross_tier))``, and not at all when the group fits in one tier group.
+    On a DGX GH200 (cross-tier 0.5) only groups with one member per board slow down, by 2."""
+    tier = platform.hb_tier_size
+    if tier == 0 or tier >= platform.hb_size or shape.x < 2 or (shape.x - 1) * stride < tier:
+        return 1.0
+    per_tier = max(1, tier // stride)
+    return max(1.0, 1.0 / (per_tier * platform.hb_cross_tier))
+
+
+def gather_time(shape: GroupShape, total_bytes: float, platform: Platform, hb_slowdown: float = 1.0) -> float:
+    """Seconds of a hierarchical all-gather (or reduce-scatter) of ``total_bytes``; the HB
+    phase takes ``hb_slowdown`` times its flat-fabric time (:func:`tier_slowdown`)."""
     x, y = shape.x, shape.y
-    t = (x - 1) / x * total_bytes / platform.hb_bytes_s if x > 1 else 0.0
+    t = (x - 1) / x * total_bytes / platform.hb_bytes_s * hb_slowdown if x > 1 else 0.0
     if y > 1:
         rail_bytes = (y - 1) / (x * y) * total_bytes
         t += rail_bytes / platform.nic_bytes_s
@@ -334,7 +376,8 @@ def iteration(model: GptModel, platform: Platform, par: Parallelism, batch: int)
     stage = model.layers / p * layer + logits / p
     tp_shape = strided_shape(t, 1, platform.hb_size)
     act = b * model.seq * model.hidden * BYTES_PER_VALUE
-    tp_layer = par.tp_collectives * gather_time(tp_shape, act, platform) if t > 1 else 0.0
+    tp_time = gather_time(tp_shape, act, platform, tier_slowdown(tp_shape, 1, platform))
+    tp_layer = par.tp_collectives * tp_time if t > 1 else 0.0
     # Overlapped collectives hide behind the forward and backward GEMMs of the same layer.
     tp_layer = max(0.0, tp_layer - platform.tp_overlap * 3 * w.matmul_flops / flops_s)
     tp_stage = model.layers / p * tp_layer
@@ -349,7 +392,7 @@ def iteration(model: GptModel, platform: Platform, par: Parallelism, batch: int)
     if d > 1:
         dp_shape = strided_shape(d, t, platform.hb_size)
         grads = model.params / (t * p) * BYTES_PER_VALUE
-        reduce = 2 * gather_time(dp_shape, grads, platform)
+        reduce = 2 * gather_time(dp_shape, grads, platform, tier_slowdown(dp_shape, t, platform))
         backward_last = 2 * (model.layers / p) * fwd if platform.dp_overlap else 0.0
         data = max(0.0, reduce - backward_last)
     optimizer = ADAM_BYTES_PER_PARAM * model.params / (t * p * d) / hbm_s

@@ -84,6 +84,27 @@ def test_hierarchical_gather_time() -> None:
     assert iteration.p2p_time(0, 3, 1e9, p) == pytest.approx(1.0)             # same domain
 
 
+def test_gh200_two_tiers_slow_only_groups_with_one_member_per_board() -> None:
+    """DGX GH200: boards of 8 joined at half the NVLink rate (57.6 TB/s all-to-all over 256
+    GPUs). TP inside a board and TP 16 over two boards keep the flat rate; DP with one member
+    per board runs its HB phase at half; a flat domain never slows."""
+    assert iteration.GH200_CROSS_TIER == pytest.approx(0.5)
+    flat = iteration.h100_cluster(512, 256)
+    gh200 = replace(flat, hb_tier_size=iteration.GH200_TIER_SIZE, hb_cross_tier=iteration.GH200_CROSS_TIER)
+    tp8, tp16 = iteration.strided_shape(8, 1, 256), iteration.strided_shape(16, 1, 256)
+    dp = iteration.strided_shape(64, 8, 256)  # 32 per domain, one per board
+    assert iteration.tier_slowdown(tp8, 1, gh200) == 1.0
+    assert iteration.tier_slowdown(tp16, 1, gh200) == 1.0
+    assert iteration.tier_slowdown(dp, 8, gh200) == pytest.approx(2.0)
+    assert iteration.tier_slowdown(dp, 8, flat) == 1.0
+    m = 1e9
+    hb_phase = (32 - 1) / 32 * m / gh200.hb_bytes_s
+    assert (iteration.gather_time(dp, m, gh200, 2.0) - iteration.gather_time(dp, m, flat)) == pytest.approx(hb_phase)
+    model, par = gpt.MODELS["gpt-1t"], Parallelism(8, 1, 64, 1)
+    slow, fast = (iteration.iteration(model, replace(p, gpus=512), par, 64 * 8) for p in (gh200, flat))
+    assert slow.data > fast.data and slow.tensor == pytest.approx(fast.tensor)
+
+
 def test_iteration_terms_add_up_and_respond_to_bandwidth() -> None:
     model = gpt.MODELS["gpt-1t"]
     par = Parallelism(8, 32, 128, 1, 4)
@@ -114,6 +135,8 @@ def test_best_split_fits_memory_and_beats_a_fixed_one() -> None:
     ({"gpus": 0}, r"gpus=0: must be an integer >= 1"),
     ({"network": "fat-tree"}, r"network='fat-tree': must be one of rail-only, rail-optimized"),
     ({"efficiency": 1.5}, r"efficiency=1.5: must be within \(0, 1\]"),
+    ({"hb_tier_size": -1}, r"hb_tier_size=-1: must be an integer >= 0"),
+    ({"hb_cross_tier": 2.0}, r"hb_cross_tier=2.0: must be within \(0, 1\]"),
 ])
 def test_platform_rejects_impossible_values(kwargs: dict[str, object], message: str) -> None:
     args: dict[str, object] = {"gpu": iteration.H100, "gpus": 64, "hb_size": 8, "c_f_bps": 1e12, "c_s_bps": 1e11,

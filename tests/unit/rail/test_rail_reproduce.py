@@ -39,10 +39,23 @@ def test_changing_an_input_changes_the_row() -> None:
 def test_guesses_are_recomputed_under_their_alternatives() -> None:
     row = reproduce.reproduce_claim(_claim("fig8_146b"), reproduce.AFTER)
     names = {g["name"] for g in row.guesses}
-    assert names == {"cluster size", "global batch"}
+    assert names == {"cluster size", "global batch", "K = 256 fabric"}
     sizes = next(g for g in row.guesses if g["name"] == "cluster size")["alternatives"]
     assert set(sizes) == {"16384", "65536"}
     assert len({round(v, 6) for v in sizes.values()} | {round(row.value, 6)}) == 3
+
+
+def test_gh200_two_tiers_are_shown_beside_the_papers_flat_domain() -> None:
+    """The paper's flat K = 256 domain is the value; DGX GH200's published two tiers are the
+    alternative, slower at K = 256 against the same flat ideal, and absent from K = 8 rows."""
+    for key in ("fig8_1t", "fig8_146b", "fig10_k256_256"):
+        row = reproduce.reproduce_claim(_claim(key), reproduce.AFTER)
+        fabric = next(g for g in row.guesses if g["name"] == "K = 256 fabric")
+        assert fabric["value"] == "flat"
+        two_tier = fabric["alternatives"][reproduce.GH200_TWO_TIERS]
+        assert (two_tier > row.value) if key.startswith("fig8") else (two_tier < row.value)
+    assert all(g["name"] != "K = 256 fabric" for g in
+               reproduce.reproduce_claim(_claim("fig9_k8_hb"), reproduce.AFTER).guesses)
 
 
 def test_tolerance_rule() -> None:
