@@ -1,6 +1,6 @@
 """``innet bench cluster``: innet's stack on a 3-node swarm beside the Mininet star, in one run.
 
-    innet bench cluster [--workers 4,8] [--elements 65536] [--repeats 6] [--luwu-steps 10]
+    innet bench cluster [--workers 4,8] [--elements 65536] [--repeats 6] [--luwu-steps 10] [--luwu-workers 4]
 
 On the swarm lab (:mod:`innet.testbed.cluster.lab`: dockerd nodes in network namespaces of
 this machine) it times the deployment (image build check, push to the lab's registry, ``docker
@@ -8,16 +8,21 @@ stack deploy``, deploy to the first allreduce done, deploy to every rank's resul
 removal) and, per N, the exact int32 allreduce through the switch service (the workers'
 :mod:`~innet.testbed.cluster.timed` operations: step time is the slowest rank's per operation,
 bytes per worker are the task's interface counters, and the underlay's with VXLAN's 50 bytes a
-packet). Then, with the lab down, the same N on the Mininet star with unshaped links (the
-cluster's veths and overlay are not shaped either): innet vs gloo (:mod:`innet.testbed.ina.bench`)
-and LuWu vs DDP + gloo (:mod:`innet.testbed.luwu.bench`), their own functions, unchanged.
+packet); then, at each ``--luwu-workers`` N, LuWu (one optimizer node, the ``node`` service)
+and DDP + gloo training the same model on the same batches (the worker tasks moved off the
+switch's node, as LuWu's nodes and switch share one server), each row made by
+:func:`innet.testbed.luwu.bench.row_of` from the trainers' reports: the median over the timed
+steps of the slowest rank's step, bytes per worker and step from the task's overlay interface.
+Then, with the lab down, the same on the Mininet star with unshaped links (the cluster's
+veths and overlay are not shaped either): innet vs gloo (:mod:`innet.testbed.ina.bench`) and
+LuWu vs DDP + gloo (:mod:`innet.testbed.luwu.bench`, LuWu on one job as on the swarm), their
+own functions, unchanged.
 
 The cluster runs the torch image (:mod:`~innet.testbed.cluster.torch_image`): gloo's ring
-allreduce among the worker tasks, timed the same way, beside innet's. LuWu and DDP run on the
-Mininet star only; the document names that under ``not_measured``.
+allreduce among the worker tasks, timed the same way, beside innet's, and the trainers.
 Every node here shares this machine's cores: the numbers say what the engine costs
 (container networking, the overlay, Swarm's scheduling), not how innet scales on servers.
-Prints tables and writes ``bench_cluster-<stamp>.json`` under ``--out``.
+Prints tables and writes ``bench_cluster-<stamp>.json`` and ``.png`` under ``--out``.
 """
 
 from __future__ import annotations
@@ -36,11 +41,12 @@ from innet.testbed.cluster.timed import VXLAN_OVERHEAD
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
-NOT_MEASURED = {
-    "cluster LuWu and DDP + gloo": "the stack runs both (INNET_WORKLOAD=luwu, ddp; tests/cluster checks "
-                                   "them), but this command does not time them yet",
-}
-"""Workloads of the comparison this run cannot take on the cluster, and why."""
+TRAINING = ("ddp-gloo", "luwu")
+"""The training workloads timed on both sides (stack workload names; LuWu on one job)."""
+STAR_MODES = {"ddp-gloo": "ddp-gloo", "luwu": "luwu-one-job"}
+"""Stack workload -> :mod:`innet.testbed.luwu.bench` mode of the same training on the star."""
+LR = 0.01
+"""Adam's learning rate of both sides' training (:class:`innet.testbed.luwu.bench.BenchSettings`')."""
 
 Progress = Callable[[str], None]
 
@@ -56,7 +62,9 @@ class ClusterBenchConfig:
     repeats: int = 6
     """Allreduces per worker; the first is the rendezvous and is not timed."""
     luwu_steps: int = 10
-    """Timed LuWu / DDP steps on the Mininet star (0: skip LuWu)."""
+    """Timed LuWu / DDP + gloo steps after the warm-up, on both sides (0: no training)."""
+    luwu_workers: tuple[int, ...] = (4,)
+    """Worker counts of the LuWu / DDP + gloo training (2..8)."""
     mininet: bool = True
     """Run the Mininet star's side (False: the cluster only)."""
     collectives: tuple[str, ...] = ("ina", "gloo")
@@ -78,6 +86,9 @@ class ClusterBenchConfig:
             raise ValueError(f"bench cluster collectives={self.collectives}: one or both of ina, gloo")
         if self.luwu_steps < 0:
             raise ValueError(f"bench cluster luwu_steps={self.luwu_steps}: must be >= 0")
+        if not self.luwu_workers or any(not 2 <= n <= 8 for n in self.luwu_workers):
+            raise ValueError(f"bench cluster luwu_workers={self.luwu_workers}: each within 2..8 "
+                             "(the Mininet star's limit)")
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -119,9 +130,10 @@ def push_torch_image(lab: Any, progress: Progress = lambda _: None) -> dict[str,
     return {"build_check_s": build_s, "push_s": push_s}
 
 
-def _deploy_timed(lab: Any, spec: Any, deadline: float, progress: Progress) -> tuple[list[dict[str, Any]], dict[str, float], float]:
+def _deploy_timed(lab: Any, spec: Any, deadline: float,
+                  progress: Progress) -> tuple[list[dict[str, Any]], dict[str, float], float, list[dict[str, Any]]]:
     """Deploy ``spec`` on ``lab``, wait for every rank, remove it; the documents, the seconds of
-    each step, and the wall-clock time of the deploy."""
+    each step, the wall-clock time of the deploy and the LuWu nodes' documents."""
     from innet.testbed.cluster import stack
 
     client = lab.manager.client
@@ -131,12 +143,39 @@ def _deploy_timed(lab: Any, spec: Any, deadline: float, progress: Progress) -> t
         deploy_s = time.monotonic() - start
         docs = stack.wait_results(client, spec, deadline, progress=progress)
         results_s = time.monotonic() - start
+        nodes = stack.node_results(client, spec.name) if spec.workload == "luwu" else []
     finally:
         start = time.monotonic()
         stack.remove(client, spec.name, docker_host=lab.manager.docker_host,
                      node_clients=tuple(node.client for node in lab.nodes[1:]))
         remove_s = time.monotonic() - start
-    return docs, {"stack_deploy_s": deploy_s, "all_results_s": results_s, "stack_rm_s": remove_s}, deploy_unix
+    return docs, {"stack_deploy_s": deploy_s, "all_results_s": results_s, "stack_rm_s": remove_s}, deploy_unix, nodes
+
+
+def training_row(workload: str, n: int, docs: Sequence[dict[str, Any]], nodes: Sequence[dict[str, Any]],
+                 steps: int, warmup: int) -> dict[str, Any]:
+    """One N's training row from the trainers' result documents (``steps`` in all, the first
+    ``warmup`` untimed), by :func:`innet.testbed.luwu.bench.row_of` as on the star."""
+    from innet.testbed.luwu.bench import row_of
+    from innet.testbed.luwu.run import RunResult
+
+    finals = [d["final"] for d in docs if d.get("final")]
+    errors = {f"worker {d['rank']}": "training failed (see its task's log)" for d in docs if not d["ok"]}
+    mode = "luwu" if workload == "luwu" else "ddp-gloo"
+    k = int(docs[0]["k"]) if docs else 0
+    detail = row_of(RunResult(mode=mode, finals=finals, nodes=list(nodes), errors=errors), n, True, steps, k, warmup,
+                    False if workload == "luwu" else None)
+    links = [f["link"] for f in finals if "link" in f]
+    packets = _mean([li["sent_packets"] / li["steps"] for li in links]) if len(links) == n else None
+    up = detail.get("link_up_bytes_per_step")
+    return {"where": "cluster", "workload": detail["mode"], "workers": n, "k": k,
+            "ok": not errors and "step_ms" in detail and len(docs) == n,
+            "step_s": detail["step_ms"] / 1e3 if "step_ms" in detail else None,
+            "step_s_p90": detail["step_ms_p90"] / 1e3 if "step_ms_p90" in detail else None,
+            "wire_up_bytes": up, "wire_down_bytes": detail.get("link_down_bytes_per_step"),
+            "underlay_up_bytes": up + VXLAN_OVERHEAD * packets if up is not None and packets is not None else None,
+            "tx_packets": packets, "nodes": sorted({d.get("node") or d["host"] for d in docs}),
+            "accuracy": detail.get("accuracy"), "detail": detail}
 
 
 def measure_cluster(lab: Any, config: ClusterBenchConfig, progress: Progress = lambda _: None) -> dict[str, Any]:
@@ -159,15 +198,49 @@ def measure_cluster(lab: Any, config: ClusterBenchConfig, progress: Progress = l
                                          elements=config.elements, train_steps=0, repeats=config.repeats,
                                          collective=collective, overlay_mtu=config.overlay_mtu, deadline=config.deadline,
                                          tls_dir=tls)
-                docs, seconds, deploy_unix = _deploy_timed(lab, spec, config.deadline, progress)
+                docs, seconds, deploy_unix, _ = _deploy_timed(lab, spec, config.deadline, progress)
                 row = cluster_row(n, docs, deploy_unix, collective)
                 rows.append(row)
                 deployments.append({"workers": n, "workload": collective, "first_step_s": row["first_step_s"], **seconds})
                 progress(f"cluster {collective} N={n}: {row['step_s'] * 1e3:.1f} ms per allreduce, "
                          f"{'exact' if row['ok'] else 'WRONG'}, on {', '.join(row['nodes'])}")
+        rows += _training(lab, config, tls, deployments, progress)
     finally:
         shutil.rmtree(tls_root, ignore_errors=True)
     return {"image": lab.image, **pushed, "deployments": deployments, "rows": rows}
+
+
+def _training(lab: Any, config: ClusterBenchConfig, tls: Path, deployments: list[dict[str, Any]],
+              progress: Progress) -> list[dict[str, Any]]:
+    """LuWu and DDP + gloo at every ``luwu_workers`` N on ``lab``, the workers off the switch's
+    node (LuWu's optimizer node and switch share it); rows, and their deployments appended."""
+    from innet.testbed.cluster import stack
+    from innet.testbed.luwu.bench import BenchSettings
+
+    if not config.luwu_steps:
+        return []
+    warmup = BenchSettings().warmup
+    steps = warmup + config.luwu_steps
+    client = lab.manager.client
+    switch_node = lab.nodes[0].name
+    rows = []
+    stack.label_node(client, switch_node, stack.WORKER_LABEL, None)
+    try:
+        for n in config.luwu_workers:
+            for workload in TRAINING:
+                spec = stack.ClusterSpec(name=f"innetbench{workload.replace('-', '')}{n}", image=lab.image, workers=n,
+                                         workload=workload, nodes=1, train_steps=steps, lr=LR,
+                                         overlay_mtu=config.overlay_mtu, deadline=config.deadline, tls_dir=tls)
+                docs, seconds, _, nodes = _deploy_timed(lab, spec, config.deadline, progress)
+                row = training_row(workload, n, docs, nodes, steps, warmup)
+                rows.append(row)
+                deployments.append({"workers": n, "workload": row["workload"], "first_step_s": None, **seconds})
+                step = f"{row['step_s'] * 1e3:.1f} ms per step" if row["step_s"] is not None else "no step time"
+                progress(f"cluster {row['workload']} N={n}: {step}, {'ok' if row['ok'] else 'FAILED'}, "
+                         f"on {', '.join(row['nodes'])}")
+    finally:
+        stack.label_node(client, switch_node, stack.WORKER_LABEL, "true")
+    return rows
 
 
 def mininet_rows(config: ClusterBenchConfig, progress: Progress = lambda _: None) -> tuple[list[dict[str, Any]], list[str]]:
@@ -185,15 +258,16 @@ def mininet_rows(config: ClusterBenchConfig, progress: Progress = lambda _: None
     rows += [{"where": "mininet", "workload": f["collective"], "workers": f["workers"], "ok": False,
               "error": f["error"]} for f in ina["failures"]]
     if config.luwu_steps:
-        luwu = luwu_bench.run(config.workers, config.out_dir,
-                              luwu_bench.BenchSettings(steps=config.luwu_steps, mininet=True),
-                              modes=("ddp-gloo", "luwu"))
+        luwu = luwu_bench.run(config.luwu_workers, config.out_dir,
+                              luwu_bench.BenchSettings(steps=config.luwu_steps, mininet=True, lr=LR),
+                              modes=tuple(STAR_MODES[w] for w in TRAINING))
         files += luwu.get("files", [])
         for r in luwu["rows"]:
             up = r.get("link_up_bytes_per_step")
             rows.append({"where": "mininet", "workload": r["mode"], "workers": r["workers"], "ok": "step_ms" in r,
-                         "step_s": r["step_ms"] / 1e3 if "step_ms" in r else None, "wire_up_bytes": up,
-                         "wire_down_bytes": r.get("link_down_bytes_per_step")})
+                         "step_s": r["step_ms"] / 1e3 if "step_ms" in r else None,
+                         "step_s_p90": r["step_ms_p90"] / 1e3 if "step_ms_p90" in r else None, "wire_up_bytes": up,
+                         "wire_down_bytes": r.get("link_down_bytes_per_step"), "accuracy": r.get("accuracy")})
     return rows, files
 
 
@@ -217,7 +291,8 @@ def run(config: ClusterBenchConfig, progress: Progress = lambda _: None, lab: An
     settings = {key: (str(v) if isinstance(v, Path) else v) for key, v in asdict(config).items()}
     doc: dict[str, Any] = {
         "format": "innet-bench-cluster/1", "date": date, "machine": machine(), "settings": settings,
-        "deployment": cluster, "rows": list(cluster.pop("rows")), "not_measured": NOT_MEASURED, "files": [],
+        "deployment": cluster, "rows": list(cluster.pop("rows")), "files": [],
+        "not_measured": {} if config.luwu_steps else {"LuWu and DDP + gloo": "--luwu-steps 0"},
         "partial": config.mininet,
         "caveat": "every swarm node and the Mininet star share this machine's cores: the step times measure "
                   "the engine's cost (container networking, VXLAN overlay), not scale; the bytes per worker "
@@ -235,22 +310,22 @@ def run(config: ClusterBenchConfig, progress: Progress = lambda _: None, lab: An
 
 def table(doc: dict[str, Any]) -> str:
     """The rows and the deployment times as plain text."""
-    lines = [f"{'where':<8} {'workload':<9} {'N':>2} {'ok':<5} {'step ms':>9} {'up kB/worker':>13} "
+    lines = [f"{'where':<8} {'workload':<15} {'N':>2} {'ok':<5} {'step ms':>9} {'up kB/worker':>13} "
              f"{'down kB/worker':>15} {'underlay up kB':>15}"]
     for r in sorted(doc["rows"], key=lambda r: (r["workers"], r["workload"], r["where"])):
         def kb(v: Any) -> str:
             return f"{v / 1e3:.1f}" if isinstance(v, (int, float)) else "-"
         step = f"{r['step_s'] * 1e3:.1f}" if isinstance(r.get("step_s"), (int, float)) else "-"
-        lines.append(f"{r['where']:<8} {r['workload']:<9} {r['workers']:>2} {str(r['ok']):<5} {step:>9} "
+        lines.append(f"{r['where']:<8} {r['workload']:<15} {r['workers']:>2} {str(r['ok']):<5} {step:>9} "
                      f"{kb(r.get('wire_up_bytes')):>13} {kb(r.get('wire_down_bytes')):>15} "
                      f"{kb(r.get('underlay_up_bytes')):>15}" + (f"  {r['error']}" if r.get("error") else ""))
     d = doc["deployment"]
     lines.append(f"deployment: lab up {d['lab_up_s'] or 0:.1f} s, image build (or reuse) {d['build_check_s']:.1f} s, "
                  f"push {d['push_s']:.1f} s")
     for dep in d["deployments"]:
-        lines.append(f"  {dep['workload']} N={dep['workers']}: stack deploy {dep['stack_deploy_s']:.1f} s, first allreduce done "
-                     f"{dep['first_step_s']:.1f} s, all results {dep['all_results_s']:.1f} s, "
-                     f"stack rm {dep['stack_rm_s']:.1f} s after deploy")
+        first = f", first allreduce done {dep['first_step_s']:.1f} s" if dep.get("first_step_s") is not None else ""
+        lines.append(f"  {dep['workload']} N={dep['workers']}: stack deploy {dep['stack_deploy_s']:.1f} s{first}, "
+                     f"all results {dep['all_results_s']:.1f} s, stack rm {dep['stack_rm_s']:.1f} s after deploy")
     lines += [f"not measured: {what}: {why}" for what, why in doc["not_measured"].items()]
     lines.append(f"note: {doc['caveat']}")
     return "\n".join(lines)
@@ -260,6 +335,39 @@ def save(doc: dict[str, Any], out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"bench_cluster-{doc['date'].replace(':', '').replace('-', '')}.json"
     path.write_text(json.dumps(doc, indent=1) + "\n")
+    return path
+
+
+def plot(doc: dict[str, Any], path: Path) -> Path | None:
+    """Step time and bytes sent per worker of every (workload, N), the swarm's bar beside the
+    star's; None without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    keys = sorted({(r["workload"], r["workers"]) for r in doc["rows"]}, key=lambda key: (key[0], key[1]))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    width = 0.4
+    for offset, where in ((-width / 2, "cluster"), (width / 2, "mininet")):
+        got = {(r["workload"], r["workers"]): r for r in doc["rows"] if r["where"] == where}
+        xs = [i + offset for i in range(len(keys))]
+        for ax, field, scale in ((axes[0], "step_s", 1e3), (axes[1], "wire_up_bytes", 1e-3)):
+            values = [got[key][field] * scale if isinstance(got.get(key, {}).get(field), (int, float)) else 0.0
+                      for key in keys]
+            ax.bar(xs, values, width, label="3-node swarm" if where == "cluster" else "Mininet star")
+    labels = [f"{workload}\nN={n}" for workload, n in keys]
+    for ax, title in ((axes[0], "ms per allreduce / training step"), (axes[1], "kB sent per worker and step")):
+        ax.set_xticks(range(len(keys)), labels, fontsize=7)
+        ax.set_title(title)
+        ax.legend(fontsize=8)
+    fig.suptitle("innet bench cluster: every node on the same 2 cores (engine cost; the bytes carry over)",
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
     return path
 
 
@@ -276,7 +384,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=6,
                         help="allreduces per worker, the first untimed (default: %(default)s)")
     parser.add_argument("--luwu-steps", type=int, default=10,
-                        help="timed LuWu / DDP + gloo steps on the Mininet star, 0: none (default: %(default)s)")
+                        help="timed LuWu / DDP + gloo steps on each side, 0: none (default: %(default)s)")
+    parser.add_argument("--luwu-workers", type=_workers, default=(4,),
+                        help="worker counts of the LuWu / DDP + gloo training, 2..8 (default: 4)")
     parser.add_argument("--no-mininet", action="store_true", help="the cluster only (no Mininet star)")
     parser.add_argument("--out", type=Path, default=Path("results"), help="output directory (default: %(default)s)")
 
@@ -290,7 +400,8 @@ def command(args: argparse.Namespace) -> int:
 
     try:
         config = ClusterBenchConfig(workers=args.workers, elements=args.elements, repeats=args.repeats,
-                                    luwu_steps=args.luwu_steps, mininet=not args.no_mininet, out_dir=args.out)
+                                    luwu_steps=args.luwu_steps, luwu_workers=args.luwu_workers,
+                                    mininet=not args.no_mininet, out_dir=args.out)
     except ValueError as error:
         print(f"innet bench cluster: error: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -304,7 +415,9 @@ def command(args: argparse.Namespace) -> int:
         print(f"innet bench cluster: error: {error}", file=sys.stderr)
         return EXIT_ERROR
     print(table(doc))
-    print(f"wrote {save(doc, config.out_dir)}" + "".join(f" and {f}" for f in doc["files"])
+    saved = save(doc, config.out_dir)
+    png = plot(doc, saved.with_suffix(".png"))
+    print(f"wrote {saved}" + (f" and {png}" if png else "") + "".join(f" and {f}" for f in doc["files"])
           + (" (partial: the cluster side only)" if doc["partial"] else ""))
     return 0 if all(r["ok"] for r in doc["rows"]) else EXIT_ERROR
 

@@ -103,13 +103,11 @@ def run_worker_task(workers: int, deadline: float, controller: str = "controller
 
     import torch.distributed as dist
 
-    from innet.testbed.cluster.timed import local_interface
+    from innet.testbed.cluster.timed import local_address, local_interface
 
     address = socket.gethostbyname(controller)  # by address: see timed.timed_gloo
     iface = local_interface(controller)
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.connect((address, 9))
-        local = probe.getsockname()[0]
+    local = local_address(controller)
     env = {**os.environ, "GLOO_SOCKET_IFNAME": iface, "OMP_NUM_THREADS": "1"}
     try:
         code = subprocess.run(torchrun_argv(workers, f"{address}:{rdzv_port()}", local), env=env,

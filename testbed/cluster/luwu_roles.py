@@ -132,16 +132,57 @@ def run_node(base: ComposeConfig, settings: LuwuSettings, index: int, epoch: int
 
 def run_worker(base: ComposeConfig, settings: LuwuSettings, rank: int, epoch: int) -> dict[str, Any]:
     """Rank ``rank``'s LuWu training; the result document (every step's loss, the accuracy)."""
-    from innet.testbed.luwu.train import run
+    from innet.testbed.cluster.timed import local_interface
 
     spec = dataclasses.replace(train_spec(base, settings), rank=rank, epoch=epoch,
                                transport=transport(base, settings, rank),
-                               plan=json.loads(plan(base, settings, epoch).to_json()))
+                               plan=json.loads(plan(base, settings, epoch).to_json()),
+                               count_iface=local_interface(base.switch_host))
+    return _trained(spec, settings, epoch, base.k)
+
+
+def run_ddp_gloo_worker(base: ComposeConfig, settings: LuwuSettings, rank: int, store_host: str) -> dict[str, Any]:
+    """Rank ``rank`` of DDP + gloo on LuWu's model, batches and steps (the baseline LuWu is
+    timed against, ``INNET_WORKLOAD=ddp-gloo``); the result document, shaped as :func:`run_worker`'s.
+
+    gloo's store is served by rank 0 (:func:`innet.testbed.luwu.train.run`), whose address no
+    other task knows: rank 0 announces it on the controller's store (:data:`DDP_MASTER_KEY`)."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    from innet.testbed.cluster.timed import DONE_KEY, STORE_PORT, local_address, local_interface
+
+    iface = local_interface(store_host)
+    os.environ["GLOO_SOCKET_IFNAME"] = iface
+    timeout = timedelta(seconds=base.deadline)
+    store = dist.TCPStore(socket.gethostbyname(store_host), STORE_PORT, None, is_master=False, timeout=timeout)
+    if rank == 0:
+        store.set(DDP_MASTER_KEY, local_address(store_host))
+    master = store.get(DDP_MASTER_KEY).decode()
+    spec = dataclasses.replace(train_spec(base, settings), mode="ddp-gloo", rank=rank, master=(master, DDP_PORT),
+                               count_iface=iface)
+    try:
+        return _trained(spec, settings, 0, 0)
+    finally:
+        store.add(DONE_KEY, 1)
+
+
+DDP_MASTER_KEY = "innet_ddp_master"
+"""Key of rank 0's overlay address on the controller's store (``ddp-gloo``)."""
+DDP_PORT = 29501
+"""TCP port of rank 0's gloo store (``ddp-gloo``)."""
+
+
+def _trained(spec: Any, settings: LuwuSettings, epoch: int, k: int) -> dict[str, Any]:
+    """Run ``spec``'s training; the result document with the trainer's final report."""
+    from innet.testbed.luwu.train import run
+
     lines: list[dict[str, Any]] = []
     code = run(spec, lines.append)
     final = next((d for d in lines if d.get("final")), {})
     losses = [d["loss"] for d in lines if "step" in d]
-    return {"rank": rank, "host": socket.gethostname(), "ok": code == 0 and len(losses) == settings.steps,
+    return {"rank": spec.rank, "host": socket.gethostname(), "ok": code == 0 and len(losses) == settings.steps,
             "losses": losses, "accuracy": final.get("accuracy"), "step_seconds": final.get("step_seconds"),
-            "epoch": epoch, "k": base.k, "seconds": round(sum(final.get("step_seconds") or [0.0]), 3),
-            "train": None}
+            "epoch": epoch, "k": k, "seconds": round(sum(final.get("step_seconds") or [0.0]), 3),
+            "final": final, "train": None}

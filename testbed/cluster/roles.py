@@ -36,6 +36,7 @@ from typing import Any, Callable, Mapping, Sequence
 from innet.testbed.ina.compose import ComposeConfig, ComposeError
 
 ROLES = ("switch", "controller", "worker", "node")
+WORKLOADS = ("demo", "luwu", "ddp", "ddp-gloo")
 JOB_TAG = "INNET_JOB"
 RESULT_TAG = "INNET_RESULT"
 REJOIN_TAG = "INNET_REJOIN"
@@ -82,7 +83,9 @@ class ClusterRoleConfig:
     """INNET_WORKLOAD: ``demo`` (exact allreduce, then the demo training) or ``luwu`` (LuWu
     training with the ``node`` service's optimizer nodes: :mod:`innet.testbed.cluster.luwu_roles`)
     or ``ddp`` (PyTorch DDP launched by torchrun in the worker tasks, gradients through the
-    switch by ``register_innet_hook``: :mod:`innet.testbed.cluster.ddp`)."""
+    switch by ``register_innet_hook``: :mod:`innet.testbed.cluster.ddp`) or ``ddp-gloo`` (DDP
+    + gloo on LuWu's model and steps, timed: the baseline ``innet bench cluster`` holds LuWu
+    against; the controller serves the store)."""
     rejoin: bool = False
     """INNET_REJOIN=on: the controller stays up; a worker slot that starts a second time (its
     task replaced) makes it attach a new epoch of both jobs with the training restarted, and
@@ -90,7 +93,8 @@ class ClusterRoleConfig:
     hold: tuple[int, int] | None = None
     """INNET_HOLD=slot:step: the first task of that slot stops after that training step until killed."""
     luwu: Any = None
-    """The LuWu settings (:class:`~innet.testbed.cluster.luwu_roles.LuwuSettings`) of a ``luwu`` workload."""
+    """The LuWu settings (:class:`~innet.testbed.cluster.luwu_roles.LuwuSettings`) of a ``luwu``
+    workload (and the steps, batch and lr of a ``ddp-gloo`` one)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "ClusterRoleConfig":
@@ -108,13 +112,13 @@ class ClusterRoleConfig:
         if collective not in ("ina", "gloo") or (collective == "gloo" and repeats < 1):
             raise ComposeError(f"INNET_COLLECTIVE={collective!r}: ina, or gloo with INNET_REPEATS >= 1")
         workload = env.get("INNET_WORKLOAD", "demo") or "demo"
-        if workload not in ("demo", "luwu", "ddp"):
-            raise ComposeError(f"INNET_WORKLOAD={workload!r}: demo, luwu or ddp")
+        if workload not in WORKLOADS:
+            raise ComposeError(f"INNET_WORKLOAD={workload!r}: one of {', '.join(WORKLOADS)}")
         base = ComposeConfig.from_env(env)
         if "INNET_K" not in env:
             base = dataclasses.replace(base, k=k_for_overlay(mtu))
         luwu = None
-        if workload == "luwu":
+        if workload in ("luwu", "ddp-gloo"):  # ddp-gloo: LuWu's steps, batch and lr
             from innet.testbed.cluster.luwu_roles import LuwuSettings
 
             luwu = LuwuSettings.from_env(env)
@@ -156,7 +160,7 @@ def switch_argv(config: ClusterRoleConfig) -> list[str]:
 
 def _ports(config: ClusterRoleConfig) -> ComposeConfig:
     """The star the switch serves: a port per worker, and per LuWu node."""
-    if config.luwu is None:
+    if config.workload != "luwu":
         return config.base
     from innet.testbed.cluster.luwu_roles import star_config
 
@@ -199,7 +203,7 @@ def run_controller(config: ClusterRoleConfig) -> int:
     base = config.base
     if config.workload == "ddp":  # one sum job; the steps are the DDP script's
         base = dataclasses.replace(base, train_steps=0)
-    if config.collective == "gloo":
+    if config.collective == "gloo" or config.workload == "ddp-gloo":
         from innet.testbed.cluster.timed import serve_store
 
         serve_store(base.workers, base.deadline)
@@ -422,6 +426,13 @@ def run_worker(config: ClusterRoleConfig) -> int:
         from innet.testbed.cluster.ddp import run_worker_task
 
         return run_worker_task(base.workers, base.deadline, os.environ.get("INNET_CONTROLLER_HOST", "controller"))
+    if config.workload == "ddp-gloo":
+        from innet.testbed.cluster.luwu_roles import run_ddp_gloo_worker
+
+        doc = run_ddp_gloo_worker(base, config.luwu, rank, os.environ.get("INNET_CONTROLLER_HOST", "controller"))
+        doc["node"] = os.environ.get("INNET_NODE", "")
+        print(f"{RESULT_TAG} " + json.dumps(doc), flush=True)
+        _exit_past_native_destructors(0 if doc["ok"] else EXIT_ERROR)
     if config.luwu is not None:
         from innet.testbed.cluster.luwu_roles import run_worker as luwu_worker
 
@@ -446,6 +457,15 @@ def run_worker(config: ClusterRoleConfig) -> int:
     return 0 if doc["ok"] and (doc["train"] is None or doc["train"]["bit_exact"]) else EXIT_ERROR
 
 
+def _exit_past_native_destructors(code: int) -> None:
+    """End a gloo worker task once its result is printed: gloo's native threads can abort the
+    process in their destructors at interpreter exit (SIGABRT after a good run), and Swarm
+    would then start the task again (the same reason as ``innet.testbed.luwu.train``'s)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def _attached_epoch(config: ClusterRoleConfig) -> int:
     """The epoch of the job once the controller attached it for the workers."""
     return int(wait_for_jobs(dataclasses.replace(config, base=dataclasses.replace(config.base, train_steps=0)))["epoch"])
@@ -455,7 +475,7 @@ def run_node(config: ClusterRoleConfig) -> int:
     """A LuWu optimizer node: index = task slot - 1, star rank N + index."""
     from innet.testbed.cluster.luwu_roles import NODE_RESULT_TAG, run_node as luwu_node
 
-    if config.luwu is None or not 1 <= config.slot <= config.luwu.nodes:
+    if config.workload != "luwu" or config.luwu is None or not 1 <= config.slot <= config.luwu.nodes:
         raise ComposeError(f"node: INNET_WORKLOAD={config.workload!r}, INNET_SLOT={config.slot}: a node task needs "
                            f"INNET_WORKLOAD=luwu and a slot within 1..{config.luwu.nodes if config.luwu else 1}")
     doc = luwu_node(config.base, config.luwu, config.slot - 1, _attached_epoch(config))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from innet.testbed.cluster.roles import JOB_TAG, RESULT_TAG
+from innet.testbed.cluster.roles import JOB_TAG, RESULT_TAG, WORKLOADS
 from innet.testbed.core.paths import REPO
 
 STACK_FILE = REPO / "docker-stack.yml"
@@ -61,7 +61,8 @@ class ClusterSpec:
     workload: str = "demo"
     """``demo`` (exact allreduce, demo training) or ``luwu`` (LuWu training with ``nodes``
     optimizer nodes as the ``node`` service, pinned beside the switch) or ``ddp`` (torchrun in the
-    worker tasks, DDP's gradients through the switch); both need the torch image."""
+    worker tasks, DDP's gradients through the switch) or ``ddp-gloo`` (DDP + gloo on LuWu's
+    model and steps, timed); all but ``demo`` need the torch image."""
     nodes: int = 1
     """LuWu optimizer nodes (``luwu`` only)."""
     lr: float = 0.003
@@ -82,10 +83,10 @@ class ClusterSpec:
             raise ClusterError(f"--workers {self.workers}: must be within 2..32 (switch ports of innet.p4's star)")
         if self.collective not in ("ina", "gloo") or (self.collective == "gloo" and self.repeats < 1):
             raise ClusterError(f"collective {self.collective!r}: ina, or gloo with repeats >= 1")
-        if self.workload not in ("demo", "luwu", "ddp") or not 1 <= self.nodes <= 8 \
+        if self.workload not in WORKLOADS or not 1 <= self.nodes <= 8 \
                 or self.workers + (self.nodes if self.workload == "luwu" else 0) > 32:
-            raise ClusterError(f"workload {self.workload!r} with {self.nodes} nodes and {self.workers} workers: demo, "
-                               "luwu or ddp, 1..8 nodes, workers + nodes within 32 switch ports")
+            raise ClusterError(f"workload {self.workload!r} with {self.nodes} nodes and {self.workers} workers: "
+                               f"{', '.join(WORKLOADS)}, 1..8 nodes, workers + nodes within 32 switch ports")
         if not self.name.replace("-", "").replace("_", "").isalnum():
             raise ClusterError(f"--name {self.name!r}: letters, digits, - and _ only (a stack name)")
         if self.rejoin and (self.workload != "demo" or self.repeats):
@@ -153,6 +154,23 @@ def check_nodes(client: Any, spec: ClusterSpec) -> dict[str, list[str]]:
                                f"`docker node update --label-add {label}=true NODE` "
                                f"(and {NODE_LABEL}=NODE for spreading workers)")
     return found
+
+
+def label_node(client: Any, hostname: str, key: str, value: str | None) -> None:
+    """Set (or with None remove) node label ``key`` of the swarm node ``hostname``."""
+    for node in client.nodes.list():
+        if node.attrs.get("Description", {}).get("Hostname") == hostname:
+            spec = node.attrs["Spec"]
+            labels = dict(spec.get("Labels") or {})
+            if value is None:
+                labels.pop(key, None)
+            else:
+                labels[key] = value
+            spec["Labels"] = labels
+            node.update(spec)
+            return
+    raise ClusterError(f"no swarm node {hostname!r} (nodes: "
+                       f"{sorted(n.attrs.get('Description', {}).get('Hostname', n.id) for n in client.nodes.list())})")
 
 
 def _cli_env(docker_host: str | None) -> dict[str, str]:

@@ -70,14 +70,20 @@ STORE_PORT = 29500
 DONE_KEY = "innet_done"
 
 
+def local_address(peer: str) -> str:
+    """This task's address on the network that reaches ``peer`` (the overlay's)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect((socket.gethostbyname(peer), 9))  # no datagram is sent: routing only
+        return str(probe.getsockname()[0])
+
+
 def local_interface(peer: str) -> str:
     """Name of the interface this task reaches ``peer`` over (the overlay's, not docker_gwbridge's)."""
     import fcntl
     import struct
 
+    local = local_address(peer)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.connect((socket.gethostbyname(peer), 9))
-        local = probe.getsockname()[0]
         for _, name in socket.if_nameindex():
             try:
                 packed = fcntl.ioctl(probe.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))  # SIOCGIFADDR

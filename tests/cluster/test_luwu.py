@@ -17,21 +17,6 @@ WORKERS = 4
 STEPS = 6
 
 
-def _label(client: Any, hostname: str, key: str, value: str | None) -> None:
-    for node in client.nodes.list():
-        if node.attrs["Description"]["Hostname"] == hostname:
-            spec = node.attrs["Spec"]
-            labels = dict(spec.get("Labels") or {})
-            if value is None:
-                labels.pop(key, None)
-            else:
-                labels[key] = value
-            spec["Labels"] = labels
-            node.update(spec)
-            return
-    raise AssertionError(f"no node {hostname}")
-
-
 def _mininet_run() -> Any:
     from innet.testbed.backends.select import open_testbed
     from innet.testbed.core.testbed import TestbedOptions
@@ -55,7 +40,7 @@ def test_luwu_with_its_node_service_trains_as_on_the_mininet_star(swarm_lab: Any
     client = swarm_lab.manager.client
     spec = stack.ClusterSpec(name="innetluwu", image=swarm_lab.image, workers=WORKERS, workload="luwu", nodes=1,
                              train_steps=STEPS, tls_dir=make_certs(tmp_path / "tls"), deadline=300)
-    _label(client, "innet-n1", "innet.worker", None)
+    stack.label_node(client, "innet-n1", "innet.worker", None)
     try:
         stack.deploy(client, spec, docker_host=swarm_lab.manager.docker_host)
         docs = stack.wait_results(client, spec, 420, progress=print)
@@ -63,7 +48,7 @@ def test_luwu_with_its_node_service_trains_as_on_the_mininet_star(swarm_lab: Any
         job = stack.job_document(client, spec.name)
         rows = stack.task_rows(client, spec.name)
     finally:
-        _label(client, "innet-n1", "innet.worker", "true")
+        stack.label_node(client, "innet-n1", "innet.worker", "true")
         stack.remove(client, spec.name, docker_host=swarm_lab.manager.docker_host,
                      node_clients=tuple(n.client for n in swarm_lab.nodes[1:]))
     star = _mininet_run()

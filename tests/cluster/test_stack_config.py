@@ -66,7 +66,7 @@ def test_roles_read_the_workload_and_collective() -> None:
     assert (gloo.collective, gloo.repeats) == ("gloo", 3)
     with pytest.raises(ComposeError, match="INNET_COLLECTIVE='gloo': ina, or gloo with INNET_REPEATS >= 1"):
         ClusterRoleConfig.from_env({"INNET_COLLECTIVE": "gloo"})
-    with pytest.raises(ComposeError, match="INNET_WORKLOAD='fsdp': demo, luwu or ddp"):
+    with pytest.raises(ComposeError, match="INNET_WORKLOAD='fsdp': one of demo, luwu, ddp, ddp-gloo"):
         ClusterRoleConfig.from_env({"INNET_WORKLOAD": "fsdp"})
     with pytest.raises(ClusterError, match="workers \\+ nodes within 32"):
         ClusterSpec(workers=30, workload="luwu", nodes=4)
@@ -111,3 +111,38 @@ def test_luwu_tasks_tunnel_from_every_interface() -> None:
     config = transport_config(data)
     assert config.bind == ("0.0.0.0", 0) and config.tunnel == ("127.0.0.1", 9003)  # rank 2: the node, port 3
     assert transport_config({k: v for k, v in data.items() if k != "bind"}).bind == ("127.0.0.1", 0)
+
+
+def test_ddp_gloo_workload_trains_lu_wus_steps_without_node_ports() -> None:
+    """DDP + gloo, the baseline LuWu is timed against: LuWu's steps and lr, no optimizer node
+    ports on the switch, no node tasks."""
+    config = ClusterRoleConfig.from_env({"INNET_WORKERS": "4", "INNET_WORKLOAD": "ddp-gloo", "INNET_TRAIN_STEPS": "12",
+                                         "INNET_LR": "0.01"})
+    assert (config.workload, config.luwu.steps, config.luwu.lr) == ("ddp-gloo", 12, 0.01)
+    assert switch_argv(config).count("-u") == 4
+    env = ClusterSpec(workers=4, workload="ddp-gloo", train_steps=12).env()
+    assert (env["INNET_WORKLOAD"], env["INNET_NODE_REPLICAS"], env["INNET_TRAIN_STEPS"]) == ("ddp-gloo", "0", "12")
+
+
+def _final(steps: list[float], sent: int, packets: int, timed: int) -> dict[str, object]:
+    return {"final": True, "mode": "ddp-gloo", "accuracy": 0.5, "rss_bytes": 1 << 20, "step_seconds": steps,
+            "params": 1000, "tensor_bytes_peak": 16000,
+            "link": {"steps": timed, "sent_bytes": sent, "received_bytes": 2 * sent, "sent_packets": packets,
+                     "received_packets": packets}}
+
+
+def test_training_row_takes_the_slowest_rank_and_the_overlay_bytes() -> None:
+    """A cluster training row as the star's (``luwu.bench.row_of``): per timed step the slowest
+    rank, the median over steps; bytes per step from the task's interface, the underlay's with
+    VXLAN's 50 bytes a packet."""
+    from innet.testbed.cluster.bench import training_row
+
+    docs = [{"rank": 0, "ok": True, "k": 0, "node": "innet-n2", "final": _final([9.0, 9.0, 0.1, 0.3, 0.2], 3000, 30, 3)},
+            {"rank": 1, "ok": True, "k": 0, "node": "innet-n3", "final": _final([9.0, 9.0, 0.2, 0.1, 0.4], 6000, 60, 3)}]
+    row = training_row("ddp-gloo", 2, docs, [], steps=5, warmup=2)
+    assert (row["where"], row["workload"], row["workers"], row["ok"]) == ("cluster", "ddp-gloo", 2, True)
+    assert row["step_s"] == pytest.approx(0.3)  # slowest ranks' steps 0.2, 0.3, 0.4 after the warm-up
+    assert row["wire_up_bytes"] == pytest.approx(1500) and row["wire_down_bytes"] == pytest.approx(3000)
+    assert row["underlay_up_bytes"] == pytest.approx(1500 + 50 * 15) and row["nodes"] == ["innet-n2", "innet-n3"]
+    failed = training_row("ddp-gloo", 2, [{**docs[0], "ok": False}, docs[1]], [], steps=5, warmup=2)
+    assert failed["ok"] is False
