@@ -19,7 +19,8 @@ micro-batches of ``b``, ``m = B/(d b)`` micro-batches per pipeline, interleaving
   2+2, plus the all-gather redone for the weight gradient), not overlapped;
 * pipeline: 1F1B, ``(m + (p-1)/v)`` stage-times; the point-to-point sends of ``b s h / t``
   values overlap the next micro-batch's computation in the steady state (the paper assumes
-  overlap), so only the ``2(pv-1)`` sends of the fill and the drain are exposed;
+  overlap), so only the ``2(pv-1)`` sends of the fill and the drain are exposed
+  (:attr:`Platform.pp_overlap` off: Megatron-LM 2021's blocking sends, ``2(mv + p - 1)``);
 * data parallelism: a reduce-scatter and an all-gather of the stage's gradients (bf16), which
   overlap the last micro-batch's backward pass (the paper assumes overlap); the rest is
   exposed;
@@ -151,6 +152,11 @@ class Platform:
     """Whether the gradient reduce-scatter/all-gather overlaps the last micro-batch's backward
     pass (Megatron-Core's ``--overlap-grad-reduce``); False is Megatron 2021/2022, which
     reduces the gradients after the backward pass."""
+    pp_overlap: bool = True
+    """Whether the steady state's point-to-point sends overlap computation; False is
+    Megatron-LM 2021/2022, whose ``p2p_communication._communicate`` waits on every
+    ``batch_isend_irecv`` request and synchronizes the device, so each micro-batch's forward
+    and backward send is on the critical path."""
     hb_tier_size: int = 0
     """GPUs per first-tier switch group inside an HB domain (:data:`GH200_TIER_SIZE` for a DGX
     GH200); 0 is one flat full-bisection tier, the paper's reading of every HB domain."""
@@ -387,7 +393,8 @@ def iteration(model: GptModel, platform: Platform, par: Parallelism, batch: int)
     pipeline = 0.0
     if p > 1:
         send = p2p_time(0, t * d, act / t, platform)
-        pipeline = 2 * (p * v - 1) * send
+        # Blocking sends: one each way per micro-batch chunk, plus the fill and the drain.
+        pipeline = 2 * (p * v - 1 if platform.pp_overlap else m * v + p - 1) * send
     data = 0.0
     if d > 1:
         dp_shape = strided_shape(d, t, platform.hb_size)

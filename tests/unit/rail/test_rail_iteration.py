@@ -105,6 +105,16 @@ def test_gh200_two_tiers_slow_only_groups_with_one_member_per_board() -> None:
     assert slow.data > fast.data and slow.tensor == pytest.approx(fast.tensor)
 
 
+def test_blocking_pipeline_sends_are_exposed_for_every_micro_batch() -> None:
+    """Overlapped: the fill and drain's 2(pv-1) sends; blocking (Megatron-LM 2021): 2(mv+p-1)."""
+    model, par = gpt.MODELS["gpt-1t"], Parallelism(8, 32, 128, 1, 4)
+    overlapped = iteration.iteration(model, iteration.h100_cluster(32768, 8), par, 4096)
+    blocking = iteration.iteration(model, replace(iteration.h100_cluster(32768, 8), pp_overlap=False), par, 4096)
+    m = 4096 // 128
+    assert blocking.pipeline / overlapped.pipeline == pytest.approx((m * 4 + 32 - 1) / (32 * 4 - 1))
+    assert blocking.compute == overlapped.compute and blocking.data == overlapped.data
+
+
 def test_iteration_terms_add_up_and_respond_to_bandwidth() -> None:
     model = gpt.MODELS["gpt-1t"]
     par = Parallelism(8, 32, 128, 1, 4)

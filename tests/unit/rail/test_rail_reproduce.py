@@ -39,7 +39,7 @@ def test_changing_an_input_changes_the_row() -> None:
 def test_guesses_are_recomputed_under_their_alternatives() -> None:
     row = reproduce.reproduce_claim(_claim("fig8_146b"), reproduce.AFTER)
     names = {g["name"] for g in row.guesses}
-    assert names == {"cluster size", "global batch", "K = 256 fabric"}
+    assert names == {"cluster size", "global batch", "communication overlap", "K = 256 fabric"}
     sizes = next(g for g in row.guesses if g["name"] == "cluster size")["alternatives"]
     assert set(sizes) == {"16384", "65536"}
     assert len({round(v, 6) for v in sizes.values()} | {round(row.value, 6)}) == 3
@@ -56,6 +56,18 @@ def test_gh200_two_tiers_are_shown_beside_the_papers_flat_domain() -> None:
         assert (two_tier > row.value) if key.startswith("fig8") else (two_tier < row.value)
     assert all(g["name"] != "K = 256 fabric" for g in
                reproduce.reproduce_claim(_claim("fig9_k8_hb"), reproduce.AFTER).guesses)
+
+
+def test_megatron_2021_schedule_exposes_the_dp_reduction_and_pipeline_sends() -> None:
+    """Under Megatron-LM 2021's schedule (gradients reduced after the backward pass, blocking
+    sends) GPT-146B's K = 256 slowdown grows: the DP reduction crosses the NIC at K = 256 but
+    not in the ideal; the inputs name both overlaps."""
+    row = reproduce.reproduce_claim(_claim("fig8_146b"), reproduce.AFTER)
+    overlap = next(g for g in row.guesses if g["name"] == "communication overlap")
+    assert overlap["alternatives"][reproduce.MEGATRON_2021] > 2 * row.value
+    value, inputs = _claim("fig8_146b").compute(reproduce.AFTER, {"overlap": reproduce.MEGATRON_2021})
+    assert inputs["dp_overlap"] is False and inputs["pp_overlap"] is False
+    assert value == pytest.approx(overlap["alternatives"][reproduce.MEGATRON_2021])
 
 
 def test_tolerance_rule() -> None:
