@@ -58,6 +58,8 @@ from innet.testbed.backends.select import open_testbed as open_star
 from innet.wire import IP_OVERHEAD, SUPPORTED_K, k_for_mtu, message_len
 from innet.testbed.luwu.run import RunConfig, RunResult, luwu_star, run_training
 from innet.testbed.luwu.data import MODELS, ModelShape
+from innet.testbed.luwu.records import (NODE_STATUS_KEYS, HookSplit, LinkBytes, LuwuBench, LuwuBenchSettings,
+                                        LuwuOverlap, ModeContext, ModeRow, StepMeasures)
 from innet.testbed.core.machine import load_average
 from innet.testbed.core.topology import Link
 
@@ -87,13 +89,18 @@ def step_times(finals: Sequence[dict[str, Any]], warmup: int) -> list[float]:
 
 def row_of(result: RunResult, workers: int, overlap: bool, steps: int, k: int, warmup: int = 2,
            duplex: bool | None = None) -> dict[str, Any]:
+    """:func:`measure_row` as the document's row."""
+    return measure_row(result, workers, overlap, steps, k, warmup, duplex).to_json()
+
+
+def measure_row(result: RunResult, workers: int, overlap: bool, steps: int, k: int, warmup: int = 2,
+                duplex: bool | None = None) -> ModeRow:
     """One table row: what ``result`` measured, over the workers (see module docstring)."""
     name = result.mode + ("" if overlap else " (serialized)") + (" (one job)" if duplex is False else "")
     finals = result.finals
-    row: dict[str, Any] = {"mode": name, "workers": workers, "errors": result.errors, "seconds": result.seconds}
+    row = ModeRow(mode=name, workers=workers, errors=result.errors, seconds=result.seconds)
     if len(finals) != workers:
-        row["failed"] = f"{len(finals)} of {workers} workers finished"
-        return row
+        return replace(row, failed=f"{len(finals)} of {workers} workers finished")
     params = finals[0]["params"]
     frame = INNET_FRAME_OVERHEAD + 4 * k
     if result.mode in GLOO_THEORY:  # both directions
@@ -102,53 +109,65 @@ def row_of(result: RunResult, workers: int, overlap: bool, steps: int, k: int, w
         per_step = _mean([(f["agent_stats"].get("sent", 0) + f["agent_stats"].get("results", 0)
                            + f["agent_stats"].get("statuses", 0)) * frame / steps for f in finals])
     timed = step_times(finals, warmup)
-    row.update({"params": params, "step_ms": 1000 * float(np.median(timed)),
-                "step_ms_p90": 1000 * float(np.percentile(timed, 90)), "timed_steps": len(timed),
-                "bytes_per_worker_step": per_step,
-                "bytes_source": "theory" if result.mode in GLOO_THEORY else "agent frames",
-                "worker_rss_mb": _mean([f["rss_bytes"] for f in finals]) / 2**20,
-                "worker_rss_peak_mb": _mean([f.get("rss_peak_bytes", f["rss_bytes"]) for f in finals]) / 2**20,
-                "worker_tensor_bytes_peak": int(_mean([f["tensor_bytes_peak"] for f in finals])),
-                "accuracy": _mean([f["accuracy"] for f in finals])})
+    measures = StepMeasures(
+        params=params, step_ms=1000 * float(np.median(timed)), step_ms_p90=1000 * float(np.percentile(timed, 90)),
+        timed_steps=len(timed), bytes_per_worker_step=per_step,
+        bytes_source="theory" if result.mode in GLOO_THEORY else "agent frames",
+        worker_rss_mb=_mean([f["rss_bytes"] for f in finals]) / 2**20,
+        worker_rss_peak_mb=_mean([f.get("rss_peak_bytes", f["rss_bytes"]) for f in finals]) / 2**20,
+        worker_tensor_bytes_peak=int(_mean([f["tensor_bytes_peak"] for f in finals])),
+        accuracy=_mean([f["accuracy"] for f in finals]))
     cpus = [f["cpu_per_step"] for f in finals if "cpu_per_step" in f]
-    if len(cpus) == len(finals):  # CPU seconds per timed step, summed over the workers
-        row["cpu_s_per_step"] = {"trainers": sum(c["trainer"] for c in cpus), "agents": sum(c["agent"] for c in cpus)}
     links = [f["link"] for f in finals if "link" in f]
-    if len(links) == len(finals):
-        row["link_up_bytes_per_step"] = _mean([li["sent_bytes"] / li["steps"] for li in links])
-        row["link_down_bytes_per_step"] = _mean([li["received_bytes"] / li["steps"] for li in links])
-    if "comm" in finals[0] and result.mode == "ddp-innet":  # the hook's own split of its time
-        row["hook"] = {key: _mean([f["comm"].get(key, 0) / steps for f in finals])
-                       for key in ("buckets", "seconds", "stage_seconds", "agent_seconds")}
-    if result.mode == "luwu":
-        comm = [(f["comm"]["push_seconds"] + f["comm"]["pull_seconds"]) / steps for f in finals]
-        wait = [_mean(f.get("step_wait_seconds", [])[2:]) for f in finals]  # warm-up excluded, as step_ms
-        row["worker_tensor_bytes_between_steps"] = max(f["tensor_bytes_between_steps"] for f in finals)
-        row["comm_busy_ms_per_step"] = 1000 * _mean(comm)
-        if overlap:  # serialized mode waits in wait_idle, not in take: no split there
-            row["comm_wait_ms_per_step"] = 1000 * _mean(wait)
-            row["compute_ms_per_step"] = row["step_ms"] - row["comm_wait_ms_per_step"]
-        node = result.nodes[0] if result.nodes else {}
-        row["node"] = {key: node.get(key) for key in ("rss_bytes", "bytes_on_disk", "bytes_state",
-                                                     "bytes_working_set", "step", "seconds")}
-    return row
+    return replace(
+        row, measures=measures,
+        # CPU seconds per timed step, summed over the workers
+        cpu_s_per_step=(sum(c["trainer"] for c in cpus), sum(c["agent"] for c in cpus))
+        if len(cpus) == len(finals) else None,
+        link=LinkBytes(up=_mean([li["sent_bytes"] / li["steps"] for li in links]),
+                       down=_mean([li["received_bytes"] / li["steps"] for li in links]))
+        if len(links) == len(finals) else None,
+        hook=_hook_split(finals, steps) if "comm" in finals[0] and result.mode == "ddp-innet" else None,
+        luwu=_luwu_overlap(result, overlap, steps, measures.step_ms) if result.mode == "luwu" else None)
 
 
-def summary(rows: Sequence[dict[str, Any]]) -> dict[int, dict[str, float]]:
+def _hook_split(finals: Sequence[dict[str, Any]], steps: int) -> HookSplit:
+    """The hook's own split of its time, per step."""
+    def per_step(key: str) -> float:
+        return _mean([f["comm"].get(key, 0) / steps for f in finals])
+
+    return HookSplit(buckets=per_step("buckets"), seconds=per_step("seconds"),
+                     stage_seconds=per_step("stage_seconds"), agent_seconds=per_step("agent_seconds"))
+
+
+def _luwu_overlap(result: RunResult, overlap: bool, steps: int, step_ms: float) -> LuwuOverlap:
+    finals = result.finals
+    comm = [(f["comm"]["push_seconds"] + f["comm"]["pull_seconds"]) / steps for f in finals]
+    wait_ms = 1000 * _mean([_mean(f.get("step_wait_seconds", [])[2:]) for f in finals])  # warm-up excluded
+    node = result.nodes[0] if result.nodes else {}
+    return LuwuOverlap(worker_tensor_bytes_between_steps=max(f["tensor_bytes_between_steps"] for f in finals),
+                       comm_busy_ms_per_step=1000 * _mean(comm),
+                       # serialized mode waits in wait_idle, not in take: no split there
+                       comm_wait_ms_per_step=wait_ms if overlap else None,
+                       compute_ms_per_step=step_ms - wait_ms if overlap else None,
+                       node=tuple((key, node.get(key)) for key in NODE_STATUS_KEYS))
+
+
+def summary(rows: Sequence[ModeRow]) -> dict[int, dict[str, float]]:
     """Per N: the overlap's speedup (serialized LuWu step / overlapped LuWu step), and every
     mode's speedup over DDP + gloo (its median step / theirs)."""
     out: dict[int, dict[str, float]] = {}
-    for n in sorted({r["workers"] for r in rows}):
-        by = {r["mode"]: r for r in rows if r["workers"] == n and "step_ms" in r}
+    for n in sorted({r.workers for r in rows}):
+        by = {r.mode: r.measures.step_ms for r in rows if r.workers == n and r.measures is not None}
         entry: dict[str, float] = {}
         if "luwu" in by and "luwu (serialized)" in by:
-            entry["overlap_speedup"] = by["luwu (serialized)"]["step_ms"] / by["luwu"]["step_ms"]
+            entry["overlap_speedup"] = by["luwu (serialized)"] / by["luwu"]
         if "ddp-gloo" in by:
-            for mode, row in by.items():
+            for mode, step_ms in by.items():
                 if mode != "ddp-gloo" and not mode.startswith("allreduce"):
-                    entry[f"{mode} vs ddp-gloo"] = by["ddp-gloo"]["step_ms"] / row["step_ms"]
+                    entry[f"{mode} vs ddp-gloo"] = by["ddp-gloo"] / step_ms
         if "allreduce-gloo" in by and "allreduce-innet" in by:
-            entry["allreduce-innet vs allreduce-gloo"] = by["allreduce-gloo"]["step_ms"] / by["allreduce-innet"]["step_ms"]
+            entry["allreduce-innet vs allreduce-gloo"] = by["allreduce-gloo"] / by["allreduce-innet"]
         if entry:
             out[n] = entry
     return out
@@ -270,25 +289,31 @@ def _switch_cpu(tb: Testbed) -> float | None:
         return None
 
 
-def _print_row(row: dict[str, Any]) -> None:
-    if "step_ms" not in row:
-        print(f"N={row['workers']} {row['mode']:<22} FAILED: {row['failed']}; {sorted(row['errors'])}", flush=True)
+def _print_row(row: ModeRow) -> None:
+    m = row.measures
+    if m is None:
+        print(f"N={row.workers} {row.mode:<22} FAILED: {row.failed}; {sorted(row.errors)}", flush=True)
         return
-    link = (f"link up {row['link_up_bytes_per_step'] / 1e6:7.2f} down {row['link_down_bytes_per_step'] / 1e6:7.2f} MB"
-            if "link_up_bytes_per_step" in row else
-            f"{row['bytes_per_worker_step'] / 1e6:7.2f} MB ({row['bytes_source']})")
-    print(f"N={row['workers']} {row['mode']:<22} {row['step_ms']:8.1f} ms/step (p90 {row['step_ms_p90']:8.1f})  "
-          f"{link}/worker/step  RSS peak {row['worker_rss_peak_mb']:6.1f} MB  "
-          f"tensors {row['worker_tensor_bytes_peak'] / 1e6:7.2f} MB  acc {row['accuracy']:.3f}  CPU s/step "
-          + ", ".join(f"{key} {value:.2f}" for key, value in row.get("cpu_s_per_step", {}).items()), flush=True)
+    link = (f"link up {row.link.up / 1e6:7.2f} down {row.link.down / 1e6:7.2f} MB" if row.link is not None else
+            f"{m.bytes_per_worker_step / 1e6:7.2f} MB ({m.bytes_source})")
+    print(f"N={row.workers} {row.mode:<22} {m.step_ms:8.1f} ms/step (p90 {m.step_ms_p90:8.1f})  "
+          f"{link}/worker/step  RSS peak {m.worker_rss_peak_mb:6.1f} MB  "
+          f"tensors {m.worker_tensor_bytes_peak / 1e6:7.2f} MB  acc {m.accuracy:.3f}  CPU s/step "
+          + ", ".join(f"{key} {value:.2f}" for key, value in row.cpu_json().items()), flush=True)
 
 
 def run(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettings(),
         modes: Sequence[str] = DEFAULT_MODES, report: Reporter | None = None) -> dict[str, Any]:
-    """Every mode at every N, on loopback or Mininet (see module docstring). Ctrl-C ends the
-    grid early: the rows so far are written, ``"partial": True``. ``report``: a progress bar
-    told each mode as it starts and advanced when it ends."""
-    rows = []
+    """:func:`measure` as its document (with ``files``)."""
+    return measure(workers, out, settings, modes, report).to_json()
+
+
+def measure(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettings(),
+            modes: Sequence[str] = DEFAULT_MODES, report: Reporter | None = None) -> LuwuBench:
+    """Every mode at every N, on loopback or Mininet (see module docstring), saved as JSON and
+    PNG under ``out``. Ctrl-C ends the grid early: the rows so far are written, ``partial``.
+    ``report``: a progress bar told each mode as it starts and advanced when it ends."""
+    rows: list[ModeRow] = []
     load_start = load_average()
     total = settings.warmup + settings.steps
     shape = settings.model
@@ -308,41 +333,41 @@ def run(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettin
                                                         warmup=settings.warmup, timeout=settings.timeout,
                                                         in_flight_bytes=None if settings.in_flight_kib is None
                                                         else settings.in_flight_kib << 10))
-                    row = row_of(result, n, overlap, total, tb.options.k, settings.warmup, duplex)
-                    row["wire_bytes_per_worker_step"] = _wire(tb, before, n, total)
                     after = _switch_cpu(tb)
-                    if switch_cpu is not None and after is not None:  # start-up of the mode included
-                        row.setdefault("cpu_s_per_step", {})["switch (whole run)"] = (after - switch_cpu) / total
-                    row["load_average"] = [load, load_average()]
+                    row = replace(measure_row(result, n, overlap, total, tb.options.k, settings.warmup, duplex),
+                                  testbed=ModeContext(
+                                      wire_bytes_per_worker_step=_wire(tb, before, n, total),
+                                      # start-up of the mode included
+                                      switch_cpu_s_per_step=(after - switch_cpu) / total
+                                      if switch_cpu is not None and after is not None else None,
+                                      load_average=(load, load_average())))
                     rows.append(row)
                     _print_row(row)
                     if report is not None:
                         report.advance()
     except KeyboardInterrupt:
         partial = True
-    date = dt.datetime.now().isoformat(timespec="seconds")
     backend = "loopback"
     if settings.mininet:
         shaping = [f"{settings.bw_mbps:g} Mbit/s host links (HTB)" if settings.bw_mbps is not None else "unshaped veths"]
         backend = "mininet star, " + ", ".join(shaping + ([f"MTU {settings.mtu}"] if settings.mtu else []))
-    doc: dict[str, Any] = {
-        "format": "innet-bench-luwu/3", "date": date, "machine": machine(), "backend": backend,
-        "switch": switch_description(settings.executor), "load_average_start": load_start,
-        "load_average_end": load_average(),
-        "settings": {"steps": settings.steps, "warmup": settings.warmup, "batch": settings.batch,
-                     "model": shape.describe(), "params": shape.params, "k": settings.resolved_k(),
-                     "window": settings.window, "mtu": settings.mtu or 1500, "nodes": 1, "lr": settings.lr},
-        "rows": rows, "summary": summary(rows), "partial": partial}
+    bench = LuwuBench(
+        date=dt.datetime.now().isoformat(timespec="seconds"), machine=machine(), backend=backend,
+        switch=switch_description(settings.executor), load_average_start=load_start, load_average_end=load_average(),
+        settings=LuwuBenchSettings(steps=settings.steps, warmup=settings.warmup, batch=settings.batch,
+                                   model=shape.describe(), params=shape.params, k=settings.resolved_k(),
+                                   window=settings.window, mtu=settings.mtu or 1500, nodes=1, lr=settings.lr),
+        rows=tuple(rows), summary=summary(rows), partial=partial)
+    doc = bench.to_json()
     out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"bench_luwu-{date.replace(':', '').replace('-', '')}"
+    stem = out / f"bench_luwu-{bench.date.replace(':', '').replace('-', '')}"
     path = stem.with_suffix(".json")
     path.write_text(json.dumps(doc, indent=1) + "\n")
     png = plot(doc, stem.with_suffix(".png"))
-    for n, entry in doc["summary"].items():
+    for n, entry in bench.summary.items():
         print(f"N={n}: " + ", ".join(f"{key} {value:.2f}x" for key, value in entry.items()))
     print(f"wrote {path}" + (f" and {png}" if png else ""))
-    doc["files"] = [str(path)] + ([str(png)] if png else [])
-    return doc
+    return replace(bench, files=(str(path),) + ((str(png),) if png else ()))
 
 
 def _check(args: argparse.Namespace) -> str | None:
@@ -430,10 +455,10 @@ def command(args: argparse.Namespace) -> int:
 
     try:
         with Reporter(console(), "bench luwu", total=len(args.workers) * len(args.modes), markup=False) as report:
-            doc = run(args.workers, args.out, settings, args.modes, report)
+            bench = measure(args.workers, args.out, settings, args.modes, report)
     except (TestbedError, ControllerError) as error:  # e.g. the switch did not take the program in time
         print(f"innet bench luwu: {type(error).__name__}: {str(error).splitlines()[0]}", file=sys.stderr)
         return 1
-    if doc["partial"]:
-        return interrupted_partial("innet bench luwu", doc['files'][0])
+    if bench.partial:
+        return interrupted_partial("innet bench luwu", bench.files[0])
     return 0

@@ -19,18 +19,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from innet.argtypes import add_out, interrupted_partial, measure_each
 from innet.rss import peak_rss_bytes
+from innet.testbed.core.records import JsonRecord
+from innet.testbed.luwu.records import NodeBenchRow, NodeRun, TorchRun
 
 MODULE = __name__
 TARGET_RATIO = 0.5
@@ -45,14 +47,29 @@ def _config(optimizer: str) -> Any:
     return AdamConfig(lr=1e-3)
 
 
-def _setup(spec: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class NodeBenchSpec(JsonRecord):
+    """What a measuring process is told (as JSON on its command line)."""
+
+    params: int
+    optimizer: str
+    """``adam`` or ``adamw``."""
+    steps: int
+    pieces: int
+    block: int
+    threads: int
+    dir: str
+    """The state directory."""
+
+
+def _setup(spec: NodeBenchSpec) -> float:
     """Write the initial shard (normal values, in blocks) and create the state from it."""
     import numpy as np
 
     from innet.host.luwu.ooc_adam import AdamState
 
-    directory = Path(spec["dir"])
-    n = spec["params"]
+    directory = Path(spec.dir)
+    n = spec.params
     init = directory.parent / "init.npy"
     values = np.lib.format.open_memmap(init, mode="w+", dtype=np.float32, shape=(n,))
     rng = np.random.default_rng(0)
@@ -61,24 +78,24 @@ def _setup(spec: dict[str, Any]) -> dict[str, Any]:
     values.flush()
     del values
     t0 = time.perf_counter()
-    AdamState.create(directory, np.load(init, mmap_mode="r"), _config(spec["optimizer"]), model="bench").close()
+    AdamState.create(directory, np.load(init, mmap_mode="r"), _config(spec.optimizer), model="bench").close()
     init.unlink()
-    return {"create_seconds": time.perf_counter() - t0}
+    return time.perf_counter() - t0
 
 
-def _node(spec: dict[str, Any]) -> dict[str, Any]:
+def _node(spec: NodeBenchSpec) -> NodeRun:
     import numpy as np
 
     from innet.host.luwu.ooc_adam import AdamState
 
     t0 = time.perf_counter()
-    state = AdamState.open(Path(spec["dir"]), block=spec["block"], model="bench", threads=spec["threads"])
+    state = AdamState.open(Path(spec.dir), block=spec.block, model="bench", threads=spec.threads)
     open_seconds = time.perf_counter() - t0
-    n, pieces = state.size, spec["pieces"]
+    n, pieces = state.size, spec.pieces
     bounds = [(n * i // pieces, n * (i + 1) // pieces) for i in range(pieces)]
     grad = np.random.default_rng(1).standard_normal(max(b - a for a, b in bounds), dtype=np.float32)
     updates, commits = [], []
-    for step in range(spec["steps"] + 1):
+    for step in range(spec.steps + 1):
         t1 = time.perf_counter()
         for a, b in reversed(bounds):  # backward order, as a node receives the layers
             state.update(a, grad[:b - a])
@@ -89,81 +106,84 @@ def _node(spec: dict[str, Any]) -> dict[str, Any]:
             updates.append(t2 - t1)
             commits.append(t3 - t2)
     state.close()
-    return {"open_seconds": open_seconds, "update_seconds": updates, "commit_seconds": commits,
-            "native": state.native, "peak_rss_bytes": peak_rss_bytes(),
-            "working_set_bytes": state.working_set_bytes}
+    return NodeRun(open_seconds=open_seconds, update_seconds=updates, commit_seconds=commits, native=state.native,
+                   peak_rss_bytes=peak_rss_bytes(), working_set_bytes=state.working_set_bytes)
 
 
-def _torch(spec: dict[str, Any]) -> dict[str, Any]:
+def _torch(spec: NodeBenchSpec) -> TorchRun:
     import torch
 
-    n, pieces = spec["params"], spec["pieces"]
+    n, pieces = spec.params, spec.pieces
     torch.manual_seed(0)
     sizes = [n * (i + 1) // pieces - n * i // pieces for i in range(pieces)]
     params = [torch.nn.Parameter(torch.randn(s)) for s in sizes]
     for p in params:
         p.grad = torch.randn(p.numel())
-    c = _config(spec["optimizer"])
+    c = _config(spec.optimizer)
     cls = torch.optim.AdamW if c.decoupled else torch.optim.Adam
     opt = cls(params, lr=c.lr, betas=(c.beta1, c.beta2), eps=c.eps, weight_decay=c.weight_decay, foreach=True)
     times = []
-    for step in range(spec["steps"] + 1):
+    for step in range(spec.steps + 1):
         t0 = time.perf_counter()
         opt.step()
         if step:
             times.append(time.perf_counter() - t0)
-    return {"update_seconds": times, "threads": torch.get_num_threads(), "version": torch.__version__,
-            "peak_rss_bytes": peak_rss_bytes()}
+    return TorchRun(update_seconds=times, threads=torch.get_num_threads(), version=torch.__version__,
+                    peak_rss_bytes=peak_rss_bytes())
 
 
-ROLES = {"setup": _setup, "node": _node, "torch": _torch}
+ROLES: dict[str, Callable[[NodeBenchSpec], Any]] = {
+    "setup": lambda spec: {"create_seconds": _setup(spec)},
+    "node": lambda spec: _node(spec).to_json(),
+    "torch": lambda spec: _torch(spec).to_json()}
+"""Role -> its measurement as the JSON line the process prints."""
 
 
-def _child(role: str, spec: dict[str, Any], timeout: float = 1800.0) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-m", MODULE, role, json.dumps(spec)],
+def _child(role: str, spec: NodeBenchSpec, timeout: float = 1800.0) -> Any:
+    """The JSON a measuring process printed last."""
+    out = subprocess.run([sys.executable, "-m", MODULE, role, json.dumps(spec.to_json())],
                          capture_output=True, text=True, timeout=timeout)
     if out.returncode != 0:
         lines = out.stderr.strip().splitlines()
         raise RuntimeError(f"{role} process exited with {out.returncode}: {lines[-1] if lines else 'no output'}")
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def measure(params: int, optimizer: str, steps: int, pieces: int, block: int, threads: int,
-            directory: Path) -> dict[str, Any]:
+            directory: Path) -> NodeBenchRow:
     """One optimizer's row: node and torch on the same shard size."""
     state = directory / f"state-{optimizer}"
     shutil.rmtree(state, ignore_errors=True)
-    spec = {"params": params, "optimizer": optimizer, "steps": steps, "pieces": pieces, "block": block,
-            "threads": threads, "dir": str(state)}
-    setup = _child("setup", spec)
-    node = _child("node", spec)
+    spec = NodeBenchSpec(params=params, optimizer=optimizer, steps=steps, pieces=pieces, block=block,
+                         threads=threads, dir=str(state))
+    create_seconds = float(_child("setup", spec)["create_seconds"])
+    node = NodeRun(**_child("node", spec))
     shutil.rmtree(state, ignore_errors=True)
-    reference = _child("torch", spec)
-    upd = statistics.median(node["update_seconds"])
-    with_commit = statistics.median(u + c for u, c in zip(node["update_seconds"], node["commit_seconds"]))
-    ref = statistics.median(reference["update_seconds"])
-    return {"optimizer": optimizer, "params": params, "setup": setup, "node": node, "torch": reference,
-            "node_params_per_s": params / upd, "node_with_commit_params_per_s": params / with_commit,
-            "torch_params_per_s": params / ref, "ratio": ref / upd, "ratio_with_commit": ref / with_commit,
-            "state_bytes": 2 * 3 * 4 * params}
+    reference = TorchRun(**_child("torch", spec))
+    upd = statistics.median(node.update_seconds)
+    with_commit = statistics.median(u + c for u, c in zip(node.update_seconds, node.commit_seconds))
+    ref = statistics.median(reference.update_seconds)
+    return NodeBenchRow(optimizer=optimizer, params=params, create_seconds=create_seconds, node=node, torch=reference,
+                        node_params_per_s=params / upd, node_with_commit_params_per_s=params / with_commit,
+                        torch_params_per_s=params / ref, ratio=ref / upd, ratio_with_commit=ref / with_commit,
+                        state_bytes=2 * 3 * 4 * params)
 
 
-def _table(rows: list[dict[str, Any]], budget: int) -> str:
+def _table(rows: Sequence[NodeBenchRow], budget: int) -> str:
     head = (f"{'optimizer':9} {'node Mparam/s':>13} {'+commit':>8} {'torch Mparam/s':>14} {'ratio':>6} "
             f"{'+commit':>8} {'node RSS MiB':>12} {'torch RSS MiB':>13} {'state MiB':>9}")
     lines = [head]
     for r in rows:
-        lines.append(f"{r['optimizer']:9} {r['node_params_per_s'] / 1e6:13.1f} "
-                     f"{r['node_with_commit_params_per_s'] / 1e6:8.1f} "
-                     f"{r['torch_params_per_s'] / 1e6:14.1f} {r['ratio']:6.2f} {r['ratio_with_commit']:8.2f} "
-                     f"{r['node']['peak_rss_bytes'] / 2**20:12.0f} {r['torch']['peak_rss_bytes'] / 2**20:13.0f} "
-                     f"{r['state_bytes'] / 2**20:9.0f}")
+        lines.append(f"{r.optimizer:9} {r.node_params_per_s / 1e6:13.1f} "
+                     f"{r.node_with_commit_params_per_s / 1e6:8.1f} "
+                     f"{r.torch_params_per_s / 1e6:14.1f} {r.ratio:6.2f} {r.ratio_with_commit:8.2f} "
+                     f"{r.node.peak_rss_bytes / 2**20:12.0f} {r.torch.peak_rss_bytes / 2**20:13.0f} "
+                     f"{r.state_bytes / 2**20:9.0f}")
     lines.append(f"node RSS budget {budget / 2**20:.0f} MiB; target ratio >= {TARGET_RATIO}")
     return "\n".join(lines)
 
 
-def _plot(rows: list[dict[str, Any]], path: Path, caption: str) -> bool:
+def _plot(rows: Sequence[NodeBenchRow], path: Path, caption: str) -> bool:
     try:
         from innet.testbed.core.report import pyplot
 
@@ -172,9 +192,9 @@ def _plot(rows: list[dict[str, Any]], path: Path, caption: str) -> bool:
         return False
     fig, ax = plt.subplots(figsize=(6, 3.5))
     x = range(len(rows))
-    ax.bar([i - 0.2 for i in x], [r["node_params_per_s"] / 1e6 for r in rows], 0.4, label="node (out of core)")
-    ax.bar([i + 0.2 for i in x], [r["torch_params_per_s"] / 1e6 for r in rows], 0.4, label="torch foreach (in memory)")
-    ax.set_xticks(list(x), [r["optimizer"] for r in rows])
+    ax.bar([i - 0.2 for i in x], [r.node_params_per_s / 1e6 for r in rows], 0.4, label="node (out of core)")
+    ax.bar([i + 0.2 for i in x], [r.torch_params_per_s / 1e6 for r in rows], 0.4, label="torch foreach (in memory)")
+    ax.set_xticks(list(x), [r.optimizer for r in rows])
     ax.set_ylabel("M parameters / s")
     ax.legend()
     fig.text(0.01, 0.01, caption, fontsize=6)
@@ -200,7 +220,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 def _child_main(argv: Sequence[str]) -> int:
     """``python -m innet.testbed.luwu.node_bench ROLE SPEC``: one measurement in its own process."""
     role, spec = argv
-    print(json.dumps(ROLES[role](json.loads(spec))))
+    print(json.dumps(ROLES[role](NodeBenchSpec(**json.loads(spec)))))
     return 0
 
 
@@ -228,10 +248,10 @@ def command(args: argparse.Namespace) -> int:
         shutil.rmtree(work, ignore_errors=True)
     machine["load_average_after"] = describe()["load_average"]
     print(_table(rows, budget))
-    over = [r["optimizer"] for r in rows if r["node"]["peak_rss_bytes"] > budget]
+    over = [r.optimizer for r in rows if r.node.peak_rss_bytes > budget]
     doc = {"benchmark": "luwu-node", "machine": machine, "state_dir_filesystem": str(args.dir or tempfile.gettempdir()),
            "rss_budget_bytes": budget, "target_ratio": TARGET_RATIO, "threads": args.threads, "block": args.block,
-           "pieces": args.pieces, "steps": args.steps, "rows": rows, "over_budget": over, "partial": partial}
+           "pieces": args.pieces, "steps": args.steps, "rows": [r.to_json() for r in rows], "over_budget": over, "partial": partial}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "bench_luwu_node.json"
     path.write_text(json.dumps(doc, indent=2))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from innet.cli import main as innet
-from innet.testbed.luwu.bench import row_of, summary
+from innet.testbed.luwu.bench import measure_row, row_of, summary
 from innet.testbed.core.bounds import INNET_FRAME_OVERHEAD
 from innet.testbed.luwu.run import RunResult
 
@@ -38,14 +38,18 @@ def test_rows_skip_warm_up_count_frames_and_split_the_overlapped_step() -> None:
     assert serialized["mode"] == "luwu (serialized)" and "compute_ms_per_step" not in serialized
     gloo = row_of(RunResult("ddp-gloo", finals=[_final(0.01)] * 4), 4, True, STEPS, K)
     assert gloo["bytes_per_worker_step"] == pytest.approx(2 * 2 * 3 / 4 * 4 * P)  # ring theory, both ways
-    assert summary([row, serialized, gloo]) == {2: {"overlap_speedup": pytest.approx(1.5)}}
+    typed = [measure_row(RunResult("luwu", finals=[_final(0.2, wait_s=0.05)] * 2, nodes=[{}]), 2, True, STEPS, K),
+             measure_row(RunResult("luwu", finals=[_final(0.3)] * 2, nodes=[{}]), 2, False, STEPS, K),
+             measure_row(RunResult("ddp-gloo", finals=[_final(0.01)] * 4), 4, True, STEPS, K)]
+    assert summary(typed) == {2: {"overlap_speedup": pytest.approx(1.5)}}
 
 
 def test_a_run_with_missing_workers_is_a_row_without_numbers() -> None:
     row = row_of(RunResult("luwu", finals=[_final(0.2)], errors={"train-h2": "OptimizerNodeError"}), 2, True,
                  STEPS, K)
     assert row["failed"] == "1 of 2 workers finished" and "step_ms" not in row
-    assert summary([row]) == {}
+    failed = measure_row(RunResult("luwu", finals=[_final(0.2)]), 2, True, STEPS, K)
+    assert failed.measures is None and summary([failed]) == {}
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -106,7 +110,7 @@ def test_link_bytes_are_per_timed_step_and_per_direction() -> None:
 
 
 def test_summary_gives_every_mode_against_ddp_gloo_and_the_bare_allreduces_against_each_other() -> None:
-    rows = [row_of(RunResult(m, finals=[_timed([0.0, 0.0] + [t] * 10)] * 2), 2, True, 12, K)
+    rows = [measure_row(RunResult(m, finals=[_timed([0.0, 0.0] + [t] * 10)] * 2), 2, True, 12, K)
             for m, t in (("ddp-gloo", 0.6), ("ddp-innet", 0.4), ("fsdp", 1.2), ("allreduce-gloo", 0.5),
                          ("allreduce-innet", 0.25))]
     assert summary(rows) == {2: {"ddp-innet vs ddp-gloo": pytest.approx(1.5), "fsdp vs ddp-gloo": pytest.approx(0.5),

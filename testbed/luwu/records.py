@@ -1,0 +1,244 @@
+"""The rows of ``innet bench luwu`` and ``innet bench luwu-node``, typed until they are written.
+
+A row is measured into these records; ``to_json`` gives the saved document's form (the key
+names, order and nesting of ``bench_luwu-*.json`` and ``bench_luwu_node.json``), which the
+plots read, so a saved file can be plotted again. A part a run did not measure (a failed
+mode's numbers, link counters on loopback, the hook's split outside ``ddp-innet``) is None
+here and absent from the JSON, as the documents have always had it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from innet.testbed.core.records import JsonRecord
+
+NODE_STATUS_KEYS = ("rss_bytes", "bytes_on_disk", "bytes_state", "bytes_working_set", "step", "seconds")
+"""What a row keeps of optimizer node 0's final ``status.json``."""
+
+
+@dataclass(frozen=True)
+class StepMeasures(JsonRecord):
+    """What every mode's row has once all its workers finished."""
+
+    params: int
+    step_ms: float
+    """Median over the timed steps of the slowest worker's step."""
+    step_ms_p90: float
+    timed_steps: int
+    bytes_per_worker_step: float
+    """Both directions: innet from the agents' frames, gloo from the collective's theory."""
+    bytes_source: str
+    """``agent frames`` or ``theory``."""
+    worker_rss_mb: float
+    worker_rss_peak_mb: float
+    worker_tensor_bytes_peak: int
+    accuracy: float
+
+
+@dataclass(frozen=True)
+class LinkBytes:
+    """Mean bytes per timed step on a worker's own link (Mininet: its namespace's counters)."""
+
+    up: float
+    down: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"link_up_bytes_per_step": self.up, "link_down_bytes_per_step": self.down}
+
+
+@dataclass(frozen=True)
+class HookSplit(JsonRecord):
+    """The ``ddp-innet`` hook's own split of its time, per step, mean over the workers."""
+
+    buckets: float
+    seconds: float
+    stage_seconds: float
+    agent_seconds: float
+
+
+@dataclass(frozen=True)
+class LuwuOverlap:
+    """LuWu's tensors between steps, its communication thread's time and node 0's status."""
+
+    worker_tensor_bytes_between_steps: int
+    comm_busy_ms_per_step: float
+    comm_wait_ms_per_step: float | None
+    """Overlapped only: forward waiting for a pull in ``take``, warm-up excluded."""
+    compute_ms_per_step: float | None
+    """Overlapped only: the step less that wait."""
+    node: tuple[tuple[str, Any], ...]
+    """:data:`NODE_STATUS_KEYS` of node 0's status (None where it has no such key)."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"worker_tensor_bytes_between_steps": self.worker_tensor_bytes_between_steps,
+                               "comm_busy_ms_per_step": self.comm_busy_ms_per_step}
+        if self.comm_wait_ms_per_step is not None:
+            out["comm_wait_ms_per_step"] = self.comm_wait_ms_per_step
+            out["compute_ms_per_step"] = self.compute_ms_per_step
+        return {**out, "node": dict(self.node)}
+
+
+@dataclass(frozen=True)
+class ModeContext:
+    """What the benchmark adds to a row from the testbed around the mode."""
+
+    wire_bytes_per_worker_step: float | None
+    """Sent + received per worker link per step, start-up included; None on loopback."""
+    switch_cpu_s_per_step: float | None
+    """The switch process's CPU seconds per step (start-up of the mode included)."""
+    load_average: tuple[str, str]
+    """The machine's load averages before and after the mode."""
+
+
+@dataclass(frozen=True)
+class ModeRow:
+    """One mode at one N of ``innet bench luwu`` (or a cluster's training at one N)."""
+
+    mode: str
+    """The run mode, with `` (serialized)`` / `` (one job)`` for those variants."""
+    workers: int
+    errors: dict[str, str]
+    """Process name -> its log tail, for processes that failed."""
+    seconds: float
+    failed: str | None = None
+    """Why the row has no numbers (workers that did not finish); None when it has them."""
+    measures: StepMeasures | None = None
+    cpu_s_per_step: tuple[float, float] | None = None
+    """CPU seconds per timed step summed over the workers: (trainers, agents)."""
+    link: LinkBytes | None = None
+    hook: HookSplit | None = None
+    luwu: LuwuOverlap | None = None
+    testbed: ModeContext | None = None
+
+    @property
+    def step_ms(self) -> float | None:
+        return self.measures.step_ms if self.measures is not None else None
+
+    def cpu_json(self) -> dict[str, float]:
+        out = {} if self.cpu_s_per_step is None else {"trainers": self.cpu_s_per_step[0],
+                                                       "agents": self.cpu_s_per_step[1]}
+        if self.testbed is not None and self.testbed.switch_cpu_s_per_step is not None:
+            out["switch (whole run)"] = self.testbed.switch_cpu_s_per_step
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"mode": self.mode, "workers": self.workers, "errors": self.errors,
+                               "seconds": self.seconds}
+        if self.failed is not None:
+            out["failed"] = self.failed
+        if self.measures is not None:
+            out.update(self.measures.to_json())
+        cpu = self.cpu_json()
+        if self.cpu_s_per_step is not None:
+            out["cpu_s_per_step"] = cpu
+        if self.link is not None:
+            out.update(self.link.to_json())
+        if self.hook is not None:
+            out["hook"] = self.hook.to_json()
+        if self.luwu is not None:
+            out.update(self.luwu.to_json())
+        if self.testbed is not None:
+            out["wire_bytes_per_worker_step"] = self.testbed.wire_bytes_per_worker_step
+            if cpu and self.cpu_s_per_step is None:
+                out["cpu_s_per_step"] = cpu
+            out["load_average"] = list(self.testbed.load_average)
+        return out
+
+
+@dataclass(frozen=True)
+class LuwuBenchSettings(JsonRecord):
+    """What every mode of a run shared, as the document's ``settings``."""
+
+    steps: int
+    warmup: int
+    batch: int
+    model: str
+    """The model's description (layer widths, parameters, data)."""
+    params: int
+    k: int
+    window: int
+    mtu: int
+    nodes: int
+    lr: float
+
+
+@dataclass(frozen=True)
+class LuwuBench:
+    """One ``innet bench luwu`` run: every mode at every N, and the speedups between them."""
+
+    date: str
+    machine: dict[str, Any]
+    """:func:`innet.testbed.core.machine.describe`."""
+    backend: str
+    switch: str
+    load_average_start: str
+    load_average_end: str
+    settings: LuwuBenchSettings
+    rows: tuple[ModeRow, ...]
+    summary: dict[int, dict[str, float]]
+    """Per N, speedup name -> factor (:func:`innet.testbed.luwu.bench.summary`)."""
+    partial: bool
+    files: tuple[str, ...] = ()
+    """JSON and plot written (absent from the JSON file itself, which is written before)."""
+
+    FORMAT = "innet-bench-luwu/3"
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"format": self.FORMAT, "date": self.date, "machine": self.machine, "backend": self.backend,
+               "switch": self.switch, "load_average_start": self.load_average_start,
+               "load_average_end": self.load_average_end, "settings": self.settings.to_json(),
+               "rows": [r.to_json() for r in self.rows], "summary": self.summary, "partial": self.partial}
+        return {**out, "files": list(self.files)} if self.files else out
+
+
+@dataclass(frozen=True)
+class NodeRun(JsonRecord):
+    """The out-of-core node's process: opening the shard, every timed step's update and commit."""
+
+    open_seconds: float
+    update_seconds: list[float]
+    commit_seconds: list[float]
+    native: bool
+    """The native update kernel ran (not numpy's)."""
+    peak_rss_bytes: int
+    working_set_bytes: int
+
+
+@dataclass(frozen=True)
+class TorchRun(JsonRecord):
+    """``torch.optim.Adam``/``AdamW`` (foreach) in memory on the same sizes."""
+
+    update_seconds: list[float]
+    threads: int
+    version: str
+    peak_rss_bytes: int
+
+
+@dataclass(frozen=True)
+class NodeBenchRow:
+    """One optimizer of ``innet bench luwu-node``: node and torch on one shard size."""
+
+    optimizer: str
+    params: int
+    create_seconds: float
+    """The setup process's time to create the state from the initial shard."""
+    node: NodeRun
+    torch: TorchRun
+    node_params_per_s: float
+    node_with_commit_params_per_s: float
+    torch_params_per_s: float
+    ratio: float
+    """Node throughput over torch's (median step times)."""
+    ratio_with_commit: float
+    state_bytes: int
+    """Parameters and both moments, old and new generation."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"optimizer": self.optimizer, "params": self.params, "setup": {"create_seconds": self.create_seconds},
+                "node": self.node.to_json(), "torch": self.torch.to_json(),
+                "node_params_per_s": self.node_params_per_s,
+                "node_with_commit_params_per_s": self.node_with_commit_params_per_s,
+                "torch_params_per_s": self.torch_params_per_s, "ratio": self.ratio,
+                "ratio_with_commit": self.ratio_with_commit, "state_bytes": self.state_bytes}

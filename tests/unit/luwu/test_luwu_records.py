@@ -1,0 +1,97 @@
+"""innet.testbed.luwu.records: bench luwu's and bench luwu-node's typed rows give the JSON the
+saved documents and the plots read, key for key and in the documents' order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from innet.testbed.luwu.bench import plot
+from innet.testbed.luwu.records import (
+    HookSplit,
+    LinkBytes,
+    LuwuBench,
+    LuwuBenchSettings,
+    LuwuOverlap,
+    ModeRow,
+    NodeBenchRow,
+    NodeRun,
+    StepMeasures,
+    ModeContext,
+    TorchRun,
+)
+
+MEASURES = StepMeasures(params=1000, step_ms=200.0, step_ms_p90=250.0, timed_steps=8, bytes_per_worker_step=5e4,
+                        bytes_source="agent frames", worker_rss_mb=300.0, worker_rss_peak_mb=310.0,
+                        worker_tensor_bytes_peak=4000, accuracy=0.9)
+MEASURE_KEYS = ["params", "step_ms", "step_ms_p90", "timed_steps", "bytes_per_worker_step", "bytes_source",
+                "worker_rss_mb", "worker_rss_peak_mb", "worker_tensor_bytes_peak", "accuracy"]
+ON_TESTBED = ModeContext(wire_bytes_per_worker_step=None, switch_cpu_s_per_step=0.04, load_average=("1.0", "1.2"))
+NODE = tuple((key, None) for key in ("rss_bytes", "bytes_on_disk", "bytes_state", "bytes_working_set", "step",
+                                     "seconds"))
+
+
+def test_a_failed_mode_is_its_name_errors_and_why() -> None:
+    row = ModeRow("luwu", 2, {"train-h2": "OptimizerNodeError"}, 3.5, failed="1 of 2 workers finished")
+    assert row.to_json() == {"mode": "luwu", "workers": 2, "errors": {"train-h2": "OptimizerNodeError"},
+                             "seconds": 3.5, "failed": "1 of 2 workers finished"}
+    assert row.step_ms is None
+
+
+def test_an_overlapped_luwu_row_has_every_part_in_the_documents_order() -> None:
+    luwu = LuwuOverlap(0, 100.0, 50.0, 150.0, NODE)
+    row = ModeRow("luwu", 2, {}, 9.0, measures=MEASURES, cpu_s_per_step=(0.5, 0.25), link=LinkBytes(500.0, 700.0),
+                  luwu=luwu, testbed=ON_TESTBED)
+    doc = row.to_json()
+    assert list(doc) == ["mode", "workers", "errors", "seconds", *MEASURE_KEYS, "cpu_s_per_step",
+                         "link_up_bytes_per_step", "link_down_bytes_per_step", "worker_tensor_bytes_between_steps",
+                         "comm_busy_ms_per_step", "comm_wait_ms_per_step", "compute_ms_per_step", "node",
+                         "wire_bytes_per_worker_step", "load_average"]
+    assert doc["cpu_s_per_step"] == {"trainers": 0.5, "agents": 0.25, "switch (whole run)": 0.04}
+    assert doc["node"] == dict(NODE) and doc["load_average"] == ["1.0", "1.2"]
+    serialized = ModeRow("luwu (serialized)", 2, {}, 9.0, measures=MEASURES,
+                         luwu=LuwuOverlap(0, 100.0, None, None, NODE)).to_json()
+    assert "comm_wait_ms_per_step" not in serialized and "compute_ms_per_step" not in serialized
+
+
+def test_switch_cpu_alone_comes_after_the_wire_bytes_and_the_hook_is_nested() -> None:
+    row = ModeRow("ddp-innet", 2, {}, 4.0, measures=MEASURES, hook=HookSplit(3.0, 0.1, 0.02, 0.05),
+                  testbed=ON_TESTBED)
+    doc = row.to_json()
+    assert list(doc)[-5:] == ["accuracy", "hook", "wire_bytes_per_worker_step", "cpu_s_per_step", "load_average"]
+    assert doc["hook"] == {"buckets": 3.0, "seconds": 0.1, "stage_seconds": 0.02, "agent_seconds": 0.05}
+    assert doc["cpu_s_per_step"] == {"switch (whole run)": 0.04}
+    unmeasured = ModeRow("ddp-gloo", 2, {}, 4.0, measures=MEASURES,
+                         testbed=ModeContext(None, None, ("1.0", "1.0"))).to_json()
+    assert "cpu_s_per_step" not in unmeasured
+
+
+def test_the_bench_document_is_what_the_plot_reads(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="matplotlib (the plot extra) is not installed")
+    settings = LuwuBenchSettings(steps=8, warmup=2, batch=32, model="MLP 64-128-64-10", params=1000, k=64,
+                                 window=64, mtu=1500, nodes=1, lr=0.01)
+    rows = (ModeRow("luwu", 2, {}, 9.0, measures=MEASURES), ModeRow("ddp-gloo", 2, {}, 1.0, failed="0 of 2"))
+    bench = LuwuBench("2026-11-28T17:00:00", {"cpu": "x", "cores": 2}, "loopback", "s", "1.0", "1.1", settings,
+                      rows, {2: {"overlap_speedup": 1.5}}, partial=False)
+    doc = bench.to_json()
+    assert list(doc) == ["format", "date", "machine", "backend", "switch", "load_average_start", "load_average_end",
+                         "settings", "rows", "summary", "partial"]
+    assert doc["format"] == "innet-bench-luwu/3" and doc["settings"]["model"] == "MLP 64-128-64-10"
+    assert json.loads(json.dumps(doc))["summary"] == {"2": {"overlap_speedup": 1.5}}
+    assert "files" not in doc
+    assert plot(doc, tmp_path / "b.png") is not None
+
+
+def test_a_node_bench_row_nests_setup_node_and_torch() -> None:
+    node = NodeRun(0.1, [0.2, 0.2], [0.05, 0.05], True, 40 << 20, 1 << 20)
+    torch = TorchRun([0.1, 0.1], 2, "2.0", 300 << 20)
+    doc = NodeBenchRow("adam", 1000, 0.3, node, torch, 5e3, 4e3, 1e4, 0.5, 0.4, 24000).to_json()
+    assert list(doc) == ["optimizer", "params", "setup", "node", "torch", "node_params_per_s",
+                         "node_with_commit_params_per_s", "torch_params_per_s", "ratio", "ratio_with_commit",
+                         "state_bytes"]
+    assert doc["setup"] == {"create_seconds": 0.3}
+    assert list(doc["node"]) == ["open_seconds", "update_seconds", "commit_seconds", "native", "peak_rss_bytes",
+                                 "working_set_bytes"]
+    assert NodeRun(**doc["node"]) == node and TorchRun(**doc["torch"]) == torch  # what the child processes print
