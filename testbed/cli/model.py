@@ -140,9 +140,9 @@ def _iteration(args: argparse.Namespace, console: Any) -> dict[str, Any]:
     setting = reproduce.DEFAULT
     rows = report.validation_rows(setting.hb_efficiency)
     console.print(report.validation_table(rows))
-    options = setting.platform_options()
+    options = {**setting.platform_options(), **_variants(args)}
     doc: dict[str, Any] = {"model": "iteration", "setting": setting.name, "efficiency": options["efficiency"],
-                           "hb_efficiency": setting.hb_efficiency, "validation": rows}
+                           "hb_efficiency": setting.hb_efficiency, "variants": _variants(args), "validation": rows}
     if args.gpt is not None:
         model = model_by_name(args.gpt)
         gpu = {"h100": iteration.H100, "a100": iteration.A100}[args.gpu]
@@ -181,7 +181,7 @@ def _traffic(args: argparse.Namespace, console: Any) -> dict[str, Any]:
 def _sweep(args: argparse.Namespace, console: Any) -> dict[str, Any]:
     from innet.testbed.rail.models import report, reproduce, sweeps
 
-    options = reproduce.DEFAULT.platform_options()
+    options = {**reproduce.DEFAULT.platform_options(), **_variants(args)}
     if args.sweep == "hb-size":
         for n in args.gpus:
             sweeps.check_sweep_args(n, args.batch)
@@ -199,7 +199,24 @@ def _sweep(args: argparse.Namespace, console: Any) -> dict[str, Any]:
         rows = report.cost_rows([c.cluster for c in netcost.sweep(tuple(args.gpus), tuple(args.radix),
                                                                    tuple(args.hb_size), parts)], parts)
     console.print(report.sweep_table(args.sweep, rows))
-    return {"model": "sweep", "sweep": args.sweep, "rows": rows}
+    return {"model": "sweep", "sweep": args.sweep, "variants": _variants(args), "rows": rows}
+
+
+def _variants(args: argparse.Namespace) -> dict[str, Any]:
+    """Platform options of ``--hb-tiers`` and ``--megatron-2021``."""
+    from innet.testbed.rail.models import sweeps
+
+    return {**(sweeps.GH200_TIERS if getattr(args, "hb_tiers", False) else {}),
+            **(sweeps.MEGATRON_2021 if getattr(args, "megatron_2021", False) else {})}
+
+
+def _add_variants(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--hb-tiers", action="store_true",
+                        help="HB domains as DGX GH200's two NVSwitch tiers: 8-GPU boards joined at half the NVLink "
+                             "rate (default: one flat fabric, the paper's reading; K = N stays flat)")
+    parser.add_argument("--megatron-2021", action="store_true",
+                        help="Megatron-LM 2021's schedule: gradients reduced after the backward pass, blocking "
+                             "pipeline sends (default: both overlapped)")
 
 
 def _add_cost(msub: Any) -> None:
@@ -237,6 +254,7 @@ def _add_iteration(msub: Any) -> None:
         it.add_argument(f"--{name}", type=_int, default=None, help=f"{name} degree (default: best split)")
     it.add_argument("--microbatch", type=_int, default=1, help="sequences per microbatch")
     it.add_argument("--interleave", type=_int, default=1, help="pipeline stages per GPU (interleaved schedule)")
+    _add_variants(it)
     it.set_defaults(func=cmd_model)
 
 
@@ -286,6 +304,7 @@ def _add_sweep(msub: Any) -> None:
                                help="global batches, comma-separated")
             else:
                 p.add_argument("--batch", type=_int, default=sweeps.DEFAULT_BATCH, help="global batch in sequences")
+            _add_variants(p)
         p.add_argument("--out", type=output_dir, default=Path("results"), help="output directory (default results/)")
         p.set_defaults(func=cmd_model)
 

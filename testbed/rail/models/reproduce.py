@@ -224,12 +224,12 @@ def _fabric(k: int, n: int, g: dict[str, Any]) -> dict[str, Any]:
     stays one flat fabric, as the paper defines it)."""
     if g.get("fabric") != GH200_TWO_TIERS or k != 256 or k >= n:
         return {}
-    return {"hb_tier_size": iteration.GH200_TIER_SIZE, "hb_cross_tier": iteration.GH200_CROSS_TIER}
+    return dict(sweeps.GH200_TIERS)
 
 
 def _schedule(g: dict[str, Any]) -> dict[str, Any]:
     """Platform options of the ``overlap`` guess, for the cluster and its ideal alike."""
-    return {"dp_overlap": False, "pp_overlap": False} if g.get("overlap") == MEGATRON_2021 else {}
+    return dict(sweeps.MEGATRON_2021) if g.get("overlap") == MEGATRON_2021 else {}
 
 
 def _fig8(model: str) -> Callable[[Settings, dict[str, Any]], tuple[float, dict[str, Any]]]:

@@ -31,6 +31,14 @@ FIG9_C_S = (100e9, 200e9, 300e9, 400e9)
 FIG10_GPUS = 32768
 FIG10_BATCHES = (256, 512, 1024, 2048, 4096)
 
+TIER_OPTIONS = ("hb_tier_size", "hb_cross_tier")
+"""The :class:`iteration.Platform` fields of a two-tier HB domain."""
+GH200_TIERS = {"hb_tier_size": iteration.GH200_TIER_SIZE, "hb_cross_tier": iteration.GH200_CROSS_TIER}
+"""Platform options of DGX GH200's two NVSwitch tiers (8-GPU boards at half the NVLink rate)."""
+MEGATRON_2021 = {"dp_overlap": False, "pp_overlap": False}
+"""Platform options of Megatron-LM 2021's schedule: gradients reduced after the backward pass,
+every pipeline send blocking."""
+
 PAPER_FIG8 = {("gpt-146b", 256): 0.041, ("gpt-1t", 256): 0.009}
 """Slowdown against the ideal (K = N) at K = 256 (section V-B)."""
 PAPER_FIG9 = {(8, "hb"): 0.080, (8, "nic"): 0.359, (256, "hb"): 0.133, (256, "nic"): 0.080}
@@ -59,8 +67,11 @@ class SweepPoint:
 def point(model: str, gpus: int, hb_size: int, batch: int, c_f_bps: float = 3.6e12,
           c_s_bps: float = 400e9, network: str = "rail-only", **options: Any) -> SweepPoint:
     """The best split of one configuration; ``options`` override :class:`iteration.Platform`
-    fields (``efficiency``, ``hb_efficiency``, ``tp_overlap``, ...)."""
+    fields (``efficiency``, ``hb_efficiency``, ``tp_overlap``, ...). The ideal ``K = N`` is one
+    flat fabric, as the paper defines it, so HB-tier options are dropped there."""
     m = model_by_name(model)
+    if hb_size >= gpus:
+        options = {k: v for k, v in options.items() if k not in TIER_OPTIONS}
     platform = replace(iteration.h100_cluster(gpus, hb_size, c_f_bps, c_s_bps, network), **options)
     par, r = iteration.best(m, platform, batch)
     return SweepPoint(model, gpus, hb_size, batch, c_f_bps, c_s_bps, r.total, r.hfu,

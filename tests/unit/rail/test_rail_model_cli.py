@@ -21,6 +21,41 @@ def test_iteration_writes_validation_and_configuration(tmp_path: Path) -> None:
     assert (tmp_path / "model-iteration.png").stat().st_size > 0
 
 
+def test_gh200_tiers_and_megatron_2021_slow_a_k256_split_and_are_recorded(tmp_path: Path) -> None:
+    """One fixed split at K = 256 (TP 8, DP 64 with one member per 8-GPU board): DGX GH200's
+    tiers lengthen the exposed DP reduction; Megatron-LM 2021 exposes it and the sends."""
+    base = ["model", "iteration", "--gpt", "gpt-146b", "--gpus", "512", "--hb-size", "256", "--batch", "512",
+            "--tp", "8", "--pp", "1", "--dp", "64", "--out"]
+    totals = {}
+    for name, extra in (("flat", []), ("tiers", ["--hb-tiers"]), ("2021", ["--megatron-2021"]),
+                        ("both", ["--hb-tiers", "--megatron-2021"])):
+        out = tmp_path / name
+        assert main([*base, str(out), *extra]) == 0
+        doc = json.loads((out / "model-iteration.json").read_text())
+        totals[name] = doc["configuration"]["results"][0]["breakdown"]
+        assert set(doc["variants"]) == ({"hb_tier_size", "hb_cross_tier"} if "--hb-tiers" in extra else set()) | (
+            {"dp_overlap", "pp_overlap"} if "--megatron-2021" in extra else set())
+    assert totals["2021"]["data"] > totals["flat"]["data"]
+    assert totals["both"]["data"] > totals["2021"]["data"]
+    assert totals["tiers"]["tensor"] == pytest.approx(totals["flat"]["tensor"])
+
+
+def test_hb_size_sweep_keeps_the_ideal_flat_under_tiers(tmp_path: Path) -> None:
+    assert main(["model", "sweep", "hb-size", "--gpt", "gpt-146b", "--gpus", "1024", "--batch", "512", "--hb-tiers",
+                 "--out", str(tmp_path)]) == 0
+    tiered = json.loads((tmp_path / "model-sweep-hb-size.json").read_text())
+    assert main(["model", "sweep", "hb-size", "--gpt", "gpt-146b", "--gpus", "1024", "--batch", "512",
+                 "--out", str(tmp_path)]) == 0
+    flat = json.loads((tmp_path / "model-sweep-hb-size.json").read_text())
+    by_k = {r["hb_size"]: r for r in flat["rows"]}
+    for row in tiered["rows"]:
+        if row["hb_size"] in (1024,) or row["hb_size"] <= 8:
+            assert row["seconds"] == pytest.approx(by_k[row["hb_size"]]["seconds"])
+        else:
+            assert row["seconds"] >= by_k[row["hb_size"]]["seconds"] - 1e-12
+    assert tiered["variants"]["hb_tier_size"] == 8
+
+
 def test_traffic_and_cost_sweep_write_png(tmp_path: Path) -> None:
     assert main(["model", "traffic", "--pp", "8", "--dp", "4", "--batch", "64", "--out", str(tmp_path)]) == 0
     summary = json.loads((tmp_path / "model-traffic.json").read_text())["summary"]
