@@ -242,3 +242,111 @@ class NodeBenchRow:
                 "node_with_commit_params_per_s": self.node_with_commit_params_per_s,
                 "torch_params_per_s": self.torch_params_per_s, "ratio": self.ratio,
                 "ratio_with_commit": self.ratio_with_commit, "state_bytes": self.state_bytes}
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """One training step as a trainer process reports it (a JSON line)."""
+
+    step: int
+    loss: float
+    seconds: float
+    wait_seconds: float | None = None
+    """LuWu: of the step, forward blocked waiting for pulls (the rest is compute)."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"step": self.step, "loss": self.loss, "seconds": self.seconds}
+        return out if self.wait_seconds is None else {**out, "wait_seconds": self.wait_seconds}
+
+
+@dataclass(frozen=True)
+class LinkCount(JsonRecord):
+    """This host's link over the timed steps (``/proc/net/dev`` of its namespace)."""
+
+    steps: int
+    sent_bytes: int
+    received_bytes: int
+    sent_packets: int
+    received_packets: int
+
+
+@dataclass(frozen=True)
+class CpuPerStep(JsonRecord):
+    """CPU seconds per timed step of the trainer (every thread) and of its agent process(es)."""
+
+    trainer: float
+    agent: float
+
+
+@dataclass(frozen=True)
+class LuwuComm(JsonRecord):
+    """A LuWu worker's communication thread, over the run."""
+
+    push_seconds: float
+    pull_seconds: float
+    wait_seconds: float
+    saturated: int
+    """Chunks sent while the window was full (the agents' count)."""
+
+
+@dataclass(frozen=True)
+class HookComm(JsonRecord):
+    """The ``ddp-innet`` hook's buckets and where its time went, over the run."""
+
+    buckets: int
+    seconds: float
+    saturated: int
+    stage_seconds: float
+    agent_seconds: float
+
+
+@dataclass(frozen=True)
+class TrainerFinal:
+    """A trainer process's final report (its last JSON line, ``"final": true``)."""
+
+    mode: str
+    rank: int
+    accuracy: float
+    rss_bytes: int
+    rss_peak_bytes: int
+    step_seconds: list[float]
+    params: int
+    tensor_bytes_peak: int
+    """Parameters, gradients and optimizer state at their peak (LuWu: parameters materialized;
+    FSDP: the shards plus twice the largest layer)."""
+    link: LinkCount | None = None
+    cpu_per_step: CpuPerStep | None = None
+    tensor_bytes_between_steps: int | None = None
+    """LuWu: parameters still materialized between steps."""
+    comm: LuwuComm | HookComm | None = None
+    step_wait_seconds: list[float] | None = None
+    """LuWu: per step, the time forward waited for pulls."""
+    agent_stats: dict[str, int] | None = None
+    """The agent's protocol counters (innet modes)."""
+    pull_agent_stats: dict[str, int] | None = None
+    """A duplex LuWu worker's second agent's counters."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"final": True, "mode": self.mode, "rank": self.rank, "accuracy": self.accuracy,
+                               "rss_bytes": self.rss_bytes, "rss_peak_bytes": self.rss_peak_bytes,
+                               "step_seconds": self.step_seconds, "params": self.params}
+        allreduce = self.mode.startswith("allreduce")
+        if allreduce:  # the bare collectives say their tensors first, as the trainers always have
+            out["tensor_bytes_peak"] = self.tensor_bytes_peak
+        if self.link is not None:
+            out["link"] = self.link.to_json()
+        if self.cpu_per_step is not None:
+            out["cpu_per_step"] = self.cpu_per_step.to_json()
+        if not allreduce:
+            out["tensor_bytes_peak"] = self.tensor_bytes_peak
+        if self.tensor_bytes_between_steps is not None:
+            out["tensor_bytes_between_steps"] = self.tensor_bytes_between_steps
+        if self.comm is not None:
+            out["comm"] = self.comm.to_json()
+        if self.step_wait_seconds is not None:
+            out["step_wait_seconds"] = self.step_wait_seconds
+        if self.agent_stats is not None:
+            out["agent_stats"] = self.agent_stats
+        if self.pull_agent_stats is not None:
+            out["pull_agent_stats"] = self.pull_agent_stats
+        return out

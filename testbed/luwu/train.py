@@ -31,10 +31,11 @@ import json
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 from innet.plans import JsonPlan, worker_main
 from innet.rss import peak_rss_bytes, rss_bytes
+from innet.testbed.luwu.records import CpuPerStep, HookComm, LinkCount, LuwuComm, StepReport, TrainerFinal
 
 MODULE = "innet.testbed.luwu.train"
 MODES = ("local", "ddp-gloo", "ddp-innet", "luwu", "fsdp", "fsdp-offload", "allreduce-gloo", "allreduce-innet")
@@ -144,12 +145,12 @@ def _cpu(agent: Any | None) -> tuple[float, float]:
     return time.process_time(), theirs
 
 
-def _cpu_report(final: dict[str, Any], start: tuple[float, float] | None, agent: Any | None, steps: int) -> None:
-    """CPU seconds per timed step of the trainer and its agent, into ``final``."""
+def _cpu_report(start: tuple[float, float] | None, agent: Any | None, steps: int) -> CpuPerStep | None:
+    """CPU seconds per timed step of the trainer and its agent since ``start`` (None: not taken)."""
     if start is None:
-        return
+        return None
     end = _cpu(agent)
-    final["cpu_per_step"] = {"trainer": (end[0] - start[0]) / steps, "agent": (end[1] - start[1]) / steps}
+    return CpuPerStep(trainer=(end[0] - start[0]) / steps, agent=(end[1] - start[1]) / steps)
 
 
 def _link(spec: TrainSpec) -> Any:
@@ -189,7 +190,11 @@ def _agent(spec: TrainSpec) -> Any:
                                            max_outstanding=spec.outstanding or None))).start()
 
 
-def run_allreduce(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int:
+Emit = Callable[[dict[str, Any]], None]
+"""Where a trainer's JSON lines go: every step's, then the final report."""
+
+
+def run_allreduce(spec: TrainSpec, emit: Emit = _print) -> int:
     """The ``allreduce-*`` modes (see module docstring): the same report as a training run."""
     import numpy as np
     import torch
@@ -233,15 +238,14 @@ def run_allreduce(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _pri
             times.append(time.perf_counter() - start)
             if s == spec.steps - 1:
                 link_end = _link(spec)
-            emit({"step": s, "loss": 0.0, "seconds": times[-1]})
-        final: dict[str, Any] = {"final": True, "mode": spec.mode, "rank": spec.rank, "accuracy": float("nan"),
-                                 "rss_bytes": _rss(), "rss_peak_bytes": _rss_peak(), "step_seconds": times,
-                                 "params": params, "tensor_bytes_peak": 4 * params}
-        _link_report(final, spec, link_start, link_end)
-        _cpu_report(final, cpu_start, agent_or_none, spec.steps - min(spec.warmup, spec.steps - 1))
-        if spec.mode == "allreduce-innet":
-            final["agent_stats"] = agent.last.stats if agent.last else {}
-        emit(final)
+            emit(StepReport(s, 0.0, times[-1]).to_json())
+        emit(TrainerFinal(
+            mode=spec.mode, rank=spec.rank, accuracy=float("nan"), rss_bytes=_rss(), rss_peak_bytes=_rss_peak(),
+            step_seconds=times, params=params, tensor_bytes_peak=4 * params,
+            link=_link_report(spec, link_start, link_end),
+            cpu_per_step=_cpu_report(cpu_start, agent_or_none, spec.steps - min(spec.warmup, spec.steps - 1)),
+            agent_stats=(agent.last.stats if agent.last else {}) if spec.mode == "allreduce-innet" else None,
+        ).to_json())
         if spec.mode in DISTRIBUTED:
             import torch.distributed as dist
 
@@ -256,16 +260,16 @@ def run_allreduce(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _pri
     return 0
 
 
-def _link_report(final: dict[str, Any], spec: TrainSpec, start: Any, end: Any) -> None:
-    """The link's bytes and packets over the timed steps, into ``final`` (when counted)."""
-    if start is not None and end is not None:
-        delta = end - start
-        final["link"] = {"steps": spec.steps - min(spec.warmup, spec.steps - 1), "sent_bytes": delta.tx_bytes,
-                         "received_bytes": delta.rx_bytes, "sent_packets": delta.tx_packets,
-                         "received_packets": delta.rx_packets}
+def _link_report(spec: TrainSpec, start: Any, end: Any) -> LinkCount | None:
+    """The link's bytes and packets over the timed steps (None: not counted)."""
+    if start is None or end is None:
+        return None
+    delta = end - start
+    return LinkCount(steps=spec.steps - min(spec.warmup, spec.steps - 1), sent_bytes=delta.tx_bytes,
+                     received_bytes=delta.rx_bytes, sent_packets=delta.tx_packets, received_packets=delta.rx_packets)
 
 
-def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int:
+def run(spec: TrainSpec, emit: Emit = _print) -> int:
     """Train as ``spec`` says; every step and the final report go to ``emit`` (JSON lines on
     stdout by default; tests run the ``local`` reference in their own process)."""
     import torch
@@ -280,7 +284,8 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
     params = sum(p.numel() for p in model.parameters())
     transient = 0  # FSDP: all-gathered layers on top of the shards
     ranks = range(spec.world) if spec.mode == "local" else range(spec.rank, spec.rank + 1)
-    extra: dict[str, Any] = {}
+    hook: Any = None
+    cpu_per_step: CpuPerStep | None = None
     closers: list[Any] = []
     peak_tensors = 0
     between = 0
@@ -326,13 +331,12 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
                     agent = _agent(spec)
                     closers.append(agent.close)
                     hook = register_innet_hook(net, agent)  # the one line that switches DDP to innet
-                    extra["hook"] = hook
             opt = torch.optim.Adam(model.parameters(), lr=spec.lr)
         times: list[float] = []
         waits: list[float] = []
         link_start = link_end = None
         cpu_start = None
-        agent_of = extra["hook"].agent if "hook" in extra else (worker.agents if spec.mode == "luwu" else None)
+        agent_of = hook.agent if hook is not None else (worker.agents if spec.mode == "luwu" else None)
         for s in range(spec.steps):
             if s == min(spec.warmup, spec.steps - 1):
                 link_start = _link(spec)
@@ -355,38 +359,29 @@ def run(spec: TrainSpec, emit: Callable[[dict[str, Any]], None] = _print) -> int
             times.append(elapsed)
             if s == spec.steps - 1:
                 link_end = _link(spec)
-                _cpu_report(extra, cpu_start, agent_of, spec.steps - min(spec.warmup, spec.steps - 1))
-            step_doc = {"step": s, "loss": float(loss.item()), "seconds": elapsed}
+                cpu_per_step = _cpu_report(cpu_start, agent_of, spec.steps - min(spec.warmup, spec.steps - 1))
             if spec.mode == "luwu":  # of it, forward blocked waiting for pulls (the rest is compute)
                 waits.append(worker.stats.wait_seconds - waited)
-                step_doc["wait_seconds"] = waits[-1]
-            emit(step_doc)
+            emit(StepReport(s, float(loss.item()), elapsed, waits[-1] if spec.mode == "luwu" else None).to_json())
         with torch.no_grad():
             accuracy = float((net(xt).argmax(dim=1) == yt).float().mean().item())
-        final: dict[str, Any] = {"final": True, "mode": spec.mode, "rank": spec.rank, "accuracy": accuracy,
-                                 "rss_bytes": _rss(), "rss_peak_bytes": _rss_peak(), "step_seconds": times,
-                                 "params": params}
-        _link_report(final, spec, link_start, link_end)
-        if "cpu_per_step" in extra:
-            final["cpu_per_step"] = extra["cpu_per_step"]
+        final = TrainerFinal(mode=spec.mode, rank=spec.rank, accuracy=accuracy, rss_bytes=_rss(),
+                             rss_peak_bytes=_rss_peak(), step_seconds=times, params=params,
+                             tensor_bytes_peak=peak_tensors + transient, link=_link_report(spec, link_start, link_end),
+                             cpu_per_step=cpu_per_step)
         if spec.mode == "luwu":
-            final["tensor_bytes_peak"] = mnet.peak_resident_bytes
-            final["tensor_bytes_between_steps"] = between
             st = worker.stats
-            final["comm"] = {"push_seconds": st.push_seconds, "pull_seconds": st.pull_seconds,
-                             "wait_seconds": st.wait_seconds, "saturated": st.saturated}
-            final["step_wait_seconds"] = waits
-            final["agent_stats"] = worker.agent_stats()
-            if worker.pull_agent is not worker.agent and worker.pull_agent.last is not None:
-                final["pull_agent_stats"] = worker.pull_agent.last.stats
-        else:
-            final["tensor_bytes_peak"] = peak_tensors + transient
-        if "hook" in extra:
-            h = extra["hook"]
-            final["comm"] = {"buckets": h.buckets, "seconds": h.seconds, "saturated": h.saturated,
-                             "stage_seconds": h.stage_seconds, "agent_seconds": h.agent_seconds}
-            final["agent_stats"] = h.agent.last.stats if h.agent.last else {}
-        emit(final)
+            pull_last = worker.pull_agent.last if worker.pull_agent is not worker.agent else None
+            final = replace(final, tensor_bytes_peak=mnet.peak_resident_bytes, tensor_bytes_between_steps=between,
+                            comm=LuwuComm(push_seconds=st.push_seconds, pull_seconds=st.pull_seconds,
+                                          wait_seconds=st.wait_seconds, saturated=st.saturated),
+                            step_wait_seconds=waits, agent_stats=worker.agent_stats(),
+                            pull_agent_stats=pull_last.stats if pull_last is not None else None)
+        if hook is not None:
+            final = replace(final, comm=HookComm(buckets=hook.buckets, seconds=hook.seconds, saturated=hook.saturated,
+                                                 stage_seconds=hook.stage_seconds, agent_seconds=hook.agent_seconds),
+                            agent_stats=hook.agent.last.stats if hook.agent.last else {})
+        emit(final.to_json())
         if spec.mode in DISTRIBUTED:
             import torch.distributed as dist
 

@@ -95,3 +95,26 @@ def test_a_node_bench_row_nests_setup_node_and_torch() -> None:
     assert list(doc["node"]) == ["open_seconds", "update_seconds", "commit_seconds", "native", "peak_rss_bytes",
                                  "working_set_bytes"]
     assert NodeRun(**doc["node"]) == node and TorchRun(**doc["torch"]) == torch  # what the child processes print
+
+
+def test_a_trainers_final_report_has_the_keys_the_rows_read_in_the_order_it_always_printed() -> None:
+    from innet.testbed.luwu.records import CpuPerStep, HookComm, LinkCount, LuwuComm, StepReport, TrainerFinal
+
+    head = ["final", "mode", "rank", "accuracy", "rss_bytes", "rss_peak_bytes", "step_seconds", "params"]
+    link = LinkCount(10, 5000, 7000, 5, 7)
+    bare = TrainerFinal("allreduce-innet", 0, float("nan"), 1, 2, [0.1], 1000, 4000, link=link,
+                        cpu_per_step=CpuPerStep(0.5, 0.1), agent_stats={"sent": 3}).to_json()
+    assert list(bare) == [*head, "tensor_bytes_peak", "link", "cpu_per_step", "agent_stats"]
+    assert bare["link"] == {"steps": 10, "sent_bytes": 5000, "received_bytes": 7000, "sent_packets": 5,
+                            "received_packets": 7}
+    luwu = TrainerFinal("luwu", 1, 0.9, 1, 2, [0.1], 1000, 4000, cpu_per_step=CpuPerStep(0.5, 0.1),
+                        tensor_bytes_between_steps=0, comm=LuwuComm(0.5, 0.5, 0.1, 0), step_wait_seconds=[0.05],
+                        agent_stats={"sent": 3}).to_json()
+    assert list(luwu) == [*head, "cpu_per_step", "tensor_bytes_peak", "tensor_bytes_between_steps", "comm",
+                          "step_wait_seconds", "agent_stats"]
+    assert list(luwu["comm"]) == ["push_seconds", "pull_seconds", "wait_seconds", "saturated"]
+    hook = TrainerFinal("ddp-innet", 0, 0.9, 1, 2, [0.1], 1000, 4000, comm=HookComm(3, 0.1, 0, 0.02, 0.05),
+                        agent_stats={}).to_json()
+    assert list(hook)[-3:] == ["tensor_bytes_peak", "comm", "agent_stats"]
+    assert StepReport(0, 2.3, 0.1).to_json() == {"step": 0, "loss": 2.3, "seconds": 0.1}
+    assert StepReport(1, 2.0, 0.1, 0.02).to_json()["wait_seconds"] == 0.02
