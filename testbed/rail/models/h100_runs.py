@@ -112,7 +112,8 @@ MEGATRON_CORE_WEAK_SCALING: tuple[H100Run, ...] = (
 
 
 def validation_rows(efficiency: float, hb_efficiency: float, runs: Sequence[H100Run] = MEGATRON_CORE_WEAK_SCALING,
-                    guesses: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                    guesses: dict[str, Any] | None = None,
+                    platform_options: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The iteration model on each run: DGX H100 (K = 8, NVLink 3.6 Tbit/s, 400 Gbit/s NIC
     per GPU, a rail-optimized network as the runs had), TP and DP overlap on as the source
     states, fused attention as the source's defaults give, ``efficiency`` and
@@ -120,11 +121,12 @@ def validation_rows(efficiency: float, hb_efficiency: float, runs: Sequence[H100
     ``error`` = model MFU / published MFU - 1 (= published time / model time - 1).
 
     ``error_unfused`` is the same run with unfused attention (the ``s x s`` scores through HBM,
-    as the 2022 A100 runs did): the model before it took the attention kernels as an input."""
+    as the 2022 A100 runs did): the model before it took the attention kernels as an input.
+    ``platform_options`` override further :class:`iteration.Platform` fields."""
     rows: list[dict[str, Any]] = []
     for run in runs:
         platform = replace(h100_cluster(run.gpus, network="rail-optimized"), efficiency=efficiency,
-                           hb_efficiency=hb_efficiency, tp_overlap=1.0, dp_overlap=True)
+                           hb_efficiency=hb_efficiency, tp_overlap=1.0, dp_overlap=True, **(platform_options or {}))
         par = run.parallelism(guesses)
         r = iteration(run.model(), platform, par, run.batch)
         unfused = iteration(run.model(), platform, replace(par, attention="unfused"), run.batch)
@@ -153,6 +155,8 @@ def summary(efficiency: float, hb_efficiency: float) -> dict[str, Any]:
             effect[name] = _median(validation_rows(efficiency, hb_efficiency, guesses=g))
         except ModelError as error:
             effect[name] = str(error)
+    # Megatron's default for bf16: gradients reduced in fp32 (iteration.Platform.grad_bytes).
+    effect["grad_bytes=4"] = _median(validation_rows(efficiency, hb_efficiency, platform_options={"grad_bytes": 4}))
     return {"source": SOURCE, "attention": ATTENTION, "guesses": dict(GUESSES), "rows": rows,
             "median_abs_error": _median(rows), "median_abs_error_unfused": _median(rows, "error_unfused"),
             "guess_effect": effect}

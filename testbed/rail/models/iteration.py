@@ -152,6 +152,14 @@ class Platform:
     """Whether the gradient reduce-scatter/all-gather overlaps the last micro-batch's backward
     pass (Megatron-Core's ``--overlap-grad-reduce``); False is Megatron 2021/2022, which
     reduces the gradients after the backward pass."""
+    grad_bytes: int = 2
+    """Bytes per gradient value the DP reduce-scatter moves; the all-gather that follows
+    carries the updated bf16 parameters (2 bytes, the distributed optimizer). 2 (bf16) by
+    default; Megatron-LM reduces in fp32 (4) for bf16 training unless ``--grad-reduce-in-bf16``
+    is given (``arguments.py``: "bfloat16 requires gradient accumulation and all-reduce to be
+    done in fp32"), but with 4 the published Megatron-Core H100 runs come out slower than
+    measured (:func:`h100_runs.summary` prints the median error under ``grad_bytes=4``), so 4
+    is shown as an alternative, not used."""
     pp_overlap: bool = True
     """Whether the steady state's point-to-point sends overlap computation; False is
     Megatron-LM 2021/2022, whose ``p2p_communication._communicate`` waits on every
@@ -180,6 +188,8 @@ class Platform:
                 raise ModelError(f"{name}={value!r}: must be within (0, 1]")
         if isinstance(self.tp_overlap, bool) or not 0 <= self.tp_overlap <= 1:
             raise ModelError(f"tp_overlap={self.tp_overlap!r}: must be within [0, 1]")
+        if self.grad_bytes not in (2, 4):
+            raise ModelError(f"grad_bytes={self.grad_bytes!r}: must be 2 (bf16) or 4 (fp32)")
         _count("hb_tier_size", self.hb_tier_size, low=0)
         _positive("hb_cross_tier", self.hb_cross_tier)
         if self.hb_cross_tier > 1:
@@ -398,10 +408,12 @@ def iteration(model: GptModel, platform: Platform, par: Parallelism, batch: int)
     data = 0.0
     if d > 1:
         dp_shape = strided_shape(d, t, platform.hb_size)
-        grads = model.params / (t * p) * BYTES_PER_VALUE
-        reduce = 2 * gather_time(dp_shape, grads, platform, tier_slowdown(dp_shape, t, platform))
+        values = model.params / (t * p)
+        slowdown = tier_slowdown(dp_shape, t, platform)
+        scatter = gather_time(dp_shape, values * platform.grad_bytes, platform, slowdown)
+        gather = gather_time(dp_shape, values * BYTES_PER_VALUE, platform, slowdown)
         backward_last = 2 * (model.layers / p) * fwd if platform.dp_overlap else 0.0
-        data = max(0.0, reduce - backward_last)
+        data = max(0.0, scatter + gather - backward_last)
     optimizer = ADAM_BYTES_PER_PARAM * model.params / (t * p * d) / hbm_s
     total = compute + bubble + tensor + pipeline + data + optimizer
     peak = platform.gpus * gpu.peak_flops * total

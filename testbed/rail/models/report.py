@@ -429,7 +429,10 @@ def h100_validation_table(validation: dict[str, Any]) -> Any:
     first = next(iter(validation.values()))["h100"]
     table = Table(title=f"Out-of-sample validation on H100: {first['source']} (median |error| " + ", ".join(
         f"{name} {v['h100']['median_abs_error']:.1%}" for name, v in validation.items())
-        + "; guessed: " + ", ".join(f"{k}={g}" for k, g in first["guesses"].items()) + ")")
+        + "; guessed: " + ", ".join(f"{k}={g}" for k, g in first["guesses"].items())
+        + "; median |error| of the last setting under: " + ", ".join(
+            f"{k} {e:.1%}" if isinstance(e, float) else f"{k} ({e})"
+            for k, e in list(validation.values())[-1]["h100"]["guess_effect"].items()) + ")")
     for col in ("setting", "model", "GPUs", "configuration", "published s", "model s", "published MFU",
                 "model MFU", "error", "error if unfused"):
         table.add_column(col, justify="right")

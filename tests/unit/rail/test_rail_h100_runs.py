@@ -52,6 +52,9 @@ def test_summary_median_and_guess_effects_are_recomputed() -> None:
     none = h100_runs.validation_rows(EFF, HB, guesses={"recompute": "none"})
     assert doc["guess_effect"]["recompute=none"] == pytest.approx(statistics.median(abs(r["error"]) for r in none))
     assert "recompute" in doc["guesses"]
+    fp32 = h100_runs.validation_rows(EFF, HB, platform_options={"grad_bytes": 4})
+    assert doc["guess_effect"]["grad_bytes=4"] == pytest.approx(statistics.median(abs(r["error"]) for r in fp32))
+    assert all(a["model_s"] >= b["model_s"] for a, b in zip(fp32, doc["rows"]))
     # interleaving applies only where Megatron allows it (PP > 1, whole chunks per stage)
     assert [r.parallelism({"interleave": 2}).interleave for r in RUNS] == [1, 1, 1, 1, 2, 1, 2, 2, 1]
 

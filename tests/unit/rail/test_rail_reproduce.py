@@ -39,7 +39,11 @@ def test_changing_an_input_changes_the_row() -> None:
 def test_guesses_are_recomputed_under_their_alternatives() -> None:
     row = reproduce.reproduce_claim(_claim("fig8_146b"), reproduce.AFTER)
     names = {g["name"] for g in row.guesses}
-    assert names == {"cluster size", "global batch", "communication overlap", "K = 256 fabric"}
+    assert names == {"cluster size", "global batch", "communication overlap", "gradient reduce bytes",
+                     "K = 256 fabric"}
+    fp32 = next(g for g in row.guesses if g["name"] == "gradient reduce bytes")["alternatives"]["4"]
+    value, inputs = _claim("fig8_146b").compute(reproduce.AFTER, {"grad_bytes": 4})
+    assert inputs["grad_bytes"] == 4 and value == pytest.approx(fp32) and fp32 > row.value
     sizes = next(g for g in row.guesses if g["name"] == "cluster size")["alternatives"]
     assert set(sizes) == {"16384", "65536"}
     assert len({round(v, 6) for v in sizes.values()} | {round(row.value, 6)}) == 3
