@@ -393,6 +393,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def command(args: argparse.Namespace) -> int:
     from innet.testbed.backends.docker.images import ImageError
+    from innet.testbed.backends.docker.runtime import DockerRuntimeError
     from innet.testbed.cluster.lab import LabError, preconditions
     from innet.testbed.cluster.registry import RegistryError
     from innet.testbed.cluster.stack import ClusterError
@@ -411,7 +412,7 @@ def command(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     try:
         doc = run(config, progress=lambda line: print(f"  {line}", flush=True))
-    except (LabError, ClusterError, RegistryError, ImageError, TorchImageError) as error:
+    except (LabError, ClusterError, RegistryError, ImageError, TorchImageError, DockerRuntimeError) as error:
         print(f"innet bench cluster: error: {error}", file=sys.stderr)
         return EXIT_ERROR
     print(table(doc))
