@@ -18,17 +18,17 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from innet.children import end_popen
 from innet.testbed.core.machine import describe
 from innet.argtypes import add_out, add_values_per_packet, interrupted_partial, measure_each
+from innet.testbed.microbench.records import AgentRow
 
 
-def measure(datapath: str, port: int, values: int, k: int, window: int, rounds: int) -> dict[str, Any]:
+def measure(datapath: str, port: int, values: int, k: int, window: int, rounds: int) -> AgentRow:
+    """One datapath at one K: ``rounds`` timed operations of ``values`` through the echo switch on ``port``."""
     from innet.host.agent.native import datapath as dp
     from innet.host.agent.aggregator import JobConfig, Timing
     from innet.host.agent.transport import UdpTransport, UdpTransportConfig
@@ -52,10 +52,10 @@ def measure(datapath: str, port: int, values: int, k: int, window: int, rounds: 
         q0 = time.perf_counter()
         codec.quantize_sum(x, 4.0, 8)
         quantize_s = time.perf_counter() - q0
-        return {"datapath": datapath, "k": k, "window": window, "values": values, "rounds": rounds,
-                "chunks_per_s": round(chunks / wall), "chunks_per_cpu_s": round(chunks / max(cpu, 1e-9)),
-                "values_per_s": round(chunks * k / wall), "retransmitted": agg.stats.retransmitted,
-                "quantize_values_per_s": round(values / quantize_s)}
+        return AgentRow(datapath=datapath, k=k, window=window, values=values, rounds=rounds,
+                        chunks_per_s=round(chunks / wall), chunks_per_cpu_s=round(chunks / max(cpu, 1e-9)),
+                        values_per_s=round(chunks * k / wall), retransmitted=agg.stats.retransmitted,
+                        quantize_values_per_s=round(values / quantize_s))
     finally:
         transport.close()
 
@@ -93,19 +93,20 @@ def command(args: argparse.Namespace) -> int:
                                      name=lambda p: f"K={p[0]}, {p[1]} datapath")
     finally:
         end_popen(proc)
-    doc: dict[str, Any] = {"format": "innet-bench-agent/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": describe(),
-           "switch": "C echo switch on 127.0.0.1 (one-worker sum job)", "rows": rows, "partial": partial}
+    m = describe()
+    doc = {"format": "innet-bench-agent/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": m,
+           "switch": "C echo switch on 127.0.0.1 (one-worker sum job)", "rows": [r.to_json() for r in rows],
+           "partial": partial}
     from rich.console import Console
     from rich.table import Table
 
-    m = doc["machine"]
     table = Table(title=f"one host agent through a C echo switch ({m['cpu']}, {m['cores']} cores, "
                         f"load {m['load_average']}; {args.values} values, window {args.window})")
     for col in ("K", "datapath", "chunks/s", "chunks/CPU-s", "values/s", "quantize values/s"):
         table.add_column(col, justify="right")
     for r in rows:
-        table.add_row(str(r["k"]), r["datapath"], f"{r['chunks_per_s']:,}", f"{r['chunks_per_cpu_s']:,}",
-                      f"{r['values_per_s']:,}", f"{r['quantize_values_per_s']:,}")
+        table.add_row(str(r.k), r.datapath, f"{r.chunks_per_s:,}", f"{r.chunks_per_cpu_s:,}",
+                      f"{r.values_per_s:,}", f"{r.quantize_values_per_s:,}")
     console = Console()
     console.print(table)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -117,9 +118,9 @@ def command(args: argparse.Namespace) -> int:
         plt = pyplot()
 
         fig, ax = plt.subplots(figsize=(6, 3))
-        labels = [f"K={r['k']}\n{r['datapath']}" for r in rows]
-        ax.bar(labels, [r["chunks_per_s"] for r in rows],
-               color=["tab:gray" if r["datapath"] == "python" else "tab:blue" for r in rows])
+        labels = [f"K={r.k}\n{r.datapath}" for r in rows]
+        ax.bar(labels, [r.chunks_per_s for r in rows],
+               color=["tab:gray" if r.datapath == "python" else "tab:blue" for r in rows])
         ax.set_ylabel("chunks/s, one agent")
         ax.set_title(f"innet agent, {m['cpu'][:40]}, load {m['load_average']}", fontsize=7)
         fig.tight_layout()

@@ -46,6 +46,7 @@ from innet.testbed.core.paths import REPO
 from innet.testbed.core.processes import cpu_seconds
 from innet.testbed.core.machine import describe as machine
 from innet.testbed.core.veth import VethPair
+from innet.testbed.microbench.records import PacketRow, WriteRow
 
 if TYPE_CHECKING:
     from finsy.proto import p4r
@@ -111,8 +112,8 @@ def route(schema: P4Schema, dst: int, prefix_len: int) -> p4r.Update:
 # -- 1. P4Runtime writes -----------------------------------------------------------------
 
 
-def bench_writes(rounds: int, max_seconds: float, entries: int = 1000, rows: list[dict[str, Any]] | None = None,
-                 progress: Callable[[str], None] = lambda _: None) -> list[dict[str, Any]]:
+def bench_writes(rounds: int, max_seconds: float, entries: int = 1000, rows: list[WriteRow] | None = None,
+                 progress: Callable[[str], None] = lambda _: None) -> list[WriteRow]:
     """Insert+delete rounds per batch size; each batch size's rows appended to ``rows`` (kept
     by the caller when Ctrl-C stops the run) as it ends."""
     from finsy.proto import p4r
@@ -142,8 +143,8 @@ def bench_writes(rounds: int, max_seconds: float, entries: int = 1000, rows: lis
                 if time.monotonic() - start > max_seconds:
                     break
             for op, seconds in spent.items():
-                rows.append({"op": op, "batch": batch, "entries": done * entries, "rounds": done,
-                             "seconds": round(seconds, 3), "entries_per_s": round(done * entries / seconds)})
+                rows.append(WriteRow(op=op, batch=batch, entries=done * entries, rounds=done,
+                                     seconds=round(seconds, 3), entries_per_s=round(done * entries / seconds)))
     return rows
 
 
@@ -235,7 +236,7 @@ def _in_ns(ns: str, script: str, *args: str) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _one_run(pid: int, frames: list[bytes], count: int, seconds: float, rate: float) -> dict[str, Any]:
+def _one_run(pid: int, frames: list[bytes], count: int, seconds: float, rate: float) -> PacketRow:
     receiver = _in_ns(NS_B, RECEIVER, IF_B, f"{OUT_MAC:012x}", str(seconds + 10))
     sender = None
     try:
@@ -256,16 +257,16 @@ def _one_run(pid: int, frames: list[bytes], count: int, seconds: float, rate: fl
                 proc.kill()
                 proc.wait(timeout=10)
     forwarded_rate = got["received"] / got["seconds"] if got["seconds"] else 0.0
-    return {"offered_pkt_per_s": "max" if rate == 0 else round(rate),
-            "sent": sent["sent"], "send_rate": round(sent["sent"] / sent["seconds"]),
-            "received": got["received"], "loss": round(1 - got["received"] / max(1, sent["sent"]), 4),
-            "forwarded_pkt_per_s": round(forwarded_rate), "switch_cpu_s": round(cpu, 2),
-            "pkt_per_switch_cpu_s": round(got["received"] / cpu) if cpu > 0 else 0,
-            "switch_cpu_util": round(cpu / max(sent["seconds"], 1e-9), 2)}
+    return PacketRow(frame_bytes=len(frames[0]), offered_pkt_per_s="max" if rate == 0 else round(rate),
+                     sent=sent["sent"], send_rate=round(sent["sent"] / sent["seconds"]),
+                     received=got["received"], loss=round(1 - got["received"] / max(1, sent["sent"]), 4),
+                     forwarded_pkt_per_s=round(forwarded_rate), switch_cpu_s=round(cpu, 2),
+                     pkt_per_switch_cpu_s=round(got["received"] / cpu) if cpu > 0 else 0,
+                     switch_cpu_util=round(cpu / max(sent["seconds"], 1e-9), 2))
 
 
-def bench_packets(rates: list[float], frames: int, seconds: float, size: int, rows: list[dict[str, Any]] | None = None,
-                  progress: Callable[[str], None] = lambda _: None) -> list[dict[str, Any]]:
+def bench_packets(rates: list[float], frames: int, seconds: float, size: int, rows: list[PacketRow] | None = None,
+                  progress: Callable[[str], None] = lambda _: None) -> list[PacketRow]:
     """One run per offered rate; each row appended to ``rows`` as it ends (see bench_writes)."""
     from innet.controller.client import P4RuntimeClient
     from innet.controller.schema import P4Schema
@@ -285,34 +286,34 @@ def bench_packets(rates: list[float], frames: int, seconds: float, size: int, ro
         for rate in rates:
             progress(f"packets, {'as fast as the sender goes' if rate == 0 else f'{rate:g} pkt/s offered'}")
             count = frames if rate == 0 else min(frames, int(rate * seconds))
-            rows.append({"frame_bytes": len(built[0]), **_one_run(proc.pid, built, count, seconds, rate)})
+            rows.append(_one_run(proc.pid, built, count, seconds, rate))
     return rows
 
 
 # -- report ------------------------------------------------------------------------------
 
 
-def print_tables(result: dict[str, Any]) -> None:
+def print_tables(m: dict[str, Any], writes_done: list[WriteRow], packets_done: list[PacketRow] | None) -> None:
+    """The Write table, and the packets' (when they ran) on ``m`` (:func:`describe`)."""
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
-    m = result["machine"]
     writes = Table(title=f"P4Runtime Write throughput, innet-switch on loopback ({m['cpu']}, {m['cores']} cores)")
     for col in ("op", "batch", "entries", "seconds", "entries/s"):
         writes.add_column(col, justify="right")
-    for r in result["writes"]:
-        writes.add_row(r["op"], str(r["batch"]), f"{r['entries']:,}", f"{r['seconds']:.2f}", f"{r['entries_per_s']:,}")
+    for r in writes_done:
+        writes.add_row(r.op, str(r.batch), f"{r.entries:,}", f"{r.seconds:.2f}", f"{r.entries_per_s:,}")
     console.print(writes)
-    if result.get("packets"):
+    if packets_done:
         packets = Table(title="basic_forward through innet-switch on veths (AF_PACKET ports)")
         for col in ("offered pkt/s", "sent", "received", "loss", "forwarded pkt/s", "switch CPU",
                     "pkt per switch CPU-s"):
             packets.add_column(col, justify="right")
-        for r in result["packets"]:
-            packets.add_row(str(r["offered_pkt_per_s"]), f"{r['sent']:,}", f"{r['received']:,}",
-                            f"{r['loss']:.1%}", f"{r['forwarded_pkt_per_s']:,}", f"{r['switch_cpu_util']:.0%}",
-                            f"{r['pkt_per_switch_cpu_s']:,}")
+        for p in packets_done:
+            packets.add_row(str(p.offered_pkt_per_s), f"{p.sent:,}", f"{p.received:,}",
+                            f"{p.loss:.1%}", f"{p.forwarded_pkt_per_s:,}", f"{p.switch_cpu_util:.0%}",
+                            f"{p.pkt_per_switch_cpu_s:,}")
         console.print(packets)
 
 
@@ -341,8 +342,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 def command(args: argparse.Namespace) -> int:
     """``innet bench p4runtime``: Write batches, then (unless --skip-packets) packets on veths."""
-    result: dict[str, Any] = {
-        "machine": machine(), "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    m = machine()
+    result: dict[str, object] = {
+        "machine": m, "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "settings": {"program": str(PROGRAM.relative_to(REPO)), "write_rounds": args.write_rounds,
                      "max_seconds": args.max_seconds, "rates": args.rates, "frames": args.frames,
                      "seconds": args.seconds, "size": args.size,
@@ -351,23 +353,25 @@ def command(args: argparse.Namespace) -> int:
                                  if (split := cpu_split()) else "none (one CPU)")},
     }
     rates = [] if args.skip_packets else [float(r) for r in args.rates.split(",") if r]
-    result["writes"], result["partial"] = [], False
-    if not args.skip_packets:
-        result["packets"] = []
+    writes: list[WriteRow] = []
+    packets: list[PacketRow] | None = None if args.skip_packets else []
+    partial = False
     # the bar counts the points started (each message starts one)
     with Reporter(console(), "bench p4runtime", total=2 + len(rates), counts=lambda _: True, markup=False) as report:
         try:
-            bench_writes(args.write_rounds, args.max_seconds, rows=result["writes"], progress=report)
-            if not args.skip_packets:
-                bench_packets(rates, args.frames, args.seconds, args.size, rows=result["packets"], progress=report)
+            bench_writes(args.write_rounds, args.max_seconds, rows=writes, progress=report)
+            if packets is not None:
+                bench_packets(rates, args.frames, args.seconds, args.size, rows=packets, progress=report)
         except KeyboardInterrupt:
-            result["partial"] = True
-    result["machine"]["loadavg_at_end"] = os.getloadavg()
-    print_tables(result)
+            partial = True
+    m["loadavg_at_end"] = os.getloadavg()
+    result = {**result, "writes": [r.to_json() for r in writes], "partial": partial,
+              **({} if packets is None else {"packets": [p.to_json() for p in packets]})}
+    print_tables(m, writes, packets)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "bench_p4runtime.json"
     path.write_text(json.dumps(result, indent=2))
-    if result["partial"]:
+    if partial:
         return interrupted_partial("innet bench p4runtime", path)
     print(f"saved {path}")
     return 0

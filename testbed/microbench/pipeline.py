@@ -51,6 +51,7 @@ from innet.testbed.core.machine import describe
 from innet.argtypes import console as new_console
 from innet.argtypes import add_executor, add_out, interrupted_partial, measure_each, positive_float
 from innet.testbed.core.paths import REPO
+from innet.testbed.microbench.records import ExecutorRow
 
 TARGETS = {"basic_forward": 100_000, "agg64": 30_000, "agg2048": 0, "innet_sum": 40_000, "innet_momentum": 25_000,
            "innet_sum_k1024": 0, "innet_momentum_k1024": 0}
@@ -206,12 +207,12 @@ def load_workload(name: str) -> Workload:
     return load_example(name)
 
 
-def run(seconds: float, names: list[str] | None = None, rounds: int = 1) -> tuple[list[dict[str, Any]], bool]:
+def run(seconds: float, names: list[str] | None = None, rounds: int = 1) -> tuple[list[ExecutorRow], bool]:
     """One row per workload (``names``, default all) and whether Ctrl-C ended the run early."""
     return measure_each("bench pipeline", names or list(TARGETS), lambda name: measure_workload(name, seconds, rounds))
 
 
-def measure_workload(name: str, seconds: float, rounds: int = 1) -> dict[str, Any]:
+def measure_workload(name: str, seconds: float, rounds: int = 1) -> ExecutorRow:
     """The row of one workload: packets per second and per CPU-second, medians of ``rounds``."""
     wl = load_workload(name)
     if not wl.packets:
@@ -230,21 +231,18 @@ def measure_workload(name: str, seconds: float, rounds: int = 1) -> dict[str, An
     elements = wl.values_per_packet
     element_target = ELEMENT_TARGETS.get(name, 0) if native else 0
     alone_rate = statistics.median(alone) if alone else 0.0
-    return {"workload": name, "program": str(wl.program.relative_to(REPO)), "packets_used": wl.what,
-             "bytes_per_packet": len(wl.packets[0][1]), "pkt_per_s": round(rate),
-             "pkt_per_cpu_s": round(cpu_rate), "values_per_s": round(rate * elements),
-             "values_per_packet": elements, "packets": n, "rounds": rounds,
-             "round_pkt_per_cpu_s": [round(r) for r in cpu_rates],
-             "elements_per_cpu_s": round(cpu_rate * elements),
-             "executor_alone_pkt_per_cpu_s": round(alone_rate) if alone else None,
-             "round_executor_alone_pkt_per_cpu_s": [round(r) for r in alone],
-             "executor_alone_elements_per_cpu_s": round(alone_rate * elements) if alone else None,
-             "batch_packets": len(_batch(wl.packets)),
-             "executor": getattr(wl.pipeline, "executor", "python"),
-             "target_pkt_per_s": target, "meets_target": rate >= target,
-             "meets_target_cpu": cpu_rate >= target,
-             "target_elements_per_cpu_s": element_target,
-             "meets_element_target": alone_rate * elements >= element_target if element_target else None}
+    return ExecutorRow(
+        workload=name, program=str(wl.program.relative_to(REPO)), packets_used=wl.what,
+        bytes_per_packet=len(wl.packets[0][1]), pkt_per_s=round(rate), pkt_per_cpu_s=round(cpu_rate),
+        values_per_s=round(rate * elements), values_per_packet=elements, packets=n, rounds=rounds,
+        round_pkt_per_cpu_s=tuple(round(r) for r in cpu_rates), elements_per_cpu_s=round(cpu_rate * elements),
+        executor_alone_pkt_per_cpu_s=round(alone_rate) if alone else None,
+        round_executor_alone_pkt_per_cpu_s=tuple(round(r) for r in alone),
+        executor_alone_elements_per_cpu_s=round(alone_rate * elements) if alone else None,
+        batch_packets=len(_batch(wl.packets)), executor=getattr(wl.pipeline, "executor", "python"),
+        target_pkt_per_s=target, meets_target=rate >= target, meets_target_cpu=cpu_rate >= target,
+        target_elements_per_cpu_s=element_target,
+        meets_element_target=alone_rate * elements >= element_target if element_target else None)
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -267,7 +265,7 @@ def command(args: argparse.Namespace) -> int:
     rows, partial = run(args.seconds, args.only, args.rounds)
     machine = {**describe(), "cores_used": 1,
                "backend": f"innet embedded pipeline ({args.executor} executor)",
-               "executors": sorted({r["executor"] for r in rows})}
+               "executors": sorted({r.executor for r in rows})}
     from rich.table import Table
 
     executors = "/".join(str(e) for e in machine["executors"])  # type: ignore[attr-defined]
@@ -277,27 +275,28 @@ def command(args: argparse.Namespace) -> int:
                 "alone pkt/CPU-s", "alone elem/CPU-s", "target", "ok (CPU)"):
         table.add_column(col, justify="left" if col == "workload" else "right", no_wrap=True)
     for r in rows:
-        spread = r["round_pkt_per_cpu_s"]
-        alone = r["executor_alone_pkt_per_cpu_s"]
-        ok = r["meets_element_target"] if r["meets_element_target"] is not None else r["meets_target_cpu"]
-        target = (f"{r['target_elements_per_cpu_s'] / 1e9:g} G elem" if r["target_elements_per_cpu_s"]
-                  else f"{r['target_pkt_per_s']:,}")
-        table.add_row(r["workload"], str(r["bytes_per_packet"]),
-                      f"{r['pkt_per_s']:,}", f"{r['pkt_per_cpu_s']:,}",
+        spread = r.round_pkt_per_cpu_s
+        alone = r.executor_alone_pkt_per_cpu_s
+        ok = r.meets_element_target if r.meets_element_target is not None else r.meets_target_cpu
+        target = (f"{r.target_elements_per_cpu_s / 1e9:g} G elem" if r.target_elements_per_cpu_s
+                  else f"{r.target_pkt_per_s:,}")
+        alone_elements = r.executor_alone_elements_per_cpu_s
+        table.add_row(r.workload, str(r.bytes_per_packet), f"{r.pkt_per_s:,}", f"{r.pkt_per_cpu_s:,}",
                       f"{min(spread):,}-{max(spread):,}" if len(spread) > 1 else "-",
-                      f"{r['values_per_s']:,}" if r["values_per_packet"] else "-",
-                      f"{r['elements_per_cpu_s'] / 1e9:.3f} G" if r["values_per_packet"] else "-",
+                      f"{r.values_per_s:,}" if r.values_per_packet else "-",
+                      f"{r.elements_per_cpu_s / 1e9:.3f} G" if r.values_per_packet else "-",
                       f"{alone:,}" if alone else "-",
-                      f"{r['executor_alone_elements_per_cpu_s'] / 1e9:.3f} G" if alone and r["values_per_packet"] else "-",
+                      f"{alone_elements / 1e9:.3f} G" if alone_elements and r.values_per_packet else "-",
                       target, "yes" if ok else "NO")
     console = new_console()  # piped: room for every column
     console.print(table)
     for r in rows:
-        console.print(f"  {r['workload']}: {r['program']}, {r['packets_used']}")
+        console.print(f"  {r.workload}: {r.program}, {r.packets_used}")
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / "bench_pipeline.json"
     out.write_text(json.dumps({"machine": machine, "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                               "seconds": args.seconds, "results": rows, "partial": partial}, indent=2))
+                               "seconds": args.seconds, "results": [r.to_json() for r in rows],
+                               "partial": partial}, indent=2))
     print(f"saved {out}")
     try:
         from innet.testbed.core.report import pyplot
@@ -305,12 +304,12 @@ def command(args: argparse.Namespace) -> int:
         plt = pyplot()
 
         fig, ax = plt.subplots(figsize=(6, 3))
-        names = [r["workload"] for r in rows]
+        names = [r.workload for r in rows]
         x = list(range(len(rows)))
-        ax.bar([i - 0.2 for i in x], [r["pkt_per_s"] for r in rows], width=0.4, color="tab:blue", label="pkt/s (wall)")
-        ax.bar([i + 0.2 for i in x], [r["pkt_per_cpu_s"] for r in rows], width=0.4, color="tab:green",
+        ax.bar([i - 0.2 for i in x], [r.pkt_per_s for r in rows], width=0.4, color="tab:blue", label="pkt/s (wall)")
+        ax.bar([i + 0.2 for i in x], [r.pkt_per_cpu_s for r in rows], width=0.4, color="tab:green",
                label="pkt/CPU-s")
-        ax.scatter(x, [r["target_pkt_per_s"] for r in rows], color="red", marker="_", s=400, label="target")
+        ax.scatter(x, [r.target_pkt_per_s for r in rows], color="red", marker="_", s=400, label="target")
         ax.set_xticks(x, names, fontsize=7)
         ax.set_ylabel("packets/s (one core)")
         ax.set_title(f"innet pipeline, {str(machine['cpu'])[:40]}", fontsize=8)

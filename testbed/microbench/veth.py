@@ -54,6 +54,7 @@ from innet.argtypes import Reporter, add_out, add_switch_impl, interrupted_parti
 from innet.testbed.core.paths import REPO
 from innet.testbed.core.veth import VethError, VethPair
 from innet.testbed.backends.bmv2 import Bmv2Missing, find_tools
+from innet.testbed.microbench.records import SenderCounts, VethRow
 
 WORKLOADS = ("basic_forward", "agg64", "agg2048")
 REFLECTOR, RING_REFLECTOR = "reflector", "ring reflector"
@@ -166,14 +167,13 @@ def _setup_tables(workload: str, address: str, pipeline: Any = None) -> None:
                               {"dstAddr": 0x000000000101, "port": 1})])
 
 
-def _send(pair: VethPair, sender: Path, frames_file: Path, config: VethBenchConfig) -> dict[str, Any]:
+def _send(pair: VethPair, sender: Path, frames_file: Path, config: VethBenchConfig) -> SenderCounts:
     cmd = ["ip", "netns", "exec", pair.ns, str(sender), pair.inner, str(frames_file), str(config.window),
            str(config.seconds), str(config.warmup)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=config.seconds + config.warmup + 60)
     if done.returncode != 0:
         raise BenchError(f"sender: {done.stderr.strip() or f'exit {done.returncode}'}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return SenderCounts.from_json(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 def _wait(condition: Callable[[], bool], timeout: float, what: str, proc: subprocess.Popen[Any],
@@ -206,8 +206,8 @@ def measure_reflector(pair: VethPair, workload: str, frames_file: Path, frame_by
         r = _send(pair, tools["sender"], frames_file, config)
     finally:
         end_popen(proc)
-    return Point(workload, RING_REFLECTOR if rx_ring else REFLECTOR, frame_bytes, r["pps"], r["sent"],
-                 r["received"], r["reprimes"])
+    return Point(workload, RING_REFLECTOR if rx_ring else REFLECTOR, frame_bytes, r.pps, r.sent, r.received,
+                 r.reprimes)
 
 
 def measure_switch(pair: VethPair, workload: str, frames_file: Path, frame_bytes: int,
@@ -236,7 +236,7 @@ def measure_switch(pair: VethPair, workload: str, frames_file: Path, frame_bytes
         r = _send(pair, tools["sender"], frames_file, config)
     finally:
         end_popen(proc)
-    return Point(workload, "innet-switch", frame_bytes, r["pps"], r["sent"], r["received"], r["reprimes"],
+    return Point(workload, "innet-switch", frame_bytes, r.pps, r.sent, r.received, r.reprimes,
                  loop_breakdown(log.read_text(errors="replace")))
 
 
@@ -268,7 +268,7 @@ def measure_bmv2(pair: VethPair, workload: str, frames_file: Path, frame_bytes: 
         r = _send(pair, tools["sender"], frames_file, config)
     finally:
         end_popen(proc)
-    return Point(workload, DEVICES["bmv2"], frame_bytes, r["pps"], r["sent"], r["received"], r["reprimes"])
+    return Point(workload, DEVICES["bmv2"], frame_bytes, r.pps, r.sent, r.received, r.reprimes)
 
 
 def loop_breakdown(log: str) -> dict[str, float] | None:
@@ -312,7 +312,7 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
         partial = False
     except KeyboardInterrupt:
         partial = True
-    rows = []
+    rows: list[VethRow] = []
     for workload in config.workloads:
         devices = {p.device for p in points if p.workload == workload}
         if not devices >= {REFLECTOR, RING_REFLECTOR, *(DEVICES[i] for i in config.switch_impls)}:
@@ -325,21 +325,21 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
             ratios = _ratios(switches, ceilings)
             ring_ratios = _ratios(switches, ring_ceilings)
             middle = sorted(zip(ratios, range(len(ratios))))[len(ratios) // 2][1]
-            rows.append({"workload": workload, "switch": DEVICES[impl], "frame_bytes": switches[0].frame_bytes,
-                         "mtu": mtu, "ceiling_pps": round(statistics.median(c.pps for c in ceilings)),
-                         "ring_ceiling_pps": round(statistics.median(c.pps for c in ring_ceilings)),
-                         "switch_pps": round(statistics.median(s.pps for s in switches)),
-                         "ratio": round(statistics.median(ratios), 3), "round_ratios": [round(r, 3) for r in ratios],
-                         "ring_ratio": round(statistics.median(ring_ratios), 3),
-                         "round_ring_ratios": [round(r, 3) for r in ring_ratios],
-                         "round_ceiling_pps": [round(c.pps) for c in ceilings],
-                         "round_ring_ceiling_pps": [round(c.pps) for c in ring_ceilings],
-                         "round_switch_pps": [round(s.pps) for s in switches],
-                         "loop": switches[middle].loop})
+            rows.append(VethRow(
+                workload=workload, switch=DEVICES[impl], frame_bytes=switches[0].frame_bytes, mtu=mtu,
+                ceiling_pps=round(statistics.median(c.pps for c in ceilings)),
+                ring_ceiling_pps=round(statistics.median(c.pps for c in ring_ceilings)),
+                switch_pps=round(statistics.median(s.pps for s in switches)),
+                ratio=round(statistics.median(ratios), 3), round_ratios=tuple(round(r, 3) for r in ratios),
+                ring_ratio=round(statistics.median(ring_ratios), 3),
+                round_ring_ratios=tuple(round(r, 3) for r in ring_ratios),
+                round_ceiling_pps=tuple(round(c.pps) for c in ceilings),
+                round_ring_ceiling_pps=tuple(round(c.pps) for c in ring_ceilings),
+                round_switch_pps=tuple(round(s.pps) for s in switches), loop=switches[middle].loop))
     return {"format": "innet-bench-veth/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "machine": describe(), "executor": config.executor or "default",
             "port_loop": config.port_loop or "default",
-            "settings": asdict(config), "points": [asdict(p) for p in points], "rows": rows,
+            "settings": asdict(config), "points": [asdict(p) for p in points], "rows": [r.to_json() for r in rows],
             "switch_absent": dict(absent or {}), "partial": partial}
 
 
