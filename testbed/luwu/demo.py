@@ -15,12 +15,13 @@ import os
 import statistics
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 
 from innet.testbed.luwu import status as luwu_status
+from innet.testbed.luwu.records import DemoCurves, LuwuDemoResult, PartialLuwuDemo
 from innet.testbed.luwu.run import RunConfig, run_training
 from innet.testbed.luwu.train import TrainSpec, run as train
 from innet.testbed.backends.bmv2 import LUWU_K
@@ -44,24 +45,39 @@ class LuwuDemoConfig:
     """The command that runs it (``innet demo`` or ``innet train``), named in what it prints."""
 
 
+@dataclass
+class _Reached:
+    """How far the demo got: the stage running and the loss curves of the runs done."""
+
+    stage: str = "local reference"
+    loss: dict[str, list[float]] = field(default_factory=dict)
+
+
 def run(config: LuwuDemoConfig, console: Any) -> dict[str, Any]:
-    """The demo (or ``innet train --mode luwu``): the result document, also written as JSON.
-    Ctrl-C: the testbed torn down, a document of the stage reached and the losses of the runs
-    that finished, ``"partial": True`` and its path under ``"file"``."""
-    reached: dict[str, Any] = {"stage": "local reference", "loss": {}}
+    """:func:`demo` as its JSON document (``"partial": True`` and ``"file"`` after Ctrl-C)."""
+    return demo(config, console).to_json()
+
+
+def demo(config: LuwuDemoConfig, console: Any) -> LuwuDemoResult | PartialLuwuDemo:
+    """The demo (or ``innet train --mode luwu``), also written as JSON. Ctrl-C: the testbed
+    torn down, the stage reached and the losses of the runs that finished, written too."""
+    reached = _Reached()
     try:
         return _run(config, console, reached)
     except KeyboardInterrupt:
         config.out_dir.mkdir(parents=True, exist_ok=True)
         stamp = dt.datetime.now().isoformat(timespec="seconds").replace(":", "").replace("-", "")
         path = config.out_dir / f"demo-luwu-{stamp}-partial.json"
-        doc = {"format": "innet-demo-luwu/1", "partial": True,
-               "settings": {k: str(v) for k, v in asdict(config).items()}, **reached, "file": str(path)}
-        path.write_text(json.dumps(doc, indent=1) + "\n")
-        return doc
+        partial = PartialLuwuDemo(_settings(config), reached.stage, reached.loss, str(path))
+        path.write_text(json.dumps(partial.to_json(), indent=1) + "\n")
+        return partial
 
 
-def _run(config: LuwuDemoConfig, console: Any, reached: dict[str, Any]) -> dict[str, Any]:
+def _settings(config: LuwuDemoConfig) -> dict[str, str]:
+    return {k: str(v) for k, v in asdict(config).items()}
+
+
+def _run(config: LuwuDemoConfig, console: Any, reached: _Reached) -> LuwuDemoResult:
     """The whole demo; ``reached`` says the stage and holds the losses of the runs done."""
     backend = resolve_backend(config.backend)
     console.print(f"[bold]{config.command} --mode luwu[/]: {config.workers} workers + {config.nodes} optimizer nodes "
@@ -69,7 +85,7 @@ def _run(config: LuwuDemoConfig, console: Any, reached: dict[str, Any]) -> dict[
     reference: list[dict[str, Any]] = []
     train(TrainSpec(mode="local", world=config.workers, steps=config.steps, lr=config.lr), reference.append)
     ref_loss = [d["loss"] for d in reference if "step" in d]
-    reached.update(stage="bring-up", loss={"local": ref_loss})
+    reached.stage, reached.loss = "bring-up", {"local": ref_loss}
     state_root = Path(tempfile.mkdtemp(prefix="innet-luwu-demo-"))
     topology = star(workers=config.workers + config.nodes)
     k = LUWU_K if config.switch_impl == "bmv2" else None  # else the largest K the links' MTU takes
@@ -81,10 +97,10 @@ def _run(config: LuwuDemoConfig, console: Any, reached: dict[str, Any]) -> dict[
             console.print(note, markup=False, highlight=False)
         console.print(f"up: P4Runtime {tb.grpc_address}; LuWu, then DDP+innet, {config.steps} steps each",
                       markup=False, highlight=False)
-        reached["stage"] = "luwu"
+        reached.stage = "luwu"
         luwu = run_training(tb, RunConfig(mode="luwu", workers=config.workers, nodes=config.nodes,
                                           steps=config.steps, lr=config.lr), state_root)
-        reached["stage"], reached["loss"]["luwu"] = "ddp-innet", luwu.mean_loss
+        reached.stage, reached.loss["luwu"] = "ddp-innet", luwu.mean_loss
         ddp = run_training(tb, RunConfig(mode="ddp-innet", workers=config.workers, steps=config.steps, lr=config.lr))
     for r in (luwu, ddp):
         if r.errors:
@@ -95,34 +111,32 @@ def _run(config: LuwuDemoConfig, console: Any, reached: dict[str, Any]) -> dict[
     for s in range(0, config.steps, every):
         cells = [f"{c[s]:.4f}" if s < len(c) else "-" for c in (ref_loss, luwu.mean_loss, ddp.mean_loss)]
         console.print(f"{s:4d}  {cells[0]:>10} {cells[1]:>7} {cells[2]:>10}")
-    acc = {"local": reference[-1]["accuracy"], "luwu": luwu.finals[0]["accuracy"] if luwu.finals else None,
-           "ddp-innet": ddp.finals[0]["accuracy"] if ddp.finals else None}
+    acc = DemoCurves(local=reference[-1]["accuracy"], luwu=luwu.finals[0]["accuracy"] if luwu.finals else None,
+                     ddp_innet=ddp.finals[0]["accuracy"] if ddp.finals else None)
     fmt = lambda a: "-" if a is None else f"{a:.3f}"  # noqa: E731
-    console.print(f"test accuracy: local {fmt(acc['local'])}, LuWu {fmt(acc['luwu'])}, "
-                  f"DDP+innet {fmt(acc['ddp-innet'])}")
+    console.print(f"test accuracy: local {fmt(acc.local)}, LuWu {fmt(acc.luwu)}, DDP+innet {fmt(acc.ddp_innet)}")
     if luwu.finals:
         f = luwu.finals[0]
         console.print(f"LuWu worker: peak parameter bytes {f['tensor_bytes_peak']}, between steps "
                       f"{f['tensor_bytes_between_steps']}, no optimizer state; DDP+Adam worker: "
                       f"{ddp.finals[0]['tensor_bytes_peak'] if ddp.finals else '-'} tensor bytes")
-    step_s = {r.mode: _median_step(r.finals) for r in (luwu, ddp)}
+    step_s = (_median_step(luwu.finals), _median_step(ddp.finals))
     console.print(f"{switch_description('auto', config.switch_impl)}, K={tb.options.k}: bring-up {bring_up:.1f} s; "
-                  f"median step LuWu {_fmt_s(step_s['luwu'])}, DDP+innet {_fmt_s(step_s['ddp-innet'])}")
+                  f"median step LuWu {_fmt_s(step_s[0])}, DDP+innet {_fmt_s(step_s[1])}")
     luwu_status.render([n for n in luwu.nodes if "name" in n], console)
     console.print(f"(inspect later: innet inspect " + " ".join(f"--optimizer {state_root / n}" for n in
                   (s.get("name", "") for s in luwu.nodes)) + ")")
-    date = dt.datetime.now().isoformat(timespec="seconds")
-    doc = {"format": "innet-demo-luwu/1", "date": date, "machine": describe(), "backend": backend,
-           "switch": switch_description("auto", config.switch_impl), "k": tb.options.k,
-           "bring_up_seconds": bring_up, "median_step_seconds": step_s,
-           "settings": {k: str(v) for k, v in asdict(config).items()}, "accuracy": acc,
-           "loss": {"local": ref_loss, "luwu": luwu.mean_loss, "ddp-innet": ddp.mean_loss},
-           "nodes": luwu.nodes, "errors": {**luwu.errors, **ddp.errors}}
+    result = LuwuDemoResult(
+        date=dt.datetime.now().isoformat(timespec="seconds"), machine=describe(), backend=backend,
+        switch=switch_description("auto", config.switch_impl), k=tb.options.k, bring_up_seconds=bring_up,
+        median_step_seconds=step_s, settings=_settings(config), accuracy=acc,
+        loss=DemoCurves(local=ref_loss, luwu=luwu.mean_loss, ddp_innet=ddp.mean_loss), nodes=tuple(luwu.nodes),
+        errors={**luwu.errors, **ddp.errors})
     config.out_dir.mkdir(parents=True, exist_ok=True)
-    path = config.out_dir / f"demo-luwu-{date.replace(':', '').replace('-', '')}.json"
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    path = config.out_dir / f"demo-luwu-{result.date.replace(':', '').replace('-', '')}.json"
+    path.write_text(json.dumps(result.to_json(), indent=1) + "\n")
     console.print(f"wrote {path}")
-    return doc
+    return result
 
 
 def _median_step(finals: list[dict[str, Any]]) -> float | None:

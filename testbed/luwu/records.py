@@ -350,3 +350,66 @@ class TrainerFinal:
         if self.pull_agent_stats is not None:
             out["pull_agent_stats"] = self.pull_agent_stats
         return out
+
+
+@dataclass(frozen=True)
+class DemoCurves:
+    """Per mode (``local``, ``luwu``, ``ddp-innet``) of ``innet demo --mode luwu``: a number
+    or a curve, None where the mode did not get that far."""
+
+    local: Any
+    luwu: Any = None
+    ddp_innet: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"local": self.local, "luwu": self.luwu, "ddp-innet": self.ddp_innet}
+
+
+@dataclass(frozen=True)
+class LuwuDemoResult:
+    """``innet demo --mode luwu`` (or ``innet train --mode luwu``) as it ended."""
+
+    date: str
+    machine: dict[str, Any]
+    backend: str
+    switch: str
+    k: int
+    bring_up_seconds: float
+    median_step_seconds: tuple[float | None, float | None]
+    """(LuWu, DDP + innet): median over the ranks' steps after the first."""
+    settings: dict[str, str]
+    """The demo's config, every value as text."""
+    accuracy: DemoCurves
+    loss: DemoCurves
+    """Mean training loss over the workers, per step."""
+    nodes: tuple[Any, ...]
+    """The optimizer nodes' final ``status.json``."""
+    errors: dict[str, str]
+    """Process name -> its log tail, for processes that failed."""
+
+    FORMAT = "innet-demo-luwu/1"
+
+    def to_json(self) -> dict[str, Any]:
+        luwu, ddp = self.median_step_seconds
+        return {"format": self.FORMAT, "date": self.date, "machine": self.machine, "backend": self.backend,
+                "switch": self.switch, "k": self.k, "bring_up_seconds": self.bring_up_seconds,
+                "median_step_seconds": {"luwu": luwu, "ddp-innet": ddp}, "settings": self.settings,
+                "accuracy": self.accuracy.to_json(), "loss": self.loss.to_json(), "nodes": list(self.nodes),
+                "errors": self.errors}
+
+
+@dataclass(frozen=True)
+class PartialLuwuDemo:
+    """A LuWu demo stopped by Ctrl-C: the stage it was in and the losses of the runs that finished."""
+
+    settings: dict[str, str]
+    stage: str
+    """``local reference``, ``bring-up``, ``luwu`` or ``ddp-innet``."""
+    loss: dict[str, list[float]]
+    """Mode -> its loss curve, for the modes that finished."""
+    file: str
+    """Where this was written."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": LuwuDemoResult.FORMAT, "partial": True, "settings": self.settings, "stage": self.stage,
+                "loss": self.loss, "file": self.file}

@@ -118,3 +118,18 @@ def test_a_trainers_final_report_has_the_keys_the_rows_read_in_the_order_it_alwa
     assert list(hook)[-3:] == ["tensor_bytes_peak", "comm", "agent_stats"]
     assert StepReport(0, 2.3, 0.1).to_json() == {"step": 0, "loss": 2.3, "seconds": 0.1}
     assert StepReport(1, 2.0, 0.1, 0.02).to_json()["wait_seconds"] == 0.02
+
+
+def test_the_luwu_demo_document_and_its_partial_form_keep_their_keys() -> None:
+    from innet.testbed.luwu.records import DemoCurves, LuwuDemoResult, PartialLuwuDemo
+
+    result = LuwuDemoResult("2026-11-28T17:00:00", {"cpu": "x"}, "loopback", "innet-switch", 256, 3.0, (0.2, None),
+                            {"steps": "40"}, DemoCurves(0.9, 0.89, None), DemoCurves([2.0], [2.1], [2.2]), ({},), {})
+    doc = result.to_json()
+    assert list(doc) == ["format", "date", "machine", "backend", "switch", "k", "bring_up_seconds",
+                         "median_step_seconds", "settings", "accuracy", "loss", "nodes", "errors"]
+    assert doc["median_step_seconds"] == {"luwu": 0.2, "ddp-innet": None}
+    assert doc["accuracy"] == {"local": 0.9, "luwu": 0.89, "ddp-innet": None}  # what the CLI's exit status reads
+    partial = PartialLuwuDemo({"steps": "40"}, "luwu", {"local": [2.0]}, "out/demo-luwu-x-partial.json").to_json()
+    assert list(partial) == ["format", "partial", "settings", "stage", "loss", "file"]
+    assert partial["format"] == "innet-demo-luwu/1" and partial["partial"] is True
