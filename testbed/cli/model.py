@@ -77,7 +77,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
     console = _console()
     # a few seconds: a bar (terminal only) that counts the stages started
-    with Reporter(console, "model reproduce", total=6, counts=lambda _: True, markup=False) as progress:
+    with Reporter(console, "model reproduce", total=7, counts=lambda _: True, markup=False) as progress:
         try:
             names = ("before", "after") if args.setting == "both" else (args.setting,)
             chosen = [reproduce.with_overrides(reproduce.settings_by_name(n), hb_efficiency=args.hb_efficiency,
@@ -95,7 +95,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         moe = {s.name: reproduce.moe_section(s) for s in chosen}
         progress("Table II")
         table2 = {s.name: reproduce.table2_rows(s) for s in chosen}
-        doc = report.reproduction_doc(chosen, rows, curves, validation, moe, table2)
+        progress("model alternatives")
+        alternatives = reproduce.model_alternatives(chosen[-1])
+        doc = report.reproduction_doc(chosen, rows, curves, validation, moe, table2, alternatives)
         progress("figures")
         paths = report.save_reproduction(doc, args.out)
     console.print(report.reproduction_table(doc))
@@ -103,6 +105,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     console.print(report.table2_rows_table(table2[last.name], "peak" if last.peak_power else "typical"))
     console.print(report.out_of_sample_table(validation))
     console.print(report.moe_table(moe[chosen[-1].name]))
+    console.print(report.alternatives_table(alternatives, chosen[-1].name))
     console.print("wrote " + ", ".join(str(p) for p in paths))
     return 0
 

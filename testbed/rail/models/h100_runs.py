@@ -140,11 +140,11 @@ def validation_rows(efficiency: float, hb_efficiency: float, runs: Sequence[H100
     return rows
 
 
-def summary(efficiency: float, hb_efficiency: float) -> dict[str, Any]:
+def summary(efficiency: float, hb_efficiency: float, platform_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Rows, median |error|, and the median under each other plausible value of every guess
     (its effect, so a reader sees how much the unstated inputs matter). ``interleave=2`` is
     applied to the runs where Megatron allows it (PP > 1, layers per stage even)."""
-    rows = validation_rows(efficiency, hb_efficiency)
+    rows = validation_rows(efficiency, hb_efficiency, platform_options=platform_options)
     alternatives: dict[str, dict[str, Any]] = {"recompute=none": {"recompute": "none"},
                                                "recompute=full": {"recompute": "full"},
                                                "microbatch=2": {"microbatch": 2},
@@ -152,11 +152,13 @@ def summary(efficiency: float, hb_efficiency: float) -> dict[str, Any]:
     effect: dict[str, float | str] = {}
     for name, g in alternatives.items():
         try:
-            effect[name] = _median(validation_rows(efficiency, hb_efficiency, guesses=g))
+            effect[name] = _median(validation_rows(efficiency, hb_efficiency, guesses=g,
+                                                   platform_options=platform_options))
         except ModelError as error:
             effect[name] = str(error)
     # Megatron's default for bf16: gradients reduced in fp32 (iteration.Platform.grad_bytes).
-    effect["grad_bytes=4"] = _median(validation_rows(efficiency, hb_efficiency, platform_options={"grad_bytes": 4}))
+    effect["grad_bytes=4"] = _median(validation_rows(efficiency, hb_efficiency,
+                                                     platform_options={**(platform_options or {}), "grad_bytes": 4}))
     return {"source": SOURCE, "attention": ATTENTION, "guesses": dict(GUESSES), "rows": rows,
             "median_abs_error": _median(rows), "median_abs_error_unfused": _median(rows, "error_unfused"),
             "guess_effect": effect}

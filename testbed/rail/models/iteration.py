@@ -45,7 +45,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, replace
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -56,6 +56,9 @@ from innet.testbed.rail.models.railperf import ModelError
 NETWORKS = ("rail-only", "rail-optimized")
 TP_COLLECTIVES_PER_LAYER = 10
 """All-gathers + reduce-scatters per layer and micro-batch with sequence parallelism."""
+COLUMN_GEMM_SHARE = 7 / 12
+"""Share of a layer's GEMM FLOPs in its column-parallel layers: QKV (3h^2) and the first MLP
+layer (4h^2) of 3h^2 + h^2 + 4h^2 + 4h^2."""
 ADAM_BYTES_PER_PARAM = 30
 """HBM traffic of one fused Adam step per parameter: read fp32 master, m, v, grad (16),
 write master, m, v (12), write the bf16 copy (2)."""
@@ -148,6 +151,17 @@ class Platform:
     reduce-scatter and the GEMM that consumes or produces it into chunks and runs them at
     once), what the paper's model assumes (section V-A names "the assumption of overlap
     between computation and communication" as an error source)."""
+    tp_async_backward: bool = False
+    """Whether the backward pass's input-gradient reduce-scatters (all-reduces without sequence
+    parallelism) and the all-gathers redone for the weight gradients run beside the
+    column-parallel layers' GEMMs, as Megatron-LM's
+    ``LinearWithGradAccumulationAndAsyncCommunication.backward`` launches them asynchronously;
+    only what exceeds those GEMMs is then exposed. Off by default: the published runs fit
+    worse with it (``innet model reproduce``, model alternatives)."""
+    last_stage_logits: bool = False
+    """Whether the output layer's logits load the last pipeline stage alone (Megatron builds
+    the output layer on the last stage only), which then paces the steady state; False
+    spreads them over the stages. Off by default for the same reason."""
     dp_overlap: bool = True
     """Whether the gradient reduce-scatter/all-gather overlaps the last micro-batch's backward
     pass (Megatron-Core's ``--overlap-grad-reduce``); False is Megatron 2021/2022, which
@@ -244,6 +258,13 @@ class Parallelism:
             raise ModelError(f"recompute={self.recompute!r}: must be one of {', '.join(RECOMPUTE)}")
         if self.attention not in ATTENTION:
             raise ModelError(f"attention={self.attention!r}: must be one of {', '.join(ATTENTION)}")
+
+    @property
+    def tp_async_collectives(self) -> int:
+        """Of :attr:`tp_collectives`, the passes Megatron can run beside the backward GEMMs:
+        the two input-gradient reduce-scatters and the two redone all-gathers (sequence
+        parallelism), or the two input-gradient all-reduces (without)."""
+        return 4
 
     @property
     def tp_collectives(self) -> int:
@@ -393,12 +414,20 @@ def iteration(model: GptModel, platform: Platform, par: Parallelism, batch: int)
     tp_shape = strided_shape(t, 1, platform.hb_size)
     act = b * model.seq * model.hidden * BYTES_PER_VALUE
     tp_time = gather_time(tp_shape, act, platform, tier_slowdown(tp_shape, 1, platform))
-    tp_layer = par.tp_collectives * tp_time if t > 1 else 0.0
+    tp_layer = 0.0
+    if t > 1:
+        beside = par.tp_async_collectives if platform.tp_async_backward else 0
+        # The QKV and first MLP GEMMs again, for the input and the weight gradients.
+        column_backward = 2 * COLUMN_GEMM_SHARE * w.matmul_flops / flops_s
+        tp_layer = (par.tp_collectives - beside) * tp_time + max(0.0, beside * tp_time - column_backward)
     # Overlapped collectives hide behind the forward and backward GEMMs of the same layer.
     tp_layer = max(0.0, tp_layer - platform.tp_overlap * 3 * w.matmul_flops / flops_s)
     tp_stage = model.layers / p * tp_layer
     steps = m + (p - 1) / v
-    compute, bubble = m * stage, (p - 1) / v * stage
+    # With the logits on the last stage that stage paces the steady state; fill and drain
+    # take the average stage.
+    paced = model.layers / p * layer + logits if platform.last_stage_logits else stage
+    compute, bubble = m * paced, (p - 1) / v * stage
     tensor = steps * tp_stage
     pipeline = 0.0
     if p > 1:
@@ -506,19 +535,23 @@ structure (more compute, more TP traffic) with the efficiency fitted on :data:`V
 
 
 def validation_rows(efficiency: float = FITTED_EFFICIENCY, hb_efficiency: float = HB_EFFICIENCY,
-                    runs: Sequence[PublishedRun] = VALIDATION) -> list[dict[str, float | str]]:
-    """Model vs published HFU for each run; ``error`` = model/published - 1."""
+                    runs: Sequence[PublishedRun] = VALIDATION,
+                    options: tuple[tuple[str, Any], ...] = ()) -> list[dict[str, float | str]]:
+    """Model vs published HFU for each run; ``error`` = model/published - 1. ``options``
+    override further :class:`Platform` fields (a model alternative)."""
     rows: list[dict[str, float | str]] = []
     for run in runs:
-        platform = replace(dgx_a100(run.gpus), efficiency=efficiency, hb_efficiency=hb_efficiency)
+        platform = replace(dgx_a100(run.gpus), efficiency=efficiency, hb_efficiency=hb_efficiency, **dict(options))
         r = iteration(model_by_name(run.model), platform, run.par, run.batch)
         rows.append({"model": run.model, "gpus": run.gpus, "published_s": run.seconds, "model_s": r.total,
                      "published_hfu": run.hfu(), "model_hfu": r.hfu, "error": r.hfu / run.hfu() - 1})
     return rows
 
 
-def calibrate(runs: Sequence[PublishedRun] = VALIDATION, hb_efficiency: float = HB_EFFICIENCY) -> float:
-    """The efficiency minimizing the squared log-error of the iteration times of ``runs``.
+def calibrate(runs: Sequence[PublishedRun] = VALIDATION, hb_efficiency: float = HB_EFFICIENCY,
+              options: tuple[tuple[str, Any], ...] = ()) -> float:
+    """The efficiency minimizing the squared log-error of the iteration times of ``runs``
+    (under the :class:`Platform` field overrides ``options``).
 
     The model's time is ``a/e + c`` (compute over efficiency plus network), so the fit is a
     one-dimensional search; golden section over (0.05, 1]."""
@@ -526,7 +559,7 @@ def calibrate(runs: Sequence[PublishedRun] = VALIDATION, hb_efficiency: float = 
     def loss(eff: float) -> float:
         total = 0.0
         for run in runs:
-            platform = replace(dgx_a100(run.gpus), efficiency=eff, hb_efficiency=hb_efficiency)
+            platform = replace(dgx_a100(run.gpus), efficiency=eff, hb_efficiency=hb_efficiency, **dict(options))
             r = iteration(model_by_name(run.model), platform, run.par, run.batch)
             total += math.log(r.total / run.seconds) ** 2
         return total

@@ -358,15 +358,18 @@ def reproduction_doc(settings: Sequence[Any], rows: dict[str, list[Any]],
                      curves: dict[str, Any] | None = None,
                      validation: dict[str, Any] | None = None,
                      moe: dict[str, Any] | None = None,
-                     table2: dict[str, Any] | None = None) -> dict[str, Any]:
+                     table2: dict[str, Any] | None = None,
+                     alternatives: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The JSON document of ``innet model reproduce``: every row under every setting (and the
-    Fig. 8/10 curves and the out-of-sample validation per setting, when given)."""
+    Fig. 8/10 curves, the out-of-sample validation, MoE, Table II per setting and the model
+    alternatives, when given)."""
     from dataclasses import asdict as _asdict
 
     return {"model": "reproduce", **({"curves": curves} if curves else {}),
             **({"out_of_sample": validation} if validation else {}),
             **({"moe": moe} if moe else {}),
             **({"table2": table2} if table2 else {}),
+            **({"alternatives": alternatives} if alternatives else {}),
             "settings": {s.name: {**_asdict(s), "efficiency": s.efficiency()} for s in settings},
             "rows": {name: [r.to_dict() for r in rs] for name, rs in rows.items()},
             "within": {name: sum(r.within for r in rs) for name, rs in rows.items()},
@@ -392,6 +395,22 @@ def reproduction_table(doc: dict[str, Any]) -> Any:
         inputs = ", ".join(f"{k}={v}" for k, v in row["inputs"].items() if k != "times")
         table.add_row(row["where"], row["what"], fmt(row["paper"], row["unit"]), *values,
                       "yes" if row["within"] else "NO", inputs + ("; " + guesses if guesses else ""), row["cause"])
+    return table
+
+
+def alternatives_table(rows: list[dict[str, Any]], setting: str) -> Any:
+    """Each model alternative judged on the published runs (efficiency refitted under it),
+    with the paper's claims counted beside."""
+    from rich.table import Table
+
+    table = Table(title=f"Model alternatives on top of '{setting}', judged on the published runs (median |error|; "
+                        "the efficiency refitted on the A100 runs under each)")
+    for col in ("alternative", "efficiency", "A100 fitted runs", "A100 full recompute", "H100 runs",
+                "paper's claims within"):
+        table.add_column(col, justify="right" if col != "alternative" else "left")
+    for r in rows:
+        table.add_row(r["alternative"], f"{r['efficiency']:.4f}", f"{r['a100_in_sample']:.1%}",
+                      f"{r['a100_out_of_sample']:.1%}", f"{r['h100']:.1%}", f"{r['within']}/{r['claims']}")
     return table
 
 

@@ -115,6 +115,35 @@ def test_blocking_pipeline_sends_are_exposed_for_every_micro_batch() -> None:
     assert blocking.compute == overlapped.compute and blocking.data == overlapped.data
 
 
+def test_async_backward_tp_hides_only_what_fits_beside_the_column_gemms() -> None:
+    """4 of the 10 TP passes per layer may run beside the QKV and first-MLP GEMMs of the
+    backward pass: with fast NVLink they vanish (6/10 of the time stays); with slow NVLink
+    only the column GEMMs' time is hidden."""
+    model, par = gpt.MODELS["gpt-1t"], Parallelism(8, 32, 128, 1, 4)
+    base = iteration.h100_cluster(32768, 8)
+    fast = iteration.iteration(model, base, par, 4096)
+    fast_async = iteration.iteration(model, replace(base, tp_async_backward=True), par, 4096)
+    assert fast_async.tensor == pytest.approx(fast.tensor * 6 / 10)
+    slow = replace(base, c_f_bps=1e9)
+    exposed = iteration.iteration(model, slow, par, 4096)
+    hidden = iteration.iteration(model, replace(slow, tp_async_backward=True), par, 4096)
+    w = gpt.layer_work(model, 1, 8)
+    column = 2 * iteration.COLUMN_GEMM_SHARE * w.matmul_flops / (iteration.H100.peak_flops * base.efficiency)
+    steps = 4096 / 128 + 31 / 4
+    assert exposed.tensor - hidden.tensor == pytest.approx(steps * 128 / 32 * column)
+
+
+def test_logits_on_the_last_stage_pace_the_steady_state() -> None:
+    model = gpt.MODELS["gpt-1t"]
+    base = iteration.h100_cluster(32768, 8)
+    spread, last = (iteration.iteration(model, replace(base, last_stage_logits=flag), Parallelism(8, 32, 128, 1, 4),
+                                        4096) for flag in (False, True))
+    assert last.compute > spread.compute and last.bubble == pytest.approx(spread.bubble)
+    one_stage = Parallelism(8, 1, 4096, 1)
+    assert iteration.iteration(model, replace(base, last_stage_logits=True), one_stage, 4096).compute == \
+        pytest.approx(iteration.iteration(model, base, one_stage, 4096).compute)
+
+
 def test_iteration_terms_add_up_and_respond_to_bandwidth() -> None:
     model = gpt.MODELS["gpt-1t"]
     par = Parallelism(8, 32, 128, 1, 4)
