@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from innet.children import end_popen
+from innet.testbed.ina.records import TrainReport, WorkerReport
 
 ROLES = ("switch", "controller", "worker")
 JOB_FILE = "job.json"
@@ -328,16 +329,21 @@ def run_worker(config: ComposeConfig) -> int:
     _wait(f"worker: {job_path}", job_path.exists, config.deadline)
     rank = claim_rank(config)
     job = json.loads(job_path.read_text())
-    doc = allreduce_and_train(config, job, rank)
-    _write_atomic(result_path(config, rank), doc)
-    return 0 if doc["ok"] and (doc["train"] is None or doc["train"]["bit_exact"]) else EXIT_ERROR
+    report = work(config, job, rank)
+    _write_atomic(result_path(config, rank), report.to_json())
+    return 0 if report.good else EXIT_ERROR
 
 
 def allreduce_and_train(config: ComposeConfig, job: dict[str, Any], rank: int,
                         on_step: Callable[[int, float], None] = lambda step, loss: None) -> dict[str, Any]:
-    """What a worker of ``job`` (the controller's document) does: an exact int32 allreduce over
-    the frame tunnel to its switch port, then the demo training (``on_step`` after each step);
-    its result document."""
+    """:func:`work` as its result document."""
+    return work(config, job, rank, on_step).to_json()
+
+
+def work(config: ComposeConfig, job: dict[str, Any], rank: int,
+         on_step: Callable[[int, float], None] = lambda step, loss: None) -> WorkerReport:
+    """What a worker of ``job`` (the controller's JSON document) does: an exact int32 allreduce
+    over the frame tunnel to its switch port, then the demo training (``on_step`` after each step)."""
     import numpy as np
 
     from innet import wire
@@ -364,13 +370,13 @@ def allreduce_and_train(config: ComposeConfig, job: dict[str, Any], rank: int,
     print(f"worker rank {rank}: allreduce of {config.elements} int32 at K={job['k']} {'exact' if ok else 'WRONG'} "
           f"in {seconds:.3f} s", flush=True)
     train = train_demo(config, job["train"], rank, transport, on_step) if job.get("train") else None
-    return {"rank": rank, "host": socket.gethostname(), "elements": config.elements, "k": job["k"], "ok": ok,
-            "sha256": digest(got), "head": [int(v) for v in got[:4]], "seconds": round(seconds, 4),
-            "epoch": job["epoch"], "train": train}
+    return WorkerReport(rank=rank, host=socket.gethostname(), elements=config.elements, k=job["k"], ok=ok,
+                        sha256=digest(got), head=tuple(int(v) for v in got[:4]), seconds=round(seconds, 4),
+                        epoch=job["epoch"], train=train)
 
 
 def train_demo(config: ComposeConfig, job: dict[str, int], rank: int, transport: Any,
-               on_step: Callable[[int, float], None] = lambda step, loss: None) -> dict[str, Any]:
+               on_step: Callable[[int, float], None] = lambda step, loss: None) -> TrainReport:
     """The demo training on the job the controller made for it: what the worker reports."""
     import numpy as np
 
@@ -385,8 +391,8 @@ def train_demo(config: ComposeConfig, job: dict[str, int], rank: int, transport:
     accuracy = SoftmaxRegression().accuracy(plan.train_config().fixed.params_float(got), data.x_test, data.y_test)
     print(f"worker rank {rank}: trained {plan.steps} steps in {seconds:.2f} s, test accuracy {accuracy:.3f}, "
           f"{'bit-exact with' if bit_exact else 'DIFFERENT from'} the switch's numpy model", flush=True)
-    return {"steps": plan.steps, "sha256": digest(got), "bit_exact": bit_exact, "accuracy": round(float(accuracy), 4),
-            "seconds": round(seconds, 3)}
+    return TrainReport(steps=plan.steps, sha256=digest(got), bit_exact=bit_exact,
+                       accuracy=round(float(accuracy), 4), seconds=round(seconds, 3))
 
 
 RUNNERS: dict[str, Callable[[ComposeConfig], int]] = {

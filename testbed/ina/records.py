@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from innet.testbed.core.machine import describe, switch_description
 from innet.testbed.core.records import JsonRecord
-from innet.testbed.ina.config import BenchConfig, SoakConfig
+
+if TYPE_CHECKING:  # only named here: a compose worker reports without the testbed's backends
+    from innet.testbed.ina.config import BenchConfig, SoakConfig
 
 BENCH_FORMAT = "innet-bench/1"
 DEMO_FORMAT = "innet-demo/1"
@@ -252,3 +254,44 @@ class SoakResult:
     def to_json(self) -> dict[str, Any]:
         return {"config": self.config.to_json(), "rounds": [r.to_json() for r in self.rounds],
                 "summary": self.summary.to_json(), "partial": self.partial}
+
+
+@dataclass(frozen=True)
+class TrainReport(JsonRecord):
+    """A compose worker's demo training: whether it ended bit-exact with the switch's numpy model."""
+
+    steps: int
+    sha256: str
+    """Of the final int32 parameters."""
+    bit_exact: bool
+    accuracy: float
+    seconds: float
+
+
+@dataclass(frozen=True)
+class WorkerReport:
+    """What a compose (or cluster) worker reports: its exact allreduce, then its training."""
+
+    rank: int
+    host: str
+    elements: int
+    k: int
+    ok: bool
+    """The allreduce's sum was exact."""
+    sha256: str
+    head: tuple[int, ...]
+    """The first values of the sum, for a reader of the log."""
+    seconds: float
+    epoch: int
+    train: TrainReport | None
+    """None when the job had no training."""
+
+    @property
+    def good(self) -> bool:
+        """Exact, and bit-exact in training when it trained."""
+        return self.ok and (self.train is None or self.train.bit_exact)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rank": self.rank, "host": self.host, "elements": self.elements, "k": self.k, "ok": self.ok,
+                "sha256": self.sha256, "head": list(self.head), "seconds": self.seconds, "epoch": self.epoch,
+                "train": self.train.to_json() if self.train is not None else None}

@@ -121,3 +121,17 @@ def test_soak_summary_adds_the_rounds_up() -> None:
     assert doc["summary"]["switch_rss_kb_first_last_max"] == [9000, 9100, 9100]
     assert doc["summary"]["inexact_rounds"] == [1]
     assert SoakSummary.of(()).to_json()["switch_rss_kb_first_last_max"] is None
+
+
+def test_a_compose_workers_report_has_the_keys_the_cluster_rows_read() -> None:
+    from innet.testbed.ina.records import TrainReport, WorkerReport
+
+    train = TrainReport(steps=20, sha256="ab", bit_exact=True, accuracy=0.91, seconds=1.5)
+    report = WorkerReport(0, "w1", 1000, 64, True, "cd", (0, 2, 4, 6), 0.05, 1, train)
+    doc = report.to_json()
+    assert list(doc) == ["rank", "host", "elements", "k", "ok", "sha256", "head", "seconds", "epoch", "train"]
+    assert doc["head"] == [0, 2, 4, 6] and doc["train"] == {"steps": 20, "sha256": "ab", "bit_exact": True,
+                                                            "accuracy": 0.91, "seconds": 1.5}
+    assert report.good and WorkerReport(0, "w1", 1000, 64, True, "cd", (), 0.05, 1, None).to_json()["train"] is None
+    assert not WorkerReport(0, "w1", 1000, 64, True, "cd", (), 0.05, 1,
+                            TrainReport(20, "ab", False, 0.5, 1.0)).good
