@@ -35,7 +35,6 @@ from typing import Any, Callable, Mapping, Sequence
 
 from innet.testbed.ina.compose import ComposeConfig, ComposeError
 
-ROLES = ("switch", "controller", "worker", "node")
 WORKLOADS = ("demo", "luwu", "ddp", "ddp-gloo")
 JOB_TAG = "INNET_JOB"
 RESULT_TAG = "INNET_RESULT"
@@ -173,7 +172,7 @@ def run_switch(config: ClusterRoleConfig) -> int:
     return EXIT_ERROR  # not reached
 
 
-def _wait_tcp(address: tuple[str, int], deadline: float, what: str) -> None:
+def wait_tcp(address: tuple[str, int], deadline: float, what: str) -> None:
     """Until ``address`` accepts TCP (its name resolves once the task is on the overlay)."""
     end = time.monotonic() + deadline
     while True:
@@ -192,7 +191,7 @@ def _session(config: ClusterRoleConfig, election_id: int | None) -> Any:
     from innet.controller.controller import Controller
     from innet.controller.switch import SwitchEndpoint
 
-    _wait_tcp((config.base.switch_host, config.base.grpc_port), config.base.deadline, "P4Runtime")
+    wait_tcp((config.base.switch_host, config.base.grpc_port), config.base.deadline, "P4Runtime")
     return Controller([SwitchEndpoint("s1", config.base.grpc_address, 1, election_id=election_id, timeout=30.0,
                                       tls=config.client_tls())])
 
@@ -489,19 +488,27 @@ RUNNERS: dict[str, Callable[[ClusterRoleConfig], int]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return role_main("innet.testbed.cluster.roles", RUNNERS, ClusterRoleConfig.from_env, argv, "innet cluster")
+
+
+def role_main(module: str, runners: Mapping[str, Callable[[Any], int]], read_config: Callable[[], Any],
+              argv: Sequence[str] | None, what: str, errors: tuple[type[BaseException], ...] = ()) -> int:
+    """Run the role named by ``argv`` with the configuration ``read_config`` reads; a role's
+    expected failure (``errors`` besides the stack's own) is one line on stderr and exit 1, which
+    ``docker service logs`` shows."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1 or args[0] not in ROLES:
-        print(f"usage: python -m innet.testbed.cluster.roles {{{'|'.join(ROLES)}}}", file=sys.stderr)
+    if len(args) != 1 or args[0] not in runners:
+        print(f"usage: python -m {module} {{{'|'.join(runners)}}}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return RUNNERS[args[0]](ClusterRoleConfig.from_env())
-    except Exception as error:  # the task's one line of why; `docker service logs` shows it
+        return runners[args[0]](read_config())
+    except Exception as error:
         from innet.controller.errors import ControllerError
         from innet.host.agent.aggregator import AggregationError
 
-        if not isinstance(error, (ComposeError, ControllerError, AggregationError, OSError)):
+        if not isinstance(error, (ComposeError, ControllerError, AggregationError, OSError, *errors)):
             raise
-        print(f"innet cluster {args[0]}: error: {error}", file=sys.stderr, flush=True)
+        print(f"{what} {args[0]}: error: {error}", file=sys.stderr, flush=True)
         return EXIT_ERROR
 
 

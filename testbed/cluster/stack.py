@@ -134,7 +134,7 @@ def _docker(args: list[str], env: dict[str, str] | None = None, timeout: float =
     return out.stdout
 
 
-def check_nodes(client: Any, spec: ClusterSpec) -> dict[str, list[str]]:
+def check_nodes(client: Any) -> dict[str, list[str]]:
     """Nodes labelled for the switch and for workers; ClusterError saying how to label them."""
     try:
         nodes = client.nodes.list()
@@ -180,9 +180,14 @@ def _cli_env(docker_host: str | None) -> dict[str, str]:
 def deploy(client: Any, spec: ClusterSpec, docker_host: str | None = None) -> None:
     """``docker stack deploy`` of the stack file with ``spec``'s variables (the CLI talks to
     ``docker_host``, default: its environment's engine, which must be ``client``'s)."""
-    check_nodes(client, spec)
-    _docker(["stack", "deploy", "--prune", "--resolve-image", "never", "-c", str(STACK_FILE), spec.name],
-            env={**spec.env(), **_cli_env(docker_host)})
+    deploy_file(client, STACK_FILE, spec.name, spec.env(), docker_host)
+
+
+def deploy_file(client: Any, path: Path, name: str, env: dict[str, str], docker_host: str | None = None) -> None:
+    """``docker stack deploy`` of the stack file ``path`` as stack ``name`` with the variables ``env``."""
+    check_nodes(client)
+    _docker(["stack", "deploy", "--prune", "--resolve-image", "never", "-c", str(path), name],
+            env={**env, **_cli_env(docker_host)})
 
 
 def release_controller(client: Any, name: str) -> None:
@@ -205,7 +210,7 @@ def services(client: Any, name: str) -> dict[str, Any]:
     return {s.name.removeprefix(f"{name}_"): s for s in found}
 
 
-def _tagged(service: Any, tag: str) -> list[dict[str, Any]]:
+def tagged(service: Any, tag: str) -> list[dict[str, Any]]:
     """The JSON documents a service's tasks printed after ``tag``."""
     docs = []
     for chunk in service.logs(stdout=True, stderr=False, timestamps=False):
@@ -238,7 +243,7 @@ def results(client: Any, name: str) -> list[dict[str, Any]]:
     service = services(client, name).get("worker")
     if service is None:
         return []
-    by_rank = {int(doc["rank"]): doc for doc in _tagged(service, RESULT_TAG)}
+    by_rank = {int(doc["rank"]): doc for doc in tagged(service, RESULT_TAG)}
     return [by_rank[r] for r in sorted(by_rank)]
 
 
@@ -247,13 +252,13 @@ def node_results(client: Any, name: str) -> list[dict[str, Any]]:
     from innet.testbed.cluster.luwu_roles import NODE_RESULT_TAG
 
     service = services(client, name).get("node")
-    by_index = {int(doc["index"]): doc for doc in _tagged(service, NODE_RESULT_TAG)} if service is not None else {}
+    by_index = {int(doc["index"]): doc for doc in tagged(service, NODE_RESULT_TAG)} if service is not None else {}
     return [by_index[i] for i in sorted(by_index)]
 
 
 def job_document(client: Any, name: str) -> dict[str, Any] | None:
     controller = services(client, name).get("controller")
-    docs = _tagged(controller, JOB_TAG) if controller is not None else []
+    docs = tagged(controller, JOB_TAG) if controller is not None else []
     return docs[-1] if docs else None
 
 

@@ -118,7 +118,7 @@ def _deploy_held(swarm_lab: Any, spec: Any) -> dict[str, Any]:
     client = swarm_lab.manager.client
     stack.deploy(client, spec, docker_host=swarm_lab.manager.docker_host)
     end = time.monotonic() + 300
-    while not stack._tagged(stack.services(client, spec.name)["worker"], HELD_TAG):
+    while not stack.tagged(stack.services(client, spec.name)["worker"], HELD_TAG):
         assert time.monotonic() < end, f"worker slot {spec.hold[0]} not held: {stack.task_rows(client, spec.name)}"
         time.sleep(1.0)
     first = stack.job_document(client, spec.name)
@@ -143,7 +143,7 @@ def test_killed_worker_is_replaced_and_rejoins_with_a_new_epoch(swarm_lab: Any, 
         first = _deploy_held(swarm_lab, spec)
         killed_on = _kill_task(swarm_lab, spec.name, HOLD_SLOT)
         docs = stack.wait_results(client, spec, 360, progress=print)
-        rejoins = stack._tagged(stack.services(client, spec.name)["controller"], REJOIN_TAG)
+        rejoins = stack.tagged(stack.services(client, spec.name)["controller"], REJOIN_TAG)
         rows = stack.task_rows(client, spec.name)
     finally:
         stack.remove(client, spec.name, docker_host=swarm_lab.manager.docker_host,
@@ -193,7 +193,7 @@ def test_restarted_switch_gets_pipeline_and_jobs_again_and_workers_resume(swarm_
         first = _deploy_held(swarm_lab, spec)
         _kill_task(swarm_lab, spec.name, 1, service="switch")
         docs = stack.wait_results(client, spec, 360, progress=print)
-        repushes = stack._tagged(stack.services(client, spec.name)["controller"], REPUSH_TAG)
+        repushes = stack.tagged(stack.services(client, spec.name)["controller"], REPUSH_TAG)
         rows = stack.task_rows(client, spec.name)
     finally:
         stack.remove(client, spec.name, docker_host=swarm_lab.manager.docker_host,

@@ -146,3 +146,27 @@ def test_training_row_takes_the_slowest_rank_and_the_overlay_bytes() -> None:
     assert row["underlay_up_bytes"] == pytest.approx(1500 + 50 * 15) and row["nodes"] == ["innet-n2", "innet-n3"]
     failed = training_row("ddp-gloo", 2, [{**docs[0], "ok": False}, docs[1]], [], steps=5, warmup=2)
     assert failed["ok"] is False
+
+
+def test_rail_gpu_plans_follow_the_rail_only_topology() -> None:
+    """GPU d2g3 of a 2x3 rail-only stack: its tunnel to rail 3's UDP port of domain 2, the
+    topology's addresses, its domain's peers by their HB aliases; the stack file's services
+    and one overlay per HB domain."""
+    from innet.testbed.cluster.rail_roles import RailRoleConfig, gpu_plan
+    from innet.testbed.cluster.rail_stack import RailClusterSpec, stack_document
+
+    config = RailRoleConfig.from_env({"INNET_RAIL_DOMAINS": "2", "INNET_RAIL_GPUS": "3", "INNET_DOMAIN": "2",
+                                      "INNET_GPU": "3"})
+    names = {"rail3": "10.9.0.3", "hb-d2-g1": "10.8.0.1", "hb-d2-g2": "10.8.0.2", "hb-d2-g3": "10.8.0.3"}
+    plan = gpu_plan(config, 4, resolve=names.__getitem__)
+    assert (plan.rank, plan.domain, plan.gpu, plan.x, plan.y, plan.k, plan.epoch) == (5, 1, 2, 3, 2, 256, 4)
+    assert plan.transport["tunnel"] == ["10.9.0.3", 9002] and plan.transport["local"][1] == "10.0.0.6"
+    assert plan.hb_peers == (("10.8.0.1", 18800), ("10.8.0.2", 18800), ("10.8.0.3", 18800))
+    assert switch_argv(config.role_config(3)).count("-u") == 2  # one port per domain
+    doc = stack_document(RailClusterSpec(image="innet", tls_dir=Path("/tls"), domain_nodes=("n2", "n3")))
+    assert sorted(doc["services"]) == ["controller", "gpu-d1-g1", "gpu-d1-g2", "gpu-d2-g1", "gpu-d2-g2", "rail1", "rail2"]
+    assert doc["services"]["gpu-d2-g1"]["networks"] == {"fabric": {}, "hb2": {"aliases": ["hb-d2-g1"]}}
+    assert doc["services"]["gpu-d2-g1"]["deploy"]["placement"]["constraints"] == ["node.hostname == n3"]
+    assert sorted(doc["networks"]) == ["fabric", "hb1", "hb2"]
+    with pytest.raises(ClusterError, match="domain_nodes \\('n2',\\): one swarm node per HB domain \\(2\\)"):
+        RailClusterSpec(image="innet", tls_dir=Path("/tls"), domain_nodes=("n2",))
