@@ -123,6 +123,24 @@ class SenderCounts:
 
 
 @dataclass(frozen=True)
+class Point(JsonRecord):
+    """One measurement: a device under test on the veth, one workload."""
+
+    workload: str
+    device: str
+    """``reflector``, ``ring reflector``, ``innet-switch`` or ``simple_switch_grpc``."""
+    frame_bytes: int
+    pps: float
+    sent: int
+    received: int
+    reprimes: int
+    """Times the sender found nothing in flight for 20 ms and sent the window again."""
+    loop: dict[str, float] | None = None
+    """innet-switch's C port loop (when it served the port): frames per batch and the
+    loop's nanoseconds per frame by stage (its ``pio_stats`` over the whole run)."""
+
+
+@dataclass(frozen=True)
 class VethRow:
     """One (workload, switch) of ``innet bench veth``: medians over the rounds and each round's figures."""
 
@@ -149,3 +167,31 @@ class VethRow:
 
     def to_json(self) -> dict[str, Any]:
         return _listed(self)
+
+
+@dataclass(frozen=True)
+class VethBench:
+    """One ``innet bench veth`` run: every point measured and the rows made of them."""
+
+    date: str
+    machine: dict[str, Any]
+    """:func:`innet.testbed.core.machine.describe`."""
+    executor: str
+    """innet-switch's ``--executor``, or ``default``."""
+    port_loop: str
+    settings: dict[str, Any]
+    """The run's :class:`~innet.testbed.microbench.veth.VethBenchConfig` as JSON."""
+    points: tuple[Point, ...]
+    rows: tuple[VethRow, ...]
+    switch_absent: dict[str, str]
+    """Switch implementations asked for but not installed: name -> why."""
+    partial: bool
+    """Ctrl-C ended the run; the rows are those of complete rounds."""
+
+    FORMAT = "innet-bench-veth/1"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": self.FORMAT, "date": self.date, "machine": self.machine, "executor": self.executor,
+                "port_loop": self.port_loop, "settings": self.settings, "points": [p.to_json() for p in self.points],
+                "rows": [r.to_json() for r in self.rows], "switch_absent": self.switch_absent,
+                "partial": self.partial}

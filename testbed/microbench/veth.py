@@ -54,7 +54,7 @@ from innet.argtypes import Reporter, add_out, add_switch_impl, interrupted_parti
 from innet.testbed.core.paths import REPO
 from innet.testbed.core.veth import VethError, VethPair
 from innet.testbed.backends.bmv2 import Bmv2Missing, find_tools
-from innet.testbed.microbench.records import SenderCounts, VethRow
+from innet.testbed.microbench.records import Point, SenderCounts, VethBench, VethRow
 
 WORKLOADS = ("basic_forward", "agg64", "agg2048")
 REFLECTOR, RING_REFLECTOR = "reflector", "ring reflector"
@@ -99,24 +99,6 @@ class VethBenchConfig:
     (innet-switch) and/or ``bmv2`` (p4lang's simple_switch_grpc, the program compiled by p4c-bm2-ss)."""
     start_timeout: float = 300.0
     """Seconds innet-switch may take to compile its program and listen."""
-
-
-@dataclass(frozen=True)
-class Point:
-    """One measurement: a device under test on the veth, one workload."""
-
-    workload: str
-    device: str
-    """``reflector``, ``ring reflector``, ``innet-switch`` or ``simple_switch_grpc``."""
-    frame_bytes: int
-    pps: float
-    sent: int
-    received: int
-    reprimes: int
-    """Times the sender found nothing in flight for 20 ms and sent the window again."""
-    loop: dict[str, float] | None = None
-    """innet-switch's C port loop (when it served the port): frames per batch and the
-    loop's nanoseconds per frame by stage (its ``pio_stats`` over the whole run)."""
 
 
 # -- the veth pair ---------------------------------------------------------------------------
@@ -294,9 +276,15 @@ def switch_has_executor_flag() -> bool:
 
 def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: None,
         bmv2: Any = None, absent: dict[str, str] | None = None) -> dict[str, Any]:
-    """Measure every workload; the result document. ``bmv2``: BMv2's tools (``find_tools``),
-    needed when ``config.switch_impls`` has bmv2; ``absent``: implementations asked for but
-    not installed, (name: why), recorded in the document."""
+    """:func:`measure` as the result document (what :func:`save` writes and draws)."""
+    return measure(config, progress, bmv2, absent).to_json()
+
+
+def measure(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: None,
+            bmv2: Any = None, absent: dict[str, str] | None = None) -> VethBench:
+    """Measure every workload. ``bmv2``: BMv2's tools (``find_tools``), needed when
+    ``config.switch_impls`` has bmv2; ``absent``: implementations asked for but not installed,
+    (name: why), recorded in the document."""
     from innet.native_build import NativeBuildError
     from innet.testbed.microbench.native import tool
 
@@ -336,11 +324,10 @@ def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: Non
                 round_ceiling_pps=tuple(round(c.pps) for c in ceilings),
                 round_ring_ceiling_pps=tuple(round(c.pps) for c in ring_ceilings),
                 round_switch_pps=tuple(round(s.pps) for s in switches), loop=switches[middle].loop))
-    return {"format": "innet-bench-veth/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "machine": describe(), "executor": config.executor or "default",
-            "port_loop": config.port_loop or "default",
-            "settings": asdict(config), "points": [asdict(p) for p in points], "rows": [r.to_json() for r in rows],
-            "switch_absent": dict(absent or {}), "partial": partial}
+    return VethBench(date=time.strftime("%Y-%m-%dT%H:%M:%S"), machine=describe(),
+                     executor=config.executor or "default", port_loop=config.port_loop or "default",
+                     settings=asdict(config), points=tuple(points), rows=tuple(rows),
+                     switch_absent=dict(absent or {}), partial=partial)
 
 
 def _measure(config: VethBenchConfig, progress: Callable[[str], None], bmv2: Any, tools: dict[str, Path],
@@ -472,28 +459,28 @@ def command(args: argparse.Namespace) -> int:
     try:
         points = len(config.workloads) * config.rounds * (2 + len(config.switch_impls))  # 2 reflectors
         with Reporter(console, "bench veth", total=points, counts=lambda msg: " on " in msg) as report:
-            doc = run(config, report, bmv2, absent)
+            bench = measure(config, report, bmv2, absent)
     except (BenchError, VethError) as error:
         print(f"innet bench veth: {error}", file=sys.stderr)
         return 1
-    m = doc["machine"]
+    m = bench.machine
     table = Table(title=f"switches on one veth vs the C reflector ({m['cpu']}, {m['cores']} cores, "
-                        f"load {m['load_average']}; innet-switch executor {doc['executor']}, port loop "
-                        f"{doc['port_loop']}, window {config.window})",
-                  caption="".join(f"no {i} rows: {why}\n" for i, why in doc["switch_absent"].items()) or None)
+                        f"load {m['load_average']}; innet-switch executor {bench.executor}, port loop "
+                        f"{bench.port_loop}, window {config.window})",
+                  caption="".join(f"no {i} rows: {why}\n" for i, why in bench.switch_absent.items()) or None)
     for col in ("workload", "switch", "bytes/frame", "MTU", "reflector pkt/s", "ring reflector pkt/s",
                 "switch pkt/s", "ratio", "round ratios", "vs ring reflector"):
         table.add_column(col, justify="left" if col in ("workload", "switch") else "right")
-    for r in doc["rows"]:
-        table.add_row(r["workload"], r["switch"], str(r["frame_bytes"]), str(r["mtu"]), f"{r['ceiling_pps']:,}",
-                      f"{r['ring_ceiling_pps']:,}", f"{r['switch_pps']:,}", f"{r['ratio']:.2f}x",
-                      " ".join(f"{x:.2f}" for x in r["round_ratios"]), f"{r['ring_ratio']:.2f}x")
+    for r in bench.rows:
+        table.add_row(r.workload, r.switch, str(r.frame_bytes), str(r.mtu), f"{r.ceiling_pps:,}",
+                      f"{r.ring_ceiling_pps:,}", f"{r.switch_pps:,}", f"{r.ratio:.2f}x",
+                      " ".join(f"{x:.2f}" for x in r.round_ratios), f"{r.ring_ratio:.2f}x")
     console.print(table)
-    for r in doc["rows"]:
-        if r["loop"]:
-            lp = r["loop"]
-            console.print(f"{r['workload']}: C port loop {lp['frames_per_batch']:.1f} frames/batch; ns per frame: "
+    for r in bench.rows:
+        if r.loop:
+            lp = r.loop
+            console.print(f"{r.workload}: C port loop {lp['frames_per_batch']:.1f} frames/batch; ns per frame: "
                           + ", ".join(f"{k[3:-10]} {v:.0f}" for k, v in lp.items() if k.startswith("ns_")))
-    json_path, png = save(doc, args.out)
+    json_path, png = save(bench.to_json(), args.out)
     console.print(f"saved {json_path}" + (f" and {png}" if png else ""))
-    return interrupted_partial("innet bench veth", json_path) if doc["partial"] else 0
+    return interrupted_partial("innet bench veth", json_path) if bench.partial else 0

@@ -39,3 +39,16 @@ def test_veth_row_lists_every_round_and_the_sender_counts_come_from_its_json_lin
     assert row["round_ratios"] == [0.5, 0.52] and json.loads(json.dumps(row)) == row
     counts = SenderCounts.from_json(json.loads('{"pps": 123456.5, "sent": 10, "received": 9, "reprimes": 0}'))
     assert counts == SenderCounts(123456.5, 10, 9, 0)
+
+
+def test_veth_document_has_its_head_points_and_rows_in_order() -> None:
+    from innet.testbed.microbench.records import Point, VethBench
+
+    point = Point("agg64", "reflector", 318, 400000.0, 1200000, 1199000, 0)
+    assert list(point.to_json()) == ["workload", "device", "frame_bytes", "pps", "sent", "received", "reprimes",
+                                     "loop"]
+    doc = VethBench("2026-11-28T17:00:00", {"cpu": "x"}, "default", "default", {"seconds": 3.0}, (point,), (),
+                    {"bmv2": "simple_switch_grpc not found"}, False).to_json()
+    assert list(doc) == ["format", "date", "machine", "executor", "port_loop", "settings", "points", "rows",
+                         "switch_absent", "partial"]
+    assert doc["format"] == "innet-bench-veth/1" and doc["points"] == [point.to_json()]
