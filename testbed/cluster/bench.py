@@ -143,7 +143,7 @@ def _deploy_timed(lab: Any, spec: Any, deadline: float,
         deploy_s = time.monotonic() - start
         docs = stack.wait_results(client, spec, deadline, progress=progress)
         results_s = time.monotonic() - start
-        nodes = stack.node_results(client, spec.name) if spec.workload == "luwu" else []
+        nodes = stack.wait_node_results(client, spec) if spec.workload == "luwu" else []
     finally:
         start = time.monotonic()
         stack.remove(client, spec.name, docker_host=lab.manager.docker_host,

@@ -20,7 +20,7 @@ import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from innet.testbed.ina.compose import ComposeConfig, ComposeError
 
@@ -110,35 +110,64 @@ def create_job(ctl: Any, base: ComposeConfig, settings: LuwuSettings) -> int:
     return int(ctl.attach(base.job_id))
 
 
-def run_node(base: ComposeConfig, settings: LuwuSettings, index: int, epoch: int) -> dict[str, Any]:
-    """Optimizer node ``index`` for ``settings.steps`` steps; its status document."""
+def run_node(base: ComposeConfig, settings: LuwuSettings, index: int, epoch: int,
+             superseded: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """Optimizer node ``index`` for ``settings.steps`` steps; its status document. With
+    ``superseded`` the node runs as a child process that is stopped as soon as
+    ``superseded()`` says a new worker set was attached (checked every second): a node waiting
+    for a killed worker's gradient would otherwise wait out its chunk deadline, past the new
+    set's first pulls."""
+    import subprocess
+    import sys
+    import time
+
     import numpy as np
 
     from innet.host.luwu.model_in_network import flat_parameters
-    from innet.host.luwu.node import NodeConfig, main as node_main, read_status
+    from innet.host.luwu.node import MODULE, NodeConfig, main as node_main, read_status
     from innet.host.luwu.ooc_adam import AdamConfig
     from innet.testbed.luwu.train import build_model
 
-    state = Path(os.environ.get("INNET_STATE_DIR", "/tmp")) / f"luwu-o{index + 1}"
+    # a directory per epoch: a node that runs again for a new worker set starts from the
+    # initial parameters and fresh Adam moments, not from the state its old set left
+    state = Path(os.environ.get("INNET_STATE_DIR", "/tmp")) / f"luwu-o{index + 1}-epoch{epoch}"
     state.mkdir(parents=True, exist_ok=True)
     init = state / "init.npy"
     np.save(init, flat_parameters(build_model(train_spec(base, settings))))
     config = NodeConfig(plan(base, settings, epoch), index, str(state), transport(base, settings, base.workers + index),
                         settings.steps, AdamConfig(lr=settings.lr), str(init))
-    code = node_main([config.to_json()])
+    code: int | None = None
+    if superseded is None:
+        code = node_main([config.to_json()])
+    else:
+        child = subprocess.Popen([sys.executable, "-m", MODULE, config.to_json()])
+        try:
+            while (code := child.poll()) is None:
+                if superseded():
+                    child.kill()
+                    child.wait(timeout=30)
+                    return {"index": index, "exit": None, **read_status(state), "state": "superseded",
+                            "error": f"a worker set after epoch {epoch} was attached"}
+                time.sleep(1.0)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait(timeout=30)
     doc = read_status(state)
     return {"index": index, "exit": code, **doc}
 
 
-def run_worker(base: ComposeConfig, settings: LuwuSettings, rank: int, epoch: int) -> dict[str, Any]:
-    """Rank ``rank``'s LuWu training; the result document (every step's loss, the accuracy)."""
+def run_worker(base: ComposeConfig, settings: LuwuSettings, rank: int, epoch: int,
+               on_step: Callable[[int, float], None] = lambda step, loss: None) -> dict[str, Any]:
+    """Rank ``rank``'s LuWu training, ``on_step(step, loss)`` after each step; the result
+    document (every step's loss, the accuracy)."""
     from innet.testbed.cluster.timed import local_interface
 
     spec = dataclasses.replace(train_spec(base, settings), rank=rank, epoch=epoch,
                                transport=transport(base, settings, rank),
                                plan=json.loads(plan(base, settings, epoch).to_json()),
                                count_iface=local_interface(base.switch_host))
-    return _trained(spec, settings, epoch, base.k)
+    return _trained(spec, settings, epoch, base.k, on_step)
 
 
 def run_ddp_gloo_worker(base: ComposeConfig, settings: LuwuSettings, rank: int, store_host: str) -> dict[str, Any]:
@@ -174,12 +203,19 @@ DDP_PORT = 29501
 """TCP port of rank 0's gloo store (``ddp-gloo``)."""
 
 
-def _trained(spec: Any, settings: LuwuSettings, epoch: int, k: int) -> dict[str, Any]:
+def _trained(spec: Any, settings: LuwuSettings, epoch: int, k: int,
+             on_step: Callable[[int, float], None] = lambda step, loss: None) -> dict[str, Any]:
     """Run ``spec``'s training; the result document with the trainer's final report."""
     from innet.testbed.luwu.train import run
 
     lines: list[dict[str, Any]] = []
-    code = run(spec, lines.append)
+
+    def emit(doc: dict[str, Any]) -> None:
+        lines.append(doc)
+        if "step" in doc:
+            on_step(int(doc["step"]), float(doc["loss"]))
+
+    code = run(spec, emit)
     final = next((d for d in lines if d.get("final")), {})
     losses = [d["loss"] for d in lines if "step" in d]
     return {"rank": spec.rank, "host": socket.gethostname(), "ok": code == 0 and len(losses) == settings.steps,

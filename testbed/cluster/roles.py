@@ -215,8 +215,12 @@ def run_controller(config: ClusterRoleConfig) -> int:
             epoch = create_job(ctl, base, config.luwu)
             print(f"{JOB_TAG} " + json.dumps({"job": base.job_id, "epoch": epoch, "workers": base.workers,
                                               "nodes": config.luwu.nodes, "k": base.k, "workload": "luwu"}), flush=True)
-            return 0
-        epoch, train = _demo_jobs(ctl, base, workers)
+        else:
+            epoch, train = _demo_jobs(ctl, base, workers)
+    if config.luwu is not None:
+        if config.rejoin:  # out of the session above: a new set is attached from a session of its own
+            serve_rejoin(config, epoch)
+        return 0
     print(f"{JOB_TAG} " + json.dumps({"job": base.job_id, "epoch": epoch, "workers": base.workers, "k": base.k,
                                       "train": train, "workload": config.workload}), flush=True)
     if config.workload == "ddp":
@@ -285,7 +289,7 @@ def _reattach(config: ClusterRoleConfig) -> int:
 
     base = config.base
     with _session(config, 1) as ctl:
-        if base.train_steps:
+        if base.train_steps and config.luwu is None:  # LuWu's parameters live on its nodes
             plan = train_plan(base)
             ctl.attach(plan.job)
             ctl.load_params(plan.job, initial_params(plan.train_config(), SoftmaxRegression()),
@@ -309,7 +313,7 @@ def serve_rejoin(config: ClusterRoleConfig, epoch: int) -> None:
             try:
                 conn, _ = server.accept()
             except TimeoutError:
-                if _switch_restarted(config):
+                if config.luwu is None and _switch_restarted(config):  # LuWu: not restored (docs)
                     with _session(config, 1) as ctl:
                         epoch, _ = _demo_jobs(ctl, base, _push_star(ctl, config, base), after=epoch)
                     print(f"{REPUSH_TAG} " + json.dumps({"epoch": epoch}), flush=True)
@@ -350,12 +354,16 @@ def _tell_controller(config: ClusterRoleConfig, verb: str) -> str:
         time.sleep(0.5)
 
 
-def _rejoining_worker(config: ClusterRoleConfig, rank: int) -> dict[str, Any]:
-    """Allreduce and train; a worker set that ends early (a STALE answer: a new set was
-    attached, or the chunk deadline: a peer died) runs again at the next epoch."""
+def _rejoining_worker(config: ClusterRoleConfig, rank: int,
+                      run_set: Callable[[dict[str, Any], Callable[[int, float], None]], dict[str, Any]]) -> dict[str, Any]:
+    """``run_set(job, on_step)`` (allreduce and train; LuWu's training); a worker set that ends
+    early (a STALE answer: a new set was attached, or the chunk deadline: a peer died) runs
+    again at the next epoch."""
+    from innet.host.agent.agent import AgentError
     from innet.host.agent.aggregator import AggregationError
-    from innet.testbed.ina.compose import allreduce_and_train
 
+    if config.luwu is not None:  # the LuWu job is the only one on the switch
+        config = dataclasses.replace(config, base=dataclasses.replace(config.base, train_steps=0))
     first = _tell_controller(config, "start") == "first"
     hold = {"step": config.hold[1] if first and config.hold and config.hold[0] == config.slot else -1}
     min_epoch = 1
@@ -371,8 +379,8 @@ def _rejoining_worker(config: ClusterRoleConfig, rank: int) -> dict[str, Any]:
         job = wait_for_jobs(config, min_epoch)
         min_epoch = int(job["epoch"])
         try:
-            doc = allreduce_and_train(config.base, job, rank, on_step)
-        except (AggregationError, TimeoutError) as error:
+            doc = run_set(job, on_step)
+        except (AggregationError, AgentError, TimeoutError) as error:
             print(f"worker rank {rank}: the set of epoch {job['epoch']} ended ({error}); joining the next",
                   flush=True)
             min_epoch = int(job["epoch"]) + 1
@@ -435,7 +443,11 @@ def run_worker(config: ClusterRoleConfig) -> int:
     if config.luwu is not None:
         from innet.testbed.cluster.luwu_roles import run_worker as luwu_worker
 
-        doc = luwu_worker(base, config.luwu, rank, _attached_epoch(config))
+        if config.rejoin:
+            doc = _rejoining_worker(config, rank, lambda job, on_step: luwu_worker(
+                base, config.luwu, rank, int(job["epoch"]), on_step))
+        else:
+            doc = luwu_worker(base, config.luwu, rank, _attached_epoch(config))
         doc["node"] = os.environ.get("INNET_NODE", "")
         print(f"{RESULT_TAG} " + json.dumps(doc), flush=True)
         return 0 if doc["ok"] else EXIT_ERROR
@@ -448,7 +460,9 @@ def run_worker(config: ClusterRoleConfig) -> int:
 
         doc = timed_allreduces(base, wait_for_jobs(config), rank, config.repeats)
     elif config.rejoin:
-        doc = _rejoining_worker(config, rank)
+        from innet.testbed.ina.compose import allreduce_and_train
+
+        doc = _rejoining_worker(config, rank, lambda job, on_step: allreduce_and_train(base, job, rank, on_step))
     else:
         doc = allreduce_and_train(base, wait_for_jobs(config), rank)
     doc["node"] = os.environ.get("INNET_NODE", "")
@@ -465,9 +479,23 @@ def _exit_past_native_destructors(code: int) -> None:
     os._exit(code)
 
 
-def _attached_epoch(config: ClusterRoleConfig) -> int:
-    """The epoch of the job once the controller attached it for the workers."""
-    return int(wait_for_jobs(dataclasses.replace(config, base=dataclasses.replace(config.base, train_steps=0)))["epoch"])
+def _current_epoch(config: ClusterRoleConfig) -> int:
+    """The job's epoch on the switch now (0 while it cannot be read)."""
+    from innet.controller.errors import ControllerError
+
+    try:
+        with _session(config, None) as ctl:
+            jobs = {j.job_id: j for j in ctl.jobs()["s1"]}
+    except (ControllerError, ComposeError, OSError):
+        return 0
+    job = jobs.get(config.base.job_id)
+    return int(job.epoch) if job is not None else 0
+
+
+def _attached_epoch(config: ClusterRoleConfig, min_epoch: int = 1) -> int:
+    """The epoch of the job once the controller attached it for the workers (``min_epoch`` or later)."""
+    return int(wait_for_jobs(dataclasses.replace(config, base=dataclasses.replace(config.base, train_steps=0)),
+                             min_epoch)["epoch"])
 
 
 def run_node(config: ClusterRoleConfig) -> int:
@@ -477,7 +505,16 @@ def run_node(config: ClusterRoleConfig) -> int:
     if config.workload != "luwu" or config.luwu is None or not 1 <= config.slot <= config.luwu.nodes:
         raise ComposeError(f"node: INNET_WORKLOAD={config.workload!r}, INNET_SLOT={config.slot}: a node task needs "
                            f"INNET_WORKLOAD=luwu and a slot within 1..{config.luwu.nodes if config.luwu else 1}")
-    doc = luwu_node(config.base, config.luwu, config.slot - 1, _attached_epoch(config))
+    epoch = _attached_epoch(config)
+    if not config.rejoin:
+        doc = luwu_node(config.base, config.luwu, config.slot - 1, epoch)
+    while config.rejoin:  # a set that ends early (a new one attached): the next one, from the start
+        doc = luwu_node(config.base, config.luwu, config.slot - 1, epoch,
+                        superseded=lambda: _current_epoch(config) > epoch)
+        if doc.get("state") == "done":
+            break
+        print(f"node {config.slot}: the set of epoch {epoch} ended ({doc.get('error')}); joining the next", flush=True)
+        epoch = _attached_epoch(config, epoch + 1)
     doc["node"] = os.environ.get("INNET_NODE", "")
     print(f"{NODE_RESULT_TAG} " + json.dumps(doc), flush=True)
     return 0 if doc["exit"] == 0 and doc.get("state") == "done" else EXIT_ERROR

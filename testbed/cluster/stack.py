@@ -89,9 +89,9 @@ class ClusterSpec:
                                f"{', '.join(WORKLOADS)}, 1..8 nodes, workers + nodes within 32 switch ports")
         if not self.name.replace("-", "").replace("_", "").isalnum():
             raise ClusterError(f"--name {self.name!r}: letters, digits, - and _ only (a stack name)")
-        if self.rejoin and (self.workload != "demo" or self.repeats):
+        if self.rejoin and (self.workload not in ("demo", "luwu") or self.repeats):
             raise ClusterError(f"rejoin with workload {self.workload!r} and {self.repeats} repeats: rejoining "
-                               "covers the exact demo run only (workload demo, no repeats)")
+                               "covers the exact demo run and LuWu training (workload demo or luwu, no repeats)")
         if self.hold is not None and (not self.rejoin or not 1 <= self.hold[0] <= self.workers
                                       or not 0 <= self.hold[1] < self.train_steps):
             raise ClusterError(f"hold {self.hold}: needs rejoin, a slot within 1..{self.workers} and a step "
@@ -254,6 +254,15 @@ def node_results(client: Any, name: str) -> list[dict[str, Any]]:
     service = services(client, name).get("node")
     by_index = {int(doc["index"]): doc for doc in tagged(service, NODE_RESULT_TAG)} if service is not None else {}
     return [by_index[i] for i in sorted(by_index)]
+
+
+def wait_node_results(client: Any, spec: ClusterSpec, deadline: float = 60.0) -> list[dict[str, Any]]:
+    """The LuWu nodes' status documents once every node printed its own (a node reports after
+    its last broadcast, possibly after the workers); as far as they got by the deadline."""
+    end = time.monotonic() + deadline
+    while len(docs := node_results(client, spec.name)) < spec.nodes and time.monotonic() < end:
+        time.sleep(1.0)
+    return docs
 
 
 def job_document(client: Any, name: str) -> dict[str, Any] | None:

@@ -72,3 +72,27 @@ def swarm_lab(docker_client: Any, innet_image: str) -> Iterator[Any]:
 
 def _ip(*args: str) -> str:
     return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30).stdout
+
+
+LUWU_WORKERS = 4
+LUWU_STEPS = 6
+"""The LuWu runs the cluster's LuWu tests hold against the Mininet star's."""
+
+
+@pytest.fixture(scope="session")
+def luwu_star_run() -> Any:
+    """LuWu (one node, one-job plan, K=256) with ``LUWU_WORKERS`` workers for ``LUWU_STEPS``
+    steps on the Mininet star, run once for every test that compares a swarm run with it."""
+    from innet.testbed.backends.select import open_testbed, resolve_backend
+    from innet.testbed.core.testbed import TestbedOptions
+    from innet.testbed.luwu.run import RunConfig, luwu_star, run_training
+
+    pytest.importorskip("torch", reason="torch (optional dependency) is not installed: no LuWu trainers")
+    if resolve_backend("auto") != "mininet":
+        pytest.skip("Mininet is not available here: no star to compare the swarm's LuWu run with")
+    with open_testbed(luwu_star(LUWU_WORKERS, 1), TestbedOptions(k=256, defines=(("INNET_K", "256"),)),
+                      backend="mininet") as tb:
+        star = run_training(tb, RunConfig(mode="luwu", workers=LUWU_WORKERS, nodes=1, steps=LUWU_STEPS,
+                                          duplex=False, timeout=300))
+    assert not star.errors, star.errors
+    return star

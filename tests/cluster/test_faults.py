@@ -7,7 +7,9 @@ workers wait for the job, and the controller is started after it.
 
 A worker task killed mid-training (held at a known step, ``ClusterSpec.hold``): Swarm replaces
 it, the controller (``ClusterSpec.rejoin``: it stays up) attaches a new worker set, and all ranks
-allreduce and train exactly at the new epoch."""
+allreduce and train exactly at the new epoch. The same for LuWu's training: the optimizer node
+starts again from the initial parameters with the new set, and every rank's losses equal the
+Mininet star's run without a fault."""
 
 from __future__ import annotations
 
@@ -157,6 +159,43 @@ def test_killed_worker_is_replaced_and_rejoins_with_a_new_epoch(swarm_lab: Any, 
         f"worker slot {HOLD_SLOT} (killed on {killed_on}): {slot_tasks}"
 
 
+def test_killed_luwu_worker_rejoins_and_trains_as_on_the_star(swarm_lab: Any, luwu_star_run: Any,
+                                                              tmp_path: Path) -> None:
+    """LuWu worker slot 2 of 4 stops after step 1 of 6 (the others and the optimizer node wait
+    for its gradient) and is killed there; Swarm replaces it, the controller attaches a new set,
+    the node (its old run stopped as the new epoch appears) and every worker train again from
+    the start, and every rank's loss at every step equals the star's run without a fault."""
+    from innet.testbed.cluster import stack
+    from innet.testbed.cluster.certs import make_certs
+    from innet.testbed.cluster.roles import REJOIN_TAG
+
+    if not swarm_lab.torch:
+        pytest.skip("torch is not installed on the host: no torch image for LuWu's trainers")
+    client = swarm_lab.manager.client
+    workers, steps = len(luwu_star_run.losses), len(luwu_star_run.losses[0])  # the star run's
+    spec = stack.ClusterSpec(name="innetluwurejoin", image=swarm_lab.image, workers=workers, workload="luwu",
+                             nodes=1, train_steps=steps, tls_dir=make_certs(tmp_path / "tls"), deadline=240,
+                             rejoin=True, hold=(2, 1))
+    try:
+        first = _deploy_held(swarm_lab, spec)
+        _kill_task(swarm_lab, spec.name, 2)
+        docs = stack.wait_results(client, spec, 420, progress=print)
+        nodes = stack.wait_node_results(client, spec)
+        rejoins = stack.tagged(stack.services(client, spec.name)["controller"], REJOIN_TAG)
+    finally:
+        for service in ("controller", "node", "worker"):  # shown when the test fails
+            print(f"--- {service}:\n{stack.service_logs(client, spec.name, service, tail=60)}")
+        stack.remove(client, spec.name, docker_host=swarm_lab.manager.docker_host,
+                     node_clients=tuple(n.client for n in swarm_lab.nodes[1:]))
+    assert [r["slot"] for r in rejoins] == [2], rejoins
+    new_epoch = rejoins[0]["epoch"]
+    assert new_epoch > first["epoch"]
+    assert [(d["rank"], d["ok"], d["epoch"]) for d in docs] == [(r, True, new_epoch) for r in range(workers)]
+    assert [d["losses"] for d in docs] == luwu_star_run.losses
+    assert [d["accuracy"] for d in docs] == [f["accuracy"] for f in luwu_star_run.finals]
+    assert [(n["state"], n["step"]) for n in nodes] == [("done", steps)]
+
+
 def test_rejoin_and_hold_options_reach_the_tasks_and_bad_ones_are_named() -> None:
     from innet.testbed.cluster import stack
     from innet.testbed.cluster.roles import ClusterRoleConfig
@@ -169,8 +208,9 @@ def test_rejoin_and_hold_options_reach_the_tasks_and_bad_ones_are_named() -> Non
             ClusterRoleConfig.from_env(stack.ClusterSpec().env()).hold) == (False, None)
     with pytest.raises(stack.ClusterError, match=r"hold \(2, 3\): needs rejoin.*step within 0..2"):
         stack.ClusterSpec(workers=4, train_steps=3, rejoin=True, hold=(2, 3))
-    with pytest.raises(stack.ClusterError, match="rejoin with workload 'luwu'"):
-        stack.ClusterSpec(workers=4, workload="luwu", rejoin=True)
+    with pytest.raises(stack.ClusterError, match="rejoin with workload 'ddp'"):
+        stack.ClusterSpec(workers=4, workload="ddp", rejoin=True)
+    assert stack.ClusterSpec(workers=4, workload="luwu", train_steps=6, rejoin=True, hold=(2, 1)).env()["INNET_REJOIN"] == "on"
     with pytest.raises(stack.ClusterError, match="needs rejoin"):
         stack.ClusterSpec(workers=4, train_steps=3, hold=(2, 1))
     with pytest.raises(ComposeError, match="INNET_HOLD='2': expected slot:step"):
