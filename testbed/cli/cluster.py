@@ -87,22 +87,53 @@ def _cmd_up(args: argparse.Namespace) -> int:
     tls = _tls_dir(args)
     if tls is not None:
         make_certs(tls)
+    if args.topo == "rail-only":
+        return _up_rail(args, image, tls)
     spec = stack.ClusterSpec(name=args.name, image=image, workers=args.workers, elements=args.elements,
                              train_steps=args.steps, overlay_mtu=args.overlay_mtu, tls_dir=tls,
                              deadline=args.timeout)
     client = _client()
+    return _deployed(args, spec.name, "workers", lambda: stack.deploy(client, spec),
+                     f"{image} ({spec.workers} workers, "
+                     f"P4Runtime {'over mutual TLS, keys in ' + str(tls) if tls else 'in plaintext'})",
+                     lambda: stack.wait_results(client, spec, args.timeout, progress=lambda line: print(f"  {line}")))
+
+
+def _deployed(args: argparse.Namespace, name: str, members: str, deploy: Callable[[], Any], what: str,
+              wait: Callable[[], list[dict[str, Any]]]) -> int:
+    """Deploy, say what, and (unless ``--no-wait``) wait for every member's result and print
+    them; exit status 0 when every one is exact (and its training bit-exact)."""
     start = time.monotonic()
-    stack.deploy(client, spec)
-    print(f"stack {spec.name}: deployed {image} ({spec.workers} workers, "
-          f"P4Runtime {'over mutual TLS, keys in ' + str(tls) if tls else 'in plaintext'})")
+    deploy()
+    print(f"stack {name}: deployed {what}")
     if args.no_wait:
         return 0
-    docs = stack.wait_results(client, spec, args.timeout, progress=lambda line: print(f"  {line}"))
+    docs = wait()
     _print_results(docs)
-    print(f"all {len(docs)} workers reported {time.monotonic() - start:.1f} s after deploy; "
-          f"`innet cluster down --name {spec.name}` removes the stack")
+    print(f"all {len(docs)} {members} reported {time.monotonic() - start:.1f} s after deploy; "
+          f"`innet cluster down --name {name}` removes the stack")
     good = all(d["ok"] and (d.get("train") is None or d["train"]["bit_exact"]) for d in docs)
     return 0 if good else EXIT_ERROR
+
+
+def _up_rail(args: argparse.Namespace, image: str, tls: Path | None) -> int:
+    """``up --topo rail-only``: the rail stack (:mod:`innet.testbed.cluster.rail_stack`)."""
+    from innet.testbed.cluster import rail_stack
+
+    if tls is None:
+        print("innet cluster up: error: --topo rail-only runs P4Runtime over mutual TLS only (drop --no-tls)",
+              file=sys.stderr)
+        return EXIT_USAGE
+    nodes = tuple(n for n in (args.domain_nodes or "").split(",") if n)
+    spec = rail_stack.RailClusterSpec(image=image, tls_dir=tls, name=args.name, domains=args.domains,
+                                      gpus=args.gpus_per_domain, elements=args.elements,
+                                      overlay_mtu=args.overlay_mtu, domain_nodes=nodes, deadline=args.timeout)
+    client = _client()
+    return _deployed(args, spec.name, "GPUs", lambda: rail_stack.deploy(client, spec),
+                     f"{image} (rail-only, {spec.domains} HB domains x {spec.gpus} GPUs, {spec.gpus} rail switches, "
+                     f"P4Runtime over mutual TLS, keys in {tls})",
+                     lambda: rail_stack.wait_results(client, spec, args.timeout,
+                                                     progress=lambda line: print(f"  {line}")))
 
 
 def _print_results(docs: list[dict[str, Any]]) -> None:
@@ -111,8 +142,9 @@ def _print_results(docs: list[dict[str, Any]]) -> None:
         train = d.get("train")
         trained = (f"{train['steps']} steps, {'bit-exact' if train['bit_exact'] else 'DIFFERENT'}, "
                    f"accuracy {train['accuracy']}" if train else "-")
+        seconds = d["seconds"] if "seconds" in d else round(sum(d.get("times") or [0.0]), 4)
         print(f"{d['rank']:>4}  {d.get('node') or d['host']:<12} {'exact' if d['ok'] else 'WRONG':<10} "
-              f"{d['k']:>5} {d['seconds']:>8}  {trained}")
+              f"{d['k']:>5} {seconds:>8}  {trained}")
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
@@ -132,7 +164,9 @@ def _cmd_status(args: argparse.Namespace) -> int:
         print(f"{r['service']:<11} {r['slot']:>4}  {r['node']:<14} {r['state']:<10} {r['message']}")
     job = stack.job_document(client, args.name)
     if job:
-        print(f"job {job['job']} at epoch {job['epoch']}, {job['workers']} workers, K={job['k']}")
+        members = (f"{job['domains']} HB domains x {job['gpus']} GPUs on rails {', '.join(job['rails'])}"
+                   if job.get("workload") == "rail" else f"{job['workers']} workers")
+        print(f"job {job['job']} at epoch {job['epoch']}, {members}, K={job['k']}")
     docs = stack.results(client, args.name)
     if docs:
         _print_results(docs)
@@ -177,6 +211,14 @@ def add_commands(sub: Any) -> None:
     up.add_argument("--registry", metavar="HOST:PORT", default=None,
                     help="registry the nodes pull the image from (the one `cluster image push` used)")
     up.add_argument("--image", metavar="REF", default=None, help="image reference instead of --registry")
+    up.add_argument("--topo", choices=("star", "rail-only"), default="star",
+                    help="star: docker-stack.yml (switch, workers); rail-only: a switch service per rail, an "
+                         "overlay per HB domain, a service per GPU (default: %(default)s)")
+    up.add_argument("--domains", type=int_range(2, 8), default=2, help="rail-only: HB domains (default: %(default)s)")
+    up.add_argument("--gpus-per-domain", type=int_range(2, 8), default=2,
+                    help="rail-only: GPUs per HB domain = rails (default: %(default)s)")
+    up.add_argument("--domain-nodes", default=None, metavar="NODE,NODE,...",
+                    help="rail-only: the swarm node of each HB domain's GPUs (default: nodes labelled innet.worker)")
     up.add_argument("--workers", type=int_range(2, 32), default=2, help="worker replicas (default: %(default)s)")
     up.add_argument("--elements", type=int_range(1, 1 << 24), default=4096,
                     help="int32 elements of the exact allreduce (default: %(default)s)")
@@ -199,8 +241,9 @@ def add_commands(sub: Any) -> None:
 
     logs = actions.add_parser("logs", help="a service's logs, gathered from every node")
     named(logs)
-    logs.add_argument("service", nargs="?", default="worker", choices=["switch", "controller", "worker"],
-                      help="service (default: %(default)s)")
+    logs.add_argument("service", nargs="?", default="worker",
+                      help="service: switch, controller, worker, node; rail-only: rail1.., gpu-d1-g1.. "
+                           "(default: %(default)s)")
     logs.add_argument("--tail", type=int_range(1), default=50, help="lines per task (default: %(default)s)")
     logs.set_defaults(func=_guarded(_cmd_logs), cluster_command="logs")
 

@@ -135,15 +135,9 @@ def deploy(client: Any, spec: RailClusterSpec, docker_host: str | None = None) -
 
 def results(client: Any, name: str) -> list[dict[str, Any]]:
     """The GPU tasks' result documents, latest per global rank."""
-    from innet.testbed.cluster.roles import RESULT_TAG
-    from innet.testbed.cluster.stack import services, tagged
+    from innet.testbed.cluster.stack import results as stack_results
 
-    by_rank: dict[int, dict[str, Any]] = {}
-    for short, service in sorted(services(client, name).items()):
-        if short.startswith("gpu-"):
-            for doc in tagged(service, RESULT_TAG):
-                by_rank[int(doc["rank"])] = doc
-    return [by_rank[r] for r in sorted(by_rank)]
+    return stack_results(client, name)
 
 
 def wait_results(client: Any, spec: RailClusterSpec, deadline: float,

@@ -239,11 +239,13 @@ def task_rows(client: Any, name: str) -> list[dict[str, str]]:
 
 
 def results(client: Any, name: str) -> list[dict[str, Any]]:
-    """The workers' result documents, latest per rank."""
-    service = services(client, name).get("worker")
-    if service is None:
-        return []
-    by_rank = {int(doc["rank"]): doc for doc in tagged(service, RESULT_TAG)}
+    """The workers' result documents (the ``worker`` service's, or a rail stack's ``gpu-*``
+    services'), latest per rank."""
+    by_rank: dict[int, dict[str, Any]] = {}
+    for short, service in sorted(services(client, name).items()):
+        if short == "worker" or short.startswith("gpu-"):
+            for doc in tagged(service, RESULT_TAG):
+                by_rank[int(doc["rank"])] = doc
     return [by_rank[r] for r in sorted(by_rank)]
 
 
