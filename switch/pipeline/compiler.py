@@ -190,9 +190,9 @@ class ProgramCompiler:
 
     def define(self, header: str, g: StmtGen) -> None:
         """Add the function ``header`` with the body ``g`` generated to the module."""
-        if not g.lines:
+        if not g.ctx.lines:
             g.emit("pass")
-        self.sources.append(header + "\n" + "\n".join(guards.hoist(g.lines)) + "\n")
+        self.sources.append(header + "\n" + "\n".join(guards.hoist(g.ctx.lines)) + "\n")
 
     def action_fn(self, a: ir.Action) -> str:
         name = self._fns.get(id(a))
@@ -206,7 +206,7 @@ class ProgramCompiler:
             if p.direction is None and isinstance(p.type, ir.BitT) and p.type.signed:
                 # the control plane gives a W-bit pattern; the value is its two's complement
                 g.emit(f"d{p.uid} = {wrap_expr(f'd{p.uid}', p.type.width, True)}")
-        g.written = written_locals(a.body)
+        g.ctx.written = written_locals(a.body)
         g.block(a.body)
         self.define(f"def {name}(S{''.join(', ' + n for n in data.values())}):", g)
         return name
@@ -219,7 +219,7 @@ class ProgramCompiler:
         self._fns[id(f)] = name
         g = self.codegen("function")
         g.func = f
-        g.written = written_locals(f.body)
+        g.ctx.written = written_locals(f.body)
         g.block(f.body)
         self.define(f"def {name}(S):", g)
         return name
@@ -247,7 +247,7 @@ class ProgramCompiler:
             g.emit("raise RuntimeError('this pipeline was compiled for its control plane only')")
             self.define(f"def {name}(S):", g)
             return name
-        g.written = written_locals(c.locals, c.body)
+        g.ctx.written = written_locals(c.locals, c.body)
         for loc in c.locals:
             if isinstance(loc, ir.VarDeclStmt):
                 g.s_VarDeclStmt(loc, shared=True)

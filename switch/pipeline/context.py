@@ -11,7 +11,7 @@ from .layout import Layout
 
 
 class CompileContext(Protocol):
-    """The slice of ``ProgramCompiler`` that ``ExprGen``, ``ParserGen`` and
+    """The slice of ``ProgramCompiler`` that ``GenContext``, ``ExprGen``, ``ParserGen`` and
     ``ProgramObjects`` use."""
 
     layout: Layout

@@ -19,7 +19,7 @@ from ..lowering.errors import Unsupported
 from ..lowering.order import Pinned, captured, visit
 from ..lowering.places import Place, SlotLayout, resolve_place, scalar_leaves
 from ..lowering.types import ERROR_WIDTH, bits, is_scalar
-from .errors import UnsupportedError
+from .gencontext import GenContext
 from .layout import field_offset, nslots
 from .ranges import Range, arith, shift_right, type_range, union, within
 
@@ -50,9 +50,9 @@ def wrap_expr(x: str, width: int, signed: bool) -> str:
 
 
 class StatementHooks(Protocol):
-    """What the expression generator calls back into the generators built on it: the
-    statement generator (``stmtgen.StmtGen``: stores, calls, table applies, header resets)
-    and the extern generator (``externgen.ExternGen``: extern calls, lookahead)."""
+    """What the expression and extern parts call back into: the statement part
+    (``stmtgen.StmtGen``: stores, calls, table applies, header resets; extern calls and
+    lookahead it hands on to ``externgen.ExternGen``)."""
 
     def reset(self, p: Place) -> None:
         """Make the header at ``p`` invalid (its fields unspecified)."""
@@ -83,46 +83,62 @@ class StatementHooks(Protocol):
         ...
 
 
-class ExprGen(StatementHooks):
-    """Generates Python source for one function body (base of the statement generator; the
-    calls back into it are :class:`StatementHooks`)."""
+class ExprGen:
+    """Generates Python source for expressions of one function body, into the shared
+    :class:`GenContext`; calls that need statements go to ``hooks`` (the statement part)."""
 
-    def __init__(self, prog: "CompileContext", locals_: dict[int, str] | None = None) -> None:
-        self.prog = prog
-        self.unsupported = Unsupported(UnsupportedError)
-        self.lines: list[str] = []
-        self.ind = 1
-        self.ntmp = 0
-        self.locals: dict[int, str] = dict(locals_ or {})  # uid -> Python local (action data)
-        self.in_parser = False
-        self.packet_uid: int | None = None
-        # value ranges of Python locals written only by their initializer (see .ranges);
-        # ``written`` (uids written anywhere in the function) is set by the compiler
-        self.ranges: dict[int, Range] = {}
-        self.written: set[int] | None = None
-        self._vr: dict[int, tuple[ir.Expr, Range | None]] = {}
-        self.place_memo: tuple[ir.Expr, Place] | None = None  # an l-value already evaluated
-        self.pinned = Pinned()
+    def __init__(self, ctx: GenContext, hooks: StatementHooks) -> None:
+        self.ctx = ctx
+        self.hooks = hooks
+        self.unsupported = ctx.unsupported
+        self.pinned = ctx.pinned
+
+    # The lowering helpers read and move the output position through these (see ``BinaryEmitter``).
+    @property
+    def lines(self) -> list[str]:
+        return self.ctx.lines
+
+    @lines.setter
+    def lines(self, value: list[str]) -> None:
+        self.ctx.lines = value
+
+    @property
+    def ind(self) -> int:
+        return self.ctx.ind
+
+    @ind.setter
+    def ind(self, value: int) -> None:
+        self.ctx.ind = value
+
+    # ------------------------------------------------------------------ statement hooks
+    # ``resolve_place`` and ``call_value`` are handed this part; the statement part answers.
+    def lookahead_place(self, e: ir.MethodCall) -> Place:
+        return self.hooks.lookahead_place(e)
+
+    def method_call(self, e: ir.MethodCall) -> str | None:
+        return self.hooks.method_call(e)
+
+    def table_apply(self, e: ir.TableApply) -> str:
+        return self.hooks.table_apply(e)
+
+    def function_call(self, e: ir.FunctionCall) -> str | None:
+        return self.hooks.function_call(e)
+
+    def extern_call(self, e: ir.ExternCall) -> str | None:
+        return self.hooks.extern_call(e)
 
     # ------------------------------------------------------------------ helpers
-    def emit(self, line: str) -> None:
-        self.lines.append("    " * self.ind + line)
-
-    def tmp(self) -> str:
-        self.ntmp += 1
-        return f"_t{self.ntmp}"
-
     def simple(self, x: str) -> str:
         """``x`` if it is cheap and side-effect free to evaluate twice, else a temp holding it."""
         if x.isidentifier() or x.lstrip("-").isdigit() or (x.startswith("S[") and x.endswith("]") and x[2:-1].isdigit()):
             return x
-        t = self.tmp()
-        self.emit(f"{t} = {x}")
+        t = self.ctx.tmp()
+        self.ctx.emit(f"{t} = {x}")
         return t
 
     def oob(self, e: ir.Expr) -> str:
         """Statement raising a stack index error: StackOutOfBounds in the parser."""
-        if self.in_parser:
+        if self.ctx.in_parser:
             return "raise _PErr(3)"
         return f"raise _AssertFail({'header stack index out of bounds at ' + str(e.loc)!r})"
 
@@ -131,27 +147,27 @@ class ExprGen(StatementHooks):
         it is a scratch element reset to an invalid header, so a read gives an
         unspecified value and a write changes nothing (P4_16 8.18; p4c's HSIndexSimplifier
         drops such accesses) instead of failing the packet."""
-        scratch = Place(self.prog.oob_scratch(elem), elem)
-        t = self.tmp()
-        self.emit(f"if {bad}:")
-        self.ind += 1
-        self.emit(f"{t} = {scratch.base}")
-        self.reset(scratch)
-        self.ind -= 1
-        self.emit(f"else: {t} = {pos}")
+        scratch = Place(self.ctx.prog.oob_scratch(elem), elem)
+        t = self.ctx.tmp()
+        self.ctx.emit(f"if {bad}:")
+        self.ctx.ind += 1
+        self.ctx.emit(f"{t} = {scratch.base}")
+        self.hooks.reset(scratch)
+        self.ctx.ind -= 1
+        self.ctx.emit(f"else: {t} = {pos}")
         return Place(t, elem)
 
     # ------------------------------------------------------------------ places
     def place(self, e: ir.Expr) -> Place:
         """The slot range an l-value or aggregate expression denotes."""
-        if self.place_memo is not None and self.place_memo[0] is e:
-            return self.place_memo[1]
+        if self.ctx.place_memo is not None and self.ctx.place_memo[0] is e:
+            return self.ctx.place_memo[1]
         return resolve_place(e, self, SLOTS)
 
     def var_slot(self, e: ir.VarRef) -> int | None:
-        if e.decl.uid in self.locals:
+        if e.decl.uid in self.ctx.locals:
             return None
-        return self.prog.layout.var(e.decl.uid, e.decl.type, e.decl.name)
+        return self.ctx.prog.layout.var(e.decl.uid, e.decl.type, e.decl.name)
 
     def stack_index(self, e: ir.StackElem, base: Place, esz: int) -> Place:
         st = e.base.type
@@ -160,33 +176,33 @@ class ExprGen(StatementHooks):
         signed = isinstance(e.index.type, ir.BitT) and e.index.type.signed
         bad = f"{'not 0 <= ' if signed else ''}{idx} {'<' if signed else '>='} {st.size}"
         pos = f"{base.at(1)}+{idx}*{esz}" if esz != 1 else f"{base.at(1)}+{idx}"
-        if self.in_parser:
-            self.emit(f"if {bad}: {self.oob(e)}")
+        if self.ctx.in_parser:
+            self.ctx.emit(f"if {bad}: {self.oob(e)}")
             return Place(pos, st.elem)
         return self.oob_place(bad, pos, st.elem)
 
     def stack_end(self, e: ir.StackProp, base: Place, esz: int) -> Place:
         st = e.base.type
         assert isinstance(st, ir.StackT)
-        t = self.tmp()
+        t = self.ctx.tmp()
         if e.prop == "next":
-            self.emit(f"{t} = S[{base.at()}]")
-            self.emit(f"if {t} >= {st.size}: {self.oob(e)}")
+            self.ctx.emit(f"{t} = S[{base.at()}]")
+            self.ctx.emit(f"if {t} >= {st.size}: {self.oob(e)}")
         else:
-            self.emit(f"{t} = S[{base.at()}] - 1")
-            if not self.in_parser:
+            self.ctx.emit(f"{t} = S[{base.at()}] - 1")
+            if not self.ctx.in_parser:
                 return self.oob_place(f"{t} < 0", f"{base.at(1)}+{t}*{esz}", st.elem)
-            self.emit(f"if {t} < 0: {self.oob(e)}")
+            self.ctx.emit(f"if {t} < 0: {self.oob(e)}")
         return Place(f"{base.at(1)}+{t}*{esz}", st.elem)
 
     # ------------------------------------------------------------------ value ranges
     def vrange(self, e: ir.Expr) -> Range | None:
         """Bounds of the value that ``self.expr(e)`` computes (None: unknown)."""
-        hit = self._vr.get(id(e))
+        hit = self.ctx._vr.get(id(e))
         if hit is not None and hit[0] is e:
             return hit[1]
         r = self._vrange(e)
-        self._vr[id(e)] = (e, r)
+        self.ctx._vr[id(e)] = (e, r)
         return r
 
     def _vrange(self, e: ir.Expr) -> Range | None:
@@ -197,7 +213,7 @@ class ExprGen(StatementHooks):
             v = int(e.value)
             return (v, v) if tr[0] <= v <= tr[1] else tr
         if isinstance(e, ir.VarRef):
-            return self.ranges.get(e.decl.uid, tr)
+            return self.ctx.ranges.get(e.decl.uid, tr)
         if isinstance(e, ir.Slice):
             return 0, (1 << (e.hi - e.lo + 1)) - 1
         if isinstance(e, ir.Cast):
@@ -260,7 +276,7 @@ class ExprGen(StatementHooks):
         return repr(int(e.value))
 
     def x_ErrorMember(self, e: ir.ErrorMember) -> str:
-        return str(self.prog.error_number(e.name, e))
+        return str(self.ctx.prog.error_number(e.name, e))
 
     def x_EnumMember(self, e: ir.EnumMember) -> str:
         if e.enum.values is not None:
@@ -268,7 +284,7 @@ class ExprGen(StatementHooks):
         return str(e.enum.members.index(e.member))
 
     def x_VarRef(self, e: ir.VarRef) -> str:
-        name = self.locals.get(e.decl.uid)
+        name = self.ctx.locals.get(e.decl.uid)
         if name is not None:
             return name
         if not is_scalar(e.type):
@@ -277,7 +293,7 @@ class ExprGen(StatementHooks):
 
     def x_Member(self, e: ir.Member) -> str:
         if isinstance(e.base, ir.TableApply):
-            r = self.table_apply(e.base)
+            r = self.hooks.table_apply(e.base)
             if e.name == "hit":
                 return f"{r}[3]"
             if e.name == "miss":
@@ -321,18 +337,18 @@ class ExprGen(StatementHooks):
         return lower_binary(self, e)
 
     def read_left(self, e: ir.Expr) -> str:
-        t = self.tmp()
-        self.emit(f"{t} = {self.expr(e)}")
+        t = self.ctx.tmp()
+        self.ctx.emit(f"{t} = {self.expr(e)}")
         return t
 
     def short_circuit(self, op: str, a: str, b: str, pre: list[str]) -> str:
         if not pre:
             return f"({a} {'and' if op == '&&' else 'or'} {b})"
-        t = self.tmp()
-        self.emit(f"{t} = {a}")
-        self.emit(f"if {'' if op == '&&' else 'not '}{t}:")
-        self.lines.extend(pre)
-        self.emit(f"    {t} = {b}")
+        t = self.ctx.tmp()
+        self.ctx.emit(f"{t} = {a}")
+        self.ctx.emit(f"if {'' if op == '&&' else 'not '}{t}:")
+        self.ctx.lines.extend(pre)
+        self.ctx.emit(f"    {t} = {b}")
         return t
 
     def negate(self, cond: str) -> str:
@@ -396,9 +412,9 @@ class ExprGen(StatementHooks):
 
     def cond_free(self, e: ir.Expr) -> str:
         """Right operand of && / || / ?: : must not need hoisted statements (short-circuit)."""
-        n = len(self.lines)
+        n = len(self.ctx.lines)
         x = self.expr(e)
-        if len(self.lines) != n:
+        if len(self.ctx.lines) != n:
             raise self.unsupported("a call with side effects on the short-circuited side of &&, || or ?:", e)
         return x
 
@@ -446,19 +462,19 @@ class ExprGen(StatementHooks):
 
     def x_Mux(self, e: ir.Mux) -> str:
         c = self.expr(e.cond)
-        self.ind += 1
-        a, pre_a = captured(self.lines, lambda: self.expr(e.then))
-        b, pre_b = captured(self.lines, lambda: self.expr(e.else_))
-        self.ind -= 1
+        self.ctx.ind += 1
+        a, pre_a = captured(self.ctx.lines, lambda: self.expr(e.then))
+        b, pre_b = captured(self.ctx.lines, lambda: self.expr(e.else_))
+        self.ctx.ind -= 1
         if not pre_a and not pre_b:
             return f"({a} if {c} else {b})"
-        t = self.tmp()
-        self.emit(f"if {c}:")
-        self.lines.extend(pre_a)
-        self.emit(f"    {t} = {a}")
-        self.emit("else:")
-        self.lines.extend(pre_b)
-        self.emit(f"    {t} = {b}")
+        t = self.ctx.tmp()
+        self.ctx.emit(f"if {c}:")
+        self.ctx.lines.extend(pre_a)
+        self.ctx.emit(f"    {t} = {a}")
+        self.ctx.emit("else:")
+        self.ctx.lines.extend(pre_b)
+        self.ctx.emit(f"    {t} = {b}")
         return t
 
     def agg_equal(self, a: Place, b: Place, t: ir.Type, node: Any) -> str:

@@ -145,7 +145,7 @@ class ProgramObjects:
         nd = len(r.args)
         args = tuple(ir.Arg(x, p.direction, p) for x, p in zip(r.args, a.params))
         data_names = [f"d{p.uid}" for p in dparams]
-        g.locals.update({p.uid: f"d{p.uid}" for p in dparams})
+        g.ctx.locals.update({p.uid: f"d{p.uid}" for p in dparams})
         dirs = a.params[: len(a.params) - len(dparams)]
         if nd < len(dirs):
             raise UnsupportedError(f"action {a.name}: directional parameters without arguments", r.loc)

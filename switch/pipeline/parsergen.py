@@ -33,10 +33,10 @@ class ParserGen:
         """The top-level parser: ``P_<name>(S, data)`` returns the payload's offset."""
         name = self.prog.py_name("P", p.name)
         g = self.prog.codegen("parser")
-        g.in_parser = True
-        g.ind = 2
+        g.ctx.in_parser = True
+        g.ctx.ind = 2
         self._parser_body(g, p)
-        body = "\n".join(g.lines)
+        body = "\n".join(g.ctx.lines)
         pe = self.prog.sm_slot("parser_error")
         self.prog.sources.append(
             f"def {name}(S, data):\n    L = len(data)\n    pos = 0\n    try:\n{body or '        pass'}\n"
@@ -53,18 +53,18 @@ class ParserGen:
             ids = {n: i for i, n in enumerate(p.states)}
             g.emit(f"st = {ids['start']}")
             g.emit("while True:")
-            g.ind += 1
+            g.ctx.ind += 1
             first = True
             for n, s in p.states.items():
                 g.emit(f"{'if' if first else 'elif'} st == {ids[n]}:")
                 first = False
-                g.ind += 1
+                g.ctx.ind += 1
                 for x in s.body:
                     g.stmt(x)
                 self._transition(g, s.transition, lambda tgt: g.emit(
                     "break" if tgt in ("accept", "reject") else f"st = {ids[tgt]}"))
-                g.ind -= 1
-            g.ind -= 1
+                g.ctx.ind -= 1
+            g.ctx.ind -= 1
 
     def subparser_fn(self, p: ir.Parser, bindings: dict[int, int]) -> str:
         """A sub-parser compiled for one call site: its parameters alias the arguments'
@@ -74,8 +74,8 @@ class ParserGen:
         self.prog.layout.by_uid.update(bindings)
         try:
             g = self.prog.codegen("parser")
-            g.in_parser = True
-            g.ind = 2
+            g.ctx.in_parser = True
+            g.ctx.ind = 2
             self._parser_body(g, p)
         finally:
             for uid, base in saved.items():
@@ -83,7 +83,7 @@ class ParserGen:
                     self.prog.layout.by_uid.pop(uid, None)
                 else:
                     self.prog.layout.by_uid[uid] = base
-        body = "\n".join(g.lines)
+        body = "\n".join(g.ctx.lines)
         self.prog.sources.append(f"def {name}(S, data, pos, L):\n    try:\n{body or '        pass'}\n"
                             f"    except _PErr as _e:\n        if _e.pos is None: _e.pos = pos\n        raise\n"
                             f"    return pos\n")
@@ -115,18 +115,18 @@ class ParserGen:
             cond = " and ".join(conds) if conds else "True"
             g.emit(f"{'if' if first else 'elif'} {cond}:")
             first = False
-            g.ind += 1
+            g.ctx.ind += 1
             go(case.state)
-            g.ind -= 1
+            g.ctx.ind -= 1
             if cond == "True":
                 return
         if first:
             go("accept")
             return
         g.emit("else:")
-        g.ind += 1
+        g.ctx.ind += 1
         go("accept")  # BMv2: no match and no default ends parsing without an error
-        g.ind -= 1
+        g.ctx.ind -= 1
 
     def _keyset(self, g: StmtGen, kx: str, ks: ir.Expr) -> str | None:
         if isinstance(ks, ir.DefaultKey):

@@ -14,18 +14,28 @@ PARTS = {"context": "BuildContext", "expressions": "Exprs", "calls": "Calls", "a
 """Module of each builder part -> its class."""
 
 
-def test_no_import_cycle_in_the_frontend_even_inside_functions() -> None:
+def cycles_among(modules: set[str]) -> list[list[str]]:
+    """Import cycles among ``modules`` (imports inside functions count; a parent package does not)."""
     graph = import_graph()
-    inside = {n: {m for m in deps if m.startswith(FRONTEND)} for n, deps in graph.items() if n.startswith(FRONTEND)}
+    inside = {n: {m for m in graph.get(n, set()) if m in modules} for n in modules}
     ancestors = {n: set(_with_parents(n)) for n in inside}
-    cycles = strongly_connected({n: deps - ancestors[n] for n, deps in inside.items()})
+    return strongly_connected({n: deps - ancestors[n] for n, deps in inside.items()})
+
+
+def assert_composed(folder: str, parts: dict[str, str]) -> None:
+    """Each class of ``parts`` (module -> class, under ``folder``) has no base class."""
+    for module, cls in parts.items():
+        tree = ast.parse((REPO / folder / f"{module}.py").read_text())
+        found = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls]
+        assert found, f"{folder}/{module}.py has no class {cls}"
+        assert not found[0].bases, f"{cls} inherits {[ast.unparse(b) for b in found[0].bases]}"
+
+
+def test_no_import_cycle_in_the_frontend_even_inside_functions() -> None:
+    cycles = cycles_among({n for n in import_graph() if n.startswith(FRONTEND)})
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
 def test_builder_parts_are_composed_not_inherited() -> None:
     """Each part is a class of its own (no base class): it is handed the parts it uses."""
-    for module, cls in PARTS.items():
-        tree = ast.parse((REPO / "switch" / "frontend" / f"{module}.py").read_text())
-        found = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls]
-        assert found, f"switch/frontend/{module}.py has no class {cls}"
-        assert not found[0].bases, f"{cls} inherits {[ast.unparse(b) for b in found[0].bases]}"
+    assert_composed("switch/frontend", PARTS)

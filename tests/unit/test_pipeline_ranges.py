@@ -14,6 +14,7 @@ from innet.switch.frontend import ir
 from innet.switch.pipeline.runtime import HELPERS as _HELPERS
 from innet.switch.pipeline.exprgen import ExprGen
 from innet.switch.pipeline.ranges import arith, shift_right, type_range, within, written_locals
+from innet.switch.pipeline.stmtgen import StmtGen
 
 TYPES = [ir.BitT(8), ir.BitT(16), ir.BitT(32), ir.BitT(64), ir.BitT(8, True), ir.BitT(32, True),
          ir.BitT(64, True)]
@@ -78,11 +79,12 @@ class Vars:
             uid += 1
 
     def gen(self) -> ExprGen:
-        g = ExprGen(None)  # type: ignore[arg-type]  # no slots needed: every variable is a Python local
+        # no slots needed: every variable is a Python local
+        g = StmtGen(None).exprs  # type: ignore[arg-type]
         for d, r in self.decls:
-            g.locals[d.uid] = d.name
+            g.ctx.locals[d.uid] = d.name
             if r != type_range(d.type):
-                g.ranges[d.uid] = r
+                g.ctx.ranges[d.uid] = r
         return g
 
     def env(self) -> dict[int, int]:
@@ -154,7 +156,7 @@ def test_fixed_point_multiply_is_masked_once() -> None:
     sh = by[(ir.BitT(8), (0, 255))]
     w = ir.VarDecl("w", ir.BitT(32), 1)
     g = vs.gen()
-    g.locals[w.uid] = "w"
+    g.ctx.locals[w.uid] = "w"
     e = ir.Binary("-", ir.VarRef(w, ir.BitT(32)), fixmul(vs, f, b, sh), ir.BitT(32))
     code = g.expr(e)
     assert code == f"((w - (({f.name} * (({b.name} ^ 2147483648) - 2147483648)) >> {sh.name})) & 4294967295)"
