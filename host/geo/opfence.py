@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from innet.host.geo.compress import INDEX_BYTES
+from innet.host.geo.compress import INDEX_BYTES, LinkCompressor
 from innet.host.geo.estimator import OpWorkload, boundary_bytes
 from innet.host.geo.graph import Graph
 from innet.host.geo.stages import even_cuts
@@ -148,17 +148,28 @@ def _intra_bw(net: SiteNetwork, c: Sequence[str]) -> float | None:
 
 def predict(graph: Graph, workload: OpWorkload, net: SiteNetwork, order: Sequence[Sequence[str]], cuts: Sequence[int],
             microbatches: int = 1, ratios: Sequence[float] | None = None, itemsize: int = 4,
-            sent_bytes: Sequence[tuple[float, float]] | None = None) -> Plan:
+            sent_bytes: Sequence[tuple[float, float]] | None = None,
+            codec: tuple[LinkCompressor, LinkCompressor] | None = None,
+            shapes: Sequence[Mapping[str, tuple[int, ...]]] | None = None, step: int | None = None) -> Plan:
     """Score one placement; ``ratios`` are per-boundary top-k ratios (1.0: dense), or
     ``sent_bytes`` gives per boundary the bytes per microbatch actually sent (forward, backward),
     e.g. as measured: int8 or top-k with int8 values and masked gradients are not ``ratio``
-    times dense, and the two directions differ."""
+    times dense, and the two directions differ. With ``codec`` (the forward and backward
+    :class:`LinkCompressor`) and ``shapes`` (per boundary, the tensors crossing it per microbatch)
+    the bytes come from :meth:`LinkCompressor.predicted_bytes`, the codec's own byte count, so
+    the model charges a link what the run will encode, not a formula of its own."""
     if len(order) != len(cuts) + 1:
         raise PlanError(f"plan: {len(order)} clusters for {len(cuts) + 1} stages")
     edges = [0, *cuts, len(graph)]
     dense = boundary_bytes(graph, workload, cuts)
     ratios = list(ratios) if ratios is not None else [1.0] * len(cuts)
     sent = [int(b if r >= 1.0 else b * r * (itemsize + INDEX_BYTES) / itemsize) for b, r in zip(dense, ratios)]
+    if sent_bytes is None and codec is not None:
+        if shapes is None or len(shapes) != len(cuts):
+            raise PlanError(f"plan: codec bytes need tensor shapes for each of {len(cuts)} boundaries, "
+                            f"got {None if shapes is None else len(shapes)}")
+        sent_bytes = [(float(codec[0].predicted_bytes(sh, r, step, itemsize)),
+                       float(codec[1].predicted_bytes(sh, r, step, itemsize))) for sh, r in zip(shapes, ratios)]
     both = [(float(b), float(b)) for b in sent] if sent_bytes is None else [tuple(x) for x in sent_bytes]
     if len(both) != len(cuts):
         raise PlanError(f"plan: sent bytes for {len(both)} boundaries, the plan has {len(cuts)}")
@@ -180,10 +191,10 @@ def predict(graph: Graph, workload: OpWorkload, net: SiteNetwork, order: Sequenc
     # bottleneck twice, once going forward and once coming back
     paced = max([*fwd, *ser_f]) + max([*bwd, *ser_b])
     sent = [int(round(f)) for f, _ in both]
-    step = fill + (microbatches - 1) * paced + max(reduce, default=0.0)
+    step_s = fill + (microbatches - 1) * paced + max(reduce, default=0.0)
     return Plan(tuple(tuple(c) for c in order), tuple(cuts),
                 tuple(tuple(n.name for n in graph.nodes[edges[i]:edges[i + 1]]) for i in range(len(order))),
-                tuple(compute), tuple(links), tuple(sent), tuple(reduce), microbatches, step)
+                tuple(compute), tuple(links), tuple(sent), tuple(reduce), microbatches, step_s)
 
 
 def naive(graph: Graph, workload: OpWorkload, net: SiteNetwork, clusters: Sequence[Sequence[str]],
