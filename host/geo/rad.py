@@ -83,8 +83,14 @@ class StageRunner:
     def __init__(self, stage: Stage, prev: Channel | None, next: Channel | None, sgd: Sgd,
                  compress_next: CompressionConfig | None = None, compress_prev: CompressionConfig | None = None,
                  reducer: Reducer | None = None, timeout: float = 60.0,
-                 receive_prev: CompressionConfig | None = None) -> None:
+                 receive_prev: CompressionConfig | None = None, clock: Callable[[], float] = time.time,
+                 timer: Callable[[], float] = time.perf_counter) -> None:
         self.stage = stage
+        self.clock = clock
+        """Wall clock of the send stamps and arrival times the rate meters use (shared by both ends
+        of a link); a test gives both stages one virtual clock to make the link's timing exact."""
+        self.timer = timer
+        """Clock of the compute times (the pipeline period AdaTopK budgets against) and the probe."""
         self.prev, self.next = prev, next
         self.opt = SgdState(sgd)
         self.tx_next = LinkCompressor(compress_next or CompressionConfig(), direction="fwd")
@@ -156,9 +162,9 @@ class StageRunner:
         return feeds.get(config.reference_key) if config.reference == "key" else None
 
     def _recv(self, link: Channel, expect: tuple[Any, ...], keys: Array | None = None) -> dict[str, Array]:
-        called = time.time()
+        called = self.clock()
         data = link.recv(self.timeout)
-        arrived = time.time()
+        arrived = self.clock()
         tag, raw = decode(data, densify=False)
         tensors: dict[str, Array] = {}
         for name, t in raw.items():
@@ -197,7 +203,7 @@ class StageRunner:
         """Message tag; it carries the pipeline period as this stage knows it, the send time, and
         this stage's estimate of the rate the receiver's messages arrive at."""
         meter = self.meter_next if kind == "fwd" else self.meter_prev
-        return (kind, step, mb, self._period_towards(kind), time.time(), meter.rate_bps)
+        return (kind, step, mb, self._period_towards(kind), self.clock(), meter.rate_bps)
 
     def probe_next(self, nbytes: int = PROBE_BYTES) -> float:
         """Measure the bandwidth to the next stage (bits/s) from small and large round trips,
@@ -208,10 +214,10 @@ class StageRunner:
         best = {1: float("inf"), nbytes: float("inf")}
         for _ in range(PROBE_ROUNDS):
             for size in (1, nbytes):
-                start = time.perf_counter()
+                start = self.timer()
                 self.next.send(encode(("probe", size), {"p": np.zeros(size, np.uint8)}))
                 self._recv(self.next, ("probe-ack", size))
-                best[size] = min(best[size], time.perf_counter() - start)
+                best[size] = min(best[size], self.timer() - start)
         extra = max(best[nbytes] - best[1], 1e-6)
         bw = (nbytes - 1) * 8 / extra
         self.meter_next.delay_s = best[1] / 2
@@ -258,9 +264,9 @@ class StageRunner:
         for mb, feeds in enumerate(microbatches):
             received = self._recv(self.prev, ("fwd", step, mb), self._keys(feeds, self.rx_prev.config)) \
                 if self.prev is not None else {}
-            start = time.perf_counter()
+            start = self.timer()
             out = self.stage.forward(mb, received, feeds)
-            fwd_times.append(time.perf_counter() - start)
+            fwd_times.append(self.timer() - start)
             if self.next is not None:
                 kept: dict[str, Array] = {}
                 sent = self.tx_next.compress(out, self._budget(fwd_times[-1]), step, kept=kept,
@@ -277,9 +283,9 @@ class StageRunner:
         for mb in reversed(range(m)):
             grads_out = self._recv(self.next, ("bwd", step, mb)) if self.next is not None else {}
             self._kept.pop(mb, None)
-            start = time.perf_counter()
+            start = self.timer()
             grads_in = self.stage.backward(mb, grads_out, loss_scale=1.0 / m)
-            elapsed = fwd_times[mb] + time.perf_counter() - start
+            elapsed = fwd_times[mb] + self.timer() - start
             self.stats.compute_s += elapsed
             self.stats.microbatches += 1
             self._mb_compute = elapsed if self._mb_compute is None else 0.8 * self._mb_compute + 0.2 * elapsed
@@ -292,9 +298,9 @@ class StageRunner:
                 self.prev.send(data)
         grads = self.stage.take_grads()
         if self.reducer is not None:
-            start = time.perf_counter()
+            start = self.timer()
             grads = self.reducer(grads)
-            self.stats.reduce_s += time.perf_counter() - start
+            self.stats.reduce_s += self.timer() - start
         self.opt.step(self.stage.params, grads)
         return float(np.mean(losses)) if losses else None
 
@@ -311,7 +317,7 @@ class StageRunner:
             # stamped like training messages: an evaluation crossing the link delays the training
             # message queued behind it, and the receiver's meter must see it (measured: a 368 KB
             # evaluation on the 10 Mbit/s link read as 282 ms of serialisation for the next one)
-            self.next.send(encode(("eval", tag, 0, self._period_towards("fwd"), time.time(), None),
+            self.next.send(encode(("eval", tag, 0, self._period_towards("fwd"), self.clock(), None),
                                   self.tx_next.infer(out, self._keys(feeds, self.tx_next.config))))
             return None
         return ctx_values[self.stage.graph.node(self.stage.graph.loss).inputs[0]]
