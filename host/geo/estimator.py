@@ -30,6 +30,9 @@ class OpCost:
     """Bytes of its output (dense)."""
     param_bytes: int
     """Bytes of its parameters (what a data-parallel site reduces per step)."""
+    out_shape: tuple[int, ...] | None = None
+    """Shape of its output; None when not known. The cost model needs it to charge a compressed
+    link what the codec encodes (per-row top-k and int8 cost depend on the row width)."""
 
     @property
     def compute_s(self) -> float:
@@ -88,7 +91,7 @@ def _measure(graph: Graph, params: ParamStore, feeds: Mapping[str, Array], repea
         bwd = _time(lambda: node.op.backward(ctx, g, p), repeats)
         values[node.name] = out
         costs.append(OpCost(node.name, fwd, bwd, int(np.asarray(out).nbytes),
-                            sum(int(v.nbytes) for v in p.values())))
+                            sum(int(v.nbytes) for v in p.values()), tuple(int(d) for d in np.shape(out))))
     return OpWorkload(graph.name, tuple(costs))
 
 
@@ -98,3 +101,18 @@ def boundary_bytes(graph: Graph, workload: OpWorkload, cuts: Sequence[int]) -> l
 
     size = {c.name: c.out_bytes for c in workload.costs}
     return [sum(size[v] for v in live) for live in boundaries(graph, cuts)]
+
+
+def boundary_shapes(graph: Graph, workload: OpWorkload, cuts: Sequence[int]) -> list[dict[str, tuple[int, ...]]] | None:
+    """Per boundary of ``cuts``, the shape of every value crossing it (one microbatch); None if
+    the workload lacks a shape it needs."""
+    from innet.host.geo.stages import boundaries
+
+    shape = {c.name: c.out_shape for c in workload.costs}
+    out = []
+    for live in boundaries(graph, cuts):
+        known = {v: s for v in live if (s := shape[v]) is not None}
+        if len(known) < len(live):
+            return None
+        out.append(known)
+    return out

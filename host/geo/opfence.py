@@ -27,8 +27,8 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from innet.host.geo.compress import INDEX_BYTES, LinkCompressor
-from innet.host.geo.estimator import OpWorkload, boundary_bytes
+from innet.host.geo.compress import CompressionConfig, LinkCompressor
+from innet.host.geo.estimator import OpWorkload, boundary_bytes, boundary_shapes
 from innet.host.geo.graph import Graph
 from innet.host.geo.stages import even_cuts
 
@@ -154,22 +154,28 @@ def predict(graph: Graph, workload: OpWorkload, net: SiteNetwork, order: Sequenc
     """Score one placement; ``ratios`` are per-boundary top-k ratios (1.0: dense), or
     ``sent_bytes`` gives per boundary the bytes per microbatch actually sent (forward, backward),
     e.g. as measured: int8 or top-k with int8 values and masked gradients are not ``ratio``
-    times dense, and the two directions differ. With ``codec`` (the forward and backward
-    :class:`LinkCompressor`) and ``shapes`` (per boundary, the tensors crossing it per microbatch)
-    the bytes come from :meth:`LinkCompressor.predicted_bytes`, the codec's own byte count, so
-    the model charges a link what the run will encode, not a formula of its own."""
+    times dense, and the two directions differ. Otherwise a link is charged the codec's own byte
+    count (:meth:`LinkCompressor.predicted_bytes`), so the model charges what the run will
+    encode, not a formula of its own: ``codec`` is the forward and backward compressor (default:
+    global top-k at ``ratios``, value and index per element) and ``shapes`` per boundary the
+    tensors crossing it per microbatch (default: the workload's measured output shapes)."""
     if len(order) != len(cuts) + 1:
         raise PlanError(f"plan: {len(order)} clusters for {len(cuts) + 1} stages")
     edges = [0, *cuts, len(graph)]
-    dense = boundary_bytes(graph, workload, cuts)
     ratios = list(ratios) if ratios is not None else [1.0] * len(cuts)
-    sent = [int(b if r >= 1.0 else b * r * (itemsize + INDEX_BYTES) / itemsize) for b, r in zip(dense, ratios)]
+    if len(ratios) != len(cuts):
+        raise PlanError(f"plan: ratios for {len(ratios)} boundaries, the plan has {len(cuts)}")
+    if sent_bytes is None and codec is None and any(r < 1.0 for r in ratios):
+        codec = (LinkCompressor(CompressionConfig("topk"), direction="fwd"),
+                 LinkCompressor(CompressionConfig("topk"), direction="bwd"))
     if sent_bytes is None and codec is not None:
+        shapes = list(shapes) if shapes is not None else boundary_shapes(graph, workload, cuts)
         if shapes is None or len(shapes) != len(cuts):
             raise PlanError(f"plan: codec bytes need tensor shapes for each of {len(cuts)} boundaries, "
                             f"got {None if shapes is None else len(shapes)}")
         sent_bytes = [(float(codec[0].predicted_bytes(sh, r, step, itemsize)),
                        float(codec[1].predicted_bytes(sh, r, step, itemsize))) for sh, r in zip(shapes, ratios)]
+    sent = boundary_bytes(graph, workload, cuts)
     both = [(float(b), float(b)) for b in sent] if sent_bytes is None else [tuple(x) for x in sent_bytes]
     if len(both) != len(cuts):
         raise PlanError(f"plan: sent bytes for {len(both)} boundaries, the plan has {len(cuts)}")

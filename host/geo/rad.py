@@ -87,8 +87,9 @@ class StageRunner:
                  timer: Callable[[], float] = time.perf_counter) -> None:
         self.stage = stage
         self.clock = clock
-        """Wall clock of the send stamps and arrival times the rate meters use (shared by both ends
-        of a link); a test gives both stages one virtual clock to make the link's timing exact."""
+        """Wall clock of the send stamps and arrival times the rate meters use; both ends of a link
+        must agree on it (a test gives each stage a virtual clock that its links keep consistent,
+        which makes the link's timing exact)."""
         self.timer = timer
         """Clock of the compute times (the pipeline period AdaTopK budgets against) and the probe."""
         self.prev, self.next = prev, next
