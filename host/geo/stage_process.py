@@ -24,8 +24,8 @@ import numpy as np
 from innet.host.geo.channel import Channel, ChannelError, LinkShape, ShapedChannel, TcpChannel
 from innet.host.geo.codec import CodecError
 from innet.host.geo.compress import CompressionConfig
-from innet.host.geo.data import Digits, LmTask, accuracy, cross_entropy
-from innet.host.geo.graph import Graph, GraphError, ParamStore, gpt, mlp
+from innet.host.geo.data import Digits, LmTask, TextTask, accuracy, cross_entropy
+from innet.host.geo.graph import Graph, GraphError, ParamStore, gpt, gpt2, mlp, resnet
 from innet.host.geo.rad import RadError, Reducer, StageRunner, merge_link_states
 from innet.host.geo.stages import Sgd, Stage, partition
 from innet.plans import JsonPlan, worker_main
@@ -38,10 +38,11 @@ class StageJob(JsonPlan):
     """Everything one stage process needs (JSON on its command line)."""
 
     model: dict[str, Any]
-    """``{"kind": "mlp", "sizes": [...]}``, ``{"kind": "gpt", "vocab", "d", "heads", "layers", "seq"}`` or
+    """``{"kind": "mlp", "sizes": [...]}``, ``{"kind": "gpt", "vocab", "d", "heads", "layers", "seq"}``,
+    ``{"kind": "gpt2", "vocab", "width", "seq"}``, ``{"kind": "resnet", "widths": [...]}`` or
     ``{"kind": "torch", "factory": "pkg.mod:fn", "kwargs", "seed", "target", "numpy_nodes"}``."""
     task: dict[str, Any]
-    """``{"kind": "digits"}`` or ``{"kind": "lm", "vocab", "seq"}``."""
+    """``{"kind": "digits"}``, ``{"kind": "lm", "vocab", "seq"}`` or ``{"kind": "text", "seq"}``."""
     cuts: tuple[int, ...]
     """Partition of the model (indices where stages 1.. start)."""
     index: int
@@ -94,22 +95,28 @@ def build_model(spec: dict[str, Any]) -> Graph:
         return mlp(spec["sizes"])
     if kind == "gpt":
         return gpt(spec["vocab"], spec["d"], spec["heads"], spec["layers"], spec["seq"])
+    if kind == "gpt2":
+        return gpt2(spec["vocab"], spec["width"], spec.get("layers"), spec["seq"])
+    if kind == "resnet":
+        return resnet(spec.get("widths", (8, 16)))
     if kind == "torch":  # a torch.nn.Module from a factory, traced with torch.fx (innet.host.geo.torchfx)
         from innet.host.geo.torchfx import from_torch, load_factory
 
         module = load_factory(spec["factory"], spec.get("kwargs", {}), int(spec.get("seed", 0)))
         return from_torch(module, name=spec["factory"], target=spec.get("target", "y"),
                           numpy_nodes=spec.get("numpy_nodes", ()))
-    raise GraphError(f"model kind {kind!r}: expected 'mlp', 'gpt' or 'torch'")
+    raise GraphError(f"model kind {kind!r}: expected 'mlp', 'gpt', 'gpt2', 'resnet' or 'torch'")
 
 
-def build_task(spec: dict[str, Any], seed: int) -> Digits | LmTask:
+def build_task(spec: dict[str, Any], seed: int) -> Digits | LmTask | TextTask:
     kind = spec.get("kind")
     if kind == "digits":
         return Digits.load(seed)
     if kind == "lm":
         return LmTask.make(vocab=spec.get("vocab", 32), seq=spec.get("seq", 16), seed=seed)
-    raise GraphError(f"task kind {kind!r}: expected 'digits' or 'lm'")
+    if kind == "text":
+        return TextTask.make(seq=spec.get("seq", 64), seed=seed)
+    raise GraphError(f"task kind {kind!r}: expected 'digits', 'lm' or 'text'")
 
 
 def _cast(feeds: dict[str, Any], dtype: np.dtype) -> dict[str, Any]:

@@ -111,7 +111,7 @@ def _config(args: argparse.Namespace, **extra: Any) -> Any:
     topo = geo(args.sites or DEFAULT_SITES, args.wan or DEFAULT_WAN)
     if args.torch is not None and "runs" not in extra:  # plan: no data-parallel run for torch models
         extra["runs"] = tuple(r for r in DEFAULT_RUNS if r[0] != "dp")
-    return GeoBenchConfig(task=args.task, batch=args.batch, microbatches=args.microbatches, topology=topo,
+    return GeoBenchConfig(task=args.task, model=args.model, batch=args.batch, microbatches=args.microbatches, topology=topo,
                           layers=args.layers, width=args.width, heads=args.heads, vocab=args.vocab, seq=args.seq,
                           torch_model=args.torch, numpy_stages=args.numpy_stages, speeds=args.speeds or (),
                           **extra)
@@ -246,8 +246,13 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
             ("plan", cmd_plan, "print the OP-Fence plan and the naive one with predicted step times"),
             ("bench", cmd_bench, "train across emulated sites: placements x compressors (JSON + PNG)")):
         p = gsub.add_parser(name, help=help_text)
-        p.add_argument("--task", choices=["digits", "lm"], default="digits",
-                       help="digits (MLP, scikit-learn digits) or lm (toy GPT-2, synthetic bigram task)")
+        p.add_argument("--task", choices=["digits", "lm", "text"], default="digits",
+                       help="digits (scikit-learn digits), lm (synthetic bigram language) or text (characters of "
+                            "generated English-like sentences) (default: digits)")
+        p.add_argument("--model", choices=["mlp", "resnet", "gpt", "gpt2"], default=None,
+                       help="the numpy model: mlp or resnet (digits), gpt (--width/--heads/--layers) or gpt2 "
+                            "(GPT-2-shaped at --width: 64-wide heads, depth from the width) (lm, text) "
+                            "(default: mlp for digits, gpt for lm and text)")
         p.add_argument("--sites", type=_sites, default=None, help="sites as NAME:WORKERS,... (default a:2,b:2,c:2)")
         p.add_argument("--wan", type=_wan, default=None,
                        help="WAN links as A-B:MBITS:MS,... (default a-b:10:40,b-c:100:10,a-c:1000:2)")

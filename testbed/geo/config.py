@@ -26,7 +26,14 @@ top-k at the ratio the link's measured bandwidth allows (floored at ``min_ratio`
 DEFAULT_RUNS = (("dp", "none"), ("dp", "int8"), ("dp", "topk"), ("naive", "none"), ("greedy", "none"),
                 ("search", "none"), ("opfence", "none"), ("opfence", "int8"), ("opfence", "topk"),
                 ("opfence", "adatopk"))
-DEFAULT_TARGET_LOSS = {"lm": 1.0, "digits": 0.3}
+TASKS = ("digits", "lm", "text")
+"""``digits`` (scikit-learn digits, 10 classes), ``lm`` (synthetic bigram language) and ``text``
+(character-level language modelling on generated English-like sentences, ``data.TextTask``)."""
+MODEL_TASKS = {"mlp": ("digits",), "resnet": ("digits",), "gpt": ("lm", "text"), "gpt2": ("lm", "text")}
+"""The numpy models and the tasks whose feeds they take (images as ``x``/``y``, tokens as
+``tokens``/``targets``)."""
+DEFAULT_MODEL = {"digits": "mlp", "lm": "gpt", "text": "gpt"}
+DEFAULT_TARGET_LOSS = {"lm": 1.0, "digits": 0.3, "text": 2.0}
 """Time-to-loss target (test cross-entropy, nats) when none is given: the language model's Bayes
 loss is 0.83, dense reaches ~0.86 in 150 steps."""
 REFERENCE = ("opfence", "adatopk")
@@ -48,7 +55,11 @@ class GeoBenchConfig:
     """What ``innet geo bench`` runs."""
 
     task: str = "digits"
-    """``digits`` (MLP ``sizes``) or ``lm`` (toy GPT-2 on the synthetic bigram task)."""
+    """One of ``TASKS``: ``digits``, ``lm`` (the synthetic bigram task) or ``text`` (generated text)."""
+    model: str | None = None
+    """The numpy model, one of ``MODEL_TASKS`` (``mlp`` of ``sizes``, ``resnet``, ``gpt`` of
+    ``width``/``heads``/``layers``, ``gpt2``: GPT-2-shaped at ``width`` with 64-wide heads and its
+    depth from the width); None: the task's own (``DEFAULT_MODEL``)."""
     sizes: tuple[int, ...] = (64, 128, 256, 32, 10)
     """MLP widths for ``digits``."""
     batch: int = 32
@@ -145,8 +156,20 @@ class GeoBenchConfig:
     timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
-        if self.task not in ("digits", "lm"):
-            raise GeoBenchError(f"geo bench task {self.task!r}: expected 'digits' or 'lm'")
+        if self.task not in TASKS:
+            raise GeoBenchError(f"geo bench task {self.task!r}: expected one of {', '.join(TASKS)}")
+        if self.model is not None:
+            if self.model not in MODEL_TASKS:
+                raise GeoBenchError(f"geo bench model {self.model!r}: expected one of {', '.join(MODEL_TASKS)}")
+            if self.task not in MODEL_TASKS[self.model]:
+                raise GeoBenchError(f"geo bench model {self.model!r} does not take task {self.task!r}'s feeds: "
+                                    f"use it with {' or '.join(MODEL_TASKS[self.model])}")
+            if self.torch_model is not None:
+                raise GeoBenchError(f"geo bench model {self.model!r}: a numpy model, not with a torch model (--torch)")
+        if self.task == "text" and self.seq < 2:
+            raise GeoBenchError(f"geo bench task text: seq {self.seq} must be >= 2 (a character and its successor)")
+        if self.numpy_model == "gpt2" and self.width >= 64 and self.width % 64:
+            raise GeoBenchError(f"geo bench model gpt2: width {self.width} must be a multiple of 64 (or below it)")
         for placement, comp in self.runs:
             if placement not in PLACEMENTS or comp not in COMPRESSIONS:
                 raise GeoBenchError(f"geo bench run {placement}/{comp}: placement must be one of "
@@ -222,19 +245,41 @@ class GeoBenchConfig:
         if any(p == "uniform" for p, _ in self.runs) and not self.speeds:
             raise GeoBenchError("geo bench run uniform/...: the equal-speed plan only differs with --speeds")
 
+    @property
+    def numpy_model(self) -> str:
+        """The numpy model that runs (``model`` or the task's own)."""
+        return self.model if self.model is not None else DEFAULT_MODEL.get(self.task, "mlp")
+
+    @property
+    def token_vocab(self) -> int:
+        """Tokens of a language task: ``vocab`` for ``lm``, the text's characters for ``text``."""
+        if self.task == "text":
+            from innet.host.geo.data import TextTask
+
+            return TextTask.make(seq=self.seq, seed=self.seed).vocab
+        return self.vocab
+
     def model_spec(self, numpy_nodes: Sequence[str] = ()) -> dict[str, Any]:
-        gpt = {"vocab": self.vocab, "d": self.width, "heads": self.heads, "layers": self.layers, "seq": self.seq}
+        gpt = {"vocab": self.token_vocab if self.task != "digits" else self.vocab, "d": self.width,
+               "heads": self.heads, "layers": self.layers, "seq": self.seq}
         if self.torch_model is not None:
             builtin = {"mlp": ("innet.host.geo.torch_models:mlp", {"sizes": list(self.sizes)}),
                        "gpt": ("innet.host.geo.torch_models:gpt", gpt)}
             factory, kwargs = builtin.get(self.torch_model, (self.torch_model, {}))
             return {"kind": "torch", "factory": factory, "kwargs": kwargs, "seed": self.seed,
                     "target": "y" if self.task == "digits" else "targets", "numpy_nodes": list(numpy_nodes)}
-        if self.task == "digits":
+        model = self.numpy_model
+        if model == "mlp":
             return {"kind": "mlp", "sizes": list(self.sizes)}
+        if model == "resnet":
+            return {"kind": "resnet", "widths": [8, 16]}
+        if model == "gpt2":
+            return {"kind": "gpt2", "vocab": gpt["vocab"], "width": self.width, "seq": self.seq}
         return {"kind": "gpt", **gpt}
 
     def task_spec(self) -> dict[str, Any]:
+        if self.task == "text":
+            return {"kind": "text", "seq": self.seq}
         return {"kind": "digits"} if self.task == "digits" else {"kind": "lm", "vocab": self.vocab, "seq": self.seq}
 
 
