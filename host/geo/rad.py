@@ -221,8 +221,14 @@ class StageRunner:
                 best[size] = min(best[size], self.timer() - start)
         extra = max(best[nbytes] - best[1], 1e-6)
         bw = (nbytes - 1) * 8 / extra
-        self.meter_next.delay_s = best[1] / 2
-        self.next.send(encode(("probe-result", bw, best[1] / 2), {}))
+        # the small round trip is the delay twice plus the small probe's and its ack's
+        # serialisation (the same rate both ways assumed): without taking that out, a slow link's
+        # delay read ~2 ms high at 0.2 Mbit/s, more than a dense message takes once the link is
+        # fast, and the meter then put every such message at its floor time (rate read 30x high)
+        small = len(encode(("probe", 1), {"p": np.zeros(1, np.uint8)})) + len(encode(("probe-ack", 1), {}))
+        delay = max(0.0, (best[1] - small * 8 / bw) / 2)
+        self.meter_next.delay_s = delay
+        self.next.send(encode(("probe-result", bw, delay), {}))
         self.tx_next.bandwidth_bps = self.stats.bandwidth_next_bps = bw
         return bw
 

@@ -146,12 +146,12 @@ def test_the_meter_reads_the_link_rate_and_the_bytes_follow_its_changes_within_a
     stats = _run(UNHELD)
     sizes, ratios = _per_step(stats.sizes_next), _per_step(stats.ratios_next)
     rates = [r / 1e6 for r in stats.rate_next_bps]
-    # the receiver's estimate, as it reached the sender: the slow rate, a fast one, the slow one
-    # again. The fast one reads high: the one-way delay taken from the start-up probe includes
-    # its small messages' serialisation at the slow rate (~2 ms), more than a dense message
-    # takes at 200 Mbit/s, so those messages count at the meter's floor time.
+    # the receiver's estimate, as it reached the sender: the slow rate, the fast one, the slow one
+    # again (the one-way delay from the start-up probe excludes the probe's own serialisation, so
+    # a dense message that takes 0.7 ms at 200 Mbit/s is not lost in a delay read ~2 ms high)
     assert rates[0] == pytest.approx(SLOW, rel=0.05), rates
-    assert max(rates) >= FAST, rates
+    assert any(r == pytest.approx(FAST, rel=0.05) for r in rates), rates
+    assert max(rates) <= FAST * 1.05, rates
     assert rates[-1] == pytest.approx(SLOW, rel=0.05), rates
     slow_before = np.median(sizes[4:8])
     assert max(ratios[4:8]) < 1.0, (sizes, ratios)  # compressed: dense does not fit the slow link
