@@ -97,10 +97,12 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         table2 = {s.name: reproduce.table2_rows(s) for s in chosen}
         progress("model alternatives")
         alternatives = reproduce.model_alternatives(chosen[-1])
-        doc = report.reproduction_doc(chosen, rows, curves, validation, moe, table2, alternatives)
+        done = reproduce.Reproduction(tuple(chosen), {n: tuple(r) for n, r in rows.items()}, curves, validation,
+                                      {n: tuple(r) for n, r in moe.items()}, {n: tuple(r) for n, r in table2.items()},
+                                      tuple(alternatives))
         progress("figures")
-        paths = report.save_reproduction(doc, args.out)
-    console.print(report.reproduction_table(doc))
+        paths = report.save_reproduction(done, args.out)
+    console.print(report.reproduction_table(done))
     last = chosen[-1]
     console.print(report.table2_rows_table(table2[last.name], "peak" if last.peak_power else "typical"))
     console.print(report.out_of_sample_table(validation))
@@ -123,12 +125,13 @@ def _run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
         rows = report.cost_rows(clusters, parts)
         console.print(report.cost_table(rows, parts))
         console.print(report.cost_ranges(rows))
-        return {"model": "cost", "parts": asdict(parts), "paper": netcost.PAPER_TABLE2, "rows": rows}
+        return {"model": "cost", "parts": asdict(parts), "paper": netcost.PAPER_TABLE2,
+                "rows": [r.to_json() for r in rows]}
     if args.model == "collectives":
         grid = railperf.Grid(args.gpus_per_domain, args.domains, args.c_s * 1e9, args.c_f * 1e9)
-        rows = report.perf_rows(grid, args.sizes)
-        console.print(report.perf_table(grid, rows))
-        return {"model": "collectives", "grid": asdict(grid), "rows": rows}
+        perf = report.perf_rows(grid, args.sizes)
+        console.print(report.perf_table(grid, perf))
+        return {"model": "collectives", "grid": asdict(grid), "rows": [r.to_json() for r in perf]}
     if args.model == "iteration":
         return _iteration(args, console)
     if args.model == "traffic":
@@ -139,13 +142,15 @@ def _run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
 def _iteration(args: argparse.Namespace, console: Any) -> dict[str, Any]:
     from innet.testbed.rail.models import iteration, report, reproduce
     from innet.testbed.rail.models.gpt import model_by_name
+    from innet.testbed.rail.models.records import IterationResult
 
     setting = reproduce.DEFAULT
     rows = report.validation_rows(setting.hb_efficiency)
     console.print(report.validation_table(rows))
-    options = {**setting.platform_options(), **_variants(args)}
+    options = {**dict(setting.platform_options()), **_variants(args)}
     doc: dict[str, Any] = {"model": "iteration", "setting": setting.name, "efficiency": options["efficiency"],
-                           "hb_efficiency": setting.hb_efficiency, "variants": _variants(args), "validation": rows}
+                           "hb_efficiency": setting.hb_efficiency, "variants": _variants(args),
+                           "validation": [r.to_json() for r in rows]}
     if args.gpt is not None:
         model = model_by_name(args.gpt)
         gpu = {"h100": iteration.H100, "a100": iteration.A100}[args.gpu]
@@ -158,11 +163,11 @@ def _iteration(args: argparse.Namespace, console: Any) -> dict[str, Any]:
             else:
                 par = iteration.Parallelism(args.tp, args.pp, args.dp, args.microbatch, args.interleave)
                 r = iteration.iteration(model, platform, par, args.batch)
-            configs.append({"network": network, "split": asdict(par), "breakdown": asdict(r)})
+            configs.append(IterationResult(network, par, r))
         console.print(report.breakdown_table(args, configs))
         doc["configuration"] = {"gpt": args.gpt, "gpu": args.gpu, "gpus": args.gpus, "hb_size": args.hb_size,
                                 "c_f_bps": args.c_f * 1e9, "c_s_bps": args.c_s * 1e9, "batch": args.batch,
-                                "results": configs}
+                                "results": [c.to_json() for c in configs]}
     return doc
 
 
@@ -184,7 +189,7 @@ def _traffic(args: argparse.Namespace, console: Any) -> dict[str, Any]:
 def _sweep(args: argparse.Namespace, console: Any) -> dict[str, Any]:
     from innet.testbed.rail.models import report, reproduce, sweeps
 
-    options = {**reproduce.DEFAULT.platform_options(), **_variants(args)}
+    options = {**dict(reproduce.DEFAULT.platform_options()), **_variants(args)}
     if args.sweep == "hb-size":
         for n in args.gpus:
             sweeps.check_sweep_args(n, args.batch)
@@ -199,8 +204,11 @@ def _sweep(args: argparse.Namespace, console: Any) -> dict[str, Any]:
         from innet.testbed.rail.models import netcost
 
         parts = reproduce.default_parts()
-        rows = report.cost_rows([c.cluster for c in netcost.sweep(tuple(args.gpus), tuple(args.radix),
-                                                                   tuple(args.hb_size), parts)], parts)
+        clusters = [c.cluster for c in netcost.sweep(tuple(args.gpus), tuple(args.radix), tuple(args.hb_size), parts)]
+        costs = report.cost_rows(clusters, parts)
+        console.print(report.cost_sweep_table(costs))
+        return {"model": "sweep", "sweep": args.sweep, "variants": _variants(args),
+                "rows": [r.to_json() for r in costs]}
     console.print(report.sweep_table(args.sweep, rows))
     return {"model": "sweep", "sweep": args.sweep, "variants": _variants(args), "rows": rows}
 

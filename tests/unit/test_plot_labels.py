@@ -169,5 +169,5 @@ def test_model_cost_cluster_labels_do_not_overlap(figures: list[Figure], tmp_pat
 
     rows = cost_rows(netcost.TABLE2_CLUSTERS, netcost.PUBLIC_PARTS)
     assert len(rows) >= 18  # the whole Table II grid, the crowded case
-    save({"model": "cost", "rows": rows}, tmp_path, "cost")
+    save({"model": "cost", "rows": [r.to_json() for r in rows]}, tmp_path, "cost")
     assert check_figure(_only(figures)) == []

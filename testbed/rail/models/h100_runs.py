@@ -37,11 +37,12 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Sequence
 
 from innet.testbed.rail.models.gpt import GptModel
 from innet.testbed.rail.models.iteration import Parallelism, h100_cluster, iteration
 from innet.testbed.rail.models.railperf import ModelError
+from innet.testbed.rail.models.records import H100Row, H100Validation, PlatformOptions
 
 SOURCE = ("Megatron-LM README weak-scaling table (images/model_table.png, NVIDIA/Megatron-LM "
           "f2e5db40); Megatron-Core r0.8.0, H100 BF16")
@@ -51,8 +52,22 @@ VOCAB = 131072
 ATTENTION = "fused"
 """The attention kernels of these runs, from the source (see the module docstring)."""
 
-GUESSES = {"microbatch": 1, "interleave": 1, "recompute": "selective"}
-"""Split details the README table does not give (see the module docstring)."""
+
+
+@dataclass(frozen=True)
+class SplitGuess:
+    """Split details the README table does not give (see the module docstring)."""
+
+    microbatch: int = 1
+    interleave: int = 1
+    recompute: str = "selective"
+
+    def pairs(self) -> tuple[tuple[str, int | str], ...]:
+        return (("microbatch", self.microbatch), ("interleave", self.interleave), ("recompute", self.recompute))
+
+
+GUESSES = SplitGuess()
+"""The values used for what the README table does not give."""
 
 
 @dataclass(frozen=True)
@@ -79,13 +94,12 @@ class H100Run:
         return GptModel(f"gpt-{self.params.lower()}-h100", hidden=self.hidden, layers=self.layers,
                         heads=self.heads, seq=SEQ, vocab=VOCAB)
 
-    def parallelism(self, guesses: dict[str, Any] | None = None, attention: str = ATTENTION) -> Parallelism:
-        g = {**GUESSES, **(guesses or {})}
-        interleave = int(g["interleave"])
+    def parallelism(self, guesses: SplitGuess = GUESSES, attention: str = ATTENTION) -> Parallelism:
+        interleave = guesses.interleave
         if interleave > 1 and (self.pp == 1 or self.layers % (self.pp * interleave)):
             interleave = 1  # Megatron allows interleaving only with PP > 1 and whole chunks.
-        return Parallelism(self.tp, self.pp, self.dp, microbatch=int(g["microbatch"]),
-                           interleave=interleave, recompute=str(g["recompute"]), attention=attention)
+        return Parallelism(self.tp, self.pp, self.dp, microbatch=guesses.microbatch,
+                           interleave=interleave, recompute=guesses.recompute, attention=attention)
 
     def published_seconds(self) -> float:
         """Step time implied by the published rate: model FLOPs / (GPUs x FLOP/s per GPU)."""
@@ -112,8 +126,7 @@ MEGATRON_CORE_WEAK_SCALING: tuple[H100Run, ...] = (
 
 
 def validation_rows(efficiency: float, hb_efficiency: float, runs: Sequence[H100Run] = MEGATRON_CORE_WEAK_SCALING,
-                    guesses: dict[str, Any] | None = None,
-                    platform_options: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                    guesses: SplitGuess = GUESSES, platform_options: PlatformOptions = ()) -> list[H100Row]:
     """The iteration model on each run: DGX H100 (K = 8, NVLink 3.6 Tbit/s, 400 Gbit/s NIC
     per GPU, a rail-optimized network as the runs had), TP and DP overlap on as the source
     states, fused attention as the source's defaults give, ``efficiency`` and
@@ -123,46 +136,47 @@ def validation_rows(efficiency: float, hb_efficiency: float, runs: Sequence[H100
     ``error_unfused`` is the same run with unfused attention (the ``s x s`` scores through HBM,
     as the 2022 A100 runs did): the model before it took the attention kernels as an input.
     ``platform_options`` override further :class:`iteration.Platform` fields."""
-    rows: list[dict[str, Any]] = []
+    rows: list[H100Row] = []
     for run in runs:
         platform = replace(h100_cluster(run.gpus, network="rail-optimized"), efficiency=efficiency,
-                           hb_efficiency=hb_efficiency, tp_overlap=1.0, dp_overlap=True, **(platform_options or {}))
+                           hb_efficiency=hb_efficiency, tp_overlap=1.0, dp_overlap=True, **dict(platform_options))
         par = run.parallelism(guesses)
         r = iteration(run.model(), platform, par, run.batch)
         unfused = iteration(run.model(), platform, replace(par, attention="unfused"), run.batch)
         published = run.published_mfu()
-        rows.append({"model": f"GPT-{run.params}", "gpus": run.gpus, "published_s": run.published_seconds(),
-                     "model_s": r.total, "published_mfu": published, "model_mfu": r.mfu,
-                     "error": r.mfu / published - 1, "error_unfused": unfused.mfu / published - 1,
-                     "config": (f"h {run.hidden} l {run.layers} a {run.heads}, TP {run.tp} PP {run.pp} "
-                                f"DP {run.dp}, B {run.batch}, b {par.microbatch} v {par.interleave}, "
-                                f"recompute {par.recompute}, attention {par.attention}")})
+        rows.append(H100Row(f"GPT-{run.params}", run.gpus, run.published_seconds(), r.total, published, r.mfu,
+                            r.mfu / published - 1, unfused.mfu / published - 1,
+                            (f"h {run.hidden} l {run.layers} a {run.heads}, TP {run.tp} PP {run.pp} "
+                             f"DP {run.dp}, B {run.batch}, b {par.microbatch} v {par.interleave}, "
+                             f"recompute {par.recompute}, attention {par.attention}")))
     return rows
 
 
-def summary(efficiency: float, hb_efficiency: float, platform_options: dict[str, Any] | None = None) -> dict[str, Any]:
+ALTERNATIVE_GUESSES = {"recompute=none": replace(GUESSES, recompute="none"),
+                       "recompute=full": replace(GUESSES, recompute="full"),
+                       "microbatch=2": replace(GUESSES, microbatch=2),
+                       "interleave=2": replace(GUESSES, interleave=2)}
+"""The other plausible value of each guess, by the name the summary shows."""
+
+
+def summary(efficiency: float, hb_efficiency: float, platform_options: PlatformOptions = ()) -> H100Validation:
     """Rows, median |error|, and the median under each other plausible value of every guess
     (its effect, so a reader sees how much the unstated inputs matter). ``interleave=2`` is
     applied to the runs where Megatron allows it (PP > 1, layers per stage even)."""
     rows = validation_rows(efficiency, hb_efficiency, platform_options=platform_options)
-    alternatives: dict[str, dict[str, Any]] = {"recompute=none": {"recompute": "none"},
-                                               "recompute=full": {"recompute": "full"},
-                                               "microbatch=2": {"microbatch": 2},
-                                               "interleave=2": {"interleave": 2}}
-    effect: dict[str, float | str] = {}
-    for name, g in alternatives.items():
+    effect: list[tuple[str, float | str]] = []
+    for name, g in ALTERNATIVE_GUESSES.items():
         try:
-            effect[name] = _median(validation_rows(efficiency, hb_efficiency, guesses=g,
-                                                   platform_options=platform_options))
+            effect.append((name, _median(validation_rows(efficiency, hb_efficiency, guesses=g,
+                                                         platform_options=platform_options))))
         except ModelError as error:
-            effect[name] = str(error)
+            effect.append((name, str(error)))
     # Megatron's default for bf16: gradients reduced in fp32 (iteration.Platform.grad_bytes).
-    effect["grad_bytes=4"] = _median(validation_rows(efficiency, hb_efficiency,
-                                                     platform_options={**(platform_options or {}), "grad_bytes": 4}))
-    return {"source": SOURCE, "attention": ATTENTION, "guesses": dict(GUESSES), "rows": rows,
-            "median_abs_error": _median(rows), "median_abs_error_unfused": _median(rows, "error_unfused"),
-            "guess_effect": effect}
+    effect.append(("grad_bytes=4", _median(validation_rows(efficiency, hb_efficiency,
+                                                           platform_options=(*platform_options, ("grad_bytes", 4))))))
+    return H100Validation(SOURCE, ATTENTION, GUESSES.pairs(), tuple(rows), _median(rows),
+                          _median(rows, unfused=True), tuple(effect))
 
 
-def _median(rows: list[dict[str, Any]], key: str = "error") -> float:
-    return statistics.median(abs(float(r[key])) for r in rows)
+def _median(rows: list[H100Row], unfused: bool = False) -> float:
+    return statistics.median(abs(r.error_unfused if unfused else r.error) for r in rows)

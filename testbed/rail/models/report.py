@@ -7,27 +7,28 @@ model modules free of presentation."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from innet.testbed.rail.models import iteration, netcost, railperf
+from innet.testbed.rail.models.records import (Alternative, CostRow, FittedRunRow, IterationResult, MoeRow, OutOfSample,
+                                               PerfRow, PublishedRunRow, Table2Row)
+
+if TYPE_CHECKING:
+    from innet.testbed.rail.models.reproduce import Reproduction
 
 
-def cost_rows(clusters: Sequence[netcost.Cluster], parts: netcost.Parts) -> list[dict[str, Any]]:
+def cost_rows(clusters: Sequence[netcost.Cluster], parts: netcost.Parts) -> list[CostRow]:
     """One row per cluster: counts per tier, cost and power of both networks and the savings."""
     rows = []
     for cluster in clusters:
         c = netcost.compare(cluster, parts)
-        rows.append({"gpus": cluster.gpus, "gpus_per_domain": cluster.gpus_per_domain, "radix": cluster.radix,
-                     "rail_optimized": {**asdict(c.rail_optimized), "switches": c.rail_optimized.switches},
-                     "rail_only": {**asdict(c.rail_only), "switches": c.rail_only.switches},
-                     "cost_saving": c.cost_saving, "power_saving": c.power_saving,
-                     "cost_saving_usd": c.cost_saving_usd, "power_saving_w": c.power_saving_w})
+        rows.append(CostRow(cluster.gpus, cluster.gpus_per_domain, cluster.radix, c.rail_optimized, c.rail_only,
+                            c.cost_saving, c.power_saving, c.cost_saving_usd, c.power_saving_w))
     return rows
 
 
-def cost_table(rows: list[dict[str, Any]], parts: netcost.Parts) -> Any:
+def cost_table(rows: Sequence[CostRow], parts: netcost.Parts) -> Any:
     from rich.table import Table
 
     table = Table(title=f"Network cost and power (switch ${parts.switch_usd_per_port:,.1f}/port, "
@@ -37,26 +38,26 @@ def cost_table(rows: list[dict[str, Any]], parts: netcost.Parts) -> Any:
                 "cost RO/R ($M)", "power RO/R (MW)", "cost saving", "power saving", "saved $M", "saved MW"):
         table.add_column(col, justify="right")
     for r in rows:
-        ro, ronly = r["rail_optimized"], r["rail_only"]
-        table.add_row(str(r["gpus"]), str(r["gpus_per_domain"]), str(r["radix"]),
-                      "/".join(map(str, ro["switches_per_tier"])), "/".join(map(str, ronly["switches_per_tier"])),
-                      f"{ro['transceivers']}/{ronly['transceivers']}",
-                      f"{ro['cost_usd'] / 1e6:.1f}/{ronly['cost_usd'] / 1e6:.1f}",
-                      f"{ro['power_w'] / 1e6:.2f}/{ronly['power_w'] / 1e6:.2f}",
-                      f"{r['cost_saving']:.1%}", f"{r['power_saving']:.1%}",
-                      f"{r['cost_saving_usd'] / 1e6:.0f}", f"{r['power_saving_w'] / 1e6:.2f}")
+        ro, ronly = r.rail_optimized, r.rail_only
+        table.add_row(str(r.gpus), str(r.gpus_per_domain), str(r.radix),
+                      "/".join(map(str, ro.switches_per_tier)), "/".join(map(str, ronly.switches_per_tier)),
+                      f"{ro.transceivers}/{ronly.transceivers}",
+                      f"{ro.cost_usd / 1e6:.1f}/{ronly.cost_usd / 1e6:.1f}",
+                      f"{ro.power_w / 1e6:.2f}/{ronly.power_w / 1e6:.2f}",
+                      f"{r.cost_saving:.1%}", f"{r.power_saving:.1%}",
+                      f"{r.cost_saving_usd / 1e6:.0f}", f"{r.power_saving_w / 1e6:.2f}")
     return table
 
 
-def cost_ranges(rows: list[dict[str, Any]]) -> str:
+def cost_ranges(rows: Sequence[CostRow]) -> str:
     """The savings range over the rows with a saving, beside the paper's."""
-    saving = [r for r in rows if r["cost_saving"] > 0]
+    saving = [r for r in rows if r.cost_saving > 0]
     if not saving:
         return "no row saves anything (rail-only needs as many tiers as rail-optimized)"
     p = netcost.PAPER_TABLE2
 
     def rng(key: str, scale: float, fmt: str) -> str:
-        lo, hi = min(r[key] for r in saving), max(r[key] for r in saving)
+        lo, hi = min(getattr(r, key) for r in saving), max(getattr(r, key) for r in saving)
         return (f"{fmt.format(lo * scale)}-{fmt.format(hi * scale)} "
                 f"(paper {fmt.format(p[key][0] * scale)}-{fmt.format(p[key][1] * scale)})")
 
@@ -65,13 +66,13 @@ def cost_ranges(rows: list[dict[str, Any]]) -> str:
             f"{rng('power_saving_w', 1e-6, '{:.1f} MW')}")
 
 
-def perf_rows(grid: railperf.Grid, sizes: Sequence[int]) -> list[dict[str, Any]]:
+def perf_rows(grid: railperf.Grid, sizes: Sequence[int]) -> list[PerfRow]:
     """Per size: all-to-all (``size`` bytes per GPU pair) and allreduce (``size`` bytes per GPU)."""
-    return [{"bytes": s, **{f"a2a_{k}": v for k, v in railperf.alltoall_table(grid, s).items()},
-             **{f"allreduce_{k}": v for k, v in railperf.allreduce_table(grid, s).items()}} for s in sizes]
+    return [PerfRow(bytes=s, **{f"a2a_{k}": v for k, v in railperf.alltoall_table(grid, s).items()},
+                    **{f"allreduce_{k}": v for k, v in railperf.allreduce_table(grid, s).items()}) for s in sizes]
 
 
-def perf_table(grid: railperf.Grid, rows: list[dict[str, Any]]) -> Any:
+def perf_table(grid: railperf.Grid, rows: Sequence[PerfRow]) -> Any:
     from rich.table import Table
 
     table = Table(title=f"x={grid.x} GPUs per domain, y={grid.y} domains, C_S={grid.c_s_bps / 1e9:g} Gbit/s, "
@@ -80,26 +81,25 @@ def perf_table(grid: railperf.Grid, rows: list[dict[str, Any]]) -> Any:
                 "AR hier. INA (ms)", "AR hier. ring (ms)", "AR flat INA (ms)", "AR flat ring (ms)"):
         table.add_column(col, justify="right")
     for r in rows:
-        table.add_row(str(r["bytes"]), f"{r['a2a_rail_optimized_s'] * 1e3:.3f}", f"{r['a2a_rail_only_s'] * 1e3:.3f}",
-                      f"{r['a2a_slowdown']:.1%}", f"{r['a2a_seed_estimate']:.1%}",
-                      f"{r['allreduce_hierarchical_ina_s'] * 1e3:.3f}",
-                      f"{r['allreduce_hierarchical_ring_s'] * 1e3:.3f}",
-                      f"{r['allreduce_flat_ina_s'] * 1e3:.3f}", f"{r['allreduce_flat_ring_s'] * 1e3:.3f}")
+        table.add_row(str(r.bytes), f"{r.a2a_rail_optimized_s * 1e3:.3f}", f"{r.a2a_rail_only_s * 1e3:.3f}",
+                      f"{r.a2a_slowdown:.1%}", f"{r.a2a_seed_estimate:.1%}",
+                      f"{r.allreduce_hierarchical_ina_s * 1e3:.3f}",
+                      f"{r.allreduce_hierarchical_ring_s * 1e3:.3f}",
+                      f"{r.allreduce_flat_ina_s * 1e3:.3f}", f"{r.allreduce_flat_ring_s * 1e3:.3f}")
     return table
 
 
-def validation_rows(hb_efficiency: float = iteration.HB_EFFICIENCY) -> list[dict[str, Any]]:
+def validation_rows(hb_efficiency: float = iteration.HB_EFFICIENCY) -> list[FittedRunRow]:
     """The model against the published runs, with the error of the in-sample fit and of a
     leave-one-out fit (efficiency fitted on the other three runs), both with NVLink at
     ``hb_efficiency`` of its rate (the efficiency is refitted for it, never copied)."""
     efficiency = iteration.calibrate(hb_efficiency=hb_efficiency)
-    rows: list[dict[str, Any]] = [dict(r) for r in iteration.validation_rows(efficiency, hb_efficiency)]
-    for i, row in enumerate(rows):
+    rows = []
+    for i, row in enumerate(iteration.validation_rows(efficiency, hb_efficiency)):
         others = [r for j, r in enumerate(iteration.VALIDATION) if j != i]
-        row["efficiency"] = efficiency
-        row["loo_error"] = iteration.validation_rows(iteration.calibrate(others, hb_efficiency),
-                                                     hb_efficiency)[i]["error"]
-        row["paper_error"] = PAPER_FIG7_ERROR.get(str(row["model"]))
+        loo = float(iteration.validation_rows(iteration.calibrate(others, hb_efficiency), hb_efficiency)[i]["error"])
+        rows.append(FittedRunRow(**vars(PublishedRunRow.of(row)), efficiency=efficiency, loo_error=loo,
+                                 paper_error=PAPER_FIG7_ERROR.get(str(row["model"]))))
     return rows
 
 
@@ -107,24 +107,24 @@ PAPER_FIG7_ERROR = {"gpt-1t": 0.018, "gpt-22b": 0.108}
 """The Rail-only paper's HFU errors (section V-A)."""
 
 
-def validation_table(rows: list[dict[str, Any]]) -> Any:
+def validation_table(rows: Sequence[FittedRunRow]) -> Any:
     from rich.table import Table
 
-    efficiency = float(rows[0].get("efficiency", iteration.FITTED_EFFICIENCY)) if rows else iteration.FITTED_EFFICIENCY
+    efficiency = rows[0].efficiency if rows else iteration.FITTED_EFFICIENCY
     table = Table(title=f"Iteration model vs Korthikanti et al. 2022 (DGX A100, efficiency "
                         f"{efficiency:.3f} fitted on the four runs)")
     for col in ("model", "GPUs", "published s", "model s", "published HFU", "model HFU", "error",
                 "leave-one-out error", "paper's error"):
         table.add_column(col, justify="right")
     for r in rows:
-        pe = r["paper_error"]
-        table.add_row(str(r["model"]), str(r["gpus"]), f"{r['published_s']:.2f}", f"{r['model_s']:.2f}",
-                      f"{r['published_hfu']:.1%}", f"{r['model_hfu']:.1%}", f"{r['error']:+.1%}",
-                      f"{r['loo_error']:+.1%}", "-" if pe is None else f"{pe:.1%}")
+        pe = r.paper_error
+        table.add_row(str(r.model), str(r.gpus), f"{r.published_s:.2f}", f"{r.model_s:.2f}",
+                      f"{r.published_hfu:.1%}", f"{r.model_hfu:.1%}", f"{r.error:+.1%}",
+                      f"{r.loo_error:+.1%}", "-" if pe is None else f"{pe:.1%}")
     return table
 
 
-def breakdown_table(args: Any, configs: list[dict[str, Any]]) -> Any:
+def breakdown_table(args: Any, configs: Sequence[IterationResult]) -> Any:
     from rich.table import Table
 
     table = Table(title=f"{args.gpt} on {args.gpus} {args.gpu.upper()} GPUs, K={args.hb_size}, C_F={args.c_f:g} "
@@ -133,11 +133,11 @@ def breakdown_table(args: Any, configs: list[dict[str, Any]]) -> Any:
                 "iteration s", "HFU", "MFU", "memory GB"):
         table.add_column(col, justify="right")
     for c in configs:
-        s, b = c["split"], c["breakdown"]
-        table.add_row(c["network"], f"{s['tp']}/{s['pp']}/{s['dp']}/{s['microbatch']}/{s['interleave']}",
-                      *(f"{b[k]:.3f}" for k in ("compute", "bubble", "tensor", "pipeline", "data", "optimizer",
-                                                "total")),
-                      f"{b['hfu']:.1%}", f"{b['mfu']:.1%}", f"{b['memory_bytes'] / 1e9:.1f}")
+        s, b = c.split, c.breakdown
+        table.add_row(c.network, f"{s.tp}/{s.pp}/{s.dp}/{s.microbatch}/{s.interleave}",
+                      *(f"{getattr(b, k):.3f}" for k in ("compute", "bubble", "tensor", "pipeline", "data",
+                                                         "optimizer", "total")),
+                      f"{b.hfu:.1%}", f"{b.mfu:.1%}", f"{b.memory_bytes / 1e9:.1f}")
     return table
 
 
@@ -165,22 +165,28 @@ def _pct(v: Any) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
 
 
-def sweep_table(kind: str, rows: list[dict[str, Any]]) -> Any:
+def cost_sweep_table(rows: Sequence[CostRow]) -> Any:
+    """``innet model sweep cost``: rail-only's savings over cluster size, radix and K."""
+    from rich.table import Table
+
+    table = Table(title="Cost and power saving of rail-only over cluster size and radix")
+    for col in ("K", "radix", "GPUs", "tiers RO/R", "cost saving", "power saving", "saved $M", "saved MW"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(str(r.gpus_per_domain), str(r.radix), str(r.gpus),
+                      f"{r.rail_optimized.tiers}/{r.rail_only.tiers}", f"{r.cost_saving:.1%}",
+                      f"{r.power_saving:.1%}", f"{r.cost_saving_usd / 1e6:.0f}",
+                      f"{r.power_saving_w / 1e6:.2f}")
+    return table
+
+
+def sweep_table(kind: str, rows: Sequence[Mapping[str, Any]]) -> Any:
+    """Figures 8-10 (``kind`` hb-size, bandwidth or batch) from the rows :mod:`sweeps` gives."""
     from rich.table import Table
 
     table = Table(title={"hb-size": "Figure 8: iteration time against the HB domain size K",
                          "bandwidth": "Figure 9: HB and NIC bandwidth (GPT-1T)",
-                         "batch": "Figure 10: global batch and K (GPT-1T)",
-                         "cost": "Cost and power saving of rail-only over cluster size and radix"}[kind])
-    if kind == "cost":
-        for col in ("K", "radix", "GPUs", "tiers RO/R", "cost saving", "power saving", "saved $M", "saved MW"):
-            table.add_column(col, justify="right")
-        for r in rows:
-            table.add_row(str(r["gpus_per_domain"]), str(r["radix"]), str(r["gpus"]),
-                          f"{r['rail_optimized']['tiers']}/{r['rail_only']['tiers']}", f"{r['cost_saving']:.1%}",
-                          f"{r['power_saving']:.1%}", f"{r['cost_saving_usd'] / 1e6:.0f}",
-                          f"{r['power_saving_w'] / 1e6:.2f}")
-        return table
+                         "batch": "Figure 10: global batch and K (GPT-1T)"}[kind])
     if kind == "bandwidth":
         for col in ("K", "varied", "Gbit/s", "iteration s", "tp/pp/dp/b/v", "gain from 4x", "paper"):
             table.add_column(col, justify="right")
@@ -319,7 +325,9 @@ def _plot_traffic(plt: Any, matrices: dict[str, Any]) -> Any:
 
 
 def save(doc: dict[str, Any], out_dir: Path, stem: str) -> tuple[Path, Path]:
-    """``<stem>.json`` and ``<stem>.png`` (matplotlib, Agg)."""
+    """Write the saved document ``<stem>.json`` and draw ``<stem>.png`` from it (matplotlib,
+    Agg). ``doc`` is the document's JSON form (the records' ``to_json``), so a saved file can be
+    drawn again; its ``_matrices`` entry (traffic matrices) is drawn, not saved."""
     from innet.testbed.core.report import pyplot
 
     plt = pyplot()
@@ -354,51 +362,30 @@ def save(doc: dict[str, Any], out_dir: Path, stem: str) -> tuple[Path, Path]:
     return json_path, png_path
 
 
-def reproduction_doc(settings: Sequence[Any], rows: dict[str, list[Any]],
-                     curves: dict[str, Any] | None = None,
-                     validation: dict[str, Any] | None = None,
-                     moe: dict[str, Any] | None = None,
-                     table2: dict[str, Any] | None = None,
-                     alternatives: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The JSON document of ``innet model reproduce``: every row under every setting (and the
-    Fig. 8/10 curves, the out-of-sample validation, MoE, Table II per setting and the model
-    alternatives, when given)."""
-    from dataclasses import asdict as _asdict
-
-    return {"model": "reproduce", **({"curves": curves} if curves else {}),
-            **({"out_of_sample": validation} if validation else {}),
-            **({"moe": moe} if moe else {}),
-            **({"table2": table2} if table2 else {}),
-            **({"alternatives": alternatives} if alternatives else {}),
-            "settings": {s.name: {**_asdict(s), "efficiency": s.efficiency()} for s in settings},
-            "rows": {name: [r.to_dict() for r in rs] for name, rs in rows.items()},
-            "within": {name: sum(r.within for r in rs) for name, rs in rows.items()},
-            "claims": len(next(iter(rows.values()))) if rows else 0}
-
-
-def reproduction_table(doc: dict[str, Any]) -> Any:
+def reproduction_table(rep: "Reproduction") -> Any:
     """Claim, paper, innet under each setting, inputs, and the cause of each miss."""
     from rich.table import Table
 
     from innet.testbed.rail.models.reproduce import fmt
 
-    names = list(doc["rows"])
+    names = list(rep.rows)
     last = names[-1]
     table = Table(title="The Rail-only paper's claims reproduced (" + ", ".join(
-        f"{n}: {doc['within'][n]}/{doc['claims']} within" for n in names) + ")")
+        f"{n}: {rep.within(n)}/{rep.claims} within" for n in names) + ")")
     for col in ("where", "claim", "paper", *names, "within", "inputs / guesses", "cause of a miss"):
         table.add_column(col, overflow="fold")
-    for i, row in enumerate(doc["rows"][last]):
-        values = [fmt(doc["rows"][n][i]["innet"], row["unit"]) for n in names]
-        guesses = "; ".join(f"guess {g['name']}={g['value']} (" + ", ".join(
-            f"{k}: {fmt(v, row['unit'])}" for k, v in g["alternatives"].items()) + ")" for g in row["guesses"])
-        inputs = ", ".join(f"{k}={v}" for k, v in row["inputs"].items() if k != "times")
-        table.add_row(row["where"], row["what"], fmt(row["paper"], row["unit"]), *values,
-                      "yes" if row["within"] else "NO", inputs + ("; " + guesses if guesses else ""), row["cause"])
+    for i, row in enumerate(rep.rows[last]):
+        claim = row.claim
+        values = [fmt(rep.rows[n][i].value, claim.unit) for n in names]
+        guesses = "; ".join(f"guess {g.name}={g.value} (" + ", ".join(
+            f"{k}: {fmt(v, claim.unit)}" for k, v in g.alternatives) + ")" for g in row.guesses)
+        inputs = ", ".join(f"{k}={v}" for k, v in row.inputs.items() if k != "times")
+        table.add_row(claim.where, claim.what, fmt(claim.paper, claim.unit), *values,
+                      "yes" if row.within else "NO", inputs + ("; " + guesses if guesses else ""), row.cause)
     return table
 
 
-def alternatives_table(rows: list[dict[str, Any]], setting: str) -> Any:
+def alternatives_table(rows: Sequence[Alternative], setting: str) -> Any:
     """Each model alternative judged on the published runs (efficiency refitted under it),
     with the paper's claims counted beside."""
     from rich.table import Table
@@ -409,61 +396,60 @@ def alternatives_table(rows: list[dict[str, Any]], setting: str) -> Any:
                 "paper's claims within"):
         table.add_column(col, justify="right" if col != "alternative" else "left")
     for r in rows:
-        table.add_row(r["alternative"], f"{r['efficiency']:.4f}", f"{r['a100_in_sample']:.1%}",
-                      f"{r['a100_out_of_sample']:.1%}", f"{r['h100']:.1%}", f"{r['within']}/{r['claims']}")
+        table.add_row(r.alternative, f"{r.efficiency:.4f}", f"{r.a100_in_sample:.1%}",
+                      f"{r.a100_out_of_sample:.1%}", f"{r.h100:.1%}", f"{r.within}/{r.claims}")
     return table
 
 
-def out_of_sample_table(validation: dict[str, Any]) -> Any:
+def out_of_sample_table(validation: Mapping[str, OutOfSample]) -> Any:
     """Published runs the model was not fitted to: time, HFU and error per run and setting,
-    followed by the H100 runs' table when the validation has them."""
+    followed by the H100 runs' table."""
     from rich.console import Group
 
-    a100 = _a100_validation_table(validation)
-    return Group(a100, h100_validation_table(validation)) if "h100" in next(iter(validation.values())) else a100
+    return Group(_a100_validation_table(validation), h100_validation_table(validation))
 
 
-def _a100_validation_table(validation: dict[str, Any]) -> Any:
+def _a100_validation_table(validation: Mapping[str, OutOfSample]) -> Any:
     from rich.table import Table
 
     first = next(iter(validation.values()))
-    table = Table(title=f"Out-of-sample validation: {first['source']} (median |error| " + ", ".join(
-        f"{name} {v['median_abs_error']:.1%}" for name, v in validation.items()) + ")")
+    table = Table(title=f"Out-of-sample validation: {first.source} (median |error| " + ", ".join(
+        f"{name} {v.median_abs_error:.1%}" for name, v in validation.items()) + ")")
     for col in ("setting", "model", "GPUs", "configuration", "published s", "model s", "published HFU",
                 "model HFU", "error"):
         table.add_column(col, justify="right")
     for name, v in validation.items():
-        for r in v["rows"]:
-            table.add_row(name, str(r["model"]), str(r["gpus"]), str(r["config"]), f"{r['published_s']:.2f}",
-                          f"{r['model_s']:.2f}", f"{r['published_hfu']:.1%}", f"{r['model_hfu']:.1%}",
-                          f"{r['error']:+.1%}")
+        for r in v.rows:
+            table.add_row(name, str(r.model), str(r.gpus), str(r.config), f"{r.published_s:.2f}",
+                          f"{r.model_s:.2f}", f"{r.published_hfu:.1%}", f"{r.model_hfu:.1%}",
+                          f"{r.error:+.1%}")
     return table
 
 
-def h100_validation_table(validation: dict[str, Any]) -> Any:
+def h100_validation_table(validation: Mapping[str, OutOfSample]) -> Any:
     """Published BF16 H100 runs (nothing fitted to them): step time, MFU, error per run and
     setting, fused attention (the runs' kernels) and unfused (the model before it took them)."""
     from rich.table import Table
 
-    first = next(iter(validation.values()))["h100"]
-    table = Table(title=f"Out-of-sample validation on H100: {first['source']} (median |error| " + ", ".join(
-        f"{name} {v['h100']['median_abs_error']:.1%}" for name, v in validation.items())
-        + "; guessed: " + ", ".join(f"{k}={g}" for k, g in first["guesses"].items())
+    first = next(iter(validation.values())).h100
+    table = Table(title=f"Out-of-sample validation on H100: {first.source} (median |error| " + ", ".join(
+        f"{name} {v.h100.median_abs_error:.1%}" for name, v in validation.items())
+        + "; guessed: " + ", ".join(f"{k}={g}" for k, g in first.guesses)
         + "; median |error| of the last setting under: " + ", ".join(
             f"{k} {e:.1%}" if isinstance(e, float) else f"{k} ({e})"
-            for k, e in list(validation.values())[-1]["h100"]["guess_effect"].items()) + ")")
+            for k, e in list(validation.values())[-1].h100.guess_effect) + ")")
     for col in ("setting", "model", "GPUs", "configuration", "published s", "model s", "published MFU",
                 "model MFU", "error", "error if unfused"):
         table.add_column(col, justify="right")
     for name, v in validation.items():
-        for r in v["h100"]["rows"]:
-            table.add_row(name, str(r["model"]), str(r["gpus"]), str(r["config"]), f"{r['published_s']:.2f}",
-                          f"{r['model_s']:.2f}", f"{r['published_mfu']:.1%}", f"{r['model_mfu']:.1%}",
-                          f"{r['error']:+.1%}", f"{r['error_unfused']:+.1%}")
+        for r in v.h100.rows:
+            table.add_row(name, str(r.model), str(r.gpus), str(r.config), f"{r.published_s:.2f}",
+                          f"{r.model_s:.2f}", f"{r.published_mfu:.1%}", f"{r.model_mfu:.1%}",
+                          f"{r.error:+.1%}", f"{r.error_unfused:+.1%}")
     return table
 
 
-def moe_table(rows: list[dict[str, Any]]) -> Any:
+def moe_table(rows: Sequence[MoeRow]) -> Any:
     """MoE-1.3B iteration time by expert placement, and what rail-only costs."""
     from rich.table import Table
 
@@ -473,14 +459,14 @@ def moe_table(rows: list[dict[str, Any]]) -> Any:
                 "iteration", "paper's Amdahl estimate"):
         table.add_column(col, justify="right")
     for r in rows:
-        table.add_row(r["platform"], str(r["batch"]), f"{r['hb']['total']:.3f}", f"{r['rail-optimized']['total']:.3f}",
-                      f"{r['rail-only']['total']:.3f}", f"{r['slowdown']['alltoall_time_share']:.1%}",
-                      f"{r['slowdown']['alltoall']:.1%}", f"{r['slowdown']['iteration']:.1%}",
-                      f"{r['paper_amdahl']:.1%}")
+        table.add_row(r.platform, str(r.batch), f"{r.hb.total:.3f}", f"{r.rail_optimized.total:.3f}",
+                      f"{r.rail_only.total:.3f}", f"{r.slowdown.alltoall_time_share:.1%}",
+                      f"{r.slowdown.alltoall:.1%}", f"{r.slowdown.iteration:.1%}",
+                      f"{r.paper_amdahl:.1%}")
     return table
 
 
-def table2_rows_table(rows: list[dict[str, Any]], power: str) -> Any:
+def table2_rows_table(rows: Sequence[Table2Row], power: str) -> Any:
     """Table II row by row, both networks, and the literal one-tier-fewer reading."""
     from rich.table import Table
 
@@ -490,16 +476,16 @@ def table2_rows_table(rows: list[dict[str, Any]], power: str) -> Any:
                 "cost RO/R $M", "power RO/R MW", "saving cost/power", "tiers - 1 possible?"):
         table.add_column(col, justify="right")
     for r in rows:
-        ro, ronly = r["rail_optimized"], r["rail_only"]
-        literal = ("yes (= innet)" if r["agrees"] else
-                   f"no: {r['literal_tiers']} tiers hold {r['literal_capacity']}" if not r["literal_feasible"]
+        ro, ronly = r.rail_optimized, r.rail_only
+        literal = ("yes (= innet)" if r.agrees else
+                   f"no: {r.literal_tiers} tiers hold {r.literal_capacity}" if not r.literal_feasible
                    else "yes")
-        table.add_row(str(r["gpus"]), str(r["K"]), str(r["radix"]), str(r["rail_gpus"]),
-                      "/".join(map(str, ro["switches_per_tier"])), "/".join(map(str, ronly["switches_per_tier"])),
-                      f"{ro['transceivers']}/{ronly['transceivers']}",
-                      f"{ro['cost_usd'] / 1e6:.1f}/{ronly['cost_usd'] / 1e6:.1f}",
-                      f"{ro['power_w'] / 1e6:.2f}/{ronly['power_w'] / 1e6:.2f}",
-                      f"{r['cost_saving']:.1%}/{r['power_saving']:.1%}", literal)
+        table.add_row(str(r.gpus), str(r.hb_size), str(r.radix), str(r.rail_gpus),
+                      "/".join(map(str, ro.switches_per_tier)), "/".join(map(str, ronly.switches_per_tier)),
+                      f"{ro.transceivers}/{ronly.transceivers}",
+                      f"{ro.cost_usd / 1e6:.1f}/{ronly.cost_usd / 1e6:.1f}",
+                      f"{ro.power_w / 1e6:.2f}/{ronly.power_w / 1e6:.2f}",
+                      f"{r.cost_saving:.1%}/{r.power_saving:.1%}", literal)
     return table
 
 
@@ -508,12 +494,13 @@ FIGURE_GROUPS = {"fig2-5-traffic": ("fig2", "fig3", "fig4", "fig5", "a2a"), "fig
 """One PNG per figure (the traffic figures share one), named by the claims' key prefixes."""
 
 
-def save_reproduction(doc: dict[str, Any], out_dir: Path) -> list[Path]:
+def save_reproduction(rep: "Reproduction", out_dir: Path) -> list[Path]:
     """``reproduce.json`` and one PNG per figure: the paper's number beside innet's under
-    each setting, each bar labelled with its value."""
+    each setting, each bar labelled with its value (drawn from the saved document's form)."""
     from innet.testbed.core.report import pyplot
 
     plt = pyplot()
+    doc = rep.to_json()
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path = out_dir / "reproduce.json"
     json_path.write_text(json.dumps(doc, indent=2, default=str))

@@ -17,14 +17,17 @@ a bound ("> 99%") is within when innet's number satisfies it.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Callable, Mapping, TypeVar
 
 from innet.testbed.rail.models import h100_runs, iteration, netcost, railperf, sweeps, traffic
 from innet.testbed.rail.models.gpt import model_by_name
 from innet.testbed.rail.models.railperf import ModelError
+from innet.testbed.rail.models.records import (Alternative, FigureCurves, MoeRow, MoeSlowdown, MoeTimes, NetworkTotals,
+                                               OutOfSample, OutOfSampleRow, PlatformOptions, PublishedRunRow, Table2Row)
 
 KINDS = ("value", "at_least", "at_most", "true")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ class Settings:
     """Fig. 10's time axis: per sequence (True) or per iteration."""
     tp_scheme: str = "sequence-parallel"
     """:data:`traffic.TP_SCHEMES` key for the Megatron traffic of Figs. 2-3."""
-    options: tuple[tuple[str, Any], ...] = ()
+    options: PlatformOptions = ()
     """Further :class:`iteration.Platform` overrides (a model alternative, :data:`ALTERNATIVES`),
     applied to the published runs the efficiency is fitted on and checked against as well as
     to the paper's figures."""
@@ -57,13 +60,17 @@ class Settings:
         setting's NVLink efficiency and options (recomputed, never copied)."""
         return _calibrated(self.hb_efficiency, self.options)
 
-    def platform_options(self) -> dict[str, Any]:
-        return {"efficiency": self.efficiency(), "hb_efficiency": self.hb_efficiency, "tp_overlap": self.tp_overlap,
-                "dp_overlap": self.dp_overlap, **dict(self.options)}
+    def platform_options(self) -> PlatformOptions:
+        """The :class:`iteration.Platform` fields this setting sets (its options last, so they win)."""
+        return (("efficiency", self.efficiency()), ("hb_efficiency", self.hb_efficiency),
+                ("tp_overlap", self.tp_overlap), ("dp_overlap", self.dp_overlap), *self.options)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "efficiency": self.efficiency()}
 
 
 @functools.lru_cache(maxsize=32)
-def _calibrated(hb_efficiency: float, options: tuple[tuple[str, Any], ...] = ()) -> float:
+def _calibrated(hb_efficiency: float, options: PlatformOptions = ()) -> float:
     """:func:`iteration.calibrate` (a pure function, so its result can be reused)."""
     return iteration.calibrate(hb_efficiency=hb_efficiency, options=options)
 
@@ -90,14 +97,40 @@ def default_parts() -> netcost.Parts:
     return _parts(DEFAULT)
 
 
+GuessValue = int | str
+"""The value of an unstated input: a number (a batch, a cluster size) or a named choice."""
+
+
 @dataclass(frozen=True)
 class Guess:
     """An input the paper does not state: the value used, the others tried, and why."""
 
     name: str
-    value: Any
-    alternatives: tuple[Any, ...]
+    value: GuessValue
+    alternatives: tuple[GuessValue, ...]
     why: str
+
+
+@dataclass(frozen=True)
+class GuessArgs:
+    """The guessed inputs a claim's computation is given (None: the claim has no such guess,
+    and its computation uses its own default)."""
+
+    batch: int | None = None
+    gpus: int | None = None
+    moe_batch: int | None = None
+    radix: int | None = None
+    grid: str | None = None
+    fabric: str | None = None
+    overlap: str | None = None
+    grad_bytes: int | None = None
+
+
+Inputs = Mapping[str, object]
+"""The named inputs a claim's number was computed from (shown beside it, saved as given)."""
+
+Compute = Callable[["Settings", GuessArgs], tuple[float, Inputs]]
+"""How innet computes a claim's number: under a setting and the guesses' values."""
 
 
 @dataclass(frozen=True)
@@ -110,7 +143,7 @@ class Claim:
     paper: float
     unit: str
     """``%`` (stored as a fraction), ``GB``, ``$M``, ``MW`` or ``bool``."""
-    compute: Callable[[Settings, dict[str, Any]], tuple[float, dict[str, Any]]]
+    compute: Compute
     kind: str = "value"
     guesses: tuple[Guess, ...] = ()
     cause: str = ""
@@ -138,8 +171,8 @@ class Claim:
 # ---------------------------------------------------------------- the computations
 
 
-def _a2a(platform: str) -> Callable[[Settings, dict[str, Any]], tuple[float, dict[str, Any]]]:
-    def compute(s: Settings, g: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+def _a2a(platform: str) -> Compute:
+    def compute(s: Settings, g: GuessArgs) -> tuple[float, Inputs]:
         grid = railperf.SEED_PLATFORMS[platform]
         return railperf.alltoall_slowdown(grid), {"x": grid.x, "y": grid.y, "C_S": grid.c_s_bps, "C_F": grid.c_f_bps}
     return compute
@@ -153,24 +186,29 @@ def _megatron_numbers(tp_scheme: str, batch: int) -> tuple[dict[str, float], flo
     return traffic.summary(tm), float(tm.total()[:8, :8].max()), float(tm.by_kind["pp"][0, 48])
 
 
-def _megatron_inputs(s: Settings, g: dict[str, Any]) -> dict[str, Any]:
-    return {"model": "gpt-1t", "tp/pp/dp": "8/64/6", "batch": g.get("batch", 3072), "K": 8, "tp_scheme": s.tp_scheme}
+def _or(value: _T | None, default: _T) -> _T:
+    """A guess's value, or the claim's own default where the claim has no such guess."""
+    return default if value is None else value
 
 
-def _traffic_share(key: str) -> Callable[[Settings, dict[str, Any]], tuple[float, dict[str, Any]]]:
-    def compute(s: Settings, g: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-        summary, _, _ = _megatron_numbers(s.tp_scheme, g.get("batch", 3072))
+def _megatron_inputs(s: Settings, g: GuessArgs) -> dict[str, object]:
+    return {"model": "gpt-1t", "tp/pp/dp": "8/64/6", "batch": _or(g.batch, 3072), "K": 8, "tp_scheme": s.tp_scheme}
+
+
+def _traffic_share(key: str) -> Compute:
+    def compute(s: Settings, g: GuessArgs) -> tuple[float, Inputs]:
+        summary, _, _ = _megatron_numbers(s.tp_scheme, _or(g.batch, 3072))
         return summary[key], _megatron_inputs(s, g)
     return compute
 
 
-def _hb_pair_gb(s: Settings, g: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-    _, hb_pair, _ = _megatron_numbers(s.tp_scheme, g.get("batch", 3072))
+def _hb_pair_gb(s: Settings, g: GuessArgs) -> tuple[float, Inputs]:
+    _, hb_pair, _ = _megatron_numbers(s.tp_scheme, _or(g.batch, 3072))
     return hb_pair / 1e9, {**_megatron_inputs(s, g), "pair": "ring neighbour in one DGX"}
 
 
-def _nic_pair_gb(s: Settings, g: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-    _, _, nic_pair = _megatron_numbers(s.tp_scheme, g.get("batch", 3072))
+def _nic_pair_gb(s: Settings, g: GuessArgs) -> tuple[float, Inputs]:
+    _, _, nic_pair = _megatron_numbers(s.tp_scheme, _or(g.batch, 3072))
     return nic_pair / 1e9, {**_megatron_inputs(s, g), "pair": "GPU 0 -> GPU 48 (next stage, same rail)"}
 
 
@@ -190,28 +228,28 @@ def _gh200_shares(tp_scheme: str) -> tuple[float, float]:
     return outside / everything, inside / float(dp.sum())
 
 
-def _gh200(s: Settings, g: dict[str, Any]) -> tuple[tuple[float, float], dict[str, Any]]:
+def _gh200(s: Settings, g: GuessArgs) -> tuple[tuple[float, float], Inputs]:
     return _gh200_shares(s.tp_scheme), {"model": "gpt-1t", "tp/pp/dp": "8/8/64", "batch": 4096, "K": 256, "tp_scheme": s.tp_scheme}
 
 
-def _gh200_dp_nic(s: Settings, g: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+def _gh200_dp_nic(s: Settings, g: GuessArgs) -> tuple[float, Inputs]:
     shares, inputs = _gh200(s, g)
     return shares[0], inputs
 
 
-def _gh200_dp_hb(s: Settings, g: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+def _gh200_dp_hb(s: Settings, g: GuessArgs) -> tuple[float, Inputs]:
     shares, inputs = _gh200(s, g)
     return shares[1], inputs
 
 
-def _moe_share(s: Settings, g: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-    batch = g.get("moe_batch", 512)
+def _moe_share(s: Settings, g: GuessArgs) -> tuple[float, Inputs]:
+    batch = _or(g.moe_batch, 512)
     summary = traffic.summary(traffic.moe(traffic.MOE_1_3B, 128, batch, 8))
     return summary["a2a_share"], {"model": "moe-1.3b (128 experts)", "gpus": 128, "K": 8, "batch": batch}
 
 
-def _fig7(model: str) -> Callable[[Settings, dict[str, Any]], tuple[float, dict[str, Any]]]:
-    def compute(s: Settings, g: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+def _fig7(model: str) -> Compute:
+    def compute(s: Settings, g: GuessArgs) -> tuple[float, Inputs]:
         i = next(j for j, r in enumerate(iteration.VALIDATION) if r.model == model)
         others = [r for j, r in enumerate(iteration.VALIDATION) if j != i]
         eff = iteration.calibrate(others, hb_efficiency=s.hb_efficiency, options=s.options)
@@ -223,25 +261,25 @@ def _fig7(model: str) -> Callable[[Settings, dict[str, Any]], tuple[float, dict[
     return compute
 
 
-def _fabric(k: int, n: int, g: dict[str, Any]) -> dict[str, Any]:
+def _fabric(k: int, n: int, g: GuessArgs) -> dict[str, Any]:
     """Platform options of the K = 256 HB domain under the ``fabric`` guess (the ideal K = N
     stays one flat fabric, as the paper defines it)."""
-    if g.get("fabric") != GH200_TWO_TIERS or k != 256 or k >= n:
+    if g.fabric != GH200_TWO_TIERS or k != 256 or k >= n:
         return {}
     return dict(sweeps.GH200_TIERS)
 
 
-def _schedule(g: dict[str, Any]) -> dict[str, Any]:
+def _schedule(g: GuessArgs) -> dict[str, Any]:
     """Platform options of the ``overlap`` and ``grad_bytes`` guesses, for the cluster and its
     ideal alike."""
-    options = dict(sweeps.MEGATRON_2021) if g.get("overlap") == MEGATRON_2021 else {}
-    return {**options, **({"grad_bytes": g["grad_bytes"]} if "grad_bytes" in g else {})}
+    options = dict(sweeps.MEGATRON_2021) if g.overlap == MEGATRON_2021 else {}
+    return {**options, **({"grad_bytes": g.grad_bytes} if g.grad_bytes is not None else {})}
 
 
-def _fig8(model: str) -> Callable[[Settings, dict[str, Any]], tuple[float, dict[str, Any]]]:
-    def compute(s: Settings, g: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-        n, batch = g.get("gpus", 32768), g.get("batch", sweeps.DEFAULT_BATCH)
-        opts = {**s.platform_options(), **_schedule(g)}
+def _fig8(model: str) -> Compute:
+    def compute(s: Settings, g: GuessArgs) -> tuple[float, Inputs]:
+        n, batch = _or(g.gpus, 32768), _or(g.batch, sweeps.DEFAULT_BATCH)
+        opts = {**dict(s.platform_options()), **_schedule(g)}
         ideal = sweeps.point(model, n, n, batch, **opts)
         p = sweeps.point(model, n, 256, batch, **opts, **_fabric(256, n, g))
         return p.seconds / ideal.seconds - 1, {"gpus": n, "batch": batch, "K": 256, "split": p.split,
@@ -249,10 +287,10 @@ def _fig8(model: str) -> Callable[[Settings, dict[str, Any]], tuple[float, dict[
     return compute
 
 
-def _fig9(k: int, vary: str) -> Callable[[Settings, dict[str, Any]], tuple[float, dict[str, Any]]]:
-    def compute(s: Settings, g: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-        n, batch = g.get("gpus", 32768), g.get("batch", sweeps.DEFAULT_BATCH)
-        opts = {**s.platform_options(), **_schedule(g), **_fabric(k, n, g)}
+def _fig9(k: int, vary: str) -> Compute:
+    def compute(s: Settings, g: GuessArgs) -> tuple[float, Inputs]:
+        n, batch = _or(g.gpus, 32768), _or(g.batch, sweeps.DEFAULT_BATCH)
+        opts = {**dict(s.platform_options()), **_schedule(g), **_fabric(k, n, g)}
         if vary == "hb":
             lo, hi = (sweeps.point("gpt-1t", n, k, batch, c_f_bps=bw, **opts) for bw in (2.4e12, 9.6e12))
         else:
@@ -262,9 +300,9 @@ def _fig9(k: int, vary: str) -> Callable[[Settings, dict[str, Any]], tuple[float
     return compute
 
 
-def _fig10(k: int, batch: int) -> Callable[[Settings, dict[str, Any]], tuple[float, dict[str, Any]]]:
-    def compute(s: Settings, g: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-        opts = {**s.platform_options(), **_schedule(g)}
+def _fig10(k: int, batch: int) -> Compute:
+    def compute(s: Settings, g: GuessArgs) -> tuple[float, Inputs]:
+        opts = {**dict(s.platform_options()), **_schedule(g)}
         ideal = sweeps.point("gpt-1t", sweeps.FIG10_GPUS, sweeps.FIG10_GPUS, batch, **opts)
         fabric = _fabric(k, sweeps.FIG10_GPUS, g)
         p = sweeps.point("gpt-1t", sweeps.FIG10_GPUS, k, batch, **opts, **fabric)
@@ -273,8 +311,8 @@ def _fig10(k: int, batch: int) -> Callable[[Settings, dict[str, Any]], tuple[flo
     return compute
 
 
-def _fig10_falls(s: Settings, g: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-    opts = s.platform_options()
+def _fig10_falls(s: Settings, g: GuessArgs) -> tuple[float, Inputs]:
+    opts = dict(s.platform_options())
     times = []
     for b in sweeps.FIG10_BATCHES:
         t = sweeps.point("gpt-1t", sweeps.FIG10_GPUS, 8, b, **opts).seconds
@@ -292,9 +330,9 @@ def _parts(s: Settings) -> netcost.Parts:
     return netcost.PEAK_PARTS if s.peak_power else netcost.PUBLIC_PARTS
 
 
-def _intro(what: str) -> Callable[[Settings, dict[str, Any]], tuple[float, dict[str, Any]]]:
-    def compute(s: Settings, g: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-        radix = g.get("radix", 64)
+def _intro(what: str) -> Compute:
+    def compute(s: Settings, g: GuessArgs) -> tuple[float, Inputs]:
+        radix = _or(g.radix, 64)
         net = netcost.rail_optimized(netcost.Cluster(s.gpus_30k, 8, radix), _parts(s))
         value = net.cost_usd / 1e6 if what == "cost" else net.power_w / 1e6
         return value, {"gpus": s.gpus_30k, "K": 8, "radix": radix, "switches": net.switches,
@@ -302,11 +340,11 @@ def _intro(what: str) -> Callable[[Settings, dict[str, Any]], tuple[float, dict[
     return compute
 
 
-def _table2(key: str, end: str) -> Callable[[Settings, dict[str, Any]], tuple[float, dict[str, Any]]]:
+def _table2(key: str, end: str) -> Compute:
     scale = {"cost_saving": 1.0, "power_saving": 1.0, "cost_saving_usd": 1e-6, "power_saving_w": 1e-6}[key]
 
-    def compute(s: Settings, g: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-        grid = TABLE2_GRIDS[g.get("grid", "all")]
+    def compute(s: Settings, g: GuessArgs) -> tuple[float, Inputs]:
+        grid = TABLE2_GRIDS[_or(g.grid, "all")]
         rows = [netcost.compare(c, _parts(s)) for c in netcost.TABLE2_CLUSTERS if grid(c)]
         saving = [getattr(c, key) for c in rows if c.cost_saving > 0]
         value = (min(saving) if end == "low" else max(saving)) * scale
@@ -456,23 +494,50 @@ as it numbers them)."""
 
 
 @dataclass(frozen=True)
+class GuessOutcome:
+    """One guess of a claim: the value used, why, and the claim's number under each alternative."""
+
+    name: str
+    value: GuessValue
+    why: str
+    alternatives: tuple[tuple[str, float], ...]
+    """(the alternative as text, the claim's number under it)."""
+
+    def under(self, alternative: str) -> float:
+        """The claim's number under ``alternative`` (as :attr:`alternatives` names it)."""
+        for name, value in self.alternatives:
+            if name == alternative:
+                return value
+        raise KeyError(f"guess {self.name!r} alternative {alternative!r}: none; known: "
+                       f"{', '.join(n for n, _ in self.alternatives)}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "why": self.why, "alternatives": dict(self.alternatives)}
+
+
+@dataclass(frozen=True)
 class ClaimRow:
     """One claim reproduced."""
 
     claim: Claim
     value: float
-    inputs: dict[str, Any]
+    inputs: Inputs
     within: bool
-    guesses: list[dict[str, Any]] = field(default_factory=list)
-    """Per guess: its name, value, why, and the row's value under each alternative."""
+    guesses: tuple[GuessOutcome, ...] = ()
+    """Per guess: its name, value, why, and the row's value under each alternative (empty when
+    the guesses were not recomputed)."""
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def cause(self) -> str:
+        """Why innet differs from the paper ("" when within, "not traced" when nobody knows)."""
+        return "" if self.within else (self.claim.cause or "not traced")
+
+    def to_json(self) -> dict[str, Any]:
         c = self.claim
         return {"key": c.key, "where": c.where, "what": c.what, "paper": c.paper, "unit": c.unit, "kind": c.kind,
                 "tolerance": None if c.kind in ("at_least", "true") else c.tolerance(), "innet": self.value,
-                "within": self.within, "inputs": self.inputs, "guesses": self.guesses,
-                "cause": "" if self.within else (c.cause or "not traced"),
-                "note": c.cause if self.within else ""}
+                "within": self.within, "inputs": dict(self.inputs), "guesses": [g.to_json() for g in self.guesses],
+                "cause": self.cause, "note": c.cause if self.within else ""}
 
 
 def reproduce_claim(claim: Claim, settings: Settings, with_guesses: bool = True) -> ClaimRow:
@@ -482,9 +547,10 @@ def reproduce_claim(claim: Claim, settings: Settings, with_guesses: bool = True)
     guesses = []
     if with_guesses:
         for g in claim.guesses:
-            effect = {str(alt): claim.compute(settings, _guess_args({**base, g.name: alt}))[0] for alt in g.alternatives}
-            guesses.append({"name": g.name, "value": g.value, "why": g.why, "alternatives": effect})
-    return ClaimRow(claim, float(value), inputs, claim.within(float(value)), guesses)
+            effect = tuple((str(alt), claim.compute(settings, _guess_args({**base, g.name: alt}))[0])
+                           for alt in g.alternatives)
+            guesses.append(GuessOutcome(g.name, g.value, g.why, effect))
+    return ClaimRow(claim, float(value), inputs, claim.within(float(value)), tuple(guesses))
 
 
 _GUESS_ARGS = {"global batch": "batch", "cluster size": "gpus", "MoE global batch": "moe_batch", "switch radix": "radix",
@@ -492,8 +558,8 @@ _GUESS_ARGS = {"global batch": "batch", "cluster size": "gpus", "MoE global batc
                "communication overlap": "overlap", "gradient reduce bytes": "grad_bytes"}
 
 
-def _guess_args(values: dict[str, Any]) -> dict[str, Any]:
-    return {_GUESS_ARGS[k]: v for k, v in values.items()}
+def _guess_args(values: Mapping[str, GuessValue]) -> GuessArgs:
+    return GuessArgs(**{_GUESS_ARGS[k]: v for k, v in values.items()})  # type: ignore[arg-type]  # each guess has its field's type
 
 
 def reproduce(settings: Settings = AFTER, claims: tuple[Claim, ...] = CLAIMS, with_guesses: bool = True) -> list[ClaimRow]:
@@ -521,21 +587,22 @@ def fmt(value: float, unit: str) -> str:
     return f"{value:,.1f} {unit}" if unit != "$M" else f"${value:,.1f}M"
 
 
-def figure_curves(settings: Settings, gpus: int = 32768) -> dict[str, Any]:
+def figure_curves(settings: Settings, gpus: int = 32768) -> FigureCurves:
     """The curves behind Figs. 8 and 10 under ``settings`` (for the PNGs, beside the paper's
     points): Fig. 8's slowdown against K at ``gpus`` GPUs and batch 4096 (both guesses), and
     Fig. 10's performance relative to the ideal against the batch at K = 8 and 256."""
-    opts = settings.platform_options()
-    fig8 = {m: [(int(r["hb_size"]), float(r["slowdown"])) for r in  # type: ignore[call-overload, arg-type]
-                sweeps.hb_size_sweep((m,), (gpus,), sweeps.DEFAULT_BATCH, **opts)] for m in sweeps.FIG8_MODELS}
-    fig10 = {str(k): [(int(r["batch"]), float(r["relative"])) for r in  # type: ignore[call-overload, arg-type]
-                      sweeps.batch_sweep("gpt-1t", sweeps.FIG10_GPUS, sweeps.FIG10_BATCHES, (k,), **opts)]
-             for k in (8, 256)}
-    return {"fig8": fig8, "fig10": fig10, "fig8_paper": {m: v for (m, _), v in sweeps.PAPER_FIG8.items()},
-            "fig10_paper": {f"{k},{b}": v for (k, b), v in sweeps.PAPER_FIG10.items()}, "gpus": gpus}
+    opts = dict(settings.platform_options())
+    fig8 = tuple((m, tuple((int(r["hb_size"]), float(r["slowdown"])) for r in  # type: ignore[call-overload, arg-type]
+                           sweeps.hb_size_sweep((m,), (gpus,), sweeps.DEFAULT_BATCH, **opts)))
+                 for m in sweeps.FIG8_MODELS)
+    fig10 = tuple((k, tuple((int(r["batch"]), float(r["relative"])) for r in  # type: ignore[call-overload, arg-type]
+                            sweeps.batch_sweep("gpt-1t", sweeps.FIG10_GPUS, sweeps.FIG10_BATCHES, (k,), **opts)))
+                  for k in (8, 256))
+    return FigureCurves(fig8, fig10, tuple((m, v) for (m, _), v in sweeps.PAPER_FIG8.items()),
+                        tuple((k, b, v) for (k, b), v in sweeps.PAPER_FIG10.items()), gpus)
 
 
-def out_of_sample(settings: Settings) -> dict[str, Any]:
+def out_of_sample(settings: Settings) -> OutOfSample:
     """The iteration model on published runs it was not fitted to
     (:data:`iteration.OUT_OF_SAMPLE`), with the efficiency fitted on :data:`iteration.VALIDATION`
     under this setting's NVLink efficiency: per run the published and modelled time and HFU,
@@ -543,19 +610,19 @@ def out_of_sample(settings: Settings) -> dict[str, Any]:
     the same for the published BF16 H100 runs of :mod:`h100_runs` (MFU, nothing fitted)."""
     import statistics
 
-    rows = iteration.validation_rows(settings.efficiency(), settings.hb_efficiency, iteration.OUT_OF_SAMPLE,
-                                     settings.options)
-    for row, run in zip(rows, iteration.OUT_OF_SAMPLE):
-        row["config"] = (f"TP {run.par.tp} PP {run.par.pp} DP {run.par.dp} b {run.par.microbatch} "
-                         f"v {run.par.interleave}, recompute {run.par.recompute}, "
-                         f"{'sequence parallel' if run.par.sequence_parallel else 'TP all-reduce'}")
-    return {"source": "Korthikanti et al. 2022 (arXiv 2205.05198), Table 5, full recompute; DGX A100",
-            "efficiency": settings.efficiency(), "rows": rows,
-            "median_abs_error": statistics.median(abs(float(r["error"])) for r in rows),
-            "h100": h100_runs.summary(settings.efficiency(), settings.hb_efficiency, dict(settings.options))}
+    rows = []
+    for row, run in zip(iteration.validation_rows(settings.efficiency(), settings.hb_efficiency,
+                                                  iteration.OUT_OF_SAMPLE, settings.options), iteration.OUT_OF_SAMPLE):
+        config = (f"TP {run.par.tp} PP {run.par.pp} DP {run.par.dp} b {run.par.microbatch} "
+                  f"v {run.par.interleave}, recompute {run.par.recompute}, "
+                  f"{'sequence parallel' if run.par.sequence_parallel else 'TP all-reduce'}")
+        rows.append(OutOfSampleRow(**vars(PublishedRunRow.of(row)), config=config))
+    return OutOfSample("Korthikanti et al. 2022 (arXiv 2205.05198), Table 5, full recompute; DGX A100",
+                       settings.efficiency(), tuple(rows), statistics.median(abs(r.error) for r in rows),
+                       h100_runs.summary(settings.efficiency(), settings.hb_efficiency, settings.options))
 
 
-ALTERNATIVES: dict[str, tuple[tuple[str, Any], ...]] = {
+ALTERNATIVES: dict[str, PlatformOptions] = {
     "TP backward collectives beside the GEMMs": (("tp_async_backward", True),),
     "logits on the last pipeline stage": (("last_stage_logits", True),),
     "gradients reduced in fp32": (("grad_bytes", 4),),
@@ -569,7 +636,7 @@ published two-tier bandwidth. Each is judged on the published runs (efficiency r
 it), not on the paper's numbers; the claims count is shown beside, not used."""
 
 
-def model_alternatives(settings: Settings) -> list[dict[str, Any]]:
+def model_alternatives(settings: Settings) -> list[Alternative]:
     """For ``settings`` and each of :data:`ALTERNATIVES` on top of it: the efficiency refitted on
     the A100 runs, the median |error| on them (in-sample), on the A100 full-recompute runs and
     on the H100 runs (out of sample), and how many of the paper's claims are within."""
@@ -581,10 +648,10 @@ def model_alternatives(settings: Settings) -> list[dict[str, Any]]:
         fitted = iteration.validation_rows(s.efficiency(), s.hb_efficiency, options=s.options)
         oos = out_of_sample(s)
         claims = reproduce(s, with_guesses=False)
-        rows.append({"alternative": name, "options": dict(options), "efficiency": s.efficiency(),
-                     "a100_in_sample": statistics.median(abs(float(r["error"])) for r in fitted),
-                     "a100_out_of_sample": oos["median_abs_error"], "h100": oos["h100"]["median_abs_error"],
-                     "within": sum(r.within for r in claims), "claims": len(claims)})
+        rows.append(Alternative(name, options, s.efficiency(),
+                                statistics.median(abs(float(r["error"])) for r in fitted),
+                                oos.median_abs_error, oos.h100.median_abs_error,
+                                sum(r.within for r in claims), len(claims)))
     return rows
 
 
@@ -592,7 +659,7 @@ MOE_PLATFORMS = {"dgx-a100": (iteration.A100, 2.4e12, 200e9), "dgx-h100": (itera
 """The paper's Fig. 5 platform (16 DGX A100) and its H100 counterpart: GPU, C_F, C_S."""
 
 
-def moe_section(settings: Settings, batches: tuple[int, ...] = (256, 512)) -> list[dict[str, Any]]:
+def moe_section(settings: Settings, batches: tuple[int, ...] = (256, 512)) -> list[MoeRow]:
     """MoE-1.3B on 128 GPUs (K = 8): iteration time by expert placement and rail-only's
     slowdown, the all-to-all alone and the whole iteration (:mod:`moe`), beside the paper's
     Amdahl estimate (27% of the bytes x 8.2% / 11.2%)."""
@@ -604,12 +671,12 @@ def moe_section(settings: Settings, batches: tuple[int, ...] = (256, 512)) -> li
         for batch in batches:
             r = moe.compare(traffic.MOE_1_3B, cluster, batch)
             paper_slowdown = 0.082 if name == "dgx-a100" else 0.112
-            rows.append({"platform": name, "batch": batch, **{p: r[p] for p in moe.PLACEMENTS},
-                         "slowdown": r["slowdown"], "paper_amdahl": 0.27 * paper_slowdown})
+            rows.append(MoeRow(name, batch, MoeTimes(**r["hb"]), MoeTimes(**r["rail-optimized"]),
+                               MoeTimes(**r["rail-only"]), MoeSlowdown(**r["slowdown"]), 0.27 * paper_slowdown))
     return rows
 
 
-def table2_rows(settings: Settings) -> list[dict[str, Any]]:
+def table2_rows(settings: Settings) -> list[Table2Row]:
     """Table II row by row on innet's grid: both networks' switches per tier, transceivers,
     cost and power, and the savings; beside them the paper's literal reading of section IV-A
     ("remove the spine": rail-only = rail-optimized minus its top tier, ``tiers(N) - 1`` tiers
@@ -623,16 +690,46 @@ def table2_rows(settings: Settings) -> list[dict[str, Any]]:
         rail = c.gpus // c.gpus_per_domain
         literal_tiers = comp.rail_optimized.tiers - 1
         capacity = c.radix if literal_tiers == 1 else 2 * (c.radix // 2) ** literal_tiers
-        rows.append({"gpus": c.gpus, "K": c.gpus_per_domain, "radix": c.radix, "rail_gpus": rail,
-                     "rail_optimized": {"switches_per_tier": comp.rail_optimized.switches_per_tier,
-                                        "transceivers": comp.rail_optimized.transceivers,
-                                        "cost_usd": comp.rail_optimized.cost_usd, "power_w": comp.rail_optimized.power_w},
-                     "rail_only": {"switches_per_tier": comp.rail_only.switches_per_tier,
-                                   "transceivers": comp.rail_only.transceivers,
-                                   "cost_usd": comp.rail_only.cost_usd, "power_w": comp.rail_only.power_w},
-                     "cost_saving": comp.cost_saving, "power_saving": comp.power_saving,
-                     "cost_saving_usd": comp.cost_saving_usd, "power_saving_w": comp.power_saving_w,
-                     "literal_tiers": literal_tiers, "literal_capacity": capacity,
-                     "literal_feasible": literal_tiers >= 1 and rail <= capacity,
-                     "agrees": comp.rail_only.tiers == literal_tiers})
+        rows.append(Table2Row(c.gpus, c.gpus_per_domain, c.radix, rail, NetworkTotals.of(comp.rail_optimized),
+                              NetworkTotals.of(comp.rail_only), comp.cost_saving, comp.power_saving,
+                              comp.cost_saving_usd, comp.power_saving_w, literal_tiers, capacity,
+                              literal_tiers >= 1 and rail <= capacity, comp.rail_only.tiers == literal_tiers))
     return rows
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """Everything ``innet model reproduce`` computed: every claim under every setting, and (when
+    computed) per setting the Fig. 8/10 curves, the out-of-sample validation, MoE and Table II,
+    with the model alternatives judged under the last setting."""
+
+    settings: tuple[Settings, ...]
+    rows: Mapping[str, tuple[ClaimRow, ...]]
+    """Per setting name, one row per claim (the same claims in the same order)."""
+    curves: Mapping[str, FigureCurves] | None = None
+    out_of_sample: Mapping[str, OutOfSample] | None = None
+    moe: Mapping[str, tuple[MoeRow, ...]] | None = None
+    table2: Mapping[str, tuple[Table2Row, ...]] | None = None
+    alternatives: tuple[Alternative, ...] | None = None
+
+    def within(self, setting: str) -> int:
+        """How many of the claims are within the paper's error under ``setting``."""
+        return sum(r.within for r in self.rows[setting])
+
+    @property
+    def claims(self) -> int:
+        return len(next(iter(self.rows.values()))) if self.rows else 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``reproduce.json`` document (sections left out when not computed)."""
+        return {"model": "reproduce",
+                **({"curves": {n: c.to_json() for n, c in self.curves.items()}} if self.curves else {}),
+                **({"out_of_sample": {n: v.to_json() for n, v in self.out_of_sample.items()}}
+                   if self.out_of_sample else {}),
+                **({"moe": {n: [r.to_json() for r in rs] for n, rs in self.moe.items()}} if self.moe else {}),
+                **({"table2": {n: [r.to_json() for r in rs] for n, rs in self.table2.items()}}
+                   if self.table2 else {}),
+                **({"alternatives": [a.to_json() for a in self.alternatives]} if self.alternatives else {}),
+                "settings": {s.name: s.to_json() for s in self.settings},
+                "rows": {name: [r.to_json() for r in rs] for name, rs in self.rows.items()},
+                "within": {name: self.within(name) for name in self.rows}, "claims": self.claims}

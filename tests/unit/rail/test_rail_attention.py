@@ -71,8 +71,8 @@ def test_unfused_is_the_default_and_leaves_the_model_unchanged() -> None:
                            hb_efficiency=0.8, tp_overlap=1.0)
         par = Parallelism(run.tp, run.pp, run.dp, recompute="selective")
         old = iteration.iteration(run.model(), platform, par, run.batch)
-        assert row["error_unfused"] == pytest.approx(old.mfu / run.published_mfu() - 1)
-        assert row["error"] > row["error_unfused"]
+        assert row.error_unfused == pytest.approx(old.mfu / run.published_mfu() - 1)
+        assert row.error > row.error_unfused
 
 
 def test_bad_attention_values_are_one_clear_error() -> None:

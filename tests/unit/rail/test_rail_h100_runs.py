@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 from dataclasses import replace
 
@@ -35,28 +36,44 @@ def test_each_row_is_the_iteration_model_on_that_rows_configuration() -> None:
         platform = replace(iteration.h100_cluster(run.gpus, network="rail-optimized"), efficiency=EFF,
                            hb_efficiency=HB, tp_overlap=1.0)
         expected = iteration.iteration(run.model(), platform, run.parallelism(), run.batch)
-        assert row["model_s"] == pytest.approx(expected.total)
-        assert row["error"] == pytest.approx(expected.mfu / run.published_mfu() - 1)
-        assert row["published_s"] == pytest.approx(run.published_seconds())
+        assert row.model_s == pytest.approx(expected.total)
+        assert row.error == pytest.approx(expected.mfu / run.published_mfu() - 1)
+        assert row.published_s == pytest.approx(run.published_seconds())
         unfused = iteration.iteration(run.model(), platform, replace(run.parallelism(), attention="unfused"),
                                       run.batch)
-        assert row["error_unfused"] == pytest.approx(unfused.mfu / run.published_mfu() - 1)
+        assert row.error_unfused == pytest.approx(unfused.mfu / run.published_mfu() - 1)
         assert run.parallelism().attention == h100_runs.ATTENTION == "fused"
-    assert rows[1]["model_s"] != pytest.approx(h100_runs.validation_rows(EFF, HB, (RUNS[4],))[0]["model_s"])
+    assert rows[1].model_s != pytest.approx(h100_runs.validation_rows(EFF, HB, (RUNS[4],))[0].model_s)
 
 
 def test_summary_median_and_guess_effects_are_recomputed() -> None:
     doc = h100_runs.summary(EFF, HB)
-    assert len(doc["rows"]) == len(RUNS)
-    assert doc["median_abs_error"] == pytest.approx(statistics.median(abs(r["error"]) for r in doc["rows"]))
-    none = h100_runs.validation_rows(EFF, HB, guesses={"recompute": "none"})
-    assert doc["guess_effect"]["recompute=none"] == pytest.approx(statistics.median(abs(r["error"]) for r in none))
-    assert "recompute" in doc["guesses"]
-    fp32 = h100_runs.validation_rows(EFF, HB, platform_options={"grad_bytes": 4})
-    assert doc["guess_effect"]["grad_bytes=4"] == pytest.approx(statistics.median(abs(r["error"]) for r in fp32))
-    assert all(a["model_s"] >= b["model_s"] for a, b in zip(fp32, doc["rows"]))
+    assert len(doc.rows) == len(RUNS)
+    assert doc.median_abs_error == pytest.approx(statistics.median(abs(r.error) for r in doc.rows))
+    none = h100_runs.validation_rows(EFF, HB, guesses=replace(h100_runs.GUESSES, recompute="none"))
+    assert doc.effect("recompute=none") == pytest.approx(statistics.median(abs(r.error) for r in none))
+    assert "recompute" in dict(doc.guesses)
+    fp32 = h100_runs.validation_rows(EFF, HB, platform_options=(("grad_bytes", 4),))
+    assert doc.effect("grad_bytes=4") == pytest.approx(statistics.median(abs(r.error) for r in fp32))
+    assert all(a.model_s >= b.model_s for a, b in zip(fp32, doc.rows))
+    with pytest.raises(KeyError, match="recompute=never"):
+        doc.effect("recompute=never")
     # interleaving applies only where Megatron allows it (PP > 1, whole chunks per stage)
-    assert [r.parallelism({"interleave": 2}).interleave for r in RUNS] == [1, 1, 1, 1, 2, 1, 2, 2, 1]
+    two = replace(h100_runs.GUESSES, interleave=2)
+    assert [r.parallelism(two).interleave for r in RUNS] == [1, 1, 1, 1, 2, 1, 2, 2, 1]
+
+
+def test_summary_json_keeps_the_saved_documents_keys() -> None:
+    doc = h100_runs.summary(EFF, HB)
+    saved = json.loads(json.dumps(doc.to_json()))
+    assert set(saved) == {"source", "attention", "guesses", "rows", "median_abs_error", "median_abs_error_unfused",
+                          "guess_effect"}
+    assert saved["guesses"] == {"microbatch": 1, "interleave": 1, "recompute": "selective"}
+    assert saved["guess_effect"]["recompute=none"] == pytest.approx(doc.effect("recompute=none"))
+    assert saved["rows"][0] == {"model": "GPT-1.7B", "gpus": doc.rows[0].gpus, "published_s": doc.rows[0].published_s,
+                                "model_s": doc.rows[0].model_s, "published_mfu": doc.rows[0].published_mfu,
+                                "model_mfu": doc.rows[0].model_mfu, "error": doc.rows[0].error,
+                                "error_unfused": doc.rows[0].error_unfused, "config": doc.rows[0].config}
 
 
 def test_a_bad_published_rate_is_one_clear_error() -> None:

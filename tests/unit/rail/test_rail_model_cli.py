@@ -110,20 +110,21 @@ def test_every_command_uses_the_reproduction_defaults(tmp_path: Path) -> None:
     doc = json.loads((tmp_path / "model-iteration.json").read_text())
     assert doc["efficiency"] == pytest.approx(setting.efficiency())
     assert doc["hb_efficiency"] == setting.hb_efficiency
-    platform = iteration.Platform(iteration.H100, 1024, 8, 3.6e12, 400e9, "rail-only", **setting.platform_options())
+    platform = iteration.Platform(iteration.H100, 1024, 8, 3.6e12, 400e9, "rail-only",
+                                  **dict(setting.platform_options()))
     _, expected = iteration.best(model_by_name("gpt-146b"), platform, 512)
     assert doc["configuration"]["results"][0]["breakdown"]["total"] == pytest.approx(expected.total)
 
     assert main(["model", "sweep", "batch", "--gpus", "1024", "--batches", "256", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "model-sweep-batch.json").read_text())["rows"]
-    direct = sweeps.batch_sweep("gpt-1t", 1024, (256,), **setting.platform_options())
+    direct = sweeps.batch_sweep("gpt-1t", 1024, (256,), **dict(setting.platform_options()))
     assert [r["seconds"] for r in rows] == pytest.approx([r["seconds"] for r in direct])
 
     assert main(["model", "cost", "--gpus", "16384", "--out", str(tmp_path)]) == 0
     cost = json.loads((tmp_path / "model-cost.json").read_text())["rows"][0]
-    row = next(r for r in reproduce.table2_rows(setting) if (r["gpus"], r["K"], r["radix"]) == (16384, 8, 64))
-    assert cost["power_saving_w"] == pytest.approx(row["power_saving_w"])
-    assert cost["cost_saving_usd"] == pytest.approx(row["cost_saving_usd"])
+    row = next(r for r in reproduce.table2_rows(setting) if (r.gpus, r.hb_size, r.radix) == (16384, 8, 64))
+    assert cost["power_saving_w"] == pytest.approx(row.power_saving_w)
+    assert cost["cost_saving_usd"] == pytest.approx(row.cost_saving_usd)
 
     assert main(["model", "traffic", "--pp", "8", "--dp", "4", "--batch", "64", "--out", str(tmp_path)]) == 0
     tr = json.loads((tmp_path / "model-traffic.json").read_text())

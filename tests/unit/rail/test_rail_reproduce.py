@@ -38,13 +38,13 @@ def test_changing_an_input_changes_the_row() -> None:
 
 def test_guesses_are_recomputed_under_their_alternatives() -> None:
     row = reproduce.reproduce_claim(_claim("fig8_146b"), reproduce.AFTER)
-    names = {g["name"] for g in row.guesses}
+    names = {g.name for g in row.guesses}
     assert names == {"cluster size", "global batch", "communication overlap", "gradient reduce bytes",
                      "K = 256 fabric"}
-    fp32 = next(g for g in row.guesses if g["name"] == "gradient reduce bytes")["alternatives"]["4"]
-    value, inputs = _claim("fig8_146b").compute(reproduce.AFTER, {"grad_bytes": 4})
+    fp32 = next(g for g in row.guesses if g.name == "gradient reduce bytes").under("4")
+    value, inputs = _claim("fig8_146b").compute(reproduce.AFTER, reproduce.GuessArgs(grad_bytes=4))
     assert inputs["grad_bytes"] == 4 and value == pytest.approx(fp32) and fp32 > row.value
-    sizes = next(g for g in row.guesses if g["name"] == "cluster size")["alternatives"]
+    sizes = dict(next(g for g in row.guesses if g.name == "cluster size").alternatives)
     assert set(sizes) == {"16384", "65536"}
     assert len({round(v, 6) for v in sizes.values()} | {round(row.value, 6)}) == 3
 
@@ -54,11 +54,11 @@ def test_gh200_two_tiers_are_shown_beside_the_papers_flat_domain() -> None:
     alternative, slower at K = 256 against the same flat ideal, and absent from K = 8 rows."""
     for key in ("fig8_1t", "fig8_146b", "fig10_k256_256"):
         row = reproduce.reproduce_claim(_claim(key), reproduce.AFTER)
-        fabric = next(g for g in row.guesses if g["name"] == "K = 256 fabric")
-        assert fabric["value"] == "flat"
-        two_tier = fabric["alternatives"][reproduce.GH200_TWO_TIERS]
+        fabric = next(g for g in row.guesses if g.name == "K = 256 fabric")
+        assert fabric.value == "flat"
+        two_tier = fabric.under(reproduce.GH200_TWO_TIERS)
         assert (two_tier > row.value) if key.startswith("fig8") else (two_tier < row.value)
-    assert all(g["name"] != "K = 256 fabric" for g in
+    assert all(g.name != "K = 256 fabric" for g in
                reproduce.reproduce_claim(_claim("fig9_k8_hb"), reproduce.AFTER).guesses)
 
 
@@ -67,27 +67,27 @@ def test_megatron_2021_schedule_exposes_the_dp_reduction_and_pipeline_sends() ->
     sends) GPT-146B's K = 256 slowdown grows: the DP reduction crosses the NIC at K = 256 but
     not in the ideal; the inputs name both overlaps."""
     row = reproduce.reproduce_claim(_claim("fig8_146b"), reproduce.AFTER)
-    overlap = next(g for g in row.guesses if g["name"] == "communication overlap")
-    assert overlap["alternatives"][reproduce.MEGATRON_2021] > 2 * row.value
-    value, inputs = _claim("fig8_146b").compute(reproduce.AFTER, {"overlap": reproduce.MEGATRON_2021})
+    overlap = next(g for g in row.guesses if g.name == "communication overlap")
+    assert overlap.under(reproduce.MEGATRON_2021) > 2 * row.value
+    value, inputs = _claim("fig8_146b").compute(reproduce.AFTER, reproduce.GuessArgs(overlap=reproduce.MEGATRON_2021))
     assert inputs["dp_overlap"] is False and inputs["pp_overlap"] is False
-    assert value == pytest.approx(overlap["alternatives"][reproduce.MEGATRON_2021])
+    assert value == pytest.approx(overlap.under(reproduce.MEGATRON_2021))
 
 
 def test_model_alternatives_are_judged_on_the_published_runs() -> None:
     """'as used' is the setting itself (its medians and count); each alternative refits the
     efficiency under its options and is recomputed, not copied."""
-    rows = {r["alternative"]: r for r in reproduce.model_alternatives(reproduce.AFTER)}
+    rows = {r.alternative: r for r in reproduce.model_alternatives(reproduce.AFTER)}
     assert set(rows) == {"as used", *reproduce.ALTERNATIVES}
     used = rows["as used"]
     oos = reproduce.out_of_sample(reproduce.AFTER)
-    assert used["a100_out_of_sample"] == pytest.approx(oos["median_abs_error"])
-    assert used["h100"] == pytest.approx(oos["h100"]["median_abs_error"])
-    assert used["within"] == sum(r.within for r in reproduce.reproduce(reproduce.AFTER, with_guesses=False))
+    assert used.a100_out_of_sample == pytest.approx(oos.median_abs_error)
+    assert used.h100 == pytest.approx(oos.h100.median_abs_error)
+    assert used.within == sum(r.within for r in reproduce.reproduce(reproduce.AFTER, with_guesses=False))
     fp32 = rows["gradients reduced in fp32"]
-    assert fp32["h100"] == pytest.approx(oos["h100"]["guess_effect"]["grad_bytes=4"])
+    assert fp32.h100 == pytest.approx(oos.h100.effect("grad_bytes=4"))
     tp_async = replace(reproduce.AFTER, options=(("tp_async_backward", True),))
-    assert rows["TP backward collectives beside the GEMMs"]["efficiency"] == pytest.approx(tp_async.efficiency())
+    assert rows["TP backward collectives beside the GEMMs"].efficiency == pytest.approx(tp_async.efficiency())
     assert tp_async.efficiency() != pytest.approx(reproduce.AFTER.efficiency())
 
 
@@ -129,9 +129,8 @@ def test_unknown_setting_is_named() -> None:
 
 def test_json_schema_and_pngs(tmp_path: Path) -> None:
     claims = tuple(c for c in reproduce.CLAIMS if c.key.startswith(("a2a", "fig9_k8", "intro", "fig10_falls")))
-    rows = {s.name: reproduce.reproduce(s, claims) for s in (reproduce.BEFORE, reproduce.AFTER)}
-    doc = report.reproduction_doc([reproduce.BEFORE, reproduce.AFTER], rows)
-    paths = report.save_reproduction(doc, tmp_path)
+    rows = {s.name: tuple(reproduce.reproduce(s, claims)) for s in (reproduce.BEFORE, reproduce.AFTER)}
+    paths = report.save_reproduction(reproduce.Reproduction((reproduce.BEFORE, reproduce.AFTER), rows), tmp_path)
     loaded = json.loads((tmp_path / "reproduce.json").read_text())
     assert set(loaded) == {"model", "settings", "rows", "within", "claims"}
     assert loaded["claims"] == len(claims)
@@ -155,7 +154,7 @@ def test_every_claim_cites_where_and_every_miss_has_a_cause() -> None:
     assert len({c.key for c in reproduce.CLAIMS}) == len(reproduce.CLAIMS)
     for row in rows:
         assert row.claim.where.startswith("§")
-        assert row.within or row.to_dict()["cause"] not in ("", "not traced"), row.claim.key
+        assert row.within or row.cause not in ("", "not traced"), row.claim.key
 
 
 def test_cli_reproduce_writes_table_json_and_pngs(tmp_path: Path) -> None:
@@ -189,14 +188,16 @@ def test_table2_rows_flag_where_one_tier_fewer_cannot_connect_a_rail() -> None:
     """K = 8, radix 64, 32,768 GPUs: a rail of 4,096 GPUs needs three tiers like the whole
     cluster (two tiers of radix 64 hold 2,048), so nothing is saved; the literal one-tier-fewer
     reading is infeasible there and innet's count stands."""
-    rows = {(r["gpus"], r["K"], r["radix"]): r for r in reproduce.table2_rows(reproduce.AFTER)}
+    rows = {(r.gpus, r.hb_size, r.radix): r for r in reproduce.table2_rows(reproduce.AFTER)}
     assert len(rows) == len(netcost.TABLE2_CLUSTERS)
     bad = rows[(32768, 8, 64)]
-    assert (bad["literal_tiers"], bad["literal_capacity"], bad["literal_feasible"]) == (2, 2048, False)
-    assert bad["cost_saving"] == 0.0
+    assert (bad.literal_tiers, bad.literal_capacity, bad.literal_feasible) == (2, 2048, False)
+    assert bad.cost_saving == 0.0
     good = rows[(16384, 8, 64)]
-    assert good["agrees"] and good["power_saving"] == pytest.approx(0.375, abs=0.001)
-    assert good["rail_only"]["switches_per_tier"] == (512, 256)
+    assert good.agrees and good.power_saving == pytest.approx(0.375, abs=0.001)
+    assert good.rail_only.switches_per_tier == (512, 256)
+    saved = good.to_json()
+    assert (saved["K"], saved["rail_only"]["switches_per_tier"]) == (8, (512, 256))
 
 
 def test_reproduction_figures_are_readable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -205,9 +206,9 @@ def test_reproduction_figures_are_readable(monkeypatch: pytest.MonkeyPatch, tmp_
 
     figures = keep_figures(monkeypatch)
     settings = (reproduce.BEFORE, reproduce.AFTER)
-    rows = {s.name: reproduce.reproduce(s, with_guesses=False) for s in settings}
+    rows = {s.name: tuple(reproduce.reproduce(s, with_guesses=False)) for s in settings}
     curves = {s.name: reproduce.figure_curves(s) for s in settings}
-    report.save_reproduction(report.reproduction_doc(settings, rows, curves), tmp_path)
+    report.save_reproduction(reproduce.Reproduction(settings, rows, curves), tmp_path)
     assert len(figures) == len(report.FIGURE_GROUPS) + 1
     problems = {f.axes[0].get_title(): check_figure(f) for f in figures}
     assert all(not p for p in problems.values()), problems
