@@ -11,7 +11,7 @@ import argparse
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from innet.argtypes import CommandParser, Reporter, output_dir, sizes
 
@@ -190,6 +190,7 @@ def _sweep(args: argparse.Namespace, console: Any) -> dict[str, Any]:
     from innet.testbed.rail.models import report, reproduce, sweeps
 
     options = {**dict(reproduce.DEFAULT.platform_options()), **_variants(args)}
+    rows: Sequence[sweeps.SweepRow]
     if args.sweep == "hb-size":
         for n in args.gpus:
             sweeps.check_sweep_args(n, args.batch)
@@ -210,7 +211,7 @@ def _sweep(args: argparse.Namespace, console: Any) -> dict[str, Any]:
         return {"model": "sweep", "sweep": args.sweep, "variants": _variants(args),
                 "rows": [r.to_json() for r in costs]}
     console.print(report.sweep_table(args.sweep, rows))
-    return {"model": "sweep", "sweep": args.sweep, "variants": _variants(args), "rows": rows}
+    return {"model": "sweep", "sweep": args.sweep, "variants": _variants(args), "rows": [r.to_json() for r in rows]}
 
 
 def _variants(args: argparse.Namespace) -> dict[str, Any]:

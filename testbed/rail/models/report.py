@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from innet.testbed.rail.models import iteration, netcost, railperf
+from innet.testbed.rail.models import iteration, netcost, railperf, sweeps
 from innet.testbed.rail.models.records import (Alternative, CostRow, FittedRunRow, IterationResult, MoeRow, OutOfSample,
                                                PerfRow, PublishedRunRow, Table2Row)
 
@@ -180,32 +180,28 @@ def cost_sweep_table(rows: Sequence[CostRow]) -> Any:
     return table
 
 
-def sweep_table(kind: str, rows: Sequence[Mapping[str, Any]]) -> Any:
+def sweep_table(kind: str, rows: Sequence[sweeps.SweepRow]) -> Any:
     """Figures 8-10 (``kind`` hb-size, bandwidth or batch) from the rows :mod:`sweeps` gives."""
     from rich.table import Table
 
     table = Table(title={"hb-size": "Figure 8: iteration time against the HB domain size K",
                          "bandwidth": "Figure 9: HB and NIC bandwidth (GPT-1T)",
                          "batch": "Figure 10: global batch and K (GPT-1T)"}[kind])
-    if kind == "bandwidth":
-        for col in ("K", "varied", "Gbit/s", "iteration s", "tp/pp/dp/b/v", "gain from 4x", "paper"):
-            table.add_column(col, justify="right")
-        for r in rows:
-            if r["bps"] is None:
-                table.add_row(str(r["hb_size"]), str(r["vary"]), "x4", "", "", _pct(r["gain_x4"]),
-                              _pct(r["paper_gain_x4"]))
-            else:
-                table.add_row(str(r["hb_size"]), str(r["vary"]), f"{r['bps'] / 1e9:g}", f"{r['seconds']:.3f}",
-                              "/".join(map(str, r["split"])), "", "")
-        return table
-    key, paper, label = (("slowdown", "paper_slowdown", "vs ideal") if kind == "hb-size"
-                         else ("relative", "paper_relative", "relative to ideal"))
-    for col in ("model", "GPUs", "batch", "K", "iteration s", "tp/pp/dp/b/v", label, "paper"):
+    label = "vs ideal" if kind == "hb-size" else "relative to ideal"
+    for col in (("K", "varied", "Gbit/s", "iteration s", "tp/pp/dp/b/v", "gain from 4x", "paper") if kind == "bandwidth"
+                else ("model", "GPUs", "batch", "K", "iteration s", "tp/pp/dp/b/v", label, "paper")):
         table.add_column(col, justify="right")
     for r in rows:
-        value = f"{r[key]:+.1%}" if kind == "hb-size" else f"{r[key]:.1%}"
-        table.add_row(str(r["model"]), str(r["gpus"]), str(r["batch"]), str(r["hb_size"]), f"{r['seconds']:.3f}",
-                      "/".join(map(str, r["split"])), value, _pct(r[paper]))
+        if isinstance(r, sweeps.BandwidthGain):
+            table.add_row(str(r.hb_size), r.vary, "x4", "", "", _pct(r.gain_x4), _pct(r.paper_gain_x4))
+        elif isinstance(r, sweeps.BandwidthRow):
+            table.add_row(str(r.hb_size), r.vary, f"{r.bps / 1e9:g}", f"{r.seconds:.3f}", "/".join(map(str, r.split)),
+                          "", "")
+        else:
+            value, paper = ((f"{r.slowdown:+.1%}", r.paper_slowdown) if isinstance(r, sweeps.HbSizeRow)
+                            else (f"{r.relative:.1%}", r.paper_relative))
+            table.add_row(r.model, str(r.gpus), str(r.batch), str(r.hb_size), f"{r.seconds:.3f}",
+                          "/".join(map(str, r.split)), value, _pct(paper))
     return table
 
 

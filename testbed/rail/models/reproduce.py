@@ -592,10 +592,10 @@ def figure_curves(settings: Settings, gpus: int = 32768) -> FigureCurves:
     points): Fig. 8's slowdown against K at ``gpus`` GPUs and batch 4096 (both guesses), and
     Fig. 10's performance relative to the ideal against the batch at K = 8 and 256."""
     opts = dict(settings.platform_options())
-    fig8 = tuple((m, tuple((int(r["hb_size"]), float(r["slowdown"])) for r in  # type: ignore[call-overload, arg-type]
+    fig8 = tuple((m, tuple((r.hb_size, r.slowdown) for r in
                            sweeps.hb_size_sweep((m,), (gpus,), sweeps.DEFAULT_BATCH, **opts)))
                  for m in sweeps.FIG8_MODELS)
-    fig10 = tuple((k, tuple((int(r["batch"]), float(r["relative"])) for r in  # type: ignore[call-overload, arg-type]
+    fig10 = tuple((k, tuple((r.batch, r.relative) for r in
                             sweeps.batch_sweep("gpt-1t", sweeps.FIG10_GPUS, sweeps.FIG10_BATCHES, (k,), **opts)))
                   for k in (8, 256))
     return FigureCurves(fig8, fig10, tuple((m, v) for (m, _), v in sweeps.PAPER_FIG8.items()),

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from innet.testbed.core.records import JsonRecord
 from innet.testbed.rail.models import iteration
 from innet.testbed.rail.models.gpt import model_by_name
 from innet.testbed.rail.models.railperf import ModelError
@@ -60,8 +61,79 @@ class SweepPoint:
     c_s_bps: float
     seconds: float
     hfu: float
-    split: tuple[int, int, int, int, int]
-    """(tp, pp, dp, microbatch, interleave)."""
+    split: Split
+
+
+Split = tuple[int, int, int, int, int]
+"""(tp, pp, dp, microbatch, interleave) of the best split found."""
+
+
+@dataclass(frozen=True)
+class HbSizeRow(JsonRecord):
+    """Figure 8: one model, cluster and K, and the slowdown against the ideal K = N."""
+
+    model: str
+    gpus: int
+    hb_size: int
+    batch: int
+    seconds: float
+    hfu: float
+    split: Split
+    slowdown: float
+    paper_slowdown: float | None
+    """The paper's number for this point (None: its text quotes none)."""
+
+
+@dataclass(frozen=True)
+class BandwidthRow(JsonRecord):
+    """Figure 9: one K at one HB (``vary="hb"``) or NIC (``"nic"``) bandwidth per GPU."""
+
+    model: str
+    gpus: int
+    hb_size: int
+    batch: int
+    vary: str
+    bps: float
+    seconds: float
+    split: Split
+
+
+@dataclass(frozen=True)
+class BandwidthGain:
+    """Figure 9: what 4x the varied bandwidth saves at one K, beside the paper's number."""
+
+    model: str
+    gpus: int
+    hb_size: int
+    batch: int
+    vary: str
+    gain_x4: float
+    """1 - time at the highest bandwidth / time at the lowest."""
+    paper_gain_x4: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "gpus": self.gpus, "hb_size": self.hb_size, "batch": self.batch,
+                "vary": self.vary, "bps": None, "gain_x4": self.gain_x4, "paper_gain_x4": self.paper_gain_x4}
+
+
+@dataclass(frozen=True)
+class BatchRow(JsonRecord):
+    """Figure 10: one global batch and K, and the performance relative to the ideal K = N."""
+
+    model: str
+    gpus: int
+    hb_size: int
+    batch: int
+    seconds: float
+    seconds_per_sequence: float
+    split: Split
+    relative: float
+    """Ideal time / time."""
+    paper_relative: float | None
+
+
+SweepRow = HbSizeRow | BandwidthRow | BandwidthGain | BatchRow
+"""A row of any of the three figure sweeps."""
 
 
 def point(model: str, gpus: int, hb_size: int, batch: int, c_f_bps: float = 3.6e12,
@@ -79,10 +151,10 @@ def point(model: str, gpus: int, hb_size: int, batch: int, c_f_bps: float = 3.6e
 
 
 def hb_size_sweep(models: tuple[str, ...] = FIG8_MODELS, gpus: tuple[int, ...] = FIG8_GPUS,
-                  batch: int = DEFAULT_BATCH, network: str = "rail-only", **options: Any) -> list[dict[str, object]]:
+                  batch: int = DEFAULT_BATCH, network: str = "rail-only", **options: Any) -> list[HbSizeRow]:
     """Figure 8: iteration time against K for each model and cluster, and the slowdown
     against the ideal K = N."""
-    rows: list[dict[str, object]] = []
+    rows: list[HbSizeRow] = []
     for model in models:
         for n in gpus:
             ideal = point(model, n, n, batch, network=network, **options)
@@ -90,17 +162,16 @@ def hb_size_sweep(models: tuple[str, ...] = FIG8_MODELS, gpus: tuple[int, ...] =
                 if k > n or n % k:
                     continue
                 p = ideal if k == n else point(model, n, k, batch, network=network, **options)
-                rows.append({"model": model, "gpus": n, "hb_size": k, "batch": batch, "seconds": p.seconds,
-                             "hfu": p.hfu, "split": p.split, "slowdown": p.seconds / ideal.seconds - 1,
-                             "paper_slowdown": PAPER_FIG8.get((model, k))})
+                rows.append(HbSizeRow(model, n, k, batch, p.seconds, p.hfu, p.split, p.seconds / ideal.seconds - 1,
+                                      PAPER_FIG8.get((model, k))))
     return rows
 
 
 def bandwidth_sweep(model: str = "gpt-1t", gpus: int = FIG9_GPUS, batch: int = DEFAULT_BATCH,
-                    hb_sizes: tuple[int, ...] = FIG9_HB_SIZES, **options: Any) -> list[dict[str, object]]:
+                    hb_sizes: tuple[int, ...] = FIG9_HB_SIZES, **options: Any) -> list[BandwidthRow | BandwidthGain]:
     """Figure 9: iteration time against C_F (NIC at 400 Gbit/s) and against C_S (HB at
     3.6 Tbit/s), and the reduction from 4x each."""
-    rows: list[dict[str, object]] = []
+    rows: list[BandwidthRow | BandwidthGain] = []
     for k in hb_sizes:
         for kind, values in (("hb", FIG9_C_F), ("nic", FIG9_C_S)):
             times = []
@@ -108,31 +179,25 @@ def bandwidth_sweep(model: str = "gpt-1t", gpus: int = FIG9_GPUS, batch: int = D
                 p = (point(model, gpus, k, batch, c_f_bps=bw, **options) if kind == "hb"
                      else point(model, gpus, k, batch, c_s_bps=bw, **options))
                 times.append(p.seconds)
-                rows.append({"model": model, "gpus": gpus, "hb_size": k, "batch": batch, "vary": kind,
-                             "bps": bw, "seconds": p.seconds, "split": p.split})
-            gain = 1 - times[-1] / times[0]
-            rows.append({"model": model, "gpus": gpus, "hb_size": k, "batch": batch, "vary": kind,
-                         "bps": None, "gain_x4": gain,
-                         "paper_gain_x4": PAPER_FIG9.get((k, kind)) if model == "gpt-1t" else None})
+                rows.append(BandwidthRow(model, gpus, k, batch, kind, bw, p.seconds, p.split))
+            rows.append(BandwidthGain(model, gpus, k, batch, kind, 1 - times[-1] / times[0],
+                                      PAPER_FIG9.get((k, kind)) if model == "gpt-1t" else None))
     return rows
 
 
 def batch_sweep(model: str = "gpt-1t", gpus: int = FIG10_GPUS, batches: tuple[int, ...] = FIG10_BATCHES,
-                hb_sizes: tuple[int, ...] | None = None, **options: Any) -> list[dict[str, object]]:
+                hb_sizes: tuple[int, ...] | None = None, **options: Any) -> list[BatchRow]:
     """Figure 10: iteration time against the global batch for each K, and the performance
     relative to the ideal K = N (ideal time / time)."""
     if hb_sizes is None:
         hb_sizes = tuple(k for k in HB_SIZES if 8 <= k <= gpus and gpus % k == 0)
-    rows: list[dict[str, object]] = []
+    rows: list[BatchRow] = []
     for b in batches:
         ideal = point(model, gpus, gpus, b, **options)
         for k in hb_sizes:
             p = ideal if k == gpus else point(model, gpus, k, b, **options)
-            rows.append({"model": model, "gpus": gpus, "hb_size": k, "batch": b, "seconds": p.seconds,
-                         "seconds_per_sequence": p.seconds / b,
-                         "split": p.split, "relative": ideal.seconds / p.seconds,
-                         "paper_relative": (PAPER_FIG10.get((k, b)) if (model, gpus) == ("gpt-1t", FIG10_GPUS)
-                                            else None)})
+            rows.append(BatchRow(model, gpus, k, b, p.seconds, p.seconds / b, p.split, ideal.seconds / p.seconds,
+                                 PAPER_FIG10.get((k, b)) if (model, gpus) == ("gpt-1t", FIG10_GPUS) else None))
     return rows
 
 

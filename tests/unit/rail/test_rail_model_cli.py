@@ -118,7 +118,7 @@ def test_every_command_uses_the_reproduction_defaults(tmp_path: Path) -> None:
     assert main(["model", "sweep", "batch", "--gpus", "1024", "--batches", "256", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "model-sweep-batch.json").read_text())["rows"]
     direct = sweeps.batch_sweep("gpt-1t", 1024, (256,), **dict(setting.platform_options()))
-    assert [r["seconds"] for r in rows] == pytest.approx([r["seconds"] for r in direct])
+    assert [r["seconds"] for r in rows] == pytest.approx([r.seconds for r in direct])
 
     assert main(["model", "cost", "--gpus", "16384", "--out", str(tmp_path)]) == 0
     cost = json.loads((tmp_path / "model-cost.json").read_text())["rows"][0]

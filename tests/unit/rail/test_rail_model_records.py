@@ -87,3 +87,18 @@ def test_figure_curves_json_has_the_plots_keys() -> None:
     assert set(saved["fig10"]) == {"8", "256"}
     assert all("," in key for key in saved["fig10_paper"])
     assert set(saved["fig8"]) == {m for m, _ in curves.fig8}
+
+
+def test_bandwidth_sweep_rows_and_gains_keep_the_documents_keys() -> None:
+    """A Fig. 9 gain is saved as a row with ``bps`` null beside the measured points, as before."""
+    from innet.testbed.rail.models import sweeps
+
+    rows = sweeps.bandwidth_sweep(gpus=1024, batch=256, hb_sizes=(8,))
+    gains = [r for r in rows if isinstance(r, sweeps.BandwidthGain)]
+    points = [r for r in rows if isinstance(r, sweeps.BandwidthRow)]
+    assert [g.vary for g in gains] == ["hb", "nic"] and len(points) == len(sweeps.FIG9_C_F) + len(sweeps.FIG9_C_S)
+    hb = [p for p in points if p.vary == "hb"]
+    assert gains[0].gain_x4 == pytest.approx(1 - hb[-1].seconds / hb[0].seconds)
+    saved = _saved(gains[0])
+    assert saved["bps"] is None and saved["paper_gain_x4"] == sweeps.PAPER_FIG9[(8, "hb")]
+    assert set(_saved(points[0])) == {"model", "gpus", "hb_size", "batch", "vary", "bps", "seconds", "split"}

@@ -56,7 +56,7 @@ def test_fig10_batch_size() -> None:
     """Paper: GPT-1T on 32,768 GPUs is 65% -> 85% of the ideal at K = 8 and 95% -> 99% at K = 256
     as the batch grows from 256 to 4096. Docs: within 6.5 points, and rising with the batch."""
     rows = sweeps.batch_sweep(batches=(256, 4096), hb_sizes=(8, 256))
-    rel = {(r["hb_size"], r["batch"]): float(r["relative"]) for r in rows}  # type: ignore[arg-type]
+    rel = {(r.hb_size, r.batch): r.relative for r in rows}
     for key, paper in sweeps.PAPER_FIG10.items():
         assert rel[key] == pytest.approx(paper, abs=0.065), key
     assert rel[(8, 4096)] > rel[(8, 256)] and rel[(256, 4096)] > rel[(256, 256)]
