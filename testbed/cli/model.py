@@ -142,7 +142,6 @@ def _run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
 def _iteration(args: argparse.Namespace, console: Any) -> dict[str, Any]:
     from innet.testbed.rail.models import iteration, report, reproduce
     from innet.testbed.rail.models.gpt import model_by_name
-    from innet.testbed.rail.models.records import IterationResult
 
     setting = reproduce.DEFAULT
     rows = report.validation_rows(setting.hb_efficiency)
@@ -163,7 +162,7 @@ def _iteration(args: argparse.Namespace, console: Any) -> dict[str, Any]:
             else:
                 par = iteration.Parallelism(args.tp, args.pp, args.dp, args.microbatch, args.interleave)
                 r = iteration.iteration(model, platform, par, args.batch)
-            configs.append(IterationResult(network, par, r))
+            configs.append(iteration.IterationResult(network, par, r))
         console.print(report.breakdown_table(args, configs))
         doc["configuration"] = {"gpt": args.gpt, "gpu": args.gpu, "gpus": args.gpus, "hb_size": args.hb_size,
                                 "c_f_bps": args.c_f * 1e9, "c_s_bps": args.c_s * 1e9, "batch": args.batch,

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -52,6 +52,7 @@ import numpy as np
 from innet.testbed.rail.models.gpt import (ATTENTION, BYTES_PER_VALUE, FUSED_BACKWARD_CORE_FLOPS, RECOMPUTE,
                                             GptModel, layer_work, model_by_name)
 from innet.testbed.rail.models.railperf import ModelError
+from innet.testbed.rail.models.records import PublishedRunRow
 
 NETWORKS = ("rail-only", "rail-optimized")
 TP_COLLECTIVES_PER_LAYER = 10
@@ -494,6 +495,18 @@ def best(model: GptModel, platform: Platform, batch: int) -> tuple[Parallelism, 
 
 
 @dataclass(frozen=True)
+class IterationResult:
+    """One network's iteration of a configuration: the split used and the time breakdown."""
+
+    network: str
+    split: Parallelism
+    breakdown: Breakdown
+
+    def to_json(self) -> dict[str, Any]:
+        return {"network": self.network, "split": asdict(self.split), "breakdown": asdict(self.breakdown)}
+
+
+@dataclass(frozen=True)
 class PublishedRun:
     """A measured Megatron run: configuration and iteration time."""
 
@@ -536,15 +549,14 @@ structure (more compute, more TP traffic) with the efficiency fitted on :data:`V
 
 def validation_rows(efficiency: float = FITTED_EFFICIENCY, hb_efficiency: float = HB_EFFICIENCY,
                     runs: Sequence[PublishedRun] = VALIDATION,
-                    options: tuple[tuple[str, Any], ...] = ()) -> list[dict[str, float | str]]:
+                    options: tuple[tuple[str, Any], ...] = ()) -> list[PublishedRunRow]:
     """Model vs published HFU for each run; ``error`` = model/published - 1. ``options``
     override further :class:`Platform` fields (a model alternative)."""
-    rows: list[dict[str, float | str]] = []
+    rows: list[PublishedRunRow] = []
     for run in runs:
         platform = replace(dgx_a100(run.gpus), efficiency=efficiency, hb_efficiency=hb_efficiency, **dict(options))
         r = iteration(model_by_name(run.model), platform, run.par, run.batch)
-        rows.append({"model": run.model, "gpus": run.gpus, "published_s": run.seconds, "model_s": r.total,
-                     "published_hfu": run.hfu(), "model_hfu": r.hfu, "error": r.hfu / run.hfu() - 1})
+        rows.append(PublishedRunRow(run.model, run.gpus, run.seconds, r.total, run.hfu(), r.hfu, r.hfu / run.hfu() - 1))
     return rows
 
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from innet.testbed.core.records import JsonRecord
-from innet.testbed.rail.models import iteration, netcost
+from innet.testbed.rail.models import netcost
 
 PlatformOptions = tuple[tuple[str, Any], ...]
 """Overrides of :class:`iteration.Platform` fields, as (field, value) pairs (hashable, so a
@@ -34,12 +34,6 @@ class PublishedRunRow(JsonRecord):
     published_hfu: float
     model_hfu: float
     error: float
-
-    @classmethod
-    def of(cls, row: dict[str, float | str]) -> "PublishedRunRow":
-        """The record of one :func:`iteration.validation_rows` row."""
-        return cls(str(row["model"]), int(row["gpus"]), float(row["published_s"]), float(row["model_s"]),
-                   float(row["published_hfu"]), float(row["model_hfu"]), float(row["error"]))
 
 
 @dataclass(frozen=True)
@@ -282,15 +276,3 @@ class PerfRow(JsonRecord):
     allreduce_hierarchical_ring_s: float
     allreduce_flat_ina_s: float
     allreduce_flat_ring_s: float
-
-
-@dataclass(frozen=True)
-class IterationResult:
-    """One network's iteration of a configuration: the split used and the time breakdown."""
-
-    network: str
-    split: iteration.Parallelism
-    breakdown: iteration.Breakdown
-
-    def to_json(self) -> dict[str, Any]:
-        return {"network": self.network, "split": asdict(self.split), "breakdown": asdict(self.breakdown)}

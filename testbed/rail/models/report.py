@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from innet.testbed.rail.models import iteration, netcost, railperf, sweeps
-from innet.testbed.rail.models.records import (Alternative, CostRow, FittedRunRow, IterationResult, MoeRow, OutOfSample,
-                                               PerfRow, PublishedRunRow, Table2Row)
+from innet.testbed.rail.models.records import (Alternative, CostRow, FittedRunRow, MoeRow, OutOfSample,
+                                               PerfRow, Table2Row)
 
 if TYPE_CHECKING:
     from innet.testbed.rail.models.reproduce import Reproduction
@@ -97,9 +97,9 @@ def validation_rows(hb_efficiency: float = iteration.HB_EFFICIENCY) -> list[Fitt
     rows = []
     for i, row in enumerate(iteration.validation_rows(efficiency, hb_efficiency)):
         others = [r for j, r in enumerate(iteration.VALIDATION) if j != i]
-        loo = float(iteration.validation_rows(iteration.calibrate(others, hb_efficiency), hb_efficiency)[i]["error"])
-        rows.append(FittedRunRow(**vars(PublishedRunRow.of(row)), efficiency=efficiency, loo_error=loo,
-                                 paper_error=PAPER_FIG7_ERROR.get(str(row["model"]))))
+        loo = iteration.validation_rows(iteration.calibrate(others, hb_efficiency), hb_efficiency)[i].error
+        rows.append(FittedRunRow(**vars(row), efficiency=efficiency, loo_error=loo,
+                                 paper_error=PAPER_FIG7_ERROR.get(row.model)))
     return rows
 
 
@@ -124,7 +124,7 @@ def validation_table(rows: Sequence[FittedRunRow]) -> Any:
     return table
 
 
-def breakdown_table(args: Any, configs: Sequence[IterationResult]) -> Any:
+def breakdown_table(args: Any, configs: Sequence[iteration.IterationResult]) -> Any:
     from rich.table import Table
 
     table = Table(title=f"{args.gpt} on {args.gpus} {args.gpu.upper()} GPUs, K={args.hb_size}, C_F={args.c_f:g} "

@@ -24,7 +24,7 @@ from innet.testbed.rail.models import h100_runs, iteration, netcost, railperf, s
 from innet.testbed.rail.models.gpt import model_by_name
 from innet.testbed.rail.models.railperf import ModelError
 from innet.testbed.rail.models.records import (Alternative, FigureCurves, MoeRow, MoeSlowdown, MoeTimes, NetworkTotals,
-                                               OutOfSample, OutOfSampleRow, PlatformOptions, PublishedRunRow, Table2Row)
+                                               OutOfSample, OutOfSampleRow, PlatformOptions, Table2Row)
 
 KINDS = ("value", "at_least", "at_most", "true")
 _T = TypeVar("_T")
@@ -254,10 +254,9 @@ def _fig7(model: str) -> Compute:
         others = [r for j, r in enumerate(iteration.VALIDATION) if j != i]
         eff = iteration.calibrate(others, hb_efficiency=s.hb_efficiency, options=s.options)
         row = iteration.validation_rows(eff, s.hb_efficiency, options=s.options)[i]
-        return abs(float(row["error"])), {"efficiency (fitted on the other three runs)": round(eff, 4),
-                                          "hb_efficiency": round(s.hb_efficiency, 3), "gpus": row["gpus"],
-                                          "model_hfu": round(float(row["model_hfu"]), 4),
-                                          "published_hfu": round(float(row["published_hfu"]), 4)}
+        return abs(row.error), {"efficiency (fitted on the other three runs)": round(eff, 4),
+                                "hb_efficiency": round(s.hb_efficiency, 3), "gpus": row.gpus,
+                                "model_hfu": round(row.model_hfu, 4), "published_hfu": round(row.published_hfu, 4)}
     return compute
 
 
@@ -616,7 +615,7 @@ def out_of_sample(settings: Settings) -> OutOfSample:
         config = (f"TP {run.par.tp} PP {run.par.pp} DP {run.par.dp} b {run.par.microbatch} "
                   f"v {run.par.interleave}, recompute {run.par.recompute}, "
                   f"{'sequence parallel' if run.par.sequence_parallel else 'TP all-reduce'}")
-        rows.append(OutOfSampleRow(**vars(PublishedRunRow.of(row)), config=config))
+        rows.append(OutOfSampleRow(**vars(row), config=config))
     return OutOfSample("Korthikanti et al. 2022 (arXiv 2205.05198), Table 5, full recompute; DGX A100",
                        settings.efficiency(), tuple(rows), statistics.median(abs(r.error) for r in rows),
                        h100_runs.summary(settings.efficiency(), settings.hb_efficiency, settings.options))
@@ -649,7 +648,7 @@ def model_alternatives(settings: Settings) -> list[Alternative]:
         oos = out_of_sample(s)
         claims = reproduce(s, with_guesses=False)
         rows.append(Alternative(name, options, s.efficiency(),
-                                statistics.median(abs(float(r["error"])) for r in fitted),
+                                statistics.median(abs(r.error) for r in fitted),
                                 oos.median_abs_error, oos.h100.median_abs_error,
                                 sum(r.within for r in claims), len(claims)))
     return rows

@@ -48,13 +48,13 @@ def test_validation_within_the_papers_errors() -> None:
     """The paper's model is within 1.8% (GPT-1T) and 10.8% (GPT-22B) of the published HFU; ours
     must be within 2% and 11% (docs/rail.md), in-sample and with the efficiency fitted on the
     other three runs (leave-one-out); every run within 8%."""
-    rows = {r["model"]: r for r in iteration.validation_rows()}
-    assert abs(float(rows["gpt-1t"]["error"])) <= 0.02
-    assert abs(float(rows["gpt-22b"]["error"])) <= 0.11
+    rows = {r.model: r for r in iteration.validation_rows()}
+    assert abs(rows["gpt-1t"].error) <= 0.02
+    assert abs(rows["gpt-22b"].error) <= 0.11
     for i, run in enumerate(iteration.VALIDATION):
         others = [r for j, r in enumerate(iteration.VALIDATION) if j != i]
-        loo = float(iteration.validation_rows(iteration.calibrate(others))[i]["error"])
-        assert abs(float(rows[run.model]["error"])) <= 0.08, run.model
+        loo = iteration.validation_rows(iteration.calibrate(others))[i].error
+        assert abs(rows[run.model].error) <= 0.08, run.model
         assert abs(loo) <= {"gpt-1t": 0.02, "gpt-22b": 0.11}.get(run.model, 0.08), (run.model, loo)
 
 
@@ -212,9 +212,9 @@ def test_out_of_sample_runs_use_their_own_recomputation_and_tp() -> None:
     full = iteration.validation_rows(eff, runs=iteration.OUT_OF_SAMPLE)
     sel = iteration.validation_rows(eff)
     for f, s in zip(full, sel):
-        assert f["model"] == s["model"]
-        assert float(f["model_s"]) > float(s["model_s"])
-        assert abs(float(f["error"])) < 0.10
+        assert f.model == s.model
+        assert f.model_s > s.model_s
+        assert abs(f.error) < 0.10
     par = iteration.OUT_OF_SAMPLE[0].par
     assert (par.recompute, par.sequence_parallel, par.tp_collectives) == ("full", False, 12)
     assert iteration.Parallelism(8, 1, 1).tp_collectives == iteration.TP_COLLECTIVES_PER_LAYER
