@@ -124,6 +124,7 @@ class GuessArgs:
     fabric: str | None = None
     overlap: str | None = None
     grad_bytes: int | None = None
+    held: str | None = None
 
 
 Inputs = Mapping[str, object]
@@ -290,13 +291,24 @@ def _fig9(k: int, vary: str) -> Compute:
     def compute(s: Settings, g: GuessArgs) -> tuple[float, Inputs]:
         n, batch = _or(g.gpus, 32768), _or(g.batch, sweeps.DEFAULT_BATCH)
         opts = {**dict(s.platform_options()), **_schedule(g), **_fabric(k, n, g)}
+        c_f, c_s = HELD_BANDWIDTHS[_or(g.held, HELD_H100)]
         if vary == "hb":
-            lo, hi = (sweeps.point("gpt-1t", n, k, batch, c_f_bps=bw, **opts) for bw in (2.4e12, 9.6e12))
+            lo, hi = (sweeps.point("gpt-1t", n, k, batch, c_f_bps=bw, c_s_bps=c_s, **opts)
+                      for bw in (2.4e12, 9.6e12))
         else:
-            lo, hi = (sweeps.point("gpt-1t", n, k, batch, c_s_bps=bw, **opts) for bw in (100e9, 400e9))
+            lo, hi = (sweeps.point("gpt-1t", n, k, batch, c_f_bps=c_f, c_s_bps=bw, **opts)
+                      for bw in (100e9, 400e9))
+        held = f"C_S {c_s / 1e9:g} Gbit/s" if vary == "hb" else f"C_F {c_f / 1e12:g} Tbit/s"
         return 1 - hi.seconds / lo.seconds, {"gpus": n, "batch": batch, "K": k, **_rounded(opts),
-                                             "range": "C_F 2.4->9.6 Tbit/s" if vary == "hb" else "C_S 100->400 Gbit/s"}
+                                             "range": ("C_F 2.4->9.6 Tbit/s" if vary == "hb"
+                                                       else "C_S 100->400 Gbit/s") + f", {held}"}
     return compute
+
+
+HELD_H100 = "DGX H100 (3.6 Tbit/s, 400 Gbit/s)"
+HELD_LOWEST = "the axes' lowest (2.4 Tbit/s, 100 Gbit/s)"
+HELD_BANDWIDTHS = {HELD_H100: (3.6e12, 400e9), HELD_LOWEST: (2.4e12, 100e9)}
+"""(C_F, C_S) at which Fig. 9 holds the bandwidth it does not vary, by reading."""
 
 
 def _fig10(k: int, batch: int) -> Compute:
@@ -388,11 +400,17 @@ _GRAD_GUESS = Guess("gradient reduce bytes", 2, (4,),
                     "--grad-reduce-in-bf16 (arguments.py: 'bfloat16 requires gradient accumulation and all-reduce "
                     "to be done in fp32'); innet uses 2 because with 4 the published Megatron-Core H100 runs come "
                     "out slower than measured (the H100 validation prints the median under grad_bytes=4)")
+_HELD_GUESS = Guess("other bandwidth held at", HELD_H100, (HELD_LOWEST,),
+                    "Fig. 9 varies one bandwidth at a time and does not say where it holds the other; innet holds "
+                    "it at the DGX H100's rates (the cluster of Figs. 8 and 10); the alternative holds it at the "
+                    "start of its axis, the 1x of the figure's '4x'")
 _FIG9_CAUSE = ("the paper states neither the cluster size nor the batch behind Fig. 9, and the gains move by up to "
                "20 points across 16k-65k GPUs and batches (guess column; 65,536 GPUs gives 35.8% for 4x NIC at "
                "K = 8, 16,384 gives 13.9% for 4x HB at K = 256); no single size matches all four, and hiding the "
                "TP collectives (tp_overlap 1) drops 4x HB at K = 256 to 1.8%, so the paper's model exposes them; "
-               "neither Megatron-LM 2021's schedule nor DGX GH200's two tiers moves a row within (guess columns)")
+               "neither Megatron-LM 2021's schedule nor DGX GH200's two tiers moves a row within, and holding "
+               "the other bandwidth at its axis's start brings only 4x HB at K = 8 within (guess columns). The paper "
+               "would need to state the cluster, the batch and the held bandwidth of the figure")
 
 def _t2(key: str, what: str, paper: float, unit: str, saving: str, end: str, cause: str = "") -> Claim:
     """One end of one of Table II's ranges (section V-E), over the guessed grid of rows."""
@@ -427,10 +445,14 @@ CLAIMS: tuple[Claim, ...] = (
                 "1-point rule"),
     Claim("fig4_dp_hb", "§III-B, Fig. 4", "allreduce bytes inside the HB domain (hierarchical)", 0.98, "%", _gh200_dp_hb),
     Claim("fig5_a2a_share", "§IV-B, Fig. 5", "all-to-all share of MoE-1.3B traffic", 0.27, "%", _moe_share,
-          cause="the share grows with the tokens per GPU (the dense all-reduce does not); the paper's batch is "
-                "not stated, and 27% lies between batch 256 (18%) and 512 (31%), guess column",
-          guesses=(Guess("MoE global batch", 512, (256, 1024), "not stated by the paper; 512 is 4 sequences of 2,048 "
-                         "tokens per GPU (the traffic command's default)"),)),
+          cause="27% needs the all-to-all to move 0.37x the dense all-reduce's bytes; DeepSpeed-MoE's published "
+                "1.3B+MoE-128 run (batch 512, top-1, experts in every other layer, 2,048 tokens) gives 0.44 "
+                "(31%), and its script's activation checkpointing, which redoes the forward's dispatch and "
+                "combine, would raise it to 0.66 (40%); the share grows with the tokens per GPU and 27% is "
+                "batch ~430 (guess column), so the paper would need to state its batch or GPU count",
+          guesses=(Guess("MoE global batch", 512, (256, 1024), "the paper does not state it; 512 is DeepSpeed-MoE's "
+                         "GPT-3 XL (1.3B) batch in Megatron-DeepSpeed's examples_deepspeed/MoE/"
+                         "ds_pretrain_gpt_1.3B_MoE128.sh (GLOBAL_BATCH_SIZE=512, SEQ_LEN=2048)"),)),
     Claim("fig7_1t", "§V-A, Fig. 7", "HFU error against Korthikanti et al., GPT-1T (at most)", 0.018, "%",
           _fig7("gpt-1t"), "at_most"),
     Claim("fig7_22b", "§V-A, Fig. 7", "HFU error, GPT-22B (at most)", 0.108, "%", _fig7("gpt-22b"), "at_most"),
@@ -446,13 +468,16 @@ CLAIMS: tuple[Claim, ...] = (
                 "column 'communication overlap'), DGX GH200's two tiers slow the reduction's HB phase (guess "
                 "column 'K = 256 fabric'), and the paper does not say which cluster size 4.1% is for"),
     Claim("fig9_k8_hb", "§V-C, Fig. 9", "GPT-1T, K = 8: iteration time saved by 4x HB bandwidth", 0.080, "%",
-          _fig9(8, "hb"), guesses=(_GPUS_GUESS, _BATCH_GUESS, _OVERLAP_GUESS, _GRAD_GUESS), cause=_FIG9_CAUSE),
+          _fig9(8, "hb"), guesses=(_GPUS_GUESS, _BATCH_GUESS, _OVERLAP_GUESS, _GRAD_GUESS, _HELD_GUESS),
+          cause=_FIG9_CAUSE),
     Claim("fig9_k8_nic", "§V-C, Fig. 9", "GPT-1T, K = 8: saved by 4x NIC bandwidth", 0.359, "%", _fig9(8, "nic"),
-          guesses=(_GPUS_GUESS, _BATCH_GUESS, _OVERLAP_GUESS, _GRAD_GUESS), cause=_FIG9_CAUSE),
+          guesses=(_GPUS_GUESS, _BATCH_GUESS, _OVERLAP_GUESS, _GRAD_GUESS, _HELD_GUESS), cause=_FIG9_CAUSE),
     Claim("fig9_k256_hb", "§V-C, Fig. 9", "GPT-1T, K = 256: saved by 4x HB bandwidth", 0.133, "%", _fig9(256, "hb"),
-          guesses=(_GPUS_GUESS, _BATCH_GUESS, _OVERLAP_GUESS, _GRAD_GUESS, _FABRIC_GUESS), cause=_FIG9_CAUSE),
+          guesses=(_GPUS_GUESS, _BATCH_GUESS, _OVERLAP_GUESS, _GRAD_GUESS, _FABRIC_GUESS, _HELD_GUESS),
+          cause=_FIG9_CAUSE),
     Claim("fig9_k256_nic", "§V-C, Fig. 9", "GPT-1T, K = 256: saved by 4x NIC bandwidth", 0.080, "%", _fig9(256, "nic"),
-          guesses=(_GPUS_GUESS, _BATCH_GUESS, _OVERLAP_GUESS, _GRAD_GUESS, _FABRIC_GUESS), cause=_FIG9_CAUSE),
+          guesses=(_GPUS_GUESS, _BATCH_GUESS, _OVERLAP_GUESS, _GRAD_GUESS, _FABRIC_GUESS, _HELD_GUESS),
+          cause=_FIG9_CAUSE),
     Claim("fig10_k8_256", "§V-D, Fig. 10", "GPT-1T, 32,768 GPUs, K = 8, batch 256: performance vs ideal", 0.65, "%",
           _fig10(8, 256), guesses=(_OVERLAP_GUESS, _GRAD_GUESS)),
     Claim("fig10_k8_4096", "§V-D, Fig. 10", "K = 8, batch 4096", 0.85, "%", _fig10(8, 4096), guesses=(_OVERLAP_GUESS, _GRAD_GUESS)),
@@ -481,7 +506,9 @@ CLAIMS: tuple[Claim, ...] = (
         "Table II's rows are not in our copy: innet's grid includes 16,384-GPU rows (the smallest saving) "
         "and 65,536-GPU rows with two tiers saved (the largest); the paper's prices (TopoOpt's) are not "
         "public in our sources either, and the percentages say a switch port costs ~2.8x a transceiver "
-        "there against 0.9x in ours"),
+        "there against 0.9x in ours. Paired end to end the paper's ranges imply rail-optimized networks "
+        "of $308M (38%, $117M) and $304M (77%, $234M), and of 4.6 MW (37%, 1.7 MW: the introduction's "
+        "30,000-GPU network) and 9.2 MW (75%, 6.9 MW); the paper would need to list its rows"),
     _t2("t2_usd_high", "money saved, high end", 234.0, "$M", "cost_saving_usd", "high", "see the low end"),
     _t2("t2_mw_low", "power saved, low end", 1.7, "MW", "power_saving_w", "low",
         "the grid's smallest saving is at 16,384 GPUs (one tier); the paper's 1.7 MW is one tier at ~32k "
@@ -554,7 +581,8 @@ def reproduce_claim(claim: Claim, settings: Settings, with_guesses: bool = True)
 
 _GUESS_ARGS = {"global batch": "batch", "cluster size": "gpus", "MoE global batch": "moe_batch", "switch radix": "radix",
                "Table II rows": "grid", "K = 256 fabric": "fabric",
-               "communication overlap": "overlap", "gradient reduce bytes": "grad_bytes"}
+               "communication overlap": "overlap", "gradient reduce bytes": "grad_bytes",
+               "other bandwidth held at": "held"}
 
 
 def _guess_args(values: Mapping[str, GuessValue]) -> GuessArgs:
