@@ -77,7 +77,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 0 if not luwu["errors"] and acc["luwu"] is not None and abs(acc["luwu"] - acc["local"]) <= 0.01 \
             else EXIT_ERROR
     if args.topo != "star":
-        from innet.testbed.rail.demo import RailDemoConfig, run as run_rail
+        from innet.testbed.rail.demo import PartialRailDemo, RailDemoConfig, run as run_rail
 
         steps = args.steps if "steps" in getattr(args, "given", ()) or not args.benchmark else RAIL_DEMO_STEPS
         sizes = {"sizes": args.sizes} if "sizes" in getattr(args, "given", ()) else {}
@@ -88,12 +88,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         except ValueError as error:
             raise UsageError(str(error)) from None
         rail = run_rail(rail_config, _console())
-        if rail.get("partial"):
-            return interrupted_partial(f"innet {args.command}", rail["file"])
-        t = rail["training"]
-        good = (t["workers_agree"] and t["switch_registers_match"] and t["bit_exact_with_model"]
-                and t["accuracy"] >= t["float_reference_accuracy"] - 0.03)
-        return 0 if good and all(r["ok"] for r in rail["rows"]) else EXIT_ERROR
+        if isinstance(rail, PartialRailDemo):
+            return interrupted_partial(f"innet {args.command}", rail.file)
+        return 0 if rail.good else EXIT_ERROR
     config = DemoConfig(workers=args.workers, steps=args.steps, backend=args.backend, gloo=not args.no_gloo,
                         bench_sizes=args.sizes, out_dir=args.out, executor=args.executor, switch_impl=args.switch_impl,
                         benchmark=args.benchmark)
@@ -125,20 +122,21 @@ def cmd_rail_bench(args: argparse.Namespace) -> int:
     console = _console()
     absent = tuple(getattr(args, "switch_absent", {}).items())
     with Reporter(console, f"bench {args.topo}") as report:
-        doc = rail_bench.run(config, progress=report, absent=absent)
+        result = rail_bench.run(config, progress=report, absent=absent)
+    doc = result.to_json()
     console.print(rail_bench.table(doc))
-    for s in doc["alltoall_slowdown"]:
+    for s in result.slowdowns:
         console.print(rail_bench.slowdown_line(s))
     json_path, png_path = rail_bench.save(doc, config.out_dir)
     console.print(f"wrote {json_path} and {png_path}")
-    if doc["partial"]:
+    if result.partial:
         return interrupted_partial("innet bench", json_path)
     if args.markdown:
         print(rail_bench.markdown(doc))
-    for failure in doc["failures"]:
-        console.print(f"[red]failed[/]: {failure['collective']} ({failure['switch_impl']}): {failure['error']}",
+    for failure in result.failures:
+        console.print(f"[red]failed[/]: {failure.collective} ({failure.switch_impl}): {failure.error}",
                       markup=True, highlight=False)
-    return 0 if all(r["ok"] for r in doc["rows"]) and not doc["failures"] else EXIT_ERROR
+    return 0 if all(r.ok for r in result.rows) and not result.failures else EXIT_ERROR
 
 
 NAMED_BENCHMARKS: dict[str, tuple[str, str]] = {

@@ -20,7 +20,7 @@ import datetime as dt
 import json
 import os
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -31,7 +31,8 @@ from innet.testbed.core.topology import TOPOLOGIES, Link
 from innet.testbed.backends.select import resolve_backend
 from innet.testbed.core.report import Column, markdown_table, rich_table
 from innet.testbed.rail.workloads import slowest_times
-from innet.testbed.rail.records import AllToAllSlowdown, Amdahl, BenchFailure, CollectiveRow, NotApplicable
+from innet.testbed.rail.records import (AllToAllSlowdown, Amdahl, BenchFailure, CollectiveRow, NotApplicable,
+                                        config_json)
 
 Progress = Callable[[str], None]
 
@@ -74,6 +75,43 @@ class RailBenchConfig:
             raise ValueError(f"rail bench rates nic={self.nic_mbps} hb={self.hb_mbps} Mbit/s: must be > 0")
 
 
+@dataclass(frozen=True)
+class RailBench:
+    """One ``innet bench --topo rail-*`` run: every row, slowdown and failure, and where it ran."""
+
+    config: RailBenchConfig
+    topology: str
+    backend: str
+    switch: str
+    """:func:`innet.testbed.core.machine.switch_description` of each implementation, ``" | "``-joined."""
+    switch_absent: tuple[tuple[str, str], ...]
+    """Implementations asked for but not installed: (name, why)."""
+    machine: dict[str, Any]
+    """:func:`innet.testbed.core.machine.describe`, the JSON every benchmark document holds."""
+    c_s_bps: float
+    c_f_bps: float
+    shaped: bool
+    """The links have rates (Mininet); loopback has none and leaves the model columns empty."""
+    rows: tuple[CollectiveRow, ...]
+    not_applicable: tuple[NotApplicable, ...]
+    slowdowns: tuple[AllToAllSlowdown, ...]
+    failures: tuple[BenchFailure, ...]
+    partial: bool
+    """Ctrl-C ended the run early; the rows are those measured before."""
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.config
+        return {"kind": "rail-bench", "config": config_json(c),
+                "not_applicable": [n.to_json() for n in self.not_applicable], "topology": self.topology,
+                "backend": self.backend, "switch": self.switch, "switch_absent": dict(self.switch_absent),
+                "machine": self.machine, "c_s_bps": self.c_s_bps, "c_f_bps": self.c_f_bps, "shaped": self.shaped,
+                "rows": [r.to_json() for r in self.rows], "small_frames_first": self.shaped and c.small_frames_first,
+                "alltoall_slowdown": [s.to_json() for s in self.slowdowns],
+                "failures": [f.to_json() for f in self.failures], "partial": self.partial,
+                "note": None if self.shaped else "loopback: no link rates, all-to-all does not cross the switches; "
+                                                 "model columns left empty"}
+
+
 def _row(collective: str, size: int, unit: str, per_rank: list[list[WorkerResult]], index: int,
          model_s: float | None, switch_impl: str) -> CollectiveRow:
     times = slowest_times(per_rank, index)
@@ -104,30 +142,29 @@ def alltoall_slowdown(direct: CollectiveRow, two_step: CollectiveRow, grid: rail
                                    (PAPER_A2A_SHARE * low, PAPER_A2A_SHARE * high)), direct.switch_impl)
 
 
-def slowdown_line(s: dict[str, Any]) -> str:
+def slowdown_line(s: AllToAllSlowdown) -> str:
     """One line for the CLI and the markdown report."""
-    a = s["amdahl"]
-    on = f" on {s['switch_impl']} switches" if s.get("switch_impl", "innet") != "innet" else ""
-    return (f"all-to-all two-step{on} slowdown at D={s['pair_bytes']} B: measured {s['measured']:.1%} (median of "
-            f"{s['runs']} runs, spread {s['spread'][0]:.1%} to {s['spread'][1]:.1%}), model {s['model']:.1%}, "
-            f"seed's C_S/C_F {s['seed_estimate']:.1%}; Amdahl total with the all-to-all at {a['a2a_share']:.1%} "
-            f"of an MoE iteration's bytes: {a['total']:.1%} (seed: {a['paper_a2a_share']:.0%} x 8.2-11.2% = "
-            f"{a['paper_totals'][0]:.1%}-{a['paper_totals'][1]:.1%})")
+    a = s.amdahl
+    on = f" on {s.switch_impl} switches" if s.switch_impl != "innet" else ""
+    return (f"all-to-all two-step{on} slowdown at D={s.pair_bytes} B: measured {s.measured:.1%} (median of "
+            f"{s.runs} runs, spread {s.spread[0]:.1%} to {s.spread[1]:.1%}), model {s.model:.1%}, "
+            f"seed's C_S/C_F {s.seed_estimate:.1%}; Amdahl total with the all-to-all at {a.a2a_share:.1%} "
+            f"of an MoE iteration's bytes: {a.total:.1%} (seed: {a.paper_a2a_share:.0%} x 8.2-11.2% = "
+            f"{a.paper_totals[0]:.1%}-{a.paper_totals[1]:.1%})")
 
 
 def run(config: RailBenchConfig, progress: Progress = lambda _: None,
-        absent: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
-    """Every collective on one testbed per switch implementation; the result document.
+        absent: Sequence[tuple[str, str]] = ()) -> RailBench:
+    """Every collective on one testbed per switch implementation.
     ``absent``: implementations asked for but not installed, (name, why), recorded. Ctrl-C
-    ends the run early: the rows so far, ``"partial": True``."""
+    ends the run early: the rows so far, ``partial`` set."""
     backend = resolve_backend(config.backend)
     topo = TOPOLOGIES[config.topo](domains=config.domains, gpus_per_domain=config.gpus_per_domain,
                                    nic_link=Link(bw_mbps=config.nic_mbps), hb_link=Link(bw_mbps=config.hb_mbps))
     grid = railperf.Grid(config.gpus_per_domain, config.domains, config.nic_mbps * 1e6, config.hb_mbps * 1e6)
-    shaped = backend == "mininet"
     rows: list[CollectiveRow] = []
     failures: list[BenchFailure] = []
-    slowdowns = []
+    slowdowns: list[AllToAllSlowdown] = []
     partial = False
     for impl in config.switch_impls:
         try:
@@ -141,19 +178,14 @@ def run(config: RailBenchConfig, progress: Progress = lambda _: None,
                 slowdowns.append(alltoall_slowdown(by["all-to-all direct"], by["all-to-all two-step"], grid))
         if partial:
             break
-    not_applicable = [] if topo.kind == "rail-optimized" else [
+    not_applicable = () if topo.kind == "rail-optimized" else (
         NotApplicable("flat INA", "rail-only has no switch that every GPU reaches (no spine)"),
-        NotApplicable("all-to-all direct", "rail-only has no NIC path between rails")]
-    return {"kind": "rail-bench", "config": {**asdict(config), "out_dir": str(config.out_dir)},
-            "not_applicable": [n.to_json() for n in not_applicable], "topology": topo.name, "backend": backend,
-            "switch": " | ".join(switch_description("auto", impl) for impl in config.switch_impls),
-            "switch_absent": dict(absent), "machine": machine(),
-            "c_s_bps": grid.c_s_bps, "c_f_bps": grid.c_f_bps, "shaped": shaped, "rows": [r.to_json() for r in rows],
-            "small_frames_first": shaped and config.small_frames_first,
-            "alltoall_slowdown": [s.to_json() for s in slowdowns], "failures": [f.to_json() for f in failures],
-            "partial": partial,
-            "note": None if shaped else "loopback: no link rates, all-to-all does not cross the switches; "
-                                        "model columns left empty"}
+        NotApplicable("all-to-all direct", "rail-only has no NIC path between rails"))
+    return RailBench(config=config, topology=topo.name, backend=backend,
+                     switch=" | ".join(switch_description("auto", impl) for impl in config.switch_impls),
+                     switch_absent=tuple(absent), machine=machine(), c_s_bps=grid.c_s_bps, c_f_bps=grid.c_f_bps,
+                     shaped=backend == "mininet", rows=tuple(rows), not_applicable=not_applicable,
+                     slowdowns=tuple(slowdowns), failures=tuple(failures), partial=partial)
 
 
 class _Interrupted(Exception):
@@ -258,16 +290,22 @@ SWITCH_COLUMN = Column("switch", lambda r: r.get("switch_impl", ""), align="left
 """Added when a run measured other switches than innet-switch alone (``--switch-impl``)."""
 
 
+# The renderers below read a saved document (``RailBench.to_json``), so a saved file can be
+# rendered again.
+
+
 def _all_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [*doc["rows"], *doc.get("not_applicable", [])]
 
 
 def columns_of(doc: dict[str, Any]) -> tuple[Column, ...]:
+    """The table's columns for a saved document: a switch column when it measured more than innet-switch."""
     impls = tuple(doc["config"].get("switch_impls", ("innet",)))
     return COLUMNS if impls == ("innet",) else (COLUMNS[0], SWITCH_COLUMN, *COLUMNS[1:])
 
 
 def table(doc: dict[str, Any]) -> Any:
+    """The terminal table of a saved document."""
     title = (f"{doc['topology']} ({doc['backend']}), C_S={doc['c_s_bps'] / 1e6:g} Mbit/s, "
              f"C_F={doc['c_f_bps'] / 1e6:g} Mbit/s, K={doc['config']['k']}"
              + (", small frames first" if doc.get("small_frames_first") else ""))
@@ -275,13 +313,15 @@ def table(doc: dict[str, Any]) -> Any:
 
 
 def markdown(doc: dict[str, Any]) -> str:
+    """The Markdown table and slowdown lines of a saved document."""
     lines = [markdown_table(columns_of(doc), _all_rows(doc))]
     for s in doc["alltoall_slowdown"]:
-        lines.append("\n" + slowdown_line(s))
+        lines.append("\n" + slowdown_line(AllToAllSlowdown.from_json(s)))
     return "\n".join(lines)
 
 
 def save(doc: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
+    """Writes the document (``RailBench.to_json``) and its plot under ``out_dir``."""
     from innet.testbed.core.report import pyplot
 
     plt = pyplot()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,7 @@ from innet.testbed.core.testbed import TestbedOptions, WorkerResult
 from innet.testbed.rail import digits as rail_digits
 from innet.testbed.rail.models import railperf
 from innet.testbed.rail.grid import shard_bounds
-from innet.testbed.rail.records import DemoRow, TrainingSummary
+from innet.testbed.rail.records import DemoRow, TrainingSummary, config_json
 from innet.testbed.core.topology import TOPOLOGIES, Link
 from innet.testbed.backends.select import resolve_backend
 
@@ -56,20 +56,73 @@ class RailDemoConfig:
     """Run the collectives after training (``innet demo``); False for ``innet train``."""
 
 
-def run(config: RailDemoConfig, console: Any) -> dict[str, Any]:
-    """The demo (or ``innet train``): the result document, also written as JSON. Ctrl-C: the
-    testbed torn down, a document of the stage reached and what finished before it, with
-    ``"partial": True`` and its path under ``"file"``."""
-    reached: dict[str, Any] = {"stage": "bring-up"}
+@dataclass(frozen=True)
+class RailDemoResult:
+    """One ``innet demo``/``innet train`` on a rail topology: the training and the collectives."""
+
+    topology: str
+    backend: str
+    switch_impl: str
+    config: RailDemoConfig
+    training: TrainingSummary
+    rows: tuple[DemoRow, ...]
+    """Empty for ``innet train``."""
+
+    @property
+    def good(self) -> bool:
+        """Every GPU ended with the switches' and the numpy model's parameters, the accuracy
+        is within 3 points of float32 training's, and every collective was exact."""
+        t = self.training
+        return (t.workers_agree and t.switch_registers_match and t.bit_exact_with_model
+                and t.accuracy >= t.float_reference_accuracy - 0.03 and all(r.ok for r in self.rows))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topology": self.topology, "backend": self.backend, "switch_impl": self.switch_impl,
+                "config": config_json(self.config), "training": self.training.to_json(),
+                "rows": [r.to_json() for r in self.rows]}
+
+
+@dataclass(frozen=True)
+class PartialRailDemo:
+    """A rail demo or training stopped by Ctrl-C: the stage it reached and the training once done."""
+
+    config: RailDemoConfig
+    stage: str
+    """``bring-up``, ``training`` or ``collectives``."""
+    training: TrainingSummary | None = None
+    file: str | None = None
+    """Where the document was written (absent from the document itself, written before)."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"partial": True, "config": config_json(self.config), "stage": self.stage}
+        if self.training is not None:
+            out["training"] = self.training.to_json()
+        return out
+
+
+def run(config: RailDemoConfig, console: Any) -> RailDemoResult | PartialRailDemo:
+    """The demo (or ``innet train``), its document also written as JSON. Ctrl-C: the
+    testbed torn down, the stage reached and what finished before it, written and returned
+    with the path it was written to."""
+    reached = _Reached()
     try:
         return _run(config, console, reached)
     except KeyboardInterrupt:
-        doc = {"partial": True, "config": {**asdict(config), "out_dir": str(config.out_dir)}, **reached}
-        path = save_json(config.out_dir, f"rail-{'demo' if config.benchmark else 'train'}-{config.topo}-partial", doc)
-        return {**doc, "file": str(path)}
+        partial = PartialRailDemo(config, reached.stage, reached.training)
+        path = save_json(config.out_dir, f"rail-{'demo' if config.benchmark else 'train'}-{config.topo}-partial",
+                         partial.to_json())
+        return replace(partial, file=str(path))
 
 
-def _run(config: RailDemoConfig, console: Any, reached: dict[str, Any]) -> dict[str, Any]:
+@dataclass
+class _Reached:
+    """The stage a run is in and its training summary once done, kept for a Ctrl-C."""
+
+    stage: str = "bring-up"
+    training: TrainingSummary | None = None
+
+
+def _run(config: RailDemoConfig, console: Any, reached: _Reached) -> RailDemoResult:
     """The whole run; ``reached`` says the stage and holds the training summary once done."""
     from rich.table import Table
 
@@ -90,7 +143,7 @@ def _run(config: RailDemoConfig, console: Any, reached: dict[str, Any]) -> dict[
             console.print(note, markup=False, highlight=False)
         addresses = ", ".join(f"{name} {address}" for name, address in sorted(tb.grpc_addresses.items()))
         console.print(f"up: P4Runtime {addresses}; training {config.steps} steps", markup=False, highlight=False)
-        reached["stage"] = "training"
+        reached.stage = "training"
         digits = rail_digits.DigitsConfig(gpus=config.gpus_per_domain * config.domains, steps=config.steps)
         started = time.perf_counter()
         out = workloads.digits(tb, digits)
@@ -99,7 +152,7 @@ def _run(config: RailDemoConfig, console: Any, reached: dict[str, Any]) -> dict[
         expect = rail_digits.simulate(digits, initial, shard_bounds(initial.size, tb.options.k, tb.grid.x),
                                       [out.jobs[rail] for rail in tb.grid.rails])
         finals = list(out.finals.values())
-        losses = rail_digits.mean_losses(out.lines, digits.steps)
+        losses = rail_digits.mean_losses({rank: g.steps for rank, g in out.lines.items()}, digits.steps)
         train = TrainingSummary(
             model="softmax regression, digits", mode=digits.mode, lr=digits.lr, beta=digits.beta,
             steps=digits.steps, gpus=digits.gpus, parameters=int(initial.size), seconds=seconds,
@@ -115,7 +168,7 @@ def _run(config: RailDemoConfig, console: Any, reached: dict[str, Any]) -> dict[
                       f"[bold]{train.accuracy:.3f}[/] (float32 reference {train.float_reference_accuracy:.3f}); "
                       f"workers agree {train.workers_agree}, switch registers match "
                       f"{train.switch_registers_match}, bit-exact with the numpy model {train.bit_exact_with_model}")
-        reached.update(stage="collectives", training=train.to_json())
+        reached.stage, reached.training = "collectives", train
         rows = _collectives(tb, config, grid, backend) if config.benchmark else []
     table = Table(title=f"{topo.name} ({backend})")
     for col in ("collective", "size", "median (ms)", "exact"):
@@ -124,12 +177,10 @@ def _run(config: RailDemoConfig, console: Any, reached: dict[str, Any]) -> dict[
         table.add_row(r.collective, str(r.size), f"{r.median_s * 1e3:.1f}", "yes" if r.ok else "NO")
     if rows:
         console.print(table)
-    doc = {"topology": topo.name, "backend": backend, "switch_impl": config.switch_impl,
-           "config": {**asdict(config), "out_dir": str(config.out_dir)}, "training": train.to_json(),
-           "rows": [r.to_json() for r in rows]}
+    result = RailDemoResult(topo.name, backend, config.switch_impl, config, train, tuple(rows))
     name = f"rail-{'demo' if config.benchmark else 'train'}-{config.topo}"
-    console.print(f"wrote {save_json(config.out_dir, name, doc)}")
-    return doc
+    console.print(f"wrote {save_json(config.out_dir, name, result.to_json())}")
+    return result
 
 
 def _collectives(tb: RailTestbed, config: RailDemoConfig, grid: railperf.Grid, backend: str) -> list[DemoRow]:

@@ -27,6 +27,7 @@ from innet.wire import quantize as qz
 from innet.host.training.model import Dataset, Mlp, Model, SoftmaxRegression, load_digits_dataset
 from innet.host.training.loop import TrainConfig, float_training, initial_params, minibatch
 from innet.wire import Mode
+from innet.testbed.core.records import JsonRecord
 
 I32 = npt.NDArray[np.int32]
 
@@ -93,8 +94,25 @@ def gradient(config: DigitsConfig, data: Dataset, rank: int, step: int, params: 
     return float(loss), out
 
 
+@dataclass(frozen=True)
+class StepLoss(JsonRecord):
+    """One GPU's training loss at one step, as ``rail_worker`` prints it (a JSON line)."""
+
+    rank: int
+    step: int
+    loss: float
+    time: float | None = None
+    """Wall-clock time the GPU printed it (``time.time()``); None until printed."""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StepLoss:
+        """The record again from a printed line."""
+        time = data.get("time")
+        return cls(int(data["rank"]), int(data["step"]), float(data["loss"]), None if time is None else float(time))
+
+
 def worker_loop(config: DigitsConfig, rank: int, initial: I32, step_fn: Callable[[I32], I32],
-                report: Callable[[dict[str, Any]], None], start_step: int = 0, data: Dataset | None = None) -> I32:
+                report: Callable[[StepLoss], None], start_step: int = 0, data: Dataset | None = None) -> I32:
     """One GPU's training from ``start_step`` (``initial``: the parameters before it):
     ``step_fn`` is the hierarchical push/pull; the final int32 parameters. ``data``: the
     loaded dataset (default: loaded here)."""
@@ -103,7 +121,7 @@ def worker_loop(config: DigitsConfig, rank: int, initial: I32, step_fn: Callable
     for s in range(start_step, config.steps):
         loss, g = gradient(config, data, rank, s, params)
         params = step_fn(g)
-        report({"rank": rank, "step": s, "loss": loss})
+        report(StepLoss(rank, s, loss))
     return params
 
 
@@ -140,12 +158,11 @@ def float_accuracy(config: DigitsConfig) -> float:
     return float_training(data, config.train_config(), config.model()).accuracy
 
 
-def mean_losses(lines: Mapping[int, Sequence[dict[str, Any]]], steps: int) -> list[float]:
-    """Mean training loss per step over the GPUs' ``{"step", "loss"}`` lines."""
+def mean_losses(steps_of: Mapping[int, Sequence[StepLoss]], steps: int) -> list[float]:
+    """Mean training loss per step over the GPUs' step lines (by rank)."""
     sums, counts = [0.0] * steps, [0] * steps
-    for rows in lines.values():
-        for d in rows:
-            if "loss" in d:
-                sums[int(d["step"])] += float(d["loss"])
-                counts[int(d["step"])] += 1
+    for lines in steps_of.values():
+        for line in lines:
+            sums[line.step] += line.loss
+            counts[line.step] += 1
     return [t / max(1, c) for t, c in zip(sums, counts)]

@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from innet.argtypes import Reporter, add_backend, add_out, brought_up, console, interrupted_partial
 from innet.testbed.core.report import Column, markdown_table, rich_table, save_json
 from innet.testbed.core.testbed import TestbedError, TestbedOptions
+
+if TYPE_CHECKING:
+    from innet.testbed.rail.records import FailoverBench
 
 SPARES = {"cold": ("cold",), "warm": ("warm",), "both": ("cold", "warm")}
 """``--spare``: started at the take-over (cold) or with the job, waiting (warm)."""
@@ -40,13 +44,14 @@ COLUMNS = (
 )
 
 
-def run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
+def run(args: argparse.Namespace, console: Any) -> FailoverBench:
+    """The runs ``args`` ask for; the table printed, the document written (its path in ``file``)."""
     from innet.testbed.backends.select import resolve_backend
     from innet.testbed.core.topology import Link, rail_only
     from innet.testbed.rail.digits import DigitsConfig, simulate
     from innet.testbed.rail.grid import shard_bounds
     from innet.testbed.rail import workloads
-    from innet.testbed.rail.records import FailoverRow
+    from innet.testbed.rail.records import FailoverBench, FailoverRow
     from innet.testbed.rail.spare import run_digits_failover
     from innet.testbed.rail.testbed import RailTestbed
 
@@ -86,12 +91,10 @@ def run(args: argparse.Namespace, console: Any) -> dict[str, Any]:
     console.print(rich_table(f"spare HB domain taking over rank {args.rank} ({backend})", COLUMNS, table_rows))
     if args.markdown:
         console.print(markdown_table(COLUMNS, table_rows), markup=False, highlight=False)
-    doc = {"topology": topo.name, "backend": backend, "steps": args.steps, "window": args.window,
-           "model_exact": model_exact, "rows": table_rows, "partial": partial}
-    path = save_json(args.out, "rail-failover", doc)
+    result = FailoverBench(topo.name, backend, args.steps, args.window, model_exact, tuple(rows), partial)
+    path = save_json(args.out, "rail-failover", result.to_json())
     console.print(f"wrote {path}")
-    doc["file"] = str(path)
-    return doc
+    return replace(result, file=str(path))
 
 
 def _check(args: argparse.Namespace) -> str | None:
@@ -141,10 +144,10 @@ def command(args: argparse.Namespace) -> int:
     from innet.testbed.rail.failover import FailoverError
 
     try:
-        doc = run(args, console())
+        result = run(args, console())
     except (TestbedError, ControllerError, FailoverError) as error:
         print(f"innet bench rail-failover: {type(error).__name__}: {str(error).splitlines()[0]}", file=sys.stderr)
         return 1
-    if doc["partial"]:
-        return interrupted_partial("innet bench rail-failover", doc["file"])
-    return 0 if doc["model_exact"] and all(r["exact"] for r in doc["rows"]) else 1
+    if result.partial:
+        return interrupted_partial("innet bench rail-failover", result.file)
+    return 0 if result.good else 1

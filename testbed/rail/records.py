@@ -53,6 +53,12 @@ class Amdahl(Record):
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "paper_totals": list(self.paper_totals)}
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Amdahl:
+        """The record again from its saved JSON (a document's ``amdahl`` object)."""
+        low, high = data["paper_totals"]
+        return cls(data["a2a_share"], data["total"], data["paper_a2a_share"], (low, high))
+
 
 @dataclass(frozen=True)
 class AllToAllSlowdown(Record):
@@ -71,6 +77,14 @@ class AllToAllSlowdown(Record):
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "spread": list(self.spread), "amdahl": self.amdahl.to_json()}
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AllToAllSlowdown:
+        """The record again from its saved JSON (an entry of a document's ``alltoall_slowdown``;
+        documents from before ``switch_impl`` was recorded read as innet-switch's)."""
+        low, high = data["spread"]
+        return cls(data["pair_bytes"], data["measured"], data["runs"], (low, high), data["model"],
+                   data["seed_estimate"], Amdahl.from_json(data["amdahl"]), data.get("switch_impl", "innet"))
+
 
 @dataclass(frozen=True)
 class BenchFailure(Record):
@@ -87,6 +101,11 @@ class NotApplicable(Record):
 
     collective: str
     reason: str
+
+
+def config_json(config: Any) -> dict[str, Any]:
+    """A run's config dataclass as its saved documents hold it (the output folder as a string)."""
+    return {**asdict(config), "out_dir": str(config.out_dir)}
 
 
 @dataclass(frozen=True)
@@ -168,3 +187,29 @@ class FailoverRow(Record):
 
     def to_json(self) -> dict[str, Any]:
         return {**self.times.to_json(), "exact": self.exact}
+
+
+@dataclass(frozen=True)
+class FailoverBench:
+    """One ``innet bench rail-failover``: the uninterrupted reference's check and every take-over."""
+
+    topology: str
+    backend: str
+    steps: int
+    window: int
+    model_exact: bool | None
+    """The uninterrupted run was bit-exact with the numpy model; None when Ctrl-C came before it ended."""
+    rows: tuple[FailoverRow, ...]
+    partial: bool
+    """Ctrl-C ended the runs early; the rows are those done before."""
+    file: str | None = None
+    """Where the document was written (absent from the document itself, written before)."""
+
+    @property
+    def good(self) -> bool:
+        """The reference matched the model and every take-over ended where it did."""
+        return bool(self.model_exact) and all(r.exact for r in self.rows)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topology": self.topology, "backend": self.backend, "steps": self.steps, "window": self.window,
+                "model_exact": self.model_exact, "rows": [r.to_json() for r in self.rows], "partial": self.partial}

@@ -221,16 +221,17 @@ def run_digits_failover(tb: RailTestbed, config: DigitsConfig, rank: int, kill_a
     spawned = time.time()
     out = workloads.digits_outputs(tb, survivors + took.procs, initial, timeout)
     spare_ranks = range(rank * tb.grid.x, (rank + 1) * tb.grid.x)  # global ranks of the domain's GPUs
-    spare_lines = [d for r in spare_ranks for d in out.lines.get(r, [])]
-    firsts = [float(d["time"]) for d in spare_lines if d.get("step") == took.point.step]
-    readies = [float(d["ready"]) for d in spare_lines if "ready" in d]
+    spare = [out.lines[r] for r in spare_ranks if r in out.lines]
+    firsts = [line.time for g in spare for line in g.steps if line.step == took.point.step and line.time is not None]
+    readies = [g.ready for g in spare if g.ready is not None]
     if len(firsts) != tb.grid.x or len(readies) != tb.grid.x:
         raise TestbedError(f"rank {rank}: the spare domain's GPUs reported {len(readies)} ready and {len(firsts)} "
-                           f"step-{took.point.step} lines, expected {tb.grid.x} each; their lines: "
-                           f"{[d for d in spare_lines if 'final' not in d][:6]}; ranks with lines {sorted(out.lines)}")
+                           f"step-{took.point.step} lines, expected {tb.grid.x} each; their step lines: "
+                           f"{[line.to_json() for g in spare for line in g.steps][:6]}; "
+                           f"ranks with lines {sorted(out.lines)}")
     first, ready = max(firsts), max(readies)
     witness = min(r for r in out.lines if r not in spare_ranks)
-    times = [float(d["time"]) for d in out.lines[witness] if "time" in d]
+    times = [line.time for line in out.lines[witness].steps if line.time is not None]
     gaps = [b - a for a, b in zip(times, times[1:])]
     return FailoverRun(out, FailoverTimes(
         rank=rank, spare="warm" if warm else "cold", failed_domain=took.failed_domain,

@@ -261,7 +261,7 @@ def _digits(plan: RailPlan, step: HierarchicalStep) -> bool:
     print(json.dumps({"rank": plan.rank, "ready": time.time()}), flush=True)  # agent, HB domain and data are up
     start = time.perf_counter()
     final = worker_loop(config, plan.rank, initial, lambda g: step.run(g, push=True),
-                        lambda d: print(json.dumps({**d, "time": time.time()}), flush=True),
+                        lambda line: print(json.dumps(replace(line, time=time.time()).to_json()), flush=True),
                         start_step=plan.start_step, data=data)
     print(json.dumps({"rank": plan.rank, "final": final.tolist(), "seconds": time.perf_counter() - start}),
           flush=True)

@@ -30,7 +30,7 @@ from innet.testbed.rail.worker import WORKER_MODULE as RAIL_WORKER
 
 if TYPE_CHECKING:
     from innet.controller.jobs import JobInfo
-    from innet.testbed.rail.digits import DigitsConfig
+    from innet.testbed.rail.digits import DigitsConfig, StepLoss
     from innet.testbed.rail.testbed import RailTestbed
 
 Procs = list[tuple[str, "subprocess.Popen[bytes]"]]
@@ -48,8 +48,36 @@ class TrainingRun:
     """Each rail's installed job (its optimizer integers)."""
     initial: np.ndarray
     """The parameters the job started with."""
-    lines: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
-    """Digits runs: every GPU's JSON lines (``{"step", "loss", "time"}``...), by global rank."""
+    lines: dict[int, GpuLines] = field(default_factory=dict)
+    """Digits runs: what every GPU printed, by global rank."""
+
+
+@dataclass(frozen=True)
+class GpuLines:
+    """What one training GPU (``rail_worker``) printed, read from its JSON lines."""
+
+    rank: int
+    steps: tuple[StepLoss, ...] = ()
+    """Digits: its loss at every step it ran, with the time it printed each."""
+    ready: float | None = None
+    """Digits: when its agent, HB domain and data were up (``time.time()``)."""
+    final: np.ndarray | None = None
+    """Its final int32 parameters."""
+
+    @classmethod
+    def from_json_lines(cls, lines: Sequence[dict[str, Any]]) -> GpuLines:
+        """The record of one process's printed JSON lines (at least one; all of one rank)."""
+        from innet.testbed.rail.digits import StepLoss  # the digits model loads only for training
+
+        steps, ready, final = [], None, None
+        for d in lines:
+            if "step" in d:
+                steps.append(StepLoss.from_json(d))
+            if "ready" in d:
+                ready = float(d["ready"])
+            if "final" in d:
+                final = np.asarray(d["final"], np.int64).astype(np.int32)
+        return cls(int(lines[0]["rank"]), tuple(steps), ready, final)
 
 
 def collect_results(tb: RailTestbed, procs: Procs, timeout: float, what: str) -> list[list[WorkerResult]]:
@@ -58,11 +86,12 @@ def collect_results(tb: RailTestbed, procs: Procs, timeout: float, what: str) ->
     return [parse_results(outputs[name].decode(errors="replace")) for name, _ in procs]
 
 
-def collect_lines(tb: RailTestbed, procs: Procs, timeout: float, what: str) -> list[list[dict[str, Any]]]:
-    """Wait for ``rail_worker`` training processes; per process, the JSON lines it printed."""
+def collect_lines(tb: RailTestbed, procs: Procs, timeout: float, what: str) -> list[GpuLines]:
+    """Wait for ``rail_worker`` training processes; what each that printed anything printed."""
     outputs = wait_outputs(tb.procs, procs, timeout, what)
-    return [[json.loads(line) for line in outputs[name].decode().splitlines() if line.startswith("{")]
-            for name, _ in procs]
+    parsed = [[json.loads(line) for line in outputs[name].decode().splitlines() if line.startswith("{")]
+              for name, _ in procs]
+    return [GpuLines.from_json_lines(lines) for lines in parsed if lines]
 
 
 def slowest_times(per_rank: list[list[WorkerResult]], index: int) -> list[float]:
@@ -191,15 +220,9 @@ def digits_outputs(tb: RailTestbed, procs: Procs, initial: np.ndarray, timeout: 
     return replace(_run(tb, finals, initial), lines=lines)
 
 
-def _finals(outputs: list[list[dict[str, Any]]]) -> tuple[dict[int, np.ndarray], dict[int, list[dict[str, Any]]]]:
-    finals, lines = {}, {}
-    for rows in outputs:
-        for d in rows:
-            if "final" in d:
-                finals[int(d["rank"])] = np.asarray(d["final"], np.int64).astype(np.int32)
-        if rows:
-            lines[int(rows[0]["rank"])] = rows
-    return finals, lines
+def _finals(outputs: list[GpuLines]) -> tuple[dict[int, np.ndarray], dict[int, GpuLines]]:
+    finals = {g.rank: g.final for g in outputs if g.final is not None}
+    return finals, {g.rank: g for g in outputs}
 
 
 def _run(tb: RailTestbed, finals: dict[int, np.ndarray], initial: np.ndarray) -> TrainingRun:

@@ -89,6 +89,6 @@ def test_a_spare_domain_takes_over_a_dead_one_with_no_lost_or_repeated_step(kill
         bounds = shard_bounds(plain.initial.size, tb.options.k, tb.grid.x)
         assert np.array_equal(simulate(config, plain.initial, bounds, [plain.jobs[r] for r in tb.grid.rails]),
                               plain.finals[0])
-        spare_steps = sorted(d["step"] for d in out.run.lines[2] if "step" in d)
+        spare_steps = sorted(line.step for line in out.run.lines[2].steps)
         assert spare_steps == list(range(report.resume_step, config.steps))
         assert report.recovery_s > 0 and report.read_state_s > 0

@@ -10,7 +10,7 @@ import pytest
 from innet.host.training.model import SoftmaxRegression, load_digits_dataset
 from innet.host.training.loop import simulate_training
 from innet.testbed.rail.grid import shard_bounds
-from innet.testbed.rail.digits import DigitsConfig, accuracy, mean_losses, simulate
+from innet.testbed.rail.digits import DigitsConfig, StepLoss, accuracy, mean_losses, simulate
 
 
 def test_initial_parameters_fill_whole_chunks_with_zero_padding() -> None:
@@ -43,6 +43,15 @@ def test_bad_config_is_refused(fields: dict[str, object], message: str) -> None:
 
 
 def test_mean_losses_per_step_over_gpus() -> None:
-    lines = {0: [{"rank": 0, "step": 0, "loss": 2.0}, {"rank": 0, "step": 1, "loss": 1.0}, {"rank": 0, "final": []}],
-             1: [{"rank": 1, "step": 0, "loss": 4.0}, {"rank": 1, "step": 1, "loss": 3.0}]}
+    lines = {0: [StepLoss(0, 0, 2.0), StepLoss(0, 1, 1.0)], 1: [StepLoss(1, 0, 4.0), StepLoss(1, 1, 3.0)]}
     assert mean_losses(lines, 2) == [3.0, 2.0]
+
+
+def test_a_gpus_printed_lines_read_as_one_record() -> None:
+    from innet.testbed.rail.workloads import GpuLines
+
+    printed = [{"rank": 2, "ready": 5.0}, StepLoss(2, 0, 1.5, 6.0).to_json(), {"rank": 2, "final": [1, -2], "seconds": 1}]
+    assert list(printed[1]) == ["rank", "step", "loss", "time"]  # the worker's line, keys in this order
+    g = GpuLines.from_json_lines(printed)
+    assert (g.rank, g.ready, g.steps) == (2, 5.0, (StepLoss(2, 0, 1.5, 6.0),))
+    assert g.final is not None and g.final.dtype == np.int32 and g.final.tolist() == [1, -2]

@@ -135,11 +135,13 @@ def test_bench_slowdown_pairs_repeats_and_applies_amdahl() -> None:
     direct = CollectiveRow("all-to-all direct", 50_000, "bytes/pair", 1.0, 0.9, (1.2, 1.0, 0.9), True, None, "innet")
     two_step = CollectiveRow("all-to-all two-step", 50_000, "bytes/pair", 1.1, 1.0, (1.0, 1.1, 1.26), True, None,
                              "innet")
-    s = alltoall_slowdown(direct, two_step, g).to_json()
+    record = alltoall_slowdown(direct, two_step, g)
+    s = record.to_json()
     assert s["measured"] == pytest.approx(0.1) and s["runs"] == 3
     # sorted and paired: 1.0/0.9, 1.1/1.0, 1.26/1.2
     assert s["spread"] == [pytest.approx(0.05), pytest.approx(1.0 / 0.9 - 1)]
     a = s["amdahl"]
     assert 0.2 < a["a2a_share"] < 0.4 and a["total"] == pytest.approx(a["a2a_share"] * 0.1)
     assert a["paper_totals"] == [pytest.approx(0.27 * 0.082), pytest.approx(0.27 * 0.112)]
-    assert "measured 10.0% (median of 3 runs, spread 5.0% to 11.1%)" in slowdown_line(s)
+    assert "measured 10.0% (median of 3 runs, spread 5.0% to 11.1%)" in slowdown_line(record)
+    assert type(record).from_json(s) == record  # a saved document renders the same line
