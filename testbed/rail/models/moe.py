@@ -13,13 +13,14 @@ three placements of the experts:
 * ``rail-only``: the same placement, the all-to-all by the two-step route through the HB
   domain (:func:`railperf.alltoall_rail_only`, the paper's section IV-B).
 
-Per MoE layer and iteration four all-to-alls (dispatch and combine, forward and backward),
+Per MoE layer and iteration four all-to-alls (dispatch and combine, forward and backward;
+six when the backward recomputes the forward, :attr:`traffic.MoeModel.recompute`),
 each GPU sending ``tokens x top_k x h`` bf16 values spread evenly over its expert group
 (uniform routing, the paper's assumption). Computation: the model FLOPs of the dense GPT of
-the same shape (top-1 routing activates one expert MLP per token, the size of the dense MLP),
-spread evenly, at the GPU's sustained efficiency; gradients: hierarchical ring all-reduces
-(reduce-scatter in the HB domain, ring on the rail, all-gather), not overlapped (DeepSpeed-MoE's
-default). Bandwidth terms only, as in the paper.
+the same shape (top-1 routing activates one expert MLP per token, the size of the dense MLP;
+its forward once more with recomputation), spread evenly, at the GPU's sustained efficiency;
+gradients: hierarchical ring all-reduces (reduce-scatter in the HB domain, ring on the rail,
+all-gather), not overlapped (DeepSpeed-MoE's default). Bandwidth terms only, as in the paper.
 """
 
 from __future__ import annotations
@@ -91,10 +92,11 @@ def moe_iteration(model: MoeModel, cluster: MoeCluster, batch: int, placement: s
         raise ModelError(f"batch={batch}: must be a positive multiple of gpus={n}")
     dense = GptModel(model.name, model.hidden, model.layers, heads=max(1, model.hidden // 128), seq=model.seq,
                      vocab=model.vocab)
-    compute = dense.model_flops(batch) / n / (cluster.gpu.peak_flops * cluster.efficiency)
+    flops = dense.hardware_flops(batch, "full") if model.recompute else dense.model_flops(batch)
+    compute = flops / n / (cluster.gpu.peak_flops * cluster.efficiency)
     tokens = batch // n * model.seq
     sent = tokens * model.top_k * model.hidden * BYTES_PER_VALUE  # per GPU, per all-to-all
-    passes = 4 * model.moe_layers
+    passes = model.alltoalls_per_layer * model.moe_layers
     domains = n // k
     grid_all = cluster.grid(domains)
     if placement == "hb":

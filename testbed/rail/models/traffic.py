@@ -142,10 +142,21 @@ class MoeModel:
     top_k: int = 1
     seq: int = 2048
     vocab: int = 51200
+    recompute: bool = False
+    """Whether the backward pass redoes each layer's forward (activation checkpointing), and
+    with it the MoE layers' dispatch and combine all-to-alls. Megatron-DeepSpeed's
+    1.3B+MoE-128 script turns it on (``ACTIVATION_CHECKPOINT="true"``); off by default, as
+    in the MoE iteration model and the testbed's all-to-all measurement it is checked against."""
 
     @property
     def moe_layers(self) -> int:
         return self.layers // self.moe_every
+
+    @property
+    def alltoalls_per_layer(self) -> int:
+        """All-to-alls per MoE layer and iteration: dispatch and combine forward and backward,
+        and the forward's again when the backward recomputes it."""
+        return 6 if self.recompute else 4
 
     @property
     def dense_params(self) -> float:
@@ -161,8 +172,9 @@ with 128 experts in every other layer, top-1 gating; the Rail-only paper's Fig. 
 
 def moe(model: MoeModel, gpus: int, batch: int, hb_size: int) -> TrafficMatrix:
     """Traffic of one iteration with uniform token routing: per MoE layer, two all-to-alls
-    forward (dispatch, combine) and two backward, each GPU's ``tokens x h`` values spread
-    evenly over the ``experts`` GPUs; plus the all-reduce of the dense parameters."""
+    forward (dispatch, combine) and two backward (two more with ``model.recompute``), each
+    GPU's ``tokens x h`` values spread evenly over the ``experts`` GPUs; plus the all-reduce
+    of the dense parameters."""
     _check_size(gpus)
     if gpus % model.experts:
         raise ModelError(f"gpus={gpus}: must be a multiple of experts={model.experts}")
@@ -172,7 +184,8 @@ def moe(model: MoeModel, gpus: int, batch: int, hb_size: int) -> TrafficMatrix:
         raise ModelError(f"batch={batch}: must be a multiple of gpus={gpus}")
     tokens = batch // gpus * model.seq
     a2a = np.zeros((gpus, gpus))
-    per_peer = 4 * model.moe_layers * model.top_k * tokens * model.hidden * BYTES_PER_VALUE / model.experts
+    per_peer = (model.alltoalls_per_layer * model.moe_layers * model.top_k * tokens * model.hidden * BYTES_PER_VALUE
+                / model.experts)
     for g in range(gpus // model.experts):
         block = slice(g * model.experts, (g + 1) * model.experts)
         a2a[block, block] += per_peer

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from innet.testbed.rail.models import iteration, moe, railperf, traffic
@@ -22,6 +24,17 @@ def test_alltoall_term_is_the_railperf_formula() -> None:
     pair = 512 // 128 * m.seq * m.hidden * 2 / m.experts
     assert r.alltoall == pytest.approx(4 * m.moe_layers * railperf.alltoall_rail_only(c.grid(16), pair))
     assert r.expert_allreduce == 0.0  # one expert per GPU, 128 GPUs: no replica
+
+
+def test_recomputation_redoes_the_forward_alltoalls_and_compute() -> None:
+    """With activation checkpointing each MoE layer runs six all-to-alls instead of four, and
+    the dense FLOPs are the fully recomputed ones."""
+    c = _cluster()
+    plain = moe.moe_iteration(traffic.MOE_1_3B, c, 512, "rail-only")
+    again = moe.moe_iteration(replace(traffic.MOE_1_3B, recompute=True), c, 512, "rail-only")
+    assert again.alltoall == pytest.approx(1.5 * plain.alltoall)
+    assert again.dense_allreduce == plain.dense_allreduce
+    assert again.compute > plain.compute
 
 
 def test_rail_only_costs_the_forwarding_tax_and_little_of_the_iteration() -> None:

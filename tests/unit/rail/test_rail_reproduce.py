@@ -62,6 +62,29 @@ def test_gh200_two_tiers_are_shown_beside_the_papers_flat_domain() -> None:
                reproduce.reproduce_claim(_claim("fig9_k8_hb"), reproduce.AFTER).guesses)
 
 
+def test_fig9_held_bandwidth_is_a_named_reading() -> None:
+    """Fig. 9 varies one bandwidth at a time; where the other is held is a guess with both
+    readings computed, and the row's inputs name the held one. Holding the NIC at 100 Gbit/s
+    makes the NIC a bigger part of the time, so 4x HB bandwidth is worth less at K = 8."""
+    row = reproduce.reproduce_claim(_claim("fig9_k8_hb"), reproduce.AFTER)
+    held = next(g for g in row.guesses if g.name == "other bandwidth held at")
+    assert held.value == reproduce.HELD_H100
+    assert held.under(reproduce.HELD_LOWEST) < row.value
+    assert row.inputs["range"] == "C_F 2.4->9.6 Tbit/s, C_S 400 Gbit/s"
+    _, inputs = _claim("fig9_k256_nic").compute(reproduce.AFTER, reproduce.GuessArgs(held=reproduce.HELD_LOWEST))
+    assert inputs["range"] == "C_S 100->400 Gbit/s, C_F 2.4 Tbit/s"
+
+
+def test_moe_activation_checkpointing_is_shown_beside_the_share() -> None:
+    """Recomputing the forward redoes its two all-to-alls per MoE layer: 6 instead of 4, so
+    the all-to-all's bytes grow by half against the same dense all-reduce."""
+    row = reproduce.reproduce_claim(_claim("fig5_a2a_share"), reproduce.AFTER)
+    assert row.inputs["activation checkpointing"] is False
+    on = next(g for g in row.guesses if g.name == "MoE activation checkpointing").under(reproduce.MOE_RECOMPUTE)
+    ratio_off, ratio_on = row.value / (1 - row.value), on / (1 - on)
+    assert ratio_on == pytest.approx(1.5 * ratio_off)
+
+
 def test_megatron_2021_schedule_exposes_the_dp_reduction_and_pipeline_sends() -> None:
     """Under Megatron-LM 2021's schedule (gradients reduced after the backward pass, blocking
     sends) GPT-146B's K = 256 slowdown grows: the DP reduction crosses the NIC at K = 256 but
