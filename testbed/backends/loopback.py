@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 from innet.polling import PollTimeout, poll_until
 from innet import wire
+from innet.testbed.core.network import SwitchProcess
 from innet.testbed.core.processes import ProcessGroup
 from innet.testbed.core.testbed import TestbedError, TestbedOptions
 from innet.testbed.core.topology import Topology
@@ -118,16 +119,16 @@ class LoopbackNetwork:
             raise TestbedError(f"{error} ({', '.join(sorted(pending))} pending): {tails}") from None
         return addresses
 
-    def switch_details(self) -> dict[str, dict[str, Any]]:
+    def switch_details(self) -> dict[str, SwitchProcess]:
         """Per P4 switch: pid, log and the UDP address of each port (``innet testbed status``)."""
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, SwitchProcess] = {}
         if self.procs is None:
             return out
         for s in self.topology.p4_switches:
             popen = self.procs.popens.get(self.process_name(s.name))
-            out[s.name] = {"pid": None if popen is None else popen.pid,
-                           "log": str(self.procs.log_path(self.process_name(s.name))),
-                           "udp_ports": {str(p): f"{h}:{u}" for p, (h, u) in sorted(self.switch_udp.get(s.name, {}).items())}}
+            out[s.name] = SwitchProcess(
+                None if popen is None else popen.pid, str(self.procs.log_path(self.process_name(s.name))),
+                udp_ports={str(p): f"{h}:{u}" for p, (h, u) in sorted(self.switch_udp.get(s.name, {}).items())})
         return out
 
     def stop(self) -> None:

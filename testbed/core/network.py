@@ -13,9 +13,23 @@ itself, so a system asks for the fault and never tests which backend it runs on.
 from __future__ import annotations
 
 import subprocess
+from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 from innet.testbed.core.processes import ProcessGroup
+
+
+@dataclass(frozen=True)
+class SwitchProcess:
+    """A running P4 switch as a backend started it: what the testbed's state file records."""
+
+    pid: int | None
+    """None when the backend does not know it (a switch not started here)."""
+    log: str
+    udp_ports: dict[str, str] = field(default_factory=dict)
+    """Loopback: switch port -> the UDP HOST:PORT its socket is bound to."""
+    interfaces: dict[str, str] = field(default_factory=dict)
+    """Mininet: switch port -> interface name (``s1-eth1``)."""
 
 
 class TestbedNetwork(Protocol):
@@ -74,9 +88,8 @@ class TestbedNetwork(Protocol):
         """Per host, (bytes sent, bytes received) on its link so far; None where not measurable."""
         ...
 
-    def switch_details(self) -> dict[str, dict[str, Any]]:
-        """Per P4 switch, what its state file records: ``pid``, ``log`` and ``udp_ports``
-        (loopback: port -> HOST:PORT) or ``interfaces`` (Mininet: port -> interface)."""
+    def switch_details(self) -> dict[str, SwitchProcess]:
+        """Per P4 switch, its process and ports as its state file records them."""
         ...
 
     def switch_pid(self) -> int | None:

@@ -308,11 +308,12 @@ class Testbed:
         for s in self.topology.p4_switches:
             if s.name not in self.grpc_addresses:
                 continue
-            d = details.get(s.name, {})
+            d = details.get(s.name)
             thrift = self.network.thrift_ports.get(s.name)
             switches.append(SwitchState(s.name, s.device_id, self.grpc_addresses[s.name],
-                                        None if thrift is None else f"127.0.0.1:{thrift}", d.get("pid"),
-                                        d.get("log"), d.get("udp_ports", {}), d.get("interfaces", {}),
+                                        None if thrift is None else f"127.0.0.1:{thrift}",
+                                        None if d is None else d.pid, None if d is None else d.log,
+                                        {} if d is None else d.udp_ports, {} if d is None else d.interfaces,
                                         self.options.switch_impl))
         processes = [(r.name, r.pid, str(self.procs.log_path(r.name))) for r in self.procs.records]
         self.state = with_switches(self.state, switches, processes)

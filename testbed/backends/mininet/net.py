@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 from innet.polling import PollTimeout, poll_until
 from innet.testbed.backends.mininet import impair, smallfirst
+from innet.testbed.core.network import SwitchProcess
 from innet.testbed.core.processes import ProcessGroup
 from innet.testbed.core.testbed import TestbedError, TestbedOptions
 from innet.testbed.backends.mininet.clean import SWITCHES_FILE
@@ -182,14 +183,14 @@ class MininetNetwork:
                     except smallfirst.SmallFirstError as error:
                         raise TestbedError(str(error)) from None
 
-    def switch_details(self) -> dict[str, dict[str, Any]]:
+    def switch_details(self) -> dict[str, SwitchProcess]:
         """Per P4 switch: pid, log and the interface of each port (``innet testbed status``)."""
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, SwitchProcess] = {}
         for s in self.topology.p4_switches if self.net is not None else ():
             node = self.net.get(s.name)
             process = getattr(node, "process", None)
-            out[s.name] = {"pid": None if process is None else process.pid, "log": str(node.log_path),
-                           "interfaces": {str(p): i for p, i in sorted(node.data_ports().items())}}
+            out[s.name] = SwitchProcess(None if process is None else process.pid, str(node.log_path),
+                                        interfaces={str(p): i for p, i in sorted(node.data_ports().items())})
         return out
 
     def switch_pid(self) -> int | None:
