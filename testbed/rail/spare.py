@@ -15,7 +15,7 @@ others are in. The result is the training run plus the resume point and the reco
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -98,7 +98,7 @@ def start_standby(tb: RailTestbed, digits: DigitsConfig, params: int, epoch: int
     for g in range(tb.grid.x):
         Path(f"{order}.ready{g}").unlink(missing_ok=True)
     procs = tb.spawn_workers(RAIL_WORKER, "rail", tb.domain_plans(tb.grid.hosts[domain], 0, "digits", epoch,
-                                                                  params=params, digits=asdict(digits),
+                                                                  params=params, digits=digits,
                                                                   standby=str(order)))
 
     def ready() -> bool:
@@ -161,7 +161,7 @@ def take_over(tb: RailTestbed, rank: int, digits: DigitsConfig, standby: Standby
         return TakeOver(rank, failed, spare, point, standby.procs, read - started, reprogrammed - read)
     plans = [(host, replace(plan, start_step=point.step, start_position=point.position(plan.gpu),
                             resume_params=str(path)))
-             for host, plan in tb.rail_plans("digits", infos[0].epoch, params=params.size, digits=asdict(digits))
+             for host, plan in tb.rail_plans("digits", infos[0].epoch, params=params.size, digits=digits)
              if plan.domain == rank]
     procs = tb.spawn_workers(RAIL_WORKER, "rail", plans)
     return TakeOver(rank, failed, spare, point, procs, read - started, reprogrammed - read)
@@ -198,7 +198,7 @@ def run_digits_failover(tb: RailTestbed, config: DigitsConfig, rank: int, kill_a
     initial = workloads.digits_job(tb, config)
     epoch = tb.attach()
     standby = start_standby(tb, config, initial.size, epoch) if warm else None
-    procs = tb.spawn_rail("digits", epoch=epoch, params=initial.size, digits=asdict(config))
+    procs = tb.spawn_rail("digits", epoch=epoch, params=initial.size, digits=config)
     job_id, rail0 = tb.job.job_id, tb.grid.rails[0]
 
     def reached() -> bool:

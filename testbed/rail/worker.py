@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -43,6 +43,7 @@ from innet.host.rail.hbdomain import HbConfig, HbError, HbGroup
 from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
 from innet.testbed.core.ina_worker import EXIT_AGGREGATION, exact_values
 from innet.host.agent.transport import transport_config
+from innet.testbed.rail.digits import DigitsConfig
 from innet.testbed.rail.grid import shard_bounds
 from innet.plans import JsonPlan, worker_main
 
@@ -69,7 +70,8 @@ class RailPlan(JsonPlan):
     window: int
     k: int
     transport: dict[str, Any]
-    """Transport dict to the rail switch (``ina_worker.transport_config``)."""
+    """The transport to the rail switch in its wire form (this plan is the worker's JSON
+    argument; read with :func:`innet.host.agent.transport.transport_config`)."""
     epoch: int
     """The epoch the controller attached the job at (the same on every rail)."""
     hb_peers: tuple[tuple[str, int], ...]
@@ -89,8 +91,8 @@ class RailPlan(JsonPlan):
     """``train``: elements of the parameter vector (param_chunks * K)."""
     chunk_deadline: float = 10.0
     hb_deadline: float = 20.0
-    digits: dict[str, Any] | None = None
-    """``digits``: the ``DigitsConfig`` fields."""
+    digits: DigitsConfig | None = None
+    """``digits``: the model, data and optimizer to train."""
     collective: str = "ina"
     """Step 2: ``ina`` (the rail switch sums) or ``ring`` (host-based over the rail, TCP;
     ``allreduce`` only)."""
@@ -248,9 +250,10 @@ def _await_order(plan: RailPlan, step: HierarchicalStep) -> RailPlan | None:
 
 def _digits(plan: RailPlan, step: HierarchicalStep) -> bool:
     from innet.host.training.model import load_digits_dataset
-    from innet.testbed.rail.digits import DigitsConfig, worker_loop
+    from innet.testbed.rail.digits import worker_loop
 
-    config = DigitsConfig(**(plan.digits or {}))
+    assert plan.digits is not None  # checked by _run_reporting
+    config = plan.digits
     data = load_digits_dataset(seed=config.seed)
     if plan.standby:
         taken = _await_order(plan, step)
@@ -294,6 +297,9 @@ def run(plan: RailPlan) -> int:
 def _run_reporting(plan: RailPlan) -> int:
     if plan.op not in OPS:
         print(f"rail_worker: op {plan.op!r} is not one of {', '.join(OPS)}", file=sys.stderr)
+        return 2
+    if plan.op == "digits" and plan.digits is None:
+        print("rail_worker: op 'digits' needs the plan's digits config", file=sys.stderr)
         return 2
     try:
         return run(plan)

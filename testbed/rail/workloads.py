@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -197,7 +197,7 @@ def digits(tb: RailTestbed, config: DigitsConfig, timeout: float = 300.0) -> Tra
     """Train the digits model (:mod:`innet.testbed.rail.digits`, ``config`` over every GPU of
     the job) with the rail switches as the optimizer, replacing the job."""
     initial = digits_job(tb, config)
-    procs = tb.spawn_rail("digits", params=initial.size, digits=asdict(config))
+    procs = tb.spawn_rail("digits", params=initial.size, digits=config)
     return digits_outputs(tb, procs, initial, timeout)
 
 
