@@ -157,6 +157,7 @@ class LoopbackNetwork:
         return self.procs.spawn(name, argv, env={**os.environ, **(env or {})}, stdout_pipe=stdout_pipe)
 
     def transport_to(self, host: str, switch: str) -> dict[str, Any]:
+        """The wire form worker plans carry (frames tunnelled in UDP to the switch port)."""
         h = self.topology.host(host)
         nic = self.topology.uplink(host)
         target = self.topology.switch(switch)

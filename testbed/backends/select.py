@@ -7,11 +7,15 @@ message when Mininet was asked for without root) is written once.
 from __future__ import annotations
 
 import os
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from innet.testbed.core.network import TestbedNetwork
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
 from innet.testbed.core.topology import Topology
+
+if TYPE_CHECKING:
+    from innet.testbed.backends.mininet.net import Configure, TopoBuilder
 
 BACKENDS = ("auto", "mininet", "loopback")
 
@@ -26,15 +30,27 @@ def resolve_backend(requested: str = "auto") -> str:
     return requested
 
 
+@dataclass(frozen=True)
+class MininetParts:
+    """What a system adds to the Mininet backend (composition, not a subclass): see
+    :class:`~innet.testbed.backends.mininet.net.MininetNetwork`."""
+
+    topo: TopoBuilder | None = None
+    """Its ``mininet.topo.Topo`` builder; None: a star with the topology's link shaping."""
+    configure: Configure | None = None
+    """Its steps once Mininet is up."""
+    executor: bool = True
+    """Whether the switches get ``options.switch_executor`` (else innet-switch's default)."""
+
+
 def network_for(topology: Topology, options: TestbedOptions, backend: str = "auto",
-                mininet: dict[str, Any] | None = None) -> TestbedNetwork:
-    """The network of ``topology`` on ``backend`` (``mininet``: keyword arguments of
-    :class:`~innet.testbed.backends.mininet.net.MininetNetwork`, a system's topology builder
-    and configure step)."""
+                mininet: MininetParts = MininetParts()) -> TestbedNetwork:
+    """The network of ``topology`` on ``backend`` (``mininet``: what the system adds when
+    that is Mininet; loopback needs nothing)."""
     if resolve_backend(backend) == "mininet":
         from innet.testbed.backends.mininet.net import MininetNetwork
 
-        return MininetNetwork(topology, options, **(mininet or {}))
+        return MininetNetwork(topology, options, mininet.topo, mininet.configure, mininet.executor)
     from innet.testbed.backends.loopback import LoopbackNetwork
 
     return LoopbackNetwork(topology, options)

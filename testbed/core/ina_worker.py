@@ -62,7 +62,8 @@ class WorkerPlan(JsonPlan):
     k: int
     """Values per packet."""
     transport: dict[str, Any]
-    """``{"kind": "udp", ...UdpTransportConfig}`` or ``{"kind": "tunnel", ...}`` (see :func:`transport_config`)."""
+    """The transport in its wire form, ``{"kind": "udp", ...UdpTransportConfig}`` or ``{"kind":
+    "tunnel", ...}`` (this plan is the worker's JSON argument; read with :func:`transport_config`)."""
     sizes: tuple[int, ...]
     """Elements per allreduce, one series each."""
     epoch: int

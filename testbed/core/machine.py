@@ -54,8 +54,9 @@ def torch_version() -> str | None:
 
 
 def describe() -> dict[str, Any]:
-    """host, cpu, cores, kernel, platform, python, load_average, torch and commit, as every
-    benchmark's JSON records them."""
+    """host, cpu, cores, kernel, platform, python, load_average, torch and commit: the
+    ``machine`` object of every saved benchmark document, as JSON (only written, never read
+    back by field)."""
     return {"host": platform.node(), "cpu": cpu_model(), "cores": os.cpu_count(), "kernel": platform.release(),
             "platform": platform.platform(), "python": platform.python_version(), "load_average": load_average(),
             "torch": torch_version(), "commit": commit()}

@@ -68,8 +68,9 @@ class TestbedNetwork(Protocol):
         ...
 
     def transport_to(self, host: str, switch: str) -> dict[str, Any]:
-        """The agent transport dict of ``host`` towards P4 switch ``switch`` (see
-        ``innet.testbed.core.ina_worker``)."""
+        """The agent transport of ``host`` towards P4 switch ``switch`` in its wire form: the
+        JSON object a worker's plan carries to the worker process, which reads it with
+        :func:`innet.host.agent.transport.transport_config`."""
         ...
 
     def gloo_iface(self, host: str) -> str:

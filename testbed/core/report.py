@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 Row = dict[str, Any]
+"""A row as a saved document holds it (a record's ``to_json``): tables render the saved JSON,
+so a saved file can be rendered again."""
 
 
 @dataclass(frozen=True)

@@ -350,11 +350,12 @@ class Testbed:
         return self.network.spawn_on(host, name, argv, env, stdout_pipe)
 
     def host_transport(self, host: str) -> dict[str, Any]:
-        """The agent transport dict of a worker on ``host`` towards its own switch."""
+        """The agent transport of a worker on ``host`` towards its own switch, in the wire form
+        worker plans carry (:meth:`TestbedNetwork.transport_to`)."""
         return self.network.transport_to(host, self.topology.uplink(host).b)
 
     def transport(self, rank: int) -> dict[str, Any]:
-        """The agent transport dict of topology worker ``rank``."""
+        """The agent transport of topology worker ``rank``, in the wire form worker plans carry."""
         return self.host_transport(self.topology.workers[rank].name)
 
     def gloo_iface(self, host: str) -> str:

@@ -91,9 +91,9 @@ class Link:
         """True when any traffic control (rate, delay, loss) applies."""
         return any(v is not None for v in (self.bw_mbps, self.delay_ms, self.loss_pct, self.jitter_ms))
 
-    def tc_params(self) -> dict[str, Any]:
+    def tc_params(self) -> dict[str, float | str]:
         """Keyword arguments for Mininet's ``TCLink``/``TCIntf.config`` (units as Mininet wants)."""
-        params: dict[str, Any] = {}
+        params: dict[str, float | str] = {}
         if self.bw_mbps is not None:
             params["bw"] = float(self.bw_mbps)
         if self.delay_ms is not None:
@@ -366,7 +366,7 @@ class Topology:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able data (``format`` first)."""
+        """The topology's JSON document, as plain data (``format`` first; :meth:`from_dict` reads it)."""
         return {"format": FORMAT, **asdict(self)}
 
     def to_json(self) -> str:

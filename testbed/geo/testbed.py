@@ -24,7 +24,7 @@ from typing import Any, Self, Sequence
 
 from innet.host.geo.channel import LinkShape
 from innet.testbed.backends.mininet import htb
-from innet.testbed.backends.select import network_for
+from innet.testbed.backends.select import MininetParts, network_for
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
 from innet.testbed.core.topology import Topology
 from innet.testbed.geo.mininet import MININET_MAX_MBPS, configure_sites, geo_mininet_topo, wan_emulation
@@ -50,8 +50,8 @@ class GeoTestbed(Testbed):
         if topology.kind != "geo":
             raise TestbedError(f"topology {topology.name}: kind {topology.kind!r} is not 'geo'")
         options = options or TestbedOptions(window=16)
-        network = network_for(topology, options, backend, mininet={"topo": geo_mininet_topo,
-                                                                   "configure": configure_sites})
+        network = network_for(topology, options, backend,
+                              MininetParts(topo=geo_mininet_topo, configure=configure_sites))
         super().__init__(topology, options, network)
         self.wan = wan_emulation(self.kind)
         problem = bmv2_wan_problem(topology, self.wan) if self.options.switch_impl == "bmv2" else None

@@ -25,7 +25,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Sequence
 
 from innet.testbed.backends.loopback import LOCALHOST
-from innet.testbed.backends.select import network_for
+from innet.testbed.backends.select import MininetParts, network_for
 from innet.testbed.core.freeport import free_ports
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions, WorkerResult
 from innet.testbed.core.topology import Topology
@@ -46,7 +46,7 @@ class RailTestbed(Testbed):
                  spares: int = 0) -> None:
         options = options or TestbedOptions()
         network = network_for(topology, options, backend,
-                              mininet={"topo": rail_mininet_topo, "configure": configure_hosts, "executor": False})
+                              MininetParts(topo=rail_mininet_topo, configure=configure_hosts, executor=False))
         super().__init__(topology, options, network)
         self.grid = RailGrid.of(self.topology)
         if not 0 <= spares < self.grid.y:
@@ -107,10 +107,12 @@ class RailTestbed(Testbed):
     # -- per host -------------------------------------------------------------------------
 
     def host_transport(self, host: str) -> dict[str, Any]:
+        """The transport of ``host``'s agent towards its rail switch, in the wire form worker plans carry."""
         return self.transport_to(host, switch_of(self.topology, host).name)
 
     def transport_to(self, host: str, switch: str) -> dict[str, Any]:
-        """Transport dict of ``host``'s agent towards P4 switch ``switch`` (through its rail switch)."""
+        """The transport of ``host``'s agent towards P4 switch ``switch`` (through its rail
+        switch), in the wire form worker plans carry (:meth:`TestbedNetwork.transport_to`)."""
         return self.network.transport_to(host, switch)
 
     def hb_address(self, host: str) -> tuple[str, int]:

@@ -64,7 +64,9 @@ class DockerRunResult:
 
     run_id: str
     results: tuple[dict[str, Any], ...]
-    """The workers' ``worker-<rank>.json`` documents, by rank."""
+    """The saved documents the workers wrote (``worker-<rank>.json``, what
+    :class:`innet.testbed.ina.records.WorkerReport` gives as JSON), by rank, as read from the
+    results volume."""
     logs: dict[str, str]
     """Container name -> its log."""
 

@@ -268,6 +268,7 @@ class MininetNetwork:
                                 stdout_pipe=stdout_pipe)
 
     def transport_to(self, host: str, switch: str) -> dict[str, Any]:
+        """The wire form worker plans carry (kernel UDP to the switch's IP)."""
         return udp_transport(self.topology.switch(switch).ip, self.topology.host(host).address,
                              self.options.agent_port)
 

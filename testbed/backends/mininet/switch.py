@@ -36,7 +36,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Iterator, Mapping
 
 from mininet.net import Mininet
 from mininet.node import Switch
@@ -328,9 +328,10 @@ def state_lock(state_dir: Path = STATE_DIR) -> Iterator[None]:
 
 @contextlib.contextmanager
 def innet_network(topo: Topo, state_dir: Path = STATE_DIR, node_class: type[InnetSwitchNode] = InnetSwitchNode,
-                  per_switch: dict[str, dict[str, Any]] | None = None, **switch_params: Any) -> Iterator[Mininet]:
+                  per_switch: Mapping[str, Mapping[str, int]] | None = None,
+                  **switch_params: Any) -> Iterator[Mininet]:
     """A started Mininet of ``topo`` with ``node_class`` switches (InnetSwitchNode, or
-    Bmv2SwitchNode with ``tools=``); ``per_switch``: parameters of single switches by name
+    Bmv2SwitchNode with ``tools=``); ``per_switch``: ports of single switches by name
     (``grpc_port``, ``thrift_port``); everything undone on exit."""
     if os.geteuid() != 0:
         raise InnetSwitchError("Mininet with innet switches needs root (network namespaces, veths)")
