@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -11,10 +13,14 @@ from innet.testbed.core.topology import rail_only
 from innet.testbed.rail.records import (
     AllToAllSlowdown,
     Amdahl,
+    BenchFailure,
     CollectiveRow,
     DemoRow,
+    FailoverBench,
     FailoverRow,
     FailoverTimes,
+    NotApplicable,
+    TrainingSummary,
 )
 from innet.testbed.rail.testbed import RailTestbed
 
@@ -61,3 +67,58 @@ def test_failover_row_is_the_times_then_exact() -> None:
     doc = FailoverRow(times, exact=True).to_json()
     assert list(doc)[:3] == ["rank", "spare", "failed_domain"] and list(doc)[-1] == "exact"
     assert doc["slowest_step_s"] == 0.9 and doc["exact"] is True
+
+
+def _training(**changes: object) -> TrainingSummary:
+    fields: dict[str, object] = dict(
+        model="softmax regression, digits", mode="momentum", lr=0.5, beta=0.9, steps=5, gpus=4, parameters=704,
+        seconds=1.5, shards={"r0": 6, "r1": 5}, accuracy=0.9, float_reference_accuracy=0.91, loss_first=2.3,
+        loss_last=1.6, workers_agree=True, switch_registers_match=True, bit_exact_with_model=True)
+    return TrainingSummary(**{**fields, **changes})  # type: ignore[arg-type]
+
+
+def test_rail_bench_document_keeps_its_keys_order_and_nesting(tmp_path: Path) -> None:
+    from innet.testbed.rail.bench import RailBench, RailBenchConfig, markdown
+
+    config = RailBenchConfig(topo="rail-only", out_dir=tmp_path)
+    two_step = CollectiveRow("all-to-all two-step", 1000, "bytes/pair", 0.02, 0.01, (0.02,), True, None, "innet")
+    slowdown = AllToAllSlowdown(1000, 0.1, 1, (0.1, 0.1), 0.09, 0.08, Amdahl(0.3, 0.03, 0.27, (0.02, 0.03)), "innet")
+    bench = RailBench(config, "rail-only 2x4", "loopback", "innet-switch", (("bmv2", "not installed"),),
+                      {"host": "h"}, 1e7, 1e8, False, (two_step,), (NotApplicable("flat INA", "no spine"),),
+                      (slowdown,), (BenchFailure("gloo ring", "innet", "boom"),), True)
+    doc = bench.to_json()
+    assert list(doc) == ["kind", "config", "not_applicable", "topology", "backend", "switch", "switch_absent",
+                         "machine", "c_s_bps", "c_f_bps", "shaped", "rows", "small_frames_first",
+                         "alltoall_slowdown", "failures", "partial", "note"]
+    assert doc["config"]["out_dir"] == str(tmp_path) and doc["config"]["topo"] == "rail-only"
+    assert doc["switch_absent"] == {"bmv2": "not installed"} and doc["rows"] == [two_step.to_json()]
+    assert doc["not_applicable"] == [{"collective": "flat INA", "reason": "no spine"}]
+    assert doc["failures"] == [{"collective": "gloo ring", "switch_impl": "innet", "error": "boom"}]
+    assert doc["note"].startswith("loopback: no link rates") and doc["small_frames_first"] is False
+    saved = json.loads(json.dumps(doc))  # the renderers read the saved document
+    assert AllToAllSlowdown.from_json(saved["alltoall_slowdown"][0]) == slowdown
+    assert "measured 10.0%" in markdown(saved)
+
+
+def test_rail_demo_result_and_partial_hold_the_documents_keys(tmp_path: Path) -> None:
+    from innet.testbed.rail.demo import PartialRailDemo, RailDemoConfig, RailDemoResult
+
+    config = RailDemoConfig(out_dir=tmp_path)
+    row = DemoRow("hierarchical INA", 1000, 0.02, True)
+    result = RailDemoResult("rail-only 2x4", "loopback", "innet", config, _training(), (row,))
+    assert list(result.to_json()) == ["topology", "backend", "switch_impl", "config", "training", "rows"]
+    assert list(result.to_json()["training"])[:2] == ["model", "mode"] and result.good
+    assert not replace(result, rows=(replace(row, ok=False),)).good
+    assert not replace(result, training=_training(accuracy=0.5)).good  # 3 points below float32 at most
+    assert PartialRailDemo(config, "bring-up").to_json() == {
+        "partial": True, "config": {**asdict(config), "out_dir": str(tmp_path)}, "stage": "bring-up"}
+    assert list(PartialRailDemo(config, "collectives", _training(), file="x.json").to_json()) == [
+        "partial", "config", "stage", "training"]  # the file it was written to is not in it
+
+
+def test_failover_bench_document_and_its_verdict() -> None:
+    times = FailoverTimes(1, "warm", 1, 2, 26, 3, 2, 6, 0.01, 0.2, 0.05, 0.002, 0.3, 0.4, 0.1, 1.0, 0.05, 0.9)
+    bench = FailoverBench("rail-only 3x2", "loopback", 60, 8, True, (FailoverRow(times, True),), False, file="f.json")
+    assert list(bench.to_json()) == ["topology", "backend", "steps", "window", "model_exact", "rows", "partial"]
+    assert bench.good and not replace(bench, model_exact=None).good
+    assert not replace(bench, rows=(FailoverRow(times, False),)).good
