@@ -11,16 +11,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-
-class Record:
-    """A frozen dataclass whose JSON is its fields, nested records included, in field order."""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]  # every subclass is a dataclass
+from innet.testbed.core.records import JsonRecord
 
 
 @dataclass(frozen=True)
-class CollectiveRow(Record):
+class CollectiveRow(JsonRecord):
     """One collective at one size in ``innet bench --topo rail-*``: per timed operation the
     slowest GPU's time (the collective ends when the last GPU has it)."""
 
@@ -42,7 +37,7 @@ class CollectiveRow(Record):
 
 
 @dataclass(frozen=True)
-class Amdahl(Record):
+class Amdahl(JsonRecord):
     """The all-to-all slowdown weighed by its share of an MoE iteration's traffic."""
 
     a2a_share: float
@@ -61,7 +56,7 @@ class Amdahl(Record):
 
 
 @dataclass(frozen=True)
-class AllToAllSlowdown(Record):
+class AllToAllSlowdown(JsonRecord):
     """Rail-only's all-to-all (two-step) over rail-optimized's (direct), measured in one run."""
 
     pair_bytes: int
@@ -87,7 +82,7 @@ class AllToAllSlowdown(Record):
 
 
 @dataclass(frozen=True)
-class BenchFailure(Record):
+class BenchFailure(JsonRecord):
     """A bring-up or collective that failed; the benchmark goes on with the next."""
 
     collective: str
@@ -96,7 +91,7 @@ class BenchFailure(Record):
 
 
 @dataclass(frozen=True)
-class NotApplicable(Record):
+class NotApplicable(JsonRecord):
     """A collective the topology's design does not have, and why."""
 
     collective: str
@@ -109,7 +104,7 @@ def config_json(config: Any) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class DemoRow(Record):
+class DemoRow(JsonRecord):
     """One collective of ``innet demo --topo rail-*`` (median of the slowest GPU's times)."""
 
     collective: str
@@ -129,7 +124,7 @@ class DemoRow(Record):
 
 
 @dataclass(frozen=True)
-class TrainingSummary(Record):
+class TrainingSummary(JsonRecord):
     """The digits training of ``innet demo``/``innet train`` on the rail switches and its checks."""
 
     model: str
@@ -152,7 +147,7 @@ class TrainingSummary(Record):
 
 
 @dataclass(frozen=True)
-class FailoverTimes(Record):
+class FailoverTimes(JsonRecord):
     """What a spare HB domain's take-over did and how long each part took
     (:func:`innet.testbed.rail.spare.run_digits_failover`)."""
 
@@ -178,7 +173,7 @@ class FailoverTimes(Record):
 
 
 @dataclass(frozen=True)
-class FailoverRow(Record):
+class FailoverRow(JsonRecord):
     """One take-over of ``innet bench rail-failover`` and whether the run ended where an
     uninterrupted one does."""
 
