@@ -102,7 +102,8 @@ def _cmd_up(args: argparse.Namespace) -> int:
 def _deployed(args: argparse.Namespace, name: str, members: str, deploy: Callable[[], Any], what: str,
               wait: Callable[[], list[dict[str, Any]]]) -> int:
     """Deploy, say what, and (unless ``--no-wait``) wait for every member's result and print
-    them; exit status 0 when every one is exact (and its training bit-exact)."""
+    them; exit status 0 when every one is exact (and its training bit-exact). ``wait`` gives
+    the result documents the members saved (JSON, as read back from the stack)."""
     start = time.monotonic()
     deploy()
     print(f"stack {name}: deployed {what}")
@@ -137,6 +138,7 @@ def _up_rail(args: argparse.Namespace, image: str, tls: Path | None) -> int:
 
 
 def _print_results(docs: list[dict[str, Any]]) -> None:
+    """One line per member's saved result document."""
     print(f"{'rank':>4}  {'node':<12} {'allreduce':<10} {'K':>5} {'seconds':>8}  training")
     for d in docs:
         train = d.get("train")
