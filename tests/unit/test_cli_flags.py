@@ -17,10 +17,13 @@ def rail_runs(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
     seen: list[Any] = []
 
-    def record(config: Any, console: Any) -> dict[str, Any]:
+    from innet.testbed.rail.records import TrainingSummary
+
+    def record(config: Any, console: Any) -> demo.RailDemoResult:
         seen.append(config)
-        return {"training": {"workers_agree": True, "switch_registers_match": True, "bit_exact_with_model": True,
-                             "accuracy": 1.0, "float_reference_accuracy": 1.0}, "rows": []}
+        training = TrainingSummary("digits", "momentum", 0.5, 0.9, config.steps, 8, 704, 1.0, {}, 1.0, 1.0, 2.3, 1.6,
+                                   workers_agree=True, switch_registers_match=True, bit_exact_with_model=True)
+        return demo.RailDemoResult(config.topo, "loopback", "innet", config, training, ())
 
     monkeypatch.setattr(demo, "run", record)
     monkeypatch.setattr(commands, "_terminate_on_sigterm", lambda: None)
