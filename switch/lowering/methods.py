@@ -8,7 +8,8 @@ from typing import Any, Protocol
 
 from ..frontend import ir
 from .errors import Unsupported
-from .places import Place, SlotLayout
+from .places import Place, SlotLayout, members
+from .types import is_scalar
 
 
 class MethodEmitter(Protocol):
@@ -28,8 +29,12 @@ class MethodEmitter(Protocol):
 
     def packet_in_method(self, e: ir.MethodCall) -> str | None: ...
 
-    def emit_place(self, p: Place, t: ir.Type, at: Any) -> None:
-        """``packet_out.emit`` of the value at ``p``."""
+    def emit_varbit_header(self, p: Place, t: ir.HeaderT, at: Any) -> None:
+        """``packet_out.emit`` of the header at ``p``, one of whose fields is a varbit."""
+        ...
+
+    def emit_header(self, p: Place, t: ir.HeaderT, at: Any) -> None:
+        """``packet_out.emit`` of the header at ``p``, a whole number of bytes wide."""
         ...
 
     def set_valid(self, dst: Place) -> None: ...
@@ -68,7 +73,7 @@ def method_call(e: ir.MethodCall, out: MethodEmitter, layout: SlotLayout) -> str
             raise out.unsupported(f"packet_out.{m}", e)
         arg = e.args[0].expr
         assert arg is not None, "packet_out.emit without an argument"
-        out.emit_place(out.place(arg), arg.type, arg)
+        emit_value(out, out.place(arg), arg.type, arg, layout)
         return None
     if isinstance(tt, ir.HeaderT):
         p = out.place(tgt)
@@ -98,3 +103,24 @@ def method_call(e: ir.MethodCall, out: MethodEmitter, layout: SlotLayout) -> str
         out.stack_shift(out.place(tgt), tt, m, e)
         return None
     raise out.unsupported(f"method {m} on {tt}", e)
+
+
+def emit_value(out: MethodEmitter, p: Place, t: ir.Type, at: Any, layout: SlotLayout) -> None:
+    """Emit ``packet_out.emit`` of the value of type ``t`` at ``p`` through ``out``: a
+    header if valid, an aggregate's headers in order; ``at`` (the emitted expression)
+    is where a refusal points."""
+    if isinstance(t, ir.HeaderT) and any(isinstance(f.type, ir.VarBitT) for f in t.fields):
+        out.emit_varbit_header(p, t, at)
+        return
+    if isinstance(t, ir.HeaderT):
+        w = t.width
+        if w % 8:
+            raise out.unsupported(f"emit of header {t.name} of {w} bits (not a whole number of bytes)", at)
+        out.emit_header(p, t, at)
+        return
+    if isinstance(t, (ir.StructT, ir.HeaderUnionT, ir.StackT)):
+        for m in members(p, t, layout):
+            if not is_scalar(m.type):
+                emit_value(out, m, m.type, at, layout)
+        return
+    raise out.unsupported(f"emit of {t}", at)

@@ -38,7 +38,7 @@ from ..lowering.methods import method_call
 from ..lowering.packets import lookahead_place, packet_in_method
 from ..lowering.order import Pinned, captured, visit
 from ..lowering.parsers import declare_parser_locals
-from ..lowering.places import Place, SlotLayout, members, resolve_place, scalar_leaves
+from ..lowering.places import Place, SlotLayout, resolve_place, scalar_leaves
 from ..lowering.types import bits, is_scalar
 from ..lowering.v1switch import bind_parameters, field_starts, v1switch_blocks
 from .wide import (WIDE_RUNTIME, WideLayout, default_values, field_offset, header_offsets, limbs, limbs_of, nslots,
@@ -1691,49 +1691,39 @@ class Gen(WideGen):
         if advance:
             self.emit(f"c->pos += {nb};")
 
-    def emit_place(self, p: Place, t: ir.Type, at: Any) -> None:
-        if isinstance(t, ir.HeaderT) and any(isinstance(f.type, ir.VarBitT) for f in t.fields):
-            maxw = sum(f.type.max_width if isinstance(f.type, ir.VarBitT) else _fw(f.type, at) for f in t.fields)
-            self.u.deparse_max += (maxw + 7) // 8
-            self.emit(f"if (S[{p.at()}]) {{")
-            self.ind += 1
-            self.ntmp += 1
-            bo = f"_bo{self.ntmp}"
-            self.emit(f"u32 {bo} = 0;")
-            for o, f in zip(header_offsets(t), t.fields):
-                if isinstance(f.type, ir.VarBitT):
-                    self.emit(f"{bo} = vb_put(c->ob + c->olen, {bo}, S[{p.at(o)}]);")
-                else:
-                    fw = _fw(f.type, at)
-                    self.emit(f"{_put('c->ob + c->olen', bo, fw, self.load(p.sub(o, f.type), f.type))}; {bo} += {fw};")
-            self.emit(f"c->olen += ({bo} + 7) >> 3;")
-            self.ind -= 1
-            self.emit("}")
-            return
-        if isinstance(t, ir.HeaderT):
-            w = t.width
-            if w % 8:
-                raise self.unsupported(f"emit of header {t.name} of {w} bits (not a whole number of bytes)", at)
-            self.u.deparse_max += w // 8
-            self.emit(f"if (S[{p.at()}]) {{")
-            self.ind += 1
-            off = 0
-            first = len(self.lines)
-            for o, f in zip(header_offsets(t), t.fields):
+    def emit_varbit_header(self, p: Place, t: ir.HeaderT, at: Any) -> None:
+        maxw = sum(f.type.max_width if isinstance(f.type, ir.VarBitT) else _fw(f.type, at) for f in t.fields)
+        self.u.deparse_max += (maxw + 7) // 8
+        self.emit(f"if (S[{p.at()}]) {{")
+        self.ind += 1
+        self.ntmp += 1
+        bo = f"_bo{self.ntmp}"
+        self.emit(f"u32 {bo} = 0;")
+        for o, f in zip(header_offsets(t), t.fields):
+            if isinstance(f.type, ir.VarBitT):
+                self.emit(f"{bo} = vb_put(c->ob + c->olen, {bo}, S[{p.at(o)}]);")
+            else:
                 fw = _fw(f.type, at)
-                self.emit(f"{_put(f'c->ob + c->olen{_bytes(off)}', str(off & 7), fw, self.load(p.sub(o, f.type), f.type))};")
-                off += fw
-            self.reroll_lines(first)
-            self.emit(f"c->olen += {w // 8};")
-            self.ind -= 1
-            self.emit("}")
-            return
-        if isinstance(t, (ir.StructT, ir.HeaderUnionT, ir.StackT)):
-            for m in members(p, t, SLOTS):
-                if not is_scalar(m.type):
-                    self.emit_place(m, m.type, at)
-            return
-        raise self.unsupported(f"emit of {t}", at)
+                self.emit(f"{_put('c->ob + c->olen', bo, fw, self.load(p.sub(o, f.type), f.type))}; {bo} += {fw};")
+        self.emit(f"c->olen += ({bo} + 7) >> 3;")
+        self.ind -= 1
+        self.emit("}")
+
+    def emit_header(self, p: Place, t: ir.HeaderT, at: Any) -> None:
+        w = t.width
+        self.u.deparse_max += w // 8
+        self.emit(f"if (S[{p.at()}]) {{")
+        self.ind += 1
+        off = 0
+        first = len(self.lines)
+        for o, f in zip(header_offsets(t), t.fields):
+            fw = _fw(f.type, at)
+            self.emit(f"{_put(f'c->ob + c->olen{_bytes(off)}', str(off & 7), fw, self.load(p.sub(o, f.type), f.type))};")
+            off += fw
+        self.reroll_lines(first)
+        self.emit(f"c->olen += {w // 8};")
+        self.ind -= 1
+        self.emit("}")
 
 
 def _get(buf: str, off: str, w: int) -> str:

@@ -10,10 +10,10 @@ from ..lowering.args import call_arg, field_slots
 from ..lowering.externs import (Check, Checksum, Clone, FieldList, Hash, LogMsg, MarkToDrop, Random, Recirculate,
                                 SendDigest, Truncate, Verify, lower_extern_call)
 from ..lowering.packets import lookahead_place, packet_in_method
-from ..lowering.places import Place, members
+from ..lowering.places import Place
 from ..lowering.types import bits, is_scalar
 from . import guards
-from .exprgen import SLOTS, VARBIT, ExprGen, StatementHooks, pack_expr, vl_parts, wrap_expr
+from .exprgen import VARBIT, ExprGen, StatementHooks, pack_expr, vl_parts, wrap_expr
 from .gencontext import GenContext
 from .layout import nslots
 from .packing import chunk_plan
@@ -454,24 +454,12 @@ class ExternGen:
                 args.append(cv)
         self.ctx.emit(f"out.append({pack}({', '.join(args)}))")
 
-    def emit_place(self, p: Place, t: ir.Type, at: Any) -> None:
-        """``at``: the emitted expression, whose location a refusal names."""
-        if isinstance(t, ir.HeaderT) and any(isinstance(f.type, ir.VarBitT) for f in t.fields):
-            self.ctx.emit(f"if S[{p.at()}]:")
-            self.ctx.emit(f"    out.append(_vl_bytes({vl_parts(self.exprs.flatten_place(p, t))}))")
-            return
-        if isinstance(t, ir.HeaderT):
-            w = t.width
-            if w % 8:
-                raise self.unsupported(f"emit of header {t.name} of {w} bits (not a whole number of bytes)", at)
-            self.ctx.emit(f"if S[{p.at()}]:")
-            self.ctx.ind += 1
-            self.emit_chunks(p, t)
-            self.ctx.ind -= 1
-            return
-        if isinstance(t, (ir.StructT, ir.HeaderUnionT, ir.StackT)):
-            for m in members(p, t, SLOTS):
-                if not is_scalar(m.type):
-                    self.emit_place(m, m.type, at)
-            return
-        raise self.unsupported(f"emit of {t}", at)
+    def emit_varbit_header(self, p: Place, t: ir.HeaderT, at: Any) -> None:
+        self.ctx.emit(f"if S[{p.at()}]:")
+        self.ctx.emit(f"    out.append(_vl_bytes({vl_parts(self.exprs.flatten_place(p, t))}))")
+
+    def emit_header(self, p: Place, t: ir.HeaderT, at: Any) -> None:
+        self.ctx.emit(f"if S[{p.at()}]:")
+        self.ctx.ind += 1
+        self.emit_chunks(p, t)
+        self.ctx.ind -= 1

@@ -70,8 +70,11 @@ class StmtGen:
     def packet_in_method(self, e: ir.MethodCall) -> str | None:
         return self.externs.packet_in_method(e)
 
-    def emit_place(self, p: Place, t: ir.Type, at: Any) -> None:
-        self.externs.emit_place(p, t, at)
+    def emit_varbit_header(self, p: Place, t: ir.HeaderT, at: Any) -> None:
+        self.externs.emit_varbit_header(p, t, at)
+
+    def emit_header(self, p: Place, t: ir.HeaderT, at: Any) -> None:
+        self.externs.emit_header(p, t, at)
 
     def extract_into(self, p: Place, ht: ir.HeaderT, advance: bool, node: Any = None) -> None:
         self.externs.extract_into(p, ht, advance, node)
