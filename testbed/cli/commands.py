@@ -57,6 +57,7 @@ def check_demo_flags(args: argparse.Namespace) -> None:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from innet.testbed.ina.demo import DemoConfig, run
+    from innet.testbed.ina.records import PartialDemo
     from innet.testbed.cli.containers import check_switch_impl
 
     check_demo_flags(args)
@@ -67,15 +68,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _terminate_on_sigterm()
     if args.mode == "luwu":
         from innet.testbed.luwu.demo import LuwuDemoConfig, run as run_luwu
+        from innet.testbed.luwu.records import PartialLuwuDemo
 
         config_luwu = LuwuDemoConfig(workers=args.workers, steps=args.steps, backend=args.backend,
                                      out_dir=args.out, switch_impl=args.switch_impl, command=f"innet {args.command}")
         luwu = run_luwu(config_luwu, _console())
-        if luwu.get("partial"):
-            return interrupted_partial(f"innet {args.command}", luwu["file"])
-        acc = luwu["accuracy"]
-        return 0 if not luwu["errors"] and acc["luwu"] is not None and abs(acc["luwu"] - acc["local"]) <= 0.01 \
-            else EXIT_ERROR
+        if isinstance(luwu, PartialLuwuDemo):
+            return interrupted_partial(f"innet {args.command}", luwu.file)
+        return 0 if luwu.good else EXIT_ERROR
     if args.topo != "star":
         from innet.testbed.rail.demo import PartialRailDemo, RailDemoConfig, run as run_rail
 
@@ -94,13 +94,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     config = DemoConfig(workers=args.workers, steps=args.steps, backend=args.backend, gloo=not args.no_gloo,
                         bench_sizes=args.sizes, out_dir=args.out, executor=args.executor, switch_impl=args.switch_impl,
                         benchmark=args.benchmark)
-    doc = run(config, _console())
-    if doc.get("partial"):
-        return interrupted(f"innet {args.command}", f"{doc['files'][0]} (the steps before Ctrl-C)")
-    train = doc["training"]
-    good = (train["workers_agree"] and train["switch_registers_match"] and train["bit_exact_with_model"]
-            and all(r["ok"] for r in doc["rows"]))
-    return 0 if good else EXIT_ERROR
+    result = run(config, _console())
+    if isinstance(result, PartialDemo):
+        return interrupted(f"innet {args.command}", f"{result.files[0]} (the steps before Ctrl-C)")
+    return 0 if result.good else EXIT_ERROR
 
 
 # -- bench -----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ bytes per worker are the task's interface counters, and the underlay's with VXLA
 packet); then, at each ``--luwu-workers`` N, LuWu (one optimizer node, the ``node`` service)
 and DDP + gloo training the same model on the same batches (the worker tasks moved off the
 switch's node, as LuWu's nodes and switch share one server), each row made by
-:func:`innet.testbed.luwu.bench.row_of` from the trainers' reports: the median over the timed
+:func:`innet.testbed.luwu.bench.measure_row` from the trainers' reports: the median over the timed
 steps of the slowest rank's step, bytes per worker and step from the task's overlay interface.
 Then, with the lab down, the same on the Mininet star with unshaped links (the cluster's
 veths and overlay are not shaped either): innet vs gloo (:mod:`innet.testbed.ina.bench`) and
@@ -155,18 +155,19 @@ def _deploy_timed(lab: Any, spec: Any, deadline: float,
 def training_row(workload: str, n: int, docs: Sequence[dict[str, Any]], nodes: Sequence[dict[str, Any]],
                  steps: int, warmup: int) -> dict[str, Any]:
     """One N's training row from the trainers' result documents (``steps`` in all, the first
-    ``warmup`` untimed), by :func:`innet.testbed.luwu.bench.row_of` as on the star."""
-    from innet.testbed.luwu.bench import row_of
+    ``warmup`` untimed), by :func:`innet.testbed.luwu.bench.measure_row` as on the star."""
+    from innet.testbed.luwu.bench import measure_row
+    from innet.testbed.luwu.records import TrainerFinal
     from innet.testbed.luwu.run import RunResult
 
-    finals = [d["final"] for d in docs if d.get("final")]
+    finals = [TrainerFinal.from_json(d["final"]) for d in docs if d.get("final")]
     errors = {f"worker {d['rank']}": "training failed (see its task's log)" for d in docs if not d["ok"]}
     mode = "luwu" if workload == "luwu" else "ddp-gloo"
     k = int(docs[0]["k"]) if docs else 0
-    detail = row_of(RunResult(mode=mode, finals=finals, nodes=list(nodes), errors=errors), n, True, steps, k, warmup,
-                    False if workload == "luwu" else None)
-    links = [f["link"] for f in finals if "link" in f]
-    packets = _mean([li["sent_packets"] / li["steps"] for li in links]) if len(links) == n else None
+    detail = measure_row(RunResult(mode=mode, finals=finals, nodes=list(nodes), errors=errors), n, True, steps, k,
+                         warmup, False if workload == "luwu" else None).to_json()
+    links = [f.link for f in finals if f.link is not None]
+    packets = _mean([li.sent_packets / li.steps for li in links]) if len(links) == n else None
     up = detail.get("link_up_bytes_per_step")
     return {"where": "cluster", "workload": detail["mode"], "workers": n, "k": k,
             "ok": not errors and "step_ms" in detail and len(docs) == n,

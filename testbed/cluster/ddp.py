@@ -74,7 +74,7 @@ def check(steps: int) -> dict[str, Any]:
     agent = innet_agent("switch")
     try:
         series = gradient_series(TrainSpec(mode="ddp-gloo", rank=rank, world=world, hidden=(32,)), agent, steps, 0.01)
-        local_max = torch.tensor(np.max(np.abs(series["local"]), axis=1), dtype=torch.float64)
+        local_max = torch.tensor(np.max(np.abs(series.local), axis=1), dtype=torch.float64)
         dist.all_reduce(local_max, op=dist.ReduceOp.MAX)  # B of every step, over all ranks
         dist.barrier()
     finally:
@@ -83,7 +83,7 @@ def check(steps: int) -> dict[str, Any]:
     eps = float(np.finfo(np.float32).eps)
     bounds = [float(b) for b in local_max]
     limits = [2.0 ** -(qz.sum_frac_bits(b, world) + 1) + 4 * eps * b for b in bounds]
-    diffs = [float(np.max(np.abs(series["innet"][s] - series["gloo"][s]))) for s in range(steps)]
+    diffs = [float(np.max(np.abs(series.innet[s] - series.gloo[s]))) for s in range(steps)]
     return {"rank": rank, "world": world, "host": socket.gethostname(), "steps": steps, "max_diff": diffs,
             "limit": limits, "ok": all(d <= lim for d, lim in zip(diffs, limits)), "train": None}
 

@@ -191,12 +191,7 @@ def _train_plot(train: TrainingResult, caption: str, path: Path) -> Path:
     return path
 
 
-def run(config: DemoConfig, console: Any) -> dict[str, Any]:
-    """:func:`demo` as its JSON document (with ``files``; ``"partial": True`` after Ctrl-C)."""
-    return demo(config, console).to_json()
-
-
-def demo(config: DemoConfig, console: Any) -> DemoResult | PartialDemo:
+def run(config: DemoConfig, console: Any) -> DemoResult | PartialDemo:
     """The whole demo, also written as JSON. Ctrl-C during training: the testbed torn down,
     a :class:`PartialDemo` of the steps done."""
     backend = resolve_backend(config.backend)

@@ -166,6 +166,13 @@ class DemoResult:
     files: tuple[str, ...] = ()
     """JSON and plots written (absent from the JSON file itself, which is written before)."""
 
+    @property
+    def good(self) -> bool:
+        """The workers agree with each other, the switch's registers and the numpy model, and every
+        allreduce row was exact: what ``innet demo`` exits 0 on."""
+        t = self.training
+        return t.workers_agree and t.switch_registers_match and t.bit_exact_with_model and all(r.ok for r in self.rows)
+
     def to_json(self) -> dict[str, Any]:
         i = self.info
         out = {"format": DEMO_FORMAT, "date": i.date, "machine": i.machine, "backend": i.backend, "switch": i.switch,

@@ -45,7 +45,7 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -58,8 +58,9 @@ from innet.testbed.backends.select import open_testbed as open_star
 from innet.wire import IP_OVERHEAD, SUPPORTED_K, k_for_mtu, message_len
 from innet.testbed.luwu.run import RunConfig, RunResult, luwu_star, run_training
 from innet.testbed.luwu.data import MODELS, ModelShape
-from innet.testbed.luwu.records import (NODE_STATUS_KEYS, HookSplit, LinkBytes, LuwuBench, LuwuBenchSettings,
-                                        LuwuOverlap, ModeContext, ModeRow, StepMeasures)
+from innet.testbed.luwu.records import (NODE_STATUS_KEYS, HookComm, HookSplit, LinkBytes, LuwuBench,
+                                        LuwuBenchSettings, LuwuComm, LuwuOverlap, ModeContext, ModeRow, StepMeasures,
+                                        TrainerFinal)
 from innet.testbed.core.machine import load_average
 from innet.testbed.core.topology import Link
 
@@ -81,16 +82,10 @@ def _mean(values: Sequence[float]) -> float:
     return float(np.mean(values)) if len(values) else float("nan")
 
 
-def step_times(finals: Sequence[dict[str, Any]], warmup: int) -> list[float]:
+def step_times(finals: Sequence[TrainerFinal], warmup: int) -> list[float]:
     """Per timed step (after ``warmup``), the slowest worker's seconds."""
-    steps = min(len(f["step_seconds"]) for f in finals)
-    return [max(f["step_seconds"][s] for f in finals) for s in range(min(warmup, steps - 1), steps)]
-
-
-def row_of(result: RunResult, workers: int, overlap: bool, steps: int, k: int, warmup: int = 2,
-           duplex: bool | None = None) -> dict[str, Any]:
-    """:func:`measure_row` as the document's row."""
-    return measure_row(result, workers, overlap, steps, k, warmup, duplex).to_json()
+    steps = min(len(f.step_seconds) for f in finals)
+    return [max(f.step_seconds[s] for f in finals) for s in range(min(warmup, steps - 1), steps)]
 
 
 def measure_row(result: RunResult, workers: int, overlap: bool, steps: int, k: int, warmup: int = 2,
@@ -101,51 +96,54 @@ def measure_row(result: RunResult, workers: int, overlap: bool, steps: int, k: i
     row = ModeRow(mode=name, workers=workers, errors=result.errors, seconds=result.seconds)
     if len(finals) != workers:
         return replace(row, failed=f"{len(finals)} of {workers} workers finished")
-    params = finals[0]["params"]
+    params = finals[0].params
     frame = INNET_FRAME_OVERHEAD + 4 * k
     if result.mode in GLOO_THEORY:  # both directions
         per_step = 2 * GLOO_THEORY[result.mode] * (workers - 1) / workers * 4 * params
     else:
-        per_step = _mean([(f["agent_stats"].get("sent", 0) + f["agent_stats"].get("results", 0)
-                           + f["agent_stats"].get("statuses", 0)) * frame / steps for f in finals])
+        per_step = _mean([sum((f.agent_stats or {}).get(key, 0) for key in ("sent", "results", "statuses"))
+                          * frame / steps for f in finals])
     timed = step_times(finals, warmup)
     measures = StepMeasures(
         params=params, step_ms=1000 * float(np.median(timed)), step_ms_p90=1000 * float(np.percentile(timed, 90)),
         timed_steps=len(timed), bytes_per_worker_step=per_step,
         bytes_source="theory" if result.mode in GLOO_THEORY else "agent frames",
-        worker_rss_mb=_mean([f["rss_bytes"] for f in finals]) / 2**20,
-        worker_rss_peak_mb=_mean([f.get("rss_peak_bytes", f["rss_bytes"]) for f in finals]) / 2**20,
-        worker_tensor_bytes_peak=int(_mean([f["tensor_bytes_peak"] for f in finals])),
-        accuracy=_mean([f["accuracy"] for f in finals]))
-    cpus = [f["cpu_per_step"] for f in finals if "cpu_per_step" in f]
-    links = [f["link"] for f in finals if "link" in f]
+        worker_rss_mb=_mean([f.rss_bytes for f in finals]) / 2**20,
+        worker_rss_peak_mb=_mean([f.rss_peak_bytes for f in finals]) / 2**20,
+        worker_tensor_bytes_peak=int(_mean([f.tensor_bytes_peak for f in finals])),
+        accuracy=_mean([f.accuracy for f in finals]))
+    cpus = [f.cpu_per_step for f in finals if f.cpu_per_step is not None]
+    links = [f.link for f in finals if f.link is not None]
     return replace(
         row, measures=measures,
         # CPU seconds per timed step, summed over the workers
-        cpu_s_per_step=(sum(c["trainer"] for c in cpus), sum(c["agent"] for c in cpus))
+        cpu_s_per_step=(sum(c.trainer for c in cpus), sum(c.agent for c in cpus))
         if len(cpus) == len(finals) else None,
-        link=LinkBytes(up=_mean([li["sent_bytes"] / li["steps"] for li in links]),
-                       down=_mean([li["received_bytes"] / li["steps"] for li in links]))
+        link=LinkBytes(up=_mean([li.sent_bytes / li.steps for li in links]),
+                       down=_mean([li.received_bytes / li.steps for li in links]))
         if len(links) == len(finals) else None,
-        hook=_hook_split(finals, steps) if "comm" in finals[0] and result.mode == "ddp-innet" else None,
+        hook=_hook_split(finals, steps) if isinstance(finals[0].comm, HookComm) else None,
         luwu=_luwu_overlap(result, overlap, steps, measures.step_ms) if result.mode == "luwu" else None)
 
 
-def _hook_split(finals: Sequence[dict[str, Any]], steps: int) -> HookSplit:
+def _hook_split(finals: Sequence[TrainerFinal], steps: int) -> HookSplit:
     """The hook's own split of its time, per step."""
-    def per_step(key: str) -> float:
-        return _mean([f["comm"].get(key, 0) / steps for f in finals])
+    hooks = [f.comm for f in finals if isinstance(f.comm, HookComm)]
 
-    return HookSplit(buckets=per_step("buckets"), seconds=per_step("seconds"),
-                     stage_seconds=per_step("stage_seconds"), agent_seconds=per_step("agent_seconds"))
+    def per_step(part: Callable[[HookComm], float]) -> float:
+        return _mean([part(c) / steps for c in hooks])
+
+    return HookSplit(buckets=per_step(lambda c: c.buckets), seconds=per_step(lambda c: c.seconds),
+                     stage_seconds=per_step(lambda c: c.stage_seconds),
+                     agent_seconds=per_step(lambda c: c.agent_seconds))
 
 
 def _luwu_overlap(result: RunResult, overlap: bool, steps: int, step_ms: float) -> LuwuOverlap:
     finals = result.finals
-    comm = [(f["comm"]["push_seconds"] + f["comm"]["pull_seconds"]) / steps for f in finals]
-    wait_ms = 1000 * _mean([_mean(f.get("step_wait_seconds", [])[2:]) for f in finals])  # warm-up excluded
+    comm = [(f.comm.push_seconds + f.comm.pull_seconds) / steps for f in finals if isinstance(f.comm, LuwuComm)]
+    wait_ms = 1000 * _mean([_mean((f.step_wait_seconds or [])[2:]) for f in finals])  # warm-up excluded
     node = result.nodes[0] if result.nodes else {}
-    return LuwuOverlap(worker_tensor_bytes_between_steps=max(f["tensor_bytes_between_steps"] for f in finals),
+    return LuwuOverlap(worker_tensor_bytes_between_steps=max(f.tensor_bytes_between_steps or 0 for f in finals),
                        comm_busy_ms_per_step=1000 * _mean(comm),
                        # serialized mode waits in wait_idle, not in take: no split there
                        comm_wait_ms_per_step=wait_ms if overlap else None,

@@ -21,7 +21,7 @@ from typing import Any
 
 
 from innet.testbed.luwu import status as luwu_status
-from innet.testbed.luwu.records import DemoCurves, LuwuDemoResult, PartialLuwuDemo
+from innet.testbed.luwu.records import DemoCurves, LuwuDemoResult, PartialLuwuDemo, TrainerFinal
 from innet.testbed.luwu.run import RunConfig, run_training
 from innet.testbed.luwu.train import TrainSpec, run as train
 from innet.testbed.backends.bmv2 import LUWU_K
@@ -53,12 +53,7 @@ class _Reached:
     loss: dict[str, list[float]] = field(default_factory=dict)
 
 
-def run(config: LuwuDemoConfig, console: Any) -> dict[str, Any]:
-    """:func:`demo` as its JSON document (``"partial": True`` and ``"file"`` after Ctrl-C)."""
-    return demo(config, console).to_json()
-
-
-def demo(config: LuwuDemoConfig, console: Any) -> LuwuDemoResult | PartialLuwuDemo:
+def run(config: LuwuDemoConfig, console: Any) -> LuwuDemoResult | PartialLuwuDemo:
     """The demo (or ``innet train --mode luwu``), also written as JSON. Ctrl-C: the testbed
     torn down, the stage reached and the losses of the runs that finished, written too."""
     reached = _Reached()
@@ -111,15 +106,15 @@ def _run(config: LuwuDemoConfig, console: Any, reached: _Reached) -> LuwuDemoRes
     for s in range(0, config.steps, every):
         cells = [f"{c[s]:.4f}" if s < len(c) else "-" for c in (ref_loss, luwu.mean_loss, ddp.mean_loss)]
         console.print(f"{s:4d}  {cells[0]:>10} {cells[1]:>7} {cells[2]:>10}")
-    acc = DemoCurves(local=reference[-1]["accuracy"], luwu=luwu.finals[0]["accuracy"] if luwu.finals else None,
-                     ddp_innet=ddp.finals[0]["accuracy"] if ddp.finals else None)
+    acc = DemoCurves(local=reference[-1]["accuracy"], luwu=luwu.finals[0].accuracy if luwu.finals else None,
+                     ddp_innet=ddp.finals[0].accuracy if ddp.finals else None)
     fmt = lambda a: "-" if a is None else f"{a:.3f}"  # noqa: E731
     console.print(f"test accuracy: local {fmt(acc.local)}, LuWu {fmt(acc.luwu)}, DDP+innet {fmt(acc.ddp_innet)}")
     if luwu.finals:
         f = luwu.finals[0]
-        console.print(f"LuWu worker: peak parameter bytes {f['tensor_bytes_peak']}, between steps "
-                      f"{f['tensor_bytes_between_steps']}, no optimizer state; DDP+Adam worker: "
-                      f"{ddp.finals[0]['tensor_bytes_peak'] if ddp.finals else '-'} tensor bytes")
+        console.print(f"LuWu worker: peak parameter bytes {f.tensor_bytes_peak}, between steps "
+                      f"{f.tensor_bytes_between_steps}, no optimizer state; DDP+Adam worker: "
+                      f"{ddp.finals[0].tensor_bytes_peak if ddp.finals else '-'} tensor bytes")
     step_s = (_median_step(luwu.finals), _median_step(ddp.finals))
     console.print(f"{switch_description('auto', config.switch_impl)}, K={tb.options.k}: bring-up {bring_up:.1f} s; "
                   f"median step LuWu {_fmt_s(step_s[0])}, DDP+innet {_fmt_s(step_s[1])}")
@@ -139,9 +134,9 @@ def _run(config: LuwuDemoConfig, console: Any, reached: _Reached) -> LuwuDemoRes
     return result
 
 
-def _median_step(finals: list[dict[str, Any]]) -> float | None:
+def _median_step(finals: list[TrainerFinal]) -> float | None:
     """Median over the ranks' steps after the first (which includes the agents' start)."""
-    times = [t for f in finals for t in f.get("step_seconds", [])[1:]]
+    times = [t for f in finals for t in f.step_seconds[1:]]
     return float(statistics.median(times)) if times else None
 
 

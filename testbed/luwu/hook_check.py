@@ -36,6 +36,8 @@ class GradcheckSpec(JsonPlan):
     hidden: tuple[int, ...] = (32,)
     lr: float = 0.01
     transport: dict[str, Any] = field(default_factory=dict)
+    """The rank's agent transport as the testbed gives it (``Testbed.host_transport``), carried in
+    this plan's JSON to the rank process."""
     job: int = 1
     window: int = 64
     k: int = 64
@@ -44,6 +46,31 @@ class GradcheckSpec(JsonPlan):
     chunk_deadline: float = 10.0
 
 
+@dataclass(frozen=True)
+class GradientSeries:
+    """One rank's averaged gradients of every step, three ways (module docstring): numpy
+    arrays of shape (steps, parameters)."""
+
+    gloo: Any
+    """DDP's with gloo's allreduce."""
+    innet: Any
+    """DDP's with innet's comm hook (the switch's quantized sum)."""
+    local: Any
+    """The rank's own gradient, before any averaging (it bounds the quantization error)."""
+
+    def save(self, path: Path) -> None:
+        """As ``rank<r>.npz``: arrays ``gloo``, ``innet`` and ``local``."""
+        import numpy as np
+
+        np.savez(path, gloo=self.gloo, innet=self.innet, local=self.local)
+
+    @classmethod
+    def load(cls, path: Path) -> GradientSeries:
+        import numpy as np
+
+        with np.load(path) as arrays:
+            return cls(gloo=arrays["gloo"], innet=arrays["innet"], local=arrays["local"])
+
 
 def _flat_grads(model: Any) -> Any:
     import torch
@@ -51,10 +78,9 @@ def _flat_grads(model: Any) -> Any:
     return torch.cat([p.grad.detach().reshape(-1) for p in model.parameters()]).numpy().copy()
 
 
-def gradient_series(train: Any, agent: Any, steps: int, lr: float) -> dict[str, Any]:
+def gradient_series(train: Any, agent: Any, steps: int, lr: float) -> GradientSeries:
     """In a joined gloo process group, rank ``train.rank``'s averaged gradients of ``steps``
-    steps three ways (module docstring), arrays ``gloo``, ``innet``, ``local`` of shape
-    (steps, parameters); ``agent``: a started agent of a sum job of the group's ranks."""
+    steps three ways (module docstring); ``agent``: a started agent of a sum job of the group's ranks."""
     import numpy as np
     import torch
     import torch.nn.functional as F
@@ -84,14 +110,13 @@ def gradient_series(train: Any, agent: Any, steps: int, lr: float) -> dict[str, 
             for src, a, b in zip(base.parameters(), innet_model.parameters(), local.parameters()):
                 a.copy_(src)
                 b.copy_(src)
-    return {name: np.stack(values) for name, values in out.items()}
+    return GradientSeries(**{name: np.stack(values) for name, values in out.items()})
 
 
 def run(spec: GradcheckSpec) -> int:
     """Body of one rank (see module docstring)."""
     from datetime import timedelta
 
-    import numpy as np
     import torch
     import torch.distributed as dist
 
@@ -111,7 +136,7 @@ def run(spec: GradcheckSpec) -> int:
                               timing=Timing(chunk_deadline=spec.chunk_deadline))).start()
     try:
         series = gradient_series(train, agent, spec.steps, spec.lr)
-        np.savez(Path(spec.out) / f"rank{spec.rank}.npz", **series)
+        series.save(Path(spec.out) / f"rank{spec.rank}.npz")
         dist.barrier()
     finally:
         agent.close()
@@ -119,11 +144,9 @@ def run(spec: GradcheckSpec) -> int:
     return 0
 
 
-def compare_gradients(tb: Any, workers: int, steps: int, out_dir: Path, timeout: float = 60.0) -> list[dict[str, Any]]:
-    """Run the N ranks on ``tb``'s first ``workers`` hosts over a sum job of them; per rank the
-    arrays of its ``rank<r>.npz``. Raises ``TestbedError`` with the log of a rank that failed."""
-    import numpy as np
-
+def compare_gradients(tb: Any, workers: int, steps: int, out_dir: Path, timeout: float = 60.0) -> list[GradientSeries]:
+    """Run the N ranks on ``tb``'s first ``workers`` hosts over a sum job of them; per rank its
+    series as saved in its ``rank<r>.npz``. Raises ``TestbedError`` with the log of a rank that failed."""
     from innet.testbed.core.testbed import TestbedError
 
     hosts = tb.worker_hosts()[:workers]
@@ -154,7 +177,7 @@ def compare_gradients(tb: Any, workers: int, steps: int, out_dir: Path, timeout:
         for name in names:
             tb.procs.stop(name)
             tb.procs.forget(name)
-    return [dict(np.load(out_dir / f"rank{r}.npz")) for r in range(workers)]
+    return [GradientSeries.load(out_dir / f"rank{r}.npz") for r in range(workers)]
 
 
 def _run_reporting(spec: GradcheckSpec) -> int:

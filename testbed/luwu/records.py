@@ -10,7 +10,7 @@ here and absent from the JSON, as the documents have always had it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from innet.testbed.core.records import JsonRecord
 
@@ -326,6 +326,28 @@ class TrainerFinal:
     pull_agent_stats: dict[str, int] | None = None
     """A duplex LuWu worker's second agent's counters."""
 
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> TrainerFinal:
+        """The report a trainer printed as its final JSON line (or a cluster worker's result
+        document carried as ``"final"``): the wire edge where the report becomes typed again.
+        A line without ``rss_peak_bytes`` (older trainers) peaks at its ``rss_bytes``."""
+        comm = doc.get("comm")
+        link, cpu = doc.get("link"), doc.get("cpu_per_step")
+        try:
+            return cls(
+                mode=str(doc["mode"]), rank=int(doc["rank"]), accuracy=float(doc["accuracy"]),
+                rss_bytes=int(doc["rss_bytes"]), rss_peak_bytes=int(doc.get("rss_peak_bytes", doc["rss_bytes"])),
+                step_seconds=[float(t) for t in doc["step_seconds"]], params=int(doc["params"]),
+                tensor_bytes_peak=int(doc["tensor_bytes_peak"]),
+                link=LinkCount(**link) if link is not None else None,
+                cpu_per_step=CpuPerStep(**cpu) if cpu is not None else None,
+                tensor_bytes_between_steps=doc.get("tensor_bytes_between_steps"),
+                comm=(LuwuComm(**comm) if "push_seconds" in comm else HookComm(**comm)) if comm is not None else None,
+                step_wait_seconds=doc.get("step_wait_seconds"), agent_stats=doc.get("agent_stats"),
+                pull_agent_stats=doc.get("pull_agent_stats"))
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"trainer final report: {type(error).__name__} {error} in {dict(doc)!r:.200}") from None
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"final": True, "mode": self.mode, "rank": self.rank, "accuracy": self.accuracy,
                                "rss_bytes": self.rss_bytes, "rss_peak_bytes": self.rss_peak_bytes,
@@ -388,6 +410,13 @@ class LuwuDemoResult:
     """Process name -> its log tail, for processes that failed."""
 
     FORMAT = "innet-demo-luwu/1"
+
+    @property
+    def good(self) -> bool:
+        """No process failed and LuWu's test accuracy is within 0.01 of local Adam's: what
+        ``innet demo --mode luwu`` exits 0 on."""
+        luwu, local = self.accuracy.luwu, self.accuracy.local
+        return not self.errors and luwu is not None and abs(luwu - local) <= 0.01
 
     def to_json(self) -> dict[str, Any]:
         luwu, ddp = self.median_step_seconds

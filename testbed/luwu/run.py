@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from innet.testbed.core.testbed import Testbed, TestbedError
+from innet.testbed.luwu.records import TrainerFinal
 from innet.testbed.luwu.train import DISTRIBUTED, MODES, MODULE as TRAIN_MODULE, TrainSpec, build_model
 from innet.testbed.core.topology import Link, Topology, star
 from innet.polling import PollTimeout, poll_until
@@ -71,9 +72,11 @@ class RunResult:
     mode: str
     losses: list[list[float]] = field(default_factory=list)
     """Per rank, the loss of every step."""
-    finals: list[dict[str, Any]] = field(default_factory=list)
+    finals: list[TrainerFinal] = field(default_factory=list)
+    """The final report of every trainer that printed one."""
     nodes: list[dict[str, Any]] = field(default_factory=list)
-    """The optimizer nodes' final status.json."""
+    """The optimizer nodes' final ``status.json`` documents as saved (``{"error": ...}`` for one
+    that could not be read): the node's own file format, read by the status renderer."""
     seconds: float = 0.0
     errors: dict[str, str] = field(default_factory=dict)
     """Process name -> its stderr tail, for processes that failed."""
@@ -251,7 +254,10 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
             if name.startswith("train-"):
                 lines = [json.loads(l) for l in out.decode(errors="replace").splitlines() if l.startswith("{")]
                 result.losses.append([d["loss"] for d in lines if "step" in d])
-                result.finals += [d for d in lines if d.get("final")]
+                try:
+                    result.finals += [TrainerFinal.from_json(d) for d in lines if d.get("final")]
+                except ValueError as error:
+                    result.errors[name] = str(error)
                 result.failed_at.update({name: d["monotonic"] for d in lines if "failed" in d})
     finally:
         for name, _ in procs:

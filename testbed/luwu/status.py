@@ -7,13 +7,15 @@ from typing import Any, Sequence
 
 
 def load(directories: Sequence[Path]) -> list[dict[str, Any]]:
-    """Every node's status (ValueError naming the file when one is missing or garbled)."""
+    """Every node's saved ``status.json`` document, as the node wrote it (ValueError naming
+    the file when one is missing or garbled)."""
     from innet.host.luwu.node import read_status
 
     return [read_status(Path(d)) for d in directories]
 
 
 def render(statuses: list[dict[str, Any]], console: Any) -> None:
+    """The ``status.json`` documents of :func:`load` as one table."""
     from rich.table import Table
 
     table = Table(title="LuWu optimizer nodes")

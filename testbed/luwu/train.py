@@ -45,6 +45,9 @@ DISTRIBUTED = ("ddp-gloo", "ddp-innet", "fsdp", "fsdp-offload", "allreduce-gloo"
 
 @dataclass(frozen=True)
 class TrainSpec(JsonPlan):
+    """One trainer's run, the JSON on its command line; its transports and LuWu plan ride in
+    that JSON as the dicts an agent's transport and ``LuwuPlan`` are built from."""
+
     mode: str
     rank: int = 0
     world: int = 1
@@ -59,7 +62,7 @@ class TrainSpec(JsonPlan):
     k: int = 64
     epoch: int = 0
     plan: dict[str, Any] | None = None
-    """LuwuPlan as a dict (``luwu``)."""
+    """LuwuPlan as its JSON dict (``luwu``)."""
     master: tuple[str, int] = ("127.0.0.1", 0)
     overlap: bool = True
     chunk_deadline: float = 20.0
@@ -175,6 +178,7 @@ def _fsdp(model: Any, offload: bool) -> None:
 
 
 def _print(doc: dict[str, Any]) -> None:
+    """One JSON line on stdout: the trainer's messages to the run that started it."""
     print(json.dumps(doc), flush=True)
 
 

@@ -192,7 +192,7 @@ def test_killed_luwu_worker_rejoins_and_trains_as_on_the_star(swarm_lab: Any, lu
     assert new_epoch > first["epoch"]
     assert [(d["rank"], d["ok"], d["epoch"]) for d in docs] == [(r, True, new_epoch) for r in range(workers)]
     assert [d["losses"] for d in docs] == luwu_star_run.losses
-    assert [d["accuracy"] for d in docs] == [f["accuracy"] for f in luwu_star_run.finals]
+    assert [d["accuracy"] for d in docs] == [f.accuracy for f in luwu_star_run.finals]
     assert [(n["state"], n["step"]) for n in nodes] == [("done", steps)]
 
 

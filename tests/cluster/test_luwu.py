@@ -41,7 +41,7 @@ def test_luwu_with_its_node_service_trains_as_on_the_mininet_star(swarm_lab: Any
     assert job is not None and (job["workload"], job["nodes"], job["k"]) == ("luwu", 1, 256)
     assert [(d["rank"], d["ok"]) for d in docs] == [(r, True) for r in range(workers)]
     assert [d["losses"] for d in docs] == star.losses  # float32 losses, equal at every step and rank
-    assert [d["accuracy"] for d in docs] == [f["accuracy"] for f in star.finals]
+    assert [d["accuracy"] for d in docs] == [f.accuracy for f in star.finals]
     assert [(n["name"], n["state"], n["step"], n["rank"]) for n in nodes] == [("o1", "done", steps, workers)]
     placed = {(r["service"], r["node"]) for r in rows if r["state"] == "complete" or r["state"] == "running"}
     assert {node for service, node in placed if service in ("node", "switch")} == {"innet-n1"}

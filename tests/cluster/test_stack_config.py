@@ -124,21 +124,21 @@ def test_ddp_gloo_workload_trains_lu_wus_steps_without_node_ports() -> None:
     assert (env["INNET_WORKLOAD"], env["INNET_NODE_REPLICAS"], env["INNET_TRAIN_STEPS"]) == ("ddp-gloo", "0", "12")
 
 
-def _final(steps: list[float], sent: int, packets: int, timed: int) -> dict[str, object]:
-    return {"final": True, "mode": "ddp-gloo", "accuracy": 0.5, "rss_bytes": 1 << 20, "step_seconds": steps,
+def _final(rank: int, steps: list[float], sent: int, packets: int, timed: int) -> dict[str, object]:
+    return {"final": True, "mode": "ddp-gloo", "rank": rank, "accuracy": 0.5, "rss_bytes": 1 << 20, "step_seconds": steps,
             "params": 1000, "tensor_bytes_peak": 16000,
             "link": {"steps": timed, "sent_bytes": sent, "received_bytes": 2 * sent, "sent_packets": packets,
                      "received_packets": packets}}
 
 
 def test_training_row_takes_the_slowest_rank_and_the_overlay_bytes() -> None:
-    """A cluster training row as the star's (``luwu.bench.row_of``): per timed step the slowest
+    """A cluster training row as the star's (``luwu.bench.measure_row``): per timed step the slowest
     rank, the median over steps; bytes per step from the task's interface, the underlay's with
     VXLAN's 50 bytes a packet."""
     from innet.testbed.cluster.bench import training_row
 
-    docs = [{"rank": 0, "ok": True, "k": 0, "node": "innet-n2", "final": _final([9.0, 9.0, 0.1, 0.3, 0.2], 3000, 30, 3)},
-            {"rank": 1, "ok": True, "k": 0, "node": "innet-n3", "final": _final([9.0, 9.0, 0.2, 0.1, 0.4], 6000, 60, 3)}]
+    docs = [{"rank": 0, "ok": True, "k": 0, "node": "innet-n2", "final": _final(0, [9.0, 9.0, 0.1, 0.3, 0.2], 3000, 30, 3)},
+            {"rank": 1, "ok": True, "k": 0, "node": "innet-n3", "final": _final(1, [9.0, 9.0, 0.2, 0.1, 0.4], 6000, 60, 3)}]
     row = training_row("ddp-gloo", 2, docs, [], steps=5, warmup=2)
     assert (row["where"], row["workload"], row["workers"], row["ok"]) == ("cluster", "ddp-gloo", 2, True)
     assert row["step_s"] == pytest.approx(0.3)  # slowest ranks' steps 0.2, 0.3, 0.4 after the warm-up

@@ -42,8 +42,8 @@ def test_luwu_mode_trains_like_the_local_adam_baseline(testbed: Testbed, tmp_pat
     assert not result.errors, result.errors
     assert not result.duplex  # frame tunnels: one agent per host, the one-job schedule
     np.testing.assert_allclose(result.mean_loss, losses, rtol=0, atol=2e-3)
-    assert all(abs(f["accuracy"] - accuracy) <= 0.01 for f in result.finals)
-    assert all(f["tensor_bytes_between_steps"] == 0 for f in result.finals)  # nothing held between steps
+    assert all(abs(f.accuracy - accuracy) <= 0.01 for f in result.finals)
+    assert all(f.tensor_bytes_between_steps == 0 for f in result.finals)  # nothing held between steps
     assert result.nodes[0]["step"] == STEPS and result.nodes[0]["state"] == "done"
 
 
@@ -53,7 +53,7 @@ def test_ddp_with_the_innet_hook_trains_like_gloo_ddp(testbed: Testbed) -> None:
     result = run_training(testbed, RunConfig(mode="ddp-innet", workers=2, steps=STEPS, lr=LR))
     assert not result.errors, result.errors
     np.testing.assert_allclose(result.mean_loss, losses, rtol=0, atol=2e-3)
-    assert all(abs(f["accuracy"] - accuracy) <= 0.01 and f["comm"]["saturated"] == 0 for f in result.finals)
+    assert all(abs(f.accuracy - accuracy) <= 0.01 and f.comm is not None and f.comm.saturated == 0 for f in result.finals)
 
 
 @pytest.mark.slow
@@ -64,10 +64,10 @@ def test_fsdp2_trains_like_the_local_adam_baseline_on_shards(testbed: Testbed, m
     assert not result.errors, result.errors
     np.testing.assert_allclose(result.mean_loss, losses, rtol=0, atol=2e-3)
     for f in result.finals:
-        assert abs(f["accuracy"] - accuracy) <= 0.01
+        assert abs(f.accuracy - accuracy) <= 0.01
         # half of parameters, gradients and both moments, plus two unsharded layers in flight:
         # less than DDP + Adam's 4 x 4P
-        assert f["tensor_bytes_peak"] < 16 * f["params"]
+        assert f.tensor_bytes_peak < 16 * f.params
 
 
 @pytest.mark.slow
@@ -77,16 +77,16 @@ def test_the_innet_hook_averages_like_gloo_ddp_within_the_quantization_bound(tes
     ranks = compare_gradients(testbed, workers=n, steps=steps, out_dir=tmp_path)
     eps = float(np.finfo(np.float32).eps)
     for s in range(steps):
-        local = np.stack([r["local"][s] for r in ranks])
+        local = np.stack([r.local[s] for r in ranks])
         bound = float(np.max(np.abs(local)))  # B: the largest |g| over the workers (one DDP bucket here)
         f = qz.sum_frac_bits(bound, n)
         limit = 2.0 ** -(f + 1) + 4 * eps * bound  # N values off by 2**-(f+1) each, summed, divided by N
         assert limit <= n * bound * 2.0 ** -31 + 4 * eps * bound  # the bound docs/luwu.md states
         for r in ranks:
-            np.testing.assert_allclose(r["gloo"][s], local.mean(axis=0), rtol=0, atol=4 * eps * bound)
-            assert np.max(np.abs(r["innet"][s] - r["gloo"][s])) <= limit, (s, np.max(np.abs(r["innet"][s] - r["gloo"][s])), limit)
-            assert np.array_equal(r["innet"][s], ranks[0]["innet"][s])  # every rank got the same average
-        assert np.max(np.abs(ranks[0]["innet"][s] - ranks[0]["gloo"][s])) > 0  # quantized, not gloo's floats
+            np.testing.assert_allclose(r.gloo[s], local.mean(axis=0), rtol=0, atol=4 * eps * bound)
+            assert np.max(np.abs(r.innet[s] - r.gloo[s])) <= limit, (s, np.max(np.abs(r.innet[s] - r.gloo[s])), limit)
+            assert np.array_equal(r.innet[s], ranks[0].innet[s])  # every rank got the same average
+        assert np.max(np.abs(ranks[0].innet[s] - ranks[0].gloo[s])) > 0  # quantized, not gloo's floats
 
 
 @pytest.mark.slow

@@ -72,8 +72,8 @@ def test_luwu_on_simple_switch_grpc_trains_bit_exact_with_innet_switch(tmp_path:
     assert innet_interfaces([s.name for s in topo.switches]) == []
     assert not result.errors, result.errors
     np.testing.assert_allclose(result.mean_loss, losses, rtol=0, atol=2e-3)
-    assert len(result.finals) == 2 and all(abs(f["accuracy"] - accuracy) <= 0.01 for f in result.finals)
-    assert all(f["tensor_bytes_between_steps"] == 0 for f in result.finals)
+    assert len(result.finals) == 2 and all(abs(f.accuracy - accuracy) <= 0.01 for f in result.finals)
+    assert all(f.tensor_bytes_between_steps == 0 for f in result.finals)
     node = result.nodes[0]
     assert (node["state"], node["step"], node["name"]) == ("done", STEPS, "o1")
     # the node's link h3 <-> s1, as on innet-switch (tests/mininet/test_luwu_mininet.py): per step
@@ -81,7 +81,7 @@ def test_luwu_on_simple_switch_grpc_trains_bit_exact_with_innet_switch(tmp_path:
     # window of chunks long enough for the node's agent to retransmit some (each a frame at most,
     # and at most one answer each)
     assert before is not None and after is not None
-    payload = 4 * result.finals[0]["params"] * STEPS
+    payload = 4 * result.finals[0].params * STEPS
     sent, received = (after["h3"][i] - before["h3"][i] for i in (0, 1))
     again = node["agent_stats"]["retransmitted"] + node["agent_stats"]["probes"]
     limit = 2 * payload + again * (ETH.size + IP_OVERHEAD + message_len(LUWU_K))

@@ -9,19 +9,30 @@ from pathlib import Path
 import pytest
 
 from innet.cli import main as innet
-from innet.testbed.luwu.bench import measure_row, row_of, summary
+from innet.testbed.luwu.bench import measure_row, summary
 from innet.testbed.core.bounds import INNET_FRAME_OVERHEAD
+from innet.testbed.luwu.records import TrainerFinal
 from innet.testbed.luwu.run import RunResult
 
 STEPS, K, P = 10, 64, 1000
 
 
-def _final(step_s: float, wait_s: float = 0.0) -> dict:
-    return {"params": P, "step_seconds": [9.0, 9.0] + [step_s] * (STEPS - 2), "rss_bytes": 2**20 * 300,
-            "tensor_bytes_peak": 4 * P, "tensor_bytes_between_steps": 0, "accuracy": 0.9,
+def row_of(result: RunResult, workers: int, overlap: bool, steps: int, k: int, warmup: int = 2) -> dict:
+    """The row as the saved document has it."""
+    return measure_row(result, workers, overlap, steps, k, warmup).to_json()
+
+
+def _report(step_s: float, wait_s: float = 0.0) -> dict:
+    """A trainer's final line as it prints it (no ``rss_peak_bytes``, as older trainers)."""
+    return {"final": True, "mode": "luwu", "rank": 0, "params": P, "step_seconds": [9.0, 9.0] + [step_s] * (STEPS - 2),
+            "rss_bytes": 2**20 * 300, "tensor_bytes_peak": 4 * P, "tensor_bytes_between_steps": 0, "accuracy": 0.9,
             "agent_stats": {"sent": 100, "results": 100, "statuses": 0},
-            "comm": {"push_seconds": 0.5, "pull_seconds": 0.5, "wait_seconds": 99.0},
+            "comm": {"push_seconds": 0.5, "pull_seconds": 0.5, "wait_seconds": 99.0, "saturated": 0},
             "step_wait_seconds": [9.0, 9.0] + [wait_s] * (STEPS - 2)}
+
+
+def _final(step_s: float, wait_s: float = 0.0) -> TrainerFinal:
+    return TrainerFinal.from_json(_report(step_s, wait_s))
 
 
 def test_rows_skip_warm_up_count_frames_and_split_the_overlapped_step() -> None:
@@ -81,11 +92,11 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
     assert path is not None and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def _timed(steps: list[float], link: dict | None = None) -> dict:
-    final = {**_final(0.0), "step_seconds": steps}
+def _timed(steps: list[float], link: dict | None = None, **more: object) -> TrainerFinal:
+    report = {**_report(0.0), "step_seconds": steps, **more}
     if link is not None:
-        final["link"] = link
-    return final
+        report["link"] = link
+    return TrainerFinal.from_json(report)
 
 
 def test_step_time_is_the_slowest_worker_per_step_then_median_and_p90() -> None:
@@ -134,6 +145,6 @@ def test_bad_link_and_packet_arguments_are_one_line_and_exit_2(argv: list[str], 
 
 
 def test_cpu_per_step_is_summed_over_the_workers() -> None:
-    finals = [{**_timed([0.1] * 12), "cpu_per_step": {"trainer": 0.5, "agent": 0.25}}] * 4
+    finals = [_timed([0.1] * 12, cpu_per_step={"trainer": 0.5, "agent": 0.25})] * 4
     row = row_of(RunResult("ddp-innet", finals=finals), 4, True, 12, K)
     assert row["cpu_s_per_step"] == {"trainers": pytest.approx(2.0), "agents": pytest.approx(1.0)}

@@ -133,3 +133,52 @@ def test_the_luwu_demo_document_and_its_partial_form_keep_their_keys() -> None:
     partial = PartialLuwuDemo({"steps": "40"}, "luwu", {"local": [2.0]}, "out/demo-luwu-x-partial.json").to_json()
     assert list(partial) == ["format", "partial", "settings", "stage", "loss", "file"]
     assert partial["format"] == "innet-demo-luwu/1" and partial["partial"] is True
+
+
+LOCAL_FINAL_LINE = ('{"final": true, "mode": "local", "rank": 0, "accuracy": 0.15367482602596283, "rss_bytes": 318959616, '
+                    '"rss_peak_bytes": 318959616, "step_seconds": [0.002914950004196726, 0.0005563499944400974, '
+                    '0.0007314520044019446], "params": 17226, "cpu_per_step": {"trainer": 0.0007705000000000073, '
+                    '"agent": 0.0}, "tensor_bytes_peak": 275640}')
+"""The last line ``python -m innet.testbed.luwu.train '{"mode": "local", "steps": 3}'`` printed."""
+
+
+def test_a_trainers_final_line_reads_back_into_the_record_it_was_printed_from() -> None:
+    from innet.testbed.luwu.records import CpuPerStep, HookComm, LinkCount, LuwuComm, TrainerFinal
+
+    printed = [
+        TrainerFinal("allreduce-innet", 0, 0.5, 1, 2, [0.1], 1000, 4000, link=LinkCount(10, 5000, 7000, 5, 7),
+                     cpu_per_step=CpuPerStep(0.5, 0.1), agent_stats={"sent": 3}),
+        TrainerFinal("luwu", 1, 0.9, 1, 2, [0.1, 0.2], 1000, 4000, cpu_per_step=CpuPerStep(0.5, 0.1),
+                     tensor_bytes_between_steps=0, comm=LuwuComm(0.5, 0.5, 0.1, 0), step_wait_seconds=[0.05],
+                     agent_stats={"sent": 3}, pull_agent_stats={"results": 4}),
+        TrainerFinal("ddp-innet", 0, 0.9, 1, 2, [0.1], 1000, 4000, comm=HookComm(3, 0.1, 0, 0.02, 0.05),
+                     agent_stats={}),
+    ]
+    for final in printed:
+        line = json.loads(json.dumps(final.to_json()))
+        assert TrainerFinal.from_json(line) == final
+        assert list(TrainerFinal.from_json(line).to_json()) == list(line)
+    local = json.loads(LOCAL_FINAL_LINE)
+    assert json.dumps(TrainerFinal.from_json(local).to_json()) == LOCAL_FINAL_LINE  # keys, order and values
+    older = TrainerFinal.from_json({k: v for k, v in local.items() if k != "rss_peak_bytes"})
+    assert older.rss_peak_bytes == local["rss_bytes"]
+
+
+def test_a_final_line_without_its_accuracy_is_one_error_naming_the_key() -> None:
+    from innet.testbed.luwu.records import TrainerFinal
+
+    with pytest.raises(ValueError, match=r"^trainer final report: KeyError 'accuracy' in \{"):
+        TrainerFinal.from_json({k: v for k, v in json.loads(LOCAL_FINAL_LINE).items() if k != "accuracy"})
+
+
+def test_the_luwu_demo_is_good_when_nothing_failed_and_luwu_learns_like_local_adam() -> None:
+    from dataclasses import replace
+
+    from innet.testbed.luwu.records import DemoCurves, LuwuDemoResult
+
+    result = LuwuDemoResult("2026-11-28T17:00:00", {"cpu": "x"}, "loopback", "innet-switch", 256, 3.0, (0.2, 0.1),
+                            {"steps": "40"}, DemoCurves(0.9, 0.895, 0.9), DemoCurves([2.0], [2.1], [2.2]), ({},), {})
+    assert result.good
+    assert not replace(result, accuracy=DemoCurves(0.9, 0.85, 0.9)).good
+    assert not replace(result, accuracy=DemoCurves(0.9, None, 0.9)).good
+    assert not replace(result, errors={"node-o1": "killed"}).good
