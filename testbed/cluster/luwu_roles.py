@@ -10,6 +10,8 @@ one-job plan (pushes and pulls on one job): through a frame tunnel an agent is o
 switch port, so the Mininet star's duplex pull job does not apply; the numbers are the same.
 Workers print ``INNET_RESULT`` with every step's loss and the final accuracy; nodes print theirs
 too (``INNET_NODE_RESULT``), which the run's bit-exactness check reads beside the workers'.
+Those result and status documents, and a member's transport (the JSON an agent's
+transport is configured from), are wire messages and stay the dicts they are printed as.
 """
 
 from __future__ import annotations

@@ -5,6 +5,11 @@ Docker engine (or ``DOCKER_HOST``) belongs to.
 through the SDK: services of the stack carry ``com.docker.stack.namespace=<name>``, their
 tasks say where they run, and the workers' ``INNET_RESULT`` lines come from the service
 logs, which Swarm gathers from every node (no volume spans machines).
+
+The documents read here (result lines, the controller's job, the nodes' status) are JSON
+messages between the stack's tasks and this side, and are handed on as the dicts they
+were printed as: the readers (``innet cluster``, ``innet bench cluster``) print, save or
+type them (:meth:`innet.testbed.luwu.records.TrainerFinal.from_json`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ poll apart, so its time holds their start skew), the next ones start together be
 switch multicasts each result to every rank at once, so they time the collective itself.
 Bytes are the task's own interface counters (``/proc/net/dev``, every interface but ``lo``)
 over the timed operations: the inner frames, without the VXLAN encapsulation the underlay
-adds per packet (:data:`VXLAN_OVERHEAD`).
+adds per packet (:data:`VXLAN_OVERHEAD`). A result document here is the JSON the task prints
+after ``INNET_RESULT``; a job document the controller's JSON job (both wire messages).
 """
 
 from __future__ import annotations
