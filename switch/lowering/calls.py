@@ -142,3 +142,53 @@ def bind_arguments(params: tuple[ir.Param, ...], args: tuple[ir.Arg, ...], node:
         if p.direction in ("out", "inout") and expr is not None:
             outs.append((expr, pp))
     return data, outs
+
+
+class SubparserBinder(Protocol):
+    """What inlining a sub-parser's call needs of an executor's parser emitter."""
+
+    unsupported: Unsupported
+
+    def place(self, e: ir.Expr) -> Place: ...
+
+    def reset(self, p: Place) -> None:
+        """Give an ``out`` parameter's slots their initial value."""
+        ...
+
+    def copy_in_param(self, prm: ir.Param, a: ir.Expr) -> None:
+        """Emit: the scalar ``in`` argument ``a`` copied into ``prm``'s own slot."""
+        ...
+
+    def copy_unaliased(self, prm: ir.Param, a: ir.Expr) -> bool:
+        """Whether ``a`` has no slots the sub-parser could alias (a local the emitter keeps
+        elsewhere); if so, emit its copy-in through ``prm``'s own slot."""
+        ...
+
+
+def subparser_bindings(decl: ir.Parser, e: ir.MethodCall, out: SubparserBinder
+                       ) -> tuple[dict[int, int], list[tuple[ir.Param, ir.Expr]]]:
+    """Bind the arguments of sub-parser call ``e`` (as p4c inlines it): the first slot of
+    the argument each parameter aliases by uid, an ``out`` one reset first; a scalar
+    ``in`` argument is copied into its parameter's slot instead, and the (parameter,
+    argument) pairs ``copy_unaliased`` copied, which the caller copies back after."""
+    bindings: dict[int, int] = {}
+    copied: list[tuple[ir.Param, ir.Expr]] = []
+    for i, prm in enumerate(decl.params):
+        if isinstance(prm.type, ir.ExternT):
+            continue
+        a = e.args[i].expr if i < len(e.args) else None
+        if a is None:
+            raise out.unsupported(f"sub-parser argument {prm.name} left out", e)
+        if is_scalar(prm.type) and prm.direction in (None, "in"):
+            out.copy_in_param(prm, a)
+            continue
+        if out.copy_unaliased(prm, a):
+            copied.append((prm, a))
+            continue
+        place = out.place(a)
+        if not isinstance(place.base, int):
+            raise out.unsupported(f"sub-parser argument {prm.name} at a runtime stack index", e)
+        bindings[prm.uid] = place.base
+        if prm.direction == "out":
+            out.reset(place)
+    return bindings, copied

@@ -117,6 +117,16 @@ def resolve_place(e: ir.Expr, out: PlaceEmitter, layout: SlotLayout) -> Place:
     raise out.unsupported(f"expression {type(e).__name__} as an l-value", e)
 
 
+def runtime_index(e: ir.Expr) -> bool:
+    """``e`` reaches its slot through a stack index computed at run time (its place is
+    known only when the code runs)."""
+    while isinstance(e, (ir.Member, ir.StackElem, ir.Slice)):
+        if isinstance(e, ir.StackElem) and not isinstance(e.index, ir.Const):
+            return True
+        e = e.base
+    return False
+
+
 def members(p: Place, t: ir.StructT | ir.HeaderUnionT | ir.StackT, layout: SlotLayout) -> list[Place]:
     """The places of the fields of a struct or union, or of the elements of a stack, in order."""
     if isinstance(t, ir.StackT):

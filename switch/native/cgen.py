@@ -27,7 +27,7 @@ from ..lowering.args import annotated_field_list, call_arg, field_slots
 from ..lowering.assign import assign_aggregate
 from ..lowering.binary import lower_binary
 from ..lowering.branches import switch_branches
-from ..lowering.calls import bind_arguments, call_statement, call_value
+from ..lowering.calls import bind_arguments, call_statement, call_value, subparser_bindings
 from ..lowering.casts import without_enum
 from ..lowering.compare import aggregate_equal
 from ..lowering.errors import Unsupported
@@ -38,7 +38,7 @@ from ..lowering.methods import method_call
 from ..lowering.packets import lookahead_place, packet_in_method
 from ..lowering.order import Pinned, captured, visit
 from ..lowering.parsers import declare_parser_locals
-from ..lowering.places import Place, SlotLayout, resolve_place, scalar_leaves
+from ..lowering.places import Place, SlotLayout, resolve_place, runtime_index, scalar_leaves
 from ..lowering.types import bits, is_scalar
 from ..lowering.v1switch import bind_parameters, field_starts, v1switch_blocks
 from .wide import (WIDE_RUNTIME, WideLayout, default_values, field_offset, header_offsets, limbs, limbs_of, nslots,
@@ -949,7 +949,7 @@ class Gen(WideGen):
         if is_scalar(lhs.type):
             if isinstance(lhs.type, ir.BitT) and not wide_width(lhs.type):
                 word_bits(lhs.type, lhs)
-            if isinstance(lhs, (ir.Member, ir.StackElem, ir.Slice)) and _runtime_index(lhs):
+            if isinstance(lhs, (ir.Member, ir.StackElem, ir.Slice)) and runtime_index(lhs):
                 # the l-value is evaluated first and once ('a op= b' reads the same node)
                 node: ir.Expr = lhs
                 while isinstance(node, ir.Slice):
@@ -1515,23 +1515,7 @@ class Gen(WideGen):
         if not self.in_parser:
             raise self.unsupported("a parser applied outside a parser", e)
         layout = self.u.layout
-        bindings: dict[int, int] = {}
-        for i, prm in enumerate(decl.params):
-            if isinstance(prm.type, ir.ExternT):
-                continue
-            a = e.args[i].expr if i < len(e.args) else None
-            if a is None:
-                raise self.unsupported(f"sub-parser argument {prm.name} left out", e)
-            if is_scalar(prm.type) and prm.direction in (None, "in"):
-                pp = self.u.var(prm.uid, prm.type, prm.name, prm.loc)
-                self.store_slot(Place(pp, prm.type), prm.type, self.expr(a), a)
-                continue
-            place = self.place(a)
-            if not isinstance(place.base, int):
-                raise self.unsupported(f"sub-parser argument {prm.name} at a runtime stack index", e)
-            bindings[prm.uid] = place.base
-            if prm.direction == "out":
-                self.reset(place)
+        bindings, _ = subparser_bindings(decl, e, self)
         saved = {uid: layout.by_uid.get(uid) for uid in bindings}
         layout.by_uid.update(bindings)
         self.ntmp += 1
@@ -1547,6 +1531,13 @@ class Gen(WideGen):
                     layout.by_uid.pop(uid, None)
                 else:
                     layout.by_uid[uid] = base
+
+    def copy_in_param(self, prm: ir.Param, a: ir.Expr) -> None:
+        pp = self.u.var(prm.uid, prm.type, prm.name, prm.loc)
+        self.store_slot(Place(pp, prm.type), prm.type, self.expr(a), a)
+
+    def copy_unaliased(self, prm: ir.Param, a: ir.Expr) -> bool:
+        return False
 
     def transition(self, tr: ir.Goto | ir.Select, ids: dict[str, int], prefix: str = "", done: str = "done") -> None:
         def go(state: str) -> str:
@@ -1763,14 +1754,6 @@ def _varbit_types(t: ir.Type) -> list[ir.VarBitT]:
     if isinstance(t, ir.TupleT):
         return [v for x in t.elems for v in _varbit_types(x)]
     return []
-
-
-def _runtime_index(e: ir.Expr) -> bool:
-    while isinstance(e, (ir.Member, ir.StackElem, ir.Slice)):
-        if isinstance(e, ir.StackElem) and not isinstance(e.index, ir.Const):
-            return True
-        e = e.base
-    return False
 
 
 def generate(program: ir.Program, fuse: str | None = None, loops: bool = True) -> tuple[str, UnitMeta]:

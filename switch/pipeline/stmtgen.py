@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..frontend import ir
 from ..lowering.assign import assign_aggregate
 from ..lowering.branches import switch_branches
-from ..lowering.calls import bind_arguments, call_statement
+from ..lowering.calls import bind_arguments, call_statement, subparser_bindings
 from ..lowering.methods import method_call
 from ..lowering.order import visit
-from ..lowering.places import Place
+from ..lowering.places import Place, runtime_index
 from ..lowering.types import bits, is_scalar
 from .exprgen import SLOTS, ExprGen, span, wrap_expr
 from .externgen import ExternGen
@@ -219,7 +219,7 @@ class StmtGen:
         self.assign(s.lhs, s.rhs)
 
     def assign(self, lhs: ir.Expr, rhs: ir.Expr) -> None:
-        if is_scalar(lhs.type) and isinstance(lhs, (ir.Member, ir.StackElem)) and _runtime_index(lhs):
+        if is_scalar(lhs.type) and isinstance(lhs, (ir.Member, ir.StackElem)) and runtime_index(lhs):
             # P4_16: the left side is evaluated first, so a call on the right side that
             # writes the index does not move the target; the index is read into a temp
             p = self.exprs.place(lhs)
@@ -415,35 +415,26 @@ class StmtGen:
     def subparser_apply(self, decl: ir.Parser, e: ir.MethodCall) -> None:
         if not self.ctx.in_parser:
             raise self.unsupported("a parser applied outside a parser", e)
-        bindings: dict[int, int] = {}
-        copy_back: list[tuple[str, int]] = []
-        for i, p in enumerate(decl.params):
-            if isinstance(p.type, ir.ExternT):
-                continue
-            a = e.args[i].expr if i < len(e.args) else None
-            if a is None:
-                raise self.unsupported(f"sub-parser argument {p.name} left out", e)
-            if is_scalar(p.type) and p.direction in (None, "in"):
-                pp = self.ctx.prog.layout.var(p.uid, p.type, p.name)
-                self.ctx.emit(f"S[{pp}] = {self.exprs.expr(a)}")
-                continue
-            if isinstance(a, ir.VarRef) and a.decl.uid in self.ctx.locals:
-                # a parser local kept in a Python variable: copy in and out through the
-                # parameter's own slot (the sub-parser's function cannot see the local)
-                pp = self.ctx.prog.layout.var(p.uid, p.type, p.name)
-                self.ctx.emit(f"S[{pp}] = {self.ctx.locals[a.decl.uid] if p.direction == 'inout' else repr(default_values(p.type)[0])}")
-                copy_back.append((self.ctx.locals[a.decl.uid], pp))
-                continue
-            place = self.exprs.place(a)
-            if not isinstance(place.base, int):
-                raise self.unsupported(f"sub-parser argument {p.name} at a runtime stack index", e)
-            bindings[p.uid] = place.base
-            if p.direction == "out":
-                self.reset(place)
+        bindings, copied = subparser_bindings(decl, e, self)
         fn = self.ctx.prog.parsers.subparser_fn(decl, bindings)
         self.ctx.emit(f"pos = {fn}(S, data, pos, L)")
-        for local, slot in copy_back:
-            self.ctx.emit(f"{local} = S[{slot}]")
+        for p, a in copied:
+            assert isinstance(a, ir.VarRef)
+            self.ctx.emit(f"{self.ctx.locals[a.decl.uid]} = S[{self.ctx.prog.layout.var(p.uid, p.type, p.name)}]")
+
+    def copy_in_param(self, prm: ir.Param, a: ir.Expr) -> None:
+        pp = self.ctx.prog.layout.var(prm.uid, prm.type, prm.name)
+        self.ctx.emit(f"S[{pp}] = {self.exprs.expr(a)}")
+
+    def copy_unaliased(self, prm: ir.Param, a: ir.Expr) -> bool:
+        """A parser local kept in a Python variable: copied in and out through the
+        parameter's own slot (the sub-parser's function cannot see the local)."""
+        if not (isinstance(a, ir.VarRef) and a.decl.uid in self.ctx.locals):
+            return False
+        pp = self.ctx.prog.layout.var(prm.uid, prm.type, prm.name)
+        init = self.ctx.locals[a.decl.uid] if prm.direction == "inout" else repr(default_values(prm.type)[0])
+        self.ctx.emit(f"S[{pp}] = {init}")
+        return True
 
     def table_apply(self, e: ir.TableApply) -> str:
         t = e.table
@@ -482,12 +473,3 @@ class StmtGen:
         t = self.ctx.tmp()
         self.ctx.emit(f"{t} = {kx}")
         return t
-
-
-def _runtime_index(e: ir.Expr) -> bool:
-    """``e`` reaches its slot through a stack index computed at run time."""
-    while isinstance(e, (ir.Member, ir.StackElem, ir.Slice)):
-        if isinstance(e, ir.StackElem) and not isinstance(e.index, ir.Const):
-            return True
-        e = e.base
-    return False
