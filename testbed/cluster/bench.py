@@ -33,10 +33,12 @@ import json
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from innet.testbed.cluster.records import (BenchRow, ClusterAllreduceRow, ClusterBench, ClusterSide, ClusterTrainingRow,
+                                           Deployment, StarAllreduceRow, StarFailure, StarTrainingRow)
 from innet.testbed.cluster.timed import VXLAN_OVERHEAD
 
 EXIT_ERROR = 1
@@ -95,19 +97,24 @@ def _mean(values: Sequence[float]) -> float:
     return statistics.fmean(values) if values else float("nan")
 
 
-def cluster_row(n: int, docs: Sequence[dict[str, Any]], deploy_unix: float, collective: str = "ina") -> dict[str, Any]:
-    """One N's row from the workers' timed documents (deploy started at ``deploy_unix``)."""
+def cluster_row(n: int, docs: Sequence[dict[str, Any]], deploy_unix: float,
+                collective: str = "ina") -> ClusterAllreduceRow:
+    """One N's row from the workers' timed result documents (deploy started at ``deploy_unix``)."""
     timed = range(1, min(len(d["times"]) for d in docs))
     per_op = [max(d["times"][i] for d in docs) for i in timed]
     wires = [d["wire_per_op"] for d in docs if d.get("wire_per_op")]
     up = _mean([w["tx_bytes"] for w in wires])
     packets = _mean([w["tx_packets"] for w in wires])
-    return {"where": "cluster", "workload": collective, "workers": n, "elements": docs[0]["elements"], "k": docs[0]["k"],
-            "ok": all(d["ok"] for d in docs), "step_s": _mean(per_op), "step_s_min": min(per_op),
-            "wire_up_bytes": up, "wire_down_bytes": _mean([w["rx_bytes"] for w in wires]),
-            "underlay_up_bytes": up + VXLAN_OVERHEAD * packets, "tx_packets": packets,
-            "nodes": sorted({d.get("node") or d["host"] for d in docs}),
-            "first_step_s": min(d["first_done_unix"] for d in docs) - deploy_unix}
+    return ClusterAllreduceRow(
+        workload=collective, workers=n, elements=docs[0]["elements"], k=docs[0]["k"], ok=all(d["ok"] for d in docs),
+        step_s=_mean(per_op), step_s_min=min(per_op), wire_up_bytes=up,
+        wire_down_bytes=_mean([w["rx_bytes"] for w in wires]), underlay_up_bytes=up + VXLAN_OVERHEAD * packets,
+        tx_packets=packets, nodes=_nodes(docs), first_step_s=min(d["first_done_unix"] for d in docs) - deploy_unix)
+
+
+def _nodes(docs: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    """The swarm nodes the result documents' tasks ran on."""
+    return tuple(sorted({d.get("node") or d["host"] for d in docs}))
 
 
 def push_torch_image(lab: Any, progress: Progress = lambda _: None) -> dict[str, float]:
@@ -153,7 +160,7 @@ def _deploy_timed(lab: Any, spec: Any, deadline: float,
 
 
 def training_row(workload: str, n: int, docs: Sequence[dict[str, Any]], nodes: Sequence[dict[str, Any]],
-                 steps: int, warmup: int) -> dict[str, Any]:
+                 steps: int, warmup: int) -> ClusterTrainingRow:
     """One N's training row from the trainers' result documents (``steps`` in all, the first
     ``warmup`` untimed), by :func:`innet.testbed.luwu.bench.measure_row` as on the star."""
     from innet.testbed.luwu.bench import measure_row
@@ -165,23 +172,23 @@ def training_row(workload: str, n: int, docs: Sequence[dict[str, Any]], nodes: S
     mode = "luwu" if workload == "luwu" else "ddp-gloo"
     k = int(docs[0]["k"]) if docs else 0
     detail = measure_row(RunResult(mode=mode, finals=finals, nodes=list(nodes), errors=errors), n, True, steps, k,
-                         warmup, False if workload == "luwu" else None).to_json()
+                         warmup, False if workload == "luwu" else None)
     links = [f.link for f in finals if f.link is not None]
     packets = _mean([li.sent_packets / li.steps for li in links]) if len(links) == n else None
-    up = detail.get("link_up_bytes_per_step")
-    return {"where": "cluster", "workload": detail["mode"], "workers": n, "k": k,
-            "ok": not errors and "step_ms" in detail and len(docs) == n,
-            "step_s": detail["step_ms"] / 1e3 if "step_ms" in detail else None,
-            "step_s_p90": detail["step_ms_p90"] / 1e3 if "step_ms_p90" in detail else None,
-            "wire_up_bytes": up, "wire_down_bytes": detail.get("link_down_bytes_per_step"),
-            "underlay_up_bytes": up + VXLAN_OVERHEAD * packets if up is not None and packets is not None else None,
-            "tx_packets": packets, "nodes": sorted({d.get("node") or d["host"] for d in docs}),
-            "accuracy": detail.get("accuracy"), "detail": detail}
+    m, link = detail.measures, detail.link
+    up = link.up if link is not None else None
+    return ClusterTrainingRow(
+        workers=n, k=k, ok=not errors and m is not None and len(docs) == n,
+        step_s=m.step_ms / 1e3 if m is not None else None, step_s_p90=m.step_ms_p90 / 1e3 if m is not None else None,
+        wire_up_bytes=up, wire_down_bytes=link.down if link is not None else None,
+        underlay_up_bytes=up + VXLAN_OVERHEAD * packets if up is not None and packets is not None else None,
+        tx_packets=packets, nodes=_nodes(docs), detail=detail)
 
 
-def measure_cluster(lab: Any, config: ClusterBenchConfig, progress: Progress = lambda _: None) -> dict[str, Any]:
+def measure_cluster(lab: Any, config: ClusterBenchConfig,
+                    progress: Progress = lambda _: None) -> tuple[ClusterSide, list[BenchRow]]:
     """Push the torch image to ``lab``'s registry, deploy innet and gloo at every N, time it;
-    rows and deployment times."""
+    the image and deployment times, and the rows."""
     import shutil
     import tempfile
 
@@ -191,7 +198,8 @@ def measure_cluster(lab: Any, config: ClusterBenchConfig, progress: Progress = l
     pushed = push_torch_image(lab, progress)
     tls_root = Path(tempfile.mkdtemp(prefix="innet-bench-tls-"))
     tls = make_certs(tls_root / "tls")  # as `innet cluster up` deploys
-    rows, deployments = [], []
+    rows: list[BenchRow] = []
+    deployments: list[Deployment] = []
     try:
         for n in config.workers:
             for collective in config.collectives:
@@ -202,17 +210,18 @@ def measure_cluster(lab: Any, config: ClusterBenchConfig, progress: Progress = l
                 docs, seconds, deploy_unix, _ = _deploy_timed(lab, spec, config.deadline, progress)
                 row = cluster_row(n, docs, deploy_unix, collective)
                 rows.append(row)
-                deployments.append({"workers": n, "workload": collective, "first_step_s": row["first_step_s"], **seconds})
-                progress(f"cluster {collective} N={n}: {row['step_s'] * 1e3:.1f} ms per allreduce, "
-                         f"{'exact' if row['ok'] else 'WRONG'}, on {', '.join(row['nodes'])}")
+                deployments.append(Deployment(n, collective, row.first_step_s, **seconds))
+                progress(f"cluster {collective} N={n}: {row.step_s * 1e3:.1f} ms per allreduce, "
+                         f"{'exact' if row.ok else 'WRONG'}, on {', '.join(row.nodes)}")
         rows += _training(lab, config, tls, deployments, progress)
     finally:
         shutil.rmtree(tls_root, ignore_errors=True)
-    return {"image": lab.image, **pushed, "deployments": deployments, "rows": rows}
+    return ClusterSide(image=lab.image, build_check_s=pushed["build_check_s"], push_s=pushed["push_s"],
+                       deployments=tuple(deployments)), rows
 
 
-def _training(lab: Any, config: ClusterBenchConfig, tls: Path, deployments: list[dict[str, Any]],
-              progress: Progress) -> list[dict[str, Any]]:
+def _training(lab: Any, config: ClusterBenchConfig, tls: Path, deployments: list[Deployment],
+              progress: Progress) -> list[ClusterTrainingRow]:
     """LuWu and DDP + gloo at every ``luwu_workers`` N on ``lab``, the workers off the switch's
     node (LuWu's optimizer node and switch share it); rows, and their deployments appended."""
     from innet.testbed.cluster import stack
@@ -235,44 +244,39 @@ def _training(lab: Any, config: ClusterBenchConfig, tls: Path, deployments: list
                 docs, seconds, _, nodes = _deploy_timed(lab, spec, config.deadline, progress)
                 row = training_row(workload, n, docs, nodes, steps, warmup)
                 rows.append(row)
-                deployments.append({"workers": n, "workload": row["workload"], "first_step_s": None, **seconds})
-                step = f"{row['step_s'] * 1e3:.1f} ms per step" if row["step_s"] is not None else "no step time"
-                progress(f"cluster {row['workload']} N={n}: {step}, {'ok' if row['ok'] else 'FAILED'}, "
-                         f"on {', '.join(row['nodes'])}")
+                deployments.append(Deployment(n, row.workload, None, **seconds))
+                step = f"{row.step_s * 1e3:.1f} ms per step" if row.step_s is not None else "no step time"
+                progress(f"cluster {row.workload} N={n}: {step}, {'ok' if row.ok else 'FAILED'}, "
+                         f"on {', '.join(row.nodes)}")
     finally:
         stack.label_node(client, switch_node, stack.WORKER_LABEL, "true")
     return rows
 
 
-def mininet_rows(config: ClusterBenchConfig, progress: Progress = lambda _: None) -> tuple[list[dict[str, Any]], list[str]]:
+def mininet_rows(config: ClusterBenchConfig, progress: Progress = lambda _: None) -> tuple[list[BenchRow], list[str]]:
     """innet vs gloo and LuWu vs DDP + gloo on the unshaped Mininet star at every N; rows and files."""
     from innet.testbed.ina import bench as ina_bench
     from innet.testbed.luwu import bench as luwu_bench
 
-    ina = ina_bench.run(ina_bench.BenchConfig(workers=config.workers, sizes=(config.elements,), bw_mbps=None,
-                                              repeats=config.repeats - 1, backend="mininet", out_dir=config.out_dir),
-                        progress=progress)
-    files = [str(p) for p in ina_bench.save(ina, config.out_dir, stem="bench_cluster_star")] if ina["rows"] else []
-    rows = [{"where": "mininet", "workload": r["collective"], "workers": r["workers"], "elements": r["elements"],
-             "ok": r["ok"], "step_s": r["time_max_s"], "wire_up_bytes": r["wire_up"], "wire_down_bytes": r["wire_down"]}
-            for r in ina["rows"]]
-    rows += [{"where": "mininet", "workload": f["collective"], "workers": f["workers"], "ok": False,
-              "error": f["error"]} for f in ina["failures"]]
+    ina = ina_bench.measure(ina_bench.BenchConfig(workers=config.workers, sizes=(config.elements,), bw_mbps=None,
+                                                  repeats=config.repeats - 1, backend="mininet",
+                                                  out_dir=config.out_dir), progress=progress)
+    files = [str(p) for p in ina_bench.save(ina.to_json(), config.out_dir, stem="bench_cluster_star")] \
+        if ina.rows else []
+    rows: list[BenchRow] = [StarAllreduceRow(workload=r.collective, workers=r.workers, elements=r.elements, ok=r.ok,
+                                             step_s=r.time_max_s, wire_up_bytes=r.wire_up, wire_down_bytes=r.wire_down)
+                            for r in ina.rows]
+    rows += [StarFailure(workload=f.collective, workers=f.workers, error=f.error) for f in ina.failures]
     if config.luwu_steps:
-        luwu = luwu_bench.run(config.luwu_workers, config.out_dir,
-                              luwu_bench.BenchSettings(steps=config.luwu_steps, mininet=True, lr=LR),
-                              modes=tuple(STAR_MODES[w] for w in TRAINING))
-        files += luwu.get("files", [])
-        for r in luwu["rows"]:
-            up = r.get("link_up_bytes_per_step")
-            rows.append({"where": "mininet", "workload": r["mode"], "workers": r["workers"], "ok": "step_ms" in r,
-                         "step_s": r["step_ms"] / 1e3 if "step_ms" in r else None,
-                         "step_s_p90": r["step_ms_p90"] / 1e3 if "step_ms_p90" in r else None, "wire_up_bytes": up,
-                         "wire_down_bytes": r.get("link_down_bytes_per_step"), "accuracy": r.get("accuracy")})
+        luwu = luwu_bench.measure(config.luwu_workers, config.out_dir,
+                                  luwu_bench.BenchSettings(steps=config.luwu_steps, mininet=True, lr=LR),
+                                  modes=tuple(STAR_MODES[w] for w in TRAINING))
+        files += luwu.files
+        rows += [StarTrainingRow.of(r) for r in luwu.rows]
     return rows, files
 
 
-def run(config: ClusterBenchConfig, progress: Progress = lambda _: None, lab: Any = None) -> dict[str, Any]:
+def run(config: ClusterBenchConfig, progress: Progress = lambda _: None, lab: Any = None) -> ClusterBench:
     """The cluster side on ``lab`` (None: a new :class:`~innet.testbed.cluster.lab.SwarmLab`,
     torn down before the Mininet side starts, so the two never share the cores)."""
     from innet.testbed.core.machine import describe as machine
@@ -284,33 +288,26 @@ def run(config: ClusterBenchConfig, progress: Progress = lambda _: None, lab: An
         start = time.monotonic()
         with SwarmLab(progress=progress) as own:
             lab_up_s = time.monotonic() - start
-            cluster = measure_cluster(own, config, progress)
+            side, rows = measure_cluster(own, config, progress)
+        side = replace(side, lab_up_s=lab_up_s)
     else:
-        lab_up_s = None
-        cluster = measure_cluster(lab, config, progress)
-    cluster["lab_up_s"] = lab_up_s
+        side, rows = measure_cluster(lab, config, progress)
     settings = {key: (str(v) if isinstance(v, Path) else v) for key, v in asdict(config).items()}
-    doc: dict[str, Any] = {
-        "format": "innet-bench-cluster/1", "date": date, "machine": machine(), "settings": settings,
-        "deployment": cluster, "rows": list(cluster.pop("rows")), "files": [],
-        "not_measured": {} if config.luwu_steps else {"LuWu and DDP + gloo": "--luwu-steps 0"},
-        "partial": config.mininet,
-        "caveat": "every swarm node and the Mininet star share this machine's cores: the step times measure "
-                  "the engine's cost (container networking, VXLAN overlay), not scale; the bytes per worker "
-                  "carry over to real machines"}
+    result = ClusterBench(date=date, machine=machine(), settings=settings, deployment=side, rows=tuple(rows), files=(),
+                          not_measured={} if config.luwu_steps else {"LuWu and DDP + gloo": "--luwu-steps 0"},
+                          partial=config.mininet)
     if config.mininet:
-        progress(f"cluster side saved in {save(doc, config.out_dir)}; now the Mininet star")
+        progress(f"cluster side saved in {save(result.to_json(), config.out_dir)}; now the Mininet star")
         try:  # Ctrl-C (or a Mininet star that never frees): the cluster side stays saved
-            star, doc["files"] = mininet_rows(config, progress)
+            star, files = mininet_rows(config, progress)
         except KeyboardInterrupt:
-            return doc
-        doc["rows"] += star
-        doc["partial"] = False
-    return doc
+            return result
+        result = replace(result, rows=result.rows + tuple(star), files=tuple(files), partial=False)
+    return result
 
 
 def table(doc: dict[str, Any]) -> str:
-    """The rows and the deployment times as plain text."""
+    """The rows and the deployment times of a saved document as plain text."""
     lines = [f"{'where':<8} {'workload':<15} {'N':>2} {'ok':<5} {'step ms':>9} {'up kB/worker':>13} "
              f"{'down kB/worker':>15} {'underlay up kB':>15}"]
     for r in sorted(doc["rows"], key=lambda r: (r["workers"], r["workload"], r["where"])):
@@ -333,6 +330,8 @@ def table(doc: dict[str, Any]) -> str:
 
 
 def save(doc: dict[str, Any], out_dir: Path) -> Path:
+    """Write the document (:meth:`~innet.testbed.cluster.records.ClusterBench.to_json`) as
+    ``bench_cluster-<stamp>.json``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"bench_cluster-{doc['date'].replace(':', '').replace('-', '')}.json"
     path.write_text(json.dumps(doc, indent=1) + "\n")
@@ -340,8 +339,8 @@ def save(doc: dict[str, Any], out_dir: Path) -> Path:
 
 
 def plot(doc: dict[str, Any], path: Path) -> Path | None:
-    """Step time and bytes sent per worker of every (workload, N), the swarm's bar beside the
-    star's; None without matplotlib."""
+    """Step time and bytes sent per worker of every (workload, N) of a saved document, the
+    swarm's bar beside the star's; None without matplotlib."""
     try:
         import matplotlib
 
@@ -412,14 +411,15 @@ def command(args: argparse.Namespace) -> int:
         print(f"innet bench cluster: error: {reason}", file=sys.stderr)
         return EXIT_ERROR
     try:
-        doc = run(config, progress=lambda line: print(f"  {line}", flush=True))
+        result = run(config, progress=lambda line: print(f"  {line}", flush=True))
     except (LabError, ClusterError, RegistryError, ImageError, TorchImageError, DockerRuntimeError) as error:
         print(f"innet bench cluster: error: {error}", file=sys.stderr)
         return EXIT_ERROR
+    doc = result.to_json()
     print(table(doc))
     saved = save(doc, config.out_dir)
     png = plot(doc, saved.with_suffix(".png"))
-    print(f"wrote {saved}" + (f" and {png}" if png else "") + "".join(f" and {f}" for f in doc["files"])
-          + (" (partial: the cluster side only)" if doc["partial"] else ""))
-    return 0 if all(r["ok"] for r in doc["rows"]) else EXIT_ERROR
+    print(f"wrote {saved}" + (f" and {png}" if png else "") + "".join(f" and {f}" for f in result.files)
+          + (" (partial: the cluster side only)" if result.partial else ""))
+    return 0 if result.ok else EXIT_ERROR
 

@@ -23,7 +23,7 @@ def test_cluster_side_of_the_bench_at_two_workers(swarm_lab: Any, tmp_path: Path
         pytest.skip("torch is not installed on the host: no torch image for gloo's side")
     config = bench.ClusterBenchConfig(workers=(2,), elements=2048, repeats=3, mininet=False, out_dir=tmp_path,
                                       deadline=300, luwu_steps=1, luwu_workers=(2,))
-    doc = bench.run(config, progress=print, lab=swarm_lab)
+    doc = bench.run(config, progress=print, lab=swarm_lab).to_json()
     print(bench.table(doc))
     ina, gloo, ddp, luwu = doc["rows"]
     assert (ina["where"], ina["workload"], ina["workers"], ina["ok"], ina["k"]) == ("cluster", "ina", 2, True, 256)

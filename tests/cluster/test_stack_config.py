@@ -139,13 +139,16 @@ def test_training_row_takes_the_slowest_rank_and_the_overlay_bytes() -> None:
 
     docs = [{"rank": 0, "ok": True, "k": 0, "node": "innet-n2", "final": _final(0, [9.0, 9.0, 0.1, 0.3, 0.2], 3000, 30, 3)},
             {"rank": 1, "ok": True, "k": 0, "node": "innet-n3", "final": _final(1, [9.0, 9.0, 0.2, 0.1, 0.4], 6000, 60, 3)}]
-    row = training_row("ddp-gloo", 2, docs, [], steps=5, warmup=2)
+    row = training_row("ddp-gloo", 2, docs, [], steps=5, warmup=2).to_json()
     assert (row["where"], row["workload"], row["workers"], row["ok"]) == ("cluster", "ddp-gloo", 2, True)
     assert row["step_s"] == pytest.approx(0.3)  # slowest ranks' steps 0.2, 0.3, 0.4 after the warm-up
     assert row["wire_up_bytes"] == pytest.approx(1500) and row["wire_down_bytes"] == pytest.approx(3000)
     assert row["underlay_up_bytes"] == pytest.approx(1500 + 50 * 15) and row["nodes"] == ["innet-n2", "innet-n3"]
+    assert list(row) == ["where", "workload", "workers", "k", "ok", "step_s", "step_s_p90", "wire_up_bytes",
+                         "wire_down_bytes", "underlay_up_bytes", "tx_packets", "nodes", "accuracy", "detail"]
+    assert row["accuracy"] == 0.5 and row["detail"]["mode"] == "ddp-gloo" and row["detail"]["timed_steps"] == 3
     failed = training_row("ddp-gloo", 2, [{**docs[0], "ok": False}, docs[1]], [], steps=5, warmup=2)
-    assert failed["ok"] is False
+    assert failed.ok is False
 
 
 def test_rail_gpu_plans_follow_the_rail_only_topology() -> None:
