@@ -96,6 +96,17 @@ def test_demo_document_nests_training_and_adds_files_only_once_written() -> None
     assert returned["files"] == ["demo.json", "demo-train.png"] and returned["rows"] == []
 
 
+def test_a_demo_is_good_when_training_checks_out_and_every_row_is_exact() -> None:
+    from dataclasses import replace
+
+    config = bench.BenchConfig(workers=(2,), sizes=(1024,))
+    result = DemoResult(_info(config), _training(), (_row(), _row("gloo", None)), 12.5)
+    assert result.good
+    assert not replace(result, rows=(replace(_row(), ok=False),)).good
+    assert not replace(result, training=replace(_training(), switch_registers_match=False)).good
+    assert not replace(result, training=replace(_training(), bit_exact_with_model=False)).good
+
+
 def test_interrupted_demo_is_partial_with_the_steps_each_worker_did() -> None:
     training = PartialTraining(steps=150, workers=2, mode="sgd", lr=0.5, steps_done_per_worker=(40, 38),
                                loss_curve=(2.0, 1.9))
