@@ -117,6 +117,27 @@ def _config(args: argparse.Namespace, **extra: Any) -> Any:
                           **extra)
 
 
+def _two_tier(text: str) -> tuple[Any, ...]:
+    from innet.testbed.geo.config import GeoBenchError
+    from innet.testbed.geo.plan import TwoTier
+
+    out = []
+    for part in text.split(","):
+        sites, sep, groups = part.strip().partition(":")
+        try:
+            counts = int(sites), int(groups) if sep else 2
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"two-tier network {part!r}: expected SITES[:GROUPS], e.g. 6:2") from None
+        try:
+            out.append(TwoTier(*counts))
+        except GeoBenchError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        if out[-1].sites > 16:
+            raise argparse.ArgumentTypeError(f"two-tier network {part!r}: {out[-1].sites} sites is above the 16 "
+                                             "this planner comparison runs in seconds")
+    return tuple(out)
+
+
 def _stages(text: str) -> tuple[int, ...]:
     try:
         out = tuple(int(p) for p in text.split(","))
@@ -148,6 +169,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
           f"{config.batch}")
     for name, plan in planned.plans.items():
         print(plan.describe(name))
+    if args.two_tier:
+        from innet.testbed.geo.plan import compare_tiers, tiers_table
+
+        try:
+            print(tiers_table(compare_tiers(planned, args.two_tier, config.microbatches)))
+        except PlanError as error:
+            print(f"innet geo plan: --two-tier: {error}", file=sys.stderr)
+            return EXIT_USAGE
     if args.measure:
         runs = tuple((p, "none") for p in planned.plans)
         doc = run(replace(config, steps=args.measure, runs=runs, eval_every=0))
@@ -275,6 +304,10 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
         if name == "plan":
             p.add_argument("--measure", type=int_range(2), default=0, metavar="STEPS",
                            help="also train each plan STEPS steps and print measured vs predicted step time")
+            p.add_argument("--two-tier", type=_two_tier, default=(), metavar="SITES[:GROUPS],...",
+                           help="also plan the measured model on networks of SITES sites in GROUPS equal groups "
+                                "(default groups 2; fast links inside a group, slow between) with OP-Fence, search "
+                                "without clustering and greedy, e.g. 6:2,9:3,12:2 (default: none)")
         else:
             p.add_argument("--steps", type=int_range(2), default=100, help="training steps per run (default 100)")
             p.add_argument("--runs", type=_runs, default=None,

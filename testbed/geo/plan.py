@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
@@ -146,3 +147,63 @@ def site_quotas(config: GeoBenchConfig) -> Any:
 
 
 __all__ = ["Planned", "measure_speeds", "plan_all", "site_quotas"]
+
+
+@dataclass(frozen=True)
+class TwoTier:
+    """A two-bandwidth-tier network to plan on: ``sites`` sites in ``groups`` equal groups,
+    fast links inside a group and slow links between (:func:`~innet.host.geo.plansearch.two_tier`)."""
+
+    sites: int
+    groups: int
+
+    def __post_init__(self) -> None:
+        if self.groups < 1 or self.sites < 2 or self.sites % self.groups:
+            raise GeoBenchError(f"two-tier network {self.sites}:{self.groups}: needs at least 2 sites in equal "
+                                f"groups ({self.sites} sites cannot form {self.groups} equal groups)")
+
+    def __str__(self) -> str:
+        return f"{self.sites} sites in {self.groups} groups"
+
+
+@dataclass(frozen=True)
+class TierComparison:
+    """OP-Fence, unclustered search and greedy planned on one :class:`TwoTier` network."""
+
+    network: TwoTier
+    links: SiteNetwork
+    comparison: Any
+    """A :class:`~innet.host.geo.plansearch.PlannerComparison`."""
+
+
+def compare_tiers(planned: Planned, networks: tuple[TwoTier, ...], microbatches: int,
+                  clock: Callable[[], float] | None = None) -> tuple[TierComparison, ...]:
+    """Plan the measured workload three ways on each two-tier network. Why here: the 3-site
+    topology's clusters are its sites, so only a bigger network shows what clustering changes."""
+    from innet.host.geo.plansearch import compare, two_tier
+
+    out = []
+    for n in networks:
+        net = two_tier(n.sites, n.groups)
+        out.append(TierComparison(n, net, compare(planned.graph, planned.workload, net, microbatches,
+                                                  clock=clock or time.perf_counter)))
+    return tuple(out)
+
+
+def tiers_table(results: tuple[TierComparison, ...]) -> str:
+    """One block per network: each planner's stages, chain, predicted step and planning time,
+    and its predicted step relative to OP-Fence's."""
+    lines = []
+    for r in results:
+        c = r.comparison
+        bw = sorted(set(r.links.bw_mbps.values()))
+        lines.append(f"two-tier network, {r.network}, links {bw[0]:.3g}-{bw[-1]:.4g} Mbit/s (slow between groups): "
+                     f"clusters {'; '.join(','.join(g) for g in c.clusters)}")
+        lines.append(f"  {'planner':8} {'stages':>6} {'predicted ms':>12} {'x opfence':>9} {'planning s':>10}  chain")
+        base = c.opfence.plan.step_s
+        for name, timed in (("opfence", c.opfence), ("search", c.search), ("greedy", c.greedy)):
+            plan = timed.plan
+            chain = " > ".join("+".join(g) for g in plan.order)
+            lines.append(f"  {name:8} {len(plan.order):6d} {plan.step_s * 1e3:12.1f} {plan.step_s / base:9.2f} "
+                         f"{timed.planning_s:10.3f}  {chain}")
+    return "\n".join(lines)
