@@ -11,6 +11,10 @@ retransmitted per timed operation (all workers together; column "retrans/op"), a
 every worker got the exact result. Saves ``bench-<stamp>.json`` and ``.png`` under the output
 directory and prints a rich table. A benchmark is a program, not a test (docs/design.md,
 "Benchmarks").
+
+:func:`measure` gives the typed :class:`~innet.testbed.ina.records.AllreduceBench`; the
+renderers (:func:`caption`, :func:`table`, :func:`markdown_table`, :func:`absent_note`,
+:func:`plot`) and :func:`save` take its saved JSON document, so a saved file renders again.
 """
 
 from __future__ import annotations

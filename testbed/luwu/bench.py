@@ -172,7 +172,8 @@ def summary(rows: Sequence[ModeRow]) -> dict[int, dict[str, float]]:
 
 
 def plot(doc: dict[str, Any], path: Path) -> Path | None:
-    """Step time and bytes per worker against N, one line per mode; None without matplotlib."""
+    """Step time and bytes per worker against N of a saved document, one line per mode; None
+    without matplotlib."""
     from innet.testbed.core.report import plain_log_ticks, pyplot
 
     try:
@@ -298,12 +299,6 @@ def _print_row(row: ModeRow) -> None:
           f"{link}/worker/step  RSS peak {m.worker_rss_peak_mb:6.1f} MB  "
           f"tensors {m.worker_tensor_bytes_peak / 1e6:7.2f} MB  acc {m.accuracy:.3f}  CPU s/step "
           + ", ".join(f"{key} {value:.2f}" for key, value in row.cpu_json().items()), flush=True)
-
-
-def run(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettings(),
-        modes: Sequence[str] = DEFAULT_MODES, report: Reporter | None = None) -> dict[str, Any]:
-    """:func:`measure` as its document (with ``files``)."""
-    return measure(workers, out, settings, modes, report).to_json()
 
 
 def measure(workers: Sequence[int], out: Path, settings: BenchSettings = BenchSettings(),

@@ -274,12 +274,6 @@ def switch_has_executor_flag() -> bool:
     return "--executor" in done.stdout
 
 
-def run(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: None,
-        bmv2: Any = None, absent: dict[str, str] | None = None) -> dict[str, Any]:
-    """:func:`measure` as the result document (what :func:`save` writes and draws)."""
-    return measure(config, progress, bmv2, absent).to_json()
-
-
 def measure(config: VethBenchConfig, progress: Callable[[str], None] = lambda _: None,
             bmv2: Any = None, absent: dict[str, str] | None = None) -> VethBench:
     """Measure every workload. ``bmv2``: BMv2's tools (``find_tools``), needed when
@@ -364,6 +358,8 @@ def _ratios(switches: list[Point], ceilings: list[Point]) -> list[float]:
 
 
 def save(doc: dict[str, Any], out: Path) -> tuple[Path, Path | None]:
+    """Write the document (:meth:`~innet.testbed.microbench.records.VethBench.to_json`) as
+    ``bench_veth.json`` and draw it; no plot without matplotlib."""
     out.mkdir(parents=True, exist_ok=True)
     json_path = out / "bench_veth.json"
     json_path.write_text(json.dumps(doc, indent=2))
