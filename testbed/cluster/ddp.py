@@ -59,7 +59,8 @@ def innet_agent(switch: str = "switch", deadline: float = 300.0) -> Any:
 
 
 def check(steps: int) -> dict[str, Any]:
-    """The script's body in one torchrun rank (module docstring); its result document."""
+    """The script's body in one torchrun rank (module docstring); its result document, the JSON
+    message the rank prints after ``INNET_RESULT``."""
     import numpy as np
     import torch
     import torch.distributed as dist

@@ -390,8 +390,8 @@ def _rejoining_worker(config: ClusterRoleConfig, rank: int,
 
 
 def wait_for_jobs(config: ClusterRoleConfig, min_epoch: int = 1) -> dict[str, Any]:
-    """The job document a worker needs, read from the switch once the ``sum`` job is attached
-    (at ``min_epoch`` or later)."""
+    """The job document a worker needs (the JSON message of the controller's job), read from the
+    switch once the ``sum`` job is attached (at ``min_epoch`` or later)."""
     from innet.controller.errors import ControllerError
 
     base = config.base

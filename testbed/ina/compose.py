@@ -336,7 +336,8 @@ def run_worker(config: ComposeConfig) -> int:
 
 def allreduce_and_train(config: ComposeConfig, job: dict[str, Any], rank: int,
                         on_step: Callable[[int, float], None] = lambda step, loss: None) -> dict[str, Any]:
-    """:func:`work` as its result document."""
+    """:func:`work` as its result document: the JSON message a cluster worker prints after
+    ``INNET_RESULT`` (:mod:`innet.testbed.cluster.roles`)."""
     return work(config, job, rank, on_step).to_json()
 
 
