@@ -87,6 +87,39 @@ def call_value(e: ir.TableApply | ir.MethodCall | ir.FunctionCall | ir.ExternCal
     return r
 
 
+class TableResults(Protocol):
+    """How an executor's expression emitter reads the result of a table apply."""
+
+    unsupported: Unsupported
+
+    def table_apply(self, e: ir.TableApply) -> str:
+        """Emit the apply of ``e``'s table; the text of its result."""
+        ...
+
+    def negate(self, cond: str) -> str:
+        """The boolean negation of ``cond``."""
+        ...
+
+    def apply_result(self, r: str, action: bool) -> str:
+        """Of the apply result ``r``: whether an entry was hit, or (``action``) the number
+        of the action that ran."""
+        ...
+
+
+def table_result(e: ir.Member, out: TableResults) -> str:
+    """The value of ``t.apply().hit``, ``.miss`` or ``.action_run`` (``e.base`` is the
+    apply, emitted first): ``miss`` is the negation of ``hit``."""
+    assert isinstance(e.base, ir.TableApply), "table_result of a member of no table apply"
+    r = out.table_apply(e.base)
+    if e.name == "hit":
+        return out.apply_result(r, action=False)
+    if e.name == "miss":
+        return out.negate(out.apply_result(r, action=False))
+    if e.name == "action_run":
+        return out.apply_result(r, action=True)
+    raise out.unsupported(f"table apply result member {e.name!r}", e)
+
+
 class ArgumentBinder(Protocol):
     """What binding a call's arguments to its parameters (P4_16 6.8: copy-in/copy-out)
     needs of an executor's emitter."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 from ..frontend import ir
 from .calls import has_call
@@ -18,6 +18,24 @@ def visit(gen: Any, prefix: str, node: Any, what: str, unsupported: Unsupported)
     if m is None:
         raise unsupported(f"{what} {type(node).__name__}", node)
     return m(node)
+
+
+class ExprVisitor(Protocol):
+    """What reading an expression's value needs of an executor's expression emitter: its
+    ``x_<Node>`` methods (found by :func:`visit`), the operands it holds in temporaries
+    and its refusal."""
+
+    pinned: "Pinned"
+    unsupported: Unsupported
+
+
+def value_of(gen: ExprVisitor, e: ir.Expr) -> str:
+    """The text of ``e``'s scalar value: the temporary a pinned operand was read into (so
+    it is not read again after a call may have written it), else ``gen.x_<Node>(e)``."""
+    pin = gen.pinned.get(e)
+    if pin is not None:
+        return pin
+    return visit(gen, "x_", e, "expression", gen.unsupported)  # type: ignore[no-any-return]
 
 
 def reads_left_first(e: ir.Binary) -> bool:

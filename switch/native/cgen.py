@@ -25,9 +25,9 @@ from typing import Any, Callable
 from ..frontend import ir
 from ..lowering.args import annotated_field_list, call_arg, field_slots
 from ..lowering.assign import assign_aggregate
-from ..lowering.binary import lower_binary
+from ..lowering.binary import lower_binary, lower_unary, scalar_operator
 from ..lowering.branches import switch_branches
-from ..lowering.calls import bind_arguments, call_statement, call_value, subparser_bindings
+from ..lowering.calls import bind_arguments, call_statement, call_value, subparser_bindings, table_result
 from ..lowering.casts import without_enum
 from ..lowering.compare import aggregate_equal
 from ..lowering.errors import Unsupported
@@ -36,7 +36,7 @@ from ..lowering.externs import (Check, Checksum, Clone, FieldList, Hash, MarkToD
                                 Truncate, Verify, lower_extern_call)
 from ..lowering.methods import method_call
 from ..lowering.packets import lookahead_place, packet_in_method
-from ..lowering.order import Pinned, captured, visit
+from ..lowering.order import Pinned, captured, value_of, visit
 from ..lowering.parsers import declare_parser_locals
 from ..lowering.places import Place, SlotLayout, resolve_place, runtime_index, scalar_leaves
 from ..lowering.types import bits, is_scalar
@@ -553,10 +553,7 @@ class Gen(WideGen):
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: ir.Expr) -> str:
-        pin = self.pinned.get(e)
-        if pin is not None:
-            return pin
-        return visit(self, "x_", e, "expression", self.unsupported)  # type: ignore[no-any-return]
+        return value_of(self, e)
 
     def x_Const(self, e: ir.Const) -> str:
         if isinstance(e.value, bool) or isinstance(e.type, ir.BoolT):
@@ -592,14 +589,7 @@ class Gen(WideGen):
 
     def x_Member(self, e: ir.Member) -> str:
         if isinstance(e.base, ir.TableApply):
-            r = self.table_apply(e.base)
-            if e.name == "hit":
-                return f"({r} >> 16)"
-            if e.name == "miss":
-                return f"(!({r} >> 16))"
-            if e.name == "action_run":
-                return f"({r} & 0xffff)"
-            raise self.unsupported(f"table apply result member {e.name!r}", e)
+            return table_result(e, self)
         return self.load(self.place(e), e.type)
 
     def x_StackElem(self, e: ir.StackElem) -> str:
@@ -621,9 +611,9 @@ class Gen(WideGen):
         return f"(({base} >> {e.lo}) & {_m(e.hi - e.lo + 1)})"
 
     def x_Unary(self, e: ir.Unary) -> str:
-        x = self.expr(e.e)
-        if e.op == "!":
-            return f"(!{x})"
+        return lower_unary(self, e)
+
+    def scalar_unary(self, e: ir.Unary, x: str) -> str:
         if isinstance(e.type, ir.IntT):
             raise self.unsupported(f"unary {e.op} on a compile-time int", e)
         if wide_width(e.type):
@@ -631,9 +621,7 @@ class Gen(WideGen):
         w, _ = word_bits(e.type, e)
         if e.op == "~":
             return f"((~{x}) & {_m(w)})"
-        if e.op == "-":
-            return f"((0ULL - {x}) & {_m(w)})"
-        raise self.unsupported(f"unary operator {e.op!r}", e)
+        return f"((0ULL - {x}) & {_m(w)})"
 
     def x_Binary(self, e: ir.Binary) -> str:
         return lower_binary(self, e)
@@ -673,34 +661,37 @@ class Gen(WideGen):
         if isinstance(rt, ir.IntT):
             raise self.unsupported(f"compile-time int operation {op} at run time", e)
         w, s = word_bits(rt, e)
-        if op in ("+", "-", "*"):
-            return f"(({a} {op} {b}) & {_m(w)})"
-        if op in ("&", "|", "^"):
-            return f"({a} {op} {b})"
-        if op == "<<":
-            if isinstance(e.right, ir.Const):
-                n = int(e.right.value)
-                return "0ULL" if n >= w else f"(({a} << {n}) & {_m(w)})"
-            return f"SHL({a}, {b}, {w})"
-        if op == ">>":
-            if s:
-                return f"SSHR({a}, {b}, {w})"
-            if isinstance(e.right, ir.Const):
-                n = int(e.right.value)
-                return "0ULL" if n >= 64 else f"({a} >> {n})"
-            return f"SHR({a}, {b})"
-        if op in ("/", "%"):
-            if s:
-                raise self.unsupported(f"signed {op} (not implemented natively)", e)
-            return f"{'DIV' if op == '/' else 'MOD'}({a}, {b})"
-        if op == "++":
-            wr, _ = word_bits(e.right.type, e)
-            return f"((({a}) << {wr}) | ({b}))" if wr < 64 else f"({b})"
-        if op == "|+|":
+        return scalar_operator(self, e, a, b, w, s)
+
+    zero = "0ULL"
+
+    def arith(self, e: ir.Binary, a: str, b: str, w: int, s: bool) -> str:
+        return f"(({a} {e.op} {b}) & {_m(w)})"
+
+    def shift_left(self, e: ir.Binary, a: str, b: str, w: int, s: bool, n: int | None) -> str:
+        return f"SHL({a}, {b}, {w})" if n is None else f"(({a} << {n}) & {_m(w)})"
+
+    def shift_right(self, e: ir.Binary, a: str, b: str, w: int, s: bool) -> str:
+        if s:
+            return f"SSHR({a}, {b}, {w})"
+        if isinstance(e.right, ir.Const):
+            n = int(e.right.value)
+            return "0ULL" if n >= 64 else f"({a} >> {n})"
+        return f"SHR({a}, {b})"
+
+    def div_mod(self, e: ir.Binary, a: str, b: str, w: int, s: bool) -> str:
+        if s:
+            raise self.unsupported(f"signed {e.op} (not implemented natively)", e)
+        return f"{'DIV' if e.op == '/' else 'MOD'}({a}, {b})"
+
+    def concat(self, e: ir.Binary, a: str, b: str, w: int, s: bool) -> str:
+        wr, _ = word_bits(e.right.type, e)
+        return f"((({a}) << {wr}) | ({b}))" if wr < 64 else f"({b})"
+
+    def saturating(self, e: ir.Binary, a: str, b: str, w: int, s: bool) -> str:
+        if e.op == "|+|":
             return f"SATS((__int128)SX({a}, {w}) + SX({b}, {w}), {w})" if s else f"SATADDU({a}, {b}, {w})"
-        if op == "|-|":
-            return f"SATS((__int128)SX({a}, {w}) - SX({b}, {w}), {w})" if s else f"SATSUBU({a}, {b})"
-        raise self.unsupported(f"binary operator {op!r}", e)
+        return f"SATS((__int128)SX({a}, {w}) - SX({b}, {w}), {w})" if s else f"SATSUBU({a}, {b})"
 
     def x_Cast(self, e: ir.Cast) -> str:
         return self.cast(self.expr(e.e), e.e.type, e.type, e)
@@ -1140,6 +1131,10 @@ class Gen(WideGen):
             self.emit(f"S[{nb}] = S[{nb}] > {n} ? S[{nb}] - {n} : 0;")
 
     # ------------------------------------------------------------------ tables
+    def apply_result(self, r: str, action: bool) -> str:
+        """``r`` packs the hit flag above the 16-bit action number."""
+        return f"({r} & 0xffff)" if action else f"({r} >> 16)"
+
     def table_apply(self, e: ir.TableApply) -> str:
         """Lookup, then (as the python executor, in its order) selector pick, direct
         counter, idle-timeout stamp, direct-meter entry, and the action."""

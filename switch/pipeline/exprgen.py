@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..frontend import ir
-from ..lowering.binary import lower_binary
-from ..lowering.calls import call_value
+from ..lowering.binary import lower_binary, lower_unary, scalar_operator
+from ..lowering.calls import call_value, table_result
 from ..lowering.casts import without_enum
 from ..lowering.compare import aggregate_equal
 from ..lowering.errors import Unsupported
-from ..lowering.order import Pinned, captured, visit
+from ..lowering.order import captured, value_of
 from ..lowering.places import Place, SlotLayout, resolve_place, scalar_leaves
 from ..lowering.types import ERROR_WIDTH, bits, is_scalar
 from .gencontext import GenContext
@@ -120,6 +120,10 @@ class ExprGen:
 
     def table_apply(self, e: ir.TableApply) -> str:
         return self.hooks.table_apply(e)
+
+    def apply_result(self, r: str, action: bool) -> str:
+        """Items 2 and 3 of the lookup tuple ``r``: the action number and the hit flag."""
+        return f"{r}[2]" if action else f"{r}[3]"
 
     def function_call(self, e: ir.FunctionCall) -> str | None:
         return self.hooks.function_call(e)
@@ -265,10 +269,7 @@ class ExprGen:
     # ------------------------------------------------------------------ r-values
     def expr(self, e: ir.Expr) -> str:
         """Python expression text for the scalar value of ``e``."""
-        pin = self.pinned.get(e)
-        if pin is not None:
-            return pin
-        return visit(self, "x_", e, "expression", self.unsupported)  # type: ignore[no-any-return]
+        return value_of(self, e)
 
     def x_Const(self, e: ir.Const) -> str:
         if isinstance(e.value, bool) or isinstance(e.type, ir.BoolT):
@@ -293,14 +294,7 @@ class ExprGen:
 
     def x_Member(self, e: ir.Member) -> str:
         if isinstance(e.base, ir.TableApply):
-            r = self.hooks.table_apply(e.base)
-            if e.name == "hit":
-                return f"{r}[3]"
-            if e.name == "miss":
-                return f"(not {r}[3])"
-            if e.name == "action_run":
-                return f"{r}[2]"
-            raise self.unsupported(f"table apply result member {e.name!r}", e)
+            return table_result(e, self)
         return f"S[{self.place(e).at()}]"
 
     def x_StackElem(self, e: ir.StackElem) -> str:
@@ -321,17 +315,15 @@ class ExprGen:
         return f"(({base}) >> {e.lo} & {m})" if e.lo else f"(({base}) & {m})"
 
     def x_Unary(self, e: ir.Unary) -> str:
-        x = self.expr(e.e)
-        if e.op == "!":
-            return f"(not {x})"
+        return lower_unary(self, e)
+
+    def scalar_unary(self, e: ir.Unary, x: str) -> str:
         if isinstance(e.type, ir.IntT):
             return f"({e.op}{x})"
         w, s = bits(e.type)
         if e.op == "~":
             return f"(~{x})" if s else f"({x} ^ {(1 << w) - 1})"
-        if e.op == "-":
-            return f"({wrap_expr('-' + x, w, s)})"
-        raise self.unsupported(f"unary operator {e.op!r}", e)
+        return f"({wrap_expr('-' + x, w, s)})"
 
     def x_Binary(self, e: ir.Binary) -> str:
         return lower_binary(self, e)
@@ -370,45 +362,46 @@ class ExprGen:
             pyop = {"/": "//"}.get(op, op)
             return f"({a} {pyop} {b})"
         w, s = bits(rt)
-        m = (1 << w) - 1
-        if op in ("+", "-", "*"):
-            return f"({wrap_expr(f'{a} {op} {b}', w, s)})"
-        if op in ("&", "|", "^"):
-            return f"({a} {op} {b})"
-        if op == "<<":
-            if isinstance(e.right, ir.Const):
-                n = int(e.right.value)
-                return "0" if n >= w else f"({wrap_expr(f'{self.expr_mod(e.left, w)} << {n}', w, s)})"
-            rb = self.vrange(e.right)
-            if rb is not None and rb[1] <= SMALL_SHIFT:
-                # shifts of w bits or more leave no low bits: the wrap yields 0 as P4 asks
-                return f"({wrap_expr(f'{a} << {b}', w, s)})"
-            return f"_shl({a}, {b}, {w}, {int(s)})"
-        if op == ">>":
-            if isinstance(e.right, ir.Const) and int(e.right.value) == 0:
-                return a
-            return f"({a} >> {b})"
-        if op in ("/", "%"):
-            pyop = "//" if op == "/" else "%"
-            if isinstance(e.right, ir.Const) and int(e.right.value) != 0:
-                return f"({a} {pyop} {b})"
-            return f"_{'div' if op == '/' else 'mod'}({a}, {b})"
-        if op == "++":
-            wl, sl = bits(e.left.type)
-            wr, sr = bits(e.right.type)
-            left = f"({a} & {(1 << wl) - 1})" if sl else a
-            right = f"({b} & {(1 << wr) - 1})" if sr else b
-            x = f"({left} << {wr} | {right})"
-            return f"({wrap_expr(x, w, True)})" if s else x
-        if op == "|+|":
-            if s:
-                return f"min(max({a} + {b}, {-(1 << (w - 1))}), {(1 << (w - 1)) - 1})"
-            return f"min({a} + {b}, {m})"
-        if op == "|-|":
-            if s:
-                return f"min(max({a} - {b}, {-(1 << (w - 1))}), {(1 << (w - 1)) - 1})"
-            return f"max({a} - {b}, 0)"
-        raise self.unsupported(f"binary operator {op!r}", e)
+        return scalar_operator(self, e, a, b, w, s)
+
+    zero = "0"
+
+    def arith(self, e: ir.Binary, a: str, b: str, w: int, s: bool) -> str:
+        return f"({wrap_expr(f'{a} {e.op} {b}', w, s)})"
+
+    def shift_left(self, e: ir.Binary, a: str, b: str, w: int, s: bool, n: int | None) -> str:
+        if n is not None:
+            return f"({wrap_expr(f'{self.expr_mod(e.left, w)} << {n}', w, s)})"
+        rb = self.vrange(e.right)
+        if rb is not None and rb[1] <= SMALL_SHIFT:
+            # shifts of w bits or more leave no low bits: the wrap yields 0 as P4 asks
+            return f"({wrap_expr(f'{a} << {b}', w, s)})"
+        return f"_shl({a}, {b}, {w}, {int(s)})"
+
+    def shift_right(self, e: ir.Binary, a: str, b: str, w: int, s: bool) -> str:
+        if isinstance(e.right, ir.Const) and int(e.right.value) == 0:
+            return a
+        return f"({a} >> {b})"
+
+    def div_mod(self, e: ir.Binary, a: str, b: str, w: int, s: bool) -> str:
+        pyop = "//" if e.op == "/" else "%"
+        if isinstance(e.right, ir.Const) and int(e.right.value) != 0:
+            return f"({a} {pyop} {b})"
+        return f"_{'div' if e.op == '/' else 'mod'}({a}, {b})"
+
+    def concat(self, e: ir.Binary, a: str, b: str, w: int, s: bool) -> str:
+        wl, sl = bits(e.left.type)
+        wr, sr = bits(e.right.type)
+        left = f"({a} & {(1 << wl) - 1})" if sl else a
+        right = f"({b} & {(1 << wr) - 1})" if sr else b
+        x = f"({left} << {wr} | {right})"
+        return f"({wrap_expr(x, w, True)})" if s else x
+
+    def saturating(self, e: ir.Binary, a: str, b: str, w: int, s: bool) -> str:
+        sign = "+" if e.op == "|+|" else "-"
+        if s:
+            return f"min(max({a} {sign} {b}, {-(1 << (w - 1))}), {(1 << (w - 1)) - 1})"
+        return f"min({a} + {b}, {(1 << w) - 1})" if sign == "+" else f"max({a} - {b}, 0)"
 
     def cond_free(self, e: ir.Expr) -> str:
         """Right operand of && / || / ?: : must not need hoisted statements (short-circuit)."""
