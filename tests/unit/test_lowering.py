@@ -9,12 +9,14 @@ import pytest
 from innet.switch.frontend import ir
 from innet.switch.lowering.args import call_arg, const_int, field_slots
 from innet.switch.lowering.branches import switch_branches
-from innet.switch.lowering.calls import has_call
+from innet.switch.lowering.binary import lower_unary, scalar_operator
+from innet.switch.lowering.calls import has_call, subparser_bindings, table_result
 from innet.switch.lowering.casts import without_enum
 from innet.switch.lowering.compare import aggregate_equal
 from innet.switch.lowering.errors import Unsupported
 from innet.switch.lowering.externs import Clone, FieldList, Hash, NoOp, Recirculate, lower_extern_call
-from innet.switch.lowering.order import Pinned, captured, reads_left_first
+from innet.switch.lowering.methods import emit_value
+from innet.switch.lowering.order import Pinned, captured, reads_left_first, value_of
 from innet.switch.lowering.places import Place, members, resolve_place, scalar_leaves
 from innet.switch.pipeline.errors import UnsupportedError
 from innet.switch.pipeline.exprgen import SLOTS
@@ -208,3 +210,144 @@ def test_captured_takes_back_the_lines_an_arm_emitted() -> None:
         return "value"
 
     assert captured(lines, arm) == ("value", ["prepare"]) and lines == ["keep"]
+
+
+class Ops:
+    """Operator text of a toy language: each family the lowering picks, by name."""
+
+    unsupported = unsupported
+    zero = "ZERO"
+
+    def __init__(self) -> None:
+        self.pinned = Pinned()
+
+    def x_Const(self, e: ir.Const) -> str:
+        return f"c{int(e.value)}"
+
+    def x_VarRef(self, e: ir.VarRef) -> str:
+        return e.decl.name
+
+    def expr(self, e: ir.Expr) -> str:
+        return value_of(self, e)
+
+    def negate(self, cond: str) -> str:
+        return f"NOT {cond}"
+
+    def scalar_unary(self, e: ir.Unary, x: str) -> str:
+        return f"{e.op}{x}"
+
+    def arith(self, e: ir.Binary, a: str, b: str, w: int, s: bool) -> str:
+        return f"arith {e.op} {w}"
+
+    def shift_left(self, e: ir.Binary, a: str, b: str, w: int, s: bool, n: int | None) -> str:
+        return f"shl {n}"
+
+    def shift_right(self, e: ir.Binary, a: str, b: str, w: int, s: bool) -> str:
+        return "shr"
+
+    def div_mod(self, e: ir.Binary, a: str, b: str, w: int, s: bool) -> str:
+        return f"divmod {e.op}"
+
+    def concat(self, e: ir.Binary, a: str, b: str, w: int, s: bool) -> str:
+        return "concat"
+
+    def saturating(self, e: ir.Binary, a: str, b: str, w: int, s: bool) -> str:
+        return f"sat {e.op}"
+
+    def table_apply(self, e: ir.TableApply) -> str:
+        return "r"
+
+    def apply_result(self, r: str, action: bool) -> str:
+        return f"{r}.action" if action else f"{r}.hit"
+
+
+def test_an_operator_goes_to_its_family_and_a_constant_shift_past_the_width_is_zero() -> None:
+    a, ops = var("a", B8, 1), Ops()
+
+    def op(o: str, right: ir.Expr) -> str:
+        return scalar_operator(ops, ir.Binary(o, a, right, B8, LOC), "A", "B", 8, False)
+
+    assert [op(o, a) for o in ("-", "^", "<<", ">>", "%", "++", "|-|")] == \
+        ["arith - 8", "(A ^ B)", "shl None", "shr", "divmod %", "concat", "sat |-|"]
+    assert op("<<", ir.Const(3, B8)) == "shl 3" and op("<<", ir.Const(8, B8)) == "ZERO"
+    with pytest.raises(UnsupportedError, match="binary operator '<=>'"):
+        op("<=>", a)
+
+
+def test_a_pinned_operand_reads_as_its_temporary_and_logical_not_is_the_negation() -> None:
+    a, ops = var("a", ir.BoolT(), 1), Ops()
+    assert lower_unary(ops, ir.Unary("!", a, ir.BoolT())) == "NOT a"
+    with ops.pinned.holding(a, "_t1"):
+        assert lower_unary(ops, ir.Unary("~", a, B8)) == "~_t1"
+    with pytest.raises(UnsupportedError, match="expression ListExpr"):
+        value_of(ops, ir.ListExpr((), ir.TupleT(()), LOC))
+
+
+def test_a_table_miss_is_the_negation_of_its_hit() -> None:
+    t = ir.Table("t", "c.t", (), (), ir.ActionRef(None))  # type: ignore[arg-type]  # no action is read
+    applied = ir.TableApply(t, ir.TableApplyT("t"), LOC)
+    ops = Ops()
+    got = [table_result(ir.Member(applied, m, ir.BoolT(), LOC), ops) for m in ("hit", "miss", "action_run")]
+    assert got == ["r.hit", "NOT r.hit", "r.action"]
+    with pytest.raises(UnsupportedError, match="table apply result member 'size'"):
+        table_result(ir.Member(applied, "size", B8, LOC), ops)
+
+
+class Deparser(Emitter):
+    """Records which headers an ``emit`` writes, in order."""
+
+    def __init__(self, slots: dict[int, int | None]) -> None:
+        super().__init__(slots)
+        self.out: list[str] = []
+
+    def emit_varbit_header(self, p: Place, t: ir.HeaderT, at: object) -> None:
+        self.out.append(f"varbit {t.name}@{p.base}")
+
+    def emit_header(self, p: Place, t: ir.HeaderT, at: object) -> None:
+        self.out.append(f"{t.name}@{p.base}")
+
+
+def test_an_emit_writes_an_aggregates_headers_in_layout_order_and_refuses_partial_bytes() -> None:
+    out = Deparser({})
+    t = ir.StructT("p_t", (ir.Field("f", B8), ir.Field("h", H), ir.Field("st", ir.StackT(H, 2))))
+    emit_value(out, Place(0, t), t, None, SLOTS)
+    n = SLOTS.nslots(H)
+    assert out.out == ["h_t@1", f"h_t@{2 + n}", f"h_t@{2 + 2 * n}"]
+    odd = ir.HeaderT("odd_t", (ir.Field("a", ir.BitT(12)),))
+    with pytest.raises(UnsupportedError, match="emit of header odd_t of 12 bits"):
+        emit_value(out, Place(0, odd), odd, None, SLOTS)
+    with pytest.raises(UnsupportedError, match="emit of bit<8>"):
+        emit_value(out, Place(0, B8), B8, None, SLOTS)
+
+
+class SubparserCall(Emitter):
+    """Records what binding a sub-parser's arguments emits."""
+
+    def __init__(self, slots: dict[int, int | None], unaliased: frozenset[int] = frozenset()) -> None:
+        super().__init__(slots)
+        self.unaliased = unaliased
+        self.out: list[str] = []
+
+    def reset(self, p: Place) -> None:
+        self.out.append(f"reset {p.base}")
+
+    def copy_in_param(self, prm: ir.Param, a: ir.Expr) -> None:
+        self.out.append(f"copy {prm.name}")
+
+    def copy_unaliased(self, prm: ir.Param, a: ir.Expr) -> bool:
+        return isinstance(a, ir.VarRef) and a.decl.uid in self.unaliased
+
+
+def test_a_subparser_aliases_its_argument_slots_and_copies_scalar_inputs() -> None:
+    x, h, loc = var("x", B8, 1), var("h", H, 2), var("l", H, 3)
+    params = (ir.Param("px", "in", B8, 11), ir.Param("ph", "out", H, 12), ir.Param("pl", "inout", H, 13),
+              ir.Param("pk", None, ir.ExternT("packet_in"), 14))
+    p = ir.Parser("sub", params, (), (), {})
+    call = ir.MethodCall(var("s", ir.VoidT(), 9), "apply", tuple(ir.Arg(a, None, None) for a in (x, h, loc)), (),
+                         ir.VoidT(), LOC)
+    out = SubparserCall({1: 4, 2: 20, 3: 40}, unaliased=frozenset({3}))
+    bindings, copied = subparser_bindings(p, call, out)
+    assert bindings == {12: 20} and copied == [(params[2], loc)] and out.out == ["copy px", "reset 20"]
+    short = ir.MethodCall(call.target, "apply", call.args[:1], (), ir.VoidT(), LOC)
+    with pytest.raises(UnsupportedError, match="sub-parser argument ph left out"):
+        subparser_bindings(p, short, out)
