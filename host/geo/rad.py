@@ -42,6 +42,15 @@ Reducer = Callable[[ParamStore], ParamStore]
 PROBE_BYTES = 1 << 18
 PROBE_ROUNDS = 3
 """Round trips per probe size; the fastest counts."""
+PROBE_TARGET_S = 2.0
+"""Seconds of serialisation the second, larger probe should take on a link the first probe
+read as fast. Why: a TCP transfer pays a fixed start-up (the congestion window regrows after
+the application-limited small probe), about 50 ms at 8 Mbit/s and 80 ms round trip on
+Mininet; over a 256 kB probe (0.26 s there) that read 6.5 of 8 Mbit/s, over 1 MB 7.66 (the
+rate less the frames' headers). At 2 s the start-up is under 3% of the probe."""
+PROBE_MAX_BYTES = 4 << 20
+"""The large probe's cap: at 100 Mbit/s and above the first probe is already long enough
+relative to its start-up to read within a few percent."""
 
 
 class RadError(RuntimeError):
@@ -210,17 +219,19 @@ class StageRunner:
         """Measure the bandwidth to the next stage (bits/s) from small and large round trips,
         and tell the next stage the result (it compresses the reverse direction). Each size is
         timed PROBE_ROUNDS times and the fastest kept: a round trip delayed by the scheduler
-        (two processes on a shared core) would otherwise shrink or inflate the difference."""
+        (two processes on a shared core) would otherwise shrink or inflate the difference.
+        Where ``nbytes`` crosses in well under PROBE_TARGET_S, the large size is probed again
+        at about PROBE_TARGET_S (at most PROBE_MAX_BYTES)."""
         assert self.next is not None
-        best = {1: float("inf"), nbytes: float("inf")}
-        for _ in range(PROBE_ROUNDS):
-            for size in (1, nbytes):
-                start = self.timer()
-                self.next.send(encode(("probe", size), {"p": np.zeros(size, np.uint8)}))
-                self._recv(self.next, ("probe-ack", size))
-                best[size] = min(best[size], self.timer() - start)
-        extra = max(best[nbytes] - best[1], 1e-6)
-        bw = (nbytes - 1) * 8 / extra
+        best = self._probe_rounds({1: float("inf"), nbytes: float("inf")})
+        bw = (nbytes - 1) * 8 / max(best[nbytes] - best[1], 1e-6)
+        # a fast link: again with a probe that takes about PROBE_TARGET_S, so TCP's start-up
+        # is a few percent of it (the receiver acks probes until the result, whatever their size)
+        large = min(PROBE_MAX_BYTES, int(bw * PROBE_TARGET_S / 8))
+        if large >= 2 * nbytes:
+            best = self._probe_rounds({1: best[1], large: float("inf")})
+            nbytes = large
+            bw = (nbytes - 1) * 8 / max(best[nbytes] - best[1], 1e-6)
         # the small round trip is the delay twice plus the small probe's and its ack's
         # serialisation (the same rate both ways assumed): without taking that out, a slow link's
         # delay read ~2 ms high at 0.2 Mbit/s, more than a dense message takes once the link is
@@ -232,16 +243,27 @@ class StageRunner:
         self.tx_next.bandwidth_bps = self.stats.bandwidth_next_bps = bw
         return bw
 
+    def _probe_rounds(self, best: dict[int, float]) -> dict[int, float]:
+        """PROBE_ROUNDS round trips of each size in ``best``, each size's fastest kept."""
+        assert self.next is not None
+        for _ in range(PROBE_ROUNDS):
+            for size in best:
+                start = self.timer()
+                self.next.send(encode(("probe", size), {"p": np.zeros(size, np.uint8)}))
+                self._recv(self.next, ("probe-ack", size))
+                best[size] = min(best[size], self.timer() - start)
+        return best
+
     def answer_prev(self) -> float:
         assert self.prev is not None
-        for _ in range(2 * PROBE_ROUNDS):
+        for _ in range(4 * PROBE_ROUNDS + 1):  # the small and large probes, then the result
             tag, _ = decode(self.prev.recv(self.timeout))
             if tag[0] != "probe":
-                raise RadError(f"stage {self.index}: expected a probe from the previous stage, got {tag}")
+                break
             self.prev.send(encode(("probe-ack", tag[1]), {}))
-        tag, _ = decode(self.prev.recv(self.timeout))
         if tag[0] != "probe-result":
-            raise RadError(f"stage {self.index}: expected the probe result, got {tag}")
+            raise RadError(f"stage {self.index}: expected a probe or the probe result from the previous stage, "
+                           f"got {tag}")
         self.tx_prev.bandwidth_bps = float(tag[1])
         self.meter_prev.delay_s = float(tag[2])
         return float(tag[1])
