@@ -16,12 +16,12 @@ from innet.host.geo.launch import SINGLE_THREAD_BLAS, local_spawn
 from innet.testbed.geo.config import GeoBenchConfig
 from innet.testbed.geo.measures import curves, median_step, targets, wan_delta
 from innet.testbed.geo.plan import Planned
-from innet.testbed.geo.records import DpRow
+from innet.testbed.geo.records import DpRow, EvalPoint, TrainPoint
 from innet.testbed.geo.topology import wan_shape
 
 
 def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, codec: str, geo_tb: Any,
-                  quotas: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float, int, dict[str, int] | None]:
+                  quotas: Any) -> tuple[list[TrainPoint], list[EvalPoint], float, int, dict[str, int] | None]:
     """One process per site (:mod:`innet.host.geo.dp_process`). Site 0's step and eval records,
     wall time, its bytes sent, WAN bytes per veth (Mininet)."""
     from innet.host.geo.dp_process import DpJob, launch_dp
@@ -55,7 +55,9 @@ def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, co
     outputs = launch_dp(jobs, spawn, timeout=config.timeout_s)
     wall = time.monotonic() - start
     wan = wan_delta(wan_before, geo_tb.wan_bytes()) if wan_before is not None else None
-    return outputs[0].of("step"), outputs[0].of("eval"), wall, int(outputs[0].of("done")[0]["sent"]), wan
+    site0 = outputs[0]
+    return ([TrainPoint.from_json(r) for r in site0.of("step")], [EvalPoint.from_json(r) for r in site0.of("eval")],
+            wall, int(site0.of("done")[0]["sent"]), wan)
 
 
 def dp_batch(config: GeoBenchConfig) -> int:
@@ -79,15 +81,15 @@ def run_dp(config: GeoBenchConfig, planned: Planned, compression: str, geo_tb: A
     wan = [wan_shape(topo, a, b) for a in sites for b in sites if a != b]
     predicted = (config.microbatches * sum(c.compute_s for c in planned.workload.costs)
                  + max(grad_bytes * 8 / ((w.bw_mbps or 1e5) * 1e6) + w.delay_ms / 1e3 for w in wan))
-    times = [r["t"] for r in steps]
+    times = [r.t for r in steps]
     step_s, _, _ = median_step(times)
     sends = {"none": "dense", "int8": "int8 per 256", "topk": f"top-k r={ratio:.2f}"}[compression]
     loss, accuracy, test_loss = curves(steps, evals)
     return DpRow(placement="dp", compression=compression, sites=tuple(sites), cuts=(), links=(), step_s=step_s,
                  predicted_step_s=predicted, targets=targets(config, evals), sends=f"gradients {sends}",
                  slow_link_bytes_per_step=sent / max(len(sites) - 1, 1) / config.steps,
-                 final_accuracy=evals[-1]["accuracy"] if evals else None, final_loss=steps[-1]["loss"],
-                 final_test_loss=evals[-1]["loss"] if evals else None, train_wall_s=times[-1] if times else None,
+                 final_accuracy=evals[-1].accuracy if evals else None, final_loss=steps[-1].loss,
+                 final_test_loss=evals[-1].loss if evals else None, train_wall_s=times[-1] if times else None,
                  wan_bytes_per_step=sent * len(sites) / config.steps, slow_link_ratio=ratio, mean_ratios=(),
                  wall_s=wall, reduce_s=0.0, samples_per_step=len(sites) * dp_batch(config) * config.microbatches,
                  wan_link_bytes=wan_link_bytes, loss_curve=loss, accuracy_curve=accuracy, test_loss_curve=test_loss)

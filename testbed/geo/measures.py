@@ -18,24 +18,24 @@ from innet.host.geo.stage_process import StageJob
 from innet.testbed.geo.config import GeoBenchConfig, target_loss
 from innet.testbed.geo.jobs import plan_sites
 from innet.testbed.geo.plan import Planned
-from innet.testbed.geo.records import (Curve, LinkCheck, RateChangeEffect, ReplanPrediction, StragglerEffect,
-                                       Targets)
+from innet.testbed.geo.records import (Curve, EvalPoint, LinkCheck, RateChangeEffect, ReplanPrediction,
+                                       StragglerEffect, Targets, TrainPoint)
 
 LINK_TOLERANCE = 0.10
 """How far a WAN link's probed rate or delay may be from its configuration."""
 
 
-def targets(config: GeoBenchConfig, evals: Sequence[dict[str, Any]]) -> Targets:
+def targets(config: GeoBenchConfig, evals: Sequence[EvalPoint]) -> Targets:
     """Training time to the target test accuracy and to the target test loss (None: not reached)."""
     goal = target_loss(config)
-    return Targets(next((e["t"] for e in evals if e["accuracy"] >= config.target_accuracy), None),
-                   next((e["t"] for e in evals if e["loss"] <= goal), None), goal)
+    return Targets(next((e.t for e in evals if e.accuracy >= config.target_accuracy), None),
+                   next((e.t for e in evals if e.loss <= goal), None), goal)
 
 
-def curves(steps: Sequence[dict[str, Any]], evals: Sequence[dict[str, Any]]) -> tuple[Curve, Curve, Curve]:
+def curves(steps: Sequence[TrainPoint], evals: Sequence[EvalPoint]) -> tuple[Curve, Curve, Curve]:
     """Training loss, test accuracy and test loss against training wall-clock."""
-    return (tuple((r["t"], r["loss"]) for r in steps), tuple((e["t"], e["step"], e["accuracy"]) for e in evals),
-            tuple((e["t"], e["step"], e["loss"]) for e in evals))
+    return (tuple((r.t, r.loss) for r in steps), tuple((e.t, e.step, e.accuracy) for e in evals),
+            tuple((e.t, e.step, e.loss) for e in evals))
 
 
 def median_step(times: Sequence[float]) -> tuple[float, np.ndarray, int]:
@@ -67,7 +67,8 @@ def sends_label(codecs_fwd: dict[str, int], codecs_bwd: dict[str, int], ratio: f
 
 def link_check(plan: Plan, sites: Sequence[str], done: Sequence[dict[str, Any]]) -> tuple[LinkCheck, ...]:
     """Each boundary's WAN link as configured and as the stages' start-up probe measured it (rate
-    from a 256 KiB round trip against a 1-byte one, one-way delay half the 1-byte round trip),
+    from a 256 KiB round trip against a 1-byte one, again larger on a fast link, one-way delay half
+    the 1-byte round trip),
     and whether both are within ``LINK_TOLERANCE`` of the configuration."""
     out = []
     for i, link in enumerate(plan.links):

@@ -23,7 +23,7 @@ from innet.testbed.geo.jobs import plan_sites, quota_spawner, stage_elements, st
 from innet.testbed.geo.measures import (AtStep, curves, link_check, median_step, rate_change_effect, sends_label,
                                         straggler_effect, targets, wan_delta)
 from innet.testbed.geo.plan import Planned
-from innet.testbed.geo.records import DetectedStraggler, PipelineRow, Replan
+from innet.testbed.geo.records import DetectedStraggler, EvalPoint, PipelineRow, Replan, TrainPoint
 
 
 def run_pipeline(config: GeoBenchConfig, planned: Planned, placement: str, compression: str,
@@ -85,9 +85,9 @@ def run_pipeline(config: GeoBenchConfig, planned: Planned, placement: str, compr
         if hook.error is not None:
             raise GeoBenchError(f"geo bench: the change at step {hook.step} failed: {hook.error}")
     last = outputs[0][-1]
-    steps = last.of("step")
-    evals = last.of("eval")
-    times = [s["t"] for s in steps]
+    steps = [TrainPoint.from_json(r) for r in last.of("step")]
+    evals = [EvalPoint.from_json(r) for r in last.of("eval")]
+    times = [s.t for s in steps]
     step_s, deltas, warm = median_step(times)
     done = [o.of("done")[0] for pipe in outputs for o in pipe]
     # one pipeline's WAN traffic: every stage's sends both ways (probes and evaluation excluded)
@@ -118,8 +118,8 @@ def run_pipeline(config: GeoBenchConfig, planned: Planned, placement: str, compr
         sends=sends_label(first[s0]["codecs_next"], first[s0 + 1]["codecs_prev"],
                           ratio if compression in ("topk", "adatopk") else None) if s0 is not None else "-",
         slow_link_bytes_per_step=sum(carried[s0]) * config.microbatches if s0 is not None else 0.0,
-        final_accuracy=evals[-1]["accuracy"] if evals else None, final_loss=steps[-1]["loss"],
-        final_test_loss=evals[-1]["loss"] if evals else None, train_wall_s=times[-1] if times else None,
+        final_accuracy=evals[-1].accuracy if evals else None, final_loss=steps[-1].loss,
+        final_test_loss=evals[-1].loss if evals else None, train_wall_s=times[-1] if times else None,
         wan_bytes_per_step=wan_bytes / max(steps_done, 1), slow_link_ratio=ratio, mean_ratios=ratios, wall_s=wall,
         reduce_s=sum(d["reduce_s"] for d in done), samples_per_step=config.replicas * config.batch * config.microbatches,
         wan_link_bytes=wan_delta(wan_before, geo_tb.wan_bytes()) if wan_before is not None else None,

@@ -9,7 +9,7 @@ data parallel carry different measurements, so they are two records over one com
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Mapping
 
 
 Curve = tuple[tuple[float, ...], ...]
@@ -18,6 +18,36 @@ Curve = tuple[tuple[float, ...], ...]
 
 def _curve(points: Curve) -> list[list[float]]:
     return [list(p) for p in points]
+
+
+@dataclass(frozen=True)
+class TrainPoint:
+    """One training step as the last stage (or data-parallel site 0) reported it: seconds of
+    training so far and the step's mean training loss."""
+
+    t: float
+    loss: float
+
+    @classmethod
+    def from_json(cls, record: Mapping[str, Any]) -> "TrainPoint":
+        """From a process's ``step`` line (the JSON edge: other keys are ignored)."""
+        return cls(float(record["t"]), float(record["loss"]))
+
+
+@dataclass(frozen=True)
+class EvalPoint:
+    """One evaluation on the test set: seconds of training so far, the step after which it ran,
+    test accuracy and test loss."""
+
+    t: float
+    step: int
+    accuracy: float
+    loss: float
+
+    @classmethod
+    def from_json(cls, record: Mapping[str, Any]) -> "EvalPoint":
+        """From a process's ``eval`` line (the JSON edge: other keys are ignored)."""
+        return cls(float(record["t"]), int(record["step"]), float(record["accuracy"]), float(record["loss"]))
 
 
 @dataclass(frozen=True)
