@@ -16,7 +16,7 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -32,43 +32,58 @@ from innet.host.geo.stages import Sgd, even_cuts
 @dataclass(frozen=True)
 class Variant:
     name: str
-    fwd: dict[str, Any] | None
-    """CompressionConfig fields of the activations (None: dense)."""
-    bwd: dict[str, Any] | None
-    """... of the gradients."""
+    fwd: CompressionConfig | None
+    """How the activations cross the boundary (None: dense)."""
+    bwd: CompressionConfig | None
+    """... the gradients."""
 
 
 def variants(ratio: float) -> list[Variant]:
-    top = {"mode": "topk", "ratio": ratio}
+    top = CompressionConfig("topk", ratio=ratio)
+    warm = replace(top, warmup_steps=20)
+    int8 = CompressionConfig("int8")  # int8 per row, whatever the ratio (top-k mode refuses int8 activations)
     return [Variant("dense", None, None),
             Variant("activations + gradients", top, top),
             Variant("activations only", top, None),
             Variant("gradients only", None, top),
-            Variant("activations per row + gradients", {**top, "row_topk": True}, top),
-            Variant("both + 20 dense warm-up steps", {**top, "warmup_steps": 20}, {**top, "warmup_steps": 20}),
-            Variant("both per row + 20 warm-up steps", {**top, "row_topk": True, "warmup_steps": 20},
-                    {**top, "warmup_steps": 20}),
-            Variant("activations int8 + gradients", {**top, "activations": "int8"}, top),
-            Variant("activations int8 only", {**top, "activations": "int8"}, None),
-            Variant("activations int8 + gradients int8", {**top, "activations": "int8"}, {**top, "gradients": "int8"}),
-            Variant("gradients int8 only", None, {**top, "gradients": "int8"})]
+            Variant("activations per row + gradients", replace(top, row_topk=True), top),
+            Variant("both + 20 dense warm-up steps", warm, warm),
+            Variant("both per row + 20 warm-up steps", replace(warm, row_topk=True), warm),
+            Variant("activations int8 + gradients", int8, top),
+            Variant("activations int8 only", int8, None),
+            Variant("activations int8 + gradients int8", int8, replace(top, gradients="int8")),
+            Variant("gradients int8 only", None, replace(top, gradients="int8"))]
 
 
-def train(variant: Variant, steps: int, seed: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class AblationRow:
+    """One variant trained from one seed: test accuracy and loss after the steps, wall seconds."""
+
+    variant: str
+    seed: int
+    accuracy: float
+    test_loss: float
+    wall_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        """The saved row (``geo-ablation-*.json``)."""
+        return {"variant": self.variant, "seed": self.seed, "accuracy": self.accuracy, "test_loss": self.test_loss,
+                "wall_s": self.wall_s}
+
+
+def train(variant: Variant, steps: int, seed: int) -> AblationRow:
     graph = gpt(32, 32, 2, 2, 16)
     task = LmTask.make(32, 16, seed=0)
     batches = task.batches(32, 4, 1000 + seed)
     start = time.perf_counter()
     result = run_threads(graph, even_cuts(graph, 3), graph.init_params(seed), [next(batches) for _ in range(steps)],
-                         Sgd(0.3, 0.9),
-                         compression=[CompressionConfig(**variant.fwd) if variant.fwd else None, None],
-                         compression_bwd=[CompressionConfig(**variant.bwd) if variant.bwd else None, None],
+                         Sgd(0.3, 0.9), compression=[variant.fwd, None], compression_bwd=[variant.bwd, None],
                          timeout=600.0)
     values = dict(task.test_feeds())
     run_forward(graph.nodes, values, result.params)
     logits = values[graph.node(graph.loss).inputs[0]]
-    return {"variant": variant.name, "seed": seed, "accuracy": accuracy(logits, task.test_labels),
-            "test_loss": cross_entropy(logits, task.test_labels), "wall_s": time.perf_counter() - start}
+    return AblationRow(variant.name, seed, accuracy(logits, task.test_labels),
+                       cross_entropy(logits, task.test_labels), time.perf_counter() - start)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -86,17 +101,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     from threadpoolctl import threadpool_limits
 
     chosen = [v for v in variants(args.ratio) if args.only is None or v.name in args.only.split(",")]
-    rows = []
+    rows: list[AblationRow] = []
     print(f"{'variant':34} {'seed':>4} {'acc':>6} {'loss':>7} {'s':>6}")
     with threadpool_limits(1):
         for v in chosen:
             for seed in range(args.seeds):
                 r = train(v, args.steps, seed)
                 rows.append(r)
-                print(f"{v.name:34} {seed:4} {r['accuracy']:6.3f} {r['test_loss']:7.3f} {r['wall_s']:6.1f}", flush=True)
+                print(f"{v.name:34} {seed:4} {r.accuracy:6.3f} {r.test_loss:7.3f} {r.wall_s:6.1f}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"geo-ablation-{time.strftime('%Y%m%dT%H%M%S')}.json"
-    path.write_text(json.dumps({"ratio": args.ratio, "steps": args.steps, "rows": rows}, indent=2) + "\n")
+    path.write_text(json.dumps({"ratio": args.ratio, "steps": args.steps, "rows": [r.to_json() for r in rows]},
+                                     indent=2) + "\n")
     print(f"wrote {path}")
     return 0
 
