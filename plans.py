@@ -2,7 +2,9 @@
 argument (``python -m MODULE '<JSON>'``), converted both ways in one place.
 
 JSON has lists where plans have tuples, and no dataclasses or paths; :func:`load` rebuilds
-them from the class's type hints, so a plan class declares its fields and nothing else.
+them from the class's type hints, so a plan class declares its fields and nothing else. A
+field's class whose JSON is not its fields (the agent transports: a ``kind`` and endpoints as
+lists) says so with ``json_form()`` and a ``from_json_form(data)`` class method.
 A worker's ``main`` is :func:`worker_main`: one usage line and exit 2 on a wrong argument
 count or a plan that does not parse, naming the plan class and what was wrong.
 """
@@ -68,6 +70,9 @@ def worker_main(cls: type[T], run: Callable[[T], int], argv: Sequence[str] | Non
 
 
 def _plain(value: Any) -> Any:
+    json_form = getattr(value, "json_form", None)
+    if callable(json_form) and not isinstance(value, type):
+        return _plain(json_form())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, (tuple, list)):
@@ -95,6 +100,11 @@ def _build(hint: Any, value: Any, where: str) -> Any:
             except PlanJsonError as error:
                 last = error
         raise last or PlanJsonError(f"{where}: {value!r} fits none of {hint}")
+    if isinstance(hint, type) and callable(getattr(hint, "from_json_form", None)):
+        try:
+            return hint.from_json_form(value)  # type: ignore[attr-defined]
+        except (ValueError, TypeError) as error:
+            raise PlanJsonError(f"{where}: {error}") from None
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         if not isinstance(value, dict):
             raise PlanJsonError(f"{where}: expected an object for {hint.__name__}, got {value!r}")

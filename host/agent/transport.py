@@ -11,14 +11,15 @@ logic of ``innet.host.agent.aggregator`` through the ``Transport`` interface:
   parsed; frames not addressed to this worker's MAC/IP/UDP port are ignored.
 
 Configurations are frozen dataclasses (picklable: the agent process builds the transport
-from them).
+from them). Worker plans carry them as JSON (``json_form``/``from_json_form``, which
+``innet.plans`` calls), so a worker process receives the same object its parent built.
 """
 
 from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from innet import wire
 
@@ -65,6 +66,20 @@ class UdpTransportConfig:
     local_port: int = 0
     """UDP port to bind (0: ephemeral); the ``udp_port`` of ``innet_workers``."""
 
+    def json_form(self) -> dict[str, Any]:
+        """The worker plans' JSON of this transport (``{"kind": "udp", ...}``; the switch port
+        only when it is not 18766)."""
+        form: dict[str, Any] = {"kind": "udp", "switch_ip": self.switch_ip, "local_ip": self.local_ip,
+                                "local_port": self.local_port}
+        if self.switch_port != wire.UDP_PORT:
+            form["switch_port"] = self.switch_port
+        return form
+
+    @classmethod
+    def from_json_form(cls, data: Any) -> UdpTransportConfig:
+        """The configuration of :meth:`json_form`'s JSON; ValueError naming what does not fit."""
+        return _of_kind(cls, data)
+
 
 @dataclass(frozen=True)
 class TunnelTransportConfig:
@@ -79,34 +94,62 @@ class TunnelTransportConfig:
     bind: tuple[str, int] = ("127.0.0.1", 0)
     """Local address of the tunnel socket."""
 
+    def json_form(self) -> dict[str, Any]:
+        """The worker plans' JSON of this transport (``{"kind": "tunnel", ...}``, endpoints as
+        ``[mac, ip, port]``; the bind address only when it is not loopback)."""
+        form: dict[str, Any] = {"kind": "tunnel", "tunnel": list(self.tunnel),
+                                "local": [self.local.mac, self.local.ip, self.local.port],
+                                "switch": [self.switch.mac, self.switch.ip, self.switch.port]}
+        if self.bind != ("127.0.0.1", 0):
+            form["bind"] = list(self.bind)
+        return form
+
+    @classmethod
+    def from_json_form(cls, data: Any) -> TunnelTransportConfig:
+        """The configuration of :meth:`json_form`'s JSON; ValueError naming what does not fit."""
+        return _of_kind(cls, data)
+
 
 TransportConfig = UdpTransportConfig | TunnelTransportConfig
+_Config = TypeVar("_Config", UdpTransportConfig, TunnelTransportConfig)
+_KINDS: dict[type, str] = {UdpTransportConfig: "udp", TunnelTransportConfig: "tunnel"}
 
 
-def udp_transport(switch_ip: str, local_ip: str, local_port: int) -> dict[str, Any]:
-    """Transport dict of a Mininet worker (kernel UDP to the switch's IP)."""
-    return {"kind": "udp", "switch_ip": switch_ip, "local_ip": local_ip, "local_port": local_port}
+def _of_kind(cls: type[_Config], data: Any) -> _Config:
+    """``data`` read as a ``cls`` transport: a JSON form of the other kind is a ValueError."""
+    config = transport_config(data)
+    if not isinstance(config, cls):
+        raise ValueError(f"worker transport kind {data.get('kind')!r}: expected {_KINDS[cls]!r}")
+    return config
 
 
-def tunnel_transport(tunnel: tuple[str, int], local: wire.Endpoint, switch: wire.Endpoint) -> dict[str, Any]:
-    """Transport dict of a loopback worker (frames in UDP to a switch UDP port)."""
-    return {"kind": "tunnel", "tunnel": list(tunnel), "local": [local.mac, local.ip, local.port],
-            "switch": [switch.mac, switch.ip, switch.port]}
+def udp_transport(switch_ip: str, local_ip: str, local_port: int) -> UdpTransportConfig:
+    """Transport of a Mininet worker (kernel UDP to the switch's IP)."""
+    return UdpTransportConfig(switch_ip=switch_ip, local_ip=local_ip, local_port=local_port)
 
 
-def transport_config(data: dict[str, Any]) -> TransportConfig:
-    """The host agent's transport config from a transport dict."""
-    kind = data.get("kind")
-    if kind == "udp":
-        return UdpTransportConfig(switch_ip=data["switch_ip"], local_ip=data["local_ip"],
-                                  local_port=int(data["local_port"]),
-                                  switch_port=int(data.get("switch_port", wire.UDP_PORT)))
-    if kind == "tunnel":
+def tunnel_transport(tunnel: tuple[str, int], local: wire.Endpoint, switch: wire.Endpoint) -> TunnelTransportConfig:
+    """Transport of a loopback worker (frames in UDP to a switch UDP port)."""
+    return TunnelTransportConfig(tunnel=tunnel, local=local, switch=switch)
+
+
+def transport_config(data: Any) -> TransportConfig:
+    """The host agent's transport config from its JSON form (:meth:`UdpTransportConfig.json_form`,
+    :meth:`TunnelTransportConfig.json_form`); ValueError naming what does not fit."""
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if kind not in ("udp", "tunnel"):
+        raise ValueError(f"worker transport kind {kind!r}: expected 'udp' or 'tunnel'")
+    try:
+        if kind == "udp":
+            return UdpTransportConfig(switch_ip=data["switch_ip"], local_ip=data["local_ip"],
+                                      local_port=int(data["local_port"]),
+                                      switch_port=int(data.get("switch_port", wire.UDP_PORT)))
         bind = data.get("bind", ("127.0.0.1", 0))  # a tunnel to another machine binds beyond loopback
         return TunnelTransportConfig(tunnel=(data["tunnel"][0], int(data["tunnel"][1])),
                                      local=wire.Endpoint(*data["local"]), switch=wire.Endpoint(*data["switch"]),
                                      bind=(bind[0], int(bind[1])))
-    raise ValueError(f"worker transport kind {kind!r}: expected 'udp' or 'tunnel'")
+    except (KeyError, IndexError, TypeError, ValueError) as error:
+        raise ValueError(f"worker transport {data!r}: {type(error).__name__}: {error}") from None
 
 
 def route_source(destination: str) -> str:

@@ -52,8 +52,8 @@ class NodeConfig(JsonPlan):
     index: int
     """Which node of ``plan.nodes`` (its shard; job rank ``N + index``)."""
     state_dir: str
-    transport: dict[str, Any]
-    """Transport dict (``innet.testbed.core.ina_worker.transport_config``)."""
+    transport: TransportConfig
+    """The node's agent transport (in this plan's JSON as its ``json_form``)."""
     steps: int
     """Steps this run of the node takes (a resumed node runs this many more)."""
     adam: AdamConfig = field(default_factory=AdamConfig)
@@ -68,7 +68,7 @@ class NodeConfig(JsonPlan):
     node's own committed step."""
     threads: int = 1
     """Threads of the Adam update (the C kernel runs off the GIL)."""
-    pull_transport: dict[str, Any] | None = None
+    pull_transport: TransportConfig | None = None
     """A duplex plan's second agent (the pull job's broadcasts), on its own UDP port."""
 
     @property
@@ -307,11 +307,8 @@ class OptimizerNode:
 
 
 def _run_node(config: NodeConfig) -> int:
-    from innet.host.agent.transport import transport_config
-
     try:
-        pull = None if config.pull_transport is None else transport_config(config.pull_transport)
-        node = OptimizerNode(config, transport_config(config.transport), pull)
+        node = OptimizerNode(config, config.transport, config.pull_transport)
     except (ValueError, TypeError, KeyError, AdamStateError) as error:
         print(f"optimizer node {config.name}: cannot start: {error}", file=sys.stderr)
         return 2

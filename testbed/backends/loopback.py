@@ -28,7 +28,7 @@ from innet.testbed.core.processes import ProcessGroup
 from innet.testbed.core.testbed import TestbedError, TestbedOptions
 from innet.testbed.core.topology import Topology
 from innet.testbed.core.freeport import free_port, free_ports
-from innet.host.agent.transport import tunnel_transport
+from innet.host.agent.transport import TunnelTransportConfig, tunnel_transport
 
 LOCALHOST = "127.0.0.1"
 SWITCH_MODULE = "innet.switch.cli.switch"
@@ -156,8 +156,8 @@ class LoopbackNetwork:
         self.topology.host(host)
         return self.procs.spawn(name, argv, env={**os.environ, **(env or {})}, stdout_pipe=stdout_pipe)
 
-    def transport_to(self, host: str, switch: str) -> dict[str, Any]:
-        """The wire form worker plans carry (frames tunnelled in UDP to the switch port)."""
+    def transport_to(self, host: str, switch: str) -> TunnelTransportConfig:
+        """Frames tunnelled in UDP to the switch port."""
         h = self.topology.host(host)
         nic = self.topology.uplink(host)
         target = self.topology.switch(switch)

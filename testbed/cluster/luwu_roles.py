@@ -83,18 +83,19 @@ def plan(base: ComposeConfig, settings: LuwuSettings, epoch: int) -> Any:
                     epoch=epoch, window=base.window, k=base.k)
 
 
-def transport(base: ComposeConfig, settings: LuwuSettings, member: int) -> dict[str, Any]:
-    """Transport dict of star member ``member`` (worker rank, or N + node index) over the tunnel."""
+def transport(base: ComposeConfig, settings: LuwuSettings, member: int) -> Any:
+    """The agent transport (``TunnelTransportConfig``) of star member ``member`` (worker rank,
+    or N + node index) over the tunnel."""
     from innet import wire
-    from innet.host.agent.transport import tunnel_transport
+    from innet.host.agent.transport import TunnelTransportConfig
 
     topo = star_config(base, settings).topology()
     host = sorted(topo.workers, key=lambda h: h.rank)[member]
     sw = topo.switch()
-    return {**tunnel_transport((socket.gethostbyname(base.switch_host), base.udp_port(member)),
-                               wire.Endpoint(host.mac, host.address, AGENT_PORT),
-                               wire.Endpoint(sw.mac, sw.ip, wire.UDP_PORT)),
-            "bind": ["0.0.0.0", 0]}  # the switch is on another machine: not loopback
+    return TunnelTransportConfig(tunnel=(socket.gethostbyname(base.switch_host), base.udp_port(member)),
+                                 local=wire.Endpoint(host.mac, host.address, AGENT_PORT),
+                                 switch=wire.Endpoint(sw.mac, sw.ip, wire.UDP_PORT),
+                                 bind=("0.0.0.0", 0))  # the switch is on another machine: not loopback
 
 
 def create_job(ctl: Any, base: ComposeConfig, settings: LuwuSettings) -> int:

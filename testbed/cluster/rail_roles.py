@@ -170,7 +170,7 @@ def gpu_plan(config: RailRoleConfig, epoch: int, resolve: Callable[[str], str] =
     """This GPU's :class:`~innet.testbed.rail.worker.RailPlan`: the tunnel to its rail switch's
     UDP port of its domain, its HB domain's peers by their aliases on the domain's network."""
     from innet import wire
-    from innet.host.agent.transport import tunnel_transport
+    from innet.host.agent.transport import TunnelTransportConfig
     from innet.testbed.cluster.rail_stack import hb_alias
     from innet.testbed.rail.grid import HB_PORT, RailGrid, switch_of
     from innet.testbed.rail.worker import RailPlan
@@ -182,10 +182,10 @@ def gpu_plan(config: RailRoleConfig, epoch: int, resolve: Callable[[str], str] =
     sw = switch_of(topo, host.name)
     port = topo.uplink(host.name).b_port
     role = config.role_config(config.gpu)
-    transport = {**tunnel_transport((resolve(role.base.switch_host), role.base.udp_port(port - 1)),
-                                    wire.Endpoint(host.mac, host.address, AGENT_PORT),
-                                    wire.Endpoint(sw.mac, sw.ip, wire.UDP_PORT)),
-                 "bind": ["0.0.0.0", 0]}  # the rail switch is on another machine: not loopback
+    transport = TunnelTransportConfig(tunnel=(resolve(role.base.switch_host), role.base.udp_port(port - 1)),
+                                      local=wire.Endpoint(host.mac, host.address, AGENT_PORT),
+                                      switch=wire.Endpoint(sw.mac, sw.ip, wire.UDP_PORT),
+                                      bind=("0.0.0.0", 0))  # the rail switch is on another machine: not loopback
     peers = tuple((resolve(hb_alias(config.domain, j)), HB_PORT) for j in range(1, config.gpus + 1))
     return RailPlan(job=JOB_ID, domain=d, gpu=g, x=config.gpus, y=config.domains, window=config.base.window,
                     k=config.base.k, transport=transport, epoch=epoch, hb_peers=peers, hb_names=grid.hosts[d],

@@ -37,7 +37,7 @@ import numpy as np
 from innet import wire
 from innet.host.agent.agent import Agent, AgentConfig
 from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
-from innet.host.agent.transport import transport_config
+from innet.host.agent.transport import TransportConfig
 from innet.testbed.core import ifstats
 from innet.testbed.core.bounds import INNET_FRAME_OVERHEAD
 from innet.plans import JsonPlan, worker_main
@@ -61,9 +61,9 @@ class WorkerPlan(JsonPlan):
     """Slots of the job (outstanding chunks)."""
     k: int
     """Values per packet."""
-    transport: dict[str, Any]
-    """The transport in its wire form, ``{"kind": "udp", ...UdpTransportConfig}`` or ``{"kind":
-    "tunnel", ...}`` (this plan is the worker's JSON argument; read with :func:`transport_config`)."""
+    transport: TransportConfig
+    """The agent's transport to the switch (in this plan's JSON, the worker's argument, as its
+    ``json_form``)."""
     sizes: tuple[int, ...]
     """Elements per allreduce, one series each."""
     epoch: int
@@ -83,7 +83,7 @@ class WorkerPlan(JsonPlan):
 def agent_config(plan: WorkerPlan, sum_bound: float | None = None) -> AgentConfig:
     return AgentConfig(JobConfig(job=plan.job, rank=plan.rank, num_workers=plan.num_workers,
                                  window=plan.window, k=plan.k, epoch=plan.epoch),
-                       transport_config(plan.transport), sum_bound=sum_bound,
+                       plan.transport, sum_bound=sum_bound,
                        timing=Timing(chunk_deadline=plan.chunk_deadline))
 
 

@@ -16,6 +16,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
+from innet.host.agent.transport import TransportConfig
 from innet.testbed.core.processes import ProcessGroup
 
 
@@ -67,10 +68,9 @@ class TestbedNetwork(Protocol):
         """Start ``argv`` as a process of ``host`` (recorded in the run's ``procs``)."""
         ...
 
-    def transport_to(self, host: str, switch: str) -> dict[str, Any]:
-        """The agent transport of ``host`` towards P4 switch ``switch`` in its wire form: the
-        JSON object a worker's plan carries to the worker process, which reads it with
-        :func:`innet.host.agent.transport.transport_config`."""
+    def transport_to(self, host: str, switch: str) -> TransportConfig:
+        """The agent transport of ``host`` towards P4 switch ``switch``, as a worker's plan
+        carries it to the worker process (in the plan's JSON as its ``json_form``)."""
         ...
 
     def gloo_iface(self, host: str) -> str:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Self, Sequence
 
+from innet.host.agent.transport import TransportConfig
 from innet.testbed.core.gloo import command as gloo_command, gloo_env
 from innet.testbed.core.ina_worker import WORKER_MODULE, WorkerPlan
 from innet.testbed.core.processes import STATE_DIR, ProcessGroup
@@ -349,13 +350,13 @@ class Testbed:
         """Start ``argv`` as a process of ``host`` (recorded in ``procs``)."""
         return self.network.spawn_on(host, name, argv, env, stdout_pipe)
 
-    def host_transport(self, host: str) -> dict[str, Any]:
-        """The agent transport of a worker on ``host`` towards its own switch, in the wire form
-        worker plans carry (:meth:`TestbedNetwork.transport_to`)."""
+    def host_transport(self, host: str) -> TransportConfig:
+        """The agent transport of a worker on ``host`` towards its own switch
+        (:meth:`TestbedNetwork.transport_to`)."""
         return self.network.transport_to(host, self.topology.uplink(host).b)
 
-    def transport(self, rank: int) -> dict[str, Any]:
-        """The agent transport of topology worker ``rank``, in the wire form worker plans carry."""
+    def transport(self, rank: int) -> TransportConfig:
+        """The agent transport of topology worker ``rank``."""
         return self.host_transport(self.topology.workers[rank].name)
 
     def gloo_iface(self, host: str) -> str:

@@ -120,7 +120,7 @@ class GeoTestbed(Testbed):
         host = self.site_hosts(site)[rank]
         return {"job": job.job_id, "rank": rank, "num_workers": len(job.workers), "window": job.slot_count,
                 "k": self.options.k, "epoch": epoch, "chunk_deadline": self.options.chunk_deadline,
-                "transport": self.host_transport(host), "elements": elements}
+                "transport": self.host_transport(host).json_form(), "elements": elements}
 
     def stage_host(self, site: str, replica: int) -> str | None:
         """The host that runs pipeline ``replica``'s stage at ``site``; on loopback a local

@@ -201,7 +201,7 @@ def train_plan(config: ComposeConfig, rank: int = 0, epoch: int = 0) -> Any:
     from innet.testbed.ina.train_worker import TrainPlan
 
     return TrainPlan(job=config.job_id + 1, rank=rank, num_workers=config.workers, window=config.window, k=config.k,
-                     transport={}, epoch=epoch, steps=config.train_steps,
+                     transport=None, epoch=epoch, steps=config.train_steps,
                      chunk_deadline=min(60.0, config.deadline))
 
 

@@ -20,7 +20,7 @@ import math
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +98,7 @@ def _train(tb: Testbed, config: DemoConfig, console: Any) -> TrainingResult:
     model = SoftmaxRegression()
     k = tb.options.k
     base = TrainPlan(job=tb.options.job_id, rank=0, num_workers=config.workers, window=tb.options.window, k=k,
-                     transport={}, epoch=1, mode=config.mode, lr=config.lr, beta=config.beta, steps=config.steps)
+                     transport=None, epoch=1, mode=config.mode, lr=config.lr, beta=config.beta, steps=config.steps)
     train_config = base.train_config()
     job = tb.replace_job(mode=config.mode, lr=config.lr, beta=config.beta if config.mode == "momentum" else 0.0,
                          grad_frac_bits=base.grad_frac_bits, param_frac_bits=base.param_frac_bits,
@@ -112,7 +112,7 @@ def _train(tb: Testbed, config: DemoConfig, console: Any) -> TrainingResult:
     procs = []
     for h in tb.topology.workers:
         rank = h.rank or 0
-        plan = TrainPlan(**{**asdict(base), "rank": rank, "transport": tb.transport(rank)})
+        plan = replace(base, rank=rank, transport=tb.transport(rank))
         name = f"train-{h.name}"
         procs.append((name, tb.spawn_on(h.name, name, [sys.executable, "-m", WORKER_MODULE, plan.to_json()],
                                         stdout_pipe=True)))

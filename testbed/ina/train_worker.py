@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from innet.wire import quantize as qz
@@ -23,7 +23,7 @@ from innet.host.training.model import SoftmaxRegression, load_digits_dataset
 from innet.host.agent.aggregator import JobConfig, Timing
 from innet.host.training.loop import TrainConfig, initial_params, minibatch
 from innet.wire import Mode
-from innet.host.agent.transport import transport_config
+from innet.host.agent.transport import TransportConfig
 from innet.plans import JsonPlan, worker_main
 
 WORKER_MODULE = __name__
@@ -39,8 +39,9 @@ class TrainPlan(JsonPlan):
     num_workers: int
     window: int
     k: int
-    transport: dict[str, Any]
-    """Transport dict (see ``innet.testbed.core.ina_worker``)."""
+    transport: TransportConfig | None
+    """The agent's transport to the switch (in this plan's JSON as its ``json_form``); None in
+    a plan whose runner passes the transport to :func:`train` itself."""
     epoch: int
     """The job epoch the worker set attached with (``Controller.attach``)."""
     mode: str = "momentum"
@@ -61,7 +62,7 @@ class TrainPlan(JsonPlan):
 
 
 
-def train(plan: TrainPlan, transport: Any, on_step: Callable[[int, float], None] = lambda step, loss: None
+def train(plan: TrainPlan, transport: TransportConfig, on_step: Callable[[int, float], None] = lambda step, loss: None
           ) -> tuple[list[int], float]:
     """Run ``plan`` over ``transport`` (an agent transport config): the final int32 parameters the
     switch returned and the seconds the steps took. Shared by this process and the compose worker."""
@@ -87,7 +88,11 @@ def train(plan: TrainPlan, transport: Any, on_step: Callable[[int, float], None]
 
 
 def run(plan: TrainPlan) -> int:
-    final, seconds = train(plan, transport_config(plan.transport),
+    if plan.transport is None:
+        print("innet.testbed.ina.train_worker: bad plan: TrainPlan.transport is null; a worker needs one",
+              file=sys.stderr)
+        return 2
+    final, seconds = train(plan, plan.transport,
                            lambda step, loss: print(json.dumps({"step": step, "loss": loss}), flush=True))
     print(json.dumps({"final": final, "seconds": seconds}), flush=True)
     return 0

@@ -17,9 +17,10 @@ from __future__ import annotations
 import copy
 import json
 import sys
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
+from innet.host.agent.transport import TransportConfig
 from innet.plans import JsonPlan, worker_main
 
 MODULE = __name__
@@ -35,7 +36,7 @@ class GradcheckSpec(JsonPlan):
     batch: int = 32
     hidden: tuple[int, ...] = (32,)
     lr: float = 0.01
-    transport: dict[str, Any] = field(default_factory=dict)
+    transport: TransportConfig | None = None
     """The rank's agent transport as the testbed gives it (``Testbed.host_transport``), carried in
     this plan's JSON to the rank process."""
     job: int = 1
@@ -122,17 +123,18 @@ def run(spec: GradcheckSpec) -> int:
 
     from innet.host.agent.agent import Agent, AgentConfig
     from innet.host.agent.aggregator import JobConfig, Timing
-    from innet.host.agent.transport import transport_config
     from innet.testbed.core.gloo import rendezvous_store
     from innet.testbed.luwu.train import TrainSpec
 
     torch.set_num_threads(1)
     train = TrainSpec(mode="ddp-gloo", rank=spec.rank, world=spec.world, batch=spec.batch, hidden=spec.hidden)
+    if spec.transport is None:
+        raise ValueError(f"GradcheckSpec of rank {spec.rank}: transport is null; the innet hook needs an agent")
     store = rendezvous_store(spec.rank, spec.world, spec.master[0], spec.master[1], timedelta(seconds=60))
     dist.init_process_group("gloo", store=store, rank=spec.rank, world_size=spec.world,
                             timeout=timedelta(seconds=60))
     agent = Agent(AgentConfig(JobConfig(spec.job, spec.rank, spec.world, spec.window, spec.k, epoch=spec.epoch),
-                              transport_config(spec.transport),
+                              spec.transport,
                               timing=Timing(chunk_deadline=spec.chunk_deadline))).start()
     try:
         series = gradient_series(train, agent, spec.steps, spec.lr)

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from innet.host.agent.transport import UdpTransportConfig
 from innet.testbed.core.testbed import Testbed, TestbedError
 from innet.testbed.luwu.records import TrainerFinal
 from innet.testbed.luwu.train import DISTRIBUTED, MODES, MODULE as TRAIN_MODULE, TrainSpec, build_model
@@ -110,12 +111,16 @@ def _chunks_in_flight(in_flight_bytes: int, k: int) -> int:
 
 
 def _has_udp_agents(tb: Testbed, host: str) -> bool:
-    return bool(tb.host_transport(host).get("kind") == "udp")
+    return isinstance(tb.host_transport(host), UdpTransportConfig)
 
 
-def _pull_transport(tb: Testbed, host: str) -> dict[str, Any]:
+def _pull_transport(tb: Testbed, host: str) -> UdpTransportConfig:
     """The transport of ``host``'s second agent (a duplex plan's pulls): the next UDP port."""
-    return {**tb.host_transport(host), "local_port": tb.options.agent_port + 1}
+    transport = tb.host_transport(host)
+    if not isinstance(transport, UdpTransportConfig):
+        raise TestbedError(f"luwu run: a duplex plan's second agent needs a UDP agent on {host}, "
+                           f"the testbed gives {type(transport).__name__}")
+    return replace(transport, local_port=tb.options.agent_port + 1)
 
 
 def _spawn(tb: Testbed, host: str, name: str, argv: list[str], gloo: bool = False) -> Any:

@@ -31,8 +31,9 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
+from innet.host.agent.transport import TransportConfig
 from innet.plans import JsonPlan, worker_main
 from innet.rss import peak_rss_bytes, rss_bytes
 from innet.testbed.luwu.records import CpuPerStep, HookComm, LinkCount, LuwuComm, StepReport, TrainerFinal
@@ -56,7 +57,8 @@ class TrainSpec(JsonPlan):
     lr: float = 0.003
     hidden: tuple[int, ...] = (128, 64)
     seed: int = 0
-    transport: dict[str, Any] = field(default_factory=dict)
+    transport: TransportConfig | None = None
+    """The rank's agent transport (``Testbed.host_transport``); None in a mode without agents."""
     job: int = 1
     window: int = 64
     k: int = 64
@@ -73,7 +75,7 @@ class TrainSpec(JsonPlan):
     classes: int = 10
     warmup: int = 2
     """Steps before the interface counters are read (not counted in the link bytes)."""
-    pull_transport: dict[str, Any] | None = None
+    pull_transport: TransportConfig | None = None
     """The second agent's transport of a duplex LuWu plan (``LuwuPlan.pull_job``)."""
     outstanding: int = 0
     """Chunks in flight per agent of the ``ddp-innet`` hook (``Timing.max_outstanding``); 0:
@@ -182,14 +184,20 @@ def _print(doc: dict[str, Any]) -> None:
     print(json.dumps(doc), flush=True)
 
 
+def agent_transport(spec: TrainSpec) -> TransportConfig:
+    """The spec's agent transport; ValueError when a mode with agents has none."""
+    if spec.transport is None:
+        raise ValueError(f"TrainSpec of rank {spec.rank}: mode {spec.mode!r} runs an agent but transport is null")
+    return spec.transport
+
+
 def _agent(spec: TrainSpec) -> Any:
     """A started agent of this rank in the spec's sum job."""
     from innet.host.agent.agent import Agent, AgentConfig
     from innet.host.agent.aggregator import JobConfig, Timing
-    from innet.host.agent.transport import transport_config
 
     return Agent(AgentConfig(JobConfig(spec.job, spec.rank, spec.world, spec.window, spec.k, epoch=spec.epoch),
-                             transport_config(spec.transport),
+                             agent_transport(spec),
                              timing=Timing(chunk_deadline=spec.chunk_deadline,
                                            max_outstanding=spec.outstanding or None))).start()
 
@@ -299,13 +307,11 @@ def run(spec: TrainSpec, emit: Emit = _print) -> int:
             from innet.host.luwu.worker import LuwuWorker
             from innet.host.agent.aggregator import Timing
             from innet.host.luwu.model_in_network import ModelInNetwork
-            from innet.host.agent.transport import transport_config
 
             assert spec.plan is not None
             plan = LuwuPlan.from_dict(spec.plan)
-            pull = None if spec.pull_transport is None else transport_config(spec.pull_transport)
-            worker = LuwuWorker(plan, spec.rank, transport_config(spec.transport),
-                                Timing(chunk_deadline=spec.chunk_deadline), pull_transport=pull).start()
+            worker = LuwuWorker(plan, spec.rank, agent_transport(spec), Timing(chunk_deadline=spec.chunk_deadline),
+                                pull_transport=spec.pull_transport).start()
             closers.append(worker.close)
             mnet = ModelInNetwork(model, worker, overlap=spec.overlap, pull_timeout=spec.chunk_deadline * 3)
             net, opt = model, None
@@ -330,7 +336,6 @@ def run(spec: TrainSpec, emit: Emit = _print) -> int:
                     from innet.host.pytorch import register_innet_hook
                     from innet.host.agent.agent import Agent, AgentConfig
                     from innet.host.agent.aggregator import JobConfig, Timing
-                    from innet.host.agent.transport import transport_config
 
                     agent = _agent(spec)
                     closers.append(agent.close)

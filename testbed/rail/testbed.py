@@ -24,6 +24,7 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING, Any, Sequence
 
+from innet.host.agent.transport import TransportConfig
 from innet.testbed.backends.loopback import LOCALHOST
 from innet.testbed.backends.select import MininetParts, network_for
 from innet.testbed.core.freeport import free_ports
@@ -106,13 +107,13 @@ class RailTestbed(Testbed):
 
     # -- per host -------------------------------------------------------------------------
 
-    def host_transport(self, host: str) -> dict[str, Any]:
-        """The transport of ``host``'s agent towards its rail switch, in the wire form worker plans carry."""
+    def host_transport(self, host: str) -> TransportConfig:
+        """The transport of ``host``'s agent towards its rail switch."""
         return self.transport_to(host, switch_of(self.topology, host).name)
 
-    def transport_to(self, host: str, switch: str) -> dict[str, Any]:
+    def transport_to(self, host: str, switch: str) -> TransportConfig:
         """The transport of ``host``'s agent towards P4 switch ``switch`` (through its rail
-        switch), in the wire form worker plans carry (:meth:`TestbedNetwork.transport_to`)."""
+        switch; :meth:`TestbedNetwork.transport_to`)."""
         return self.network.transport_to(host, switch)
 
     def hb_address(self, host: str) -> tuple[str, int]:

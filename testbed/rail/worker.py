@@ -42,7 +42,7 @@ from innet.host.agent.agent import Agent, AgentConfig
 from innet.host.rail.hbdomain import HbConfig, HbError, HbGroup
 from innet.host.agent.aggregator import AggregationError, JobConfig, Timing
 from innet.testbed.core.ina_worker import EXIT_AGGREGATION, exact_values
-from innet.host.agent.transport import transport_config
+from innet.host.agent.transport import TransportConfig
 from innet.testbed.rail.digits import DigitsConfig
 from innet.testbed.rail.grid import shard_bounds
 from innet.plans import JsonPlan, worker_main
@@ -69,9 +69,9 @@ class RailPlan(JsonPlan):
     """Domains (workers per rail job)."""
     window: int
     k: int
-    transport: dict[str, Any]
-    """The transport to the rail switch in its wire form (this plan is the worker's JSON
-    argument; read with :func:`innet.host.agent.transport.transport_config`)."""
+    transport: TransportConfig
+    """The agent's transport to the rail switch (in this plan's JSON, the worker's argument, as
+    its ``json_form``)."""
     epoch: int
     """The epoch the controller attached the job at (the same on every rail)."""
     hb_peers: tuple[tuple[str, int], ...]
@@ -277,7 +277,7 @@ OPS = {"allreduce": _allreduce, "train": _train, "digits": _digits}
 def run(plan: RailPlan) -> int:
     job = JobConfig(job=plan.job, rank=plan.domain, num_workers=plan.y, window=plan.window, k=plan.k,
                     epoch=plan.epoch)
-    config = AgentConfig(job, transport_config(plan.transport), sum_bound=1.0,
+    config = AgentConfig(job, plan.transport, sum_bound=1.0,
                          timing=Timing(chunk_deadline=plan.chunk_deadline), start_position=plan.start_position)
     hb = HbConfig(rank=plan.gpu, peers=plan.hb_peers, names=plan.hb_names, domain=f"hb{plan.domain + 1}",
                   deadline=plan.hb_deadline)

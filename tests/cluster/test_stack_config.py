@@ -3,6 +3,7 @@ the switch's TLS flags, option checks, and the stack file as ``docker stack depl
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -107,9 +108,10 @@ def test_luwu_tasks_tunnel_from_every_interface() -> None:
     from innet.testbed.cluster.luwu_roles import LuwuSettings, transport
     from innet.testbed.ina.compose import ComposeConfig
 
-    data = transport(ComposeConfig(workers=2, switch_host="127.0.0.1", k=256, train_steps=0), LuwuSettings(), 2)
-    config = transport_config(data)
+    config = transport(ComposeConfig(workers=2, switch_host="127.0.0.1", k=256, train_steps=0), LuwuSettings(), 2)
     assert config.bind == ("0.0.0.0", 0) and config.tunnel == ("127.0.0.1", 9003)  # rank 2: the node, port 3
+    data = config.json_form()
+    assert data["bind"] == ["0.0.0.0", 0] and transport_config(data) == config
     assert transport_config({k: v for k, v in data.items() if k != "bind"}).bind == ("127.0.0.1", 0)
 
 
@@ -163,7 +165,8 @@ def test_rail_gpu_plans_follow_the_rail_only_topology() -> None:
     names = {"rail3": "10.9.0.3", "hb-d2-g1": "10.8.0.1", "hb-d2-g2": "10.8.0.2", "hb-d2-g3": "10.8.0.3"}
     plan = gpu_plan(config, 4, resolve=names.__getitem__)
     assert (plan.rank, plan.domain, plan.gpu, plan.x, plan.y, plan.k, plan.epoch) == (5, 1, 2, 3, 2, 256, 4)
-    assert plan.transport["tunnel"] == ["10.9.0.3", 9002] and plan.transport["local"][1] == "10.0.0.6"
+    assert plan.transport.tunnel == ("10.9.0.3", 9002) and plan.transport.local.ip == "10.0.0.6"
+    assert json.loads(plan.to_json())["transport"]["tunnel"] == ["10.9.0.3", 9002]
     assert plan.hb_peers == (("10.8.0.1", 18800), ("10.8.0.2", 18800), ("10.8.0.3", 18800))
     assert switch_argv(config.role_config(3)).count("-u") == 2  # one port per domain
     doc = stack_document(RailClusterSpec(image="innet", tls_dir=Path("/tls"), domain_nodes=("n2", "n3")))

@@ -30,7 +30,7 @@ from innet.testbed.core.network import SwitchProcess
 from innet.testbed.core.processes import ProcessGroup
 from innet.testbed.core.testbed import TestbedError, TestbedOptions
 from innet.testbed.backends.mininet.clean import SWITCHES_FILE
-from innet.host.agent.transport import udp_transport
+from innet.host.agent.transport import UdpTransportConfig, udp_transport
 from innet.testbed.core.topology import Topology
 from innet.testbed.backends.bmv2 import Bmv2Error, Bmv2Missing, find_tools, pipeline
 
@@ -267,8 +267,8 @@ class MininetNetwork:
         return self.procs.spawn(name, argv, spawner=node.popen, env={**os.environ, **(env or {})},
                                 stdout_pipe=stdout_pipe)
 
-    def transport_to(self, host: str, switch: str) -> dict[str, Any]:
-        """The wire form worker plans carry (kernel UDP to the switch's IP)."""
+    def transport_to(self, host: str, switch: str) -> UdpTransportConfig:
+        """Kernel UDP to the switch's IP."""
         return udp_transport(self.topology.switch(switch).ip, self.topology.host(host).address,
                              self.options.agent_port)
 

@@ -48,8 +48,8 @@ def _grad(rank: int, step: int, params: np.ndarray) -> np.ndarray:
     return (params - target) * np.float32(0.5)
 
 
-def _transport(port: int) -> dict[str, Any]:
-    return {"kind": "udp", "switch_ip": "127.0.0.1", "switch_port": port, "local_ip": "127.0.0.1", "local_port": 0}
+def _transport(port: int) -> UdpTransportConfig:
+    return UdpTransportConfig("127.0.0.1", switch_port=port, local_ip="127.0.0.1")
 
 
 def _spawn_node(plan: LuwuPlan, index: int, state: Path, port: int, steps: int, init: Path,
