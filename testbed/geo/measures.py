@@ -19,7 +19,7 @@ from innet.testbed.geo.config import GeoBenchConfig, target_loss
 from innet.testbed.geo.jobs import plan_sites
 from innet.testbed.geo.plan import Planned
 from innet.testbed.geo.records import (Curve, EvalPoint, LinkCheck, RateChangeEffect, ReplanPrediction,
-                                       StragglerEffect, Targets, TrainPoint)
+                                       StageDone, StragglerEffect, Targets, TrainPoint)
 
 LINK_TOLERANCE = 0.10
 """How far a WAN link's probed rate or delay may be from its configuration."""
@@ -65,14 +65,14 @@ def sends_label(codecs_fwd: dict[str, int], codecs_bwd: dict[str, int], ratio: f
     return f"fwd {side(codecs_fwd)} | bwd {side(codecs_bwd)}"
 
 
-def link_check(plan: Plan, sites: Sequence[str], done: Sequence[dict[str, Any]]) -> tuple[LinkCheck, ...]:
+def link_check(plan: Plan, sites: Sequence[str], done: Sequence[StageDone]) -> tuple[LinkCheck, ...]:
     """Each boundary's WAN link as configured and as the stages' start-up probe measured it (rate
     from a 256 KiB round trip against a 1-byte one, again larger on a fast link, one-way delay half
     the 1-byte round trip),
     and whether both are within ``LINK_TOLERANCE`` of the configuration."""
     out = []
     for i, link in enumerate(plan.links):
-        bps, delay_s = done[i].get("bandwidth_next_bps"), done[i].get("delay_next_s")
+        bps, delay_s = done[i].bandwidth_next_bps, done[i].delay_next_s
         if bps is None or delay_s is None:
             continue
         rate_ok = abs(bps / 1e6 - link.bw_mbps) <= LINK_TOLERANCE * link.bw_mbps
@@ -114,7 +114,7 @@ def straggler_effect(config: GeoBenchConfig, planned: Planned, plan: Plan, outpu
                                            kept.step_s))
 
 
-def rate_change_effect(config: GeoBenchConfig, plan: Plan, done: list[dict[str, Any]],
+def rate_change_effect(config: GeoBenchConfig, plan: Plan, done: Sequence[StageDone],
                        applied: bool) -> RateChangeEffect:
     """AdaTopK's ratio on the changed link, per step (mean of the step's forward messages):
     before the change, and each step after it. The first stage's messages of step ``at + 1``
@@ -128,11 +128,11 @@ def rate_change_effect(config: GeoBenchConfig, plan: Plan, done: list[dict[str, 
         m = config.microbatches
         return tuple(float(np.mean(values[s * m:(s + 1) * m])) for s in range(len(values) // m))
 
-    stage = done[link] if link is not None else {}
+    ratios = list(done[link].ratios_next) if link is not None else []
+    rates = list(done[link].rates_next_bps) if link is not None else []
     before_mbps = plan.links[link].bw_mbps if link is not None else None
-    return RateChangeEffect(f"{a}-{b}", at, before_mbps, mbps, applied, link,
-                            per_step(stage.get("ratios_next") or []),
-                            tuple(r / 1e6 for r in per_step(stage.get("rates_next_bps") or [])))
+    return RateChangeEffect(f"{a}-{b}", at, before_mbps, mbps, applied, link, per_step(ratios),
+                            tuple(r / 1e6 for r in per_step(rates)))
 
 
 class AtStep:

@@ -23,7 +23,7 @@ from innet.testbed.geo.jobs import plan_sites, quota_spawner, stage_elements, st
 from innet.testbed.geo.measures import (AtStep, curves, link_check, median_step, rate_change_effect, sends_label,
                                         straggler_effect, targets, wan_delta)
 from innet.testbed.geo.plan import Planned
-from innet.testbed.geo.records import DetectedStraggler, EvalPoint, PipelineRow, Replan, TrainPoint
+from innet.testbed.geo.records import DetectedStraggler, EvalPoint, PipelineRow, Replan, StageDone, TrainPoint
 
 
 def run_pipeline(config: GeoBenchConfig, planned: Planned, placement: str, compression: str,
@@ -89,19 +89,19 @@ def run_pipeline(config: GeoBenchConfig, planned: Planned, placement: str, compr
     evals = [EvalPoint.from_json(r) for r in last.of("eval")]
     times = [s.t for s in steps]
     step_s, deltas, warm = median_step(times)
-    done = [o.of("done")[0] for pipe in outputs for o in pipe]
+    done = [StageDone.from_json(o.of("done")[0]) for pipe in outputs for o in pipe]
+    first = done[:len(plan.order)]  # the first pipeline's stages
     # one pipeline's WAN traffic: every stage's sends both ways (probes and evaluation excluded)
-    wan_bytes = sum(d["sent_next"] + d["sent_prev"] for d in (o.of("done")[0] for o in outputs[0]))
-    ratios = tuple(d["mean_ratio_next"] for d in done if d.get("mean_ratio_next") is not None)
+    wan_bytes = sum(d.sent_next + d.sent_prev for d in first)
+    ratios = tuple(d.mean_ratio_next for d in done if d.mean_ratio_next is not None)
     slow = [i for i, link in enumerate(plan.links) if link.bw_mbps == min(x.bw_mbps for x in plan.links)]
     # the mean ratio of the slowest link's sparsified messages (warm-up and dense ones excluded)
-    sparse = [r for i in slow for r in (done[i].get("ratios_next") or []) if r < 1.0]
+    sparse = [r for i in slow for r in done[i].ratios_next if r < 1.0]
     ratio = float(np.mean(sparse)) if sparse else 1.0
     # the cost model with what each boundary actually carried per microbatch, each direction
-    first = done[:len(plan.order)]
     steps_done = len(steps)
     messages = steps_done * config.microbatches
-    carried = [(first[i]["bytes_next"] / messages, first[i + 1]["bytes_prev"] / messages)
+    carried = [(first[i].bytes_next / messages, first[i + 1].bytes_prev / messages)
                for i in range(len(plan.links))]
     predicted = predict(planned.graph, planned.workload, planned.network, plan.order, plan.cuts,
                         config.microbatches, sent_bytes=carried).step_s
@@ -109,19 +109,19 @@ def run_pipeline(config: GeoBenchConfig, planned: Planned, placement: str, compr
     compute = {sites[i]: statistics.median([r["s"] for r in o.of("compute")][warm:] or [0.0])
                for i, o in enumerate(outputs[0])}
     loss, accuracy, test_loss = curves(steps, evals)
-    sizes = first[s0]["sizes_next"] if s0 is not None else None
-    ratio_curve = done[slow[0]].get("ratios_next") if slow else None
+    sizes = first[s0].sizes_next if s0 is not None else None
+    ratio_curve = done[slow[0]].ratios_next if slow else None
     return PipelineRow(
         placement=placement, compression=compression, sites=tuple(sites), cuts=tuple(plan.cuts),
         links=tuple(asdict(x) for x in plan.links), step_s=step_s, predicted_step_s=predicted,
         targets=targets(config, evals),
-        sends=sends_label(first[s0]["codecs_next"], first[s0 + 1]["codecs_prev"],
+        sends=sends_label(first[s0].codecs_next, first[s0 + 1].codecs_prev,
                           ratio if compression in ("topk", "adatopk") else None) if s0 is not None else "-",
         slow_link_bytes_per_step=sum(carried[s0]) * config.microbatches if s0 is not None else 0.0,
         final_accuracy=evals[-1].accuracy if evals else None, final_loss=steps[-1].loss,
         final_test_loss=evals[-1].loss if evals else None, train_wall_s=times[-1] if times else None,
         wan_bytes_per_step=wan_bytes / max(steps_done, 1), slow_link_ratio=ratio, mean_ratios=ratios, wall_s=wall,
-        reduce_s=sum(d["reduce_s"] for d in done), samples_per_step=config.replicas * config.batch * config.microbatches,
+        reduce_s=sum(d.reduce_s for d in done), samples_per_step=config.replicas * config.batch * config.microbatches,
         wan_link_bytes=wan_delta(wan_before, geo_tb.wan_bytes()) if wan_before is not None else None,
         loss_curve=loss, accuracy_curve=accuracy, test_loss_curve=test_loss,
         stage_compute_s=compute, predicted_stage_compute_s=tuple(c * config.microbatches for c in plan.stage_compute_s),
@@ -132,8 +132,8 @@ def run_pipeline(config: GeoBenchConfig, planned: Planned, placement: str, compr
         rate_change=rate_change_effect(config, plan, done, rate_hook.fired) if rate_hook is not None else None,
         link_check=link_check(plan, sites, first), slow_link_message_bytes=tuple(sizes) if sizes is not None else None,
         steps_done=steps_done, slow_link_ratio_curve=tuple(ratio_curve) if ratio_curve is not None else None,
-        slow_link_probed_bps=done[slow[0]].get("bandwidth_next_bps") if slow else None,
-        slow_link_measured_bps=done[slow[0]].get("measured_rate_next_bps") if slow else None)
+        slow_link_probed_bps=done[slow[0]].bandwidth_next_bps if slow else None,
+        slow_link_measured_bps=done[slow[0]].measured_rate_next_bps if slow else None)
 
 
 def _shifted(curve: Sequence[tuple[float, ...]], dt: float, dstep: int) -> tuple[tuple[float, ...], ...]:

@@ -51,6 +51,48 @@ class EvalPoint:
 
 
 @dataclass(frozen=True)
+class StageDone:
+    """What a pipeline stage reported when it finished (its ``done`` line): the probe of its next
+    link, the compression and bytes of its messages both ways, and its in-site reduction time."""
+
+    stage: int
+    reduce_s: float
+    sent_next: int
+    """Bytes this stage sent to the next stage during training (probes excluded)."""
+    sent_prev: int
+    bytes_next: int
+    """Bytes of the training messages to the next stage (what the cost model is given)."""
+    bytes_prev: int
+    codecs_next: dict[str, int]
+    """Messages to the next stage per codec (``dense``, ``int8``, ``top-k+int8``, ...)."""
+    codecs_prev: dict[str, int]
+    sizes_next: tuple[int, ...]
+    """Each message's bytes to the next stage, in order."""
+    ratios_next: tuple[float, ...]
+    """AdaTopK's ratio per message to the next stage."""
+    rates_next_bps: tuple[float, ...]
+    """The next link's rate as metered, per message."""
+    mean_ratio_next: float | None = None
+    bandwidth_next_bps: float | None = None
+    """The start-up probe's rate of the next link (None: not probed, or the last stage)."""
+    delay_next_s: float | None = None
+    measured_rate_next_bps: float | None = None
+
+    @classmethod
+    def from_json(cls, record: Mapping[str, Any]) -> "StageDone":
+        """From a stage process's ``done`` line (the JSON edge: other keys are ignored)."""
+        def opt(key: str) -> float | None:
+            value = record.get(key)
+            return None if value is None else float(value)
+
+        return cls(int(record["stage"]), float(record["reduce_s"]), int(record["sent_next"]), int(record["sent_prev"]),
+                   int(record["bytes_next"]), int(record["bytes_prev"]), dict(record.get("codecs_next") or {}),
+                   dict(record.get("codecs_prev") or {}), tuple(record.get("sizes_next") or ()),
+                   tuple(record.get("ratios_next") or ()), tuple(record.get("rates_next_bps") or ()),
+                   opt("mean_ratio_next"), opt("bandwidth_next_bps"), opt("delay_next_s"), opt("measured_rate_next_bps"))
+
+
+@dataclass(frozen=True)
 class LinkCheck:
     """One pipeline boundary's WAN link as configured and as the stages' start-up probe measured it."""
 

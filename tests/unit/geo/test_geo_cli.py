@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from innet.cli import main
@@ -154,8 +156,11 @@ def test_link_check_compares_probed_links_with_their_configuration() -> None:
     plan = Plan(order=(("s1h1",), ("s3h1",), ("s2h1",)), cuts=(6, 16), stage_nodes=(("a",), ("b",), ("c",)),
                 stage_compute_s=(0.01, 0.01, 0.01), links=(LinkCost(1000, 2), LinkCost(10, 30)),
                 boundary_bytes=(1, 1), reduce_s=(0, 0, 0), microbatches=4, step_s=1.0)
-    done = [{"bandwidth_next_bps": 119e6, "delay_next_s": 0.0021},
-            {"bandwidth_next_bps": 9.7e6, "delay_next_s": 0.0304}, {}]
+    from innet.testbed.geo.records import StageDone
+
+    idle = StageDone(0, 0.0, 0, 0, 0, 0, {}, {}, (), (), ())
+    done = [replace(idle, bandwidth_next_bps=119e6, delay_next_s=0.0021),
+            replace(idle, stage=1, bandwidth_next_bps=9.7e6, delay_next_s=0.0304), replace(idle, stage=2)]
     checks = link_check(plan, ["a", "c", "b"], done)
     assert [(c.link, c.within_tolerance) for c in checks] == [("a-c", False), ("c-b", True)]
     assert link_check_line(checks) == ("a-c 1000 Mbit/s 2 ms -> 119.0 Mbit/s 2.1 ms (more than 10% off); "
