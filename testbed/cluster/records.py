@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Union
 
+from innet.testbed.core.machine import Machine
 from innet.testbed.luwu.records import ModeRow
 
 FORMAT = "innet-bench-cluster/1"
@@ -196,7 +197,7 @@ class ClusterBench:
     """One ``innet bench cluster`` run: both sides' rows and the deployments."""
 
     date: str
-    machine: dict[str, Any]
+    machine: Machine
     """:func:`innet.testbed.core.machine.describe`."""
     settings: dict[str, Any]
     """The run's :class:`~innet.testbed.cluster.bench.ClusterBenchConfig` as JSON."""
@@ -214,7 +215,7 @@ class ClusterBench:
         return all(r.ok for r in self.rows)
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "date": self.date, "machine": self.machine, "settings": self.settings,
+        return {"format": FORMAT, "date": self.date, "machine": self.machine.to_json(), "settings": self.settings,
                 "deployment": self.deployment.to_json(), "rows": [r.to_json() for r in self.rows],
                 "files": list(self.files), "not_measured": self.not_measured, "partial": self.partial,
                 "caveat": CAVEAT}

@@ -10,10 +10,11 @@ import os
 import platform
 import subprocess
 from importlib import metadata
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from innet.testbed.core.paths import REPO
+from innet.testbed.core.records import JsonRecord
 
 
 def cpu_model() -> str:
@@ -53,13 +54,35 @@ def torch_version() -> str | None:
         return None
 
 
-def describe() -> dict[str, Any]:
-    """host, cpu, cores, kernel, platform, python, load_average, torch and commit: the
-    ``machine`` object of every saved benchmark document, as JSON (only written, never read
-    back by field)."""
-    return {"host": platform.node(), "cpu": cpu_model(), "cores": os.cpu_count(), "kernel": platform.release(),
-            "platform": platform.platform(), "python": platform.python_version(), "load_average": load_average(),
-            "torch": torch_version(), "commit": commit()}
+@dataclass(frozen=True)
+class Machine(JsonRecord):
+    """The ``machine`` object of every saved benchmark document (its JSON is these fields in
+    this order). Documents are only written with it: renderers read the saved JSON, so a
+    benchmark that adds facts of its own (a load average after the run, the cores it used)
+    adds them to ``to_json()``'s dict, its document edge."""
+
+    host: str
+    cpu: str
+    """:func:`cpu_model`."""
+    cores: int | None
+    """``os.cpu_count()``."""
+    kernel: str
+    platform: str
+    python: str
+    load_average: str
+    """:func:`load_average` when the record was made."""
+    torch: str | None
+    """:func:`torch_version`."""
+    commit: str | None
+    """:func:`commit`."""
+
+
+def describe() -> Machine:
+    """This machine now: host, cpu, cores, kernel, platform, python, load average, torch and
+    commit."""
+    return Machine(host=platform.node(), cpu=cpu_model(), cores=os.cpu_count(), kernel=platform.release(),
+                   platform=platform.platform(), python=platform.python_version(), load_average=load_average(),
+                   torch=torch_version(), commit=commit())
 
 
 def switch_description(executor: str, switch_impl: str = "innet") -> str:

@@ -12,7 +12,7 @@ import datetime as dt
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from innet.testbed.core.machine import describe, switch_description
+from innet.testbed.core.machine import Machine, describe, switch_description
 from innet.testbed.core.records import JsonRecord
 
 if TYPE_CHECKING:  # only named here: a compose worker reports without the testbed's backends
@@ -78,7 +78,7 @@ class RunInfo:
 
     date: str
     """ISO time, seconds; the saved files' stamp."""
-    machine: dict[str, Any]
+    machine: Machine
     """:func:`innet.testbed.core.machine.describe`."""
     backend: str
     switch: str
@@ -108,7 +108,7 @@ class AllreduceBench:
 
     def to_json(self) -> dict[str, Any]:
         i = self.info
-        return {"format": BENCH_FORMAT, "date": i.date, "machine": i.machine, "backend": i.backend,
+        return {"format": BENCH_FORMAT, "date": i.date, "machine": i.machine.to_json(), "backend": i.backend,
                 "switch": i.switch, "settings": i.config.settings_json(), "rows": [r.to_json() for r in self.rows],
                 "failures": [f.to_json() for f in self.failures], "switch_absent": dict(self.switch_absent),
                 "partial": self.partial}
@@ -175,7 +175,7 @@ class DemoResult:
 
     def to_json(self) -> dict[str, Any]:
         i = self.info
-        out = {"format": DEMO_FORMAT, "date": i.date, "machine": i.machine, "backend": i.backend, "switch": i.switch,
+        out = {"format": DEMO_FORMAT, "date": i.date, "machine": i.machine.to_json(), "backend": i.backend, "switch": i.switch,
                "settings": i.config.settings_json(), "training": self.training.to_json(),
                "rows": [r.to_json() for r in self.rows], "seconds": self.seconds}
         return {**out, "files": list(self.files)} if self.files else out
@@ -186,14 +186,14 @@ class PartialDemo:
     """A demo stopped by Ctrl-C during training (no switch or settings: the testbed is down)."""
 
     date: str
-    machine: dict[str, Any]
+    machine: Machine
     backend: str
     training: PartialTraining
     seconds: float
     files: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        out = {"format": DEMO_FORMAT, "date": self.date, "partial": True, "machine": self.machine,
+        out = {"format": DEMO_FORMAT, "date": self.date, "partial": True, "machine": self.machine.to_json(),
                "backend": self.backend, "training": self.training.to_json(), "rows": [], "seconds": self.seconds}
         return {**out, "files": list(self.files)} if self.files else out
 

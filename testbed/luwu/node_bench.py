@@ -234,7 +234,7 @@ def command(args: argparse.Namespace) -> int:
         return 2
     from innet.testbed.core.machine import describe
 
-    machine = describe()
+    machine = describe().to_json()
     budget = int(args.rss_budget_mib * 2**20)
     work = Path(tempfile.mkdtemp(prefix="innet-bench-node-", dir=args.dir))
     try:
@@ -246,7 +246,7 @@ def command(args: argparse.Namespace) -> int:
         return 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    machine["load_average_after"] = describe()["load_average"]
+    machine["load_average_after"] = describe().load_average
     print(_table(rows, budget))
     over = [r.optimizer for r in rows if r.node.peak_rss_bytes > budget]
     doc = {"benchmark": "luwu-node", "machine": machine, "state_dir_filesystem": str(args.dir or tempfile.gettempdir()),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from innet.testbed.core.machine import Machine
 from innet.testbed.core.records import JsonRecord
 
 NODE_STATUS_KEYS = ("rss_bytes", "bytes_on_disk", "bytes_state", "bytes_working_set", "step", "seconds")
@@ -169,7 +170,7 @@ class LuwuBench:
     """One ``innet bench luwu`` run: every mode at every N, and the speedups between them."""
 
     date: str
-    machine: dict[str, Any]
+    machine: Machine
     """:func:`innet.testbed.core.machine.describe`."""
     backend: str
     switch: str
@@ -186,7 +187,7 @@ class LuwuBench:
     FORMAT = "innet-bench-luwu/3"
 
     def to_json(self) -> dict[str, Any]:
-        out = {"format": self.FORMAT, "date": self.date, "machine": self.machine, "backend": self.backend,
+        out = {"format": self.FORMAT, "date": self.date, "machine": self.machine.to_json(), "backend": self.backend,
                "switch": self.switch, "load_average_start": self.load_average_start,
                "load_average_end": self.load_average_end, "settings": self.settings.to_json(),
                "rows": [r.to_json() for r in self.rows], "summary": self.summary, "partial": self.partial}
@@ -392,7 +393,7 @@ class LuwuDemoResult:
     """``innet demo --mode luwu`` (or ``innet train --mode luwu``) as it ended."""
 
     date: str
-    machine: dict[str, Any]
+    machine: Machine
     backend: str
     switch: str
     k: int
@@ -420,7 +421,7 @@ class LuwuDemoResult:
 
     def to_json(self) -> dict[str, Any]:
         luwu, ddp = self.median_step_seconds
-        return {"format": self.FORMAT, "date": self.date, "machine": self.machine, "backend": self.backend,
+        return {"format": self.FORMAT, "date": self.date, "machine": self.machine.to_json(), "backend": self.backend,
                 "switch": self.switch, "k": self.k, "bring_up_seconds": self.bring_up_seconds,
                 "median_step_seconds": {"luwu": luwu, "ddp-innet": ddp}, "settings": self.settings,
                 "accuracy": self.accuracy.to_json(), "loss": self.loss.to_json(), "nodes": list(self.nodes),

@@ -93,7 +93,7 @@ def command(args: argparse.Namespace) -> int:
                                      name=lambda p: f"K={p[0]}, {p[1]} datapath")
     finally:
         end_popen(proc)
-    m = describe()
+    m = describe().to_json()
     doc = {"format": "innet-bench-agent/1", "date": time.strftime("%Y-%m-%dT%H:%M:%S"), "machine": m,
            "switch": "C echo switch on 127.0.0.1 (one-worker sum job)", "rows": [r.to_json() for r in rows],
            "partial": partial}

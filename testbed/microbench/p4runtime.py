@@ -342,7 +342,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 def command(args: argparse.Namespace) -> int:
     """``innet bench p4runtime``: Write batches, then (unless --skip-packets) packets on veths."""
-    m = machine()
+    m = machine().to_json()
     result: dict[str, object] = {
         "machine": m, "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "settings": {"program": str(PROGRAM.relative_to(REPO)), "write_rounds": args.write_rounds,

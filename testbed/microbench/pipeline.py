@@ -263,7 +263,7 @@ def command(args: argparse.Namespace) -> int:
     global EXECUTOR
     EXECUTOR = args.executor
     rows, partial = run(args.seconds, args.only, args.rounds)
-    machine = {**describe(), "cores_used": 1,
+    machine = {**describe().to_json(), "cores_used": 1,
                "backend": f"innet embedded pipeline ({args.executor} executor)",
                "executors": sorted({r.executor for r in rows})}
     from rich.table import Table

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from innet.testbed.core.machine import Machine
 from innet.testbed.core.records import JsonRecord
 
 
@@ -174,7 +175,7 @@ class VethBench:
     """One ``innet bench veth`` run: every point measured and the rows made of them."""
 
     date: str
-    machine: dict[str, Any]
+    machine: Machine
     """:func:`innet.testbed.core.machine.describe`."""
     executor: str
     """innet-switch's ``--executor``, or ``default``."""
@@ -191,7 +192,7 @@ class VethBench:
     FORMAT = "innet-bench-veth/1"
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": self.FORMAT, "date": self.date, "machine": self.machine, "executor": self.executor,
+        return {"format": self.FORMAT, "date": self.date, "machine": self.machine.to_json(), "executor": self.executor,
                 "port_loop": self.port_loop, "settings": self.settings, "points": [p.to_json() for p in self.points],
                 "rows": [r.to_json() for r in self.rows], "switch_absent": self.switch_absent,
                 "partial": self.partial}

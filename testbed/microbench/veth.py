@@ -460,8 +460,8 @@ def command(args: argparse.Namespace) -> int:
         print(f"innet bench veth: {error}", file=sys.stderr)
         return 1
     m = bench.machine
-    table = Table(title=f"switches on one veth vs the C reflector ({m['cpu']}, {m['cores']} cores, "
-                        f"load {m['load_average']}; innet-switch executor {bench.executor}, port loop "
+    table = Table(title=f"switches on one veth vs the C reflector ({m.cpu}, {m.cores} cores, "
+                        f"load {m.load_average}; innet-switch executor {bench.executor}, port loop "
                         f"{bench.port_loop}, window {config.window})",
                   caption="".join(f"no {i} rows: {why}\n" for i, why in bench.switch_absent.items()) or None)
     for col in ("workload", "switch", "bytes/frame", "MTU", "reflector pkt/s", "ring reflector pkt/s",

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from innet.testbed.core.machine import describe as machine, switch_description
+from innet.testbed.core.machine import Machine, describe as machine, switch_description
 from innet.testbed.core.testbed import TestbedError, TestbedOptions, WorkerResult
 from innet.testbed.rail.models import railperf
 from innet.testbed.core.topology import TOPOLOGIES, Link
@@ -86,8 +86,8 @@ class RailBench:
     """:func:`innet.testbed.core.machine.switch_description` of each implementation, ``" | "``-joined."""
     switch_absent: tuple[tuple[str, str], ...]
     """Implementations asked for but not installed: (name, why)."""
-    machine: dict[str, Any]
-    """:func:`innet.testbed.core.machine.describe`, the JSON every benchmark document holds."""
+    machine: Machine
+    """:func:`innet.testbed.core.machine.describe`; the document holds its ``to_json()``."""
     c_s_bps: float
     c_f_bps: float
     shaped: bool
@@ -104,7 +104,7 @@ class RailBench:
         return {"kind": "rail-bench", "config": config_json(c),
                 "not_applicable": [n.to_json() for n in self.not_applicable], "topology": self.topology,
                 "backend": self.backend, "switch": self.switch, "switch_absent": dict(self.switch_absent),
-                "machine": self.machine, "c_s_bps": self.c_s_bps, "c_f_bps": self.c_f_bps, "shaped": self.shaped,
+                "machine": self.machine.to_json(), "c_s_bps": self.c_s_bps, "c_f_bps": self.c_f_bps, "shaped": self.shaped,
                 "rows": [r.to_json() for r in self.rows], "small_frames_first": self.shaped and c.small_frames_first,
                 "alltoall_slowdown": [s.to_json() for s in self.slowdowns],
                 "failures": [f.to_json() for f in self.failures], "partial": self.partial,

@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from innet.testbed.core.machine import Machine
 from innet.testbed.cluster import bench
 from innet.testbed.cluster.records import (ClusterBench, ClusterSide, Deployment, StarAllreduceRow, StarFailure,
                                            StarTrainingRow)
 from innet.testbed.luwu.records import LinkBytes, ModeRow, StepMeasures
+
+MACHINE = Machine("h", "TestCPU", 2, "6.1", "Linux", "3.11.9", "0.5 0.4 0.3", None, None)
 
 CLUSTER_ALLREDUCE_KEYS = ["where", "workload", "workers", "elements", "k", "ok", "step_s", "step_s_min", "wire_up_bytes",
                           "wire_down_bytes", "underlay_up_bytes", "tx_packets", "nodes", "first_step_s"]
@@ -39,7 +42,7 @@ def _bench() -> ClusterBench:
     failed = StarTrainingRow.of(ModeRow("ddp-gloo", 2, {"train-h2": "killed"}, 3.0, failed="1 of 2 workers finished"))
     side = ClusterSide("reg:5000/innet-torch", 1.5, 2.5,
                        (Deployment(2, "ina", ina.first_step_s, 3.0, 9.0, 4.0),), lab_up_s=30.0)
-    return ClusterBench("2026-11-29T01:00:00", {"cpu": "x", "cores": 2}, {"workers": [2]}, side,
+    return ClusterBench("2026-11-29T01:00:00", MACHINE, {"workers": [2]}, side,
                         (ina, StarAllreduceRow("ina", 2, 2048, True, 0.05, 9000.0, 9100.0),
                          StarFailure("gloo", 2, "gloo: timed out"), star_training, failed),
                         ("results/bench_cluster_star.json",), {}, False)

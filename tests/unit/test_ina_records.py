@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from innet.testbed.core.machine import Machine
 from innet.testbed.ina import bench
 from innet.testbed.ina.records import (
     AllreduceBench,
@@ -31,7 +32,7 @@ RENDERED_ROW_KEYS = {"collective", "switch_impl", "workers", "elements", "loss_p
                      "goodput_gbps", "switch_pps", "wire_up", "theory_wire", "wire_down", "retransmitted", "ok"}
 """What the table columns and the plot read of a row."""
 
-MACHINE = {"cpu": "TestCPU", "cores": 2}
+MACHINE = Machine("h", "TestCPU", 2, "6.1", "Linux", "3.11.9", "0.5 0.4 0.3", None, None)
 
 
 def _row(collective: str = "ina", retransmitted: float | None = 0.0) -> Row:
@@ -146,3 +147,13 @@ def test_a_compose_workers_report_has_the_keys_the_cluster_rows_read() -> None:
     assert report.good and WorkerReport(0, "w1", 1000, 64, True, "cd", (), 0.05, 1, None).to_json()["train"] is None
     assert not WorkerReport(0, "w1", 1000, 64, True, "cd", (), 0.05, 1,
                             TrainReport(20, "ab", False, 0.5, 1.0)).good
+
+
+def test_the_machine_record_writes_the_keys_every_document_had() -> None:
+    """Renderers and saved documents read ``machine`` by these keys, in this order."""
+    from innet.testbed.core.machine import describe
+
+    assert list(describe().to_json()) == ["host", "cpu", "cores", "kernel", "platform", "python", "load_average",
+                                          "torch", "commit"]
+    assert MACHINE.to_json() == {"host": "h", "cpu": "TestCPU", "cores": 2, "kernel": "6.1", "platform": "Linux",
+                                 "python": "3.11.9", "load_average": "0.5 0.4 0.3", "torch": None, "commit": None}

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
+from innet.testbed.core.machine import Machine
 from innet.testbed.microbench.records import AgentRow, PacketRow, ExecutorRow, SenderCounts, VethRow, WriteRow
+
+MACHINE = Machine("h", "TestCPU", 2, "6.1", "Linux", "3.11.9", "0.5 0.4 0.3", None, None)
 
 
 def test_agent_write_and_packet_rows_keep_the_documents_keys_in_order() -> None:
@@ -47,7 +50,7 @@ def test_veth_document_has_its_head_points_and_rows_in_order() -> None:
     point = Point("agg64", "reflector", 318, 400000.0, 1200000, 1199000, 0)
     assert list(point.to_json()) == ["workload", "device", "frame_bytes", "pps", "sent", "received", "reprimes",
                                      "loop"]
-    doc = VethBench("2026-11-28T17:00:00", {"cpu": "x"}, "default", "default", {"seconds": 3.0}, (point,), (),
+    doc = VethBench("2026-11-28T17:00:00", MACHINE, "default", "default", {"seconds": 3.0}, (point,), (),
                     {"bmv2": "simple_switch_grpc not found"}, False).to_json()
     assert list(doc) == ["format", "date", "machine", "executor", "port_loop", "settings", "points", "rows",
                          "switch_absent", "partial"]

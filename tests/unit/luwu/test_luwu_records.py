@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from innet.testbed.core.machine import Machine
 from innet.testbed.luwu.bench import plot
 from innet.testbed.luwu.records import (
     HookSplit,
@@ -22,6 +23,8 @@ from innet.testbed.luwu.records import (
     ModeContext,
     TorchRun,
 )
+
+MACHINE = Machine("h", "TestCPU", 2, "6.1", "Linux", "3.11.9", "0.5 0.4 0.3", None, None)
 
 MEASURES = StepMeasures(params=1000, step_ms=200.0, step_ms_p90=250.0, timed_steps=8, bytes_per_worker_step=5e4,
                         bytes_source="agent frames", worker_rss_mb=300.0, worker_rss_peak_mb=310.0,
@@ -73,7 +76,7 @@ def test_the_bench_document_is_what_the_plot_reads(tmp_path: Path) -> None:
     settings = LuwuBenchSettings(steps=8, warmup=2, batch=32, model="MLP 64-128-64-10", params=1000, k=64,
                                  window=64, mtu=1500, nodes=1, lr=0.01)
     rows = (ModeRow("luwu", 2, {}, 9.0, measures=MEASURES), ModeRow("ddp-gloo", 2, {}, 1.0, failed="0 of 2"))
-    bench = LuwuBench("2026-11-28T17:00:00", {"cpu": "x", "cores": 2}, "loopback", "s", "1.0", "1.1", settings,
+    bench = LuwuBench("2026-11-28T17:00:00", MACHINE, "loopback", "s", "1.0", "1.1", settings,
                       rows, {2: {"overlap_speedup": 1.5}}, partial=False)
     doc = bench.to_json()
     assert list(doc) == ["format", "date", "machine", "backend", "switch", "load_average_start", "load_average_end",
@@ -123,7 +126,7 @@ def test_a_trainers_final_report_has_the_keys_the_rows_read_in_the_order_it_alwa
 def test_the_luwu_demo_document_and_its_partial_form_keep_their_keys() -> None:
     from innet.testbed.luwu.records import DemoCurves, LuwuDemoResult, PartialLuwuDemo
 
-    result = LuwuDemoResult("2026-11-28T17:00:00", {"cpu": "x"}, "loopback", "innet-switch", 256, 3.0, (0.2, None),
+    result = LuwuDemoResult("2026-11-28T17:00:00", MACHINE, "loopback", "innet-switch", 256, 3.0, (0.2, None),
                             {"steps": "40"}, DemoCurves(0.9, 0.89, None), DemoCurves([2.0], [2.1], [2.2]), ({},), {})
     doc = result.to_json()
     assert list(doc) == ["format", "date", "machine", "backend", "switch", "k", "bring_up_seconds",
@@ -176,7 +179,7 @@ def test_the_luwu_demo_is_good_when_nothing_failed_and_luwu_learns_like_local_ad
 
     from innet.testbed.luwu.records import DemoCurves, LuwuDemoResult
 
-    result = LuwuDemoResult("2026-11-28T17:00:00", {"cpu": "x"}, "loopback", "innet-switch", 256, 3.0, (0.2, 0.1),
+    result = LuwuDemoResult("2026-11-28T17:00:00", MACHINE, "loopback", "innet-switch", 256, 3.0, (0.2, 0.1),
                             {"steps": "40"}, DemoCurves(0.9, 0.895, 0.9), DemoCurves([2.0], [2.1], [2.2]), ({},), {})
     assert result.good
     assert not replace(result, accuracy=DemoCurves(0.9, 0.85, 0.9)).good

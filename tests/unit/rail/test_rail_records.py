@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from innet.testbed.core.machine import Machine
 from innet.testbed.core.testbed import TestbedError, TestbedOptions
 from innet.testbed.core.topology import rail_only
 from innet.testbed.rail.records import (
@@ -23,6 +24,8 @@ from innet.testbed.rail.records import (
     TrainingSummary,
 )
 from innet.testbed.rail.testbed import RailTestbed
+
+MACHINE = Machine("h", "TestCPU", 2, "6.1", "Linux", "3.11.9", "0.5 0.4 0.3", None, None)
 
 
 @pytest.mark.parametrize(("backend", "fault", "message"), [
@@ -84,7 +87,7 @@ def test_rail_bench_document_keeps_its_keys_order_and_nesting(tmp_path: Path) ->
     two_step = CollectiveRow("all-to-all two-step", 1000, "bytes/pair", 0.02, 0.01, (0.02,), True, None, "innet")
     slowdown = AllToAllSlowdown(1000, 0.1, 1, (0.1, 0.1), 0.09, 0.08, Amdahl(0.3, 0.03, 0.27, (0.02, 0.03)), "innet")
     bench = RailBench(config, "rail-only 2x4", "loopback", "innet-switch", (("bmv2", "not installed"),),
-                      {"host": "h"}, 1e7, 1e8, False, (two_step,), (NotApplicable("flat INA", "no spine"),),
+                      MACHINE, 1e7, 1e8, False, (two_step,), (NotApplicable("flat INA", "no spine"),),
                       (slowdown,), (BenchFailure("gloo ring", "innet", "boom"),), True)
     doc = bench.to_json()
     assert list(doc) == ["kind", "config", "not_applicable", "topology", "backend", "switch", "switch_absent",
