@@ -205,18 +205,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
     points = len(config.switch_impls) * len(config.workers) * len(config.losses) * len(config.collectives)
     with Reporter(console, "bench", total=points,
                   counts=lambda msg: msg.startswith(tuple(f"{c}:" for c in config.collectives))) as report:
-        doc = bench.run(config, progress=report, absent=absent)
+        result = bench.measure(config, progress=report, absent=absent)
+    doc = result.to_json()
     console.print(bench.table(doc))
     json_path, png_path = bench.save(doc, config.out_dir)
     console.print(f"wrote {json_path} and {png_path}")
-    if doc["partial"]:
+    if result.partial:
         return interrupted_partial("innet bench", json_path)
     if args.markdown:
         print(bench.markdown_table(doc))
-    for failure in doc["failures"]:
-        console.print(f"[red]failed[/]: {failure['collective']} with {failure['workers']} workers at "
-                      f"{failure['loss_pct']:g}% loss: {failure['error']}", markup=True, highlight=False)
-    return 0 if all(r["ok"] for r in doc["rows"]) and not doc["failures"] else EXIT_ERROR
+    for failure in result.failures:
+        console.print(f"[red]failed[/]: {failure.collective} with {failure.workers} workers at "
+                      f"{failure.loss_pct:g}% loss: {failure.error}", markup=True, highlight=False)
+    return 0 if all(r.ok for r in result.rows) and not result.failures else EXIT_ERROR
 
 
 # -- testbed ---------------------------------------------------------------------------------

@@ -90,15 +90,9 @@ def open_testbed(backend: str, n: int, loss_pct: float, config: BenchConfig, swi
 Progress = Callable[[str], None]
 
 
-def run(config: BenchConfig, progress: Progress = lambda _: None,
-        absent: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
-    """:func:`measure` as the result document (what :func:`save` writes and the renderers read)."""
-    return measure(config, progress, absent).to_json()
-
-
 def measure(config: BenchConfig, progress: Progress = lambda _: None,
             absent: Sequence[tuple[str, str]] = ()) -> AllreduceBench:
-    """Run the grid. ``absent``: switch implementations asked for but not installed, (name,
+    """Run the grid; its ``to_json`` is the document :func:`save` writes. ``absent``: switch implementations asked for but not installed, (name,
     why), recorded so the document says so. Ctrl-C ends the grid early: the result then holds
     the rows measured so far and is ``partial``."""
     backend = config.resolved_backend()
@@ -134,7 +128,10 @@ def measure(config: BenchConfig, progress: Progress = lambda _: None,
 
 
 def caption(doc: dict[str, Any]) -> str:
-    """One line naming machine, switch backend, K, workers, sizes, link rate and loss."""
+    """One line naming machine, switch backend, K, workers, sizes, link rate and loss.
+
+    The renderers below take the saved document (``AllreduceBench.to_json()``), not the
+    record: they render ``bench-*.json`` files written by earlier runs too."""
     m, s = doc["machine"], doc["settings"]
     link = (f"{s['bw_mbps']:g} Mbit/s links" if s["bw_mbps"] and doc["backend"] == "mininet"
             else "no link shaping (loopback)" if doc["backend"] == "loopback" else "unshaped veths")
@@ -191,25 +188,26 @@ LOOPBACK_NOTE = ("loopback: innet's rows cross innet-switch (frames tunnelled in
 
 
 def table(doc: dict[str, Any]) -> Any:
-    """A rich Table of the rows (on loopback its caption says why INA and gloo are not comparable)."""
+    """A rich Table of a saved document's rows (on loopback its caption says why INA and gloo are not comparable)."""
     title = "Allreduce: innet (INA) vs gloo ring"
     cap = caption(doc) + (f"\n{LOOPBACK_NOTE}" if doc["backend"] == "loopback" else "") + absent_note(doc)
     return rich_table(title, COLUMNS, doc["rows"], cap)
 
 
 def markdown_table(doc: dict[str, Any]) -> str:
-    """The rows as a Markdown table (for docs/benchmarks.md)."""
+    """A saved document's rows as a Markdown table (for docs/benchmarks.md)."""
     note = f"\n\n{LOOPBACK_NOTE}" if doc["backend"] == "loopback" else ""
     return markdown_table_of(COLUMNS, doc["rows"]) + note + absent_note(doc).replace("\n", "\n\n")
 
 
 def absent_note(doc: dict[str, Any]) -> str:
-    """A line per switch implementation that was asked for but is not installed (no rows)."""
+    """A line per switch implementation that a saved document says was asked for but not installed (no rows)."""
     return "".join(f"\nno {impl} rows: {why}" for impl, why in doc.get("switch_absent", {}).items())
 
 
 def plot(doc: dict[str, Any], path: Path) -> Path:
-    """Time and bytes per worker vs message size, measured and theory, one colour per (collective, N)."""
+    """Time and bytes per worker vs message size, measured and theory, one colour per (collective, N),
+    from a saved document (so an old ``bench-*.json`` plots again)."""
     from innet.testbed.core.report import pyplot
 
     plt = pyplot()
@@ -267,7 +265,8 @@ def wrap_caption(text: str, width: int = 150) -> str:
 
 
 def save(doc: dict[str, Any], out_dir: Path, stem: str = "bench") -> tuple[Path, Path]:
-    """``<stem>-<date>.json`` and ``.png`` in ``out_dir``."""
+    """``<stem>-<date>.json`` and ``.png`` in ``out_dir``, from the document (``to_json()`` of a
+    record), which is what is written as is."""
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = doc["date"].replace(":", "").replace("-", "")
     json_path = out_dir / f"{stem}-{stamp}.json"
@@ -277,4 +276,4 @@ def save(doc: dict[str, Any], out_dir: Path, stem: str = "bench") -> tuple[Path,
 
 
 __all__ = ["AllreduceBench", "AllreduceFailure", "BenchConfig", "Row", "absent_note", "caption", "markdown_table",
-           "measure", "plot", "run", "save", "summarize", "table"]
+           "measure", "plot", "save", "summarize", "table"]

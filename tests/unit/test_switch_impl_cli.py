@@ -75,11 +75,11 @@ def test_bench_with_both_switches_and_no_bmv2_says_so_and_runs_innet(capsys, mon
     monkeypatch.delenv("INNET_BMV2_BIN", raising=False)
     seen = {}
 
-    def fake_run(config, progress, absent):  # type: ignore[no-untyped-def]
+    def fake_measure(config, progress, absent):  # type: ignore[no-untyped-def]
         seen["impls"], seen["absent"] = config.switch_impls, dict(absent)
         raise SystemExit(0)
 
-    monkeypatch.setattr(bench, "run", fake_run)
+    monkeypatch.setattr(bench, "measure", fake_measure)
     with pytest.raises(SystemExit):
         main(["bench", "--switch-impl", "innet,bmv2", "--backend", "mininet", "--workers", "2", "--sizes", "1K"])
     err = capsys.readouterr().err.strip().splitlines()
