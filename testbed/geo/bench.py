@@ -107,7 +107,7 @@ def run(config: GeoBenchConfig, progress: Callable[[str], None] = lambda m: None
     settings = {k: v for k, v in asdict(config).items() if k not in ("topology", "out_dir")}
     settings["topology"] = str(config.topology)
     settings["wan_emulation"] = wan_description(config.testbed)
-    return BenchResult(date=time.strftime("%Y-%m-%dT%H:%M:%S"), machine=machine().to_json(), settings=settings,
+    return BenchResult(date=time.strftime("%Y-%m-%dT%H:%M:%S"), machine=machine(), settings=settings,
                        load_average=tuple(os.getloadavg()), site_speeds=planned.site_speeds, probe_s=planned.probe_s,
                        clusters=planned.clusters, plans={k: p.describe(k) for k, p in planned.plans.items()},
                        rows=compare(rows), partial=partial)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
+from innet.testbed.core.machine import Machine
+
 
 Curve = tuple[tuple[float, ...], ...]
 """Points of a curve: ``(t, value)`` for training loss, ``(t, step, value)`` for test metrics."""
@@ -371,7 +373,7 @@ class BenchResult:
     """One benchmark document: settings, the plans, every run's row."""
 
     date: str
-    machine: dict[str, Any]
+    machine: Machine
     settings: dict[str, Any]
     """The configuration as JSON values (topology as its text, WAN emulation named)."""
     load_average: tuple[float, ...]
@@ -391,7 +393,7 @@ class BenchResult:
         return next((r for r in self.rows if (r.placement, r.compression) == (placement, compression)), None)
 
     def to_json(self) -> dict[str, Any]:
-        out = {"date": self.date, "machine": self.machine, "settings": self.settings,
+        out = {"date": self.date, "machine": self.machine.to_json(), "settings": self.settings,
                "load_average": list(self.load_average), "site_speeds": dict(self.site_speeds),
                "probe_s": dict(self.probe_s), "clusters": [list(c) for c in self.clusters], "plans": dict(self.plans),
                "rows": [r.to_json() for r in self.rows], "partial": self.partial}

@@ -7,6 +7,9 @@ from dataclasses import replace
 import pytest
 
 from innet.cli import main
+from innet.testbed.core.machine import Machine
+
+MACHINE = Machine("h", "TestCPU", 2, "6.1", "Linux", "3.11.9", "0.5 0.4 0.3", None, None)
 
 
 def test_geo_plan_prints_both_plans_with_predicted_step_times(capsys: pytest.CaptureFixture[str]) -> None:
@@ -88,7 +91,7 @@ def test_runs_on_two_switch_implementations_are_one_document_with_rows_by_switch
                           train_wall_s=None, wan_bytes_per_step=1000.0, slow_link_ratio=0.1, mean_ratios=(),
                           wall_s=1.0, reduce_s=0.0, samples_per_step=128, wan_link_bytes=None, loss_curve=(),
                           accuracy_curve=(), test_loss_curve=(), comparison=RunComparison(1.0, None, None))
-        return BenchResult(date="2026-01-01T00:00:00", machine={}, settings={"task": "digits"}, load_average=(),
+        return BenchResult(date="2026-01-01T00:00:00", machine=MACHINE, settings={"task": "digits"}, load_average=(),
                            site_speeds={}, probe_s={}, clusters=(), plans={}, rows=(row,), partial=False)
 
     both = combine({"innet": doc(0.005), "bmv2": doc(0.017)}, {})
