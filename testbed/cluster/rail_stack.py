@@ -142,7 +142,8 @@ def results(client: Any, name: str) -> list[dict[str, Any]]:
 
 def wait_results(client: Any, spec: RailClusterSpec, deadline: float,
                  progress: Callable[[str], None] = lambda _: None) -> list[dict[str, Any]]:
-    """Until every GPU reported (or a task failed for good, or the deadline)."""
+    """The GPU tasks' result documents (JSON) once every GPU reported (or a task failed for
+    good, or the deadline passed)."""
     import time
 
     from innet.testbed.cluster.stack import FAILED_STATES, task_rows

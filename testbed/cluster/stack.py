@@ -32,6 +32,9 @@ WORKER_LABEL = "innet.worker"
 NODE_LABEL = "innet.node"
 FAILED_STATES = ("failed", "rejected")
 
+DockerService = Any
+"""A docker SDK ``Service`` (the SDK ships no type information)."""
+
 
 class ClusterError(RuntimeError):
     """The stack could not be deployed, did not finish, or failed (names what and why)."""
@@ -203,7 +206,7 @@ def release_controller(client: Any, name: str) -> None:
     controller.scale(1)
 
 
-def services(client: Any, name: str) -> dict[str, Any]:
+def services(client: Any, name: str) -> dict[str, DockerService]:
     """The stack's services by short name (``worker``, not ``innet_worker``)."""
     import docker.errors
 
@@ -273,6 +276,7 @@ def wait_node_results(client: Any, spec: ClusterSpec, deadline: float = 60.0) ->
 
 
 def job_document(client: Any, name: str) -> dict[str, Any] | None:
+    """The job JSON document the controller printed last (None before it printed one)."""
     controller = services(client, name).get("controller")
     docs = tagged(controller, JOB_TAG) if controller is not None else []
     return docs[-1] if docs else None
@@ -280,7 +284,8 @@ def job_document(client: Any, name: str) -> dict[str, Any] | None:
 
 def wait_results(client: Any, spec: ClusterSpec, deadline: float,
                  progress: Callable[[str], None] = lambda _: None) -> list[dict[str, Any]]:
-    """Until every rank reported (or a task failed for good, or the deadline)."""
+    """The workers' result documents (JSON, as :func:`results`) once every rank reported (or a
+    task failed for good, or the deadline passed)."""
     end = time.monotonic() + deadline
     said = ""
     while True:

@@ -44,6 +44,7 @@ from innet.children import die_with_parent, end_popen
 from innet.argtypes import Reporter, add_out, console, int_range, interrupted_partial, positive_float
 from innet.testbed.core.paths import REPO
 from innet.testbed.core.processes import cpu_seconds
+from innet.testbed.core.machine import Machine
 from innet.testbed.core.machine import describe as machine
 from innet.testbed.core.veth import VethPair
 from innet.testbed.microbench.records import PacketRow, WriteRow
@@ -293,13 +294,13 @@ def bench_packets(rates: list[float], frames: int, seconds: float, size: int, ro
 # -- report ------------------------------------------------------------------------------
 
 
-def print_tables(m: dict[str, Any], writes_done: list[WriteRow], packets_done: list[PacketRow] | None) -> None:
-    """The Write table, and the packets' (when they ran) on ``m`` (:func:`describe`)."""
+def print_tables(m: Machine, writes_done: list[WriteRow], packets_done: list[PacketRow] | None) -> None:
+    """The Write table, and the packets' (when they ran), captioned with the machine ``m``."""
     from rich.console import Console
     from rich.table import Table
 
     console = Console()
-    writes = Table(title=f"P4Runtime Write throughput, innet-switch on loopback ({m['cpu']}, {m['cores']} cores)")
+    writes = Table(title=f"P4Runtime Write throughput, innet-switch on loopback ({m.cpu}, {m.cores} cores)")
     for col in ("op", "batch", "entries", "seconds", "entries/s"):
         writes.add_column(col, justify="right")
     for r in writes_done:
@@ -342,7 +343,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 def command(args: argparse.Namespace) -> int:
     """``innet bench p4runtime``: Write batches, then (unless --skip-packets) packets on veths."""
-    m = machine().to_json()
+    facts = machine()
+    m = facts.to_json()
     result: dict[str, object] = {
         "machine": m, "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "settings": {"program": str(PROGRAM.relative_to(REPO)), "write_rounds": args.write_rounds,
@@ -367,7 +369,7 @@ def command(args: argparse.Namespace) -> int:
     m["loadavg_at_end"] = os.getloadavg()
     result = {**result, "writes": [r.to_json() for r in writes], "partial": partial,
               **({} if packets is None else {"packets": [p.to_json() for p in packets]})}
-    print_tables(m, writes, packets)
+    print_tables(facts, writes, packets)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "bench_p4runtime.json"
     path.write_text(json.dumps(result, indent=2))
