@@ -17,7 +17,6 @@ transport is configured from), are wire messages and stay the dicts they are pri
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import socket
 from dataclasses import dataclass
@@ -168,7 +167,7 @@ def run_worker(base: ComposeConfig, settings: LuwuSettings, rank: int, epoch: in
 
     spec = dataclasses.replace(train_spec(base, settings), rank=rank, epoch=epoch,
                                transport=transport(base, settings, rank),
-                               plan=json.loads(plan(base, settings, epoch).to_json()),
+                               plan=plan(base, settings, epoch),
                                count_iface=local_interface(base.switch_host))
     return _trained(spec, settings, epoch, base.k, on_step)
 

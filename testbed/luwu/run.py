@@ -236,7 +236,7 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
             procs.append((name, _spawn(tb, host, name, [sys.executable, "-m", NodeConfig.__module__, nc.to_json()])))
         for r in range(n):
             spec = replace(base, rank=r, job=job.job_id, window=job.slot_count, epoch=plan.epoch,
-                           transport=tb.host_transport(hosts[r]), plan=json.loads(plan.to_json()),
+                           transport=tb.host_transport(hosts[r]), plan=plan,
                            count_iface=tb.count_iface(hosts[r]),
                            pull_transport=_pull_transport(tb, hosts[r]) if plan.duplex else None)
             name = f"train-{hosts[r]}"

@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 from innet.host.agent.transport import TransportConfig
+from innet.host.luwu.plan import LuwuPlan
 from innet.plans import JsonPlan, worker_main
 from innet.rss import peak_rss_bytes, rss_bytes
 from innet.testbed.luwu.records import CpuPerStep, HookComm, LinkCount, LuwuComm, StepReport, TrainerFinal
@@ -46,8 +47,8 @@ DISTRIBUTED = ("ddp-gloo", "ddp-innet", "fsdp", "fsdp-offload", "allreduce-gloo"
 
 @dataclass(frozen=True)
 class TrainSpec(JsonPlan):
-    """One trainer's run, the JSON on its command line; its transports and LuWu plan ride in
-    that JSON as the dicts an agent's transport and ``LuwuPlan`` are built from."""
+    """One trainer's run, the JSON on its command line (:mod:`innet.plans` writes and reads it);
+    its transports and LuWu plan are their records here and their JSON objects there."""
 
     mode: str
     rank: int = 0
@@ -63,8 +64,8 @@ class TrainSpec(JsonPlan):
     window: int = 64
     k: int = 64
     epoch: int = 0
-    plan: dict[str, Any] | None = None
-    """LuwuPlan as its JSON dict (``luwu``)."""
+    plan: LuwuPlan | None = None
+    """The job's LuWu plan (``luwu``); None in the other modes."""
     master: tuple[str, int] = ("127.0.0.1", 0)
     overlap: bool = True
     chunk_deadline: float = 20.0
@@ -303,14 +304,13 @@ def run(spec: TrainSpec, emit: Emit = _print) -> int:
     between = 0
     try:
         if spec.mode == "luwu":
-            from innet.host.luwu.plan import LuwuPlan
             from innet.host.luwu.worker import LuwuWorker
             from innet.host.agent.aggregator import Timing
             from innet.host.luwu.model_in_network import ModelInNetwork
 
-            assert spec.plan is not None
-            plan = LuwuPlan.from_dict(spec.plan)
-            worker = LuwuWorker(plan, spec.rank, agent_transport(spec), Timing(chunk_deadline=spec.chunk_deadline),
+            if spec.plan is None:
+                raise ValueError(f"TrainSpec of rank {spec.rank}: mode luwu needs a plan, got null")
+            worker = LuwuWorker(spec.plan, spec.rank, agent_transport(spec), Timing(chunk_deadline=spec.chunk_deadline),
                                 pull_transport=spec.pull_transport).start()
             closers.append(worker.close)
             mnet = ModelInNetwork(model, worker, overlap=spec.overlap, pull_timeout=spec.chunk_deadline * 3)

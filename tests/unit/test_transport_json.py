@@ -58,6 +58,19 @@ def test_optional_transports_stay_null_and_typed() -> None:
     assert back.transport is None and back.pull_transport == spec.pull_transport
 
 
+def test_a_luwu_plan_rides_as_the_object_its_own_json_gives() -> None:
+    """The trainer's spec carries the plan typed; on the command line it is the object
+    ``LuwuPlan.to_json`` writes (what the node processes read too), and it comes back equal."""
+    from innet.host.luwu.plan import LuwuPlan
+
+    plan = LuwuPlan(job=3, num_workers=2, nodes=("o1", "o2"), layer_sizes=(8320, 2080, 650), epoch=1,
+                    layer_names=("fc1", "fc2", "fc3"), pull_job=4)
+    text = TrainSpec(mode="luwu", rank=1, world=2, plan=plan).to_json()
+    assert json.loads(text)["plan"] == json.loads(plan.to_json())
+    back = TrainSpec.from_json(text).plan
+    assert isinstance(back, LuwuPlan) and back == plan
+
+
 @pytest.mark.parametrize("transport, words", [
     ({"kind": "carrier-pigeon"}, "'carrier-pigeon': expected 'udp' or 'tunnel'"),
     ({"kind": "udp", "switch_ip": "10.0.0.254"}, "KeyError"),
