@@ -23,6 +23,7 @@ from innet.host.geo.data import accuracy, cross_entropy
 from innet.host.geo.dataparallel import DataParallelError, check, evaluator, run_site
 from innet.host.geo.graph import GraphError
 from innet.host.geo.launch import LaunchError, Spawn, StageOutput, WorkerProc, local_spawn
+from innet.host.geo.specs import ModelSpec, TaskSpec
 from innet.host.geo.stage_process import build_model, build_task
 from innet.host.geo.stages import Sgd
 from innet.plans import JsonPlan, worker_main
@@ -34,8 +35,8 @@ DP_MODULE = __name__
 class DpJob(JsonPlan):
     """One data-parallel site (JSON on its command line)."""
 
-    model: dict[str, Any]
-    task: dict[str, Any]
+    model: ModelSpec
+    task: TaskSpec
     index: int
     sites: int
     steps: int

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -27,6 +27,8 @@ from innet.host.geo.compress import CompressionConfig
 from innet.host.geo.data import Digits, LmTask, TextTask, accuracy, cross_entropy
 from innet.host.geo.graph import Graph, GraphError, ParamStore, gpt, gpt2, mlp, resnet
 from innet.host.geo.rad import RadError, Reducer, StageRunner, merge_link_states
+from innet.host.geo.specs import (DigitsSpec, DpSpec, Gpt2Spec, GptSpec, LmSpec, MlpSpec, ModelSpec, ResnetSpec,
+                                  TaskSpec, TextSpec, TorchSpec)
 from innet.host.geo.stages import Sgd, Stage, partition
 from innet.plans import JsonPlan, worker_main
 
@@ -37,12 +39,9 @@ WORKER_MODULE = __name__
 class StageJob(JsonPlan):
     """Everything one stage process needs (JSON on its command line)."""
 
-    model: dict[str, Any]
-    """``{"kind": "mlp", "sizes": [...]}``, ``{"kind": "gpt", "vocab", "d", "heads", "layers", "seq"}``,
-    ``{"kind": "gpt2", "vocab", "width", "seq"}``, ``{"kind": "resnet", "widths": [...]}`` or
-    ``{"kind": "torch", "factory": "pkg.mod:fn", "kwargs", "seed", "target", "numpy_nodes"}``."""
-    task: dict[str, Any]
-    """``{"kind": "digits"}``, ``{"kind": "lm", "vocab", "seq"}`` or ``{"kind": "text", "seq"}``."""
+    model: ModelSpec
+    """The model every stage builds (each initialises only its own nodes)."""
+    task: TaskSpec
     cuts: tuple[int, ...]
     """Partition of the model (indices where stages 1.. start)."""
     index: int
@@ -82,41 +81,40 @@ class StageJob(JsonPlan):
     skip_steps: int = 0
     """Batches of this many steps to skip first: a re-planned pipeline continues the same data
     order where the old one stopped."""
-    dp: dict[str, Any] | None = None
-    """Data parallel inside the site: ``{"agent": {...}, "replicas": R}`` (see :func:`agent_config`;
-    ``GeoTestbed.dp_agent`` writes it)."""
+    dp: DpSpec | None = None
+    """Data parallel inside the site (``GeoTestbed.dp_agent`` writes its agent)."""
     timeout: float = 120.0
 
 
 
-def build_model(spec: dict[str, Any]) -> Graph:
-    kind = spec.get("kind")
-    if kind == "mlp":
-        return mlp(spec["sizes"])
-    if kind == "gpt":
-        return gpt(spec["vocab"], spec["d"], spec["heads"], spec["layers"], spec["seq"])
-    if kind == "gpt2":
-        return gpt2(spec["vocab"], spec["width"], spec.get("layers"), spec["seq"])
-    if kind == "resnet":
-        return resnet(spec.get("widths", (8, 16)))
-    if kind == "torch":  # a torch.nn.Module from a factory, traced with torch.fx (innet.host.geo.torchfx)
+def build_model(spec: ModelSpec) -> Graph:
+    """The model graph of ``spec``."""
+    if isinstance(spec, MlpSpec):
+        return mlp(spec.sizes)
+    if isinstance(spec, GptSpec):
+        return gpt(spec.vocab, spec.d, spec.heads, spec.layers, spec.seq)
+    if isinstance(spec, Gpt2Spec):
+        return gpt2(spec.vocab, spec.width, spec.layers, spec.seq)
+    if isinstance(spec, ResnetSpec):
+        return resnet(spec.widths)
+    if isinstance(spec, TorchSpec):  # a torch.nn.Module from a factory, traced with torch.fx (innet.host.geo.torchfx)
         from innet.host.geo.torchfx import from_torch, load_factory
 
-        module = load_factory(spec["factory"], spec.get("kwargs", {}), int(spec.get("seed", 0)))
-        return from_torch(module, name=spec["factory"], target=spec.get("target", "y"),
-                          numpy_nodes=spec.get("numpy_nodes", ()))
-    raise GraphError(f"model kind {kind!r}: expected 'mlp', 'gpt', 'gpt2', 'resnet' or 'torch'")
+        module = load_factory(spec.factory, spec.kwargs, spec.seed)
+        return from_torch(module, name=spec.factory, target=spec.target, numpy_nodes=spec.numpy_nodes)
+    raise GraphError(f"model spec {type(spec).__name__}: expected an MlpSpec, GptSpec, Gpt2Spec, ResnetSpec "
+                     "or TorchSpec")
 
 
-def build_task(spec: dict[str, Any], seed: int) -> Digits | LmTask | TextTask:
-    kind = spec.get("kind")
-    if kind == "digits":
+def build_task(spec: TaskSpec, seed: int) -> Digits | LmTask | TextTask:
+    """The data of ``spec``, its batches drawn from ``seed``."""
+    if isinstance(spec, DigitsSpec):
         return Digits.load(seed)
-    if kind == "lm":
-        return LmTask.make(vocab=spec.get("vocab", 32), seq=spec.get("seq", 16), seed=seed)
-    if kind == "text":
-        return TextTask.make(seq=spec.get("seq", 64), seed=seed)
-    raise GraphError(f"task kind {kind!r}: expected 'digits', 'lm' or 'text'")
+    if isinstance(spec, LmSpec):
+        return LmTask.make(vocab=spec.vocab, seq=spec.seq, seed=seed)
+    if isinstance(spec, TextSpec):
+        return TextTask.make(seq=spec.seq, seed=seed)
+    raise GraphError(f"task spec {type(spec).__name__}: expected a DigitsSpec, LmSpec or TextSpec")
 
 
 def _cast(feeds: dict[str, Any], dtype: np.dtype) -> dict[str, Any]:
@@ -141,37 +139,29 @@ def unflatten(vec: np.ndarray, layout: Sequence[tuple[str, str, tuple[int, ...]]
     return out
 
 
-def agent_config(dp: dict[str, Any], sum_bound: float) -> Any:
-    """The host agent's config from a stage job's ``dp["agent"]`` (the site testbed writes it:
-    job, rank, num_workers, window, k, epoch, chunk_deadline, transport)."""
-    from innet import wire
+def agent_config(dp: DpSpec, sum_bound: float) -> Any:
+    """The host agent's config of a stage job's ``dp`` (the site testbed writes its agent)."""
     from innet.host.agent.agent import AgentConfig
     from innet.host.agent.aggregator import JobConfig, Timing
-    from innet.host.agent.transport import TransportConfig, TunnelTransportConfig, UdpTransportConfig
 
-    a = dp["agent"]
-    t = a["transport"]
-    transport: TransportConfig
-    if t.get("kind") == "udp":
-        transport = UdpTransportConfig(switch_ip=t["switch_ip"], local_ip=t["local_ip"], local_port=int(t["local_port"]))
-    elif t.get("kind") == "tunnel":
-        transport = TunnelTransportConfig(tunnel=(t["tunnel"][0], int(t["tunnel"][1])), local=wire.Endpoint(*t["local"]),
-                                          switch=wire.Endpoint(*t["switch"]))
-    else:
-        raise GraphError(f"stage job dp transport kind {t.get('kind')!r}: expected 'udp' or 'tunnel'")
-    return AgentConfig(JobConfig(job=a["job"], rank=a["rank"], num_workers=a["num_workers"], window=a["window"],
-                                 k=a["k"], epoch=a["epoch"]), transport, sum_bound=sum_bound,
-                       timing=Timing(chunk_deadline=a["chunk_deadline"]))
+    a = dp.agent
+    return AgentConfig(JobConfig(job=a.job, rank=a.rank, num_workers=a.num_workers, window=a.window,
+                                 k=a.k, epoch=a.epoch), a.transport, sum_bound=sum_bound,
+                       timing=Timing(chunk_deadline=a.chunk_deadline))
 
 
-def ina_reducer(dp: dict[str, Any]) -> tuple[Reducer, Any]:
+DP_SUM_BOUND = 8.0
+"""Bound of one replica's gradient values when a ``dp`` spec sets none."""
+
+
+def ina_reducer(dp: DpSpec) -> tuple[Reducer, Any]:
     """A reducer that averages gradients over the site's replicas through the site switch
     (``sum`` job via the host agent); and the agent, for the caller to close."""
     from innet.host.agent.agent import Agent
 
-    replicas = int(dp["replicas"])
-    agent = Agent(agent_config(dp, float(dp.get("sum_bound", 8.0)) * replicas),
-                  capacity=max(1, int(dp["agent"]["elements"]))).start()
+    replicas = dp.replicas
+    bound = dp.sum_bound if dp.sum_bound is not None else DP_SUM_BOUND
+    agent = Agent(agent_config(dp, bound * replicas), capacity=max(1, dp.agent.elements)).start()
 
     def reduce(grads: ParamStore) -> ParamStore:
         vec, layout = flatten(grads)

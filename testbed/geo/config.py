@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from innet.host.geo.compress import CompressionConfig
+from innet.host.geo.specs import (DigitsSpec, Gpt2Spec, GptSpec, LmSpec, MlpSpec, ModelSpec, ResnetSpec, TaskSpec,
+                                  TextSpec, TorchSpec)
 from innet.host.geo.straggler import StragglerConfig, StragglerError
 from innet.testbed.core.topology import Topology
 from innet.testbed.geo.topology import MININET_WAN_CEILING_MBPS, geo, unemulable_wan
@@ -259,28 +261,31 @@ class GeoBenchConfig:
             return TextTask.make(seq=self.seq, seed=self.seed).vocab
         return self.vocab
 
-    def model_spec(self, numpy_nodes: Sequence[str] = ()) -> dict[str, Any]:
-        gpt = {"vocab": self.token_vocab if self.task != "digits" else self.vocab, "d": self.width,
-               "heads": self.heads, "layers": self.layers, "seq": self.seq}
+    def model_spec(self, numpy_nodes: Sequence[str] = ()) -> ModelSpec:
+        """The model every stage builds; ``numpy_nodes`` of a torch model run as numpy operators."""
+        vocab = self.token_vocab if self.task != "digits" else self.vocab
+        gpt = GptSpec(vocab=vocab, d=self.width, heads=self.heads, layers=self.layers, seq=self.seq)
         if self.torch_model is not None:
+            gpt_kwargs = {k: v for k, v in gpt.json_form().items() if k != "kind"}
             builtin = {"mlp": ("innet.host.geo.torch_models:mlp", {"sizes": list(self.sizes)}),
-                       "gpt": ("innet.host.geo.torch_models:gpt", gpt)}
+                       "gpt": ("innet.host.geo.torch_models:gpt", gpt_kwargs)}
             factory, kwargs = builtin.get(self.torch_model, (self.torch_model, {}))
-            return {"kind": "torch", "factory": factory, "kwargs": kwargs, "seed": self.seed,
-                    "target": "y" if self.task == "digits" else "targets", "numpy_nodes": list(numpy_nodes)}
+            return TorchSpec(factory=factory, kwargs=kwargs, seed=self.seed,
+                             target="y" if self.task == "digits" else "targets", numpy_nodes=tuple(numpy_nodes))
         model = self.numpy_model
         if model == "mlp":
-            return {"kind": "mlp", "sizes": list(self.sizes)}
+            return MlpSpec(tuple(self.sizes))
         if model == "resnet":
-            return {"kind": "resnet", "widths": [8, 16]}
+            return ResnetSpec((8, 16))
         if model == "gpt2":
-            return {"kind": "gpt2", "vocab": gpt["vocab"], "width": self.width, "seq": self.seq}
-        return {"kind": "gpt", **gpt}
+            return Gpt2Spec(vocab=vocab, width=self.width, seq=self.seq)
+        return gpt
 
-    def task_spec(self) -> dict[str, Any]:
+    def task_spec(self) -> TaskSpec:
+        """The data every stage trains on."""
         if self.task == "text":
-            return {"kind": "text", "seq": self.seq}
-        return {"kind": "digits"} if self.task == "digits" else {"kind": "lm", "vocab": self.vocab, "seq": self.seq}
+            return TextSpec(seq=self.seq)
+        return DigitsSpec() if self.task == "digits" else LmSpec(vocab=self.vocab, seq=self.seq)
 
 
 def link_compression(config: GeoBenchConfig, compression: str) -> CompressionConfig | None:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 from innet.host.geo.launch import SINGLE_THREAD_BLAS, Spawn, local_spawn
 from innet.host.geo.opfence import Plan
+from innet.host.geo.specs import DpSpec
 from innet.host.geo.stage_process import StageJob, build_model
 from innet.host.geo.stages import partition
 from innet.testbed.core.topology import Topology
@@ -35,7 +36,7 @@ def plan_sites(config: GeoBenchConfig, plan: Plan) -> list[str]:
 
 
 def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: int,
-               dp: Callable[[int, str], dict[str, Any] | None] | None = None, fabric: Any = None,
+               dp: Callable[[int, str], DpSpec | None] | None = None, fabric: Any = None,
                skip_steps: int = 0, params_dir: Path | None = None,
                params_in: Sequence[str] = (), stop_file: Path | None = None) -> list[StageJob]:
     """The stage jobs of pipeline ``replica`` for ``plan``; compression on the slowest links only.

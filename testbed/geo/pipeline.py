@@ -16,6 +16,7 @@ import numpy as np
 
 from innet.host.geo.launch import launch
 from innet.host.geo.opfence import opfence, predict
+from innet.host.geo.specs import DpSpec
 from innet.host.geo.stage_process import StageJob
 from innet.host.geo.straggler import StragglerConfig, StragglerDetector
 from innet.testbed.geo.config import STOP_AHEAD, GeoBenchConfig, GeoBenchError
@@ -36,13 +37,13 @@ def run_pipeline(config: GeoBenchConfig, planned: Planned, placement: str, compr
     pipelines = []
     epochs: dict[str, int] = {}
     for r in range(config.replicas):
-        def dp(i: int, site: str, r: int = r) -> dict[str, Any] | None:
+        def dp(i: int, site: str, r: int = r) -> DpSpec | None:
             if geo_tb is None or not geo_tb.has_ina(site):
                 return None
             if site not in epochs:
                 epochs[site] = geo_tb.attach_site(site)
-            return {"agent": geo_tb.dp_agent(site, r, epochs[site], max(1, stage_elements(planned, plan, i))),
-                    "replicas": config.replicas}
+            return DpSpec(geo_tb.dp_agent(site, r, epochs[site], max(1, stage_elements(planned, plan, i))),
+                          config.replicas)
         pipelines.append(stage_jobs(config, plan, compression, r, dp if config.replicas > 1 else None, geo_tb,
                                     skip_steps, params_dir, params_in, stop_file))
     wan_before = geo_tb.wan_bytes() if geo_tb is not None else None

@@ -20,9 +20,11 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Any, Self, Sequence
+from typing import Self, Sequence
 
+from innet.controller.jobs import JobSpec
 from innet.host.geo.channel import LinkShape
+from innet.host.geo.specs import DpAgentSpec
 from innet.testbed.backends.mininet import htb
 from innet.testbed.backends.select import MininetParts, network_for
 from innet.testbed.core.testbed import Testbed, TestbedError, TestbedOptions
@@ -60,7 +62,7 @@ class GeoTestbed(Testbed):
         """``netem`` (the kernel delays WAN frames), ``switch`` (the switches' WAN ports do) or
         ``transport`` (loopback: the geo transport's shaper emulates the whole WAN link)."""
         self.site_names = sites_of(topology)
-        self.site_jobs: dict[str, Any] = {}
+        self.site_jobs: dict[str, JobSpec] = {}
         """Site -> its ``sum`` JobSpec (sites with one host have none: nothing to aggregate)."""
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -93,9 +95,7 @@ class GeoTestbed(Testbed):
     def site_switch(self, site: str) -> str:
         return self.topology.uplink(self.site_hosts(site)[0]).b
 
-    def _create_site_job(self, site: str, job_id: int) -> Any:
-        from innet.controller.jobs import JobSpec
-
+    def _create_site_job(self, site: str, job_id: int) -> JobSpec:
         hosts = self.site_hosts(site)
         job = JobSpec(job_id=job_id, workers=self.worker_specs(hosts), slot_base=0,
                       slot_count=self.options.window, k=self.options.k, mode="sum")
@@ -112,15 +112,15 @@ class GeoTestbed(Testbed):
         """A new worker set of ``site``'s job: its epoch."""
         return int(self.controller.attach(self.site_jobs[site].job_id))
 
-    def dp_agent(self, site: str, rank: int, epoch: int, elements: int) -> dict[str, Any]:
+    def dp_agent(self, site: str, rank: int, epoch: int, elements: int) -> DpAgentSpec:
         """Host agent settings of replica ``rank`` of ``site`` (on the site's ``rank``-th host)
-        for a stage gradient of ``elements`` values (``StageJob.dp["agent"]``), in the worker
+        for a stage gradient of ``elements`` values (``StageJob.dp.agent``), in the worker
         set attached at ``epoch``."""
         job = self.site_jobs[site]
         host = self.site_hosts(site)[rank]
-        return {"job": job.job_id, "rank": rank, "num_workers": len(job.workers), "window": job.slot_count,
-                "k": self.options.k, "epoch": epoch, "chunk_deadline": self.options.chunk_deadline,
-                "transport": self.host_transport(host).json_form(), "elements": elements}
+        return DpAgentSpec(job=job.job_id, rank=rank, num_workers=len(job.workers), window=job.slot_count,
+                           k=self.options.k, epoch=epoch, chunk_deadline=self.options.chunk_deadline,
+                           transport=self.host_transport(host), elements=elements)
 
     def stage_host(self, site: str, replica: int) -> str | None:
         """The host that runs pipeline ``replica``'s stage at ``site``; on loopback a local

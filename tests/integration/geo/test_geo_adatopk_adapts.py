@@ -25,6 +25,7 @@ from innet.host.geo.graph import ParamStore
 from innet.host.geo.ops import Array
 from innet.host.geo.rad import StageRunner, StageStats
 from innet.host.geo.stage_process import build_model, build_task
+from innet.host.geo.specs import GptSpec, LmSpec
 from innet.host.geo.stages import Sgd, Stage, StagePlan, partition
 
 STEPS, MICROBATCHES = 24, 2
@@ -92,8 +93,8 @@ class TimedStage(Stage):
 
 def _run(config: CompressionConfig) -> StageStats:
     """Train two stages for ``STEPS`` with the rate changes of ``CHANGES``; the first stage's stats."""
-    graph = build_model({"kind": "gpt", "vocab": 32, "d": 32, "heads": 2, "layers": 2, "seq": 16})
-    task = build_task({"kind": "lm", "vocab": 32, "seq": 16}, 0)
+    graph = build_model(GptSpec(vocab=32, d=32, heads=2, layers=2, seq=16))
+    task = build_task(LmSpec(vocab=32, seq=16), 0)
     params = graph.init_params(0)
     clocks = [VirtualClock(), VirtualClock()]
     a, b = QueueChannel.pair("boundary")

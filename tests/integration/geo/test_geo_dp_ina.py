@@ -11,6 +11,7 @@ import pytest
 from innet.host.geo.graph import mlp
 from innet.host.geo.launch import launch
 from innet.host.geo.stages import partition
+from innet.host.geo.specs import DigitsSpec, DpSpec, MlpSpec
 from innet.host.geo.stage_process import StageJob, load_params
 from innet.testbed.core.testbed import TestbedOptions
 from innet.testbed.geo.testbed import GeoTestbed
@@ -35,8 +36,8 @@ def test_two_replicas_per_site_average_through_the_site_switches(tmp_path: Path)
         for r in range(2):
             jobs = []
             for i, site in enumerate(("a", "b")):
-                dp = {"agent": tb.dp_agent(site, r, epochs[site], sizes[i]), "replicas": 2}
-                jobs.append(StageJob(model={"kind": "mlp", "sizes": SIZES}, task={"kind": "digits"}, cuts=CUTS,
+                dp = DpSpec(tb.dp_agent(site, r, epochs[site], sizes[i]), replicas=2)
+                jobs.append(StageJob(model=MlpSpec(tuple(SIZES)), task=DigitsSpec(), cuts=CUTS,
                                      index=i, steps=STEPS, batch=BATCH, data_seed=1000 * r, lr=LR, probe=False,
                                      dp=dp, params_out=str(tmp_path / f"r{r}s{i}.npz"), timeout=30.0))
             pipelines.append(jobs)

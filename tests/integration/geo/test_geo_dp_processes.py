@@ -11,6 +11,7 @@ from innet.host.geo.dataparallel import evaluator, train
 from innet.host.geo.dp_process import DpJob, launch_dp
 from innet.host.geo.graph import mlp
 from innet.host.geo.launch import LaunchError
+from innet.host.geo.specs import DigitsSpec, MlpSpec
 from innet.host.geo.stages import Sgd
 
 SIZES = [64, 32, 10]
@@ -18,7 +19,7 @@ SITES, STEPS, BATCH, MB, LR = 3, 4, 16, 2, 0.1
 
 
 def _jobs(ratio: float, **extra: object) -> list[DpJob]:
-    return [DpJob(model={"kind": "mlp", "sizes": SIZES}, task={"kind": "digits"}, index=i, sites=SITES, steps=STEPS,
+    return [DpJob(model=MlpSpec(tuple(SIZES)), task=DigitsSpec(), index=i, sites=SITES, steps=STEPS,
                   batch=BATCH, microbatches=MB, data_seed=1000 * i, lr=LR, momentum=0.9, ratio=ratio,
                   eval_every=2, timeout=30.0, **extra)  # type: ignore[arg-type]
             for i in range(SITES)]
@@ -44,8 +45,8 @@ def test_dp_processes_train_like_dp_threads(ratio: float) -> None:
 
 def test_a_dp_site_that_fails_is_named() -> None:
     jobs = _jobs(1.0)
-    jobs[2] = DpJob(**{**jobs[2].__dict__, "model": {"kind": "nope"}})
-    with pytest.raises(LaunchError, match="dp site 2 exited with status 1 before listening: .*model kind 'nope'"):
+    jobs[2] = DpJob(**{**jobs[2].__dict__, "model": {"kind": "nope"}})  # the JSON of a model no site builds
+    with pytest.raises(LaunchError, match="dp site 2 exited with status 2 before listening: .*model kind 'nope'"):
         launch_dp(jobs, timeout=60.0)
 
 

@@ -12,6 +12,7 @@ import pytest
 from innet.host.geo.data import Digits
 from innet.host.geo.graph import loss_and_grads, mlp
 from innet.host.geo.launch import LaunchError, launch
+from innet.host.geo.specs import DigitsSpec, MlpSpec, TorchSpec
 from innet.host.geo.stages import Sgd, SgdState
 from innet.host.geo.stage_process import StageJob, load_params
 
@@ -43,7 +44,7 @@ def test_three_site_processes_equal_single_process(tmp_path: Path) -> None:
     sizes = [64, 32, 24, 10]  # fc0 relu0 fc1 relu1 fc2 loss
     steps, batch, mbs, lr, mom = 6, 16, 2, 0.1, 0.9
     cuts = (2, 4)
-    jobs = [StageJob(model={"kind": "mlp", "sizes": sizes}, task={"kind": "digits"}, cuts=cuts, index=i,
+    jobs = [StageJob(model=MlpSpec(tuple(sizes)), task=DigitsSpec(), cuts=cuts, index=i,
                      steps=steps, batch=batch, microbatches=mbs, dtype="float64", lr=lr, momentum=mom,
                      shape_next={"bw_mbps": 100.0, "delay_ms": 2.0} if i < 2 else None,
                      shape_prev={"bw_mbps": 100.0, "delay_ms": 2.0} if i > 0 else None,
@@ -65,7 +66,7 @@ def test_three_site_processes_equal_single_process(tmp_path: Path) -> None:
 
 
 def test_a_failing_stage_is_reported_with_its_message() -> None:
-    job = StageJob(model={"kind": "mlp", "sizes": [64, 10]}, task={"kind": "digits"}, cuts=(1,), index=0,
+    job = StageJob(model=MlpSpec((64, 10)), task=DigitsSpec(), cuts=(1,), index=0,
                    steps=1, next_address=None, timeout=5.0)
     with pytest.raises(LaunchError, match="next_address is required"):
         launch([[job]], timeout=30.0)
@@ -82,9 +83,9 @@ def test_numpy_site_and_torch_sites_equal_one_torch_process(tmp_path: Path) -> N
     sizes = [64, 32, 24, 10]  # layers_0 acts_0 | layers_1 acts_1 | layers_2 loss
     steps, batch, mbs, lr, mom = 5, 16, 2, 0.1, 0.9
     cuts = (2, 4)
-    spec = {"kind": "torch", "factory": "innet.host.geo.torch_models:mlp", "kwargs": {"sizes": sizes}, "seed": 7,
-            "target": "y", "numpy_nodes": ["layers_0", "acts_0"]}
-    jobs = [StageJob(model=spec, task={"kind": "digits"}, cuts=cuts, index=i, steps=steps, batch=batch,
+    spec = TorchSpec(factory="innet.host.geo.torch_models:mlp", kwargs={"sizes": sizes}, seed=7, target="y",
+                     numpy_nodes=("layers_0", "acts_0"))
+    jobs = [StageJob(model=spec, task=DigitsSpec(), cuts=cuts, index=i, steps=steps, batch=batch,
                      microbatches=mbs, dtype="float64", lr=lr, momentum=mom,
                      params_out=str(tmp_path / f"stage{i}.npz"), timeout=60.0) for i in range(3)]
     out = launch([jobs], timeout=120.0)[0]
@@ -120,7 +121,7 @@ def test_a_site_killed_mid_run_is_named_at_the_others_and_nothing_is_left() -> N
 
     from innet.host.geo.launch import local_spawn
 
-    jobs = [StageJob(model={"kind": "mlp", "sizes": [64, 32, 24, 10]}, task={"kind": "digits"}, cuts=(2, 4),
+    jobs = [StageJob(model=MlpSpec((64, 32, 24, 10)), task=DigitsSpec(), cuts=(2, 4),
                      index=i, steps=10_000, batch=16, microbatches=2, lr=0.1, timeout=10.0) for i in range(3)]
     popens: dict[int, subprocess.Popen[bytes]] = {}
     killed: list[float] = []

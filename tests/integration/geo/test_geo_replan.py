@@ -8,13 +8,14 @@ from pathlib import Path
 import numpy as np
 
 from innet.host.geo.launch import launch
+from innet.host.geo.specs import DigitsSpec, MlpSpec
 from innet.host.geo.stage_process import MOMENTUM, StageJob, load_params
 
 SIZES = [64, 32, 24, 10]  # fc0 relu0 fc1 relu1 fc2 loss
 
 
 def _jobs(cuts: tuple[int, ...], tmp: Path, tag: str, lr: float, params_in: tuple[str, ...] = ()) -> list[StageJob]:
-    return [StageJob(model={"kind": "mlp", "sizes": SIZES}, task={"kind": "digits"}, cuts=cuts, index=i, steps=2,
+    return [StageJob(model=MlpSpec(tuple(SIZES)), task=DigitsSpec(), cuts=cuts, index=i, steps=2,
                      batch=16, lr=lr, probe=False, params_out=str(tmp / f"{tag}{i}.npz"), params_in=params_in,
                      timeout=30.0)
             for i in range(len(cuts) + 1)]
@@ -47,7 +48,7 @@ def test_a_resumed_pipeline_continues_exactly_with_momentum_and_data_order(tmp_p
     steps of batches skipped, ends where 4 uninterrupted steps end: the optimizer state is
     carried and the data order kept (a re-plan at a step boundary loses nothing)."""
     def jobs(steps: int, tag: str, params_in: tuple[str, ...] = (), skip: int = 0) -> list[StageJob]:
-        return [StageJob(model={"kind": "mlp", "sizes": SIZES}, task={"kind": "digits"}, cuts=(2,), index=i,
+        return [StageJob(model=MlpSpec(tuple(SIZES)), task=DigitsSpec(), cuts=(2,), index=i,
                          steps=steps, batch=16, lr=0.1, momentum=0.9, probe=False,
                          params_out=str(tmp_path / f"{tag}{i}.npz"), params_in=params_in, skip_steps=skip,
                          timeout=30.0)

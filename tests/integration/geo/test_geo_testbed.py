@@ -12,6 +12,7 @@ from innet.testbed.core.testbed import TestbedOptions
 from innet.testbed.geo.testbed import GeoTestbed
 from innet.testbed.geo.topology import Site, geo
 from innet.host.geo.stage_process import agent_config
+from innet.host.geo.specs import DpSpec
 from innet.testbed.core.processes import find_marked, pid_alive
 
 
@@ -25,7 +26,7 @@ def test_geo_sites_come_up_sum_inside_a_site_and_go_down_leaving_nothing(tmp_pat
         runs = [tb.procs.dir]
         assert len(pids) == 3 and all(pid_alive(p) for p in pids)
         epoch = tb.attach_site("b")
-        agents = [Agent(agent_config({"agent": tb.dp_agent("b", r, epoch, 100)}, sum_bound=4.0),
+        agents = [Agent(agent_config(DpSpec(tb.dp_agent("b", r, epoch, 100), replicas=2), sum_bound=4.0),
                         capacity=100).start() for r in range(2)]
         try:
             import threading

@@ -11,6 +11,7 @@ from threadpoolctl import threadpool_limits
 from innet.host.geo.compress import CompressionConfig
 from innet.host.geo.rad import run_threads
 from innet.host.geo.stage_process import build_model, build_task
+from innet.host.geo.specs import GptSpec, LmSpec
 from innet.host.geo.stages import Sgd
 
 STEPS = 200
@@ -20,8 +21,8 @@ TOPK = CompressionConfig("topk", ratio=0.25, row_topk=True, activations="topk", 
 
 def _train(config: CompressionConfig | None) -> tuple[float, float]:
     """Mean training loss of the last 10 steps and bytes per step over the compressed boundary."""
-    graph = build_model({"kind": "gpt", "vocab": 32, "d": 32, "heads": 2, "layers": 2, "seq": 16})
-    task = build_task({"kind": "lm", "vocab": 32, "seq": 16}, 0)
+    graph = build_model(GptSpec(vocab=32, d=32, heads=2, layers=2, seq=16))
+    task = build_task(LmSpec(vocab=32, seq=16), 0)
     batches = task.batches(16, 2, 1000)
     steps = [next(batches) for _ in range(STEPS)]
     with threadpool_limits(1):  # three stage threads on a shared machine

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from innet.host.geo.launch import SINGLE_THREAD_BLAS, launch
+from innet.host.geo.specs import DigitsSpec, DpSpec, MlpSpec
 from innet.host.geo.stage_process import StageJob, load_params
 from innet.testbed.core.testbed import TestbedOptions
 from innet.testbed.geo.testbed import GeoTestbed
@@ -56,11 +57,11 @@ def test_geo_sites_in_mininet_run_rad_across_three_sites_and_leave_nothing(tmp_p
                 nxt = tb.transport_shape(site, SITES[i + 1]) if i < 2 else None
                 prev = tb.transport_shape(site, SITES[i - 1]) if i > 0 else None
                 jobs.append(StageJob(
-                    model={"kind": "mlp", "sizes": SIZES}, task={"kind": "digits"}, cuts=CUTS, index=i,
+                    model=MlpSpec(tuple(SIZES)), task=DigitsSpec(), cuts=CUTS, index=i,
                     steps=STEPS, batch=BATCH, data_seed=1000 * r, lr=LR, probe=(r == 0),
                     listen=(topo.host(host).address, 0),
                     shape_next=asdict(nxt) if nxt else None, shape_prev=asdict(prev) if prev else None,
-                    dp={"agent": tb.dp_agent(site, r, epochs[site], elements[i]), "replicas": 2},
+                    dp=DpSpec(tb.dp_agent(site, r, epochs[site], elements[i]), replicas=2),
                     params_out=str(tmp_path / f"r{r}s{i}.npz"), timeout=30.0))
             pipelines.append(jobs)
         hosts = {h.address: h.name for h in topo.workers}

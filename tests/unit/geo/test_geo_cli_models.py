@@ -14,6 +14,7 @@ import pytest
 
 from innet.host.geo.graph import loss_and_grads
 from innet.host.geo.stage_process import build_model, build_task
+from innet.host.geo.specs import GptSpec, MlpSpec, TextSpec
 from innet.testbed.geo.config import MODEL_TASKS, GeoBenchConfig, GeoBenchError
 
 
@@ -34,10 +35,10 @@ def test_every_model_builds_and_trains_on_its_tasks_feeds(model: str, task: str)
 
 
 def test_the_task_picks_its_own_model_by_default() -> None:
-    assert GeoBenchConfig(task="digits").model_spec()["kind"] == "mlp"
-    assert GeoBenchConfig(task="lm").model_spec()["kind"] == "gpt"
+    assert isinstance(GeoBenchConfig(task="digits").model_spec(), MlpSpec)
+    assert isinstance(GeoBenchConfig(task="lm").model_spec(), GptSpec)
     text = GeoBenchConfig(task="text").model_spec()
-    assert text["kind"] == "gpt" and text["vocab"] == build_task({"kind": "text", "seq": 16}, 0).vocab
+    assert isinstance(text, GptSpec) and text.vocab == build_task(TextSpec(seq=16), 0).vocab
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch", reason="torch (optional dependency) is not 
 from innet.host.geo import torch_models  # noqa: E402
 from innet.host.geo.graph import loss_and_grads  # noqa: E402
 from innet.host.geo.rad import run_threads  # noqa: E402
+from innet.host.geo.specs import TorchSpec  # noqa: E402
 from innet.host.geo.stage_process import build_model  # noqa: E402
 from innet.host.geo.stages import Sgd, partition  # noqa: E402
 from innet.host.geo.torchfx import TorchModelError, from_torch  # noqa: E402
@@ -98,8 +99,8 @@ def test_torch_gpt_pipeline_matches_the_whole_graph() -> None:
 
 
 def test_build_model_rebuilds_a_torch_model_from_its_spec() -> None:
-    spec = {"kind": "torch", "factory": "innet.host.geo.torch_models:mlp", "kwargs": {"sizes": list(SIZES)},
-            "numpy_nodes": ["layers_0"], "target": "y", "seed": 3}
+    spec = TorchSpec(factory="innet.host.geo.torch_models:mlp", kwargs={"sizes": list(SIZES)},
+                     numpy_nodes=("layers_0",), target="y", seed=3)
     a, b = build_model(spec), build_model(spec)
     pa, pb = a.init_params(0), b.init_params(0)
     np.testing.assert_array_equal(pa["layers_1"]["weight"], pb["layers_1"]["weight"])
