@@ -116,7 +116,7 @@ def _build(hint: Any, value: Any, where: str) -> Any:
         kwargs = {k: _build(hints[k], v, f"{where}.{k}") for k, v in value.items()}
         try:
             return hint(**kwargs)
-        except TypeError as error:
+        except (TypeError, ValueError) as error:  # a missing field, or the class's own check of a value
             raise PlanJsonError(f"{where}: {error}") from None
     if origin is tuple:
         if not isinstance(value, list):

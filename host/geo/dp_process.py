@@ -53,7 +53,7 @@ class DpJob(JsonPlan):
     listen: tuple[str, int] = ("127.0.0.1", 0)
     peers: tuple[tuple[str, int], ...] = ()
     """Addresses of sites ``index + 1 ..`` in order (the coordinator fills them in)."""
-    shapes: tuple[dict[str, Any] | None, ...] = ()
+    shapes: tuple[LinkShape | None, ...] = ()
     """LinkShape of this site's sends to each site (by index; None or absent: not shaped)."""
     eval_every: int = 0
     timeout: float = 120.0
@@ -92,7 +92,7 @@ def run(job: DpJob) -> int:
         for j in list(links):
             shape = job.shapes[j] if j < len(job.shapes) else None
             if shape is not None:
-                links[j] = ShapedChannel(links[j], LinkShape(**shape))
+                links[j] = ShapedChannel(links[j], shape)
         batches = task.batches(job.batch, job.microbatches, job.seed if job.data_seed is None else job.data_seed)
         first = job.index == 0
         run_site(job.index, job.sites, graph, graph.init_params(job.seed), links, batches, job.steps,

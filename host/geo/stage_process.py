@@ -60,12 +60,12 @@ class StageJob(JsonPlan):
     """Where to listen for the previous stage (stages > 0)."""
     next_address: tuple[str, int] | None = None
     """The next stage's listening address (all stages but the last)."""
-    shape_next: dict[str, Any] | None = None
+    shape_next: LinkShape | None = None
     """LinkShape of this stage's sends to the next (WAN emulation), or None."""
-    shape_prev: dict[str, Any] | None = None
-    compress_next: dict[str, Any] | None = None
+    shape_prev: LinkShape | None = None
+    compress_next: CompressionConfig | None = None
     """CompressionConfig of forward messages to the next stage."""
-    compress_prev: dict[str, Any] | None = None
+    compress_prev: CompressionConfig | None = None
     """CompressionConfig of backward messages to the previous stage."""
     probe: bool = True
     eval_every: int = 0
@@ -209,19 +209,18 @@ def run(job: StageJob) -> int:
         if srv is not None:
             prev = TcpChannel.accept(srv, job.timeout, name=f"link {job.index - 1}-{job.index}")
             if job.shape_prev is not None:
-                prev = ShapedChannel(prev, LinkShape(**job.shape_prev))
+                prev = ShapedChannel(prev, job.shape_prev)
         if job.index < len(plans) - 1:
             if job.next_address is None:
                 raise GraphError(f"stage {job.index}: next_address is required for every stage but the last")
             nxt = TcpChannel.connect(job.next_address, job.timeout, name=f"link {job.index}-{job.index + 1}")
             if job.shape_next is not None:
-                nxt = ShapedChannel(nxt, LinkShape(**job.shape_next))
+                nxt = ShapedChannel(nxt, job.shape_next)
         reducer = None
         if job.dp is not None:
             reducer, agent = ina_reducer(job.dp)
         runner = StageRunner(Stage(graph, plan, params), prev, nxt, Sgd(job.lr, job.momentum),
-                             CompressionConfig(**job.compress_next) if job.compress_next else None,
-                             CompressionConfig(**job.compress_prev) if job.compress_prev else None,
+                             job.compress_next, job.compress_prev,
                              reducer=reducer, timeout=job.timeout)
         runner.opt.velocity.update(velocity)
         runner.restore_link_state(carried)  # a re-plan: residuals, reference rows, held ratio

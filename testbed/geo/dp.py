@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import subprocess
 import time
-from dataclasses import asdict
 from typing import Any, Sequence
 
 from innet.host.geo.launch import SINGLE_THREAD_BLAS, local_spawn
@@ -31,7 +30,7 @@ def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, co
     jobs = []
     for i, site in enumerate(sites):
         host = geo_tb.stage_host(site, 0) if mininet else None
-        shapes = tuple(None if j == i or mininet else asdict(wan_shape(topo, site, other))
+        shapes = tuple(None if j == i or mininet else wan_shape(topo, site, other)
                        for j, other in enumerate(sites))
         jobs.append(DpJob(model=config.model_spec(), task=config.task_spec(), index=i, sites=len(sites),
                           steps=config.steps, batch=dp_batch(config), microbatches=config.microbatches, seed=config.seed,

@@ -8,10 +8,10 @@ Mininet (processes on the site hosts, the WAN on the veths).
 from __future__ import annotations
 
 import subprocess
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from innet.host.geo.channel import LinkShape
 from innet.host.geo.launch import SINGLE_THREAD_BLAS, Spawn, local_spawn
 from innet.host.geo.opfence import Plan
 from innet.host.geo.specs import DpSpec
@@ -45,10 +45,8 @@ def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: in
     topo = config.topology
     sites = plan_sites(config, plan)
     slowest = min(link.bw_mbps for link in plan.links) if plan.links else None
-    comp: list[dict[str, Any] | None] = []
     link_config = link_compression(config, compression)
-    for link in plan.links:
-        comp.append(asdict(link_config) if link_config is not None and link.bw_mbps == slowest else None)
+    comp = [link_config if link.bw_mbps == slowest else None for link in plan.links]
     numpy_nodes: list[str] = []
     if config.numpy_stages:
         stages = partition(build_model(config.model_spec()), plan.cuts)
@@ -57,9 +55,9 @@ def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: in
                 raise GeoBenchError(f"geo bench: numpy stage {i}: the plan has {len(stages)} stages")
             numpy_nodes += stages[i].nodes
 
-    def shape(a: str, b: str) -> dict[str, Any] | None:
-        s = fabric.transport_shape(a, b) if fabric is not None else wan_shape(topo, a, b)
-        return asdict(s) if s is not None else None
+    def shape(a: str, b: str) -> LinkShape | None:
+        shaped: LinkShape | None = fabric.transport_shape(a, b) if fabric is not None else wan_shape(topo, a, b)
+        return shaped
 
     jobs = []
     for i in range(len(sites)):

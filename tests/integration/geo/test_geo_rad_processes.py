@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from innet.host.geo.channel import LinkShape
 from innet.host.geo.data import Digits
 from innet.host.geo.graph import loss_and_grads, mlp
 from innet.host.geo.launch import LaunchError, launch
@@ -46,8 +47,8 @@ def test_three_site_processes_equal_single_process(tmp_path: Path) -> None:
     cuts = (2, 4)
     jobs = [StageJob(model=MlpSpec(tuple(sizes)), task=DigitsSpec(), cuts=cuts, index=i,
                      steps=steps, batch=batch, microbatches=mbs, dtype="float64", lr=lr, momentum=mom,
-                     shape_next={"bw_mbps": 100.0, "delay_ms": 2.0} if i < 2 else None,
-                     shape_prev={"bw_mbps": 100.0, "delay_ms": 2.0} if i > 0 else None,
+                     shape_next=LinkShape(bw_mbps=100.0, delay_ms=2.0) if i < 2 else None,
+                     shape_prev=LinkShape(bw_mbps=100.0, delay_ms=2.0) if i > 0 else None,
                      params_out=str(tmp_path / f"stage{i}.npz"), timeout=30.0) for i in range(3)]
     out = launch([jobs], timeout=60.0)[0]
     ref_params, ref_losses = _reference(sizes, steps, batch, mbs, lr, mom)

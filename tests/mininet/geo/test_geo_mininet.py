@@ -6,7 +6,6 @@ single-process result, and goes down leaving no interface, host namespace or pro
 from __future__ import annotations
 
 import subprocess
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -60,7 +59,7 @@ def test_geo_sites_in_mininet_run_rad_across_three_sites_and_leave_nothing(tmp_p
                     model=MlpSpec(tuple(SIZES)), task=DigitsSpec(), cuts=CUTS, index=i,
                     steps=STEPS, batch=BATCH, data_seed=1000 * r, lr=LR, probe=(r == 0),
                     listen=(topo.host(host).address, 0),
-                    shape_next=asdict(nxt) if nxt else None, shape_prev=asdict(prev) if prev else None,
+                    shape_next=nxt, shape_prev=prev,
                     dp=DpSpec(tb.dp_agent(site, r, epochs[site], elements[i]), replicas=2),
                     params_out=str(tmp_path / f"r{r}s{i}.npz"), timeout=30.0))
             pipelines.append(jobs)

@@ -145,11 +145,11 @@ def test_adatopk_stage_jobs_carry_the_codecs_on_the_slowest_link_only() -> None:
                 microbatches=4, step_s=1.0)
     jobs = stage_jobs(GeoBenchConfig(task="lm"), plan, "adatopk", 0)
     assert jobs[0].compress_next is not None and jobs[1].compress_prev == jobs[0].compress_next
-    assert (jobs[0].compress_next["activations"], jobs[0].compress_next["gradients"]) == ("topk", "masked")
+    assert (jobs[0].compress_next.activations, jobs[0].compress_next.gradients) == ("topk", "masked")
     assert jobs[1].compress_next is None and jobs[2].compress_prev is None  # 100 Mbit/s: not the slowest
     other = stage_jobs(GeoBenchConfig(task="lm", gradients="int8"), plan, "adatopk", 0)
     assert other[0].compress_next is not None
-    assert (other[0].compress_next["activations"], other[0].compress_next["gradients"]) == ("topk", "int8")
+    assert (other[0].compress_next.activations, other[0].compress_next.gradients) == ("topk", "int8")
 
 
 def test_link_check_compares_probed_links_with_their_configuration() -> None:

@@ -95,3 +95,17 @@ def test_a_set_sum_bound_is_sent_and_read_back() -> None:
                    steps=1, dp=dp)
     assert json.loads(job.to_json())["dp"]["sum_bound"] == 4.0
     assert StageJob.from_json(job.to_json()).dp == dp
+
+
+def test_a_link_setting_the_record_refuses_is_one_bad_plan_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from innet.host.geo.stage_process import main
+
+    plan = json.loads(JOB_JSON)
+    plan["compress_prev"]["mode"] = "zip"
+    assert main([json.dumps(plan)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad plan: StageJob.compress_prev:" in err and "'zip'" in err
+    plan = json.loads(JOB_JSON)
+    plan["shape_next"]["delay_ms"] = -1
+    assert main([json.dumps(plan)]) == 2
+    assert "StageJob.shape_next: link shape delay_ms=-1" in capsys.readouterr().err
