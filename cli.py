@@ -148,7 +148,7 @@ def _inspect_optimizer(args: argparse.Namespace) -> int:
         print(f"innet: error: {error}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(statuses, indent=1))
+        print(json.dumps([s.to_json() for s in statuses], indent=1))
     else:
         luwu_status.render(statuses, new_console())
     return 0

@@ -40,6 +40,7 @@ from typing import Any, Callable, Sequence
 from innet.testbed.cluster.records import (BenchRow, ClusterAllreduceRow, ClusterBench, ClusterSide, ClusterTrainingRow,
                                            Deployment, StarAllreduceRow, StarFailure, StarTrainingRow)
 from innet.testbed.cluster.timed import VXLAN_OVERHEAD
+from innet.testbed.luwu.status import NodeStatus, UnreadNodeStatus
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -159,6 +160,16 @@ def _deploy_timed(lab: Any, spec: Any, deadline: float,
     return docs, {"stack_deploy_s": deploy_s, "all_results_s": results_s, "stack_rm_s": remove_s}, deploy_unix, nodes
 
 
+def _node_status(report: dict[str, Any]) -> NodeStatus | UnreadNodeStatus:
+    """A swarm node's result (its ``status.json`` with its ``index`` and ``exit``) as the record
+    the star's runs hold; one that does not read is kept as why."""
+    status = {key: value for key, value in report.items() if key not in ("index", "exit")}
+    try:
+        return NodeStatus.from_json(status, f"optimizer node {report.get('index')}'s result")
+    except ValueError as error:
+        return UnreadNodeStatus(str(error))
+
+
 def training_row(workload: str, n: int, docs: Sequence[dict[str, Any]], nodes: Sequence[dict[str, Any]],
                  steps: int, warmup: int) -> ClusterTrainingRow:
     """One N's training row from the trainers' result documents (``steps`` in all, the first
@@ -171,8 +182,8 @@ def training_row(workload: str, n: int, docs: Sequence[dict[str, Any]], nodes: S
     errors = {f"worker {d['rank']}": "training failed (see its task's log)" for d in docs if not d["ok"]}
     mode = "luwu" if workload == "luwu" else "ddp-gloo"
     k = int(docs[0]["k"]) if docs else 0
-    detail = measure_row(RunResult(mode=mode, finals=finals, nodes=list(nodes), errors=errors), n, True, steps, k,
-                         warmup, False if workload == "luwu" else None)
+    detail = measure_row(RunResult(mode=mode, finals=finals, nodes=[_node_status(d) for d in nodes], errors=errors),
+                         n, True, steps, k, warmup, False if workload == "luwu" else None)
     links = [f.link for f in finals if f.link is not None]
     packets = _mean([li.sent_packets / li.steps for li in links]) if len(links) == n else None
     m, link = detail.measures, detail.link

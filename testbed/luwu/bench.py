@@ -58,6 +58,7 @@ from innet.testbed.backends.select import open_testbed as open_star
 from innet.wire import IP_OVERHEAD, SUPPORTED_K, k_for_mtu, message_len
 from innet.testbed.luwu.run import RunConfig, RunResult, luwu_star, run_training
 from innet.testbed.luwu.data import MODELS, ModelShape
+from innet.testbed.luwu.status import NodeStatus
 from innet.testbed.luwu.records import (NODE_STATUS_KEYS, HookComm, HookSplit, LinkBytes, LuwuBench,
                                         LuwuBenchSettings, LuwuComm, LuwuOverlap, ModeContext, ModeRow, StepMeasures,
                                         TrainerFinal)
@@ -142,13 +143,13 @@ def _luwu_overlap(result: RunResult, overlap: bool, steps: int, step_ms: float) 
     finals = result.finals
     comm = [(f.comm.push_seconds + f.comm.pull_seconds) / steps for f in finals if isinstance(f.comm, LuwuComm)]
     wait_ms = 1000 * _mean([_mean((f.step_wait_seconds or [])[2:]) for f in finals])  # warm-up excluded
-    node = result.nodes[0] if result.nodes else {}
+    node = result.nodes[0] if result.nodes and isinstance(result.nodes[0], NodeStatus) else None
     return LuwuOverlap(worker_tensor_bytes_between_steps=max(f.tensor_bytes_between_steps or 0 for f in finals),
                        comm_busy_ms_per_step=1000 * _mean(comm),
                        # serialized mode waits in wait_idle, not in take: no split there
                        comm_wait_ms_per_step=wait_ms if overlap else None,
                        compute_ms_per_step=step_ms - wait_ms if overlap else None,
-                       node=tuple((key, node.get(key)) for key in NODE_STATUS_KEYS))
+                       node=tuple((key, getattr(node, key, None)) for key in NODE_STATUS_KEYS))
 
 
 def summary(rows: Sequence[ModeRow]) -> dict[int, dict[str, float]]:

@@ -118,9 +118,9 @@ def _run(config: LuwuDemoConfig, console: Any, reached: _Reached) -> LuwuDemoRes
     step_s = (_median_step(luwu.finals), _median_step(ddp.finals))
     console.print(f"{switch_description('auto', config.switch_impl)}, K={tb.options.k}: bring-up {bring_up:.1f} s; "
                   f"median step LuWu {_fmt_s(step_s[0])}, DDP+innet {_fmt_s(step_s[1])}")
-    luwu_status.render([n for n in luwu.nodes if "name" in n], console)
-    console.print(f"(inspect later: innet inspect " + " ".join(f"--optimizer {state_root / n}" for n in
-                  (s.get("name", "") for s in luwu.nodes)) + ")")
+    read = [n for n in luwu.nodes if isinstance(n, luwu_status.NodeStatus)]
+    luwu_status.render(read, console)
+    console.print(f"(inspect later: innet inspect " + " ".join(f"--optimizer {state_root / n.name}" for n in read) + ")")
     result = LuwuDemoResult(
         date=dt.datetime.now().isoformat(timespec="seconds"), machine=describe(), backend=backend,
         switch=switch_description("auto", config.switch_impl), k=tb.options.k, bring_up_seconds=bring_up,

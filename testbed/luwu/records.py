@@ -14,9 +14,10 @@ from typing import Any, Mapping
 
 from innet.testbed.core.machine import Machine
 from innet.testbed.core.records import JsonRecord
+from innet.testbed.luwu.status import NodeStatus, UnreadNodeStatus
 
 NODE_STATUS_KEYS = ("rss_bytes", "bytes_on_disk", "bytes_state", "bytes_working_set", "step", "seconds")
-"""What a row keeps of optimizer node 0's final ``status.json``."""
+"""What a row keeps of optimizer node 0's final status (:class:`NodeStatus` fields, its JSON keys)."""
 
 
 @dataclass(frozen=True)
@@ -405,8 +406,8 @@ class LuwuDemoResult:
     accuracy: DemoCurves
     loss: DemoCurves
     """Mean training loss over the workers, per step."""
-    nodes: tuple[Any, ...]
-    """The optimizer nodes' final ``status.json``."""
+    nodes: tuple[NodeStatus | UnreadNodeStatus, ...]
+    """The optimizer nodes' final status (saved as their ``status.json``)."""
     errors: dict[str, str]
     """Process name -> its log tail, for processes that failed."""
 
@@ -424,7 +425,8 @@ class LuwuDemoResult:
         return {"format": self.FORMAT, "date": self.date, "machine": self.machine.to_json(), "backend": self.backend,
                 "switch": self.switch, "k": self.k, "bring_up_seconds": self.bring_up_seconds,
                 "median_step_seconds": {"luwu": luwu, "ddp-innet": ddp}, "settings": self.settings,
-                "accuracy": self.accuracy.to_json(), "loss": self.loss.to_json(), "nodes": list(self.nodes),
+                "accuracy": self.accuracy.to_json(), "loss": self.loss.to_json(),
+                "nodes": [n.to_json() for n in self.nodes],
                 "errors": self.errors}
 
 

@@ -26,6 +26,7 @@ import numpy as np
 from innet.host.agent.transport import UdpTransportConfig
 from innet.testbed.core.testbed import Testbed, TestbedError
 from innet.testbed.luwu.records import TrainerFinal
+from innet.testbed.luwu.status import NodeStatus, UnreadNodeStatus
 from innet.testbed.luwu.train import DISTRIBUTED, MODES, MODULE as TRAIN_MODULE, TrainSpec, build_model
 from innet.testbed.core.topology import Link, Topology, star
 from innet.polling import PollTimeout, poll_until
@@ -75,9 +76,8 @@ class RunResult:
     """Per rank, the loss of every step."""
     finals: list[TrainerFinal] = field(default_factory=list)
     """The final report of every trainer that printed one."""
-    nodes: list[dict[str, Any]] = field(default_factory=list)
-    """The optimizer nodes' final ``status.json`` documents as saved (``{"error": ...}`` for one
-    that could not be read): the node's own file format, read by the status renderer."""
+    nodes: list[NodeStatus | UnreadNodeStatus] = field(default_factory=list)
+    """The optimizer nodes' final status, in plan order (unread: why)."""
     seconds: float = 0.0
     errors: dict[str, str] = field(default_factory=dict)
     """Process name -> its stderr tail, for processes that failed."""
@@ -132,11 +132,9 @@ def _spawn(tb: Testbed, host: str, name: str, argv: list[str], gloo: bool = Fals
 
 def _kill_at_step(tb: Testbed, name: str, directory: Path, step: int, timeout: float) -> float:
     """Kill ``name`` once its status shows ``step``; when (``time.monotonic()``)."""
-    from innet.host.luwu.node import read_status
-
     def reached() -> bool:
         try:
-            return bool(read_status(directory).get("step", 0) >= step)
+            return NodeStatus.read(directory).step >= step
         except ValueError:  # not written yet
             return False
 
@@ -152,7 +150,7 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
     """Run ``config.mode`` on ``tb`` (the star of :func:`luwu_star`); per rank losses and finals."""
     from innet.host.luwu.plan import LuwuPlan
     from innet.host.luwu.ooc_adam import AdamConfig
-    from innet.host.luwu.node import NodeConfig, read_status
+    from innet.host.luwu.node import NodeConfig
     from innet.host.luwu.model_in_network import flat_parameters, layer_table
 
     hosts = tb.worker_hosts()
@@ -272,8 +270,8 @@ def run_training(tb: Testbed, config: RunConfig, state_root: Path | None = None)
             tb.controller.destroy_job(pull_job_id)
     for d in node_dirs:
         try:
-            result.nodes.append(read_status(d))
+            result.nodes.append(NodeStatus.read(d))
         except ValueError as error:
-            result.nodes.append({"error": str(error)})
+            result.nodes.append(UnreadNodeStatus(str(error)))
     result.seconds = time.perf_counter() - start
     return result

@@ -153,6 +153,19 @@ def test_training_row_takes_the_slowest_rank_and_the_overlay_bytes() -> None:
     assert failed.ok is False
 
 
+def test_a_swarm_node_report_reads_as_the_star_runs_node_status() -> None:
+    """The report a swarm node prints is its ``status.json`` plus ``index`` and ``exit``; the
+    training row reads it as the record the star's runs hold, or keeps why it does not read."""
+    from innet.testbed.cluster.bench import _node_status
+    from innet.testbed.luwu.status import NodeStatus, UnreadNodeStatus
+    from testkit.node_status import written_status
+
+    status = _node_status({"index": 0, "exit": 0, **written_status(step=5)})
+    assert isinstance(status, NodeStatus) and (status.name, status.step) == ("o1", 5)
+    assert _node_status({"index": 1, "exit": None}) == UnreadNodeStatus(
+        "optimizer node 1's result: format None, expected 'innet-optimizer-node/1'")
+
+
 def test_rail_gpu_plans_follow_the_rail_only_topology() -> None:
     """GPU d2g3 of a 2x3 rail-only stack: its tunnel to rail 3's UDP port of domain 2, the
     topology's addresses, its domain's peers by their HB aliases; the stack file's services

@@ -15,6 +15,7 @@ from innet.testbed.backends.select import open_testbed  # noqa: E402
 from innet.testbed.core.testbed import Testbed, TestbedError  # noqa: E402
 from innet.testbed.luwu.hook_check import compare_gradients  # noqa: E402
 from innet.testbed.luwu.run import RunConfig, luwu_star, run_training  # noqa: E402
+from innet.testbed.luwu.status import NodeStatus  # noqa: E402
 from innet.testbed.luwu.train import TrainSpec, run  # noqa: E402
 
 STEPS = 25
@@ -44,7 +45,8 @@ def test_luwu_mode_trains_like_the_local_adam_baseline(testbed: Testbed, tmp_pat
     np.testing.assert_allclose(result.mean_loss, losses, rtol=0, atol=2e-3)
     assert all(abs(f.accuracy - accuracy) <= 0.01 for f in result.finals)
     assert all(f.tensor_bytes_between_steps == 0 for f in result.finals)  # nothing held between steps
-    assert result.nodes[0]["step"] == STEPS and result.nodes[0]["state"] == "done"
+    node = result.nodes[0]
+    assert isinstance(node, NodeStatus) and node.step == STEPS and node.state == "done"
 
 
 @pytest.mark.slow

@@ -22,6 +22,7 @@ from innet.testbed.backends.mininet.clean import innet_interfaces  # noqa: E402
 from innet.testbed.backends.select import open_testbed  # noqa: E402
 from innet.testbed.core.testbed import TestbedOptions  # noqa: E402
 from innet.testbed.luwu.run import RunConfig, RunResult, luwu_star, run_training  # noqa: E402
+from innet.testbed.luwu.status import NodeStatus  # noqa: E402
 from innet.testbed.luwu.train import TrainSpec, run  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -75,7 +76,7 @@ def test_luwu_on_simple_switch_grpc_trains_bit_exact_with_innet_switch(tmp_path:
     assert len(result.finals) == 2 and all(abs(f.accuracy - accuracy) <= 0.01 for f in result.finals)
     assert all(f.tensor_bytes_between_steps == 0 for f in result.finals)
     node = result.nodes[0]
-    assert (node["state"], node["step"], node["name"]) == ("done", STEPS, "o1")
+    assert isinstance(node, NodeStatus) and (node.state, node.step, node.name) == ("done", STEPS, "o1")
     # the node's link h3 <-> s1, as on innet-switch (tests/mininet/test_luwu_mininet.py): per step
     # P each way in K=64 frames plus a header-only frame per chunk, 1.5x to 2x P; BMv2 queues a
     # window of chunks long enough for the node's agent to retransmit some (each a frame at most,
@@ -83,7 +84,7 @@ def test_luwu_on_simple_switch_grpc_trains_bit_exact_with_innet_switch(tmp_path:
     assert before is not None and after is not None
     payload = 4 * result.finals[0].params * STEPS
     sent, received = (after["h3"][i] - before["h3"][i] for i in (0, 1))
-    again = node["agent_stats"]["retransmitted"] + node["agent_stats"]["probes"]
+    again = node.agent_stats["retransmitted"] + node.agent_stats["probes"]
     limit = 2 * payload + again * (ETH.size + IP_OVERHEAD + message_len(LUWU_K))
     assert 1.5 * payload <= sent <= limit and 1.5 * payload <= received <= limit, (sent, received, payload, again)
 

@@ -17,6 +17,7 @@ from innet.wire import quantize as qz  # noqa: E402
 from innet.testbed.core.testbed import TestbedOptions  # noqa: E402
 from innet.testbed.luwu.hook_check import compare_gradients  # noqa: E402
 from innet.testbed.luwu.run import RunConfig, luwu_star, run_training  # noqa: E402
+from innet.testbed.luwu.status import NodeStatus  # noqa: E402
 from innet.testbed.luwu.train import TrainSpec, run  # noqa: E402
 from innet.testbed.backends.select import open_testbed  # noqa: E402
 from innet.testbed.core.testbed import Testbed  # noqa: E402
@@ -51,7 +52,7 @@ def test_luwu_mode_on_mininet_trains_like_the_local_adam_baseline(testbed: Testb
     assert len(result.finals) == 2 and all(abs(f.accuracy - accuracy) <= 0.01 for f in result.finals)
     assert all((f.pull_agent_stats or {}).get("results", 0) > 0 for f in result.finals)
     node = result.nodes[0]
-    assert node["state"] == "done" and node["step"] == STEPS and node["name"] == "o1"
+    assert isinstance(node, NodeStatus) and (node.state, node.step, node.name) == ("done", STEPS, "o1")
     # the node's traffic crossed its own link h3 <-> s1: per step its parameters up (BCAST) and
     # the gradient sums down (REDUCE), P each way, in K=64 frames (322 bytes for 256 bytes of
     # values) plus a 66-byte header-only frame per chunk: 1.51x P; the old design's sum job

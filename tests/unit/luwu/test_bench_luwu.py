@@ -13,8 +13,11 @@ from innet.testbed.luwu.bench import measure_row, summary
 from innet.testbed.core.bounds import INNET_FRAME_OVERHEAD
 from innet.testbed.luwu.records import TrainerFinal
 from innet.testbed.luwu.run import RunResult
+from innet.testbed.luwu.status import NodeStatus, UnreadNodeStatus
+from testkit.node_status import written_status
 
 STEPS, K, P = 10, 64, 1000
+UNREAD = UnreadNodeStatus("optimizer node status o1/status.json: no such file")
 
 
 def row_of(result: RunResult, workers: int, overlap: bool, steps: int, k: int, warmup: int = 2) -> dict:
@@ -37,20 +40,21 @@ def _final(step_s: float, wait_s: float = 0.0) -> TrainerFinal:
 
 def test_rows_skip_warm_up_count_frames_and_split_the_overlapped_step() -> None:
     luwu = RunResult("luwu", finals=[_final(0.2, wait_s=0.05), _final(0.2, wait_s=0.05)],
-                     nodes=[{"rss_bytes": 5, "bytes_on_disk": 6, "bytes_state": 7}])
+                     nodes=[NodeStatus.from_json(written_status())])
     row = row_of(luwu, 2, True, STEPS, K)
     assert row["step_ms"] == pytest.approx(200.0)  # the first two steps are warm-up
     assert row["bytes_per_worker_step"] == pytest.approx(200 * (INNET_FRAME_OVERHEAD + 4 * K) / STEPS)
     assert row["comm_busy_ms_per_step"] == pytest.approx(100.0)
     assert row["comm_wait_ms_per_step"] == pytest.approx(50.0)
     assert row["compute_ms_per_step"] == pytest.approx(150.0)
-    assert row["node"]["bytes_on_disk"] == 6 and row["worker_tensor_bytes_between_steps"] == 0
-    serialized = row_of(RunResult("luwu", finals=[_final(0.3)] * 2, nodes=[{}]), 2, False, STEPS, K)
+    assert row["node"]["bytes_on_disk"] == 6 << 20 and row["worker_tensor_bytes_between_steps"] == 0
+    assert row["node"]["seconds"] == {"adam": 0.5, "comm": 1.25}
+    serialized = row_of(RunResult("luwu", finals=[_final(0.3)] * 2, nodes=[UNREAD]), 2, False, STEPS, K)
     assert serialized["mode"] == "luwu (serialized)" and "compute_ms_per_step" not in serialized
     gloo = row_of(RunResult("ddp-gloo", finals=[_final(0.01)] * 4), 4, True, STEPS, K)
     assert gloo["bytes_per_worker_step"] == pytest.approx(2 * 2 * 3 / 4 * 4 * P)  # ring theory, both ways
-    typed = [measure_row(RunResult("luwu", finals=[_final(0.2, wait_s=0.05)] * 2, nodes=[{}]), 2, True, STEPS, K),
-             measure_row(RunResult("luwu", finals=[_final(0.3)] * 2, nodes=[{}]), 2, False, STEPS, K),
+    typed = [measure_row(RunResult("luwu", finals=[_final(0.2, wait_s=0.05)] * 2, nodes=[UNREAD]), 2, True, STEPS, K),
+             measure_row(RunResult("luwu", finals=[_final(0.3)] * 2, nodes=[UNREAD]), 2, False, STEPS, K),
              measure_row(RunResult("ddp-gloo", finals=[_final(0.01)] * 4), 4, True, STEPS, K)]
     assert summary(typed) == {2: {"overlap_speedup": pytest.approx(1.5)}}
 
@@ -83,7 +87,7 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib", reason="matplotlib (the plot extra) is not installed")
     from innet.testbed.luwu.bench import plot
 
-    rows = [row_of(RunResult(m, finals=[_final(0.2, 0.05)] * 2, nodes=[{}]), 2, o, STEPS, K)
+    rows = [row_of(RunResult(m, finals=[_final(0.2, 0.05)] * 2, nodes=[UNREAD]), 2, o, STEPS, K)
             for m, o in (("ddp-gloo", True), ("luwu", True), ("luwu", False))]
     doc = {"rows": rows, "machine": {"cpu": "x", "cores": 2}, "backend": "loopback", "switch": "s",
            "load_average_start": "1", "load_average_end": "2",

@@ -23,6 +23,7 @@ from innet.testbed.luwu.records import (
     ModeContext,
     TorchRun,
 )
+from innet.testbed.luwu.status import UnreadNodeStatus
 
 MACHINE = Machine("h", "TestCPU", 2, "6.1", "Linux", "3.11.9", "0.5 0.4 0.3", None, None)
 
@@ -127,7 +128,7 @@ def test_the_luwu_demo_document_and_its_partial_form_keep_their_keys() -> None:
     from innet.testbed.luwu.records import DemoCurves, LuwuDemoResult, PartialLuwuDemo
 
     result = LuwuDemoResult("2026-11-28T17:00:00", MACHINE, "loopback", "innet-switch", 256, 3.0, (0.2, None),
-                            {"steps": "40"}, DemoCurves(0.9, 0.89, None), DemoCurves([2.0], [2.1], [2.2]), ({},), {})
+                            {"steps": "40"}, DemoCurves(0.9, 0.89, None), DemoCurves([2.0], [2.1], [2.2]), (UnreadNodeStatus("gone"),), {})
     doc = result.to_json()
     assert list(doc) == ["format", "date", "machine", "backend", "switch", "k", "bring_up_seconds",
                          "median_step_seconds", "settings", "accuracy", "loss", "nodes", "errors"]
@@ -180,7 +181,7 @@ def test_the_luwu_demo_is_good_when_nothing_failed_and_luwu_learns_like_local_ad
     from innet.testbed.luwu.records import DemoCurves, LuwuDemoResult
 
     result = LuwuDemoResult("2026-11-28T17:00:00", MACHINE, "loopback", "innet-switch", 256, 3.0, (0.2, 0.1),
-                            {"steps": "40"}, DemoCurves(0.9, 0.895, 0.9), DemoCurves([2.0], [2.1], [2.2]), ({},), {})
+                            {"steps": "40"}, DemoCurves(0.9, 0.895, 0.9), DemoCurves([2.0], [2.1], [2.2]), (UnreadNodeStatus("gone"),), {})
     assert result.good
     assert not replace(result, accuracy=DemoCurves(0.9, 0.85, 0.9)).good
     assert not replace(result, accuracy=DemoCurves(0.9, None, 0.9)).good
