@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from innet.host.geo.channel import LinkShape
 from innet.host.geo.launch import SINGLE_THREAD_BLAS, Spawn, local_spawn
@@ -19,7 +19,9 @@ from innet.host.geo.stage_process import StageJob, build_model
 from innet.host.geo.stages import partition
 from innet.testbed.core.topology import Topology
 from innet.testbed.geo.config import GeoBenchConfig, GeoBenchError, link_compression
+from innet.testbed.geo.cpuquota import CpuQuotas
 from innet.testbed.geo.plan import Planned
+from innet.testbed.geo.testbed import GeoTestbed
 from innet.testbed.geo.topology import wan_shape
 
 
@@ -36,7 +38,7 @@ def plan_sites(config: GeoBenchConfig, plan: Plan) -> list[str]:
 
 
 def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: int,
-               dp: Callable[[int, str], DpSpec | None] | None = None, fabric: Any = None,
+               dp: Callable[[int, str], DpSpec | None] | None = None, fabric: GeoTestbed | None = None,
                skip_steps: int = 0, params_dir: Path | None = None,
                params_in: Sequence[str] = (), stop_file: Path | None = None) -> list[StageJob]:
     """The stage jobs of pipeline ``replica`` for ``plan``; compression on the slowest links only.
@@ -56,8 +58,7 @@ def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: in
             numpy_nodes += stages[i].nodes
 
     def shape(a: str, b: str) -> LinkShape | None:
-        shaped: LinkShape | None = fabric.transport_shape(a, b) if fabric is not None else wan_shape(topo, a, b)
-        return shaped
+        return fabric.transport_shape(a, b) if fabric is not None else wan_shape(topo, a, b)
 
     jobs = []
     for i in range(len(sites)):
@@ -78,15 +79,15 @@ def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: in
     return jobs
 
 
-def stage_spawner(config: GeoBenchConfig, fabric: Any) -> Spawn:
+def stage_spawner(config: GeoBenchConfig, fabric: GeoTestbed | None) -> Spawn:
     """How ``launch`` starts a stage: locally, or on the testbed host whose address it listens on."""
     if fabric is None or fabric.kind != "mininet":
         return local_spawn
+    tb = fabric
     hosts = {h.address: h.name for h in config.topology.workers}
 
     def spawn(job: StageJob, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
-        popen: subprocess.Popen[bytes] = fabric.spawn_stage(hosts[job.listen[0]], argv, SINGLE_THREAD_BLAS, name)
-        return popen
+        return tb.spawn_stage(hosts[job.listen[0]], argv, SINGLE_THREAD_BLAS, name)
 
     return spawn
 
@@ -97,7 +98,7 @@ def stage_elements(planned: Planned, plan: Plan, i: int) -> int:
     return sum(c.param_bytes // 4 for c in planned.workload.costs if c.name in names)
 
 
-def quota_spawner(spawn: Spawn, quotas: Any, sites: Sequence[str]) -> Spawn:
+def quota_spawner(spawn: Spawn, quotas: CpuQuotas, sites: Sequence[str]) -> Spawn:
     """``spawn``, then the stage process moved into its site's CPU quota."""
     def placed(job: StageJob, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
         popen = spawn(job, name, argv)
