@@ -9,28 +9,31 @@ from __future__ import annotations
 
 import subprocess
 import time
-from typing import Any, Sequence
+from typing import Sequence
 
 from innet.host.geo.launch import SINGLE_THREAD_BLAS, local_spawn
 from innet.testbed.geo.config import GeoBenchConfig
+from innet.testbed.geo.cpuquota import CpuQuotas
 from innet.testbed.geo.measures import curves, median_step, targets, wan_delta
 from innet.testbed.geo.plan import Planned
 from innet.testbed.geo.records import DpRow, EvalPoint, TrainPoint
+from innet.testbed.geo.testbed import GeoTestbed
 from innet.testbed.geo.topology import wan_shape
 
 
-def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, codec: str, geo_tb: Any,
-                  quotas: Any) -> tuple[list[TrainPoint], list[EvalPoint], float, int, dict[str, int] | None]:
+def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, codec: str, geo_tb: GeoTestbed | None,
+                  quotas: CpuQuotas | None) -> tuple[list[TrainPoint], list[EvalPoint], float, int, dict[str, int] | None]:
     """One process per site (:mod:`innet.host.geo.dp_process`). Site 0's step and eval records,
     wall time, its bytes sent, WAN bytes per veth (Mininet)."""
     from innet.host.geo.dp_process import DpJob, launch_dp
 
     topo = config.topology
-    mininet = geo_tb is not None and geo_tb.kind == "mininet"
+    # the testbed when the sites run on its Mininet hosts; None: local processes, the WAN in the transport
+    mininet = geo_tb if geo_tb is not None and geo_tb.kind == "mininet" else None
     jobs = []
     for i, site in enumerate(sites):
-        host = geo_tb.stage_host(site, 0) if mininet else None
-        shapes = tuple(None if j == i or mininet else wan_shape(topo, site, other)
+        host = mininet.stage_host(site, 0) if mininet is not None else None
+        shapes = tuple(None if j == i or mininet is not None else wan_shape(topo, site, other)
                        for j, other in enumerate(sites))
         jobs.append(DpJob(model=config.model_spec(), task=config.task_spec(), index=i, sites=len(sites),
                           steps=config.steps, batch=dp_batch(config), microbatches=config.microbatches, seed=config.seed,
@@ -39,21 +42,21 @@ def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, co
                           shapes=shapes, eval_every=config.eval_every, timeout=min(config.timeout_s, 300.0)))
     hosts = {h.address: h.name for h in topo.workers}
 
-    def spawn(job: Any, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
+    def spawn(job: DpJob, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
         popen: subprocess.Popen[bytes]
-        if mininet:
-            popen = geo_tb.spawn_stage(hosts[job.listen[0]], argv, SINGLE_THREAD_BLAS, name)
+        if mininet is not None:
+            popen = mininet.spawn_stage(hosts[job.listen[0]], argv, SINGLE_THREAD_BLAS, name)
         else:
             popen = local_spawn(job, name, argv)
         if quotas is not None:
             quotas.add(sites[job.index], popen.pid)
         return popen
 
-    wan_before = geo_tb.wan_bytes() if mininet else None
+    wan_before = mininet.wan_bytes() if mininet is not None else None
     start = time.monotonic()
     outputs = launch_dp(jobs, spawn, timeout=config.timeout_s)
     wall = time.monotonic() - start
-    wan = wan_delta(wan_before, geo_tb.wan_bytes()) if wan_before is not None else None
+    wan = wan_delta(wan_before, mininet.wan_bytes()) if mininet is not None and wan_before is not None else None
     site0 = outputs[0]
     return ([TrainPoint.from_json(r) for r in site0.of("step")], [EvalPoint.from_json(r) for r in site0.of("eval")],
             wall, int(site0.of("done")[0]["sent"]), wan)
@@ -64,8 +67,8 @@ def dp_batch(config: GeoBenchConfig) -> int:
     return config.dp_batch if config.dp_batch is not None else config.batch
 
 
-def run_dp(config: GeoBenchConfig, planned: Planned, compression: str, geo_tb: Any = None,
-           quotas: Any = None) -> DpRow:
+def run_dp(config: GeoBenchConfig, planned: Planned, compression: str, geo_tb: GeoTestbed | None = None,
+           quotas: CpuQuotas | None = None) -> DpRow:
     """Every site a full replica, gradients averaged over the WAN: dense, int8, or top-k at
     ``topk_ratio``, both with error feedback."""
     topo = config.topology
