@@ -56,7 +56,8 @@ def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, co
     start = time.monotonic()
     outputs = launch_dp(jobs, spawn, timeout=config.timeout_s)
     wall = time.monotonic() - start
-    wan = wan_delta(wan_before, mininet.wan_bytes()) if mininet is not None and wan_before is not None else None
+    wan_after = mininet.wan_bytes() if mininet is not None else None
+    wan = wan_delta(wan_before, wan_after) if wan_before is not None and wan_after is not None else None
     site0 = outputs[0]
     return ([TrainPoint.from_json(r) for r in site0.of("step")], [EvalPoint.from_json(r) for r in site0.of("eval")],
             wall, int(site0.of("done")[0]["sent"]), wan)
