@@ -75,7 +75,9 @@ def test_a_spare_domain_takes_over_a_dead_one_with_no_lost_or_repeated_step(kill
     options = TestbedOptions(state_dir=tmp_path, window=8, chunk_deadline=60.0)
     with RailTestbed(rail_only(domains=3, gpus_per_domain=2), options, backend="loopback", spares=1) as tb:
         assert tb.active == [0, 1] and tb.gpus == 4
-        config = DigitsConfig(gpus=tb.gpus, steps=16)  # the kill at 26 r1 completions lands mid-run
+        # the kill at 26 r1 completions lands early in the run, with steps to spare for a
+        # counter read a loaded machine delays (with 16 steps the run once ended first)
+        config = DigitsConfig(gpus=tb.gpus, steps=32)
         plain = workloads.digits(tb, config)
         out = run_digits_failover(tb, config, rank=1, kill_at=kill_at, warm=warm)
         report = out.failover
