@@ -44,6 +44,8 @@ class DpJob(JsonPlan):
     microbatches: int = 1
     seed: int = 0
     data_seed: int | None = None
+    task_seed: int = 0
+    """Seed of the task itself, kept apart from ``seed`` (as ``StageJob.task_seed``)."""
     lr: float = 0.1
     momentum: float = 0.0
     ratio: float = 1.0
@@ -68,7 +70,7 @@ def run(job: DpJob) -> int:
     if job.codec not in ("topk", "int8"):
         raise DataParallelError(f"dp site {job.index}: gradient codec {job.codec!r}: expected 'topk' or 'int8'")
     graph = build_model(job.model)  # before listening: a bad job fails where the coordinator waits
-    task = build_task(job.task, job.seed)
+    task = build_task(job.task, job.task_seed)
     srv = None
     if job.index > 0:
         srv = TcpChannel.listen(*job.listen)

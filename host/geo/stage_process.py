@@ -53,6 +53,9 @@ class StageJob(JsonPlan):
     """Seed of parameters and batches (the same on every site)."""
     data_seed: int | None = None
     """Seed of the batches when it differs from ``seed`` (data-parallel replicas read different data)."""
+    task_seed: int = 0
+    """Seed of the task itself (the generated language or text, the digits' split): kept apart
+    from ``seed`` so runs trained from different seeds are tested on one task."""
     dtype: str = "float32"
     lr: float = 0.1
     momentum: float = 0.0
@@ -197,7 +200,7 @@ def run(job: StageJob) -> int:
             if n in params:
                 velocity[n] = {k: v.astype(dtype) for k, v in p.items()}
     carried = merge_link_states(load_link_state(Path(path), job.data_seed) for path in job.params_in)
-    task = build_task(job.task, job.seed)
+    task = build_task(job.task, job.task_seed)
     batches: Iterator[list[dict[str, Any]]] = task.batches(job.batch, job.microbatches,
                                                                    job.seed if job.data_seed is None else job.data_seed)
     for _ in range(job.skip_steps):

@@ -207,6 +207,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                          testbed="mininet" if mininet else "loopback", switch_impl=impls[-1],
                          straggler=args.straggler, replan=args.replan, rate_change=args.rate_change,
                          straggler_threshold=args.straggler_threshold, straggler_window=args.straggler_window,
+                         seed=args.seed,
                          **({"wan_ceiling_mbps": args.wan_ceiling} if args.wan_ceiling is not None else {}))
     except (geo_bench.GeoBenchError, TopologyError) as error:
         print(f"innet geo bench: {error}", file=sys.stderr)
@@ -366,6 +367,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                                 "ceiling in innet.testbed.geo.topology); WAN links above it are refused")
             p.add_argument("--lr", type=positive_float, default=0.05, help="SGD learning rate (default 0.05)")
             p.add_argument("--eval-every", type=int_range(1), default=5, help="evaluate every N steps (default 5)")
+            p.add_argument("--seed", type=int_range(0, 2**31 - 1), default=0,
+                           help="seed of the parameters' initialisation and the data order, the same for every run "
+                                "(the task and its test set stay the same across seeds) (default 0)")
             add_backend(p, default="loopback",
                         note="; mininet: a switch per site, stages on site hosts, WAN veths shaped by HTB "
                              "(delay: netem, else the transport)")

@@ -154,6 +154,9 @@ class GeoBenchConfig:
     probe_s: float = 0.6
     """Seconds each site's speed probe runs (several quota periods)."""
     seed: int = 0
+    """Seed of the parameters' initialisation and of the data order, the same for every run;
+    the task itself (``task_seed``) stays the same across seeds so their test losses compare."""
+    task_seed: int = 0
     out_dir: Path = Path("results")
     timeout_s: float = 600.0
 
@@ -187,6 +190,8 @@ class GeoBenchConfig:
         if self.switch_impl == "bmv2" and self.testbed != "mininet":
             raise GeoBenchError("geo bench --switch-impl bmv2: BMv2 has no UDP ports, so its site switches run in "
                                 "Mininet: add --backend mininet (as root)")
+        if self.seed < 0 or self.task_seed < 0:
+            raise GeoBenchError(f"geo bench: seed {self.seed} and task seed {self.task_seed} must be >= 0")
         if self.replicas < 1 or self.steps < 1 or self.microbatches < 1 or self.batch < 1 or \
                 (self.dp_batch is not None and self.dp_batch < 1):
             raise GeoBenchError("geo bench: replicas, steps, microbatches, batch and dp batch must be >= 1")
@@ -258,7 +263,7 @@ class GeoBenchConfig:
         if self.task == "text":
             from innet.host.geo.data import TextTask
 
-            return TextTask.make(seq=self.seq, seed=self.seed).vocab
+            return TextTask.make(seq=self.seq, seed=self.task_seed).vocab
         return self.vocab
 
     def model_spec(self, numpy_nodes: Sequence[str] = ()) -> ModelSpec:

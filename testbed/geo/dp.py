@@ -37,7 +37,8 @@ def _dp_processes(config: GeoBenchConfig, sites: Sequence[str], ratio: float, co
                        for j, other in enumerate(sites))
         jobs.append(DpJob(model=config.model_spec(), task=config.task_spec(), index=i, sites=len(sites),
                           steps=config.steps, batch=dp_batch(config), microbatches=config.microbatches, seed=config.seed,
-                          data_seed=config.seed + 1000 * i, lr=config.lr, momentum=config.momentum, ratio=ratio,
+                          task_seed=config.task_seed, data_seed=config.seed + 1000 * i, lr=config.lr,
+                          momentum=config.momentum, ratio=ratio,
                           codec=codec, listen=(topo.host(host).address, 0) if host is not None else ("127.0.0.1", 0),
                           shapes=shapes, eval_every=config.eval_every, timeout=min(config.timeout_s, 300.0)))
     hosts = {h.address: h.name for h in topo.workers}

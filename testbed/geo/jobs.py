@@ -66,7 +66,8 @@ def stage_jobs(config: GeoBenchConfig, plan: Plan, compression: str, replica: in
         listen = (topo.host(host).address, 0) if host is not None else ("127.0.0.1", 0)
         jobs.append(StageJob(model=config.model_spec(numpy_nodes), task=config.task_spec(), cuts=plan.cuts, index=i,
                              steps=config.steps, batch=config.batch, microbatches=config.microbatches,
-                             seed=config.seed, data_seed=config.seed + 1000 * replica, skip_steps=skip_steps, lr=config.lr,
+                             seed=config.seed, task_seed=config.task_seed, data_seed=config.seed + 1000 * replica,
+                             skip_steps=skip_steps, lr=config.lr,
                              momentum=config.momentum, listen=listen,
                              shape_next=shape(sites[i], sites[i + 1]) if i + 1 < len(sites) else None,
                              shape_prev=shape(sites[i], sites[i - 1]) if i > 0 else None,

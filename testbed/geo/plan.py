@@ -96,7 +96,7 @@ def plan_all(config: GeoBenchConfig, quotas: Any = None, fabric: Any = None) -> 
     """Measure the workload at the microbatch size (and, with ``speeds``, every site's device
     speed under its quota) and plan every placement with the measured speeds."""
     graph = build_model(config.model_spec())
-    task = build_task(config.task_spec(), config.seed)
+    task = build_task(config.task_spec(), config.task_seed)
     feeds = next(task.batches(config.batch, 1, config.seed))[0]
     workload = measure(graph, graph.init_params(config.seed), feeds, repeats=7)
     speeds: dict[str, float] = {}

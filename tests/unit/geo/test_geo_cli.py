@@ -210,3 +210,26 @@ def test_data_parallel_batch_defaults_to_the_pipelines_and_can_match_their_globa
     assert dp_batch(GeoBenchConfig(batch=8, dp_batch=3)) == 3
     with pytest.raises(GeoBenchError, match="dp batch"):
         GeoBenchConfig(dp_batch=0)
+
+
+def test_the_seed_moves_initialisation_and_data_order_not_the_task(capsys: pytest.CaptureFixture[str]) -> None:
+    from innet.host.geo.opfence import LinkCost, Plan
+    import argparse
+
+    from innet.testbed.cli.geo import add_commands
+    from innet.testbed.geo.bench import GeoBenchConfig, stage_jobs
+
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers())
+    assert parser.parse_args(["geo", "bench"]).seed == 0
+    assert parser.parse_args(["geo", "bench", "--seed", "2"]).seed == 2
+    assert main(["geo", "bench", "--seed", "-1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "argument --seed: -1 is outside 0..2147483647" in err[-1] and "Traceback" not in "\n".join(err)
+
+    plan = Plan(order=(("s1h1",), ("s2h1",), ("s3h1",)), cuts=(8, 16), stage_nodes=(("a",), ("b",), ("c",)),
+                stage_compute_s=(0.01, 0.01, 0.01), links=(LinkCost(10, 40), LinkCost(100, 10)),
+                boundary_bytes=(1, 1), reduce_s=(0, 0, 0), microbatches=4, step_s=1.0)
+    jobs = stage_jobs(GeoBenchConfig(task="lm", seed=2), plan, "topk", 1)
+    # parameters from seed 2, replica 1's batches from 1002, the task (language, test set) from 0
+    assert {(j.seed, j.data_seed, j.task_seed) for j in jobs} == {(2, 1002, 0)}

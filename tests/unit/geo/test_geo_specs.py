@@ -24,8 +24,9 @@ PLAN = Plan(order=(("s1h1", "s1h2"), ("s2h1", "s2h2"), ("s3h1", "s3h2")), cuts=(
 JOB_JSON = (
     '{"model": {"kind": "gpt", "vocab": 32, "d": 32, "heads": 2, "layers": 2, "seq": 16}, '
     '"task": {"kind": "lm", "vocab": 32, "seq": 16}, "cuts": [8, 16], "index": 1, "steps": 100, "batch": 32, '
-    '"microbatches": 4, "seed": 0, "data_seed": 1000, "dtype": "float32", "lr": 0.05, "momentum": 0.9, '
-    '"listen": ["127.0.0.1", 0], "next_address": null, "shape_next": {"bw_mbps": 100, "delay_ms": 10}, '
+    '"microbatches": 4, "seed": 0, "data_seed": 1000, "task_seed": 0, "dtype": "float32", "lr": 0.05, '
+    '"momentum": 0.9, "listen": ["127.0.0.1", 0], "next_address": null, '
+    '"shape_next": {"bw_mbps": 100, "delay_ms": 10}, '
     '"shape_prev": {"bw_mbps": 10, "delay_ms": 40}, "compress_next": null, "compress_prev": {"mode": "adatopk", '
     '"ratio": 0.28125, "min_ratio": 0.25, "max_ratio": 0.28125, "feedback": true, "feedback_activations": false, '
     '"row_topk": true, "warmup_steps": 10, "warmup": "int8", "activations": "topk", "gradients": "masked", '
