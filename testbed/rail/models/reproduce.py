@@ -97,8 +97,8 @@ def default_parts() -> netcost.Parts:
     return _parts(DEFAULT)
 
 
-GuessValue = int | str
-"""The value of an unstated input: a number (a batch, a cluster size) or a named choice."""
+GuessValue = int | float | str
+"""The value of an unstated input: a number (a batch, a cluster size, a price scale) or a named choice."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,32 @@ class GuessArgs:
     grad_bytes: int | None = None
     held: str | None = None
     moe_recompute: str | None = None
+    price_scale: float | None = None
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Unstated inputs scanned only to show at which of their values a row would be within.
+
+    Why: where no cited source fixes an input, the honest report of a miss is what the paper
+    would need to state and which value of it would make innet agree. A probe is that
+    information and nothing more: the row keeps its guess's value, whatever the scan finds."""
+
+    names: tuple[str, ...]
+    """Guess names (keys of the guess-to-argument map), one per scanned input."""
+    values: tuple[tuple[GuessValue, ...], ...]
+    """The combinations scanned, each one value per name."""
+
+    @classmethod
+    def over(cls, **scans: tuple[GuessValue, ...]) -> "Probe":
+        """Every combination of the given values (keyword: guess name with ``_`` for spaces)."""
+        import itertools
+
+        names = tuple(k.replace("_", " ") for k in scans)
+        return cls(names, tuple(itertools.product(*scans.values())))
+
+    def label(self, combo: tuple[GuessValue, ...]) -> str:
+        return ", ".join(f"{n}={v}" for n, v in zip(self.names, combo))
 
 
 Inputs = Mapping[str, object]
@@ -150,6 +176,8 @@ class Claim:
     guesses: tuple[Guess, ...] = ()
     cause: str = ""
     """Why innet differs, shown when the row is outside the tolerance."""
+    probes: tuple[Probe, ...] = ()
+    """Scans of unstated inputs reported beside a miss (information, never adopted)."""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -343,14 +371,20 @@ def _rounded(opts: dict[str, Any]) -> dict[str, Any]:
     return {k: round(v, 4) if isinstance(v, float) else v for k, v in opts.items()}
 
 
-def _parts(s: Settings) -> netcost.Parts:
-    return netcost.PEAK_PARTS if s.peak_power else netcost.PUBLIC_PARTS
+def _parts(s: Settings, price_scale: float = 1.0) -> netcost.Parts:
+    """The setting's parts, prices times ``price_scale`` (a probe of the paper's unpublished
+    prices; 1 everywhere a row is computed)."""
+    parts = netcost.PEAK_PARTS if s.peak_power else netcost.PUBLIC_PARTS
+    if price_scale == 1.0:
+        return parts
+    return replace(parts, switch_usd_per_port=parts.switch_usd_per_port * price_scale,
+                   transceiver_usd=parts.transceiver_usd * price_scale)
 
 
 def _intro(what: str) -> Compute:
     def compute(s: Settings, g: GuessArgs) -> tuple[float, Inputs]:
         radix = _or(g.radix, 64)
-        net = netcost.rail_optimized(netcost.Cluster(s.gpus_30k, 8, radix), _parts(s))
+        net = netcost.rail_optimized(netcost.Cluster(s.gpus_30k, 8, radix), _parts(s, _or(g.price_scale, 1.0)))
         value = net.cost_usd / 1e6 if what == "cost" else net.power_w / 1e6
         return value, {"gpus": s.gpus_30k, "K": 8, "radix": radix, "switches": net.switches,
                        "transceivers": net.transceivers, "power": "peak" if s.peak_power else "typical"}
@@ -362,7 +396,7 @@ def _table2(key: str, end: str) -> Compute:
 
     def compute(s: Settings, g: GuessArgs) -> tuple[float, Inputs]:
         grid = TABLE2_GRIDS[_or(g.grid, "all")]
-        rows = [netcost.compare(c, _parts(s)) for c in netcost.TABLE2_CLUSTERS if grid(c)]
+        rows = [netcost.compare(c, _parts(s, _or(g.price_scale, 1.0))) for c in netcost.TABLE2_CLUSTERS if grid(c)]
         saving = [getattr(c, key) for c in rows if c.cost_saving > 0]
         value = (min(saving) if end == "low" else max(saving)) * scale
         return value, {"rows": f"{len(saving)} of {len(rows)} grid rows with a saving",
@@ -370,14 +404,16 @@ def _table2(key: str, end: str) -> Compute:
     return compute
 
 
+T2_THREE_TIER_32K = "32k-65k GPUs, radix 64/128"
 TABLE2_GRIDS: dict[str, Callable[[netcost.Cluster], bool]] = {
     "all": lambda c: True,
     "radix 64/128": lambda c: c.radix >= 64,
     "32k-65k GPUs": lambda c: c.gpus >= 32768,
+    T2_THREE_TIER_32K: lambda c: c.gpus >= 32768 and c.radix >= 64,
 }
 """Which rows of :data:`netcost.TABLE2_CLUSTERS` Table II has: unknown (our copy has the
 caption only), so the grid is a guess and these are its alternatives."""
-_GRID_GUESS = Guess("Table II rows", "all", ("radix 64/128", "32k-65k GPUs"),
+_GRID_GUESS = Guess("Table II rows", "all", ("radix 64/128", "32k-65k GPUs", T2_THREE_TIER_32K),
                     "our copy of the paper has Table II's caption, not its rows: every combination of the sizes, "
                     "radices and HB domains its evaluation names")
 
@@ -415,12 +451,26 @@ _FIG9_CAUSE = ("the paper states neither the cluster size nor the batch behind F
                "K = 8, 16,384 gives 13.9% for 4x HB at K = 256); no single size matches all four, and hiding the "
                "TP collectives (tp_overlap 1) drops 4x HB at K = 256 to 1.8%, so the paper's model exposes them; "
                "neither Megatron-LM 2021's schedule nor DGX GH200's two tiers moves a row within, and holding "
-               "the other bandwidth at its axis's start brings only 4x HB at K = 8 within (guess columns). The paper "
-               "would need to state the cluster, the batch and the held bandwidth of the figure")
+               "the other bandwidth at its axis's start brings only 4x HB at K = 8 within (guess columns). The scan "
+               "of 16k-65k GPUs x batch 1k-8k finds each row's own combinations, and no one combination serves "
+               "all four (4x HB at K = 8 saves at least 10.8% at every one). The paper would need to state the "
+               "cluster, the batch and the held bandwidth of the figure")
+
+_PRICE_SCALES = (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0)
+"""Multiples of innet's switch and transceiver prices scanned for the money rows (the paper's
+prices, TopoOpt's, are not in any source reachable here)."""
+_FIG89_PROBE = Probe.over(cluster_size=(16384, 32768, 65536), global_batch=(1024, 1536, 2048, 3072, 4096, 8192))
+"""Figs. 8-9 name neither the cluster (16k-65k GPUs, section V-B) nor the batch."""
+
 
 def _t2(key: str, what: str, paper: float, unit: str, saving: str, end: str, cause: str = "") -> Claim:
-    """One end of one of Table II's ranges (section V-E), over the guessed grid of rows."""
-    return Claim(key, "§V-E, Table II", what, paper, unit, _table2(saving, end), guesses=(_GRID_GUESS,), cause=cause)
+    """One end of one of Table II's ranges (section V-E), over the guessed grid of rows; the
+    probe scans the grids (and, for money, the price scale)."""
+    scans: dict[str, tuple[GuessValue, ...]] = {"Table_II_rows": tuple(TABLE2_GRIDS)}
+    if unit == "$M":
+        scans["price_scale"] = _PRICE_SCALES
+    return Claim(key, "§V-E, Table II", what, paper, unit, _table2(saving, end), guesses=(_GRID_GUESS,), cause=cause,
+                 probes=(Probe.over(**scans),))
 
 
 CLAIMS: tuple[Claim, ...] = (
@@ -436,11 +486,15 @@ CLAIMS: tuple[Claim, ...] = (
                                       "2021, Table 1); the paper's figure does not state it"),),
           cause="ring collectives put a TP group's bytes on one neighbour (the paper's < 0.04% of pairs with TP "
                 "traffic pins that: spreading over all 7 peers gives 0.23%); 300 GB is what a third of the "
-                "micro-batches (batch 1026, guess column) moves, so the figure's batch or collective count is not Megatron's"),
+                "micro-batches (batch 1026, guess column) moves, so the figure's batch or collective count is not Megatron's; "
+                "the bytes grow linearly with the batch, so the paper would need to state the batch (or "
+                "micro-batch count) behind Fig. 3",
+          probes=(Probe.over(global_batch=(768, 864, 960)),)),
     Claim("fig3_nic_pair", "§III-B, Fig. 3", "bytes per GPU pair across HB domains (PP, same rail)", 6.0, "GB", _nic_pair_gb,
           cause="one PP hop sends b s h / t bf16 values (Megatron's scatter/gather) per micro-batch each way: "
                 "13.1 MB x 512 = 6.7 GB, 12% above the '~6 GB' read off the figure's colour scale (the DP ring "
-                "pairs carry 6.6 GB)"),
+                "pairs carry 6.6 GB); the paper would need to print the pair's bytes or the batch behind Fig. 3",
+          probes=(Probe.over(global_batch=(2880, 2976)),)),
     Claim("fig3_in_rail", "§III-B", "NIC-domain bytes that stay on one rail", 1.0, "%",
           _traffic_share("nic_in_rail_share"), "at_least"),
     Claim("fig4_dp_nic", "§III-B, Fig. 4", "DP bytes on the NIC, share of all bytes (GPT-1T, 16 GH200)", 0.008, "%",
@@ -464,7 +518,8 @@ CLAIMS: tuple[Claim, ...] = (
                          "the paper counts bytes from the model and its parallelization and does not say; the "
                          "same script sets ACTIVATION_CHECKPOINT=true, which redoes each MoE layer's forward "
                          "all-to-alls in the backward pass; off matches the MoE iteration model and the "
-                         "testbed measurement it is checked against"))),
+                         "testbed measurement it is checked against")),
+          probes=(Probe.over(MoE_global_batch=(256, 384, 512, 640)),)),
     Claim("fig7_1t", "§V-A, Fig. 7", "HFU error against Korthikanti et al., GPT-1T (at most)", 0.018, "%",
           _fig7("gpt-1t"), "at_most"),
     Claim("fig7_22b", "§V-A, Fig. 7", "HFU error, GPT-22B (at most)", 0.108, "%", _fig7("gpt-22b"), "at_most"),
@@ -478,18 +533,23 @@ CLAIMS: tuple[Claim, ...] = (
                 "behind the last micro-batch's backward pass at K = 256 as at K = N, leaving only the pipeline "
                 "sends (2 ms of 0.59 s); Megatron-LM 2021's schedule exposes the reduction and the sends (guess "
                 "column 'communication overlap'), DGX GH200's two tiers slow the reduction's HB phase (guess "
-                "column 'K = 256 fabric'), and the paper does not say which cluster size 4.1% is for"),
+                "column 'K = 256 fabric'), and the paper does not say which cluster size 4.1% is for; with DP "
+                "and PP overlapped no scanned cluster x batch gives 3.7-4.5% (16k-65k GPUs x batch 1k-8k: "
+                "0.15-12%, jumping with the best split). The paper would need to state its overlap "
+                "assumptions, cluster and batch",
+          probes=(_FIG89_PROBE,)),
     Claim("fig9_k8_hb", "§V-C, Fig. 9", "GPT-1T, K = 8: iteration time saved by 4x HB bandwidth", 0.080, "%",
           _fig9(8, "hb"), guesses=(_GPUS_GUESS, _BATCH_GUESS, _OVERLAP_GUESS, _GRAD_GUESS, _HELD_GUESS),
-          cause=_FIG9_CAUSE),
+          cause=_FIG9_CAUSE, probes=(_FIG89_PROBE,)),
     Claim("fig9_k8_nic", "§V-C, Fig. 9", "GPT-1T, K = 8: saved by 4x NIC bandwidth", 0.359, "%", _fig9(8, "nic"),
-          guesses=(_GPUS_GUESS, _BATCH_GUESS, _OVERLAP_GUESS, _GRAD_GUESS, _HELD_GUESS), cause=_FIG9_CAUSE),
+          guesses=(_GPUS_GUESS, _BATCH_GUESS, _OVERLAP_GUESS, _GRAD_GUESS, _HELD_GUESS), cause=_FIG9_CAUSE,
+          probes=(_FIG89_PROBE,)),
     Claim("fig9_k256_hb", "§V-C, Fig. 9", "GPT-1T, K = 256: saved by 4x HB bandwidth", 0.133, "%", _fig9(256, "hb"),
           guesses=(_GPUS_GUESS, _BATCH_GUESS, _OVERLAP_GUESS, _GRAD_GUESS, _FABRIC_GUESS, _HELD_GUESS),
-          cause=_FIG9_CAUSE),
+          cause=_FIG9_CAUSE, probes=(_FIG89_PROBE,)),
     Claim("fig9_k256_nic", "§V-C, Fig. 9", "GPT-1T, K = 256: saved by 4x NIC bandwidth", 0.080, "%", _fig9(256, "nic"),
           guesses=(_GPUS_GUESS, _BATCH_GUESS, _OVERLAP_GUESS, _GRAD_GUESS, _FABRIC_GUESS, _HELD_GUESS),
-          cause=_FIG9_CAUSE),
+          cause=_FIG9_CAUSE, probes=(_FIG89_PROBE,)),
     Claim("fig10_k8_256", "§V-D, Fig. 10", "GPT-1T, 32,768 GPUs, K = 8, batch 256: performance vs ideal", 0.65, "%",
           _fig10(8, 256), guesses=(_OVERLAP_GUESS, _GRAD_GUESS)),
     Claim("fig10_k8_4096", "§V-D, Fig. 10", "K = 8, batch 4096", 0.85, "%", _fig10(8, 4096), guesses=(_OVERLAP_GUESS, _GRAD_GUESS)),
@@ -499,32 +559,38 @@ CLAIMS: tuple[Claim, ...] = (
           cause="an iteration over a bigger batch on a fixed cluster takes longer; only time per sequence "
                 "(the 'after' reading) falls"),
     Claim("intro_cost", "§I", "rail-optimized network for ~30,000 GPUs: cost", 200.0, "$M", _intro("cost"),
-          guesses=(Guess("switch radix", 64, (32, 128), "QM9700, the paper's ref. [31], has 64 ports of 400G"),)),
+          guesses=(Guess("switch radix", 64, (32, 128), "QM9700, the paper's ref. [31], has 64 ports of 400G"),),
+          probes=(Probe.over(price_scale=_PRICE_SCALES),)),
     Claim("intro_power", "§I", "same network: peak power", 4.6, "MW", _intro("power"),
           guesses=(Guess("switch radix", 64, (32, 128), "QM9700, the paper's ref. [31]"),),
           cause="typical switch power (747 W) is not peak power; with the QM9700's maximum (1,720 W, its port "
                 "optics included) and 9 W per NIC-end transceiver it is the 'after' row"),
     _t2("t2_cost_low", "cost saving, low end of the range", 0.38, "%", "cost_saving", "low",
-        "Table II's rows are not in our copy; innet's grid (16k-65k GPUs, radix 32/64/128, K 8/256) has "
-        "radix-32 rows where rail-only drops one of four tiers (26.6%); where it drops one of three, "
-        "36.2% (within; guess column, without radix 32)"),
+        "the low end depends only on which rows Table II has, and our copy has its caption, not its rows: "
+        "innet's grid keeps radix 32 (the setup names radix 32, 64 and 128), where a full-bisection Clos of "
+        "16k-65k GPUs needs four tiers and rail-only drops one (26.6%); on the rows where rail-optimized "
+        "has three tiers and rail-only drops one, 36.2%. The paper would need to list its rows (N, K, radix)"),
     _t2("t2_cost_high", "cost saving, high end", 0.77, "%", "cost_saving", "high"),
     _t2("t2_power_low", "power saving, low end", 0.37, "%", "power_saving", "low",
-        "the grid's radix-32 rows drop one of four tiers (27%); dropping one of three gives 37.5% with "
-        "peak switch power (optics included) and 36.8% with typical power: the paper's 37% and 75% are "
-        "exactly the peak-power values of one and two of three tiers"),
+        "as the cost's low end: the radix-32 rows drop one of four tiers (27.3%); dropping one of three "
+        "gives 37.5% with the paper's cited parts (QM9700 maximum 1,720 W with its port optics, ref. [31]; "
+        "9 W per NIC-end MMA4Z00-NS400, ref. [30]), and two of three 75.0%: exactly the paper's 37% and "
+        "75%. The paper would need to list its rows"),
     _t2("t2_power_high", "power saving, high end", 0.75, "%", "power_saving", "high", "see the low end"),
     _t2("t2_usd_low", "money saved, low end", 117.0, "$M", "cost_saving_usd", "low",
-        "Table II's rows are not in our copy: innet's grid includes 16,384-GPU rows (the smallest saving) "
-        "and 65,536-GPU rows with two tiers saved (the largest); the paper's prices (TopoOpt's) are not "
-        "public in our sources either, and the percentages say a switch port costs ~2.8x a transceiver "
-        "there against 0.9x in ours. Paired end to end the paper's ranges imply rail-optimized networks "
-        "of $308M (38%, $117M) and $304M (77%, $234M), and of 4.6 MW (37%, 1.7 MW: the introduction's "
-        "30,000-GPU network) and 9.2 MW (75%, 6.9 MW); the paper would need to list its rows"),
+        "money saved is 2 x (switch price per port + transceiver price) per GPU per tier removed, so it "
+        "hinges on the paper's prices (TopoOpt's, ref. [13]: not in any source reachable here) and on its "
+        "rows. innet's prices reproduce section I's $200M for 30,000 GPUs, and the same price scan of that "
+        "row is within at scale 1 only (JSON would_agree of intro_cost); Table II's $117M and $234M both "
+        "need 1.5x those prices on the three-tier 32k-65k rows (scan), at which section I's network would "
+        "cost ~$300M, and with the radix-32 rows the two ends need different scales. No one price set and "
+        "row set gives section I and Table II together: the paper would need to state its per-part "
+        "prices and its rows"),
     _t2("t2_usd_high", "money saved, high end", 234.0, "$M", "cost_saving_usd", "high", "see the low end"),
     _t2("t2_mw_low", "power saved, low end", 1.7, "MW", "power_saving_w", "low",
-        "the grid's smallest saving is at 16,384 GPUs (one tier); the paper's 1.7 MW is one tier at ~32k "
-        "(guess column, 32k-65k GPUs)"),
+        "the power parts are the paper's cited ones, so only the rows are missing: the grid's smallest "
+        "saving is one tier at 16,384 GPUs (0.88 MW); one tier at 32,768 GPUs saves 1.76 MW (scan), and "
+        "the paper would need to state whether Table II has 16,384-GPU rows"),
     _t2("t2_mw_high", "power saved, high end", 6.9, "MW", "power_saving_w", "high"),
 )
 """The paper's quantitative claims (numbers from our copy of the paper; sections and figures
@@ -554,6 +620,27 @@ class GuessOutcome:
 
 
 @dataclass(frozen=True)
+class ProbeOutcome:
+    """One probe of a claim: the row's number at each scanned combination and where it is within."""
+
+    names: tuple[str, ...]
+    scanned: tuple[tuple[str, float], ...]
+    """(the combination as text, the claim's number under it)."""
+    within_at: tuple[str, ...]
+    """The combinations at which the row would be within (empty: none of those scanned)."""
+
+    def text(self) -> str:
+        """One line for the table: where the row would agree, or that no scanned value does."""
+        if self.within_at:
+            return "would be within at " + "; ".join(self.within_at)
+        return f"within at no scanned {' x '.join(self.names)}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"inputs": list(self.names), "scanned": dict(self.scanned), "within_at": list(self.within_at),
+                "adopted": False}
+
+
+@dataclass(frozen=True)
 class ClaimRow:
     """One claim reproduced."""
 
@@ -564,17 +651,24 @@ class ClaimRow:
     guesses: tuple[GuessOutcome, ...] = ()
     """Per guess: its name, value, why, and the row's value under each alternative (empty when
     the guesses were not recomputed)."""
+    probes: tuple[ProbeOutcome, ...] = ()
+    """Per probe of the claim, where the row would be within (information, not adopted)."""
 
     @property
     def cause(self) -> str:
-        """Why innet differs from the paper ("" when within, "not traced" when nobody knows)."""
-        return "" if self.within else (self.claim.cause or "not traced")
+        """Why innet differs from the paper ("" when within, "not traced" when nobody knows),
+        followed by what the probes found, labelled as not adopted."""
+        if self.within:
+            return ""
+        found = " | ".join(p.text() for p in self.probes)
+        return (self.claim.cause or "not traced") + (f" [scan, information only, not adopted: {found}]" if found else "")
 
     def to_json(self) -> dict[str, Any]:
         c = self.claim
         return {"key": c.key, "where": c.where, "what": c.what, "paper": c.paper, "unit": c.unit, "kind": c.kind,
                 "tolerance": None if c.kind in ("at_least", "true") else c.tolerance(), "innet": self.value,
                 "within": self.within, "inputs": dict(self.inputs), "guesses": [g.to_json() for g in self.guesses],
+                "would_agree": [p.to_json() for p in self.probes],
                 "cause": self.cause, "note": c.cause if self.within else ""}
 
 
@@ -588,13 +682,24 @@ def reproduce_claim(claim: Claim, settings: Settings, with_guesses: bool = True)
             effect = tuple((str(alt), claim.compute(settings, _guess_args({**base, g.name: alt}))[0])
                            for alt in g.alternatives)
             guesses.append(GuessOutcome(g.name, g.value, g.why, effect))
-    return ClaimRow(claim, float(value), inputs, claim.within(float(value)), tuple(guesses))
+    probes = tuple(_probe(claim, settings, base, p) for p in claim.probes) if with_guesses else ()
+    return ClaimRow(claim, float(value), inputs, claim.within(float(value)), tuple(guesses), probes)
+
+
+def _probe(claim: Claim, settings: Settings, base: Mapping[str, GuessValue], probe: Probe) -> ProbeOutcome:
+    """The claim under each of the probe's combinations (the other guesses at their values)."""
+    scanned = []
+    for combo in probe.values:
+        value = claim.compute(settings, _guess_args({**base, **dict(zip(probe.names, combo))}))[0]
+        scanned.append((probe.label(combo), float(value)))
+    return ProbeOutcome(probe.names, tuple(scanned), tuple(label for label, v in scanned if claim.within(v)))
 
 
 _GUESS_ARGS = {"global batch": "batch", "cluster size": "gpus", "MoE global batch": "moe_batch", "switch radix": "radix",
                "Table II rows": "grid", "K = 256 fabric": "fabric",
                "communication overlap": "overlap", "gradient reduce bytes": "grad_bytes",
-               "other bandwidth held at": "held", "MoE activation checkpointing": "moe_recompute"}
+               "other bandwidth held at": "held", "MoE activation checkpointing": "moe_recompute",
+               "price scale": "price_scale"}
 
 
 def _guess_args(values: Mapping[str, GuessValue]) -> GuessArgs:

@@ -14,7 +14,7 @@ from innet.testbed.rail.models import netcost, report, reproduce
 from innet.testbed.rail.models.railperf import ModelError
 
 ROW_KEYS = {"key", "where", "what", "paper", "unit", "kind", "tolerance", "innet", "within", "inputs", "guesses",
-            "cause", "note"}
+            "would_agree", "cause", "note"}
 
 
 def _claim(key: str) -> reproduce.Claim:
@@ -143,6 +143,40 @@ def test_peak_power_counts_switch_optics_once() -> None:
     assert one.power_saving == pytest.approx(0.375, abs=0.001)
     assert two.power_saving == pytest.approx(0.75, abs=0.001)
     assert one.rail_optimized.power_w == pytest.approx(one.rail_optimized.switches * 1720 + 16384 * 9)
+
+
+def test_probe_scans_every_combination_and_labels_it() -> None:
+    probe = reproduce.Probe.over(cluster_size=(16384, 32768), global_batch=(1024, 2048, 4096))
+    assert probe.names == ("cluster size", "global batch")
+    assert len(probe.values) == 6 and (32768, 2048) in probe.values
+    assert probe.label((32768, 2048)) == "cluster size=32768, global batch=2048"
+
+
+def test_a_probe_reports_where_a_miss_would_agree_without_adopting_it() -> None:
+    """The scan is information: the row keeps its guessed value, each scanned number is the
+    claim recomputed under that combination, and the cause says it is not adopted."""
+    claim = _claim("t2_usd_low")
+    row = reproduce.reproduce_claim(claim, reproduce.AFTER)
+    plain = reproduce.reproduce_claim(claim, reproduce.AFTER, with_guesses=False)
+    assert row.value == plain.value and not row.within and plain.probes == ()
+    (probe,) = row.probes
+    scanned = dict(probe.scanned)
+    assert scanned["Table II rows=all, price scale=1.0"] == pytest.approx(row.value)
+    value, _ = claim.compute(reproduce.AFTER, reproduce.GuessArgs(grid="32k-65k GPUs", price_scale=2.0))
+    assert scanned["Table II rows=32k-65k GPUs, price scale=2.0"] == pytest.approx(value)
+    assert probe.within_at == tuple(label for label, v in probe.scanned if claim.within(v))
+    assert "not adopted" in row.cause and probe.to_json()["adopted"] is False
+
+
+def test_section_one_and_table_two_money_need_different_prices() -> None:
+    """innet's prices give section I's $200M for 30,000 GPUs and only they do among the scanned
+    scales, while neither end of Table II's money range is within at those prices on any grid."""
+    intro = reproduce.reproduce_claim(_claim("intro_cost"), reproduce.AFTER)
+    assert intro.within and intro.probes[0].within_at == ("price scale=1.0",)
+    for key in ("t2_usd_low", "t2_usd_high"):
+        row = reproduce.reproduce_claim(_claim(key), reproduce.AFTER)
+        assert row.probes[0].within_at
+        assert not any(label.endswith("price scale=1.0") for label in row.probes[0].within_at)
 
 
 def test_unknown_setting_is_named() -> None:
