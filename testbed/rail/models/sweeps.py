@@ -111,6 +111,13 @@ class BandwidthGain:
     """1 - time at the highest bandwidth / time at the lowest."""
     paper_gain_x4: float | None
 
+    @property
+    def speedup_x4(self) -> float:
+        """Time at the lowest bandwidth / time at the highest - 1: the reading ``innet model
+        reproduce`` compares with the paper's "performance improvement" (section V-D measures
+        performance as the inverse of iteration time)."""
+        return self.gain_x4 / (1 - self.gain_x4)
+
     def to_json(self) -> dict[str, Any]:
         return {"model": self.model, "gpus": self.gpus, "hb_size": self.hb_size, "batch": self.batch,
                 "vary": self.vary, "bps": None, "gain_x4": self.gain_x4, "paper_gain_x4": self.paper_gain_x4}

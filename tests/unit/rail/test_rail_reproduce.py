@@ -75,6 +75,30 @@ def test_fig9_held_bandwidth_is_a_named_reading() -> None:
     assert inputs["range"] == "C_S 100->400 Gbit/s, C_F 2.4 Tbit/s"
 
 
+def test_fig9_gain_reading_follows_the_setting_and_both_are_shown() -> None:
+    """'after' reads section V-C's improvement as a speedup (section V-D's performance is ideal
+    time / time), 'before' as time saved; the guess column recomputes both on every row, and
+    the two readings are one pair of iteration times."""
+    claim = _claim("fig9_k8_nic")
+    after = reproduce.reproduce_claim(claim, reproduce.AFTER)
+    before = reproduce.reproduce_claim(claim, replace(reproduce.AFTER, fig9_speedup=False), with_guesses=False)
+    gain = next(g for g in after.guesses if g.name == "Fig. 9 gain")
+    assert after.value == pytest.approx(gain.under(reproduce.GAIN_SPEEDUP))
+    assert before.value == pytest.approx(gain.under(reproduce.GAIN_TIME_SAVED))
+    assert after.value == pytest.approx(before.value / (1 - before.value))
+    assert after.inputs["gain"] == reproduce.GAIN_SPEEDUP and before.inputs["gain"] == reproduce.GAIN_TIME_SAVED
+    assert not reproduce.BEFORE.fig9_speedup and reproduce.AFTER.fig9_speedup
+
+
+def test_bandwidth_sweep_prints_the_speedup_beside_the_reduction() -> None:
+    from innet.testbed.rail.models import sweeps
+
+    rows = sweeps.bandwidth_sweep(gpus=1024, batch=256, hb_sizes=(8,))
+    gain = next(r for r in rows if isinstance(r, sweeps.BandwidthGain) and r.vary == "nic")
+    points = [r.seconds for r in rows if isinstance(r, sweeps.BandwidthRow) and r.vary == "nic"]
+    assert gain.speedup_x4 == pytest.approx(points[0] / points[-1] - 1)
+
+
 def test_moe_activation_checkpointing_is_shown_beside_the_share() -> None:
     """Recomputing the forward redoes its two all-to-alls per MoE layer: 6 instead of 4, so
     the all-to-all's bytes grow by half against the same dense all-reduce."""
