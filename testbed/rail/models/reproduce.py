@@ -600,7 +600,8 @@ CLAIMS: tuple[Claim, ...] = (
         "rows. innet's prices reproduce section I's $200M for 30,000 GPUs, and the same price scan of that "
         "row is within at scale 1 only (JSON would_agree of intro_cost); Table II's $117M and $234M both "
         "need 1.5x those prices on the three-tier 32k-65k rows (scan), at which section I's network would "
-        "cost ~$300M, and with the radix-32 rows the two ends need different scales. No one price set and "
+        "cost ~$300M and the 6.9 MW end falls to 3.5 MW, and with the radix-32 rows the two ends need "
+        "different scales. No one price set and "
         "row set gives section I and Table II together: the paper would need to state its per-part "
         "prices and its rows"),
     _t2("t2_usd_high", "money saved, high end", 234.0, "$M", "cost_saving_usd", "high", "see the low end"),
