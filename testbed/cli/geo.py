@@ -335,14 +335,16 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                                 "than fixed top-k; 1 lets a fast link go dense)")
             p.add_argument("--min-ratio", type=positive_float, default=0.25,
                            help="AdaTopK's floor (default 0.25: below it the language model moves away from dense)")
-            p.add_argument("--topk-values", choices=("int8", "fp32"), default="int8",
-                           help="top-k values as int8 with a scale per row (default) or fp32")
+            p.add_argument("--topk-values", choices=("int8", "int8-bf16", "fp32"), default="int8-bf16",
+                           help="top-k values as int8 with a bfloat16 scale per row (int8-bf16, default), a float32 "
+                                "one (int8) or fp32")
             p.add_argument("--activations", choices=("topk", "int8-fit"), default="topk",
                            help="top-k runs send activations as top-k (default), or int8 per row where that fits "
                                 "top-k's bytes (int8-fit; needs --gradients topk or int8)")
-            p.add_argument("--gradients", choices=("masked", "topk", "int8"), default="masked",
-                           help="top-k runs send gradients at the forward top-k's columns (masked, default), top-k "
-                                "at the ratio or int8 per row (both with error feedback)")
+            p.add_argument("--gradients", choices=("masked", "topk", "int8", "int4"), default="int4",
+                           help="top-k runs send gradients as int4 per row with a bfloat16 scale (int4, default), "
+                                "int8 per row, top-k at the ratio (these three with error feedback) or only at the "
+                                "forward top-k's columns (masked)")
             p.add_argument("--no-reference", action="store_true",
                            help="lm: sparsify activations themselves, not their deviation from a per-token "
                                 "reference row both link ends keep")

@@ -105,25 +105,26 @@ def test_runs_on_two_switch_implementations_are_one_document_with_rows_by_switch
 
 
 def test_geo_bench_topk_runs_send_topk_and_bad_codecs_are_named(capsys: pytest.CaptureFixture[str]) -> None:
-    """Top-k runs send per-row top-k with int8 values and masked gradients by default; int8 is its
-    own run (``opfence/int8``), never a top-k run's payload; bad codecs are one line, exit 2."""
+    """Top-k runs send per-row top-k with int8 values (bfloat16 scales) and int4 gradients by
+    default; int8 is its own run (``opfence/int8``), never a top-k run's payload; bad codecs are
+    one line, exit 2."""
     from innet.testbed.geo.bench import GeoBenchConfig, GeoBenchError, link_compression
 
     config = GeoBenchConfig(task="lm")
     topk = link_compression(config, "topk")
     assert topk is not None and (topk.mode, topk.activations, topk.gradients, topk.values, topk.reference) == \
-        ("topk", "topk", "masked", "int8", "key")
+        ("topk", "topk", "int4", "int8-bf16", "key")
     int8 = link_compression(config, "int8")
     assert int8 is not None and int8.mode == "int8"
     assert link_compression(config, "none") is None
     with pytest.raises(GeoBenchError, match="activations='fp4'"):
         GeoBenchConfig(activations="fp4")
     with pytest.raises(GeoBenchError, match="gradients='masked'.*needs activations='topk' with row_topk"):
-        GeoBenchConfig(row_topk=False)
+        GeoBenchConfig(row_topk=False, gradients="masked")
     assert main(["geo", "bench", "--activations", "fp4"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert "argument --activations: invalid choice: 'fp4'" in err[-1]
-    assert main(["geo", "bench", "--tensor-topk", "--steps", "2"]) == 2
+    assert main(["geo", "bench", "--tensor-topk", "--gradients", "masked", "--steps", "2"]) == 2
     assert "needs activations='topk' with row_topk" in capsys.readouterr().err
 
 
@@ -145,7 +146,7 @@ def test_adatopk_stage_jobs_carry_the_codecs_on_the_slowest_link_only() -> None:
                 microbatches=4, step_s=1.0)
     jobs = stage_jobs(GeoBenchConfig(task="lm"), plan, "adatopk", 0)
     assert jobs[0].compress_next is not None and jobs[1].compress_prev == jobs[0].compress_next
-    assert (jobs[0].compress_next.activations, jobs[0].compress_next.gradients) == ("topk", "masked")
+    assert (jobs[0].compress_next.activations, jobs[0].compress_next.gradients) == ("topk", "int4")
     assert jobs[1].compress_next is None and jobs[2].compress_prev is None  # 100 Mbit/s: not the slowest
     other = stage_jobs(GeoBenchConfig(task="lm", gradients="int8"), plan, "adatopk", 0)
     assert other[0].compress_next is not None

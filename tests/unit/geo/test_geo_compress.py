@@ -244,11 +244,12 @@ def _activations(seed: int = 0, rows: int = 64, width: int = 32) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((rows // 16, 16, width)).astype(np.float32)
 
 
-@pytest.mark.parametrize("values", ["fp32", "int8"])
+@pytest.mark.parametrize("values", ["fp32", "int8", "int8-bf16"])
 def test_per_row_topk_sends_k_values_and_indices_and_reports_its_encoded_bytes(values: str) -> None:
     """Top-k at ratio r really sends ceil(r * width) values per row and which columns they are, as
     a bitmask of the row (4 bytes for 32 columns, smaller than 8 one-byte indices; int8 values:
-    plus a float32 scale per row), nothing else; ``nbytes`` is what the wire carries."""
+    plus a float32 scale per row, or a bfloat16 one), nothing else; ``nbytes`` is what the wire
+    carries."""
     from innet.host.geo.codec import TopkRows
 
     x = _activations()
@@ -256,18 +257,22 @@ def test_per_row_topk_sends_k_values_and_indices_and_reports_its_encoded_bytes(v
     sent = LinkCompressor(CompressionConfig("topk", ratio=0.25, row_topk=True, values=values),
                           direction="fwd").compress({"h": x})["h"]
     assert isinstance(sent, TopkRows) and sent.cols.shape == (rows, 8) and sent.cols.dtype == np.uint8
-    value_bytes = 1 if values == "int8" else 4
-    assert sent.nbytes == rows * (4 + 8 * value_bytes) + (4 * rows if values == "int8" else 0)
+    value_bytes = 4 if values == "fp32" else 1
+    scale_bytes = {"fp32": 0, "int8": 4, "int8-bf16": 2}[values]
+    assert sent.nbytes == rows * (4 + 8 * value_bytes + scale_bytes)
     empty = encode(("fwd", 0, 0), {"h": TopkRows((4, 16, width), np.zeros((rows, 0), np.uint8),
-                                                 np.zeros((rows, 0), sent.values.dtype), sent.scale, sent.dtype)})
+                                                 np.zeros((rows, 0), sent.values.dtype), sent.scale, sent.dtype,
+                                                 scale16=sent.scale16)})
     data = encode(("fwd", 0, 0), {"h": sent})
     header = len(b'"mask": true') - len(b'"mask": false')  # the one header field that differs
     assert len(data) == len(empty) + header + rows * (4 + 8 * value_bytes)
+    assert len(data) == 4 + int.from_bytes(data[:4], "big") + sent.nbytes
     got = decode(encode(("fwd", 0, 0), {"h": sent}))[1]["h"]
     kept = np.abs(x.reshape(rows, width))
     threshold = np.sort(kept, axis=1)[:, -8][:, None]
     assert np.array_equal(got.reshape(rows, width) != 0, kept >= threshold)  # exactly the 8 largest
-    tol = np.abs(x).max(axis=-1, keepdims=True) / 254 * 1.001 if values == "int8" else 0
+    tol = np.abs(x).max(axis=-1, keepdims=True) / 254 * (1.01 if values == "int8-bf16" else 1.001) \
+        if values != "fp32" else 0
     np.testing.assert_allclose(got[got != 0], x[got != 0], atol=float(np.max(tol)), rtol=0)
 
 
@@ -349,3 +354,45 @@ def test_a_dense_adatopk_message_moves_both_references() -> None:
         else:
             rx.receive("h", sent, tokens)
     assert np.array_equal(tx.reference.tables["h"], rx.reference.tables["h"])
+
+
+def test_int4_rows_send_half_a_byte_per_element_and_a_bfloat16_scale_exactly() -> None:
+    """``Int4Rows``: 4-bit values (-7..7) two per byte and a bfloat16 scale per row; what the
+    receiver decodes is exactly what the sender's error feedback counted as sent, down to
+    gradients far below float16's range, and an odd element count still round-trips."""
+    from innet.host.geo.codec import Int4Rows
+
+    rng = np.random.default_rng(3)
+    for x in (rng.standard_normal((4, 16, 32)).astype(np.float32) * 1e-7,
+              rng.standard_normal((3, 33)).astype(np.float32)):
+        t = Int4Rows.of(x)
+        rows = x.size // x.shape[-1]
+        assert t.nbytes == (x.size + 1) // 2 + 2 * rows and int(np.abs(t.q).max()) == 7
+        data = encode(("bwd", 0, 0), {"g": t})
+        assert len(data) == 4 + int.from_bytes(data[:4], "big") + t.nbytes  # length, JSON header, buffers
+        got = decode(data)[1]["g"]
+        assert np.array_equal(got, t.dense())
+        # each element within half a step of its row's scale (the scale rounded to bfloat16 first)
+        assert np.all(np.abs(got - x) <= 0.5 * t.scale[..., None] * (1 + 1e-6) + 1e-45)
+    zero = Int4Rows.of(np.zeros((2, 8), np.float32))
+    assert np.array_equal(decode(encode("z", {"g": zero}))[1]["g"], np.zeros((2, 8), np.float32))
+
+
+def test_int4_gradients_go_back_for_every_column_with_error_feedback() -> None:
+    """``gradients="int4"``: the backward message is every column's gradient as ``Int4Rows``
+    (warm-up steps too), the rounding error kept and added to the next message; the cost model
+    charges what is sent."""
+    from innet.host.geo.codec import Int4Rows
+
+    config = CompressionConfig("topk", ratio=0.28125, row_topk=True, activations="topk", gradients="int4",
+                               values="int8", warmup_steps=2, warmup="int8")
+    bwd = LinkCompressor(config, direction="bwd")
+    g1, g2 = _activations(4), _activations(5)
+    for step in (0, 5):  # a warm-up step and a top-k step
+        first = bwd.compress({"h": g1}, step=step)["h"]
+        assert isinstance(first, Int4Rows) and bwd.last_codecs == ("int4",)
+        assert bwd.predicted_bytes({"h": g1.shape}, config.ratio, step) == first.nbytes == 64 * (16 + 2)
+        np.testing.assert_array_equal(bwd.feedback.residuals["h"], g1 - first.dense())
+        second = bwd.compress({"h": g2}, step=step + 1)["h"]
+        assert np.array_equal(second.dense(), Int4Rows.of(g2 + (g1 - first.dense())).dense())
+        bwd.feedback.residuals.clear()
