@@ -333,8 +333,9 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
             p.add_argument("--adatopk-max-ratio", type=positive_float, default=None,
                            help="AdaTopK's cap on its ratio (default: --topk-ratio, so AdaTopK never sends more "
                                 "than fixed top-k; 1 lets a fast link go dense)")
-            p.add_argument("--min-ratio", type=positive_float, default=0.25,
-                           help="AdaTopK's floor (default 0.25: below it the language model moves away from dense)")
+            p.add_argument("--min-ratio", type=positive_float, default=None,
+                           help="AdaTopK's floor (default: --topk-ratio; at 0.25 the language model ended 0.05 "
+                                "above dense over 3 seeds, at 0.28125 0.03 below)")
             p.add_argument("--topk-values", choices=("int8", "int8-bf16", "fp32"), default="int8-bf16",
                            help="top-k values as int8 with a bfloat16 scale per row (int8-bf16, default), a float32 "
                                 "one (int8) or fp32")

@@ -171,7 +171,7 @@ def test_link_check_compares_probed_links_with_their_configuration() -> None:
                                        "c-b 10 Mbit/s 30 ms -> 9.7 Mbit/s 30.4 ms")
 
 
-def test_adatopk_is_capped_at_the_topk_ratio_unless_told_otherwise() -> None:
+def test_adatopk_is_floored_and_capped_at_the_topk_ratio_unless_told_otherwise() -> None:
     import argparse
 
     from innet.testbed.cli.geo import add_commands
@@ -185,8 +185,13 @@ def test_adatopk_is_capped_at_the_topk_ratio_unless_told_otherwise() -> None:
 
     default = link_compression(GeoBenchConfig(task="lm"), "adatopk")
     assert default is not None and (default.ratio, default.max_ratio) == (0.28125, 0.28125)
+    # the floor is the fixed ratio too (below it the language model left dense), unless given
+    assert args.min_ratio is None and default.min_ratio == 0.28125
+    assert parser.parse_args(["geo", "bench", "--min-ratio", "0.25"]).min_ratio == 0.25
+    opened = link_compression(GeoBenchConfig(task="lm", min_ratio=0.25, adatopk_max_ratio=1.0), "adatopk")
+    assert opened is not None and (opened.min_ratio, opened.max_ratio) == (0.25, 1.0)
     moved = link_compression(GeoBenchConfig(task="lm", topk_ratio=0.375), "adatopk")
-    assert moved is not None and moved.max_ratio == 0.375
+    assert moved is not None and moved.max_ratio == moved.min_ratio == 0.375
     loose = link_compression(GeoBenchConfig(task="lm", adatopk_max_ratio=1.0), "adatopk")
     assert loose is not None and loose.max_ratio == 1.0
     fixed = link_compression(GeoBenchConfig(task="lm"), "topk")
