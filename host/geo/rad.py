@@ -269,11 +269,22 @@ class StageRunner:
         return float(tag[1])
 
     def probe(self) -> None:
-        """Both probes of this stage, in the order that cannot deadlock along a chain."""
+        """Both probes of this stage, in the order that cannot deadlock along a chain, then the
+        chain's barrier: the last stage says ``probed`` once its link was measured and each
+        stage passes it back only after its own probe, so no stage starts training (computing,
+        and sending on its links) while a later link is still being probed. Without it the
+        first stage trained during the other links' probes, and on Mininet, where the frames of
+        every link cross the user-space site switches, a probe then measured CPU contention as
+        well as the link."""
         if self.prev is not None:
             self.answer_prev()
         if self.next is not None:
             self.probe_next()
+            tag, _ = decode(self.next.recv(self.timeout))
+            if tuple(tag) != ("probed",):
+                raise RadError(f"stage {self.index}: expected the next stage's probed barrier, got {tag}")
+        if self.prev is not None:
+            self.prev.send(encode(("probed",), {}))
 
     # -- one step -------------------------------------------------------------------------
 
