@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -81,19 +83,24 @@ class WorkerProc:
         self.stderr = self.popen.stderr.read()
 
     def wait_port(self, timeout: float) -> int:
+        return int(self.wait_event("listening", "listen", timeout)["port"])
+
+    def wait_event(self, event: str, what: str, timeout: float) -> dict[str, Any]:
+        """The first record of ``event``; LaunchError (naming ``what`` it did not do) when the
+        process exits first or ``timeout`` passes."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
                 for r in self.lines:
-                    if r.get("event") == "listening":
-                        return int(r["port"])
+                    if r.get("event") == event:
+                        return r
                 if self.popen.poll() is not None and not self._out.is_alive():
                     self._err.join(1.0)
-                    raise LaunchError(f"{self.name} exited with status {self.popen.returncode} before listening: "
-                                      f"{self.stderr.decode(errors='replace')[-1500:]}")
+                    raise LaunchError(f"{self.name} exited with status {self.popen.returncode} before it did "
+                                      f"{what}: {self.stderr.decode(errors='replace')[-1500:]}")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise LaunchError(f"{self.name} did not listen within {timeout:g} s")
+                    raise LaunchError(f"{self.name} did not {what} within {timeout:g} s")
                 self._cond.wait(min(remaining, 0.2))
 
     def finish(self, deadline: float) -> None:
@@ -120,16 +127,21 @@ def launch(pipelines: Sequence[Sequence[StageJob]], spawn: Spawn = local_spawn, 
     """Run every pipeline (a list of stage jobs in stage order); per pipeline, per stage, what
     the stage printed. ``connect_host`` gives the address other stages reach a stage at
     (default: its ``listen`` host); ``on_record`` sees every record as it arrives (e.g. to
-    change a site's CPU quota at a given step)."""
+    change a site's CPU quota at a given step). Several probing pipelines probe one at a
+    time: the next is started once the one before reports its links probed, and all train
+    once the last has (a start file their first stages wait for), so no probe shares the
+    links or the CPU with another pipeline's start-up, probe or training."""
     procs: list[WorkerProc] = []
     per_pipe: list[list[WorkerProc]] = []
     deadline = time.monotonic() + timeout
+    gate_dir = tempfile.mkdtemp(prefix="innet-geo-start-") if len(pipelines) > 1 else None
+    start_file = os.path.join(gate_dir, "start") if gate_dir is not None else None
     try:
         for p, jobs in enumerate(pipelines):
             started: list[WorkerProc] = []
             next_addr: tuple[str, int] | None = None
             for job in reversed(jobs):
-                job = replace(job, next_address=next_addr)
+                job = replace(job, next_address=next_addr, start_file=start_file if job.probe else None)
                 name = f"pipeline {p} stage {job.index}"
                 hook = (lambda record, job=job: on_record(job, record)) if on_record is not None else None
                 proc = WorkerProc(name, spawn(job, name, [sys.executable, "-m", WORKER_MODULE, job.to_json()]), hook)
@@ -140,9 +152,16 @@ def launch(pipelines: Sequence[Sequence[StageJob]], spawn: Spawn = local_spawn, 
                     host = connect_host(job) if connect_host else job.listen[0]
                     next_addr = (host, port)
             per_pipe.append(started)
+            if start_file is not None and jobs and jobs[0].probe:
+                started[0].wait_event("probed", "probe its links", max(1.0, deadline - time.monotonic()))
+        if start_file is not None:
+            with open(start_file, "w", encoding="utf-8"):
+                pass
         for proc in procs:
             proc.finish(deadline)
         return [[StageOutput(i, tuple(proc.lines)) for i, proc in enumerate(pipe)] for pipe in per_pipe]
     finally:
         for proc in procs:
             proc.kill()
+        if gate_dir is not None:
+            shutil.rmtree(gate_dir, ignore_errors=True)

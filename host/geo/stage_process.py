@@ -78,6 +78,10 @@ class StageJob(JsonPlan):
     params_in: tuple[str, ...] = ()
     """.npz files (other stages' ``params_out``) to start from: this stage takes the parameters and
     the momentum of its own nodes from them (a pipeline re-planned at a step boundary)."""
+    start_file: str | None = None
+    """A file the coordinator creates once every pipeline has probed its links: the first stage
+    reports ``probed`` and waits for it before training (``launch``: pipelines probe one at a
+    time). None: train right after the probe."""
     stop_file: str | None = None
     """A file the coordinator may write a step number into: the stage stops before training that
     step (every stage of the pipeline reads the same file, so they stop at the same boundary)."""
@@ -107,6 +111,15 @@ def build_model(spec: ModelSpec) -> Graph:
         return from_torch(module, name=spec.factory, target=spec.target, numpy_nodes=spec.numpy_nodes)
     raise GraphError(f"model spec {type(spec).__name__}: expected an MlpSpec, GptSpec, Gpt2Spec, ResnetSpec "
                      "or TorchSpec")
+
+
+def _wait_for(path: Path, timeout: float) -> None:
+    """Until ``path`` exists (the coordinator's start signal); GraphError after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise GraphError(f"stage 0: the start file {path} did not appear within {timeout:g} s")
+        time.sleep(0.01)
 
 
 def build_task(spec: TaskSpec, seed: int) -> Digits | LmTask | TextTask:
@@ -229,6 +242,10 @@ def run(job: StageJob) -> int:
         runner.restore_link_state(carried)  # a re-plan: residuals, reference rows, held ratio
         if job.probe:
             runner.probe()
+            if job.index == 0:
+                _emit(event="probed")
+                if job.start_file is not None:
+                    _wait_for(Path(job.start_file), job.timeout)
         base = {"next": nxt.sent_bytes if nxt else 0, "prev": prev.sent_bytes if prev else 0}  # probes excluded
         test = _cast(task.test_feeds(), dtype)
         clock = 0.0

@@ -31,7 +31,8 @@ JOB_JSON = (
     '"ratio": 0.28125, "min_ratio": 0.28125, "max_ratio": 0.28125, "feedback": true, "feedback_activations": false, '
     '"row_topk": true, "warmup_steps": 10, "warmup": "int8", "activations": "topk", "gradients": "int4", '
     '"reference": "key", "reference_key": "tokens", "reference_rate": 0.9, "values": "int8-bf16", "ratio_band": 0.25, '
-    '"ratio_patience": 8}, "probe": true, "eval_every": 5, "params_out": null, "params_in": [], "stop_file": null, '
+    '"ratio_patience": 8}, "probe": true, "eval_every": 5, "params_out": null, "params_in": [], '
+    '"start_file": null, "stop_file": null, '
     '"skip_steps": 0, "dp": {"agent": {"job": 7, "rank": 1, "num_workers": 2, "window": 16, "k": 4, "epoch": 3, '
     '"chunk_deadline": 0.5, "transport": {"kind": "udp", "switch_ip": "10.0.0.1", "local_ip": "10.0.0.2", '
     '"local_port": 40000}, "elements": 1234}, "replicas": 2}, "timeout": 300.0}')
