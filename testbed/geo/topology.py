@@ -201,9 +201,12 @@ def network_view(topo: Topology, speed: dict[str, float] | None = None) -> SiteN
 MININET_WAN_CEILING_MBPS = 119.0
 """The highest WAN rate the Mininet geo testbed carries on this machine (2 shared cores): a
 link configured at 1 Gbit/s (HTB on the veths, frames forwarded by the user-space site
-switches) was probed at 119 Mbit/s, and at 164.6 Mbit/s in a second run; links at 100 Mbit/s
-and below were probed within 10% of their rate when the machine was not saturated. Measure
-again (``innet geo bench --backend mininet`` prints each link as probed) before raising it."""
+switches) was probed at 119 Mbit/s, and at 164.6 Mbit/s in a second run, both under load ~10;
+links at 100 Mbit/s and below were probed within 10% of their rate when the machine was not
+saturated. On an idle machine (load 0.2-0.6, probes no longer sharing the CPU with training)
+150 and 200 Mbit/s read within 10% (140.0, 181.8), 250 read 208.9 and 1 Gbit/s 312.2, so an idle
+machine may pass ``--wan-ceiling 200``. Measure again (``innet geo bench --backend mininet``
+prints each link as probed) before raising it."""
 
 
 def wan_links(topo: Topology) -> list[tuple[str, str, Link]]:
