@@ -83,11 +83,11 @@ class WorkerProc:
         self.stderr = self.popen.stderr.read()
 
     def wait_port(self, timeout: float) -> int:
-        return int(self.wait_event("listening", "listen", timeout)["port"])
+        return int(self.wait_event("listening", ("listening", "listen"), timeout)["port"])
 
-    def wait_event(self, event: str, what: str, timeout: float) -> dict[str, Any]:
-        """The first record of ``event``; LaunchError (naming ``what`` it did not do) when the
-        process exits first or ``timeout`` passes."""
+    def wait_event(self, event: str, what: tuple[str, str], timeout: float) -> dict[str, Any]:
+        """The first record of ``event``; LaunchError naming what it did not do (``what``: as
+        "before ..." and as "did not ...") when the process exits first or ``timeout`` passes."""
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
@@ -96,11 +96,11 @@ class WorkerProc:
                         return r
                 if self.popen.poll() is not None and not self._out.is_alive():
                     self._err.join(1.0)
-                    raise LaunchError(f"{self.name} exited with status {self.popen.returncode} before it did "
-                                      f"{what}: {self.stderr.decode(errors='replace')[-1500:]}")
+                    raise LaunchError(f"{self.name} exited with status {self.popen.returncode} before {what[0]}: "
+                                      f"{self.stderr.decode(errors='replace')[-1500:]}")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise LaunchError(f"{self.name} did not {what} within {timeout:g} s")
+                    raise LaunchError(f"{self.name} did not {what[1]} within {timeout:g} s")
                 self._cond.wait(min(remaining, 0.2))
 
     def finish(self, deadline: float) -> None:
@@ -153,7 +153,8 @@ def launch(pipelines: Sequence[Sequence[StageJob]], spawn: Spawn = local_spawn, 
                     next_addr = (host, port)
             per_pipe.append(started)
             if start_file is not None and jobs and jobs[0].probe:
-                started[0].wait_event("probed", "probe its links", max(1.0, deadline - time.monotonic()))
+                started[0].wait_event("probed", ("probing its links", "probe its links"),
+                                      max(1.0, deadline - time.monotonic()))
         if start_file is not None:
             with open(start_file, "w", encoding="utf-8"):
                 pass
