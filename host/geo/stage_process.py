@@ -3,7 +3,8 @@
 Every site runs one per stage replica. The process builds the model from its spec and
 initialises only its own nodes' parameters from the shared seed, regenerates the same
 batches as every other site, listens for the previous stage (printing
-``{"event": "listening", "port": P}`` first), connects to the next, probes the link, trains,
+``{"event": "listening", "port": P}`` first), connects to the next, probes the link (the first
+stage prints ``probed`` once every link of the chain is, and waits for ``start_file``), trains,
 and prints JSON lines: ``step`` (loss and training wall-clock, last stage), ``eval``
 (test accuracy, last stage; evaluation time is excluded from the clock) and ``done``
 (its measurements). With ``dp`` set, the stage's parameter gradients are summed by the
