@@ -148,6 +148,22 @@ def _stages(text: str) -> tuple[int, ...]:
     return out
 
 
+def refusal(prog: str, error: object) -> str:
+    """The one line a refused command prints: ``prog: message``, with the message's own leading
+    ``geo bench`` dropped (the library's errors name the bench for callers that are not this
+    command; here ``prog`` names it already)."""
+    message = str(error)
+    for lead in ("geo bench: ", "geo bench "):
+        if message.startswith(lead):
+            message = message[len(lead):]
+            break
+    return f"{prog}: {message}"
+
+
+def _refuse(prog: str, error: object) -> None:
+    print(refusal(prog, error), file=sys.stderr)
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from innet.host.geo.graph import GraphError
     from innet.host.geo.opfence import PlanError
@@ -160,7 +176,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if planned.site_speeds:
             print("measured site speeds: " + ", ".join(f"{s} {v:.2f}" for s, v in planned.site_speeds.items()))
     except (GeoBenchError, PlanError, TopologyError, GraphError) as error:
-        print(f"innet geo plan: {error}", file=sys.stderr)
+        _refuse("innet geo plan", error)
         return EXIT_USAGE
     print(config.topology)
     print("clusters (OP-Fence, by bandwidth): " + "; ".join(", ".join(c) for c in planned.clusters))
@@ -210,7 +226,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                          seed=args.seed,
                          **({"wan_ceiling_mbps": args.wan_ceiling} if args.wan_ceiling is not None else {}))
     except (geo_bench.GeoBenchError, TopologyError) as error:
-        print(f"innet geo bench: {error}", file=sys.stderr)
+        _refuse("innet geo bench", error)
         return EXIT_USAGE
     absent: dict[str, str] = {}
     if "bmv2" in impls:
@@ -230,7 +246,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         except Bmv2Error as error:
             problem = problem or str(error)
         if problem is not None:
-            print(f"innet geo bench: {problem}", file=sys.stderr)
+            _refuse("innet geo bench", problem)
             return EXIT_USAGE
     from innet.host.geo.launch import LaunchError
     from innet.testbed.core.testbed import TestbedError
@@ -253,10 +269,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         doc = geo_bench.combine(docs, absent) if len(docs) > 1 else next(iter(docs.values()))
         partial = doc.partial
     except (PlanError, GraphError, geo_bench.GeoBenchError) as error:  # GraphError: e.g. an unknown traced operator
-        print(f"innet geo bench: {error}", file=sys.stderr)
+        _refuse("innet geo bench", error)
         return EXIT_USAGE
     except (TestbedError, LaunchError) as error:
-        print(f"innet geo bench: {' '.join(str(error).split())[:2000]}", file=sys.stderr)
+        _refuse("innet geo bench", ' '.join(str(error).split())[:2000])
         return 1
     if partial and not doc.rows:
         return interrupted("innet geo bench")  # before the first run ended: nothing to write

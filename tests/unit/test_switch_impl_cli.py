@@ -97,7 +97,7 @@ def test_bench_switch_impl_list_is_checked(value, capsys):
 def test_geo_bench_on_bmv2_needs_mininet(capsys):
     assert main(["geo", "bench", "--switch-impl", "bmv2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["innet geo bench: geo bench --switch-impl bmv2: BMv2 has no UDP ports, so its site switches run "
+    assert err == ["innet geo bench: --switch-impl bmv2: BMv2 has no UDP ports, so its site switches run "
                    "in Mininet: add --backend mininet (as root)"]
 
 

@@ -34,7 +34,7 @@ def test_geo_plan_bad_input_is_one_line_and_exit_2(argv: list[str], message: str
 
 def test_geo_bench_refuses_an_unknown_run(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["geo", "bench", "--runs", "opfence/zip"]) == 2
-    assert "geo bench run opfence/zip: placement must be one of naive, greedy, search, opfence, uniform, dp and compression one of" in \
+    assert "innet geo bench: run opfence/zip: placement must be one of naive, greedy, search, opfence, uniform, dp and compression one of" in \
         capsys.readouterr().err
 
 

@@ -56,7 +56,7 @@ def test_a_model_that_does_not_fit_is_refused_by_the_config(kwargs: dict[str, ob
 @pytest.mark.parametrize("argv, message", [
     (["--model", "vgg"], "argument --model: invalid choice: 'vgg'"),
     (["--task", "images"], "argument --task: invalid choice: 'images'"),
-    (["--model", "resnet", "--task", "lm"], "innet geo bench: geo bench model 'resnet' does not take task 'lm''s feeds"),
+    (["--model", "resnet", "--task", "lm"], "innet geo bench: model 'resnet' does not take task 'lm''s feeds"),
 ])
 def test_bad_model_or_task_is_one_line_and_exit_2(argv: list[str], message: str) -> None:
     proc = _innet("geo", "bench", *argv)
@@ -88,3 +88,16 @@ def test_text_task_with_gpt2_from_the_command_line() -> None:
     plan = _innet("geo", "plan", "--task", "text", "--model", "gpt2", "--width", "64")
     assert plan.returncode == 0, plan.stderr
     assert "ops emb.." in plan.stdout
+
+
+def test_a_refusal_is_exactly_one_line_with_the_command_named_once() -> None:
+    """The library's message names the bench for its own callers; the command's line says
+    ``innet geo bench:`` once, not ``innet geo bench: geo bench: ...``."""
+    proc = _innet("geo", "bench", "--runs", "dp/adatopk")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "innet geo bench: run dp/adatopk: data parallel takes none, int8 or topk"], proc.stderr
+    proc = _innet("geo", "bench", "--model", "resnet", "--task", "lm")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "innet geo bench: model 'resnet' does not take task 'lm''s feeds: use it with digits"], proc.stderr

@@ -131,7 +131,7 @@ def test_the_cli_refuses_an_unemulable_wan_rate_in_one_line(capsys: pytest.Captu
     assert cli.main(["geo", "bench", "--backend", "mininet", "--wan", "a-b:10:40,b-c:100:10,a-c:400:2",
                      "--steps", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("innet geo bench: geo bench: WAN link a-c at 400 Mbit/s is above the ")
+    assert len(err) == 1 and err[0].startswith("innet geo bench: WAN link a-c at 400 Mbit/s is above the ")
     assert cli.main(["geo", "bench", "--backend", "mininet", "--wan-ceiling", "0", "--steps", "2"]) == 2
     assert "--wan-ceiling: " in capsys.readouterr().err
 

@@ -107,18 +107,18 @@ def test_every_site_is_probed_in_its_own_process() -> None:
     (["--speeds", "b:0"], "argument --speeds: speed of site 'b' is 0: must be a positive number"),
     (["--speeds", "b:-0.5"], "argument --speeds: speed of site 'b' is -0.5: must be a positive number"),
     (["--speeds", "b"], "argument --speeds: speed 'b': expected SITE:CPU_SHARE"),
-    (["--speeds", "q:0.5"], "innet geo bench: geo bench: speed for site 'q': no such site (sites: a, b, c)"),
-    (["--straggler", "q:3:0.1"], "innet geo bench: geo bench: speed for site 'q': no such site"),
+    (["--speeds", "q:0.5"], "innet geo bench: speed for site 'q': no such site (sites: a, b, c)"),
+    (["--straggler", "q:3:0.1"], "innet geo bench: speed for site 'q': no such site"),
     (["--straggler", "b:3:0"], "argument --straggler: straggler 'b:3:0': CPU share 0 must be a positive number"),
     (["--straggler", "b:500:0.1"], "straggler step 500: must be within 0..99"),
     (["--runs", "uniform/none"], "the equal-speed plan only differs with --speeds"),
-    (["--replan"], "geo bench --replan: needs --straggler SITE:STEP:SHARE with STEP + 17 < --steps"),
+    (["--replan"], "innet geo bench: --replan: needs --straggler SITE:STEP:SHARE with STEP + 17 < --steps"),
     (["--replan", "--straggler", "b:95:0.1"], "with STEP + 17 < --steps"),
-    (["--rate-change", "a-b:5:2"], "geo bench --rate-change: changes a Mininet WAN link with tc: add --backend mininet"),
+    (["--rate-change", "a-b:5:2"], "innet geo bench: --rate-change: changes a Mininet WAN link with tc: add --backend mininet"),
     (["--rate-change", "ab:5:2"], "argument --rate-change: rate change 'ab:5:2': expected SITE-SITE:STEP:MBIT_S"),
     (["--rate-change", "a-b:5:0"], "argument --rate-change: rate change 'a-b:5:0': 0 Mbit/s must be within (0, 1000]"),
-    (["--backend", "mininet", "--rate-change", "a-q:5:2"], "geo bench: rate change: no site 'q' (sites: a, b, c)"),
-    (["--backend", "mininet", "--rate-change", "a-b:100:2"], "geo bench: rate change step 100: must be within 0..99"),
+    (["--backend", "mininet", "--rate-change", "a-q:5:2"], "innet geo bench: rate change: no site 'q' (sites: a, b, c)"),
+    (["--backend", "mininet", "--rate-change", "a-b:100:2"], "innet geo bench: rate change step 100: must be within 0..99"),
 ])
 def test_bad_speeds_on_the_cli_are_one_line_and_exit_2(argv: list[str], message: str,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
@@ -130,7 +130,7 @@ def test_bad_speeds_on_the_cli_are_one_line_and_exit_2(argv: list[str], message:
 def test_plan_refuses_speeds_for_an_unknown_site(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["geo", "plan", "--speeds", "a:1,zz:2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == "innet geo plan: geo bench: speed for site 'zz': no such site (sites: a, b, c)"
+    assert err[-1] == "innet geo plan: speed for site 'zz': no such site (sites: a, b, c)"
 
 
 def test_config_refuses_bad_speeds_before_anything_runs() -> None:
@@ -145,7 +145,7 @@ def test_without_root_speeds_are_one_line_and_exit_2(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(cpuquota.os, "geteuid", lambda: 1000)
     assert main(["geo", "plan", "--speeds", "b:0.5"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["innet geo plan: geo bench --speeds: CPU quotas per site need root (cgroups)"]
+    assert err == ["innet geo plan: --speeds: CPU quotas per site need root (cgroups)"]
 
 
 def test_quota_keeps_a_short_period_above_the_kernel_floor() -> None:
