@@ -55,10 +55,11 @@ class CompressionConfig:
     """Lower bound of AdaTopK's ratio (a link too slow for anything still carries this much)."""
     max_ratio: float = 1.0
     """Upper bound of AdaTopK's ratio. Below 1 where top-k is part of the trained model (masked
-    gradients, a shared reference): there a link with time to spare would otherwise send more
-    columns, or dense, than the model was trained through (measured on the slow-link WAN on a
-    loaded machine: the ratio rose to 0.71 with 12% dense messages and the test loss ended at
-    1.66 against fixed top-k's 0.885)."""
+    gradients): there a link with time to spare would otherwise send more columns, or dense,
+    than the model was trained through (measured with masked gradients on the slow-link WAN on
+    a loaded machine: the ratio rose to 0.71 with 12% dense messages and the test loss ended at
+    1.66 against fixed top-k's 0.885). With every column's gradient sent (``int4``) 1 tracks
+    dense (docs/geo.md)."""
     feedback: bool = True
     """Keep the dropped part of gradients (error feedback)."""
     feedback_activations: bool = False
@@ -463,6 +464,10 @@ class LinkCompressor:
         # the layout that keeps the most within the budget (the codec sends the smaller one)
         allowed = max(adaptive_ratio(elements, itemsize, self.bandwidth_bps, budget_s, c.min_ratio, per, row * rows)
                       for per, row in self.kept_bytes(width))
+        if allowed >= 1.0 and elements * itemsize > self.bandwidth_bps / 8 * budget_s:
+            # a sparse layout could carry every column (int8 values and a bitmask), but ratio 1
+            # sends the dense tensor, which does not fit: the most a sparse message keeps
+            allowed = max(c.min_ratio, 1.0 - 1.0 / max(width if self.rows else elements, 2))
         return self.hold.update(min(c.max_ratio, allowed))
 
     def compress(self, tensors: Mapping[str, Array], budget_s: float | None = None,

@@ -347,8 +347,8 @@ def add_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> 
                            help="samples per microbatch on each data-parallel site (default: --batch; "
                                 "--batch / sites gives data parallel the pipelines' global batch)")
             p.add_argument("--adatopk-max-ratio", type=positive_float, default=None,
-                           help="AdaTopK's cap on its ratio (default: --topk-ratio, so AdaTopK never sends more "
-                                "than fixed top-k; 1 lets a fast link go dense)")
+                           help="AdaTopK's cap on its ratio (default 1: a link fast enough for the dense message "
+                                "sends dense, a slower one as many columns as cross in time)")
             p.add_argument("--min-ratio", type=positive_float, default=None,
                            help="AdaTopK's floor (default: --topk-ratio; at 0.25 the language model ended 0.05 "
                                 "above dense over 3 seeds, at 0.28125 0.03 below)")

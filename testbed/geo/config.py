@@ -85,13 +85,14 @@ class GeoBenchConfig:
     min_ratio: float | None = None
     """AdaTopK's floor; None: ``topk_ratio``. On the language model's slow-link WAN 8 of 32
     columns (0.25) ended 0.046 above dense over seeds 0-2 (seed 0: +0.245) where 9 of 32 ended
-    0.029 below, so by default AdaTopK keeps at least what fixed top-k keeps and adapts upwards
-    only, where ``adatopk_max_ratio`` allows it (docs/geo.md)."""
+    0.029 below, so by default AdaTopK keeps at least what fixed top-k keeps (docs/geo.md)."""
     adatopk_max_ratio: float | None = None
-    """AdaTopK's cap (``CompressionConfig.max_ratio``); None: ``topk_ratio``. Capped at the fixed
-    ratio, AdaTopK sends what fixed top-k sends on a slow link and less only where the link
-    forces it: a link with time to spare would otherwise send more columns than the shared
-    reference (and masked gradients) were trained through."""
+    """AdaTopK's cap (``CompressionConfig.max_ratio``); None: 1, dense where the dense message
+    crosses within the pipeline's period, else as many columns as cross. With every column's
+    gradient sent (int4) the model is no longer trained only through the kept columns, so more
+    columns do not leave it: on the slow-link WAN's cut (``python -m innet.testbed.geo.seeds``,
+    virtual-time links) AdaTopK at 31 of 32 ended +0.014 from dense over seeds 0-5, fixed top-k
+    -0.039 (docs/geo.md)."""
     target_loss: float | None = None
     """Time-to-loss threshold (test cross-entropy), or None."""
     layers: int = 2
@@ -321,8 +322,8 @@ def adatopk_min_ratio(config: GeoBenchConfig) -> float:
 
 
 def adatopk_max_ratio(config: GeoBenchConfig) -> float:
-    """AdaTopK's cap: the configured one, else the fixed top-k ratio."""
-    return config.adatopk_max_ratio if config.adatopk_max_ratio is not None else config.topk_ratio
+    """AdaTopK's cap: the configured one, else 1 (dense where the dense message fits)."""
+    return config.adatopk_max_ratio if config.adatopk_max_ratio is not None else 1.0
 
 
 def target_loss(config: GeoBenchConfig) -> float:

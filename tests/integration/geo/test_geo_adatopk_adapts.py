@@ -3,30 +3,28 @@ throughput meter sees it, the sender's ratio moves, and the bytes on the wire ch
 few steps.
 
 The two stages run as threads with the real runners, codecs, meters and tags, but in virtual
-time: every stage has its own clock, a modelled compute time advances it, and each link end
-stamps a message with the time it leaves the link (the rate and delay applied to the sender's
-clock, in order); the receiver's clock moves to that time. What the meters measure, and so
-every ratio and byte count, follows from the link model alone, whatever the machine's load
-and the threads' scheduling (a version timed by real sleeps failed 1 run in 6 on a loaded
-2-core machine)."""
+time (``innet.testbed.geo.virtual``): what the meters measure, and so every ratio and byte
+count, follows from the link model alone, whatever the machine's load and the threads'
+scheduling (a version timed by real sleeps failed 1 run in 6 on a loaded 2-core machine).
+The first test runs the bench's default AdaTopK (``link_compression`` of a default language
+model config: floor at the fixed ratio, cap 1, int8 warm-up, the hold); the others an unheld
+and a held AdaTopK with a low floor."""
 
 from __future__ import annotations
 
-import struct
 import threading
-from typing import Mapping
 
 import numpy as np
 import pytest
 
-from innet.host.geo.channel import Channel, LinkShape, QueueChannel
+from innet.host.geo.channel import LinkShape, QueueChannel
 from innet.host.geo.compress import CompressionConfig
-from innet.host.geo.graph import ParamStore
-from innet.host.geo.ops import Array
 from innet.host.geo.rad import StageRunner, StageStats
 from innet.host.geo.stage_process import build_model, build_task
 from innet.host.geo.specs import GptSpec, LmSpec
-from innet.host.geo.stages import Sgd, Stage, StagePlan, partition
+from innet.host.geo.stages import Sgd, partition
+from innet.testbed.geo.config import GeoBenchConfig, link_compression
+from innet.testbed.geo.virtual import TimedStage, VirtualClock, VirtualLink
 
 STEPS, MICROBATCHES = 24, 2
 SLOW, FAST = 0.2, 200.0
@@ -37,62 +35,10 @@ COMPUTE_S = 0.02
 """Modelled forward and backward time per microbatch, on both stages."""
 CHANGES = {8: FAST, 16: SLOW}
 """Step -> the boundary's new rate (both directions), set before that step starts."""
-_DUE = struct.Struct(">d")
 
 
-class VirtualClock:
-    """One stage's time in seconds; only this test's code moves it."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class VirtualLink(Channel):
-    """One end of a shaped link in virtual time: a message occupies the link for ``bytes * 8 /
-    rate`` after the previous one from this end and arrives ``delay`` after it leaves (as
-    ``ShapedChannel`` emulates in real time); receiving moves the receiver's clock to the
-    arrival if that is later."""
-
-    def __init__(self, inner: Channel, clock: VirtualClock, shape: LinkShape) -> None:
-        super().__init__()
-        self.inner, self.clock, self.shape, self.name = inner, clock, shape, inner.name
-        self._busy_until = 0.0
-
-    def _send(self, data: bytes) -> None:
-        tx = self.shape.transfer_s(len(data)) - self.shape.delay_ms / 1e3
-        self._busy_until = max(self.clock.now, self._busy_until) + tx
-        self.inner.send(_DUE.pack(self._busy_until + self.shape.delay_ms / 1e3) + data)
-
-    def _recv(self, timeout: float | None) -> bytes:
-        raw = self.inner.recv(timeout)
-        (due,) = _DUE.unpack_from(raw)
-        self.clock.now = max(self.clock.now, due)
-        return raw[_DUE.size:]
-
-
-class TimedStage(Stage):
-    """A stage whose forward and backward each take ``COMPUTE_S`` of its virtual clock."""
-
-    def __init__(self, graph: object, plan: StagePlan, params: ParamStore, clock: VirtualClock) -> None:
-        super().__init__(graph, plan, params)  # type: ignore[arg-type]
-        self.clock = clock
-
-    def forward(self, mb: int, received: Mapping[str, Array], feeds: Mapping[str, Array]) -> dict[str, Array]:
-        out = super().forward(mb, received, feeds)
-        self.clock.now += COMPUTE_S
-        return out
-
-    def backward(self, mb: int, grads_out: Mapping[str, Array], loss_scale: float = 1.0) -> dict[str, Array]:
-        out = super().backward(mb, grads_out, loss_scale)
-        self.clock.now += COMPUTE_S
-        return out
-
-
-def _run(config: CompressionConfig) -> StageStats:
-    """Train two stages for ``STEPS`` with the rate changes of ``CHANGES``; the first stage's stats."""
+def _run(config: CompressionConfig, steps: int = STEPS, changes: dict[int, float] = CHANGES) -> StageStats:
+    """Train two stages for ``steps`` with the rate changes of ``changes``; the first stage's stats."""
     graph = build_model(GptSpec(vocab=32, d=32, heads=2, layers=2, seq=16))
     task = build_task(LmSpec(vocab=32, seq=16), 0)
     params = graph.init_params(0)
@@ -100,24 +46,25 @@ def _run(config: CompressionConfig) -> StageStats:
     a, b = QueueChannel.pair("boundary")
     ends = [VirtualLink(a, clocks[0], LinkShape(SLOW, DELAY_MS)), VirtualLink(b, clocks[1], LinkShape(SLOW, DELAY_MS))]
     plans = partition(graph, (6,))
-    runners = [StageRunner(TimedStage(graph, plan, {n: params[n] for n in plan.nodes if n in params}, clocks[i]),
+    runners = [StageRunner(TimedStage(graph, plan, {n: params[n] for n in plan.nodes if n in params}, clocks[i],
+                                      COMPUTE_S),
                            ends[1] if i else None, None if i else ends[0], Sgd(0.1, 0.9),
                            compress_next=None if i else config, compress_prev=config if i else None, timeout=30.0,
                            clock=clocks[i], timer=clocks[i])
                for i, plan in enumerate(plans)]
     batches = task.batches(8, MICROBATCHES, 1000)
-    steps = [next(batches) for _ in range(STEPS)]
+    data = [next(batches) for _ in range(steps)]
     barrier = threading.Barrier(2)
     errors: list[BaseException] = []
 
     def work(r: StageRunner) -> None:
         try:
             r.probe()
-            for s, mbs in enumerate(steps):
+            for s, mbs in enumerate(data):
                 barrier.wait(30.0)
-                if r.index == 0 and s in CHANGES:
+                if r.index == 0 and s in changes:
                     for end in ends:
-                        end.shape = LinkShape(CHANGES[s], DELAY_MS)
+                        end.shape = LinkShape(changes[s], DELAY_MS)
                 barrier.wait(30.0)
                 r.step(s, mbs)
         except BaseException as error:  # reported below
@@ -134,8 +81,32 @@ def _run(config: CompressionConfig) -> StageStats:
     return runners[0].stats
 
 
-def _per_step(values: list[float]) -> list[float]:
-    return list(np.array(values, float).reshape(STEPS, MICROBATCHES).mean(axis=1))
+def _per_step(values: list[float], steps: int = STEPS) -> list[float]:
+    return list(np.array(values, float).reshape(steps, MICROBATCHES).mean(axis=1))
+
+
+DEFAULT_STEPS = 40
+DEFAULT_CHANGES = {20: FAST, 32: SLOW}
+"""After the default's 10 int8 warm-up steps: slow until step 20, fast until 32, slow again."""
+
+
+@pytest.mark.timeout(180)
+def test_the_default_adatopk_goes_dense_on_a_fast_link_and_back_to_its_floor_on_a_slow_one() -> None:
+    config = link_compression(GeoBenchConfig(task="lm"), "adatopk")
+    assert config is not None and config.mode == "adatopk" and config.max_ratio == 1.0
+    assert config.min_ratio == GeoBenchConfig().topk_ratio and config.warmup_steps > 0
+    stats = _run(config, DEFAULT_STEPS, DEFAULT_CHANGES)
+    sizes = _per_step(stats.sizes_next, DEFAULT_STEPS)
+    ratios = _per_step(stats.ratios_next, DEFAULT_STEPS)
+    assert ratios[config.warmup_steps + 2:20] == [config.min_ratio] * (18 - config.warmup_steps), ratios
+    slow = np.median(sizes[config.warmup_steps + 2:20])
+    # the hold lets the ratio rise only after ratio_patience messages above its band
+    up = next(s for s in range(20, DEFAULT_STEPS) if ratios[s] == 1.0)
+    assert up <= 20 + 2 * config.ratio_patience // MICROBATCHES + 1, ratios
+    assert sizes[up + 1] > 3 * slow, (sizes, ratios)
+    down = next(s for s in range(32, DEFAULT_STEPS) if ratios[s] < 1.0)
+    assert down <= 32 + 2, ratios
+    assert ratios[-1] == config.min_ratio and sizes[-1] < np.median(sizes[up + 1:32]) / 3, (sizes, ratios)
 
 
 UNHELD = CompressionConfig("adatopk", min_ratio=0.05, row_topk=True, activations="topk", gradients="masked",

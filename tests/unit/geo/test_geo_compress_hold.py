@@ -122,3 +122,21 @@ def test_max_ratio_caps_adatopk_on_an_idle_link_and_min_above_max_is_refused() -
     assert 0.05 <= slow.last_ratio < 0.28125
     with pytest.raises(CompressionError, match="min_ratio=0.5 is above max_ratio=0.25"):
         CompressionConfig("adatopk", min_ratio=0.5, max_ratio=0.25)
+
+
+def test_adatopk_keeps_all_but_one_column_where_only_a_sparse_layout_fits_the_budget() -> None:
+    """Every column as int8 with a bitmask fits a budget the dense float32 message does not; ratio
+    1 would send the dense one, so the ratio stops at the most a sparse message keeps (31 of 32)
+    and what is encoded fits the budget."""
+    x = {"h": np.random.default_rng(0).standard_normal((32, 16, 32)).astype(np.float32)}
+    budget_s, bandwidth = 0.0258, 10e6
+    assert x["h"].nbytes > bandwidth / 8 * budget_s  # 65.5 kB dense against a 32 kB budget
+    config = CompressionConfig("adatopk", min_ratio=0.28125, max_ratio=1.0, row_topk=True, activations="topk",
+                               values="int8-bf16")
+    link = LinkCompressor(config, bandwidth_bps=bandwidth, direction="fwd")
+    sent = link.compress(x, budget_s=budget_s)
+    assert link.last_ratio == 31 / 32 and sent["h"].cols.shape[1] == 31
+    assert len(encode(("fwd", 0, 0), sent)) <= bandwidth / 8 * budget_s
+    fast = LinkCompressor(config, bandwidth_bps=100e6, direction="fwd")
+    fast.compress(x, budget_s=budget_s)
+    assert fast.last_ratio == 1.0  # the dense message fits at 100 Mbit/s

@@ -28,7 +28,7 @@ JOB_JSON = (
     '"momentum": 0.9, "listen": ["127.0.0.1", 0], "next_address": null, '
     '"shape_next": {"bw_mbps": 100, "delay_ms": 10}, '
     '"shape_prev": {"bw_mbps": 10, "delay_ms": 40}, "compress_next": null, "compress_prev": {"mode": "adatopk", '
-    '"ratio": 0.28125, "min_ratio": 0.28125, "max_ratio": 0.28125, "feedback": true, "feedback_activations": false, '
+    '"ratio": 0.28125, "min_ratio": 0.28125, "max_ratio": 1.0, "feedback": true, "feedback_activations": false, '
     '"row_topk": true, "warmup_steps": 10, "warmup": "int8", "activations": "topk", "gradients": "int4", '
     '"reference": "key", "reference_key": "tokens", "reference_rate": 0.9, "values": "int8-bf16", "ratio_band": 0.25, '
     '"ratio_patience": 8}, "probe": true, "eval_every": 5, "params_out": null, "params_in": [], '
