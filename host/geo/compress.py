@@ -316,7 +316,8 @@ class RatioHold:
     """AdaTopK's ratio, held steady against a noisy bandwidth estimate. The ratio the link allows
     is followed at once when it is below the held one by more than ``band`` (the link cannot carry
     what is held), and raised only after ``patience`` messages in a row allowed more than
-    ``band`` above it, to the least of them; dense (1.0) is never held once the link needs less.
+    ``band`` above it (or dense), to the least of them; dense (1.0) is never held once the link
+    needs less.
     Within the band the held ratio stays, so the kept
     count per row, part of the function the next stage trains on, changes only when the link
     really did."""
@@ -332,7 +333,9 @@ class RatioHold:
         if self.value is None or target < self.value * (1 - self.band) or (self.value >= 1.0 > target):
             self.value = target
             self._above.clear()
-        elif target > self.value * (1 + self.band):
+        elif target > self.value * (1 + self.band) or target >= 1.0 > self.value:
+            # dense is another codec, not a few more columns: from within the band below it
+            # (31 of 32 at most) the ratio would otherwise never reach it
             self._above.append(target)
             if len(self._above) >= self.patience:
                 self.value = min(self._above)

@@ -140,3 +140,12 @@ def test_adatopk_keeps_all_but_one_column_where_only_a_sparse_layout_fits_the_bu
     fast = LinkCompressor(config, bandwidth_bps=100e6, direction="fwd")
     fast.compress(x, budget_s=budget_s)
     assert fast.last_ratio == 1.0  # the dense message fits at 100 Mbit/s
+
+
+def test_hold_reaches_dense_from_within_the_band_below_it_after_patience() -> None:
+    """31 of 32 is within a 25% band of 1, yet dense is another codec: a link that carries the
+    dense message goes dense after ``patience`` messages, as any rise does."""
+    hold = RatioHold(band=0.25, patience=3)
+    hold.update(31 / 32)
+    assert [hold.update(1.0) for _ in range(3)] == [31 / 32, 31 / 32, 1.0]
+    assert hold.update(31 / 32) == 31 / 32  # and back at once
