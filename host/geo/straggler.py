@@ -60,26 +60,30 @@ class StragglerDetector:
     config: StragglerConfig = field(default_factory=StragglerConfig)
     seen: dict[int, list[float]] = field(default_factory=dict)
     detections: list[Detection] = field(default_factory=list)
+    compared: int = 0
+    """Steps every stage had reported at the last comparison."""
 
     def observe(self, stage: int, step: int, compute_s: float) -> Detection | None:
         """Record one step of one stage; a detection if this record completes one, else None.
-        Stages are compared once every stage has reported the same number of steps."""
+        Stages are compared over the steps every stage has reported: a pipeline's first stages
+        run a step or more ahead of its last, so their counts are rarely equal at any one record."""
         c = self.config
         if step < c.warmup:
             return None
         self.seen.setdefault(stage, []).append(compute_s)
-        counts = {len(v) for v in self.seen.values()}
-        n = counts.pop()
-        if counts or n < 2 * c.window:  # some stage is a step behind, or too few steps yet
+        n = min(len(v) for v in self.seen.values())
+        if n <= self.compared or n < 2 * c.window:  # nothing new in common, or too few steps yet
             return None
-        factors = {s: self._factor(v) for s, v in self.seen.items()}
+        self.compared = n
+        common = {s: v[:n] for s, v in self.seen.items()}
+        factors = {s: self._factor(v) for s, v in common.items()}
         # relative to the stages' median: a machine that gets busier slows every stage alike
         typical = max(statistics.median(factors.values()), 1.0) if len(factors) >= 3 else 1.0
         found = None
         for s, f in sorted(factors.items(), key=lambda kv: -kv[1]):
             if f > c.threshold * typical and not any(d.stage == s for d in self.detections):
-                v = self.seen[s]
-                hit = Detection(s, step, statistics.median(v[:c.window]), statistics.median(v[-c.window:]))
+                v = common[s]
+                hit = Detection(s, c.warmup + n - 1, statistics.median(v[:c.window]), statistics.median(v[-c.window:]))
                 self.detections.append(hit)
                 found = found or hit
         return found

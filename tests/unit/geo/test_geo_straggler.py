@@ -45,3 +45,22 @@ def test_a_machine_wide_slowdown_is_not_a_straggler() -> None:
     assert _feed(StragglerDetector(), busier) == []
     busier[2] = [0.010] * 12 + [0.040] * 12
     assert [s for s, _ in _feed(StragglerDetector(), busier)] == [2]
+
+
+def test_stages_running_ahead_of_the_last_are_still_compared() -> None:
+    """In a pipeline the first stage reports step n+1 or n+2 before the last reports step n, so
+    the stages' counts are never equal at a record; the slowdown is still found, at its step."""
+    fast = [0.010] * 30
+    slowed = [0.010] * 15 + [0.030] * 15
+    series = {0: fast, 1: slowed, 2: fast}
+    lead = {0: 2, 1: 1, 2: 0}  # stage 0 runs two steps ahead of stage 2
+    detector = StragglerDetector(StragglerConfig(threshold=1.5, window=5, warmup=3))
+    found = []
+    for tick in range(32):
+        for stage, values in series.items():
+            step = tick + lead[stage] - 2
+            if 0 <= step < len(values):
+                d = detector.observe(stage, step, values[step])
+                if d is not None:
+                    found.append((d.stage, d.step))
+    assert found == [(1, 17)]
